@@ -1,0 +1,581 @@
+"""The `tile` dialect: the user's language, at Triton's level of abstraction.
+
+A kernel is written over *tiles* (builtin `tensor` values of static shape held by a
+program instance) and *global tensors* (`!tile.tensor`, dynamic-size arrays in device
+memory).  There are no warps, barriers, shared memory or register layouts here: the
+compiler decides them.  Elementwise math reuses `arith` / `math` on builtin tensors and
+loops are `scf.for` with loop-carried tiles.
+
+Semantics of one kernel launch: a logical grid of program instances, each identified by
+`tile.program_id`; each instance loads tiles addressed by element coordinates of their
+origin (out-of-bounds elements read as zero), computes, and stores tiles (out-of-bounds
+elements are dropped).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import ClassVar
+
+from xdsl.dialects.builtin import (
+    DYNAMIC_INDEX,
+    AnyFloat,
+    ArrayAttr,
+    BFloat16Type,
+    DictionaryAttr,
+    Float16Type,
+    Float32Type,
+    FunctionType,
+    IndexType,
+    IntAttr,
+    StringAttr,
+    TensorType,
+    UnitAttr,
+)
+from xdsl.dialects.utils import parse_func_op_like, print_func_op_like
+from xdsl.ir import Attribute, Dialect, ParametrizedAttribute, Region, SSAValue, TypeAttribute
+from xdsl.irdl import (
+    IRDLOperation,
+    VarConstraint,
+    base,
+    irdl_attr_definition,
+    irdl_op_definition,
+    operand_def,
+    opt_prop_def,
+    prop_def,
+    region_def,
+    result_def,
+    traits_def,
+    var_operand_def,
+)
+from xdsl.parser import AttrParser, Parser
+from xdsl.printer import Printer
+from xdsl.traits import HasParent, IsolatedFromAbove, IsTerminator, Pure, SymbolOpInterface
+from xdsl.utils.exceptions import VerifyException
+
+DYNAMIC = DYNAMIC_INDEX
+
+
+def type_str(t: Attribute) -> str:
+    """Short MLIR spelling of a type, for diagnostics."""
+    if isinstance(t, TensorType):
+        dims = "x".join("?" if d == DYNAMIC else str(d) for d in t.get_shape())
+        return f"tensor<{dims}x{t.element_type}>"
+    return str(t)
+
+
+@irdl_attr_definition
+class GlobalTensorType(ParametrizedAttribute, TypeAttribute):
+    """A dense array in global memory: `!tile.tensor<?x?xbf16>`.
+
+    Dimensions are `?` (known at launch) or static.  The innermost dimension is
+    contiguous; the outer strides are launch parameters.  Optional symbolic names for the
+    dimensions (`!tile.tensor<?x?xbf16, ["M", "K"]>`) let tools size inputs by name.
+    """
+
+    name = "tile.tensor"
+
+    shape: ArrayAttr[IntAttr]
+    element_type: Attribute
+    dim_names: ArrayAttr[StringAttr]
+
+    def __init__(
+        self, shape: Sequence[int], element_type: Attribute, dim_names: Sequence[str] = ()
+    ):
+        super().__init__(
+            ArrayAttr(IntAttr(d) for d in shape),
+            element_type,
+            ArrayAttr(StringAttr(n) for n in dim_names),
+        )
+
+    @classmethod
+    def parse_parameters(cls, parser: AttrParser) -> Sequence[Attribute]:
+        with parser.in_angle_brackets():
+            dims, elem = parser.parse_ranked_shape()
+            names: list[StringAttr] = []
+            if parser.parse_optional_punctuation(",") is not None:
+                names = parser.parse_comma_separated_list(
+                    parser.Delimiter.SQUARE, lambda: StringAttr(parser.parse_str_literal())
+                )
+        return (ArrayAttr(IntAttr(d) for d in dims), elem, ArrayAttr(names))
+
+    def print_parameters(self, printer: Printer) -> None:
+        dims = "".join(("?" if d.data == DYNAMIC else str(d.data)) + "x" for d in self.shape)
+        printer.print_string(f"<{dims}")
+        printer.print_attribute(self.element_type)
+        if self.dim_names.data:
+            names = ", ".join(f'"{n.data}"' for n in self.dim_names)
+            printer.print_string(f", [{names}]")
+        printer.print_string(">")
+
+    def verify(self) -> None:
+        if not isinstance(self.element_type, AnyFloat):
+            raise VerifyException(
+                f"!tile.tensor element type must be a float type, got {self.element_type}"
+            )
+        if not self.shape.data:
+            raise VerifyException("!tile.tensor must have rank >= 1")
+        if self.dim_names.data and len(self.dim_names) != len(self.shape):
+            raise VerifyException(
+                f"!tile.tensor has {len(self.shape)} dimensions but "
+                f"{len(self.dim_names)} dimension names"
+            )
+
+    @property
+    def rank(self) -> int:
+        return len(self.shape)
+
+    def get_shape(self) -> tuple[int, ...]:
+        return tuple(d.data for d in self.shape)
+
+
+@irdl_op_definition
+class KernelOp(IRDLOperation):
+    """A tile kernel: one program instance of a launch grid.
+
+    Arguments are global tensors (`!tile.tensor`) and scalars (`f32`, `index`).
+    The body is a single block ending in `tile.return`.
+    """
+
+    name = "tile.kernel"
+
+    body = region_def("single_block")
+    sym_name = prop_def(StringAttr)
+    function_type = prop_def(FunctionType)
+    arg_attrs = opt_prop_def(ArrayAttr[DictionaryAttr])
+
+    traits = traits_def(SymbolOpInterface(), IsolatedFromAbove())
+
+    def __init__(self, name: str, arg_types: Sequence[Attribute], body: Region):
+        super().__init__(
+            properties={
+                "sym_name": StringAttr(name),
+                "function_type": FunctionType.from_lists(arg_types, []),
+            },
+            regions=[body],
+        )
+
+    @classmethod
+    def parse(cls, parser: Parser) -> KernelOp:
+        name, inputs, outputs, region, extra, arg_attrs, _ = parse_func_op_like(
+            parser, reserved_attr_names=("sym_name", "function_type", "arg_attrs")
+        )
+        if outputs:
+            parser.raise_error("tile.kernel does not return values")
+        op = cls(name, inputs, region)
+        if extra is not None:
+            op.attributes |= extra.data
+        if arg_attrs is not None:
+            op.arg_attrs = arg_attrs
+        return op
+
+    def print(self, printer: Printer) -> None:
+        print_func_op_like(
+            printer,
+            self.sym_name,
+            self.function_type,
+            self.body,
+            self.attributes,
+            arg_attrs=self.arg_attrs,
+            reserved_attr_names=("sym_name", "function_type", "arg_attrs"),
+        )
+
+    def verify_(self) -> None:
+        block = self.body.block
+        if tuple(a.type for a in block.args) != tuple(self.function_type.inputs.data):
+            raise VerifyException("tile.kernel: block arguments do not match the signature")
+        for arg in block.args:
+            t = arg.type
+            if isinstance(t, GlobalTensorType | Float32Type | IndexType):
+                continue
+            raise VerifyException(
+                f"tile.kernel @{self.sym_name.data}: argument of type {t} is not supported "
+                "(expected !tile.tensor, f32 or index)"
+            )
+        if not isinstance(block.last_op, ReturnOp):
+            raise VerifyException("tile.kernel body must end with tile.return")
+
+    @property
+    def kernel_name(self) -> str:
+        return self.sym_name.data
+
+
+@irdl_op_definition
+class ReturnOp(IRDLOperation):
+    """Terminates a `tile.kernel` body."""
+
+    name = "tile.return"
+    traits = traits_def(IsTerminator(), HasParent(KernelOp))
+    assembly_format = "attr-dict"
+
+
+_AXES = ("x", "y", "z")
+
+
+@irdl_op_definition
+class ProgramIdOp(IRDLOperation):
+    """The index of this program instance along one axis of the launch grid."""
+
+    name = "tile.program_id"
+    axis = prop_def(IntAttr)
+    result = result_def(IndexType)
+    traits = traits_def(Pure())
+
+    def __init__(self, axis: int):
+        super().__init__(properties={"axis": IntAttr(axis)}, result_types=[IndexType()])
+
+    @classmethod
+    def parse(cls, parser: Parser) -> ProgramIdOp:
+        pos = parser.pos
+        name = parser.parse_identifier()
+        if name not in _AXES:
+            parser.raise_error("expected axis x, y or z", pos, parser.pos)
+        op = cls(_AXES.index(name))
+        op.attributes |= parser.parse_optional_attr_dict()
+        return op
+
+    def print(self, printer: Printer) -> None:
+        printer.print_string(f" {_AXES[self.axis.data]}")
+        printer.print_op_attributes(self.attributes)
+
+
+@irdl_op_definition
+class DimOp(IRDLOperation):
+    """The size of one dimension of a global tensor (a launch-time value)."""
+
+    name = "tile.dim"
+    source = operand_def(GlobalTensorType)
+    dim = prop_def(IntAttr)
+    result = result_def(IndexType)
+    traits = traits_def(Pure())
+
+    def __init__(self, source: SSAValue, dim: int):
+        super().__init__(
+            operands=[source], properties={"dim": IntAttr(dim)}, result_types=[IndexType()]
+        )
+
+    @classmethod
+    def parse(cls, parser: Parser) -> DimOp:
+        src = parser.parse_unresolved_operand()
+        dim = parser.parse_comma_separated_list(parser.Delimiter.SQUARE, parser.parse_integer)
+        parser.parse_punctuation(":")
+        t = parser.parse_type()
+        op = cls(parser.resolve_operand(src, t), dim[0] if len(dim) == 1 else -1)
+        op.attributes |= parser.parse_optional_attr_dict()
+        return op
+
+    def print(self, printer: Printer) -> None:
+        printer.print_string(" ")
+        printer.print_operand(self.source)
+        printer.print_string(f"[{self.dim.data}] : ")
+        printer.print_attribute(self.source.type)
+        printer.print_op_attributes(self.attributes)
+
+    def verify_(self) -> None:
+        t = self.source.type
+        assert isinstance(t, GlobalTensorType)
+        if not 0 <= self.dim.data < t.rank:
+            raise VerifyException(
+                f"tile.dim: dimension {self.dim.data} out of range for {t} of rank {t.rank}"
+            )
+
+
+def _parse_indexed(parser: Parser):
+    """`%src[%i, %j]` -> (unresolved source, resolved index operands)."""
+    src = parser.parse_unresolved_operand()
+    idx = parser.parse_comma_separated_list(
+        parser.Delimiter.SQUARE, parser.parse_unresolved_operand
+    )
+    return src, [parser.resolve_operand(i, IndexType()) for i in idx]
+
+
+def _print_indexed(printer: Printer, src: SSAValue, indices: Sequence[SSAValue]) -> None:
+    printer.print_operand(src)
+    printer.print_string("[")
+    printer.print_list(indices, printer.print_operand)
+    printer.print_string("]")
+
+
+def _check_access(op: IRDLOperation, gt: Attribute, tile: Attribute, n_idx: int) -> None:
+    assert isinstance(gt, GlobalTensorType)
+    if not isinstance(tile, TensorType):
+        raise VerifyException(f"{op.name}: expected a ranked tensor tile, got {tile}")
+    if tile.get_num_dims() != gt.rank:
+        raise VerifyException(
+            f"{op.name}: tile {type_str(tile)} has rank {tile.get_num_dims()} but "
+            f"{gt} has rank {gt.rank}"
+        )
+    if n_idx != gt.rank:
+        raise VerifyException(
+            f"{op.name}: {n_idx} coordinates given for {gt} of rank {gt.rank}"
+        )
+    if tile.element_type != gt.element_type:
+        raise VerifyException(
+            f"{op.name}: element type mismatch: tile {type_str(tile)} vs global {gt}"
+        )
+    if any(d <= 0 for d in tile.get_shape()):
+        raise VerifyException(f"{op.name}: tile shape must be static, got {type_str(tile)}")
+
+
+@irdl_op_definition
+class LoadOp(IRDLOperation):
+    """Reads the tile whose origin is at the given element coordinates.
+
+    Elements outside the global tensor read as zero.
+    `%x = tile.load %a[%m0, %k] : !tile.tensor<?x?xbf16> -> tensor<128x64xbf16>`
+    """
+
+    name = "tile.load"
+    source = operand_def(GlobalTensorType)
+    indices = var_operand_def(IndexType)
+    result = result_def(TensorType)
+
+    def __init__(self, source: SSAValue, indices: Sequence[SSAValue], result_type: Attribute):
+        super().__init__(operands=[source, indices], result_types=[result_type])
+
+    @classmethod
+    def parse(cls, parser: Parser) -> LoadOp:
+        src, idx = _parse_indexed(parser)
+        parser.parse_punctuation(":")
+        st = parser.parse_type()
+        parser.parse_punctuation("->")
+        rt = parser.parse_type()
+        op = cls(parser.resolve_operand(src, st), idx, rt)
+        op.attributes |= parser.parse_optional_attr_dict()
+        return op
+
+    def print(self, printer: Printer) -> None:
+        printer.print_string(" ")
+        _print_indexed(printer, self.source, self.indices)
+        printer.print_string(" : ")
+        printer.print_attribute(self.source.type)
+        printer.print_string(" -> ")
+        printer.print_attribute(self.result.type)
+        printer.print_op_attributes(self.attributes)
+
+    def verify_(self) -> None:
+        _check_access(self, self.source.type, self.result.type, len(self.indices))
+
+
+@irdl_op_definition
+class StoreOp(IRDLOperation):
+    """Writes a tile at the given element coordinates; out-of-bounds elements are dropped.
+
+    `tile.store %o, %c[%m0, %n0] : tensor<128x256xbf16> -> !tile.tensor<?x?xbf16>`
+    """
+
+    name = "tile.store"
+    value = operand_def(TensorType)
+    dest = operand_def(GlobalTensorType)
+    indices = var_operand_def(IndexType)
+
+    def __init__(self, value: SSAValue, dest: SSAValue, indices: Sequence[SSAValue]):
+        super().__init__(operands=[value, dest, indices])
+
+    @classmethod
+    def parse(cls, parser: Parser) -> StoreOp:
+        val = parser.parse_unresolved_operand()
+        parser.parse_punctuation(",")
+        dst, idx = _parse_indexed(parser)
+        parser.parse_punctuation(":")
+        vt = parser.parse_type()
+        parser.parse_punctuation("->")
+        dt = parser.parse_type()
+        op = cls(parser.resolve_operand(val, vt), parser.resolve_operand(dst, dt), idx)
+        op.attributes |= parser.parse_optional_attr_dict()
+        return op
+
+    def print(self, printer: Printer) -> None:
+        printer.print_string(" ")
+        printer.print_operand(self.value)
+        printer.print_string(", ")
+        _print_indexed(printer, self.dest, self.indices)
+        printer.print_string(" : ")
+        printer.print_attribute(self.value.type)
+        printer.print_string(" -> ")
+        printer.print_attribute(self.dest.type)
+        printer.print_op_attributes(self.attributes)
+
+    def verify_(self) -> None:
+        _check_access(self, self.dest.type, self.value.type, len(self.indices))
+
+
+MMA_INPUT_TYPES = (BFloat16Type, Float16Type)
+
+
+@irdl_op_definition
+class DotOp(IRDLOperation):
+    """Matrix product with fp32 accumulation: `acc + op(lhs) * op(rhs)`.
+
+    `lhs` is MxK (KxM with `transpose_lhs`), `rhs` is KxN (NxK with `transpose_rhs`),
+    `acc` and the result are MxN f32.
+    """
+
+    name = "tile.dot"
+    lhs = operand_def(TensorType)
+    rhs = operand_def(TensorType)
+    T: ClassVar = VarConstraint("T", base(TensorType))
+    acc = operand_def(T)
+    result = result_def(T)
+    transpose_lhs = opt_prop_def(UnitAttr)
+    transpose_rhs = opt_prop_def(UnitAttr)
+
+    traits = traits_def(Pure())
+
+    assembly_format = (
+        "$lhs `,` $rhs `,` $acc (`transpose_lhs` $transpose_lhs^)? "
+        "(`transpose_rhs` $transpose_rhs^)? attr-dict "
+        "`:` type($lhs) `,` type($rhs) `->` type($result)"
+    )
+
+    def __init__(
+        self,
+        lhs: SSAValue,
+        rhs: SSAValue,
+        acc: SSAValue,
+        transpose_lhs: bool = False,
+        transpose_rhs: bool = False,
+    ):
+        props: dict[str, Attribute] = {}
+        if transpose_lhs:
+            props["transpose_lhs"] = UnitAttr()
+        if transpose_rhs:
+            props["transpose_rhs"] = UnitAttr()
+        super().__init__(operands=[lhs, rhs, acc], result_types=[acc.type], properties=props)
+
+    def mnk(self) -> tuple[int, int, int]:
+        lt, rt = self.lhs.type, self.rhs.type
+        assert isinstance(lt, TensorType) and isinstance(rt, TensorType)
+        ls, rs = lt.get_shape(), rt.get_shape()
+        m, k = (ls[1], ls[0]) if self.transpose_lhs else ls
+        k2, n = (rs[1], rs[0]) if self.transpose_rhs else rs
+        del k2
+        return m, n, k
+
+    def verify_(self) -> None:
+        lt, rt, at = self.lhs.type, self.rhs.type, self.acc.type
+        assert isinstance(lt, TensorType) and isinstance(rt, TensorType)
+        assert isinstance(at, TensorType)
+        for what, t in (("lhs", lt), ("rhs", rt), ("acc", at)):
+            if t.get_num_dims() != 2:
+                raise VerifyException(f"tile.dot: {what} must be 2-d, got {type_str(t)}")
+        if self.result.type != at:
+            raise VerifyException("tile.dot: result type must equal the accumulator type")
+        if not isinstance(lt.element_type, MMA_INPUT_TYPES):
+            raise VerifyException(
+                f"tile.dot: operand element type {lt.element_type} is not supported "
+                "(bf16 or f16)"
+            )
+        if lt.element_type != rt.element_type:
+            raise VerifyException(
+                f"tile.dot: operand element types differ: {type_str(lt)} vs {type_str(rt)}"
+            )
+        if not isinstance(at.element_type, Float32Type):
+            raise VerifyException(f"tile.dot: accumulator must be f32, got {type_str(at)}")
+        ls, rs = lt.get_shape(), rt.get_shape()
+        m, k = (ls[1], ls[0]) if self.transpose_lhs else ls
+        k2, n = (rs[1], rs[0]) if self.transpose_rhs else rs
+        if k != k2:
+            raise VerifyException(
+                f"tile.dot: contraction sizes differ: lhs {type_str(lt)} has K={k}, "
+                f"rhs {type_str(rt)} has K={k2}"
+            )
+        if tuple(at.get_shape()) != (m, n):
+            raise VerifyException(
+                f"tile.dot: accumulator {type_str(at)} does not match the product shape "
+                f"{m}x{n} of {type_str(lt)} and {type_str(rt)}"
+            )
+
+
+@irdl_op_definition
+class SplatOp(IRDLOperation):
+    """A tile with every element equal to a scalar: `tile.splat %s : f32 -> tensor<..>`."""
+
+    name = "tile.splat"
+    value = operand_def(Float32Type)
+    result = result_def(TensorType)
+    traits = traits_def(Pure())
+    assembly_format = "$value attr-dict `:` type($value) `->` type($result)"
+
+    def verify_(self) -> None:
+        rt = self.result.type
+        assert isinstance(rt, TensorType)
+        if rt.element_type != self.value.type:
+            raise VerifyException(
+                f"tile.splat: element type of {type_str(rt)} differs from {self.value.type}"
+            )
+
+
+@irdl_op_definition
+class BroadcastOp(IRDLOperation):
+    """Replicates a 1-d tile along a new dimension of a 2-d tile.
+
+    `tile.broadcast %v, 1 : tensor<256xf32> -> tensor<128x256xf32>` puts the vector along
+    dimension 1 (a row vector repeated over rows); dimension 0 puts it along the rows.
+    """
+
+    name = "tile.broadcast"
+    source = operand_def(TensorType)
+    dim = prop_def(IntAttr)
+    result = result_def(TensorType)
+    traits = traits_def(Pure())
+
+    def __init__(self, source: SSAValue, dim: int, result_type: Attribute):
+        super().__init__(
+            operands=[source], properties={"dim": IntAttr(dim)}, result_types=[result_type]
+        )
+
+    @classmethod
+    def parse(cls, parser: Parser) -> BroadcastOp:
+        src = parser.parse_unresolved_operand()
+        parser.parse_punctuation(",")
+        dim = parser.parse_integer()
+        parser.parse_punctuation(":")
+        st = parser.parse_type()
+        parser.parse_punctuation("->")
+        rt = parser.parse_type()
+        op = cls(parser.resolve_operand(src, st), dim, rt)
+        op.attributes |= parser.parse_optional_attr_dict()
+        return op
+
+    def print(self, printer: Printer) -> None:
+        printer.print_string(" ")
+        printer.print_operand(self.source)
+        printer.print_string(f", {self.dim.data} : ")
+        printer.print_attribute(self.source.type)
+        printer.print_string(" -> ")
+        printer.print_attribute(self.result.type)
+        printer.print_op_attributes(self.attributes)
+
+    def verify_(self) -> None:
+        st, rt = self.source.type, self.result.type
+        assert isinstance(st, TensorType) and isinstance(rt, TensorType)
+        if st.get_num_dims() != 1 or rt.get_num_dims() != 2:
+            raise VerifyException(
+                f"tile.broadcast: expected 1-d to 2-d, got {type_str(st)} -> {type_str(rt)}"
+            )
+        d = self.dim.data
+        if d not in (0, 1):
+            raise VerifyException(f"tile.broadcast: dimension {d} out of range")
+        if rt.get_shape()[d] != st.get_shape()[0] or st.element_type != rt.element_type:
+            raise VerifyException(
+                f"tile.broadcast: {type_str(st)} cannot be broadcast along dimension {d} "
+                f"of {type_str(rt)}"
+            )
+
+
+Tile = Dialect(
+    "tile",
+    [
+        KernelOp,
+        ReturnOp,
+        ProgramIdOp,
+        DimOp,
+        LoadOp,
+        StoreOp,
+        DotOp,
+        SplatOp,
+        BroadcastOp,
+    ],
+    [GlobalTensorType],
+)
