@@ -306,9 +306,7 @@ def _check_access(op: IRDLOperation, gt: Attribute, tile: Attribute, n_idx: int)
             f"{gt} has rank {gt.rank}"
         )
     if n_idx != gt.rank:
-        raise VerifyException(
-            f"{op.name}: {n_idx} coordinates given for {gt} of rank {gt.rank}"
-        )
+        raise VerifyException(f"{op.name}: {n_idx} coordinates given for {gt} of rank {gt.rank}")
     if tile.element_type != gt.element_type:
         raise VerifyException(
             f"{op.name}: element type mismatch: tile {type_str(tile)} vs global {gt}"
@@ -463,8 +461,7 @@ class DotOp(IRDLOperation):
             raise VerifyException("tile.dot: result type must equal the accumulator type")
         if not isinstance(lt.element_type, MMA_INPUT_TYPES):
             raise VerifyException(
-                f"tile.dot: operand element type {lt.element_type} is not supported "
-                "(bf16 or f16)"
+                f"tile.dot: operand element type {lt.element_type} is not supported (bf16 or f16)"
             )
         if lt.element_type != rt.element_type:
             raise VerifyException(

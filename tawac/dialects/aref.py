@@ -1,0 +1,295 @@
+"""The `aref` dialect: Tawa's asynchronous references and warp-group partitions.
+
+An aref is a typed channel between warp groups (Tawa, arXiv 2510.14719, section 3): a ring
+of D slots, each holding a tuple of tiles, guarded by an "empty" and a "full" barrier.
+
+- `aref.put %r[%i], %x, %y`: wait until slot `i mod D` is empty, write the payload, mark it
+  full.
+- `%x, %y = aref.get %r[%i]`: wait until slot `i mod D` is full; the payload is borrowed
+  in place until
+- `aref.consumed %r[%i]`: the slot may be reused by the producer.
+
+`%i` is the iteration number (0, 1, 2, ...) of the transfer; the slot is `i mod D` and the
+barrier phase flips each time the slot index wraps.
+
+`aref.partition` holds the code of one warp-group role (producer or consumer), with the
+number of warp groups that run it and their register budget (0: chosen by the compiler).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from xdsl.dialects.builtin import ArrayAttr, IndexType, IntAttr, StringAttr, TensorType
+from xdsl.ir import Attribute, Dialect, ParametrizedAttribute, Region, SSAValue, TypeAttribute
+from xdsl.irdl import (
+    IRDLOperation,
+    irdl_attr_definition,
+    irdl_op_definition,
+    operand_def,
+    prop_def,
+    region_def,
+    result_def,
+    traits_def,
+    var_operand_def,
+    var_result_def,
+)
+from xdsl.parser import AttrParser, Parser
+from xdsl.printer import Printer
+from xdsl.traits import NoTerminator
+from xdsl.utils.exceptions import VerifyException
+
+from tawac.dialects.tile import type_str
+
+
+@irdl_attr_definition
+class ArefType(ParametrizedAttribute, TypeAttribute):
+    """`!aref.aref<[tensor<128x64xbf16>, tensor<256x64xbf16>], 3>`: payload types, depth."""
+
+    name = "aref.aref"
+
+    payload: ArrayAttr[TensorType]
+    depth: IntAttr
+
+    def __init__(self, payload: Sequence[TensorType], depth: int):
+        super().__init__(ArrayAttr(payload), IntAttr(depth))
+
+    @classmethod
+    def parse_parameters(cls, parser: AttrParser) -> Sequence[Attribute]:
+        with parser.in_angle_brackets():
+            payload = parser.parse_comma_separated_list(parser.Delimiter.SQUARE, parser.parse_type)
+            parser.parse_punctuation(",")
+            depth = parser.parse_integer(allow_boolean=False, allow_negative=False)
+        return (ArrayAttr(payload), IntAttr(depth))
+
+    def print_parameters(self, printer: Printer) -> None:
+        printer.print_string("<[")
+        printer.print_list(self.payload, printer.print_attribute)
+        printer.print_string(f"], {self.depth.data}>")
+
+    def verify(self) -> None:
+        if self.depth.data < 1:
+            raise VerifyException(f"!aref.aref depth must be >= 1, got {self.depth.data}")
+        if not self.payload.data:
+            raise VerifyException("!aref.aref payload must not be empty")
+
+
+def _parse_slot(parser: Parser):
+    ref = parser.parse_unresolved_operand()
+    idx = parser.parse_comma_separated_list(
+        parser.Delimiter.SQUARE, parser.parse_unresolved_operand
+    )
+    if len(idx) != 1:
+        parser.raise_error("expected one iteration index")
+    return ref, parser.resolve_operand(idx[0], IndexType())
+
+
+def _print_slot(printer: Printer, ref: SSAValue, index: SSAValue) -> None:
+    printer.print_string(" ")
+    printer.print_operand(ref)
+    printer.print_string("[")
+    printer.print_operand(index)
+    printer.print_string("]")
+
+
+@irdl_op_definition
+class CreateOp(IRDLOperation):
+    """Creates an aref ring: `%r = aref.create : !aref.aref<[...], D>`."""
+
+    name = "aref.create"
+    result = result_def(ArefType)
+    assembly_format = "attr-dict `:` type($result)"
+
+    def __init__(self, aref_type: ArefType):
+        super().__init__(result_types=[aref_type])
+
+
+def _aref_type(op: IRDLOperation, v: SSAValue) -> ArefType:
+    t = v.type
+    if not isinstance(t, ArefType):
+        raise VerifyException(f"{op.name}: expected an !aref.aref operand, got {t}")
+    return t
+
+
+@irdl_op_definition
+class PutOp(IRDLOperation):
+    """Writes a payload into slot `index mod D`, after waiting for it to be empty."""
+
+    name = "aref.put"
+    aref = operand_def(ArefType)
+    index = operand_def(IndexType)
+    values = var_operand_def(TensorType)
+
+    def __init__(self, aref: SSAValue, index: SSAValue, values: Sequence[SSAValue]):
+        super().__init__(operands=[aref, index, values])
+
+    @classmethod
+    def parse(cls, parser: Parser) -> PutOp:
+        ref, idx = _parse_slot(parser)
+        vals = []
+        while parser.parse_optional_punctuation(",") is not None:
+            vals.append(parser.parse_unresolved_operand())
+        parser.parse_punctuation(":")
+        t = parser.parse_type()
+        if not isinstance(t, ArefType) or len(t.payload) != len(vals):
+            parser.raise_error(f"aref.put: {len(vals)} values do not match {t}")
+        op = cls(
+            parser.resolve_operand(ref, t),
+            idx,
+            [parser.resolve_operand(v, pt) for v, pt in zip(vals, t.payload, strict=True)],
+        )
+        op.attributes |= parser.parse_optional_attr_dict()
+        return op
+
+    def print(self, printer: Printer) -> None:
+        _print_slot(printer, self.aref, self.index)
+        for v in self.values:
+            printer.print_string(", ")
+            printer.print_operand(v)
+        printer.print_string(" : ")
+        printer.print_attribute(self.aref.type)
+        printer.print_op_attributes(self.attributes)
+
+    def verify_(self) -> None:
+        t = _aref_type(self, self.aref)
+        got = tuple(v.type for v in self.values)
+        if got != tuple(t.payload.data):
+            raise VerifyException(
+                f"aref.put: values ({', '.join(type_str(g) for g in got)}) do not match "
+                f"the payload of {t}"
+            )
+
+
+@irdl_op_definition
+class GetOp(IRDLOperation):
+    """Waits until slot `index mod D` is full and borrows its payload in place."""
+
+    name = "aref.get"
+    aref = operand_def(ArefType)
+    index = operand_def(IndexType)
+    values = var_result_def(TensorType)
+
+    def __init__(self, aref: SSAValue, index: SSAValue):
+        t = aref.type
+        assert isinstance(t, ArefType)
+        super().__init__(operands=[aref, index], result_types=[list(t.payload.data)])
+
+    @classmethod
+    def parse(cls, parser: Parser) -> GetOp:
+        ref, idx = _parse_slot(parser)
+        parser.parse_punctuation(":")
+        t = parser.parse_type()
+        op = cls(parser.resolve_operand(ref, t), idx)
+        op.attributes |= parser.parse_optional_attr_dict()
+        return op
+
+    def print(self, printer: Printer) -> None:
+        _print_slot(printer, self.aref, self.index)
+        printer.print_string(" : ")
+        printer.print_attribute(self.aref.type)
+        printer.print_op_attributes(self.attributes)
+
+    def verify_(self) -> None:
+        t = _aref_type(self, self.aref)
+        if tuple(r.type for r in self.values) != tuple(t.payload.data):
+            raise VerifyException(f"aref.get: result types do not match the payload of {t}")
+
+
+@irdl_op_definition
+class ConsumedOp(IRDLOperation):
+    """Releases slot `index mod D`: the producer may overwrite it."""
+
+    name = "aref.consumed"
+    aref = operand_def(ArefType)
+    index = operand_def(IndexType)
+
+    def __init__(self, aref: SSAValue, index: SSAValue):
+        super().__init__(operands=[aref, index])
+
+    @classmethod
+    def parse(cls, parser: Parser) -> ConsumedOp:
+        ref, idx = _parse_slot(parser)
+        parser.parse_punctuation(":")
+        t = parser.parse_type()
+        op = cls(parser.resolve_operand(ref, t), idx)
+        op.attributes |= parser.parse_optional_attr_dict()
+        return op
+
+    def print(self, printer: Printer) -> None:
+        _print_slot(printer, self.aref, self.index)
+        printer.print_string(" : ")
+        printer.print_attribute(self.aref.type)
+        printer.print_op_attributes(self.attributes)
+
+    def verify_(self) -> None:
+        _aref_type(self, self.aref)
+
+
+ROLES = ("producer", "consumer")
+
+
+@irdl_op_definition
+class PartitionOp(IRDLOperation):
+    """The code of one warp-group role.
+
+    `aref.partition consumer warp_groups 2 regs 232 { ... }`: `warp_groups` warp groups
+    (128 threads each) run the body; `regs` is the per-thread register budget that
+    `setmaxnreg` gives them (0 lets the compiler choose).  Partitions of a kernel are
+    laid out in order: the first gets warp group 0.
+    """
+
+    name = "aref.partition"
+    role = prop_def(StringAttr)
+    warp_groups = prop_def(IntAttr)
+    regs = prop_def(IntAttr)
+    body = region_def("single_block")
+    traits = traits_def(NoTerminator())
+
+    def __init__(self, role: str, warp_groups: int, regs: int, body: Region):
+        super().__init__(
+            properties={
+                "role": StringAttr(role),
+                "warp_groups": IntAttr(warp_groups),
+                "regs": IntAttr(regs),
+            },
+            regions=[body],
+        )
+
+    @classmethod
+    def parse(cls, parser: Parser) -> PartitionOp:
+        pos = parser.pos
+        role = parser.parse_identifier()
+        if role not in ROLES:
+            parser.raise_error(f"expected a role ({', '.join(ROLES)})", pos, parser.pos)
+        parser.parse_keyword("warp_groups")
+        wgs = parser.parse_integer(allow_boolean=False, allow_negative=False)
+        parser.parse_keyword("regs")
+        regs = parser.parse_integer(allow_boolean=False, allow_negative=False)
+        attrs = parser.parse_optional_attr_dict_with_keyword()
+        body = parser.parse_region()
+        op = cls(role, wgs, regs, body)
+        if attrs is not None:
+            op.attributes |= attrs.data
+        return op
+
+    def print(self, printer: Printer) -> None:
+        printer.print_string(
+            f" {self.role.data} warp_groups {self.warp_groups.data} regs {self.regs.data}"
+        )
+        printer.print_op_attributes(self.attributes, print_keyword=True)
+        printer.print_string(" ")
+        printer.print_region(self.body, print_entry_block_args=False)
+
+    def verify_(self) -> None:
+        if self.role.data not in ROLES:
+            raise VerifyException(f"aref.partition: unknown role {self.role.data!r}")
+        if self.warp_groups.data < 1:
+            raise VerifyException("aref.partition: warp_groups must be >= 1")
+        r = self.regs.data
+        if r != 0 and (r < 24 or r > 256 or r % 8):
+            raise VerifyException(
+                f"aref.partition: register budget {r} must be 0 or a multiple of 8 in 24..256"
+            )
+
+
+Aref = Dialect("aref", [CreateOp, PutOp, GetOp, ConsumedOp, PartitionOp], [ArefType])

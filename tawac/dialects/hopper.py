@@ -1,0 +1,406 @@
+"""The `hopper` dialect: target-level operations of sm_90a, above individual instructions.
+
+It names the hardware resources the aref lowering allocates (shared-memory rings of tiles,
+mbarrier arrays) and the asynchronous units that use them (TMA, wgmma), with SSA
+operands for slots, phases and coordinates.  `convert-to-ptx` turns each op into PTX
+instructions (PTX ISA 8.x, sections 9.7.13 "Asynchronous warpgroup level matrix
+multiply-accumulate", 9.7.9.25 "cp.async.bulk.tensor", 9.7.13.15 "mbarrier").
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import ClassVar
+
+from xdsl.dialects.builtin import (
+    I64,
+    ArrayAttr,
+    IndexType,
+    IntAttr,
+    IntegerAttr,
+    TensorType,
+    UnitAttr,
+    i64,
+)
+from xdsl.ir import Attribute, Dialect, ParametrizedAttribute, SSAValue, TypeAttribute
+from xdsl.irdl import (
+    IRDLOperation,
+    VarConstraint,
+    base,
+    irdl_attr_definition,
+    irdl_op_definition,
+    operand_def,
+    opt_prop_def,
+    prop_def,
+    result_def,
+    traits_def,
+    var_operand_def,
+)
+from xdsl.parser import AttrParser
+from xdsl.printer import Printer
+from xdsl.traits import Pure
+from xdsl.utils.exceptions import VerifyException
+
+from tawac.dialects.tile import GlobalTensorType
+
+
+def _parse_shape_swizzle(parser: AttrParser):
+    with parser.in_angle_brackets():
+        dims, elem = parser.parse_ranked_shape()
+        parser.parse_punctuation(",")
+        parser.parse_keyword("swizzle")
+        swz = parser.parse_integer(allow_boolean=False, allow_negative=False)
+    return ArrayAttr(IntAttr(d) for d in dims), elem, IntAttr(swz)
+
+
+def _print_shape_swizzle(printer: Printer, shape, elem, swizzle) -> None:
+    dims = "".join(f"{d.data}x" for d in shape)
+    printer.print_string(f"<{dims}")
+    printer.print_attribute(elem)
+    printer.print_string(f", swizzle {swizzle.data}>")
+
+
+class _SmemShaped:
+    shape: ArrayAttr[IntAttr]
+    element_type: Attribute
+    swizzle: IntAttr
+
+    def get_shape(self) -> tuple[int, ...]:
+        return tuple(d.data for d in self.shape)
+
+    @property
+    def elem_bytes(self) -> int:
+        return self.element_type.bitwidth // 8  # type: ignore[attr-defined]
+
+    def verify(self) -> None:
+        if self.swizzle.data not in (0, 32, 64, 128):
+            raise VerifyException(f"swizzle must be 0, 32, 64 or 128 bytes, got {self.swizzle}")
+
+
+@irdl_attr_definition
+class SmemRingType(_SmemShaped, ParametrizedAttribute, TypeAttribute):
+    """`!hopper.smem<3x128x64xbf16, swizzle 128>`: D tiles of RxC elements in shared memory.
+
+    Each tile is stored as ceil(C*bytes/128) column chunks of R rows x 128 bytes (the
+    layout a 128-byte-swizzled TMA box writes), every chunk 1024-byte aligned.
+    """
+
+    name = "hopper.smem"
+    shape: ArrayAttr[IntAttr]
+    element_type: Attribute
+    swizzle: IntAttr
+
+    @classmethod
+    def parse_parameters(cls, parser: AttrParser) -> Sequence[Attribute]:
+        return _parse_shape_swizzle(parser)
+
+    def print_parameters(self, printer: Printer) -> None:
+        _print_shape_swizzle(printer, self.shape, self.element_type, self.swizzle)
+
+    @property
+    def depth(self) -> int:
+        return self.shape.data[0].data
+
+    @property
+    def tile_type(self) -> SmemTileType:
+        return SmemTileType(self.get_shape()[1:], self.element_type, self.swizzle.data)
+
+
+@irdl_attr_definition
+class SmemTileType(_SmemShaped, ParametrizedAttribute, TypeAttribute):
+    """`!hopper.smem_tile<128x64xbf16, swizzle 128>`: one tile of a ring, in place."""
+
+    name = "hopper.smem_tile"
+    shape: ArrayAttr[IntAttr]
+    element_type: Attribute
+    swizzle: IntAttr
+
+    def __init__(self, shape: Sequence[int], element_type: Attribute, swizzle: int):
+        super().__init__(ArrayAttr(IntAttr(d) for d in shape), element_type, IntAttr(swizzle))
+
+    @classmethod
+    def parse_parameters(cls, parser: AttrParser) -> Sequence[Attribute]:
+        return _parse_shape_swizzle(parser)
+
+    def print_parameters(self, printer: Printer) -> None:
+        _print_shape_swizzle(printer, self.shape, self.element_type, self.swizzle)
+
+    @property
+    def rows(self) -> int:
+        return self.get_shape()[0]
+
+    @property
+    def cols(self) -> int:
+        return self.get_shape()[1]
+
+    @property
+    def chunk_cols(self) -> int:
+        """Elements of one 128-byte (swizzle-span) column chunk."""
+        return max(self.swizzle.data, 16) // self.elem_bytes
+
+    @property
+    def num_chunks(self) -> int:
+        return -(-self.cols // self.chunk_cols)
+
+    @property
+    def chunk_bytes(self) -> int:
+        return _align(self.rows * self.chunk_cols * self.elem_bytes, 1024)
+
+    @property
+    def nbytes(self) -> int:
+        return self.num_chunks * self.chunk_bytes
+
+    @property
+    def tma_bytes(self) -> int:
+        """Bytes a full TMA transfer of this tile delivers (zero-filled parts included)."""
+        return self.rows * self.num_chunks * self.chunk_cols * self.elem_bytes
+
+
+def _align(x: int, a: int) -> int:
+    return -(-x // a) * a
+
+
+def smem_ring_type(tile: TensorType, depth: int, swizzle: int = 128) -> SmemRingType:
+    return SmemRingType(
+        ArrayAttr(IntAttr(d) for d in (depth, *tile.get_shape())),
+        tile.element_type,
+        IntAttr(swizzle),
+    )
+
+
+def ring_bytes(t: SmemRingType) -> int:
+    return t.depth * t.tile_type.nbytes
+
+
+@irdl_attr_definition
+class MbarriersType(ParametrizedAttribute, TypeAttribute):
+    """`!hopper.mbarriers<3>`: an array of 64-bit mbarrier objects in shared memory."""
+
+    name = "hopper.mbarriers"
+    count: IntAttr
+
+    @classmethod
+    def parse_parameters(cls, parser: AttrParser) -> Sequence[Attribute]:
+        with parser.in_angle_brackets():
+            n = parser.parse_integer(allow_boolean=False, allow_negative=False)
+        return (IntAttr(n),)
+
+    def print_parameters(self, printer: Printer) -> None:
+        printer.print_string(f"<{self.count.data}>")
+
+
+@irdl_op_definition
+class SmemAllocOp(IRDLOperation):
+    """A ring of tiles at a static byte offset of the dynamic shared memory."""
+
+    name = "hopper.smem_alloc"
+    offset = prop_def(IntegerAttr[I64])
+    result = result_def(SmemRingType)
+    assembly_format = "`offset` $offset attr-dict `:` type($result)"
+
+    def __init__(self, offset: int, t: SmemRingType):
+        super().__init__(properties={"offset": IntegerAttr(offset, i64)}, result_types=[t])
+
+
+@irdl_op_definition
+class MbarrierAllocOp(IRDLOperation):
+    """An array of mbarriers at a static byte offset (8-byte aligned) of shared memory."""
+
+    name = "hopper.mbarrier_alloc"
+    offset = prop_def(IntegerAttr[I64])
+    result = result_def(MbarriersType)
+    assembly_format = "`offset` $offset attr-dict `:` type($result)"
+
+    def __init__(self, offset: int, count: int):
+        super().__init__(
+            properties={"offset": IntegerAttr(offset, i64)},
+            result_types=[MbarriersType(IntAttr(count))],
+        )
+
+
+@irdl_op_definition
+class MbarrierInitOp(IRDLOperation):
+    """Initialises every barrier of the array with an expected arrival count
+    (`mbarrier.init`, executed by one thread)."""
+
+    name = "hopper.mbarrier_init"
+    bars = operand_def(MbarriersType)
+    count = prop_def(IntegerAttr[I64])
+    assembly_format = "$bars `count` $count attr-dict `:` type($bars)"
+
+    def __init__(self, bars: SSAValue, count: int):
+        super().__init__(operands=[bars], properties={"count": IntegerAttr(count, i64)})
+
+
+@irdl_op_definition
+class CtaSyncOp(IRDLOperation):
+    """A barrier over all threads of the CTA (`bar.sync 0`), publishing barrier inits."""
+
+    name = "hopper.cta_sync"
+    assembly_format = "attr-dict"
+
+
+@irdl_op_definition
+class MbarrierWaitOp(IRDLOperation):
+    """Blocks until barrier `bars[slot]` completes the phase of parity `phase`
+    (`mbarrier.try_wait.parity` in a loop)."""
+
+    name = "hopper.mbarrier_wait"
+    bars = operand_def(MbarriersType)
+    slot = operand_def(IndexType)
+    phase = operand_def(IndexType)
+    assembly_format = "$bars `[` $slot `]` `,` $phase attr-dict `:` type($bars)"
+
+    def __init__(self, bars: SSAValue, slot: SSAValue, phase: SSAValue):
+        super().__init__(operands=[bars, slot, phase])
+
+
+@irdl_op_definition
+class MbarrierArriveOp(IRDLOperation):
+    """One arrival on `bars[slot]` per warp that executes it (lane 0 arrives)."""
+
+    name = "hopper.mbarrier_arrive"
+    bars = operand_def(MbarriersType)
+    slot = operand_def(IndexType)
+    assembly_format = "$bars `[` $slot `]` attr-dict `:` type($bars)"
+
+    def __init__(self, bars: SSAValue, slot: SSAValue):
+        super().__init__(operands=[bars, slot])
+
+
+@irdl_op_definition
+class MbarrierArriveExpectTxOp(IRDLOperation):
+    """Arrives on `bars[slot]` and adds `bytes` to its expected transaction count
+    (`mbarrier.arrive.expect_tx`); the TMA loads completing on it bring the bytes."""
+
+    name = "hopper.mbarrier_arrive_expect_tx"
+    bars = operand_def(MbarriersType)
+    slot = operand_def(IndexType)
+    bytes = prop_def(IntegerAttr[I64])
+    assembly_format = "$bars `[` $slot `]` `,` $bytes attr-dict `:` type($bars)"
+
+    def __init__(self, bars: SSAValue, slot: SSAValue, nbytes: int):
+        super().__init__(operands=[bars, slot], properties={"bytes": IntegerAttr(nbytes, i64)})
+
+
+@irdl_op_definition
+class TmaLoadOp(IRDLOperation):
+    """Copies the tile of `source` at the element coordinates into slot `slot` of the
+    ring, completing on `bars[slot]` (`cp.async.bulk.tensor...mbarrier::complete_tx`).
+    Out-of-bounds elements are zero-filled."""
+
+    name = "hopper.tma_load"
+    source = operand_def(GlobalTensorType)
+    indices = var_operand_def(IndexType)
+    ring = operand_def(SmemRingType)
+    bars = operand_def(MbarriersType)
+    slot = operand_def(IndexType)
+    assembly_format = (
+        "$source `[` $indices `]` `,` $ring `[` $slot `]` `,` $bars attr-dict "
+        "`:` type($source) `,` type($ring) `,` type($bars)"
+    )
+
+    def __init__(
+        self,
+        source: SSAValue,
+        indices: Sequence[SSAValue],
+        ring: SSAValue,
+        bars: SSAValue,
+        slot: SSAValue,
+    ):
+        super().__init__(operands=[source, indices, ring, bars, slot])
+
+    def verify_(self) -> None:
+        st, rt = self.source.type, self.ring.type
+        assert isinstance(st, GlobalTensorType) and isinstance(rt, SmemRingType)
+        if len(self.indices) != st.rank or st.rank != len(rt.shape) - 1:
+            raise VerifyException("hopper.tma_load: coordinates do not match the ranks")
+        if st.element_type != rt.element_type:
+            raise VerifyException("hopper.tma_load: element types differ")
+
+
+@irdl_op_definition
+class SmemSlotOp(IRDLOperation):
+    """The tile held in slot `slot` of a ring, as an operand for wgmma."""
+
+    name = "hopper.smem_slot"
+    ring = operand_def(SmemRingType)
+    slot = operand_def(IndexType)
+    result = result_def(SmemTileType)
+    traits = traits_def(Pure())
+    assembly_format = "$ring `[` $slot `]` attr-dict `:` type($ring) `->` type($result)"
+
+    def __init__(self, ring: SSAValue, slot: SSAValue):
+        rt = ring.type
+        assert isinstance(rt, SmemRingType)
+        super().__init__(operands=[ring, slot], result_types=[rt.tile_type])
+
+
+@irdl_op_definition
+class WgmmaOp(IRDLOperation):
+    """Asynchronous warpgroup MMA over shared-memory operands: `acc + A * B`.
+
+    `a` is MxK, `b` is NxK (both K-major; `transpose_*` mark MN-major operands), the
+    accumulator MxN f32 in registers, split over the warp groups of the partition.
+    Issues `wgmma.fence`, one `wgmma.mma_async` per k16 step and per m64 block, and
+    `wgmma.commit_group`; completion is awaited by `hopper.wgmma_wait`.
+    """
+
+    name = "hopper.wgmma"
+    T: ClassVar = VarConstraint("T", base(TensorType))
+    a = operand_def(SmemTileType)
+    b = operand_def(SmemTileType)
+    acc = operand_def(T)
+    result = result_def(T)
+    transpose_a = opt_prop_def(UnitAttr)
+    transpose_b = opt_prop_def(UnitAttr)
+    assembly_format = (
+        "$a `,` $b `,` $acc (`transpose_a` $transpose_a^)? (`transpose_b` $transpose_b^)? "
+        "attr-dict `:` type($a) `,` type($b) `->` type($result)"
+    )
+
+    def __init__(self, a: SSAValue, b: SSAValue, acc: SSAValue):
+        super().__init__(operands=[a, b, acc], result_types=[acc.type])
+
+
+@irdl_op_definition
+class WgmmaWaitOp(IRDLOperation):
+    """Waits until at most `pending` wgmma groups of this warp group are in flight
+    (`wgmma.wait_group`).  The result is the accumulator, final when `pending` is 0."""
+
+    name = "hopper.wgmma_wait"
+    T: ClassVar = VarConstraint("T", base(TensorType))
+    acc = operand_def(T)
+    result = result_def(T)
+    pending = prop_def(IntegerAttr[I64])
+    assembly_format = "$acc `pending` $pending attr-dict `:` type($result)"
+
+    def __init__(self, acc: SSAValue, pending: int):
+        super().__init__(
+            operands=[acc],
+            result_types=[acc.type],
+            properties={"pending": IntegerAttr(pending, i64)},
+        )
+
+    def verify_(self) -> None:
+        if not 0 <= self.pending.value.data <= 7:
+            raise VerifyException("hopper.wgmma_wait: pending must be in 0..7")
+
+
+Hopper = Dialect(
+    "hopper",
+    [
+        SmemAllocOp,
+        MbarrierAllocOp,
+        MbarrierInitOp,
+        CtaSyncOp,
+        MbarrierWaitOp,
+        MbarrierArriveOp,
+        MbarrierArriveExpectTxOp,
+        TmaLoadOp,
+        SmemSlotOp,
+        WgmmaOp,
+        WgmmaWaitOp,
+    ],
+    [SmemRingType, SmemTileType, MbarriersType],
+)

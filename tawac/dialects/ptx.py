@@ -1,0 +1,984 @@
+"""The `ptx` dialect: one operation per PTX instruction (PTX ISA 8.x, sm_90a).
+
+Values are virtual registers (`!ptx.reg<b32>` ...): every result is a fresh register and
+`ptx.assign` writes an existing one, which is how loop-carried values and in-place
+accumulators (wgmma's `d` operands) are expressed after structured control flow has been
+lowered to labels and branches.  ptxas does the register allocation.
+
+Each op knows its own PTX text (`ptx_text`); `tawac.backend_ptx.printer` names the
+registers, declares them and writes the module.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import ClassVar
+
+from xdsl.dialects.builtin import (
+    I64,
+    ArrayAttr,
+    DictionaryAttr,
+    FloatAttr,
+    IntegerAttr,
+    StringAttr,
+    i64,
+)
+from xdsl.ir import Attribute, Dialect, ParametrizedAttribute, Region, SSAValue, TypeAttribute
+from xdsl.irdl import (
+    IRDLOperation,
+    irdl_attr_definition,
+    irdl_op_definition,
+    operand_def,
+    opt_prop_def,
+    prop_def,
+    region_def,
+    result_def,
+    traits_def,
+    var_operand_def,
+)
+from xdsl.parser import AttrParser
+from xdsl.printer import Printer
+from xdsl.traits import NoTerminator
+from xdsl.utils.exceptions import VerifyException
+
+Names = Callable[[SSAValue], str]
+
+REG_KINDS = ("pred", "b16", "b32", "b64", "f32")
+
+
+@irdl_attr_definition
+class RegType(ParametrizedAttribute, TypeAttribute):
+    """A virtual register of one PTX register class: pred, b16, b32, b64 or f32."""
+
+    name = "ptx.reg"
+    kind: StringAttr
+
+    def __init__(self, kind: str):
+        super().__init__(StringAttr(kind))
+
+    @classmethod
+    def parse_parameters(cls, parser: AttrParser) -> Sequence[Attribute]:
+        with parser.in_angle_brackets():
+            return (StringAttr(parser.parse_identifier()),)
+
+    def print_parameters(self, printer: Printer) -> None:
+        printer.print_string(f"<{self.kind.data}>")
+
+    def verify(self) -> None:
+        if self.kind.data not in REG_KINDS:
+            raise VerifyException(f"unknown PTX register class {self.kind.data}")
+
+
+PRED, B16, B32, B64, F32 = (RegType(k) for k in REG_KINDS)
+
+_KIND_OF_TYPE = {
+    "pred": "pred",
+    "b16": "b16",
+    "u16": "b16",
+    "s16": "b16",
+    "f16": "b16",
+    "bf16": "b16",
+    "b32": "b32",
+    "u32": "b32",
+    "s32": "b32",
+    "bf16x2": "b32",
+    "f16x2": "b32",
+    "b64": "b64",
+    "u64": "b64",
+    "s64": "b64",
+    "f32": "f32",
+}
+
+
+def reg_of(ptx_type: str) -> RegType:
+    """The register class that holds a value of a PTX type such as `s32` or `bf16`."""
+    return RegType(_KIND_OF_TYPE[ptx_type])
+
+
+def _kind(v: SSAValue) -> str:
+    t = v.type
+    assert isinstance(t, RegType)
+    return t.kind.data
+
+
+class PtxInstruction(IRDLOperation):
+    """Base of every instruction: `ptx_text(names)` is its PTX line."""
+
+    def ptx_text(self, n: Names) -> str:
+        raise NotImplementedError
+
+
+def _s(attr: StringAttr) -> str:
+    return attr.data
+
+
+def _i(attr: IntegerAttr) -> int:
+    return attr.value.data
+
+
+# --- data movement -----------------------------------------------------------------------
+
+
+def f32_literal(x: float) -> str:
+    import struct
+
+    return "0f" + struct.pack(">f", x).hex().upper()
+
+
+@irdl_op_definition
+class MovImmOp(PtxInstruction):
+    """`mov.type d, imm;` (PTX ISA 9.7.9.1 mov) into a fresh register."""
+
+    name = "ptx.mov_imm"
+    type = prop_def(StringAttr)
+    value = prop_def(IntegerAttr | FloatAttr)
+    result = result_def(RegType)
+
+    def __init__(self, ptx_type: str, value: int | float):
+        imm = FloatAttr(float(value), 32) if ptx_type == "f32" else IntegerAttr(int(value), i64)
+        super().__init__(
+            properties={"type": StringAttr(ptx_type), "value": imm},
+            result_types=[reg_of(ptx_type)],
+        )
+
+    def ptx_text(self, n: Names) -> str:
+        v = self.value
+        imm = f32_literal(v.value.data) if isinstance(v, FloatAttr) else str(v.value.data)
+        return f"mov.{_s(self.type)} {n(self.result)}, {imm};"
+
+
+@irdl_op_definition
+class MovOp(PtxInstruction):
+    """`mov.type d, a;` into a fresh register."""
+
+    name = "ptx.mov"
+    type = prop_def(StringAttr)
+    src = operand_def(RegType)
+    result = result_def(RegType)
+
+    def __init__(self, ptx_type: str, src: SSAValue):
+        super().__init__(
+            operands=[src], properties={"type": StringAttr(ptx_type)}, result_types=[src.type]
+        )
+
+    def ptx_text(self, n: Names) -> str:
+        return f"mov.{_s(self.type)} {n(self.result)}, {n(self.src)};"
+
+
+@irdl_op_definition
+class AssignOp(PtxInstruction):
+    """`mov.type dst, src;` writing an existing register (loop-carried values)."""
+
+    name = "ptx.assign"
+    type = prop_def(StringAttr)
+    dst = operand_def(RegType)
+    src = operand_def(RegType)
+
+    def __init__(self, ptx_type: str, dst: SSAValue, src: SSAValue):
+        super().__init__(operands=[dst, src], properties={"type": StringAttr(ptx_type)})
+
+    def ptx_text(self, n: Names) -> str:
+        return f"mov.{_s(self.type)} {n(self.dst)}, {n(self.src)};"
+
+
+@irdl_op_definition
+class AssignImmOp(PtxInstruction):
+    """`mov.type dst, imm;` writing an existing register."""
+
+    name = "ptx.assign_imm"
+    type = prop_def(StringAttr)
+    dst = operand_def(RegType)
+    value = prop_def(IntegerAttr | FloatAttr)
+
+    def __init__(self, ptx_type: str, dst: SSAValue, value: int | float):
+        imm = FloatAttr(float(value), 32) if ptx_type == "f32" else IntegerAttr(int(value), i64)
+        super().__init__(operands=[dst], properties={"type": StringAttr(ptx_type), "value": imm})
+
+    def ptx_text(self, n: Names) -> str:
+        v = self.value
+        imm = f32_literal(v.value.data) if isinstance(v, FloatAttr) else str(v.value.data)
+        return f"mov.{_s(self.type)} {n(self.dst)}, {imm};"
+
+
+@irdl_op_definition
+class SpecialRegOp(PtxInstruction):
+    """`mov.u32 d, %tid.x;` reads a special register (PTX ISA 10)."""
+
+    name = "ptx.sreg"
+    sreg = prop_def(StringAttr)
+    result = result_def(RegType)
+
+    def __init__(self, sreg: str):
+        super().__init__(properties={"sreg": StringAttr(sreg)}, result_types=[B32])
+
+    def ptx_text(self, n: Names) -> str:
+        return f"mov.u32 {n(self.result)}, %{_s(self.sreg)};"
+
+
+@irdl_op_definition
+class LdParamOp(PtxInstruction):
+    """`ld.param.type d, [name];` reads a kernel parameter."""
+
+    name = "ptx.ld_param"
+    type = prop_def(StringAttr)
+    param = prop_def(StringAttr)
+    result = result_def(RegType)
+
+    def __init__(self, ptx_type: str, param: str):
+        super().__init__(
+            properties={"type": StringAttr(ptx_type), "param": StringAttr(param)},
+            result_types=[reg_of(ptx_type)],
+        )
+
+    def ptx_text(self, n: Names) -> str:
+        return f"ld.param.{_s(self.type)} {n(self.result)}, [{_s(self.param)}];"
+
+
+@irdl_op_definition
+class ParamAddrOp(PtxInstruction):
+    """`mov.b64 d, name;` the address of a kernel parameter in the param space."""
+
+    name = "ptx.param_addr"
+    param = prop_def(StringAttr)
+    result = result_def(RegType)
+
+    def __init__(self, param: str):
+        super().__init__(properties={"param": StringAttr(param)}, result_types=[B64])
+
+    def ptx_text(self, n: Names) -> str:
+        return f"mov.b64 {n(self.result)}, {_s(self.param)};"
+
+
+@irdl_op_definition
+class CvtaParamOp(PtxInstruction):
+    """`cvta.param.u64 d, a;` param-space address to generic (PTX ISA 9.7.9.17 cvta)."""
+
+    name = "ptx.cvta_param"
+    src = operand_def(RegType)
+    result = result_def(RegType)
+
+    def __init__(self, src: SSAValue):
+        super().__init__(operands=[src], result_types=[B64])
+
+    def ptx_text(self, n: Names) -> str:
+        return f"cvta.param.u64 {n(self.result)}, {n(self.src)};"
+
+
+@irdl_op_definition
+class SharedBaseOp(PtxInstruction):
+    """`mov.u32 d, sym;` the shared-window address of the dynamic shared memory."""
+
+    name = "ptx.shared_base"
+    symbol = prop_def(StringAttr)
+    result = result_def(RegType)
+
+    def __init__(self, symbol: str):
+        super().__init__(properties={"symbol": StringAttr(symbol)}, result_types=[B32])
+
+    def ptx_text(self, n: Names) -> str:
+        return f"mov.u32 {n(self.result)}, {_s(self.symbol)};"
+
+
+@irdl_op_definition
+class CvtOp(PtxInstruction):
+    """`cvt{.rnd}.dtype.stype d, a;` (PTX ISA 9.7.9.21)."""
+
+    name = "ptx.cvt"
+    dtype = prop_def(StringAttr)
+    stype = prop_def(StringAttr)
+    rnd = opt_prop_def(StringAttr)
+    src = operand_def(RegType)
+    result = result_def(RegType)
+
+    def __init__(self, dtype: str, stype: str, src: SSAValue, rnd: str | None = None):
+        props: dict[str, Attribute] = {"dtype": StringAttr(dtype), "stype": StringAttr(stype)}
+        if rnd is not None:
+            props["rnd"] = StringAttr(rnd)
+        super().__init__(operands=[src], properties=props, result_types=[reg_of(dtype)])
+
+    def ptx_text(self, n: Names) -> str:
+        rnd = f".{_s(self.rnd)}" if self.rnd is not None else ""
+        return f"cvt{rnd}.{_s(self.dtype)}.{_s(self.stype)} {n(self.result)}, {n(self.src)};"
+
+
+@irdl_op_definition
+class CvtPackOp(PtxInstruction):
+    """`cvt.rn.bf16x2.f32 d, hi, lo;` packs two floats into one register."""
+
+    name = "ptx.cvt_pack"
+    dtype = prop_def(StringAttr)
+    hi = operand_def(RegType)
+    lo = operand_def(RegType)
+    result = result_def(RegType)
+
+    def __init__(self, dtype: str, hi: SSAValue, lo: SSAValue):
+        super().__init__(
+            operands=[hi, lo], properties={"dtype": StringAttr(dtype)}, result_types=[B32]
+        )
+
+    def ptx_text(self, n: Names) -> str:
+        return f"cvt.rn.{_s(self.dtype)}.f32 {n(self.result)}, {n(self.hi)}, {n(self.lo)};"
+
+
+# --- arithmetic ----------------------------------------------------------------------------
+
+
+class _BinaryOp(PtxInstruction):
+    """`op{.mode}.type d, a, b;`"""
+
+    OPCODE: ClassVar[str] = ""
+    type = prop_def(StringAttr)
+    mode = opt_prop_def(StringAttr)
+    lhs = operand_def(RegType)
+    rhs = operand_def(RegType)
+    result = result_def(RegType)
+
+    def __init__(self, ptx_type: str, lhs: SSAValue, rhs: SSAValue, mode: str | None = None):
+        props: dict[str, Attribute] = {"type": StringAttr(ptx_type)}
+        if mode is not None:
+            props["mode"] = StringAttr(mode)
+        rt = reg_of(ptx_type)
+        if mode == "wide":
+            rt = B64
+        super().__init__(operands=[lhs, rhs], properties=props, result_types=[rt])
+
+    def ptx_text(self, n: Names) -> str:
+        mode = f".{_s(self.mode)}" if self.mode is not None else ""
+        return (
+            f"{self.OPCODE}{mode}.{_s(self.type)} {n(self.result)}, {n(self.lhs)}, {n(self.rhs)};"
+        )
+
+
+@irdl_op_definition
+class AddOp(_BinaryOp):
+    """`add.type d, a, b;` (PTX ISA 9.7.1.1)"""
+
+    name = "ptx.add"
+    OPCODE: ClassVar[str] = "add"
+
+
+@irdl_op_definition
+class SubOp(_BinaryOp):
+    """`sub.type d, a, b;` (PTX ISA 9.7.1.2)"""
+
+    name = "ptx.sub"
+    OPCODE: ClassVar[str] = "sub"
+
+
+@irdl_op_definition
+class MulOp(_BinaryOp):
+    """`mul{.lo,.wide}.type d, a, b;` (PTX ISA 9.7.1.3)"""
+
+    name = "ptx.mul"
+    OPCODE: ClassVar[str] = "mul"
+
+
+@irdl_op_definition
+class DivOp(_BinaryOp):
+    """`div.type d, a, b;` (PTX ISA 9.7.1.6)"""
+
+    name = "ptx.div"
+    OPCODE: ClassVar[str] = "div"
+
+
+@irdl_op_definition
+class RemOp(_BinaryOp):
+    """`rem.type d, a, b;` (PTX ISA 9.7.1.7)"""
+
+    name = "ptx.rem"
+    OPCODE: ClassVar[str] = "rem"
+
+
+@irdl_op_definition
+class MinOp(_BinaryOp):
+    """`min.type d, a, b;` (PTX ISA 9.7.1.10)"""
+
+    name = "ptx.min"
+    OPCODE: ClassVar[str] = "min"
+
+
+@irdl_op_definition
+class MaxOp(_BinaryOp):
+    """`max.type d, a, b;` (PTX ISA 9.7.1.11)"""
+
+    name = "ptx.max"
+    OPCODE: ClassVar[str] = "max"
+
+
+@irdl_op_definition
+class AndOp(_BinaryOp):
+    """`and.type d, a, b;` (PTX ISA 9.7.8.1)"""
+
+    name = "ptx.and"
+    OPCODE: ClassVar[str] = "and"
+
+
+@irdl_op_definition
+class OrOp(_BinaryOp):
+    """`or.type d, a, b;` (PTX ISA 9.7.8.2)"""
+
+    name = "ptx.or"
+    OPCODE: ClassVar[str] = "or"
+
+
+@irdl_op_definition
+class XorOp(_BinaryOp):
+    """`xor.type d, a, b;` (PTX ISA 9.7.8.3)"""
+
+    name = "ptx.xor"
+    OPCODE: ClassVar[str] = "xor"
+
+
+@irdl_op_definition
+class ShlOp(_BinaryOp):
+    """`shl.type d, a, b;` (PTX ISA 9.7.8.7)"""
+
+    name = "ptx.shl"
+    OPCODE: ClassVar[str] = "shl"
+
+
+@irdl_op_definition
+class ShrOp(_BinaryOp):
+    """`shr.type d, a, b;` (PTX ISA 9.7.8.8)"""
+
+    name = "ptx.shr"
+    OPCODE: ClassVar[str] = "shr"
+
+
+@irdl_op_definition
+class FmaOp(PtxInstruction):
+    """`fma.rn.f32 d, a, b, c;` / `mad.lo.s32 d, a, b, c;` (PTX ISA 9.7.3.5, 9.7.1.4)."""
+
+    name = "ptx.fma"
+    type = prop_def(StringAttr)
+    a = operand_def(RegType)
+    b = operand_def(RegType)
+    c = operand_def(RegType)
+    result = result_def(RegType)
+
+    def __init__(self, ptx_type: str, a: SSAValue, b: SSAValue, c: SSAValue):
+        super().__init__(
+            operands=[a, b, c],
+            properties={"type": StringAttr(ptx_type)},
+            result_types=[reg_of(ptx_type)],
+        )
+
+    def ptx_text(self, n: Names) -> str:
+        op = "fma.rn" if _s(self.type) == "f32" else "mad.lo"
+        args = ", ".join(n(v) for v in (self.a, self.b, self.c))
+        return f"{op}.{_s(self.type)} {n(self.result)}, {args};"
+
+
+@irdl_op_definition
+class SetpOp(PtxInstruction):
+    """`setp.cmp.type p, a, b;` (PTX ISA 9.7.6.1)."""
+
+    name = "ptx.setp"
+    cmp = prop_def(StringAttr)
+    type = prop_def(StringAttr)
+    lhs = operand_def(RegType)
+    rhs = operand_def(RegType)
+    result = result_def(RegType)
+
+    def __init__(self, cmp: str, ptx_type: str, lhs: SSAValue, rhs: SSAValue):
+        super().__init__(
+            operands=[lhs, rhs],
+            properties={"cmp": StringAttr(cmp), "type": StringAttr(ptx_type)},
+            result_types=[PRED],
+        )
+
+    def ptx_text(self, n: Names) -> str:
+        return (
+            f"setp.{_s(self.cmp)}.{_s(self.type)} {n(self.result)}, {n(self.lhs)}, {n(self.rhs)};"
+        )
+
+
+@irdl_op_definition
+class SelpOp(PtxInstruction):
+    """`selp.type d, a, b, p;` (PTX ISA 9.7.6.3)."""
+
+    name = "ptx.selp"
+    type = prop_def(StringAttr)
+    a = operand_def(RegType)
+    b = operand_def(RegType)
+    pred = operand_def(RegType)
+    result = result_def(RegType)
+
+    def __init__(self, ptx_type: str, a: SSAValue, b: SSAValue, pred: SSAValue):
+        super().__init__(
+            operands=[a, b, pred],
+            properties={"type": StringAttr(ptx_type)},
+            result_types=[reg_of(ptx_type)],
+        )
+
+    def ptx_text(self, n: Names) -> str:
+        return f"selp.{_s(self.type)} {n(self.result)}, {n(self.a)}, {n(self.b)}, {n(self.pred)};"
+
+
+# --- memory --------------------------------------------------------------------------------
+
+
+@irdl_op_definition
+class LdGlobalOp(PtxInstruction):
+    """`ld.global.type d, [addr];` (PTX ISA 9.7.9.8)."""
+
+    name = "ptx.ld_global"
+    type = prop_def(StringAttr)
+    addr = operand_def(RegType)
+    result = result_def(RegType)
+
+    def __init__(self, ptx_type: str, addr: SSAValue):
+        super().__init__(
+            operands=[addr],
+            properties={"type": StringAttr(ptx_type)},
+            result_types=[reg_of(ptx_type)],
+        )
+
+    def ptx_text(self, n: Names) -> str:
+        return f"ld.global.{_s(self.type)} {n(self.result)}, [{n(self.addr)}];"
+
+
+@irdl_op_definition
+class StGlobalOp(PtxInstruction):
+    """`st.global.type [addr], a;` (PTX ISA 9.7.9.10)."""
+
+    name = "ptx.st_global"
+    type = prop_def(StringAttr)
+    addr = operand_def(RegType)
+    value = operand_def(RegType)
+
+    def __init__(self, ptx_type: str, addr: SSAValue, value: SSAValue):
+        super().__init__(operands=[addr, value], properties={"type": StringAttr(ptx_type)})
+
+    def ptx_text(self, n: Names) -> str:
+        return f"st.global.{_s(self.type)} [{n(self.addr)}], {n(self.value)};"
+
+
+# --- control flow --------------------------------------------------------------------------
+
+
+@irdl_op_definition
+class LabelOp(PtxInstruction):
+    """A branch target `NAME:`."""
+
+    name = "ptx.label"
+    label = prop_def(StringAttr)
+
+    def __init__(self, label: str):
+        super().__init__(properties={"label": StringAttr(label)})
+
+    def ptx_text(self, n: Names) -> str:
+        return f"{_s(self.label)}:"
+
+
+@irdl_op_definition
+class BraOp(PtxInstruction):
+    """`{@p|@!p} bra.uni L;` (PTX ISA 9.7.12.2); uniform when every thread agrees."""
+
+    name = "ptx.bra"
+    target = prop_def(StringAttr)
+    pred = var_operand_def(RegType)
+    negate = opt_prop_def(IntegerAttr[I64])
+
+    def __init__(self, target: str, pred: SSAValue | None = None, negate: bool = False):
+        props: dict[str, Attribute] = {"target": StringAttr(target)}
+        if negate:
+            props["negate"] = IntegerAttr(1, i64)
+        super().__init__(operands=[[pred] if pred is not None else []], properties=props)
+
+    def verify_(self) -> None:
+        if len(self.pred) > 1:
+            raise VerifyException("ptx.bra takes at most one predicate")
+
+    def ptx_text(self, n: Names) -> str:
+        guard = ""
+        if self.pred:
+            guard = ("@!" if self.negate is not None else "@") + n(self.pred[0]) + " "
+        return f"{guard}bra {_s(self.target)};"
+
+
+@irdl_op_definition
+class ExitOp(PtxInstruction):
+    """`exit;` ends the thread."""
+
+    name = "ptx.exit"
+
+    def ptx_text(self, n: Names) -> str:
+        return "exit;"
+
+
+# --- synchronisation -----------------------------------------------------------------------
+
+
+@irdl_op_definition
+class BarSyncOp(PtxInstruction):
+    """`bar.sync id{, count};` (PTX ISA 9.7.12.1)."""
+
+    name = "ptx.bar_sync"
+    id = prop_def(IntegerAttr[I64])
+    count = opt_prop_def(IntegerAttr[I64])
+
+    def __init__(self, bar_id: int, count: int | None = None):
+        props: dict[str, Attribute] = {"id": IntegerAttr(bar_id, i64)}
+        if count is not None:
+            props["count"] = IntegerAttr(count, i64)
+        super().__init__(properties=props)
+
+    def ptx_text(self, n: Names) -> str:
+        cnt = f", {_i(self.count)}" if self.count is not None else ""
+        return f"bar.sync {_i(self.id)}{cnt};"
+
+
+@irdl_op_definition
+class MbarrierInitOp(PtxInstruction):
+    """`mbarrier.init.shared::cta.b64 [addr], count;` (PTX ISA 9.7.13.15.9)."""
+
+    name = "ptx.mbarrier_init"
+    addr = operand_def(RegType)
+    count = prop_def(IntegerAttr[I64])
+
+    def __init__(self, addr: SSAValue, count: int):
+        super().__init__(operands=[addr], properties={"count": IntegerAttr(count, i64)})
+
+    def ptx_text(self, n: Names) -> str:
+        return f"mbarrier.init.shared::cta.b64 [{n(self.addr)}], {_i(self.count)};"
+
+
+@irdl_op_definition
+class FenceMbarrierInitOp(PtxInstruction):
+    """`fence.mbarrier_init.release.cluster;` (PTX ISA 9.7.12.4 membar/fence)."""
+
+    name = "ptx.fence_mbarrier_init"
+
+    def ptx_text(self, n: Names) -> str:
+        return "fence.mbarrier_init.release.cluster;"
+
+
+@irdl_op_definition
+class MbarrierArriveOp(PtxInstruction):
+    """`mbarrier.arrive.shared::cta.b64 _, [addr];` (PTX ISA 9.7.13.15.13)."""
+
+    name = "ptx.mbarrier_arrive"
+    addr = operand_def(RegType)
+
+    def __init__(self, addr: SSAValue):
+        super().__init__(operands=[addr])
+
+    def ptx_text(self, n: Names) -> str:
+        return f"mbarrier.arrive.shared::cta.b64 _, [{n(self.addr)}];"
+
+
+@irdl_op_definition
+class MbarrierArriveExpectTxOp(PtxInstruction):
+    """`mbarrier.arrive.expect_tx.shared::cta.b64 _, [addr], bytes;` (9.7.13.15.13)."""
+
+    name = "ptx.mbarrier_arrive_expect_tx"
+    addr = operand_def(RegType)
+    bytes = prop_def(IntegerAttr[I64])
+
+    def __init__(self, addr: SSAValue, nbytes: int):
+        super().__init__(operands=[addr], properties={"bytes": IntegerAttr(nbytes, i64)})
+
+    def ptx_text(self, n: Names) -> str:
+        return f"mbarrier.arrive.expect_tx.shared::cta.b64 _, [{n(self.addr)}], {_i(self.bytes)};"
+
+
+@irdl_op_definition
+class MbarrierTryWaitOp(PtxInstruction):
+    """`mbarrier.try_wait.parity.shared::cta.b64 p, [addr], phase;` (9.7.13.15.16)."""
+
+    name = "ptx.mbarrier_try_wait"
+    addr = operand_def(RegType)
+    phase = operand_def(RegType)
+    result = result_def(RegType)
+
+    def __init__(self, addr: SSAValue, phase: SSAValue):
+        super().__init__(operands=[addr, phase], result_types=[PRED])
+
+    def ptx_text(self, n: Names) -> str:
+        return (
+            f"mbarrier.try_wait.parity.shared::cta.b64 {n(self.result)}, "
+            f"[{n(self.addr)}], {n(self.phase)};"
+        )
+
+
+@irdl_op_definition
+class SetmaxnregOp(PtxInstruction):
+    """`setmaxnreg.{inc,dec}.sync.aligned.u32 n;` (PTX ISA 9.7.17.1)."""
+
+    name = "ptx.setmaxnreg"
+    action = prop_def(StringAttr)
+    regs = prop_def(IntegerAttr[I64])
+
+    def __init__(self, action: str, regs: int):
+        super().__init__(properties={"action": StringAttr(action), "regs": IntegerAttr(regs, i64)})
+
+    def verify_(self) -> None:
+        r = _i(self.regs)
+        if _s(self.action) not in ("inc", "dec") or r < 24 or r > 256 or r % 8:
+            raise VerifyException(f"ptx.setmaxnreg: bad action or count {r}")
+
+    def ptx_text(self, n: Names) -> str:
+        return f"setmaxnreg.{_s(self.action)}.sync.aligned.u32 {_i(self.regs)};"
+
+
+# --- TMA -----------------------------------------------------------------------------------
+
+
+@irdl_op_definition
+class CpAsyncBulkTensorLoadOp(PtxInstruction):
+    """`cp.async.bulk.tensor.Nd.shared::cluster.global.tile.mbarrier::complete_tx::bytes
+    [dst], [tmap, {c0, ...}], [bar];` (PTX ISA 9.7.9.25.5.1)."""
+
+    name = "ptx.cp_async_bulk_tensor_load"
+    dst = operand_def(RegType)
+    tmap = operand_def(RegType)
+    bar = operand_def(RegType)
+    coords = var_operand_def(RegType)
+
+    def __init__(self, dst: SSAValue, tmap: SSAValue, bar: SSAValue, coords: Sequence[SSAValue]):
+        super().__init__(operands=[dst, tmap, bar, coords])
+
+    def ptx_text(self, n: Names) -> str:
+        cs = ", ".join(n(c) for c in self.coords)
+        return (
+            f"cp.async.bulk.tensor.{len(self.coords)}d.shared::cluster.global.tile"
+            f".mbarrier::complete_tx::bytes [{n(self.dst)}], [{n(self.tmap)}, {{{cs}}}], "
+            f"[{n(self.bar)}];"
+        )
+
+
+@irdl_op_definition
+class PrefetchTensormapOp(PtxInstruction):
+    """`prefetch.tensormap [addr];` (PTX ISA 9.7.9.15)."""
+
+    name = "ptx.prefetch_tensormap"
+    addr = operand_def(RegType)
+
+    def __init__(self, addr: SSAValue):
+        super().__init__(operands=[addr])
+
+    def ptx_text(self, n: Names) -> str:
+        return f"prefetch.tensormap [{n(self.addr)}];"
+
+
+# --- wgmma ---------------------------------------------------------------------------------
+
+
+@irdl_op_definition
+class WgmmaFenceOp(PtxInstruction):
+    """`wgmma.fence.sync.aligned;` (PTX ISA 9.7.15.6.1)."""
+
+    name = "ptx.wgmma_fence"
+
+    def ptx_text(self, n: Names) -> str:
+        return "wgmma.fence.sync.aligned;"
+
+
+@irdl_op_definition
+class WgmmaCommitOp(PtxInstruction):
+    """`wgmma.commit_group.sync.aligned;` (PTX ISA 9.7.15.6.2)."""
+
+    name = "ptx.wgmma_commit"
+
+    def ptx_text(self, n: Names) -> str:
+        return "wgmma.commit_group.sync.aligned;"
+
+
+@irdl_op_definition
+class WgmmaWaitOp(PtxInstruction):
+    """`wgmma.wait_group.sync.aligned N;` (PTX ISA 9.7.15.6.3)."""
+
+    name = "ptx.wgmma_wait"
+    pending = prop_def(IntegerAttr[I64])
+
+    def __init__(self, pending: int):
+        super().__init__(properties={"pending": IntegerAttr(pending, i64)})
+
+    def ptx_text(self, n: Names) -> str:
+        return f"wgmma.wait_group.sync.aligned {_i(self.pending)};"
+
+
+@irdl_op_definition
+class WgmmaMmaAsyncOp(PtxInstruction):
+    """`wgmma.mma_async.sync.aligned.m64nNk16.f32.T.T {d...}, descA, descB, p, 1, 1, tA, tB;`
+
+    The `acc` registers are read and written in place (PTX ISA 9.7.15.5.2).
+    """
+
+    name = "ptx.wgmma_mma_async"
+    n = prop_def(IntegerAttr[I64])
+    k = prop_def(IntegerAttr[I64])
+    ab_type = prop_def(StringAttr)
+    trans_a = prop_def(IntegerAttr[I64])
+    trans_b = prop_def(IntegerAttr[I64])
+    desc_a = operand_def(RegType)
+    desc_b = operand_def(RegType)
+    scale_d = operand_def(RegType)
+    acc = var_operand_def(RegType)
+
+    def __init__(
+        self,
+        n: int,
+        k: int,
+        ab_type: str,
+        desc_a: SSAValue,
+        desc_b: SSAValue,
+        scale_d: SSAValue,
+        acc: Sequence[SSAValue],
+        trans_a: int = 0,
+        trans_b: int = 0,
+    ):
+        super().__init__(
+            operands=[desc_a, desc_b, scale_d, acc],
+            properties={
+                "n": IntegerAttr(n, i64),
+                "k": IntegerAttr(k, i64),
+                "ab_type": StringAttr(ab_type),
+                "trans_a": IntegerAttr(trans_a, i64),
+                "trans_b": IntegerAttr(trans_b, i64),
+            },
+        )
+
+    def verify_(self) -> None:
+        n = _i(self.n)
+        if n % 8 or not 8 <= n <= 256:
+            raise VerifyException(f"ptx.wgmma_mma_async: N={n} must be a multiple of 8 in 8..256")
+        if len(self.acc) != n // 2:
+            raise VerifyException(
+                f"ptx.wgmma_mma_async: m64n{n} takes {n // 2} accumulator registers, "
+                f"got {len(self.acc)}"
+            )
+
+    def ptx_text(self, n: Names) -> str:
+        t = _s(self.ab_type)
+        regs = ", ".join(n(r) for r in self.acc)
+        return (
+            f"wgmma.mma_async.sync.aligned.m64n{_i(self.n)}k{_i(self.k)}.f32.{t}.{t} "
+            f"{{{regs}}}, {n(self.desc_a)}, {n(self.desc_b)}, {n(self.scale_d)}, 1, 1, "
+            f"{_i(self.trans_a)}, {_i(self.trans_b)};"
+        )
+
+
+# --- module structure ----------------------------------------------------------------------
+
+
+@irdl_op_definition
+class EntryOp(IRDLOperation):
+    """A kernel entry (`.visible .entry name(params) .maxntid ... { body }`).
+
+    `params` lists the parameters in order; each is a dictionary with `name`, `ptx`
+    (its PTX declaration type, e.g. `.u64` or `.align 64 .b8 [128]`) and `abi` (what
+    the runtime passes: see docs/abi.md).  `launch` holds the rest of the launch ABI
+    (block, grid, dynamic shared memory, the kernel's arguments).
+    """
+
+    name = "ptx.entry"
+    sym_name = prop_def(StringAttr)
+    params = prop_def(ArrayAttr[DictionaryAttr])
+    maxntid = prop_def(IntegerAttr[I64])
+    minnctapersm = prop_def(IntegerAttr[I64])
+    launch = prop_def(DictionaryAttr)
+    body = region_def("single_block")
+    traits = traits_def(NoTerminator())
+
+    def __init__(
+        self,
+        name: str,
+        params: Sequence[DictionaryAttr],
+        maxntid: int,
+        launch: DictionaryAttr,
+        body: Region,
+    ):
+        super().__init__(
+            properties={
+                "sym_name": StringAttr(name),
+                "params": ArrayAttr(params),
+                "maxntid": IntegerAttr(maxntid, i64),
+                "minnctapersm": IntegerAttr(1, i64),
+                "launch": launch,
+            },
+            regions=[body],
+        )
+
+    def verify_(self) -> None:
+        for op in self.body.block.ops:
+            if not isinstance(op, PtxInstruction):
+                raise VerifyException(f"ptx.entry: {op.name} is not a PTX instruction")
+
+
+@irdl_op_definition
+class ModuleOp(IRDLOperation):
+    """A PTX module: `.version`, `.target`, `.address_size`, the dynamic shared memory
+    symbol, and its entries."""
+
+    name = "ptx.module"
+    version = prop_def(StringAttr)
+    target = prop_def(StringAttr)
+    smem_symbol = prop_def(StringAttr)
+    body = region_def("single_block")
+    traits = traits_def(NoTerminator())
+
+    def __init__(self, body: Region, version: str = "8.0", target: str = "sm_90a"):
+        super().__init__(
+            properties={
+                "version": StringAttr(version),
+                "target": StringAttr(target),
+                "smem_symbol": StringAttr("tawac_smem"),
+            },
+            regions=[body],
+        )
+
+
+Ptx = Dialect(
+    "ptx",
+    [
+        MovImmOp,
+        MovOp,
+        AssignOp,
+        AssignImmOp,
+        SpecialRegOp,
+        LdParamOp,
+        ParamAddrOp,
+        CvtaParamOp,
+        SharedBaseOp,
+        CvtOp,
+        CvtPackOp,
+        AddOp,
+        SubOp,
+        MulOp,
+        DivOp,
+        RemOp,
+        MinOp,
+        MaxOp,
+        AndOp,
+        OrOp,
+        XorOp,
+        ShlOp,
+        ShrOp,
+        FmaOp,
+        SetpOp,
+        SelpOp,
+        LdGlobalOp,
+        StGlobalOp,
+        LabelOp,
+        BraOp,
+        ExitOp,
+        BarSyncOp,
+        MbarrierInitOp,
+        FenceMbarrierInitOp,
+        MbarrierArriveOp,
+        MbarrierArriveExpectTxOp,
+        MbarrierTryWaitOp,
+        SetmaxnregOp,
+        CpAsyncBulkTensorLoadOp,
+        PrefetchTensormapOp,
+        WgmmaFenceOp,
+        WgmmaCommitOp,
+        WgmmaWaitOp,
+        WgmmaMmaAsyncOp,
+        EntryOp,
+        ModuleOp,
+    ],
+    [RegType],
+)

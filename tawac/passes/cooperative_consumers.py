@@ -1,0 +1,46 @@
+"""`cooperative-consumers{warp-groups=2}`: several consumer warp groups share each tile
+(Tawa section 4.5).
+
+The consumer partition gets `warp-groups` warp groups; every tile in it is split along
+its rows, warp group w owning rows [w*M/W, (w+1)*M/W), so that a 128x256 fp32
+accumulator takes 128 registers per thread instead of 256.  The split itself is a
+register layout decision (`tawac.backend_ptx.layouts`): this pass sets the count and
+checks that every MMA tile can be split into m64 blocks per warp group.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from xdsl.context import Context
+from xdsl.dialects.builtin import IntAttr, ModuleOp
+from xdsl.passes import ModulePass
+
+from tawac.diagnostics import CompileError
+from tawac.dialects import aref, tile
+
+
+@dataclass(frozen=True)
+class CooperativeConsumersPass(ModulePass):
+    name = "cooperative-consumers"
+
+    warp_groups: int = 2
+
+    def apply(self, ctx: Context, op: ModuleOp) -> None:
+        w = self.warp_groups
+        if w < 1 or w > 3:
+            raise CompileError(f"cooperative-consumers: warp-groups must be 1..3, got {w}")
+        for part in op.walk():
+            if not isinstance(part, aref.PartitionOp) or part.role.data != "consumer":
+                continue
+            for dot in part.walk():
+                if not isinstance(dot, tile.DotOp):
+                    continue
+                m, _, _ = dot.mnk()
+                if m % (64 * w):
+                    raise CompileError(
+                        f"cooperative-consumers: a {m}-row MMA tile cannot be split over {w} "
+                        f"consumer warp groups (each needs a multiple of 64 rows)",
+                        dot,
+                    )
+            part.warp_groups = IntAttr(w)

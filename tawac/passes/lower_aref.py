@@ -1,0 +1,234 @@
+"""`lower-aref`: asynchronous references to shared-memory rings and mbarriers
+(Tawa section 5; the NVWS aref lowering upstream does the same).
+
+For an aref with payload (T1..Tn) and D slots:
+- one shared-memory ring per payload tile (`hopper.smem_alloc`, 1024-byte aligned, laid
+  out as the 128-byte-swizzled boxes TMA writes), a `full` and an `empty` mbarrier per slot
+  (`hopper.mbarrier_alloc`), initialised by one thread (full: 1 arrival, the producer's
+  `expect_tx`; empty: one arrival per consumer warp), then a CTA barrier;
+- `aref.put %r[%it], loads` -> slot = it mod D, phase = (it / D) & 1;
+  wait `empty[slot]` with parity phase^1 (a fresh barrier passes parity 1 at once),
+  `arrive.expect_tx full[slot]` with the summed bytes of the tiles, and one `tma_load`
+  per tile completing on `full[slot]` (the loads must be `tile.load`s: TMA);
+- `aref.get %r[%it]` -> wait `full[slot]` with parity phase; the payload is read in place
+  through `hopper.smem_slot`; its users must be `tile.dot`s, which become `hopper.wgmma`;
+- `aref.consumed %r[%it]` -> `hopper.mbarrier_arrive empty[slot]`.
+
+It also fixes each partition's register budget (`regs`) when it is 0: the CTA's register
+file divided by its threads, producers 40, consumers the rest (at most 256).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from xdsl.context import Context
+from xdsl.dialects import arith
+from xdsl.dialects.builtin import (
+    IndexType,
+    IntAttr,
+    IntegerAttr,
+    ModuleOp,
+    TensorType,
+    UnitAttr,
+    i64,
+)
+from xdsl.ir import Operation, SSAValue
+from xdsl.passes import ModulePass
+from xdsl.rewriter import InsertPoint, Rewriter
+
+from tawac.diagnostics import CompileError
+from tawac.dialects import aref, hopper, tile
+
+SMEM_LIMIT = 232448  # 227 KiB: the opt-in dynamic shared memory of one sm_90 CTA
+PRODUCER_REGS = 40
+REGISTER_FILE = 65536
+
+
+@dataclass
+class _Lowered:
+    rings: list[SSAValue]
+    full: SSAValue
+    empty: SSAValue
+    depth: int
+    tx_bytes: int
+
+
+def _slot_phase(it: SSAValue, depth: int) -> tuple[list[Operation], SSAValue, SSAValue]:
+    """Ops computing `slot = it mod D` and `phase = (it / D) & 1`."""
+    d = arith.ConstantOp.from_int_and_width(depth, IndexType())
+    one = arith.ConstantOp.from_int_and_width(1, IndexType())
+    slot = arith.RemUIOp(it, d.result)
+    rnd = arith.DivUIOp(it, d.result)
+    phase = arith.AndIOp(rnd.result, one.result)
+    slot.result.name_hint = "slot"
+    phase.result.name_hint = "phase"
+    return [d, one, slot, rnd, phase], slot.result, phase.result
+
+
+def _budgets(kernel: tile.KernelOp) -> None:
+    parts = [p for p in kernel.body.block.ops if isinstance(p, aref.PartitionOp)]
+    wgs = sum(p.warp_groups.data for p in parts)
+    cap = min(255, REGISTER_FILE // (128 * wgs)) // 8 * 8
+    total = cap * wgs
+    producers = [p for p in parts if p.role.data == "producer"]
+    consumers = [p for p in parts if p.role.data == "consumer"]
+    left = total
+    for p in producers:
+        if p.regs.data == 0:
+            p.regs = IntAttr(PRODUCER_REGS)
+        left -= p.regs.data * p.warp_groups.data
+    cons_wgs = sum(p.warp_groups.data for p in consumers)
+    share = min(256, left // max(cons_wgs, 1) // 8 * 8)
+    for p in consumers:
+        if p.regs.data == 0:
+            p.regs = IntAttr(share)
+    used = sum(p.regs.data * p.warp_groups.data for p in parts)
+    if used > total:
+        raise CompileError(
+            f"lower-aref: register budgets add up to {used} per thread slot over {wgs} warp "
+            f"groups, more than the {total} that {128 * wgs} threads can hold",
+            kernel,
+        )
+
+
+def lower_kernel(kernel: tile.KernelOp) -> None:
+    body = kernel.body.block
+    consumers = [
+        p for p in body.ops if isinstance(p, aref.PartitionOp) and p.role.data == "consumer"
+    ]
+    consumer_warps = 4 * sum(p.warp_groups.data for p in consumers)
+    offset = 0
+    lowered: dict[SSAValue, _Lowered] = {}
+    inits: list[Operation] = []
+    for create in [o for o in body.ops if isinstance(o, aref.CreateOp)]:
+        t = create.result.type
+        assert isinstance(t, aref.ArefType)
+        depth = t.depth.data
+        rings: list[SSAValue] = []
+        new_ops: list[Operation] = []
+        tx = 0
+        for payload in t.payload:
+            assert isinstance(payload, TensorType)
+            rt = hopper.smem_ring_type(payload, depth)
+            alloc = hopper.SmemAllocOp(offset, rt)
+            offset += hopper.ring_bytes(rt)
+            tx += rt.tile_type.tma_bytes
+            rings.append(alloc.result)
+            new_ops.append(alloc)
+        full = hopper.MbarrierAllocOp(offset, depth)
+        empty = hopper.MbarrierAllocOp(offset + 8 * depth, depth)
+        offset += 16 * depth
+        full.result.name_hint = "full"
+        empty.result.name_hint = "empty"
+        new_ops += [full, empty]
+        inits += [
+            hopper.MbarrierInitOp(full.result, 1),
+            hopper.MbarrierInitOp(empty.result, consumer_warps),
+        ]
+        Rewriter.insert_op(new_ops, InsertPoint.before(create))
+        lowered[create.result] = _Lowered(rings, full.result, empty.result, depth, tx)
+    if offset > SMEM_LIMIT:
+        raise CompileError(
+            f"lower-aref: the aref rings need {offset} bytes of shared memory, more than "
+            f"the {SMEM_LIMIT} bytes a CTA can have; use fewer stages or smaller tiles",
+            kernel,
+        )
+    first_part = next(p for p in body.ops if isinstance(p, aref.PartitionOp))
+    Rewriter.insert_op([*inits, hopper.CtaSyncOp()], InsertPoint.before(first_part))
+    kernel.attributes["tawac.smem_bytes"] = IntegerAttr(offset, i64)
+
+    for op in list(kernel.walk()):
+        if isinstance(op, aref.PutOp):
+            _lower_put(op, lowered[op.aref])
+        elif isinstance(op, aref.GetOp):
+            _lower_get(op, lowered[op.aref])
+        elif isinstance(op, aref.ConsumedOp):
+            _lower_consumed(op, lowered[op.aref])
+    for create in [o for o in body.ops if isinstance(o, aref.CreateOp)]:
+        Rewriter.erase_op(create)
+    _budgets(kernel)
+
+
+def _lower_put(put: aref.PutOp, low: _Lowered) -> None:
+    ops, slot, phase = _slot_phase(put.index, low.depth)
+    one = arith.ConstantOp.from_int_and_width(1, IndexType())
+    eph = arith.XOrIOp(phase, one.result)
+    ops += [
+        one,
+        eph,
+        hopper.MbarrierWaitOp(low.empty, slot, eph.result),
+        hopper.MbarrierArriveExpectTxOp(low.full, slot, low.tx_bytes),
+    ]
+    loads: list[tile.LoadOp] = []
+    for v, ring in zip(put.values, low.rings, strict=True):
+        ld = v.owner
+        if not isinstance(ld, tile.LoadOp):
+            raise CompileError(
+                "lower-aref: an aref.put payload must come from tile.load (a TMA copy)", put
+            )
+        ops.append(hopper.TmaLoadOp(ld.source, list(ld.indices), ring, low.full, slot))
+        loads.append(ld)
+    Rewriter.insert_op(ops, InsertPoint.before(put))
+    Rewriter.erase_op(put)
+    for ld in loads:
+        if not ld.result.uses:
+            Rewriter.erase_op(ld)
+
+
+def _lower_get(get: aref.GetOp, low: _Lowered) -> None:
+    ops, slot, phase = _slot_phase(get.index, low.depth)
+    ops.append(hopper.MbarrierWaitOp(low.full, slot, phase))
+    views = [hopper.SmemSlotOp(ring, slot) for ring in low.rings]
+    for view, v in zip(views, get.values, strict=True):
+        view.result.name_hint = v.name_hint
+    Rewriter.insert_op([*ops, *views], InsertPoint.before(get))
+    dots: set[tile.DotOp] = set()
+    for v in get.values:
+        for use in v.uses:
+            user = use.operation
+            if not isinstance(user, tile.DotOp):
+                raise CompileError(
+                    f"lower-aref: a tile received through an aref feeds '{user.name}'; only "
+                    "tile.dot can read shared-memory operands",
+                    user,
+                )
+            dots.add(user)
+    for dot in dots:
+        _to_wgmma(dot, get, views)
+    Rewriter.erase_op(get)
+
+
+def _to_wgmma(dot: tile.DotOp, get: aref.GetOp, views: list[hopper.SmemSlotOp]) -> None:
+    def smem(v: SSAValue) -> SSAValue:
+        if v.owner is not get:
+            raise CompileError(
+                "lower-aref: both tile.dot operands must come from the same aref", dot
+            )
+        return views[list(get.values).index(v)].result
+
+    mma = hopper.WgmmaOp(smem(dot.lhs), smem(dot.rhs), dot.acc)
+    if dot.transpose_lhs is not None:
+        mma.transpose_a = dot.transpose_lhs
+    if dot.transpose_rhs is None:
+        mma.transpose_b = UnitAttr()
+    mma.location = dot.location
+    mma.result.name_hint = dot.result.name_hint
+    Rewriter.replace_op(dot, mma)
+
+
+def _lower_consumed(consumed: aref.ConsumedOp, low: _Lowered) -> None:
+    ops, slot, _ = _slot_phase(consumed.index, low.depth)
+    ops.append(hopper.MbarrierArriveOp(low.empty, slot))
+    Rewriter.insert_op(ops, InsertPoint.before(consumed))
+    Rewriter.erase_op(consumed)
+
+
+@dataclass(frozen=True)
+class LowerArefPass(ModulePass):
+    name = "lower-aref"
+
+    def apply(self, ctx: Context, op: ModuleOp) -> None:
+        for k in [o for o in op.walk() if isinstance(o, tile.KernelOp)]:
+            if any(isinstance(o, aref.PartitionOp) for o in k.body.block.ops):
+                lower_kernel(k)

@@ -1,0 +1,123 @@
+"""`pipeline{stages=D mma-depth=P}`: multi-buffering and fine-grained MMA pipelining
+(Tawa sections 4.3 and 4.4).
+
+- Every aref becomes a ring of D slots, so the producer runs up to D transfers ahead.
+- In a consumer loop whose body reads one aref slot per iteration and feeds it to one
+  `tile.dot` whose result is only carried to the next iteration, the MMA becomes
+  asynchronous: after issuing the MMA of iteration i the consumer waits until at most P
+  MMA groups are in flight (`hopper.wgmma_wait pending P`), which guarantees that the MMA
+  of iteration i-P has finished reading its operands, and only then releases the slot of
+  iteration i-P (`aref.consumed %r[%it - P]`, skipped while `%it < P`).  Releasing a slot
+  whose MMA may still be reading it is the classic race; this ordering rules it out.
+  After the loop, `hopper.wgmma_wait pending 0` makes the accumulator final.
+- Other dots get `hopper.wgmma_wait pending 0` right after them.
+
+Deadlock freedom needs P < D: the producer of iteration i waits for the release of
+iteration i-D, which the consumer gives at iteration i-D+P < i.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from xdsl.context import Context
+from xdsl.dialects import arith, scf
+from xdsl.dialects.builtin import IndexType, ModuleOp
+from xdsl.ir import Block, Region
+from xdsl.passes import ModulePass
+from xdsl.rewriter import InsertPoint, Rewriter
+
+from tawac.diagnostics import CompileError
+from tawac.dialects import aref, hopper, tile
+
+
+def _set_depth(create: aref.CreateOp, depth: int) -> None:
+    t = create.result.type
+    assert isinstance(t, aref.ArefType)
+    new = aref.CreateOp(aref.ArefType(list(t.payload.data), depth))
+    new.location = create.location
+    new.result.name_hint = create.result.name_hint
+    Rewriter.replace_op(create, new)
+
+
+def _pipeline_consumed(consumed: aref.ConsumedOp, depth: int) -> None:
+    """Defer the release in `consumed`'s loop body by `depth` iterations."""
+    block = consumed.parent_block()
+    assert block is not None
+    loop = block.parent_op()
+    get = consumed.index.owner
+    dots = [
+        op
+        for op in block.ops
+        if isinstance(op, tile.DotOp)
+        and any(
+            isinstance(v.owner, aref.GetOp) and v.owner.aref == consumed.aref
+            for v in (op.lhs, op.rhs)
+        )
+    ]
+    del get
+    carried = (
+        isinstance(loop, scf.ForOp)
+        and len(dots) == 1
+        and all(isinstance(u.operation, scf.YieldOp) for u in dots[0].result.uses)
+        and len(list(dots[0].result.uses)) == 1
+    )
+    if not carried or depth == 0:
+        for d in dots:
+            _wait_after(d, 0)
+        return
+    assert isinstance(loop, scf.ForOp)
+    dot = dots[0]
+    wait = hopper.WgmmaWaitOp(dot.result, depth)
+    wait.result.name_hint = dot.result.name_hint
+    dot.result.replace_all_uses_with(wait.result)
+    wait.operands = [dot.result]
+    Rewriter.insert_op(wait, InsertPoint.after(dot))
+
+    cp = arith.ConstantOp.from_int_and_width(depth, IndexType())
+    ok = arith.CmpiOp(consumed.index, cp.result, "uge")
+    prev = arith.SubiOp(consumed.index, cp.result)
+    release = aref.ConsumedOp(consumed.aref, prev.result)
+    guarded = scf.IfOp(ok.result, [], Region(Block([prev, release, scf.YieldOp()])))
+    Rewriter.insert_op([cp, ok, guarded], InsertPoint.after(consumed))
+    Rewriter.erase_op(consumed)
+
+    # The accumulator leaving the loop is final only after all groups completed.
+    yield_op = block.last_op
+    assert isinstance(yield_op, scf.YieldOp)
+    idx = [i for i, v in enumerate(yield_op.operands) if v is wait.result][0]
+    res = loop.results[idx]
+    final = hopper.WgmmaWaitOp(res, 0)
+    final.result.name_hint = res.name_hint
+    res.replace_all_uses_with(final.result)
+    final.operands = [res]
+    Rewriter.insert_op(final, InsertPoint.after(loop))
+
+
+def _wait_after(dot: tile.DotOp, pending: int) -> None:
+    wait = hopper.WgmmaWaitOp(dot.result, pending)
+    dot.result.replace_all_uses_with(wait.result)
+    wait.operands = [dot.result]
+    Rewriter.insert_op(wait, InsertPoint.after(dot))
+
+
+@dataclass(frozen=True)
+class PipelinePass(ModulePass):
+    name = "pipeline"
+
+    stages: int = 3
+    mma_depth: int = 1
+
+    def apply(self, ctx: Context, op: ModuleOp) -> None:
+        if self.stages < 1:
+            raise CompileError(f"pipeline: stages must be >= 1, got {self.stages}")
+        if not 0 <= self.mma_depth < self.stages or self.mma_depth > 7:
+            raise CompileError(
+                f"pipeline: mma-depth must satisfy 0 <= mma-depth < stages and <= 7 "
+                f"(got mma-depth={self.mma_depth}, stages={self.stages}); otherwise the "
+                "producer waits for a slot the consumer cannot release yet"
+            )
+        for create in [o for o in op.walk() if isinstance(o, aref.CreateOp)]:
+            _set_depth(create, self.stages)
+        for consumed in [o for o in op.walk() if isinstance(o, aref.ConsumedOp)]:
+            _pipeline_consumed(consumed, self.mma_depth)

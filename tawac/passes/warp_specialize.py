@@ -1,0 +1,276 @@
+"""`warp-specialize`: automatic producer/consumer partitioning (Tawa section 4.1).
+
+Input: a `tile.kernel` with no partitions.  Output: the same kernel as
+
+    %r = aref.create : !aref.aref<[payload...], 1>     (one per group of loads)
+    aref.partition producer warp_groups 1 regs 0 { ... aref.put %r[%it], loads ... }
+    aref.partition consumer warp_groups 1 regs 0 { ... aref.get / tile.dot / aref.consumed ... }
+    tile.return
+
+Which op goes where is derived from the data flow, nothing in the input says it:
+- *MMA operand loads* (2-d `tile.load`s whose every use is an operand of `tile.dot`) are
+  TMA-able and go to the producer, with the backward slice of their coordinates and the
+  bounds of their enclosing loops (scalars and loop control are duplicated).
+- Everything else (MMAs, elementwise math, other loads, stores) goes to the consumer.
+- The loads of one block form one aref (a tuple payload): one `put` per iteration in the
+  producer; in the consumer one `get` where the first load was and one `consumed` after
+  the last direct use of the payload.  `%it` is the iteration number of the enclosing
+  `scf.for`, `(iv - lb) / step`, or 0 outside a loop.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from xdsl.context import Context
+from xdsl.dialects import arith, scf
+from xdsl.dialects.builtin import IndexType, ModuleOp, TensorType
+from xdsl.ir import Block, Operation, Region, SSAValue
+from xdsl.passes import ModulePass
+from xdsl.rewriter import InsertPoint, Rewriter
+from xdsl.transforms.dead_code_elimination import region_dce
+
+from tawac.diagnostics import CompileError
+from tawac.dialects import aref, tile
+
+# Ops the producer may duplicate to compute addresses and loop bounds.
+_SCALAR_OPS = (
+    arith.ConstantOp,
+    arith.AddiOp,
+    arith.SubiOp,
+    arith.MuliOp,
+    arith.DivUIOp,
+    arith.DivSIOp,
+    arith.CeilDivUIOp,
+    arith.CeilDivSIOp,
+    arith.FloorDivSIOp,
+    arith.RemUIOp,
+    arith.RemSIOp,
+    arith.MinUIOp,
+    arith.MinSIOp,
+    arith.MaxUIOp,
+    arith.MaxSIOp,
+    arith.IndexCastOp,
+    arith.CmpiOp,
+    arith.SelectOp,
+    tile.ProgramIdOp,
+    tile.DimOp,
+)
+
+
+def is_mma_operand_load(op: Operation) -> bool:
+    if not isinstance(op, tile.LoadOp):
+        return False
+    t = op.result.type
+    if not isinstance(t, TensorType) or t.get_num_dims() != 2:
+        return False
+    uses = list(op.result.uses)
+    if not uses:
+        return False
+    return all(isinstance(u.operation, tile.DotOp) and u.index in (0, 1) for u in uses)
+
+
+@dataclass
+class _Group:
+    """The MMA operand loads of one block: one aref."""
+
+    block: Block
+    loads: list[tile.LoadOp]
+
+
+def _enclosing_loop(block: Block) -> scf.ForOp | None:
+    parent = block.parent_op()
+    return parent if isinstance(parent, scf.ForOp) else None
+
+
+def _producer_slice(kernel: tile.KernelOp, groups: list[_Group]) -> set[Operation]:
+    """The loads plus every op they need (coordinates, enclosing loop bounds)."""
+    keep: set[Operation] = set()
+    work: list[SSAValue] = []
+    for g in groups:
+        for ld in g.loads:
+            keep.add(ld)
+            work.extend(ld.operands)
+        block: Block | None = g.block
+        while block is not None and block.parent_op() is not kernel:
+            loop = block.parent_op()
+            if isinstance(loop, scf.ForOp):
+                work.extend((loop.lb, loop.ub, loop.step))
+            block = loop.parent_block() if loop is not None else None
+    while work:
+        v = work.pop()
+        owner = v.owner
+        if isinstance(owner, Block):
+            parent = owner.parent_op()
+            if parent is kernel:
+                continue  # kernel argument
+            if isinstance(parent, scf.ForOp) and v is parent.body.block.args[0]:
+                continue  # induction variable
+            raise CompileError(
+                "warp-specialize: the coordinates of an MMA operand load depend on a "
+                "loop-carried value, which the producer warp group cannot compute",
+                parent,
+            )
+        if owner in keep:
+            continue
+        if not isinstance(owner, _SCALAR_OPS):
+            raise CompileError(
+                f"warp-specialize: the coordinates of an MMA operand load depend on "
+                f"'{owner.name}', which the producer warp group cannot compute",
+                owner,
+            )
+        keep.add(owner)
+        work.extend(owner.operands)
+    return keep
+
+
+def _contains(op: Operation, keep: set[Operation]) -> bool:
+    return any(o in keep for o in op.walk())
+
+
+def _iteration_index(
+    block: Block, mapping: dict[SSAValue, SSAValue]
+) -> tuple[list[Operation], SSAValue]:
+    """Ops computing `(iv - lb) / step` of the (cloned) loop owning `block`, or 0."""
+    loop = block.parent_op()
+    if not isinstance(loop, scf.ForOp):
+        c0 = arith.ConstantOp.from_int_and_width(0, IndexType())
+        return [c0], c0.result
+    iv = block.args[0]
+    sub = arith.SubiOp(iv, loop.lb)
+    div = arith.DivUIOp(sub.result, loop.step)
+    sub.result.name_hint = "rel"
+    div.result.name_hint = "it"
+    return [sub, div], div.result
+
+
+class _ProducerBuilder:
+    def __init__(self, keep: set[Operation], groups: list[_Group], arefs: list[SSAValue]):
+        self.keep = keep
+        self.put_after = {g.loads[-1]: (g, r) for g, r in zip(groups, arefs, strict=True)}
+        self.mapping: dict[SSAValue, SSAValue] = {}
+
+    def clone_block(self, src: Block, dst: Block) -> None:
+        for op in src.ops:
+            if isinstance(op, scf.ForOp) and _contains(op, self.keep):
+                dst.add_op(self._clone_loop(op))
+                continue
+            if op not in self.keep:
+                continue
+            dst.add_op(op.clone(self.mapping))
+            if op in self.put_after:
+                self._put(*self.put_after[op], dst)
+
+    def _clone_loop(self, loop: scf.ForOp) -> scf.ForOp:
+        m = self.mapping
+        body = Block(arg_types=[IndexType()])
+        new = scf.ForOp(
+            m.get(loop.lb, loop.lb),
+            m.get(loop.ub, loop.ub),
+            m.get(loop.step, loop.step),
+            [],
+            Region(body),
+        )
+        new.location = loop.location
+        m[loop.body.block.args[0]] = body.args[0]
+        body.args[0].name_hint = loop.body.block.args[0].name_hint
+        self.clone_block(loop.body.block, body)
+        body.add_op(scf.YieldOp())
+        return new
+
+    def _put(self, g: _Group, ref: SSAValue, dst: Block) -> None:
+        ops, it = _iteration_index(dst, self.mapping)
+        for o in ops:
+            dst.add_op(o)
+        dst.add_op(aref.PutOp(ref, it, [self.mapping[ld.result] for ld in g.loads]))
+
+
+def _consumer(kernel: tile.KernelOp, groups: list[_Group], arefs: list[SSAValue]) -> Block:
+    mapping: dict[SSAValue, SSAValue] = {}
+    dst = Block()
+    for op in kernel.body.block.ops:
+        if isinstance(op, tile.ReturnOp | aref.CreateOp):
+            continue
+        dst.add_op(op.clone(mapping))
+    for g, ref in zip(groups, arefs, strict=True):
+        loads = [mapping[ld.result].owner for ld in g.loads]
+        first = loads[0]
+        assert isinstance(first, Operation)
+        block = first.parent_block()
+        assert block is not None
+        ops, it = _iteration_index(block, mapping)
+        get = aref.GetOp(ref, it)
+        get.location = first.location
+        Rewriter.insert_op([*ops, get], InsertPoint.before(first))
+        for ld, v in zip(loads, get.values, strict=True):
+            assert isinstance(ld, tile.LoadOp)
+            v.name_hint = ld.result.name_hint
+            ld.result.replace_all_uses_with(v)
+            Rewriter.erase_op(ld)
+        last = get
+        for v in get.values:
+            for use in v.uses:
+                user = block.find_ancestor_op_in_block(use.operation)
+                if user is not None and block.get_operation_index(user) > block.get_operation_index(
+                    last
+                ):
+                    last = user
+        Rewriter.insert_op(aref.ConsumedOp(ref, it), InsertPoint.after(last))
+    region = Region(dst)
+    region_dce(region)
+    return region.detach_block(0)
+
+
+def specialize(kernel: tile.KernelOp) -> None:
+    body = kernel.body.block
+    if any(isinstance(o, aref.PartitionOp) for o in body.ops):
+        raise CompileError("warp-specialize: kernel is already partitioned", kernel)
+    groups: dict[Block, _Group] = {}
+    for op in kernel.walk():
+        if not is_mma_operand_load(op):
+            continue
+        block = op.parent_block()
+        assert block is not None
+        groups.setdefault(block, _Group(block, [])).loads.append(op)  # type: ignore[arg-type]
+    if not groups:
+        raise CompileError(
+            "warp-specialize: no tile.load feeds a tile.dot, so there is nothing for a "
+            "producer warp group to do (kernels without MMAs are not supported yet)",
+            kernel,
+        )
+    group_list = list(groups.values())
+    keep = _producer_slice(kernel, group_list)
+
+    creates = [
+        aref.CreateOp(aref.ArefType([ld.result.type for ld in g.loads], 1)) for g in group_list
+    ]
+    refs = [c.result for c in creates]
+    for i, r in enumerate(refs):
+        r.name_hint = f"aref{i}"
+
+    producer = Block()
+    _ProducerBuilder(keep, group_list, refs).clone_block(body, producer)
+    consumer = _consumer(kernel, group_list, refs)
+
+    ret = body.last_op
+    assert isinstance(ret, tile.ReturnOp)
+    for op in reversed(list(body.ops)):
+        if op is not ret:
+            op.detach()
+            op.erase(safe_erase=False)
+    new_ops: list[Operation] = [
+        *creates,
+        aref.PartitionOp("producer", 1, 0, Region(producer)),
+        aref.PartitionOp("consumer", 1, 0, Region(consumer)),
+    ]
+    Rewriter.insert_op(new_ops, InsertPoint.before(ret))
+
+
+@dataclass(frozen=True)
+class WarpSpecializePass(ModulePass):
+    name = "warp-specialize"
+
+    def apply(self, ctx: Context, op: ModuleOp) -> None:
+        for k in list(op.walk()):
+            if isinstance(k, tile.KernelOp):
+                specialize(k)

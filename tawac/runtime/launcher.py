@@ -1,0 +1,595 @@
+"""Launch a compiled tawac kernel (cubin + JSON sidecar) on torch CUDA tensors.
+
+The sidecar format is specified in docs/abi.md.  This module is its only consumer:
+
+    kernel = load_kernel("gemm.cubin", json.load(open("gemm.json")))
+    kernel(a, b, c)               # torch CUDA tensors / python numbers, in sidecar "args" order
+
+The pure pieces (grid computation, parameter packing, padding decisions, tensor-map
+arguments) are plain functions that take no GPU, so they are unit-tested on the CPU.
+`torch` and `cuda.bindings` are imported only when a kernel is launched.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import json
+import math
+import numbers
+import os
+import struct
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+SIDECAR_FORMAT = 1
+
+# sidecar dtype -> (torch dtype attribute, CUtensorMapDataType member, bytes per element)
+TENSOR_DTYPES: dict[str, tuple[str, str, int]] = {
+    "bf16": ("bfloat16", "CU_TENSOR_MAP_DATA_TYPE_BFLOAT16", 2),
+    "f16": ("float16", "CU_TENSOR_MAP_DATA_TYPE_FLOAT16", 2),
+    "f32": ("float32", "CU_TENSOR_MAP_DATA_TYPE_FLOAT32", 4),
+}
+
+SWIZZLES: dict[str, str] = {
+    "none": "CU_TENSOR_MAP_SWIZZLE_NONE",
+    "32B": "CU_TENSOR_MAP_SWIZZLE_32B",
+    "64B": "CU_TENSOR_MAP_SWIZZLE_64B",
+    "128B": "CU_TENSOR_MAP_SWIZZLE_128B",
+}
+
+FLOAT_SCALAR_DTYPES = frozenset({"f32"})
+INT_SCALAR_DTYPES = frozenset({"index", "s32", "i32", "s64", "i64"})
+
+# param "type" -> struct format (little-endian, no padding)
+PARAM_FORMATS: dict[str, str] = {
+    "s32": "<i",
+    "u32": "<I",
+    "s64": "<q",
+    "u64": "<Q",
+    "f32": "<f",
+}
+
+PARAM_KINDS = frozenset({"tensor_map", "pointer", "dim", "stride", "scalar"})
+TENSOR_MAP_BYTES = 128
+TMA_ALIGN = 16
+MAX_STATIC_SMEM = 48 * 1024
+MAX_GRID_YZ = 65535
+MAX_GRID_X = 2**31 - 1
+
+
+class LaunchError(RuntimeError):
+    """A kernel could not be launched: bad arguments, bad sidecar or a CUDA driver error."""
+
+
+# --------------------------------------------------------------------------- pure pieces
+
+
+@dataclass(frozen=True)
+class TensorView:
+    """What the launcher needs of a tensor: sizes, strides (elements), address, element size."""
+
+    shape: tuple[int, ...]
+    strides: tuple[int, ...]
+    data_ptr: int
+    elem_size: int
+
+
+def cdiv(a: int, b: int) -> int:
+    """Ceiling division of non-negative integers."""
+    return -(-a // b)
+
+
+def compute_grid(
+    grid_spec: Sequence[Mapping[str, Any]], shapes: Mapping[str, Sequence[int]]
+) -> tuple[int, int, int]:
+    """Evaluates the sidecar "grid" (one entry per axis x, y, z) against argument shapes.
+
+    Entries are `{"const": n}` or `{"cdiv": {"arg": name, "dim": d}, "by": n}`.
+    """
+    if len(grid_spec) != 3:
+        raise LaunchError(f"sidecar grid must have 3 entries (x, y, z), got {len(grid_spec)}")
+    out: list[int] = []
+    for axis, entry in zip("xyz", grid_spec, strict=True):
+        if "const" in entry:
+            out.append(int(entry["const"]))
+            continue
+        if "cdiv" not in entry:
+            raise LaunchError(f"sidecar grid entry for axis {axis} is not understood: {entry}")
+        ref = entry["cdiv"]
+        name, dim, by = ref["arg"], int(ref["dim"]), int(entry["by"])
+        if name not in shapes:
+            raise LaunchError(f"grid axis {axis} refers to unknown tensor argument {name!r}")
+        shape = shapes[name]
+        if not 0 <= dim < len(shape):
+            raise LaunchError(
+                f"grid axis {axis} refers to dimension {dim} of {name!r} of rank {len(shape)}"
+            )
+        if by <= 0:
+            raise LaunchError(f"grid axis {axis}: divisor must be positive, got {by}")
+        out.append(cdiv(int(shape[dim]), by))
+    x, y, z = out
+    if x > MAX_GRID_X or y > MAX_GRID_YZ or z > MAX_GRID_YZ:
+        raise LaunchError(f"grid {tuple(out)} exceeds the CUDA limits (2^31-1, 65535, 65535)")
+    return x, y, z
+
+
+def needs_padding(view: TensorView) -> bool:
+    """True when TMA cannot address the tensor in place.
+
+    TMA needs a 16-byte aligned base and outer strides that are multiples of 16 bytes.
+    """
+    if view.data_ptr % TMA_ALIGN != 0:
+        return True
+    return any((s * view.elem_size) % TMA_ALIGN != 0 for s in view.strides[:-1])
+
+
+def padded_inner_size(size: int, elem_size: int) -> int:
+    """The innermost size rounded up so that one row is a multiple of 16 bytes."""
+    per = TMA_ALIGN // math.gcd(TMA_ALIGN, elem_size)
+    return cdiv(size, per) * per
+
+
+def tensor_map_dims(
+    param: Mapping[str, Any], view: TensorView
+) -> tuple[list[int], list[int], list[int], list[int]]:
+    """(globalDim, globalStrides in bytes, boxDim, elementStrides), innermost first."""
+    rank = len(view.shape)
+    box = [int(b) for b in param["box"]]
+    if len(box) != rank:
+        raise LaunchError(
+            f"tensor_map for {param['arg']!r}: box {box} has {len(box)} entries, "
+            f"tensor has rank {rank}"
+        )
+    global_dim = [int(d) for d in reversed(view.shape)]
+    global_strides = [int(view.strides[i]) * view.elem_size for i in reversed(range(rank - 1))]
+    return global_dim, global_strides, box, [1] * rank
+
+
+def pack_value(type_name: str, value: int | float) -> bytes:
+    """The little-endian bytes of one scalar kernel parameter (`s32`, `s64`, `f32`, ...)."""
+    fmt = PARAM_FORMATS.get(type_name)
+    if fmt is None:
+        raise LaunchError(f"unsupported parameter type {type_name!r}")
+    if fmt == "<f":
+        return struct.pack(fmt, float(value))
+    try:
+        return struct.pack(fmt, int(value))
+    except struct.error as e:
+        raise LaunchError(f"value {value} does not fit parameter type {type_name}") from e
+
+
+def build_param_blobs(
+    params: Sequence[Mapping[str, Any]],
+    values: Mapping[str, TensorView | int | float],
+    encode_map: Callable[[Mapping[str, Any], TensorView], bytes],
+) -> list[bytes]:
+    """The bytes of every PTX entry parameter, in sidecar "params" order.
+
+    `values` maps argument names to tensor views (already padded where needed) or
+    python numbers; `encode_map(param, view)` returns the 128 bytes of a CUtensorMap.
+    """
+    blobs: list[bytes] = []
+    for p in params:
+        kind, value = p["kind"], values[p["arg"]]
+        if kind == "scalar":
+            blobs.append(pack_value(p["type"], value))
+            continue
+        assert isinstance(value, TensorView)
+        if kind == "tensor_map":
+            blob = encode_map(p, value)
+            if len(blob) != TENSOR_MAP_BYTES:
+                raise LaunchError(f"tensor map for {p['arg']!r} has {len(blob)} bytes, not 128")
+            blobs.append(blob)
+        elif kind == "pointer":
+            blobs.append(pack_value("u64", value.data_ptr))
+        elif kind == "dim":
+            blobs.append(pack_value(p.get("type", "s32"), value.shape[int(p["dim"])]))
+        elif kind == "stride":
+            blobs.append(pack_value(p.get("type", "s64"), value.strides[int(p["dim"])]))
+        else:
+            raise LaunchError(f"unknown parameter kind {kind!r}")
+    return blobs
+
+
+class ParamBuffer:
+    """Host memory holding every parameter (64-byte aligned) plus the `void*[]` to them.
+
+    `address` is what `cuLaunchKernelEx` takes as kernelParams.  Keep the object alive
+    until the launch call returns (the driver copies the values at launch).
+    """
+
+    ALIGN = 64
+
+    def __init__(self, blobs: Sequence[bytes]):
+        offsets, size = [], 0
+        for b in blobs:
+            size = cdiv(size, self.ALIGN) * self.ALIGN
+            offsets.append(size)
+            size += len(b)
+        self._arena = (ctypes.c_ubyte * (size + self.ALIGN))()
+        base = ctypes.addressof(self._arena)
+        base += (-base) % self.ALIGN
+        n = max(len(blobs), 1)
+        self._ptrs = (ctypes.c_void_p * n)()
+        for i, (b, off) in enumerate(zip(blobs, offsets, strict=True)):
+            ctypes.memmove(base + off, b, len(b))
+            self._ptrs[i] = base + off
+        self.sizes = [len(b) for b in blobs]
+
+    @property
+    def address(self) -> int:
+        """Address of the `void*` array."""
+        return ctypes.addressof(self._ptrs)
+
+    def read(self, i: int) -> bytes:
+        """The bytes stored for parameter i (for tests and debugging)."""
+        ptr = self._ptrs[i]
+        assert ptr is not None
+        return ctypes.string_at(ptr, self.sizes[i])
+
+
+def validate_sidecar(sidecar: Mapping[str, Any]) -> None:
+    """Checks the sidecar's structure and cross references; raises LaunchError."""
+    fmt = sidecar.get("format")
+    if fmt != SIDECAR_FORMAT:
+        raise LaunchError(f"sidecar format {fmt!r} is not supported (expected {SIDECAR_FORMAT})")
+    for key in ("kernel", "block", "grid", "args", "params"):
+        if key not in sidecar:
+            raise LaunchError(f"sidecar has no {key!r} entry")
+    if len(sidecar["block"]) != 3 or len(sidecar.get("cluster", [1, 1, 1])) != 3:
+        raise LaunchError("sidecar block and cluster must have 3 entries")
+    args = {a["name"]: a for a in sidecar["args"]}
+    if len(args) != len(sidecar["args"]):
+        raise LaunchError("sidecar argument names are not unique")
+    for a in sidecar["args"]:
+        if a["kind"] == "tensor" and a["dtype"] not in TENSOR_DTYPES:
+            raise LaunchError(f"argument {a['name']!r}: unsupported tensor dtype {a['dtype']!r}")
+        if a["kind"] not in ("tensor", "scalar"):
+            raise LaunchError(f"argument {a['name']!r}: unknown kind {a['kind']!r}")
+    for p in sidecar["params"]:
+        kind, name = p.get("kind"), p.get("arg")
+        if kind not in PARAM_KINDS:
+            raise LaunchError(f"unknown parameter kind {kind!r}")
+        if name not in args:
+            raise LaunchError(f"parameter {kind} refers to unknown argument {name!r}")
+        want = "scalar" if kind == "scalar" else "tensor"
+        if args[name]["kind"] != want:
+            raise LaunchError(f"parameter {kind} needs a {want} argument, {name!r} is not")
+        if kind == "tensor_map" and p.get("swizzle", "none") not in SWIZZLES:
+            raise LaunchError(f"tensor_map for {name!r}: unknown swizzle {p.get('swizzle')!r}")
+
+
+def _check_dim_names(
+    sidecar_args: Sequence[Mapping[str, Any]], shapes: Mapping[str, Sequence[int]]
+) -> None:
+    """Sizes that share a symbolic name must agree; static (integer) sizes must match."""
+    seen: dict[str, tuple[str, int, int]] = {}
+    for a in sidecar_args:
+        if a["kind"] != "tensor":
+            continue
+        shape = shapes[a["name"]]
+        for d, dim_name in enumerate(a.get("dims") or ()):
+            if dim_name is None:
+                continue
+            if isinstance(dim_name, int):
+                if shape[d] != dim_name:
+                    raise LaunchError(
+                        f"argument {a['name']!r}: dimension {d} must be {dim_name}, got {shape[d]}"
+                    )
+                continue
+            prev = seen.setdefault(dim_name, (a["name"], d, shape[d]))
+            if prev[2] != shape[d]:
+                raise LaunchError(
+                    f"size {dim_name} differs: {prev[0]!r} dimension {prev[1]} is {prev[2]}, "
+                    f"{a['name']!r} dimension {d} is {shape[d]}"
+                )
+
+
+def validate_args(sidecar_args: Sequence[Mapping[str, Any]], args: Sequence[Any]) -> None:
+    """Checks call arguments against the sidecar "args"; raises LaunchError.
+
+    Tensors: dtype, rank, innermost stride 1, on a CUDA device (checked last, so the
+    other checks can be tested with CPU tensors).  Scalars: python numbers.
+    """
+    if len(args) != len(sidecar_args):
+        names = ", ".join(a["name"] for a in sidecar_args)
+        raise LaunchError(f"kernel takes {len(sidecar_args)} arguments ({names}), got {len(args)}")
+    shapes: dict[str, tuple[int, ...]] = {}
+    for spec, value in zip(sidecar_args, args, strict=True):
+        name = spec["name"]
+        if spec["kind"] == "scalar":
+            _check_scalar(name, spec["dtype"], value)
+            continue
+        shapes[name] = _check_tensor(name, spec, value)
+    _check_dim_names(sidecar_args, shapes)
+
+
+def _check_scalar(name: str, dtype: str, value: Any) -> None:
+    if isinstance(value, bool) or not isinstance(value, numbers.Real):
+        raise LaunchError(f"argument {name!r} must be a python number ({dtype}), got {type(value)}")
+    if dtype in INT_SCALAR_DTYPES and not isinstance(value, numbers.Integral):
+        raise LaunchError(f"argument {name!r} must be an integer ({dtype}), got {value!r}")
+    if dtype not in INT_SCALAR_DTYPES and dtype not in FLOAT_SCALAR_DTYPES:
+        raise LaunchError(f"argument {name!r}: unsupported scalar dtype {dtype!r}")
+
+
+def _check_tensor(name: str, spec: Mapping[str, Any], value: Any) -> tuple[int, ...]:
+    import torch
+
+    if not isinstance(value, torch.Tensor):
+        raise LaunchError(f"argument {name!r} must be a torch tensor, got {type(value)}")
+    want = getattr(torch, TENSOR_DTYPES[spec["dtype"]][0])
+    if value.dtype != want:
+        raise LaunchError(
+            f"argument {name!r} must have dtype {want} ({spec['dtype']}), got {value.dtype}"
+        )
+    rank = int(spec["rank"])
+    if value.dim() != rank:
+        raise LaunchError(
+            f"argument {name!r} must have rank {rank}, got shape {tuple(value.shape)}"
+        )
+    if value.shape[-1] > 1 and value.stride(-1) != 1:
+        raise LaunchError(
+            f"argument {name!r}: innermost dimension must be contiguous (stride 1), got "
+            f"strides {tuple(value.stride())}; pass .contiguous()"
+        )
+    if not value.is_cuda:
+        raise LaunchError(f"argument {name!r} must be on a CUDA device, got {value.device}")
+    return tuple(value.shape)
+
+
+# --------------------------------------------------------------------------- CUDA side
+
+
+def _driver():
+    try:
+        from cuda.bindings import driver
+    except ImportError:
+        try:
+            from cuda import cuda as driver  # cuda-python < 12.6
+        except ImportError as e:
+            raise LaunchError("cuda-python (cuda.bindings) is not installed") from e
+    return driver
+
+
+def _check(result: tuple, what: str) -> tuple:
+    """Raises LaunchError unless the CUresult (first element) is CUDA_SUCCESS."""
+    err, *rest = result
+    if int(err) != 0:
+        name = getattr(err, "name", str(err))
+        raise LaunchError(f"{what} failed: {name}")
+    return tuple(rest)
+
+
+def _torch_stream(stream: Any):
+    """A torch stream object for None (current), a torch stream, or a raw handle."""
+    import torch
+
+    if stream is None:
+        return torch.cuda.current_stream()
+    if isinstance(stream, torch.cuda.Stream):
+        return stream
+    if isinstance(stream, int):
+        return torch.cuda.ExternalStream(stream)
+    raise LaunchError(f"stream must be None, a torch.cuda.Stream or an int handle, got {stream!r}")
+
+
+def _view(t) -> TensorView:
+    return TensorView(tuple(t.shape), tuple(t.stride()), t.data_ptr(), t.element_size())
+
+
+def _pad(t):
+    """A contiguous copy of t whose rows are a multiple of 16 bytes, and the view into it."""
+    import torch
+
+    inner = padded_inner_size(t.shape[-1], t.element_size())
+    buf = torch.zeros((*t.shape[:-1], inner), dtype=t.dtype, device=t.device)
+    view = buf[..., : t.shape[-1]]
+    view.copy_(t)
+    return view
+
+
+class Kernel:
+    """A loaded kernel: call it with torch CUDA tensors and numbers in sidecar "args" order."""
+
+    def __init__(self, cubin: bytes, sidecar: Mapping[str, Any]):
+        validate_sidecar(sidecar)
+        self.cubin = bytes(cubin)
+        self.sidecar = dict(sidecar)
+        self.name: str = sidecar["kernel"]
+        self.args: list[Mapping[str, Any]] = list(sidecar["args"])
+        self.params: list[Mapping[str, Any]] = list(sidecar["params"])
+        self.block = tuple(int(b) for b in sidecar["block"])
+        self.cluster = tuple(int(c) for c in sidecar.get("cluster", (1, 1, 1)))
+        self.dynamic_smem = int(sidecar.get("dynamic_smem", 0))
+        self._map_args = {p["arg"] for p in self.params if p["kind"] == "tensor_map"}
+        self._function = None
+        self._module = None
+        self._context = None
+        self._last: tuple | None = None
+
+    def __repr__(self) -> str:
+        return f"<tawac Kernel {self.name} block={self.block} smem={self.dynamic_smem}>"
+
+    # ---- loading
+
+    def _ensure_context(self):
+        """Makes sure a context is current: torch's (the device's primary context)."""
+        import torch
+
+        driver = _driver()
+        torch.cuda.init()
+        dev = torch.cuda.current_device()
+        _check(driver.cuInit(0), "cuInit")
+        (ctx,) = _check(driver.cuCtxGetCurrent(), "cuCtxGetCurrent")
+        if int(ctx) != 0:
+            return ctx
+        (cudev,) = _check(driver.cuDeviceGet(dev), "cuDeviceGet")
+        (ctx,) = _check(driver.cuDevicePrimaryCtxRetain(cudev), "cuDevicePrimaryCtxRetain")
+        _check(driver.cuCtxSetCurrent(ctx), "cuCtxSetCurrent")
+        return ctx
+
+    def load(self):
+        """Loads the module into the current context (once) and returns the CUfunction."""
+        ctx = self._ensure_context()
+        if self._function is not None and int(ctx) == int(self._context):
+            return self._function
+        driver = _driver()
+        (module,) = _check(driver.cuModuleLoadData(self.cubin), "cuModuleLoadData")
+        (func,) = _check(
+            driver.cuModuleGetFunction(module, self.name.encode()),
+            f"cuModuleGetFunction({self.name})",
+        )
+        if self.dynamic_smem > MAX_STATIC_SMEM:
+            attr = driver.CUfunction_attribute.CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES
+            _check(
+                driver.cuFuncSetAttribute(func, attr, self.dynamic_smem),
+                f"cuFuncSetAttribute(MAX_DYNAMIC_SHARED_SIZE_BYTES={self.dynamic_smem})",
+            )
+        self._module, self._function, self._context = module, func, ctx
+        return func
+
+    # ---- launching
+
+    def grid(self, *args) -> tuple[int, int, int]:
+        """The launch grid for these arguments."""
+        shapes = {
+            a["name"]: tuple(v.shape)
+            for a, v in zip(self.args, args, strict=True)
+            if a["kind"] == "tensor"
+        }
+        return compute_grid(self.sidecar["grid"], shapes)
+
+    def _encode_map(self, param: Mapping[str, Any], view: TensorView) -> bytes:
+        driver = _driver()
+        arg = next(a for a in self.args if a["name"] == param["arg"])
+        dtype = getattr(driver.CUtensorMapDataType, TENSOR_DTYPES[arg["dtype"]][1])
+        swizzle = getattr(driver.CUtensorMapSwizzle, SWIZZLES[param.get("swizzle", "none")])
+        dims, strides, box, elem = tensor_map_dims(param, view)
+        u64, u32 = driver.cuuint64_t, driver.cuuint32_t
+        (tmap,) = _check(
+            driver.cuTensorMapEncodeTiled(
+                dtype,
+                len(dims),
+                view.data_ptr,
+                [u64(d) for d in dims],
+                [u64(s) for s in strides],
+                [u32(b) for b in box],
+                [u32(e) for e in elem],
+                driver.CUtensorMapInterleave.CU_TENSOR_MAP_INTERLEAVE_NONE,
+                swizzle,
+                driver.CUtensorMapL2promotion.CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
+                driver.CUtensorMapFloatOOBfill.CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE,
+            ),
+            f"cuTensorMapEncodeTiled({param['arg']}: dims={dims} strides={strides} "
+            f"box={box} swizzle={param.get('swizzle', 'none')})",
+        )
+        return ctypes.string_at(tmap.getPtr(), TENSOR_MAP_BYTES)
+
+    def _launch_config(self, driver, grid, stream_handle: int):
+        config = driver.CUlaunchConfig()
+        config.gridDimX, config.gridDimY, config.gridDimZ = grid
+        config.blockDimX, config.blockDimY, config.blockDimZ = self.block
+        config.sharedMemBytes = self.dynamic_smem
+        config.hStream = driver.CUstream(stream_handle)
+        if self.cluster == (1, 1, 1):
+            config.numAttrs = 0
+            return config
+        attr = driver.CUlaunchAttribute()
+        attr.id = driver.CUlaunchAttributeID.CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION
+        attr.value.clusterDim.x, attr.value.clusterDim.y, attr.value.clusterDim.z = self.cluster
+        config.attrs = [attr]
+        config.numAttrs = 1
+        return config
+
+    def __call__(self, *args, stream=None) -> None:
+        """Launches the kernel asynchronously on `stream` (default: torch's current stream).
+
+        Tensors that TMA cannot address in place are copied into padded buffers first and
+        copied back after the launch (on the same stream).
+        """
+        import torch
+
+        validate_args(self.args, args)
+        dev = torch.cuda.current_device()
+        for a, v in zip(self.args, args, strict=True):
+            if a["kind"] == "tensor" and v.device.index != dev:
+                raise LaunchError(
+                    f"argument {a['name']!r} is on {v.device}, the current device is cuda:{dev}"
+                )
+            if a["name"] in self._map_args and v.numel() == 0:
+                raise LaunchError(f"argument {a['name']!r} is empty: TMA cannot describe it")
+        grid = self.grid(*args)
+        if any(g % c != 0 for g, c in zip(grid, self.cluster, strict=True)):
+            raise LaunchError(f"grid {grid} is not a multiple of the cluster shape {self.cluster}")
+        if 0 in grid:
+            return
+        func = self.load()
+        driver = _driver()
+        ts = _torch_stream(stream)
+        key = _call_key(args, ts.cuda_stream)
+        if self._last is not None and self._last[0] == key:
+            _, buf, config = self._last
+            self._launch(driver, func, config, buf, grid)
+            return
+        with torch.cuda.stream(ts):
+            values: dict[str, TensorView | int | float] = {}
+            copy_back = []
+            for a, v in zip(self.args, args, strict=True):
+                if a["kind"] == "scalar":
+                    values[a["name"]] = v
+                    continue
+                if a["name"] in self._map_args and needs_padding(_view(v)):
+                    padded = _pad(v)
+                    copy_back.append((v, padded))
+                    v = padded
+                values[a["name"]] = _view(v)
+            buf = ParamBuffer(build_param_blobs(self.params, values, self._encode_map))
+            config = self._launch_config(driver, grid, ts.cuda_stream)
+            self._launch(driver, func, config, buf, grid)
+            for orig, padded in copy_back:
+                orig.copy_(padded)
+        # Parameters only depend on addresses, shapes, strides and scalars: reuse them
+        # for an identical call (unless padded copies, which live at new addresses, were used).
+        self._last = None if copy_back else (key, buf, config)
+
+    def _launch(self, driver, func, config, buf: ParamBuffer, grid) -> None:
+        _check(
+            driver.cuLaunchKernelEx(config, func, buf.address, 0),
+            f"cuLaunchKernelEx({self.name}, grid={grid}, block={self.block}, "
+            f"smem={self.dynamic_smem}, cluster={self.cluster})",
+        )
+
+
+def _call_key(args: Sequence[Any], stream_handle: int) -> tuple:
+    """What the packed parameters of a call depend on."""
+    key: list[Any] = [stream_handle]
+    for v in args:
+        if isinstance(v, numbers.Number):
+            key.append((type(v), v))
+        else:
+            key.append((v.data_ptr(), tuple(v.shape), tuple(v.stride()), v.dtype))
+    return tuple(key)
+
+
+def load_kernel(
+    cubin: bytes | str | os.PathLike, sidecar: Mapping[str, Any] | None = None
+) -> Kernel:
+    """Makes a Kernel from cubin bytes (or a .cubin path) and its sidecar dict.
+
+    With a path and no sidecar, reads the `.json` beside the cubin (same stem).
+    The module is loaded into the current CUDA context at the first launch.
+    """
+    if isinstance(cubin, bytes | bytearray):
+        if sidecar is None:
+            raise LaunchError("load_kernel: a sidecar dict is needed with cubin bytes")
+        return Kernel(bytes(cubin), sidecar)
+    path = Path(cubin)
+    if sidecar is None:
+        side_path = path.with_suffix(".json")
+        if not side_path.exists():
+            raise LaunchError(f"no sidecar {side_path} beside {path}")
+        sidecar = json.loads(side_path.read_text())
+    return Kernel(path.read_bytes(), sidecar)
