@@ -188,6 +188,7 @@ class _Interpreter:
         self.n = grid[0] * grid[1] * grid[2]
         self.device = device
         self.env: dict[SSAValue, Any] = {}
+        self.dot_flops = 0
 
     # ---- helpers
 
@@ -273,7 +274,9 @@ class _Interpreter:
         full = [i.expand(self.n, *shape)[mask] for i in idx]
         g[tuple(full)] = value[mask].to(g.dtype)
 
-    def dot(self, op: tile.DotOp) -> Value:
+    def dot(self, op: tile.DotOp, active: Value) -> Value:
+        m, n, k = op.mnk()
+        self.dot_flops += 2 * m * n * k * int(active.sum())
         lhs, rhs, acc = self.get(op.lhs), self.get(op.rhs), self.get(op.acc)
         if op.transpose_lhs is not None:
             lhs = lhs.transpose(1, 2)
@@ -388,7 +391,7 @@ class _Interpreter:
             self.store(op, active)
             return None
         if isinstance(op, tile.DotOp):
-            return self.dot(op)
+            return self.dot(op, active)
         if isinstance(op, tile.SplatOp):
             return self.splat(op)
         if isinstance(op, tile.BroadcastOp):
@@ -420,13 +423,16 @@ def interpret(
     kernel_op: tile.KernelOp,
     args: Sequence[torch.Tensor | float | int],
     grid: tuple[int, int, int],
-) -> None:
+) -> dict[str, int]:
     """Runs every program instance of `kernel_op` over `grid` at once.
 
     `args` follow the kernel's signature: torch tensors for `!tile.tensor` arguments
     (any float dtype, any device; stores write into them in place) and python numbers for
     scalars.  Loads read values as float32 after rounding them to the declared element
     type; stores convert to the destination tensor's dtype.
+
+    Returns statistics: `{"dot_flops": 2*M*N*K summed over the tile.dot ops executed by
+    live instances}` (tile-level: ragged edge tiles count in full).
     """
     block = kernel_op.body.block
     if len(args) != len(block.args):
@@ -440,8 +446,9 @@ def interpret(
     device = tensors[0].device if tensors else torch.device("cpu")
     interp = _Interpreter(grid, device)
     if interp.n == 0:
-        return
+        return {"dot_flops": 0}
     for ba, value in zip(block.args, args, strict=True):
         interp.env[ba] = _bind_arg(ba.type, value, interp.n, device)
     active = torch.ones(interp.n, dtype=torch.bool, device=device)
     interp.run_block(block, active)
+    return {"dot_flops": interp.dot_flops}

@@ -290,8 +290,8 @@ def _check_dim_names(
 def validate_args(sidecar_args: Sequence[Mapping[str, Any]], args: Sequence[Any]) -> None:
     """Checks call arguments against the sidecar "args"; raises LaunchError.
 
-    Tensors: dtype, rank, innermost stride 1, on a CUDA device (checked last, so the
-    other checks can be tested with CPU tensors).  Scalars: python numbers.
+    Tensors: dtype, rank, innermost stride 1, consistent named sizes, and last (so that the
+    other checks can be tested with CPU tensors) on a CUDA device.  Scalars: python numbers.
     """
     if len(args) != len(sidecar_args):
         names = ", ".join(a["name"] for a in sidecar_args)
@@ -304,6 +304,11 @@ def validate_args(sidecar_args: Sequence[Mapping[str, Any]], args: Sequence[Any]
             continue
         shapes[name] = _check_tensor(name, spec, value)
     _check_dim_names(sidecar_args, shapes)
+    for spec, value in zip(sidecar_args, args, strict=True):
+        if spec["kind"] == "tensor" and not value.is_cuda:
+            raise LaunchError(
+                f"argument {spec['name']!r} must be on a CUDA device, got {value.device}"
+            )
 
 
 def _check_scalar(name: str, dtype: str, value: Any) -> None:
@@ -335,8 +340,6 @@ def _check_tensor(name: str, spec: Mapping[str, Any], value: Any) -> tuple[int, 
             f"argument {name!r}: innermost dimension must be contiguous (stride 1), got "
             f"strides {tuple(value.stride())}; pass .contiguous()"
         )
-    if not value.is_cuda:
-        raise LaunchError(f"argument {name!r} must be on a CUDA device, got {value.device}")
     return tuple(value.shape)
 
 

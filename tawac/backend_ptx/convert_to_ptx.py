@@ -1,0 +1,862 @@
+"""`convert-to-ptx`: the lowered tile kernel to the `ptx` dialect (one op per instruction).
+
+Input: a `tile.kernel` after `lower-aref` (hopper resources at the top, then one
+`aref.partition` per role holding scalar `arith`, `scf.for`/`scf.if`, `hopper` ops and the
+epilogue's tile ops).  Output: a `ptx.module` with one `ptx.entry`, replacing the kernel.
+
+Values become registers: index and i32 scalars one `b32` (s32 arithmetic), i1 a `pred`,
+f32 an `f32`; a tile in a consumer partition becomes a `Frag`, its register list in the
+layout chosen by `tawac.backend_ptx.layouts`.  Structured control flow becomes labels and
+branches; loop-carried registers are written with `ptx.assign`.
+
+Kernel structure: thread 0 initialises the mbarriers, `bar.sync 0`, then each warp group
+branches to its partition (warp group 0 the producer, the next ones the consumers), sets
+its register budget with `setmaxnreg`, runs its code and exits.  The producer's code runs
+on one thread; the consumers' on all their threads.
+
+The launch ABI (kernel parameters, block, grid, shared memory) is recorded on the entry.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from xdsl.context import Context
+from xdsl.dialects import arith, scf
+from xdsl.dialects.builtin import (
+    BFloat16Type,
+    DenseIntOrFPElementsAttr,
+    DictionaryAttr,
+    Float16Type,
+    Float32Type,
+    FloatAttr,
+    IndexType,
+    IntegerAttr,
+    IntegerType,
+    ModuleOp,
+    StringAttr,
+    TensorType,
+)
+from xdsl.ir import Attribute, Block, Operation, Region, SSAValue
+from xdsl.passes import ModulePass
+from xdsl.rewriter import Rewriter
+from xdsl.transforms.common_subexpression_elimination import cse
+from xdsl.transforms.dead_code_elimination import region_dce
+
+from tawac.backend_ptx import abi
+from tawac.backend_ptx.layouts import AccLayout
+from tawac.diagnostics import CompileError
+from tawac.dialects import aref, hopper, ptx, tile
+
+_CMPI = {0: "eq", 1: "ne", 2: "lt", 3: "le", 4: "gt", 5: "ge", 6: "lo", 7: "ls", 8: "hi", 9: "hs"}
+_CMPI_TYPE = {0: "s32", 1: "s32", 2: "s32", 3: "s32", 4: "s32", 5: "s32"}
+
+
+def elem_ptx_type(t: Attribute) -> str:
+    if isinstance(t, BFloat16Type):
+        return "bf16"
+    if isinstance(t, Float16Type):
+        return "f16"
+    if isinstance(t, Float32Type):
+        return "f32"
+    raise ValueError(f"no PTX type for {t}")
+
+
+def elem_bytes(t: Attribute) -> int:
+    return {"bf16": 2, "f16": 2, "f32": 4}[elem_ptx_type(t)]
+
+
+@dataclass
+class Frag:
+    """A tile held in registers: `regs[i]` is register i of `layout` (regs may repeat for
+    splats and broadcasts; such a fragment is materialised before being written)."""
+
+    layout: AccLayout
+    regs: list[SSAValue]
+    dtype: str  # PTX type of the elements: f32, bf16, f16
+
+
+@dataclass
+class SmemTile:
+    addr: SSAValue  # b32 shared-window address of the tile
+    type: hopper.SmemTileType
+
+
+@dataclass
+class Ring:
+    offset: int
+    type: hopper.SmemRingType
+
+
+@dataclass
+class Bars:
+    offset: int
+    count: int
+
+
+@dataclass
+class _Partition:
+    role: str
+    first_wg: int
+    warp_groups: int
+    cache: dict[object, SSAValue] = field(default_factory=dict)
+
+
+class KernelLowering:
+    def __init__(self, kernel: tile.KernelOp):
+        self.kernel = kernel
+        self.block = Block()
+        self.vals: dict[SSAValue, object] = {}
+        self.params = abi.ParamTable(kernel)
+        self.labels = 0
+        self.part: _Partition | None = None
+        self.top_cache: dict[object, SSAValue] = {}
+
+    # -- emission helpers -------------------------------------------------------------------
+
+    def emit(self, op: Operation) -> Operation:
+        self.block.add_op(op)
+        return op
+
+    def r(self, op: Operation) -> SSAValue:
+        """Emit an op and return its result."""
+        self.emit(op)
+        return op.results[0]
+
+    def label(self, stem: str) -> str:
+        self.labels += 1
+        return f"$L_{stem}_{self.labels}"
+
+    def cached(self, key: object, make: Callable[[], SSAValue]) -> SSAValue:
+        cache = self.part.cache if self.part is not None else self.top_cache
+        if key not in cache:
+            cache[key] = make()
+        return cache[key]
+
+    def imm(self, value: int, ty: str = "s32") -> SSAValue:
+        return self.cached(("imm", ty, value), lambda: self.r(ptx.MovImmOp(ty, value)))
+
+    def fimm(self, value: float) -> SSAValue:
+        return self.cached(("fimm", value), lambda: self.r(ptx.MovImmOp("f32", value)))
+
+    def tid(self) -> SSAValue:
+        return self.cached("tid", lambda: self.r(ptx.SpecialRegOp("tid.x")))
+
+    def smem_base(self) -> SSAValue:
+        return self.cached("smem", lambda: self.r(ptx.SharedBaseOp(abi.SMEM_SYMBOL)))
+
+    def true_pred(self) -> SSAValue:
+        one = self.imm(1)
+        return self.cached("true", lambda: self.r(ptx.SetpOp("ne", "s32", one, self.imm(0))))
+
+    def lane(self) -> SSAValue:
+        return self.cached("lane", lambda: self.r(ptx.AndOp("b32", self.tid(), self.imm(31))))
+
+    def guarded(self, pred: SSAValue, body: Callable[[], None], negate: bool = False) -> None:
+        """Run `body` where `pred` holds (or does not, with `negate`)."""
+        skip = self.label("skip")
+        self.emit(ptx.BraOp(skip, pred, negate=not negate))
+        body()
+        self.emit(ptx.LabelOp(skip))
+
+    def add(self, a: SSAValue, b: SSAValue, ty: str = "s32") -> SSAValue:
+        return self.r(ptx.AddOp(ty, a, b))
+
+    def add_imm(self, a: SSAValue, k: int, ty: str = "s32") -> SSAValue:
+        if k == 0:
+            return a
+        return self.add(a, self.imm(k, ty), ty)
+
+    # -- values -----------------------------------------------------------------------------
+
+    def scalar(self, v: SSAValue) -> SSAValue:
+        x = self.vals.get(v)
+        if not isinstance(x, SSAValue):
+            raise CompileError(f"convert-to-ptx: {v.name_hint or 'value'} is not a scalar", None)
+        return x
+
+    def frag(self, v: SSAValue) -> Frag:
+        x = self.vals.get(v)
+        if not isinstance(x, Frag):
+            raise CompileError("convert-to-ptx: expected a register tile", _owner(v))
+        return x
+
+    def layout_for(self, t: TensorType, op: Operation) -> AccLayout:
+        part = self.part
+        if part is None or part.role != "consumer":
+            raise CompileError(
+                f"convert-to-ptx: tile values are only supported in consumer partitions "
+                f"({op.name})",
+                op,
+            )
+        shape = t.get_shape()
+        if len(shape) != 2:
+            raise CompileError(
+                f"convert-to-ptx: {op.name} on a rank-{len(shape)} tile in registers is not "
+                "supported yet",
+                op,
+            )
+        try:
+            return AccLayout(shape[0], shape[1], part.warp_groups)
+        except ValueError as e:
+            raise CompileError(f"convert-to-ptx: {e}", op) from None
+
+    # -- kernel -----------------------------------------------------------------------------
+
+    def run(self) -> ptx.ModuleOp:
+        body = self.kernel.body.block
+        parts = [p for p in body.ops if isinstance(p, aref.PartitionOp)]
+        if not parts:
+            raise CompileError(
+                "convert-to-ptx: the kernel has no warp-group partitions; run "
+                "warp-specialize and lower-aref first",
+                self.kernel,
+            )
+        total_wgs = sum(p.warp_groups.data for p in parts)
+        threads = 128 * total_wgs
+        entry_cap = min(255, 65536 // threads) // 8 * 8
+        for op in body.ops:
+            if isinstance(op, aref.PartitionOp | tile.ReturnOp):
+                continue
+            self.lower_op(op)
+        wg = self.r(ptx.ShrOp("u32", self.tid(), self.imm(7)))
+        first = 0
+        for p in parts:
+            nxt = self.label("part")
+            end = first + p.warp_groups.data
+            self.emit(ptx.BraOp(nxt, self.r(ptx.SetpOp("ge", "u32", wg, self.imm(end, "u32")))))
+            if first > 0:
+                self.emit(
+                    ptx.BraOp(nxt, self.r(ptx.SetpOp("lt", "u32", wg, self.imm(first, "u32"))))
+                )
+            self.lower_partition(p, first, entry_cap)
+            self.emit(ptx.LabelOp(nxt))
+            first = end
+        self.emit(ptx.ExitOp())
+
+        smem = self.kernel.attributes.get("tawac.smem_bytes")
+        smem_bytes = smem.value.data if isinstance(smem, IntegerAttr) else 0
+        launch = self.params.launch(threads, smem_bytes, _grid(self.kernel))
+        entry = ptx.EntryOp(
+            self.kernel.kernel_name, self.params.decls(), threads, launch, Region(self.block)
+        )
+        return ptx.ModuleOp(Region(Block([entry])))
+
+    def lower_partition(self, p: aref.PartitionOp, first_wg: int, entry_cap: int) -> None:
+        self.part = _Partition(p.role.data, first_wg, p.warp_groups.data)
+        regs = p.regs.data
+        if regs:
+            self.emit(ptx.SetmaxnregOp("dec" if regs < entry_cap else "inc", regs))
+        if self.part.role == "producer":
+            # One thread issues the producer's TMA copies and barrier operations.
+            local = self.r(ptx.AndOp("b32", self.tid(), self.imm(127)))
+            done = self.label("producer_done")
+            self.emit(ptx.BraOp(done, self.r(ptx.SetpOp("ne", "u32", local, self.imm(0, "u32")))))
+            self.lower_block(p.body.block)
+            self.emit(ptx.LabelOp(done))
+        else:
+            self.lower_block(p.body.block)
+        self.emit(ptx.ExitOp())
+        self.part = None
+
+    def lower_block(self, block: Block) -> None:
+        for op in block.ops:
+            self.lower_op(op)
+
+    def lower_op(self, op: Operation) -> None:
+        handler = _HANDLERS.get(type(op))
+        if handler is None:
+            raise CompileError(f"convert-to-ptx: '{op.name}' is not supported yet", op)
+        handler(self, op)
+
+    # -- hopper resources -------------------------------------------------------------------
+
+    def ring_slot_addr(self, ring: Ring, slot: SSAValue) -> SSAValue:
+        base = self.add_imm(self.smem_base(), ring.offset, "u32")
+        size = ring.type.tile_type.nbytes
+        return self.r(ptx.FmaOp("s32", slot, self.imm(size), base))
+
+    def bar_addr(self, bars: Bars, slot: SSAValue) -> SSAValue:
+        base = self.add_imm(self.smem_base(), bars.offset, "u32")
+        return self.r(ptx.FmaOp("s32", slot, self.imm(8), base))
+
+    def materialize(self, f: Frag) -> Frag:
+        """Distinct registers for every element (for values written in place)."""
+        seen: set[SSAValue] = set()
+        regs: list[SSAValue] = []
+        for x in f.regs:
+            if (
+                x in seen
+                or not isinstance(x.owner, ptx.PtxInstruction)
+                or isinstance(x.owner, ptx.MovImmOp)
+            ):
+                x = self.r(ptx.MovOp(_mov_type(f.dtype), x))
+            seen.add(x)
+            regs.append(x)
+        return Frag(f.layout, regs, f.dtype)
+
+    def thread_coords(self, layout: AccLayout) -> tuple[SSAValue, SSAValue]:
+        """(row, col) of register 0 of this thread within the tile."""
+        part = self.part
+        assert part is not None
+
+        def make_row() -> SSAValue:
+            tid = self.tid()
+            wg = self.r(ptx.ShrOp("u32", tid, self.imm(7)))
+            wg = self.r(ptx.SubOp("s32", wg, self.imm(part.first_wg)))
+            warp = self.r(ptx.AndOp("b32", self.r(ptx.ShrOp("u32", tid, self.imm(5))), self.imm(3)))
+            quad = self.r(ptx.ShrOp("u32", self.lane(), self.imm(2)))
+            row = self.r(ptx.FmaOp("s32", warp, self.imm(16), quad))
+            return self.r(ptx.FmaOp("s32", wg, self.imm(layout.rows_per_warp_group), row))
+
+        def make_col() -> SSAValue:
+            return self.r(
+                ptx.ShlOp("b32", self.r(ptx.AndOp("b32", self.lane(), self.imm(3))), self.imm(1))
+            )
+
+        row = self.cached(("row0", layout), make_row)
+        col = self.cached(("col0", layout), make_col)
+        return row, col
+
+
+def _owner(v: SSAValue) -> Operation | None:
+    return v.owner if isinstance(v.owner, Operation) else None
+
+
+def _mov_type(dtype: str) -> str:
+    return {"f32": "f32", "bf16": "b16", "f16": "b16", "pred": "pred"}.get(dtype, "b32")
+
+
+def _grid(kernel: tile.KernelOp):
+    return abi.infer_grid(kernel)
+
+
+# --- handlers --------------------------------------------------------------------------------
+
+_HANDLERS: dict[type[Operation], Callable[[KernelLowering, Operation], None]] = {}
+
+
+def handles(*types: type[Operation]):
+    def deco(fn):
+        for t in types:
+            _HANDLERS[t] = fn
+        return fn
+
+    return deco
+
+
+@handles(arith.ConstantOp)
+def _constant(k: KernelLowering, op: arith.ConstantOp) -> None:
+    v = op.value
+    t = op.result.type
+    if isinstance(t, IndexType | IntegerType) and isinstance(v, IntegerAttr):
+        if isinstance(t, IntegerType) and t.width.data == 1:
+            k.vals[op.result] = k.r(ptx.SetpOp("ne", "s32", k.imm(v.value.data), k.imm(0)))
+            return
+        k.vals[op.result] = k.imm(v.value.data)
+        return
+    if isinstance(t, Float32Type) and isinstance(v, FloatAttr):
+        k.vals[op.result] = k.fimm(v.value.data)
+        return
+    if isinstance(t, TensorType) and isinstance(v, DenseIntOrFPElementsAttr):
+        vals = v.get_values()
+        if len(set(vals)) == 1 and isinstance(t.element_type, Float32Type):
+            layout = k.layout_for(t, op)
+            reg = k.fimm(float(vals[0]))
+            k.vals[op.result] = Frag(layout, [reg] * layout.num_regs, "f32")
+            return
+    raise CompileError(f"convert-to-ptx: constant of type {t} is not supported yet", op)
+
+
+_INT_BINARY = {
+    arith.AddiOp: (ptx.AddOp, "s32"),
+    arith.SubiOp: (ptx.SubOp, "s32"),
+    arith.DivUIOp: (ptx.DivOp, "u32"),
+    arith.DivSIOp: (ptx.DivOp, "s32"),
+    arith.RemUIOp: (ptx.RemOp, "u32"),
+    arith.RemSIOp: (ptx.RemOp, "s32"),
+    arith.MinSIOp: (ptx.MinOp, "s32"),
+    arith.MaxSIOp: (ptx.MaxOp, "s32"),
+    arith.MinUIOp: (ptx.MinOp, "u32"),
+    arith.MaxUIOp: (ptx.MaxOp, "u32"),
+    arith.AndIOp: (ptx.AndOp, "b32"),
+    arith.OrIOp: (ptx.OrOp, "b32"),
+    arith.XOrIOp: (ptx.XorOp, "b32"),
+    arith.ShLIOp: (ptx.ShlOp, "b32"),
+    arith.ShRUIOp: (ptx.ShrOp, "u32"),
+    arith.ShRSIOp: (ptx.ShrOp, "s32"),
+}
+
+
+@handles(*_INT_BINARY)
+def _int_binary(k: KernelLowering, op: Operation) -> None:
+    cls, ty = _INT_BINARY[type(op)]  # type: ignore[index]
+    a, b = (k.scalar(v) for v in op.operands)
+    if ty == "b32" and all(_kind(x) == "pred" for x in (a, b)):
+        ty = "pred"
+    k.vals[op.results[0]] = k.r(cls(ty, a, b))
+
+
+def _kind(v: SSAValue) -> str:
+    t = v.type
+    assert isinstance(t, ptx.RegType)
+    return t.kind.data
+
+
+@handles(arith.MuliOp)
+def _muli(k: KernelLowering, op: arith.MuliOp) -> None:
+    a, b = k.scalar(op.lhs), k.scalar(op.rhs)
+    k.vals[op.result] = k.r(ptx.MulOp("s32", a, b, mode="lo"))
+
+
+@handles(arith.CeilDivUIOp, arith.CeilDivSIOp)
+def _ceildiv(k: KernelLowering, op: Operation) -> None:
+    a, b = (k.scalar(v) for v in op.operands)
+    ty = "u32" if isinstance(op, arith.CeilDivUIOp) else "s32"
+    t = k.r(ptx.SubOp("s32", k.add(a, b), k.imm(1)))
+    k.vals[op.results[0]] = k.r(ptx.DivOp(ty, t, b))
+
+
+@handles(arith.CmpiOp)
+def _cmpi(k: KernelLowering, op: arith.CmpiOp) -> None:
+    pred = op.predicate.value.data
+    ty = _CMPI_TYPE.get(pred, "u32")
+    k.vals[op.result] = k.r(ptx.SetpOp(_CMPI[pred], ty, k.scalar(op.lhs), k.scalar(op.rhs)))
+
+
+@handles(arith.SelectOp)
+def _select(k: KernelLowering, op: arith.SelectOp) -> None:
+    c = k.scalar(op.cond)
+    t, f = k.vals.get(op.lhs), k.vals.get(op.rhs)
+    if isinstance(t, SSAValue) and isinstance(f, SSAValue):
+        ty = "f32" if _kind(t) == "f32" else "s32"
+        k.vals[op.result] = k.r(ptx.SelpOp(ty, t, f, c))
+        return
+    raise CompileError("convert-to-ptx: select of tiles is not supported yet", op)
+
+
+@handles(arith.IndexCastOp)
+def _index_cast(k: KernelLowering, op: arith.IndexCastOp) -> None:
+    k.vals[op.result] = k.scalar(op.input)
+
+
+_FLOAT_BINARY = {
+    arith.AddfOp: ptx.AddOp,
+    arith.SubfOp: ptx.SubOp,
+    arith.MulfOp: ptx.MulOp,
+    arith.DivfOp: ptx.DivOp,
+    arith.MaximumfOp: ptx.MaxOp,
+    arith.MinimumfOp: ptx.MinOp,
+}
+
+
+@handles(*_FLOAT_BINARY)
+def _float_binary(k: KernelLowering, op: Operation) -> None:
+    cls = _FLOAT_BINARY[type(op)]  # type: ignore[index]
+    mode = "rn" if cls in (ptx.AddOp, ptx.SubOp, ptx.MulOp, ptx.DivOp) else None
+    a, b = (k.vals.get(v) for v in op.operands)
+    if isinstance(a, SSAValue) and isinstance(b, SSAValue):
+        k.vals[op.results[0]] = k.r(cls("f32", a, b, mode=mode))
+        return
+    if isinstance(a, Frag) and isinstance(b, Frag):
+        if a.layout != b.layout or a.dtype != "f32" or b.dtype != "f32":
+            raise CompileError(
+                "convert-to-ptx: elementwise math needs f32 operands in the same layout", op
+            )
+        memo: dict[tuple[SSAValue, SSAValue], SSAValue] = {}
+        regs = []
+        for x, y in zip(a.regs, b.regs, strict=True):
+            if (x, y) not in memo:
+                memo[(x, y)] = k.r(cls("f32", x, y, mode=mode))
+            regs.append(memo[(x, y)])
+        k.vals[op.results[0]] = Frag(a.layout, regs, "f32")
+        return
+    raise CompileError(f"convert-to-ptx: operands of {op.name} must both be tiles or scalars", op)
+
+
+@handles(arith.TruncFOp, arith.ExtFOp)
+def _float_cast(k: KernelLowering, op: Operation) -> None:
+    src = k.frag(op.operands[0])
+    rt = op.results[0].type
+    assert isinstance(rt, TensorType)
+    dst = elem_ptx_type(rt.element_type)
+    rnd = "rn" if isinstance(op, arith.TruncFOp) else None
+    memo: dict[SSAValue, SSAValue] = {}
+    regs = []
+    for x in src.regs:
+        if x not in memo:
+            memo[x] = k.r(ptx.CvtOp(dst, src.dtype, x, rnd=rnd))
+        regs.append(memo[x])
+    k.vals[op.results[0]] = Frag(src.layout, regs, dst)
+
+
+@handles(tile.ProgramIdOp)
+def _program_id(k: KernelLowering, op: tile.ProgramIdOp) -> None:
+    axis = "xyz"[op.axis.data]
+    k.vals[op.result] = k.cached(("ctaid", axis), lambda: k.r(ptx.SpecialRegOp(f"ctaid.{axis}")))
+
+
+@handles(tile.DimOp)
+def _dim(k: KernelLowering, op: tile.DimOp) -> None:
+    name = k.params.dim(op.source, op.dim.data)
+    k.vals[op.result] = k.cached(("param", name), lambda: k.r(ptx.LdParamOp("s32", name)))
+
+
+@handles(tile.SplatOp)
+def _splat(k: KernelLowering, op: tile.SplatOp) -> None:
+    t = op.result.type
+    assert isinstance(t, TensorType)
+    layout = k.layout_for(t, op)
+    k.vals[op.result] = Frag(layout, [k.scalar(op.value)] * layout.num_regs, "f32")
+
+
+@handles(tile.BroadcastOp)
+def _broadcast(k: KernelLowering, op: tile.BroadcastOp) -> None:
+    t = op.result.type
+    assert isinstance(t, TensorType)
+    layout = k.layout_for(t, op)
+    src = k.vals.get(op.source)
+    if not isinstance(src, _Slice):
+        raise CompileError(
+            "convert-to-ptx: tile.broadcast needs a vector loaded in this partition", op
+        )
+    if src.dim != op.dim.data or src.layout != layout:
+        raise CompileError("convert-to-ptx: tile.broadcast layout mismatch", op)
+    regs = [src.regs[layout.slice_index(src.dim, i)] for i in range(layout.num_regs)]
+    k.vals[op.result] = Frag(layout, regs, src.dtype)
+
+
+@dataclass
+class _Slice:
+    """A 1-d tile held in the slice layout of `layout` along `dim` (see AccLayout)."""
+
+    layout: AccLayout
+    dim: int
+    regs: list[SSAValue]
+    dtype: str
+
+
+@handles(tile.LoadOp)
+def _load_vector(k: KernelLowering, op: tile.LoadOp) -> None:
+    """A 1-d load in a consumer, loaded straight into the slice layout of its broadcast."""
+    t = op.result.type
+    assert isinstance(t, TensorType)
+    users = [u.operation for u in op.result.uses]
+    if (
+        t.get_num_dims() != 1
+        or not users
+        or not all(isinstance(u, tile.BroadcastOp) for u in users)
+    ):
+        raise CompileError(
+            "convert-to-ptx: this tile.load is neither an MMA operand (TMA) nor a vector "
+            "feeding tile.broadcast; such loads are not supported yet",
+            op,
+        )
+    bc = users[0]
+    assert isinstance(bc, tile.BroadcastOp)
+    bt = bc.result.type
+    assert isinstance(bt, TensorType)
+    layout = k.layout_for(bt, bc)
+    dim = bc.dim.data
+    row0, col0 = k.thread_coords(layout)
+    offsets = layout.col_offsets() if dim == 1 else layout.row_offsets()
+    start = k.add(k.scalar(op.indices[0]), col0 if dim == 1 else row0)
+    size = k.cached(
+        ("param", k.params.dim(op.source, 0)),
+        lambda: k.r(ptx.LdParamOp("s32", k.params.dim(op.source, 0))),
+    )
+    base = k.cached(
+        ("param", k.params.pointer(op.source)),
+        lambda: k.r(ptx.LdParamOp("u64", k.params.pointer(op.source))),
+    )
+    ety = elem_ptx_type(t.element_type)
+    nbytes = elem_bytes(t.element_type)
+    regs = []
+    for off in offsets:
+        idx = k.add_imm(start, off)
+        ok = k.r(ptx.SetpOp("lt", "s32", idx, size))
+        addr = k.r(ptx.AddOp("s64", base, k.r(ptx.MulOp("s32", idx, k.imm(nbytes), mode="wide"))))
+        val = k.r(ptx.MovImmOp("f32", 0.0)) if ety == "f32" else k.r(ptx.MovImmOp("b16", 0))
+        k.guarded(
+            ok,
+            lambda a=addr, v=val: k.emit(
+                ptx.AssignOp(_mov_type(ety), v, k.r(ptx.LdGlobalOp(_mov_type(ety), a)))
+            ),
+        )
+        regs.append(val)
+    k.vals[op.result] = _Slice(layout, dim, regs, ety)
+
+
+@handles(tile.StoreOp)
+def _store(k: KernelLowering, op: tile.StoreOp) -> None:
+    f = k.frag(op.value)
+    layout = f.layout
+    dest = op.dest
+    gt = dest.type
+    assert isinstance(gt, tile.GlobalTensorType)
+    if gt.rank != 2:
+        raise CompileError("convert-to-ptx: only 2-d tile.store is supported yet", op)
+    nbytes = elem_bytes(gt.element_type)
+    st_ty = _mov_type(f.dtype)
+    base = k.r(ptx.LdParamOp("u64", k.params.pointer(dest)))
+    stride = k.r(ptx.LdParamOp("s64", k.params.stride(dest, 0)))
+    rows = k.r(ptx.LdParamOp("s32", k.params.dim(dest, 0)))
+    cols = k.r(ptx.LdParamOp("s32", k.params.dim(dest, 1)))
+    row0, col0 = k.thread_coords(layout)
+    row0 = k.add(row0, k.scalar(op.indices[0]))
+    col0 = k.add(col0, k.scalar(op.indices[1]))
+    row_addr: dict[int, tuple[SSAValue, SSAValue]] = {}
+    for dr in layout.row_offsets():
+        row = k.add_imm(row0, dr)
+        ok = k.r(ptx.SetpOp("lt", "s32", row, rows))
+        off = k.r(ptx.MulOp("s64", k.r(ptx.CvtOp("s64", "s32", row)), stride, mode="lo"))
+        off = k.r(ptx.MulOp("s64", off, k.imm(nbytes, "s64"), mode="lo"))
+        row_addr[dr] = (ok, k.r(ptx.AddOp("s64", base, off)))
+    col_off: dict[int, tuple[SSAValue, SSAValue]] = {}
+    for dc in layout.col_offsets():
+        col = k.add_imm(col0, dc)
+        ok = k.r(ptx.SetpOp("lt", "s32", col, cols))
+        col_off[dc] = (ok, k.r(ptx.MulOp("s32", col, k.imm(nbytes), mode="wide")))
+    for i, reg in enumerate(f.regs):
+        dr, dc = layout.reg_offset(i)
+        rok, raddr = row_addr[dr]
+        cok, coff = col_off[dc]
+        ok = k.r(ptx.AndOp("pred", rok, cok))
+        addr = k.r(ptx.AddOp("s64", raddr, coff))
+        k.guarded(ok, lambda a=addr, v=reg: k.emit(ptx.StGlobalOp(st_ty, a, v)))
+
+
+@handles(scf.ForOp)
+def _for(k: KernelLowering, op: scf.ForOp) -> None:
+    lb, ub, step = k.scalar(op.lb), k.scalar(op.ub), k.scalar(op.step)
+    iv = k.r(ptx.MovOp("b32", lb))
+    carried: list[object] = []
+    for init in op.iter_args:
+        x = k.vals.get(init)
+        if isinstance(x, Frag):
+            carried.append(k.materialize(x))
+        elif isinstance(x, SSAValue):
+            carried.append(k.r(ptx.MovOp(_mov_type(_kind(x)), x)))
+        else:
+            raise CompileError("convert-to-ptx: unsupported loop-carried value", op)
+    top, end = k.label("loop"), k.label("loop_end")
+    k.emit(ptx.BraOp(end, k.r(ptx.SetpOp("ge", "s32", iv, ub))))
+    k.emit(ptx.LabelOp(top))
+    body = op.body.block
+    k.vals[body.args[0]] = iv
+    for arg, c in zip(body.args[1:], carried, strict=True):
+        k.vals[arg] = c
+    for inner in body.ops:
+        if isinstance(inner, scf.YieldOp):
+            for y, c in zip(inner.operands, carried, strict=True):
+                _assign(k, c, k.vals[y])
+            continue
+        k.lower_op(inner)
+    k.emit(ptx.AssignOp("b32", iv, k.add(iv, step)))
+    k.emit(ptx.BraOp(top, k.r(ptx.SetpOp("lt", "s32", iv, ub))))
+    k.emit(ptx.LabelOp(end))
+    for res, c in zip(op.results, carried, strict=True):
+        k.vals[res] = c
+
+
+def _assign(k: KernelLowering, dst: object, src: object) -> None:
+    if isinstance(dst, Frag) and isinstance(src, Frag):
+        for d, s in zip(dst.regs, src.regs, strict=True):
+            if d is not s:
+                k.emit(ptx.AssignOp(_mov_type(dst.dtype), d, s))
+        return
+    if isinstance(dst, SSAValue) and isinstance(src, SSAValue):
+        if dst is not src:
+            k.emit(ptx.AssignOp(_mov_type(_kind(dst)), dst, src))
+        return
+    raise CompileError("convert-to-ptx: mismatched loop-carried values", None)
+
+
+@handles(scf.IfOp)
+def _if(k: KernelLowering, op: scf.IfOp) -> None:
+    if op.results:
+        raise CompileError("convert-to-ptx: scf.if with results is not supported yet", op)
+    cond = k.scalar(op.cond)
+    else_label, end = k.label("else"), k.label("endif")
+    k.emit(ptx.BraOp(else_label, cond, negate=True))
+    for inner in op.true_region.block.ops:
+        if not isinstance(inner, scf.YieldOp):
+            k.lower_op(inner)
+    k.emit(ptx.BraOp(end))
+    k.emit(ptx.LabelOp(else_label))
+    if op.false_region.blocks:
+        for inner in op.false_region.block.ops:
+            if not isinstance(inner, scf.YieldOp):
+                k.lower_op(inner)
+    k.emit(ptx.LabelOp(end))
+
+
+@handles(hopper.SmemAllocOp)
+def _smem_alloc(k: KernelLowering, op: hopper.SmemAllocOp) -> None:
+    t = op.result.type
+    assert isinstance(t, hopper.SmemRingType)
+    k.vals[op.result] = Ring(op.offset.value.data, t)
+
+
+@handles(hopper.MbarrierAllocOp)
+def _mbar_alloc(k: KernelLowering, op: hopper.MbarrierAllocOp) -> None:
+    t = op.result.type
+    assert isinstance(t, hopper.MbarriersType)
+    k.vals[op.result] = Bars(op.offset.value.data, t.count.data)
+
+
+@handles(hopper.MbarrierInitOp)
+def _mbar_init(k: KernelLowering, op: hopper.MbarrierInitOp) -> None:
+    bars = k.vals[op.bars]
+    assert isinstance(bars, Bars)
+    first = k.cached("tid0", lambda: k.r(ptx.SetpOp("eq", "u32", k.tid(), k.imm(0, "u32"))))
+
+    def init() -> None:
+        for i in range(bars.count):
+            addr = k.add_imm(k.smem_base(), bars.offset + 8 * i, "u32")
+            k.emit(ptx.MbarrierInitOp(addr, op.count.value.data))
+
+    k.guarded(first, init)
+
+
+@handles(hopper.CtaSyncOp)
+def _cta_sync(k: KernelLowering, op: hopper.CtaSyncOp) -> None:
+    k.emit(ptx.FenceMbarrierInitOp())
+    k.emit(ptx.BarSyncOp(0))
+
+
+@handles(hopper.MbarrierWaitOp)
+def _mbar_wait(k: KernelLowering, op: hopper.MbarrierWaitOp) -> None:
+    bars = k.vals[op.bars]
+    assert isinstance(bars, Bars)
+    addr = k.bar_addr(bars, k.scalar(op.slot))
+    phase = k.scalar(op.phase)
+    again = k.label("wait")
+    k.emit(ptx.LabelOp(again))
+    ready = k.r(ptx.MbarrierTryWaitOp(addr, phase))
+    k.emit(ptx.BraOp(again, ready, negate=True))
+
+
+@handles(hopper.MbarrierArriveOp)
+def _mbar_arrive(k: KernelLowering, op: hopper.MbarrierArriveOp) -> None:
+    bars = k.vals[op.bars]
+    assert isinstance(bars, Bars)
+    addr = k.bar_addr(bars, k.scalar(op.slot))
+    lane0 = k.cached("lane0", lambda: k.r(ptx.SetpOp("eq", "u32", k.lane(), k.imm(0, "u32"))))
+    k.guarded(lane0, lambda: k.emit(ptx.MbarrierArriveOp(addr)))
+
+
+@handles(hopper.MbarrierArriveExpectTxOp)
+def _mbar_expect(k: KernelLowering, op: hopper.MbarrierArriveExpectTxOp) -> None:
+    bars = k.vals[op.bars]
+    assert isinstance(bars, Bars)
+    addr = k.bar_addr(bars, k.scalar(op.slot))
+    k.emit(ptx.MbarrierArriveExpectTxOp(addr, op.bytes.value.data))
+
+
+@handles(hopper.TmaLoadOp)
+def _tma_load(k: KernelLowering, op: hopper.TmaLoadOp) -> None:
+    ring = k.vals[op.ring]
+    bars = k.vals[op.bars]
+    assert isinstance(ring, Ring) and isinstance(bars, Bars)
+    tt = ring.type.tile_type
+    if len(tt.get_shape()) != 2:
+        raise CompileError("convert-to-ptx: only 2-d TMA loads are supported yet", op)
+    slot = k.scalar(op.slot)
+    box = [tt.chunk_cols, tt.rows]
+    name = k.params.tensor_map(op.source, box, tt.swizzle.data)
+    tmap = k.cached(("tmap", name), lambda: k.r(ptx.CvtaParamOp(k.r(ptx.ParamAddrOp(name)))))
+    dst0 = k.ring_slot_addr(ring, slot)
+    bar = k.bar_addr(bars, slot)
+    row, col = (k.scalar(i) for i in op.indices)
+    for c in range(tt.num_chunks):
+        dst = k.add_imm(dst0, c * tt.chunk_bytes, "u32")
+        k.emit(
+            ptx.CpAsyncBulkTensorLoadOp(dst, tmap, bar, [k.add_imm(col, c * tt.chunk_cols), row])
+        )
+
+
+@handles(hopper.SmemSlotOp)
+def _smem_slot(k: KernelLowering, op: hopper.SmemSlotOp) -> None:
+    ring = k.vals[op.ring]
+    assert isinstance(ring, Ring)
+    k.vals[op.result] = SmemTile(k.ring_slot_addr(ring, k.scalar(op.slot)), ring.type.tile_type)
+
+
+# Descriptor fields for a K-major tile with 128-byte swizzle (PTX ISA 9.7.15.5.1.2,
+# "Matrix Descriptor Format"): leading byte offset 1 (unused), stride byte offset 1024 B
+# (8 rows of 128 B) encoded >> 4, swizzle mode 1 (128B) in bits 62-63.
+_DESC_SW128_KMAJOR = (1 << 16) | ((1024 >> 4) << 32) | (1 << 62)
+
+
+def _descriptor(k: KernelLowering, addr: SSAValue) -> SSAValue:
+    enc = k.r(ptx.AndOp("b32", k.r(ptx.ShrOp("u32", addr, k.imm(4))), k.imm(0x3FFF)))
+    wide = k.r(ptx.CvtOp("u64", "u32", enc))
+    return k.r(ptx.OrOp("b64", wide, k.imm(_DESC_SW128_KMAJOR, "b64")))
+
+
+@handles(hopper.WgmmaOp)
+def _wgmma(k: KernelLowering, op: hopper.WgmmaOp) -> None:
+    a, b = k.vals[op.a], k.vals[op.b]
+    assert isinstance(a, SmemTile) and isinstance(b, SmemTile)
+    if op.transpose_a is not None or op.transpose_b is not None:
+        raise CompileError(
+            "convert-to-ptx: MN-major (transposed) MMA operands are not supported yet; "
+            "load the right-hand tile as NxK and use `transpose_rhs`",
+            op,
+        )
+    if a.type.swizzle.data != 128 or b.type.swizzle.data != 128:
+        raise CompileError("convert-to-ptx: wgmma operands must be 128B-swizzled", op)
+    acc = k.materialize(k.frag(op.acc))
+    layout = acc.layout
+    kdim = a.type.cols
+    n = layout.n
+    if n > 256:
+        raise CompileError(f"convert-to-ptx: N={n} > 256 per MMA is not supported yet", op)
+    ab = elem_ptx_type(a.type.element_type)
+    ebytes = a.type.elem_bytes
+    part = k.part
+    assert part is not None
+    # This warp group's first A row within the tile.
+    wg = k.cached(
+        "wg_local",
+        lambda: k.r(
+            ptx.SubOp("s32", k.r(ptx.ShrOp("u32", k.tid(), k.imm(7))), k.imm(part.first_wg))
+        ),
+    )
+    a_rows = k.r(ptx.MulOp("s32", wg, k.imm(layout.rows_per_warp_group * 128), mode="lo"))
+    a_base = k.add(a.addr, a_rows)
+    k.emit(ptx.WgmmaFenceOp())
+    for kk in range(kdim // 16):
+        chunk, within = divmod(kk * 16, a.type.chunk_cols)
+        a_off = chunk * a.type.chunk_bytes + within * ebytes
+        b_off = chunk * b.type.chunk_bytes + within * ebytes
+        desc_b = _descriptor(k, k.add_imm(b.addr, b_off, "u32"))
+        for mi in range(layout.m_reps):
+            desc_a = _descriptor(k, k.add_imm(a_base, a_off + mi * 64 * 128, "u32"))
+            regs = [acc.regs[i] for i in layout.block_regs(mi)]
+            k.emit(ptx.WgmmaMmaAsyncOp(n, 16, ab, desc_a, desc_b, k.true_pred(), regs))
+    k.emit(ptx.WgmmaCommitOp())
+    k.vals[op.result] = acc
+
+
+@handles(hopper.WgmmaWaitOp)
+def _wgmma_wait(k: KernelLowering, op: hopper.WgmmaWaitOp) -> None:
+    k.emit(ptx.WgmmaWaitOp(op.pending.value.data))
+    k.vals[op.result] = k.vals[op.acc]
+
+
+@dataclass(frozen=True)
+class ConvertToPtxPass(ModulePass):
+    name = "convert-to-ptx"
+
+    def apply(self, ctx: Context, op: ModuleOp) -> None:
+        cse(op)
+        region_dce(op.body)
+        for kern in [o for o in op.body.block.ops if isinstance(o, tile.KernelOp)]:
+            module = KernelLowering(kern).run()
+            Rewriter.replace_op(kern, module)
+
+
+__all__ = ["ConvertToPtxPass", "Frag", "KernelLowering", "StringAttr", "DictionaryAttr"]

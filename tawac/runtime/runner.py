@@ -1,0 +1,254 @@
+"""Run a tile kernel file on the GPU: random inputs, launch, check against the interpreter, time.
+
+This is the engine of `tawac run`.  Compilation is injected: `compile_fn(path)` returns
+`(cubin_bytes, sidecar_dict, kernel_op)` where `kernel_op` is the parsed `tile.kernel` op
+the interpreter runs as the reference.
+"""
+
+from __future__ import annotations
+
+import math
+import statistics
+from collections.abc import Callable, Mapping
+from pathlib import Path
+from typing import Any
+
+from tawac.runtime.launcher import (
+    FLOAT_SCALAR_DTYPES,
+    TENSOR_DTYPES,
+    LaunchError,
+    compute_grid,
+    load_kernel,
+)
+
+DEFAULT_F32_SCALAR = 0.5
+DEFAULT_INT_SCALAR = 1
+
+
+def kernel_arg_uses(kernel_op) -> tuple[set[int], set[int]]:
+    """(indices of kernel arguments read by tile.load, indices written by tile.store)."""
+    from xdsl.ir import BlockArgument
+
+    from tawac.dialects import tile
+
+    loads: set[int] = set()
+    stores: set[int] = set()
+    for op in kernel_op.walk():
+        if isinstance(op, tile.LoadOp) and isinstance(op.source, BlockArgument):
+            loads.add(op.source.index)
+        if isinstance(op, tile.StoreOp) and isinstance(op.dest, BlockArgument):
+            stores.add(op.dest.index)
+    return loads, stores
+
+
+def tensor_shape(spec: Mapping[str, Any], sizes: Mapping[str, int]) -> tuple[int, ...]:
+    """The shape of a tensor argument from its sidecar "dims" (names or static sizes)."""
+    dims = spec.get("dims") or []
+    if len(dims) != int(spec["rank"]):
+        raise LaunchError(
+            f"argument {spec['name']!r} has no dimension names in the sidecar; "
+            'name its dimensions in the kernel signature (!tile.tensor<?x?xbf16, ["M", "K"]>)'
+        )
+    shape = []
+    for d in dims:
+        if isinstance(d, int):
+            shape.append(d)
+            continue
+        if d not in sizes:
+            raise LaunchError(
+                f"size {d!r} of argument {spec['name']!r} is not given "
+                f"(given: {', '.join(sorted(sizes)) or 'none'})"
+            )
+        shape.append(int(sizes[d]))
+    return tuple(shape)
+
+
+def logical_grid(
+    sidecar: Mapping[str, Any], shapes: Mapping[str, tuple[int, ...]]
+) -> tuple[int, int, int]:
+    """The grid of program instances: "program_grid" when the sidecar has one (a
+    persistent launch), else the launch "grid"."""
+    return compute_grid(sidecar.get("program_grid", sidecar["grid"]), shapes)
+
+
+def relative_error(out, ref) -> float:
+    """‖out − ref‖ / ‖ref‖ over the elements the reference defines (finite there).
+
+    NaN when `out` is not finite where the reference is.
+    """
+    import torch
+
+    out, ref = out.double(), ref.double()
+    mask = torch.isfinite(ref)
+    o, r = out[mask], ref[mask]
+    if not bool(torch.isfinite(o).all()):
+        return math.nan
+    denom = float(r.norm())
+    num = float((o - r).norm())
+    if denom == 0.0:
+        return 0.0 if num == 0.0 else math.inf
+    return num / denom
+
+
+def bench_ms(fn: Callable[[], Any], warmup_ms: float = 25.0, rep_ms: float = 100.0) -> tuple:
+    """(median milliseconds per call, timer name).
+
+    Uses triton.testing.do_bench when triton is importable, else CUDA events around each call
+    after `warmup_ms` of warm-up, for about `rep_ms` of timed calls.
+    """
+    import torch
+
+    try:
+        from triton.testing import do_bench
+    except ImportError:
+        do_bench = None
+    if do_bench is not None:
+        try:
+            return float(do_bench(fn, warmup=warmup_ms, rep=rep_ms, return_mode="median")), (
+                "triton.testing.do_bench"
+            )
+        except TypeError:  # older triton: no return_mode
+            return float(do_bench(fn, warmup=warmup_ms, rep=rep_ms, quantiles=[0.5])), (
+                "triton.testing.do_bench"
+            )
+    fn()
+    torch.cuda.synchronize()
+    start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+    start.record()
+    for _ in range(5):
+        fn()
+    end.record()
+    torch.cuda.synchronize()
+    est = max(start.elapsed_time(end) / 5, 1e-3)
+    for _ in range(max(1, int(warmup_ms / est))):
+        fn()
+    times = []
+    for _ in range(max(5, int(rep_ms / est))):
+        s, e = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        s.record()
+        fn()
+        e.record()
+        times.append((s, e))
+    torch.cuda.synchronize()
+    return statistics.median(s.elapsed_time(e) for s, e in times), "cuda events"
+
+
+def make_args(
+    sidecar: Mapping[str, Any],
+    sizes: Mapping[str, int],
+    outputs: set[int],
+    inputs: set[int],
+    *,
+    seed: int = 0,
+    scale: float = 0.5,
+    device: str = "cuda",
+) -> list:
+    """Kernel arguments in sidecar order: random tensors (scale * N(0, 1)), NaN-filled pure
+    outputs, scalars from `sizes` when named there, else 0.5 (f32) or 1 (integers)."""
+    import torch
+
+    gen = torch.Generator(device=device).manual_seed(seed)
+    args: list = []
+    for i, spec in enumerate(sidecar["args"]):
+        if spec["kind"] == "scalar":
+            default = (
+                DEFAULT_F32_SCALAR if spec["dtype"] in FLOAT_SCALAR_DTYPES else DEFAULT_INT_SCALAR
+            )
+            value = sizes.get(spec["name"], default)
+            is_float = spec["dtype"] in FLOAT_SCALAR_DTYPES
+            args.append(float(value) if is_float else int(value))
+            continue
+        shape = tensor_shape(spec, sizes)
+        dtype = getattr(torch, TENSOR_DTYPES[spec["dtype"]][0])
+        if i in outputs and i not in inputs:
+            args.append(torch.full(shape, math.nan, dtype=dtype, device=device))
+            continue
+        t = torch.randn(shape, generator=gen, device=device, dtype=torch.float32) * scale
+        args.append(t.to(dtype))
+    return args
+
+
+def run_kernel_file(
+    path: str | Path,
+    sizes: Mapping[str, int],
+    dtype: str | None,
+    compile_fn: Callable[[str | Path], tuple[bytes, Mapping[str, Any], Any]],
+    *,
+    check: bool = True,
+    warmup_ms: float = 25.0,
+    rep_ms: float = 100.0,
+    flops: float | None = None,
+    tol: float = 2e-2,
+    seed: int = 0,
+) -> dict[str, Any]:
+    """Compiles, runs, checks and times one kernel file on the current CUDA device.
+
+    - `sizes` gives every symbolic dimension ("M": 4096, ...) and, optionally, scalar
+      arguments by name.
+    - `dtype`, when given, must equal the element type of every tensor argument (the
+      compiled kernel's types are fixed; this only guards a command line's expectation).
+    - Outputs (tensors only stored to) are filled with NaN before the launch; tensors that
+      are both loaded and stored are initialised randomly and checked too.
+    - The reference is the interpreter in float32 on the GPU over upcast inputs.
+    - `flops` defaults to the tile-level count of tile.dot work the interpreter saw (only
+      with `check`).
+
+    Returns a dict: kernel, sizes, grid, block, errors (relative error per stored tensor),
+    max_error, nan (an output kept or produced NaN where the reference has a value),
+    ok (no NaN and max_error <= tol), time_ms (median), timer, flops, tflops.
+    """
+    import torch
+
+    from tawac.runtime.interpret import interpret
+
+    cubin, sidecar, kernel_op = compile_fn(path)
+    specs = list(sidecar["args"])
+    if dtype is not None:
+        wrong = [s["name"] for s in specs if s["kind"] == "tensor" and s["dtype"] != dtype]
+        if wrong:
+            raise LaunchError(
+                f"{path}: tensor arguments {', '.join(wrong)} are not {dtype} "
+                "(the element type is fixed by the kernel's signature)"
+            )
+    loads, stores = kernel_arg_uses(kernel_op)
+    args = make_args(sidecar, sizes, stores, loads, seed=seed)
+    ref_args = [a.float().clone() if isinstance(a, torch.Tensor) else a for a in args]
+    kernel = load_kernel(cubin, sidecar)
+    shapes = {
+        s["name"]: tuple(a.shape) for s, a in zip(specs, args, strict=True) if s["kind"] == "tensor"
+    }
+    result: dict[str, Any] = {
+        "kernel": kernel.name,
+        "sizes": dict(sizes),
+        "grid": kernel.grid(*args),
+        "block": kernel.block,
+        "errors": {},
+        "max_error": None,
+        "nan": None,
+        "ok": None,
+    }
+    kernel(*args)
+    torch.cuda.synchronize()
+    if check:
+        stats = interpret(kernel_op, ref_args, logical_grid(sidecar, shapes))
+        if flops is None and stats["dot_flops"]:
+            flops = float(stats["dot_flops"])
+        nan = False
+        for i in sorted(stores):
+            out, ref = args[i], ref_args[i]
+            nan |= bool((torch.isnan(out) & ~torch.isnan(ref)).any())
+            result["errors"][specs[i]["name"]] = relative_error(out, ref)
+        errs = list(result["errors"].values())
+        result["max_error"] = (
+            math.nan if any(math.isnan(e) for e in errs) else max(errs, default=0.0)
+        )
+        result["nan"] = nan
+        result["ok"] = (
+            not nan and not math.isnan(result["max_error"]) and (result["max_error"] <= tol)
+        )
+    time_ms, timer = bench_ms(lambda: kernel(*args), warmup_ms, rep_ms)
+    result["time_ms"] = time_ms
+    result["timer"] = timer
+    result["flops"] = flops
+    result["tflops"] = flops / (time_ms * 1e-3) / 1e12 if flops else None
+    return result
