@@ -315,3 +315,13 @@ tile.kernel @k(%o: !tile.tensor<?xf32, ["N"]>) {
     kernel = parse_kernel(text)
     with pytest.raises(InterpretError, match="arith.shli"):
         interpret(kernel, [torch.zeros(4)], (1, 1, 1))
+
+
+def test_dot_flops_counts_live_instances_and_iterations():
+    kernel = parse_kernel(gemm_text(16, 32, 16))
+    a = torch.zeros(40, 33, dtype=torch.bfloat16)
+    b = torch.zeros(64, 33, dtype=torch.bfloat16)
+    c = torch.zeros(40, 64)
+    stats = interpret(kernel, [a, b, c], (3, 2, 1))
+    # 6 instances, each 3 k-steps (K=33, step 16) of a 16x32x16 dot.
+    assert stats["dot_flops"] == 6 * 3 * 2 * 16 * 32 * 16

@@ -1,0 +1,354 @@
+"""GEMM benchmark: tawac (examples/gemm.mlir) vs cuBLAS (torch.matmul) vs Triton, bf16.
+
+C = A * B^T with A MxK, B NxK (both K-major), C MxN, fp32 accumulation, bf16 output.
+Prints TFLOP/s (median of triton.testing.do_bench), the ratios, and the relative error of
+tawac's and Triton's outputs against an fp32 reference.
+
+    python3 benchmarks/bench_gemm.py                 # plain table
+    python3 benchmarks/bench_gemm.py --markdown      # table for docs/perf.md
+    python3 benchmarks/bench_gemm.py --shapes 4096x4096x4096 --opt stages=4 --json out.json
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import json
+import sys
+import traceback
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import torch
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from tawac.runtime import load_kernel  # noqa: E402
+from tawac.runtime.runner import bench_ms  # noqa: E402
+
+SHAPES = [(4096, 4096, 4096), (8192, 8192, 8192), (8192, 8192, 1024), (16384, 16384, 4096)]
+TOL = 1e-2
+
+# --------------------------------------------------------------------------- Triton
+
+
+def _make_triton_matmul():
+    """A standard tl.dot matmul with grouped tile order and a small autotune; None if no Triton."""
+    try:
+        import triton
+        import triton.language as tl
+    except ImportError:
+        return None
+
+    configs = [
+        triton.Config({"BM": 128, "BN": 256, "BK": 64, "GM": 8}, num_stages=3, num_warps=8),
+        triton.Config({"BM": 128, "BN": 256, "BK": 64, "GM": 8}, num_stages=4, num_warps=8),
+        triton.Config({"BM": 256, "BN": 128, "BK": 64, "GM": 8}, num_stages=3, num_warps=8),
+        triton.Config({"BM": 128, "BN": 128, "BK": 64, "GM": 8}, num_stages=4, num_warps=4),
+        triton.Config({"BM": 128, "BN": 128, "BK": 128, "GM": 8}, num_stages=3, num_warps=8),
+    ]
+
+    @triton.autotune(configs=configs, key=["M", "N", "K"])
+    @triton.jit
+    def matmul_kernel(
+        a_ptr, b_ptr, c_ptr, M, N, K,
+        stride_am, stride_ak, stride_bk, stride_bn, stride_cm, stride_cn,
+        BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr, GM: tl.constexpr,
+    ):  # fmt: skip
+        pid = tl.program_id(0)
+        num_pid_m = tl.cdiv(M, BM)
+        num_pid_n = tl.cdiv(N, BN)
+        group = GM * num_pid_n
+        first_m = (pid // group) * GM
+        size_m = min(num_pid_m - first_m, GM)
+        pid_m = first_m + (pid % group) % size_m
+        pid_n = (pid % group) // size_m
+        offs_m = (pid_m * BM + tl.arange(0, BM)) % M
+        offs_n = (pid_n * BN + tl.arange(0, BN)) % N
+        offs_k = tl.arange(0, BK)
+        a_ptrs = a_ptr + offs_m[:, None] * stride_am + offs_k[None, :] * stride_ak
+        b_ptrs = b_ptr + offs_k[:, None] * stride_bk + offs_n[None, :] * stride_bn
+        acc = tl.zeros((BM, BN), dtype=tl.float32)
+        for k in range(0, tl.cdiv(K, BK)):
+            a = tl.load(a_ptrs, mask=offs_k[None, :] < K - k * BK, other=0.0)
+            b = tl.load(b_ptrs, mask=offs_k[:, None] < K - k * BK, other=0.0)
+            acc = tl.dot(a, b, acc)
+            a_ptrs += BK * stride_ak
+            b_ptrs += BK * stride_bk
+        c = acc.to(c_ptr.dtype.element_ty)
+        cm = pid_m * BM + tl.arange(0, BM)
+        cn = pid_n * BN + tl.arange(0, BN)
+        c_ptrs = c_ptr + cm[:, None] * stride_cm + cn[None, :] * stride_cn
+        tl.store(c_ptrs, c, mask=(cm[:, None] < M) & (cn[None, :] < N))
+
+    def matmul_abt(a: torch.Tensor, b: torch.Tensor, c: torch.Tensor) -> None:
+        """c = a @ b.T for a (M, K), b (N, K)."""
+        m, k = a.shape
+        n = b.shape[0]
+        bt = b.t()
+
+        def grid(meta):
+            return (triton.cdiv(m, meta["BM"]) * triton.cdiv(n, meta["BN"]),)
+
+        matmul_kernel[grid](
+            a, bt, c, m, n, k,
+            a.stride(0), a.stride(1), bt.stride(0), bt.stride(1), c.stride(0), c.stride(1),
+        )  # fmt: skip
+
+    return matmul_abt
+
+
+# --------------------------------------------------------------------------- rows
+
+
+@dataclass
+class Row:
+    """Results for one shape; a None TFLOP/s comes with an error message."""
+
+    shape: tuple[int, int, int]
+    tflops: dict[str, float | None] = field(default_factory=dict)
+    errors: dict[str, str] = field(default_factory=dict)
+    rel_err: dict[str, float] = field(default_factory=dict)
+
+
+def rel_error(out: torch.Tensor, ref: torch.Tensor) -> float:
+    """‖out − ref‖ / ‖ref‖ in float64 (NaN when out has NaN)."""
+    return float((out.double() - ref.double()).norm() / ref.double().norm())
+
+
+def fp32_reference(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
+    """a @ b.T in true fp32 (TF32 off)."""
+    saved = torch.backends.cuda.matmul.allow_tf32
+    torch.backends.cuda.matmul.allow_tf32 = False
+    try:
+        return a.float() @ b.float().t()
+    finally:
+        torch.backends.cuda.matmul.allow_tf32 = saved
+
+
+def measure(row: Row, name: str, fn, flops: float, args) -> None:
+    """Times fn(); records TFLOP/s or the error."""
+    try:
+        ms, _ = bench_ms(fn, *args)
+        row.tflops[name] = flops / (ms * 1e-3) / 1e12
+    except Exception as e:  # noqa: BLE001 - a failing system must not stop the table
+        row.tflops[name] = None
+        row.errors[name] = f"{type(e).__name__}: {e}"
+
+
+def bench_shape(shape, tawac_kernel, tawac_error, triton_mm, bench_args) -> Row:
+    """Benchmarks one (M, N, K) for every system."""
+    m, n, k = shape
+    row = Row(shape)
+    flops = 2.0 * m * n * k
+    gen = torch.Generator(device="cuda").manual_seed(0)
+    a = torch.randn(m, k, device="cuda", generator=gen).to(torch.bfloat16)
+    b = torch.randn(n, k, device="cuda", generator=gen).to(torch.bfloat16)
+    ref = fp32_reference(a, b)
+
+    c_blas = torch.matmul(a, b.t())
+    row.rel_err["cublas"] = rel_error(c_blas, ref)
+    del c_blas
+    measure(row, "cublas", lambda: torch.matmul(a, b.t()), flops, bench_args)
+
+    if tawac_kernel is None:
+        row.tflops["tawac"] = None
+        row.errors["tawac"] = tawac_error or "not compiled"
+    else:
+        c = torch.full((m, n), float("nan"), device="cuda", dtype=torch.bfloat16)
+        try:
+            tawac_kernel(a, b, c)
+            torch.cuda.synchronize()
+            row.rel_err["tawac"] = rel_error(c, ref)
+            measure(row, "tawac", lambda: tawac_kernel(a, b, c), flops, bench_args)
+        except Exception as e:  # noqa: BLE001
+            row.tflops["tawac"] = None
+            row.errors["tawac"] = f"{type(e).__name__}: {e}"
+        del c
+
+    if triton_mm is None:
+        row.tflops["triton"] = None
+        row.errors["triton"] = "triton not installed"
+    else:
+        c = torch.empty((m, n), device="cuda", dtype=torch.bfloat16)
+        try:
+            triton_mm(a, b, c)
+            torch.cuda.synchronize()
+            row.rel_err["triton"] = rel_error(c, ref)
+            measure(row, "triton", lambda: triton_mm(a, b, c), flops, bench_args)
+        except Exception as e:  # noqa: BLE001
+            row.tflops["triton"] = None
+            row.errors["triton"] = f"{type(e).__name__}: {e}"
+        del c
+    return row
+
+
+# --------------------------------------------------------------------------- output
+
+
+def _fmt(x: float | None, spec: str = ".0f") -> str:
+    return "—" if x is None else format(x, spec)
+
+
+def _ratio(a: float | None, b: float | None) -> str:
+    return "—" if a is None or b is None else f"{a / b:.2f}"
+
+
+def _check(row: Row) -> str:
+    err = row.rel_err.get("tawac")
+    if err is None:
+        return "—"
+    verdict = "ok" if err <= TOL else "FAIL"
+    return f"{err:.1e} {verdict}"
+
+
+def table(rows: list[Row]) -> tuple[list[str], list[list[str]]]:
+    """Header and cells."""
+    header = [
+        "M x N x K",
+        "tawac TFLOP/s",
+        "cuBLAS TFLOP/s",
+        "Triton TFLOP/s",
+        "tawac/cuBLAS",
+        "tawac/Triton",
+        "tawac rel. err",
+    ]
+    cells = []
+    for r in rows:
+        t, c, tr = r.tflops.get("tawac"), r.tflops.get("cublas"), r.tflops.get("triton")
+        cells.append(
+            [
+                "x".join(map(str, r.shape)),
+                _fmt(t) if t is not None else "error",
+                _fmt(c) if c is not None else "error",
+                _fmt(tr) if tr is not None else "error",
+                _ratio(t, c),
+                _ratio(t, tr),
+                _check(r),
+            ]
+        )
+    return header, cells
+
+
+def print_report(rows: list[Row], meta: dict, markdown: bool) -> None:
+    """Prints the table, then any errors."""
+    header, cells = table(rows)
+    title = f"bf16 GEMM C = A·Bᵀ on {meta['device']}, {meta['date']}"
+    versions = f"torch {meta['torch']}, triton {meta['triton']}, CUDA {meta['cuda']}"
+    if markdown:
+        print(f"### {title}\n")
+        print(f"{versions}; median of triton.testing.do_bench; error vs fp32 reference.\n")
+        print("| " + " | ".join(header) + " |")
+        print("|" + "|".join("---:" if i else "---" for i in range(len(header))) + "|")
+        for row in cells:
+            print("| " + " | ".join(row) + " |")
+    else:
+        print(title)
+        print(versions)
+        widths = [max(len(h), *(len(c[i]) for c in cells)) for i, h in enumerate(header)]
+        print("  ".join(h.rjust(w) for h, w in zip(header, widths, strict=True)))
+        for row in cells:
+            print("  ".join(c.rjust(w) for c, w in zip(row, widths, strict=True)))
+    notes = [
+        f"{'x'.join(map(str, r.shape))} {name}: {msg.splitlines()[0][:300]}"
+        for r in rows
+        for name, msg in r.errors.items()
+    ]
+    if notes:
+        print("\nErrors:" if not markdown else "\nErrors:\n")
+        for n in notes:
+            print(f"- {n}")
+
+
+def parse_opts(items: list[str]) -> dict:
+    """`key=value` compile options; values parsed as JSON when possible (ints, bools)."""
+    out = {}
+    for item in items:
+        key, _, value = item.partition("=")
+        try:
+            out[key] = json.loads(value)
+        except json.JSONDecodeError:
+            out[key] = value
+    return out
+
+
+def compile_tawac(path: Path, options: dict):
+    """(kernel, None) or (None, error message)."""
+    try:
+        from tawac.driver import compile_file
+
+        art = compile_file(path, **options)
+        return load_kernel(art.cubin, art.sidecar), None
+    except Exception as e:  # noqa: BLE001
+        traceback.print_exc()
+        return None, f"compile: {type(e).__name__}: {e}"
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
+    p.add_argument("--kernel", type=Path, default=ROOT / "examples" / "gemm.mlir")
+    p.add_argument("--shapes", help="comma-separated MxNxK list (default: the four standard)")
+    p.add_argument("--opt", action="append", default=[], help="compile option key=value")
+    p.add_argument("--markdown", action="store_true", help="print a markdown table")
+    p.add_argument("--json", type=Path, help="also write the results as JSON")
+    p.add_argument("--no-triton", action="store_true")
+    p.add_argument("--warmup-ms", type=float, default=25.0)
+    p.add_argument("--rep-ms", type=float, default=100.0)
+    args = p.parse_args(argv)
+
+    if not torch.cuda.is_available():
+        print("bench_gemm: no CUDA device", file=sys.stderr)
+        return 2
+    shapes = SHAPES
+    if args.shapes:
+        shapes = [tuple(int(x) for x in s.split("x")) for s in args.shapes.split(",")]
+    try:
+        import triton
+
+        triton_version = triton.__version__
+    except ImportError:
+        triton_version = "absent"
+    meta = {
+        "device": torch.cuda.get_device_name(),
+        "date": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
+        "torch": torch.__version__,
+        "triton": triton_version,
+        "cuda": torch.version.cuda,
+    }
+    kernel, err = compile_tawac(args.kernel, parse_opts(args.opt))
+    triton_mm = None if args.no_triton else _make_triton_matmul()
+    rows = []
+    for shape in shapes:
+        try:
+            rows.append(bench_shape(shape, kernel, err, triton_mm, (args.warmup_ms, args.rep_ms)))
+        except Exception as e:  # noqa: BLE001 - e.g. out of memory for the inputs
+            row = Row(tuple(shape))
+            row.errors["setup"] = f"{type(e).__name__}: {e}"
+            rows.append(row)
+            torch.cuda.empty_cache()
+    print_report(rows, meta, args.markdown)
+    if args.json is not None:
+        args.json.write_text(
+            json.dumps(
+                {
+                    "meta": meta,
+                    "rows": [
+                        {
+                            "shape": r.shape,
+                            "tflops": r.tflops,
+                            "rel_err": r.rel_err,
+                            "errors": r.errors,
+                        }
+                        for r in rows
+                    ],
+                },
+                indent=2,
+            )
+        )
+    ok = all(r.rel_err.get("tawac", float("inf")) <= TOL for r in rows)
+    return 0 if ok else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

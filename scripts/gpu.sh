@@ -1,0 +1,79 @@
+#!/usr/bin/env bash
+# The one script the GPU machine runs (from the repository root, with .whl carried there;
+# make it with scripts/fetch_wheels.sh first).
+#
+#   scripts/gpu.sh [tests|bench|all]      (default: all)
+#
+# tests: python3 -m pytest -m gpu -q tests         -> $OUT/gpu-tests.log when $OUT is set
+# bench: python3 benchmarks/bench_gemm.py          -> $OUT/bench.log and $OUT/bench.json
+# A short summary is printed last.  Exit status: non-zero if a selected part failed.
+set -uo pipefail
+cd "$(dirname "$0")/.."
+
+part="${1:-all}"
+case "$part" in
+  tests | bench | all) ;;
+  *)
+    echo "usage: scripts/gpu.sh [tests|bench|all]" >&2
+    exit 2
+    ;;
+esac
+
+if ! ls .whl/*.whl >/dev/null 2>&1; then
+  echo "gpu.sh: no wheels in .whl (run scripts/fetch_wheels.sh here and carry .whl)" >&2
+  exit 2
+fi
+python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade \
+  --target /tmp/site .whl/*.whl || exit 1
+export PYTHONPATH="/tmp/site:$PWD"
+export PATH="/usr/local/cuda/bin:/tmp/site/bin:$PATH"
+export PYTHONUNBUFFERED=1
+
+logdir="${OUT:-/tmp/tawac-gpu}"
+mkdir -p "$logdir"
+
+echo "== machine"
+nvidia-smi --query-gpu=name,driver_version,clocks.max.sm --format=csv,noheader || true
+ptxas --version | tail -n 1 || echo "ptxas: not found"
+python3 -c 'import torch, xdsl; print("torch", torch.__version__, "| xdsl", xdsl.__version__)'
+
+tests_status="skipped"
+tests_detail=""
+if [ "$part" = tests ] || [ "$part" = all ]; then
+  echo "== gpu tests"
+  python3 -m pytest -m gpu -q tests 2>&1 | tee "$logdir/gpu-tests.log"
+  rc=${PIPESTATUS[0]}
+  tests_detail=$(grep -E '(passed|failed|error|no tests ran|deselected)' "$logdir/gpu-tests.log" \
+    | tail -n 1)
+  case $rc in
+    0) tests_status="ok" ;;
+    5) tests_status="none" ;;  # no test carries the gpu marker yet
+    *) tests_status="FAILED($rc)" ;;
+  esac
+fi
+
+bench_status="skipped"
+if [ "$part" = bench ] || [ "$part" = all ]; then
+  echo "== bench"
+  python3 benchmarks/bench_gemm.py --json "$logdir/bench.json" 2>&1 | tee "$logdir/bench.log"
+  rc=${PIPESTATUS[0]}
+  case $rc in
+    0) bench_status="ok" ;;
+    *) bench_status="FAILED($rc)" ;;
+  esac
+fi
+
+echo
+echo "== summary"
+printf '%-6s %-12s %s\n' part status detail
+printf '%-6s %-12s %s\n' tests "$tests_status" "$tests_detail"
+printf '%-6s %-12s %s\n' bench "$bench_status" "logs in $logdir"
+if [ -f "$logdir/bench.log" ] && [ "$bench_status" != skipped ]; then
+  # The benchmark table (without the traceback of a failed compile, if any).
+  sed -n '/^bf16 GEMM/,$p' "$logdir/bench.log"
+fi
+
+case "$tests_status/$bench_status" in
+  *FAILED*) exit 1 ;;
+esac
+exit 0

@@ -1,0 +1,288 @@
+"""CPU tests of the launcher's and runner's pure pieces (no GPU, no cuda-python needed)."""
+
+from __future__ import annotations
+
+import ctypes
+import math
+import struct
+
+import pytest
+
+from tawac.runtime import LaunchError, load_kernel
+from tawac.runtime.launcher import (
+    Kernel,
+    ParamBuffer,
+    TensorView,
+    build_param_blobs,
+    compute_grid,
+    needs_padding,
+    pack_value,
+    padded_inner_size,
+    tensor_map_dims,
+    validate_args,
+    validate_sidecar,
+)
+
+SIDECAR = {
+    "format": 1,
+    "kernel": "gemm",
+    "target": "sm_90a",
+    "block": [384, 1, 1],
+    "cluster": [1, 1, 1],
+    "dynamic_smem": 197632,
+    "grid": [
+        {"cdiv": {"arg": "c", "dim": 0}, "by": 128},
+        {"cdiv": {"arg": "c", "dim": 1}, "by": 256},
+        {"const": 1},
+    ],
+    "args": [
+        {"name": "a", "kind": "tensor", "dtype": "bf16", "rank": 2, "dims": ["M", "K"]},
+        {"name": "b", "kind": "tensor", "dtype": "bf16", "rank": 2, "dims": ["N", "K"]},
+        {"name": "c", "kind": "tensor", "dtype": "bf16", "rank": 2, "dims": ["M", "N"]},
+        {"name": "alpha", "kind": "scalar", "dtype": "f32"},
+    ],
+    "params": [
+        {"kind": "tensor_map", "arg": "a", "box": [64, 128], "swizzle": "128B"},
+        {"kind": "pointer", "arg": "c"},
+        {"kind": "dim", "arg": "a", "dim": 1, "type": "s32"},
+        {"kind": "stride", "arg": "c", "dim": 0, "type": "s64"},
+        {"kind": "scalar", "arg": "alpha", "type": "f32"},
+    ],
+}
+
+
+# ---------------------------------------------------------------- grid
+
+
+def test_grid_cdiv_and_const():
+    shapes = {"a": (4096, 1024), "c": (4096, 8192)}
+    assert compute_grid(SIDECAR["grid"], shapes) == (32, 32, 1)
+
+
+def test_grid_ragged_rounds_up():
+    assert compute_grid(SIDECAR["grid"], {"c": (129, 257)}) == (2, 2, 1)
+    assert compute_grid(SIDECAR["grid"], {"c": (0, 5)}) == (0, 1, 1)
+
+
+def test_grid_errors():
+    with pytest.raises(LaunchError, match="unknown tensor argument"):
+        compute_grid(SIDECAR["grid"], {"a": (1, 1)})
+    with pytest.raises(LaunchError, match="dimension 1"):
+        compute_grid(
+            [{"cdiv": {"arg": "c", "dim": 1}, "by": 2}, {"const": 1}, {"const": 1}], {"c": (4,)}
+        )
+    with pytest.raises(LaunchError, match="3 entries"):
+        compute_grid([{"const": 1}], {})
+    with pytest.raises(LaunchError, match="65535"):
+        compute_grid([{"const": 1}, {"const": 70000}, {"const": 1}], {})
+
+
+def test_kernel_grid_from_tensors_like_objects():
+    class Shape:
+        def __init__(self, *s):
+            self.shape = s
+
+    k = Kernel(b"", SIDECAR)
+    assert k.grid(Shape(300, 64), Shape(512, 64), Shape(300, 512), 1.0) == (3, 2, 1)
+
+
+# ---------------------------------------------------------------- parameter packing
+
+
+def test_pack_value_layouts():
+    assert pack_value("s32", 4096) == struct.pack("<i", 4096)
+    assert pack_value("s64", 8192) == (8192).to_bytes(8, "little")
+    assert pack_value("u64", 2**40 + 3) == (2**40 + 3).to_bytes(8, "little")
+    assert pack_value("f32", 0.5) == struct.pack("<f", 0.5)
+    with pytest.raises(LaunchError, match="does not fit"):
+        pack_value("s32", 2**31)
+    with pytest.raises(LaunchError, match="unsupported parameter type"):
+        pack_value("b16", 1)
+
+
+def test_build_param_blobs_in_param_order():
+    a = TensorView((4096, 1000), (1008, 1), 0x7F0000001000, 2)
+    c = TensorView((4096, 512), (512, 1), 0x7F0000200000, 2)
+    seen = []
+
+    def encode(param, view):
+        seen.append((param["arg"], view))
+        return bytes(range(128))
+
+    blobs = build_param_blobs(SIDECAR["params"], {"a": a, "c": c, "alpha": 0.25}, encode)
+    assert seen == [("a", a)]
+    assert blobs == [
+        bytes(range(128)),
+        struct.pack("<Q", 0x7F0000200000),
+        struct.pack("<i", 1000),
+        struct.pack("<q", 512),
+        struct.pack("<f", 0.25),
+    ]
+
+
+def test_build_param_blobs_rejects_short_tensor_map():
+    a = TensorView((8, 8), (8, 1), 0, 2)
+    with pytest.raises(LaunchError, match="128"):
+        build_param_blobs(SIDECAR["params"][:1], {"a": a}, lambda p, v: b"\0" * 64)
+
+
+def test_param_buffer_pointers_and_alignment():
+    blobs = [bytes(range(128)), struct.pack("<Q", 7), struct.pack("<i", -3), struct.pack("<f", 1.5)]
+    buf = ParamBuffer(blobs)
+    ptrs = (ctypes.c_void_p * len(blobs)).from_address(buf.address)
+    for i, b in enumerate(blobs):
+        assert ptrs[i] % 64 == 0
+        assert ctypes.string_at(ptrs[i], len(b)) == b
+        assert buf.read(i) == b
+
+
+def test_param_buffer_empty():
+    assert ParamBuffer([]).address != 0
+
+
+# ---------------------------------------------------------------- tensor maps and padding
+
+
+def test_tensor_map_dims_innermost_first():
+    view = TensorView((4096, 1024), (1024, 1), 0, 2)
+    dims, strides, box, elem = tensor_map_dims(SIDECAR["params"][0], view)
+    assert dims == [1024, 4096]
+    assert strides == [2048]
+    assert box == [64, 128]
+    assert elem == [1, 1]
+
+
+def test_tensor_map_dims_rank3_strides():
+    view = TensorView((3, 5, 8), (48, 8, 1), 0, 4)
+    param = {"kind": "tensor_map", "arg": "x", "box": [8, 4, 1], "swizzle": "none"}
+    dims, strides, box, _ = tensor_map_dims(param, view)
+    assert dims == [8, 5, 3]
+    assert strides == [32, 192]
+    assert box == [8, 4, 1]
+    with pytest.raises(LaunchError, match="box"):
+        tensor_map_dims({**param, "box": [8, 4]}, view)
+
+
+@pytest.mark.parametrize(
+    "shape,strides,ptr,elem,expected",
+    [
+        ((64, 64), (64, 1), 0x1000, 2, False),  # 128-byte rows, aligned
+        ((64, 7), (7, 1), 0x1000, 2, True),  # 14-byte rows
+        ((64, 8), (8, 1), 0x1000, 2, False),  # 16-byte rows
+        ((64, 8), (8, 1), 0x1002, 2, True),  # misaligned base (a sliced tensor)
+        ((64, 4), (4, 1), 0x1000, 4, False),  # f32, 16-byte rows
+        ((64, 3), (3, 1), 0x1000, 4, True),
+        ((2, 8, 9), (144, 16, 1), 0x1000, 2, False),  # strides 288 and 32 bytes
+        ((2, 8, 8), (68, 8, 1), 0x1000, 2, True),  # 136 bytes: not a multiple of 16
+        ((2, 8, 7), (56, 7, 1), 0x1000, 2, True),  # 14-byte rows, 112-byte planes
+        ((5,), (1,), 0x1000, 2, False),  # rank 1: only the base matters
+    ],
+)
+def test_needs_padding(shape, strides, ptr, elem, expected):
+    assert needs_padding(TensorView(shape, strides, ptr, elem)) is expected
+
+
+def test_padded_inner_size():
+    assert padded_inner_size(7, 2) == 8
+    assert padded_inner_size(8, 2) == 8
+    assert padded_inner_size(9, 2) == 16
+    assert padded_inner_size(3, 4) == 4
+    assert padded_inner_size(1, 4) == 4
+
+
+# ---------------------------------------------------------------- sidecar and argument checks
+
+
+def test_validate_sidecar_ok_and_errors():
+    validate_sidecar(SIDECAR)
+    with pytest.raises(LaunchError, match="format"):
+        validate_sidecar({**SIDECAR, "format": 2})
+    bad = {**SIDECAR, "params": [{"kind": "pointer", "arg": "zz"}]}
+    with pytest.raises(LaunchError, match="unknown argument 'zz'"):
+        validate_sidecar(bad)
+    bad = {**SIDECAR, "params": [{"kind": "tensor_map", "arg": "alpha", "box": [1]}]}
+    with pytest.raises(LaunchError, match="needs a tensor"):
+        validate_sidecar(bad)
+    bad = {
+        **SIDECAR,
+        "params": [{"kind": "tensor_map", "arg": "a", "box": [1, 1], "swizzle": "256B"}],
+    }
+    with pytest.raises(LaunchError, match="swizzle"):
+        validate_sidecar(bad)
+    with pytest.raises(LaunchError, match="no 'grid'"):
+        validate_sidecar({k: v for k, v in SIDECAR.items() if k != "grid"})
+
+
+def test_load_kernel_reads_sidecar_beside_cubin(tmp_path):
+    import json
+
+    (tmp_path / "gemm.cubin").write_bytes(b"\x7fELF")
+    (tmp_path / "gemm.json").write_text(json.dumps(SIDECAR))
+    k = load_kernel(tmp_path / "gemm.cubin")
+    assert k.name == "gemm" and k.cubin == b"\x7fELF" and k.dynamic_smem == 197632
+    with pytest.raises(LaunchError, match="sidecar dict"):
+        load_kernel(b"\x7fELF")
+
+
+def test_validate_args_messages():
+    torch = pytest.importorskip("torch")
+    a = torch.zeros(256, 64, dtype=torch.bfloat16)
+    b = torch.zeros(512, 64, dtype=torch.bfloat16)
+    c = torch.zeros(256, 512, dtype=torch.bfloat16)
+    args = SIDECAR["args"]
+    with pytest.raises(LaunchError, match="takes 4 arguments"):
+        validate_args(args, [a, b, c])
+    with pytest.raises(LaunchError, match="dtype torch.bfloat16"):
+        validate_args(args, [a.float(), b, c, 1.0])
+    with pytest.raises(LaunchError, match="rank 2"):
+        validate_args(args, [a[0], b, c, 1.0])
+    with pytest.raises(LaunchError, match="stride 1"):
+        validate_args(args, [a, b, c.t().contiguous().t(), 1.0])
+    with pytest.raises(LaunchError, match="python number"):
+        validate_args(args, [a, b, c, "x"])
+    with pytest.raises(LaunchError, match="size K differs"):
+        validate_args(args, [a, b[:, :32], c, 1.0])
+    with pytest.raises(LaunchError, match="CUDA device"):
+        validate_args(args, [a, b, c, 1.0])
+
+
+# ---------------------------------------------------------------- runner pieces
+
+
+def test_runner_shapes_and_args():
+    torch = pytest.importorskip("torch")
+    from tawac.runtime.runner import make_args, relative_error, tensor_shape
+
+    sizes = {"M": 5, "N": 7, "K": 3}
+    assert tensor_shape(SIDECAR["args"][1], sizes) == (7, 3)
+    with pytest.raises(LaunchError, match="'K'"):
+        tensor_shape(SIDECAR["args"][0], {"M": 5})
+    args = make_args(SIDECAR, sizes, outputs={2}, inputs={0, 1}, device="cpu")
+    assert args[0].shape == (5, 3) and args[0].dtype == torch.bfloat16
+    assert torch.isnan(args[2]).all()
+    assert args[3] == 0.5
+    ref = torch.tensor([1.0, 2.0, float("nan")])
+    assert relative_error(torch.tensor([1.0, 2.0, 5.0]), ref) == 0.0
+    assert math.isnan(relative_error(torch.tensor([1.0, float("nan"), 5.0]), ref))
+
+
+def test_runner_finds_loads_and_stores():
+    from pathlib import Path
+
+    from xdsl.context import Context
+    from xdsl.dialects.arith import Arith
+    from xdsl.dialects.builtin import Builtin
+    from xdsl.dialects.math import Math
+    from xdsl.dialects.scf import Scf
+    from xdsl.parser import Parser
+
+    from tawac.dialects.tile import KernelOp, Tile
+    from tawac.runtime.runner import kernel_arg_uses
+
+    ctx = Context()
+    for d in (Builtin, Arith, Math, Scf, Tile):
+        ctx.load_dialect(d)
+    text = (Path(__file__).parents[1] / "examples" / "gemm.mlir").read_text()
+    module = Parser(ctx, text, "gemm.mlir").parse_module()
+    kernel = next(op for op in module.ops if isinstance(op, KernelOp))
+    assert kernel_arg_uses(kernel) == ({0, 1}, {2})
