@@ -11,7 +11,7 @@ def location_of(op: Operation | None) -> str | None:
     while op is not None:
         loc = op.location
         if isinstance(loc, FileLineColLoc):
-            return f"{loc.filename.data}:{loc.line.value.data}:{loc.column.value.data}"
+            return f"{loc.filename.data}:{loc.line.data}:{loc.column.data}"
         op = op.parent_op()
     return None
 

@@ -25,14 +25,19 @@ class CooperativeConsumersPass(ModulePass):
     name = "cooperative-consumers"
 
     warp_groups: int = 2
+    """Consumer warp groups; 0 picks 2 when every MMA tile has a multiple of 128 rows,
+    else 1."""
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         w = self.warp_groups
-        if w < 1 or w > 3:
-            raise CompileError(f"cooperative-consumers: warp-groups must be 1..3, got {w}")
+        if w < 0 or w > 3:
+            raise CompileError(f"cooperative-consumers: warp-groups must be 0..3, got {w}")
         for part in op.walk():
             if not isinstance(part, aref.PartitionOp) or part.role.data != "consumer":
                 continue
+            if self.warp_groups == 0:
+                rows = [d.mnk()[0] for d in part.walk() if isinstance(d, tile.DotOp)]
+                w = 2 if rows and all(m % 128 == 0 for m in rows) else 1
             for dot in part.walk():
                 if not isinstance(dot, tile.DotOp):
                     continue

@@ -1,0 +1,203 @@
+"""The `tawac` command line: compile, opt, run."""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+import tempfile
+from pathlib import Path
+
+import click
+from rich.console import Console
+
+from tawac.diagnostics import CompileError
+
+err = Console(stderr=True, highlight=False, soft_wrap=True)
+
+
+def _fail(e: Exception, code: int = 1) -> None:
+    err.print(f"[bold red]{e}[/]" if os.environ.get("NO_COLOR") is None else str(e), markup=True)
+    sys.exit(code)
+
+
+def _guard(fn):
+    """Run a command, turning every error into one diagnostic line and a non-zero exit."""
+
+    def wrapper(*args, **kwargs):
+        try:
+            return fn(*args, **kwargs)
+        except CompileError as e:
+            _fail(e)
+        except click.exceptions.Exit:
+            raise
+        except (click.ClickException, click.Abort):
+            raise
+        except Exception as e:  # a bug in tawac: still one line, no traceback
+            if os.environ.get("TAWAC_DEBUG"):
+                raise
+            _fail(Exception(f"internal compiler error: {type(e).__name__}: {e} "
+                            "(set TAWAC_DEBUG=1 for a traceback)"), 2)
+
+    wrapper.__name__ = fn.__name__
+    wrapper.__doc__ = fn.__doc__
+    return wrapper
+
+
+def _write_atomic(path: Path, data: bytes | str) -> None:
+    """Write through a temporary file in the same folder: no partial output on failure."""
+    mode = "wb" if isinstance(data, bytes) else "w"
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent or Path("."))
+    try:
+        with os.fdopen(fd, mode) as f:
+            f.write(data)
+        umask = os.umask(0)
+        os.umask(umask)
+        os.chmod(tmp, 0o666 & ~umask)
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+_pipeline_options = [
+    click.option("--stages", default=3, show_default=True, help="aref ring depth D"),
+    click.option("--mma-depth", default=1, show_default=True,
+                 help="wgmma groups in flight P (P < stages)"),
+    click.option("--consumer-warp-groups", default=0, show_default=True,
+                 help="consumer warp groups (0: 2 when tiles have 128k rows, else 1)"),
+]
+
+
+def pipeline_options(fn):
+    for opt in reversed(_pipeline_options):
+        fn = opt(fn)
+    return fn
+
+
+@click.group()
+@click.version_option(package_name="tawac")
+def main() -> None:
+    """tawac: tile-level kernels to warp-specialized sm_90a PTX."""
+
+
+@main.command()
+@click.argument("source", type=click.Path(dir_okay=False))
+@click.option("-o", "--output", required=True, type=click.Path(dir_okay=False),
+              help="kernel.ptx or kernel.cubin; the launch ABI goes to the .json beside it")
+@pipeline_options
+@click.option("--ptxas", default=None, help="ptxas executable (default: PATH, CUDA_HOME, wheel)")
+@click.option("-v", "--verbose", is_flag=True, help="print ptxas's resource report")
+@_guard
+def compile(source, output, stages, mma_depth, consumer_warp_groups, ptxas, verbose):
+    """Compile SOURCE (.mlir) to PTX or a cubin, with a JSON launch sidecar."""
+    from tawac.driver import compile_file
+
+    out = Path(output)
+    if out.suffix not in (".ptx", ".cubin"):
+        raise CompileError(f"output must end in .ptx or .cubin, got '{output}'")
+    if not out.parent.exists():
+        raise CompileError(f"output folder {out.parent} does not exist")
+    res = compile_file(source, stages=stages, mma_depth=mma_depth,
+                       consumer_warp_groups=consumer_warp_groups,
+                       cubin=out.suffix == ".cubin", ptxas=ptxas)
+    side = out.with_suffix(".json")
+    _write_atomic(side, json.dumps(res.sidecar, indent=2) + "\n")
+    if res.cubin is not None:
+        _write_atomic(out, res.cubin)
+    else:
+        _write_atomic(out, res.ptx)
+    if verbose and res.ptxas_report:
+        click.echo(res.ptxas_report.rstrip())
+
+
+@main.command()
+@click.argument("source", type=click.Path(dir_okay=False, allow_dash=True))
+@click.option("-p", "--passes", "pipeline", default="", help="pass pipeline, e.g. "
+              "'warp-specialize,pipeline{stages=3 mma-depth=1}'")
+@click.option("--print-ir-after-all", is_flag=True, help="print the IR after every pass")
+@click.option("--split-input-file", is_flag=True,
+              help="process each '// -----' chunk alone; errors go to stdout")
+@click.option("--emit", type=click.Choice(["mlir", "ptx"]), default="mlir", show_default=True,
+              help="print the IR, or the PTX text of the ptx dialect it ends in")
+@_guard
+def opt(source, pipeline, print_ir_after_all, split_input_file, emit):
+    """Run passes over SOURCE and print the IR (for FileCheck tests)."""
+    from xdsl.printer import Printer
+
+    from tawac.backend_ptx.printer import print_module, ptx_modules
+    from tawac.driver import parse_text, run_pipeline
+
+    text = sys.stdin.read() if source == "-" else _read(source)
+    chunks = text.split("// -----") if split_input_file else [text]
+    failed = False
+    line_offset = 0
+    for i, chunk in enumerate(chunks):
+        if i:
+            click.echo("// -----")
+        try:
+            module = parse_text("\n" * line_offset + chunk, source)
+
+            def after(prev, op, nxt):
+                if prev is not None and print_ir_after_all:
+                    click.echo(f"// -----// IR Dump After {prev.name} //----- //")
+                    Printer().print_op(op)
+                    click.echo()
+
+            if pipeline:
+                run_pipeline(module, pipeline, callback=after)
+            if emit == "ptx":
+                for pm in ptx_modules(module):
+                    click.echo(print_module(pm), nl=False)
+            else:
+                Printer().print_op(module)
+                click.echo()
+        except CompileError as e:
+            if not split_input_file:
+                raise
+            failed = True
+            click.echo(str(e))
+        line_offset += chunk.count("\n")
+    if failed:
+        sys.exit(1)
+
+
+def _read(path: str) -> str:
+    try:
+        return Path(path).read_text()
+    except OSError as e:
+        raise CompileError(f"cannot read {path}: {e.strerror}") from None
+
+
+@main.command()
+@click.argument("source", type=click.Path(dir_okay=False))
+@click.option("--size", "sizes", required=True,
+              help="dimension sizes by name, e.g. M=4096,N=4096,K=4096")
+@pipeline_options
+@click.option("--reps", default=50, show_default=True, help="timed repetitions")
+@click.option("--no-check", is_flag=True, help="skip the reference comparison")
+@_guard
+def run(source, sizes, stages, mma_depth, consumer_warp_groups, reps, no_check):
+    """Compile SOURCE, run it on random data on the GPU, compare with a reference."""
+    from tawac.driver import compile_file
+    from tawac.runtime.runner import run_kernel_file
+
+    dims: dict[str, int] = {}
+    for item in sizes.split(","):
+        name, eq, value = item.partition("=")
+        if not eq or not value.strip().isdigit():
+            raise CompileError(f"--size expects NAME=INT pairs, got '{item}'")
+        dims[name.strip()] = int(value)
+
+    def compile_fn(path):
+        r = compile_file(path, stages=stages, mma_depth=mma_depth,
+                         consumer_warp_groups=consumer_warp_groups)
+        return r.cubin, r.sidecar, r.kernel
+
+    res = run_kernel_file(source, dims, None, compile_fn, check=not no_check, reps=reps)
+    for k, v in res.items():
+        click.echo(f"{k}: {v}")
+
+
+if __name__ == "__main__":
+    main()
