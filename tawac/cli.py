@@ -174,10 +174,10 @@ def _read(path: str) -> str:
 @click.option("--size", "sizes", required=True,
               help="dimension sizes by name, e.g. M=4096,N=4096,K=4096")
 @pipeline_options
-@click.option("--reps", default=50, show_default=True, help="timed repetitions")
+@click.option("--rep-ms", default=100.0, show_default=True, help="milliseconds of timed runs")
 @click.option("--no-check", is_flag=True, help="skip the reference comparison")
 @_guard
-def run(source, sizes, stages, mma_depth, consumer_warp_groups, reps, no_check):
+def run(source, sizes, stages, mma_depth, consumer_warp_groups, rep_ms, no_check):
     """Compile SOURCE, run it on random data on the GPU, compare with a reference."""
     from tawac.driver import compile_file
     from tawac.runtime.runner import run_kernel_file
@@ -194,7 +194,7 @@ def run(source, sizes, stages, mma_depth, consumer_warp_groups, reps, no_check):
                          consumer_warp_groups=consumer_warp_groups)
         return r.cubin, r.sidecar, r.kernel
 
-    res = run_kernel_file(source, dims, None, compile_fn, check=not no_check, reps=reps)
+    res = run_kernel_file(source, dims, None, compile_fn, check=not no_check, rep_ms=rep_ms)
     for k, v in res.items():
         click.echo(f"{k}: {v}")
 

@@ -83,7 +83,7 @@ class ParamTable:
         return self._add(
             f"{arg}_tmap_{key}",
             ".align 64 .b8 [128]",
-            {"kind": "tensor_map", "arg": arg, "box": box, "swizzle": f"{swizzle}B"},
+            {"kind": "tensor_map", "arg": arg, "box": box, "swizzle": f"{swizzle}B" if swizzle else "none"},
         )
 
     def pointer(self, v: SSAValue) -> str:
@@ -101,6 +101,12 @@ class ParamTable:
         return self._add(
             f"{arg}_stride{d}", ".s64", {"kind": "stride", "arg": arg, "dim": d, "type": "s64"}
         )
+
+    def scalar(self, v: SSAValue) -> tuple[str, str]:
+        """A scalar argument passed by value: (parameter name, PTX type)."""
+        arg = self._arg(v)
+        ty = "f32" if isinstance(v.type, Float32Type) else "s32"
+        return self._add(arg, f".{ty}", {"kind": "scalar", "arg": arg, "type": ty}), ty
 
     def decls(self) -> list[DictionaryAttr]:
         out = []

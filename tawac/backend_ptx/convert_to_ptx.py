@@ -38,7 +38,7 @@ from xdsl.dialects.builtin import (
     StringAttr,
     TensorType,
 )
-from xdsl.ir import Attribute, Block, Operation, Region, SSAValue
+from xdsl.ir import Attribute, Block, BlockArgument, Operation, Region, SSAValue
 from xdsl.passes import ModulePass
 from xdsl.rewriter import Rewriter
 from xdsl.transforms.common_subexpression_elimination import cse
@@ -172,6 +172,9 @@ class KernelLowering:
 
     def scalar(self, v: SSAValue) -> SSAValue:
         x = self.vals.get(v)
+        if x is None and isinstance(v, BlockArgument) and v.owner is self.kernel.body.block:
+            name, ty = self.params.scalar(v)
+            return self.cached(("param", name), lambda: self.r(ptx.LdParamOp(ty, name)))
         if not isinstance(x, SSAValue):
             raise CompileError(f"convert-to-ptx: {v.name_hint or 'value'} is not a scalar", None)
         return x
