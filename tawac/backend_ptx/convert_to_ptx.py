@@ -20,7 +20,8 @@ The launch ABI (kernel parameters, block, grid, shared memory) is recorded on th
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from contextlib import contextmanager
+from dataclasses import dataclass
 
 from xdsl.context import Context
 from xdsl.dialects import arith, scf
@@ -100,7 +101,6 @@ class _Partition:
     role: str
     first_wg: int
     warp_groups: int
-    cache: dict[object, SSAValue] = field(default_factory=dict)
 
 
 class KernelLowering:
@@ -111,7 +111,7 @@ class KernelLowering:
         self.params = abi.ParamTable(kernel)
         self.labels = 0
         self.part: _Partition | None = None
-        self.top_cache: dict[object, SSAValue] = {}
+        self.scopes: list[dict[object, SSAValue]] = [{}]
 
     # -- emission helpers -------------------------------------------------------------------
 
@@ -129,10 +129,22 @@ class KernelLowering:
         return f"$L_{stem}_{self.labels}"
 
     def cached(self, key: object, make: Callable[[], SSAValue]) -> SSAValue:
-        cache = self.part.cache if self.part is not None else self.top_cache
-        if key not in cache:
-            cache[key] = make()
-        return cache[key]
+        """A value computed once per scope: reused only where its definition dominates."""
+        for scope in reversed(self.scopes):
+            if key in scope:
+                return scope[key]
+        value = make()
+        self.scopes[-1][key] = value
+        return value
+
+    @contextmanager
+    def scope(self):
+        """Code that does not dominate what follows it (a branch body, a loop body)."""
+        self.scopes.append({})
+        try:
+            yield
+        finally:
+            self.scopes.pop()
 
     def imm(self, value: int, ty: str = "s32") -> SSAValue:
         return self.cached(("imm", ty, value), lambda: self.r(ptx.MovImmOp(ty, value)))
@@ -157,7 +169,8 @@ class KernelLowering:
         """Run `body` where `pred` holds (or does not, with `negate`)."""
         skip = self.label("skip")
         self.emit(ptx.BraOp(skip, pred, negate=not negate))
-        body()
+        with self.scope():
+            body()
         self.emit(ptx.LabelOp(skip))
 
     def add(self, a: SSAValue, b: SSAValue, ty: str = "s32") -> SSAValue:
@@ -248,6 +261,12 @@ class KernelLowering:
 
     def lower_partition(self, p: aref.PartitionOp, first_wg: int, entry_cap: int) -> None:
         self.part = _Partition(p.role.data, first_wg, p.warp_groups.data)
+        with self.scope():
+            self._lower_partition_body(p, entry_cap)
+        self.part = None
+
+    def _lower_partition_body(self, p: aref.PartitionOp, entry_cap: int) -> None:
+        assert self.part is not None
         regs = p.regs.data
         if regs:
             self.emit(ptx.SetmaxnregOp("dec" if regs < entry_cap else "inc", regs))
@@ -261,7 +280,6 @@ class KernelLowering:
         else:
             self.lower_block(p.body.block)
         self.emit(ptx.ExitOp())
-        self.part = None
 
     def lower_block(self, block: Block) -> None:
         for op in block.ops:
@@ -650,13 +668,14 @@ def _for(k: KernelLowering, op: scf.ForOp) -> None:
     k.vals[body.args[0]] = iv
     for arg, c in zip(body.args[1:], carried, strict=True):
         k.vals[arg] = c
-    for inner in body.ops:
-        if isinstance(inner, scf.YieldOp):
-            for y, c in zip(inner.operands, carried, strict=True):
-                _assign(k, c, k.vals[y])
-            continue
-        k.lower_op(inner)
-    k.emit(ptx.AssignOp("b32", iv, k.add(iv, step)))
+    with k.scope():
+        for inner in body.ops:
+            if isinstance(inner, scf.YieldOp):
+                for y, c in zip(inner.operands, carried, strict=True):
+                    _assign(k, c, k.vals[y])
+                continue
+            k.lower_op(inner)
+        k.emit(ptx.AssignOp("b32", iv, k.add(iv, step)))
     k.emit(ptx.BraOp(top, k.r(ptx.SetpOp("lt", "s32", iv, ub))))
     k.emit(ptx.LabelOp(end))
     for res, c in zip(op.results, carried, strict=True):
@@ -683,15 +702,17 @@ def _if(k: KernelLowering, op: scf.IfOp) -> None:
     cond = k.scalar(op.cond)
     else_label, end = k.label("else"), k.label("endif")
     k.emit(ptx.BraOp(else_label, cond, negate=True))
-    for inner in op.true_region.block.ops:
-        if not isinstance(inner, scf.YieldOp):
-            k.lower_op(inner)
+    with k.scope():
+        for inner in op.true_region.block.ops:
+            if not isinstance(inner, scf.YieldOp):
+                k.lower_op(inner)
     k.emit(ptx.BraOp(end))
     k.emit(ptx.LabelOp(else_label))
     if op.false_region.blocks:
-        for inner in op.false_region.block.ops:
-            if not isinstance(inner, scf.YieldOp):
-                k.lower_op(inner)
+        with k.scope():
+            for inner in op.false_region.block.ops:
+                if not isinstance(inner, scf.YieldOp):
+                    k.lower_op(inner)
     k.emit(ptx.LabelOp(end))
 
 
