@@ -36,8 +36,13 @@ def _guard(fn):
         except Exception as e:  # a bug in tawac: still one line, no traceback
             if os.environ.get("TAWAC_DEBUG"):
                 raise
-            _fail(Exception(f"internal compiler error: {type(e).__name__}: {e} "
-                            "(set TAWAC_DEBUG=1 for a traceback)"), 2)
+            _fail(
+                Exception(
+                    f"internal compiler error: {type(e).__name__}: {e} "
+                    "(set TAWAC_DEBUG=1 for a traceback)"
+                ),
+                2,
+            )
 
     wrapper.__name__ = fn.__name__
     wrapper.__doc__ = fn.__doc__
@@ -62,10 +67,15 @@ def _write_atomic(path: Path, data: bytes | str) -> None:
 
 _pipeline_options = [
     click.option("--stages", default=3, show_default=True, help="aref ring depth D"),
-    click.option("--mma-depth", default=1, show_default=True,
-                 help="wgmma groups in flight P (P < stages)"),
-    click.option("--consumer-warp-groups", default=0, show_default=True,
-                 help="consumer warp groups (0: 2 when tiles have 128k rows, else 1)"),
+    click.option(
+        "--mma-depth", default=1, show_default=True, help="wgmma groups in flight P (P < stages)"
+    ),
+    click.option(
+        "--consumer-warp-groups",
+        default=0,
+        show_default=True,
+        help="consumer warp groups (0: 2 when tiles have 128k rows, else 1)",
+    ),
 ]
 
 
@@ -83,8 +93,13 @@ def main() -> None:
 
 @main.command()
 @click.argument("source", type=click.Path(dir_okay=False))
-@click.option("-o", "--output", required=True, type=click.Path(dir_okay=False),
-              help="kernel.ptx or kernel.cubin; the launch ABI goes to the .json beside it")
+@click.option(
+    "-o",
+    "--output",
+    required=True,
+    type=click.Path(dir_okay=False),
+    help="kernel.ptx or kernel.cubin; the launch ABI goes to the .json beside it",
+)
 @pipeline_options
 @click.option("--ptxas", default=None, help="ptxas executable (default: PATH, CUDA_HOME, wheel)")
 @click.option("-v", "--verbose", is_flag=True, help="print ptxas's resource report")
@@ -98,9 +113,14 @@ def compile(source, output, stages, mma_depth, consumer_warp_groups, ptxas, verb
         raise CompileError(f"output must end in .ptx or .cubin, got '{output}'")
     if not out.parent.exists():
         raise CompileError(f"output folder {out.parent} does not exist")
-    res = compile_file(source, stages=stages, mma_depth=mma_depth,
-                       consumer_warp_groups=consumer_warp_groups,
-                       cubin=out.suffix == ".cubin", ptxas=ptxas)
+    res = compile_file(
+        source,
+        stages=stages,
+        mma_depth=mma_depth,
+        consumer_warp_groups=consumer_warp_groups,
+        cubin=out.suffix == ".cubin",
+        ptxas=ptxas,
+    )
     side = out.with_suffix(".json")
     _write_atomic(side, json.dumps(res.sidecar, indent=2) + "\n")
     if res.cubin is not None:
@@ -113,13 +133,26 @@ def compile(source, output, stages, mma_depth, consumer_warp_groups, ptxas, verb
 
 @main.command()
 @click.argument("source", type=click.Path(dir_okay=False, allow_dash=True))
-@click.option("-p", "--passes", "pipeline", default="", help="pass pipeline, e.g. "
-              "'warp-specialize,pipeline{stages=3 mma-depth=1}'")
+@click.option(
+    "-p",
+    "--passes",
+    "pipeline",
+    default="",
+    help="pass pipeline, e.g. 'warp-specialize,pipeline{stages=3 mma-depth=1}'",
+)
 @click.option("--print-ir-after-all", is_flag=True, help="print the IR after every pass")
-@click.option("--split-input-file", is_flag=True,
-              help="process each '// -----' chunk alone; errors go to stdout")
-@click.option("--emit", type=click.Choice(["mlir", "ptx"]), default="mlir", show_default=True,
-              help="print the IR, or the PTX text of the ptx dialect it ends in")
+@click.option(
+    "--split-input-file",
+    is_flag=True,
+    help="process each '// -----' chunk alone; errors go to stdout",
+)
+@click.option(
+    "--emit",
+    type=click.Choice(["mlir", "ptx"]),
+    default="mlir",
+    show_default=True,
+    help="print the IR, or the PTX text of the ptx dialect it ends in",
+)
 @_guard
 def opt(source, pipeline, print_ir_after_all, split_input_file, emit):
     """Run passes over SOURCE and print the IR (for FileCheck tests)."""
@@ -171,8 +204,9 @@ def _read(path: str) -> str:
 
 @main.command()
 @click.argument("source", type=click.Path(dir_okay=False))
-@click.option("--size", "sizes", required=True,
-              help="dimension sizes by name, e.g. M=4096,N=4096,K=4096")
+@click.option(
+    "--size", "sizes", required=True, help="dimension sizes by name, e.g. M=4096,N=4096,K=4096"
+)
 @pipeline_options
 @click.option("--rep-ms", default=100.0, show_default=True, help="milliseconds of timed runs")
 @click.option("--no-check", is_flag=True, help="skip the reference comparison")
@@ -190,8 +224,9 @@ def run(source, sizes, stages, mma_depth, consumer_warp_groups, rep_ms, no_check
         dims[name.strip()] = int(value)
 
     def compile_fn(path):
-        r = compile_file(path, stages=stages, mma_depth=mma_depth,
-                         consumer_warp_groups=consumer_warp_groups)
+        r = compile_file(
+            path, stages=stages, mma_depth=mma_depth, consumer_warp_groups=consumer_warp_groups
+        )
         return r.cubin, r.sidecar, r.kernel
 
     res = run_kernel_file(source, dims, None, compile_fn, check=not no_check, rep_ms=rep_ms)

@@ -32,6 +32,7 @@ from tawac.dialects import tile
 from tawac.passes.cooperative_consumers import CooperativeConsumersPass
 from tawac.passes.lower_aref import LowerArefPass
 from tawac.passes.pipeline import PipelinePass
+from tawac.passes.tma_store import TmaStorePass
 from tawac.passes.warp_specialize import WarpSpecializePass
 
 PASSES: dict[str, Callable[[], type[ModulePass]]] = {
@@ -41,15 +42,19 @@ PASSES: dict[str, Callable[[], type[ModulePass]]] = {
         PipelinePass,
         CooperativeConsumersPass,
         LowerArefPass,
+        TmaStorePass,
         ConvertToPtxPass,
     )
 }
 
 
-def default_pipeline(stages: int = 3, mma_depth: int = 1, consumer_warp_groups: int = 0) -> str:
+def default_pipeline(
+    stages: int = 3, mma_depth: int = 1, consumer_warp_groups: int = 0, tma_store: bool = True
+) -> str:
     return (
         f"warp-specialize,pipeline{{stages={stages} mma-depth={mma_depth}}},"
-        f"cooperative-consumers{{warp-groups={consumer_warp_groups}}},lower-aref,convert-to-ptx"
+        f"cooperative-consumers{{warp-groups={consumer_warp_groups}}},lower-aref,"
+        f"{'tma-store,' if tma_store else ''}convert-to-ptx"
     )
 
 
@@ -184,6 +189,7 @@ def compile_module(
     stages: int = 3,
     mma_depth: int = 1,
     consumer_warp_groups: int = 0,
+    tma_store: bool = True,
     cubin: bool = False,
     ptxas: str | None = None,
 ) -> CompileResult:
@@ -191,7 +197,7 @@ def compile_module(
     if len(kernels) != 1:
         raise CompileError(f"expected exactly one tile.kernel, found {len(kernels)}")
     original = kernels[0].clone()
-    run_pipeline(module, default_pipeline(stages, mma_depth, consumer_warp_groups))
+    run_pipeline(module, default_pipeline(stages, mma_depth, consumer_warp_groups, tma_store))
     pms = ptx_modules(module)
     text = print_module(pms[0])
     entry = pms[0].body.block.first_op

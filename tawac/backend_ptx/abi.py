@@ -17,7 +17,7 @@ from xdsl.dialects.builtin import (
 from xdsl.ir import Attribute, BlockArgument, SSAValue
 
 from tawac.diagnostics import CompileError
-from tawac.dialects import ptx, tile
+from tawac.dialects import hopper, ptx, tile
 
 SMEM_SYMBOL = "tawac_smem"
 
@@ -83,7 +83,12 @@ class ParamTable:
         return self._add(
             f"{arg}_tmap_{key}",
             ".align 64 .b8 [128]",
-            {"kind": "tensor_map", "arg": arg, "box": box, "swizzle": f"{swizzle}B" if swizzle else "none"},
+            {
+                "kind": "tensor_map",
+                "arg": arg,
+                "box": box,
+                "swizzle": f"{swizzle}B" if swizzle else "none",
+            },
         )
 
     def pointer(self, v: SSAValue) -> str:
@@ -173,7 +178,7 @@ def infer_grid(kernel: tile.KernelOp) -> list[dict[str, Any]]:
     grid: list[dict[str, Any] | None] = [None, None, None]
     used = {op.axis.data for op in kernel.walk() if isinstance(op, tile.ProgramIdOp)}
     for st in kernel.walk():
-        if not isinstance(st, tile.StoreOp):
+        if not isinstance(st, tile.StoreOp | hopper.TmaStoreOp):
             continue
         dest = st.dest
         assert isinstance(dest, BlockArgument)

@@ -871,6 +871,81 @@ def _wgmma_wait(k: KernelLowering, op: hopper.WgmmaWaitOp) -> None:
     k.vals[op.result] = k.vals[op.acc]
 
 
+@handles(hopper.StoreFragmentOp)
+def _store_fragment(k: KernelLowering, op: hopper.StoreFragmentOp) -> None:
+    """Registers -> a 128B-swizzled shared tile: 16-byte granule g of row r sits at
+    granule g ^ (r % 8).  In the accumulator layout r % 8 is lane / 4 for every register
+    of a thread, so each thread XORs with one key, and a warp's 4-byte stores of one
+    register pair hit 32 distinct banks."""
+    f = k.frag(op.value)
+    t = k.vals[op.tile]
+    assert isinstance(t, SmemTile)
+    layout = f.layout
+    tt = t.type
+    if tt.swizzle.data != 128 or tt.elem_bytes != 2 or tt.rows != layout.m or tt.cols != layout.n:
+        raise CompileError(
+            "convert-to-ptx: store_fragment needs a 128B-swizzled 16-bit tile "
+            "of the fragment's shape",
+            op,
+        )
+    row0, _ = k.thread_coords(layout)
+    lane = k.lane()
+    key = k.r(ptx.ShrOp("u32", lane, k.imm(2)))
+    base = k.r(ptx.FmaOp("s32", row0, k.imm(128), t.addr))
+    base = k.r(ptx.FmaOp("s32", k.r(ptx.AndOp("b32", lane, k.imm(3))), k.imm(4), base))
+    xor_off = [
+        k.r(ptx.ShlOp("b32", k.r(ptx.XorOp("b32", key, k.imm(g))), k.imm(4))) for g in range(8)
+    ]
+    for i in range(0, layout.num_regs, 2):
+        dr, dc = layout.reg_offset(i)
+        if dr % 8 or dc % 8 or layout.reg_offset(i + 1) != (dr, dc + 1):
+            raise CompileError("convert-to-ptx: fragment layout does not pair columns", op)
+        q = dc // 8
+        off = dr * 128 + (q // 8) * tt.chunk_bytes
+        addr = k.add(k.add_imm(base, off), xor_off[q % 8])
+        k.emit(ptx.StSharedOp("b32", addr, k.r(ptx.PackB16Op(f.regs[i], f.regs[i + 1]))))
+    k.emit(ptx.FenceProxyAsyncOp())
+
+
+@handles(hopper.TmaStoreOp)
+def _tma_store(k: KernelLowering, op: hopper.TmaStoreOp) -> None:
+    t = k.vals[op.tile]
+    assert isinstance(t, SmemTile)
+    part = k.part
+    assert part is not None and part.role == "consumer"
+    tt = t.type
+    rows = tt.rows // part.warp_groups
+    wg = k.cached(
+        "wg_local",
+        lambda: k.r(
+            ptx.SubOp("s32", k.r(ptx.ShrOp("u32", k.tid(), k.imm(7))), k.imm(part.first_wg))
+        ),
+    )
+    # Named barrier 1 + w: the 128 threads of warp group w have written their rows.
+    bar_id = k.add_imm(wg, 1)
+    k.emit(ptx.BarSyncRegOp(bar_id, 128))
+    name = k.params.tensor_map(op.dest, [tt.chunk_cols, rows], tt.swizzle.data)
+    leader = k.r(
+        ptx.SetpOp("eq", "u32", k.r(ptx.AndOp("b32", k.tid(), k.imm(127))), k.imm(0, "u32"))
+    )
+
+    def issue() -> None:
+        tmap = k.r(ptx.CvtaParamOp(k.r(ptx.ParamAddrOp(name))))
+        row_off = k.r(ptx.MulOp("s32", wg, k.imm(rows), mode="lo"))
+        src0 = k.r(ptx.FmaOp("s32", row_off, k.imm(128), t.addr))
+        row = k.add(k.scalar(op.indices[0]), row_off)
+        col = k.scalar(op.indices[1])
+        for c in range(tt.num_chunks):
+            src = k.add_imm(src0, c * tt.chunk_bytes, "u32")
+            k.emit(
+                ptx.CpAsyncBulkTensorStoreOp(src, tmap, [k.add_imm(col, c * tt.chunk_cols), row])
+            )
+        k.emit(ptx.CpAsyncBulkCommitOp())
+        k.emit(ptx.CpAsyncBulkWaitReadOp(0))
+
+    k.guarded(leader, issue)
+
+
 @dataclass(frozen=True)
 class ConvertToPtxPass(ModulePass):
     name = "convert-to-ptx"

@@ -387,6 +387,39 @@ class WgmmaWaitOp(IRDLOperation):
             raise VerifyException("hopper.wgmma_wait: pending must be in 0..7")
 
 
+@irdl_op_definition
+class StoreFragmentOp(IRDLOperation):
+    """Every thread writes its registers of a tile into a shared-memory tile, in the
+    128-byte-swizzled layout a TMA store reads (`st.shared`, then
+    `fence.proxy.async.shared::cta` so that the async proxy sees the writes)."""
+
+    name = "hopper.store_fragment"
+    value = operand_def(TensorType)
+    tile = operand_def(SmemTileType)
+    assembly_format = "$value `,` $tile attr-dict `:` type($value) `,` type($tile)"
+
+    def __init__(self, value: SSAValue, tile: SSAValue):
+        super().__init__(operands=[value, tile])
+
+
+@irdl_op_definition
+class TmaStoreOp(IRDLOperation):
+    """Copies a shared-memory tile to `dest` at the element coordinates
+    (`cp.async.bulk.tensor...global.shared::cta.bulk_group`); out-of-bounds elements are
+    dropped.  Each warp group of the partition stores the rows it owns once all of its
+    threads have written them (named barrier), and waits until the copy has read the
+    shared memory (`cp.async.bulk.wait_group.read 0`)."""
+
+    name = "hopper.tma_store"
+    tile = operand_def(SmemTileType)
+    dest = operand_def(GlobalTensorType)
+    indices = var_operand_def(IndexType)
+    assembly_format = "$tile `,` $dest `[` $indices `]` attr-dict `:` type($tile) `,` type($dest)"
+
+    def __init__(self, tile: SSAValue, dest: SSAValue, indices: Sequence[SSAValue]):
+        super().__init__(operands=[tile, dest, indices])
+
+
 Hopper = Dialect(
     "hopper",
     [
@@ -401,6 +434,8 @@ Hopper = Dialect(
         SmemSlotOp,
         WgmmaOp,
         WgmmaWaitOp,
+        StoreFragmentOp,
+        TmaStoreOp,
     ],
     [SmemRingType, SmemTileType, MbarriersType],
 )

@@ -320,6 +320,22 @@ class CvtPackOp(PtxInstruction):
         return f"cvt.rn.{_s(self.dtype)}.f32 {n(self.result)}, {n(self.hi)}, {n(self.lo)};"
 
 
+@irdl_op_definition
+class PackB16Op(PtxInstruction):
+    """`mov.b32 d, {lo, hi};` packs two 16-bit registers (PTX ISA 9.7.9.1 mov)."""
+
+    name = "ptx.pack_b16"
+    lo = operand_def(RegType)
+    hi = operand_def(RegType)
+    result = result_def(RegType)
+
+    def __init__(self, lo: SSAValue, hi: SSAValue):
+        super().__init__(operands=[lo, hi], result_types=[B32])
+
+    def ptx_text(self, n: Names) -> str:
+        return f"mov.b32 {n(self.result)}, {{{n(self.lo)}, {n(self.hi)}}};"
+
+
 # --- arithmetic ----------------------------------------------------------------------------
 
 
@@ -554,6 +570,33 @@ class StGlobalOp(PtxInstruction):
         return f"st.global.{_s(self.type)} [{n(self.addr)}], {n(self.value)};"
 
 
+@irdl_op_definition
+class StSharedOp(PtxInstruction):
+    """`st.shared.type [addr], a;` (PTX ISA 9.7.9.10)."""
+
+    name = "ptx.st_shared"
+    type = prop_def(StringAttr)
+    addr = operand_def(RegType)
+    value = operand_def(RegType)
+
+    def __init__(self, ptx_type: str, addr: SSAValue, value: SSAValue):
+        super().__init__(operands=[addr, value], properties={"type": StringAttr(ptx_type)})
+
+    def ptx_text(self, n: Names) -> str:
+        return f"st.shared.{_s(self.type)} [{n(self.addr)}], {n(self.value)};"
+
+
+@irdl_op_definition
+class FenceProxyAsyncOp(PtxInstruction):
+    """`fence.proxy.async.shared::cta;` orders generic-proxy shared-memory writes before
+    async-proxy (TMA, wgmma) reads (PTX ISA 9.7.12.4)."""
+
+    name = "ptx.fence_proxy_async"
+
+    def ptx_text(self, n: Names) -> str:
+        return "fence.proxy.async.shared::cta;"
+
+
 # --- control flow --------------------------------------------------------------------------
 
 
@@ -627,6 +670,21 @@ class BarSyncOp(PtxInstruction):
     def ptx_text(self, n: Names) -> str:
         cnt = f", {_i(self.count)}" if self.count is not None else ""
         return f"bar.sync {_i(self.id)}{cnt};"
+
+
+@irdl_op_definition
+class BarSyncRegOp(PtxInstruction):
+    """`bar.sync a, count;` with the barrier id in a register (PTX ISA 9.7.12.1)."""
+
+    name = "ptx.bar_sync_reg"
+    id = operand_def(RegType)
+    count = prop_def(IntegerAttr[I64])
+
+    def __init__(self, bar_id: SSAValue, count: int):
+        super().__init__(operands=[bar_id], properties={"count": IntegerAttr(count, i64)})
+
+    def ptx_text(self, n: Names) -> str:
+        return f"bar.sync {n(self.id)}, {_i(self.count)};"
 
 
 @irdl_op_definition
@@ -746,6 +804,52 @@ class CpAsyncBulkTensorLoadOp(PtxInstruction):
             f".mbarrier::complete_tx::bytes [{n(self.dst)}], [{n(self.tmap)}, {{{cs}}}], "
             f"[{n(self.bar)}];"
         )
+
+
+@irdl_op_definition
+class CpAsyncBulkTensorStoreOp(PtxInstruction):
+    """`cp.async.bulk.tensor.Nd.global.shared::cta.bulk_group [tmap, {c0, ...}], [src];`
+    (PTX ISA 9.7.9.25.5.2)."""
+
+    name = "ptx.cp_async_bulk_tensor_store"
+    src = operand_def(RegType)
+    tmap = operand_def(RegType)
+    coords = var_operand_def(RegType)
+
+    def __init__(self, src: SSAValue, tmap: SSAValue, coords: Sequence[SSAValue]):
+        super().__init__(operands=[src, tmap, coords])
+
+    def ptx_text(self, n: Names) -> str:
+        cs = ", ".join(n(c) for c in self.coords)
+        return (
+            f"cp.async.bulk.tensor.{len(self.coords)}d.global.shared::cta.bulk_group "
+            f"[{n(self.tmap)}, {{{cs}}}], [{n(self.src)}];"
+        )
+
+
+@irdl_op_definition
+class CpAsyncBulkCommitOp(PtxInstruction):
+    """`cp.async.bulk.commit_group;` (PTX ISA 9.7.9.25.6.1)."""
+
+    name = "ptx.cp_async_bulk_commit"
+
+    def ptx_text(self, n: Names) -> str:
+        return "cp.async.bulk.commit_group;"
+
+
+@irdl_op_definition
+class CpAsyncBulkWaitReadOp(PtxInstruction):
+    """`cp.async.bulk.wait_group.read N;`: the sources of all but N groups were read
+    (PTX ISA 9.7.9.25.6.2)."""
+
+    name = "ptx.cp_async_bulk_wait_read"
+    pending = prop_def(IntegerAttr[I64])
+
+    def __init__(self, pending: int):
+        super().__init__(properties={"pending": IntegerAttr(pending, i64)})
+
+    def ptx_text(self, n: Names) -> str:
+        return f"cp.async.bulk.wait_group.read {_i(self.pending)};"
 
 
 @irdl_op_definition
@@ -944,6 +1048,7 @@ Ptx = Dialect(
         SharedBaseOp,
         CvtOp,
         CvtPackOp,
+        PackB16Op,
         AddOp,
         SubOp,
         MulOp,
@@ -961,10 +1066,16 @@ Ptx = Dialect(
         SelpOp,
         LdGlobalOp,
         StGlobalOp,
+        StSharedOp,
+        FenceProxyAsyncOp,
+        CpAsyncBulkTensorStoreOp,
+        CpAsyncBulkCommitOp,
+        CpAsyncBulkWaitReadOp,
         LabelOp,
         BraOp,
         ExitOp,
         BarSyncOp,
+        BarSyncRegOp,
         MbarrierInitOp,
         FenceMbarrierInitOp,
         MbarrierArriveOp,

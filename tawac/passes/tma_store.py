@@ -1,0 +1,82 @@
+"""`tma-store`: epilogue stores through shared memory and TMA (run after `lower-aref`).
+
+A consumer's `tile.store` of a 2-d tile of 16-bit elements becomes
+    %t = hopper.smem_slot %staging[0]       (a 128B-swizzled tile, allocated at the top)
+    hopper.store_fragment %value, %t        (registers -> shared memory, conflict-free)
+    hopper.tma_store %t, %dest[%i, %j]      (per warp group: barrier, one bulk copy per
+                                             64-column chunk, wait until read)
+instead of one predicated 2-byte global store per element.  The bulk copy clips
+out-of-bounds elements, so ragged M and N stay correct.  Stores whose tile does not
+split into 64-column chunks and m64 row blocks per warp group, or whose staging tile
+does not fit in the remaining shared memory, are left as they are.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from xdsl.context import Context
+from xdsl.dialects import arith
+from xdsl.dialects.builtin import (
+    BFloat16Type,
+    Float16Type,
+    IndexType,
+    IntegerAttr,
+    ModuleOp,
+    TensorType,
+    i64,
+)
+from xdsl.passes import ModulePass
+from xdsl.rewriter import InsertPoint, Rewriter
+
+from tawac.dialects import aref, hopper, tile
+from tawac.passes.lower_aref import SMEM_LIMIT
+
+
+def _fits(t: TensorType, warp_groups: int) -> bool:
+    if not isinstance(t.element_type, BFloat16Type | Float16Type):
+        return False
+    shape = t.get_shape()
+    return len(shape) == 2 and shape[0] % (64 * warp_groups) == 0 and shape[1] % 64 == 0
+
+
+def lower_kernel(kernel: tile.KernelOp) -> None:
+    attr = kernel.attributes.get("tawac.smem_bytes")
+    if not isinstance(attr, IntegerAttr):
+        return
+    offset = attr.value.data
+    body = kernel.body.block
+    for part in [p for p in body.ops if isinstance(p, aref.PartitionOp)]:
+        if part.role.data != "consumer":
+            continue
+        for st in [o for o in part.walk() if isinstance(o, tile.StoreOp)]:
+            vt = st.value.type
+            assert isinstance(vt, TensorType)
+            if not _fits(vt, part.warp_groups.data):
+                continue
+            ring_t = hopper.smem_ring_type(vt, 1)
+            start = -(-offset // 1024) * 1024
+            end = start + hopper.ring_bytes(ring_t)
+            if end > SMEM_LIMIT:
+                continue
+            offset = end
+            alloc = hopper.SmemAllocOp(start, ring_t)
+            alloc.result.name_hint = "staging"
+            Rewriter.insert_op(alloc, InsertPoint.before(part))
+            zero = arith.ConstantOp.from_int_and_width(0, IndexType())
+            view = hopper.SmemSlotOp(alloc.result, zero.result)
+            frag = hopper.StoreFragmentOp(st.value, view.result)
+            tma = hopper.TmaStoreOp(view.result, st.dest, list(st.indices))
+            tma.location = st.location
+            Rewriter.insert_op([zero, view, frag, tma], InsertPoint.before(st))
+            Rewriter.erase_op(st)
+    kernel.attributes["tawac.smem_bytes"] = IntegerAttr(offset, i64)
+
+
+@dataclass(frozen=True)
+class TmaStorePass(ModulePass):
+    name = "tma-store"
+
+    def apply(self, ctx: Context, op: ModuleOp) -> None:
+        for k in [o for o in op.walk() if isinstance(o, tile.KernelOp)]:
+            lower_kernel(k)
