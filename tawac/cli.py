@@ -68,7 +68,7 @@ def _write_atomic(path: Path, data: bytes | str) -> None:
 _pipeline_options = [
     click.option("--stages", default=3, show_default=True, help="aref ring depth D"),
     click.option(
-        "--mma-depth", default=1, show_default=True, help="wgmma groups in flight P (P < stages)"
+        "--mma-depth", default=0, show_default=True, help="wgmma groups in flight P (P < stages)"
     ),
     click.option(
         "--consumer-warp-groups",

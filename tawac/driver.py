@@ -49,7 +49,7 @@ PASSES: dict[str, Callable[[], type[ModulePass]]] = {
 
 
 def default_pipeline(
-    stages: int = 3, mma_depth: int = 1, consumer_warp_groups: int = 0, tma_store: bool = True
+    stages: int = 3, mma_depth: int = 0, consumer_warp_groups: int = 0, tma_store: bool = True
 ) -> str:
     return (
         f"warp-specialize,pipeline{{stages={stages} mma-depth={mma_depth}}},"
@@ -187,7 +187,7 @@ def compile_module(
     module: ModuleOp,
     *,
     stages: int = 3,
-    mma_depth: int = 1,
+    mma_depth: int = 0,
     consumer_warp_groups: int = 0,
     tma_store: bool = True,
     cubin: bool = False,

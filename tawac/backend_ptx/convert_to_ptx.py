@@ -907,6 +907,13 @@ def _store_fragment(k: KernelLowering, op: hopper.StoreFragmentOp) -> None:
     k.emit(ptx.FenceProxyAsyncOp())
 
 
+@handles(hopper.ConsumerSyncOp)
+def _consumer_sync(k: KernelLowering, op: hopper.ConsumerSyncOp) -> None:
+    part = k.part
+    assert part is not None
+    k.emit(ptx.BarSyncOp(15, 128 * part.warp_groups))
+
+
 @handles(hopper.TmaStoreOp)
 def _tma_store(k: KernelLowering, op: hopper.TmaStoreOp) -> None:
     t = k.vals[op.tile]

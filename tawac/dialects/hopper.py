@@ -403,6 +403,14 @@ class StoreFragmentOp(IRDLOperation):
 
 
 @irdl_op_definition
+class ConsumerSyncOp(IRDLOperation):
+    """A barrier over all threads of the enclosing partition (named barrier 15)."""
+
+    name = "hopper.consumer_sync"
+    assembly_format = "attr-dict"
+
+
+@irdl_op_definition
 class TmaStoreOp(IRDLOperation):
     """Copies a shared-memory tile to `dest` at the element coordinates
     (`cp.async.bulk.tensor...global.shared::cta.bulk_group`); out-of-bounds elements are
@@ -435,6 +443,7 @@ Hopper = Dialect(
         WgmmaOp,
         WgmmaWaitOp,
         StoreFragmentOp,
+        ConsumerSyncOp,
         TmaStoreOp,
     ],
     [SmemRingType, SmemTileType, MbarriersType],

@@ -106,7 +106,7 @@ class PipelinePass(ModulePass):
     name = "pipeline"
 
     stages: int = 3
-    mma_depth: int = 1
+    mma_depth: int = 0
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         if self.stages < 1:

@@ -8,7 +8,9 @@ A consumer's `tile.store` of a 2-d tile of 16-bit elements becomes
 instead of one predicated 2-byte global store per element.  The bulk copy clips
 out-of-bounds elements, so ragged M and N stay correct.  Stores whose tile does not
 split into 64-column chunks and m64 row blocks per warp group, or whose staging tile
-does not fit in the remaining shared memory, are left as they are.
+does not fit in the remaining shared memory, reuse the aref rings after a barrier over
+all consumer warp groups (when the store follows the main loop), or else are left as
+they are.
 """
 
 from __future__ import annotations
@@ -40,6 +42,17 @@ def _fits(t: TensorType, warp_groups: int) -> bool:
     return len(shape) == 2 and shape[0] % (64 * warp_groups) == 0 and shape[1] % 64 == 0
 
 
+def _stores_after_loops(st: tile.StoreOp, part: aref.PartitionOp) -> bool:
+    """The store is at the partition's top level, after every loop of the partition."""
+    if st.parent_op() is not part:
+        return False
+    block = part.body.block
+    idx = block.get_operation_index(st)
+    return all(
+        block.get_operation_index(o) < idx for o in block.ops if o.regions
+    )
+
+
 def lower_kernel(kernel: tile.KernelOp) -> None:
     attr = kernel.attributes.get("tawac.smem_bytes")
     if not isinstance(attr, IntegerAttr):
@@ -57,9 +70,16 @@ def lower_kernel(kernel: tile.KernelOp) -> None:
             ring_t = hopper.smem_ring_type(vt, 1)
             start = -(-offset // 1024) * 1024
             end = start + hopper.ring_bytes(ring_t)
-            if end > SMEM_LIMIT:
-                continue
-            offset = end
+            aliased = end > SMEM_LIMIT
+            if aliased:
+                # Reuse the aref rings: once every consumer warp group has left its main
+                # loop, all TMA copies into them have landed and all wgmmas reading them
+                # have completed (the kernel is not persistent).
+                start = 0
+                if hopper.ring_bytes(ring_t) > offset or not _stores_after_loops(st, part):
+                    continue
+            else:
+                offset = end
             alloc = hopper.SmemAllocOp(start, ring_t)
             alloc.result.name_hint = "staging"
             Rewriter.insert_op(alloc, InsertPoint.before(part))
@@ -68,7 +88,10 @@ def lower_kernel(kernel: tile.KernelOp) -> None:
             frag = hopper.StoreFragmentOp(st.value, view.result)
             tma = hopper.TmaStoreOp(view.result, st.dest, list(st.indices))
             tma.location = st.location
-            Rewriter.insert_op([zero, view, frag, tma], InsertPoint.before(st))
+            ops = [zero, view, frag, tma]
+            if aliased:
+                ops.insert(0, hopper.ConsumerSyncOp())
+            Rewriter.insert_op(ops, InsertPoint.before(st))
             Rewriter.erase_op(st)
     kernel.attributes["tawac.smem_bytes"] = IntegerAttr(offset, i64)
 
