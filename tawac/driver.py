@@ -31,6 +31,7 @@ from tawac.diagnostics import CompileError
 from tawac.dialects import tile
 from tawac.passes.cooperative_consumers import CooperativeConsumersPass
 from tawac.passes.lower_aref import LowerArefPass
+from tawac.passes.persistent import PersistentPass
 from tawac.passes.pipeline import PipelinePass
 from tawac.passes.tma_store import TmaStorePass
 from tawac.passes.warp_specialize import WarpSpecializePass
@@ -40,6 +41,7 @@ PASSES: dict[str, Callable[[], type[ModulePass]]] = {
     for p in (
         WarpSpecializePass,
         PipelinePass,
+        PersistentPass,
         CooperativeConsumersPass,
         LowerArefPass,
         TmaStorePass,
@@ -49,13 +51,24 @@ PASSES: dict[str, Callable[[], type[ModulePass]]] = {
 
 
 def default_pipeline(
-    stages: int = 3, mma_depth: int = 0, consumer_warp_groups: int = 0, tma_store: bool = True
+    stages: int = 3,
+    mma_depth: int = 0,
+    consumer_warp_groups: int = 0,
+    tma_store: bool = True,
+    persistent: bool = False,
+    group_m: int = 8,
 ) -> str:
-    return (
-        f"warp-specialize,pipeline{{stages={stages} mma-depth={mma_depth}}},"
-        f"cooperative-consumers{{warp-groups={consumer_warp_groups}}},lower-aref,"
-        f"{'tma-store,' if tma_store else ''}convert-to-ptx"
-    )
+    """The pass pipeline `tawac compile` runs, from its options."""
+    passes = [
+        "warp-specialize",
+        f"pipeline{{stages={stages} mma-depth={mma_depth}}}",
+        f"persistent{{group-m={group_m}}}" if persistent else "",
+        f"cooperative-consumers{{warp-groups={consumer_warp_groups}}}",
+        "lower-aref",
+        "tma-store" if tma_store else "",
+        "convert-to-ptx",
+    ]
+    return ",".join(p for p in passes if p)
 
 
 class _LocatingParser(Parser):
@@ -190,6 +203,8 @@ def compile_module(
     mma_depth: int = 0,
     consumer_warp_groups: int = 0,
     tma_store: bool = True,
+    persistent: bool = False,
+    group_m: int = 8,
     cubin: bool = False,
     ptxas: str | None = None,
 ) -> CompileResult:
@@ -197,7 +212,10 @@ def compile_module(
     if len(kernels) != 1:
         raise CompileError(f"expected exactly one tile.kernel, found {len(kernels)}")
     original = kernels[0].clone()
-    run_pipeline(module, default_pipeline(stages, mma_depth, consumer_warp_groups, tma_store))
+    run_pipeline(
+        module,
+        default_pipeline(stages, mma_depth, consumer_warp_groups, tma_store, persistent, group_m),
+    )
     pms = ptx_modules(module)
     text = print_module(pms[0])
     entry = pms[0].body.block.first_op

@@ -100,18 +100,21 @@ def test_run_command_engine_with_interpreter_reference():
 
 @pytest.mark.gpu
 @requires_gpu
-@pytest.mark.parametrize(("stages", "mma_depth"), [(2, 0), (2, 1), (3, 0), (3, 1), (3, 2), (4, 0),
-                                                   (4, 1)])
-def test_gemm_pipeline_options(stages, mma_depth):
-    """Every ring depth and MMA depth computes the same product (4 stages alias the
-    epilogue staging tile with the rings)."""
+@pytest.mark.parametrize(("stages", "mma_depth", "persistent"), [
+    (2, 0, False), (2, 1, False), (3, 0, False), (3, 1, False), (3, 2, False), (4, 0, False),
+    (4, 1, False), (3, 0, True), (3, 1, True), (2, 1, True), (3, 2, True)])
+def test_gemm_pipeline_options(stages, mma_depth, persistent):
+    """Every ring depth, MMA depth and launch style computes the same product (4 stages
+    alias the epilogue staging tile with the rings; persistent kernels carry aref
+    iteration numbers across tiles and drain deferred releases)."""
     import torch
 
     from tawac.runtime import load_kernel
 
-    r = compile_file(EXAMPLES / "gemm.mlir", stages=stages, mma_depth=mma_depth)
+    r = compile_file(EXAMPLES / "gemm.mlir", stages=stages, mma_depth=mma_depth,
+                     persistent=persistent)
     kern = load_kernel(r.cubin, r.sidecar)
-    for m, n, k in [(1000, 2000, 3000), (256, 512, 64), (384, 256, 1024)]:
+    for m, n, k in [(1000, 2000, 3000), (256, 512, 64), (384, 256, 1024), (4096, 4096, 512)]:
         a = torch.randn(m, k, device="cuda", dtype=torch.bfloat16)
         b = torch.randn(n, k, device="cuda", dtype=torch.bfloat16)
         c = torch.full((m, n), float("nan"), device="cuda", dtype=torch.bfloat16)

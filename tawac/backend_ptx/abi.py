@@ -24,7 +24,7 @@ SMEM_SYMBOL = "tawac_smem"
 _DTYPE = {"bf16": "bf16", "f16": "f16", "f32": "f32"}
 
 
-def _to_attr(x: Any) -> Attribute:
+def to_attr(x: Any) -> Attribute:
     if isinstance(x, Attribute):
         return x
     if isinstance(x, bool):
@@ -34,9 +34,9 @@ def _to_attr(x: Any) -> Attribute:
     if isinstance(x, str):
         return StringAttr(x)
     if isinstance(x, list | tuple):
-        return ArrayAttr(_to_attr(v) for v in x)
+        return ArrayAttr(to_attr(v) for v in x)
     if isinstance(x, dict):
-        return DictionaryAttr({k: _to_attr(v) for k, v in x.items()})
+        return DictionaryAttr({k: to_attr(v) for k, v in x.items()})
     raise TypeError(x)
 
 
@@ -118,12 +118,14 @@ class ParamTable:
         for name, (decl, abi) in self.entries.items():
             out.append(
                 DictionaryAttr(
-                    {"name": StringAttr(name), "ptx": StringAttr(decl), "abi": _to_attr(abi)}
+                    {"name": StringAttr(name), "ptx": StringAttr(decl), "abi": to_attr(abi)}
                 )
             )
         return out
 
-    def launch(self, threads: int, smem: int, grid: list[dict[str, Any]]) -> DictionaryAttr:
+    def launch(
+        self, threads: int, smem: int, grid: list[dict[str, Any]], persistent: bool = False
+    ) -> DictionaryAttr:
         args = []
         for a, name in zip(self.args, self.names, strict=True):
             t = a.type
@@ -141,15 +143,17 @@ class ParamTable:
                 args.append({"name": name, "kind": "scalar", "dtype": "f32"})
             elif isinstance(t, IndexType):
                 args.append({"name": name, "kind": "scalar", "dtype": "s32"})
-        return _to_attr(
-            {
-                "block": [threads, 1, 1],
-                "cluster": [1, 1, 1],
-                "dynamic_smem": smem,
-                "grid": grid,
-                "args": args,
-            }
-        )  # type: ignore[return-value]
+        launch: dict[str, Any] = {
+            "block": [threads, 1, 1],
+            "cluster": [1, 1, 1],
+            "dynamic_smem": smem,
+            "grid": grid,
+            "args": args,
+        }
+        if persistent:
+            launch["grid"] = [{"persistent": 1}, {"const": 1}, {"const": 1}]
+            launch["program_grid"] = grid
+        return to_attr(launch)  # type: ignore[return-value]
 
 
 def _const(v: SSAValue) -> int | None:
@@ -174,6 +178,9 @@ def _pid_times(v: SSAValue) -> tuple[int, int] | None:
 def infer_grid(kernel: tile.KernelOp) -> list[dict[str, Any]]:
     """The launch grid from the stores: a store at `program_id(a) * T` along dimension d
     of tensor X means axis a spans ceil(size(X, d) / T) programs."""
+    recorded = kernel.attributes.get("tawac.program_grid")
+    if recorded is not None:
+        return from_attr(recorded)
     names = [a.name_hint or f"arg{i}" for i, a in enumerate(kernel.body.block.args)]
     grid: list[dict[str, Any] | None] = [None, None, None]
     used = {op.axis.data for op in kernel.walk() if isinstance(op, tile.ProgramIdOp)}

@@ -253,7 +253,8 @@ class KernelLowering:
 
         smem = self.kernel.attributes.get("tawac.smem_bytes")
         smem_bytes = smem.value.data if isinstance(smem, IntegerAttr) else 0
-        launch = self.params.launch(threads, smem_bytes, _grid(self.kernel))
+        persistent = "tawac.persistent" in self.kernel.attributes
+        launch = self.params.launch(threads, smem_bytes, _grid(self.kernel), persistent)
         entry = ptx.EntryOp(
             self.kernel.kernel_name, self.params.decls(), threads, launch, Region(self.block)
         )
@@ -516,6 +517,16 @@ def _float_cast(k: KernelLowering, op: Operation) -> None:
 def _program_id(k: KernelLowering, op: tile.ProgramIdOp) -> None:
     axis = "xyz"[op.axis.data]
     k.vals[op.result] = k.cached(("ctaid", axis), lambda: k.r(ptx.SpecialRegOp(f"ctaid.{axis}")))
+
+
+@handles(hopper.CtaIdOp)
+def _cta_id(k: KernelLowering, op: hopper.CtaIdOp) -> None:
+    k.vals[op.result] = k.cached(("ctaid", "x"), lambda: k.r(ptx.SpecialRegOp("ctaid.x")))
+
+
+@handles(hopper.NumCtasOp)
+def _num_ctas(k: KernelLowering, op: hopper.NumCtasOp) -> None:
+    k.vals[op.result] = k.cached(("nctaid", "x"), lambda: k.r(ptx.SpecialRegOp("nctaid.x")))
 
 
 @handles(tile.DimOp)
@@ -843,12 +854,7 @@ def _wgmma(k: KernelLowering, op: hopper.WgmmaOp) -> None:
     part = k.part
     assert part is not None
     # This warp group's first A row within the tile.
-    wg = k.cached(
-        "wg_local",
-        lambda: k.r(
-            ptx.SubOp("s32", k.r(ptx.ShrOp("u32", k.tid(), k.imm(7))), k.imm(part.first_wg))
-        ),
-    )
+    wg = _wg_local(k)
     a_rows = k.r(ptx.MulOp("s32", wg, k.imm(layout.rows_per_warp_group * 128), mode="lo"))
     a_base = k.add(a.addr, a_rows)
     k.emit(ptx.WgmmaFenceOp())
@@ -871,6 +877,18 @@ def _wgmma_wait(k: KernelLowering, op: hopper.WgmmaWaitOp) -> None:
     k.vals[op.result] = k.vals[op.acc]
 
 
+def _wg_local(k: KernelLowering) -> SSAValue:
+    """This thread's warp group index within its partition."""
+    part = k.part
+    assert part is not None
+    return k.cached(
+        "wg_local",
+        lambda: k.r(
+            ptx.SubOp("s32", k.r(ptx.ShrOp("u32", k.tid(), k.imm(7))), k.imm(part.first_wg))
+        ),
+    )
+
+
 @handles(hopper.StoreFragmentOp)
 def _store_fragment(k: KernelLowering, op: hopper.StoreFragmentOp) -> None:
     """Registers -> a 128B-swizzled shared tile: 16-byte granule g of row r sits at
@@ -888,6 +906,11 @@ def _store_fragment(k: KernelLowering, op: hopper.StoreFragmentOp) -> None:
             "of the fragment's shape",
             op,
         )
+    part = k.part
+    assert part is not None
+    # The warp group's previous bulk store from this tile (persistent kernels) has been
+    # read once its issuing thread passed `wait_group.read`; no thread writes before.
+    k.emit(ptx.BarSyncRegOp(k.add_imm(_wg_local(k), 1), 128))
     row0, _ = k.thread_coords(layout)
     lane = k.lane()
     key = k.r(ptx.ShrOp("u32", lane, k.imm(2)))
@@ -922,12 +945,7 @@ def _tma_store(k: KernelLowering, op: hopper.TmaStoreOp) -> None:
     assert part is not None and part.role == "consumer"
     tt = t.type
     rows = tt.rows // part.warp_groups
-    wg = k.cached(
-        "wg_local",
-        lambda: k.r(
-            ptx.SubOp("s32", k.r(ptx.ShrOp("u32", k.tid(), k.imm(7))), k.imm(part.first_wg))
-        ),
-    )
+    wg = _wg_local(k)
     # Named barrier 1 + w: the 128 threads of warp group w have written their rows.
     bar_id = k.add_imm(wg, 1)
     k.emit(ptx.BarSyncRegOp(bar_id, 128))

@@ -403,6 +403,32 @@ class StoreFragmentOp(IRDLOperation):
 
 
 @irdl_op_definition
+class CtaIdOp(IRDLOperation):
+    """The CTA's index in a one-dimensional launch (`%ctaid.x`)."""
+
+    name = "hopper.cta_id"
+    result = result_def(IndexType)
+    traits = traits_def(Pure())
+    assembly_format = "attr-dict"
+
+    def __init__(self):
+        super().__init__(result_types=[IndexType()])
+
+
+@irdl_op_definition
+class NumCtasOp(IRDLOperation):
+    """The number of CTAs of a one-dimensional launch (`%nctaid.x`)."""
+
+    name = "hopper.num_ctas"
+    result = result_def(IndexType)
+    traits = traits_def(Pure())
+    assembly_format = "attr-dict"
+
+    def __init__(self):
+        super().__init__(result_types=[IndexType()])
+
+
+@irdl_op_definition
 class ConsumerSyncOp(IRDLOperation):
     """A barrier over all threads of the enclosing partition (named barrier 15)."""
 
@@ -445,6 +471,8 @@ Hopper = Dialect(
         StoreFragmentOp,
         ConsumerSyncOp,
         TmaStoreOp,
+        CtaIdOp,
+        NumCtasOp,
     ],
     [SmemRingType, SmemTileType, MbarriersType],
 )

@@ -22,7 +22,7 @@ from dataclasses import dataclass
 
 from xdsl.context import Context
 from xdsl.dialects import arith, scf
-from xdsl.dialects.builtin import IndexType, ModuleOp
+from xdsl.dialects.builtin import IndexType, IntegerAttr, ModuleOp, i64
 from xdsl.ir import Block, Region
 from xdsl.passes import ModulePass
 from xdsl.rewriter import InsertPoint, Rewriter
@@ -121,3 +121,5 @@ class PipelinePass(ModulePass):
             _set_depth(create, self.stages)
         for consumed in [o for o in op.walk() if isinstance(o, aref.ConsumedOp)]:
             _pipeline_consumed(consumed, self.mma_depth)
+        for kernel in [o for o in op.walk() if isinstance(o, tile.KernelOp)]:
+            kernel.attributes["tawac.mma_depth"] = IntegerAttr(self.mma_depth, i64)

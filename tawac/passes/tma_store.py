@@ -48,9 +48,7 @@ def _stores_after_loops(st: tile.StoreOp, part: aref.PartitionOp) -> bool:
         return False
     block = part.body.block
     idx = block.get_operation_index(st)
-    return all(
-        block.get_operation_index(o) < idx for o in block.ops if o.regions
-    )
+    return all(block.get_operation_index(o) < idx for o in block.ops if o.regions)
 
 
 def lower_kernel(kernel: tile.KernelOp) -> None:

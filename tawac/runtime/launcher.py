@@ -82,11 +82,17 @@ def cdiv(a: int, b: int) -> int:
 
 
 def compute_grid(
-    grid_spec: Sequence[Mapping[str, Any]], shapes: Mapping[str, Sequence[int]]
+    grid_spec: Sequence[Mapping[str, Any]],
+    shapes: Mapping[str, Sequence[int]],
+    *,
+    program_grid: Sequence[Mapping[str, Any]] | None = None,
+    sm_count: int | None = None,
 ) -> tuple[int, int, int]:
     """Evaluates the sidecar "grid" (one entry per axis x, y, z) against argument shapes.
 
-    Entries are `{"const": n}` or `{"cdiv": {"arg": name, "dim": d}, "by": n}`.
+    Entries are `{"const": n}`, `{"cdiv": {"arg": name, "dim": d}, "by": n}`, or, for a
+    persistent kernel, `{"persistent": k}`: min(k * multiprocessors, programs), the
+    programs being the product of the sidecar's "program_grid".
     """
     if len(grid_spec) != 3:
         raise LaunchError(f"sidecar grid must have 3 entries (x, y, z), got {len(grid_spec)}")
@@ -94,6 +100,12 @@ def compute_grid(
     for axis, entry in zip("xyz", grid_spec, strict=True):
         if "const" in entry:
             out.append(int(entry["const"]))
+            continue
+        if "persistent" in entry:
+            if program_grid is None or sm_count is None:
+                raise LaunchError("a persistent grid needs program_grid and the SM count")
+            px, py, pz = compute_grid(program_grid, shapes)
+            out.append(max(1, min(px * py * pz, int(entry["persistent"]) * sm_count)))
             continue
         if "cdiv" not in entry:
             raise LaunchError(f"sidecar grid entry for axis {axis} is not understood: {entry}")
@@ -463,7 +475,17 @@ class Kernel:
             for a, v in zip(self.args, args, strict=True)
             if a["kind"] == "tensor"
         }
-        return compute_grid(self.sidecar["grid"], shapes)
+        program_grid = self.sidecar.get("program_grid")
+        sm_count = None
+        if program_grid is not None:
+            import torch
+
+            sm_count = torch.cuda.get_device_properties(
+                torch.cuda.current_device()
+            ).multi_processor_count
+        return compute_grid(
+            self.sidecar["grid"], shapes, program_grid=program_grid, sm_count=sm_count
+        )
 
     def _encode_map(self, param: Mapping[str, Any], view: TensorView) -> bytes:
         driver = _driver()

@@ -1,0 +1,186 @@
+"""`persistent{group-m=8}`: persistent kernels with an L2-friendly tile order
+(Tawa section 4.6).  Runs after `warp-specialize` and `pipeline`.
+
+The launch grid becomes at most one CTA per multiprocessor; each partition loops over
+the logical program ids `t = cta_id, cta_id + num_ctas, ...` (the same sequence in every
+partition, so producer and consumers agree), maps `t` to (x, y) in groups of `group-m`
+rows of x (consecutive CTAs share B tiles and a band of A tiles in L2), and runs the
+original body with `tile.program_id` replaced.  The producer of tile t+1 runs ahead
+while the consumers finish the epilogue of tile t.
+
+aref iteration numbers continue across tiles: the loop carries `%base`, the number of
+transfers before this tile, which is added to every aref index; after a main loop whose
+releases were deferred by `pipeline` (mma-depth P > 0), the consumer releases the last
+min(P, trips) slots, since the producer will wait for them.
+
+The logical grid (inferred from the stores, as for a plain launch) is recorded on the
+kernel as `tawac.program_grid`; the sidecar's grid becomes `{"persistent": 1}`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from xdsl.context import Context
+from xdsl.dialects import arith, scf
+from xdsl.dialects.builtin import IndexType, IntegerAttr, ModuleOp, UnitAttr
+from xdsl.ir import Block, Operation, Region, SSAValue
+from xdsl.passes import ModulePass
+from xdsl.rewriter import InsertPoint, Rewriter
+
+from tawac.backend_ptx import abi
+from tawac.diagnostics import CompileError
+from tawac.dialects import aref, hopper, tile
+
+
+def _c(v: int) -> arith.ConstantOp:
+    return arith.ConstantOp.from_int_and_width(v, IndexType())
+
+
+class _Builder:
+    def __init__(self, block: Block):
+        self.block = block
+
+    def add(self, op: Operation) -> SSAValue:
+        self.block.add_op(op)
+        return op.results[0]
+
+    def const(self, v: int) -> SSAValue:
+        return self.add(_c(v))
+
+
+def _grid_extent(b: _Builder, kernel: tile.KernelOp, entry: dict) -> SSAValue:
+    if "const" in entry:
+        return b.const(entry["const"])
+    ref = entry["cdiv"]
+    arg = next(a for a in kernel.body.block.args if a.name_hint == ref["arg"])
+    size = b.add(tile.DimOp(arg, ref["dim"]))
+    return b.add(arith.CeilDivUIOp(size, b.const(entry["by"])))
+
+
+def _trip_count(loop: scf.ForOp, at: InsertPoint) -> tuple[list[Operation], SSAValue]:
+    """max(0, ceil((ub - lb) / step)) before `at`."""
+    zero = _c(0)
+    span = arith.SubiOp(loop.ub, loop.lb)
+    trips = arith.CeilDivSIOp(span.result, loop.step)
+    clamped = arith.MaxSIOp(trips.result, zero.result)
+    ops = [zero, span, trips, clamped]
+    Rewriter.insert_op(ops, at)
+    return ops, clamped.result
+
+
+def _main_loop(block: Block, part: aref.PartitionOp) -> scf.ForOp:
+    """The partition's loop that moves data through arefs."""
+    loops = [
+        o
+        for o in block.ops
+        if isinstance(o, scf.ForOp)
+        and any(isinstance(x, aref.GetOp | aref.PutOp) for x in o.walk())
+    ]
+    if len(loops) != 1:
+        raise CompileError(
+            f"persistent: expected one main loop in the {part.role.data} partition, "
+            f"found {len(loops)}",
+            part,
+        )
+    return loops[0]
+
+
+def _make_persistent(
+    kernel: tile.KernelOp, part: aref.PartitionOp, grid: list[dict], group_m: int, depth: int
+) -> None:
+    old = part.body.block
+    new = Block()
+    b = _Builder(new)
+    gx = _grid_extent(b, kernel, grid[0])
+    gy = _grid_extent(b, kernel, grid[1])
+    gz = _grid_extent(b, kernel, grid[2])
+    total = b.add(arith.MuliOp(b.add(arith.MuliOp(gx, gy)), gz))
+    first = b.add(hopper.CtaIdOp())
+    step = b.add(hopper.NumCtasOp())
+    zero = b.const(0)
+
+    body = Block(arg_types=[IndexType(), IndexType()])
+    t, base = body.args
+    t.name_hint, base.name_hint = "tile", "base"
+    loop = scf.ForOp(first, total, step, [zero], Region(body))
+    new.add_op(loop)
+
+    # t -> (x, y, z): groups of group_m values of x share y (Triton's grouped order).
+    ib = _Builder(body)
+    gxy = ib.add(arith.MuliOp(gx, gy))
+    z = ib.add(arith.DivUIOp(t, gxy))
+    r = ib.add(arith.RemUIOp(t, gxy))
+    gm = ib.const(group_m)
+    per_group = ib.add(arith.MuliOp(gm, gy))
+    group = ib.add(arith.DivUIOp(r, per_group))
+    first_x = ib.add(arith.MuliOp(group, gm))
+    size_x = ib.add(arith.MinUIOp(ib.add(arith.SubiOp(gx, first_x)), gm))
+    in_group = ib.add(arith.RemUIOp(r, per_group))
+    x = ib.add(arith.AddiOp(first_x, ib.add(arith.RemUIOp(in_group, size_x))))
+    y = ib.add(arith.DivUIOp(in_group, size_x))
+    for v, name in ((x, "pid_x"), (y, "pid_y"), (z, "pid_z")):
+        v.name_hint = name
+    pids = (x, y, z)
+
+    for op in list(old.ops):
+        op.detach()
+        body.add_op(op)
+    for pid in [o for o in body.walk() if isinstance(o, tile.ProgramIdOp)]:
+        pid.result.replace_all_uses_with(pids[pid.axis.data])
+        Rewriter.erase_op(pid)
+
+    main_loop = _main_loop(body, part)
+    slot_ops = (aref.PutOp, aref.GetOp, aref.ConsumedOp)
+    for a in [o for o in main_loop.walk() if isinstance(o, slot_ops)]:
+        g = arith.AddiOp(base, a.index)
+        Rewriter.insert_op(g, InsertPoint.before(a))
+        a.operands = [a.operands[0], g.result, *a.operands[2:]]
+
+    trips_op, trips = _trip_count(main_loop, InsertPoint.after(main_loop))
+    consumes = any(isinstance(o, aref.ConsumedOp) for o in main_loop.walk())
+    if consumes and depth > 0:
+        _drain(main_loop, trips_op[-1], base, depth)
+    nxt = arith.AddiOp(base, trips)
+    body.add_op(nxt)
+    body.add_op(scf.YieldOp(nxt.result))
+    part.body.detach_block(old)
+    part.body.add_block(new)
+
+
+def _drain(main_loop: scf.ForOp, trips_op: Operation, base: SSAValue, depth: int) -> None:
+    """Release the slots of the last min(depth, trips) iterations after the loop."""
+    trips = trips_op.results[0]
+    refs = list(dict.fromkeys(o.aref for o in main_loop.walk() if isinstance(o, aref.ConsumedOp)))
+    zero, p, one = _c(0), _c(depth), _c(1)
+    back = arith.SubiOp(trips, p.result)
+    start = arith.MaxSIOp(back.result, zero.result)
+    body = Block(arg_types=[IndexType()])
+    for ref in refs:
+        g = arith.AddiOp(base, body.args[0])
+        body.add_ops([g, aref.ConsumedOp(ref, g.result)])
+    body.add_op(scf.YieldOp())
+    drain = scf.ForOp(start.result, trips, one.result, [], Region(body))
+    Rewriter.insert_op([zero, p, one, back, start, drain], InsertPoint.after(trips_op))
+
+
+@dataclass(frozen=True)
+class PersistentPass(ModulePass):
+    name = "persistent"
+
+    group_m: int = 8
+
+    def apply(self, ctx: Context, op: ModuleOp) -> None:
+        if self.group_m < 1:
+            raise CompileError(f"persistent: group-m must be >= 1, got {self.group_m}")
+        for kernel in [o for o in op.walk() if isinstance(o, tile.KernelOp)]:
+            parts = [p for p in kernel.body.block.ops if isinstance(p, aref.PartitionOp)]
+            if not parts:
+                raise CompileError("persistent: run warp-specialize first", kernel)
+            grid = abi.infer_grid(kernel)
+            depth_attr = kernel.attributes.get("tawac.mma_depth")
+            depth = depth_attr.value.data if isinstance(depth_attr, IntegerAttr) else 0
+            for part in parts:
+                _make_persistent(kernel, part, grid, self.group_m, depth)
+            kernel.attributes["tawac.program_grid"] = abi.to_attr(grid)
+            kernel.attributes["tawac.persistent"] = UnitAttr()
