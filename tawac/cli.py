@@ -71,6 +71,13 @@ _pipeline_options = [
         "--mma-depth", default=0, show_default=True, help="wgmma groups in flight P (P < stages)"
     ),
     click.option(
+        "--persistent/--no-persistent",
+        default=True,
+        show_default=True,
+        help="one CTA per SM looping over tiles (grouped order for L2)",
+    ),
+    click.option("--group-m", default=8, show_default=True, help="tile-order group size"),
+    click.option(
         "--consumer-warp-groups",
         default=0,
         show_default=True,
@@ -104,7 +111,9 @@ def main() -> None:
 @click.option("--ptxas", default=None, help="ptxas executable (default: PATH, CUDA_HOME, wheel)")
 @click.option("-v", "--verbose", is_flag=True, help="print ptxas's resource report")
 @_guard
-def compile(source, output, stages, mma_depth, consumer_warp_groups, ptxas, verbose):
+def compile(
+    source, output, stages, mma_depth, persistent, group_m, consumer_warp_groups, ptxas, verbose
+):
     """Compile SOURCE (.mlir) to PTX or a cubin, with a JSON launch sidecar."""
     from tawac.driver import compile_file
 
@@ -115,6 +124,8 @@ def compile(source, output, stages, mma_depth, consumer_warp_groups, ptxas, verb
         raise CompileError(f"output folder {out.parent} does not exist")
     res = compile_file(
         source,
+        persistent=persistent,
+        group_m=group_m,
         stages=stages,
         mma_depth=mma_depth,
         consumer_warp_groups=consumer_warp_groups,
@@ -211,7 +222,9 @@ def _read(path: str) -> str:
 @click.option("--rep-ms", default=100.0, show_default=True, help="milliseconds of timed runs")
 @click.option("--no-check", is_flag=True, help="skip the reference comparison")
 @_guard
-def run(source, sizes, stages, mma_depth, consumer_warp_groups, rep_ms, no_check):
+def run(
+    source, sizes, stages, mma_depth, persistent, group_m, consumer_warp_groups, rep_ms, no_check
+):
     """Compile SOURCE, run it on random data on the GPU, compare with a reference."""
     from tawac.driver import compile_file
     from tawac.runtime.runner import run_kernel_file
@@ -225,7 +238,12 @@ def run(source, sizes, stages, mma_depth, consumer_warp_groups, rep_ms, no_check
 
     def compile_fn(path):
         r = compile_file(
-            path, stages=stages, mma_depth=mma_depth, consumer_warp_groups=consumer_warp_groups
+            path,
+            persistent=persistent,
+            group_m=group_m,
+            stages=stages,
+            mma_depth=mma_depth,
+            consumer_warp_groups=consumer_warp_groups,
         )
         return r.cubin, r.sidecar, r.kernel
 

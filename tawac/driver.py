@@ -55,7 +55,7 @@ def default_pipeline(
     mma_depth: int = 0,
     consumer_warp_groups: int = 0,
     tma_store: bool = True,
-    persistent: bool = False,
+    persistent: bool = True,
     group_m: int = 8,
 ) -> str:
     """The pass pipeline `tawac compile` runs, from its options."""
@@ -203,7 +203,7 @@ def compile_module(
     mma_depth: int = 0,
     consumer_warp_groups: int = 0,
     tma_store: bool = True,
-    persistent: bool = False,
+    persistent: bool = True,
     group_m: int = 8,
     cubin: bool = False,
     ptxas: str | None = None,
