@@ -28,7 +28,6 @@ from xdsl.dialects import arith, scf
 from xdsl.dialects.builtin import (
     BFloat16Type,
     DenseIntOrFPElementsAttr,
-    DictionaryAttr,
     Float16Type,
     Float32Type,
     FloatAttr,
@@ -36,7 +35,6 @@ from xdsl.dialects.builtin import (
     IntegerAttr,
     IntegerType,
     ModuleOp,
-    StringAttr,
     TensorType,
 )
 from xdsl.ir import Attribute, Block, BlockArgument, Operation, Region, SSAValue
@@ -981,6 +979,3 @@ class ConvertToPtxPass(ModulePass):
         for kern in [o for o in op.body.block.ops if isinstance(o, tile.KernelOp)]:
             module = KernelLowering(kern).run()
             Rewriter.replace_op(kern, module)
-
-
-__all__ = ["ConvertToPtxPass", "Frag", "KernelLowering", "StringAttr", "DictionaryAttr"]

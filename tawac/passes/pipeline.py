@@ -45,7 +45,6 @@ def _pipeline_consumed(consumed: aref.ConsumedOp, depth: int) -> None:
     block = consumed.parent_block()
     assert block is not None
     loop = block.parent_op()
-    get = consumed.index.owner
     dots = [
         op
         for op in block.ops
@@ -55,7 +54,6 @@ def _pipeline_consumed(consumed: aref.ConsumedOp, depth: int) -> None:
             for v in (op.lhs, op.rhs)
         )
     ]
-    del get
     carried = (
         isinstance(loop, scf.ForOp)
         and len(dots) == 1
