@@ -124,3 +124,25 @@ def test_gemm_pipeline_options(stages, mma_depth, persistent):
         assert not torch.isnan(c).any()
         err = ((c.float() - ref).norm() / ref.norm()).item()
         assert err < 1e-2, (m, n, k, err)
+
+
+@pytest.mark.gpu
+@requires_gpu
+def test_kernel_without_a_loop():
+    """A dot on single loaded tiles (no K loop): one aref transfer, plain grid."""
+    import torch
+
+    from tawac.runtime import load_kernel
+
+    r = compile_file(Path(__file__).resolve().parent / "data" / "single_k_tile.mlir")
+    assert "persistent" not in r.sidecar["grid"][0]
+    kern = load_kernel(r.cubin, r.sidecar)
+    m, n, k = 300, 200, 64
+    a = torch.randn(m, k, device="cuda", dtype=torch.bfloat16)
+    b = torch.randn(n, k, device="cuda", dtype=torch.bfloat16)
+    c = torch.full((m, n), float("nan"), device="cuda", dtype=torch.bfloat16)
+    kern(a, b, c)
+    torch.cuda.synchronize()
+    ref = a.float() @ b.float().T
+    assert not torch.isnan(c).any()
+    assert ((c.float() - ref).norm() / ref.norm()).item() < 1e-2

@@ -69,6 +69,13 @@ def _trip_count(loop: scf.ForOp, at: InsertPoint) -> tuple[list[Operation], SSAV
     return ops, clamped.result
 
 
+def _has_main_loop(part: aref.PartitionOp) -> bool:
+    return any(
+        isinstance(o, scf.ForOp) and any(isinstance(x, aref.GetOp | aref.PutOp) for x in o.walk())
+        for o in part.body.block.ops
+    )
+
+
 def _main_loop(block: Block, part: aref.PartitionOp) -> scf.ForOp:
     """The partition's loop that moves data through arefs."""
     loops = [
@@ -177,6 +184,8 @@ class PersistentPass(ModulePass):
             parts = [p for p in kernel.body.block.ops if isinstance(p, aref.PartitionOp)]
             if not parts:
                 raise CompileError("persistent: run warp-specialize first", kernel)
+            if not all(_has_main_loop(p) for p in parts):
+                continue  # nothing streams through an aref in a loop: keep the plain grid
             grid = abi.infer_grid(kernel)
             depth_attr = kernel.attributes.get("tawac.mma_depth")
             depth = depth_attr.value.data if isinstance(depth_attr, IntegerAttr) else 0
