@@ -34,7 +34,7 @@ def _compiled(name: str):
     return _cache[name]
 
 
-def _torch_gemm_check(name: str, m: int, n: int, k: int, dtype) -> float:
+def _torch_gemm_check(name: str, m: int, n: int, k: int, dtype, b_kxn: bool = False) -> float:
     import torch
 
     from tawac.runtime import load_kernel
@@ -43,11 +43,15 @@ def _torch_gemm_check(name: str, m: int, n: int, k: int, dtype) -> float:
     kern = load_kernel(cubin, side)
     torch.manual_seed(m * 31 + n * 7 + k)
     a = torch.randn(m, k, device="cuda", dtype=dtype)
-    b = torch.randn(n, k, device="cuda", dtype=dtype)
+    b = (
+        torch.randn(k, n, device="cuda", dtype=dtype)
+        if b_kxn
+        else torch.randn(n, k, device="cuda", dtype=dtype)
+    )
     c = torch.full((m, n), float("nan"), device="cuda", dtype=dtype)
     kern(a, b, c)
     torch.cuda.synchronize()
-    ref = a.float() @ b.float().T
+    ref = a.float() @ (b.float() if b_kxn else b.float().T)
     assert not torch.isnan(c).any(), "unwritten (poisoned) output elements remain"
     return ((c.float() - ref).norm() / ref.norm()).item()
 
@@ -55,14 +59,28 @@ def _torch_gemm_check(name: str, m: int, n: int, k: int, dtype) -> float:
 @pytest.mark.gpu
 @requires_gpu
 @pytest.mark.parametrize(("m", "n", "k"), SHAPES)
-@pytest.mark.parametrize(("example", "dtype_name"), [("gemm.mlir", "bfloat16"),
-                                                     ("gemm_fp16.mlir", "float16")])
+@pytest.mark.parametrize(
+    ("example", "dtype_name"), [("gemm.mlir", "bfloat16"), ("gemm_fp16.mlir", "float16")]
+)
 def test_gemm_matches_float32_reference(example, dtype_name, m, n, k):
     import torch
 
     err = _torch_gemm_check(example, m, n, k, getattr(torch, dtype_name))
     tol = 1e-2 if dtype_name == "bfloat16" else 2e-3
     assert err < tol, f"relative error {err:.3e} for {m}x{n}x{k}"
+
+
+@pytest.mark.gpu
+@requires_gpu
+@pytest.mark.parametrize(
+    ("m", "n", "k"), [(4096, 4096, 4096), (1000, 2000, 3000), (129, 257, 65), (128, 256, 64)]
+)
+def test_gemm_b_not_transposed(m, n, k):
+    """C = A * B with B stored KxN: the MMA reads B MN-major (transposed descriptor)."""
+    import torch
+
+    err = _torch_gemm_check("gemm_nn.mlir", m, n, k, torch.bfloat16, b_kxn=True)
+    assert err < 1e-2, f"relative error {err:.3e} for {m}x{n}x{k}"
 
 
 @pytest.mark.gpu
@@ -93,16 +111,34 @@ def test_run_command_engine_with_interpreter_reference():
     """`tawac run`'s engine: random data, the tile interpreter as reference."""
     from tawac.runtime.runner import run_kernel_file
 
-    res = run_kernel_file(EXAMPLES / "gemm_bias.mlir", {"M": 512, "N": 384, "K": 320}, None,
-                          lambda p: _compiled(Path(p).name), rep_ms=20)
+    res = run_kernel_file(
+        EXAMPLES / "gemm_bias.mlir",
+        {"M": 512, "N": 384, "K": 320},
+        None,
+        lambda p: _compiled(Path(p).name),
+        rep_ms=20,
+    )
     assert res["ok"] and not res["nan"], res
 
 
 @pytest.mark.gpu
 @requires_gpu
-@pytest.mark.parametrize(("stages", "mma_depth", "persistent"), [
-    (2, 0, False), (2, 1, False), (3, 0, False), (3, 1, False), (3, 2, False), (4, 0, False),
-    (4, 1, False), (3, 0, True), (3, 1, True), (2, 1, True), (3, 2, True)])
+@pytest.mark.parametrize(
+    ("stages", "mma_depth", "persistent"),
+    [
+        (2, 0, False),
+        (2, 1, False),
+        (3, 0, False),
+        (3, 1, False),
+        (3, 2, False),
+        (4, 0, False),
+        (4, 1, False),
+        (3, 0, True),
+        (3, 1, True),
+        (2, 1, True),
+        (3, 2, True),
+    ],
+)
 def test_gemm_pipeline_options(stages, mma_depth, persistent):
     """Every ring depth, MMA depth and launch style computes the same product (4 stages
     alias the epilogue staging tile with the rings; persistent kernels carry aref
@@ -111,8 +147,9 @@ def test_gemm_pipeline_options(stages, mma_depth, persistent):
 
     from tawac.runtime import load_kernel
 
-    r = compile_file(EXAMPLES / "gemm.mlir", stages=stages, mma_depth=mma_depth,
-                     persistent=persistent)
+    r = compile_file(
+        EXAMPLES / "gemm.mlir", stages=stages, mma_depth=mma_depth, persistent=persistent
+    )
     kern = load_kernel(r.cubin, r.sidecar)
     for m, n, k in [(1000, 2000, 3000), (256, 512, 64), (384, 256, 1024), (4096, 4096, 512)]:
         a = torch.randn(m, k, device="cuda", dtype=torch.bfloat16)

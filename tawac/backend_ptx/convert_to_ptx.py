@@ -817,54 +817,66 @@ def _smem_slot(k: KernelLowering, op: hopper.SmemSlotOp) -> None:
     k.vals[op.result] = SmemTile(k.ring_slot_addr(ring, k.scalar(op.slot)), ring.type.tile_type)
 
 
-# Descriptor fields for a K-major tile with 128-byte swizzle (PTX ISA 9.7.15.5.1.2,
-# "Matrix Descriptor Format"): leading byte offset 1 (unused), stride byte offset 1024 B
-# (8 rows of 128 B) encoded >> 4, swizzle mode 1 (128B) in bits 62-63.
-_DESC_SW128_KMAJOR = (1 << 16) | ((1024 >> 4) << 32) | (1 << 62)
-
-
-def _descriptor(k: KernelLowering, addr: SSAValue) -> SSAValue:
+def _descriptor(k: KernelLowering, addr: SSAValue, lbo: int, sbo: int) -> SSAValue:
+    """A wgmma shared-memory matrix descriptor (PTX ISA 9.7.15.5.1.2, "Matrix Descriptor
+    Format") for a 128B-swizzled operand: start address, leading and stride byte
+    offsets (each encoded >> 4), swizzle mode 1 (128B) in bits 62-63."""
+    fields = ((lbo >> 4) << 16) | ((sbo >> 4) << 32) | (1 << 62)
     enc = k.r(ptx.AndOp("b32", k.r(ptx.ShrOp("u32", addr, k.imm(4))), k.imm(0x3FFF)))
     wide = k.r(ptx.CvtOp("u64", "u32", enc))
-    return k.r(ptx.OrOp("b64", wide, k.imm(_DESC_SW128_KMAJOR, "b64")))
+    return k.r(ptx.OrOp("b64", wide, k.imm(fields, "b64")))
+
+
+def _operand(t: hopper.SmemTileType, mn_major: bool, mn: int, kk: int) -> tuple[int, int, int]:
+    """(byte offset, leading byte offset, stride byte offset) of the k16 slice `kk` of a
+    wgmma operand whose MN extent starts at element `mn` of the tile.
+
+    K-major tiles (rows MN, columns K) are 64-column chunks of 128-byte rows: a k16 step
+    moves 32 bytes within a row, a row 128 bytes; 8-row groups are 1024 bytes apart (SBO).
+    MN-major tiles (rows K, columns MN) are the same chunks read the other way: a k16 step
+    is 16 rows (2048 bytes), 8-row K groups are 1024 bytes apart (SBO) and 64-element MN
+    blocks are one chunk apart (LBO).
+    """
+    if not mn_major:
+        chunk, within = divmod(kk * 16, t.chunk_cols)
+        return chunk * t.chunk_bytes + within * t.elem_bytes + mn * 128, 16, 1024
+    chunk, rest = divmod(mn, t.chunk_cols)
+    assert rest == 0, "MN offsets of MN-major operands are whole chunks"
+    return chunk * t.chunk_bytes + kk * 16 * 128, t.chunk_bytes, 1024
 
 
 @handles(hopper.WgmmaOp)
 def _wgmma(k: KernelLowering, op: hopper.WgmmaOp) -> None:
     a, b = k.vals[op.a], k.vals[op.b]
     assert isinstance(a, SmemTile) and isinstance(b, SmemTile)
-    if op.transpose_a is not None or op.transpose_b is not None:
-        raise CompileError(
-            "convert-to-ptx: MN-major (transposed) MMA operands are not supported yet; "
-            "load the right-hand tile as NxK and use `transpose_rhs`",
-            op,
-        )
     if a.type.swizzle.data != 128 or b.type.swizzle.data != 128:
         raise CompileError("convert-to-ptx: wgmma operands must be 128B-swizzled", op)
+    ta, tb = op.transpose_a is not None, op.transpose_b is not None
     acc = k.materialize(k.frag(op.acc))
     layout = acc.layout
-    kdim = a.type.cols
+    kdim = a.type.rows if ta else a.type.cols
     n = layout.n
     if n > 256:
         raise CompileError(f"convert-to-ptx: N={n} > 256 per MMA is not supported yet", op)
     ab = elem_ptx_type(a.type.element_type)
-    ebytes = a.type.elem_bytes
-    part = k.part
-    assert part is not None
-    # This warp group's first A row within the tile.
+    # This warp group's rows of A: K-major rows are 128 bytes; MN-major ones are chunks.
     wg = _wg_local(k)
-    a_rows = k.r(ptx.MulOp("s32", wg, k.imm(layout.rows_per_warp_group * 128), mode="lo"))
-    a_base = k.add(a.addr, a_rows)
+    rows = layout.rows_per_warp_group
+    step = (rows // a.type.chunk_cols) * a.type.chunk_bytes if ta else rows * 128
+    a_base = k.add(a.addr, k.r(ptx.MulOp("s32", wg, k.imm(step), mode="lo")))
     k.emit(ptx.WgmmaFenceOp())
     for kk in range(kdim // 16):
-        chunk, within = divmod(kk * 16, a.type.chunk_cols)
-        a_off = chunk * a.type.chunk_bytes + within * ebytes
-        b_off = chunk * b.type.chunk_bytes + within * ebytes
-        desc_b = _descriptor(k, k.add_imm(b.addr, b_off, "u32"))
+        b_off, b_lbo, b_sbo = _operand(b.type, tb, 0, kk)
+        desc_b = _descriptor(k, k.add_imm(b.addr, b_off, "u32"), b_lbo, b_sbo)
         for mi in range(layout.m_reps):
-            desc_a = _descriptor(k, k.add_imm(a_base, a_off + mi * 64 * 128, "u32"))
+            a_off, a_lbo, a_sbo = _operand(a.type, ta, 64 * mi, kk)
+            desc_a = _descriptor(k, k.add_imm(a_base, a_off, "u32"), a_lbo, a_sbo)
             regs = [acc.regs[i] for i in layout.block_regs(mi)]
-            k.emit(ptx.WgmmaMmaAsyncOp(n, 16, ab, desc_a, desc_b, k.true_pred(), regs))
+            k.emit(
+                ptx.WgmmaMmaAsyncOp(
+                    n, 16, ab, desc_a, desc_b, k.true_pred(), regs, int(ta), int(tb)
+                )
+            )
     k.emit(ptx.WgmmaCommitOp())
     k.vals[op.result] = acc
 
