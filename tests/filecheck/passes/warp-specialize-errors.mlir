@@ -1,0 +1,61 @@
+// warp-specialize rejects kernels it cannot partition, with the op's location.
+// RUN: not tawac opt --split-input-file -p warp-specialize %s 2>&1 | filecheck %s
+
+// No tile.load feeds a tile.dot: nothing for a producer to do.
+tile.kernel @no_dot(%a: !tile.tensor<?x?xf32>, %c: !tile.tensor<?x?xf32>) {
+// CHECK:      {{.*}}warp-specialize-errors.mlir:[[# @LINE - 1]]:1: error: warp-specialize: no tile.load feeds a tile.dot, so there is nothing for a producer warp group to do (kernels without MMAs are not supported yet)
+// CHECK-NEXT: {{^//}} -----
+  %c0 = arith.constant 0 : index
+  %x = tile.load %a[%c0, %c0] : !tile.tensor<?x?xf32> -> tensor<128x128xf32>
+  %y = arith.addf %x, %x : tensor<128x128xf32>
+  tile.store %y, %c[%c0, %c0] : tensor<128x128xf32> -> !tile.tensor<?x?xf32>
+  tile.return
+}
+
+// -----
+
+// A load coordinate computed from a loop-carried value.
+tile.kernel @carried_coordinate(%a: !tile.tensor<?x?xbf16>, %c: !tile.tensor<?x?xf32>) {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c4 = arith.constant 4 : index
+  %c64 = arith.constant 64 : index
+  %zero = arith.constant dense<0.0> : tensor<64x64xf32>
+  %r:2 = scf.for %i = %c0 to %c4 step %c1 iter_args(%acc = %zero, %off = %c0) -> (tensor<64x64xf32>, index) {
+// CHECK:      {{.*}}warp-specialize-errors.mlir:[[# @LINE - 1]]:3: error: warp-specialize: the coordinates of an MMA operand load depend on a loop-carried value, which the producer warp group cannot compute
+// CHECK-NEXT: {{^//}} -----
+    %x = tile.load %a[%off, %c0] : !tile.tensor<?x?xbf16> -> tensor<64x64xbf16>
+    %d = tile.dot %x, %x, %acc transpose_rhs : tensor<64x64xbf16>, tensor<64x64xbf16> -> tensor<64x64xf32>
+    %next = arith.addi %off, %c64 : index
+    scf.yield %d, %next : tensor<64x64xf32>, index
+  }
+  tile.store %r#0, %c[%c0, %c0] : tensor<64x64xf32> -> !tile.tensor<?x?xf32>
+  tile.return
+}
+
+// -----
+
+// A load coordinate computed by an op the producer does not duplicate.
+tile.kernel @float_coordinate(%a: !tile.tensor<?x?xbf16>, %c: !tile.tensor<?x?xf32>, %s: f32) {
+  %c0 = arith.constant 0 : index
+  %i32 = arith.fptosi %s : f32 to i32
+// CHECK:      {{.*}}warp-specialize-errors.mlir:[[# @LINE - 1]]:3: error: warp-specialize: the coordinates of an MMA operand load depend on 'arith.fptosi', which the producer warp group cannot compute
+// CHECK-NEXT: {{^//}} -----
+  %i = arith.index_cast %i32 : i32 to index
+  %x = tile.load %a[%i, %c0] : !tile.tensor<?x?xbf16> -> tensor<64x64xbf16>
+  %zero = arith.constant dense<0.0> : tensor<64x64xf32>
+  %d = tile.dot %x, %x, %zero transpose_rhs : tensor<64x64xbf16>, tensor<64x64xbf16> -> tensor<64x64xf32>
+  tile.store %d, %c[%c0, %c0] : tensor<64x64xf32> -> !tile.tensor<?x?xf32>
+  tile.return
+}
+
+// -----
+
+// Already partitioned.
+tile.kernel @partitioned(%a: !tile.tensor<?x?xbf16>) {
+// CHECK: {{.*}}warp-specialize-errors.mlir:[[# @LINE - 1]]:1: error: warp-specialize: kernel is already partitioned
+  aref.partition producer warp_groups 1 regs 0 {
+    %c0 = arith.constant 0 : index
+  }
+  tile.return
+}
