@@ -17,7 +17,9 @@ err = Console(stderr=True, highlight=False, soft_wrap=True)
 
 
 def _fail(e: Exception, code: int = 1) -> None:
-    err.print(f"[bold red]{e}[/]" if os.environ.get("NO_COLOR") is None else str(e), markup=True)
+    """One diagnostic line on stderr (plain text: file names may contain brackets)."""
+    style = None if os.environ.get("NO_COLOR") is not None else "bold red"
+    err.print(str(e), markup=False, style=style)
     sys.exit(code)
 
 

@@ -7,6 +7,7 @@ is one; the CLI prints it and exits non-zero.
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -22,6 +23,7 @@ from xdsl.ir import Operation
 from xdsl.parser import Parser
 from xdsl.passes import ModulePass, PassPipeline
 from xdsl.utils.exceptions import ParseError, VerifyException
+from xdsl.utils.lexer import Span
 
 from tawac.backend_ptx.abi import sidecar
 from tawac.backend_ptx.convert_to_ptx import ConvertToPtxPass
@@ -71,16 +73,44 @@ def default_pipeline(
     return ",".join(p for p in passes if p)
 
 
+_RESULTS = re.compile(r"(?:%[^\s,=:]+(?::\d+)?\s*,\s*)*%[^\s,=:]+(?::\d+)?\s*=\s*")
+
+
 class _LocatingParser(Parser):
-    """Attaches `file:line:col` to every op parsed without an explicit `loc(...)`."""
+    """Attaches `file:line:col` of the op name (MLIR's convention) to every op parsed
+    without an explicit `loc(...)`."""
 
     def parse_operation(self) -> Operation:
         start = self._current_token.span
-        op = super().parse_operation()
+        results = _RESULTS.match(str(start.input.content), start.start)
+        pos = results.end() if results is not None else start.start
+        name = Span(pos, pos + 1, start.input)
+        try:
+            op = super().parse_operation()
+        except ParseError as e:
+            if "is not registered" not in e.msg or getattr(e, "at_op_name", False):
+                raise
+            located = ParseError(name, e.msg)
+            located.at_op_name = True  # type: ignore[attr-defined]
+            raise located from None
         if isinstance(op.location, UnknownLoc):
-            loc = start.get_location()
+            loc = name.get_location()
             op.location = FileLineColLoc(StringAttr(loc.file), IntAttr(loc.line), IntAttr(loc.col))
         return op
+
+    def _located_verify(self, parse):
+        """Run a type/attribute parse; a verifier failure is reported where it began."""
+        start = self._current_token.span
+        try:
+            return parse()
+        except VerifyException as e:
+            raise ParseError(Span(start.start, self.pos, start.input), _verify_message(e)) from None
+
+    def parse_optional_type(self):
+        return self._located_verify(super().parse_optional_type)
+
+    def parse_optional_attribute(self):
+        return self._located_verify(super().parse_optional_attribute)
 
 
 def _parse_error(e: ParseError) -> CompileError:
@@ -106,12 +136,14 @@ def _verify_message(e: Exception) -> str:
 
 def parse_text(text: str, filename: str, ctx: Context | None = None) -> ModuleOp:
     ctx = ctx if ctx is not None else make_context()
+    parser = _LocatingParser(ctx, text, filename)
     try:
-        module = _LocatingParser(ctx, text, filename).parse_module()
+        module = parser.parse_module()
     except ParseError as e:
         raise _parse_error(e) from None
-    except VerifyException as e:  # attribute verifiers run while parsing
-        raise CompileError(_verify_message(e), location=filename) from None
+    except VerifyException as e:  # type verifiers run while parsing: the type just ended
+        loc = parser._current_token.span.get_location()
+        raise CompileError(_verify_message(e), location=str(loc)) from None
     verify(module)
     return module
 

@@ -172,7 +172,7 @@ CASES = {
             "tensor<128x64xf16>, tensor<128x64xf16> ->",
         ),
         12,
-        5,
+        10,
         r" error: tile\.load: element type mismatch: tile tensor<128x64xf16> vs global "
         r"!tile\.tensor<\?x\?xbf16>",
     ),
@@ -182,17 +182,12 @@ CASES = {
         None,
         r" error: Operation tile\.fence is not registered",
     ),
-    # The diagnostic of an unknown op without operands points at the next line.
+    # An unknown op without operands is reported at its name, not at the next token.
     "unknown-op-no-operands": pytest.param(
         GEMM.replace("  tile.return\n", "  tile.fence\n  tile.return\n"),
         19,
         None,
         r" error: Operation tile\.fence is not registered",
-        marks=pytest.mark.xfail(
-            strict=True,
-            reason="bug: the 'not registered' error of an op is reported at the token after "
-            "its name (here the next line, 20:3), not at the op (19:3)",
-        ),
     ),
     "math-exp-epilogue": (
         GEMM_HEAD
@@ -324,12 +319,6 @@ def test_ptxas_not_found(tmp_path):
     )
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="bug: cli._fail prints diagnostics as rich markup, so '[ptxas]' in "
-    "'pip install tawac[ptxas]' is swallowed as a style tag: the hint reads "
-    "'pip install tawac'",
-)
 def test_ptxas_not_found_hint_is_intact(tmp_path):
     proc, outdir = _run_without_ptxas(tmp_path)
     _assert_one_diagnostic(
@@ -386,12 +375,6 @@ def test_ptxas_option_fails(tmp_path):
 # --- file names that look like console markup ---------------------------------------------------
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="bug: cli._fail prints the diagnostic with rich markup=True, so '[...]' in a "
-    "path is eaten as a style tag ('kernels[v2]/k.mlir' is reported as 'kernels/k.mlir') "
-    "and '[/x]' raises rich.errors.MarkupError with a traceback",
-)
 @pytest.mark.parametrize("folder", ["kernels[v2]", "run[/x]"])
 def test_diagnostic_keeps_path_with_brackets(tmp_path, folder):
     d = tmp_path / folder

@@ -186,11 +186,6 @@ def test_invalid_shapes_raise(m, n, wgs):
         AccLayout(m, n, wgs)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="bug: AccLayout.__post_init__ only checks m % (64 * warp_groups): m <= 0 and "
-    "warp_groups <= 0 are accepted (negative num_regs) or raise ZeroDivisionError",
-)
 @pytest.mark.parametrize(("m", "n", "wgs"), [(0, 8, 1), (-64, 8, 1), (64, 8, -1), (128, 8, 0)])
 def test_degenerate_shapes_raise_value_error(m, n, wgs):
     with pytest.raises(ValueError):

@@ -108,12 +108,6 @@ TWO_LOOPS = (
 )
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="bug: lower-aref allocates each aref's rings right after the previous aref's "
-    "mbarriers (offset += 16 * depth) without re-aligning, so the second aref's rings start "
-    "at 65568 (not 1024-aligned) for two 128x128x64 K loops with stages=2",
-)
 def test_two_arefs_smem_layout():
     kernel = _lowered(TWO_LOOPS, "two_loops.mlir", stages=2)
     assert sum(isinstance(op, hopper.MbarrierAllocOp) for op in kernel.walk()) == 4
@@ -193,14 +187,6 @@ def test_single_loop_index_depends_on_the_loop():
             assert _depends_on(op.index, loop.body.block.args[0])
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="bug: warp-specialize numbers aref transfers by the innermost loop only "
-    "((k - lb) / step), so in a K loop nested in a user loop the numbers restart at 0 "
-    "every outer iteration while the barrier phases keep advancing: the consumer waits on "
-    "a stale phase (reads old data) and the producer on one that never completes. The "
-    "kernel compiles without a diagnostic.",
-)
 def test_nested_loop_transfer_numbers_continue():
     module = parse_text(NESTED, "nested.mlir")
     try:

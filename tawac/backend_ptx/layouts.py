@@ -28,7 +28,9 @@ class AccLayout:
     warp_groups: int
 
     def __post_init__(self) -> None:
-        if self.m % (64 * self.warp_groups):
+        if self.warp_groups < 1:
+            raise ValueError(f"warp_groups must be >= 1, got {self.warp_groups}")
+        if self.m <= 0 or self.m % (64 * self.warp_groups):
             raise ValueError(
                 f"a {self.m}-row tile cannot be split into m64 blocks over "
                 f"{self.warp_groups} warp groups"

@@ -125,6 +125,7 @@ class PutOp(IRDLOperation):
 
     @classmethod
     def parse(cls, parser: Parser) -> PutOp:
+        start = parser.pos
         ref, idx = _parse_slot(parser)
         vals = []
         while parser.parse_optional_punctuation(",") is not None:
@@ -132,7 +133,7 @@ class PutOp(IRDLOperation):
         parser.parse_punctuation(":")
         t = parser.parse_type()
         if not isinstance(t, ArefType) or len(t.payload) != len(vals):
-            parser.raise_error(f"aref.put: {len(vals)} values do not match {t}")
+            parser.raise_error(f"aref.put: {len(vals)} values do not match {t}", start, parser.pos)
         op = cls(
             parser.resolve_operand(ref, t),
             idx,

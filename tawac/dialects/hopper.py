@@ -74,7 +74,9 @@ class _SmemShaped:
 
     def verify(self) -> None:
         if self.swizzle.data not in (0, 32, 64, 128):
-            raise VerifyException(f"swizzle must be 0, 32, 64 or 128 bytes, got {self.swizzle}")
+            raise VerifyException(
+                f"swizzle must be 0, 32, 64 or 128 bytes, got {self.swizzle.data}"
+            )
 
 
 @irdl_attr_definition
@@ -335,6 +337,15 @@ class SmemSlotOp(IRDLOperation):
         assert isinstance(rt, SmemRingType)
         super().__init__(operands=[ring, slot], result_types=[rt.tile_type])
 
+    def verify_(self) -> None:
+        rt = self.ring.type
+        assert isinstance(rt, SmemRingType)
+        if self.result.type != rt.tile_type:
+            raise VerifyException(
+                f"hopper.smem_slot: result {self.result.type} is not the tile type "
+                f"{rt.tile_type} of the ring"
+            )
+
 
 @irdl_op_definition
 class WgmmaOp(IRDLOperation):
@@ -361,6 +372,20 @@ class WgmmaOp(IRDLOperation):
 
     def __init__(self, a: SSAValue, b: SSAValue, acc: SSAValue):
         super().__init__(operands=[a, b, acc], result_types=[acc.type])
+
+    def verify_(self) -> None:
+        at, bt, ct = self.a.type, self.b.type, self.acc.type
+        assert isinstance(at, SmemTileType) and isinstance(bt, SmemTileType)
+        assert isinstance(ct, TensorType)
+        am, ak = (at.cols, at.rows) if self.transpose_a is not None else (at.rows, at.cols)
+        bn, bk = (bt.cols, bt.rows) if self.transpose_b is not None else (bt.rows, bt.cols)
+        if ak != bk or tuple(ct.get_shape()) != (am, bn):
+            raise VerifyException(
+                f"hopper.wgmma: {at} x {bt} (M={am}, N={bn}, K={ak}/{bk}) does not produce "
+                f"the accumulator {ct}"
+            )
+        if at.element_type != bt.element_type:
+            raise VerifyException("hopper.wgmma: operand element types differ")
 
 
 @irdl_op_definition

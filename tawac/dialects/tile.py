@@ -157,11 +157,12 @@ class KernelOp(IRDLOperation):
 
     @classmethod
     def parse(cls, parser: Parser) -> KernelOp:
+        start = parser.pos
         name, inputs, outputs, region, extra, arg_attrs, _ = parse_func_op_like(
             parser, reserved_attr_names=("sym_name", "function_type", "arg_attrs")
         )
         if outputs:
-            parser.raise_error("tile.kernel does not return values")
+            parser.raise_error("tile.kernel does not return values", start, start + 1)
         op = cls(name, inputs, region)
         if extra is not None:
             op.attributes |= extra.data

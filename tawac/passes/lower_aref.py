@@ -111,6 +111,7 @@ def lower_kernel(kernel: tile.KernelOp) -> None:
         for payload in t.payload:
             assert isinstance(payload, TensorType)
             rt = hopper.smem_ring_type(payload, depth)
+            offset = -(-offset // 1024) * 1024  # swizzled tiles start on 1024 bytes
             alloc = hopper.SmemAllocOp(offset, rt)
             offset += hopper.ring_bytes(rt)
             tx += rt.tile_type.tma_bytes

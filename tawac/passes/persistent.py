@@ -8,8 +8,9 @@ rows of x (consecutive CTAs share B tiles and a band of A tiles in L2), and runs
 original body with `tile.program_id` replaced.  The producer of tile t+1 runs ahead
 while the consumers finish the epilogue of tile t.
 
-aref iteration numbers continue across tiles: the loop carries `%base`, the number of
-transfers before this tile, which is added to every aref index; after a main loop whose
+aref iteration numbers continue across tiles: the loop carries one `%base` per main loop
+(a loop moving data through arefs), the number of its transfers before this tile, which
+is added to every aref index in it; after a main loop whose
 releases were deferred by `pipeline` (mma-depth P > 0), the consumer releases the last
 min(P, trips) slots, since the producer will wait for them.
 
@@ -69,28 +70,14 @@ def _trip_count(loop: scf.ForOp, at: InsertPoint) -> tuple[list[Operation], SSAV
     return ops, clamped.result
 
 
-def _has_main_loop(part: aref.PartitionOp) -> bool:
-    return any(
-        isinstance(o, scf.ForOp) and any(isinstance(x, aref.GetOp | aref.PutOp) for x in o.walk())
-        for o in part.body.block.ops
-    )
-
-
-def _main_loop(block: Block, part: aref.PartitionOp) -> scf.ForOp:
-    """The partition's loop that moves data through arefs."""
-    loops = [
+def _main_loops(block: Block) -> list[scf.ForOp]:
+    """The partition's loops that move data through arefs."""
+    return [
         o
         for o in block.ops
         if isinstance(o, scf.ForOp)
         and any(isinstance(x, aref.GetOp | aref.PutOp) for x in o.walk())
     ]
-    if len(loops) != 1:
-        raise CompileError(
-            f"persistent: expected one main loop in the {part.role.data} partition, "
-            f"found {len(loops)}",
-            part,
-        )
-    return loops[0]
 
 
 def _make_persistent(
@@ -107,10 +94,13 @@ def _make_persistent(
     step = b.add(hopper.NumCtasOp())
     zero = b.const(0)
 
-    body = Block(arg_types=[IndexType(), IndexType()])
-    t, base = body.args
-    t.name_hint, base.name_hint = "tile", "base"
-    loop = scf.ForOp(first, total, step, [zero], Region(body))
+    mains = _main_loops(old)
+    body = Block(arg_types=[IndexType()] * (1 + len(mains)))
+    t, bases = body.args[0], body.args[1:]
+    t.name_hint = "tile"
+    for base in bases:
+        base.name_hint = "base"
+    loop = scf.ForOp(first, total, step, [zero] * len(mains), Region(body))
     new.add_op(loop)
 
     # t -> (x, y, z): groups of group_m values of x share y (Triton's grouped order).
@@ -137,20 +127,22 @@ def _make_persistent(
         pid.result.replace_all_uses_with(pids[pid.axis.data])
         Rewriter.erase_op(pid)
 
-    main_loop = _main_loop(body, part)
+    # Each main loop numbers its transfers from its own base, carried across tiles.
     slot_ops = (aref.PutOp, aref.GetOp, aref.ConsumedOp)
-    for a in [o for o in main_loop.walk() if isinstance(o, slot_ops)]:
-        g = arith.AddiOp(base, a.index)
-        Rewriter.insert_op(g, InsertPoint.before(a))
-        a.operands = [a.operands[0], g.result, *a.operands[2:]]
-
-    trips_op, trips = _trip_count(main_loop, InsertPoint.after(main_loop))
-    consumes = any(isinstance(o, aref.ConsumedOp) for o in main_loop.walk())
-    if consumes and depth > 0:
-        _drain(main_loop, trips_op[-1], base, depth)
-    nxt = arith.AddiOp(base, trips)
-    body.add_op(nxt)
-    body.add_op(scf.YieldOp(nxt.result))
+    nexts: list[SSAValue] = []
+    for main_loop, base in zip(mains, bases, strict=True):
+        for a in [o for o in main_loop.walk() if isinstance(o, slot_ops)]:
+            g = arith.AddiOp(base, a.index)
+            Rewriter.insert_op(g, InsertPoint.before(a))
+            a.operands = [a.operands[0], g.result, *a.operands[2:]]
+        trips_op, trips = _trip_count(main_loop, InsertPoint.after(main_loop))
+        consumes = any(isinstance(o, aref.ConsumedOp) for o in main_loop.walk())
+        if consumes and depth > 0:
+            _drain(main_loop, trips_op[-1], base, depth)
+        nxt = arith.AddiOp(base, trips)
+        body.add_op(nxt)
+        nexts.append(nxt.result)
+    body.add_op(scf.YieldOp(*nexts))
     part.body.detach_block(old)
     part.body.add_block(new)
 
@@ -184,7 +176,7 @@ class PersistentPass(ModulePass):
             parts = [p for p in kernel.body.block.ops if isinstance(p, aref.PartitionOp)]
             if not parts:
                 raise CompileError("persistent: run warp-specialize first", kernel)
-            if not all(_has_main_loop(p) for p in parts):
+            if not all(_main_loops(p.body.block) for p in parts):
                 continue  # nothing streams through an aref in a loop: keep the plain grid
             grid = abi.infer_grid(kernel)
             depth_attr = kernel.attributes.get("tawac.mma_depth")

@@ -239,6 +239,25 @@ def specialize(kernel: tile.KernelOp) -> None:
             kernel,
         )
     group_list = list(groups.values())
+    for g in group_list:
+        loops = 0
+        block: Block | None = g.block
+        while block is not None and block.parent_op() is not kernel:
+            parent = block.parent_op()
+            if not isinstance(parent, scf.ForOp):
+                raise CompileError(
+                    f"warp-specialize: MMA operand loads inside '{parent.name}' are not "
+                    "supported yet (only directly in the kernel or in an scf.for)",
+                    g.loads[0],
+                )
+            loops += 1
+            block = parent.parent_block()
+        if loops > 1:
+            raise CompileError(
+                "warp-specialize: MMA operand loads in a loop nested inside another loop "
+                "are not supported yet (transfers are numbered by the innermost loop)",
+                g.loads[0],
+            )
     keep = _producer_slice(kernel, group_list)
 
     creates = [

@@ -46,7 +46,7 @@ tile.kernel @get_types(%a: !tile.tensor<?x?xbf16>) {
   %r = aref.create : !aref.aref<[tensor<128x64xbf16>], 2>
   %c0 = arith.constant 0 : index
   %x = "aref.get"(%r, %c0) : (!aref.aref<[tensor<128x64xbf16>], 2>, index) -> tensor<64x64xbf16>
-// CHECK:      {{.*}}aref-invalid.mlir:[[# @LINE - 1]]:3: error: aref.get: result types do not match the payload of !aref.aref<[tensor<128x64xbf16>], 2>
+// CHECK:      {{.*}}aref-invalid.mlir:[[# @LINE - 1]]:8: error: aref.get: result types do not match the payload of !aref.aref<[tensor<128x64xbf16>], 2>
 // CHECK-NEXT: {{^//}} -----
   tile.return
 }

@@ -40,7 +40,7 @@ tile.kernel @tma_elem(%a: !tile.tensor<?x?xf16>) {
 tile.kernel @wait_pending(%a: !tile.tensor<?x?xf16>) {
   %zero = arith.constant dense<0.0> : tensor<128x128xf32>
   %w = hopper.wgmma_wait %zero pending 8 : tensor<128x128xf32>
-// CHECK:      {{.*}}hopper-invalid.mlir:[[# @LINE - 1]]:3: error: hopper.wgmma_wait: pending must be in 0..7
+// CHECK:      {{.*}}hopper-invalid.mlir:[[# @LINE - 1]]:8: error: hopper.wgmma_wait: pending must be in 0..7
 // CHECK-NEXT: {{^//}} -----
   tile.return
 }

@@ -6,6 +6,7 @@
 // CHECK-NEXT:  %ra = hopper.smem_alloc offset 0 : !hopper.smem<2x128x64xbf16, swizzle 128>
 // CHECK-NEXT:  %rb = hopper.smem_alloc offset 32768 : !hopper.smem<2x128x64xbf16, swizzle 128>
 // CHECK-NEXT:  %rc = hopper.smem_alloc offset 65536 : !hopper.smem<1x64x32xf16, swizzle 64>
+// CHECK-NEXT:  %rw = hopper.smem_alloc offset 98304 : !hopper.smem<2x64x128xbf16, swizzle 128>
 // CHECK-NEXT:  %full = hopper.mbarrier_alloc offset 69632 : !hopper.mbarriers<2>
 // CHECK-NEXT:  %empty = hopper.mbarrier_alloc offset 69648 : !hopper.mbarriers<2>
 // CHECK-NEXT:  hopper.mbarrier_init %full count 1 : !hopper.mbarriers<2>
@@ -25,8 +26,9 @@
 // CHECK-NEXT:    hopper.mbarrier_wait %full[%c0_1], %c0_1 : !hopper.mbarriers<2>
 // CHECK-NEXT:    %x = hopper.smem_slot %ra[%c0_1] : !hopper.smem<2x128x64xbf16, swizzle 128> -> !hopper.smem_tile<128x64xbf16, swizzle 128>
 // CHECK-NEXT:    %y = hopper.smem_slot %rb[%c0_1] : !hopper.smem<2x128x64xbf16, swizzle 128> -> !hopper.smem_tile<128x64xbf16, swizzle 128>
-// CHECK-NEXT:    %d = hopper.wgmma %x, %y, %zero transpose_b : !hopper.smem_tile<128x64xbf16, swizzle 128>, !hopper.smem_tile<128x64xbf16, swizzle 128> -> tensor<128x128xf32>
-// CHECK-NEXT:    %e = hopper.wgmma %x, %y, %d transpose_a transpose_b : !hopper.smem_tile<128x64xbf16, swizzle 128>, !hopper.smem_tile<128x64xbf16, swizzle 128> -> tensor<128x128xf32>
+// CHECK-NEXT:    %w = hopper.smem_slot %rw[%c0_1] : !hopper.smem<2x64x128xbf16, swizzle 128> -> !hopper.smem_tile<64x128xbf16, swizzle 128>
+// CHECK-NEXT:    %d = hopper.wgmma %x, %w, %zero transpose_b : !hopper.smem_tile<128x64xbf16, swizzle 128>, !hopper.smem_tile<64x128xbf16, swizzle 128> -> tensor<128x128xf32>
+// CHECK-NEXT:    %e = hopper.wgmma %w, %w, %d transpose_a transpose_b : !hopper.smem_tile<64x128xbf16, swizzle 128>, !hopper.smem_tile<64x128xbf16, swizzle 128> -> tensor<128x128xf32>
 // CHECK-NEXT:    %f = hopper.wgmma %x, %y, %e : !hopper.smem_tile<128x64xbf16, swizzle 128>, !hopper.smem_tile<128x64xbf16, swizzle 128> -> tensor<128x128xf32>
 // CHECK-NEXT:    %g = hopper.wgmma_wait %f pending 0 : tensor<128x128xf32>
 // CHECK-NEXT:    hopper.mbarrier_arrive %empty[%c0_1] : !hopper.mbarriers<2>
@@ -38,6 +40,7 @@ tile.kernel @k(%a: !tile.tensor<?x?xbf16>, %b: !tile.tensor<?x?xbf16>) {
   %ra = hopper.smem_alloc offset 0 : !hopper.smem<2x128x64xbf16, swizzle 128>
   %rb = hopper.smem_alloc offset 32768 : !hopper.smem<2x128x64xbf16, swizzle 128>
   %rc = hopper.smem_alloc offset 65536 : !hopper.smem<1x64x32xf16, swizzle 64>
+  %rw = hopper.smem_alloc offset 98304 : !hopper.smem<2x64x128xbf16, swizzle 128>
   %full = hopper.mbarrier_alloc offset 69632 : !hopper.mbarriers<2>
   %empty = hopper.mbarrier_alloc offset 69648 : !hopper.mbarriers<2>
   hopper.mbarrier_init %full count 1 : !hopper.mbarriers<2>
@@ -57,8 +60,9 @@ tile.kernel @k(%a: !tile.tensor<?x?xbf16>, %b: !tile.tensor<?x?xbf16>) {
     hopper.mbarrier_wait %full[%c0], %c0 : !hopper.mbarriers<2>
     %x = hopper.smem_slot %ra[%c0] : !hopper.smem<2x128x64xbf16, swizzle 128> -> !hopper.smem_tile<128x64xbf16, swizzle 128>
     %y = hopper.smem_slot %rb[%c0] : !hopper.smem<2x128x64xbf16, swizzle 128> -> !hopper.smem_tile<128x64xbf16, swizzle 128>
-    %d = hopper.wgmma %x, %y, %zero transpose_b : !hopper.smem_tile<128x64xbf16, swizzle 128>, !hopper.smem_tile<128x64xbf16, swizzle 128> -> tensor<128x128xf32>
-    %e = hopper.wgmma %x, %y, %d transpose_a transpose_b : !hopper.smem_tile<128x64xbf16, swizzle 128>, !hopper.smem_tile<128x64xbf16, swizzle 128> -> tensor<128x128xf32>
+    %w = hopper.smem_slot %rw[%c0] : !hopper.smem<2x64x128xbf16, swizzle 128> -> !hopper.smem_tile<64x128xbf16, swizzle 128>
+    %d = hopper.wgmma %x, %w, %zero transpose_b : !hopper.smem_tile<128x64xbf16, swizzle 128>, !hopper.smem_tile<64x128xbf16, swizzle 128> -> tensor<128x128xf32>
+    %e = hopper.wgmma %w, %w, %d transpose_a transpose_b : !hopper.smem_tile<64x128xbf16, swizzle 128>, !hopper.smem_tile<64x128xbf16, swizzle 128> -> tensor<128x128xf32>
     %f = hopper.wgmma %x, %y, %e : !hopper.smem_tile<128x64xbf16, swizzle 128>, !hopper.smem_tile<128x64xbf16, swizzle 128> -> tensor<128x128xf32>
     %g = hopper.wgmma_wait %f pending 0 : tensor<128x128xf32>
     hopper.mbarrier_arrive %empty[%c0] : !hopper.mbarriers<2>

@@ -10,7 +10,7 @@ tile.kernel @dot_k_mismatch(%a: !tile.tensor<?x?xbf16>, %b: !tile.tensor<?x?xbf1
   %y = tile.load %b[%c0, %c0] : !tile.tensor<?x?xbf16> -> tensor<128x32xbf16>
   %z = arith.constant dense<0.0> : tensor<128x128xf32>
   %d = tile.dot %x, %y, %z transpose_rhs : tensor<128x64xbf16>, tensor<128x32xbf16> -> tensor<128x128xf32>
-// CHECK:      {{.*}}tile-invalid.mlir:[[# @LINE - 1]]:3: error: tile.dot: contraction sizes differ: lhs tensor<128x64xbf16> has K=64, rhs tensor<128x32xbf16> has K=32
+// CHECK:      {{.*}}tile-invalid.mlir:[[# @LINE - 1]]:8: error: tile.dot: contraction sizes differ: lhs tensor<128x64xbf16> has K=64, rhs tensor<128x32xbf16> has K=32
 // CHECK-NEXT: {{^//}} -----
   tile.return
 }
@@ -23,7 +23,7 @@ tile.kernel @dot_k_mismatch_no_transpose(%a: !tile.tensor<?x?xbf16>) {
   %x = tile.load %a[%c0, %c0] : !tile.tensor<?x?xbf16> -> tensor<64x128xbf16>
   %z = arith.constant dense<0.0> : tensor<64x64xf32>
   %d = tile.dot %x, %x, %z : tensor<64x128xbf16>, tensor<64x128xbf16> -> tensor<64x64xf32>
-// CHECK:      {{.*}}tile-invalid.mlir:[[# @LINE - 1]]:3: error: tile.dot: contraction sizes differ: lhs tensor<64x128xbf16> has K=128, rhs tensor<64x128xbf16> has K=64
+// CHECK:      {{.*}}tile-invalid.mlir:[[# @LINE - 1]]:8: error: tile.dot: contraction sizes differ: lhs tensor<64x128xbf16> has K=128, rhs tensor<64x128xbf16> has K=64
 // CHECK-NEXT: {{^//}} -----
   tile.return
 }
@@ -37,7 +37,7 @@ tile.kernel @dot_transpose_lhs_mismatch(%a: !tile.tensor<?x?xbf16>) {
   %y = tile.load %a[%c0, %c0] : !tile.tensor<?x?xbf16> -> tensor<64x128xbf16>
   %z = arith.constant dense<0.0> : tensor<64x128xf32>
   %d = tile.dot %x, %y, %z transpose_lhs : tensor<128x64xbf16>, tensor<64x128xbf16> -> tensor<64x128xf32>
-// CHECK:      {{.*}}tile-invalid.mlir:[[# @LINE - 1]]:3: error: tile.dot: contraction sizes differ: lhs tensor<128x64xbf16> has K=128, rhs tensor<64x128xbf16> has K=64
+// CHECK:      {{.*}}tile-invalid.mlir:[[# @LINE - 1]]:8: error: tile.dot: contraction sizes differ: lhs tensor<128x64xbf16> has K=128, rhs tensor<64x128xbf16> has K=64
 // CHECK-NEXT: {{^//}} -----
   tile.return
 }
@@ -50,7 +50,7 @@ tile.kernel @dot_acc_shape(%a: !tile.tensor<?x?xbf16>, %b: !tile.tensor<?x?xbf16
   %y = tile.load %b[%c0, %c0] : !tile.tensor<?x?xbf16> -> tensor<256x64xbf16>
   %z = arith.constant dense<0.0> : tensor<128x128xf32>
   %d = tile.dot %x, %y, %z transpose_rhs : tensor<128x64xbf16>, tensor<256x64xbf16> -> tensor<128x128xf32>
-// CHECK:      {{.*}}tile-invalid.mlir:[[# @LINE - 1]]:3: error: tile.dot: accumulator tensor<128x128xf32> does not match the product shape 128x256 of tensor<128x64xbf16> and tensor<256x64xbf16>
+// CHECK:      {{.*}}tile-invalid.mlir:[[# @LINE - 1]]:8: error: tile.dot: accumulator tensor<128x128xf32> does not match the product shape 128x256 of tensor<128x64xbf16> and tensor<256x64xbf16>
 // CHECK-NEXT: {{^//}} -----
   tile.return
 }
@@ -63,7 +63,7 @@ tile.kernel @dot_dtype_mismatch(%a: !tile.tensor<?x?xf16>, %b: !tile.tensor<?x?x
   %y = tile.load %b[%c0, %c0] : !tile.tensor<?x?xbf16> -> tensor<128x64xbf16>
   %z = arith.constant dense<0.0> : tensor<128x128xf32>
   %d = tile.dot %x, %y, %z transpose_rhs : tensor<128x64xf16>, tensor<128x64xbf16> -> tensor<128x128xf32>
-// CHECK:      {{.*}}tile-invalid.mlir:[[# @LINE - 1]]:3: error: tile.dot: operand element types differ: tensor<128x64xf16> vs tensor<128x64xbf16>
+// CHECK:      {{.*}}tile-invalid.mlir:[[# @LINE - 1]]:8: error: tile.dot: operand element types differ: tensor<128x64xf16> vs tensor<128x64xbf16>
 // CHECK-NEXT: {{^//}} -----
   tile.return
 }
@@ -75,7 +75,7 @@ tile.kernel @dot_f32_operands(%a: !tile.tensor<?x?xf32>) {
   %x = tile.load %a[%c0, %c0] : !tile.tensor<?x?xf32> -> tensor<128x64xf32>
   %z = arith.constant dense<0.0> : tensor<128x128xf32>
   %d = tile.dot %x, %x, %z transpose_rhs : tensor<128x64xf32>, tensor<128x64xf32> -> tensor<128x128xf32>
-// CHECK:      {{.*}}tile-invalid.mlir:[[# @LINE - 1]]:3: error: tile.dot: operand element type f32 is not supported (bf16 or f16)
+// CHECK:      {{.*}}tile-invalid.mlir:[[# @LINE - 1]]:8: error: tile.dot: operand element type f32 is not supported (bf16 or f16)
 // CHECK-NEXT: {{^//}} -----
   tile.return
 }
@@ -87,7 +87,7 @@ tile.kernel @dot_acc_not_f32(%a: !tile.tensor<?x?xbf16>) {
   %x = tile.load %a[%c0, %c0] : !tile.tensor<?x?xbf16> -> tensor<128x64xbf16>
   %z = arith.constant dense<0.0> : tensor<128x128xf16>
   %d = tile.dot %x, %x, %z transpose_rhs : tensor<128x64xbf16>, tensor<128x64xbf16> -> tensor<128x128xf16>
-// CHECK:      {{.*}}tile-invalid.mlir:[[# @LINE - 1]]:3: error: tile.dot: accumulator must be f32, got tensor<128x128xf16>
+// CHECK:      {{.*}}tile-invalid.mlir:[[# @LINE - 1]]:8: error: tile.dot: accumulator must be f32, got tensor<128x128xf16>
 // CHECK-NEXT: {{^//}} -----
   tile.return
 }
@@ -99,7 +99,7 @@ tile.kernel @dot_rank(%a: !tile.tensor<?xbf16>) {
   %x = tile.load %a[%c0] : !tile.tensor<?xbf16> -> tensor<64xbf16>
   %z = arith.constant dense<0.0> : tensor<64x64xf32>
   %d = "tile.dot"(%x, %x, %z) : (tensor<64xbf16>, tensor<64xbf16>, tensor<64x64xf32>) -> tensor<64x64xf32>
-// CHECK:      {{.*}}tile-invalid.mlir:[[# @LINE - 1]]:3: error: tile.dot: lhs must be 2-d, got tensor<64xbf16>
+// CHECK:      {{.*}}tile-invalid.mlir:[[# @LINE - 1]]:8: error: tile.dot: lhs must be 2-d, got tensor<64xbf16>
 // CHECK-NEXT: {{^//}} -----
   tile.return
 }
@@ -109,7 +109,7 @@ tile.kernel @dot_rank(%a: !tile.tensor<?xbf16>) {
 tile.kernel @load_rank(%a: !tile.tensor<?x?xbf16>) {
   %c0 = arith.constant 0 : index
   %x = tile.load %a[%c0, %c0] : !tile.tensor<?x?xbf16> -> tensor<128xbf16>
-// CHECK:      {{.*}}tile-invalid.mlir:[[# @LINE - 1]]:3: error: tile.load: tile tensor<128xbf16> has rank 1 but !tile.tensor<?x?xbf16> has rank 2
+// CHECK:      {{.*}}tile-invalid.mlir:[[# @LINE - 1]]:8: error: tile.load: tile tensor<128xbf16> has rank 1 but !tile.tensor<?x?xbf16> has rank 2
 // CHECK-NEXT: {{^//}} -----
   tile.return
 }
@@ -119,7 +119,7 @@ tile.kernel @load_rank(%a: !tile.tensor<?x?xbf16>) {
 tile.kernel @load_elem(%a: !tile.tensor<?x?xbf16, ["M", "K"]>) {
   %c0 = arith.constant 0 : index
   %x = tile.load %a[%c0, %c0] : !tile.tensor<?x?xbf16, ["M", "K"]> -> tensor<128x64xf16>
-// CHECK:      {{.*}}tile-invalid.mlir:[[# @LINE - 1]]:3: error: tile.load: element type mismatch: tile tensor<128x64xf16> vs global !tile.tensor<?x?xbf16, ["M", "K"]>
+// CHECK:      {{.*}}tile-invalid.mlir:[[# @LINE - 1]]:8: error: tile.load: element type mismatch: tile tensor<128x64xf16> vs global !tile.tensor<?x?xbf16, ["M", "K"]>
 // CHECK-NEXT: {{^//}} -----
   tile.return
 }
@@ -129,7 +129,7 @@ tile.kernel @load_elem(%a: !tile.tensor<?x?xbf16, ["M", "K"]>) {
 tile.kernel @load_coords(%a: !tile.tensor<?x?xbf16>) {
   %c0 = arith.constant 0 : index
   %x = tile.load %a[%c0] : !tile.tensor<?x?xbf16> -> tensor<128x64xbf16>
-// CHECK:      {{.*}}tile-invalid.mlir:[[# @LINE - 1]]:3: error: tile.load: 1 coordinates given for !tile.tensor<?x?xbf16> of rank 2
+// CHECK:      {{.*}}tile-invalid.mlir:[[# @LINE - 1]]:8: error: tile.load: 1 coordinates given for !tile.tensor<?x?xbf16> of rank 2
 // CHECK-NEXT: {{^//}} -----
   tile.return
 }
@@ -139,7 +139,7 @@ tile.kernel @load_coords(%a: !tile.tensor<?x?xbf16>) {
 tile.kernel @load_dynamic_tile(%a: !tile.tensor<?x?xbf16>) {
   %c0 = arith.constant 0 : index
   %x = tile.load %a[%c0, %c0] : !tile.tensor<?x?xbf16> -> tensor<?x64xbf16>
-// CHECK:      {{.*}}tile-invalid.mlir:[[# @LINE - 1]]:3: error: tile.load: tile shape must be static, got tensor<?x64xbf16>
+// CHECK:      {{.*}}tile-invalid.mlir:[[# @LINE - 1]]:8: error: tile.load: tile shape must be static, got tensor<?x64xbf16>
 // CHECK-NEXT: {{^//}} -----
   tile.return
 }
@@ -172,7 +172,7 @@ tile.kernel @broadcast_size(%v: !tile.tensor<?xf32>) {
   %c0 = arith.constant 0 : index
   %x = tile.load %v[%c0] : !tile.tensor<?xf32> -> tensor<128xf32>
   %b = tile.broadcast %x, 1 : tensor<128xf32> -> tensor<64x256xf32>
-// CHECK:      {{.*}}tile-invalid.mlir:[[# @LINE - 1]]:3: error: tile.broadcast: tensor<128xf32> cannot be broadcast along dimension 1 of tensor<64x256xf32>
+// CHECK:      {{.*}}tile-invalid.mlir:[[# @LINE - 1]]:8: error: tile.broadcast: tensor<128xf32> cannot be broadcast along dimension 1 of tensor<64x256xf32>
 // CHECK-NEXT: {{^//}} -----
   tile.return
 }
@@ -183,7 +183,7 @@ tile.kernel @broadcast_dim(%v: !tile.tensor<?xf32>) {
   %c0 = arith.constant 0 : index
   %x = tile.load %v[%c0] : !tile.tensor<?xf32> -> tensor<128xf32>
   %b = tile.broadcast %x, 2 : tensor<128xf32> -> tensor<128x128xf32>
-// CHECK:      {{.*}}tile-invalid.mlir:[[# @LINE - 1]]:3: error: tile.broadcast: dimension 2 out of range
+// CHECK:      {{.*}}tile-invalid.mlir:[[# @LINE - 1]]:8: error: tile.broadcast: dimension 2 out of range
 // CHECK-NEXT: {{^//}} -----
   tile.return
 }
@@ -194,7 +194,7 @@ tile.kernel @broadcast_rank(%v: !tile.tensor<?x?xf32>) {
   %c0 = arith.constant 0 : index
   %x = tile.load %v[%c0, %c0] : !tile.tensor<?x?xf32> -> tensor<128x1xf32>
   %b = tile.broadcast %x, 1 : tensor<128x1xf32> -> tensor<128x128xf32>
-// CHECK:      {{.*}}tile-invalid.mlir:[[# @LINE - 1]]:3: error: tile.broadcast: expected 1-d to 2-d, got tensor<128x1xf32> -> tensor<128x128xf32>
+// CHECK:      {{.*}}tile-invalid.mlir:[[# @LINE - 1]]:8: error: tile.broadcast: expected 1-d to 2-d, got tensor<128x1xf32> -> tensor<128x128xf32>
 // CHECK-NEXT: {{^//}} -----
   tile.return
 }
@@ -203,7 +203,7 @@ tile.kernel @broadcast_rank(%v: !tile.tensor<?x?xf32>) {
 
 tile.kernel @splat_type(%s: f32) {
   %t = tile.splat %s : f32 -> tensor<128x128xf16>
-// CHECK:      {{.*}}tile-invalid.mlir:[[# @LINE - 1]]:3: error: tile.splat: element type of tensor<128x128xf16> differs from f32
+// CHECK:      {{.*}}tile-invalid.mlir:[[# @LINE - 1]]:8: error: tile.splat: element type of tensor<128x128xf16> differs from f32
 // CHECK-NEXT: {{^//}} -----
   tile.return
 }
@@ -212,7 +212,7 @@ tile.kernel @splat_type(%s: f32) {
 
 tile.kernel @dim_range(%a: !tile.tensor<?x?xbf16>) {
   %d = tile.dim %a[2] : !tile.tensor<?x?xbf16>
-// CHECK:      {{.*}}tile-invalid.mlir:[[# @LINE - 1]]:3: error: tile.dim: dimension 2 out of range for !tile.tensor<?x?xbf16> of rank 2
+// CHECK:      {{.*}}tile-invalid.mlir:[[# @LINE - 1]]:8: error: tile.dim: dimension 2 out of range for !tile.tensor<?x?xbf16> of rank 2
 // CHECK-NEXT: {{^//}} -----
   tile.return
 }
@@ -254,7 +254,7 @@ tile.kernel @no_return(%s: f32) {
 
 tile.kernel @unknown_op(%a: !tile.tensor<?x?xbf16>) {
   tile.frobnicate %a
-// CHECK:      {{.*}}tile-invalid.mlir:[[# @LINE - 1]]:19: error: Operation tile.frobnicate is not registered
+// CHECK:      {{.*}}tile-invalid.mlir:[[# @LINE - 1]]:3: error: Operation tile.frobnicate is not registered
 // CHECK-NEXT: {{^//}} -----
   tile.return
 }

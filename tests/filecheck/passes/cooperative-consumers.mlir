@@ -53,7 +53,7 @@ tile.kernel @rows64(%a: !tile.tensor<?x?xbf16>, %b: !tile.tensor<?x?xbf16>, %c: 
     %x, %y = aref.get %r[%c0] : !aref.aref<[tensor<64x64xbf16>, tensor<256x64xbf16>], 1>
     %zero = arith.constant dense<0.0> : tensor<64x256xf32>
     %d = tile.dot %x, %y, %zero transpose_rhs : tensor<64x64xbf16>, tensor<256x64xbf16> -> tensor<64x256xf32>
-// W2: {{.*}}cooperative-consumers.mlir:[[# @LINE - 1]]:5: error: cooperative-consumers: a 64-row MMA tile cannot be split over 2 consumer warp groups (each needs a multiple of 64 rows)
+// W2: {{.*}}cooperative-consumers.mlir:[[# @LINE - 1]]:10: error: cooperative-consumers: a 64-row MMA tile cannot be split over 2 consumer warp groups (each needs a multiple of 64 rows)
     aref.consumed %r[%c0] : !aref.aref<[tensor<64x64xbf16>, tensor<256x64xbf16>], 1>
     tile.store %d, %c[%c0, %c0] : tensor<64x256xf32> -> !tile.tensor<?x?xf32>
   }

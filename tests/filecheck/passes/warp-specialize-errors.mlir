@@ -22,7 +22,7 @@ tile.kernel @carried_coordinate(%a: !tile.tensor<?x?xbf16>, %c: !tile.tensor<?x?
   %c64 = arith.constant 64 : index
   %zero = arith.constant dense<0.0> : tensor<64x64xf32>
   %r:2 = scf.for %i = %c0 to %c4 step %c1 iter_args(%acc = %zero, %off = %c0) -> (tensor<64x64xf32>, index) {
-// CHECK:      {{.*}}warp-specialize-errors.mlir:[[# @LINE - 1]]:3: error: warp-specialize: the coordinates of an MMA operand load depend on a loop-carried value, which the producer warp group cannot compute
+// CHECK:      {{.*}}warp-specialize-errors.mlir:[[# @LINE - 1]]:10: error: warp-specialize: the coordinates of an MMA operand load depend on a loop-carried value, which the producer warp group cannot compute
 // CHECK-NEXT: {{^//}} -----
     %x = tile.load %a[%off, %c0] : !tile.tensor<?x?xbf16> -> tensor<64x64xbf16>
     %d = tile.dot %x, %x, %acc transpose_rhs : tensor<64x64xbf16>, tensor<64x64xbf16> -> tensor<64x64xf32>
@@ -39,7 +39,7 @@ tile.kernel @carried_coordinate(%a: !tile.tensor<?x?xbf16>, %c: !tile.tensor<?x?
 tile.kernel @float_coordinate(%a: !tile.tensor<?x?xbf16>, %c: !tile.tensor<?x?xf32>, %s: f32) {
   %c0 = arith.constant 0 : index
   %i32 = arith.fptosi %s : f32 to i32
-// CHECK:      {{.*}}warp-specialize-errors.mlir:[[# @LINE - 1]]:3: error: warp-specialize: the coordinates of an MMA operand load depend on 'arith.fptosi', which the producer warp group cannot compute
+// CHECK:      {{.*}}warp-specialize-errors.mlir:[[# @LINE - 1]]:10: error: warp-specialize: the coordinates of an MMA operand load depend on 'arith.fptosi', which the producer warp group cannot compute
 // CHECK-NEXT: {{^//}} -----
   %i = arith.index_cast %i32 : i32 to index
   %x = tile.load %a[%i, %c0] : !tile.tensor<?x?xbf16> -> tensor<64x64xbf16>

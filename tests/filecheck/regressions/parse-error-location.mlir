@@ -1,10 +1,8 @@
-// BUG: errors that custom parsers raise after reading the whole op
+// Regression (fixed): errors that custom parsers raise after reading the whole op
 // (`parser.raise_error(msg)` without a span) point at the token *after* the op: the
 // next line, or the end of the file, instead of the op itself.
 // Here: aref.put with too few values reports the `tile.return` line below it, and a
-// tile.kernel with a result type reports the end of the input.  Remove the XFAIL line
-// once fixed.
-// XFAIL: *
+// tile.kernel with a result type reports the end of the input.
 // RUN: not tawac opt --split-input-file %s 2>&1 | filecheck %s
 
 tile.kernel @put_count(%a: !tile.tensor<?x?xbf16>) {

@@ -1,10 +1,8 @@
-// BUG (convention): the column of an op's diagnostic is the start of the statement
+// Regression (fixed, convention): the column of an op's diagnostic is the start of the statement
 // (`%d` at column 3), not the op name (`tile.dot` at column 8) as in MLIR's own
 // diagnostics and as the brief's example `invalid.mlir:5:8: error: tile.dot: ...`
 // expects.  driver._LocatingParser records the position before the result list.
-// Ops without results are unaffected.  Remove the XFAIL line once fixed (and update the
-// columns in tests/filecheck/dialects/*-invalid.mlir).
-// XFAIL: *
+// Ops without results are unaffected.
 // RUN: not tawac opt %s 2>&1 | filecheck %s
 
 tile.kernel @k(%a: !tile.tensor<?x?xbf16>, %b: !tile.tensor<?x?xbf16>) {

@@ -1,9 +1,7 @@
-// BUG: hopper.smem_slot does not verify that its result type is the tile type of its
+// Regression (fixed): hopper.smem_slot does not verify that its result type is the tile type of its
 // ring (SmemRingType.tile_type); any !hopper.smem_tile is accepted, so IR that reads a
 // bf16 128x64 ring as an f16 64x64 tile with another swizzle verifies.  Likewise
-// hopper.wgmma does not check its operand/accumulator shapes.  Remove the XFAIL line
-// once fixed.
-// XFAIL: *
+// hopper.wgmma does not check its operand/accumulator shapes.
 // RUN: not tawac opt --split-input-file %s 2>&1 | filecheck %s
 
 tile.kernel @slot_type(%a: !tile.tensor<?x?xf16>) {

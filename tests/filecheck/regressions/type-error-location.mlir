@@ -1,9 +1,8 @@
-// BUG: errors raised by type/attribute verifiers while parsing lose their position:
+// Regression (fixed): errors raised by type/attribute verifiers while parsing lose their position:
 // tawac prints `type-error-location.mlir: error: ...` (file only) although the type has
 // a line and column.  Every user-caused diagnostic should carry `file:line:col`.
 // (driver.parse_text turns the VerifyException into a CompileError with the file name
-// only.)  Remove the XFAIL line once fixed.
-// XFAIL: *
+// only.)
 // RUN: not tawac opt --split-input-file %s 2>&1 | filecheck %s
 
 tile.kernel @dim_names(%a: !tile.tensor<?x?xbf16, ["M"]>) {
