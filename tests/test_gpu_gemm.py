@@ -183,3 +183,31 @@ def test_kernel_without_a_loop():
     ref = a.float() @ b.float().T
     assert not torch.isnan(c).any()
     assert ((c.float() - ref).norm() / ref.norm()).item() < 1e-2
+
+
+@pytest.mark.gpu
+@requires_gpu
+@pytest.mark.parametrize("persistent", [True, False])
+def test_two_main_loops(persistent):
+    """Two K loops (two arefs) in one kernel, chained through the accumulator, f32 out:
+    C = 2 A·Bᵀ + B·Aᵀ. Persistent: each CTA runs several tiles, with one carried aref
+    base per loop."""
+    import torch
+    from test_pass_invariants import TWO_LOOPS
+
+    from tawac.driver import compile_module, parse_text
+    from tawac.runtime import load_kernel
+
+    r = compile_module(parse_text(TWO_LOOPS, "two_loops.mlir"), cubin=True,
+                       persistent=persistent)
+    kern = load_kernel(r.cubin, r.sidecar)
+    n, k = 2048, 256
+    a = torch.randn(n, k, device="cuda", dtype=torch.bfloat16)
+    b = torch.randn(n, k, device="cuda", dtype=torch.bfloat16)
+    c = torch.full((n, n), float("nan"), device="cuda", dtype=torch.float32)
+    kern(a, b, c)
+    torch.cuda.synchronize()
+    af, bf = a.float(), b.float()
+    ref = 2 * af @ bf.T + bf @ af.T
+    assert not torch.isnan(c).any()
+    assert ((c - ref).norm() / ref.norm()).item() < 1e-3
