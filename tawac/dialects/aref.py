@@ -161,8 +161,30 @@ class PutOp(IRDLOperation):
             )
 
 
+class _SlotOp(IRDLOperation):
+    """Syntax shared by get and consumed: `%r[%i] : !aref.aref<...>`."""
+
+    aref = operand_def(ArefType)
+    index = operand_def(IndexType)
+
+    @classmethod
+    def parse(cls, parser: Parser):
+        ref, idx = _parse_slot(parser)
+        parser.parse_punctuation(":")
+        t = parser.parse_type()
+        op = cls(parser.resolve_operand(ref, t), idx)
+        op.attributes |= parser.parse_optional_attr_dict()
+        return op
+
+    def print(self, printer: Printer) -> None:
+        _print_slot(printer, self.aref, self.index)
+        printer.print_string(" : ")
+        printer.print_attribute(self.aref.type)
+        printer.print_op_attributes(self.attributes)
+
+
 @irdl_op_definition
-class GetOp(IRDLOperation):
+class GetOp(_SlotOp):
     """Waits until slot `index mod D` is full and borrows its payload in place."""
 
     name = "aref.get"
@@ -175,21 +197,6 @@ class GetOp(IRDLOperation):
         assert isinstance(t, ArefType)
         super().__init__(operands=[aref, index], result_types=[list(t.payload.data)])
 
-    @classmethod
-    def parse(cls, parser: Parser) -> GetOp:
-        ref, idx = _parse_slot(parser)
-        parser.parse_punctuation(":")
-        t = parser.parse_type()
-        op = cls(parser.resolve_operand(ref, t), idx)
-        op.attributes |= parser.parse_optional_attr_dict()
-        return op
-
-    def print(self, printer: Printer) -> None:
-        _print_slot(printer, self.aref, self.index)
-        printer.print_string(" : ")
-        printer.print_attribute(self.aref.type)
-        printer.print_op_attributes(self.attributes)
-
     def verify_(self) -> None:
         t = _aref_type(self, self.aref)
         if tuple(r.type for r in self.values) != tuple(t.payload.data):
@@ -197,7 +204,7 @@ class GetOp(IRDLOperation):
 
 
 @irdl_op_definition
-class ConsumedOp(IRDLOperation):
+class ConsumedOp(_SlotOp):
     """Releases slot `index mod D`: the producer may overwrite it."""
 
     name = "aref.consumed"
@@ -206,21 +213,6 @@ class ConsumedOp(IRDLOperation):
 
     def __init__(self, aref: SSAValue, index: SSAValue):
         super().__init__(operands=[aref, index])
-
-    @classmethod
-    def parse(cls, parser: Parser) -> ConsumedOp:
-        ref, idx = _parse_slot(parser)
-        parser.parse_punctuation(":")
-        t = parser.parse_type()
-        op = cls(parser.resolve_operand(ref, t), idx)
-        op.attributes |= parser.parse_optional_attr_dict()
-        return op
-
-    def print(self, printer: Printer) -> None:
-        _print_slot(printer, self.aref, self.index)
-        printer.print_string(" : ")
-        printer.print_attribute(self.aref.type)
-        printer.print_op_attributes(self.attributes)
 
     def verify_(self) -> None:
         _aref_type(self, self.aref)
