@@ -189,33 +189,23 @@ CASES = {
         None,
         r" error: Operation tile\.fence is not registered",
     ),
-    "math-exp-epilogue": (
+    "math-tanh-epilogue": (
         GEMM_HEAD
         + GEMM_LOOP
-        + "  %e = math.exp %acc : tensor<128x128xf32>\n"
+        + "  %e = math.tanh %acc : tensor<128x128xf32>\n"
         + EPILOGUE.replace("arith.truncf %acc", "arith.truncf %e"),
         17,
         None,
-        r" error: .*'math\.exp' is not supported.*",
+        r" error: .*'math\.tanh' is not supported.*",
     ),
-    "negf-epilogue": (
+    "math-sqrt-epilogue": (
         GEMM_HEAD
         + GEMM_LOOP
-        + "  %e = arith.negf %acc : tensor<128x128xf32>\n"
+        + "  %e = math.sqrt %acc : tensor<128x128xf32>\n"
         + EPILOGUE.replace("arith.truncf %acc", "arith.truncf %e"),
         17,
         None,
-        r" error: .*'arith\.negf' is not supported.*",
-    ),
-    "select-of-tiles": (
-        GEMM_HEAD
-        + GEMM_LOOP
-        + "  %t = arith.constant true\n"
-        + "  %e = arith.select %t, %acc, %acc : tensor<128x128xf32>\n"
-        + EPILOGUE.replace("arith.truncf %acc", "arith.truncf %e"),
-        18,
-        None,
-        r" error: .*not supported.*",
+        r" error: .*'math\.sqrt' is not supported.*",
     ),
     "no-dot": (
         """\

@@ -201,3 +201,47 @@ def test_two_main_loops(persistent):
     ref = 2 * af @ bf.T + bf @ af.T
     assert not torch.isnan(c).any()
     assert ((c - ref).norm() / ref.norm()).item() < 1e-3
+
+
+@pytest.mark.gpu
+@requires_gpu
+@pytest.mark.parametrize(("bm", "bn", "bk"), [(128, 128, 64), (64, 256, 64), (128, 128, 128),
+                                              (64, 128, 64), (128, 64, 64), (256, 128, 64),
+                                              (128, 192, 64)])
+@pytest.mark.parametrize("dt", ["bf16", "f16"])
+def test_other_tile_configs(bm, bn, bk, dt):
+    """Tile shapes other than the examples' (one consumer warp group for 64-row tiles,
+    two K chunks for BK=128, N that is not a power of two) compute the same product."""
+    import torch
+    from test_tile_configs import compile_config
+
+    from tawac.runtime import load_kernel
+
+    r = compile_config(bm, bn, bk, dt, cubin=True)
+    kern = load_kernel(r.cubin, r.sidecar)
+    dtype = torch.bfloat16 if dt == "bf16" else torch.float16
+    for m, n, k in [(1000, 2000, 3000), (129, 257, 65), (2048, 2048, 512)]:
+        err = _run_abt(kern, m, n, k, dtype)
+        assert err < 1e-2, (m, n, k, err)
+
+
+@pytest.mark.gpu
+@requires_gpu
+def test_silu_epilogue_with_bf16_bias():
+    """A bf16 bias vector converted and broadcast in registers, then exp/neg/div math."""
+    import torch
+
+    from tawac.runtime import load_kernel
+
+    r = compile_file(Path(__file__).resolve().parent / "data" / "gemm_bias_silu.mlir")
+    kern = load_kernel(r.cubin, r.sidecar)
+    m, n, k = 1000, 1500, 700
+    a = torch.randn(m, k, device="cuda", dtype=torch.bfloat16)
+    b = torch.randn(n, k, device="cuda", dtype=torch.bfloat16)
+    bias = torch.randn(n, device="cuda", dtype=torch.bfloat16)
+    c = torch.full((m, n), float("nan"), device="cuda", dtype=torch.bfloat16)
+    kern(a, b, bias, c)
+    torch.cuda.synchronize()
+    ref = torch.nn.functional.silu(a.float() @ b.float().T + bias.float())
+    assert not torch.isnan(c).any()
+    assert ((c.float() - ref).norm() / ref.norm()).item() < 1e-2

@@ -24,7 +24,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 
 from xdsl.context import Context
-from xdsl.dialects import arith, scf
+from xdsl.dialects import arith, math, scf
 from xdsl.dialects.builtin import (
     BFloat16Type,
     DenseIntOrFPElementsAttr,
@@ -69,11 +69,22 @@ def elem_bytes(t: Attribute) -> int:
 @dataclass
 class Frag:
     """A tile held in registers: `regs[i]` is register i of `layout` (regs may repeat for
-    splats and broadcasts; such a fragment is materialised before being written)."""
+    splats and broadcasts; such a fragment is materialised before being written).
+
+    With `dim` set, the value is a 1-d tile in the slice layout of `layout`: a vector
+    along dimension `dim` (`AccLayout.col_offsets()` / `row_offsets()` registers)."""
 
     layout: AccLayout
     regs: list[SSAValue]
-    dtype: str  # PTX type of the elements: f32, bf16, f16
+    dtype: str  # PTX type of the elements: f32, bf16, f16, pred
+    dim: int | None = None
+
+    def like(self, regs: list[SSAValue], dtype: str) -> Frag:
+        """A fragment of the same layout with other registers."""
+        return Frag(self.layout, regs, dtype, self.dim)
+
+    def same_layout(self, other: Frag) -> bool:
+        return self.layout == other.layout and self.dim == other.dim
 
 
 @dataclass
@@ -447,13 +458,30 @@ def _cmpi(k: KernelLowering, op: arith.CmpiOp) -> None:
 
 @handles(arith.SelectOp)
 def _select(k: KernelLowering, op: arith.SelectOp) -> None:
-    c = k.scalar(op.cond)
+    c = k.vals.get(op.cond)
     t, f = k.vals.get(op.lhs), k.vals.get(op.rhs)
-    if isinstance(t, SSAValue) and isinstance(f, SSAValue):
+    if isinstance(c, SSAValue) and isinstance(t, SSAValue) and isinstance(f, SSAValue):
         ty = "f32" if _kind(t) == "f32" else "s32"
         k.vals[op.result] = k.r(ptx.SelpOp(ty, t, f, c))
         return
-    raise CompileError("convert-to-ptx: select of tiles is not supported yet", op)
+    if isinstance(c, SSAValue) and isinstance(t, Frag) and isinstance(f, Frag):
+        c = t.like([c] * len(t.regs), "pred")  # a uniform condition
+    if isinstance(c, Frag) and isinstance(t, Frag) and isinstance(f, Frag):
+        if not (c.same_layout(t) and t.same_layout(f)) or t.dtype != f.dtype:
+            raise CompileError("convert-to-ptx: select needs tiles of one layout", op)
+        memo: dict[tuple[SSAValue, SSAValue, SSAValue], SSAValue] = {}
+        regs = []
+        for p, x, y in zip(c.regs, t.regs, f.regs, strict=True):
+            if (p, x, y) not in memo:
+                memo[(p, x, y)] = k.r(ptx.SelpOp(_sel_type(t.dtype), x, y, p))
+            regs.append(memo[(p, x, y)])
+        k.vals[op.result] = t.like(regs, t.dtype)
+        return
+    raise CompileError("convert-to-ptx: select of a tile needs a tile condition", op)
+
+
+def _sel_type(dtype: str) -> str:
+    return {"f32": "f32", "bf16": "b16", "f16": "b16"}.get(dtype, "b32")
 
 
 @handles(arith.IndexCastOp)
@@ -480,19 +508,102 @@ def _float_binary(k: KernelLowering, op: Operation) -> None:
         k.vals[op.results[0]] = k.r(cls("f32", a, b, mode=mode))
         return
     if isinstance(a, Frag) and isinstance(b, Frag):
-        if a.layout != b.layout or a.dtype != "f32" or b.dtype != "f32":
+        if not a.same_layout(b) or a.dtype != "f32" or b.dtype != "f32":
             raise CompileError(
                 "convert-to-ptx: elementwise math needs f32 operands in the same layout", op
             )
-        memo: dict[tuple[SSAValue, SSAValue], SSAValue] = {}
-        regs = []
-        for x, y in zip(a.regs, b.regs, strict=True):
-            if (x, y) not in memo:
-                memo[(x, y)] = k.r(cls("f32", x, y, mode=mode))
-            regs.append(memo[(x, y)])
-        k.vals[op.results[0]] = Frag(a.layout, regs, "f32")
+        k.vals[op.results[0]] = a.like(
+            _map2(k, a, b, lambda x, y: cls("f32", x, y, mode=mode)), "f32"
+        )
         return
     raise CompileError(f"convert-to-ptx: operands of {op.name} must both be tiles or scalars", op)
+
+
+def _map1(k: KernelLowering, f: Frag, make: Callable[[SSAValue], Operation]) -> list[SSAValue]:
+    """One instruction per distinct register of `f` (repeated registers share it)."""
+    memo: dict[SSAValue, SSAValue] = {}
+    for x in f.regs:
+        if x not in memo:
+            memo[x] = k.r(make(x))
+    return [memo[x] for x in f.regs]
+
+
+def _map2(
+    k: KernelLowering, a: Frag, b: Frag, make: Callable[[SSAValue, SSAValue], Operation]
+) -> list[SSAValue]:
+    memo: dict[tuple[SSAValue, SSAValue], SSAValue] = {}
+    for x, y in zip(a.regs, b.regs, strict=True):
+        if (x, y) not in memo:
+            memo[(x, y)] = k.r(make(x, y))
+    return [memo[(x, y)] for x, y in zip(a.regs, b.regs, strict=True)]
+
+
+_LOG2E = 1.4426950408889634
+
+
+def _f32_unary(k: KernelLowering, op: Operation, emit: Callable[[SSAValue], SSAValue]) -> None:
+    src = k.vals.get(op.operands[0])
+    if isinstance(src, SSAValue):
+        k.vals[op.results[0]] = emit(src)
+        return
+    if not isinstance(src, Frag) or src.dtype != "f32":
+        raise CompileError(f"convert-to-ptx: {op.name} needs an f32 tile or scalar", op)
+    memo: dict[SSAValue, SSAValue] = {}
+    regs = []
+    for x in src.regs:
+        if x not in memo:
+            memo[x] = emit(x)
+        regs.append(memo[x])
+    k.vals[op.results[0]] = src.like(regs, "f32")
+
+
+@handles(arith.NegfOp)
+def _negf(k: KernelLowering, op: arith.NegfOp) -> None:
+    _f32_unary(k, op, lambda x: k.r(ptx.NegOp("f32", x)))
+
+
+@handles(math.Exp2Op)
+def _exp2(k: KernelLowering, op: math.Exp2Op) -> None:
+    _f32_unary(k, op, lambda x: k.r(ptx.Ex2Op(x)))
+
+
+@handles(math.ExpOp)
+def _exp(k: KernelLowering, op: math.ExpOp) -> None:
+    """exp(x) = 2^(x * log2 e) (`ex2.approx.ftz.f32`, relative error ~2^-22)."""
+    _f32_unary(k, op, lambda x: k.r(ptx.Ex2Op(k.r(ptx.MulOp("f32", x, k.fimm(_LOG2E), mode="rn")))))
+
+
+_CMPF = {
+    1: "eq",
+    2: "gt",
+    3: "ge",
+    4: "lt",
+    5: "le",
+    6: "ne",
+    8: "equ",
+    9: "gtu",
+    10: "geu",
+    11: "ltu",
+    12: "leu",
+    13: "neu",
+}
+
+
+@handles(arith.CmpfOp)
+def _cmpf(k: KernelLowering, op: arith.CmpfOp) -> None:
+    cmp = _CMPF.get(op.predicate.value.data)
+    if cmp is None:
+        raise CompileError("convert-to-ptx: this arith.cmpf predicate is not supported", op)
+    a, b = k.vals.get(op.lhs), k.vals.get(op.rhs)
+    if isinstance(a, SSAValue) and isinstance(b, SSAValue):
+        k.vals[op.result] = k.r(ptx.SetpOp(cmp, "f32", a, b))
+        return
+    if isinstance(a, Frag) and isinstance(b, Frag) and a.same_layout(b):
+        k.vals[op.result] = a.like(
+            _map2(k, a, b, lambda x, y: ptx.SetpOp(cmp, "f32", x, y)), "pred"
+        )
+        return
+    raise CompileError("convert-to-ptx: arith.cmpf needs two f32 tiles or scalars", op)
 
 
 @handles(arith.TruncFOp, arith.ExtFOp)
@@ -502,13 +613,8 @@ def _float_cast(k: KernelLowering, op: Operation) -> None:
     assert isinstance(rt, TensorType)
     dst = elem_ptx_type(rt.element_type)
     rnd = "rn" if isinstance(op, arith.TruncFOp) else None
-    memo: dict[SSAValue, SSAValue] = {}
-    regs = []
-    for x in src.regs:
-        if x not in memo:
-            memo[x] = k.r(ptx.CvtOp(dst, src.dtype, x, rnd=rnd))
-        regs.append(memo[x])
-    k.vals[op.results[0]] = Frag(src.layout, regs, dst)
+    regs = _map1(k, src, lambda x: ptx.CvtOp(dst, src.dtype, x, rnd=rnd))
+    k.vals[op.results[0]] = src.like(regs, dst)
 
 
 @handles(tile.ProgramIdOp)
@@ -547,9 +653,9 @@ def _broadcast(k: KernelLowering, op: tile.BroadcastOp) -> None:
     assert isinstance(t, TensorType)
     layout = k.layout_for(t, op)
     src = k.vals.get(op.source)
-    if not isinstance(src, _Slice):
+    if not isinstance(src, Frag) or src.dim is None:
         raise CompileError(
-            "convert-to-ptx: tile.broadcast needs a vector loaded in this partition", op
+            "convert-to-ptx: tile.broadcast needs a vector computed in this partition", op
         )
     if src.dim != op.dim.data or src.layout != layout:
         raise CompileError("convert-to-ptx: tile.broadcast layout mismatch", op)
@@ -557,14 +663,35 @@ def _broadcast(k: KernelLowering, op: tile.BroadcastOp) -> None:
     k.vals[op.result] = Frag(layout, regs, src.dtype)
 
 
-@dataclass
-class _Slice:
-    """A 1-d tile held in the slice layout of `layout` along `dim` (see AccLayout)."""
+_ELEMENTWISE = (
+    arith.ExtFOp,
+    arith.TruncFOp,
+    arith.AddfOp,
+    arith.SubfOp,
+    arith.MulfOp,
+    arith.DivfOp,
+    arith.MaximumfOp,
+    arith.MinimumfOp,
+    arith.NegfOp,
+    math.ExpOp,
+    math.Exp2Op,
+)
 
-    layout: AccLayout
-    dim: int
-    regs: list[SSAValue]
-    dtype: str
+
+def _broadcast_of(v: SSAValue) -> tile.BroadcastOp | None:
+    """The tile.broadcast a 1-d value reaches through elementwise ops, if any: its layout
+    is the one the vector is computed in."""
+    work, seen = [v], set()
+    while work:
+        x = work.pop()
+        for use in x.uses:
+            user = use.operation
+            if isinstance(user, tile.BroadcastOp):
+                return user
+            if isinstance(user, _ELEMENTWISE) and user not in seen:
+                seen.add(user)
+                work.extend(user.results)
+    return None
 
 
 @handles(tile.LoadOp)
@@ -572,19 +699,13 @@ def _load_vector(k: KernelLowering, op: tile.LoadOp) -> None:
     """A 1-d load in a consumer, loaded straight into the slice layout of its broadcast."""
     t = op.result.type
     assert isinstance(t, TensorType)
-    users = [u.operation for u in op.result.uses]
-    if (
-        t.get_num_dims() != 1
-        or not users
-        or not all(isinstance(u, tile.BroadcastOp) for u in users)
-    ):
+    bc = _broadcast_of(op.result) if t.get_num_dims() == 1 else None
+    if bc is None:
         raise CompileError(
             "convert-to-ptx: this tile.load is neither an MMA operand (TMA) nor a vector "
             "feeding tile.broadcast; such loads are not supported yet",
             op,
         )
-    bc = users[0]
-    assert isinstance(bc, tile.BroadcastOp)
     bt = bc.result.type
     assert isinstance(bt, TensorType)
     layout = k.layout_for(bt, bc)
@@ -615,7 +736,7 @@ def _load_vector(k: KernelLowering, op: tile.LoadOp) -> None:
             ),
         )
         regs.append(val)
-    k.vals[op.result] = _Slice(layout, dim, regs, ety)
+    k.vals[op.result] = Frag(layout, regs, ety, dim)
 
 
 @handles(tile.StoreOp)

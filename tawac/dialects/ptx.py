@@ -486,6 +486,41 @@ class FmaOp(PtxInstruction):
 
 
 @irdl_op_definition
+class NegOp(PtxInstruction):
+    """`neg.type d, a;` (PTX ISA 9.7.3.9)."""
+
+    name = "ptx.neg"
+    type = prop_def(StringAttr)
+    src = operand_def(RegType)
+    result = result_def(RegType)
+
+    def __init__(self, ptx_type: str, src: SSAValue):
+        super().__init__(
+            operands=[src],
+            properties={"type": StringAttr(ptx_type)},
+            result_types=[reg_of(ptx_type)],
+        )
+
+    def ptx_text(self, n: Names) -> str:
+        return f"neg.{_s(self.type)} {n(self.result)}, {n(self.src)};"
+
+
+@irdl_op_definition
+class Ex2Op(PtxInstruction):
+    """`ex2.approx.ftz.f32 d, a;` 2 to the power a (PTX ISA 9.7.3.22)."""
+
+    name = "ptx.ex2"
+    src = operand_def(RegType)
+    result = result_def(RegType)
+
+    def __init__(self, src: SSAValue):
+        super().__init__(operands=[src], result_types=[F32])
+
+    def ptx_text(self, n: Names) -> str:
+        return f"ex2.approx.ftz.f32 {n(self.result)}, {n(self.src)};"
+
+
+@irdl_op_definition
 class SetpOp(PtxInstruction):
     """`setp.cmp.type p, a, b;` (PTX ISA 9.7.6.1)."""
 
@@ -1062,6 +1097,8 @@ Ptx = Dialect(
         ShlOp,
         ShrOp,
         FmaOp,
+        NegOp,
+        Ex2Op,
         SetpOp,
         SelpOp,
         LdGlobalOp,
