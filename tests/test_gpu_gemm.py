@@ -245,3 +245,21 @@ def test_silu_epilogue_with_bf16_bias():
     ref = torch.nn.functional.silu(a.float() @ b.float().T + bias.float())
     assert not torch.isnan(c).any()
     assert ((c.float() - ref).norm() / ref.norm()).item() < 1e-2
+
+
+@pytest.mark.gpu
+@requires_gpu
+@pytest.mark.parametrize("sizes", [{"M": 300, "N": 128, "K": 200}, {"M": 512, "N": 384, "K": 64}])
+def test_row_softmax_reductions(sizes):
+    """tile.reduce max/sum (in-thread + quad shuffles), row-vector broadcasts and exp2,
+    against the tile interpreter (softmax per 128-column tile, as the kernel defines)."""
+    from tawac.runtime.runner import run_kernel_file
+
+    path = Path(__file__).resolve().parent / "data" / "row_softmax.mlir"
+
+    def compile_fn(p):
+        r = compile_file(p)
+        return r.cubin, r.sidecar, r.kernel
+
+    res = run_kernel_file(path, sizes, None, compile_fn, rep_ms=5, tol=1e-3)
+    assert res["ok"] and not res["nan"], res

@@ -325,3 +325,23 @@ def test_dot_flops_counts_live_instances_and_iterations():
     stats = interpret(kernel, [a, b, c], (3, 2, 1))
     # 6 instances, each 3 k-steps (K=33, step 16) of a 16x32x16 dot.
     assert stats["dot_flops"] == 6 * 3 * 2 * 16 * 32 * 16
+
+
+def test_row_softmax_reductions():
+    """tile.reduce max/sum along rows with row-vector broadcasts: a softmax per tile."""
+    from pathlib import Path
+
+    text = (Path(__file__).resolve().parent / "data" / "row_softmax.mlir").read_text()
+    kernel = parse_kernel(text)
+    m, n, k = 130, 256, 70
+    torch.manual_seed(0)
+    a = torch.randn(m, k).to(torch.bfloat16)
+    b = torch.randn(n, k).to(torch.bfloat16)
+    c = torch.full((m, n), float("nan"))
+    interpret(kernel, [a, b, c, 0.25], (2, 2, 1))
+    s = 0.25 * (a.float() @ b.float().T)
+    # exp2(s - max) / sum: a base-2 softmax of s, i.e. the natural softmax of s * ln 2
+    ref = torch.cat(
+        [torch.softmax(s[:, j : j + 128] * 0.6931471805599453, 1) for j in (0, 128)], dim=1
+    )
+    assert torch.allclose(c, ref, atol=1e-5, rtol=1e-4)

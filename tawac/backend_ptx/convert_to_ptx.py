@@ -647,6 +647,35 @@ def _splat(k: KernelLowering, op: tile.SplatOp) -> None:
     k.vals[op.result] = Frag(layout, [k.scalar(op.value)] * layout.num_regs, "f32")
 
 
+@handles(tile.ReduceOp)
+def _reduce(k: KernelLowering, op: tile.ReduceOp) -> None:
+    """Row reductions: combine a thread's registers of each row, then across the quad of
+    lanes holding the row (`shfl.sync.bfly` 1, 2).  The result is the row vector in the
+    slice layout (dim 0), replicated over the quad, so broadcasting it back is free."""
+    src = k.frag(op.source)
+    if src.dim is not None or src.dtype != "f32":
+        raise CompileError("convert-to-ptx: tile.reduce needs a 2-d f32 tile", op)
+    if op.dim.data != 1:
+        raise CompileError(
+            "convert-to-ptx: reductions along dimension 0 (across warps) are not supported "
+            "yet; reduce along dimension 1",
+            op,
+        )
+    layout = src.layout
+    combine = ptx.MaxOp if op.kind.data == "max" else ptx.AddOp
+    mode = None if op.kind.data == "max" else "rn"
+    regs = []
+    for dr in layout.row_offsets():
+        row = [src.regs[i] for i in range(layout.num_regs) if layout.reg_offset(i)[0] == dr]
+        acc = row[0]
+        for x in row[1:]:
+            acc = k.r(combine("f32", acc, x, mode=mode))
+        for mask in layout.row_reduction_lanes():
+            acc = k.r(combine("f32", acc, k.r(ptx.ShflBflyOp(acc, mask)), mode=mode))
+        regs.append(acc)
+    k.vals[op.result] = Frag(layout, regs, "f32", 0)
+
+
 @handles(tile.BroadcastOp)
 def _broadcast(k: KernelLowering, op: tile.BroadcastOp) -> None:
     t = op.result.type

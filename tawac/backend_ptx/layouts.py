@@ -89,6 +89,11 @@ class AccLayout:
     def col_offsets(self) -> list[int]:
         return sorted({self.reg_offset(i)[1] for i in range(self.num_regs)})
 
+    def row_reduction_lanes(self) -> tuple[int, ...]:
+        """Lane masks of the butterfly shuffles that combine a row's values across the
+        threads holding it: the four lanes of a quad (lane % 4 selects the columns)."""
+        return (1, 2)
+
     def slice_index(self, dim: int, i: int) -> int:
         """The register of the dim-`dim` slice that register i broadcasts from: a vector
         along dimension 1 (one value per column) is held as `col_offsets()`, one along

@@ -521,6 +521,30 @@ class Ex2Op(PtxInstruction):
 
 
 @irdl_op_definition
+class ShflBflyOp(PtxInstruction):
+    """`shfl.sync.bfly.b32 d, a, lanemask, 0x1f, 0xffffffff;`: the value of the lane whose
+    id differs by `lanemask` bits (PTX ISA 9.7.9.6); a 32-bit register of any class."""
+
+    name = "ptx.shfl_bfly"
+    lanemask = prop_def(IntegerAttr[I64])
+    src = operand_def(RegType)
+    result = result_def(RegType)
+
+    def __init__(self, src: SSAValue, lanemask: int):
+        super().__init__(
+            operands=[src],
+            properties={"lanemask": IntegerAttr(lanemask, i64)},
+            result_types=[src.type],
+        )
+
+    def ptx_text(self, n: Names) -> str:
+        return (
+            f"shfl.sync.bfly.b32 {n(self.result)}, {n(self.src)}, {_i(self.lanemask)}, "
+            "0x1f, 0xffffffff;"
+        )
+
+
+@irdl_op_definition
 class SetpOp(PtxInstruction):
     """`setp.cmp.type p, a, b;` (PTX ISA 9.7.6.1)."""
 
@@ -1099,6 +1123,7 @@ Ptx = Dialect(
         FmaOp,
         NegOp,
         Ex2Op,
+        ShflBflyOp,
         SetpOp,
         SelpOp,
         LdGlobalOp,

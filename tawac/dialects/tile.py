@@ -562,6 +562,77 @@ class BroadcastOp(IRDLOperation):
             )
 
 
+REDUCE_KINDS = ("max", "sum")
+
+
+@irdl_op_definition
+class ReduceOp(IRDLOperation):
+    """Reduces a 2-d tile along one dimension to a 1-d tile.
+
+    `%m = tile.reduce max %s, 1 : tensor<128x64xf32> -> tensor<128xf32>` takes the maximum
+    over dimension 1 (along each row): the result has one value per row.  Kinds: max, sum.
+    """
+
+    name = "tile.reduce"
+    kind = prop_def(StringAttr)
+    dim = prop_def(IntAttr)
+    source = operand_def(TensorType)
+    result = result_def(TensorType)
+    traits = traits_def(Pure())
+
+    def __init__(self, kind: str, source: SSAValue, dim: int, result_type: Attribute):
+        super().__init__(
+            operands=[source],
+            properties={"kind": StringAttr(kind), "dim": IntAttr(dim)},
+            result_types=[result_type],
+        )
+
+    @classmethod
+    def parse(cls, parser: Parser) -> ReduceOp:
+        pos = parser.pos
+        kind = parser.parse_identifier()
+        if kind not in REDUCE_KINDS:
+            parser.raise_error(f"expected a reduction ({', '.join(REDUCE_KINDS)})", pos, parser.pos)
+        src = parser.parse_unresolved_operand()
+        parser.parse_punctuation(",")
+        dim = parser.parse_integer()
+        parser.parse_punctuation(":")
+        st = parser.parse_type()
+        parser.parse_punctuation("->")
+        rt = parser.parse_type()
+        op = cls(kind, parser.resolve_operand(src, st), dim, rt)
+        op.attributes |= parser.parse_optional_attr_dict()
+        return op
+
+    def print(self, printer: Printer) -> None:
+        printer.print_string(f" {self.kind.data} ")
+        printer.print_operand(self.source)
+        printer.print_string(f", {self.dim.data} : ")
+        printer.print_attribute(self.source.type)
+        printer.print_string(" -> ")
+        printer.print_attribute(self.result.type)
+        printer.print_op_attributes(self.attributes)
+
+    def verify_(self) -> None:
+        st, rt = self.source.type, self.result.type
+        assert isinstance(st, TensorType) and isinstance(rt, TensorType)
+        if self.kind.data not in REDUCE_KINDS:
+            raise VerifyException(f"tile.reduce: unknown reduction {self.kind.data!r}")
+        if st.get_num_dims() != 2 or rt.get_num_dims() != 1:
+            raise VerifyException(
+                f"tile.reduce: expected 2-d to 1-d, got {type_str(st)} -> {type_str(rt)}"
+            )
+        d = self.dim.data
+        if d not in (0, 1):
+            raise VerifyException(f"tile.reduce: dimension {d} out of range")
+        kept = st.get_shape()[1 - d]
+        if rt.get_shape()[0] != kept or rt.element_type != st.element_type:
+            raise VerifyException(
+                f"tile.reduce: reducing {type_str(st)} along dimension {d} gives "
+                f"tensor<{kept}x{st.element_type}>, not {type_str(rt)}"
+            )
+
+
 Tile = Dialect(
     "tile",
     [
@@ -574,6 +645,7 @@ Tile = Dialect(
         DotOp,
         SplatOp,
         BroadcastOp,
+        ReduceOp,
     ],
     [GlobalTensorType],
 )

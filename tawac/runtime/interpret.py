@@ -396,6 +396,12 @@ class _Interpreter:
             return self.splat(op)
         if isinstance(op, tile.BroadcastOp):
             return self.broadcast(op)
+        if isinstance(op, tile.ReduceOp):
+            v = self.get(op.source)
+            dim = 1 + op.dim.data  # the batch of program instances is dimension 0
+            if op.kind.data == "max":
+                return v.amax(dim=dim)
+            return _round(v.sum(dim=dim), op.result.type)
         if isinstance(op, scf.ForOp):
             self.run_for(op, active)
             return None

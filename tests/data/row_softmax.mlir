@@ -1,0 +1,30 @@
+// C = softmax(scale * A * B^T) along each row, for N <= 128 (one column tile): row max,
+// exp2, row sum, and row vectors broadcast back over the tile.
+tile.kernel @row_softmax(%a: !tile.tensor<?x?xbf16, ["M", "K"]>, %b: !tile.tensor<?x?xbf16, ["N", "K"]>, %c: !tile.tensor<?x?xf32, ["M", "N"]>, %scale: f32) {
+  %c0 = arith.constant 0 : index
+  %c64 = arith.constant 64 : index
+  %c128 = arith.constant 128 : index
+  %pid_m = tile.program_id x
+  %pid_n = tile.program_id y
+  %m0 = arith.muli %pid_m, %c128 : index
+  %n0 = arith.muli %pid_n, %c128 : index
+  %K = tile.dim %a[1] : !tile.tensor<?x?xbf16, ["M", "K"]>
+  %zero = arith.constant dense<0.000000e+00> : tensor<128x128xf32>
+  %acc = scf.for %k = %c0 to %K step %c64 iter_args(%acc_i = %zero) -> (tensor<128x128xf32>) {
+    %x = tile.load %a[%m0, %k] : !tile.tensor<?x?xbf16, ["M", "K"]> -> tensor<128x64xbf16>
+    %y = tile.load %b[%n0, %k] : !tile.tensor<?x?xbf16, ["N", "K"]> -> tensor<128x64xbf16>
+    %d = tile.dot %x, %y, %acc_i transpose_rhs : tensor<128x64xbf16>, tensor<128x64xbf16> -> tensor<128x128xf32>
+    scf.yield %d : tensor<128x128xf32>
+  }
+  %sc = tile.splat %scale : f32 -> tensor<128x128xf32>
+  %s = arith.mulf %acc, %sc : tensor<128x128xf32>
+  %mx = tile.reduce max %s, 1 : tensor<128x128xf32> -> tensor<128xf32>
+  %mb = tile.broadcast %mx, 0 : tensor<128xf32> -> tensor<128x128xf32>
+  %sh = arith.subf %s, %mb : tensor<128x128xf32>
+  %p = math.exp2 %sh : tensor<128x128xf32>
+  %l = tile.reduce sum %p, 1 : tensor<128x128xf32> -> tensor<128xf32>
+  %lb = tile.broadcast %l, 0 : tensor<128xf32> -> tensor<128x128xf32>
+  %o = arith.divf %p, %lb : tensor<128x128xf32>
+  tile.store %o, %c[%m0, %n0] : tensor<128x128xf32> -> !tile.tensor<?x?xf32, ["M", "N"]>
+  tile.return
+}
