@@ -263,3 +263,29 @@ def test_row_softmax_reductions(sizes):
 
     res = run_kernel_file(path, sizes, None, compile_fn, rep_ms=5, tol=1e-3)
     assert res["ok"] and not res["nan"], res
+
+
+@pytest.mark.gpu
+@requires_gpu
+@pytest.mark.parametrize("persistent", [True, False])
+def test_chained_gemm_register_a_operand(persistent):
+    """O = bf16(A·B[:128]ᵀ)·V[:128]: the second wgmma reads P from registers (register-A
+    form) and V arrives once per tile through its own aref."""
+    import torch
+
+    from tawac.runtime import load_kernel
+
+    r = compile_file(Path(__file__).resolve().parent / "data" / "chained_gemm.mlir",
+                     persistent=persistent)
+    kern = load_kernel(r.cubin, r.sidecar)
+    m, n, k, d = 40000, 200, 300, 128  # 313 row tiles: several per CTA when persistent
+    a = torch.randn(m, k, device="cuda", dtype=torch.bfloat16)
+    b = torch.randn(n, k, device="cuda", dtype=torch.bfloat16)
+    v = torch.randn(n, d, device="cuda", dtype=torch.bfloat16)
+    o = torch.full((m, d), float("nan"), device="cuda", dtype=torch.float32)
+    kern(a, b, v, o)
+    torch.cuda.synchronize()
+    p = (a.float() @ b[:128].float().T).to(torch.bfloat16).float()
+    ref = p @ v[:128].float()
+    assert not torch.isnan(o).any()
+    assert ((o - ref).norm() / ref.norm()).item() < 5e-3

@@ -998,6 +998,9 @@ def _operand(t: hopper.SmemTileType, mn_major: bool, mn: int, kk: int) -> tuple[
 @handles(hopper.WgmmaOp)
 def _wgmma(k: KernelLowering, op: hopper.WgmmaOp) -> None:
     a, b = k.vals[op.a], k.vals[op.b]
+    if isinstance(a, Frag):
+        _wgmma_reg_a(k, op, a)
+        return
     assert isinstance(a, SmemTile) and isinstance(b, SmemTile)
     if a.type.swizzle.data != 128 or b.type.swizzle.data != 128:
         raise CompileError("convert-to-ptx: wgmma operands must be 128B-swizzled", op)
@@ -1025,6 +1028,46 @@ def _wgmma(k: KernelLowering, op: hopper.WgmmaOp) -> None:
             k.emit(
                 ptx.WgmmaMmaAsyncOp(
                     n, 16, ab, desc_a, desc_b, k.true_pred(), regs, int(ta), int(tb)
+                )
+            )
+    k.emit(ptx.WgmmaCommitOp())
+    k.vals[op.result] = acc
+
+
+def _wgmma_reg_a(k: KernelLowering, op: hopper.WgmmaOp, a: Frag) -> None:
+    """The register-A form: A's k16 slice kk of m64 block mi is the accumulator-layout
+    registers 8kk..8kk+7 of that block, packed in pairs (PTX ISA 9.7.15.5.1, "Register
+    fragments for A": a0 = (r, 2t..2t+1), a1 = (r+8, ...), a2 = (r, 2t+8..), a3 = (r+8,
+    2t+8..), which are accumulator registers 8kk+0,1 / +2,3 / +4,5 / +6,7)."""
+    b = k.vals[op.b]
+    assert isinstance(b, SmemTile)
+    if a.dim is not None or a.dtype not in ("bf16", "f16"):
+        raise CompileError(
+            "convert-to-ptx: a register A operand must be a 16-bit (bf16/f16) 2-d tile", op
+        )
+    if b.type.swizzle.data != 128:
+        raise CompileError("convert-to-ptx: wgmma B operands must be 128B-swizzled", op)
+    acc = k.materialize(k.frag(op.acc))
+    layout = acc.layout
+    al = a.layout
+    if al.m != layout.m or al.warp_groups != layout.warp_groups or al.n % 16:
+        raise CompileError("convert-to-ptx: register A operand layout does not fit the MMA", op)
+    if elem_ptx_type(b.type.element_type) != a.dtype:
+        raise CompileError("convert-to-ptx: MMA operand element types differ", op)
+    tb = op.transpose_b is not None
+    k.emit(ptx.WgmmaFenceOp())
+    for kk in range(al.n // 16):
+        b_off, b_lbo, b_sbo = _operand(b.type, tb, 0, kk)
+        desc_b = _descriptor(k, k.add_imm(b.addr, b_off, "u32"), b_lbo, b_sbo)
+        for mi in range(layout.m_reps):
+            base = mi * al.regs_per_block + 8 * kk
+            regs_a = [
+                k.r(ptx.PackB16Op(a.regs[base + 2 * q], a.regs[base + 2 * q + 1])) for q in range(4)
+            ]
+            regs = [acc.regs[i] for i in layout.block_regs(mi)]
+            k.emit(
+                ptx.WgmmaMmaAsyncRegAOp(
+                    layout.n, a.dtype, regs_a, desc_b, k.true_pred(), regs, int(tb)
                 )
             )
     k.emit(ptx.WgmmaCommitOp())

@@ -352,14 +352,17 @@ class WgmmaOp(IRDLOperation):
     """Asynchronous warpgroup MMA over shared-memory operands: `acc + A * B`.
 
     `a` is MxK, `b` is NxK (both K-major; `transpose_*` mark MN-major operands), the
-    accumulator MxN f32 in registers, split over the warp groups of the partition.
+    accumulator MxN f32 in registers, split over the warp groups of the partition.  `a`
+    may also be a 16-bit tile in registers (the wgmma register-A form), laid out like an
+    accumulator of the same partition: its k16 slices are the accumulator registers of
+    n16 column chunks, packed in pairs.
     Issues `wgmma.fence`, one `wgmma.mma_async` per k16 step and per m64 block, and
     `wgmma.commit_group`; completion is awaited by `hopper.wgmma_wait`.
     """
 
     name = "hopper.wgmma"
     T: ClassVar = VarConstraint("T", base(TensorType))
-    a = operand_def(SmemTileType)
+    a = operand_def(SmemTileType | TensorType)
     b = operand_def(SmemTileType)
     acc = operand_def(T)
     result = result_def(T)
@@ -375,9 +378,13 @@ class WgmmaOp(IRDLOperation):
 
     def verify_(self) -> None:
         at, bt, ct = self.a.type, self.b.type, self.acc.type
-        assert isinstance(at, SmemTileType) and isinstance(bt, SmemTileType)
-        assert isinstance(ct, TensorType)
-        am, ak = (at.cols, at.rows) if self.transpose_a is not None else (at.rows, at.cols)
+        assert isinstance(bt, SmemTileType) and isinstance(ct, TensorType)
+        if isinstance(at, TensorType):
+            if self.transpose_a is not None:
+                raise VerifyException("hopper.wgmma: a register A operand cannot be transposed")
+            am, ak = at.get_shape()
+        else:
+            am, ak = (at.cols, at.rows) if self.transpose_a is not None else (at.rows, at.cols)
         bn, bk = (bt.cols, bt.rows) if self.transpose_b is not None else (bt.rows, bt.cols)
         if ak != bk or tuple(ct.get_shape()) != (am, bn):
             raise VerifyException(

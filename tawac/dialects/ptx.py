@@ -25,6 +25,7 @@ from xdsl.dialects.builtin import (
 )
 from xdsl.ir import Attribute, Dialect, ParametrizedAttribute, Region, SSAValue, TypeAttribute
 from xdsl.irdl import (
+    AttrSizedOperandSegments,
     IRDLOperation,
     irdl_attr_definition,
     irdl_op_definition,
@@ -1023,6 +1024,59 @@ class WgmmaMmaAsyncOp(PtxInstruction):
         )
 
 
+@irdl_op_definition
+class WgmmaMmaAsyncRegAOp(PtxInstruction):
+    """`wgmma.mma_async.sync.aligned.m64nNk16.f32.T.T {d...}, {a0, a1, a2, a3}, descB, p,
+    1, 1, tB;`: the register-A form (PTX ISA 9.7.15.5.2), A as four packed registers."""
+
+    name = "ptx.wgmma_mma_async_rega"
+    n = prop_def(IntegerAttr[I64])
+    ab_type = prop_def(StringAttr)
+    trans_b = prop_def(IntegerAttr[I64])
+    desc_b = operand_def(RegType)
+    scale_d = operand_def(RegType)
+    a = var_operand_def(RegType)
+    acc = var_operand_def(RegType)
+    irdl_options = (AttrSizedOperandSegments(as_property=True),)
+
+    def __init__(
+        self,
+        n: int,
+        ab_type: str,
+        a: Sequence[SSAValue],
+        desc_b: SSAValue,
+        scale_d: SSAValue,
+        acc: Sequence[SSAValue],
+        trans_b: int = 0,
+    ):
+        super().__init__(
+            operands=[desc_b, scale_d, a, acc],
+            properties={
+                "n": IntegerAttr(n, i64),
+                "ab_type": StringAttr(ab_type),
+                "trans_b": IntegerAttr(trans_b, i64),
+            },
+        )
+
+    def verify_(self) -> None:
+        n = _i(self.n)
+        if len(self.a) != 4 or len(self.acc) != n // 2:
+            raise VerifyException(
+                f"ptx.wgmma_mma_async_rega: m64n{n}k16 takes 4 A and {n // 2} accumulator "
+                f"registers, got {len(self.a)} and {len(self.acc)}"
+            )
+
+    def ptx_text(self, n: Names) -> str:
+        t = _s(self.ab_type)
+        regs = ", ".join(n(r) for r in self.acc)
+        a = ", ".join(n(r) for r in self.a)
+        return (
+            f"wgmma.mma_async.sync.aligned.m64n{_i(self.n)}k16.f32.{t}.{t} "
+            f"{{{regs}}}, {{{a}}}, {n(self.desc_b)}, {n(self.scale_d)}, 1, 1, "
+            f"{_i(self.trans_b)};"
+        )
+
+
 # --- module structure ----------------------------------------------------------------------
 
 
@@ -1150,6 +1204,7 @@ Ptx = Dialect(
         WgmmaCommitOp,
         WgmmaWaitOp,
         WgmmaMmaAsyncOp,
+        WgmmaMmaAsyncRegAOp,
         EntryOp,
         ModuleOp,
     ],

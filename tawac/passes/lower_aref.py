@@ -204,11 +204,17 @@ def _to_wgmma(dot: tile.DotOp, get: aref.GetOp, views: list[hopper.SmemSlotOp]) 
     def smem(v: SSAValue) -> SSAValue:
         if v.owner is not get:
             raise CompileError(
-                "lower-aref: both tile.dot operands must come from the same aref", dot
+                "lower-aref: both tile.dot operands must come from the same aref, or the "
+                "left one from registers",
+                dot,
             )
         return views[list(get.values).index(v)].result
 
-    mma = hopper.WgmmaOp(smem(dot.lhs), smem(dot.rhs), dot.acc)
+    # A left operand computed in registers (not received through this aref) feeds the
+    # wgmma register-A form.
+    in_regs = dot.lhs.owner is not get and dot.transpose_lhs is None
+    lhs = dot.lhs if in_regs else smem(dot.lhs)
+    mma = hopper.WgmmaOp(lhs, smem(dot.rhs), dot.acc)
     if dot.transpose_lhs is not None:
         mma.transpose_a = dot.transpose_lhs
     if dot.transpose_rhs is None:

@@ -95,12 +95,12 @@ def _make_persistent(
     zero = b.const(0)
 
     mains = _main_loops(old)
-    body = Block(arg_types=[IndexType()] * (1 + len(mains)))
-    t, bases = body.args[0], body.args[1:]
-    t.name_hint = "tile"
+    body = Block(arg_types=[IndexType()] * (2 + len(mains)))
+    t, count, bases = body.args[0], body.args[1], body.args[2:]
+    t.name_hint, count.name_hint = "tile", "count"
     for base in bases:
         base.name_hint = "base"
-    loop = scf.ForOp(first, total, step, [zero] * len(mains), Region(body))
+    loop = scf.ForOp(first, total, step, [zero] * (1 + len(mains)), Region(body))
     new.add_op(loop)
 
     # t -> (x, y, z): groups of group_m values of x share y (Triton's grouped order).
@@ -127,9 +127,17 @@ def _make_persistent(
         pid.result.replace_all_uses_with(pids[pid.axis.data])
         Rewriter.erase_op(pid)
 
-    # Each main loop numbers its transfers from its own base, carried across tiles.
+    # Each main loop numbers its transfers from its own base, carried across tiles; an
+    # aref used once per tile outside the main loops is numbered by the tile count.
     slot_ops = (aref.PutOp, aref.GetOp, aref.ConsumedOp)
-    nexts: list[SSAValue] = []
+    in_mains = {o for m in mains for o in m.walk()}
+    for a in [o for o in body.walk() if isinstance(o, slot_ops) and o not in in_mains]:
+        g = arith.AddiOp(count, a.index)
+        Rewriter.insert_op(g, InsertPoint.before(a))
+        a.operands = [a.operands[0], g.result, *a.operands[2:]]
+    one = _c(1)
+    count_next = arith.AddiOp(count, one.result)
+    nexts: list[SSAValue] = [count_next.result]
     for main_loop, base in zip(mains, bases, strict=True):
         for a in [o for o in main_loop.walk() if isinstance(o, slot_ops)]:
             g = arith.AddiOp(base, a.index)
@@ -142,7 +150,7 @@ def _make_persistent(
         nxt = arith.AddiOp(base, trips)
         body.add_op(nxt)
         nexts.append(nxt.result)
-    body.add_op(scf.YieldOp(*nexts))
+    body.add_ops([one, count_next, scf.YieldOp(*nexts)])
     part.body.detach_block(old)
     part.body.add_block(new)
 
