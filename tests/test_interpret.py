@@ -345,3 +345,20 @@ def test_row_softmax_reductions():
         [torch.softmax(s[:, j : j + 128] * 0.6931471805599453, 1) for j in (0, 128)], dim=1
     )
     assert torch.allclose(c, ref, atol=1e-5, rtol=1e-4)
+
+
+def test_attention_example_matches_softmax_attention():
+    """examples/attention.mlir (rank-4 loads and stores, online softmax) on the interpreter."""
+    from pathlib import Path
+
+    text = (Path(__file__).resolve().parent.parent / "examples" / "attention.mlir").read_text()
+    kernel = parse_kernel(text)
+    b, h, s, d = 1, 2, 256, 128
+    torch.manual_seed(0)
+    q, k, v = (torch.randn(b, h, s, d).to(torch.bfloat16) for _ in range(3))
+    o = torch.full((b, h, s, d), float("nan"), dtype=torch.bfloat16)
+    scale = d**-0.5
+    interpret(kernel, [q, k, v, o, scale * 1.4426950408889634], (s // 128, h, b))
+    ref = torch.softmax(q.float() @ k.float().transpose(-1, -2) * scale, -1) @ v.float()
+    err = ((o.float() - ref).norm() / ref.norm()).item()
+    assert err < 1e-2, err

@@ -164,8 +164,10 @@ def _const(v: SSAValue) -> int | None:
 
 
 def _pid_times(v: SSAValue) -> tuple[int, int] | None:
-    """(axis, c) if v = program_id(axis) * c."""
+    """(axis, c) if v = program_id(axis) * c (or program_id(axis) itself: c = 1)."""
     op = v.owner
+    if isinstance(op, tile.ProgramIdOp):
+        return op.axis.data, 1
     if not isinstance(op, arith.MuliOp):
         return None
     for a, b in ((op.lhs, op.rhs), (op.rhs, op.lhs)):

@@ -45,6 +45,7 @@ from xdsl.transforms.dead_code_elimination import region_dce
 
 from tawac.backend_ptx import abi
 from tawac.backend_ptx.layouts import AccLayout
+from tawac.backend_ptx.vector_layouts import VectorLayouts
 from tawac.diagnostics import CompileError
 from tawac.dialects import aref, hopper, ptx, tile
 
@@ -110,6 +111,7 @@ class _Partition:
     role: str
     first_wg: int
     warp_groups: int
+    vectors: VectorLayouts | None = None
 
 
 class KernelLowering:
@@ -207,6 +209,16 @@ class KernelLowering:
             raise CompileError("convert-to-ptx: expected a register tile", _owner(v))
         return x
 
+    def vector_layout(self, v: SSAValue, op: Operation) -> tuple[AccLayout, int]:
+        part = self.part
+        if part is None or part.vectors is None:
+            raise CompileError(
+                f"convert-to-ptx: tile values are only supported in consumer partitions "
+                f"({op.name})",
+                op,
+            )
+        return part.vectors.of(v, op)
+
     def layout_for(self, t: TensorType, op: Operation) -> AccLayout:
         part = self.part
         if part is None or part.role != "consumer":
@@ -271,6 +283,8 @@ class KernelLowering:
 
     def lower_partition(self, p: aref.PartitionOp, first_wg: int, entry_cap: int) -> None:
         self.part = _Partition(p.role.data, first_wg, p.warp_groups.data)
+        if self.part.role == "consumer":
+            self.part.vectors = VectorLayouts(p, p.warp_groups.data)
         with self.scope():
             self._lower_partition_body(p, entry_cap)
         self.part = None
@@ -325,7 +339,7 @@ class KernelLowering:
                 x = self.r(ptx.MovOp(_mov_type(f.dtype), x))
             seen.add(x)
             regs.append(x)
-        return Frag(f.layout, regs, f.dtype)
+        return f.like(regs, f.dtype)
 
     def thread_coords(self, layout: AccLayout) -> tuple[SSAValue, SSAValue]:
         """(row, col) of register 0 of this thread within the tile."""
@@ -393,8 +407,13 @@ def _constant(k: KernelLowering, op: arith.ConstantOp) -> None:
     if isinstance(t, TensorType) and isinstance(v, DenseIntOrFPElementsAttr):
         vals = v.get_values()
         if len(set(vals)) == 1 and isinstance(t.element_type, Float32Type):
-            layout = k.layout_for(t, op)
             reg = k.fimm(float(vals[0]))
+            if t.get_num_dims() == 1:
+                layout, dim = k.vector_layout(op.result, op)
+                n = len(layout.row_offsets() if dim == 0 else layout.col_offsets())
+                k.vals[op.result] = Frag(layout, [reg] * n, "f32", dim)
+                return
+            layout = k.layout_for(t, op)
             k.vals[op.result] = Frag(layout, [reg] * layout.num_regs, "f32")
             return
     raise CompileError(f"convert-to-ptx: constant of type {t} is not supported yet", op)
@@ -692,53 +711,18 @@ def _broadcast(k: KernelLowering, op: tile.BroadcastOp) -> None:
     k.vals[op.result] = Frag(layout, regs, src.dtype)
 
 
-_ELEMENTWISE = (
-    arith.ExtFOp,
-    arith.TruncFOp,
-    arith.AddfOp,
-    arith.SubfOp,
-    arith.MulfOp,
-    arith.DivfOp,
-    arith.MaximumfOp,
-    arith.MinimumfOp,
-    arith.NegfOp,
-    math.ExpOp,
-    math.Exp2Op,
-)
-
-
-def _broadcast_of(v: SSAValue) -> tile.BroadcastOp | None:
-    """The tile.broadcast a 1-d value reaches through elementwise ops, if any: its layout
-    is the one the vector is computed in."""
-    work, seen = [v], set()
-    while work:
-        x = work.pop()
-        for use in x.uses:
-            user = use.operation
-            if isinstance(user, tile.BroadcastOp):
-                return user
-            if isinstance(user, _ELEMENTWISE) and user not in seen:
-                seen.add(user)
-                work.extend(user.results)
-    return None
-
-
 @handles(tile.LoadOp)
 def _load_vector(k: KernelLowering, op: tile.LoadOp) -> None:
     """A 1-d load in a consumer, loaded straight into the slice layout of its broadcast."""
     t = op.result.type
     assert isinstance(t, TensorType)
-    bc = _broadcast_of(op.result) if t.get_num_dims() == 1 else None
-    if bc is None:
+    if t.get_num_dims() != 1:
         raise CompileError(
-            "convert-to-ptx: this tile.load is neither an MMA operand (TMA) nor a vector "
-            "feeding tile.broadcast; such loads are not supported yet",
+            "convert-to-ptx: this tile.load is neither an MMA operand (TMA) nor a vector; "
+            "such loads are not supported yet",
             op,
         )
-    bt = bc.result.type
-    assert isinstance(bt, TensorType)
-    layout = k.layout_for(bt, bc)
-    dim = bc.dim.data
+    layout, dim = k.vector_layout(op.result, op)
     row0, col0 = k.thread_coords(layout)
     offsets = layout.col_offsets() if dim == 1 else layout.row_offsets()
     start = k.add(k.scalar(op.indices[0]), col0 if dim == 1 else row0)
@@ -947,17 +931,18 @@ def _tma_load(k: KernelLowering, op: hopper.TmaLoadOp) -> None:
     if len(tt.get_shape()) != 2:
         raise CompileError("convert-to-ptx: only 2-d TMA loads are supported yet", op)
     slot = k.scalar(op.slot)
-    box = [tt.chunk_cols, tt.rows]
+    lead = list(op.indices)[:-2]  # leading dimensions of a rank-reducing load: box 1
+    box = [tt.chunk_cols, tt.rows] + [1] * len(lead)
     name = k.params.tensor_map(op.source, box, tt.swizzle.data)
     tmap = k.cached(("tmap", name), lambda: k.r(ptx.CvtaParamOp(k.r(ptx.ParamAddrOp(name)))))
     dst0 = k.ring_slot_addr(ring, slot)
     bar = k.bar_addr(bars, slot)
-    row, col = (k.scalar(i) for i in op.indices)
+    row, col = (k.scalar(i) for i in list(op.indices)[-2:])
+    outer = [k.scalar(i) for i in reversed(lead)]
     for c in range(tt.num_chunks):
         dst = k.add_imm(dst0, c * tt.chunk_bytes, "u32")
-        k.emit(
-            ptx.CpAsyncBulkTensorLoadOp(dst, tmap, bar, [k.add_imm(col, c * tt.chunk_cols), row])
-        )
+        coords = [k.add_imm(col, c * tt.chunk_cols), row, *outer]
+        k.emit(ptx.CpAsyncBulkTensorLoadOp(dst, tmap, bar, coords))
 
 
 @handles(hopper.SmemSlotOp)
@@ -1152,7 +1137,8 @@ def _tma_store(k: KernelLowering, op: hopper.TmaStoreOp) -> None:
     # Named barrier 1 + w: the 128 threads of warp group w have written their rows.
     bar_id = k.add_imm(wg, 1)
     k.emit(ptx.BarSyncRegOp(bar_id, 128))
-    name = k.params.tensor_map(op.dest, [tt.chunk_cols, rows], tt.swizzle.data)
+    lead = list(op.indices)[:-2]  # leading dimensions of a rank-reducing store: box 1
+    name = k.params.tensor_map(op.dest, [tt.chunk_cols, rows] + [1] * len(lead), tt.swizzle.data)
     leader = k.r(
         ptx.SetpOp("eq", "u32", k.r(ptx.AndOp("b32", k.tid(), k.imm(127))), k.imm(0, "u32"))
     )
@@ -1161,13 +1147,13 @@ def _tma_store(k: KernelLowering, op: hopper.TmaStoreOp) -> None:
         tmap = k.r(ptx.CvtaParamOp(k.r(ptx.ParamAddrOp(name))))
         row_off = k.r(ptx.MulOp("s32", wg, k.imm(rows), mode="lo"))
         src0 = k.r(ptx.FmaOp("s32", row_off, k.imm(128), t.addr))
-        row = k.add(k.scalar(op.indices[0]), row_off)
-        col = k.scalar(op.indices[1])
+        row = k.add(k.scalar(op.indices[-2]), row_off)
+        col = k.scalar(op.indices[-1])
+        outer = [k.scalar(i) for i in reversed(lead)]
         for c in range(tt.num_chunks):
             src = k.add_imm(src0, c * tt.chunk_bytes, "u32")
-            k.emit(
-                ptx.CpAsyncBulkTensorStoreOp(src, tmap, [k.add_imm(col, c * tt.chunk_cols), row])
-            )
+            coords = [k.add_imm(col, c * tt.chunk_cols), row, *outer]
+            k.emit(ptx.CpAsyncBulkTensorStoreOp(src, tmap, coords))
         k.emit(ptx.CpAsyncBulkCommitOp())
         k.emit(ptx.CpAsyncBulkWaitReadOp(0))
 

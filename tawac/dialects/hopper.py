@@ -315,7 +315,7 @@ class TmaLoadOp(IRDLOperation):
     def verify_(self) -> None:
         st, rt = self.source.type, self.ring.type
         assert isinstance(st, GlobalTensorType) and isinstance(rt, SmemRingType)
-        if len(self.indices) != st.rank or st.rank != len(rt.shape) - 1:
+        if len(self.indices) != st.rank or st.rank < len(rt.shape) - 1:
             raise VerifyException("hopper.tma_load: coordinates do not match the ranks")
         if st.element_type != rt.element_type:
             raise VerifyException("hopper.tma_load: element types differ")

@@ -301,7 +301,7 @@ def _check_access(op: IRDLOperation, gt: Attribute, tile: Attribute, n_idx: int)
     assert isinstance(gt, GlobalTensorType)
     if not isinstance(tile, TensorType):
         raise VerifyException(f"{op.name}: expected a ranked tensor tile, got {tile}")
-    if tile.get_num_dims() != gt.rank:
+    if tile.get_num_dims() > gt.rank:
         raise VerifyException(
             f"{op.name}: tile {type_str(tile)} has rank {tile.get_num_dims()} but "
             f"{gt} has rank {gt.rank}"
@@ -320,7 +320,9 @@ def _check_access(op: IRDLOperation, gt: Attribute, tile: Attribute, n_idx: int)
 class LoadOp(IRDLOperation):
     """Reads the tile whose origin is at the given element coordinates.
 
-    Elements outside the global tensor read as zero.
+    Elements outside the global tensor read as zero.  A tile of lower rank than the
+    tensor covers one element of each leading dimension (`%q[%b, %h, %m0, %c0]` ->
+    `tensor<128x64xbf16>` reads rows m0.. of head h of batch b).
     `%x = tile.load %a[%m0, %k] : !tile.tensor<?x?xbf16> -> tensor<128x64xbf16>`
     """
 

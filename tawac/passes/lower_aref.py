@@ -139,13 +139,32 @@ def lower_kernel(kernel: tile.KernelOp) -> None:
     Rewriter.insert_op([*inits, hopper.CtaSyncOp()], InsertPoint.before(first_part))
     kernel.attributes["tawac.smem_bytes"] = IntegerAttr(offset, i64)
 
+    views: dict[SSAValue, SSAValue] = {}
+    gets: list[aref.GetOp] = []
     for op in list(kernel.walk()):
         if isinstance(op, aref.PutOp):
             _lower_put(op, lowered[op.aref])
         elif isinstance(op, aref.GetOp):
-            _lower_get(op, lowered[op.aref])
+            _lower_get(op, lowered[op.aref], views)
+            gets.append(op)
         elif isinstance(op, aref.ConsumedOp):
             _lower_consumed(op, lowered[op.aref])
+    dots: dict[tile.DotOp, None] = {}
+    for get in gets:
+        for v in get.values:
+            for use in v.uses:
+                user = use.operation
+                if not isinstance(user, tile.DotOp):
+                    raise CompileError(
+                        f"lower-aref: a tile received through an aref feeds '{user.name}'; "
+                        "only tile.dot can read shared-memory operands",
+                        user,
+                    )
+                dots[user] = None
+    for dot in dots:
+        _to_wgmma(dot, views)
+    for get in gets:
+        Rewriter.erase_op(get)
     for create in [o for o in body.ops if isinstance(o, aref.CreateOp)]:
         Rewriter.erase_op(create)
     _budgets(kernel)
@@ -177,44 +196,34 @@ def _lower_put(put: aref.PutOp, low: _Lowered) -> None:
             Rewriter.erase_op(ld)
 
 
-def _lower_get(get: aref.GetOp, low: _Lowered) -> None:
+def _lower_get(get: aref.GetOp, low: _Lowered, views: dict[SSAValue, SSAValue]) -> None:
+    """Wait for the slot; its tiles are read in place through `smem_slot` views."""
     ops, slot, phase = _slot_phase(get.index, low.depth)
     ops.append(hopper.MbarrierWaitOp(low.full, slot, phase))
-    views = [hopper.SmemSlotOp(ring, slot) for ring in low.rings]
-    for view, v in zip(views, get.values, strict=True):
+    slots = [hopper.SmemSlotOp(ring, slot) for ring in low.rings]
+    for view, v in zip(slots, get.values, strict=True):
         view.result.name_hint = v.name_hint
-    Rewriter.insert_op([*ops, *views], InsertPoint.before(get))
-    dots: set[tile.DotOp] = set()
-    for v in get.values:
-        for use in v.uses:
-            user = use.operation
-            if not isinstance(user, tile.DotOp):
-                raise CompileError(
-                    f"lower-aref: a tile received through an aref feeds '{user.name}'; only "
-                    "tile.dot can read shared-memory operands",
-                    user,
-                )
-            dots.add(user)
-    for dot in dots:
-        _to_wgmma(dot, get, views)
-    Rewriter.erase_op(get)
+        views[v] = view.result
+    Rewriter.insert_op([*ops, *slots], InsertPoint.before(get))
 
 
-def _to_wgmma(dot: tile.DotOp, get: aref.GetOp, views: list[hopper.SmemSlotOp]) -> None:
-    def smem(v: SSAValue) -> SSAValue:
-        if v.owner is not get:
-            raise CompileError(
-                "lower-aref: both tile.dot operands must come from the same aref, or the "
-                "left one from registers",
-                dot,
-            )
-        return views[list(get.values).index(v)].result
-
-    # A left operand computed in registers (not received through this aref) feeds the
-    # wgmma register-A form.
-    in_regs = dot.lhs.owner is not get and dot.transpose_lhs is None
-    lhs = dot.lhs if in_regs else smem(dot.lhs)
-    mma = hopper.WgmmaOp(lhs, smem(dot.rhs), dot.acc)
+def _to_wgmma(dot: tile.DotOp, views: dict[SSAValue, SSAValue]) -> None:
+    """A dot whose right operand (and left, unless computed in registers) was received
+    through an aref becomes a `hopper.wgmma` reading shared memory in place."""
+    rhs = views.get(dot.rhs)
+    if rhs is None:
+        raise CompileError(
+            "lower-aref: the right operand of tile.dot must be loaded (shared memory), not "
+            "computed",
+            dot,
+        )
+    lhs = views.get(dot.lhs)
+    if lhs is None and dot.transpose_lhs is not None:
+        raise CompileError(
+            "lower-aref: a left operand computed in registers cannot be transposed", dot
+        )
+    # A left operand computed in registers feeds the wgmma register-A form.
+    mma = hopper.WgmmaOp(lhs if lhs is not None else dot.lhs, rhs, dot.acc)
     if dot.transpose_lhs is not None:
         mma.transpose_a = dot.transpose_lhs
     if dot.transpose_rhs is None:

@@ -1,7 +1,8 @@
 """`pipeline{stages=D mma-depth=P}`: multi-buffering and fine-grained MMA pipelining
 (Tawa sections 4.3 and 4.4).
 
-- Every aref becomes a ring of D slots, so the producer runs up to D transfers ahead.
+- Every aref written in a loop becomes a ring of D slots, so the producer runs up to D
+  transfers ahead; one written once per program (a Q tile) keeps a single slot.
 - In a consumer loop whose body reads one aref slot per iteration and feeds it to one
   `tile.dot` whose result is only carried to the next iteration, the MMA becomes
   asynchronous: after issuing the MMA of iteration i the consumer waits until at most P
@@ -92,6 +93,15 @@ def _pipeline_consumed(consumed: aref.ConsumedOp, depth: int) -> None:
     Rewriter.insert_op(final, InsertPoint.after(loop))
 
 
+def _in_loop(op) -> bool:
+    parent = op.parent_op()
+    while parent is not None and not isinstance(parent, aref.PartitionOp):
+        if isinstance(parent, scf.ForOp):
+            return True
+        parent = parent.parent_op()
+    return False
+
+
 def _wait_after(dot: tile.DotOp, pending: int) -> None:
     wait = hopper.WgmmaWaitOp(dot.result, pending)
     dot.result.replace_all_uses_with(wait.result)
@@ -116,7 +126,12 @@ class PipelinePass(ModulePass):
                 "producer waits for a slot the consumer cannot release yet"
             )
         for create in [o for o in op.walk() if isinstance(o, aref.CreateOp)]:
-            _set_depth(create, self.stages)
+            # An aref written once per program (outside any loop) needs no ring.
+            in_loop = any(
+                isinstance(u.operation, aref.PutOp) and _in_loop(u.operation)
+                for u in create.result.uses
+            )
+            _set_depth(create, self.stages if in_loop else 1)
         for consumed in [o for o in op.walk() if isinstance(o, aref.ConsumedOp)]:
             _pipeline_consumed(consumed, self.mma_depth)
         for kernel in [o for o in op.walk() if isinstance(o, tile.KernelOp)]:

@@ -260,15 +260,19 @@ class _Interpreter:
         shape = tuple(t.get_shape())
         if g.numel() == 0:
             return torch.zeros((self.n, *shape), device=self.device)
-        idx, mask = self.tile_indices([self.get(i) for i in op.indices], shape, g.shape)
+        # A tile of lower rank than the tensor spans one element of the leading dimensions.
+        full = (1,) * (g.dim() - len(shape)) + shape
+        idx, mask = self.tile_indices([self.get(i) for i in op.indices], full, g.shape)
         clamped = [i.clamp(0, size - 1) for i, size in zip(idx, g.shape, strict=True)]
         vals = g[tuple(clamped)].to(torch.float32)
-        return _round(torch.where(mask, vals, torch.zeros((), device=self.device)), t)
+        out = torch.where(mask, vals, torch.zeros((), device=self.device))
+        return _round(out.reshape(self.n, *shape), t)
 
     def store(self, op: tile.StoreOp, active: Value) -> None:
         g = self.get(op.dest)
         value = self.get(op.value)
-        shape = tuple(value.shape[1:])
+        shape = (1,) * (g.dim() - (value.dim() - 1)) + tuple(value.shape[1:])
+        value = value.reshape(self.n, *shape)
         idx, mask = self.tile_indices([self.get(i) for i in op.indices], shape, g.shape)
         mask = mask & _bcast(active, mask)
         full = [i.expand(self.n, *shape)[mask] for i in idx]

@@ -1,0 +1,109 @@
+"""Layouts of 1-d tiles (vectors) in a consumer partition.
+
+A 2-d tile in registers is always in the accumulator layout of its shape
+(`AccLayout(m, n, warp_groups)`).  A 1-d tile is a slice of one: a vector along rows
+(`dim` 0, the result of a reduction along dimension 1) or along columns (`dim` 1).  Which
+one follows from the data flow, in both directions: a reduction fixes its result's
+layout, a broadcast fixes its source's, and elementwise ops, loop-carried values and
+their inits, yields and results share one.  This module solves those equations with
+union-find, so a vector constant or a vector load gets its layout from how it is used.
+"""
+
+from __future__ import annotations
+
+from xdsl.dialects import arith, math, scf
+from xdsl.dialects.builtin import TensorType
+from xdsl.ir import Operation, SSAValue
+
+from tawac.backend_ptx.layouts import AccLayout
+from tawac.diagnostics import CompileError
+from tawac.dialects import tile
+
+_ELEMENTWISE = (
+    arith.ExtFOp, arith.TruncFOp, arith.AddfOp, arith.SubfOp, arith.MulfOp, arith.DivfOp,
+    arith.MaximumfOp, arith.MinimumfOp, arith.NegfOp, arith.CmpfOp, arith.SelectOp,
+    math.ExpOp, math.Exp2Op,
+)  # fmt: skip
+
+
+def _is_vector(v: SSAValue) -> bool:
+    t = v.type
+    return isinstance(t, TensorType) and t.get_num_dims() == 1
+
+
+def _acc(t: TensorType, warp_groups: int, op: Operation) -> AccLayout:
+    m, n = t.get_shape()
+    try:
+        return AccLayout(m, n, warp_groups)
+    except ValueError as e:
+        raise CompileError(f"convert-to-ptx: {e}", op) from None
+
+
+class VectorLayouts:
+    """The (AccLayout, dim) of every vector value under `root`."""
+
+    def __init__(self, root: Operation, warp_groups: int):
+        self.parent: dict[SSAValue, SSAValue] = {}
+        self.known: dict[SSAValue, tuple[AccLayout, int]] = {}
+        for op in root.walk():
+            self._visit(op, warp_groups)
+
+    def _find(self, v: SSAValue) -> SSAValue:
+        self.parent.setdefault(v, v)
+        while self.parent[v] is not v:
+            self.parent[v] = self.parent[self.parent[v]]
+            v = self.parent[v]
+        return v
+
+    def _union(self, a: SSAValue, b: SSAValue) -> None:
+        ra, rb = self._find(a), self._find(b)
+        if ra is rb:
+            return
+        self.parent[ra] = rb
+        if ra in self.known:
+            self._fix(rb, self.known.pop(ra))
+
+    def _fix(self, v: SSAValue, layout: tuple[AccLayout, int]) -> None:
+        r = self._find(v)
+        old = self.known.get(r)
+        if old is not None and old != layout:
+            raise CompileError(
+                "convert-to-ptx: a vector is used both along rows and along columns (or "
+                "with tiles of different shapes); convert it explicitly",
+                v.owner if isinstance(v.owner, Operation) else None,
+            )
+        self.known[r] = layout
+
+    def _visit(self, op: Operation, wgs: int) -> None:
+        if isinstance(op, tile.ReduceOp):
+            st = op.source.type
+            assert isinstance(st, TensorType)
+            self._fix(op.result, (_acc(st, wgs, op), 1 - op.dim.data))
+        elif isinstance(op, tile.BroadcastOp):
+            rt = op.result.type
+            assert isinstance(rt, TensorType)
+            self._fix(op.source, (_acc(rt, wgs, op), op.dim.data))
+        elif isinstance(op, _ELEMENTWISE):
+            vecs = [v for v in (*op.operands, *op.results) if _is_vector(v)]
+            for v in vecs[1:]:
+                self._union(vecs[0], v)
+        elif isinstance(op, scf.ForOp):
+            body = op.body.block
+            yield_op = body.last_op
+            assert isinstance(yield_op, scf.YieldOp)
+            for init, arg, y, res in zip(
+                op.iter_args, body.args[1:], yield_op.operands, op.results, strict=True
+            ):
+                if _is_vector(res):
+                    for v in (init, arg, y):
+                        self._union(res, v)
+
+    def of(self, v: SSAValue, op: Operation) -> tuple[AccLayout, int]:
+        layout = self.known.get(self._find(v))
+        if layout is None:
+            raise CompileError(
+                "convert-to-ptx: cannot tell the layout of this vector (it is neither "
+                "reduced from nor broadcast to a tile)",
+                op,
+            )
+        return layout

@@ -1,0 +1,49 @@
+"""Attention forward on the GPU against torch's scaled_dot_product_attention.
+
+Marked `gpu`; skipped where no Hopper GPU is present.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from gpu_util import requires_gpu
+
+from tawac.driver import compile_file
+
+EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
+LOG2E = 1.4426950408889634
+
+_cache: dict[tuple, object] = {}
+
+
+def _kernel(name: str, **options):
+    from tawac.runtime import load_kernel
+
+    key = (name, tuple(sorted(options.items())))
+    if key not in _cache:
+        r = compile_file(EXAMPLES / name, **options)
+        _cache[key] = load_kernel(r.cubin, r.sidecar)
+    return _cache[key]
+
+
+@pytest.mark.gpu
+@requires_gpu
+@pytest.mark.parametrize(("b", "h", "s"), [(1, 1, 128), (2, 3, 512), (4, 16, 1024), (1, 2, 4096)])
+@pytest.mark.parametrize("persistent", [True, False])
+def test_attention_d128_matches_sdpa(b, h, s, persistent):
+    import torch
+
+    d = 128
+    kern = _kernel("attention.mlir", stages=2, persistent=persistent)
+    torch.manual_seed(b * 100 + h * 10 + s)
+    q, k, v = (torch.randn(b, h, s, d, device="cuda", dtype=torch.bfloat16) for _ in range(3))
+    o = torch.full_like(q, float("nan"))
+    scale = d**-0.5
+    kern(q, k, v, o, scale * LOG2E)
+    torch.cuda.synchronize()
+    ref = torch.nn.functional.scaled_dot_product_attention(q.float(), k.float(), v.float())
+    assert not torch.isnan(o).any()
+    err = ((o.float() - ref).norm() / ref.norm()).item()
+    assert err < 1e-2, err
