@@ -68,7 +68,12 @@ def _write_atomic(path: Path, data: bytes | str) -> None:
 
 
 _pipeline_options = [
-    click.option("--stages", default=3, show_default=True, help="aref ring depth D"),
+    click.option(
+        "--stages",
+        default=0,
+        show_default=True,
+        help="aref ring depth D (0: 3, or fewer when shared memory is short)",
+    ),
     click.option(
         "--mma-depth", default=0, show_default=True, help="wgmma groups in flight P (P < stages)"
     ),

@@ -53,7 +53,7 @@ PASSES: dict[str, Callable[[], type[ModulePass]]] = {
 
 
 def default_pipeline(
-    stages: int = 3,
+    stages: int = 0,
     mma_depth: int = 0,
     consumer_warp_groups: int = 0,
     tma_store: bool = True,
@@ -231,7 +231,7 @@ class CompileResult:
 def compile_module(
     module: ModuleOp,
     *,
-    stages: int = 3,
+    stages: int = 0,
     mma_depth: int = 0,
     consumer_warp_groups: int = 0,
     tma_store: bool = True,

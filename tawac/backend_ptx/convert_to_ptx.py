@@ -85,7 +85,11 @@ class Frag:
         return Frag(self.layout, regs, dtype, self.dim)
 
     def same_layout(self, other: Frag) -> bool:
-        return self.layout == other.layout and self.dim == other.dim
+        if self.dim != other.dim:
+            return False
+        if self.dim is None:
+            return self.layout == other.layout
+        return self.layout.slice_key(self.dim) == other.layout.slice_key(other.dim)
 
 
 @dataclass
@@ -705,7 +709,7 @@ def _broadcast(k: KernelLowering, op: tile.BroadcastOp) -> None:
         raise CompileError(
             "convert-to-ptx: tile.broadcast needs a vector computed in this partition", op
         )
-    if src.dim != op.dim.data or src.layout != layout:
+    if src.dim != op.dim.data or src.layout.slice_key(src.dim) != layout.slice_key(src.dim):
         raise CompileError("convert-to-ptx: tile.broadcast layout mismatch", op)
     regs = [src.regs[layout.slice_index(src.dim, i)] for i in range(layout.num_regs)]
     k.vals[op.result] = Frag(layout, regs, src.dtype)
@@ -911,7 +915,7 @@ def _mbar_arrive(k: KernelLowering, op: hopper.MbarrierArriveOp) -> None:
     assert isinstance(bars, Bars)
     addr = k.bar_addr(bars, k.scalar(op.slot))
     lane0 = k.cached("lane0", lambda: k.r(ptx.SetpOp("eq", "u32", k.lane(), k.imm(0, "u32"))))
-    k.guarded(lane0, lambda: k.emit(ptx.MbarrierArriveOp(addr)))
+    k.emit(ptx.MbarrierArriveOp(addr, lane0))
 
 
 @handles(hopper.MbarrierArriveExpectTxOp)
@@ -990,7 +994,7 @@ def _wgmma(k: KernelLowering, op: hopper.WgmmaOp) -> None:
     if a.type.swizzle.data != 128 or b.type.swizzle.data != 128:
         raise CompileError("convert-to-ptx: wgmma operands must be 128B-swizzled", op)
     ta, tb = op.transpose_a is not None, op.transpose_b is not None
-    acc = k.materialize(k.frag(op.acc))
+    acc, zero_init = _accumulator(k, op)
     layout = acc.layout
     kdim = a.type.rows if ta else a.type.cols
     n = layout.n
@@ -1004,19 +1008,42 @@ def _wgmma(k: KernelLowering, op: hopper.WgmmaOp) -> None:
     a_base = k.add(a.addr, k.r(ptx.MulOp("s32", wg, k.imm(step), mode="lo")))
     k.emit(ptx.WgmmaFenceOp())
     for kk in range(kdim // 16):
+        scale_d = _scale_d(k, zero_init, kk)
         b_off, b_lbo, b_sbo = _operand(b.type, tb, 0, kk)
         desc_b = _descriptor(k, k.add_imm(b.addr, b_off, "u32"), b_lbo, b_sbo)
         for mi in range(layout.m_reps):
             a_off, a_lbo, a_sbo = _operand(a.type, ta, 64 * mi, kk)
             desc_a = _descriptor(k, k.add_imm(a_base, a_off, "u32"), a_lbo, a_sbo)
             regs = [acc.regs[i] for i in layout.block_regs(mi)]
-            k.emit(
-                ptx.WgmmaMmaAsyncOp(
-                    n, 16, ab, desc_a, desc_b, k.true_pred(), regs, int(ta), int(tb)
-                )
-            )
+            k.emit(ptx.WgmmaMmaAsyncOp(n, 16, ab, desc_a, desc_b, scale_d, regs, int(ta), int(tb)))
     k.emit(ptx.WgmmaCommitOp())
     k.vals[op.result] = acc
+
+
+def _is_zero_splat(f: Frag) -> bool:
+    first = f.regs[0].owner
+    return (
+        all(r is f.regs[0] for r in f.regs)
+        and isinstance(first, ptx.MovImmOp)
+        and first.value.value.data == 0
+    )
+
+
+def _accumulator(k: KernelLowering, op: hopper.WgmmaOp) -> tuple[Frag, bool]:
+    """The accumulator registers of a wgmma, and whether they start at zero.  A zero
+    accumulator is not initialised with movs (a mov between wgmmas serializes them,
+    ptxas C7515/C7520): its registers are only declared, and the first k16 step runs with
+    scale-d false (D = A*B)."""
+    f = k.frag(op.acc)
+    if not _is_zero_splat(f):
+        return k.materialize(f), False
+    return f.like([k.r(ptx.DeclareRegOp("f32")) for _ in f.regs], "f32"), True
+
+
+def _scale_d(k: KernelLowering, zero_init: bool, kk: int) -> SSAValue:
+    if zero_init and kk == 0:
+        return k.cached("false", lambda: k.r(ptx.SetpOp("ne", "s32", k.imm(0), k.imm(0))))
+    return k.true_pred()
 
 
 def _wgmma_reg_a(k: KernelLowering, op: hopper.WgmmaOp, a: Frag) -> None:
@@ -1032,7 +1059,7 @@ def _wgmma_reg_a(k: KernelLowering, op: hopper.WgmmaOp, a: Frag) -> None:
         )
     if b.type.swizzle.data != 128:
         raise CompileError("convert-to-ptx: wgmma B operands must be 128B-swizzled", op)
-    acc = k.materialize(k.frag(op.acc))
+    acc, zero_init = _accumulator(k, op)
     layout = acc.layout
     al = a.layout
     if al.m != layout.m or al.warp_groups != layout.warp_groups or al.n % 16:
@@ -1040,21 +1067,25 @@ def _wgmma_reg_a(k: KernelLowering, op: hopper.WgmmaOp, a: Frag) -> None:
     if elem_ptx_type(b.type.element_type) != a.dtype:
         raise CompileError("convert-to-ptx: MMA operand element types differ", op)
     tb = op.transpose_b is not None
-    k.emit(ptx.WgmmaFenceOp())
+    # Every instruction that writes a wgmma register operand precedes the fence: the A
+    # registers are packed and the descriptors computed first (a write after the fence
+    # makes ptxas insert its own warpgroup arrive and serialize the wgmmas, C7520).
+    issue = []
     for kk in range(al.n // 16):
+        scale_d = _scale_d(k, zero_init, kk)
         b_off, b_lbo, b_sbo = _operand(b.type, tb, 0, kk)
         desc_b = _descriptor(k, k.add_imm(b.addr, b_off, "u32"), b_lbo, b_sbo)
         for mi in range(layout.m_reps):
             base = mi * al.regs_per_block + 8 * kk
-            regs_a = [
-                k.r(ptx.PackB16Op(a.regs[base + 2 * q], a.regs[base + 2 * q + 1])) for q in range(4)
-            ]
+            pairs = [(a.regs[base + 2 * q], a.regs[base + 2 * q + 1]) for q in range(4)]
+            regs_a = [k.r(ptx.PackB16Op(lo, hi)) for lo, hi in pairs]
             regs = [acc.regs[i] for i in layout.block_regs(mi)]
-            k.emit(
-                ptx.WgmmaMmaAsyncRegAOp(
-                    layout.n, a.dtype, regs_a, desc_b, k.true_pred(), regs, int(tb)
-                )
+            issue.append(
+                ptx.WgmmaMmaAsyncRegAOp(layout.n, a.dtype, regs_a, desc_b, scale_d, regs, int(tb))
             )
+    k.emit(ptx.WgmmaFenceOp())
+    for mma in issue:
+        k.emit(mma)
     k.emit(ptx.WgmmaCommitOp())
     k.vals[op.result] = acc
 

@@ -89,6 +89,14 @@ class AccLayout:
     def col_offsets(self) -> list[int]:
         return sorted({self.reg_offset(i)[1] for i in range(self.num_regs)})
 
+    def slice_key(self, dim: int) -> tuple:
+        """What determines the registers of a vector along `dim`: the rows of a thread
+        depend on M and the warp groups only, the columns on N only; vectors with equal
+        keys have the same layout, whatever tile they came from."""
+        if dim == 0:
+            return ("rows", self.m, self.warp_groups)
+        return ("cols", self.n)
+
     def row_reduction_lanes(self) -> tuple[int, ...]:
         """Lane masks of the butterfly shuffles that combine a row's values across the
         threads holding it: the four lanes of a quad (lane % 4 selects the columns)."""

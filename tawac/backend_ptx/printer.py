@@ -42,6 +42,8 @@ def print_entry(entry: ptx.EntryOp, out: StringIO) -> None:
     for op in entry.body.block.ops:
         assert isinstance(op, ptx.PtxInstruction)
         text = op.ptx_text(names)
+        if not text:
+            continue
         indent = "" if isinstance(op, ptx.LabelOp) else "\t"
         body.write(f"{indent}{text}\n")
     params = []

@@ -66,7 +66,7 @@ class VectorLayouts:
     def _fix(self, v: SSAValue, layout: tuple[AccLayout, int]) -> None:
         r = self._find(v)
         old = self.known.get(r)
-        if old is not None and old != layout:
+        if old is not None and old[0].slice_key(old[1]) != layout[0].slice_key(layout[1]):
             raise CompileError(
                 "convert-to-ptx: a vector is used both along rows and along columns (or "
                 "with tiles of different shapes); convert it explicitly",

@@ -167,6 +167,22 @@ class MovOp(PtxInstruction):
 
 
 @irdl_op_definition
+class DeclareRegOp(PtxInstruction):
+    """A register with no defining instruction (only declared), for operands an
+    instruction does not read, such as wgmma accumulators with scale-d false."""
+
+    name = "ptx.declare_reg"
+    result = result_def(RegType)
+
+    def __init__(self, kind: str):
+        super().__init__(result_types=[RegType(kind)])
+
+    def ptx_text(self, n: Names) -> str:
+        n(self.result)  # named (and so declared) here, before any use
+        return ""
+
+
+@irdl_op_definition
 class AssignOp(PtxInstruction):
     """`mov.type dst, src;` writing an existing register (loop-carried values)."""
 
@@ -774,16 +790,20 @@ class FenceMbarrierInitOp(PtxInstruction):
 
 @irdl_op_definition
 class MbarrierArriveOp(PtxInstruction):
-    """`mbarrier.arrive.shared::cta.b64 _, [addr];` (PTX ISA 9.7.13.15.13)."""
+    """`{@p} mbarrier.arrive.shared::cta.b64 _, [addr];` (PTX ISA 9.7.13.15.13), optionally
+    predicated (a branch around it would make the path divergent, which serializes
+    wgmma: ptxas C7520)."""
 
     name = "ptx.mbarrier_arrive"
     addr = operand_def(RegType)
+    guard = var_operand_def(RegType)
 
-    def __init__(self, addr: SSAValue):
-        super().__init__(operands=[addr])
+    def __init__(self, addr: SSAValue, guard: SSAValue | None = None):
+        super().__init__(operands=[addr, [guard] if guard is not None else []])
 
     def ptx_text(self, n: Names) -> str:
-        return f"mbarrier.arrive.shared::cta.b64 _, [{n(self.addr)}];"
+        pred = f"@{n(self.guard[0])} " if self.guard else ""
+        return f"{pred}mbarrier.arrive.shared::cta.b64 _, [{n(self.addr)}];"
 
 
 @irdl_op_definition
@@ -1152,6 +1172,7 @@ Ptx = Dialect(
     [
         MovImmOp,
         MovOp,
+        DeclareRegOp,
         AssignOp,
         AssignImmOp,
         SpecialRegOp,

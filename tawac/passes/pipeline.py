@@ -23,13 +23,22 @@ from dataclasses import dataclass
 
 from xdsl.context import Context
 from xdsl.dialects import arith, scf
-from xdsl.dialects.builtin import IndexType, IntegerAttr, ModuleOp, i64
+from xdsl.dialects.builtin import (
+    BFloat16Type,
+    Float16Type,
+    IndexType,
+    IntegerAttr,
+    ModuleOp,
+    TensorType,
+    i64,
+)
 from xdsl.ir import Block, Region
 from xdsl.passes import ModulePass
 from xdsl.rewriter import InsertPoint, Rewriter
 
 from tawac.diagnostics import CompileError
 from tawac.dialects import aref, hopper, tile
+from tawac.passes.lower_aref import SMEM_LIMIT
 
 
 def _set_depth(create: aref.CreateOp, depth: int) -> None:
@@ -109,14 +118,56 @@ def _wait_after(dot: tile.DotOp, pending: int) -> None:
     Rewriter.insert_op(wait, InsertPoint.after(dot))
 
 
+def _tile_bytes(t) -> int:
+    return hopper.ring_bytes(hopper.smem_ring_type(t, 1))
+
+
+def auto_stages(kernel: tile.KernelOp, preferred: int = 3) -> int:
+    """The deepest ring (at most `preferred`) whose shared memory, with single-slot arefs
+    and the 16-bit epilogue tiles staged for TMA stores, fits in one CTA; else the
+    deepest that fits without the staging tiles (the epilogue then reuses the rings or
+    stores from registers)."""
+    per_stage, single, staging = 0, 0, 0
+    for create in [o for o in kernel.walk() if isinstance(o, aref.CreateOp)]:
+        t = create.result.type
+        assert isinstance(t, aref.ArefType)
+        size = sum(_tile_bytes(p) for p in t.payload) + 16
+        looped = any(
+            isinstance(u.operation, aref.PutOp) and _in_loop(u.operation)
+            for u in create.result.uses
+        )
+        if looped:
+            per_stage += size
+        else:
+            single += size
+    for st in [o for o in kernel.walk() if isinstance(o, tile.StoreOp)]:
+        vt = st.value.type
+        if isinstance(vt, TensorType) and vt.get_num_dims() == 2:
+            if isinstance(vt.element_type, BFloat16Type | Float16Type):
+                staging += _tile_bytes(vt)
+    for extra in (staging, 0):
+        for d in range(preferred, 0, -1):
+            if single + d * per_stage + extra + 1024 <= SMEM_LIMIT:
+                return d
+    return 1
+
+
 @dataclass(frozen=True)
 class PipelinePass(ModulePass):
     name = "pipeline"
 
-    stages: int = 3
+    stages: int = 0
+    """Ring depth D; 0 picks the deepest of 3, 2, 1 that fits in shared memory."""
     mma_depth: int = 0
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
+        if self.stages == 0:
+            for kernel in [o for o in op.walk() if isinstance(o, tile.KernelOp)]:
+                PipelinePass(auto_stages(kernel), self.mma_depth)._apply_kernel(kernel)
+            return
+        self._apply_kernel(op)
+
+    def _apply_kernel(self, op) -> None:
         if self.stages < 1:
             raise CompileError(f"pipeline: stages must be >= 1, got {self.stages}")
         if not 0 <= self.mma_depth < self.stages or self.mma_depth > 7:
@@ -134,5 +185,7 @@ class PipelinePass(ModulePass):
             _set_depth(create, self.stages if in_loop else 1)
         for consumed in [o for o in op.walk() if isinstance(o, aref.ConsumedOp)]:
             _pipeline_consumed(consumed, self.mma_depth)
-        for kernel in [o for o in op.walk() if isinstance(o, tile.KernelOp)]:
+        kernels = [op] if isinstance(op, tile.KernelOp) else list(op.walk())
+        for kernel in [o for o in kernels if isinstance(o, tile.KernelOp)]:
             kernel.attributes["tawac.mma_depth"] = IntegerAttr(self.mma_depth, i64)
+            kernel.attributes["tawac.stages"] = IntegerAttr(self.stages, i64)

@@ -108,8 +108,8 @@ tile.kernel @dot_rank(%a: !tile.tensor<?xbf16>) {
 
 tile.kernel @load_rank(%a: !tile.tensor<?x?xbf16>) {
   %c0 = arith.constant 0 : index
-  %x = tile.load %a[%c0, %c0] : !tile.tensor<?x?xbf16> -> tensor<128xbf16>
-// CHECK:      {{.*}}tile-invalid.mlir:[[# @LINE - 1]]:8: error: tile.load: tile tensor<128xbf16> has rank 1 but !tile.tensor<?x?xbf16> has rank 2
+  %x = tile.load %a[%c0, %c0] : !tile.tensor<?x?xbf16> -> tensor<2x128x64xbf16>
+// CHECK:      {{.*}}tile-invalid.mlir:[[# @LINE - 1]]:8: error: tile.load: tile tensor<2x128x64xbf16> has rank 3 but !tile.tensor<?x?xbf16> has rank 2
 // CHECK-NEXT: {{^//}} -----
   tile.return
 }

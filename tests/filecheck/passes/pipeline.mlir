@@ -77,9 +77,10 @@ tile.kernel @gemm(%a: !tile.tensor<?x?xbf16>, %b: !tile.tensor<?x?xbf16>, %c: !t
 
 // -----
 
-// A dot outside a loop is waited for right after it, whatever mma-depth is.
+// A dot outside a loop is waited for right after it, whatever mma-depth is; an aref
+// written once per program keeps a single slot.
 // CHECK-LABEL: tile.kernel @single(
-// CHECK:         aref.create : !aref.aref<[tensor<64x64xbf16>, tensor<64x64xbf16>], 4>
+// CHECK:         aref.create : !aref.aref<[tensor<64x64xbf16>, tensor<64x64xbf16>], 1>
 // CHECK:         %[[D:.*]] = tile.dot
 // CHECK-NEXT:    %[[W:.*]] = hopper.wgmma_wait %[[D]] pending 0 : tensor<64x64xf32>
 // CHECK-NEXT:    aref.consumed

@@ -1,0 +1,186 @@
+"""Attention forward benchmark: tawac (examples/attention*.mlir) vs cuDNN and
+FlashAttention-2 through torch's SDPA backends vs a Triton FA2 kernel, bf16, same run.
+
+TFLOP/s = 4 * B * H * S^2 * D / time (non-causal).  Prints a table (markdown with
+--markdown) and checks tawac's output against SDPA once per shape.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime as dt
+import sys
+from pathlib import Path
+
+import torch
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from tawac.driver import compile_file  # noqa: E402
+from tawac.runtime import load_kernel  # noqa: E402
+
+LOG2E = 1.4426950408889634
+# (head dim, seq): B * S = 32k tokens, 16 heads at d128 and 32 at d64 (as the baselines).
+SHAPES = [(128, 1024), (128, 4096), (128, 16384), (64, 1024), (64, 4096), (64, 16384)]
+
+
+def _triton_attention():
+    """A FlashAttention-2 forward in Triton (non-causal), or None without Triton."""
+    try:
+        import triton
+        import triton.language as tl
+    except ImportError:
+        return None
+
+    configs = [
+        triton.Config({"BM": bm, "BN": bn}, num_stages=s, num_warps=w)
+        for bm, bn, s, w in [(128, 64, 3, 8), (128, 128, 2, 8), (128, 64, 4, 4), (64, 64, 3, 4)]
+    ]
+
+    @triton.autotune(configs=configs, key=["S", "D"])
+    @triton.jit
+    def fwd(q_ptr, k_ptr, v_ptr, o_ptr, S, scale, D: tl.constexpr, BM: tl.constexpr,
+            BN: tl.constexpr):  # fmt: skip
+        pid_m = tl.program_id(0)
+        bh = tl.program_id(1)
+        base = bh.to(tl.int64) * S * D
+        offs_m = pid_m * BM + tl.arange(0, BM)
+        offs_d = tl.arange(0, D)
+        q = tl.load(q_ptr + base + offs_m[:, None] * D + offs_d[None, :])
+        m_i = tl.full((BM,), -1.0e30, tl.float32)
+        l_i = tl.zeros((BM,), tl.float32)
+        acc = tl.zeros((BM, D), tl.float32)
+        for n in range(0, S, BN):
+            offs_n = n + tl.arange(0, BN)
+            k = tl.load(k_ptr + base + offs_n[:, None] * D + offs_d[None, :])
+            v = tl.load(v_ptr + base + offs_n[:, None] * D + offs_d[None, :])
+            s = tl.dot(q, tl.trans(k)) * scale
+            m_new = tl.maximum(m_i, tl.max(s, 1))
+            p = tl.math.exp2(s - m_new[:, None])
+            alpha = tl.math.exp2(m_i - m_new)
+            l_i = l_i * alpha + tl.sum(p, 1)
+            acc = acc * alpha[:, None] + tl.dot(p.to(tl.bfloat16), v)
+            m_i = m_new
+        o = acc / l_i[:, None]
+        tl.store(o_ptr + base + offs_m[:, None] * D + offs_d[None, :], o.to(tl.bfloat16))
+
+    def run(q, k, v, o, scale_log2e):
+        b, h, s, d = q.shape
+
+        def grid(meta):
+            return (triton.cdiv(s, meta["BM"]), b * h)
+
+        fwd[grid](q, k, v, o, s, scale_log2e, D=d)
+
+    return run
+
+
+def main() -> None:
+    p = argparse.ArgumentParser(description=__doc__)
+    p.add_argument("--markdown", action="store_true")
+    p.add_argument("--rep-ms", type=float, default=100.0)
+    args = p.parse_args()
+    from triton.testing import do_bench
+
+    triton_attn = _triton_attention()
+    kernels = {
+        128: load_kernel(*_compiled(ROOT / "examples" / "attention.mlir")),
+        64: load_kernel(*_compiled(ROOT / "examples" / "attention_d64.mlir")),
+    }
+    from torch.nn.attention import SDPBackend, sdpa_kernel
+    from torch.nn.functional import scaled_dot_product_attention as sdpa
+
+    rows = []
+    for d, s in SHAPES:
+        h = 16 if d == 128 else 32
+        b = max(1, 32768 // s)
+        q, k, v = (torch.randn(b, h, s, d, device="cuda", dtype=torch.bfloat16) for _ in range(3))
+        o = torch.empty_like(q)
+        flops = 4 * b * h * s * s * d
+        scale = d**-0.5
+        res = {}
+
+        def tf(ms: float) -> float:
+            return flops / ms / 1e9
+
+        kern = kernels[d]
+        kern(q, k, v, o, scale * LOG2E)
+        ref = sdpa(q, k, v)
+        err = ((o.float() - ref.float()).norm() / ref.float().norm()).item()
+        res["tawac"] = tf(do_bench(lambda: kern(q, k, v, o, scale * LOG2E), rep=args.rep_ms))
+        for name, backend in (
+            ("cudnn", SDPBackend.CUDNN_ATTENTION),
+            ("flash2", SDPBackend.FLASH_ATTENTION),
+        ):
+            try:
+                with sdpa_kernel(backend):
+                    res[name] = tf(do_bench(lambda: sdpa(q, k, v), rep=args.rep_ms))
+            except Exception:  # noqa: BLE001 - a backend unavailable for this shape
+                res[name] = None
+        if triton_attn is not None:
+            o2 = torch.empty_like(q)
+            triton_attn(q, k, v, o2, scale * LOG2E)
+            res["triton"] = tf(
+                do_bench(lambda: triton_attn(q, k, v, o2, scale * LOG2E), rep=args.rep_ms)
+            )
+        rows.append((d, s, b, h, res, err))
+
+    name = torch.cuda.get_device_name()
+    now = dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
+    head = [
+        "d",
+        "seq",
+        "B x H",
+        "tawac",
+        "cuDNN",
+        "FA2",
+        "Triton",
+        "tawac/cuDNN",
+        "tawac/Triton",
+        "rel. err",
+    ]
+
+    def f(x, spec=".0f"):
+        return "—" if x is None else format(x, spec)
+
+    lines = []
+    for d, s, b, h, r, err in rows:
+        t, c, tr = r.get("tawac"), r.get("cudnn"), r.get("triton")
+        lines.append(
+            [
+                str(d),
+                str(s),
+                f"{b}x{h}",
+                f(t),
+                f(r.get("cudnn")),
+                f(r.get("flash2")),
+                f(tr),
+                f(t / c if t and c else None, ".2f"),
+                f(t / tr if t and tr else None, ".2f"),
+                f"{err:.1e}",
+            ]
+        )
+    title = f"bf16 attention forward, non-causal, TFLOP/s, on {name}, {now}"
+    if args.markdown:
+        print(f"### {title}\n")
+        print("| " + " | ".join(head) + " |")
+        print("|" + "---|" * len(head))
+        for ln in lines:
+            print("| " + " | ".join(ln) + " |")
+    else:
+        print(title)
+        print("  ".join(f"{x:>12}" for x in head))
+        for ln in lines:
+            print("  ".join(f"{x:>12}" for x in ln))
+    if any(err > 1e-2 for *_, err in rows):
+        sys.exit(1)
+
+
+def _compiled(path: Path):
+    r = compile_file(path)
+    return r.cubin, r.sidecar
+
+
+if __name__ == "__main__":
+    main()
