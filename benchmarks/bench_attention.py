@@ -101,21 +101,23 @@ def main() -> None:
         scale = d**-0.5
         res = {}
 
-        def tf(ms: float) -> float:
-            return flops / ms / 1e9
+        def tf(fn, flops=flops) -> float:
+            """TFLOP/s of `fn`, timed now (the median of do_bench)."""
+            return flops / do_bench(fn, rep=args.rep_ms) / 1e9
 
         kern = kernels[d]
         kern(q, k, v, o, scale * LOG2E)
         ref = sdpa(q, k, v)
         err = ((o.float() - ref.float()).norm() / ref.float().norm()).item()
-        res["tawac"] = tf(do_bench(lambda: kern(q, k, v, o, scale * LOG2E), rep=args.rep_ms))
+        args_t = (q, k, v, o, scale * LOG2E)
+        res["tawac"] = tf(lambda kern=kern, a=args_t: kern(*a))
         for name, backend in (
             ("cudnn", SDPBackend.CUDNN_ATTENTION),
             ("flash2", SDPBackend.FLASH_ATTENTION),
         ):
             try:
                 with sdpa_kernel(backend):
-                    res[name] = tf(do_bench(lambda: sdpa(q, k, v), rep=args.rep_ms))
+                    res[name] = tf(lambda a=(q, k, v): sdpa(*a))
             except Exception:  # noqa: BLE001 - a backend unavailable for this shape
                 res[name] = None
         if triton_attn is not None:
