@@ -57,6 +57,9 @@ if [ "$part" = bench ] || [ "$part" = all ]; then
   echo "== bench"
   python3 benchmarks/bench_gemm.py --json "$logdir/bench.json" 2>&1 | tee "$logdir/bench.log"
   rc=${PIPESTATUS[0]}
+  python3 benchmarks/bench_attention.py 2>&1 | tee "$logdir/bench-attention.log"
+  rc_att=${PIPESTATUS[0]}
+  [ "$rc" = 0 ] && rc=$rc_att
   case $rc in
     0) bench_status="ok" ;;
     *) bench_status="FAILED($rc)" ;;
@@ -71,6 +74,7 @@ printf '%-6s %-12s %s\n' bench "$bench_status" "logs in $logdir"
 if [ -f "$logdir/bench.log" ] && [ "$bench_status" != skipped ]; then
   # The benchmark table (without the traceback of a failed compile, if any).
   sed -n '/^bf16 GEMM/,$p' "$logdir/bench.log"
+  sed -n '/^bf16 attention/,$p' "$logdir/bench-attention.log"
 fi
 
 case "$tests_status/$bench_status" in
