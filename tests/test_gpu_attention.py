@@ -65,3 +65,24 @@ def test_attention_d64_matches_sdpa(b, h, s):
     ref = torch.nn.functional.scaled_dot_product_attention(q.float(), k.float(), v.float())
     assert not torch.isnan(o).any()
     assert ((o.float() - ref).norm() / ref.norm()).item() < 1e-2
+
+
+@pytest.mark.gpu
+@requires_gpu
+@pytest.mark.parametrize(("b", "h", "s"), [(1, 1, 128), (2, 3, 640), (4, 16, 1024), (1, 2, 4096)])
+@pytest.mark.parametrize("persistent", [True, False])
+def test_causal_attention_d128_matches_sdpa(b, h, s, persistent):
+    import torch
+
+    d = 128
+    kern = _kernel("attention_causal.mlir", persistent=persistent)
+    torch.manual_seed(b * 100 + h * 10 + s + 7)
+    q, k, v = (torch.randn(b, h, s, d, device="cuda", dtype=torch.bfloat16) for _ in range(3))
+    o = torch.full_like(q, float("nan"))
+    kern(q, k, v, o, d**-0.5 * LOG2E)
+    torch.cuda.synchronize()
+    ref = torch.nn.functional.scaled_dot_product_attention(
+        q.float(), k.float(), v.float(), is_causal=True
+    )
+    assert not torch.isnan(o).any()
+    assert ((o.float() - ref).norm() / ref.norm()).item() < 1e-2

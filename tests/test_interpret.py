@@ -362,3 +362,22 @@ def test_attention_example_matches_softmax_attention():
     ref = torch.softmax(q.float() @ k.float().transpose(-1, -2) * scale, -1) @ v.float()
     err = ((o.float() - ref).norm() / ref.norm()).item()
     assert err < 1e-2, err
+
+
+def test_causal_attention_example_matches_masked_softmax():
+    """examples/attention_causal.mlir: loop bound from the program id, diagonal mask."""
+    from pathlib import Path
+
+    path = Path(__file__).resolve().parent.parent / "examples" / "attention_causal.mlir"
+    kernel = parse_kernel(path.read_text())
+    b, h, s, d = 1, 2, 384, 128
+    torch.manual_seed(1)
+    q, k, v = (torch.randn(b, h, s, d).to(torch.bfloat16) for _ in range(3))
+    o = torch.full((b, h, s, d), float("nan"), dtype=torch.bfloat16)
+    scale = d**-0.5
+    interpret(kernel, [q, k, v, o, scale * 1.4426950408889634], (s // 128, h, b))
+    scores = q.float() @ k.float().transpose(-1, -2) * scale
+    causal = torch.ones(s, s, dtype=torch.bool).tril()
+    ref = torch.softmax(scores.masked_fill(~causal, float("-inf")), -1) @ v.float()
+    err = ((o.float() - ref).norm() / ref.norm()).item()
+    assert err < 1e-2, err

@@ -670,6 +670,54 @@ def _splat(k: KernelLowering, op: tile.SplatOp) -> None:
     k.vals[op.result] = Frag(layout, [k.scalar(op.value)] * layout.num_regs, "f32")
 
 
+@handles(tile.IotaOp)
+def _iota(k: KernelLowering, op: tile.IotaOp) -> None:
+    """offset + coordinate: the thread's coordinate (from the layout) plus each
+    register's constant offset; registers with the same offset share one value."""
+    t = op.result.type
+    assert isinstance(t, TensorType)
+    layout = k.layout_for(t, op)
+    row0, col0 = k.thread_coords(layout)
+    dim = op.dim.data
+    base = k.add(k.scalar(op.offset), row0 if dim == 0 else col0)
+    by_offset: dict[int, SSAValue] = {}
+    regs = []
+    for i in range(layout.num_regs):
+        off = layout.reg_offset(i)[dim]
+        if off not in by_offset:
+            by_offset[off] = k.add_imm(base, off)
+        regs.append(by_offset[off])
+    k.vals[op.result] = Frag(layout, regs, "s32")
+
+
+_TILE_CMPI = {"eq": "eq", "ne": "ne", "slt": "lt", "sle": "le", "sgt": "gt", "sge": "ge"}
+
+
+@handles(tile.CmpiOp)
+def _tile_cmpi(k: KernelLowering, op: tile.CmpiOp) -> None:
+    a, b = k.frag(op.lhs), k.frag(op.rhs)
+    if not a.same_layout(b):
+        raise CompileError("convert-to-ptx: tile.cmpi operands differ in layout", op)
+    cmp = _TILE_CMPI[op.predicate.data]
+    k.vals[op.result] = a.like(_map2(k, a, b, lambda x, y: ptx.SetpOp(cmp, "s32", x, y)), "pred")
+
+
+@handles(tile.SelectOp)
+def _tile_select(k: KernelLowering, op: tile.SelectOp) -> None:
+    c, t, f = k.frag(op.cond), k.vals.get(op.true_value), k.vals.get(op.false_value)
+    if not isinstance(t, Frag) or not isinstance(f, Frag):
+        raise CompileError("convert-to-ptx: tile.select needs tiles", op)
+    if not (c.same_layout(t) and t.same_layout(f)) or t.dtype != f.dtype:
+        raise CompileError("convert-to-ptx: tile.select operands differ in layout", op)
+    memo: dict[tuple[SSAValue, SSAValue, SSAValue], SSAValue] = {}
+    regs = []
+    for p, x, y in zip(c.regs, t.regs, f.regs, strict=True):
+        if (p, x, y) not in memo:
+            memo[(p, x, y)] = k.r(ptx.SelpOp(_sel_type(t.dtype), x, y, p))
+        regs.append(memo[(p, x, y)])
+    k.vals[op.result] = t.like(regs, t.dtype)
+
+
 @handles(tile.ReduceOp)
 def _reduce(k: KernelLowering, op: tile.ReduceOp) -> None:
     """Row reductions: combine a thread's registers of each row, then across the quad of
@@ -844,23 +892,47 @@ def _assign(k: KernelLowering, dst: object, src: object) -> None:
 
 @handles(scf.IfOp)
 def _if(k: KernelLowering, op: scf.IfOp) -> None:
-    if op.results:
-        raise CompileError("convert-to-ptx: scf.if with results is not supported yet", op)
+    """Branches; results live in registers both branches write (`ptx.assign`)."""
     cond = k.scalar(op.cond)
     else_label, end = k.label("else"), k.label("endif")
+    results: list[object] = []
     k.emit(ptx.BraOp(else_label, cond, negate=True))
     with k.scope():
-        for inner in op.true_region.block.ops:
-            if not isinstance(inner, scf.YieldOp):
-                k.lower_op(inner)
+        results = _branch(k, op.true_region.block, None)
     k.emit(ptx.BraOp(end))
     k.emit(ptx.LabelOp(else_label))
     if op.false_region.blocks:
         with k.scope():
-            for inner in op.false_region.block.ops:
-                if not isinstance(inner, scf.YieldOp):
-                    k.lower_op(inner)
+            _branch(k, op.false_region.block, results)
+    elif op.results:
+        raise CompileError("convert-to-ptx: scf.if with results needs an else branch", op)
     k.emit(ptx.LabelOp(end))
+    for res, holder in zip(op.results, results, strict=True):
+        k.vals[res] = holder
+
+
+def _branch(k: KernelLowering, block: Block, holders: list[object] | None) -> list[object]:
+    """Lowers one branch; its yielded values go into `holders` (made on the first)."""
+    for inner in block.ops:
+        if not isinstance(inner, scf.YieldOp):
+            k.lower_op(inner)
+            continue
+        values = [k.vals[v] for v in inner.operands]
+        if holders is None:
+            holders = [_fresh_like(k, v) for v in values]
+        for h, v in zip(holders, values, strict=True):
+            _assign(k, h, v)
+    return holders if holders is not None else []
+
+
+def _fresh_like(k: KernelLowering, v: object) -> object:
+    """New registers of the same classes as a value, defined by later assigns."""
+    if isinstance(v, Frag):
+        kind = _kind(v.regs[0])
+        return v.like([k.r(ptx.DeclareRegOp(kind)) for _ in v.regs], v.dtype)
+    if isinstance(v, SSAValue):
+        return k.r(ptx.DeclareRegOp(_kind(v)))
+    raise CompileError("convert-to-ptx: unsupported scf.if result", None)
 
 
 @handles(hopper.SmemAllocOp)

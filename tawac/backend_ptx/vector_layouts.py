@@ -87,6 +87,15 @@ class VectorLayouts:
             vecs = [v for v in (*op.operands, *op.results) if _is_vector(v)]
             for v in vecs[1:]:
                 self._union(vecs[0], v)
+        elif isinstance(op, scf.IfOp):
+            for region in op.regions:
+                if not region.blocks:
+                    continue
+                y = region.block.last_op
+                assert isinstance(y, scf.YieldOp)
+                for res, v in zip(op.results, y.operands, strict=True):
+                    if _is_vector(res):
+                        self._union(res, v)
         elif isinstance(op, scf.ForOp):
             body = op.body.block
             yield_op = body.last_op

@@ -31,6 +31,8 @@ from xdsl.dialects.builtin import (
     StringAttr,
     TensorType,
     UnitAttr,
+    i1,
+    i32,
 )
 from xdsl.dialects.utils import parse_func_op_like, print_func_op_like
 from xdsl.ir import Attribute, Dialect, ParametrizedAttribute, Region, SSAValue, TypeAttribute
@@ -564,6 +566,135 @@ class BroadcastOp(IRDLOperation):
             )
 
 
+@irdl_op_definition
+class IotaOp(IRDLOperation):
+    """A 2-d i32 tile of coordinates: `%r = tile.iota 0, %m0 : tensor<128x128xi32>` holds
+    m0 + i at (i, j) (dimension 1: n0 + j).  With `tile.cmpi` and `tile.select` it builds
+    masks (causal attention, ragged edges)."""
+
+    name = "tile.iota"
+    dim = prop_def(IntAttr)
+    offset = operand_def(IndexType)
+    result = result_def(TensorType)
+    traits = traits_def(Pure())
+
+    def __init__(self, dim: int, offset: SSAValue, result_type: Attribute):
+        super().__init__(
+            operands=[offset], properties={"dim": IntAttr(dim)}, result_types=[result_type]
+        )
+
+    @classmethod
+    def parse(cls, parser: Parser) -> IotaOp:
+        dim = parser.parse_integer()
+        parser.parse_punctuation(",")
+        off = parser.resolve_operand(parser.parse_unresolved_operand(), IndexType())
+        parser.parse_punctuation(":")
+        op = cls(dim, off, parser.parse_type())
+        op.attributes |= parser.parse_optional_attr_dict()
+        return op
+
+    def print(self, printer: Printer) -> None:
+        printer.print_string(f" {self.dim.data}, ")
+        printer.print_operand(self.offset)
+        printer.print_string(" : ")
+        printer.print_attribute(self.result.type)
+        printer.print_op_attributes(self.attributes)
+
+    def verify_(self) -> None:
+        rt = self.result.type
+        assert isinstance(rt, TensorType)
+        if rt.get_num_dims() != 2 or rt.element_type != i32:
+            raise VerifyException(f"tile.iota: expected a 2-d i32 tile, got {type_str(rt)}")
+        if self.dim.data not in (0, 1):
+            raise VerifyException(f"tile.iota: dimension {self.dim.data} out of range")
+
+
+CMPI_PREDICATES = ("eq", "ne", "slt", "sle", "sgt", "sge")
+
+
+@irdl_op_definition
+class CmpiOp(IRDLOperation):
+    """Elementwise comparison of two i32 tiles: `tile.cmpi sge, %r, %c : tensor<..xi32>`
+    gives a tile of i1."""
+
+    name = "tile.cmpi"
+    predicate = prop_def(StringAttr)
+    lhs = operand_def(TensorType)
+    rhs = operand_def(TensorType)
+    result = result_def(TensorType)
+    traits = traits_def(Pure())
+
+    def __init__(self, predicate: str, lhs: SSAValue, rhs: SSAValue):
+        t = lhs.type
+        assert isinstance(t, TensorType)
+        super().__init__(
+            operands=[lhs, rhs],
+            properties={"predicate": StringAttr(predicate)},
+            result_types=[TensorType(i1, t.get_shape())],
+        )
+
+    @classmethod
+    def parse(cls, parser: Parser) -> CmpiOp:
+        pos = parser.pos
+        pred = parser.parse_identifier()
+        if pred not in CMPI_PREDICATES:
+            parser.raise_error(
+                f"expected a predicate ({', '.join(CMPI_PREDICATES)})", pos, parser.pos
+            )
+        parser.parse_punctuation(",")
+        a = parser.parse_unresolved_operand()
+        parser.parse_punctuation(",")
+        b = parser.parse_unresolved_operand()
+        parser.parse_punctuation(":")
+        t = parser.parse_type()
+        op = cls(pred, parser.resolve_operand(a, t), parser.resolve_operand(b, t))
+        op.attributes |= parser.parse_optional_attr_dict()
+        return op
+
+    def print(self, printer: Printer) -> None:
+        printer.print_string(f" {self.predicate.data}, ")
+        printer.print_operand(self.lhs)
+        printer.print_string(", ")
+        printer.print_operand(self.rhs)
+        printer.print_string(" : ")
+        printer.print_attribute(self.lhs.type)
+        printer.print_op_attributes(self.attributes)
+
+    def verify_(self) -> None:
+        if self.predicate.data not in CMPI_PREDICATES:
+            raise VerifyException(f"tile.cmpi: unknown predicate {self.predicate.data!r}")
+        if self.lhs.type != self.rhs.type:
+            raise VerifyException("tile.cmpi: operand types differ")
+
+
+@irdl_op_definition
+class SelectOp(IRDLOperation):
+    """Elementwise choice: `tile.select %mask, %a, %b : tensor<..xi1>, tensor<..xf32>`."""
+
+    name = "tile.select"
+    cond = operand_def(TensorType)
+    T: ClassVar = VarConstraint("T", base(TensorType))
+    true_value = operand_def(T)
+    false_value = operand_def(T)
+    result = result_def(T)
+    traits = traits_def(Pure())
+    assembly_format = (
+        "$cond `,` $true_value `,` $false_value attr-dict `:` type($cond) `,` type($result)"
+    )
+
+    def __init__(self, cond: SSAValue, a: SSAValue, b: SSAValue):
+        super().__init__(operands=[cond, a, b], result_types=[a.type])
+
+    def verify_(self) -> None:
+        ct, rt = self.cond.type, self.result.type
+        assert isinstance(ct, TensorType) and isinstance(rt, TensorType)
+        if ct.element_type != i1 or ct.get_shape() != rt.get_shape():
+            raise VerifyException(
+                f"tile.select: the condition {type_str(ct)} must be an i1 tile of the "
+                f"shape of {type_str(rt)}"
+            )
+
+
 REDUCE_KINDS = ("max", "sum")
 
 
@@ -648,6 +779,9 @@ Tile = Dialect(
         SplatOp,
         BroadcastOp,
         ReduceOp,
+        IotaOp,
+        CmpiOp,
+        SelectOp,
     ],
     [GlobalTensorType],
 )

@@ -400,6 +400,28 @@ class _Interpreter:
             return self.splat(op)
         if isinstance(op, tile.BroadcastOp):
             return self.broadcast(op)
+        if isinstance(op, tile.IotaOp):
+            t = op.result.type
+            assert isinstance(t, TensorType)
+            rows, cols = t.get_shape()
+            dim = op.dim.data
+            size = rows if dim == 0 else cols
+            ar = torch.arange(size, device=self.device)
+            ar = ar.view(1, size, 1) if dim == 0 else ar.view(1, 1, size)
+            off = self.get(op.offset).view(self.n, 1, 1)
+            return (off + ar).expand(self.n, rows, cols)
+        if isinstance(op, tile.CmpiOp):
+            a, b = self.get(op.lhs), self.get(op.rhs)
+            return {
+                "eq": a == b,
+                "ne": a != b,
+                "slt": a < b,
+                "sle": a <= b,
+                "sgt": a > b,
+                "sge": a >= b,
+            }[op.predicate.data]
+        if isinstance(op, tile.SelectOp):
+            return torch.where(self.get(op.cond), self.get(op.true_value), self.get(op.false_value))
         if isinstance(op, tile.ReduceOp):
             v = self.get(op.source)
             dim = 1 + op.dim.data  # the batch of program instances is dimension 0
