@@ -1,7 +1,7 @@
 """Attention forward benchmark: tawac (examples/attention*.mlir) vs cuDNN and
 FlashAttention-2 through torch's SDPA backends vs a Triton FA2 kernel, bf16, same run.
 
-TFLOP/s = 4 * B * H * S^2 * D / time (non-causal).  Prints a table (markdown with
+TFLOP/s = 4 * B * H * S^2 * D / time, half that when causal.  Prints a table (markdown with
 --markdown) and checks tawac's output against SDPA once per shape.
 """
 
@@ -22,7 +22,11 @@ from tawac.runtime import load_kernel  # noqa: E402
 
 LOG2E = 1.4426950408889634
 # (head dim, seq): B * S = 32k tokens, 16 heads at d128 and 32 at d64 (as the baselines).
-SHAPES = [(128, 1024), (128, 4096), (128, 16384), (64, 1024), (64, 4096), (64, 16384)]
+SHAPES = [
+    (128, 1024, False), (128, 4096, False), (128, 16384, False),
+    (64, 1024, False), (64, 4096, False), (64, 16384, False),
+    (128, 1024, True), (128, 4096, True), (128, 16384, True),
+]  # fmt: skip
 
 
 def _triton_attention():
@@ -38,10 +42,10 @@ def _triton_attention():
         for bm, bn, s, w in [(128, 64, 3, 8), (128, 128, 2, 8), (128, 64, 4, 4), (64, 64, 3, 4)]
     ]
 
-    @triton.autotune(configs=configs, key=["S", "D"])
+    @triton.autotune(configs=configs, key=["S", "D", "CAUSAL"])
     @triton.jit
     def fwd(q_ptr, k_ptr, v_ptr, o_ptr, S, scale, D: tl.constexpr, BM: tl.constexpr,
-            BN: tl.constexpr):  # fmt: skip
+            BN: tl.constexpr, CAUSAL: tl.constexpr):  # fmt: skip
         pid_m = tl.program_id(0)
         bh = tl.program_id(1)
         base = bh.to(tl.int64) * S * D
@@ -51,11 +55,14 @@ def _triton_attention():
         m_i = tl.full((BM,), -1.0e30, tl.float32)
         l_i = tl.zeros((BM,), tl.float32)
         acc = tl.zeros((BM, D), tl.float32)
-        for n in range(0, S, BN):
+        end = (pid_m + 1) * BM if CAUSAL else S
+        for n in range(0, end, BN):
             offs_n = n + tl.arange(0, BN)
             k = tl.load(k_ptr + base + offs_n[:, None] * D + offs_d[None, :])
             v = tl.load(v_ptr + base + offs_n[:, None] * D + offs_d[None, :])
             s = tl.dot(q, tl.trans(k)) * scale
+            if CAUSAL:
+                s = tl.where(offs_m[:, None] >= offs_n[None, :], s, -1.0e30)
             m_new = tl.maximum(m_i, tl.max(s, 1))
             p = tl.math.exp2(s - m_new[:, None])
             alpha = tl.math.exp2(m_i - m_new)
@@ -65,13 +72,13 @@ def _triton_attention():
         o = acc / l_i[:, None]
         tl.store(o_ptr + base + offs_m[:, None] * D + offs_d[None, :], o.to(tl.bfloat16))
 
-    def run(q, k, v, o, scale_log2e):
+    def run(q, k, v, o, scale_log2e, causal=False):
         b, h, s, d = q.shape
 
         def grid(meta):
             return (triton.cdiv(s, meta["BM"]), b * h)
 
-        fwd[grid](q, k, v, o, s, scale_log2e, D=d)
+        fwd[grid](q, k, v, o, s, scale_log2e, D=d, CAUSAL=causal)
 
     return run
 
@@ -85,19 +92,20 @@ def main() -> None:
 
     triton_attn = _triton_attention()
     kernels = {
-        128: load_kernel(*_compiled(ROOT / "examples" / "attention.mlir")),
-        64: load_kernel(*_compiled(ROOT / "examples" / "attention_d64.mlir")),
+        (128, False): load_kernel(*_compiled(ROOT / "examples" / "attention.mlir")),
+        (64, False): load_kernel(*_compiled(ROOT / "examples" / "attention_d64.mlir")),
+        (128, True): load_kernel(*_compiled(ROOT / "examples" / "attention_causal.mlir")),
     }
     from torch.nn.attention import SDPBackend, sdpa_kernel
     from torch.nn.functional import scaled_dot_product_attention as sdpa
 
     rows = []
-    for d, s in SHAPES:
+    for d, s, causal in SHAPES:
         h = 16 if d == 128 else 32
         b = max(1, 32768 // s)
         q, k, v = (torch.randn(b, h, s, d, device="cuda", dtype=torch.bfloat16) for _ in range(3))
         o = torch.empty_like(q)
-        flops = 4 * b * h * s * s * d
+        flops = 4 * b * h * s * s * d // (2 if causal else 1)
         scale = d**-0.5
         res = {}
 
@@ -105,9 +113,9 @@ def main() -> None:
             """TFLOP/s of `fn`, timed now (the median of do_bench)."""
             return flops / do_bench(fn, rep=args.rep_ms) / 1e9
 
-        kern = kernels[d]
+        kern = kernels[(d, causal)]
         kern(q, k, v, o, scale * LOG2E)
-        ref = sdpa(q, k, v)
+        ref = sdpa(q, k, v, is_causal=causal)
         err = ((o.float() - ref.float()).norm() / ref.float().norm()).item()
         args_t = (q, k, v, o, scale * LOG2E)
         res["tawac"] = tf(lambda kern=kern, a=args_t: kern(*a))
@@ -117,14 +125,14 @@ def main() -> None:
         ):
             try:
                 with sdpa_kernel(backend):
-                    res[name] = tf(lambda a=(q, k, v): sdpa(*a))
+                    res[name] = tf(lambda a=(q, k, v), c=causal: sdpa(*a, is_causal=c))
             except Exception:  # noqa: BLE001 - a backend unavailable for this shape
                 res[name] = None
         if triton_attn is not None:
             o2 = torch.empty_like(q)
-            triton_attn(q, k, v, o2, scale * LOG2E)
-            res["triton"] = tf(lambda a=(q, k, v, o2, scale * LOG2E): triton_attn(*a))
-        rows.append((d, s, b, h, res, err))
+            triton_attn(q, k, v, o2, scale * LOG2E, causal)
+            res["triton"] = tf(lambda a=(q, k, v, o2, scale * LOG2E, causal): triton_attn(*a))
+        rows.append((d, s, causal, b, h, res, err))
 
     name = torch.cuda.get_device_name()
     now = dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
@@ -145,12 +153,13 @@ def main() -> None:
         return "—" if x is None else format(x, spec)
 
     lines = []
-    for d, s, b, h, r, err in rows:
+    for d, s, causal, b, h, r, err in rows:
         t, c, tr = r.get("tawac"), r.get("cudnn"), r.get("triton")
         lines.append(
             [
                 str(d),
                 str(s),
+                "yes" if causal else "no",
                 f"{b}x{h}",
                 f(t),
                 f(r.get("cudnn")),
@@ -161,7 +170,7 @@ def main() -> None:
                 f"{err:.1e}",
             ]
         )
-    title = f"bf16 attention forward, non-causal, TFLOP/s, on {name}, {now}"
+    title = f"bf16 attention forward, TFLOP/s (halved flops when causal), on {name}, {now}"
     if args.markdown:
         print(f"### {title}\n")
         print("| " + " | ".join(head) + " |")
