@@ -139,6 +139,7 @@ def main() -> None:
     head = [
         "d",
         "seq",
+        "causal",
         "B x H",
         "tawac",
         "cuDNN",

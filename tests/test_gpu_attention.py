@@ -30,7 +30,10 @@ def _kernel(name: str, **options):
 
 @pytest.mark.gpu
 @requires_gpu
-@pytest.mark.parametrize(("b", "h", "s"), [(1, 1, 128), (2, 3, 512), (4, 16, 1024), (1, 2, 4096)])
+@pytest.mark.parametrize(
+    ("b", "h", "s"),
+    [(1, 1, 128), (2, 3, 512), (4, 16, 1024), (1, 2, 4096), (2, 2, 1000), (1, 3, 77)],
+)
 @pytest.mark.parametrize("persistent", [True, False])
 def test_attention_d128_matches_sdpa(b, h, s, persistent):
     import torch
@@ -51,7 +54,7 @@ def test_attention_d128_matches_sdpa(b, h, s, persistent):
 
 @pytest.mark.gpu
 @requires_gpu
-@pytest.mark.parametrize(("b", "h", "s"), [(1, 1, 128), (2, 4, 768), (2, 32, 2048)])
+@pytest.mark.parametrize(("b", "h", "s"), [(1, 1, 128), (2, 4, 768), (2, 32, 2048), (3, 2, 333)])
 def test_attention_d64_matches_sdpa(b, h, s):
     import torch
 
@@ -69,7 +72,9 @@ def test_attention_d64_matches_sdpa(b, h, s):
 
 @pytest.mark.gpu
 @requires_gpu
-@pytest.mark.parametrize(("b", "h", "s"), [(1, 1, 128), (2, 3, 640), (4, 16, 1024), (1, 2, 4096)])
+@pytest.mark.parametrize(
+    ("b", "h", "s"), [(1, 1, 128), (2, 3, 640), (4, 16, 1024), (1, 2, 4096), (2, 2, 1000)]
+)
 @pytest.mark.parametrize("persistent", [True, False])
 def test_causal_attention_d128_matches_sdpa(b, h, s, persistent):
     import torch

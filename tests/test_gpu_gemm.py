@@ -188,8 +188,7 @@ def test_two_main_loops(persistent):
     from tawac.driver import compile_module, parse_text
     from tawac.runtime import load_kernel
 
-    r = compile_module(parse_text(TWO_LOOPS, "two_loops.mlir"), cubin=True,
-                       persistent=persistent)
+    r = compile_module(parse_text(TWO_LOOPS, "two_loops.mlir"), cubin=True, persistent=persistent)
     kern = load_kernel(r.cubin, r.sidecar)
     n, k = 2048, 256
     a = torch.randn(n, k, device="cuda", dtype=torch.bfloat16)
@@ -205,9 +204,18 @@ def test_two_main_loops(persistent):
 
 @pytest.mark.gpu
 @requires_gpu
-@pytest.mark.parametrize(("bm", "bn", "bk"), [(128, 128, 64), (64, 256, 64), (128, 128, 128),
-                                              (64, 128, 64), (128, 64, 64), (256, 128, 64),
-                                              (128, 192, 64)])
+@pytest.mark.parametrize(
+    ("bm", "bn", "bk"),
+    [
+        (128, 128, 64),
+        (64, 256, 64),
+        (128, 128, 128),
+        (64, 128, 64),
+        (128, 64, 64),
+        (256, 128, 64),
+        (128, 192, 64),
+    ],
+)
 @pytest.mark.parametrize("dt", ["bf16", "f16"])
 def test_other_tile_configs(bm, bn, bk, dt):
     """Tile shapes other than the examples' (one consumer warp group for 64-row tiles,
@@ -275,8 +283,9 @@ def test_chained_gemm_register_a_operand(persistent):
 
     from tawac.runtime import load_kernel
 
-    r = compile_file(Path(__file__).resolve().parent / "data" / "chained_gemm.mlir",
-                     persistent=persistent)
+    r = compile_file(
+        Path(__file__).resolve().parent / "data" / "chained_gemm.mlir", persistent=persistent
+    )
     kern = load_kernel(r.cubin, r.sidecar)
     m, n, k, d = 40000, 200, 300, 128  # 313 row tiles: several per CTA when persistent
     a = torch.randn(m, k, device="cuda", dtype=torch.bfloat16)

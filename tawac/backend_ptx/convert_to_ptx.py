@@ -667,7 +667,8 @@ def _splat(k: KernelLowering, op: tile.SplatOp) -> None:
     t = op.result.type
     assert isinstance(t, TensorType)
     layout = k.layout_for(t, op)
-    k.vals[op.result] = Frag(layout, [k.scalar(op.value)] * layout.num_regs, "f32")
+    dtype = "f32" if isinstance(op.value.type, Float32Type) else "s32"
+    k.vals[op.result] = Frag(layout, [k.scalar(op.value)] * layout.num_regs, dtype)
 
 
 @handles(tile.IotaOp)

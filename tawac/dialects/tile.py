@@ -491,10 +491,11 @@ class DotOp(IRDLOperation):
 
 @irdl_op_definition
 class SplatOp(IRDLOperation):
-    """A tile with every element equal to a scalar: `tile.splat %s : f32 -> tensor<..>`."""
+    """A tile with every element equal to a scalar: `tile.splat %s : f32 -> tensor<..>`;
+    an index scalar makes an i32 tile (for masks: `tile.cmpi slt, %cols, %limit`)."""
 
     name = "tile.splat"
-    value = operand_def(Float32Type)
+    value = operand_def(Float32Type | IndexType)
     result = result_def(TensorType)
     traits = traits_def(Pure())
     assembly_format = "$value attr-dict `:` type($value) `->` type($result)"
@@ -502,9 +503,11 @@ class SplatOp(IRDLOperation):
     def verify_(self) -> None:
         rt = self.result.type
         assert isinstance(rt, TensorType)
-        if rt.element_type != self.value.type:
+        want = i32 if isinstance(self.value.type, IndexType) else self.value.type
+        if rt.element_type != want:
             raise VerifyException(
-                f"tile.splat: element type of {type_str(rt)} differs from {self.value.type}"
+                f"tile.splat: {type_str(rt)} cannot hold {self.value.type} values "
+                f"(expected {want} elements)"
             )
 
 
