@@ -203,7 +203,7 @@ tile.kernel @broadcast_rank(%v: !tile.tensor<?x?xf32>) {
 
 tile.kernel @splat_type(%s: f32) {
   %t = tile.splat %s : f32 -> tensor<128x128xf16>
-// CHECK:      {{.*}}tile-invalid.mlir:[[# @LINE - 1]]:8: error: tile.splat: element type of tensor<128x128xf16> differs from f32
+// CHECK:      {{.*}}tile-invalid.mlir:[[# @LINE - 1]]:8: error: tile.splat: tensor<128x128xf16> cannot hold f32 values (expected f32 elements)
 // CHECK-NEXT: {{^//}} -----
   tile.return
 }
