@@ -26,6 +26,7 @@ SHAPES = [
     (128, 1024, False), (128, 4096, False), (128, 16384, False),
     (64, 1024, False), (64, 4096, False), (64, 16384, False),
     (128, 1024, True), (128, 4096, True), (128, 16384, True),
+    (64, 1024, True), (64, 4096, True), (64, 16384, True),
 ]  # fmt: skip
 
 
@@ -95,6 +96,7 @@ def main() -> None:
         (128, False): load_kernel(*_compiled(ROOT / "examples" / "attention.mlir")),
         (64, False): load_kernel(*_compiled(ROOT / "examples" / "attention_d64.mlir")),
         (128, True): load_kernel(*_compiled(ROOT / "examples" / "attention_causal.mlir")),
+        (64, True): load_kernel(*_compiled(ROOT / "examples" / "attention_causal_d64.mlir")),
     }
     from torch.nn.attention import SDPBackend, sdpa_kernel
     from torch.nn.functional import scaled_dot_product_attention as sdpa

@@ -91,3 +91,23 @@ def test_causal_attention_d128_matches_sdpa(b, h, s, persistent):
     )
     assert not torch.isnan(o).any()
     assert ((o.float() - ref).norm() / ref.norm()).item() < 1e-2
+
+
+@pytest.mark.gpu
+@requires_gpu
+@pytest.mark.parametrize(("b", "h", "s"), [(1, 1, 128), (2, 4, 768), (2, 32, 2048), (3, 2, 333)])
+def test_causal_attention_d64_matches_sdpa(b, h, s):
+    import torch
+
+    d = 64
+    kern = _kernel("attention_causal_d64.mlir")
+    torch.manual_seed(b * 100 + h * 10 + s + 3)
+    q, k, v = (torch.randn(b, h, s, d, device="cuda", dtype=torch.bfloat16) for _ in range(3))
+    o = torch.full_like(q, float("nan"))
+    kern(q, k, v, o, d**-0.5 * LOG2E)
+    torch.cuda.synchronize()
+    ref = torch.nn.functional.scaled_dot_product_attention(
+        q.float(), k.float(), v.float(), is_causal=True
+    )
+    assert not torch.isnan(o).any()
+    assert ((o.float() - ref).norm() / ref.norm()).item() < 1e-2
