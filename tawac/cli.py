@@ -85,6 +85,12 @@ _pipeline_options = [
     ),
     click.option("--group-m", default=8, show_default=True, help="tile-order group size"),
     click.option(
+        "--pingpong/--no-pingpong",
+        default=False,
+        show_default=True,
+        help="consumer warp groups take turns issuing MMAs (loops with several MMAs)",
+    ),
+    click.option(
         "--consumer-warp-groups",
         default=0,
         show_default=True,
@@ -119,7 +125,16 @@ def main() -> None:
 @click.option("-v", "--verbose", is_flag=True, help="print ptxas's resource report")
 @_guard
 def compile(
-    source, output, stages, mma_depth, persistent, group_m, consumer_warp_groups, ptxas, verbose
+    source,
+    output,
+    stages,
+    mma_depth,
+    persistent,
+    group_m,
+    pingpong,
+    consumer_warp_groups,
+    ptxas,
+    verbose,
 ):
     """Compile SOURCE (.mlir) to PTX or a cubin, with a JSON launch sidecar."""
     from tawac.driver import compile_file
@@ -133,6 +148,7 @@ def compile(
         source,
         persistent=persistent,
         group_m=group_m,
+        pingpong=pingpong,
         stages=stages,
         mma_depth=mma_depth,
         consumer_warp_groups=consumer_warp_groups,
@@ -230,7 +246,16 @@ def _read(path: str) -> str:
 @click.option("--no-check", is_flag=True, help="skip the reference comparison")
 @_guard
 def run(
-    source, sizes, stages, mma_depth, persistent, group_m, consumer_warp_groups, rep_ms, no_check
+    source,
+    sizes,
+    stages,
+    mma_depth,
+    persistent,
+    group_m,
+    pingpong,
+    consumer_warp_groups,
+    rep_ms,
+    no_check,
 ):
     """Compile SOURCE, run it on random data on the GPU, compare with a reference."""
     from tawac.driver import compile_file
@@ -248,6 +273,7 @@ def run(
             path,
             persistent=persistent,
             group_m=group_m,
+            pingpong=pingpong,
             stages=stages,
             mma_depth=mma_depth,
             consumer_warp_groups=consumer_warp_groups,

@@ -34,6 +34,7 @@ from tawac.dialects import tile
 from tawac.passes.cooperative_consumers import CooperativeConsumersPass
 from tawac.passes.lower_aref import LowerArefPass
 from tawac.passes.persistent import PersistentPass
+from tawac.passes.pingpong import PingpongPass
 from tawac.passes.pipeline import PipelinePass
 from tawac.passes.tma_store import TmaStorePass
 from tawac.passes.warp_specialize import WarpSpecializePass
@@ -46,6 +47,7 @@ PASSES: dict[str, Callable[[], type[ModulePass]]] = {
         PersistentPass,
         CooperativeConsumersPass,
         LowerArefPass,
+        PingpongPass,
         TmaStorePass,
         ConvertToPtxPass,
     )
@@ -59,6 +61,7 @@ def default_pipeline(
     tma_store: bool = True,
     persistent: bool = True,
     group_m: int = 8,
+    pingpong: bool = False,
 ) -> str:
     """The pass pipeline `tawac compile` runs, from its options."""
     passes = [
@@ -67,6 +70,7 @@ def default_pipeline(
         f"persistent{{group-m={group_m}}}" if persistent else "",
         f"cooperative-consumers{{warp-groups={consumer_warp_groups}}}",
         "lower-aref",
+        "pingpong" if pingpong else "",
         "tma-store" if tma_store else "",
         "convert-to-ptx",
     ]
@@ -237,6 +241,7 @@ def compile_module(
     tma_store: bool = True,
     persistent: bool = True,
     group_m: int = 8,
+    pingpong: bool = False,
     cubin: bool = False,
     ptxas: str | None = None,
 ) -> CompileResult:
@@ -246,7 +251,9 @@ def compile_module(
     original = kernels[0].clone()
     run_pipeline(
         module,
-        default_pipeline(stages, mma_depth, consumer_warp_groups, tma_store, persistent, group_m),
+        default_pipeline(
+            stages, mma_depth, consumer_warp_groups, tma_store, persistent, group_m, pingpong
+        ),
     )
     pms = ptx_modules(module)
     text = print_module(pms[0])

@@ -34,12 +34,12 @@ def _kernel(name: str, **options):
     ("b", "h", "s"),
     [(1, 1, 128), (2, 3, 512), (4, 16, 1024), (1, 2, 4096), (2, 2, 1000), (1, 3, 77)],
 )
-@pytest.mark.parametrize("persistent", [True, False])
-def test_attention_d128_matches_sdpa(b, h, s, persistent):
+@pytest.mark.parametrize(("persistent", "pingpong"), [(True, False), (False, False), (True, True)])
+def test_attention_d128_matches_sdpa(b, h, s, persistent, pingpong):
     import torch
 
     d = 128
-    kern = _kernel("attention.mlir", persistent=persistent)
+    kern = _kernel("attention.mlir", persistent=persistent, pingpong=pingpong)
     torch.manual_seed(b * 100 + h * 10 + s)
     q, k, v = (torch.randn(b, h, s, d, device="cuda", dtype=torch.bfloat16) for _ in range(3))
     o = torch.full_like(q, float("nan"))

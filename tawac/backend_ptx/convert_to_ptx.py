@@ -1229,6 +1229,31 @@ def _consumer_sync(k: KernelLowering, op: hopper.ConsumerSyncOp) -> None:
     k.emit(ptx.BarSyncOp(15, 128 * part.warp_groups))
 
 
+_TURN_BARRIER = 8  # named barriers 8 and 9: the turns of consumer warp groups 0 and 1
+
+
+@handles(hopper.TurnOp)
+def _turn(k: KernelLowering, op: hopper.TurnOp) -> None:
+    part = k.part
+    assert part is not None
+    if part.warp_groups != 2:
+        raise CompileError("convert-to-ptx: ping-pong turns need two consumer warp groups", op)
+    wg = _wg_local(k)
+    mine = k.add_imm(wg, _TURN_BARRIER)
+    other = k.r(ptx.SubOp("s32", k.imm(_TURN_BARRIER + 1), wg))  # 8 + (1 - wg)
+    kind = op.kind.data
+    if kind == "wait":
+        k.emit(ptx.BarSyncRegOp(mine, 256))
+    elif kind == "pass":
+        k.emit(ptx.BarArriveRegOp(other, 256))
+    else:
+        # init: warp group 1 hands the first turn to 0; end: 0 takes the last one back.
+        first = k.r(ptx.SetpOp("eq", "s32", wg, k.imm(1 if kind == "init" else 0)))
+        bar = k.imm(_TURN_BARRIER)
+        emit = ptx.BarArriveRegOp if kind == "init" else ptx.BarSyncRegOp
+        k.guarded(first, lambda: k.emit(emit(bar, 256)))
+
+
 @handles(hopper.TmaStoreOp)
 def _tma_store(k: KernelLowering, op: hopper.TmaStoreOp) -> None:
     t = k.vals[op.tile]

@@ -18,6 +18,7 @@ from xdsl.dialects.builtin import (
     IndexType,
     IntAttr,
     IntegerAttr,
+    StringAttr,
     TensorType,
     UnitAttr,
     i64,
@@ -468,6 +469,30 @@ class ConsumerSyncOp(IRDLOperation):
     assembly_format = "attr-dict"
 
 
+TURN_KINDS = ("init", "wait", "pass", "end")
+
+
+@irdl_op_definition
+class TurnOp(IRDLOperation):
+    """Ping-pong scheduling of two consumer warp groups on the tensor core (the
+    FlashAttention-3 schedule): warp group w takes its turn (`wait`: named barrier 8+w)
+    before issuing its MMAs and hands the turn to the other (`pass`: arrive on 8+(1-w))
+    right after, so one group's softmax overlaps the other's MMAs.  `init` (warp group 1
+    passes the first turn to 0) and `end` (warp group 0 takes the turn left over) make
+    the arrivals and waits of each barrier pair up."""
+
+    name = "hopper.turn"
+    kind = prop_def(StringAttr)
+    assembly_format = "$kind attr-dict"
+
+    def __init__(self, kind: str):
+        super().__init__(properties={"kind": StringAttr(kind)})
+
+    def verify_(self) -> None:
+        if self.kind.data not in TURN_KINDS:
+            raise VerifyException(f"hopper.turn: unknown kind {self.kind.data!r}")
+
+
 @irdl_op_definition
 class TmaStoreOp(IRDLOperation):
     """Copies a shared-memory tile to `dest` at the element coordinates
@@ -502,6 +527,7 @@ Hopper = Dialect(
         WgmmaWaitOp,
         StoreFragmentOp,
         ConsumerSyncOp,
+        TurnOp,
         TmaStoreOp,
         CtaIdOp,
         NumCtasOp,

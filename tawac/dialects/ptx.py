@@ -764,6 +764,21 @@ class BarSyncRegOp(PtxInstruction):
 
 
 @irdl_op_definition
+class BarArriveRegOp(PtxInstruction):
+    """`bar.arrive a, count;` with the barrier id in a register (PTX ISA 9.7.12.1)."""
+
+    name = "ptx.bar_arrive_reg"
+    id = operand_def(RegType)
+    count = prop_def(IntegerAttr[I64])
+
+    def __init__(self, bar_id: SSAValue, count: int):
+        super().__init__(operands=[bar_id], properties={"count": IntegerAttr(count, i64)})
+
+    def ptx_text(self, n: Names) -> str:
+        return f"bar.arrive {n(self.id)}, {_i(self.count)};"
+
+
+@irdl_op_definition
 class MbarrierInitOp(PtxInstruction):
     """`mbarrier.init.shared::cta.b64 [addr], count;` (PTX ISA 9.7.13.15.9)."""
 
@@ -1213,6 +1228,7 @@ Ptx = Dialect(
         ExitOp,
         BarSyncOp,
         BarSyncRegOp,
+        BarArriveRegOp,
         MbarrierInitOp,
         FenceMbarrierInitOp,
         MbarrierArriveOp,
