@@ -19,6 +19,7 @@
 // PTX: bar.sync {{%r[0-9]+}}, 256;
 // PTX: wgmma.fence.sync.aligned;
 // PTX: wgmma.commit_group.sync.aligned;
-// PTX-NEXT: bar.arrive {{%r[0-9]+}}, 256;
+// PTX-NOT: wgmma.wait_group
+// PTX: bar.arrive {{%r[0-9]+}}, 256;
 // PTX-NEXT: wgmma.wait_group.sync.aligned 0;
 // PTX: bar.sync {{%r[0-9]+}}, 256;
