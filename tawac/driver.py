@@ -31,6 +31,7 @@ from tawac.backend_ptx.printer import print_module, ptx_modules
 from tawac.context import make_context
 from tawac.diagnostics import CompileError
 from tawac.dialects import tile
+from tawac.passes.coarse_pipeline import CoarsePipelinePass
 from tawac.passes.cooperative_consumers import CooperativeConsumersPass
 from tawac.passes.lower_aref import LowerArefPass
 from tawac.passes.persistent import PersistentPass
@@ -45,6 +46,7 @@ PASSES: dict[str, Callable[[], type[ModulePass]]] = {
         WarpSpecializePass,
         PipelinePass,
         PersistentPass,
+        CoarsePipelinePass,
         CooperativeConsumersPass,
         LowerArefPass,
         PingpongPass,
@@ -62,12 +64,14 @@ def default_pipeline(
     persistent: bool = True,
     group_m: int = 8,
     pingpong: bool = False,
+    coarse_pipeline: bool = False,
 ) -> str:
     """The pass pipeline `tawac compile` runs, from its options."""
     passes = [
         "warp-specialize",
         f"pipeline{{stages={stages} mma-depth={mma_depth}}}",
         f"persistent{{group-m={group_m}}}" if persistent else "",
+        "coarse-pipeline" if coarse_pipeline else "",
         f"cooperative-consumers{{warp-groups={consumer_warp_groups}}}",
         "lower-aref",
         "pingpong" if pingpong else "",
@@ -242,6 +246,7 @@ def compile_module(
     persistent: bool = True,
     group_m: int = 8,
     pingpong: bool = False,
+    coarse_pipeline: bool = False,
     cubin: bool = False,
     ptxas: str | None = None,
 ) -> CompileResult:
@@ -252,7 +257,14 @@ def compile_module(
     run_pipeline(
         module,
         default_pipeline(
-            stages, mma_depth, consumer_warp_groups, tma_store, persistent, group_m, pingpong
+            stages,
+            mma_depth,
+            consumer_warp_groups,
+            tma_store,
+            persistent,
+            group_m,
+            pingpong,
+            coarse_pipeline,
         ),
     )
     pms = ptx_modules(module)

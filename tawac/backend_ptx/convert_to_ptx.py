@@ -893,23 +893,43 @@ def _assign(k: KernelLowering, dst: object, src: object) -> None:
 
 @handles(scf.IfOp)
 def _if(k: KernelLowering, op: scf.IfOp) -> None:
-    """Branches; results live in registers both branches write (`ptx.assign`)."""
+    """Branches; results live in registers both branches write (`ptx.assign`).  A result
+    that one branch yields unchanged from before the `if`, with no other use, keeps that
+    value's registers: only the other branch writes them (no copy, no extra live tile)."""
     cond = k.scalar(op.cond)
     else_label, end = k.label("else"), k.label("endif")
-    results: list[object] = []
+    holders: list[object] | None = _reused_holders(k, op)
     k.emit(ptx.BraOp(else_label, cond, negate=True))
     with k.scope():
-        results = _branch(k, op.true_region.block, None)
+        holders = _branch(k, op.true_region.block, holders)
     k.emit(ptx.BraOp(end))
     k.emit(ptx.LabelOp(else_label))
     if op.false_region.blocks:
         with k.scope():
-            _branch(k, op.false_region.block, results)
+            _branch(k, op.false_region.block, holders)
     elif op.results:
         raise CompileError("convert-to-ptx: scf.if with results needs an else branch", op)
     k.emit(ptx.LabelOp(end))
-    for res, holder in zip(op.results, results, strict=True):
+    for res, holder in zip(op.results, holders, strict=True):
         k.vals[res] = holder
+
+
+def _reused_holders(k: KernelLowering, op: scf.IfOp) -> list[object] | None:
+    if not op.results or not op.false_region.blocks:
+        return None
+    yields = [r.block.last_op for r in (op.true_region, op.false_region)]
+    holders: list[object | None] = []
+    for i in range(len(op.results)):
+        found = None
+        for y in yields:
+            assert isinstance(y, scf.YieldOp)
+            v = y.operands[i]
+            x = k.vals.get(v)
+            inside = all(op.is_ancestor(u.operation) for u in v.uses)
+            if isinstance(x, Frag) and inside and len(set(x.regs)) == len(x.regs):
+                found = x
+        holders.append(found)
+    return holders if all(h is not None for h in holders) else None
 
 
 def _branch(k: KernelLowering, block: Block, holders: list[object] | None) -> list[object]:
@@ -1119,6 +1139,22 @@ def _scale_d(k: KernelLowering, zero_init: bool, kk: int) -> SSAValue:
     return k.true_pred()
 
 
+def _pack_pair(k: KernelLowering, lo: SSAValue, hi: SSAValue) -> SSAValue:
+    """One .b32 register holding two 16-bit values.  When both were just rounded from
+    f32, round and pack in one `cvt.rn.bf16x2.f32` from the f32 values (one register
+    instead of three live ones; the separate conversions become dead)."""
+    lo_op, hi_op = lo.owner, hi.owner
+    if (
+        isinstance(lo_op, ptx.CvtOp)
+        and isinstance(hi_op, ptx.CvtOp)
+        and lo_op.stype.data == hi_op.stype.data == "f32"
+        and lo_op.dtype.data == hi_op.dtype.data
+        and lo_op.dtype.data in ("bf16", "f16")
+    ):
+        return k.r(ptx.CvtPackOp(lo_op.dtype.data + "x2", hi_op.src, lo_op.src))
+    return k.r(ptx.PackB16Op(lo, hi))
+
+
 def _wgmma_reg_a(k: KernelLowering, op: hopper.WgmmaOp, a: Frag) -> None:
     """The register-A form: A's k16 slice kk of m64 block mi is the accumulator-layout
     registers 8kk..8kk+7 of that block, packed in pairs (PTX ISA 9.7.15.5.1, "Register
@@ -1151,7 +1187,7 @@ def _wgmma_reg_a(k: KernelLowering, op: hopper.WgmmaOp, a: Frag) -> None:
         for mi in range(layout.m_reps):
             base = mi * al.regs_per_block + 8 * kk
             pairs = [(a.regs[base + 2 * q], a.regs[base + 2 * q + 1]) for q in range(4)]
-            regs_a = [k.r(ptx.PackB16Op(lo, hi)) for lo, hi in pairs]
+            regs_a = [_pack_pair(k, lo, hi) for lo, hi in pairs]
             regs = [acc.regs[i] for i in layout.block_regs(mi)]
             issue.append(
                 ptx.WgmmaMmaAsyncRegAOp(layout.n, a.dtype, regs_a, desc_b, scale_d, regs, int(tb))
