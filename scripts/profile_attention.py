@@ -1,0 +1,23 @@
+"""One launch of an attention example for a profiler (ncu): `ncu -k regex:attention
+--section SpeedOfLight --section WarpStateStats python3 scripts/profile_attention.py`."""
+
+import sys
+from pathlib import Path
+
+import torch
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from tawac.driver import compile_file  # noqa: E402
+from tawac.runtime import load_kernel  # noqa: E402
+
+name = sys.argv[1] if len(sys.argv) > 1 else "attention.mlir"
+d = 64 if "d64" in name else 128
+r = compile_file(ROOT / "examples" / name)
+kern = load_kernel(r.cubin, r.sidecar)
+b, h, s = 2, 16, 4096
+q, k, v = (torch.randn(b, h, s, d, device="cuda", dtype=torch.bfloat16) for _ in range(3))
+o = torch.empty_like(q)
+kern(q, k, v, o, d**-0.5 * 1.4426950408889634)
+torch.cuda.synchronize()
