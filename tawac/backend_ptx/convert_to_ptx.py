@@ -739,9 +739,13 @@ def _reduce(k: KernelLowering, op: tile.ReduceOp) -> None:
     regs = []
     for dr in layout.row_offsets():
         row = [src.regs[i] for i in range(layout.num_regs) if layout.reg_offset(i)[0] == dr]
+        # A balanced tree: log2(n) dependent steps instead of n - 1 (a serial chain of
+        # fixed-latency ops is what the warps of the softmax stall on).
+        while len(row) > 1:
+            halves = zip(row[::2], row[1::2], strict=False)
+            pairs = [k.r(combine("f32", a, b, mode=mode)) for a, b in halves]
+            row = pairs + ([row[-1]] if len(row) % 2 else [])
         acc = row[0]
-        for x in row[1:]:
-            acc = k.r(combine("f32", acc, x, mode=mode))
         for mask in layout.row_reduction_lanes():
             acc = k.r(combine("f32", acc, k.r(ptx.ShflBflyOp(acc, mask)), mode=mode))
         regs.append(acc)
