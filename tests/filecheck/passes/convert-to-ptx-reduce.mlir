@@ -12,6 +12,6 @@
 // CHECK-NEXT: max.f32 {{%f[0-9]+}}, [[B1]], [[S2]];
 // CHECK: ex2.approx.ftz.f32
 // CHECK: shfl.sync.bfly.b32 {{%f[0-9]+}}, {{%f[0-9]+}}, 1, 0x1f, 0xffffffff;
-// CHECK: add.rn.f32
+// CHECK: add.f32
 // CHECK: div.rn.f32
 // CHECK-NOT: shfl.sync.bfly.b32 {{.*}}, 4, 0x1f
