@@ -279,7 +279,7 @@ class KernelLowering:
         smem = self.kernel.attributes.get("tawac.smem_bytes")
         smem_bytes = smem.value.data if isinstance(smem, IntegerAttr) else 0
         persistent = "tawac.persistent" in self.kernel.attributes
-        launch = self.params.launch(threads, smem_bytes, _grid(self.kernel), persistent)
+        launch = self.params.launch(threads, smem_bytes, abi.infer_grid(self.kernel), persistent)
         entry = ptx.EntryOp(
             self.kernel.kernel_name, self.params.decls(), threads, launch, Region(self.block)
         )
@@ -375,10 +375,6 @@ def _owner(v: SSAValue) -> Operation | None:
 
 def _mov_type(dtype: str) -> str:
     return {"f32": "f32", "bf16": "b16", "f16": "b16", "pred": "pred"}.get(dtype, "b32")
-
-
-def _grid(kernel: tile.KernelOp):
-    return abi.infer_grid(kernel)
 
 
 # --- handlers --------------------------------------------------------------------------------
