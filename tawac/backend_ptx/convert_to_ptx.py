@@ -1051,6 +1051,25 @@ def _smem_slot(k: KernelLowering, op: hopper.SmemSlotOp) -> None:
     k.vals[op.result] = SmemTile(k.ring_slot_addr(ring, k.scalar(op.slot)), ring.type.tile_type)
 
 
+class _Descriptors:
+    """Descriptors of one operand tile at byte offsets from its base: the start address
+    field is (addr >> 4) & 0x3FFF and shared addresses stay below 2^18, so the descriptor
+    at base + off (off a multiple of 16) is the base descriptor + (off >> 4): one add
+    per k16 step instead of four instructions."""
+
+    def __init__(self, k: KernelLowering, base: SSAValue):
+        self.k, self.base = k, base
+        self.desc: dict[tuple[int, int], SSAValue] = {}
+
+    def at(self, off: int, lbo: int, sbo: int) -> SSAValue:
+        k = self.k
+        if (lbo, sbo) not in self.desc:
+            self.desc[(lbo, sbo)] = _descriptor(k, self.base, lbo, sbo)
+        d = self.desc[(lbo, sbo)]
+        assert off % 16 == 0
+        return d if off == 0 else k.r(ptx.AddOp("s64", d, k.imm(off >> 4, "s64")))
+
+
 def _descriptor(k: KernelLowering, addr: SSAValue, lbo: int, sbo: int) -> SSAValue:
     """A wgmma shared-memory matrix descriptor (PTX ISA 9.7.15.5.1.2, "Matrix Descriptor
     Format") for a 128B-swizzled operand: start address, leading and stride byte
@@ -1101,16 +1120,23 @@ def _wgmma(k: KernelLowering, op: hopper.WgmmaOp) -> None:
     rows = layout.rows_per_warp_group
     step = (rows // a.type.chunk_cols) * a.type.chunk_bytes if ta else rows * 128
     a_base = k.add(a.addr, k.r(ptx.MulOp("s32", wg, k.imm(step), mode="lo")))
-    k.emit(ptx.WgmmaFenceOp())
+    descs_a, descs_b = _Descriptors(k, a_base), _Descriptors(k, b.addr)
+    issue = []
     for kk in range(kdim // 16):
         scale_d = _scale_d(k, zero_init, kk)
         b_off, b_lbo, b_sbo = _operand(b.type, tb, 0, kk)
-        desc_b = _descriptor(k, k.add_imm(b.addr, b_off, "u32"), b_lbo, b_sbo)
+        desc_b = descs_b.at(b_off, b_lbo, b_sbo)
         for mi in range(layout.m_reps):
             a_off, a_lbo, a_sbo = _operand(a.type, ta, 64 * mi, kk)
-            desc_a = _descriptor(k, k.add_imm(a_base, a_off, "u32"), a_lbo, a_sbo)
+            desc_a = descs_a.at(a_off, a_lbo, a_sbo)
             regs = [acc.regs[i] for i in layout.block_regs(mi)]
-            k.emit(ptx.WgmmaMmaAsyncOp(n, 16, ab, desc_a, desc_b, scale_d, regs, int(ta), int(tb)))
+            issue.append(
+                ptx.WgmmaMmaAsyncOp(n, 16, ab, desc_a, desc_b, scale_d, regs, int(ta), int(tb))
+            )
+    # Operands are computed before the fence, the MMAs issued back to back after it.
+    k.emit(ptx.WgmmaFenceOp())
+    for mma in issue:
+        k.emit(mma)
     k.emit(ptx.WgmmaCommitOp())
     k.vals[op.result] = acc
 
@@ -1181,11 +1207,12 @@ def _wgmma_reg_a(k: KernelLowering, op: hopper.WgmmaOp, a: Frag) -> None:
     # Every instruction that writes a wgmma register operand precedes the fence: the A
     # registers are packed and the descriptors computed first (a write after the fence
     # makes ptxas insert its own warpgroup arrive and serialize the wgmmas, C7520).
+    descs_b = _Descriptors(k, b.addr)
     issue = []
     for kk in range(al.n // 16):
         scale_d = _scale_d(k, zero_init, kk)
         b_off, b_lbo, b_sbo = _operand(b.type, tb, 0, kk)
-        desc_b = _descriptor(k, k.add_imm(b.addr, b_off, "u32"), b_lbo, b_sbo)
+        desc_b = descs_b.at(b_off, b_lbo, b_sbo)
         for mi in range(layout.m_reps):
             base = mi * al.regs_per_block + 8 * kk
             pairs = [(a.regs[base + 2 * q], a.regs[base + 2 * q + 1]) for q in range(4)]
