@@ -27,9 +27,11 @@ def _guard(fn):
     """Run a command, turning every error into one diagnostic line and a non-zero exit."""
 
     def wrapper(*args, **kwargs):
+        from tawac.runtime import LaunchError
+
         try:
             return fn(*args, **kwargs)
-        except CompileError as e:
+        except (CompileError, LaunchError) as e:
             _fail(e)
         except click.exceptions.Exit:
             raise
@@ -237,6 +239,20 @@ def opt(source, pipeline, print_ir_after_all, split_input_file, emit):
         sys.exit(1)
 
 
+def _require_gpu() -> None:
+    try:
+        import torch
+    except ImportError:
+        raise CompileError("tawac run needs PyTorch with CUDA (torch is not installed)") from None
+    if not torch.cuda.is_available():
+        raise CompileError("tawac run needs an NVIDIA Hopper GPU; torch sees no CUDA device")
+    major, minor = torch.cuda.get_device_capability()
+    if major != 9:
+        raise CompileError(
+            f"tawac run needs a Hopper GPU (sm_90a); this device is sm_{major}{minor}"
+        )
+
+
 def _read(path: str) -> str:
     try:
         return Path(path).read_text()
@@ -268,6 +284,8 @@ def run(
 ):
     """Compile SOURCE, run it on random data on the GPU, compare with a reference."""
     from tawac.driver import compile_file
+
+    _require_gpu()
     from tawac.runtime.runner import run_kernel_file
 
     dims: dict[str, int] = {}

@@ -446,3 +446,21 @@ def test_compile_verbose_prints_ptxas_report(tmp_path):
     assert proc.returncode == 0, proc.stderr
     assert "Compiling entry function 'gemm' for 'sm_90a'" in proc.stdout
     assert "0 bytes spill stores, 0 bytes spill loads" in proc.stdout
+
+
+def test_run_without_gpu_is_one_clear_error():
+    """`tawac run` on a machine without a Hopper GPU: one line, exit 1, no traceback."""
+    pytest.importorskip("torch")
+    import torch
+
+    if torch.cuda.is_available():
+        pytest.skip("a CUDA device is present: the error path is not reachable")
+    proc = subprocess.run(
+        ["tawac", "run", str(EXAMPLES / "gemm.mlir"), "--size", "M=64,N=64,K=64"],
+        capture_output=True,
+        text=True,
+    )
+    assert proc.returncode == 1, proc.stderr
+    assert "Traceback" not in proc.stderr + proc.stdout
+    lines = [ln for ln in proc.stderr.splitlines() if ln.strip()]
+    assert len(lines) == 1 and "needs" in lines[0], proc.stderr
