@@ -664,8 +664,13 @@ def _dim(k: KernelLowering, op: tile.DimOp) -> None:
 def _splat(k: KernelLowering, op: tile.SplatOp) -> None:
     t = op.result.type
     assert isinstance(t, TensorType)
-    layout = k.layout_for(t, op)
     dtype = "f32" if isinstance(op.value.type, Float32Type) else "s32"
+    if t.get_num_dims() == 1:
+        layout, dim = k.vector_layout(op.result, op)
+        n = len(layout.row_offsets() if dim == 0 else layout.col_offsets())
+        k.vals[op.result] = Frag(layout, [k.scalar(op.value)] * n, dtype, dim)
+        return
+    layout = k.layout_for(t, op)
     k.vals[op.result] = Frag(layout, [k.scalar(op.value)] * layout.num_regs, dtype)
 
 
