@@ -15,7 +15,7 @@
 // CHECK:            aref.get
 // CHECK:            aref.get
 // CHECK-NEXT:       %[[SN:.*]] = tile.dot
-// CHECK:            arith.mulf %[[SCUR]]
+// CHECK:              tile.select %inside, %[[SCUR]], %neg
 // CHECK:            tile.reduce max
 // CHECK:            tile.dot %p16
 // CHECK:            aref.consumed
