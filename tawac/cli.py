@@ -108,6 +108,7 @@ _pipeline_options = [
 
 
 def pipeline_options(fn):
+    """The pipeline knobs; commands receive them as keyword arguments of compile_file."""
     for opt in reversed(_pipeline_options):
         fn = opt(fn)
     return fn
@@ -132,19 +133,7 @@ def main() -> None:
 @click.option("--ptxas", default=None, help="ptxas executable (default: PATH, CUDA_HOME, wheel)")
 @click.option("-v", "--verbose", is_flag=True, help="print ptxas's resource report")
 @_guard
-def compile(
-    source,
-    output,
-    stages,
-    mma_depth,
-    persistent,
-    group_m,
-    coarse_pipeline,
-    pingpong,
-    consumer_warp_groups,
-    ptxas,
-    verbose,
-):
+def compile(source, output, ptxas, verbose, **pipeline):
     """Compile SOURCE (.mlir) to PTX or a cubin, with a JSON launch sidecar."""
     from tawac.driver import compile_file
 
@@ -153,18 +142,7 @@ def compile(
         raise CompileError(f"output must end in .ptx or .cubin, got '{output}'")
     if not out.parent.exists():
         raise CompileError(f"output folder {out.parent} does not exist")
-    res = compile_file(
-        source,
-        persistent=persistent,
-        group_m=group_m,
-        pingpong=pingpong,
-        coarse_pipeline=coarse_pipeline,
-        stages=stages,
-        mma_depth=mma_depth,
-        consumer_warp_groups=consumer_warp_groups,
-        cubin=out.suffix == ".cubin",
-        ptxas=ptxas,
-    )
+    res = compile_file(source, cubin=out.suffix == ".cubin", ptxas=ptxas, **pipeline)
     side = out.with_suffix(".json")
     _write_atomic(side, json.dumps(res.sidecar, indent=2) + "\n")
     if res.cubin is not None:
@@ -269,19 +247,7 @@ def _read(path: str) -> str:
 @click.option("--rep-ms", default=100.0, show_default=True, help="milliseconds of timed runs")
 @click.option("--no-check", is_flag=True, help="skip the reference comparison")
 @_guard
-def run(
-    source,
-    sizes,
-    stages,
-    mma_depth,
-    persistent,
-    group_m,
-    coarse_pipeline,
-    pingpong,
-    consumer_warp_groups,
-    rep_ms,
-    no_check,
-):
+def run(source, sizes, rep_ms, no_check, **pipeline):
     """Compile SOURCE, run it on random data on the GPU, compare with a reference."""
     from tawac.driver import compile_file
 
@@ -296,16 +262,7 @@ def run(
         dims[name.strip()] = int(value)
 
     def compile_fn(path):
-        r = compile_file(
-            path,
-            persistent=persistent,
-            group_m=group_m,
-            pingpong=pingpong,
-            coarse_pipeline=coarse_pipeline,
-            stages=stages,
-            mma_depth=mma_depth,
-            consumer_warp_groups=consumer_warp_groups,
-        )
+        r = compile_file(path, **pipeline)
         return r.cubin, r.sidecar, r.kernel
 
     res = run_kernel_file(source, dims, None, compile_fn, check=not no_check, rep_ms=rep_ms)

@@ -28,6 +28,23 @@ def _kernel(name: str, **options):
     return _cache[key]
 
 
+def _check(kern, b: int, h: int, s: int, d: int, causal: bool, seed: int) -> None:
+    """Random bf16 inputs, a NaN-poisoned output, compared with SDPA in float32."""
+    import torch
+
+    torch.manual_seed(seed)
+    q, k, v = (torch.randn(b, h, s, d, device="cuda", dtype=torch.bfloat16) for _ in range(3))
+    o = torch.full_like(q, float("nan"))
+    kern(q, k, v, o, d**-0.5 * LOG2E)
+    torch.cuda.synchronize()
+    ref = torch.nn.functional.scaled_dot_product_attention(
+        q.float(), k.float(), v.float(), is_causal=causal
+    )
+    assert not torch.isnan(o).any()
+    err = ((o.float() - ref).norm() / ref.norm()).item()
+    assert err < 1e-2, err
+
+
 @pytest.mark.gpu
 @requires_gpu
 @pytest.mark.parametrize(
@@ -36,38 +53,15 @@ def _kernel(name: str, **options):
 )
 @pytest.mark.parametrize(("persistent", "pingpong"), [(True, False), (False, False), (True, True)])
 def test_attention_d128_matches_sdpa(b, h, s, persistent, pingpong):
-    import torch
-
-    d = 128
     kern = _kernel("attention.mlir", persistent=persistent, pingpong=pingpong)
-    torch.manual_seed(b * 100 + h * 10 + s)
-    q, k, v = (torch.randn(b, h, s, d, device="cuda", dtype=torch.bfloat16) for _ in range(3))
-    o = torch.full_like(q, float("nan"))
-    scale = d**-0.5
-    kern(q, k, v, o, scale * LOG2E)
-    torch.cuda.synchronize()
-    ref = torch.nn.functional.scaled_dot_product_attention(q.float(), k.float(), v.float())
-    assert not torch.isnan(o).any()
-    err = ((o.float() - ref).norm() / ref.norm()).item()
-    assert err < 1e-2, err
+    _check(kern, b, h, s, 128, False, b * 100 + h * 10 + s)
 
 
 @pytest.mark.gpu
 @requires_gpu
 @pytest.mark.parametrize(("b", "h", "s"), [(1, 1, 128), (2, 4, 768), (2, 32, 2048), (3, 2, 333)])
 def test_attention_d64_matches_sdpa(b, h, s):
-    import torch
-
-    d = 64
-    kern = _kernel("attention_d64.mlir")
-    torch.manual_seed(b * 100 + h * 10 + s)
-    q, k, v = (torch.randn(b, h, s, d, device="cuda", dtype=torch.bfloat16) for _ in range(3))
-    o = torch.full_like(q, float("nan"))
-    kern(q, k, v, o, d**-0.5 * LOG2E)
-    torch.cuda.synchronize()
-    ref = torch.nn.functional.scaled_dot_product_attention(q.float(), k.float(), v.float())
-    assert not torch.isnan(o).any()
-    assert ((o.float() - ref).norm() / ref.norm()).item() < 1e-2
+    _check(_kernel("attention_d64.mlir"), b, h, s, 64, False, b * 100 + h * 10 + s)
 
 
 @pytest.mark.gpu
@@ -77,40 +71,15 @@ def test_attention_d64_matches_sdpa(b, h, s):
 )
 @pytest.mark.parametrize("persistent", [True, False])
 def test_causal_attention_d128_matches_sdpa(b, h, s, persistent):
-    import torch
-
-    d = 128
     kern = _kernel("attention_causal.mlir", persistent=persistent)
-    torch.manual_seed(b * 100 + h * 10 + s + 7)
-    q, k, v = (torch.randn(b, h, s, d, device="cuda", dtype=torch.bfloat16) for _ in range(3))
-    o = torch.full_like(q, float("nan"))
-    kern(q, k, v, o, d**-0.5 * LOG2E)
-    torch.cuda.synchronize()
-    ref = torch.nn.functional.scaled_dot_product_attention(
-        q.float(), k.float(), v.float(), is_causal=True
-    )
-    assert not torch.isnan(o).any()
-    assert ((o.float() - ref).norm() / ref.norm()).item() < 1e-2
+    _check(kern, b, h, s, 128, True, b * 100 + h * 10 + s + 7)
 
 
 @pytest.mark.gpu
 @requires_gpu
 @pytest.mark.parametrize(("b", "h", "s"), [(1, 1, 128), (2, 4, 768), (2, 32, 2048), (3, 2, 333)])
 def test_causal_attention_d64_matches_sdpa(b, h, s):
-    import torch
-
-    d = 64
-    kern = _kernel("attention_causal_d64.mlir")
-    torch.manual_seed(b * 100 + h * 10 + s + 3)
-    q, k, v = (torch.randn(b, h, s, d, device="cuda", dtype=torch.bfloat16) for _ in range(3))
-    o = torch.full_like(q, float("nan"))
-    kern(q, k, v, o, d**-0.5 * LOG2E)
-    torch.cuda.synchronize()
-    ref = torch.nn.functional.scaled_dot_product_attention(
-        q.float(), k.float(), v.float(), is_causal=True
-    )
-    assert not torch.isnan(o).any()
-    assert ((o.float() - ref).norm() / ref.norm()).item() < 1e-2
+    _check(_kernel("attention_causal_d64.mlir"), b, h, s, 64, True, b * 100 + h * 10 + s + 3)
 
 
 @pytest.mark.gpu
@@ -119,18 +88,5 @@ def test_causal_attention_d64_matches_sdpa(b, h, s):
 @pytest.mark.parametrize(("b", "h", "s"), [(1, 1, 128), (2, 4, 1000), (1, 8, 2048)])
 def test_coarse_pipelined_attention_matches_sdpa(name, b, h, s):
     """The coarse-pipeline option (S_{j+1} issued before softmax_j) computes the same."""
-    import torch
-
-    d = 64
-    causal = "causal" in name
     kern = _kernel(name, coarse_pipeline=True)
-    torch.manual_seed(b + h + s)
-    q, k, v = (torch.randn(b, h, s, d, device="cuda", dtype=torch.bfloat16) for _ in range(3))
-    o = torch.full_like(q, float("nan"))
-    kern(q, k, v, o, d**-0.5 * LOG2E)
-    torch.cuda.synchronize()
-    ref = torch.nn.functional.scaled_dot_product_attention(
-        q.float(), k.float(), v.float(), is_causal=causal
-    )
-    assert not torch.isnan(o).any()
-    assert ((o.float() - ref).norm() / ref.norm()).item() < 1e-2
+    _check(kern, b, h, s, 64, "causal" in name, b + h + s)

@@ -486,17 +486,22 @@ def _select(k: KernelLowering, op: arith.SelectOp) -> None:
     if isinstance(c, SSAValue) and isinstance(t, Frag) and isinstance(f, Frag):
         c = t.like([c] * len(t.regs), "pred")  # a uniform condition
     if isinstance(c, Frag) and isinstance(t, Frag) and isinstance(f, Frag):
-        if not (c.same_layout(t) and t.same_layout(f)) or t.dtype != f.dtype:
-            raise CompileError("convert-to-ptx: select needs tiles of one layout", op)
-        memo: dict[tuple[SSAValue, SSAValue, SSAValue], SSAValue] = {}
-        regs = []
-        for p, x, y in zip(c.regs, t.regs, f.regs, strict=True):
-            if (p, x, y) not in memo:
-                memo[(p, x, y)] = k.r(ptx.SelpOp(_sel_type(t.dtype), x, y, p))
-            regs.append(memo[(p, x, y)])
-        k.vals[op.result] = t.like(regs, t.dtype)
+        k.vals[op.result] = _select_frags(k, op, c, t, f)
         return
     raise CompileError("convert-to-ptx: select of a tile needs a tile condition", op)
+
+
+def _select_frags(k: KernelLowering, op: Operation, c: Frag, t: Frag, f: Frag) -> Frag:
+    """One `selp` per distinct (condition, true, false) register triple."""
+    if not (c.same_layout(t) and t.same_layout(f)) or t.dtype != f.dtype:
+        raise CompileError(f"convert-to-ptx: {op.name} operands differ in layout", op)
+    memo: dict[tuple[SSAValue, SSAValue, SSAValue], SSAValue] = {}
+    regs = []
+    for p, x, y in zip(c.regs, t.regs, f.regs, strict=True):
+        if (p, x, y) not in memo:
+            memo[(p, x, y)] = k.r(ptx.SelpOp(_sel_type(t.dtype), x, y, p))
+        regs.append(memo[(p, x, y)])
+    return t.like(regs, t.dtype)
 
 
 def _sel_type(dtype: str) -> str:
@@ -711,15 +716,7 @@ def _tile_select(k: KernelLowering, op: tile.SelectOp) -> None:
     c, t, f = k.frag(op.cond), k.vals.get(op.true_value), k.vals.get(op.false_value)
     if not isinstance(t, Frag) or not isinstance(f, Frag):
         raise CompileError("convert-to-ptx: tile.select needs tiles", op)
-    if not (c.same_layout(t) and t.same_layout(f)) or t.dtype != f.dtype:
-        raise CompileError("convert-to-ptx: tile.select operands differ in layout", op)
-    memo: dict[tuple[SSAValue, SSAValue, SSAValue], SSAValue] = {}
-    regs = []
-    for p, x, y in zip(c.regs, t.regs, f.regs, strict=True):
-        if (p, x, y) not in memo:
-            memo[(p, x, y)] = k.r(ptx.SelpOp(_sel_type(t.dtype), x, y, p))
-        regs.append(memo[(p, x, y)])
-    k.vals[op.result] = t.like(regs, t.dtype)
+    k.vals[op.result] = _select_frags(k, op, c, t, f)
 
 
 @handles(tile.ReduceOp)
