@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import datetime as dt
+import inspect
 import sys
 from pathlib import Path
 
@@ -17,7 +18,7 @@ import torch
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from tawac.driver import compile_file  # noqa: E402
+from tawac.driver import compile_file, compile_module  # noqa: E402
 from tawac.runtime import load_kernel  # noqa: E402
 
 LOG2E = 1.4426950408889634
@@ -88,16 +89,29 @@ def main() -> None:
     p = argparse.ArgumentParser(description=__doc__)
     p.add_argument("--markdown", action="store_true")
     p.add_argument("--rep-ms", type=float, default=100.0)
+    p.add_argument(
+        "--alt",
+        default="",
+        help="also time tawac compiled with these options (A/B in the same run), "
+        "e.g. coarse_pipeline=0,stages=2",
+    )
     args = p.parse_args()
+    alt = _options(args.alt)
     from triton.testing import do_bench
 
     triton_attn = _triton_attention()
-    kernels = {
-        (128, False): load_kernel(*_compiled(ROOT / "examples" / "attention.mlir")),
-        (64, False): load_kernel(*_compiled(ROOT / "examples" / "attention_d64.mlir")),
-        (128, True): load_kernel(*_compiled(ROOT / "examples" / "attention_causal.mlir")),
-        (64, True): load_kernel(*_compiled(ROOT / "examples" / "attention_causal_d64.mlir")),
+    files = {
+        (128, False): "attention.mlir",
+        (64, False): "attention_d64.mlir",
+        (128, True): "attention_causal.mlir",
+        (64, True): "attention_causal_d64.mlir",
     }
+    kernels = {key: load_kernel(*_compiled(ROOT / "examples" / f)) for key, f in files.items()}
+    alt_kernels = (
+        {key: load_kernel(*_compiled(ROOT / "examples" / f, **alt)) for key, f in files.items()}
+        if alt
+        else {}
+    )
     from torch.nn.attention import SDPBackend, sdpa_kernel
     from torch.nn.functional import scaled_dot_product_attention as sdpa
 
@@ -121,6 +135,11 @@ def main() -> None:
         err = ((o.float() - ref.float()).norm() / ref.float().norm()).item()
         args_t = (q, k, v, o, scale * LOG2E)
         res["tawac"] = tf(lambda kern=kern, a=args_t: kern(*a))
+        if alt:
+            ka = alt_kernels[(d, causal)]
+            ka(*args_t)
+            err = max(err, ((o.float() - ref.float()).norm() / ref.float().norm()).item())
+            res["alt"] = tf(lambda kern=ka, a=args_t: kern(*a))
         for name, backend in (
             ("cudnn", SDPBackend.CUDNN_ATTENTION),
             ("flash2", SDPBackend.FLASH_ATTENTION),
@@ -144,6 +163,7 @@ def main() -> None:
         "causal",
         "B x H",
         "tawac",
+        *(["alt"] if alt else []),
         "cuDNN",
         "FA2",
         "Triton",
@@ -165,6 +185,7 @@ def main() -> None:
                 "yes" if causal else "no",
                 f"{b}x{h}",
                 f(t),
+                *([f(r.get("alt"))] if alt else []),
                 f(r.get("cudnn")),
                 f(r.get("flash2")),
                 f(tr),
@@ -174,6 +195,8 @@ def main() -> None:
             ]
         )
     title = f"bf16 attention forward, TFLOP/s (halved flops when causal), on {name}, {now}"
+    if alt:
+        title += f"; alt = tawac with {args.alt}"
     if args.markdown:
         print(f"### {title}\n")
         print("| " + " | ".join(head) + " |")
@@ -189,9 +212,19 @@ def main() -> None:
         sys.exit(1)
 
 
-def _compiled(path: Path):
-    r = compile_file(path)
+def _compiled(path: Path, **options):
+    r = compile_file(path, **options)
     return r.cubin, r.sidecar
+
+
+def _options(text: str) -> dict[str, int | bool]:
+    """`a=1,b=0` -> compile_file keyword arguments (booleans for the on/off options)."""
+    out: dict[str, int | bool] = {}
+    for item in filter(None, text.split(",")):
+        key, _, value = item.partition("=")
+        default = inspect.signature(compile_module).parameters[key].default
+        out[key] = bool(int(value)) if isinstance(default, bool) else int(value)
+    return out
 
 
 if __name__ == "__main__":

@@ -88,9 +88,9 @@ _pipeline_options = [
     click.option("--group-m", default=8, show_default=True, help="tile-order group size"),
     click.option(
         "--coarse-pipeline/--no-coarse-pipeline",
-        default=False,
+        default=True,
         show_default=True,
-        help="issue the next iteration's first MMA before this iteration's softmax",
+        help="defer a loop's accumulating MMA (attention's P V) under the next softmax",
     ),
     click.option(
         "--pingpong/--no-pingpong",

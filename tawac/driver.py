@@ -64,7 +64,7 @@ def default_pipeline(
     persistent: bool = True,
     group_m: int = 8,
     pingpong: bool = False,
-    coarse_pipeline: bool = False,
+    coarse_pipeline: bool = True,
 ) -> str:
     """The pass pipeline `tawac compile` runs, from its options."""
     passes = [
@@ -246,7 +246,7 @@ def compile_module(
     persistent: bool = True,
     group_m: int = 8,
     pingpong: bool = False,
-    coarse_pipeline: bool = False,
+    coarse_pipeline: bool = True,
     cubin: bool = False,
     ptxas: str | None = None,
 ) -> CompileResult:

@@ -43,7 +43,7 @@ from xdsl.rewriter import Rewriter
 from xdsl.transforms.common_subexpression_elimination import cse
 from xdsl.transforms.dead_code_elimination import region_dce
 
-from tawac.backend_ptx import abi
+from tawac.backend_ptx import abi, int_arith
 from tawac.backend_ptx.layouts import AccLayout
 from tawac.backend_ptx.vector_layouts import VectorLayouts
 from tawac.diagnostics import CompileError
@@ -444,8 +444,9 @@ def _int_binary(k: KernelLowering, op: Operation) -> None:
     cls, ty = _INT_BINARY[type(op)]  # type: ignore[index]
     a, b = (k.scalar(v) for v in op.operands)
     if ty == "b32" and all(_kind(x) == "pred" for x in (a, b)):
-        ty = "pred"
-    k.vals[op.results[0]] = k.r(cls(ty, a, b))
+        k.vals[op.results[0]] = k.r(cls("pred", a, b))
+        return
+    k.vals[op.results[0]] = int_arith.binary(k, cls, ty, a, b)
 
 
 def _kind(v: SSAValue) -> str:
@@ -457,15 +458,15 @@ def _kind(v: SSAValue) -> str:
 @handles(arith.MuliOp)
 def _muli(k: KernelLowering, op: arith.MuliOp) -> None:
     a, b = k.scalar(op.lhs), k.scalar(op.rhs)
-    k.vals[op.result] = k.r(ptx.MulOp("s32", a, b, mode="lo"))
+    k.vals[op.result] = int_arith.binary(k, ptx.MulOp, "s32", a, b)
 
 
 @handles(arith.CeilDivUIOp, arith.CeilDivSIOp)
 def _ceildiv(k: KernelLowering, op: Operation) -> None:
     a, b = (k.scalar(v) for v in op.operands)
     ty = "u32" if isinstance(op, arith.CeilDivUIOp) else "s32"
-    t = k.r(ptx.SubOp("s32", k.add(a, b), k.imm(1)))
-    k.vals[op.results[0]] = k.r(ptx.DivOp(ty, t, b))
+    t = int_arith.binary(k, ptx.SubOp, "s32", int_arith.binary(k, ptx.AddOp, "s32", a, b), k.imm(1))
+    k.vals[op.results[0]] = int_arith.binary(k, ptx.DivOp, ty, t, b)
 
 
 @handles(arith.CmpiOp)
@@ -855,7 +856,9 @@ def _for(k: KernelLowering, op: scf.ForOp) -> None:
     carried: list[object] = []
     for init in op.iter_args:
         x = k.vals.get(init)
-        if isinstance(x, Frag):
+        if isinstance(x, Frag) and _packs(x):
+            carried.append(_Packed(x, [k.r(ptx.MovOp("b32", r)) for r in _pairs(k, x)]))
+        elif isinstance(x, Frag):
             carried.append(k.materialize(x))
         elif isinstance(x, SSAValue):
             carried.append(k.r(ptx.MovOp(_mov_type(_kind(x)), x)))
@@ -866,9 +869,9 @@ def _for(k: KernelLowering, op: scf.ForOp) -> None:
     k.emit(ptx.LabelOp(top))
     body = op.body.block
     k.vals[body.args[0]] = iv
-    for arg, c in zip(body.args[1:], carried, strict=True):
-        k.vals[arg] = c
     with k.scope():
+        for arg, c in zip(body.args[1:], carried, strict=True):
+            k.vals[arg] = _unpacked(k, c)
         for inner in body.ops:
             if isinstance(inner, scf.YieldOp):
                 for y, c in zip(inner.operands, carried, strict=True):
@@ -879,10 +882,47 @@ def _for(k: KernelLowering, op: scf.ForOp) -> None:
     k.emit(ptx.BraOp(top, k.r(ptx.SetpOp("lt", "s32", iv, ub))))
     k.emit(ptx.LabelOp(end))
     for res, c in zip(op.results, carried, strict=True):
-        k.vals[res] = c
+        k.vals[res] = _unpacked(k, c)
+
+
+@dataclass
+class _Packed:
+    """A loop-carried 16-bit tile kept as packed pairs (`regs[i]` holds elements 2i and
+    2i+1): ptxas gives every .b16 register a whole 32-bit register, so carrying the
+    halves would double the registers of, e.g., attention's P."""
+
+    like: Frag
+    regs: list[SSAValue]
+
+
+def _packs(f: Frag) -> bool:
+    return f.dim is None and f.dtype in ("bf16", "f16") and len(f.regs) % 2 == 0
+
+
+def _pairs(k: KernelLowering, f: Frag) -> list[SSAValue]:
+    regs = k.materialize(f).regs
+    return [_pack_pair(k, regs[i], regs[i + 1]) for i in range(0, len(regs), 2)]
+
+
+def _unpacked(k: KernelLowering, c: object) -> object:
+    """The carried value as the body sees it: packed pairs split again (the split is
+    free where the halves only feed a wgmma A operand, which re-packs them)."""
+    if not isinstance(c, _Packed):
+        return c
+    regs: list[SSAValue] = []
+    for r in c.regs:
+        u = ptx.UnpackB16Op(r)
+        k.emit(u)
+        regs += [u.lo, u.hi]
+    return c.like.like(regs, c.like.dtype)
 
 
 def _assign(k: KernelLowering, dst: object, src: object) -> None:
+    if isinstance(dst, _Packed) and isinstance(src, Frag):
+        for d, s in zip(dst.regs, _pairs(k, src), strict=True):
+            if d is not s:
+                k.emit(ptx.AssignOp("b32", d, s))
+        return
     if isinstance(dst, Frag) and isinstance(src, Frag):
         for d, s in zip(dst.regs, src.regs, strict=True):
             if d is not s:
@@ -1174,6 +1214,8 @@ def _pack_pair(k: KernelLowering, lo: SSAValue, hi: SSAValue) -> SSAValue:
     f32, round and pack in one `cvt.rn.bf16x2.f32` from the f32 values (one register
     instead of three live ones; the separate conversions become dead)."""
     lo_op, hi_op = lo.owner, hi.owner
+    if isinstance(lo_op, ptx.UnpackB16Op) and lo_op is hi_op and lo is lo_op.lo and hi is lo_op.hi:
+        return lo_op.src
     if (
         isinstance(lo_op, ptx.CvtOp)
         and isinstance(hi_op, ptx.CvtOp)

@@ -353,6 +353,23 @@ class PackB16Op(PtxInstruction):
         return f"mov.b32 {n(self.result)}, {{{n(self.lo)}, {n(self.hi)}}};"
 
 
+@irdl_op_definition
+class UnpackB16Op(PtxInstruction):
+    """`mov.b32 {lo, hi}, a;` splits a register into its two 16-bit halves (PTX ISA
+    9.7.9.1 mov)."""
+
+    name = "ptx.unpack_b16"
+    src = operand_def(RegType)
+    lo = result_def(RegType)
+    hi = result_def(RegType)
+
+    def __init__(self, src: SSAValue):
+        super().__init__(operands=[src], result_types=[B16, B16])
+
+    def ptx_text(self, n: Names) -> str:
+        return f"mov.b32 {{{n(self.lo)}, {n(self.hi)}}}, {n(self.src)};"
+
+
 # --- arithmetic ----------------------------------------------------------------------------
 
 
@@ -1198,6 +1215,7 @@ Ptx = Dialect(
         CvtOp,
         CvtPackOp,
         PackB16Op,
+        UnpackB16Op,
         AddOp,
         SubOp,
         MulOp,

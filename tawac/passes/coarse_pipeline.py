@@ -1,24 +1,34 @@
-"""`coarse-pipeline`: issue the next iteration's first MMA before this iteration's
-elementwise work (Tawa section 4.7, coarse-grained pipelining).  Runs on the aref level,
-after `pipeline` (and `persistent`).
+"""`coarse-pipeline`: overlap a consumer loop's elementwise work with its own MMAs
+(Tawa section 4.7, coarse-grained pipelining; FlashAttention-3's intra-warpgroup
+overlap).  Runs on the aref level, after `pipeline` (and `persistent`).
 
-It applies to a consumer loop whose first MMA reads a slot of the loop's aref and a
-loop-invariant operand into a zero accumulator, e.g. attention's S_j = Q K_j^T:
+It applies to a consumer loop whose body ends in an *accumulating MMA*: a `tile.dot`
+into a loop-carried accumulator, awaited (`wgmma_wait pending 0`) and yielded back to
+the same iter arg, e.g. attention's O = O * alpha + P V.  The body splits in two stages:
 
-    for j:                              if trips >= 1:
-      k, v = get[j]                       k0 = get[0]; S = dot(q, k0); wait S
-      s = dot(q, k, 0); wait s    ==>     for j < last (carrying S):
-      ... softmax(s) ...                    k, v = get[j]
-      acc = dot(p, v, acc) ...              kn = get[j+1]; Sn = dot(q, kn, 0)   (in flight)
-                                            ... softmax(S) ... acc = dot(p, v, acc); wait
-                                            wait Sn; carry Sn
-                                          the last iteration, peeled, without the next MMA
+- stage B: every op that depends on the accumulator iter arg (the rescale, the MMA, its
+  wait), plus the ops only stage B uses (the get of V's slot, broadcasts), plus the
+  release of those slots;
+- stage A: everything else (S = Q K^T, its wait, the softmax producing P and alpha).
 
-so the MMA of S_{j+1} runs under softmax_j.  Holding slots j and j+1 together is what
-the aref allows (a second get of a completed phase passes at once); the producer waits
-for the release of j before refilling, so two stages suffice.  Every wgmma result is
-waited for before it is copied (carried or returned): the copy of an accumulator still
-in flight would read garbage.
+Stage B of iteration j-1 is deferred into iteration j, issued right after stage A's first
+MMA, and awaited at the end:
+
+    for j:                            if trips >= 1:
+      S = dot(q, k_j); wait S           A(j0)                      (S, softmax -> P, alpha)
+      softmax(S) -> P, alpha     ==>    for j in (j0, end):        (carrying P, alpha)
+      v = get[j]                          S = dot(q, k_j)          (in flight)
+      O = dot(P, v, O * alpha)            v = get[j-1]; O = dot(P', v, O * alpha')
+      wait O; consumed[j]                 wait S (pending 1)      (P V still in flight)
+                                          softmax(S) -> P, alpha   (under P' V)
+                                          wait O; consumed[j-1]
+                                        B(last)
+
+so each warp group's softmax of S_j runs while the tensor cores compute P_{j-1} V_{j-1}.
+The values stage B takes from stage A (P as 16-bit registers, alpha) are carried to the
+next iteration; every MMA result is awaited before it is carried or returned (a copy of a
+register still in flight reads garbage).  V's slot j-1 is released one iteration later
+than before, so its ring needs at least two slots; K's slot is released as before.
 """
 
 from __future__ import annotations
@@ -27,55 +37,66 @@ from dataclasses import dataclass
 
 from xdsl.context import Context
 from xdsl.dialects import arith, scf
-from xdsl.dialects.builtin import IndexType, ModuleOp
+from xdsl.dialects.builtin import IndexType, ModuleOp, TensorType
 from xdsl.ir import Block, Operation, Region, SSAValue
 from xdsl.passes import ModulePass
 from xdsl.rewriter import InsertPoint, Rewriter
 
 from tawac.dialects import aref, hopper, tile
 
+# Scalar ops recomputed in stage B for the previous iteration (slot indices).
+_INDEX_OPS = (
+    arith.ConstantOp,
+    arith.AddiOp,
+    arith.SubiOp,
+    arith.MuliOp,
+    arith.DivUIOp,
+    arith.DivSIOp,
+)
+
 
 @dataclass
-class _Match:
+class _Split:
     loop: scf.ForOp
-    get: aref.GetOp
-    dot: tile.DotOp
+    acc_index: int
+    """The position of the accumulator among the iter args."""
+    stage_b: list[Operation]
+    """Stage B's ops in body order: ... the MMA, its wait, ... the releases."""
+    mma: tile.DotOp
     wait: hopper.WgmmaWaitOp
     index_ops: list[Operation]
+    """Scalar ops stage B needs, recomputed from the previous induction value."""
+    carried: list[SSAValue]
+    """Stage A values stage B reads: carried to the next iteration."""
+    cut: hopper.WgmmaWaitOp
+    """Stage A's first wait: stage B's MMA is issued right before it."""
 
 
-def _defined_outside(v: SSAValue, loop: scf.ForOp) -> bool:
+def _top(op: Operation, body: Block) -> Operation | None:
+    return body.find_ancestor_op_in_block(op)
+
+
+def _in_body(v: SSAValue, body: Block) -> bool:
     owner = v.owner
     op = owner.parent_op() if isinstance(owner, Block) else owner
     while op is not None:
-        if op is loop:
-            return False
+        if op.parent_block() is body:
+            return True
         op = op.parent_op()
-    return True
+    return isinstance(owner, Block) and owner is body
 
 
-def _index_slice(get: aref.GetOp, loop: scf.ForOp) -> list[Operation] | None:
-    """The body ops computing the get's index, in order, if they depend only on the
-    induction variable and values defined outside the loop."""
-    body = loop.body.block
+def _index_slice(v: SSAValue, body: Block) -> list[Operation] | None:
+    """The body's scalar ops computing `v` from the induction variable and values
+    defined outside the loop, or None if `v` needs anything else."""
     needed: set[Operation] = set()
-    work = [get.index]
+    work = [v]
     while work:
-        v = work.pop()
-        if v is body.args[0] or _defined_outside(v, loop):
+        x = work.pop()
+        if x is body.args[0] or not _in_body(x, body):
             continue
-        owner = v.owner
-        if not isinstance(owner, Operation) or owner.parent_block() is not body:
-            return None
-        if owner.regions or not isinstance(
-            owner,
-            arith.ConstantOp
-            | arith.AddiOp
-            | arith.SubiOp
-            | arith.MuliOp
-            | arith.DivUIOp
-            | arith.DivSIOp,
-        ):
+        owner = x.owner
+        if not isinstance(owner, _INDEX_OPS) or owner.parent_block() is not body:
             return None
         if owner not in needed:
             needed.add(owner)
@@ -83,124 +104,184 @@ def _index_slice(get: aref.GetOp, loop: scf.ForOp) -> list[Operation] | None:
     return [o for o in body.ops if o in needed]
 
 
-def _match(loop: scf.ForOp) -> _Match | None:
+def _split(loop: scf.ForOp) -> _Split | None:
     body = loop.body.block
-    for get in [o for o in body.ops if isinstance(o, aref.GetOp)]:
-        for dot in [o for o in body.ops if isinstance(o, tile.DotOp)]:
-            ops = (dot.lhs, dot.rhs)
-            from_get = [v for v in ops if v.owner is get]
-            others = [v for v in ops if v.owner is not get]
-            if len(from_get) != 1 or len(others) != 1 or not _defined_outside(others[0], loop):
-                continue
-            if not _defined_outside(dot.acc, loop) or not _is_zero(dot.acc):
-                continue
-            uses = list(dot.result.uses)
-            if len(uses) != 1 or not isinstance(uses[0].operation, hopper.WgmmaWaitOp):
-                continue
-            wait = uses[0].operation
-            assert isinstance(wait, hopper.WgmmaWaitOp)
-            if wait.pending.value.data != 0:
-                continue
-            index_ops = _index_slice(get, loop)
-            if index_ops is None:
-                continue
-            return _Match(loop, get, dot, wait, index_ops)
+    yield_op = body.last_op
+    if not isinstance(yield_op, scf.YieldOp):
+        return None
+    for i, arg in enumerate(body.args[1:]):
+        s = _split_at(loop, i, arg, yield_op)
+        if s is not None:
+            return s
     return None
 
 
-def _is_zero(v: SSAValue) -> bool:
-    op = v.owner
-    if not isinstance(op, arith.ConstantOp):
-        return False
-    vals = getattr(op.value, "get_values", lambda: [1])()
-    return all(x == 0 for x in vals)
-
-
-def _issue_first_mma(
-    m: _Match, iv: SSAValue, mapping: dict[SSAValue, SSAValue], at: Block
-) -> tile.DotOp:
-    """get + the matched dot for induction value `iv`, appended to `at`."""
-    local = dict(mapping)
-    local[m.loop.body.block.args[0]] = iv
-    for op in m.index_ops:
-        at.add_op(op.clone(local))
-    get = aref.GetOp(m.get.aref, local.get(m.get.index, m.get.index))
-    at.add_op(get)
-    for old, new in zip(m.get.values, get.values, strict=True):
-        local[old] = new
-    dot = m.dot.clone(local)
-    at.add_op(dot)
-    return dot
-
-
-def _clone_body(m: _Match, mapping: dict[SSAValue, SSAValue], at: Block) -> list[SSAValue]:
-    """The loop body without the matched dot and its wait; returns the yielded values."""
-    for op in m.loop.body.block.ops:
-        if op is m.dot or op is m.wait:
-            continue
-        if isinstance(op, scf.YieldOp):
-            return [mapping.get(v, v) for v in op.operands]
-        at.add_op(op.clone(mapping))
-    raise AssertionError("loop body without yield")
-
-
-def transform(m: _Match) -> None:
-    loop = m.loop
+def _split_at(loop: scf.ForOp, i: int, arg: SSAValue, yield_op: scf.YieldOp) -> _Split | None:
     body = loop.body.block
-    iv_old, args_old = body.args[0], body.args[1:]
-    lb, ub, step = loop.lb, loop.ub, loop.step
+    ops = list(body.ops)
+    # stage B: the forward slice of the accumulator iter arg
+    stage_b: set[Operation] = set()
+    work = [arg]
+    while work:
+        v = work.pop()
+        for use in v.uses:
+            top = _top(use.operation, body)
+            if top is None or top is yield_op or top in stage_b:
+                continue
+            stage_b.add(top)
+            work.extend(top.results)
+    mmas = [o for o in stage_b if isinstance(o, tile.DotOp)]
+    if len(mmas) != 1:
+        return None
+    mma = mmas[0]
+    waits = [u.operation for u in mma.result.uses]
+    if len(waits) != 1 or not isinstance(waits[0], hopper.WgmmaWaitOp):
+        return None
+    wait = waits[0]
+    if wait.pending.value.data != 0 or [u.operation for u in wait.result.uses] != [yield_op]:
+        return None
+    if yield_op.operands[i] is not wait.result:
+        return None
+    if any(isinstance(o, hopper.WgmmaWaitOp) and o is not wait for o in stage_b):
+        return None
+    # plus the gets and broadcasts only stage B uses, and the releases of those gets
+    for op in reversed(ops):
+        if op in stage_b or not isinstance(op, aref.GetOp | tile.BroadcastOp):
+            continue
+        users = [_top(u.operation, body) for r in op.results for u in r.uses]
+        if users and all(u in stage_b for u in users):
+            stage_b.add(op)
+    gets = [o for o in stage_b if isinstance(o, aref.GetOp)]
+    for op in ops:
+        if isinstance(op, aref.ConsumedOp) and any(g.aref == op.aref for g in gets):
+            if ops.index(op) < ops.index(wait):
+                return None
+            stage_b.add(op)
+    order = [o for o in ops if o in stage_b]
+    if any(isinstance(o, scf.YieldOp) or o.regions for o in order):
+        return None
+    # stage A must not read stage B's values (they only leave through the yield)
+    stage_a = [o for o in ops if o not in stage_b and o is not yield_op]
+    for op in stage_a:
+        for inner in op.walk():
+            if any(isinstance(v.owner, Operation) and v.owner in stage_b for v in inner.operands):
+                return None
+    for j, v in enumerate(yield_op.operands):
+        if j != i and isinstance(v.owner, Operation) and v.owner in stage_b:
+            return None
+    cuts = [o for o in stage_a if isinstance(o, hopper.WgmmaWaitOp)]
+    if not cuts:
+        return None
+    # stage B's operands from stage A: index math (recomputed) or carried registers
+    index_ops: list[Operation] = []
+    carried: list[SSAValue] = []
+    for op in order:
+        for v in op.operands:
+            if (
+                not _in_body(v, body)
+                or v is arg
+                or (isinstance(v.owner, Operation) and v.owner in stage_b)
+            ):
+                continue
+            if isinstance(v.type, IndexType):
+                sl = _index_slice(v, body)
+                if sl is None:
+                    return None
+                index_ops.extend(o for o in sl if o not in index_ops)
+                continue
+            if not isinstance(v.type, TensorType) or isinstance(
+                v.owner, tile.DotOp | hopper.WgmmaWaitOp
+            ):
+                return None
+            if v not in carried:
+                carried.append(v)
+    index_ops.sort(key=ops.index)
+    return _Split(loop, i, order, mma, wait, index_ops, carried, cuts[0])
 
-    then = Block()
+
+def transform(s: _Split) -> None:
+    loop = s.loop
+    body = loop.body.block
+    iv_old, args_old = body.args[0], list(body.args[1:])
+    yield_op = body.last_op
+    assert isinstance(yield_op, scf.YieldOp)
+    lb, ub, step = loop.lb, loop.ub, loop.step
+    stage_b = set(s.stage_b)
+    stage_a = [o for o in body.ops if o not in stage_b and o is not yield_op]
+    b_issue = s.stage_b[: s.stage_b.index(s.wait)]
+    b_finish = s.stage_b[s.stage_b.index(s.wait) :]
+
     # trips and the last induction value
-    zero, one = (arith.ConstantOp.from_int_and_width(x, IndexType()) for x in (0, 1))
+    one = arith.ConstantOp.from_int_and_width(1, IndexType())
     span = arith.SubiOp(ub, lb)
     trips = arith.CeilDivSIOp(span.result, step)
     has = arith.CmpiOp(trips.result, one.result, "sge")
-    Rewriter.insert_op([zero, one, span, trips, has], InsertPoint.before(loop))
+    Rewriter.insert_op([one, span, trips, has], InsertPoint.before(loop))
 
-    # then: prologue, the steady loop over [lb, last), the peeled last iteration
+    then = Block()
     dec = arith.SubiOp(trips.result, one.result)
     back = arith.MuliOp(dec.result, step)
     last = arith.AddiOp(lb, back.result)
-    then.add_ops([dec, back, last])
-    first = _issue_first_mma(m, lb, {}, then)
-    first_w = hopper.WgmmaWaitOp(first.result, 0)
-    then.add_op(first_w)
+    start = arith.AddiOp(lb, step)
+    then.add_ops([dec, back, last, start])
 
-    steady = Block(arg_types=[IndexType(), *[a.type for a in args_old], m.wait.result.type])
-    iv, args, s_cur = steady.args[0], steady.args[1:-1], steady.args[-1]
-    mapping: dict[SSAValue, SSAValue] = {iv_old: iv, m.wait.result: s_cur}
-    mapping.update(zip(args_old, args, strict=True))
-    # the body up to (and with) its get, then the next iteration's first MMA
-    nxt = arith.AddiOp(iv, step)
-    ops = list(body.ops)
-    cut = ops.index(m.get) + 1
-    for op in ops[:cut]:
-        if op is not m.dot and op is not m.wait:
-            steady.add_op(op.clone(mapping))
-    steady.add_op(nxt)
-    next_dot = _issue_first_mma(m, nxt.result, mapping, steady)
-    rest = Block()
-    yielded = []
-    for op in ops[cut:]:
-        if op is m.dot or op is m.wait:
+    # prologue: stage A of the first iteration
+    pro: dict[SSAValue, SSAValue] = {iv_old: lb}
+    pro.update(zip(args_old, loop.iter_args, strict=True))
+    for op in stage_a:
+        then.add_op(op.clone(pro))
+    inits = [pro.get(v, v) for v in yield_op.operands]
+    inits[s.acc_index] = loop.iter_args[s.acc_index]
+    inits += [pro[v] for v in s.carried]
+
+    # the steady loop over the remaining iterations
+    steady = Block(
+        arg_types=[IndexType(), *[a.type for a in args_old], *[v.type for v in s.carried]]
+    )
+    iv = steady.args[0]
+    n_args = len(args_old)
+    cur: dict[SSAValue, SSAValue] = {iv_old: iv}
+    cur.update(zip(args_old, steady.args[1 : 1 + n_args], strict=True))
+    prev_iv = arith.SubiOp(iv, step)
+    steady.add_op(prev_iv)
+    prev: dict[SSAValue, SSAValue] = {iv_old: prev_iv.result}
+    prev[args_old[s.acc_index]] = steady.args[1 + s.acc_index]
+    prev.update(zip(s.carried, steady.args[1 + n_args :], strict=True))
+    cut = stage_a.index(s.cut)
+    for op in stage_a[:cut]:
+        steady.add_op(op.clone(cur))
+    for op in s.index_ops:
+        steady.add_op(op.clone(prev))
+    for op in b_issue:
+        steady.add_op(op.clone(prev))
+    issued_before = {o for o in stage_a[:cut] if isinstance(o, tile.DotOp)}
+    for op in stage_a[cut:]:
+        if isinstance(op, hopper.WgmmaWaitOp) and op.acc.owner in issued_before:
+            # stage B's MMA was committed after this one: it may stay in flight
+            w = hopper.WgmmaWaitOp(cur[op.acc], op.pending.value.data + 1)
+            w.result.name_hint = op.result.name_hint
+            cur[op.result] = w.result
+            steady.add_op(w)
             continue
-        if isinstance(op, scf.YieldOp):
-            yielded = [mapping.get(v, v) for v in op.operands]
-            break
-        rest.add_op(op.clone(mapping))
-    for op in list(rest.ops):
-        op.detach()
-        steady.add_op(op)
-    next_w = hopper.WgmmaWaitOp(next_dot.result, 0)
-    steady.add_ops([next_w, scf.YieldOp(*yielded, next_w.result)])
-    new_loop = scf.ForOp(lb, last.result, step, [*loop.iter_args, first_w.result], Region(steady))
+        steady.add_op(op.clone(cur))
+    for op in b_finish:
+        steady.add_op(op.clone(prev))
+    outs = [cur.get(v, v) for v in yield_op.operands]
+    outs[s.acc_index] = prev[s.wait.result]
+    outs += [cur[v] for v in s.carried]
+    steady.add_op(scf.YieldOp(*outs))
+    new_loop = scf.ForOp(start.result, ub, step, inits, Region(steady))
     then.add_op(new_loop)
 
-    peel_map: dict[SSAValue, SSAValue] = {iv_old: last.result, m.wait.result: new_loop.results[-1]}
-    peel_map.update(zip(args_old, new_loop.results[:-1], strict=True))
-    final = _clone_body(m, peel_map, then)
-    then.add_op(scf.YieldOp(*final))
+    # epilogue: stage B of the last iteration
+    epi: dict[SSAValue, SSAValue] = {iv_old: last.result}
+    epi[args_old[s.acc_index]] = new_loop.results[s.acc_index]
+    epi.update(zip(s.carried, new_loop.results[n_args:], strict=True))
+    for op in [*s.index_ops, *s.stage_b]:
+        then.add_op(op.clone(epi))
+    results = list(new_loop.results[:n_args])
+    results[s.acc_index] = epi[s.wait.result]
+    then.add_op(scf.YieldOp(*results))
 
     otherwise = Block([scf.YieldOp(*loop.iter_args)])
     guarded = scf.IfOp(has.result, [r.type for r in loop.results], Region(then), Region(otherwise))
@@ -208,6 +289,19 @@ def transform(m: _Match) -> None:
     for old, new in zip(loop.results, guarded.results, strict=True):
         old.replace_all_uses_with(new)
     Rewriter.erase_op(loop, safe_erase=False)
+    _drop_dead_index_ops(guarded)
+
+
+def _drop_dead_index_ops(root: Operation) -> None:
+    """Remove the index math the split left without uses (the slot indices stage B now
+    computes itself)."""
+    changed = True
+    while changed:
+        changed = False
+        for op in list(root.walk()):
+            if isinstance(op, _INDEX_OPS) and all(not r.uses for r in op.results):
+                Rewriter.erase_op(op)
+                changed = True
 
 
 @dataclass(frozen=True)
@@ -219,6 +313,6 @@ class CoarsePipelinePass(ModulePass):
             if part.role.data != "consumer":
                 continue
             for loop in [o for o in part.walk() if isinstance(o, scf.ForOp)]:
-                m = _match(loop)
-                if m is not None:
-                    transform(m)
+                s = _split(loop)
+                if s is not None:
+                    transform(s)

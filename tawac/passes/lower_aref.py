@@ -41,7 +41,7 @@ from tawac.diagnostics import CompileError
 from tawac.dialects import aref, hopper, tile
 
 SMEM_LIMIT = 232448  # 227 KiB: the opt-in dynamic shared memory of one sm_90 CTA
-PRODUCER_REGS = 40
+PRODUCER_REGS = 24
 REGISTER_FILE = 65536
 
 

@@ -12,7 +12,9 @@ Which op goes where is derived from the data flow, nothing in the input says it:
   TMA-able and go to the producer, with the backward slice of their coordinates and the
   bounds of their enclosing loops (scalars and loop control are duplicated).
 - Everything else (MMAs, elementwise math, other loads, stores) goes to the consumer.
-- The loads of one block form one aref (a tuple payload): one `put` per iteration in the
+- The loads of one block that feed the same MMAs form one aref (a tuple payload: GEMM's A
+  and B); loads feeding different MMAs get separate arefs (attention's K and V), so each
+  slot is released as soon as its own MMA has read it.  One `put` per iteration in the
   producer; in the consumer one `get` where the first load was and one `consumed` after
   the last direct use of the payload.  `%it` is the iteration number of the enclosing
   `scf.for`, `(iv - lb) / step`, or 0 outside a loop.
@@ -198,10 +200,16 @@ def _consumer(kernel: tile.KernelOp, groups: list[_Group], arefs: list[SSAValue]
         assert isinstance(first, Operation)
         block = first.parent_block()
         assert block is not None
+        # The get goes right before the first use of the payload: the consumer waits
+        # for the transfer only when it needs it.
+        users = [
+            block.find_ancestor_op_in_block(u.operation) for ld in loads for u in ld.results[0].uses
+        ]
+        at = min((u for u in users if u is not None), key=block.get_operation_index)
         ops, it = _iteration_index(block, mapping)
         get = aref.GetOp(ref, it)
         get.location = first.location
-        Rewriter.insert_op([*ops, get], InsertPoint.before(first))
+        Rewriter.insert_op([*ops, get], InsertPoint.before(at))
         for ld, v in zip(loads, get.values, strict=True):
             assert isinstance(ld, tile.LoadOp)
             v.name_hint = ld.result.name_hint
@@ -225,13 +233,15 @@ def specialize(kernel: tile.KernelOp) -> None:
     body = kernel.body.block
     if any(isinstance(o, aref.PartitionOp) for o in body.ops):
         raise CompileError("warp-specialize: kernel is already partitioned", kernel)
-    groups: dict[Block, _Group] = {}
+    groups: dict[tuple[Block, frozenset[Operation]], _Group] = {}
     for op in kernel.walk():
         if not is_mma_operand_load(op):
             continue
         block = op.parent_block()
         assert block is not None
-        groups.setdefault(block, _Group(block, [])).loads.append(op)  # type: ignore[arg-type]
+        dots = frozenset(u.operation for u in op.results[0].uses)
+        key = (block, dots)
+        groups.setdefault(key, _Group(block, [])).loads.append(op)  # type: ignore[arg-type]
     if not groups:
         raise CompileError(
             "warp-specialize: no tile.load feeds a tile.dot, so there is nothing for a "

@@ -3,34 +3,41 @@
 // RUN: tawac opt %S/../../../examples/attention.mlir -p 'warp-specialize,pipeline{stages=2 mma-depth=0},cooperative-consumers{warp-groups=2},lower-aref' | filecheck %s --check-prefix=LOW
 // RUN: tawac opt %S/../../../examples/attention.mlir --emit ptx -p 'warp-specialize,pipeline{stages=2 mma-depth=0},persistent,cooperative-consumers{warp-groups=2},lower-aref,tma-store,convert-to-ptx' | filecheck %s --check-prefix=PTX
 
-// warp-specialize: Q (loaded once) and K, V (per key block) are TMA-able MMA operands: two
-// arefs; Q's is written once per program and keeps one slot, K/V's is a 2-stage ring.
+// warp-specialize: Q (loaded once), K and V (per key block) are TMA-able MMA operands.
+// K and V feed different dots, so each gets its own aref (and K's slot is released as
+// soon as S = Q K^T has read it); Q's is written once per program and keeps one slot,
+// K's and V's are 2-stage rings.  Each get sits right before the first use of its tile.
 // The softmax, both dots and the store stay in the consumer.
 // WS:      %aref0 = aref.create : !aref.aref<[tensor<128x128xbf16>], 1>
-// WS-NEXT: %aref1 = aref.create : !aref.aref<[tensor<128x128xbf16>, tensor<128x128xbf16>], 2>
+// WS-NEXT: %aref1 = aref.create : !aref.aref<[tensor<128x128xbf16>], 2>
+// WS-NEXT: %aref2 = aref.create : !aref.aref<[tensor<128x128xbf16>], 2>
 // WS:      aref.partition producer
 // WS:        aref.put %aref0[{{.*}}], %qt
 // WS:        scf.for %n = %c0 to %S step %c128 {
-// WS:          aref.put %aref1[%it], %kt, %vt
+// WS:          aref.put %aref1[%it], %kt
+// WS:          aref.put %aref2[%it_1], %vt
 // WS:      aref.partition consumer
 // WS-NOT:    tile.load %k
 // WS:        %qt_1 = aref.get %aref0
 // WS:        scf.for
-// WS:          %kt_1, %vt_1 = aref.get %aref1[%it_1]
+// WS:          %kt_1 = aref.get %aref1[%[[IK:.*]]]
 // WS-NEXT:     %s = tile.dot %qt_1, %kt_1, %s_zero transpose_rhs
 // WS-NEXT:     hopper.wgmma_wait %s pending 0
+// WS-NEXT:     aref.consumed %aref1[%[[IK]]]
 // WS:          tile.reduce max
 // WS:          math.exp2
 // WS:          tile.reduce sum
-// WS:          %acc_new = tile.dot %p16, %vt_1, %acc_scaled
+// WS:          %vt_1 = aref.get %aref2[%[[IV:.*]]]
+// WS-NEXT:     %acc_new = tile.dot %p16, %vt_1, %acc_scaled
 // WS-NEXT:     hopper.wgmma_wait %acc_new pending 0
-// WS-NEXT:     aref.consumed %aref1[%it_1]
+// WS-NEXT:     aref.consumed %aref2[%[[IV]]]
 // WS:        aref.consumed %aref0
 // WS:        tile.store %out16
 
 // lower-aref: S = Q K^T reads both operands from shared memory (K-major B); P V takes P
 // from registers (register-A form) and V as an MN-major B operand.
 // LOW: hopper.smem_alloc offset 0 : !hopper.smem<1x128x128xbf16, swizzle 128>
+// LOW: hopper.smem_alloc offset {{[0-9]+}} : !hopper.smem<2x128x128xbf16, swizzle 128>
 // LOW: hopper.smem_alloc offset {{[0-9]+}} : !hopper.smem<2x128x128xbf16, swizzle 128>
 // LOW: %s = hopper.wgmma %qt, %kt, %s_zero : !hopper.smem_tile<128x128xbf16, swizzle 128>, !hopper.smem_tile<128x128xbf16, swizzle 128> -> tensor<128x128xf32>
 // LOW: %acc_new = hopper.wgmma %p16, %vt, %acc_scaled transpose_b : tensor<128x128xbf16>, !hopper.smem_tile<128x128xbf16, swizzle 128> -> tensor<128x128xf32>

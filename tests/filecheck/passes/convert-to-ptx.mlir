@@ -1,7 +1,7 @@
 // convert-to-ptx: the whole pipeline on a 128x256x64 bf16 GEMM, printed as PTX.
 // Structure: thread 0 initialises the barriers (3 full with 1 arrival, 3 empty with 8),
 // bar.sync 0, then warp group 0 is the producer (setmaxnreg.dec 40, one thread issues
-// the TMA copies) and warp groups 1-2 the consumers (setmaxnreg.inc 232, wgmma).
+// the TMA copies) and warp groups 1-2 the consumers (setmaxnreg.inc 240, wgmma).
 // RUN: tawac opt %s --emit ptx -p 'warp-specialize,pipeline{stages=3 mma-depth=1},cooperative-consumers{warp-groups=2},lower-aref,convert-to-ptx' | filecheck %s
 // RUN: tawac opt %s --emit ptx -p 'warp-specialize,pipeline{stages=3 mma-depth=0},cooperative-consumers{warp-groups=2},lower-aref,convert-to-ptx' | filecheck %s --check-prefix=DEPTH0
 // RUN: tawac opt %s --emit ptx -p 'warp-specialize,pipeline{stages=3 mma-depth=1},cooperative-consumers{warp-groups=2},lower-aref,tma-store,convert-to-ptx' | filecheck %s --check-prefix=TMA-STORE
@@ -22,7 +22,7 @@
 // CHECK:      fence.mbarrier_init.release.cluster;
 // CHECK-NEXT: bar.sync 0;
 //   The producer.
-// CHECK:      setmaxnreg.dec.sync.aligned.u32 40;
+// CHECK:      setmaxnreg.dec.sync.aligned.u32 24;
 // CHECK-NOT:  wgmma
 // CHECK:      mbarrier.try_wait.parity.shared::cta.b64 %p{{[0-9]+}}, [%r{{[0-9]+}}], %r{{[0-9]+}};
 // CHECK:      mbarrier.arrive.expect_tx.shared::cta.b64 _, [%r{{[0-9]+}}], 49152;
@@ -30,7 +30,7 @@
 // CHECK-NOT:  wgmma
 // CHECK:      exit;
 //   The consumers: 4 k16 steps of one m64n256 block per warp group.
-// CHECK:      setmaxnreg.inc.sync.aligned.u32 232;
+// CHECK:      setmaxnreg.inc.sync.aligned.u32 240;
 // CHECK-NOT:  cp.async.bulk
 // CHECK:      mbarrier.try_wait.parity.shared::cta.b64
 // CHECK:      wgmma.fence.sync.aligned;
@@ -48,7 +48,7 @@
 // DEPTH0-NEXT: wgmma.wait_group.sync.aligned 0;
 // DEPTH0-NOT:  wgmma.wait_group.sync.aligned 1;
 
-// TMA-STORE:     setmaxnreg.inc.sync.aligned.u32 232;
+// TMA-STORE:     setmaxnreg.inc.sync.aligned.u32 240;
 // TMA-STORE:     wgmma.wait_group.sync.aligned 0;
 // TMA-STORE-NOT: st.global
 // TMA-STORE:     st.shared

@@ -18,7 +18,7 @@
 // CHECK-NEXT:    hopper.mbarrier_init %[[FULL]] count 1 : !hopper.mbarriers<3>
 // CHECK-NEXT:    hopper.mbarrier_init %[[EMPTY]] count 8 : !hopper.mbarriers<3>
 // CHECK-NEXT:    hopper.cta_sync
-// CHECK-NEXT:    aref.partition producer warp_groups 1 regs 40 {
+// CHECK-NEXT:    aref.partition producer warp_groups 1 regs 24 {
 // CHECK:           scf.for %[[K:.*]] = %[[C0:[^ ]*]] to
 // CHECK-NEXT:        %[[IT:.*]] = arith.divui
 // CHECK-NEXT:        %[[D:.*]] = arith.constant 3 : index
@@ -34,7 +34,7 @@
 // CHECK-NEXT:        hopper.tma_load %b[%[[C0]], %[[K]]], %[[RB]][%[[SLOT]]], %[[FULL]] : !tile.tensor<?x?xbf16>, !hopper.smem<3x256x64xbf16, swizzle 128>, !hopper.mbarriers<3>
 // CHECK-NEXT:      }
 // CHECK-NEXT:    }
-// CHECK-NEXT:    aref.partition consumer warp_groups 2 regs 232 {
+// CHECK-NEXT:    aref.partition consumer warp_groups 2 regs 240 {
 // CHECK:           %[[ACC:.*]] = scf.for {{.*}} iter_args(%[[ACCI:.*]] = %{{.*}})
 // CHECK-NEXT:        %[[CIT:.*]] = arith.divui
 // CHECK-NEXT:        %[[CD:.*]] = arith.constant 3 : index
