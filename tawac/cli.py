@@ -87,6 +87,12 @@ _pipeline_options = [
     ),
     click.option("--group-m", default=8, show_default=True, help="tile-order group size"),
     click.option(
+        "--tile-prefetch/--no-tile-prefetch",
+        default=True,
+        show_default=True,
+        help="second slot for operands loaded once per tile (loads the next tile's early)",
+    ),
+    click.option(
         "--coarse-pipeline/--no-coarse-pipeline",
         default=True,
         show_default=True,

@@ -63,6 +63,7 @@ def default_pipeline(
     tma_store: bool = True,
     persistent: bool = True,
     group_m: int = 8,
+    tile_prefetch: bool = True,
     pingpong: bool = False,
     coarse_pipeline: bool = True,
 ) -> str:
@@ -70,7 +71,9 @@ def default_pipeline(
     passes = [
         "warp-specialize",
         f"pipeline{{stages={stages} mma-depth={mma_depth}}}",
-        f"persistent{{group-m={group_m}}}" if persistent else "",
+        f"persistent{{group-m={group_m} tile-prefetch={str(tile_prefetch).lower()}}}"
+        if persistent
+        else "",
         "coarse-pipeline" if coarse_pipeline else "",
         f"cooperative-consumers{{warp-groups={consumer_warp_groups}}}",
         "lower-aref",
@@ -245,6 +248,7 @@ def compile_module(
     tma_store: bool = True,
     persistent: bool = True,
     group_m: int = 8,
+    tile_prefetch: bool = True,
     pingpong: bool = False,
     coarse_pipeline: bool = True,
     cubin: bool = False,
@@ -263,6 +267,7 @@ def compile_module(
             tma_store,
             persistent,
             group_m,
+            tile_prefetch,
             pingpong,
             coarse_pipeline,
         ),

@@ -32,6 +32,8 @@ from xdsl.rewriter import InsertPoint, Rewriter
 from tawac.backend_ptx import abi
 from tawac.diagnostics import CompileError
 from tawac.dialects import aref, hopper, tile
+from tawac.passes.lower_aref import SMEM_LIMIT
+from tawac.passes.pipeline import set_depth, smem_estimate
 
 
 def _c(v: int) -> arith.ConstantOp:
@@ -80,8 +82,79 @@ def _main_loops(block: Block) -> list[scf.ForOp]:
     ]
 
 
+def _work_grows_with_x(part: aref.PartitionOp) -> bool:
+    """Whether a main loop's bounds depend on program id x (causal attention's key loop
+    ends at the diagonal): then tiles of larger x have more work."""
+    for loop in _main_loops(part.body.block):
+        work = [loop.lb, loop.ub]
+        seen: set[SSAValue] = set()
+        while work:
+            v = work.pop()
+            if v in seen:
+                continue
+            seen.add(v)
+            owner = v.owner
+            if isinstance(owner, tile.ProgramIdOp) and owner.axis.data == 0:
+                return True
+            if isinstance(owner, Operation) and not owner.regions:
+                work.extend(owner.operands)
+    return False
+
+
+def _tile_coords(
+    ib: _Builder, t: SSAValue, g: tuple[SSAValue, SSAValue, SSAValue], group_m: int, lpt: bool
+) -> tuple[SSAValue, SSAValue, SSAValue]:
+    gx, gy, gz = g
+    if lpt:
+        # Tiles of larger x have more work (causal attention).  Heads (y, z) go in groups
+        # of G = ceil(2 * num_ctas / gx), about two rounds of CTAs, so that the K/V the
+        # running CTAs stream stay few enough for L2; within a group x descends slowest,
+        # so each round takes tiles of about the same length, longest first (LPT).
+        # Snake order over rounds of num_ctas tiles: CTA c takes position c of even rounds
+        # and position len-1-c of odd ones, so long and short tiles pair up per CTA.
+        gyz = ib.add(arith.MuliOp(gy, gz))
+        n = ib.add(hopper.NumCtasOp())
+        total = ib.add(arith.MuliOp(gx, gyz))
+        rnd = ib.add(arith.DivUIOp(t, n))
+        c = ib.add(arith.RemUIOp(t, n))
+        start = ib.add(arith.MuliOp(rnd, n))
+        length = ib.add(arith.MinUIOp(ib.add(arith.SubiOp(total, start)), n))
+        back = ib.add(arith.SubiOp(ib.add(arith.SubiOp(length, ib.const(1))), c))
+        odd = ib.add(arith.CmpiOp(ib.add(arith.RemUIOp(rnd, ib.const(2))), ib.const(1), "eq"))
+        t = ib.add(arith.AddiOp(start, ib.add(arith.SelectOp(odd, back, c))))
+        two_rounds = ib.add(arith.MuliOp(n, ib.const(2)))
+        heads = ib.add(arith.MinUIOp(ib.add(arith.CeilDivUIOp(two_rounds, gx)), gyz))
+        per_group = ib.add(arith.MuliOp(heads, gx))
+        group = ib.add(arith.DivUIOp(t, per_group))
+        first = ib.add(arith.MuliOp(group, heads))
+        size = ib.add(arith.MinUIOp(ib.add(arith.SubiOp(gyz, first)), heads))
+        within = ib.add(arith.RemUIOp(t, per_group))
+        xr = ib.add(arith.DivUIOp(within, size))
+        head = ib.add(arith.AddiOp(first, ib.add(arith.RemUIOp(within, size))))
+        x = ib.add(arith.SubiOp(ib.add(arith.SubiOp(gx, ib.const(1))), xr))
+        return x, ib.add(arith.RemUIOp(head, gy)), ib.add(arith.DivUIOp(head, gy))
+    # groups of group_m values of x share y (Triton's grouped order)
+    gxy = ib.add(arith.MuliOp(gx, gy))
+    z = ib.add(arith.DivUIOp(t, gxy))
+    r = ib.add(arith.RemUIOp(t, gxy))
+    gm = ib.const(group_m)
+    per_group = ib.add(arith.MuliOp(gm, gy))
+    group = ib.add(arith.DivUIOp(r, per_group))
+    first_x = ib.add(arith.MuliOp(group, gm))
+    size_x = ib.add(arith.MinUIOp(ib.add(arith.SubiOp(gx, first_x)), gm))
+    in_group = ib.add(arith.RemUIOp(r, per_group))
+    x = ib.add(arith.AddiOp(first_x, ib.add(arith.RemUIOp(in_group, size_x))))
+    y = ib.add(arith.DivUIOp(in_group, size_x))
+    return x, y, z
+
+
 def _make_persistent(
-    kernel: tile.KernelOp, part: aref.PartitionOp, grid: list[dict], group_m: int, depth: int
+    kernel: tile.KernelOp,
+    part: aref.PartitionOp,
+    grid: list[dict],
+    group_m: int,
+    depth: int,
+    lpt: bool,
 ) -> None:
     old = part.body.block
     new = Block()
@@ -103,19 +176,7 @@ def _make_persistent(
     loop = scf.ForOp(first, total, step, [zero] * (1 + len(mains)), Region(body))
     new.add_op(loop)
 
-    # t -> (x, y, z): groups of group_m values of x share y (Triton's grouped order).
-    ib = _Builder(body)
-    gxy = ib.add(arith.MuliOp(gx, gy))
-    z = ib.add(arith.DivUIOp(t, gxy))
-    r = ib.add(arith.RemUIOp(t, gxy))
-    gm = ib.const(group_m)
-    per_group = ib.add(arith.MuliOp(gm, gy))
-    group = ib.add(arith.DivUIOp(r, per_group))
-    first_x = ib.add(arith.MuliOp(group, gm))
-    size_x = ib.add(arith.MinUIOp(ib.add(arith.SubiOp(gx, first_x)), gm))
-    in_group = ib.add(arith.RemUIOp(r, per_group))
-    x = ib.add(arith.AddiOp(first_x, ib.add(arith.RemUIOp(in_group, size_x))))
-    y = ib.add(arith.DivUIOp(in_group, size_x))
+    x, y, z = _tile_coords(_Builder(body), t, (gx, gy, gz), group_m, lpt)
     for v, name in ((x, "pid_x"), (y, "pid_y"), (z, "pid_z")):
         v.name_hint = name
     pids = (x, y, z)
@@ -171,11 +232,41 @@ def _drain(main_loop: scf.ForOp, trips_op: Operation, base: SSAValue, depth: int
     Rewriter.insert_op([zero, p, one, back, start, drain], InsertPoint.after(trips_op))
 
 
+def _directly_in_tile_loop(op: Operation) -> bool:
+    loop = op.parent_op()
+    return isinstance(loop, scf.ForOp) and isinstance(loop.parent_op(), aref.PartitionOp)
+
+
+def _double_buffer_per_tile(kernel: tile.KernelOp) -> None:
+    """An aref written once per tile (attention's Q) gets a second slot where shared
+    memory allows, so that the producer loads tile t+1's operand while the consumers
+    still work on tile t (with one slot it waits for their release at the end of t, and
+    the next tile starts with a full TMA round trip)."""
+    for create in [o for o in kernel.walk() if isinstance(o, aref.CreateOp)]:
+        t = create.result.type
+        assert isinstance(t, aref.ArefType)
+        if t.depth.data != 1:
+            continue
+        slots = [
+            u.operation
+            for u in create.result.uses
+            if isinstance(u.operation, aref.PutOp | aref.GetOp | aref.ConsumedOp)
+        ]
+        per_tile = all(_directly_in_tile_loop(o) for o in slots)
+        if not per_tile:
+            continue
+        new = set_depth(create, 2)
+        if smem_estimate(kernel) > SMEM_LIMIT:
+            set_depth(new, 1)
+
+
 @dataclass(frozen=True)
 class PersistentPass(ModulePass):
     name = "persistent"
 
     group_m: int = 8
+    tile_prefetch: bool = True
+    """Give arefs written once per tile a second slot where shared memory allows."""
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         if self.group_m < 1:
@@ -189,7 +280,10 @@ class PersistentPass(ModulePass):
             grid = abi.infer_grid(kernel)
             depth_attr = kernel.attributes.get("tawac.mma_depth")
             depth = depth_attr.value.data if isinstance(depth_attr, IntegerAttr) else 0
+            lpt = any(_work_grows_with_x(p) for p in parts if p.role.data == "consumer")
             for part in parts:
-                _make_persistent(kernel, part, grid, self.group_m, depth)
+                _make_persistent(kernel, part, grid, self.group_m, depth, lpt)
+            if self.tile_prefetch:
+                _double_buffer_per_tile(kernel)
             kernel.attributes["tawac.program_grid"] = abi.to_attr(grid)
             kernel.attributes["tawac.persistent"] = UnitAttr()

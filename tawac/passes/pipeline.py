@@ -41,13 +41,15 @@ from tawac.dialects import aref, hopper, tile
 from tawac.passes.lower_aref import SMEM_LIMIT
 
 
-def _set_depth(create: aref.CreateOp, depth: int) -> None:
+def set_depth(create: aref.CreateOp, depth: int) -> aref.CreateOp:
+    """Replace `create` by an aref of the same payload with `depth` slots."""
     t = create.result.type
     assert isinstance(t, aref.ArefType)
     new = aref.CreateOp(aref.ArefType(list(t.payload.data), depth))
     new.location = create.location
     new.result.name_hint = create.result.name_hint
     Rewriter.replace_op(create, new)
+    return new
 
 
 def _pipeline_consumed(consumed: aref.ConsumedOp, depth: int) -> None:
@@ -152,6 +154,27 @@ def auto_stages(kernel: tile.KernelOp, preferred: int = 3) -> int:
     return 1
 
 
+def smem_estimate(kernel: tile.KernelOp) -> int:
+    """The shared memory `lower-aref` and `tma-store` will lay out for the kernel's arefs
+    at their current depths, plus the staging tiles of its 16-bit 2-d stores (each tile
+    starts on 1024 bytes, each aref adds 16 bytes of mbarriers per slot)."""
+    offset = 0
+    for create in [o for o in kernel.walk() if isinstance(o, aref.CreateOp)]:
+        t = create.result.type
+        assert isinstance(t, aref.ArefType)
+        for p in t.payload:
+            offset = -(-offset // 1024) * 1024 + hopper.ring_bytes(
+                hopper.smem_ring_type(p, t.depth.data)
+            )
+        offset += 16 * t.depth.data
+    for st in [o for o in kernel.walk() if isinstance(o, tile.StoreOp)]:
+        vt = st.value.type
+        if isinstance(vt, TensorType) and vt.get_num_dims() == 2:
+            if isinstance(vt.element_type, BFloat16Type | Float16Type):
+                offset = -(-offset // 1024) * 1024 + _tile_bytes(vt)
+    return offset
+
+
 @dataclass(frozen=True)
 class PipelinePass(ModulePass):
     name = "pipeline"
@@ -182,7 +205,7 @@ class PipelinePass(ModulePass):
                 isinstance(u.operation, aref.PutOp) and _in_loop(u.operation)
                 for u in create.result.uses
             )
-            _set_depth(create, self.stages if in_loop else 1)
+            set_depth(create, self.stages if in_loop else 1)
         for consumed in [o for o in op.walk() if isinstance(o, aref.ConsumedOp)]:
             _pipeline_consumed(consumed, self.mma_depth)
         kernels = [op] if isinstance(op, tile.KernelOp) else list(op.walk())
