@@ -307,6 +307,9 @@ class KernelLowering:
             self.emit(ptx.LabelOp(done))
         else:
             self.lower_block(p.body.block)
+            if any(isinstance(o, hopper.TmaStoreOp) for o in p.walk()):
+                # The CTA's shared memory must outlive the reads of its last bulk stores.
+                self.guarded(_wg_leader(self), lambda: self.emit(ptx.CpAsyncBulkWaitReadOp(0)))
         self.emit(ptx.ExitOp())
 
     def lower_block(self, block: Block) -> None:
@@ -1309,8 +1312,10 @@ def _store_fragment(k: KernelLowering, op: hopper.StoreFragmentOp) -> None:
         )
     part = k.part
     assert part is not None
-    # The warp group's previous bulk store from this tile (persistent kernels) has been
-    # read once its issuing thread passed `wait_group.read`; no thread writes before.
+    # The warp group's previous bulk store from this tile (persistent kernels) must have
+    # been read before any thread writes: its issuing thread waits here, not right after
+    # issuing it, so the store overlaps the next tile's main loop.
+    k.guarded(_wg_leader(k), lambda: k.emit(ptx.CpAsyncBulkWaitReadOp(0)))
     k.emit(ptx.BarSyncRegOp(k.add_imm(_wg_local(k), 1), 128))
     row0, _ = k.thread_coords(layout)
     lane = k.lane()
@@ -1377,9 +1382,6 @@ def _tma_store(k: KernelLowering, op: hopper.TmaStoreOp) -> None:
     k.emit(ptx.BarSyncRegOp(bar_id, 128))
     lead = list(op.indices)[:-2]  # leading dimensions of a rank-reducing store: box 1
     name = k.params.tensor_map(op.dest, [tt.chunk_cols, rows] + [1] * len(lead), tt.swizzle.data)
-    leader = k.r(
-        ptx.SetpOp("eq", "u32", k.r(ptx.AndOp("b32", k.tid(), k.imm(127))), k.imm(0, "u32"))
-    )
 
     def issue() -> None:
         tmap = k.r(ptx.CvtaParamOp(k.r(ptx.ParamAddrOp(name))))
@@ -1393,9 +1395,18 @@ def _tma_store(k: KernelLowering, op: hopper.TmaStoreOp) -> None:
             coords = [k.add_imm(col, c * tt.chunk_cols), row, *outer]
             k.emit(ptx.CpAsyncBulkTensorStoreOp(src, tmap, coords))
         k.emit(ptx.CpAsyncBulkCommitOp())
-        k.emit(ptx.CpAsyncBulkWaitReadOp(0))
 
-    k.guarded(leader, issue)
+    k.guarded(_wg_leader(k), issue)
+
+
+def _wg_leader(k: KernelLowering) -> SSAValue:
+    """Whether this thread is its warp group's first: it issues the bulk stores."""
+    return k.cached(
+        "wg_leader",
+        lambda: k.r(
+            ptx.SetpOp("eq", "u32", k.r(ptx.AndOp("b32", k.tid(), k.imm(127))), k.imm(0, "u32"))
+        ),
+    )
 
 
 @dataclass(frozen=True)

@@ -10,7 +10,7 @@
 // CHECK:      aref.partition consumer
 // CHECK:        %[[TRIPS:.*]] = arith.ceildivsi
 // CHECK:        %[[HAS:.*]] = arith.cmpi sge, %[[TRIPS]]
-// CHECK:        scf.if %[[HAS]] -> (tensor<128x64xf32>, tensor<128xf32>, tensor<128xf32>) {
+// CHECK:        scf.if %[[HAS]] -> (tensor<192x64xf32>, tensor<192xf32>, tensor<192xf32>) {
 // CHECK:          %[[K0:.*]] = aref.get %aref1
 // CHECK-NEXT:     %[[S0:.*]] = tile.dot %qt_1, %[[K0]]
 // CHECK-NEXT:     hopper.wgmma_wait %[[S0]] pending 0

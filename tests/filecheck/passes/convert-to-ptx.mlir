@@ -48,14 +48,22 @@
 // DEPTH0-NEXT: wgmma.wait_group.sync.aligned 0;
 // DEPTH0-NOT:  wgmma.wait_group.sync.aligned 1;
 
+// The warp group's leader waits for the reads of its previous bulk store right before
+// the staging tile is written again (not after issuing it), and once more before exit.
 // TMA-STORE:     setmaxnreg.inc.sync.aligned.u32 240;
 // TMA-STORE:     wgmma.wait_group.sync.aligned 0;
 // TMA-STORE-NOT: st.global
+// TMA-STORE:     cp.async.bulk.wait_group.read 0;
+// TMA-STORE:     bar.sync %r{{[0-9]+}}, 128;
+// TMA-STORE-NOT: cp.async.bulk
 // TMA-STORE:     st.shared
 // TMA-STORE:     fence.proxy.async.shared::cta;
 // TMA-STORE-COUNT-4: cp.async.bulk.tensor.2d.global.shared::cta.bulk_group [%rd{{[0-9]+}}, {%r{{[0-9]+}}, %r{{[0-9]+}}}], [%r{{[0-9]+}}];
 // TMA-STORE-NEXT: cp.async.bulk.commit_group;
-// TMA-STORE-NEXT: cp.async.bulk.wait_group.read 0;
+// TMA-STORE-NOT:  cp.async.bulk.wait_group.read
+// TMA-STORE:      $L_skip
+// TMA-STORE:      cp.async.bulk.wait_group.read 0;
+// TMA-STORE:      exit;
 tile.kernel @gemm(%a: !tile.tensor<?x?xbf16, ["M", "K"]>, %b: !tile.tensor<?x?xbf16, ["N", "K"]>, %c: !tile.tensor<?x?xbf16, ["M", "N"]>) {
   %c0 = arith.constant 0 : index
   %c64 = arith.constant 64 : index
