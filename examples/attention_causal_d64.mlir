@@ -6,6 +6,8 @@
 // The row max is taken on the raw scores and then scaled (scale > 0), so that
 // scores * scale - max is one fma per element.
 // The sequence length must be a multiple of 128 (no key masking yet).
+// The final O / l may use 1/l (fastmath<arcp>): one reciprocal per row, not a division
+// per element.
 tile.kernel @attention_causal_d64(%q: !tile.tensor<?x?x?x?xbf16, ["B", "H", "S", "D"]>, %k: !tile.tensor<?x?x?x?xbf16, ["B", "H", "S", "D"]>, %v: !tile.tensor<?x?x?x?xbf16, ["B", "H", "S", "D"]>, %o: !tile.tensor<?x?x?x?xbf16, ["B", "H", "S", "D"]>, %scale_log2e: f32) {
   %c0 = arith.constant 0 : index
   %c128 = arith.constant 128 : index
@@ -55,7 +57,7 @@ tile.kernel @attention_causal_d64(%q: !tile.tensor<?x?x?x?xbf16, ["B", "H", "S",
     scf.yield %acc_new, %m_new, %l_new : tensor<128x64xf32>, tensor<128xf32>, tensor<128xf32>
   }
   %l_b = tile.broadcast %l_i, 0 : tensor<128xf32> -> tensor<128x64xf32>
-  %out = arith.divf %acc, %l_b : tensor<128x64xf32>
+  %out = arith.divf %acc, %l_b fastmath<arcp> : tensor<128x64xf32>
   %out16 = arith.truncf %out : tensor<128x64xf32> to tensor<128x64xbf16>
   tile.store %out16, %o[%b, %h, %m0, %c0] : tensor<128x64xbf16> -> !tile.tensor<?x?x?x?xbf16, ["B", "H", "S", "D"]>
   tile.return

@@ -57,7 +57,7 @@ tile.kernel @attention_causal_d64_m192(%q: !tile.tensor<?x?x?x?xbf16, ["B", "H",
     scf.yield %acc_new, %m_new, %l_new : tensor<192x64xf32>, tensor<192xf32>, tensor<192xf32>
   }
   %l_b = tile.broadcast %l_i, 0 : tensor<192xf32> -> tensor<192x64xf32>
-  %out = arith.divf %acc, %l_b : tensor<192x64xf32>
+  %out = arith.divf %acc, %l_b fastmath<arcp> : tensor<192x64xf32>
   %out16 = arith.truncf %out : tensor<192x64xf32> to tensor<192x64xbf16>
   tile.store %out16, %o[%b, %h, %m0, %c0] : tensor<192x64xbf16> -> !tile.tensor<?x?x?x?xbf16, ["B", "H", "S", "D"]>
   tile.return

@@ -534,6 +534,9 @@ def _float_binary(k: KernelLowering, op: Operation) -> None:
     # into one fma (as CUDA does by default); div.f32 needs one.
     mode = "rn" if cls is ptx.DivOp else None
     a, b = (k.vals.get(v) for v in op.operands)
+    if isinstance(op, arith.DivfOp) and _reciprocal_ok(op):
+        _div_by_reciprocal(k, op, a, b)
+        return
     if isinstance(a, SSAValue) and isinstance(b, SSAValue):
         k.vals[op.results[0]] = k.r(cls("f32", a, b, mode=mode))
         return
@@ -547,6 +550,30 @@ def _float_binary(k: KernelLowering, op: Operation) -> None:
         )
         return
     raise CompileError(f"convert-to-ptx: operands of {op.name} must both be tiles or scalars", op)
+
+
+def _reciprocal_ok(op: arith.DivfOp) -> bool:
+    flags = {f.value for f in op.fastmath.data}
+    return "arcp" in flags or "afn" in flags
+
+
+def _div_by_reciprocal(k: KernelLowering, op: arith.DivfOp, a: object, b: object) -> None:
+    """`x / y` as `x * (1 / y)` where the fastmath flags allow it: `arcp` (the reciprocal
+    rounded, `rcp.rn`) or `afn` (`rcp.approx`).  One reciprocal per distinct register of
+    the divisor: dividing a tile by a broadcast row vector (attention's O / l) takes one
+    per row instead of one IEEE division (a ~20-instruction subroutine) per element."""
+    mode = "approx.ftz" if "afn" in {f.value for f in op.fastmath.data} else "rn"
+    if isinstance(a, SSAValue) and isinstance(b, SSAValue):
+        k.vals[op.result] = k.r(ptx.MulOp("f32", a, k.r(ptx.RcpOp(b, mode))))
+        return
+    if not (isinstance(a, Frag) and isinstance(b, Frag) and a.same_layout(b)):
+        raise CompileError(
+            "convert-to-ptx: elementwise math needs f32 operands in the same layout", op
+        )
+    if a.dtype != "f32" or b.dtype != "f32":
+        raise CompileError("convert-to-ptx: arith.divf needs f32 operands", op)
+    inv = b.like(_map1(k, b, lambda y: ptx.RcpOp(y, mode)), "f32")
+    k.vals[op.result] = a.like(_map2(k, a, inv, lambda x, y: ptx.MulOp("f32", x, y)), "f32")
 
 
 def _map1(k: KernelLowering, f: Frag, make: Callable[[SSAValue], Operation]) -> list[SSAValue]:

@@ -555,6 +555,27 @@ class Ex2Op(PtxInstruction):
 
 
 @irdl_op_definition
+class RcpOp(PtxInstruction):
+    """`rcp.rn.f32 d, a;` (IEEE round to nearest) or `rcp.approx.ftz.f32 d, a;` the
+    reciprocal 1/a (PTX ISA 9.7.3.13 rcp, 9.7.3.14 rcp.approx)."""
+
+    name = "ptx.rcp"
+    mode = prop_def(StringAttr)
+    src = operand_def(RegType)
+    result = result_def(RegType)
+
+    def __init__(self, src: SSAValue, mode: str = "rn"):
+        super().__init__(operands=[src], properties={"mode": StringAttr(mode)}, result_types=[F32])
+
+    def verify_(self) -> None:
+        if self.mode.data not in ("rn", "approx.ftz"):
+            raise VerifyException(f"rcp mode must be rn or approx.ftz, got {self.mode.data}")
+
+    def ptx_text(self, n: Names) -> str:
+        return f"rcp.{_s(self.mode)}.f32 {n(self.result)}, {n(self.src)};"
+
+
+@irdl_op_definition
 class ShflBflyOp(PtxInstruction):
     """`shfl.sync.bfly.b32 d, a, lanemask, 0x1f, 0xffffffff;`: the value of the lane whose
     id differs by `lanemask` bits (PTX ISA 9.7.9.6); a 32-bit register of any class."""
@@ -1215,6 +1236,7 @@ Ptx = Dialect(
         CvtOp,
         CvtPackOp,
         PackB16Op,
+        RcpOp,
         UnpackB16Op,
         AddOp,
         SubOp,

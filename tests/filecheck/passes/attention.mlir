@@ -50,4 +50,8 @@
 // PTX: shfl.sync.bfly.b32 {{%f[0-9]+}}, {{%f[0-9]+}}, 1, 0x1f, 0xffffffff;
 // PTX: ex2.approx.ftz.f32
 // PTX: wgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16 {{{.*}}}, {%r{{[0-9]+}}, %r{{[0-9]+}}, %r{{[0-9]+}}, %r{{[0-9]+}}}, %rd{{[0-9]+}}, %p{{[0-9]+}}, 1, 1, 1;
+// The epilogue's O / l with fastmath<arcp>: one rcp.rn per row register, then multiplies.
+// PTX-NOT: div.rn.f32
+// PTX: rcp.rn.f32
+// PTX-NOT: div.rn.f32
 // PTX: cp.async.bulk.tensor.4d.global.shared::cta.bulk_group
