@@ -13,6 +13,7 @@ from gpu_util import requires_gpu
 from tawac.driver import compile_file
 
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
+DATA = Path(__file__).resolve().parent / "data"
 LOG2E = 1.4426950408889634
 
 _cache: dict[tuple, object] = {}
@@ -94,9 +95,31 @@ def test_causal_attention_d64_matches_sdpa(b, h, s):
     ],
 )
 @pytest.mark.parametrize(("b", "h", "s"), [(1, 1, 128), (1, 1, 256), (2, 4, 1000), (1, 8, 2048)])
-def test_coarse_pipelined_attention_matches_sdpa(name, b, h, s):
-    """The coarse-pipeline option (P_{j-1} V_{j-1} deferred under softmax_j) computes the
-    same, from one key block (prologue and epilogue only) to many."""
-    kern = _kernel(name, coarse_pipeline=True)
+@pytest.mark.parametrize(
+    "options",
+    [{}, {"coarse_pipeline": False}, {"tile_prefetch": False}],
+    ids=["default", "no-coarse-pipeline", "no-tile-prefetch"],
+)
+def test_attention_schedules_match_sdpa(name, b, h, s, options):
+    """The default schedule (P_{j-1} V_{j-1} deferred under softmax_j, the next tile's Q
+    loaded early) and each of those turned off compute the same, from one key block
+    (prologue and epilogue only) to many."""
+    kern = _kernel(name, **options)
     d = 64 if "d64" in name else 128
     _check(kern, b, h, s, d, "causal" in name, b + h + s)
+
+
+@pytest.mark.gpu
+@requires_gpu
+@pytest.mark.parametrize(
+    "name", ["attention_causal_d64_bn64.mlir", "attention_causal_d64_m192.mlir"]
+)
+@pytest.mark.parametrize(("b", "h", "s"), [(1, 1, 64), (2, 3, 640), (1, 4, 1000), (2, 2, 2048)])
+def test_causal_attention_block_shapes_match_sdpa(name, b, h, s):
+    """Other block shapes of the same program through the same passes: 64-key blocks
+    (two masked blocks per diagonal) and 192-query blocks (three consumer warp groups,
+    query blocks straddling key blocks)."""
+    from tawac.runtime import load_kernel
+
+    r = compile_file(DATA / name)
+    _check(load_kernel(r.cubin, r.sidecar), b, h, s, 64, True, b * 7 + h + s)

@@ -1,0 +1,41 @@
+// persistent: each partition loops over tiles t = cta_id, cta_id + num_ctas, ...
+// RUN: tawac opt %S/../../../examples/gemm.mlir -p 'warp-specialize,pipeline{stages=3 mma-depth=0},persistent{group-m=8}' | filecheck %s --check-prefix=GEMM
+// RUN: tawac opt %S/../../../examples/attention_causal.mlir -p 'warp-specialize,pipeline{stages=2 mma-depth=0},persistent' | filecheck %s --check-prefix=CAUSAL
+// RUN: tawac opt %S/../../../examples/attention_causal.mlir -p 'warp-specialize,pipeline{stages=2 mma-depth=0},persistent{tile-prefetch=false}' | filecheck %s --check-prefix=NOPREFETCH
+
+// For GEMM, a grouped tile order (group-m values of x share y); the K-loop rings keep their
+// depth and no aref is written once per tile.
+// GEMM:      %aref0 = aref.create : !aref.aref<[tensor<128x64xbf16>, tensor<256x64xbf16>], 3>
+// GEMM:      aref.partition consumer
+// GEMM:        scf.for %tile_1 = %{{.*}} to %{{.*}} step %{{.*}} iter_args(%count_1 = %{{.*}}, %base_1 = %{{.*}})
+// GEMM-NOT:      arith.select
+// GEMM:          %[[GM:.*]] = arith.constant 8 : index
+// GEMM:          arith.minui {{.*}}, %[[GM]]
+// GEMM:          %pid_x_1 = arith.addi
+
+// Causal attention: Q is written once per tile and gets a second slot (the next tile's
+// Q loads while this one runs); the key loop's bound follows program id x, so tiles go
+// longest first: heads in groups of ceil(2 * num_ctas / gx), x descending within a
+// group, and a snake over rounds of num_ctas tiles (odd rounds reversed).
+// CAUSAL:      %aref0 = aref.create : !aref.aref<[tensor<128x128xbf16>], 2>
+// CAUSAL:      aref.partition consumer
+// CAUSAL:        scf.for %[[T:tile_1]] = %{{.*}} to %{{.*}} step %[[N:.*]] iter_args
+// CAUSAL:          %[[NC:.*]] = hopper.num_ctas
+// CAUSAL:          %[[RND:.*]] = arith.divui %[[T]], %[[NC]]
+// CAUSAL-NEXT:     %[[C:.*]] = arith.remui %[[T]], %[[NC]]
+// CAUSAL:          %[[BACK:.*]] = arith.subi %{{.*}}, %[[C]]
+// CAUSAL:          %[[PAR:.*]] = arith.remui %[[RND]]
+// CAUSAL:          %[[ODD:.*]] = arith.cmpi eq, %[[PAR]]
+// CAUSAL-NEXT:     %[[SEL:.*]] = arith.select %[[ODD]], %[[BACK]], %[[C]]
+// CAUSAL-NEXT:     %[[POS:.*]] = arith.addi %{{.*}}, %[[SEL]]
+// CAUSAL:          %[[TWO:.*]] = arith.muli %[[NC]], %{{.*}}
+// CAUSAL-NEXT:     %[[HEADS:.*]] = arith.ceildivui %[[TWO]], %[[GX:.*]] : index
+// CAUSAL:          arith.divui %[[POS]], %[[PER:.*]] : index
+// CAUSAL:          %[[W:.*]] = arith.remui %[[POS]], %[[PER]]
+// CAUSAL-NEXT:     %[[XR:.*]] = arith.divui %[[W]], %[[SZ:.*]] : index
+// CAUSAL-NEXT:     arith.remui %[[W]], %[[SZ]]
+// CAUSAL:          %[[LAST:.*]] = arith.subi %[[GX]], %{{.*}}
+// CAUSAL-NEXT:     %pid_x_1 = arith.subi %[[LAST]], %[[XR]]
+// CAUSAL:          aref.get %aref0
+
+// NOPREFETCH:  %aref0 = aref.create : !aref.aref<[tensor<128x128xbf16>], 1>
