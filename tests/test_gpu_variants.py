@@ -1,6 +1,7 @@
 """Kernels shaped unlike the examples, checked on the GPU against the tile interpreter
 (the reference `tawac run` uses): swapped program axes with an f32 output, an MN-major
-left operand (A stored KxM), two dots per K step with a split-K start and a ReLU.
+left operand (A stored KxM), two dots per K step with a split-K start and a ReLU, two
+accumulators in one loop (coarse-pipelined) and two sharing their A tile (left alone).
 
 Marked `gpu`; skipped where no Hopper GPU is present.
 """
@@ -27,6 +28,9 @@ VARIANTS = Path(__file__).resolve().parent / "data" / "variants"
         ("a_transposed.mlir", {"M": 200, "N": 136, "K": 72}),
         ("two_dots_per_step_relu.mlir", {"M": 512, "N": 384, "K": 640, "k_begin": 128}),
         ("two_dots_per_step_relu.mlir", {"M": 300, "N": 260, "K": 200, "k_begin": 0}),
+        ("two_accumulators.mlir", {"M": 384, "N": 256, "K": 576}),
+        ("two_accumulators.mlir", {"M": 130, "N": 200, "K": 64}),
+        ("two_accumulators_shared_a.mlir", {"M": 256, "N": 384, "K": 320}),
     ],
 )
 @pytest.mark.parametrize("persistent", [True, False])

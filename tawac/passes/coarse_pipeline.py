@@ -37,12 +37,15 @@ from dataclasses import dataclass
 
 from xdsl.context import Context
 from xdsl.dialects import arith, scf
-from xdsl.dialects.builtin import IndexType, ModuleOp, TensorType
+from xdsl.dialects.builtin import IndexType, ModuleOp, TensorType, UnitAttr
 from xdsl.ir import Block, Operation, Region, SSAValue
 from xdsl.passes import ModulePass
 from xdsl.rewriter import InsertPoint, Rewriter
 
 from tawac.dialects import aref, hopper, tile
+
+# Marks a loop this pass made: its body already holds a deferred stage.
+_DONE = "tawac.coarse_pipelined"
 
 # Scalar ops recomputed in stage B for the previous iteration (slot indices).
 _INDEX_OPS = (
@@ -152,6 +155,12 @@ def _split_at(loop: scf.ForOp, i: int, arg: SSAValue, yield_op: scf.YieldOp) -> 
         if users and all(u in stage_b for u in users):
             stage_b.add(op)
     gets = [o for o in stage_b if isinstance(o, aref.GetOp)]
+    for g in gets:
+        t = g.aref.type
+        if not isinstance(t, aref.ArefType) or t.depth.data < 2:
+            # its slot j-1 is still held while the producer must fill slot j: one slot
+            # would deadlock
+            return None
     for op in ops:
         if isinstance(op, aref.ConsumedOp) and any(g.aref == op.aref for g in gets):
             if ops.index(op) < ops.index(wait):
@@ -190,8 +199,10 @@ def _split_at(loop: scf.ForOp, i: int, arg: SSAValue, yield_op: scf.YieldOp) -> 
                 index_ops.extend(o for o in sl if o not in index_ops)
                 continue
             if not isinstance(v.type, TensorType) or isinstance(
-                v.owner, tile.DotOp | hopper.WgmmaWaitOp
+                v.owner, tile.DotOp | hopper.WgmmaWaitOp | aref.GetOp
             ):
+                # an MMA result in flight cannot be copied; a slot stage A also reads
+                # would be released by stage A while stage B still reads it
                 return None
             if v not in carried:
                 carried.append(v)
@@ -271,6 +282,7 @@ def transform(s: _Split) -> None:
     outs += [cur[v] for v in s.carried]
     steady.add_op(scf.YieldOp(*outs))
     new_loop = scf.ForOp(start.result, ub, step, inits, Region(steady))
+    new_loop.attributes[_DONE] = UnitAttr()
     then.add_op(new_loop)
 
     # epilogue: stage B of the last iteration
@@ -312,7 +324,11 @@ class CoarsePipelinePass(ModulePass):
         for part in [o for o in op.walk() if isinstance(o, aref.PartitionOp)]:
             if part.role.data != "consumer":
                 continue
-            for loop in [o for o in part.walk() if isinstance(o, scf.ForOp)]:
-                s = _split(loop)
-                if s is not None:
-                    transform(s)
+            while True:
+                loops = [
+                    o for o in part.walk() if isinstance(o, scf.ForOp) and _DONE not in o.attributes
+                ]
+                s = next((x for x in map(_split, loops) if x is not None), None)
+                if s is None:
+                    break
+                transform(s)

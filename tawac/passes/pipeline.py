@@ -114,6 +114,9 @@ def _in_loop(op) -> bool:
 
 
 def _wait_after(dot: tile.DotOp, pending: int) -> None:
+    uses = list(dot.result.uses)
+    if uses and all(isinstance(u.operation, hopper.WgmmaWaitOp) for u in uses):
+        return  # already awaited (a dot reading the slots of several arefs)
     wait = hopper.WgmmaWaitOp(dot.result, pending)
     dot.result.replace_all_uses_with(wait.result)
     wait.operands = [dot.result]
