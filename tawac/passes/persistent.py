@@ -82,34 +82,47 @@ def _main_loops(block: Block) -> list[scf.ForOp]:
     ]
 
 
-def _work_grows_with_x(part: aref.PartitionOp) -> bool:
-    """Whether a main loop's bounds depend on program id x (causal attention's key loop
-    ends at the diagonal): then tiles of larger x have more work."""
-    for loop in _main_loops(part.body.block):
-        work = [loop.lb, loop.ub]
-        seen: set[SSAValue] = set()
-        while work:
-            v = work.pop()
-            if v in seen:
-                continue
-            seen.add(v)
-            owner = v.owner
-            if isinstance(owner, tile.ProgramIdOp) and owner.axis.data == 0:
-                return True
-            if isinstance(owner, Operation) and not owner.regions:
-                work.extend(owner.operands)
+def _depends_on_x(v: SSAValue) -> bool:
+    work, seen = [v], set()
+    while work:
+        x = work.pop()
+        if x in seen:
+            continue
+        seen.add(x)
+        owner = x.owner
+        if isinstance(owner, tile.ProgramIdOp) and owner.axis.data == 0:
+            return True
+        if isinstance(owner, Operation) and not owner.regions:
+            work.extend(owner.operands)
     return False
 
 
+def _work_order(part: aref.PartitionOp) -> str | None:
+    """How a tile's work varies with program id x, from its main loops' bounds: "up" when
+    an upper bound follows x (causal attention's key loop ends at the diagonal), "down"
+    when only a lower bound does, None when neither."""
+    loops = _main_loops(part.body.block)
+    if any(_depends_on_x(lp.ub) for lp in loops):
+        return "up"
+    if any(_depends_on_x(lp.lb) for lp in loops):
+        return "down"
+    return None
+
+
 def _tile_coords(
-    ib: _Builder, t: SSAValue, g: tuple[SSAValue, SSAValue, SSAValue], group_m: int, lpt: bool
+    ib: _Builder,
+    t: SSAValue,
+    g: tuple[SSAValue, SSAValue, SSAValue],
+    group_m: int,
+    order: str | None,
 ) -> tuple[SSAValue, SSAValue, SSAValue]:
     gx, gy, gz = g
-    if lpt:
-        # Tiles of larger x have more work (causal attention).  Heads (y, z) go in groups
+    if order is not None:
+        # Tiles' work varies with x (causal attention).  Heads (y, z) go in groups
         # of G = ceil(2 * num_ctas / gx), about two rounds of CTAs, so that the K/V the
-        # running CTAs stream stay few enough for L2; within a group x descends slowest,
-        # so each round takes tiles of about the same length, longest first (LPT).
+        # running CTAs stream stay few enough for L2; within a group x varies slowest,
+        # from the longest tiles to the shortest ("up": x descending), so each round
+        # takes tiles of about the same length, longest first (LPT).
         # Snake order over rounds of num_ctas tiles: CTA c takes position c of even rounds
         # and position len-1-c of odd ones, so long and short tiles pair up per CTA.
         gyz = ib.add(arith.MuliOp(gy, gz))
@@ -131,7 +144,9 @@ def _tile_coords(
         within = ib.add(arith.RemUIOp(t, per_group))
         xr = ib.add(arith.DivUIOp(within, size))
         head = ib.add(arith.AddiOp(first, ib.add(arith.RemUIOp(within, size))))
-        x = ib.add(arith.SubiOp(ib.add(arith.SubiOp(gx, ib.const(1))), xr))
+        if order == "up":
+            xr = ib.add(arith.SubiOp(ib.add(arith.SubiOp(gx, ib.const(1))), xr))
+        x = xr
         return x, ib.add(arith.RemUIOp(head, gy)), ib.add(arith.DivUIOp(head, gy))
     # groups of group_m values of x share y (Triton's grouped order)
     gxy = ib.add(arith.MuliOp(gx, gy))
@@ -154,7 +169,7 @@ def _make_persistent(
     grid: list[dict],
     group_m: int,
     depth: int,
-    lpt: bool,
+    order: str | None,
 ) -> None:
     old = part.body.block
     new = Block()
@@ -176,7 +191,7 @@ def _make_persistent(
     loop = scf.ForOp(first, total, step, [zero] * (1 + len(mains)), Region(body))
     new.add_op(loop)
 
-    x, y, z = _tile_coords(_Builder(body), t, (gx, gy, gz), group_m, lpt)
+    x, y, z = _tile_coords(_Builder(body), t, (gx, gy, gz), group_m, order)
     for v, name in ((x, "pid_x"), (y, "pid_y"), (z, "pid_z")):
         v.name_hint = name
     pids = (x, y, z)
@@ -280,9 +295,10 @@ class PersistentPass(ModulePass):
             grid = abi.infer_grid(kernel)
             depth_attr = kernel.attributes.get("tawac.mma_depth")
             depth = depth_attr.value.data if isinstance(depth_attr, IntegerAttr) else 0
-            lpt = any(_work_grows_with_x(p) for p in parts if p.role.data == "consumer")
+            consumers = [p for p in parts if p.role.data == "consumer"]
+            order = next((o for o in map(_work_order, consumers) if o is not None), None)
             for part in parts:
-                _make_persistent(kernel, part, grid, self.group_m, depth, lpt)
+                _make_persistent(kernel, part, grid, self.group_m, depth, order)
             if self.tile_prefetch:
                 _double_buffer_per_tile(kernel)
             kernel.attributes["tawac.program_grid"] = abi.to_attr(grid)
