@@ -43,19 +43,10 @@ from xdsl.passes import ModulePass
 from xdsl.rewriter import InsertPoint, Rewriter
 
 from tawac.dialects import aref, hopper, tile
+from tawac.passes.warp_specialize import SCALAR_OPS
 
 # Marks a loop this pass made: its body already holds a deferred stage.
 _DONE = "tawac.coarse_pipelined"
-
-# Scalar ops recomputed in stage B for the previous iteration (slot indices).
-_INDEX_OPS = (
-    arith.ConstantOp,
-    arith.AddiOp,
-    arith.SubiOp,
-    arith.MuliOp,
-    arith.DivUIOp,
-    arith.DivSIOp,
-)
 
 
 @dataclass
@@ -99,7 +90,7 @@ def _index_slice(v: SSAValue, body: Block) -> list[Operation] | None:
         if x is body.args[0] or not _in_body(x, body):
             continue
         owner = x.owner
-        if not isinstance(owner, _INDEX_OPS) or owner.parent_block() is not body:
+        if not isinstance(owner, SCALAR_OPS) or owner.parent_block() is not body:
             return None
         if owner not in needed:
             needed.add(owner)
@@ -311,7 +302,7 @@ def _drop_dead_index_ops(root: Operation) -> None:
     while changed:
         changed = False
         for op in list(root.walk()):
-            if isinstance(op, _INDEX_OPS) and all(not r.uses for r in op.results):
+            if isinstance(op, SCALAR_OPS) and all(not r.uses for r in op.results):
                 Rewriter.erase_op(op)
                 changed = True
 

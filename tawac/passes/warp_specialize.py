@@ -36,7 +36,7 @@ from tawac.diagnostics import CompileError
 from tawac.dialects import aref, tile
 
 # Ops the producer may duplicate to compute addresses and loop bounds.
-_SCALAR_OPS = (
+SCALAR_OPS = (
     arith.ConstantOp,
     arith.AddiOp,
     arith.SubiOp,
@@ -115,7 +115,7 @@ def _producer_slice(kernel: tile.KernelOp, groups: list[_Group]) -> set[Operatio
             )
         if owner in keep:
             continue
-        if not isinstance(owner, _SCALAR_OPS):
+        if not isinstance(owner, SCALAR_OPS):
             raise CompileError(
                 f"warp-specialize: the coordinates of an MMA operand load depend on "
                 f"'{owner.name}', which the producer warp group cannot compute",
