@@ -266,11 +266,12 @@ class KernelLowering:
         for p in parts:
             nxt = self.label("part")
             end = first + p.warp_groups.data
-            self.emit(ptx.BraOp(nxt, self.r(ptx.SetpOp("ge", "u32", wg, self.imm(end, "u32")))))
+            # tid / 128 is the same in every thread of a warp: uniform branches
+            ge = self.r(ptx.SetpOp("ge", "u32", wg, self.imm(end, "u32")))
+            self.emit(ptx.BraOp(nxt, ge, uni=True))
             if first > 0:
-                self.emit(
-                    ptx.BraOp(nxt, self.r(ptx.SetpOp("lt", "u32", wg, self.imm(first, "u32"))))
-                )
+                lt = self.r(ptx.SetpOp("lt", "u32", wg, self.imm(first, "u32")))
+                self.emit(ptx.BraOp(nxt, lt, uni=True))
             self.lower_partition(p, first, entry_cap)
             self.emit(ptx.LabelOp(nxt))
             first = end
@@ -895,7 +896,7 @@ def _for(k: KernelLowering, op: scf.ForOp) -> None:
         else:
             raise CompileError("convert-to-ptx: unsupported loop-carried value", op)
     top, end = k.label("loop"), k.label("loop_end")
-    k.emit(ptx.BraOp(end, k.r(ptx.SetpOp("ge", "s32", iv, ub))))
+    k.emit(ptx.BraOp(end, k.r(ptx.SetpOp("ge", "s32", iv, ub)), uni=True))
     k.emit(ptx.LabelOp(top))
     body = op.body.block
     k.vals[body.args[0]] = iv
@@ -909,7 +910,7 @@ def _for(k: KernelLowering, op: scf.ForOp) -> None:
                 continue
             k.lower_op(inner)
         k.emit(ptx.AssignOp("b32", iv, k.add(iv, step)))
-    k.emit(ptx.BraOp(top, k.r(ptx.SetpOp("lt", "s32", iv, ub))))
+    k.emit(ptx.BraOp(top, k.r(ptx.SetpOp("lt", "s32", iv, ub)), uni=True))
     k.emit(ptx.LabelOp(end))
     for res, c in zip(op.results, carried, strict=True):
         k.vals[res] = _unpacked(k, c)
@@ -973,10 +974,10 @@ def _if(k: KernelLowering, op: scf.IfOp) -> None:
     cond = k.scalar(op.cond)
     else_label, end = k.label("else"), k.label("endif")
     holders: list[object] | None = _reused_holders(k, op)
-    k.emit(ptx.BraOp(else_label, cond, negate=True))
+    k.emit(ptx.BraOp(else_label, cond, negate=True, uni=True))
     with k.scope():
         holders = _branch(k, op.true_region.block, holders)
-    k.emit(ptx.BraOp(end))
+    k.emit(ptx.BraOp(end, uni=True))
     k.emit(ptx.LabelOp(else_label))
     if op.false_region.blocks:
         with k.scope():

@@ -730,17 +730,25 @@ class LabelOp(PtxInstruction):
 
 @irdl_op_definition
 class BraOp(PtxInstruction):
-    """`{@p|@!p} bra.uni L;` (PTX ISA 9.7.12.2); uniform when every thread agrees."""
+    """`{@p|@!p} bra{.uni} L;` (PTX ISA 9.7.12.2).  `.uni` (`uni = 1`) asserts that the
+    branch is non-divergent: every active thread of the warp has the same predicate
+    (branches on scalars, which tawac computes identically in every thread); without
+    it ptxas must assume divergence and brackets the branch with reconvergence code."""
 
     name = "ptx.bra"
     target = prop_def(StringAttr)
     pred = var_operand_def(RegType)
     negate = opt_prop_def(IntegerAttr[I64])
+    uni = opt_prop_def(IntegerAttr[I64])
 
-    def __init__(self, target: str, pred: SSAValue | None = None, negate: bool = False):
+    def __init__(
+        self, target: str, pred: SSAValue | None = None, negate: bool = False, uni: bool = False
+    ):
         props: dict[str, Attribute] = {"target": StringAttr(target)}
         if negate:
             props["negate"] = IntegerAttr(1, i64)
+        if uni:
+            props["uni"] = IntegerAttr(1, i64)
         super().__init__(operands=[[pred] if pred is not None else []], properties=props)
 
     def verify_(self) -> None:
@@ -751,7 +759,8 @@ class BraOp(PtxInstruction):
         guard = ""
         if self.pred:
             guard = ("@!" if self.negate is not None else "@") + n(self.pred[0]) + " "
-        return f"{guard}bra {_s(self.target)};"
+        uni = ".uni" if self.uni is not None else ""
+        return f"{guard}bra{uni} {_s(self.target)};"
 
 
 @irdl_op_definition

@@ -1,6 +1,6 @@
 // convert-to-ptx: the whole pipeline on a 128x256x64 bf16 GEMM, printed as PTX.
 // Structure: thread 0 initialises the barriers (3 full with 1 arrival, 3 empty with 8),
-// bar.sync 0, then warp group 0 is the producer (setmaxnreg.dec 40, one thread issues
+// bar.sync 0, then warp group 0 is the producer (setmaxnreg.dec 24, one thread issues
 // the TMA copies) and warp groups 1-2 the consumers (setmaxnreg.inc 240, wgmma).
 // RUN: tawac opt %s --emit ptx -p 'warp-specialize,pipeline{stages=3 mma-depth=1},cooperative-consumers{warp-groups=2},lower-aref,convert-to-ptx' | filecheck %s
 // RUN: tawac opt %s --emit ptx -p 'warp-specialize,pipeline{stages=3 mma-depth=0},cooperative-consumers{warp-groups=2},lower-aref,convert-to-ptx' | filecheck %s --check-prefix=DEPTH0
@@ -21,10 +21,18 @@
 // CHECK-COUNT-3: mbarrier.init.shared::cta.b64 [%r{{[0-9]+}}], 8;
 // CHECK:      fence.mbarrier_init.release.cluster;
 // CHECK-NEXT: bar.sync 0;
+//   Branches on warp-uniform values (the warp group, loop bounds) are bra.uni; the
+//   producer's one-thread branch and the mbarrier polling loops are not.
+// CHECK:      bra.uni $L_part
 //   The producer.
 // CHECK:      setmaxnreg.dec.sync.aligned.u32 24;
+// CHECK:      and.b32
+// CHECK-NEXT: setp.ne.u32
+// CHECK-NEXT: @%p{{[0-9]+}} bra $L_producer_done
+// CHECK:      bra.uni $L_loop_end
 // CHECK-NOT:  wgmma
 // CHECK:      mbarrier.try_wait.parity.shared::cta.b64 %p{{[0-9]+}}, [%r{{[0-9]+}}], %r{{[0-9]+}};
+// CHECK-NEXT: @!%p{{[0-9]+}} bra $L_wait
 // CHECK:      mbarrier.arrive.expect_tx.shared::cta.b64 _, [%r{{[0-9]+}}], 49152;
 // CHECK-COUNT-2: cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes [%r{{[0-9]+}}], [%rd{{[0-9]+}}, {%r{{[0-9]+}}, %r{{[0-9]+}}}], [%r{{[0-9]+}}];
 // CHECK-NOT:  wgmma
