@@ -569,7 +569,7 @@ class RcpOp(PtxInstruction):
 
     def verify_(self) -> None:
         if self.mode.data not in ("rn", "approx.ftz"):
-            raise VerifyException(f"rcp mode must be rn or approx.ftz, got {self.mode.data}")
+            raise VerifyException(f"ptx.rcp: mode must be rn or approx.ftz, got {self.mode.data}")
 
     def ptx_text(self, n: Names) -> str:
         return f"rcp.{_s(self.mode)}.f32 {n(self.result)}, {n(self.src)};"

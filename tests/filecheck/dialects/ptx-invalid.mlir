@@ -53,3 +53,13 @@
 }) : () -> ()
 // Type verifier: the location is checked in tests/filecheck/bugs/type-error-location.mlir.
 // CHECK: {{.*}}ptx-invalid.mlir{{(:[0-9]+:[0-9]+)?}}: error: unknown PTX register class b8
+
+// -----
+
+"ptx.module"() <{version = "8.0", target = "sm_90a", smem_symbol = "tawac_smem"}> ({
+  "ptx.entry"() <{sym_name = "k", params = [], maxntid = 128 : i64, minnctapersm = 1 : i64, launch = {}}> ({
+    %0 = "ptx.mov_imm"() <{type = "f32", value = 2.0 : f32}> : () -> !ptx.reg<f32>
+    %1 = "ptx.rcp"(%0) <{mode = "rz"}> : (!ptx.reg<f32>) -> !ptx.reg<f32>
+// CHECK:      {{.*}}ptx-invalid.mlir:[[# @LINE - 1]]:10: error: ptx.rcp: mode must be rn or approx.ftz, got rz
+  }) : () -> ()
+}) : () -> ()
