@@ -29,12 +29,15 @@ def _kernel(name: str, **options):
     return _cache[key]
 
 
-def _check(kern, b: int, h: int, s: int, d: int, causal: bool, seed: int) -> None:
-    """Random bf16 inputs, a NaN-poisoned output, compared with SDPA in float32."""
+def _check(
+    kern, b: int, h: int, s: int, d: int, causal: bool, seed: int, dtype: str = "bfloat16"
+) -> None:
+    """Random 16-bit inputs, a NaN-poisoned output, compared with SDPA in float32."""
     import torch
 
     torch.manual_seed(seed)
-    q, k, v = (torch.randn(b, h, s, d, device="cuda", dtype=torch.bfloat16) for _ in range(3))
+    dt = getattr(torch, dtype)
+    q, k, v = (torch.randn(b, h, s, d, device="cuda", dtype=dt) for _ in range(3))
     o = torch.full_like(q, float("nan"))
     kern(q, k, v, o, d**-0.5 * LOG2E)
     torch.cuda.synchronize()
@@ -123,3 +126,14 @@ def test_causal_attention_block_shapes_match_sdpa(name, b, h, s):
 
     r = compile_file(DATA / name)
     _check(load_kernel(r.cubin, r.sidecar), b, h, s, 64, True, b * 7 + h + s)
+
+
+@pytest.mark.gpu
+@requires_gpu
+@pytest.mark.parametrize(("b", "h", "s"), [(1, 1, 128), (2, 3, 1000), (1, 4, 2048)])
+def test_fp16_attention_matches_sdpa(b, h, s):
+    """The d128 program with fp16 tensors and an fp16 P through the same passes."""
+    from tawac.runtime import load_kernel
+
+    r = compile_file(DATA / "attention_fp16.mlir")
+    _check(load_kernel(r.cubin, r.sidecar), b, h, s, 128, False, b + h + s, "float16")
