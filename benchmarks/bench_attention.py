@@ -10,6 +10,7 @@ from __future__ import annotations
 import argparse
 import datetime as dt
 import inspect
+import statistics
 import sys
 from pathlib import Path
 
@@ -88,7 +89,8 @@ def _triton_attention():
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__)
     p.add_argument("--markdown", action="store_true")
-    p.add_argument("--rep-ms", type=float, default=100.0)
+    p.add_argument("--rep-ms", type=float, default=50.0)
+    p.add_argument("--repeat", type=int, default=3, help="round-robin timings per kernel")
     p.add_argument(
         "--alt",
         default="",
@@ -123,36 +125,39 @@ def main() -> None:
         o = torch.empty_like(q)
         flops = 4 * b * h * s * s * d // (2 if causal else 1)
         scale = d**-0.5
-        res = {}
-
-        def tf(fn, flops=flops) -> float:
-            """TFLOP/s of `fn`, timed now (the median of do_bench)."""
-            return flops / do_bench(fn, rep=args.rep_ms) / 1e9
-
+        fns = {}
         kern = kernels[(d, causal)]
         kern(q, k, v, o, scale * LOG2E)
         ref = sdpa(q, k, v, is_causal=causal)
         err = ((o.float() - ref.float()).norm() / ref.float().norm()).item()
         args_t = (q, k, v, o, scale * LOG2E)
-        res["tawac"] = tf(lambda kern=kern, a=args_t: kern(*a))
+        fns["tawac"] = lambda kern=kern, a=args_t: kern(*a)
         if alt:
             ka = alt_kernels[(d, causal)]
             ka(*args_t)
             err = max(err, ((o.float() - ref.float()).norm() / ref.float().norm()).item())
-            res["alt"] = tf(lambda kern=ka, a=args_t: kern(*a))
+            fns["alt"] = lambda kern=ka, a=args_t: kern(*a)
         for name, backend in (
             ("cudnn", SDPBackend.CUDNN_ATTENTION),
             ("flash2", SDPBackend.FLASH_ATTENTION),
         ):
             try:
                 with sdpa_kernel(backend):
-                    res[name] = tf(lambda a=(q, k, v), c=causal: sdpa(*a, is_causal=c))
+                    sdpa(q, k, v, is_causal=causal)
+                fns[name] = lambda a=(q, k, v), c=causal, bk=backend: _sdpa_with(bk, *a, c)
             except Exception:  # noqa: BLE001 - a backend unavailable for this shape
-                res[name] = None
+                pass
         if triton_attn is not None:
             o2 = torch.empty_like(q)
             triton_attn(q, k, v, o2, scale * LOG2E, causal)
-            res["triton"] = tf(lambda a=(q, k, v, o2, scale * LOG2E, causal): triton_attn(*a))
+            fns["triton"] = lambda a=(q, k, v, o2, scale * LOG2E, causal): triton_attn(*a)
+        # Round-robin repeats, median per kernel: clock and power drift during the run
+        # hit every kernel alike instead of whichever was timed last.
+        times: dict[str, list[float]] = {name: [] for name in fns}
+        for _ in range(args.repeat):
+            for name, fn in fns.items():
+                times[name].append(do_bench(fn, rep=args.rep_ms))
+        res = {name: flops / statistics.median(t) / 1e9 for name, t in times.items()}
         rows.append((d, s, causal, b, h, res, err))
 
     name = torch.cuda.get_device_name()
@@ -194,7 +199,10 @@ def main() -> None:
                 f"{err:.1e}",
             ]
         )
-    title = f"bf16 attention forward, TFLOP/s (halved flops when causal), on {name}, {now}"
+    title = (
+        f"bf16 attention forward, TFLOP/s (halved flops when causal; median of {args.repeat} "
+        f"round-robin timings), on {name}, {now}"
+    )
     if alt:
         title += f"; alt = tawac with {args.alt}"
     if args.markdown:
@@ -210,6 +218,14 @@ def main() -> None:
             print("  ".join(f"{x:>12}" for x in ln))
     if any(err > 1e-2 for *_, err in rows):
         sys.exit(1)
+
+
+def _sdpa_with(backend, q, k, v, causal):
+    from torch.nn.attention import sdpa_kernel
+    from torch.nn.functional import scaled_dot_product_attention as sdpa
+
+    with sdpa_kernel(backend):
+        return sdpa(q, k, v, is_causal=causal)
 
 
 def _compiled(path: Path, **options):
