@@ -100,8 +100,8 @@ def test_causal_attention_d64_matches_sdpa(b, h, s):
 @pytest.mark.parametrize(("b", "h", "s"), [(1, 1, 128), (1, 1, 256), (2, 4, 1000), (1, 8, 2048)])
 @pytest.mark.parametrize(
     "options",
-    [{}, {"coarse_pipeline": False}, {"tile_prefetch": False}],
-    ids=["default", "no-coarse-pipeline", "no-tile-prefetch"],
+    [{}, {"coarse_pipeline": False}, {"tile_prefetch": False}, {"mma_depth": 1}],
+    ids=["default", "no-coarse-pipeline", "no-tile-prefetch", "mma-depth-1"],
 )
 def test_attention_schedules_match_sdpa(name, b, h, s, options):
     """The default schedule (P_{j-1} V_{j-1} deferred under softmax_j, the next tile's Q

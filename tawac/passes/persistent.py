@@ -33,7 +33,7 @@ from tawac.backend_ptx import abi
 from tawac.diagnostics import CompileError
 from tawac.dialects import aref, hopper, tile
 from tawac.passes.lower_aref import SMEM_LIMIT
-from tawac.passes.pipeline import set_depth, smem_estimate
+from tawac.passes.pipeline import DEFERRED, set_depth, smem_estimate
 
 
 def _c(v: int) -> arith.ConstantOp:
@@ -234,7 +234,15 @@ def _make_persistent(
 def _drain(main_loop: scf.ForOp, trips_op: Operation, base: SSAValue, depth: int) -> None:
     """Release the slots of the last min(depth, trips) iterations after the loop."""
     trips = trips_op.results[0]
-    refs = list(dict.fromkeys(o.aref for o in main_loop.walk() if isinstance(o, aref.ConsumedOp)))
+    refs = list(
+        dict.fromkeys(
+            o.aref
+            for o in main_loop.walk()
+            if isinstance(o, aref.ConsumedOp) and DEFERRED in o.attributes
+        )
+    )
+    if not refs:
+        return
     zero, p, one = _c(0), _c(depth), _c(1)
     back = arith.SubiOp(trips, p.result)
     start = arith.MaxSIOp(back.result, zero.result)

@@ -30,6 +30,7 @@ from xdsl.dialects.builtin import (
     IntegerAttr,
     ModuleOp,
     TensorType,
+    UnitAttr,
     i64,
 )
 from xdsl.ir import Block, Region
@@ -39,6 +40,9 @@ from xdsl.rewriter import InsertPoint, Rewriter
 from tawac.diagnostics import CompileError
 from tawac.dialects import aref, hopper, tile
 from tawac.passes.lower_aref import SMEM_LIMIT
+
+DEFERRED = "tawac.deferred"
+"""Marks a release `pipeline` moved P iterations later (drained after the loop)."""
 
 
 def set_depth(create: aref.CreateOp, depth: int) -> aref.CreateOp:
@@ -66,12 +70,7 @@ def _pipeline_consumed(consumed: aref.ConsumedOp, depth: int) -> None:
             for v in (op.lhs, op.rhs)
         )
     ]
-    carried = (
-        isinstance(loop, scf.ForOp)
-        and len(dots) == 1
-        and all(isinstance(u.operation, scf.YieldOp) for u in dots[0].result.uses)
-        and len(list(dots[0].result.uses)) == 1
-    )
+    carried = isinstance(loop, scf.ForOp) and len(dots) == 1 and _accumulates(dots[0], block)
     if not carried or depth == 0:
         for d in dots:
             _wait_after(d, 0)
@@ -88,6 +87,7 @@ def _pipeline_consumed(consumed: aref.ConsumedOp, depth: int) -> None:
     ok = arith.CmpiOp(consumed.index, cp.result, "uge")
     prev = arith.SubiOp(consumed.index, cp.result)
     release = aref.ConsumedOp(consumed.aref, prev.result)
+    release.attributes[DEFERRED] = UnitAttr()
     guarded = scf.IfOp(ok.result, [], Region(Block([prev, release, scf.YieldOp()])))
     Rewriter.insert_op([cp, ok, guarded], InsertPoint.after(consumed))
     Rewriter.erase_op(consumed)
@@ -102,6 +102,18 @@ def _pipeline_consumed(consumed: aref.ConsumedOp, depth: int) -> None:
     res.replace_all_uses_with(final.result)
     final.operands = [res]
     Rewriter.insert_op(final, InsertPoint.after(loop))
+
+
+def _accumulates(dot: tile.DotOp, body: Block) -> bool:
+    """Whether `dot` is a pure MMA accumulation chain: its result only goes to the yield,
+    and the iter arg it is yielded into is only this dot's accumulator.  Only then may
+    the MMA stay in flight across the back edge (wgmma accumulates in place; any other
+    reader, such as attention's rescale O * alpha, needs the result awaited)."""
+    uses = list(dot.result.uses)
+    if len(uses) != 1 or not isinstance(uses[0].operation, scf.YieldOp):
+        return False
+    arg = body.args[1 + uses[0].index]
+    return [(u.operation, u.index) for u in arg.uses] == [(dot, 2)]
 
 
 def _in_loop(op) -> bool:
