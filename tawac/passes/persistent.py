@@ -6,7 +6,10 @@ the logical program ids `t = cta_id, cta_id + num_ctas, ...` (the same sequence 
 partition, so producer and consumers agree), maps `t` to (x, y) in groups of `group-m`
 rows of x (consecutive CTAs share B tiles and a band of A tiles in L2), and runs the
 original body with `tile.program_id` replaced.  The producer of tile t+1 runs ahead
-while the consumers finish the epilogue of tile t.
+while the consumers finish the epilogue of tile t; an aref written once per tile (Q)
+gets a second slot where shared memory allows (`tile-prefetch`).  When a main loop's
+bounds follow program id x (causal attention), the order is longest-first instead (see
+`_longest_first`).
 
 aref iteration numbers continue across tiles: the loop carries one `%base` per main loop
 (a loop moving data through arefs), the number of its transfers before this tile, which
@@ -116,39 +119,52 @@ def _tile_coords(
     group_m: int,
     order: str | None,
 ) -> tuple[SSAValue, SSAValue, SSAValue]:
-    gx, gy, gz = g
+    """Logical tile number t -> program ids (x, y, z)."""
     if order is not None:
-        # Tiles' work varies with x (causal attention).  Heads (y, z) go in groups
-        # of G = ceil(2 * num_ctas / gx), about two rounds of CTAs, so that the K/V the
-        # running CTAs stream stay few enough for L2; within a group x varies slowest,
-        # from the longest tiles to the shortest ("up": x descending), so each round
-        # takes tiles of about the same length, longest first (LPT).
-        # Snake order over rounds of num_ctas tiles: CTA c takes position c of even rounds
-        # and position len-1-c of odd ones, so long and short tiles pair up per CTA.
-        gyz = ib.add(arith.MuliOp(gy, gz))
-        n = ib.add(hopper.NumCtasOp())
-        total = ib.add(arith.MuliOp(gx, gyz))
-        rnd = ib.add(arith.DivUIOp(t, n))
-        c = ib.add(arith.RemUIOp(t, n))
-        start = ib.add(arith.MuliOp(rnd, n))
-        length = ib.add(arith.MinUIOp(ib.add(arith.SubiOp(total, start)), n))
-        back = ib.add(arith.SubiOp(ib.add(arith.SubiOp(length, ib.const(1))), c))
-        odd = ib.add(arith.CmpiOp(ib.add(arith.RemUIOp(rnd, ib.const(2))), ib.const(1), "eq"))
-        t = ib.add(arith.AddiOp(start, ib.add(arith.SelectOp(odd, back, c))))
-        two_rounds = ib.add(arith.MuliOp(n, ib.const(2)))
-        heads = ib.add(arith.MinUIOp(ib.add(arith.CeilDivUIOp(two_rounds, gx)), gyz))
-        per_group = ib.add(arith.MuliOp(heads, gx))
-        group = ib.add(arith.DivUIOp(t, per_group))
-        first = ib.add(arith.MuliOp(group, heads))
-        size = ib.add(arith.MinUIOp(ib.add(arith.SubiOp(gyz, first)), heads))
-        within = ib.add(arith.RemUIOp(t, per_group))
-        xr = ib.add(arith.DivUIOp(within, size))
-        head = ib.add(arith.AddiOp(first, ib.add(arith.RemUIOp(within, size))))
-        if order == "up":
-            xr = ib.add(arith.SubiOp(ib.add(arith.SubiOp(gx, ib.const(1))), xr))
-        x = xr
-        return x, ib.add(arith.RemUIOp(head, gy)), ib.add(arith.DivUIOp(head, gy))
-    # groups of group_m values of x share y (Triton's grouped order)
+        return _longest_first(ib, t, g, order)
+    return _grouped(ib, t, g, group_m)
+
+
+def _longest_first(
+    ib: _Builder, t: SSAValue, g: tuple[SSAValue, SSAValue, SSAValue], order: str
+) -> tuple[SSAValue, SSAValue, SSAValue]:
+    """Tiles whose work varies with x (causal attention), longest first (static LPT).
+
+    A snake over rounds of num_ctas tiles (CTA c takes position c of even rounds and
+    len-1-c of odd ones) pairs long and short tiles per CTA.  Heads (y, z) go in groups
+    of ceil(2 * num_ctas / gx), about two rounds, so that the K/V the running CTAs stream
+    stay few enough for L2; within a group x varies slowest, from the longest tiles to
+    the shortest ("up": x descending, "down": ascending)."""
+    gx, gy, gz = g
+    gyz = ib.add(arith.MuliOp(gy, gz))
+    n = ib.add(hopper.NumCtasOp())
+    total = ib.add(arith.MuliOp(gx, gyz))
+    rnd = ib.add(arith.DivUIOp(t, n))
+    c = ib.add(arith.RemUIOp(t, n))
+    start = ib.add(arith.MuliOp(rnd, n))
+    length = ib.add(arith.MinUIOp(ib.add(arith.SubiOp(total, start)), n))
+    back = ib.add(arith.SubiOp(ib.add(arith.SubiOp(length, ib.const(1))), c))
+    odd = ib.add(arith.CmpiOp(ib.add(arith.RemUIOp(rnd, ib.const(2))), ib.const(1), "eq"))
+    pos = ib.add(arith.AddiOp(start, ib.add(arith.SelectOp(odd, back, c))))
+    two_rounds = ib.add(arith.MuliOp(n, ib.const(2)))
+    heads = ib.add(arith.MinUIOp(ib.add(arith.CeilDivUIOp(two_rounds, gx)), gyz))
+    per_group = ib.add(arith.MuliOp(heads, gx))
+    group = ib.add(arith.DivUIOp(pos, per_group))
+    first = ib.add(arith.MuliOp(group, heads))
+    size = ib.add(arith.MinUIOp(ib.add(arith.SubiOp(gyz, first)), heads))
+    within = ib.add(arith.RemUIOp(pos, per_group))
+    x = ib.add(arith.DivUIOp(within, size))
+    head = ib.add(arith.AddiOp(first, ib.add(arith.RemUIOp(within, size))))
+    if order == "up":
+        x = ib.add(arith.SubiOp(ib.add(arith.SubiOp(gx, ib.const(1))), x))
+    return x, ib.add(arith.RemUIOp(head, gy)), ib.add(arith.DivUIOp(head, gy))
+
+
+def _grouped(
+    ib: _Builder, t: SSAValue, g: tuple[SSAValue, SSAValue, SSAValue], group_m: int
+) -> tuple[SSAValue, SSAValue, SSAValue]:
+    """Groups of group_m values of x share y (Triton's grouped order, for L2)."""
+    gx, gy, _ = g
     gxy = ib.add(arith.MuliOp(gx, gy))
     z = ib.add(arith.DivUIOp(t, gxy))
     r = ib.add(arith.RemUIOp(t, gxy))
