@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import argparse
 import datetime as dt
-import inspect
 import statistics
 import sys
 from pathlib import Path
@@ -19,7 +18,8 @@ import torch
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from tawac.driver import compile_file, compile_module  # noqa: E402
+from tawac.driver import compile_file  # noqa: E402
+from tawac.options import PipelineOptions  # noqa: E402
 from tawac.runtime import load_kernel  # noqa: E402
 
 LOG2E = 1.4426950408889634
@@ -238,7 +238,7 @@ def _options(text: str) -> dict[str, int | bool]:
     out: dict[str, int | bool] = {}
     for item in filter(None, text.split(",")):
         key, _, value = item.partition("=")
-        default = inspect.signature(compile_module).parameters[key].default
+        default = getattr(PipelineOptions(), key)
         out[key] = bool(int(value)) if isinstance(default, bool) else int(value)
     return out
 

@@ -12,6 +12,7 @@ import click
 from rich.console import Console
 
 from tawac.diagnostics import CompileError
+from tawac.options import PipelineOptions
 
 err = Console(stderr=True, highlight=False, soft_wrap=True)
 
@@ -69,46 +70,53 @@ def _write_atomic(path: Path, data: bytes | str) -> None:
         raise
 
 
+_DEFAULTS = PipelineOptions()
+
 _pipeline_options = [
     click.option(
         "--stages",
-        default=0,
+        default=_DEFAULTS.stages,
         show_default=True,
         help="aref ring depth D (0: 3, or fewer when shared memory is short)",
     ),
     click.option(
-        "--mma-depth", default=0, show_default=True, help="wgmma groups in flight P (P < stages)"
+        "--mma-depth",
+        default=_DEFAULTS.mma_depth,
+        show_default=True,
+        help="wgmma groups in flight P (P < stages)",
     ),
     click.option(
         "--persistent/--no-persistent",
-        default=True,
+        default=_DEFAULTS.persistent,
         show_default=True,
         help="one CTA per SM looping over tiles (grouped order for L2)",
     ),
-    click.option("--group-m", default=8, show_default=True, help="tile-order group size"),
+    click.option(
+        "--group-m", default=_DEFAULTS.group_m, show_default=True, help="tile-order group size"
+    ),
     click.option(
         "--tile-prefetch/--no-tile-prefetch",
-        default=True,
+        default=_DEFAULTS.tile_prefetch,
         show_default=True,
         help="second slot for operands loaded once per tile (loads the next tile's early)",
     ),
     click.option(
         "--coarse-pipeline/--no-coarse-pipeline",
-        default=True,
+        default=_DEFAULTS.coarse_pipeline,
         show_default=True,
         help="defer a loop's accumulating MMA (attention's P V) under the next softmax",
     ),
     click.option(
         "--pingpong/--no-pingpong",
-        default=False,
+        default=_DEFAULTS.pingpong,
         show_default=True,
         help="consumer warp groups take turns issuing MMAs (loops with several MMAs)",
     ),
     click.option(
         "--consumer-warp-groups",
-        default=0,
+        default=_DEFAULTS.consumer_warp_groups,
         show_default=True,
-        help="consumer warp groups (0: 2 when tiles have 128k rows, else 1)",
+        help="consumer warp groups (0: the most of 3, 2, 1 giving whole m64 blocks)",
     ),
 ]
 

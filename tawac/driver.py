@@ -31,6 +31,7 @@ from tawac.backend_ptx.printer import print_module, ptx_modules
 from tawac.context import make_context
 from tawac.diagnostics import CompileError
 from tawac.dialects import tile
+from tawac.options import PipelineOptions
 from tawac.passes.coarse_pipeline import CoarsePipelinePass
 from tawac.passes.cooperative_consumers import CooperativeConsumersPass
 from tawac.passes.lower_aref import LowerArefPass
@@ -56,32 +57,9 @@ PASSES: dict[str, Callable[[], type[ModulePass]]] = {
 }
 
 
-def default_pipeline(
-    stages: int = 0,
-    mma_depth: int = 0,
-    consumer_warp_groups: int = 0,
-    tma_store: bool = True,
-    persistent: bool = True,
-    group_m: int = 8,
-    tile_prefetch: bool = True,
-    pingpong: bool = False,
-    coarse_pipeline: bool = True,
-) -> str:
+def default_pipeline(**options: Any) -> str:
     """The pass pipeline `tawac compile` runs, from its options."""
-    passes = [
-        "warp-specialize",
-        f"pipeline{{stages={stages} mma-depth={mma_depth}}}",
-        f"persistent{{group-m={group_m} tile-prefetch={str(tile_prefetch).lower()}}}"
-        if persistent
-        else "",
-        "coarse-pipeline" if coarse_pipeline else "",
-        f"cooperative-consumers{{warp-groups={consumer_warp_groups}}}",
-        "lower-aref",
-        "pingpong" if pingpong else "",
-        "tma-store" if tma_store else "",
-        "convert-to-ptx",
-    ]
-    return ",".join(p for p in passes if p)
+    return PipelineOptions(**options).pipeline()
 
 
 _RESULTS = re.compile(r"(?:%[^\s,=:]+(?::\d+)?\s*,\s*)*%[^\s,=:]+(?::\d+)?\s*=\s*")
@@ -240,38 +218,16 @@ class CompileResult:
 
 
 def compile_module(
-    module: ModuleOp,
-    *,
-    stages: int = 0,
-    mma_depth: int = 0,
-    consumer_warp_groups: int = 0,
-    tma_store: bool = True,
-    persistent: bool = True,
-    group_m: int = 8,
-    tile_prefetch: bool = True,
-    pingpong: bool = False,
-    coarse_pipeline: bool = True,
-    cubin: bool = False,
-    ptxas: str | None = None,
+    module: ModuleOp, *, cubin: bool = False, ptxas: str | None = None, **options: Any
 ) -> CompileResult:
+    """Compile a parsed module with the default pipeline; `options` are
+    `PipelineOptions` fields."""
+    pipeline = default_pipeline(**options)
     kernels = [op for op in module.body.block.ops if isinstance(op, tile.KernelOp)]
     if len(kernels) != 1:
         raise CompileError(f"expected exactly one tile.kernel, found {len(kernels)}")
     original = kernels[0].clone()
-    run_pipeline(
-        module,
-        default_pipeline(
-            stages,
-            mma_depth,
-            consumer_warp_groups,
-            tma_store,
-            persistent,
-            group_m,
-            tile_prefetch,
-            pingpong,
-            coarse_pipeline,
-        ),
-    )
+    run_pipeline(module, pipeline)
     pms = ptx_modules(module)
     text = print_module(pms[0])
     entry = pms[0].body.block.first_op

@@ -1,0 +1,40 @@
+"""The knobs of `tawac compile`'s pass pipeline (no xDSL import: the CLI reads the
+defaults at start-up)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class PipelineOptions:
+    """The knobs of the pass pipeline `tawac compile` runs (CLI flags, `compile_file`
+    keyword arguments); the defaults are the measured best (docs/perf.md)."""
+
+    stages: int = 0
+    mma_depth: int = 0
+    consumer_warp_groups: int = 0
+    tma_store: bool = True
+    persistent: bool = True
+    group_m: int = 8
+    tile_prefetch: bool = True
+    pingpong: bool = False
+    coarse_pipeline: bool = True
+
+    def pipeline(self) -> str:
+        """The pass pipeline, in `tawac opt -p` syntax."""
+        prefetch = str(self.tile_prefetch).lower()
+        passes = [
+            "warp-specialize",
+            f"pipeline{{stages={self.stages} mma-depth={self.mma_depth}}}",
+            f"persistent{{group-m={self.group_m} tile-prefetch={prefetch}}}"
+            if self.persistent
+            else "",
+            "coarse-pipeline" if self.coarse_pipeline else "",
+            f"cooperative-consumers{{warp-groups={self.consumer_warp_groups}}}",
+            "lower-aref",
+            "pingpong" if self.pingpong else "",
+            "tma-store" if self.tma_store else "",
+            "convert-to-ptx",
+        ]
+        return ",".join(p for p in passes if p)
