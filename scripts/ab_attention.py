@@ -33,12 +33,11 @@ def main() -> None:
     kernels = []
     for f in args.files:
         r = compile_file(f)
-        kernels.append(load_kernel(r.cubin, r.sidecar))
+        kernels.append((load_kernel(r.cubin, r.sidecar), _head_dim(r.kernel)))
     print("seq".rjust(6), *(Path(f).name[:28].rjust(30) for f in args.files))
     for s in (int(x) for x in args.seqs.split(",")):
         row = []
-        for f, kern in zip(args.files, kernels, strict=True):
-            d = 128 if "d64" not in Path(f).name else 64
+        for kern, d in kernels:
             h = 16 if d == 128 else 32
             b = max(1, 32768 // s)
             torch.manual_seed(0)
@@ -54,6 +53,14 @@ def main() -> None:
             tf = flops / do_bench(lambda kern=kern, a=a: kern(*a), rep=50) / 1e9
             row.append(f"{tf:7.0f} (err {err:.0e})")
         print(str(s).rjust(6), *(x.rjust(30) for x in row))
+
+
+def _head_dim(kernel) -> int:
+    """The head dim of an attention program: the last dimension of its first loaded tile."""
+    from tawac.dialects import tile
+
+    load = next(op for op in kernel.walk() if isinstance(op, tile.LoadOp))
+    return load.result.type.get_shape()[-1]
 
 
 if __name__ == "__main__":

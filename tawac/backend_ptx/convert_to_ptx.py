@@ -301,9 +301,8 @@ class KernelLowering:
             self.emit(ptx.SetmaxnregOp("dec" if regs < entry_cap else "inc", regs))
         if self.part.role == "producer":
             # One thread issues the producer's TMA copies and barrier operations.
-            local = self.r(ptx.AndOp("b32", self.tid(), self.imm(127)))
             done = self.label("producer_done")
-            self.emit(ptx.BraOp(done, self.r(ptx.SetpOp("ne", "u32", local, self.imm(0, "u32")))))
+            self.emit(ptx.BraOp(done, _wg_leader(self), negate=True))
             self.lower_block(p.body.block)
             self.emit(ptx.LabelOp(done))
         else:
@@ -1428,7 +1427,8 @@ def _tma_store(k: KernelLowering, op: hopper.TmaStoreOp) -> None:
 
 
 def _wg_leader(k: KernelLowering) -> SSAValue:
-    """Whether this thread is its warp group's first: it issues the bulk stores."""
+    """Whether this thread is its warp group's first (the producer's one thread; the
+    consumer thread that issues a warp group's bulk stores)."""
     return k.cached(
         "wg_leader",
         lambda: k.r(

@@ -27,8 +27,8 @@
 //   The producer.
 // CHECK:      setmaxnreg.dec.sync.aligned.u32 24;
 // CHECK:      and.b32
-// CHECK-NEXT: setp.ne.u32
-// CHECK-NEXT: @%p{{[0-9]+}} bra $L_producer_done
+// CHECK-NEXT: setp.eq.u32
+// CHECK-NEXT: @!%p{{[0-9]+}} bra $L_producer_done
 // CHECK:      bra.uni $L_loop_end
 // CHECK-NOT:  wgmma
 // CHECK:      mbarrier.try_wait.parity.shared::cta.b64 %p{{[0-9]+}}, [%r{{[0-9]+}}], %r{{[0-9]+}};
