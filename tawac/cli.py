@@ -12,16 +12,33 @@ import click
 from rich.console import Console
 
 from tawac.diagnostics import CompileError
-from tawac.options import PipelineOptions
+from tawac.options import DEFAULT_TIME_LIMIT, PipelineOptions
 
-err = Console(stderr=True, highlight=False, soft_wrap=True)
+err = Console(stderr=True, highlight=False, soft_wrap=True, emoji=False)
 
 
-def _fail(e: Exception, code: int = 1) -> None:
-    """One diagnostic line on stderr (plain text: file names may contain brackets)."""
+_CONTROL = {c: f"\\x{c:02x}" for c in [*range(0x20), 0x7F] if c != 0x09}
+
+
+def printable(text: str) -> str:
+    """`text` with control characters (from the input, echoed in a message) escaped."""
+    return text.translate(_CONTROL)
+
+
+def _fail(e: BaseException, code: int = 1) -> None:
+    """One diagnostic line on stderr: plain text (no markup, no emoji codes such as
+    `:100:` in `f.mlir:100:3`), control characters escaped."""
     style = None if os.environ.get("NO_COLOR") is not None else "bold red"
-    err.print(str(e), markup=False, style=style)
+    err.print(printable(str(e)), markup=False, emoji=False, style=style)
     sys.exit(code)
+
+
+def _quiet_broken_pipe() -> None:
+    """The reader of stdout went away (`tawac opt ... | head`): stop quietly, as Unix
+    tools do, with the exit status of a process ended by SIGPIPE."""
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, sys.stdout.fileno())
+    sys.exit(128 + 13)
 
 
 def _guard(fn):
@@ -34,6 +51,8 @@ def _guard(fn):
             return fn(*args, **kwargs)
         except (CompileError, LaunchError) as e:
             _fail(e)
+        except BrokenPipeError:
+            _quiet_broken_pipe()
         except click.exceptions.Exit:
             raise
         except (click.ClickException, click.Abort):
@@ -67,6 +86,16 @@ def _write_atomic(path: Path, data: bytes | str) -> None:
         os.replace(tmp, path)
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def _write_both(out: Path, data: bytes | str, sidecar: dict) -> None:
+    """The kernel and its launch sidecar, both or neither."""
+    _write_atomic(out, data)
+    try:
+        _write_atomic(out.with_suffix(".json"), json.dumps(sidecar, indent=2) + "\n")
+    except BaseException:
+        out.unlink(missing_ok=True)
         raise
 
 
@@ -121,6 +150,15 @@ _pipeline_options = [
 ]
 
 
+_time_limit = click.option(
+    "--time-limit",
+    default=DEFAULT_TIME_LIMIT,
+    show_default=True,
+    type=click.FloatRange(min=0),
+    help="seconds the whole compilation may take, ptxas included (0: no limit)",
+)
+
+
 def pipeline_options(fn):
     """The pipeline knobs; commands receive them as keyword arguments of compile_file."""
     for opt in reversed(_pipeline_options):
@@ -131,7 +169,14 @@ def pipeline_options(fn):
 @click.group()
 @click.version_option(package_name="tawac")
 def main() -> None:
-    """tawac: tile-level kernels to warp-specialized sm_90a PTX."""
+    """tawac: tile-level kernels to warp-specialized sm_90a PTX.
+
+    \b
+    Examples:
+      tawac compile examples/gemm.mlir -o gemm.cubin
+      tawac opt examples/gemm.mlir -p warp-specialize
+      tawac run examples/gemm.mlir --size M=4096,N=4096,K=4096
+    """
 
 
 @main.command()
@@ -145,10 +190,17 @@ def main() -> None:
 )
 @pipeline_options
 @click.option("--ptxas", default=None, help="ptxas executable (default: PATH, CUDA_HOME, wheel)")
+@_time_limit
 @click.option("-v", "--verbose", is_flag=True, help="print ptxas's resource report")
 @_guard
-def compile(source, output, ptxas, verbose, **pipeline):
-    """Compile SOURCE (.mlir) to PTX or a cubin, with a JSON launch sidecar."""
+def compile(source, output, ptxas, time_limit, verbose, **pipeline):
+    """Compile SOURCE (.mlir) to PTX or a cubin, with a JSON launch sidecar.
+
+    \b
+    Examples:
+      tawac compile examples/gemm.mlir -o gemm.cubin
+      tawac compile examples/attention.mlir -o attention.ptx --no-persistent
+    """
     from tawac.driver import compile_file
 
     out = Path(output)
@@ -156,13 +208,10 @@ def compile(source, output, ptxas, verbose, **pipeline):
         raise CompileError(f"output must end in .ptx or .cubin, got '{output}'")
     if not out.parent.exists():
         raise CompileError(f"output folder {out.parent} does not exist")
-    res = compile_file(source, cubin=out.suffix == ".cubin", ptxas=ptxas, **pipeline)
-    side = out.with_suffix(".json")
-    _write_atomic(side, json.dumps(res.sidecar, indent=2) + "\n")
-    if res.cubin is not None:
-        _write_atomic(out, res.cubin)
-    else:
-        _write_atomic(out, res.ptx)
+    res = compile_file(
+        source, cubin=out.suffix == ".cubin", ptxas=ptxas, time_limit=time_limit, **pipeline
+    )
+    _write_both(out, res.cubin if res.cubin is not None else res.ptx, res.sidecar)
     if verbose and res.ptxas_report:
         click.echo(res.ptxas_report.rstrip())
 
@@ -177,6 +226,7 @@ def compile(source, output, ptxas, verbose, **pipeline):
     help="pass pipeline, e.g. 'warp-specialize,pipeline{stages=3 mma-depth=1}'",
 )
 @click.option("--print-ir-after-all", is_flag=True, help="print the IR after every pass")
+@_time_limit
 @click.option(
     "--split-input-file",
     is_flag=True,
@@ -190,14 +240,30 @@ def compile(source, output, ptxas, verbose, **pipeline):
     help="print the IR, or the PTX text of the ptx dialect it ends in",
 )
 @_guard
-def opt(source, pipeline, print_ir_after_all, split_input_file, emit):
-    """Run passes over SOURCE and print the IR (for FileCheck tests)."""
+def opt(source, pipeline, print_ir_after_all, time_limit, split_input_file, emit):
+    """Run passes over SOURCE ('-': standard input) and print the IR (for FileCheck
+    tests).
+
+    \b
+    Examples:
+      tawac opt examples/gemm.mlir -p 'warp-specialize,pipeline{stages=3 mma-depth=1}'
+      tawac opt kernel.mlir -p warp-specialize --split-input-file | filecheck kernel.mlir
+    """
+    from tawac.driver import TimeLimit
+
+    with TimeLimit(time_limit) as limit:
+        _opt(source, pipeline, print_ir_after_all, split_input_file, emit, limit)
+
+
+def _opt(source, pipeline, print_ir_after_all, split_input_file, emit, limit):
     from xdsl.printer import Printer
 
     from tawac.backend_ptx.printer import print_module, ptx_modules
     from tawac.driver import parse_text, run_pipeline
+    from tawac.parser import decode
 
-    text = sys.stdin.read() if source == "-" else _read(source)
+    name = "<stdin>" if source == "-" else source
+    text = decode(sys.stdin.buffer.read(), name) if source == "-" else _read(source)
     chunks = text.split("// -----") if split_input_file else [text]
     failed = False
     line_offset = 0
@@ -205,9 +271,11 @@ def opt(source, pipeline, print_ir_after_all, split_input_file, emit):
         if i:
             click.echo("// -----")
         try:
-            module = parse_text("\n" * line_offset + chunk, source)
+            limit.stage = "parsing"
+            module = parse_text("\n" * line_offset + chunk, name)
 
             def after(prev, op, nxt):
+                limit.stage = f"pass {nxt.name}" if nxt is not None else "verifying"
                 if prev is not None and print_ir_after_all:
                     click.echo(f"// -----// IR Dump After {prev.name} //----- //")
                     Printer().print_op(op)
@@ -246,10 +314,9 @@ def _require_gpu() -> None:
 
 
 def _read(path: str) -> str:
-    try:
-        return Path(path).read_text()
-    except OSError as e:
-        raise CompileError(f"cannot read {path}: {e.strerror}") from None
+    from tawac.parser import read_source
+
+    return read_source(path)
 
 
 @main.command()
@@ -258,11 +325,19 @@ def _read(path: str) -> str:
     "--size", "sizes", required=True, help="dimension sizes by name, e.g. M=4096,N=4096,K=4096"
 )
 @pipeline_options
+@_time_limit
 @click.option("--rep-ms", default=100.0, show_default=True, help="milliseconds of timed runs")
 @click.option("--no-check", is_flag=True, help="skip the reference comparison")
 @_guard
-def run(source, sizes, rep_ms, no_check, **pipeline):
-    """Compile SOURCE, run it on random data on the GPU, compare with a reference."""
+def run(source, sizes, time_limit, rep_ms, no_check, **pipeline):
+    """Compile SOURCE, run it on random data on the GPU, compare every output with the
+    float32 reference interpreter; exit 1 when an output is off.
+
+    \b
+    Examples:
+      tawac run examples/gemm.mlir --size M=4096,N=4096,K=4096
+      tawac run examples/attention.mlir --size B=2,H=16,S=4096,D=128 --rep-ms 500
+    """
     from tawac.driver import compile_file
 
     _require_gpu()
@@ -276,12 +351,26 @@ def run(source, sizes, rep_ms, no_check, **pipeline):
         dims[name.strip()] = int(value)
 
     def compile_fn(path):
-        r = compile_file(path, **pipeline)
+        r = compile_file(path, time_limit=time_limit, **pipeline)
         return r.cubin, r.sidecar, r.kernel
 
     res = run_kernel_file(source, dims, None, compile_fn, check=not no_check, rep_ms=rep_ms)
     for k, v in res.items():
         click.echo(f"{k}: {v}")
+    if res["ok"] is False:
+        raise CompileError(check_failure(res))
+
+
+def check_failure(res: dict) -> str:
+    """Which outputs differ from the reference, and by how much."""
+    tol = res["tol"]
+    bad = [f"'{n}' has NaN where the reference has values" for n in res["nan_outputs"]]
+    bad += [
+        f"'{n}' relative error {e:.3g} > {tol:g}"
+        for n, e in res["errors"].items()
+        if n not in res["nan_outputs"] and not e <= tol
+    ]
+    return "check failed: output " + "; output ".join(bad or ["(none named)"])
 
 
 if __name__ == "__main__":

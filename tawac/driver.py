@@ -7,23 +7,21 @@ is one; the CLI prints it and exits non-zero.
 from __future__ import annotations
 
 import os
-import re
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
+import threading
+import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from xdsl.context import Context
-from xdsl.dialects.builtin import FileLineColLoc, IntAttr, ModuleOp, StringAttr, UnknownLoc
-from xdsl.ir import Operation
-from xdsl.parser import Parser
+from xdsl.dialects.builtin import ModuleOp
 from xdsl.passes import ModulePass, PassPipeline
-from xdsl.utils.exceptions import ParseError, VerifyException
-from xdsl.utils.lexer import Span
 
 from tawac.backend_ptx.abi import sidecar
 from tawac.backend_ptx.convert_to_ptx import ConvertToPtxPass
@@ -31,7 +29,8 @@ from tawac.backend_ptx.printer import print_module, ptx_modules
 from tawac.context import make_context
 from tawac.diagnostics import CompileError
 from tawac.dialects import tile
-from tawac.options import PipelineOptions
+from tawac.options import DEFAULT_TIME_LIMIT, PipelineOptions
+from tawac.parser import parse_file, parse_text
 from tawac.passes.coarse_pipeline import CoarsePipelinePass
 from tawac.passes.cooperative_consumers import CooperativeConsumersPass
 from tawac.passes.lower_aref import LowerArefPass
@@ -40,6 +39,16 @@ from tawac.passes.pingpong import PingpongPass
 from tawac.passes.pipeline import PipelinePass
 from tawac.passes.tma_store import TmaStorePass
 from tawac.passes.warp_specialize import WarpSpecializePass
+from tawac.verifier import verify
+
+__all__ = [
+    "TimeLimit",
+    "compile_file",
+    "compile_module",
+    "parse_file",
+    "parse_text",
+    "verify",
+]
 
 PASSES: dict[str, Callable[[], type[ModulePass]]] = {
     p.name: (lambda p=p: p)
@@ -62,88 +71,66 @@ def default_pipeline(**options: Any) -> str:
     return PipelineOptions(**options).pipeline()
 
 
-_RESULTS = re.compile(r"(?:%[^\s,=:]+(?::\d+)?\s*,\s*)*%[^\s,=:]+(?::\d+)?\s*=\s*")
+class _Expired(BaseException):
+    """Raised by the alarm; a BaseException so that no `except Exception` swallows it on
+    its way out to `TimeLimit`."""
 
 
-class _LocatingParser(Parser):
-    """Attaches `file:line:col` of the op name (MLIR's convention) to every op parsed
-    without an explicit `loc(...)`."""
+class TimeLimit:
+    """A bound on the wall-clock time of a compilation: past `seconds`, the stage running
+    (`stage`, kept up to date by the driver) stops with one `CompileError`.
 
-    def parse_operation(self) -> Operation:
-        start = self._current_token.span
-        results = _RESULTS.match(str(start.input.content), start.start)
-        pos = results.end() if results is not None else start.start
-        name = Span(pos, pos + 1, start.input)
-        try:
-            op = super().parse_operation()
-        except ParseError as e:
-            if "is not registered" not in e.msg or getattr(e, "at_op_name", False):
-                raise
-            located = ParseError(name, e.msg)
-            located.at_op_name = True  # type: ignore[attr-defined]
-            raise located from None
-        if isinstance(op.location, UnknownLoc):
-            loc = name.get_location()
-            op.location = FileLineColLoc(StringAttr(loc.file), IntAttr(loc.line), IntAttr(loc.col))
-        return op
+    SIGALRM interrupts Python code and the regular-expression engine alike; it exists in
+    the main thread only, elsewhere (and with `seconds` 0) there is no limit. Nested
+    limits keep the outer one. ptxas gets the time that is left as its time-out."""
 
-    def _located_verify(self, parse):
-        """Run a type/attribute parse; a verifier failure is reported where it began."""
-        start = self._current_token.span
-        try:
-            return parse()
-        except VerifyException as e:
-            raise ParseError(Span(start.start, self.pos, start.input), _verify_message(e)) from None
+    active: TimeLimit | None = None
 
-    def parse_optional_type(self):
-        return self._located_verify(super().parse_optional_type)
+    def __init__(self, seconds: float | None) -> None:
+        self.seconds = seconds if seconds else None
+        self.stage = "parsing"
+        self._deadline: float | None = None
+        self._armed = False
 
-    def parse_optional_attribute(self):
-        return self._located_verify(super().parse_optional_attribute)
+    def remaining(self) -> float | None:
+        if self._deadline is None:
+            return None
+        return max(0.01, self._deadline - time.monotonic())
 
+    def __enter__(self) -> TimeLimit:
+        if TimeLimit.active is not None:
+            return TimeLimit.active
+        TimeLimit.active = self
+        if self.seconds is None:
+            return self
+        self._deadline = time.monotonic() + self.seconds
+        if threading.current_thread() is threading.main_thread():
+            self._previous = signal.signal(signal.SIGALRM, self._alarm)
+            signal.setitimer(signal.ITIMER_REAL, self.seconds)
+            self._armed = True
+        return self
 
-def _parse_error(e: ParseError) -> CompileError:
-    loc = e.span.get_location()
-    msg = e.msg.strip().splitlines()[0] if e.msg.strip() else "parse error"
-    return CompileError(msg, location=str(loc))
+    def _alarm(self, signum, frame) -> None:
+        raise _Expired()
 
-
-def verify(module: ModuleOp) -> None:
-    """Verify every op, innermost first, reporting the first failure at its location."""
-    for op in module.walk(reverse=True):
-        try:
-            op.verify(verify_nested_ops=False)
-        except VerifyException as e:
-            raise CompileError(_verify_message(e), op) from None
-
-
-def _verify_message(e: Exception) -> str:
-    msg = str(e.args[0]) if e.args else str(e)
-    msg = msg.removeprefix("Operation does not verify: ")
-    return msg.strip().splitlines()[0]
+    def __exit__(self, kind, value, tb) -> bool:
+        if TimeLimit.active is not self:
+            return False
+        TimeLimit.active = None
+        if self._armed:
+            signal.setitimer(signal.ITIMER_REAL, 0)
+            signal.signal(signal.SIGALRM, self._previous)
+        if kind is not None and issubclass(kind, _Expired):
+            raise CompileError(
+                f"compilation did not finish within {self.seconds:g} s (stopped while "
+                f"{self.stage}); --time-limit sets the limit"
+            ) from None
+        return False
 
 
-def parse_text(text: str, filename: str, ctx: Context | None = None) -> ModuleOp:
-    ctx = ctx if ctx is not None else make_context()
-    parser = _LocatingParser(ctx, text, filename)
-    try:
-        module = parser.parse_module()
-    except ParseError as e:
-        raise _parse_error(e) from None
-    except VerifyException as e:  # type verifiers run while parsing: the type just ended
-        loc = parser._current_token.span.get_location()
-        raise CompileError(_verify_message(e), location=str(loc)) from None
-    verify(module)
-    return module
-
-
-def parse_file(path: str | Path, ctx: Context | None = None) -> ModuleOp:
-    p = Path(path)
-    try:
-        text = p.read_text()
-    except OSError as e:
-        raise CompileError(f"cannot read {path}: {e.strerror}") from None
-    return parse_text(text, str(path), ctx)
+def _stage(name: str) -> None:
+    if TimeLimit.active is not None:
+        TimeLimit.active.stage = name
 
 
 def make_pipeline(spec: str, callback=None) -> PassPipeline:
@@ -155,7 +142,13 @@ def make_pipeline(spec: str, callback=None) -> PassPipeline:
 
 def run_pipeline(module: ModuleOp, spec: str, ctx: Context | None = None, callback=None) -> None:
     ctx = ctx if ctx is not None else make_context()
-    make_pipeline(spec, callback).apply(ctx, module)
+
+    def between(prev, op, nxt):
+        _stage(f"running {nxt.name}" if nxt is not None else "verifying")
+        if callback is not None:
+            callback(prev, op, nxt)
+
+    make_pipeline(spec, between).apply(ctx, module)
     verify(module)
 
 
@@ -193,10 +186,18 @@ def assemble(ptx_text: str, ptxas: str | None = None, verbose: bool = False) -> 
         cmd = [exe, "-arch=sm_90a", str(src), "-o", str(dst)]
         if verbose:
             cmd.insert(1, "-v")
+        limit = TimeLimit.active
+        timeout = limit.remaining() if limit is not None else None
+        _stage("running ptxas")
         try:
-            proc = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
+            proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
         except OSError as e:
             raise CompileError(f"cannot run ptxas ({exe}): {e.strerror}") from None
+        except subprocess.TimeoutExpired:
+            raise CompileError(
+                f"ptxas did not finish within the time limit ({timeout:.3g} s left of "
+                f"{limit.seconds:g} s); --time-limit sets the limit"
+            ) from None
         report = proc.stdout + proc.stderr
         if proc.returncode != 0:
             first = next((ln for ln in report.splitlines() if ln.strip()), "no output")
@@ -218,10 +219,20 @@ class CompileResult:
 
 
 def compile_module(
-    module: ModuleOp, *, cubin: bool = False, ptxas: str | None = None, **options: Any
+    module: ModuleOp,
+    *,
+    cubin: bool = False,
+    ptxas: str | None = None,
+    time_limit: float | None = None,
+    **options: Any,
 ) -> CompileResult:
     """Compile a parsed module with the default pipeline; `options` are
-    `PipelineOptions` fields."""
+    `PipelineOptions` fields; `time_limit` bounds the seconds it may take."""
+    with TimeLimit(time_limit):
+        return _compile_module(module, cubin=cubin, ptxas=ptxas, **options)
+
+
+def _compile_module(module: ModuleOp, *, cubin: bool, ptxas: str | None, **options: Any):
     pipeline = default_pipeline(**options)
     kernels = [op for op in module.body.block.ops if isinstance(op, tile.KernelOp)]
     if len(kernels) != 1:
@@ -237,7 +248,12 @@ def compile_module(
     return result
 
 
-def compile_file(path: str | Path, **options: Any) -> CompileResult:
-    """Compile one `.mlir` file; `cubin=True` also assembles it."""
+def compile_file(
+    path: str | Path, *, time_limit: float | None = DEFAULT_TIME_LIMIT, **options: Any
+) -> CompileResult:
+    """Compile one `.mlir` file; `cubin=True` (the default) also assembles it. The whole
+    compilation, parsing and ptxas included, takes at most `time_limit` seconds."""
     options.setdefault("cubin", True)
-    return compile_module(parse_file(path), **options)
+    with TimeLimit(time_limit):
+        module = parse_file(path)
+        return compile_module(module, **options)

@@ -5,6 +5,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+# Seconds one `tawac compile` (parse, verify, passes, ptxas) may take by default: a
+# kernel compiles in about a second and ptxas takes a few; an input that runs for
+# minutes is a bug, reported as one.
+DEFAULT_TIME_LIMIT = 300.0
+
 
 @dataclass(frozen=True)
 class PipelineOptions:

@@ -19,6 +19,38 @@ from xdsl.passes import ModulePass
 from tawac.diagnostics import CompileError
 from tawac.dialects import aref, tile
 
+# Registers per consumer thread that setmaxnreg grants with W consumer warp groups and
+# one producer warp group (lower-aref's budgets).
+CONSUMER_BUDGET = {1: 255, 2: 240, 3: 160}
+# Registers a consumer thread needs beside one MMA's accumulator fragment, which ptxas
+# must hold in registers all at once (it cannot spill a wgmma's operands). Measured with
+# ptxas 13.0 at 160 registers: fragments of 96 registers (m64n192 f32) assemble, 112
+# (m64n224) fail with C7602 "Insufficient registers", in GEMMs and in attention alike.
+MMA_RESERVE = 64
+
+
+def fragment_registers(dot: tile.DotOp) -> int:
+    """32-bit registers per thread of one m64nN wgmma's accumulator (N at most 256):
+    64 x N values over the warp group's 128 threads."""
+    n = min(dot.mnk()[1], 256)
+    bits = dot.result.type.element_type.bitwidth
+    return 64 * n * bits // 32 // 128
+
+
+def register_problem(dots: list[tile.DotOp], w: int) -> str | None:
+    """Why `w` consumer warp groups cannot hold these MMAs' accumulators, or None."""
+    worst = max(dots, key=fragment_registers, default=None)
+    if worst is None:
+        return None
+    need = fragment_registers(worst)
+    if need + MMA_RESERVE <= CONSUMER_BUDGET[w]:
+        return None
+    return (
+        f"an MMA with {worst.mnk()[1]} columns keeps {need} accumulator registers per "
+        f"thread in flight; {w} consumer warp groups get {CONSUMER_BUDGET[w]} registers "
+        f"each, room for at most {CONSUMER_BUDGET[w] - MMA_RESERVE}"
+    )
+
 
 @dataclass(frozen=True)
 class CooperativeConsumersPass(ModulePass):
@@ -38,8 +70,7 @@ class CooperativeConsumersPass(ModulePass):
             if not isinstance(part, aref.PartitionOp) or part.role.data != "consumer":
                 continue
             if self.warp_groups == 0:
-                rows = [d.mnk()[0] for d in part.walk() if isinstance(d, tile.DotOp)]
-                w = next(n for n in (3, 2, 1) if all(m % (64 * n) == 0 for m in rows))
+                w = _choose(part)
             for dot in part.walk():
                 if not isinstance(dot, tile.DotOp):
                     continue
@@ -50,4 +81,24 @@ class CooperativeConsumersPass(ModulePass):
                         f"consumer warp groups (each needs a multiple of 64 rows)",
                         dot,
                     )
+            problem = register_problem([d for d in part.walk() if isinstance(d, tile.DotOp)], w)
+            if problem is not None:
+                raise CompileError(f"cooperative-consumers: {problem}; use fewer", part)
             part.warp_groups = IntAttr(w)
+
+
+def _choose(part: aref.PartitionOp) -> int:
+    """The most of 3, 2, 1 warp groups that split every MMA tile into whole m64 blocks
+    and leave room in registers for each MMA's accumulator (else the fewest that split
+    the tiles)."""
+    dots = [d for d in part.walk() if isinstance(d, tile.DotOp)]
+    for dot in dots:
+        m = dot.mnk()[0]
+        if m % 64:
+            raise CompileError(
+                f"cooperative-consumers: a {m}-row MMA tile is not a multiple of 64 rows "
+                "(one wgmma instruction covers 64)",
+                dot,
+            )
+    splits = [n for n in (3, 2, 1) if all(d.mnk()[0] % (64 * n) == 0 for d in dots)]
+    return next((n for n in splits if register_problem(dots, n) is None), splits[-1])

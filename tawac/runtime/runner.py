@@ -195,7 +195,8 @@ def run_kernel_file(
 
     Returns a dict: kernel, sizes, grid, block, errors (relative error per stored tensor),
     max_error, nan (an output kept or produced NaN where the reference has a value),
-    ok (no NaN and max_error <= tol), time_ms (median), timer, flops, tflops.
+    nan_outputs (their names), tol, ok (no NaN and max_error <= tol), time_ms (median),
+    timer, flops, tflops.
     """
     import torch
 
@@ -225,6 +226,8 @@ def run_kernel_file(
         "errors": {},
         "max_error": None,
         "nan": None,
+        "nan_outputs": [],
+        "tol": tol,
         "ok": None,
     }
     kernel(*args)
@@ -236,7 +239,10 @@ def run_kernel_file(
         nan = False
         for i in sorted(stores):
             out, ref = args[i], ref_args[i]
-            nan |= bool((torch.isnan(out) & ~torch.isnan(ref)).any())
+            bad = bool((torch.isnan(out) & ~torch.isnan(ref)).any())
+            if bad:
+                result["nan_outputs"].append(specs[i]["name"])
+            nan |= bad
             result["errors"][specs[i]["name"]] = relative_error(out, ref)
         errs = list(result["errors"].values())
         result["max_error"] = (

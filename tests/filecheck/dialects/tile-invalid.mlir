@@ -293,5 +293,5 @@ tile.kernel @undefined_value(%a: !tile.tensor<?x?xbf16>) {
   %x = tile.load %a[%nope, %nope] : !tile.tensor<?x?xbf16> -> tensor<128x64xbf16>
   tile.return
 }
-// xDSL reports undefined values at the end of the chunk, not at the use.
-// CHECK:      {{.*}}tile-invalid.mlir:{{[0-9]+}}:{{[0-9]+}}: error: values used but not defined: [%nope]
+// Reported at the first use (xDSL reports it at the end of the chunk).
+// CHECK:      {{.*}}tile-invalid.mlir:293:8: error: use of undefined value %nope

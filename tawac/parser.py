@@ -1,0 +1,212 @@
+"""Reading `.mlir` input: bytes to a verified module, or one `CompileError`.
+
+xDSL's parser with the limits a compiler that reads untrusted text needs:
+- a linear-time string-literal rule (xDSL 0.74's regex backtracks exponentially on an
+  unterminated string: one stray `"` could hang the compiler);
+- number literals of at most `MAX_LITERAL_CHARS` characters (Python refuses to convert
+  integers of more than 4,300 digits, and long ones cost quadratic time);
+- shaped types of at most `MAX_DIM` per dimension and `MAX_TILE_ELEMENTS` elements (a
+  `dense<...>` constant is expanded element by element while parsing);
+- float literals that fit their type (`1e39 : f32` is an error, as in MLIR);
+- `file:line:col` of the op name on every op (MLIR's convention), and of the offending
+  byte for input that is not UTF-8.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from pathlib import Path
+
+from xdsl.context import Context
+from xdsl.dialects.builtin import (
+    FileLineColLoc,
+    IntAttr,
+    ModuleOp,
+    ShapedType,
+    StringAttr,
+    UnknownLoc,
+)
+from xdsl.ir import Operation
+from xdsl.parser import Parser
+from xdsl.parser.generic_parser import ParserState
+from xdsl.utils.exceptions import ParseError, VerifyException
+from xdsl.utils.lexer import Input, Position, Span
+from xdsl.utils.mlir_lexer import MLIRLexer, MLIRToken
+
+from tawac.context import make_context
+from tawac.diagnostics import CompileError
+from tawac.verifier import verify, verify_message
+
+# A tile lives in one CTA's registers and shared memory (a few hundred KiB): anything
+# near these limits is a typo, and rejecting it early keeps parsing cheap.
+MAX_TILE_ELEMENTS = 1 << 20
+MAX_DIM = (1 << 31) - 1
+MAX_LITERAL_CHARS = 100
+
+_RESULTS = re.compile(r"(?:%[^\s,=:]+(?::\d+)?\s*,\s*)*%[^\s,=:]+(?::\d+)?\s*=\s*")
+
+
+class _Lexer(MLIRLexer):
+    """MLIR's lexer with linear-time string literals and bounded number literals."""
+
+    # One character or one escape per repetition: the alternatives start with different
+    # characters, so a string without its closing quote fails in linear time.
+    _unescaped_characters_regex = re.compile(r'"(?:[^"\\\n\v\f]|\\(?:["nt\\]|[0-9A-Fa-f]{2}))*"')
+
+    def _lex_number(self, start_pos: Position) -> MLIRToken:
+        token = super()._lex_number(start_pos)
+        if self.pos - start_pos > MAX_LITERAL_CHARS:
+            raise ParseError(
+                Span(start_pos, self.pos, self.input),
+                f"number literal of {self.pos - start_pos} characters "
+                f"(at most {MAX_LITERAL_CHARS})",
+            )
+        return token
+
+    def _lex_string_literal(self, start_pos: Position) -> MLIRToken:
+        try:
+            return super()._lex_string_literal(start_pos)
+        except ParseError:
+            raise ParseError(
+                Span(start_pos, start_pos + 1, self.input),
+                "string literal not closed on its line",
+            ) from None
+
+
+class TawacParser(Parser):
+    """xDSL's parser with tawac's limits; attaches `file:line:col` of the op name to
+    every op parsed without an explicit `loc(...)`."""
+
+    def __init__(self, ctx: Context, text: str, name: str) -> None:
+        super().__init__(ctx, "", name)
+        self._parser_state = ParserState(_Lexer(Input(text, name)))
+
+    def parse_module(self, allow_implicit_module: bool = True) -> ModuleOp:
+        try:
+            return super().parse_module(allow_implicit_module)
+        except ParseError as e:
+            if e.msg.startswith("values used but not defined"):
+                self._raise_undefined()
+            raise
+
+    def _raise_undefined(self) -> None:
+        """Report a value used but never defined (in scope) at its first use."""
+        uses = [
+            (u.operation, name)
+            for name, values in self.forward_ssa_references.items()
+            for v in values.values()
+            for u in v.uses
+        ]
+        located = [(op.location, name) for op, name in uses]
+        located = [(loc, n) for loc, n in located if isinstance(loc, FileLineColLoc)]
+        if not located:
+            return
+        loc, name = min(located, key=lambda p: (p[0].line.data, p[0].column.data))
+        raise CompileError(
+            f"use of undefined value %{name}",
+            location=f"{loc.filename.data}:{loc.line.data}:{loc.column.data}",
+        )
+
+    def parse_operation(self) -> Operation:
+        start = self._current_token.span
+        results = _RESULTS.match(str(start.input.content), start.start)
+        pos = results.end() if results is not None else start.start
+        name = Span(pos, pos + 1, start.input)
+        try:
+            op = super().parse_operation()
+        except ParseError as e:
+            if "is not registered" not in e.msg or getattr(e, "at_op_name", False):
+                raise
+            located = ParseError(name, e.msg)
+            located.at_op_name = True  # type: ignore[attr-defined]
+            raise located from None
+        if isinstance(op.location, UnknownLoc):
+            loc = name.get_location()
+            op.location = FileLineColLoc(StringAttr(loc.file), IntAttr(loc.line), IntAttr(loc.col))
+        return op
+
+    def _located_verify(self, parse):
+        """Run a type/attribute parse; a verifier failure is reported where it began."""
+        start = self._current_token.span
+        try:
+            return parse()
+        except VerifyException as e:
+            raise ParseError(Span(start.start, self.pos, start.input), verify_message(e)) from None
+
+    def parse_optional_type(self):
+        start = self._current_token.span.start
+        t = self._located_verify(super().parse_optional_type)
+        if isinstance(t, ShapedType):
+            self._check_shape(t, start)
+        return t
+
+    def parse_optional_attribute(self):
+        return self._located_verify(super().parse_optional_attribute)
+
+    def parse_dense_int_or_fp_elements_attr(self, type):
+        start = self._current_token.span.start
+        try:
+            return super().parse_dense_int_or_fp_elements_attr(type)
+        except OverflowError:  # struct.pack of a float beyond the element type's range
+            raise ParseError(
+                Span(start, self.pos, self._current_token.span.input),
+                "dense value out of range for its element type",
+            ) from None
+
+    def _check_shape(self, t: ShapedType, start: int) -> None:
+        shape = [d for d in t.get_shape() if d >= 0]
+        span = Span(start, self.pos, self._current_token.span.input)
+        if any(d > MAX_DIM for d in shape):
+            raise ParseError(span, f"dimension larger than {MAX_DIM} in {t}")
+        if math.prod(shape) > MAX_TILE_ELEMENTS:
+            raise ParseError(
+                span,
+                f"{t} has {math.prod(shape)} elements; a tile holds at most "
+                f"{MAX_TILE_ELEMENTS} (it lives in one CTA's registers and shared memory)",
+            )
+
+
+def _parse_error(e: ParseError) -> CompileError:
+    loc = e.span.get_location()
+    msg = e.msg.strip().splitlines()[0] if e.msg.strip() else "parse error"
+    return CompileError(msg, location=str(loc))
+
+
+def parse_text(text: str, filename: str, ctx: Context | None = None) -> ModuleOp:
+    """Parse and verify `text`; every failure is one `CompileError` with a location."""
+    ctx = ctx if ctx is not None else make_context()
+    try:
+        parser = TawacParser(ctx, text, filename)  # lexes the first token
+        module = parser.parse_module()
+    except ParseError as e:
+        raise _parse_error(e) from None
+    except VerifyException as e:  # type verifiers run while parsing: the type just ended
+        loc = parser._current_token.span.get_location()
+        raise CompileError(verify_message(e), location=str(loc)) from None
+    verify(module)
+    return module
+
+
+def decode(data: bytes, filename: str) -> str:
+    """UTF-8 text, or an error at the first byte that is not."""
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as e:
+        line = data.count(b"\n", 0, e.start) + 1
+        col = e.start - (data.rfind(b"\n", 0, e.start) + 1) + 1
+        raise CompileError(
+            f"input is not UTF-8 (byte 0x{data[e.start]:02x})", location=f"{filename}:{line}:{col}"
+        ) from None
+
+
+def read_source(path: str | Path) -> str:
+    try:
+        data = Path(path).read_bytes()
+    except OSError as e:
+        raise CompileError(f"cannot read {path}: {e.strerror}") from None
+    return decode(data, str(path))
+
+
+def parse_file(path: str | Path, ctx: Context | None = None) -> ModuleOp:
+    return parse_text(read_source(path), str(path), ctx)

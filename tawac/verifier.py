@@ -1,0 +1,125 @@
+"""Module verification: xDSL's op verifiers plus the rules xDSL 0.74 leaves out.
+
+- *Definition before use*: every operand is a value of an enclosing block defined
+  earlier in it (the regions of tawac's dialects and of `scf` are single blocks, so this
+  is MLIR's dominance). xDSL's parser accepts forward references within a block.
+- `scf.if` with results yields that many values of those types from both branches
+  (xDSL inserts an empty `scf.yield` where a branch has none).
+- Constants fit their type: an `index` constant is a 64-bit integer; a float constant is
+  finite in its type or written as infinity.
+
+Every failure is one `CompileError` at the op's location.
+"""
+
+from __future__ import annotations
+
+import math
+
+from xdsl.dialects import arith, scf
+from xdsl.dialects.builtin import (
+    BFloat16Type,
+    Float16Type,
+    Float32Type,
+    Float64Type,
+    FloatAttr,
+    IndexType,
+    IntegerAttr,
+    ModuleOp,
+)
+from xdsl.ir import Block, Operation, SSAValue
+from xdsl.utils.exceptions import VerifyException
+
+from tawac.diagnostics import CompileError, location_of
+
+# Largest finite value of each float type (IEEE binary16/32/64; bfloat16 keeps f32's
+# exponent with 8 significand bits).
+_FLOAT_MAX = {
+    Float16Type: 65504.0,
+    BFloat16Type: float.fromhex("0x1.fep127"),
+    Float32Type: float.fromhex("0x1.fffffep127"),
+    Float64Type: float.fromhex("0x1.fffffffffffffp1023"),
+}
+_INDEX_MIN, _INDEX_MAX = -(1 << 63), (1 << 63) - 1
+
+
+def verify_message(e: Exception) -> str:
+    msg = str(e.args[0]) if e.args else str(e)
+    msg = msg.removeprefix("Operation does not verify: ")
+    return msg.strip().splitlines()[0] if msg.strip() else type(e).__name__
+
+
+def _value_name(v: SSAValue) -> str:
+    return f"%{v.name_hint}" if v.name_hint is not None else "a value"
+
+
+def _check_definitions(block: Block, visible: list[set[SSAValue]]) -> None:
+    """Each operand is visible: a block argument or an earlier result of this block or
+    an enclosing one."""
+    scope: set[SSAValue] = set(block.args)
+    visible.append(scope)
+    for op in block.ops:
+        for v in op.operands:
+            if any(v in s for s in visible):
+                continue
+            where = location_of(v.owner) if isinstance(v.owner, Operation) else None
+            at = f" (defined at {where})" if where is not None else ""
+            raise CompileError(f"{_value_name(v)} is used before its definition{at}", op)
+        for region in op.regions:
+            for b in region.blocks:
+                _check_definitions(b, visible)
+        scope.update(op.results)
+    visible.pop()
+
+
+def _check_if(op: scf.IfOp) -> None:
+    if not op.results:
+        return
+    want = [r.type for r in op.results]
+    for kind, region in (("then", op.true_region), ("else", op.false_region)):
+        if not region.blocks:
+            raise CompileError(f"scf.if with results needs an {kind} branch", op)
+        last = region.blocks[-1].last_op
+        if not isinstance(last, scf.YieldOp):
+            raise CompileError(f"the {kind} branch of scf.if ends without scf.yield", op)
+        got = [v.type for v in last.operands]
+        if got != want:
+            raise CompileError(
+                f"the {kind} branch of scf.if yields {len(got)} value(s) "
+                f"({', '.join(map(str, got))}); the scf.if has {len(want)} result(s) "
+                f"({', '.join(map(str, want))})",
+                last,
+            )
+
+
+def float_range_error(value: float, type_) -> str | None:
+    """Why a float does not fit `type_`, or None."""
+    limit = _FLOAT_MAX.get(type(type_))
+    if limit is None or not math.isfinite(value) or abs(value) <= limit:
+        return None
+    return f"float constant {value:g} is out of range for {type_}"
+
+
+def _check_constant(op: arith.ConstantOp) -> None:
+    attr = op.value
+    if isinstance(attr, IntegerAttr) and isinstance(attr.type, IndexType):
+        v = attr.value.data
+        if not _INDEX_MIN <= v <= _INDEX_MAX:
+            raise CompileError(f"index constant {v} does not fit in 64 bits", op)
+    if isinstance(attr, FloatAttr):
+        why = float_range_error(attr.value.data, attr.type)
+        if why is not None:
+            raise CompileError(why, op)
+
+
+def verify(module: ModuleOp) -> None:
+    """Verify the module, reporting the first failure at its location."""
+    _check_definitions(module.body.block, [])
+    for op in module.walk(reverse=True):
+        try:
+            op.verify(verify_nested_ops=False)
+        except VerifyException as e:
+            raise CompileError(verify_message(e), op) from None
+        if isinstance(op, scf.IfOp):
+            _check_if(op)
+        elif isinstance(op, arith.ConstantOp):
+            _check_constant(op)
