@@ -127,12 +127,17 @@ class TawacParser(Parser):
         return op
 
     def _located_verify(self, parse):
-        """Run a type/attribute parse; a verifier failure is reported where it began."""
+        """Run a type/attribute parse; a verifier failure is reported where it began, and
+        so is a float that does not fit its type (xDSL packs floats with `struct`)."""
         start = self._current_token.span
         try:
             return parse()
         except VerifyException as e:
             raise ParseError(Span(start.start, self.pos, start.input), verify_message(e)) from None
+        except OverflowError:
+            raise ParseError(
+                Span(start.start, self.pos, start.input), "value out of range for its type"
+            ) from None
 
     def parse_optional_type(self):
         start = self._current_token.span.start
@@ -143,16 +148,6 @@ class TawacParser(Parser):
 
     def parse_optional_attribute(self):
         return self._located_verify(super().parse_optional_attribute)
-
-    def parse_dense_int_or_fp_elements_attr(self, type):
-        start = self._current_token.span.start
-        try:
-            return super().parse_dense_int_or_fp_elements_attr(type)
-        except OverflowError:  # struct.pack of a float beyond the element type's range
-            raise ParseError(
-                Span(start, self.pos, self._current_token.span.input),
-                "dense value out of range for its element type",
-            ) from None
 
     def _check_shape(self, t: ShapedType, start: int) -> None:
         shape = [d for d in t.get_shape() if d >= 0]
