@@ -29,6 +29,7 @@ from xdsl.dialects.builtin import (
 )
 from xdsl.ir import Operation
 from xdsl.parser import Parser
+from xdsl.parser.core import ForwardDeclaredValue
 from xdsl.parser.generic_parser import ParserState
 from xdsl.utils.exceptions import ParseError, VerifyException
 from xdsl.utils.lexer import Input, Position, Span
@@ -107,6 +108,12 @@ class TawacParser(Parser):
             f"use of undefined value %{name}",
             location=f"{loc.filename.data}:{loc.line.data}:{loc.column.data}",
         )
+
+    def resolve_operand(self, operand, type):
+        value = super().resolve_operand(operand, type)
+        if isinstance(value, ForwardDeclaredValue) and value.name_hint is None:
+            value.name_hint = operand.operand_name  # for "used before its definition"
+        return value
 
     def parse_operation(self) -> Operation:
         start = self._current_token.span

@@ -5,6 +5,7 @@
   is MLIR's dominance). xDSL's parser accepts forward references within a block.
 - `scf.if` with results yields that many values of those types from both branches
   (xDSL inserts an empty `scf.yield` where a branch has none).
+- `arith.ext*` widens and `arith.trunc*` narrows its element type.
 - Constants fit their type: an `index` constant is a 64-bit integer; a float constant is
   finite in its type or written as infinity.
 
@@ -25,8 +26,10 @@ from xdsl.dialects.builtin import (
     IndexType,
     IntegerAttr,
     ModuleOp,
+    ShapedType,
 )
 from xdsl.ir import Block, Operation, SSAValue
+from xdsl.parser.core import ForwardDeclaredValue
 from xdsl.utils.exceptions import VerifyException
 
 from tawac.diagnostics import CompileError, location_of
@@ -61,7 +64,9 @@ def _check_definitions(block: Block, visible: list[set[SSAValue]]) -> None:
         for v in op.operands:
             if any(v in s for s in visible):
                 continue
-            where = location_of(v.owner) if isinstance(v.owner, Operation) else None
+            # A forward reference the parser never resolved (defined in another block).
+            owner = None if isinstance(v, ForwardDeclaredValue) else v.owner
+            where = location_of(owner) if isinstance(owner, Operation) else None
             at = f" (defined at {where})" if where is not None else ""
             raise CompileError(f"{_value_name(v)} is used before its definition{at}", op)
         for region in op.regions:
@@ -111,6 +116,34 @@ def _check_constant(op: arith.ConstantOp) -> None:
             raise CompileError(why, op)
 
 
+def _element_bits(t) -> int | None:
+    elem = t.get_element_type() if isinstance(t, ShapedType) else t
+    return getattr(elem, "bitwidth", None)
+
+
+# Casts that must widen (True) or narrow (False) their element type, as in MLIR.
+_WIDENING = {
+    arith.ExtFOp: True,
+    arith.ExtSIOp: True,
+    arith.ExtUIOp: True,
+    arith.TruncFOp: False,
+    arith.TruncIOp: False,
+}
+
+
+def _check_cast(op: Operation) -> None:
+    src, dst = _element_bits(op.input.type), _element_bits(op.result.type)
+    if src is None or dst is None:
+        return
+    widen = _WIDENING[type(op)]
+    if (dst > src) if widen else (dst < src):
+        return
+    verb = "widen" if widen else "narrow"
+    raise CompileError(
+        f"{op.name} must {verb} its element type, got {op.input.type} to {op.result.type}", op
+    )
+
+
 def verify(module: ModuleOp) -> None:
     """Verify the module, reporting the first failure at its location."""
     _check_definitions(module.body.block, [])
@@ -123,3 +156,5 @@ def verify(module: ModuleOp) -> None:
             _check_if(op)
         elif isinstance(op, arith.ConstantOp):
             _check_constant(op)
+        elif type(op) in _WIDENING:
+            _check_cast(op)

@@ -116,3 +116,28 @@ tile.kernel @long_literal(%a: !tile.tensor<?x?xbf16>) {
 // CHECK: {{.*}}malformed-input.mlir:[[# @LINE - 1]]:23: error: number literal of 106 characters (at most 100)
   tile.return
 }
+
+// -----
+
+// A value used in a loop body and defined after the loop: the parser's forward reference
+// stayed in the IR ("Forward declared values do not have an owner").
+tile.kernel @forward_into_region(%a: !tile.tensor<?x?xbf16>) {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  scf.for %i = %c0 to %c1 step %c1 {
+    %y = arith.addi %i, %late : index
+// CHECK: {{.*}}malformed-input.mlir:[[# @LINE - 1]]:10: error: %late is used before its definition
+  }
+  %late = arith.constant 3 : index
+  tile.return
+}
+
+// -----
+
+// arith.extf to a narrower type printed a cvt without rounding mode: invalid PTX.
+tile.kernel @extf_narrows(%a: !tile.tensor<?x?xbf16>) {
+  %z = arith.constant dense<0.0> : tensor<128x128xf32>
+  %o = arith.extf %z : tensor<128x128xf32> to tensor<128x128xbf16>
+// CHECK: {{.*}}malformed-input.mlir:[[# @LINE - 1]]:8: error: arith.extf must widen its element type, got tensor<128x128xf32> to tensor<128x128xbf16>
+  tile.return
+}
