@@ -27,7 +27,7 @@ from xdsl.dialects.builtin import (
     StringAttr,
     UnknownLoc,
 )
-from xdsl.ir import Operation
+from xdsl.ir import Operation, SSAValue
 from xdsl.parser import Parser
 from xdsl.parser.core import ForwardDeclaredValue
 from xdsl.parser.generic_parser import ParserState
@@ -111,8 +111,9 @@ class TawacParser(Parser):
 
     def resolve_operand(self, operand, type):
         value = super().resolve_operand(operand, type)
-        if isinstance(value, ForwardDeclaredValue) and value.name_hint is None:
-            value.name_hint = operand.operand_name  # for "used before its definition"
+        name = operand.operand_name
+        if isinstance(value, ForwardDeclaredValue) and SSAValue.is_valid_name(name):
+            value.name_hint = name  # for "used before its definition"
         return value
 
     def parse_operation(self) -> Operation:

@@ -33,7 +33,7 @@ tile.kernel @rows96(%a: !tile.tensor<?x?xbf16>, %b: !tile.tensor<?x?xbf16>, %c: 
 // error that says why.
 // AUTO-LABEL: tile.kernel @rows192_n256(
 // AUTO:         aref.partition consumer warp_groups 1 regs 0 {
-// W3: {{.*}}cooperative-consumers-regressions.mlir:[[# @LINE + 2]]:3: error: cooperative-consumers: an MMA with 256 columns keeps 128 accumulator registers per thread in flight; 3 consumer warp groups get 160 registers each, room for at most 96; use fewer
+// W3: {{.*}}cooperative-consumers-regressions.mlir:[[# @LINE + 9]]:3: error: cooperative-consumers: an MMA with 256 columns keeps 128 accumulator registers per thread in flight; 3 consumer warp groups get 160 registers each, room for at most 96; use fewer
 tile.kernel @rows192_n256(%a: !tile.tensor<?x?xbf16>, %b: !tile.tensor<?x?xbf16>, %c: !tile.tensor<?x?xf32>) {
   %r = aref.create : !aref.aref<[tensor<192x64xbf16>, tensor<256x64xbf16>], 1>
   aref.partition producer warp_groups 1 regs 0 {

@@ -45,7 +45,7 @@ tile.kernel @if_without_yield(%a: !tile.tensor<?x?xbf16>) {
     scf.yield %c0 : index
   } else {
   }
-// CHECK: {{.*}}malformed-input.mlir:[[# @LINE - 5]]:8: error: the else branch of scf.if yields 0 value(s) (); the scf.if has 1 result(s) (index)
+// CHECK: {{.*}}malformed-input.mlir:[[# @LINE - 4]]:8: error: the else branch of scf.if yields 0 value(s) (); the scf.if has 1 result(s) (index)
   tile.return
 }
 
