@@ -15,7 +15,7 @@ import pytest
 import tawac.cli
 from tawac.fuzz import harness
 from tawac.fuzz.harness import Outcome, Result, classify, execute, normalize
-from tawac.fuzz.mutate import MUTATIONS, Corpus, mutant, mutate, tokenize
+from tawac.fuzz.mutate import MUTATIONS, Corpus, compile_options, mutant, mutate, tokenize
 
 REPO = Path(__file__).resolve().parent.parent
 GEMM = (REPO / "examples" / "gemm.mlir").read_text()
@@ -212,7 +212,7 @@ def _fake_main(args, prog_name):
 def test_children_are_isolated_and_classified(monkeypatch):
     monkeypatch.setattr(tawac.cli, "main", _fake_main)
     modes = ["ok", "hang", "segv", "raise", "leftover", "print", "plain", "memory"]
-    items = [(i, "fake", [], m.encode()) for i, m in enumerate(modes)]
+    items = [(i, "fake", [], m.encode(), []) for i, m in enumerate(modes)]
     got = {modes[r.index]: r for r in execute(items, jobs=4, timeout=2.0)}
     assert {m: r.cls for m, r in got.items()} == {
         "ok": "accepted",
@@ -229,6 +229,30 @@ def test_children_are_isolated_and_classified(monkeypatch):
     assert got["hang"].outcome.seconds < 10
 
 
+def test_compile_options_reach_the_child(monkeypatch):
+    """A mutant's flags are the child's command line after `-o OUT`; saved with it."""
+
+    def main(args, prog_name):
+        print(f"{args[1]}:1:1: error: args {' '.join(args[4:])}", file=sys.stderr)
+        sys.exit(1)
+
+    monkeypatch.setattr(tawac.cli, "main", main)
+    flags = ["--stages", "1", "--pingpong"]
+    (res,) = execute([(0, "fake", [], b"x", flags)])
+    assert res.cls == "rejected", res.report()
+    assert res.outcome.stderr.strip().endswith("error: args --stages 1 --pingpong")
+    assert "options: --stages 1 --pingpong" in res.report()
+
+
+def test_compile_options_are_seeded_and_mixed():
+    runs = [compile_options(3, i) for i in range(300)]
+    assert runs == [compile_options(3, i) for i in range(300)]
+    with_flags = [r for r in runs if r]
+    assert 60 < len(with_flags) < 140, len(with_flags)
+    names = {f for r in with_flags for f in r if f.startswith("--")}
+    assert {"--stages", "--consumer-warp-groups", "--no-persistent", "--pingpong"} <= names
+
+
 def test_invalid_ptx_is_a_finding(monkeypatch):
     def main(args, prog_name):
         Path(args[3]).write_text(".version 8.0\n.target sm_90a\nthis is not ptx;\n")
@@ -239,7 +263,7 @@ def test_invalid_ptx_is_a_finding(monkeypatch):
     if ptxas is None:
         pytest.skip("no ptxas")
     monkeypatch.setattr(tawac.cli, "main", main)
-    (res,) = execute([(0, "fake", [], b"x")], ptxas=ptxas)
+    (res,) = execute([(0, "fake", [], b"x", [])], ptxas=ptxas)
     assert res.cls == "invalid-ptx"
     assert "ptxas exit" in res.detail and res.ptx is not None
 

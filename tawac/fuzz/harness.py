@@ -30,7 +30,7 @@ import tawac.cli
 import tawac.driver  # noqa: F401  (imported before forking, so children need not)
 import tawac.runtime  # noqa: F401
 from tawac.diagnostics import CompileError
-from tawac.fuzz.mutate import Corpus, mutant
+from tawac.fuzz.mutate import Corpus, compile_options, mutant
 
 FINDINGS = ("internal", "traceback", "hang", "crash", "partial-output", "bad-diagnostic")
 FINDINGS += ("bad-output", "invalid-ptx")
@@ -125,6 +125,7 @@ class Result:
     detail: str
     ptx_sha: str | None = None
     ptx: bytes | None = None  # kept for invalid PTX only
+    options: list[str] = field(default_factory=list)  # `tawac compile` flags
 
     @property
     def signature(self) -> str:
@@ -135,6 +136,7 @@ class Result:
         return (
             f"source: {self.source}\nindex: {self.index}\nmutations:\n"
             + "".join(f"  {m}\n" for m in self.mutations)
+            + f"options: {' '.join(self.options)}\n"
             + f"class: {self.cls}\nsignature: {self.signature}\ndetail: {self.detail}\n"
             f"exit: {o.exit_code} signal: {o.signal} timed out: {o.timed_out} "
             f"seconds: {o.seconds:.2f}\nout/: {sorted(o.out_files)}\n"
@@ -145,8 +147,9 @@ class Result:
 # --- the child --------------------------------------------------------------------------------
 
 
-def _child(folder: Path, memory: int) -> None:
-    """In the forked child: compile folder/src.mlir to folder/out/k.ptx; never returns."""
+def _child(folder: Path, memory: int, options: list[str]) -> None:
+    """In the forked child: compile folder/src.mlir to folder/out/k.ptx with `options`;
+    never returns."""
     code = 70
     try:
         os.setpgid(0, 0)
@@ -164,6 +167,7 @@ def _child(folder: Path, memory: int) -> None:
         os.environ["NO_COLOR"] = "1"
         os.chdir(folder / "cwd")
         args = ["compile", str(folder / "src.mlir"), "-o", str(folder / "out" / "k.ptx")]
+        args += options
         try:
             tawac.cli.main(args, prog_name="tawac")
             code = 0
@@ -184,7 +188,7 @@ def _child(folder: Path, memory: int) -> None:
             os._exit(code & 0xFF)
 
 
-def _start(folder: Path, data: bytes, memory: int) -> int:
+def _start(folder: Path, data: bytes, memory: int, options: list[str]) -> int:
     (folder / "out").mkdir(parents=True)
     (folder / "cwd").mkdir()
     (folder / "src.mlir").write_bytes(data)
@@ -192,7 +196,7 @@ def _start(folder: Path, data: bytes, memory: int) -> int:
     sys.stderr.flush()
     pid = os.fork()
     if pid == 0:
-        _child(folder, memory)
+        _child(folder, memory, options)
     return pid
 
 
@@ -228,7 +232,7 @@ def find_ptxas() -> str | None:
         return None
 
 
-Item = tuple[int, str, list[str], bytes]  # index, source name, mutations, bytes
+Item = tuple[int, str, list[str], bytes, list[str]]  # index, source, mutations, bytes, flags
 
 
 def execute(
@@ -262,7 +266,7 @@ def execute(
                     status = None
                 del running[pid]
                 o = _finish(folder, status, started)
-                res = Result(*item, o, *classify(o))
+                res = Result(*item[:4], o, *classify(o), options=item[4])
                 if res.cls == "accepted" and ptxas is not None:
                     text = (folder / "out" / "k.ptx").read_bytes()
                     res.ptx_sha = hashlib.sha256(text).hexdigest()
@@ -299,7 +303,8 @@ def execute(
                     exhausted = True
                     break
                 folder = work / f"i{item[0]}"
-                running[_start(folder, item[3], memory)] = (item, folder, time.monotonic())
+                pid = _start(folder, item[3], memory, item[4])
+                running[pid] = (item, folder, time.monotonic())
             if exhausted and not running and not asm_running and not asm_queue:
                 return
             time.sleep(0.005)
@@ -368,10 +373,13 @@ class Summary:
 
 
 def save(res: Result, out: Path, n: int) -> Path:
-    """Write the mutant as out/<class>-<n>.mlir, with a .txt report (and .ptx if invalid)."""
+    """Write the mutant as out/<class>-<n>.mlir, with a .txt report, its compile flags in
+    .args (when it has any) and its PTX in .ptx (when ptxas rejected it)."""
     out.mkdir(parents=True, exist_ok=True)
     path = out / f"{res.cls}-{n}.mlir"
     path.write_bytes(res.data)
+    if res.options:
+        path.with_suffix(".args").write_text(" ".join(res.options) + "\n")
     path.with_suffix(".txt").write_text(res.report(), errors="backslashreplace")
     if res.ptx is not None:
         path.with_suffix(".ptx").write_bytes(res.ptx)
@@ -399,7 +407,7 @@ def run_campaign(
     summary = Summary(ptxas=find_ptxas() if use_ptxas else None)
     limit = inputs if inputs is not None else sys.maxsize
     start = time.monotonic()
-    items = ((i, *mutant(corpus, seed, i)) for i in range(limit))
+    items = ((i, *mutant(corpus, seed, i), compile_options(seed, i)) for i in range(limit))
     deadline = start + seconds if seconds is not None else None
     assembled: dict[str, bool] = {}
     saved: Counter = Counter()
@@ -429,8 +437,11 @@ def run_campaign(
 
 
 def replay(path: str | Path, *, timeout: float = 30.0, use_ptxas: bool = True) -> Result:
-    """Run one saved mutant through the same child and checks."""
+    """Run one saved mutant through the same child and checks, with the flags saved
+    beside it (`.args`)."""
     data = Path(path).read_bytes()
+    args = Path(path).with_suffix(".args")
+    options = args.read_text().split() if args.is_file() else []
     ptxas = find_ptxas() if use_ptxas else None
-    (res,) = execute([(0, str(path), [], data)], jobs=1, timeout=timeout, ptxas=ptxas)
+    (res,) = execute([(0, str(path), [], data, options)], jobs=1, timeout=timeout, ptxas=ptxas)
     return res

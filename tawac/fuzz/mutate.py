@@ -456,3 +456,28 @@ def mutant(corpus: Corpus, seed: int, index: int) -> tuple[str, list[str], bytes
                 text = res[1]
                 break
     return name, done, text.encode("utf-8", "surrogateescape")
+
+
+# `tawac compile` flags a mutant may run with: the pipeline's knobs, valid or not.
+OPTION_CHOICES = [
+    ["--stages", "0", "1", "2", "3", "4", "8", "-1"],
+    ["--mma-depth", "0", "1", "2", "3", "-1"],
+    ["--consumer-warp-groups", "0", "1", "2", "3", "4"],
+    ["--group-m", "0", "1", "8", "64"],
+    ["--no-persistent"],
+    ["--no-tile-prefetch"],
+    ["--no-coarse-pipeline"],
+    ["--pingpong"],
+]
+
+
+def compile_options(seed: int, index: int) -> list[str]:
+    """The `tawac compile` flags of mutant `index` of campaign `seed`: none for two
+    thirds of the mutants, else one to three of `OPTION_CHOICES`."""
+    rng = random.Random(f"{seed}:{index}:options")
+    if rng.random() < 2 / 3:
+        return []
+    flags: list[str] = []
+    for choice in rng.sample(OPTION_CHOICES, rng.randint(1, 3)):
+        flags += choice if len(choice) == 1 else [choice[0], rng.choice(choice[1:])]
+    return flags
