@@ -15,6 +15,7 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
+from gpu_util import requires_gpu
 from test_cli_errors import GEMM, _assert_one_diagnostic, _compile, _env, _loc, _write
 from test_gpu_attention_sweep import instantiate
 from test_tile_configs import gemm_text
@@ -164,15 +165,15 @@ def test_run_exits_1_when_the_check_fails(tmp_path, monkeypatch):
     assert res.exit_code == 0, res.output
 
 
-@pytest.mark.parametrize(
-    "name,text",
-    [
-        ("gemm192x256", gemm_text(192, 256, 64, "bf16")),
-        ("gemm192x224", gemm_text(192, 224, 64, "bf16")),
-        ("attention192x224d64", instantiate(192, 224, 64, False)),
-        ("attention192x256d64", instantiate(192, 256, 64, True)),
-    ],
-)
+WIDE = [
+    ("gemm192x256", gemm_text(192, 256, 64, "bf16")),
+    ("gemm192x224", gemm_text(192, 224, 64, "bf16")),
+    ("attention192x224d64", instantiate(192, 224, 64, False)),
+    ("attention192x256d64", instantiate(192, 256, 64, True)),
+]
+
+
+@pytest.mark.parametrize("name,text", WIDE)
 def test_wide_192_row_tiles_assemble(name, text):
     """192-row tiles with a wide N picked three consumer warp groups without checking the
     register budget: ptxas failed with C7602, reported as the user's error."""
@@ -180,3 +181,24 @@ def test_wide_192_row_tiles_assemble(name, text):
     assert res.cubin, name
     assert "C7602" not in res.ptxas_report
     assert res.sidecar["block"][0] == 2 * 128, res.sidecar["block"]  # producer + 1 consumer
+
+
+@pytest.mark.gpu
+@requires_gpu
+@pytest.mark.parametrize("name,text", WIDE)
+def test_wide_192_row_tiles_run_correctly(name, text):
+    """The fallback to one consumer warp group computes the right result."""
+    import torch
+    from test_gpu_attention import _check
+    from test_gpu_gemm import _run_abt
+
+    from tawac.runtime import load_kernel
+
+    res = compile_module(parse_text(text, f"{name}.mlir"), cubin=True)
+    kern = load_kernel(res.cubin, res.sidecar)
+    if name.startswith("gemm"):
+        for m, n, k in ((1000, 2000, 3000), (384, 512, 128)):
+            assert _run_abt(kern, m, n, k, torch.bfloat16) < 1e-2, (name, m, n, k)
+        return
+    for b, h, s in ((1, 2, 333), (2, 3, 1000)):
+        _check(kern, b, h, s, 64, name.endswith("256d64"), s)
