@@ -21,8 +21,6 @@ from tawac.dialects import hopper, ptx, tile
 
 SMEM_SYMBOL = "tawac_smem"
 
-_DTYPE = {"bf16": "bf16", "f16": "f16", "f32": "f32"}
-
 
 def to_attr(x: Any) -> Attribute:
     if isinstance(x, Attribute):

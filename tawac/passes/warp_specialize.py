@@ -80,11 +80,6 @@ class _Group:
     loads: list[tile.LoadOp]
 
 
-def _enclosing_loop(block: Block) -> scf.ForOp | None:
-    parent = block.parent_op()
-    return parent if isinstance(parent, scf.ForOp) else None
-
-
 def _producer_slice(kernel: tile.KernelOp, groups: list[_Group]) -> set[Operation]:
     """The loads plus every op they need (coordinates, enclosing loop bounds)."""
     keep: set[Operation] = set()
