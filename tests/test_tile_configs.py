@@ -18,7 +18,7 @@ import pytest
 from tawac.diagnostics import CompileError
 from tawac.dialects import hopper
 from tawac.driver import compile_module, parse_text
-from tawac.passes.lower_aref import SMEM_LIMIT
+from tawac.target import HOPPER
 
 CONFIGS = [(128, 128, 64), (128, 256, 64), (64, 256, 64), (128, 128, 128)]
 DTYPES = ["bf16", "f16"]
@@ -120,7 +120,7 @@ def test_dynamic_smem_is_the_aref_rings(bm, bn, bk, dt):
 def test_dynamic_smem_follows_stages(bm, bn, bk):
     for stages in (1, 2, 3, 4):
         expected = aref_smem(bm, bn, bk, stages)
-        if expected > SMEM_LIMIT:
+        if expected > HOPPER.smem_per_block:
             with pytest.raises(CompileError, match="shared memory"):
                 compile_config(bm, bn, bk, "bf16", stages=stages, tma_store=False)
             continue
@@ -140,9 +140,9 @@ def test_dynamic_smem_with_tma_store(bm, bn, bk):
     res = compile_config(bm, bn, bk, "bf16")
     rings = aref_smem(bm, bn, bk, 3)
     staged = -(-rings // 1024) * 1024 + bm * bn * 2
-    expected = staged if staged <= SMEM_LIMIT else rings
+    expected = staged if staged <= HOPPER.smem_per_block else rings
     assert res.sidecar["dynamic_smem"] == expected
-    assert res.sidecar["dynamic_smem"] <= SMEM_LIMIT
+    assert res.sidecar["dynamic_smem"] <= HOPPER.smem_per_block
     assert "cp.async.bulk.tensor.2d.global.shared::cta" in res.ptx
 
 

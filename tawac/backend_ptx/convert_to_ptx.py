@@ -48,6 +48,7 @@ from tawac.backend_ptx.layouts import AccLayout
 from tawac.backend_ptx.vector_layouts import VectorLayouts
 from tawac.diagnostics import CompileError
 from tawac.dialects import aref, hopper, ptx, tile
+from tawac.target import HOPPER, MmaAtom, NamedBarriers
 
 _CMPI = {0: "eq", 1: "ne", 2: "lt", 3: "le", 4: "gt", 5: "ge", 6: "lo", 7: "ls", 8: "hi", 9: "hs"}
 _CMPI_TYPE = {0: "s32", 1: "s32", 2: "s32", 3: "s32", 4: "s32", 5: "s32"}
@@ -124,6 +125,7 @@ class KernelLowering:
         self.block = Block()
         self.vals: dict[SSAValue, object] = {}
         self.params = abi.ParamTable(kernel)
+        self.barriers = NamedBarriers()
         self.labels = 0
         self.part: _Partition | None = None
         self.scopes: list[dict[object, SSAValue]] = [{}]
@@ -255,8 +257,8 @@ class KernelLowering:
                 self.kernel,
             )
         total_wgs = sum(p.warp_groups.data for p in parts)
-        threads = 128 * total_wgs
-        entry_cap = min(255, 65536 // threads) // 8 * 8
+        threads = HOPPER.warp_group_size * total_wgs
+        entry_cap = HOPPER.register_cap(total_wgs)
         for op in body.ops:
             if isinstance(op, aref.PartitionOp | tile.ReturnOp):
                 continue
@@ -1152,22 +1154,73 @@ def _descriptor(k: KernelLowering, addr: SSAValue, lbo: int, sbo: int) -> SSAVal
     return k.r(ptx.OrOp("b64", wide, k.imm(fields, "b64")))
 
 
-def _operand(t: hopper.SmemTileType, mn_major: bool, mn: int, kk: int) -> tuple[int, int, int]:
-    """(byte offset, leading byte offset, stride byte offset) of the k16 slice `kk` of a
-    wgmma operand whose MN extent starts at element `mn` of the tile.
+def _operand(
+    t: hopper.SmemTileType, mn_major: bool, mn: int, kk: int, kstep: int
+) -> tuple[int, int, int]:
+    """(byte offset, leading byte offset, stride byte offset) of the K slice `kk` (of
+    `kstep` elements, the MMA atom's K) of a wgmma operand whose MN extent starts at
+    element `mn` of the tile.
 
-    K-major tiles (rows MN, columns K) are 64-column chunks of 128-byte rows: a k16 step
-    moves 32 bytes within a row, a row 128 bytes; 8-row groups are 1024 bytes apart (SBO).
-    MN-major tiles (rows K, columns MN) are the same chunks read the other way: a k16 step
-    is 16 rows (2048 bytes), 8-row K groups are 1024 bytes apart (SBO) and 64-element MN
-    blocks are one chunk apart (LBO).
+    K-major tiles (rows MN, columns K) are 64-column chunks of 128-byte rows: a K step
+    moves kstep elements within a row, a row 128 bytes; 8-row groups are 1024 bytes apart
+    (SBO). MN-major tiles (rows K, columns MN) are the same chunks read the other way: a K
+    step is kstep rows, 8-row K groups are 1024 bytes apart (SBO) and 64-element MN blocks
+    are one chunk apart (LBO).
     """
+    row = HOPPER.swizzle_bytes
     if not mn_major:
-        chunk, within = divmod(kk * 16, t.chunk_cols)
-        return chunk * t.chunk_bytes + within * t.elem_bytes + mn * 128, 16, 1024
+        chunk, within = divmod(kk * kstep, t.chunk_cols)
+        return chunk * t.chunk_bytes + within * t.elem_bytes + mn * row, 16, 8 * row
     chunk, rest = divmod(mn, t.chunk_cols)
     assert rest == 0, "MN offsets of MN-major operands are whole chunks"
-    return chunk * t.chunk_bytes + kk * 16 * 128, t.chunk_bytes, 1024
+    return chunk * t.chunk_bytes + kk * kstep * row, t.chunk_bytes, 8 * row
+
+
+def _atom(op: hopper.WgmmaOp, ab: str, transposed: bool) -> MmaAtom:
+    """The wgmma family of these operand types (fp32 accumulation)."""
+    atom = HOPPER.mma_atom(ab, ab, "f32")
+    if atom is None:
+        raise CompileError(f"convert-to-ptx: no wgmma multiplies {ab} by {ab} into f32", op)
+    if transposed and not atom.mn_major:
+        raise CompileError(f"convert-to-ptx: {ab} MMA operands must be K-major", op)
+    return atom
+
+
+def _issue_wgmmas(
+    k: KernelLowering,
+    op: hopper.WgmmaOp,
+    acc_zero: tuple[Frag, bool],
+    b: SmemTile,
+    kdim: int,
+    atom: MmaAtom,
+    make: Callable[[int, int, SSAValue, SSAValue, list[SSAValue]], Operation],
+) -> None:
+    """The wgmmas of one `hopper.wgmma`, K step by K step and m64 block by block:
+    `make(kk, mi, desc_b, scale_d, acc_regs)` builds each instruction (and computes its A
+    operand). Every instruction that writes a wgmma register operand precedes the fence:
+    A registers and descriptors are computed first (a write after the fence makes ptxas
+    insert its own warpgroup arrive and serialize the wgmmas, C7520); the MMAs are issued
+    back to back after it. `acc_zero` is `_accumulator`'s answer."""
+    acc, zero_init = acc_zero
+    layout = acc.layout
+    if layout.n > HOPPER.mma_max_n:
+        raise CompileError(
+            f"convert-to-ptx: N={layout.n} > {HOPPER.mma_max_n} per MMA is not supported yet", op
+        )
+    tb = op.transpose_b is not None
+    descs_b = _Descriptors(k, b.addr)
+    issue = []
+    for kk in range(kdim // atom.k):
+        scale_d = _scale_d(k, zero_init, kk)
+        desc_b = descs_b.at(*_operand(b.type, tb, 0, kk, atom.k))
+        for mi in range(layout.m_reps):
+            regs = [acc.regs[i] for i in layout.block_regs(mi)]
+            issue.append(make(kk, mi, desc_b, scale_d, regs))
+    k.emit(ptx.WgmmaFenceOp())
+    for mma in issue:
+        k.emit(mma)
+    k.emit(ptx.WgmmaCommitOp())
+    k.vals[op.result] = acc
 
 
 @handles(hopper.WgmmaOp)
@@ -1180,37 +1233,22 @@ def _wgmma(k: KernelLowering, op: hopper.WgmmaOp) -> None:
     if a.type.swizzle.data != 128 or b.type.swizzle.data != 128:
         raise CompileError("convert-to-ptx: wgmma operands must be 128B-swizzled", op)
     ta, tb = op.transpose_a is not None, op.transpose_b is not None
-    acc, zero_init = _accumulator(k, op)
-    layout = acc.layout
-    kdim = a.type.rows if ta else a.type.cols
-    n = layout.n
-    if n > 256:
-        raise CompileError(f"convert-to-ptx: N={n} > 256 per MMA is not supported yet", op)
+    acc_zero = _accumulator(k, op)
+    layout = acc_zero[0].layout
     ab = elem_ptx_type(a.type.element_type)
+    atom = _atom(op, ab, ta or tb)
+    n = layout.n
     # This warp group's rows of A: K-major rows are 128 bytes; MN-major ones are chunks.
-    wg = _wg_local(k)
     rows = layout.rows_per_warp_group
-    step = (rows // a.type.chunk_cols) * a.type.chunk_bytes if ta else rows * 128
-    a_base = k.add(a.addr, k.r(ptx.MulOp("s32", wg, k.imm(step), mode="lo")))
-    descs_a, descs_b = _Descriptors(k, a_base), _Descriptors(k, b.addr)
-    issue = []
-    for kk in range(kdim // 16):
-        scale_d = _scale_d(k, zero_init, kk)
-        b_off, b_lbo, b_sbo = _operand(b.type, tb, 0, kk)
-        desc_b = descs_b.at(b_off, b_lbo, b_sbo)
-        for mi in range(layout.m_reps):
-            a_off, a_lbo, a_sbo = _operand(a.type, ta, 64 * mi, kk)
-            desc_a = descs_a.at(a_off, a_lbo, a_sbo)
-            regs = [acc.regs[i] for i in layout.block_regs(mi)]
-            issue.append(
-                ptx.WgmmaMmaAsyncOp(n, 16, ab, desc_a, desc_b, scale_d, regs, int(ta), int(tb))
-            )
-    # Operands are computed before the fence, the MMAs issued back to back after it.
-    k.emit(ptx.WgmmaFenceOp())
-    for mma in issue:
-        k.emit(mma)
-    k.emit(ptx.WgmmaCommitOp())
-    k.vals[op.result] = acc
+    step = (rows // a.type.chunk_cols) * a.type.chunk_bytes if ta else rows * HOPPER.swizzle_bytes
+    a_base = k.add(a.addr, k.r(ptx.MulOp("s32", _wg_local(k), k.imm(step), mode="lo")))
+    descs_a = _Descriptors(k, a_base)
+
+    def make(kk: int, mi: int, desc_b: SSAValue, scale_d: SSAValue, regs: list[SSAValue]):
+        desc_a = descs_a.at(*_operand(a.type, ta, HOPPER.mma_m * mi, kk, atom.k))
+        return ptx.WgmmaMmaAsyncOp(n, atom.k, ab, desc_a, desc_b, scale_d, regs, int(ta), int(tb))
+
+    _issue_wgmmas(k, op, acc_zero, b, a.type.rows if ta else a.type.cols, atom, make)
 
 
 def _is_zero_splat(f: Frag) -> bool:
@@ -1225,7 +1263,7 @@ def _is_zero_splat(f: Frag) -> bool:
 def _accumulator(k: KernelLowering, op: hopper.WgmmaOp) -> tuple[Frag, bool]:
     """The accumulator registers of a wgmma, and whether they start at zero.  A zero
     accumulator is not initialised with movs (a mov between wgmmas serializes them,
-    ptxas C7515/C7520): its registers are only declared, and the first k16 step runs with
+    ptxas C7515/C7520): its registers are only declared, and the first K step runs with
     scale-d false (D = A*B)."""
     f = k.frag(op.acc)
     if not _is_zero_splat(f):
@@ -1270,36 +1308,23 @@ def _wgmma_reg_a(k: KernelLowering, op: hopper.WgmmaOp, a: Frag) -> None:
         )
     if b.type.swizzle.data != 128:
         raise CompileError("convert-to-ptx: wgmma B operands must be 128B-swizzled", op)
-    acc, zero_init = _accumulator(k, op)
-    layout = acc.layout
+    acc_zero = _accumulator(k, op)
+    layout = acc_zero[0].layout
     al = a.layout
     if al.m != layout.m or al.warp_groups != layout.warp_groups or al.n % 16:
         raise CompileError("convert-to-ptx: register A operand layout does not fit the MMA", op)
     if elem_ptx_type(b.type.element_type) != a.dtype:
         raise CompileError("convert-to-ptx: MMA operand element types differ", op)
-    tb = op.transpose_b is not None
-    # Every instruction that writes a wgmma register operand precedes the fence: the A
-    # registers are packed and the descriptors computed first (a write after the fence
-    # makes ptxas insert its own warpgroup arrive and serialize the wgmmas, C7520).
-    descs_b = _Descriptors(k, b.addr)
-    issue = []
-    for kk in range(al.n // 16):
-        scale_d = _scale_d(k, zero_init, kk)
-        b_off, b_lbo, b_sbo = _operand(b.type, tb, 0, kk)
-        desc_b = descs_b.at(b_off, b_lbo, b_sbo)
-        for mi in range(layout.m_reps):
-            base = mi * al.regs_per_block + 8 * kk
-            pairs = [(a.regs[base + 2 * q], a.regs[base + 2 * q + 1]) for q in range(4)]
-            regs_a = [_pack_pair(k, lo, hi) for lo, hi in pairs]
-            regs = [acc.regs[i] for i in layout.block_regs(mi)]
-            issue.append(
-                ptx.WgmmaMmaAsyncRegAOp(layout.n, a.dtype, regs_a, desc_b, scale_d, regs, int(tb))
-            )
-    k.emit(ptx.WgmmaFenceOp())
-    for mma in issue:
-        k.emit(mma)
-    k.emit(ptx.WgmmaCommitOp())
-    k.vals[op.result] = acc
+    atom = _atom(op, a.dtype, op.transpose_b is not None)
+    tb = int(op.transpose_b is not None)
+
+    def make(kk: int, mi: int, desc_b: SSAValue, scale_d: SSAValue, regs: list[SSAValue]):
+        base = mi * al.regs_per_block + 8 * kk
+        pairs = [(a.regs[base + 2 * q], a.regs[base + 2 * q + 1]) for q in range(4)]
+        regs_a = [_pack_pair(k, lo, hi) for lo, hi in pairs]
+        return ptx.WgmmaMmaAsyncRegAOp(layout.n, a.dtype, regs_a, desc_b, scale_d, regs, tb)
+
+    _issue_wgmmas(k, op, acc_zero, b, al.n, atom, make)
 
 
 @handles(hopper.WgmmaWaitOp)
@@ -1343,7 +1368,8 @@ def _store_fragment(k: KernelLowering, op: hopper.StoreFragmentOp) -> None:
     # been read before any thread writes: its issuing thread waits here, not right after
     # issuing it, so the store overlaps the next tile's main loop.
     k.guarded(_wg_leader(k), lambda: k.emit(ptx.CpAsyncBulkWaitReadOp(0)))
-    k.emit(ptx.BarSyncRegOp(k.add_imm(_wg_local(k), 1), 128))
+    first = k.barriers.get("warp group", HOPPER.max_consumer_warp_groups, preferred=1)
+    k.emit(ptx.BarSyncRegOp(k.add_imm(_wg_local(k), first), HOPPER.warp_group_size))
     row0, _ = k.thread_coords(layout)
     lane = k.lane()
     key = k.r(ptx.ShrOp("u32", lane, k.imm(2)))
@@ -1367,10 +1393,8 @@ def _store_fragment(k: KernelLowering, op: hopper.StoreFragmentOp) -> None:
 def _consumer_sync(k: KernelLowering, op: hopper.ConsumerSyncOp) -> None:
     part = k.part
     assert part is not None
-    k.emit(ptx.BarSyncOp(15, 128 * part.warp_groups))
-
-
-_TURN_BARRIER = 8  # named barriers 8 and 9: the turns of consumer warp groups 0 and 1
+    bar = k.barriers.get("consumer partition", preferred=HOPPER.named_barriers - 1)
+    k.emit(ptx.BarSyncOp(bar, HOPPER.warp_group_size * part.warp_groups))
 
 
 @handles(hopper.TurnOp)
@@ -1379,20 +1403,21 @@ def _turn(k: KernelLowering, op: hopper.TurnOp) -> None:
     assert part is not None
     if part.warp_groups != 2:
         raise CompileError("convert-to-ptx: ping-pong turns need two consumer warp groups", op)
+    turn = k.barriers.get("ping-pong turns", 2, preferred=8)  # one per consumer warp group
     wg = _wg_local(k)
-    mine = k.add_imm(wg, _TURN_BARRIER)
-    other = k.r(ptx.SubOp("s32", k.imm(_TURN_BARRIER + 1), wg))  # 8 + (1 - wg)
+    mine = k.add_imm(wg, turn)
+    other = k.r(ptx.SubOp("s32", k.imm(turn + 1), wg))  # turn + (1 - wg)
     kind = op.kind.data
     if kind == "wait":
-        k.emit(ptx.BarSyncRegOp(mine, 256))
+        k.emit(ptx.BarSyncRegOp(mine, 2 * HOPPER.warp_group_size))
     elif kind == "pass":
-        k.emit(ptx.BarArriveRegOp(other, 256))
+        k.emit(ptx.BarArriveRegOp(other, 2 * HOPPER.warp_group_size))
     else:
         # init: warp group 1 hands the first turn to 0; end: 0 takes the last one back.
         first = k.r(ptx.SetpOp("eq", "s32", wg, k.imm(1 if kind == "init" else 0)))
-        bar = k.imm(_TURN_BARRIER)
+        bar = k.imm(turn)
         emit = ptx.BarArriveRegOp if kind == "init" else ptx.BarSyncRegOp
-        k.guarded(first, lambda: k.emit(emit(bar, 256)))
+        k.guarded(first, lambda: k.emit(emit(bar, 2 * HOPPER.warp_group_size)))
 
 
 @handles(hopper.TmaStoreOp)
@@ -1404,9 +1429,10 @@ def _tma_store(k: KernelLowering, op: hopper.TmaStoreOp) -> None:
     tt = t.type
     rows = tt.rows // part.warp_groups
     wg = _wg_local(k)
-    # Named barrier 1 + w: the 128 threads of warp group w have written their rows.
-    bar_id = k.add_imm(wg, 1)
-    k.emit(ptx.BarSyncRegOp(bar_id, 128))
+    # Named barrier first + w: the threads of warp group w have written their rows.
+    first = k.barriers.get("warp group", HOPPER.max_consumer_warp_groups, preferred=1)
+    bar_id = k.add_imm(wg, first)
+    k.emit(ptx.BarSyncRegOp(bar_id, HOPPER.warp_group_size))
     lead = list(op.indices)[:-2]  # leading dimensions of a rank-reducing store: box 1
     name = k.params.tensor_map(op.dest, [tt.chunk_cols, rows] + [1] * len(lead), tt.swizzle.data)
 

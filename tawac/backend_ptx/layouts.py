@@ -18,6 +18,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from tawac.target import HOPPER
+
 
 @dataclass(frozen=True)
 class AccLayout:
@@ -57,7 +59,7 @@ class AccLayout:
 
     @property
     def threads(self) -> int:
-        return 128 * self.warp_groups
+        return HOPPER.warp_group_size * self.warp_groups
 
     # -- the two parts of the map -------------------------------------------------------
 
@@ -71,8 +73,8 @@ class AccLayout:
         return (64 * mi + 8 * ((j >> 1) & 1), 8 * (j >> 2) + (j & 1))
 
     def coord(self, thread: int, i: int) -> tuple[int, int]:
-        wg, t = divmod(thread, 128)
-        r0, c0 = self.thread_offset(wg, t // 32, t % 32)
+        wg, t = divmod(thread, HOPPER.warp_group_size)
+        r0, c0 = self.thread_offset(wg, t // HOPPER.warp_size, t % HOPPER.warp_size)
         dr, dc = self.reg_offset(i)
         return (r0 + dr, c0 + dc)
 

@@ -18,10 +18,9 @@ from xdsl.passes import ModulePass
 
 from tawac.diagnostics import CompileError
 from tawac.dialects import aref, tile
+from tawac.passes.lower_aref import consumer_budget
+from tawac.target import HOPPER
 
-# Registers per consumer thread that setmaxnreg grants with W consumer warp groups and
-# one producer warp group (lower-aref's budgets).
-CONSUMER_BUDGET = {1: 255, 2: 240, 3: 160}
 # Registers a consumer thread needs beside one MMA's accumulator fragment, which ptxas
 # must hold in registers all at once (it cannot spill a wgmma's operands). Measured with
 # ptxas 13.0 at 160 registers: fragments of 96 registers (m64n192 f32) assemble, 112
@@ -32,9 +31,9 @@ MMA_RESERVE = 64
 def fragment_registers(dot: tile.DotOp) -> int:
     """32-bit registers per thread of one m64nN wgmma's accumulator (N at most 256):
     64 x N values over the warp group's 128 threads."""
-    n = min(dot.mnk()[1], 256)
+    n = min(dot.mnk()[1], HOPPER.mma_max_n)
     bits = dot.result.type.element_type.bitwidth
-    return 64 * n * bits // 32 // 128
+    return HOPPER.mma_m * n * bits // 32 // HOPPER.warp_group_size
 
 
 def register_problem(dots: list[tile.DotOp], w: int) -> str | None:
@@ -42,13 +41,13 @@ def register_problem(dots: list[tile.DotOp], w: int) -> str | None:
     worst = max(dots, key=fragment_registers, default=None)
     if worst is None:
         return None
-    need = fragment_registers(worst)
-    if need + MMA_RESERVE <= CONSUMER_BUDGET[w]:
+    need, budget = fragment_registers(worst), consumer_budget(w)
+    if need + MMA_RESERVE <= budget:
         return None
     return (
         f"an MMA with {worst.mnk()[1]} columns keeps {need} accumulator registers per "
-        f"thread in flight; {w} consumer warp groups get {CONSUMER_BUDGET[w]} registers "
-        f"each, room for at most {CONSUMER_BUDGET[w] - MMA_RESERVE}"
+        f"thread in flight; {w} consumer warp groups get {budget} registers each, room "
+        f"for at most {budget - MMA_RESERVE}"
     )
 
 

@@ -39,10 +39,9 @@ from xdsl.rewriter import InsertPoint, Rewriter
 
 from tawac.diagnostics import CompileError
 from tawac.dialects import aref, hopper, tile
+from tawac.target import HOPPER
 
-SMEM_LIMIT = 232448  # 227 KiB: the opt-in dynamic shared memory of one sm_90 CTA
 PRODUCER_REGS = 24
-REGISTER_FILE = 65536
 
 
 @dataclass
@@ -66,11 +65,22 @@ def _slot_phase(it: SSAValue, depth: int) -> tuple[list[Operation], SSAValue, SS
     return [d, one, slot, rnd, phase], slot.result, phase.result
 
 
+def _share(left: int, consumer_wgs: int) -> int:
+    step = HOPPER.setmaxnreg_step
+    return min(HOPPER.setmaxnreg_max, left // max(consumer_wgs, 1) // step * step)
+
+
+def consumer_budget(consumer_wgs: int, producer_wgs: int = 1) -> int:
+    """Registers per consumer thread: what the register file leaves over all warp groups
+    after the producers' PRODUCER_REGS, at most setmaxnreg's largest value."""
+    wgs = consumer_wgs + producer_wgs
+    return _share(HOPPER.register_cap(wgs) * wgs - PRODUCER_REGS * producer_wgs, consumer_wgs)
+
+
 def _budgets(kernel: tile.KernelOp) -> None:
     parts = [p for p in kernel.body.block.ops if isinstance(p, aref.PartitionOp)]
     wgs = sum(p.warp_groups.data for p in parts)
-    cap = min(255, REGISTER_FILE // (128 * wgs)) // 8 * 8
-    total = cap * wgs
+    total = HOPPER.register_cap(wgs) * wgs
     producers = [p for p in parts if p.role.data == "producer"]
     consumers = [p for p in parts if p.role.data == "consumer"]
     left = total
@@ -79,7 +89,7 @@ def _budgets(kernel: tile.KernelOp) -> None:
             p.regs = IntAttr(PRODUCER_REGS)
         left -= p.regs.data * p.warp_groups.data
     cons_wgs = sum(p.warp_groups.data for p in consumers)
-    share = min(256, left // max(cons_wgs, 1) // 8 * 8)
+    share = _share(left, cons_wgs)
     for p in consumers:
         if p.regs.data == 0:
             p.regs = IntAttr(share)
@@ -87,7 +97,7 @@ def _budgets(kernel: tile.KernelOp) -> None:
     if used > total:
         raise CompileError(
             f"lower-aref: register budgets add up to {used} per thread slot over {wgs} warp "
-            f"groups, more than the {total} that {128 * wgs} threads can hold",
+            f"groups, more than the {total} that {HOPPER.warp_group_size * wgs} threads can hold",
             kernel,
         )
 
@@ -129,10 +139,10 @@ def lower_kernel(kernel: tile.KernelOp) -> None:
         ]
         Rewriter.insert_op(new_ops, InsertPoint.before(create))
         lowered[create.result] = _Lowered(rings, full.result, empty.result, depth, tx)
-    if offset > SMEM_LIMIT:
+    if offset > HOPPER.smem_per_block:
         raise CompileError(
             f"lower-aref: the aref rings need {offset} bytes of shared memory, more than "
-            f"the {SMEM_LIMIT} bytes a CTA can have; use fewer stages or smaller tiles",
+            f"the {HOPPER.smem_per_block} bytes a CTA can have; use fewer stages or smaller tiles",
             kernel,
         )
     first_part = next(p for p in body.ops if isinstance(p, aref.PartitionOp))

@@ -39,7 +39,7 @@ from xdsl.rewriter import InsertPoint, Rewriter
 
 from tawac.diagnostics import CompileError
 from tawac.dialects import aref, hopper, tile
-from tawac.passes.lower_aref import SMEM_LIMIT
+from tawac.target import HOPPER
 
 DEFERRED = "tawac.deferred"
 """Marks a release `pipeline` moved P iterations later (drained after the loop)."""
@@ -164,7 +164,7 @@ def auto_stages(kernel: tile.KernelOp, preferred: int = 3) -> int:
                 staging += _tile_bytes(vt)
     for extra in (staging, 0):
         for d in range(preferred, 0, -1):
-            if single + d * per_stage + extra + 1024 <= SMEM_LIMIT:
+            if single + d * per_stage + extra + 1024 <= HOPPER.smem_per_block:
                 return d
     return 1
 

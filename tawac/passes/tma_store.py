@@ -32,7 +32,7 @@ from xdsl.passes import ModulePass
 from xdsl.rewriter import InsertPoint, Rewriter
 
 from tawac.dialects import aref, hopper, tile
-from tawac.passes.lower_aref import SMEM_LIMIT
+from tawac.target import HOPPER
 
 
 def _fits(t: TensorType, warp_groups: int) -> bool:
@@ -68,7 +68,7 @@ def lower_kernel(kernel: tile.KernelOp) -> None:
             ring_t = hopper.smem_ring_type(vt, 1)
             start = -(-offset // 1024) * 1024
             end = start + hopper.ring_bytes(ring_t)
-            aliased = end > SMEM_LIMIT
+            aliased = end > HOPPER.smem_per_block
             if aliased:
                 # Reuse the aref rings: once every consumer warp group has left its main
                 # loop, all TMA copies into them have landed and all wgmmas reading them

@@ -1,0 +1,151 @@
+"""NVIDIA Hopper (sm_90a) as data: the facts every pass reads instead of a literal.
+
+Sources: the PTX ISA 8.x/9.x (sections cited per field), the CUDA C Programming Guide's
+compute-capability 9.0 table, and measurements on the lent H100/H200
+(`docs/hopper-measured.md`, `scripts/microbench_hopper.py`).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from tawac.diagnostics import CompileError
+
+
+@dataclass(frozen=True)
+class MmaAtom:
+    """One `wgmma.mma_async` family, m64nNkK (PTX ISA 9.7.15.5): A and B element types,
+    the accumulator type, K per instruction, the step of N (8..256) and whether shared
+    operands may be MN-major (the transpose flags exist for 16-bit types only; fp8 and
+    tf32 operands must be K-major)."""
+
+    a: str
+    b: str
+    acc: str
+    k: int
+    n_step: int = 8
+    mn_major: bool = False
+
+    def shape(self, n: int) -> str:
+        return f"m64n{n}k{self.k}"
+
+
+def _fp8_atoms() -> tuple[MmaAtom, ...]:
+    kinds = ("e4m3", "e5m2")
+    return tuple(MmaAtom(a, b, acc, 32) for a in kinds for b in kinds for acc in ("f32", "f16"))
+
+
+MMA_ATOMS: tuple[MmaAtom, ...] = (
+    MmaAtom("bf16", "bf16", "f32", 16, mn_major=True),
+    MmaAtom("f16", "f16", "f32", 16, mn_major=True),
+    MmaAtom("f16", "f16", "f16", 16, mn_major=True),
+    MmaAtom("tf32", "tf32", "f32", 8),
+    *_fp8_atoms(),
+)
+
+
+@dataclass(frozen=True)
+class Cost:
+    """Latency (cycles) and throughput (per cycle per SM) of one op on one unit, with
+    where the number comes from."""
+
+    unit: str
+    op: str
+    latency: float | None
+    throughput: float | None
+    source: str
+
+
+# The cost model's table. "measured" rows come from scripts/microbench_hopper.py on the
+# lent H100 (docs/hopper-measured.md); the others from NVIDIA's published figures.
+COSTS: tuple[Cost, ...] = (
+    Cost("tensor", "wgmma m64n256k16 bf16", None, 1 / 128, "989 TFLOP/s dense at 1.83 GHz"),
+    Cost("tensor", "wgmma m64n128k16 bf16", None, 1 / 64, "same rate, half the work"),
+    Cost("tensor", "wgmma m64n64k16 bf16", None, 1 / 32, "same rate, a quarter"),
+    Cost("mufu", "ex2.approx.f32", None, 16, "16 MUFU ops/clk/SM (CUDA guide, cc 9.0)"),
+    Cost("fma", "fma.rn.f32", 4, 128, "128 FP32 ops/clk/SM (CUDA guide, cc 9.0)"),
+    Cost("shfl", "shfl.sync.bfly.b32", None, 32, "32 lanes/clk/SM (CUDA guide, cc 9.0)"),
+    Cost("tma", "cp.async.bulk.tensor 16 KiB", None, None, "bounded by HBM: 3.35 TB/s H100"),
+)
+
+
+@dataclass(frozen=True)
+class Target:
+    """One GPU target's facts."""
+
+    name: str = "sm_90a"
+    ptx_version: str = "8.0"
+    sm_count: int = 132  # H100 SXM and H200 (the runtime asks the device at launch)
+    smem_per_block: int = 232448  # opt-in dynamic shared memory of one CTA: 227 KiB
+    register_file: int = 65536  # 32-bit registers per SM
+    max_registers_per_thread: int = 255
+    warp_size: int = 32
+    warp_group_size: int = 128  # 4 warps: the unit of wgmma and setmaxnreg
+    max_threads_per_block: int = 1024
+    named_barriers: int = 16  # bar.sync ids 0..15; 0 is the CTA barrier (PTX ISA 9.7.13.1)
+    max_cluster_size: int = 8  # portable cluster size
+    setmaxnreg_min: int = 24  # setmaxnreg: 24..256, a multiple of 8 (PTX ISA 9.7.17.1)
+    setmaxnreg_max: int = 256
+    setmaxnreg_step: int = 8
+    max_consumer_warp_groups: int = 3  # with one producer: 4 x 128 threads
+    mma_m: int = 64  # rows of one wgmma (m64)
+    mma_max_n: int = 256
+    mma_max_pending: int = 7  # wgmma.wait_group N: N in 0..7
+    swizzle_bytes: int = 128  # TMA's widest swizzle: rows of 128 bytes
+    swizzle_alignment: int = 1024  # a 128B-swizzled tile starts on 1024 bytes
+    tma_max_box: int = 256  # elements per box dimension
+    mma_atoms: tuple[MmaAtom, ...] = MMA_ATOMS
+    costs: tuple[Cost, ...] = COSTS
+
+    def mma_atom(self, a: str, b: str, acc: str) -> MmaAtom | None:
+        """The wgmma family for these element types, or None."""
+        return next((m for m in self.mma_atoms if (m.a, m.b, m.acc) == (a, b, acc)), None)
+
+    def register_cap(self, warp_groups: int) -> int:
+        """Registers per thread when `warp_groups` warp groups share the register file,
+        rounded down to setmaxnreg's step."""
+        share = self.register_file // (self.warp_group_size * warp_groups)
+        return (
+            min(self.max_registers_per_thread, share)
+            // self.setmaxnreg_step
+            * (self.setmaxnreg_step)
+        )
+
+
+HOPPER = Target()
+
+
+@dataclass
+class NamedBarriers:
+    """The named barriers (`bar.sync id, threads`) of one kernel, by purpose: each
+    purpose gets a range of ids once, at its preferred place when free; two purposes
+    never share an id and id 0 (the CTA barrier) is never handed out."""
+
+    target: Target = HOPPER
+    assigned: dict[str, range] = field(default_factory=dict)
+
+    def get(self, purpose: str, count: int = 1, preferred: int | None = None) -> int:
+        """The first id of `purpose`'s `count` barriers."""
+        have = self.assigned.get(purpose)
+        if have is not None:
+            if len(have) < count:
+                raise CompileError(f"named barriers of '{purpose}' asked with two sizes")
+            return have.start
+        starts = [preferred] if preferred is not None else []
+        starts += list(range(1, self.target.named_barriers - count + 1))
+        for start in starts:
+            ids = range(start, start + count)
+            if self._free(ids):
+                self.assigned[purpose] = ids
+                return start
+        raise CompileError(
+            f"out of named barriers: '{purpose}' needs {count}, "
+            f"{len(self._used())} of {self.target.named_barriers - 1} are taken"
+        )
+
+    def _used(self) -> set[int]:
+        return {i for r in self.assigned.values() for i in r}
+
+    def _free(self, ids: range) -> bool:
+        used = self._used()
+        return ids.start >= 1 and ids.stop <= self.target.named_barriers and not used & set(ids)
