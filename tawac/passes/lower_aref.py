@@ -39,6 +39,7 @@ from xdsl.rewriter import InsertPoint, Rewriter
 
 from tawac.diagnostics import CompileError
 from tawac.dialects import aref, hopper, tile
+from tawac.schedule.smem import SmemPlan
 from tawac.target import HOPPER
 
 PRODUCER_REGS = 24
@@ -108,28 +109,26 @@ def lower_kernel(kernel: tile.KernelOp) -> None:
         p for p in body.ops if isinstance(p, aref.PartitionOp) and p.role.data == "consumer"
     ]
     consumer_warps = 4 * sum(p.warp_groups.data for p in consumers)
-    offset = 0
+    plan = SmemPlan()
     lowered: dict[SSAValue, _Lowered] = {}
     inits: list[Operation] = []
     for create in [o for o in body.ops if isinstance(o, aref.CreateOp)]:
         t = create.result.type
         assert isinstance(t, aref.ArefType)
         depth = t.depth.data
+        *ring_regions, full_region, empty_region = plan.aref(t)
         rings: list[SSAValue] = []
         new_ops: list[Operation] = []
         tx = 0
-        for payload in t.payload:
+        for payload, region in zip(t.payload, ring_regions, strict=True):
             assert isinstance(payload, TensorType)
             rt = hopper.smem_ring_type(payload, depth)
-            offset = -(-offset // 1024) * 1024  # swizzled tiles start on 1024 bytes
-            alloc = hopper.SmemAllocOp(offset, rt)
-            offset += hopper.ring_bytes(rt)
+            alloc = hopper.SmemAllocOp(region.offset, rt)
             tx += rt.tile_type.tma_bytes
             rings.append(alloc.result)
             new_ops.append(alloc)
-        full = hopper.MbarrierAllocOp(offset, depth)
-        empty = hopper.MbarrierAllocOp(offset + 8 * depth, depth)
-        offset += 16 * depth
+        full = hopper.MbarrierAllocOp(full_region.offset, depth)
+        empty = hopper.MbarrierAllocOp(empty_region.offset, depth)
         full.result.name_hint = "full"
         empty.result.name_hint = "empty"
         new_ops += [full, empty]
@@ -139,15 +138,15 @@ def lower_kernel(kernel: tile.KernelOp) -> None:
         ]
         Rewriter.insert_op(new_ops, InsertPoint.before(create))
         lowered[create.result] = _Lowered(rings, full.result, empty.result, depth, tx)
-    if offset > HOPPER.smem_per_block:
+    if not plan.fits():
         raise CompileError(
-            f"lower-aref: the aref rings need {offset} bytes of shared memory, more than "
+            f"lower-aref: the aref rings need {plan.end} bytes of shared memory, more than "
             f"the {HOPPER.smem_per_block} bytes a CTA can have; use fewer stages or smaller tiles",
             kernel,
         )
     first_part = next(p for p in body.ops if isinstance(p, aref.PartitionOp))
     Rewriter.insert_op([*inits, hopper.CtaSyncOp()], InsertPoint.before(first_part))
-    kernel.attributes["tawac.smem_bytes"] = IntegerAttr(offset, i64)
+    kernel.attributes["tawac.smem_bytes"] = IntegerAttr(plan.end, i64)
 
     views: dict[SSAValue, SSAValue] = {}
     gets: list[aref.GetOp] = []

@@ -35,8 +35,8 @@ from xdsl.rewriter import InsertPoint, Rewriter
 from tawac.backend_ptx import abi
 from tawac.diagnostics import CompileError
 from tawac.dialects import aref, hopper, tile
-from tawac.passes.pipeline import DEFERRED, set_depth, smem_estimate
-from tawac.target import HOPPER
+from tawac.passes.pipeline import DEFERRED, set_depth
+from tawac.schedule.smem import kernel_plan
 
 
 def _c(v: int) -> arith.ConstantOp:
@@ -295,7 +295,7 @@ def _double_buffer_per_tile(kernel: tile.KernelOp) -> None:
         if not per_tile:
             continue
         new = set_depth(create, 2)
-        if smem_estimate(kernel) > HOPPER.smem_per_block:
+        if not kernel_plan(kernel).fits():
             set_depth(new, 1)
 
 

@@ -24,12 +24,9 @@ from dataclasses import dataclass
 from xdsl.context import Context
 from xdsl.dialects import arith, scf
 from xdsl.dialects.builtin import (
-    BFloat16Type,
-    Float16Type,
     IndexType,
     IntegerAttr,
     ModuleOp,
-    TensorType,
     UnitAttr,
     i64,
 )
@@ -39,7 +36,7 @@ from xdsl.rewriter import InsertPoint, Rewriter
 
 from tawac.diagnostics import CompileError
 from tawac.dialects import aref, hopper, tile
-from tawac.target import HOPPER
+from tawac.schedule.smem import kernel_plan
 
 DEFERRED = "tawac.deferred"
 """Marks a release `pipeline` moved P iterations later (drained after the loop)."""
@@ -135,59 +132,25 @@ def _wait_after(dot: tile.DotOp, pending: int) -> None:
     Rewriter.insert_op(wait, InsertPoint.after(dot))
 
 
-def _tile_bytes(t) -> int:
-    return hopper.ring_bytes(hopper.smem_ring_type(t, 1))
+def _looped(create: aref.CreateOp) -> bool:
+    """The aref is written in a loop (it needs a ring deeper than one slot)."""
+    return any(
+        isinstance(u.operation, aref.PutOp) and _in_loop(u.operation) for u in create.result.uses
+    )
 
 
 def auto_stages(kernel: tile.KernelOp, preferred: int = 3) -> int:
-    """The deepest ring (at most `preferred`) whose shared memory, with single-slot arefs
-    and the 16-bit epilogue tiles staged for TMA stores, fits in one CTA; else the
+    """The deepest ring (at most `preferred`) whose shared-memory plan, with single-slot
+    arefs and the 16-bit epilogue tiles staged for TMA stores, fits in one CTA; else the
     deepest that fits without the staging tiles (the epilogue then reuses the rings or
     stores from registers)."""
-    per_stage, single, staging = 0, 0, 0
-    for create in [o for o in kernel.walk() if isinstance(o, aref.CreateOp)]:
-        t = create.result.type
-        assert isinstance(t, aref.ArefType)
-        size = sum(_tile_bytes(p) for p in t.payload) + 16
-        looped = any(
-            isinstance(u.operation, aref.PutOp) and _in_loop(u.operation)
-            for u in create.result.uses
-        )
-        if looped:
-            per_stage += size
-        else:
-            single += size
-    for st in [o for o in kernel.walk() if isinstance(o, tile.StoreOp)]:
-        vt = st.value.type
-        if isinstance(vt, TensorType) and vt.get_num_dims() == 2:
-            if isinstance(vt.element_type, BFloat16Type | Float16Type):
-                staging += _tile_bytes(vt)
-    for extra in (staging, 0):
+    creates = [o for o in kernel.walk() if isinstance(o, aref.CreateOp)]
+    for staging in (True, False):
         for d in range(preferred, 0, -1):
-            if single + d * per_stage + extra + 1024 <= HOPPER.smem_per_block:
+            plan = kernel_plan(kernel, {c: d if _looped(c) else 1 for c in creates}, staging)
+            if plan.fits():
                 return d
     return 1
-
-
-def smem_estimate(kernel: tile.KernelOp) -> int:
-    """The shared memory `lower-aref` and `tma-store` will lay out for the kernel's arefs
-    at their current depths, plus the staging tiles of its 16-bit 2-d stores (each tile
-    starts on 1024 bytes, each aref adds 16 bytes of mbarriers per slot)."""
-    offset = 0
-    for create in [o for o in kernel.walk() if isinstance(o, aref.CreateOp)]:
-        t = create.result.type
-        assert isinstance(t, aref.ArefType)
-        for p in t.payload:
-            offset = -(-offset // 1024) * 1024 + hopper.ring_bytes(
-                hopper.smem_ring_type(p, t.depth.data)
-            )
-        offset += 16 * t.depth.data
-    for st in [o for o in kernel.walk() if isinstance(o, tile.StoreOp)]:
-        vt = st.value.type
-        if isinstance(vt, TensorType) and vt.get_num_dims() == 2:
-            if isinstance(vt.element_type, BFloat16Type | Float16Type):
-                offset = -(-offset // 1024) * 1024 + _tile_bytes(vt)
-    return offset
 
 
 @dataclass(frozen=True)
@@ -216,11 +179,7 @@ class PipelinePass(ModulePass):
             )
         for create in [o for o in op.walk() if isinstance(o, aref.CreateOp)]:
             # An aref written once per program (outside any loop) needs no ring.
-            in_loop = any(
-                isinstance(u.operation, aref.PutOp) and _in_loop(u.operation)
-                for u in create.result.uses
-            )
-            set_depth(create, self.stages if in_loop else 1)
+            set_depth(create, self.stages if _looped(create) else 1)
         for consumed in [o for o in op.walk() if isinstance(o, aref.ConsumedOp)]:
             _pipeline_consumed(consumed, self.mma_depth)
         kernels = [op] if isinstance(op, tile.KernelOp) else list(op.walk())

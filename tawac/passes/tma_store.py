@@ -32,7 +32,7 @@ from xdsl.passes import ModulePass
 from xdsl.rewriter import InsertPoint, Rewriter
 
 from tawac.dialects import aref, hopper, tile
-from tawac.target import HOPPER
+from tawac.schedule.smem import SmemPlan
 
 
 def _fits(t: TensorType, warp_groups: int) -> bool:
@@ -55,7 +55,7 @@ def lower_kernel(kernel: tile.KernelOp) -> None:
     attr = kernel.attributes.get("tawac.smem_bytes")
     if not isinstance(attr, IntegerAttr):
         return
-    offset = attr.value.data
+    plan = SmemPlan(start=attr.value.data)  # after lower-aref's rings and mbarriers
     body = kernel.body.block
     for part in [p for p in body.ops if isinstance(p, aref.PartitionOp)]:
         if part.role.data != "consumer":
@@ -66,19 +66,15 @@ def lower_kernel(kernel: tile.KernelOp) -> None:
             if not _fits(vt, part.warp_groups.data):
                 continue
             ring_t = hopper.smem_ring_type(vt, 1)
-            start = -(-offset // 1024) * 1024
-            end = start + hopper.ring_bytes(ring_t)
-            aliased = end > HOPPER.smem_per_block
+            region = plan.try_tiles("staging", ring_t)
+            aliased = region is None
             if aliased:
                 # Reuse the aref rings: once every consumer warp group has left its main
                 # loop, all TMA copies into them have landed and all wgmmas reading them
                 # have completed (the kernel is not persistent).
-                start = 0
-                if hopper.ring_bytes(ring_t) > offset or not _stores_after_loops(st, part):
+                if hopper.ring_bytes(ring_t) > plan.end or not _stores_after_loops(st, part):
                     continue
-            else:
-                offset = end
-            alloc = hopper.SmemAllocOp(start, ring_t)
+            alloc = hopper.SmemAllocOp(region.offset if region is not None else 0, ring_t)
             alloc.result.name_hint = "staging"
             Rewriter.insert_op(alloc, InsertPoint.before(part))
             zero = arith.ConstantOp.from_int_and_width(0, IndexType())
@@ -91,7 +87,7 @@ def lower_kernel(kernel: tile.KernelOp) -> None:
                 ops.insert(0, hopper.ConsumerSyncOp())
             Rewriter.insert_op(ops, InsertPoint.before(st))
             Rewriter.erase_op(st)
-    kernel.attributes["tawac.smem_bytes"] = IntegerAttr(offset, i64)
+    kernel.attributes["tawac.smem_bytes"] = IntegerAttr(plan.end, i64)
 
 
 @dataclass(frozen=True)

@@ -1,0 +1,1 @@
+"""Schedule decisions as data: the shared-memory plan (`smem`)."""

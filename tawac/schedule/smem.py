@@ -1,0 +1,109 @@
+"""The shared-memory plan of one CTA: the one place that lays out dynamic shared memory.
+
+`lower-aref` (aref rings and their mbarriers), `tma-store` (epilogue staging tiles) and
+the passes that must know in advance whether a choice fits (`pipeline`'s ring depth,
+`persistent`'s second slot for per-tile operands) all place regions through `SmemPlan`,
+so an estimate and the layout are the same computation.
+
+Layout rules: a tile region (a ring of swizzled tiles, a staging tile) starts on the
+target's swizzle alignment (1024 bytes for 128B swizzle); mbarriers are 8 bytes each,
+8-byte aligned; regions follow each other in the order they are placed.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from xdsl.dialects.builtin import BFloat16Type, Float16Type, TensorType
+
+from tawac.dialects import aref, hopper, tile
+from tawac.target import HOPPER, Target
+
+
+def _align(offset: int, alignment: int) -> int:
+    return -(-offset // alignment) * alignment
+
+
+@dataclass(frozen=True)
+class SmemRegion:
+    """`size` bytes at `offset` of the CTA's dynamic shared memory."""
+
+    name: str
+    offset: int
+    size: int
+
+    @property
+    def end(self) -> int:
+        return self.offset + self.size
+
+
+@dataclass
+class SmemPlan:
+    """Regions placed one after another from offset `start`."""
+
+    start: int = 0
+    target: Target = HOPPER
+    regions: list[SmemRegion] = field(default_factory=list)
+
+    @property
+    def end(self) -> int:
+        return self.regions[-1].end if self.regions else self.start
+
+    def fits(self) -> bool:
+        return self.end <= self.target.smem_per_block
+
+    def _place(self, name: str, size: int, alignment: int) -> SmemRegion:
+        region = SmemRegion(name, _align(self.end, alignment), size)
+        self.regions.append(region)
+        return region
+
+    def tiles(self, name: str, ring: hopper.SmemRingType) -> SmemRegion:
+        """A ring of swizzled tiles (depth 1: one tile)."""
+        return self._place(name, hopper.ring_bytes(ring), self.target.swizzle_alignment)
+
+    def barriers(self, name: str, count: int) -> SmemRegion:
+        """`count` 8-byte mbarriers."""
+        return self._place(name, 8 * count, 8)
+
+    def try_tiles(self, name: str, ring: hopper.SmemRingType) -> SmemRegion | None:
+        """Place the tiles only if the plan still fits with them."""
+        region = self.tiles(name, ring)
+        if self.fits():
+            return region
+        self.regions.pop()
+        return None
+
+    def aref(self, t: aref.ArefType, depth: int | None = None) -> list[SmemRegion]:
+        """One aref's rings (one per payload tile) and its full and empty mbarriers, as
+        `lower-aref` lays them out; `depth` overrides the aref's own."""
+        d = depth if depth is not None else t.depth.data
+        rings = [self.tiles("ring", hopper.smem_ring_type(p, d)) for p in t.payload]
+        return [*rings, self.barriers("full", d), self.barriers("empty", d)]
+
+
+def staged_stores(kernel: tile.KernelOp) -> list[tile.StoreOp]:
+    """The stores `tma-store` may stage through shared memory: 16-bit 2-d tiles."""
+    stores = []
+    for st in [o for o in kernel.walk() if isinstance(o, tile.StoreOp)]:
+        vt = st.value.type
+        if not isinstance(vt, TensorType) or vt.get_num_dims() != 2:
+            continue
+        if isinstance(vt.element_type, BFloat16Type | Float16Type):
+            stores.append(st)
+    return stores
+
+
+def kernel_plan(
+    kernel: tile.KernelOp, depths: dict[aref.CreateOp, int] | None = None, staging: bool = True
+) -> SmemPlan:
+    """The plan of the kernel's arefs (at their depths, or at `depths`) followed, with
+    `staging`, by the staging tiles of its 16-bit 2-d stores."""
+    plan = SmemPlan()
+    for create in [o for o in kernel.walk() if isinstance(o, aref.CreateOp)]:
+        t = create.result.type
+        assert isinstance(t, aref.ArefType)
+        plan.aref(t, (depths or {}).get(create))
+    for st in staged_stores(kernel) if staging else []:
+        assert isinstance(st.value.type, TensorType)
+        plan.tiles("staging", hopper.smem_ring_type(st.value.type, 1))
+    return plan

@@ -1,0 +1,63 @@
+"""The shared-memory plan (tawac/schedule/smem.py): its layout rules, and that what the
+passes plan before lowering is the layout lower-aref and tma-store produce."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from xdsl.dialects.builtin import TensorType, bf16, f32
+
+from tawac.dialects import hopper, tile
+from tawac.driver import compile_module, parse_text, run_pipeline
+from tawac.options import PipelineOptions
+from tawac.schedule.smem import SmemPlan, kernel_plan
+from tawac.target import HOPPER
+
+REPO = Path(__file__).resolve().parent.parent
+KERNELS = sorted(
+    [
+        *REPO.glob("examples/*.mlir"),
+        *REPO.glob("tests/data/*.mlir"),
+        *REPO.glob("tests/data/variants/*.mlir"),
+    ]
+)
+
+
+def _ring(rows: int, cols: int, depth: int, elem=bf16) -> hopper.SmemRingType:
+    return hopper.smem_ring_type(TensorType(elem, [rows, cols]), depth)
+
+
+def test_layout_rules():
+    plan = SmemPlan()
+    a = plan.tiles("a", _ring(128, 64, 3))  # 3 x 16 KiB
+    full = plan.barriers("full", 3)
+    empty = plan.barriers("empty", 3)
+    b = plan.tiles("b", _ring(8, 64, 1))  # 1 KiB, must start on 1024 bytes
+    assert (a.offset, a.size) == (0, 3 * 16384)
+    assert (full.offset, empty.offset) == (3 * 16384, 3 * 16384 + 24)
+    assert b.offset == 49 * 1024  # 3 x 16 KiB + 48 bytes of mbarriers, rounded up to 1 KiB
+    assert plan.end == b.end and plan.fits()
+    regions = plan.regions
+    assert all(r.end <= n.offset for r, n in zip(regions, regions[1:], strict=False))
+
+
+def test_try_tiles_keeps_the_plan_within_the_limit():
+    plan = SmemPlan(start=HOPPER.smem_per_block - 20000)
+    assert plan.try_tiles("big", _ring(128, 128, 1, f32)) is None  # 64 KiB: does not fit
+    assert plan.end == HOPPER.smem_per_block - 20000 and plan.regions == []
+    assert plan.try_tiles("small", _ring(64, 64, 1)) is not None  # 8 KiB after alignment
+    assert plan.fits()
+
+
+@pytest.mark.parametrize("path", KERNELS, ids=lambda p: p.name)
+def test_plan_before_lowering_is_the_layout(path):
+    """Planned after cooperative-consumers (the arefs at their final depths), the
+    shared memory equals what lower-aref and tma-store lay out (the sidecar's)."""
+    text = path.read_text()
+    module = parse_text(text, path.name)
+    run_pipeline(module, PipelineOptions().pipeline().split(",lower-aref")[0])
+    (kernel,) = [o for o in module.walk() if isinstance(o, tile.KernelOp)]
+    planned = kernel_plan(kernel).end
+    assert planned == compile_module(parse_text(text, path.name)).sidecar["dynamic_smem"]
+    assert planned <= HOPPER.smem_per_block
