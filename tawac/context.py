@@ -11,9 +11,10 @@ def make_context() -> Context:
     from tawac.dialects.aref import Aref
     from tawac.dialects.hopper import Hopper
     from tawac.dialects.ptx import Ptx
+    from tawac.dialects.schedule import Schedule
     from tawac.dialects.tile import Tile
 
     ctx = Context()
-    for d in (Builtin, Arith, Math, Scf, Tile, Aref, Hopper, Ptx):
+    for d in (Builtin, Arith, Math, Scf, Tile, Aref, Hopper, Ptx, Schedule):
         ctx.load_dialect(d)
     return ctx

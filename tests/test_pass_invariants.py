@@ -2,7 +2,7 @@
 
 - lower-aref's shared-memory layout: every ring 1024-byte aligned (128-byte swizzled TMA
   boxes and wgmma descriptors assume it), every mbarrier array 8-byte aligned, no two
-  allocations overlap, and `tawac.smem_bytes` covers them all;
+  allocations overlap, and the schedule's `smem_bytes` covers them all;
 - warp-specialize's aref iteration numbers: a transfer's index must be distinct for
   every transfer through the same aref (slot = it mod D and phase = (it / D) & 1 are
   derived from it), including in nested loops.
@@ -14,9 +14,9 @@ from pathlib import Path
 
 import pytest
 from xdsl.dialects import scf
-from xdsl.dialects.builtin import IntegerAttr
 from xdsl.ir import BlockArgument, SSAValue
 
+from tawac import schedule
 from tawac.diagnostics import CompileError
 from tawac.dialects import aref, hopper, tile
 from tawac.driver import parse_text, run_pipeline
@@ -59,9 +59,8 @@ def _check_layout(kernel: tile.KernelOp) -> None:
     spans = sorted((off, off + size) for off, size, _ in allocs)
     for (_, end), (start, _) in zip(spans, spans[1:], strict=False):
         assert end <= start, f"overlapping shared-memory allocations: {spans}"
-    total = kernel.attributes["tawac.smem_bytes"]
-    assert isinstance(total, IntegerAttr)
-    assert total.value.data >= spans[-1][1]
+    total = schedule.of(kernel).get("smem_bytes")
+    assert total is not None and total >= spans[-1][1]
 
 
 @pytest.mark.parametrize("path", EXAMPLES, ids=lambda p: p.name)

@@ -13,9 +13,11 @@ from xdsl.dialects.builtin import (
     IntAttr,
     IntegerAttr,
     StringAttr,
+    i64,
 )
 from xdsl.ir import Attribute, BlockArgument, SSAValue
 
+from tawac import schedule
 from tawac.diagnostics import CompileError
 from tawac.dialects import hopper, ptx, tile
 
@@ -25,10 +27,8 @@ SMEM_SYMBOL = "tawac_smem"
 def to_attr(x: Any) -> Attribute:
     if isinstance(x, Attribute):
         return x
-    if isinstance(x, bool):
-        return IntAttr(int(x))
-    if isinstance(x, int):
-        return IntAttr(x)
+    if isinstance(x, bool | int):
+        return IntegerAttr(int(x), i64)
     if isinstance(x, str):
         return StringAttr(x)
     if isinstance(x, list | tuple):
@@ -178,9 +178,9 @@ def _pid_times(v: SSAValue) -> tuple[int, int] | None:
 def infer_grid(kernel: tile.KernelOp) -> list[dict[str, Any]]:
     """The launch grid from the stores: a store at `program_id(a) * T` along dimension d
     of tensor X means axis a spans ceil(size(X, d) / T) programs."""
-    recorded = kernel.attributes.get("tawac.program_grid")
-    if recorded is not None:
-        return from_attr(recorded)
+    recorded = schedule.of(kernel)
+    if recorded.persistent:
+        return from_attr(recorded.program_grid)
     names = [a.name_hint or f"arg{i}" for i, a in enumerate(kernel.body.block.args)]
     grid: list[dict[str, Any] | None] = [None, None, None]
     used = {op.axis.data for op in kernel.walk() if isinstance(op, tile.ProgramIdOp)}

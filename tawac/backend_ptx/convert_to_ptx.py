@@ -43,6 +43,7 @@ from xdsl.rewriter import Rewriter
 from xdsl.transforms.common_subexpression_elimination import cse
 from xdsl.transforms.dead_code_elimination import region_dce
 
+from tawac import schedule
 from tawac.backend_ptx import abi, int_arith
 from tawac.backend_ptx.layouts import AccLayout
 from tawac.backend_ptx.vector_layouts import VectorLayouts
@@ -279,9 +280,9 @@ class KernelLowering:
             first = end
         self.emit(ptx.ExitOp())
 
-        smem = self.kernel.attributes.get("tawac.smem_bytes")
-        smem_bytes = smem.value.data if isinstance(smem, IntegerAttr) else 0
-        persistent = "tawac.persistent" in self.kernel.attributes
+        plan = schedule.of(self.kernel)
+        smem_bytes = plan.get("smem_bytes") or 0
+        persistent = plan.persistent
         launch = self.params.launch(threads, smem_bytes, abi.infer_grid(self.kernel), persistent)
         entry = ptx.EntryOp(
             self.kernel.kernel_name, self.params.decls(), threads, launch, Region(self.block)

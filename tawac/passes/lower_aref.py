@@ -27,16 +27,15 @@ from xdsl.dialects import arith
 from xdsl.dialects.builtin import (
     IndexType,
     IntAttr,
-    IntegerAttr,
     ModuleOp,
     TensorType,
     UnitAttr,
-    i64,
 )
 from xdsl.ir import Operation, SSAValue
 from xdsl.passes import ModulePass
 from xdsl.rewriter import InsertPoint, Rewriter
 
+from tawac import schedule
 from tawac.diagnostics import CompileError
 from tawac.dialects import aref, hopper, tile
 from tawac.schedule.smem import SmemPlan
@@ -146,7 +145,7 @@ def lower_kernel(kernel: tile.KernelOp) -> None:
         )
     first_part = next(p for p in body.ops if isinstance(p, aref.PartitionOp))
     Rewriter.insert_op([*inits, hopper.CtaSyncOp()], InsertPoint.before(first_part))
-    kernel.attributes["tawac.smem_bytes"] = IntegerAttr(plan.end, i64)
+    schedule.update(kernel, smem_bytes=plan.end)
 
     views: dict[SSAValue, SSAValue] = {}
     gets: list[aref.GetOp] = []

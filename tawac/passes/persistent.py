@@ -18,7 +18,7 @@ releases were deferred by `pipeline` (mma-depth P > 0), the consumer releases th
 min(P, trips) slots, since the producer will wait for them.
 
 The logical grid (inferred from the stores, as for a plain launch) is recorded on the
-kernel as `tawac.program_grid`; the sidecar's grid becomes `{"persistent": 1}`.
+kernel's `#tawac.schedule` as `program_grid`; the sidecar's grid becomes `{"persistent": 1}`.
 """
 
 from __future__ import annotations
@@ -27,11 +27,12 @@ from dataclasses import dataclass
 
 from xdsl.context import Context
 from xdsl.dialects import arith, scf
-from xdsl.dialects.builtin import IndexType, IntegerAttr, ModuleOp, UnitAttr
+from xdsl.dialects.builtin import IndexType, ModuleOp
 from xdsl.ir import Block, Operation, Region, SSAValue
 from xdsl.passes import ModulePass
 from xdsl.rewriter import InsertPoint, Rewriter
 
+from tawac import schedule
 from tawac.backend_ptx import abi
 from tawac.diagnostics import CompileError
 from tawac.dialects import aref, hopper, tile
@@ -317,13 +318,11 @@ class PersistentPass(ModulePass):
             if not all(_main_loops(p.body.block) for p in parts):
                 continue  # nothing streams through an aref in a loop: keep the plain grid
             grid = abi.infer_grid(kernel)
-            depth_attr = kernel.attributes.get("tawac.mma_depth")
-            depth = depth_attr.value.data if isinstance(depth_attr, IntegerAttr) else 0
+            depth = schedule.of(kernel).get("mma_depth") or 0
             consumers = [p for p in parts if p.role.data == "consumer"]
             order = next((o for o in map(_work_order, consumers) if o is not None), None)
             for part in parts:
                 _make_persistent(kernel, part, grid, self.group_m, depth, order)
             if self.tile_prefetch:
                 _double_buffer_per_tile(kernel)
-            kernel.attributes["tawac.program_grid"] = abi.to_attr(grid)
-            kernel.attributes["tawac.persistent"] = UnitAttr()
+            schedule.update(kernel, program_grid=abi.to_attr(grid))

@@ -25,15 +25,14 @@ from xdsl.context import Context
 from xdsl.dialects import arith, scf
 from xdsl.dialects.builtin import (
     IndexType,
-    IntegerAttr,
     ModuleOp,
     UnitAttr,
-    i64,
 )
 from xdsl.ir import Block, Region
 from xdsl.passes import ModulePass
 from xdsl.rewriter import InsertPoint, Rewriter
 
+from tawac import schedule
 from tawac.diagnostics import CompileError
 from tawac.dialects import aref, hopper, tile
 from tawac.schedule.smem import kernel_plan
@@ -184,5 +183,4 @@ class PipelinePass(ModulePass):
             _pipeline_consumed(consumed, self.mma_depth)
         kernels = [op] if isinstance(op, tile.KernelOp) else list(op.walk())
         for kernel in [o for o in kernels if isinstance(o, tile.KernelOp)]:
-            kernel.attributes["tawac.mma_depth"] = IntegerAttr(self.mma_depth, i64)
-            kernel.attributes["tawac.stages"] = IntegerAttr(self.stages, i64)
+            schedule.update(kernel, stages=self.stages, mma_depth=self.mma_depth)

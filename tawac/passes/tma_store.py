@@ -23,14 +23,13 @@ from xdsl.dialects.builtin import (
     BFloat16Type,
     Float16Type,
     IndexType,
-    IntegerAttr,
     ModuleOp,
     TensorType,
-    i64,
 )
 from xdsl.passes import ModulePass
 from xdsl.rewriter import InsertPoint, Rewriter
 
+from tawac import schedule
 from tawac.dialects import aref, hopper, tile
 from tawac.schedule.smem import SmemPlan
 
@@ -52,10 +51,10 @@ def _stores_after_loops(st: tile.StoreOp, part: aref.PartitionOp) -> bool:
 
 
 def lower_kernel(kernel: tile.KernelOp) -> None:
-    attr = kernel.attributes.get("tawac.smem_bytes")
-    if not isinstance(attr, IntegerAttr):
-        return
-    plan = SmemPlan(start=attr.value.data)  # after lower-aref's rings and mbarriers
+    start = schedule.of(kernel).get("smem_bytes")
+    if start is None:
+        return  # lower-aref has not run
+    plan = SmemPlan(start=start)  # after lower-aref's rings and mbarriers
     body = kernel.body.block
     for part in [p for p in body.ops if isinstance(p, aref.PartitionOp)]:
         if part.role.data != "consumer":
@@ -87,7 +86,7 @@ def lower_kernel(kernel: tile.KernelOp) -> None:
                 ops.insert(0, hopper.ConsumerSyncOp())
             Rewriter.insert_op(ops, InsertPoint.before(st))
             Rewriter.erase_op(st)
-    kernel.attributes["tawac.smem_bytes"] = IntegerAttr(plan.end, i64)
+    schedule.update(kernel, smem_bytes=plan.end)
 
 
 @dataclass(frozen=True)

@@ -10,7 +10,7 @@
 // Five stages of 128x64 + 256x64 bf16 tiles need 5 x 49152 + 5 x 16 bytes.
 
 // CHECK-LABEL: tile.kernel @gemm(
-// CHECK-SAME:    attributes {tawac.smem_bytes = 147504 : i64}
+// CHECK-SAME:    attributes {tawac.schedule = #tawac.schedule<smem_bytes = 147504>}
 // CHECK-NEXT:    %[[RA:.*]] = hopper.smem_alloc offset 0 : !hopper.smem<3x128x64xbf16, swizzle 128>
 // CHECK-NEXT:    %[[RB:.*]] = hopper.smem_alloc offset 49152 : !hopper.smem<3x256x64xbf16, swizzle 128>
 // CHECK-NEXT:    %[[FULL:.*]] = hopper.mbarrier_alloc offset 147456 : !hopper.mbarriers<3>
@@ -91,7 +91,7 @@ tile.kernel @gemm(%a: !tile.tensor<?x?xbf16>, %b: !tile.tensor<?x?xbf16>, %c: !t
 // two 8 KiB chunks, a 4x64 bf16 tile (512 bytes) takes 1024 bytes per slot.  The TMA
 // brings 16384 + 512 bytes per transfer.  One consumer warp group: 4 empty arrivals.
 // CHECK-LABEL: tile.kernel @chunks(
-// CHECK-SAME:    attributes {tawac.smem_bytes = 34848 : i64}
+// CHECK-SAME:    attributes {tawac.schedule = #tawac.schedule<smem_bytes = 34848>}
 // CHECK-NEXT:    hopper.smem_alloc offset 0 : !hopper.smem<2x64x128xbf16, swizzle 128>
 // CHECK-NEXT:    hopper.smem_alloc offset 32768 : !hopper.smem<2x4x64xbf16, swizzle 128>
 // CHECK-NEXT:    %[[FULL:.*]] = hopper.mbarrier_alloc offset 34816 : !hopper.mbarriers<2>
