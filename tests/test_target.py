@@ -58,3 +58,15 @@ def test_named_barriers_run_out():
     assert sorted(i for r in bars.assigned.values() for i in r) == list(range(1, 16))
     with pytest.raises(CompileError, match="out of named barriers: 'c' needs 1, 15 of 15"):
         bars.get("c")
+
+
+def test_cost_table_has_sources_and_the_tensor_core_rate():
+    for c in HOPPER.costs:
+        assert c.source, c
+        assert c.latency is not None or c.throughput is not None, c
+    # One wgmma m64nNk16 bf16 every N/2 cycles: 4096 bf16 FLOP per cycle per SM at any N.
+    for n in (64, 128, 256):
+        rate = HOPPER.cost(f"wgmma m64n{n}k16 bf16").throughput
+        assert rate is not None and 2 * 64 * n * 16 * rate == 4096
+    with pytest.raises(KeyError):
+        HOPPER.cost("wgmma m64n8k16 tf32")

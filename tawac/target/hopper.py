@@ -1,8 +1,8 @@
 """NVIDIA Hopper (sm_90a) as data: the facts every pass reads instead of a literal.
 
 Sources: the PTX ISA 8.x/9.x (sections cited per field), the CUDA C Programming Guide's
-compute-capability 9.0 table, and measurements on the lent H100/H200
-(`docs/hopper-measured.md`, `scripts/microbench_hopper.py`).
+compute-capability 9.0 table, and measurements on the lent H100
+(`docs/hopper-measured.md`, made by `scripts/microbench_hopper.py`).
 """
 
 from __future__ import annotations
@@ -56,16 +56,24 @@ class Cost:
     source: str
 
 
-# The cost model's table. "measured" rows come from scripts/microbench_hopper.py on the
-# lent H100 (docs/hopper-measured.md); the others from NVIDIA's published figures.
+# The cost model's table: latency in cycles, throughput per cycle per SM. "measured" rows
+# come from scripts/microbench_hopper.py on the lent H100 SXM, 2026-11-23
+# (docs/hopper-measured.md: loop overhead included, SM clock 1.74-1.98 GHz).
+_MEASURED = "measured, H100 (docs/hopper-measured.md)"
 COSTS: tuple[Cost, ...] = (
-    Cost("tensor", "wgmma m64n256k16 bf16", None, 1 / 128, "989 TFLOP/s dense at 1.83 GHz"),
-    Cost("tensor", "wgmma m64n128k16 bf16", None, 1 / 64, "same rate, half the work"),
-    Cost("tensor", "wgmma m64n64k16 bf16", None, 1 / 32, "same rate, a quarter"),
-    Cost("mufu", "ex2.approx.f32", None, 16, "16 MUFU ops/clk/SM (CUDA guide, cc 9.0)"),
-    Cost("fma", "fma.rn.f32", 4, 128, "128 FP32 ops/clk/SM (CUDA guide, cc 9.0)"),
-    Cost("shfl", "shfl.sync.bfly.b32", None, 32, "32 lanes/clk/SM (CUDA guide, cc 9.0)"),
-    Cost("tma", "cp.async.bulk.tensor 16 KiB", None, None, "bounded by HBM: 3.35 TB/s H100"),
+    Cost("tensor", "wgmma m64n256k16 bf16", 182, 1 / 128, _MEASURED),
+    Cost("tensor", "wgmma m64n128k16 bf16", 118, 1 / 64, _MEASURED),
+    Cost("tensor", "wgmma m64n64k16 bf16", 86, 1 / 32, _MEASURED),
+    Cost("mufu", "ex2.approx.ftz.f32", 17, 16, _MEASURED),
+    Cost("mufu", "rcp.approx.ftz.f32", 19, 16, _MEASURED + "; throughput: CUDA guide, cc 9.0"),
+    Cost("fma", "fma.rn.f32", 4, 128, _MEASURED + " (4.09, 125 with loop overhead)"),
+    Cost("shfl", "shfl.sync.bfly.b32", 24, 32, _MEASURED + " (lanes per cycle)"),
+    Cost("smem", "ld.shared.u32", 23, None, _MEASURED),
+    Cost("mbarrier", "arrive + try_wait", 70, None, _MEASURED),
+    Cost("mbarrier", "handoff between warps", 72, None, _MEASURED + " (144 per round trip)"),
+    Cost("tma", "cp.async.bulk.tensor 16 KiB from DRAM", 1290, None, _MEASURED),
+    Cost("tma", "cp.async.bulk.tensor 16 KiB from L2", 479, None, _MEASURED),
+    Cost("dram", "bytes", None, 11.5, _MEASURED + ": 3.0 TB/s copy, 132 SMs, 1.98 GHz"),
 )
 
 
@@ -100,6 +108,13 @@ class Target:
     def mma_atom(self, a: str, b: str, acc: str) -> MmaAtom | None:
         """The wgmma family for these element types, or None."""
         return next((m for m in self.mma_atoms if (m.a, m.b, m.acc) == (a, b, acc)), None)
+
+    def cost(self, op: str) -> Cost:
+        """The cost-table row of `op` (e.g. "wgmma m64n256k16 bf16")."""
+        found = next((c for c in self.costs if c.op == op), None)
+        if found is None:
+            raise KeyError(f"no cost for '{op}' in the {self.name} target model")
+        return found
 
     def register_cap(self, warp_groups: int) -> int:
         """Registers per thread when `warp_groups` warp groups share the register file,
