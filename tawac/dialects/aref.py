@@ -20,13 +20,21 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from xdsl.dialects.builtin import ArrayAttr, IndexType, IntAttr, StringAttr, TensorType
+from xdsl.dialects.builtin import (
+    ArrayAttr,
+    IndexType,
+    IntAttr,
+    StringAttr,
+    TensorType,
+    UnitAttr,
+)
 from xdsl.ir import Attribute, Dialect, ParametrizedAttribute, Region, SSAValue, TypeAttribute
 from xdsl.irdl import (
     IRDLOperation,
     irdl_attr_definition,
     irdl_op_definition,
     operand_def,
+    opt_prop_def,
     prop_def,
     region_def,
     result_def,
@@ -205,14 +213,38 @@ class GetOp(_SlotOp):
 
 @irdl_op_definition
 class ConsumedOp(_SlotOp):
-    """Releases slot `index mod D`: the producer may overwrite it."""
+    """Releases slot `index mod D`: the producer may overwrite it.
+
+    `aref.consumed %r[%i] deferred : ...` is a release that lags the slot's use (the
+    pipeline keeps MMAs reading it in flight and releases an earlier iteration's slot);
+    after the loop, the slots still held are released by a drain."""
 
     name = "aref.consumed"
     aref = operand_def(ArefType)
     index = operand_def(IndexType)
+    deferred = opt_prop_def(UnitAttr)
 
-    def __init__(self, aref: SSAValue, index: SSAValue):
-        super().__init__(operands=[aref, index])
+    def __init__(self, aref: SSAValue, index: SSAValue, deferred: bool = False):
+        props = {"deferred": UnitAttr()} if deferred else {}
+        super().__init__(operands=[aref, index], properties=props)
+
+    @classmethod
+    def parse(cls, parser: Parser):
+        ref, idx = _parse_slot(parser)
+        deferred = parser.parse_optional_keyword("deferred") is not None
+        parser.parse_punctuation(":")
+        t = parser.parse_type()
+        op = cls(parser.resolve_operand(ref, t), idx, deferred)
+        op.attributes |= parser.parse_optional_attr_dict()
+        return op
+
+    def print(self, printer: Printer) -> None:
+        _print_slot(printer, self.aref, self.index)
+        if self.deferred is not None:
+            printer.print_string(" deferred")
+        printer.print_string(" : ")
+        printer.print_attribute(self.aref.type)
+        printer.print_op_attributes(self.attributes)
 
     def verify_(self) -> None:
         _aref_type(self, self.aref)

@@ -36,7 +36,7 @@ from tawac import schedule
 from tawac.backend_ptx import abi
 from tawac.diagnostics import CompileError
 from tawac.dialects import aref, hopper, tile
-from tawac.passes.pipeline import DEFERRED, set_depth
+from tawac.passes.pipeline import set_depth
 from tawac.schedule.smem import kernel_plan
 
 
@@ -255,7 +255,7 @@ def _drain(main_loop: scf.ForOp, trips_op: Operation, base: SSAValue, depth: int
         dict.fromkeys(
             o.aref
             for o in main_loop.walk()
-            if isinstance(o, aref.ConsumedOp) and DEFERRED in o.attributes
+            if isinstance(o, aref.ConsumedOp) and o.deferred is not None
         )
     )
     if not refs:

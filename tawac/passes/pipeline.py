@@ -26,7 +26,6 @@ from xdsl.dialects import arith, scf
 from xdsl.dialects.builtin import (
     IndexType,
     ModuleOp,
-    UnitAttr,
 )
 from xdsl.ir import Block, Region
 from xdsl.passes import ModulePass
@@ -37,7 +36,6 @@ from tawac.diagnostics import CompileError
 from tawac.dialects import aref, hopper, tile
 from tawac.schedule.smem import kernel_plan
 
-DEFERRED = "tawac.deferred"
 """Marks a release `pipeline` moved P iterations later (drained after the loop)."""
 
 
@@ -82,8 +80,7 @@ def _pipeline_consumed(consumed: aref.ConsumedOp, depth: int) -> None:
     cp = arith.ConstantOp.from_int_and_width(depth, IndexType())
     ok = arith.CmpiOp(consumed.index, cp.result, "uge")
     prev = arith.SubiOp(consumed.index, cp.result)
-    release = aref.ConsumedOp(consumed.aref, prev.result)
-    release.attributes[DEFERRED] = UnitAttr()
+    release = aref.ConsumedOp(consumed.aref, prev.result, deferred=True)
     guarded = scf.IfOp(ok.result, [], Region(Block([prev, release, scf.YieldOp()])))
     Rewriter.insert_op([cp, ok, guarded], InsertPoint.after(consumed))
     Rewriter.erase_op(consumed)

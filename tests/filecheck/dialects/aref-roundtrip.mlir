@@ -17,6 +17,7 @@
 // CHECK-NEXT:      %[[ZERO:.*]] = arith.constant dense<0.000000e+00> : tensor<128x256xf32>
 // CHECK-NEXT:      %{{.*}} = tile.dot %[[X]], %[[Y]], %[[ZERO]] transpose_rhs : tensor<128x64xbf16>, tensor<256x64xbf16> -> tensor<128x256xf32>
 // CHECK-NEXT:      aref.consumed %r[%[[C0]]] : !aref.aref<[tensor<128x64xbf16>, tensor<256x64xbf16>], 3>
+// CHECK-NEXT:      aref.consumed %r[%[[C0]]] deferred : !aref.aref<[tensor<128x64xbf16>, tensor<256x64xbf16>], 3>
 // CHECK-NEXT:    }
 // CHECK-NEXT:    aref.partition consumer warp_groups 3 regs 256 {
 // CHECK-NEXT:      %{{.*}} = arith.constant 1 : index
@@ -38,6 +39,7 @@ tile.kernel @arefs(%a: !tile.tensor<?x?xbf16>, %b: !tile.tensor<?x?xbf16>) {
     %zero = arith.constant dense<0.0> : tensor<128x256xf32>
     %d = tile.dot %x, %y, %zero transpose_rhs : tensor<128x64xbf16>, tensor<256x64xbf16> -> tensor<128x256xf32>
     aref.consumed %r[%c0] : !aref.aref<[tensor<128x64xbf16>, tensor<256x64xbf16>], 3>
+    aref.consumed %r[%c0] deferred : !aref.aref<[tensor<128x64xbf16>, tensor<256x64xbf16>], 3>
   }
   aref.partition consumer warp_groups 3 regs 256 {
     %c1 = arith.constant 1 : index

@@ -9,14 +9,14 @@
 // CHECK:      aref.partition consumer
 // CHECK:        %acc_new = tile.dot %p16, %vt_1, %acc_scaled
 // CHECK-NEXT:   hopper.wgmma_wait %acc_new pending 0
-// CHECK-NOT:    tawac.deferred
+// CHECK-NOT:    deferred
 // CHECK:        aref.consumed %aref0
 // CHECK-NOT:    aref.consumed
 
 // GEMM:      aref.partition consumer
 // GEMM:        %d = tile.dot %x_1, %y_1, %acc_i
 // GEMM-NEXT:   hopper.wgmma_wait %d pending 1
-// GEMM:        aref.consumed %aref0[{{.*}}] {{.*}} {tawac.deferred}
+// GEMM:        aref.consumed %aref0[{{.*}}] deferred :
 // GEMM:        scf.for
 // GEMM-NEXT:     arith.addi
 // GEMM-NEXT:     aref.consumed %aref0

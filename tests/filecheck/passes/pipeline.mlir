@@ -23,7 +23,7 @@
 // CHECK-NEXT:        %[[OK:.*]] = arith.cmpi uge, %[[IT]], %[[P]] : index
 // CHECK-NEXT:        scf.if %[[OK]] {
 // CHECK-NEXT:          %[[PREV:.*]] = arith.subi %[[IT]], %[[P]] : index
-// CHECK-NEXT:          aref.consumed %[[R]][%[[PREV]]] : !aref.aref<[tensor<128x64xbf16>, tensor<128x64xbf16>], 4>
+// CHECK-NEXT:          aref.consumed %[[R]][%[[PREV]]] deferred : !aref.aref<[tensor<128x64xbf16>, tensor<128x64xbf16>], 4>
 // CHECK-NEXT:        }
 // CHECK-NEXT:        scf.yield %[[W]] : tensor<128x128xf32>
 // CHECK-NEXT:      }
