@@ -299,6 +299,38 @@ def _opt(source, pipeline, print_ir_after_all, split_input_file, emit, limit):
         sys.exit(1)
 
 
+@main.command()
+@click.argument("source", type=click.Path(dir_okay=False))
+@pipeline_options
+@_time_limit
+@click.option("--json", "as_json", is_flag=True, help="print the decisions as JSON")
+@_guard
+def explain(source, time_limit, as_json, **pipeline):
+    """Show what the compiler decides for SOURCE: warp groups and register budgets,
+    arefs (payload, bytes, depth, release lag), the shared-memory map, the grid.
+
+    \b
+    Examples:
+      tawac explain examples/gemm.mlir
+      tawac explain examples/attention.mlir --no-coarse-pipeline --json
+    """
+    from rich.console import Console
+
+    from tawac.driver import TimeLimit
+    from tawac.explain import explain_module, render
+    from tawac.parser import parse_file
+
+    with TimeLimit(time_limit):
+        info = explain_module(parse_file(source), PipelineOptions(**pipeline))
+    if as_json:
+        click.echo(json.dumps(info, indent=2))
+        return
+    out = Console(highlight=False, emoji=False)
+    if not out.is_terminal:
+        out = Console(highlight=False, emoji=False, width=120)
+    render(info, out)
+
+
 def _require_gpu() -> None:
     try:
         import torch

@@ -126,7 +126,7 @@ def test_ptxas_time_limit(tmp_path):
     )
 
 
-@pytest.mark.parametrize("command", [[], ["compile"], ["opt"], ["run"]])
+@pytest.mark.parametrize("command", [[], ["compile"], ["opt"], ["run"], ["explain"]])
 def test_help_shows_an_example(command):
     res = CliRunner().invoke(cli.main, [*command, "--help"])
     assert res.exit_code == 0, res.output

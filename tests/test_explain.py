@@ -1,0 +1,79 @@
+"""`tawac explain`: golden decisions for the GEMM and attention examples, a consistent
+shared-memory map for every example, and the command line's tables and JSON."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tawac.explain import explain_module
+from tawac.options import PipelineOptions
+from tawac.parser import parse_file
+
+REPO = Path(__file__).resolve().parent.parent
+GOLDEN = REPO / "tests" / "data" / "explain"
+EXAMPLES = sorted((REPO / "examples").glob("*.mlir"))
+
+
+def _explain(path: Path, **options) -> dict:
+    return explain_module(parse_file(path), PipelineOptions(**options))
+
+
+@pytest.mark.parametrize("name", ["gemm", "attention"])
+def test_golden(name):
+    """The decisions for the examples; a change here is a change of schedule (update the
+    golden file with `tawac explain examples/NAME.mlir --json` when it is meant)."""
+    got = _explain(REPO / "examples" / f"{name}.mlir")
+    assert got == json.loads((GOLDEN / f"{name}.json").read_text())
+
+
+@pytest.mark.parametrize("path", EXAMPLES, ids=lambda p: p.name)
+def test_smem_map_is_consistent(path):
+    info = _explain(path)
+    smem = info["smem"]
+    regions = smem["regions"]
+    assert regions and smem["bytes"] <= smem["limit"]
+    for a, b in zip(regions, regions[1:], strict=False):
+        assert a["offset"] + a["bytes"] <= b["offset"], (a, b)
+    assert regions[-1]["offset"] + regions[-1]["bytes"] == smem["bytes"]
+    rings = [r for r in regions if r["what"].startswith("ring of ")]
+    assert len(rings) == sum(len(a["payload"]) for a in info["arefs"])
+    for a in info["arefs"]:
+        assert sum(r["bytes"] for r in rings if f" {a['name']} " in r["what"]) == (
+            a["slot_bytes"] * a["depth"]
+        )
+    assert sum(r["threads"] for r in info["roles"]) == info["threads"]
+
+
+def test_options_change_the_decisions():
+    base = _explain(REPO / "examples" / "gemm.mlir")
+    other = _explain(REPO / "examples" / "gemm.mlir", stages=2, mma_depth=1, persistent=False)
+    assert (other["stages"], other["mma_depth"], other["persistent"]) == (2, 1, False)
+    assert [a["depth"] for a in other["arefs"]] == [2]
+    assert [a["release_lag"] for a in other["arefs"]] == [1]
+    assert base["arefs"][0]["release_lag"] == 0
+
+
+def test_cli_tables_and_json(tmp_path):
+    cmd = [sys.executable, "-m", "tawac.cli", "explain", str(REPO / "examples" / "gemm.mlir")]
+    text = subprocess.run(cmd, capture_output=True, text=True, timeout=120, check=True).stdout
+    assert "kernel @gemm on sm_90a: 384 threads per CTA" in text
+    assert "grid: one CTA per SM, looping over cdiv(c.shape[0], 128) x" in text
+    for row in ("producer", "consumer", "ring of aref0 tensor<256x64xbf16>", "staging tile"):
+        assert row in text, text
+    assert "shared memory: 214016 of 232448 bytes" in text
+    out = subprocess.run([*cmd, "--json"], capture_output=True, text=True, timeout=120, check=True)
+    assert json.loads(out.stdout) == json.loads((GOLDEN / "gemm.json").read_text())
+
+
+def test_cli_error_is_one_line(tmp_path):
+    bad = tmp_path / "bad.mlir"
+    bad.write_text("tile.kernel @k(%a: !tile.tensor<?x?xbf16>) {\n  tile.fence\n  tile.return\n}\n")
+    cmd = [sys.executable, "-m", "tawac.cli", "explain", str(bad)]
+    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 1
+    assert proc.stderr.strip() == f"{bad}:2:3: error: Operation tile.fence is not registered"
