@@ -197,3 +197,16 @@ def test_nested_loop_loads_are_rejected():
         run_pipeline(module, "warp-specialize,pipeline{stages=3 mma-depth=0}")
     assert "nested inside another loop are not supported yet" in err.value.message
     assert err.value.location is not None and err.value.location.startswith("nested.mlir:")
+
+
+def test_coarse_pipeline_is_idempotent():
+    """A loop coarse-pipeline made already holds a deferred stage: running the pass again
+    leaves it alone (whatever replaces the loop marker must keep this)."""
+    text = (REPO / "examples" / "attention.mlir").read_text()
+    once = parse_text(text, "attention.mlir")
+    run_pipeline(once, "warp-specialize,pipeline,coarse-pipeline")
+    twice = parse_text(text, "attention.mlir")
+    run_pipeline(twice, "warp-specialize,pipeline,coarse-pipeline,coarse-pipeline")
+    assert str(once) == str(twice)
+    # S of the first iteration peeled before the loop, S and P V in it, P V of the last after
+    assert sum(isinstance(o, tile.DotOp) for o in once.walk()) == 4
