@@ -19,6 +19,7 @@ number of warp groups that run it and their register budget (0: chosen by the co
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import ClassVar
 
 from xdsl.dialects.builtin import (
     ArrayAttr,
@@ -170,22 +171,28 @@ class PutOp(IRDLOperation):
 
 
 class _SlotOp(IRDLOperation):
-    """Syntax shared by get and consumed: `%r[%i] : !aref.aref<...>`."""
+    """Syntax shared by get and consumed: `%r[%i] [flags] : !aref.aref<...>`, where the
+    flags are the unit properties named in `FLAGS`."""
 
+    FLAGS: ClassVar[tuple[str, ...]] = ()
     aref = operand_def(ArefType)
     index = operand_def(IndexType)
 
     @classmethod
     def parse(cls, parser: Parser):
         ref, idx = _parse_slot(parser)
+        flags = [parser.parse_optional_keyword(f) is not None for f in cls.FLAGS]
         parser.parse_punctuation(":")
         t = parser.parse_type()
-        op = cls(parser.resolve_operand(ref, t), idx)
+        op = cls(parser.resolve_operand(ref, t), idx, *flags)
         op.attributes |= parser.parse_optional_attr_dict()
         return op
 
     def print(self, printer: Printer) -> None:
         _print_slot(printer, self.aref, self.index)
+        for f in self.FLAGS:
+            if getattr(self, f) is not None:
+                printer.print_string(f" {f}")
         printer.print_string(" : ")
         printer.print_attribute(self.aref.type)
         printer.print_op_attributes(self.attributes)
@@ -220,6 +227,7 @@ class ConsumedOp(_SlotOp):
     after the loop, the slots still held are released by a drain."""
 
     name = "aref.consumed"
+    FLAGS: ClassVar[tuple[str, ...]] = ("deferred",)
     aref = operand_def(ArefType)
     index = operand_def(IndexType)
     deferred = opt_prop_def(UnitAttr)
@@ -227,24 +235,6 @@ class ConsumedOp(_SlotOp):
     def __init__(self, aref: SSAValue, index: SSAValue, deferred: bool = False):
         props = {"deferred": UnitAttr()} if deferred else {}
         super().__init__(operands=[aref, index], properties=props)
-
-    @classmethod
-    def parse(cls, parser: Parser):
-        ref, idx = _parse_slot(parser)
-        deferred = parser.parse_optional_keyword("deferred") is not None
-        parser.parse_punctuation(":")
-        t = parser.parse_type()
-        op = cls(parser.resolve_operand(ref, t), idx, deferred)
-        op.attributes |= parser.parse_optional_attr_dict()
-        return op
-
-    def print(self, printer: Printer) -> None:
-        _print_slot(printer, self.aref, self.index)
-        if self.deferred is not None:
-            printer.print_string(" deferred")
-        printer.print_string(" : ")
-        printer.print_attribute(self.aref.type)
-        printer.print_op_attributes(self.attributes)
 
     def verify_(self) -> None:
         _aref_type(self, self.aref)
