@@ -1,0 +1,234 @@
+"""`hopper.wgmma` to `wgmma.mma_async` (fence, MMAs, commit) and `wgmma.wait_group`.
+
+Shared-memory matrix descriptors for 128B-swizzled operands (PTX ISA 9.7.15.5.1.2,
+"Matrix Descriptor Format"), the operand offsets of each K step and m64 block, the
+accumulator (a zero one only declared, the first step with scale-d false), and the
+register-A form with A packed from accumulator-layout registers (PTX ISA 9.7.15.5.1,
+"Register fragments for A").
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from xdsl.ir import Operation, SSAValue
+
+from tawac.backend_ptx.lowering.state import (
+    Frag,
+    KernelLowering,
+    SmemTile,
+    elem_ptx_type,
+    handles,
+    wg_local,
+)
+from tawac.diagnostics import CompileError
+from tawac.dialects import hopper, ptx
+from tawac.target import HOPPER, MmaAtom
+
+
+class _Descriptors:
+    """Descriptors of one operand tile at byte offsets from its base: the start address
+    field is (addr >> 4) & 0x3FFF and shared addresses stay below 2^18, so the descriptor
+    at base + off (off a multiple of 16) is the base descriptor + (off >> 4): one add
+    per k16 step instead of four instructions."""
+
+    def __init__(self, k: KernelLowering, base: SSAValue):
+        self.k, self.base = k, base
+        self.desc: dict[tuple[int, int], SSAValue] = {}
+
+    def at(self, off: int, lbo: int, sbo: int) -> SSAValue:
+        k = self.k
+        if (lbo, sbo) not in self.desc:
+            self.desc[(lbo, sbo)] = _descriptor(k, self.base, lbo, sbo)
+        d = self.desc[(lbo, sbo)]
+        assert off % 16 == 0
+        return d if off == 0 else k.r(ptx.AddOp("s64", d, k.imm(off >> 4, "s64")))
+
+
+def _descriptor(k: KernelLowering, addr: SSAValue, lbo: int, sbo: int) -> SSAValue:
+    """A wgmma shared-memory matrix descriptor (PTX ISA 9.7.15.5.1.2, "Matrix Descriptor
+    Format") for a 128B-swizzled operand: start address, leading and stride byte
+    offsets (each encoded >> 4), swizzle mode 1 (128B) in bits 62-63."""
+    fields = ((lbo >> 4) << 16) | ((sbo >> 4) << 32) | (1 << 62)
+    enc = k.r(ptx.AndOp("b32", k.r(ptx.ShrOp("u32", addr, k.imm(4))), k.imm(0x3FFF)))
+    wide = k.r(ptx.CvtOp("u64", "u32", enc))
+    return k.r(ptx.OrOp("b64", wide, k.imm(fields, "b64")))
+
+
+def _operand(
+    t: hopper.SmemTileType, mn_major: bool, mn: int, kk: int, kstep: int
+) -> tuple[int, int, int]:
+    """(byte offset, leading byte offset, stride byte offset) of the K slice `kk` (of
+    `kstep` elements, the MMA atom's K) of a wgmma operand whose MN extent starts at
+    element `mn` of the tile.
+
+    K-major tiles (rows MN, columns K) are 64-column chunks of 128-byte rows: a K step
+    moves kstep elements within a row, a row 128 bytes; 8-row groups are 1024 bytes apart
+    (SBO). MN-major tiles (rows K, columns MN) are the same chunks read the other way: a K
+    step is kstep rows, 8-row K groups are 1024 bytes apart (SBO) and 64-element MN blocks
+    are one chunk apart (LBO).
+    """
+    row = HOPPER.swizzle_bytes
+    if not mn_major:
+        chunk, within = divmod(kk * kstep, t.chunk_cols)
+        return chunk * t.chunk_bytes + within * t.elem_bytes + mn * row, 16, 8 * row
+    chunk, rest = divmod(mn, t.chunk_cols)
+    assert rest == 0, "MN offsets of MN-major operands are whole chunks"
+    return chunk * t.chunk_bytes + kk * kstep * row, t.chunk_bytes, 8 * row
+
+
+def _atom(op: hopper.WgmmaOp, ab: str, transposed: bool) -> MmaAtom:
+    """The wgmma family of these operand types (fp32 accumulation)."""
+    atom = HOPPER.mma_atom(ab, ab, "f32")
+    if atom is None:
+        raise CompileError(f"convert-to-ptx: no wgmma multiplies {ab} by {ab} into f32", op)
+    if transposed and not atom.mn_major:
+        raise CompileError(f"convert-to-ptx: {ab} MMA operands must be K-major", op)
+    return atom
+
+
+def _issue_wgmmas(
+    k: KernelLowering,
+    op: hopper.WgmmaOp,
+    acc_zero: tuple[Frag, bool],
+    b: SmemTile,
+    kdim: int,
+    atom: MmaAtom,
+    make: Callable[[int, int, SSAValue, SSAValue, list[SSAValue]], Operation],
+) -> None:
+    """The wgmmas of one `hopper.wgmma`, K step by K step and m64 block by block:
+    `make(kk, mi, desc_b, scale_d, acc_regs)` builds each instruction (and computes its A
+    operand). Every instruction that writes a wgmma register operand precedes the fence:
+    A registers and descriptors are computed first (a write after the fence makes ptxas
+    insert its own warpgroup arrive and serialize the wgmmas, C7520); the MMAs are issued
+    back to back after it. `acc_zero` is `_accumulator`'s answer."""
+    acc, zero_init = acc_zero
+    layout = acc.layout
+    if layout.n > HOPPER.mma_max_n:
+        raise CompileError(
+            f"convert-to-ptx: N={layout.n} > {HOPPER.mma_max_n} per MMA is not supported yet", op
+        )
+    tb = op.transpose_b is not None
+    descs_b = _Descriptors(k, b.addr)
+    issue = []
+    for kk in range(kdim // atom.k):
+        scale_d = _scale_d(k, zero_init, kk)
+        desc_b = descs_b.at(*_operand(b.type, tb, 0, kk, atom.k))
+        for mi in range(layout.m_reps):
+            regs = [acc.regs[i] for i in layout.block_regs(mi)]
+            issue.append(make(kk, mi, desc_b, scale_d, regs))
+    k.emit(ptx.WgmmaFenceOp())
+    for mma in issue:
+        k.emit(mma)
+    k.emit(ptx.WgmmaCommitOp())
+    k.vals[op.result] = acc
+
+
+@handles(hopper.WgmmaOp)
+def _wgmma(k: KernelLowering, op: hopper.WgmmaOp) -> None:
+    a, b = k.vals[op.a], k.vals[op.b]
+    if isinstance(a, Frag):
+        _wgmma_reg_a(k, op, a)
+        return
+    assert isinstance(a, SmemTile) and isinstance(b, SmemTile)
+    if a.type.swizzle.data != 128 or b.type.swizzle.data != 128:
+        raise CompileError("convert-to-ptx: wgmma operands must be 128B-swizzled", op)
+    ta, tb = op.transpose_a is not None, op.transpose_b is not None
+    acc_zero = _accumulator(k, op)
+    layout = acc_zero[0].layout
+    ab = elem_ptx_type(a.type.element_type)
+    atom = _atom(op, ab, ta or tb)
+    n = layout.n
+    # This warp group's rows of A: K-major rows are 128 bytes; MN-major ones are chunks.
+    rows = layout.rows_per_warp_group
+    step = (rows // a.type.chunk_cols) * a.type.chunk_bytes if ta else rows * HOPPER.swizzle_bytes
+    a_base = k.add(a.addr, k.r(ptx.MulOp("s32", wg_local(k), k.imm(step), mode="lo")))
+    descs_a = _Descriptors(k, a_base)
+
+    def make(kk: int, mi: int, desc_b: SSAValue, scale_d: SSAValue, regs: list[SSAValue]):
+        desc_a = descs_a.at(*_operand(a.type, ta, HOPPER.mma_m * mi, kk, atom.k))
+        return ptx.WgmmaMmaAsyncOp(n, atom.k, ab, desc_a, desc_b, scale_d, regs, int(ta), int(tb))
+
+    _issue_wgmmas(k, op, acc_zero, b, a.type.rows if ta else a.type.cols, atom, make)
+
+
+def _is_zero_splat(f: Frag) -> bool:
+    first = f.regs[0].owner
+    return (
+        all(r is f.regs[0] for r in f.regs)
+        and isinstance(first, ptx.MovImmOp)
+        and first.value.value.data == 0
+    )
+
+
+def _accumulator(k: KernelLowering, op: hopper.WgmmaOp) -> tuple[Frag, bool]:
+    """The accumulator registers of a wgmma, and whether they start at zero.  A zero
+    accumulator is not initialised with movs (a mov between wgmmas serializes them,
+    ptxas C7515/C7520): its registers are only declared, and the first K step runs with
+    scale-d false (D = A*B)."""
+    f = k.frag(op.acc)
+    if not _is_zero_splat(f):
+        return k.materialize(f), False
+    return f.like([k.r(ptx.DeclareRegOp("f32")) for _ in f.regs], "f32"), True
+
+
+def _scale_d(k: KernelLowering, zero_init: bool, kk: int) -> SSAValue:
+    if zero_init and kk == 0:
+        return k.cached("false", lambda: k.r(ptx.SetpOp("ne", "s32", k.imm(0), k.imm(0))))
+    return k.true_pred()
+
+
+def pack_pair(k: KernelLowering, lo: SSAValue, hi: SSAValue) -> SSAValue:
+    """One .b32 register holding two 16-bit values.  When both were just rounded from
+    f32, round and pack in one `cvt.rn.bf16x2.f32` from the f32 values (one register
+    instead of three live ones; the separate conversions become dead)."""
+    lo_op, hi_op = lo.owner, hi.owner
+    if isinstance(lo_op, ptx.UnpackB16Op) and lo_op is hi_op and lo is lo_op.lo and hi is lo_op.hi:
+        return lo_op.src
+    if (
+        isinstance(lo_op, ptx.CvtOp)
+        and isinstance(hi_op, ptx.CvtOp)
+        and lo_op.stype.data == hi_op.stype.data == "f32"
+        and lo_op.dtype.data == hi_op.dtype.data
+        and lo_op.dtype.data in ("bf16", "f16")
+    ):
+        return k.r(ptx.CvtPackOp(lo_op.dtype.data + "x2", hi_op.src, lo_op.src))
+    return k.r(ptx.PackB16Op(lo, hi))
+
+
+def _wgmma_reg_a(k: KernelLowering, op: hopper.WgmmaOp, a: Frag) -> None:
+    """The register-A form: A's k16 slice kk of m64 block mi is the accumulator-layout
+    registers 8kk..8kk+7 of that block, packed in pairs (PTX ISA 9.7.15.5.1, "Register
+    fragments for A": a0 = (r, 2t..2t+1), a1 = (r+8, ...), a2 = (r, 2t+8..), a3 = (r+8,
+    2t+8..), which are accumulator registers 8kk+0,1 / +2,3 / +4,5 / +6,7)."""
+    b = k.vals[op.b]
+    assert isinstance(b, SmemTile)
+    if a.dim is not None or a.dtype not in ("bf16", "f16"):
+        raise CompileError(
+            "convert-to-ptx: a register A operand must be a 16-bit (bf16/f16) 2-d tile", op
+        )
+    if b.type.swizzle.data != 128:
+        raise CompileError("convert-to-ptx: wgmma B operands must be 128B-swizzled", op)
+    acc_zero = _accumulator(k, op)
+    layout = acc_zero[0].layout
+    al = a.layout
+    if al.m != layout.m or al.warp_groups != layout.warp_groups or al.n % 16:
+        raise CompileError("convert-to-ptx: register A operand layout does not fit the MMA", op)
+    if elem_ptx_type(b.type.element_type) != a.dtype:
+        raise CompileError("convert-to-ptx: MMA operand element types differ", op)
+    atom = _atom(op, a.dtype, op.transpose_b is not None)
+    tb = int(op.transpose_b is not None)
+
+    def make(kk: int, mi: int, desc_b: SSAValue, scale_d: SSAValue, regs: list[SSAValue]):
+        base = mi * al.regs_per_block + 8 * kk
+        pairs = [(a.regs[base + 2 * q], a.regs[base + 2 * q + 1]) for q in range(4)]
+        regs_a = [pack_pair(k, lo, hi) for lo, hi in pairs]
+        return ptx.WgmmaMmaAsyncRegAOp(layout.n, a.dtype, regs_a, desc_b, scale_d, regs, tb)
+
+    _issue_wgmmas(k, op, acc_zero, b, al.n, atom, make)
+
+
+@handles(hopper.WgmmaWaitOp)
+def _wgmma_wait(k: KernelLowering, op: hopper.WgmmaWaitOp) -> None:
+    k.emit(ptx.WgmmaWaitOp(op.pending.value.data))
+    k.vals[op.result] = k.vals[op.acc]

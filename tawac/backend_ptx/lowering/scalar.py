@@ -1,0 +1,316 @@
+"""Scalar and elementwise `arith`/`math` ops, and the kernel's coordinates.
+
+Constants, integer and float binary ops (division by a reciprocal where the fastmath
+flags allow it), `cmpi`/`cmpf` to `setp`, `select` to `selp`, float casts to `cvt`,
+`negf`/`exp2`/`exp` (`ex2.approx`); each on a scalar register or register by register on
+a `Frag`.  Program and CTA ids (`%ctaid`, `%nctaid`) and tensor dimensions (`ld.param`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from xdsl.dialects import arith, math
+from xdsl.dialects.builtin import (
+    DenseIntOrFPElementsAttr,
+    Float32Type,
+    FloatAttr,
+    IndexType,
+    IntegerAttr,
+    IntegerType,
+    TensorType,
+)
+from xdsl.ir import Operation, SSAValue
+
+from tawac.backend_ptx import int_arith
+from tawac.backend_ptx.lowering.state import (
+    Frag,
+    KernelLowering,
+    elem_ptx_type,
+    handles,
+    map1,
+    map2,
+    reg_kind,
+)
+from tawac.diagnostics import CompileError
+from tawac.dialects import hopper, ptx, tile
+
+_CMPI = {0: "eq", 1: "ne", 2: "lt", 3: "le", 4: "gt", 5: "ge", 6: "lo", 7: "ls", 8: "hi", 9: "hs"}
+
+
+_CMPI_TYPE = {0: "s32", 1: "s32", 2: "s32", 3: "s32", 4: "s32", 5: "s32"}
+
+
+@handles(arith.ConstantOp)
+def _constant(k: KernelLowering, op: arith.ConstantOp) -> None:
+    v = op.value
+    t = op.result.type
+    if isinstance(t, IndexType | IntegerType) and isinstance(v, IntegerAttr):
+        if isinstance(t, IntegerType) and t.width.data == 1:
+            k.vals[op.result] = k.r(ptx.SetpOp("ne", "s32", k.imm(v.value.data), k.imm(0)))
+            return
+        k.vals[op.result] = k.imm(v.value.data)
+        return
+    if isinstance(t, Float32Type) and isinstance(v, FloatAttr):
+        k.vals[op.result] = k.fimm(v.value.data)
+        return
+    if isinstance(t, TensorType) and isinstance(v, DenseIntOrFPElementsAttr):
+        vals = v.get_values()
+        if len(set(vals)) == 1 and isinstance(t.element_type, Float32Type):
+            reg = k.fimm(float(vals[0]))
+            if t.get_num_dims() == 1:
+                layout, dim = k.vector_layout(op.result, op)
+                n = len(layout.row_offsets() if dim == 0 else layout.col_offsets())
+                k.vals[op.result] = Frag(layout, [reg] * n, "f32", dim)
+                return
+            layout = k.layout_for(t, op)
+            k.vals[op.result] = Frag(layout, [reg] * layout.num_regs, "f32")
+            return
+    raise CompileError(f"convert-to-ptx: constant of type {t} is not supported yet", op)
+
+
+_INT_BINARY = {
+    arith.AddiOp: (ptx.AddOp, "s32"),
+    arith.SubiOp: (ptx.SubOp, "s32"),
+    arith.DivUIOp: (ptx.DivOp, "u32"),
+    arith.DivSIOp: (ptx.DivOp, "s32"),
+    arith.RemUIOp: (ptx.RemOp, "u32"),
+    arith.RemSIOp: (ptx.RemOp, "s32"),
+    arith.MinSIOp: (ptx.MinOp, "s32"),
+    arith.MaxSIOp: (ptx.MaxOp, "s32"),
+    arith.MinUIOp: (ptx.MinOp, "u32"),
+    arith.MaxUIOp: (ptx.MaxOp, "u32"),
+    arith.AndIOp: (ptx.AndOp, "b32"),
+    arith.OrIOp: (ptx.OrOp, "b32"),
+    arith.XOrIOp: (ptx.XorOp, "b32"),
+    arith.ShLIOp: (ptx.ShlOp, "b32"),
+    arith.ShRUIOp: (ptx.ShrOp, "u32"),
+    arith.ShRSIOp: (ptx.ShrOp, "s32"),
+}
+
+
+@handles(*_INT_BINARY)
+def _int_binary(k: KernelLowering, op: Operation) -> None:
+    cls, ty = _INT_BINARY[type(op)]  # type: ignore[index]
+    a, b = (k.scalar(v) for v in op.operands)
+    if ty == "b32" and all(reg_kind(x) == "pred" for x in (a, b)):
+        k.vals[op.results[0]] = k.r(cls("pred", a, b))
+        return
+    k.vals[op.results[0]] = int_arith.binary(k, cls, ty, a, b)
+
+
+@handles(arith.MuliOp)
+def _muli(k: KernelLowering, op: arith.MuliOp) -> None:
+    a, b = k.scalar(op.lhs), k.scalar(op.rhs)
+    k.vals[op.result] = int_arith.binary(k, ptx.MulOp, "s32", a, b)
+
+
+@handles(arith.CeilDivUIOp, arith.CeilDivSIOp)
+def _ceildiv(k: KernelLowering, op: Operation) -> None:
+    a, b = (k.scalar(v) for v in op.operands)
+    ty = "u32" if isinstance(op, arith.CeilDivUIOp) else "s32"
+    t = int_arith.binary(k, ptx.SubOp, "s32", int_arith.binary(k, ptx.AddOp, "s32", a, b), k.imm(1))
+    k.vals[op.results[0]] = int_arith.binary(k, ptx.DivOp, ty, t, b)
+
+
+@handles(arith.CmpiOp)
+def _cmpi(k: KernelLowering, op: arith.CmpiOp) -> None:
+    pred = op.predicate.value.data
+    ty = _CMPI_TYPE.get(pred, "u32")
+    k.vals[op.result] = k.r(ptx.SetpOp(_CMPI[pred], ty, k.scalar(op.lhs), k.scalar(op.rhs)))
+
+
+@handles(arith.SelectOp)
+def _select(k: KernelLowering, op: arith.SelectOp) -> None:
+    c = k.vals.get(op.cond)
+    t, f = k.vals.get(op.lhs), k.vals.get(op.rhs)
+    if isinstance(c, SSAValue) and isinstance(t, SSAValue) and isinstance(f, SSAValue):
+        ty = "f32" if reg_kind(t) == "f32" else "s32"
+        k.vals[op.result] = k.r(ptx.SelpOp(ty, t, f, c))
+        return
+    if isinstance(c, SSAValue) and isinstance(t, Frag) and isinstance(f, Frag):
+        c = t.like([c] * len(t.regs), "pred")  # a uniform condition
+    if isinstance(c, Frag) and isinstance(t, Frag) and isinstance(f, Frag):
+        k.vals[op.result] = select_frags(k, op, c, t, f)
+        return
+    raise CompileError("convert-to-ptx: select of a tile needs a tile condition", op)
+
+
+def select_frags(k: KernelLowering, op: Operation, c: Frag, t: Frag, f: Frag) -> Frag:
+    """One `selp` per distinct (condition, true, false) register triple."""
+    if not (c.same_layout(t) and t.same_layout(f)) or t.dtype != f.dtype:
+        raise CompileError(f"convert-to-ptx: {op.name} operands differ in layout", op)
+    memo: dict[tuple[SSAValue, SSAValue, SSAValue], SSAValue] = {}
+    regs = []
+    for p, x, y in zip(c.regs, t.regs, f.regs, strict=True):
+        if (p, x, y) not in memo:
+            memo[(p, x, y)] = k.r(ptx.SelpOp(_sel_type(t.dtype), x, y, p))
+        regs.append(memo[(p, x, y)])
+    return t.like(regs, t.dtype)
+
+
+def _sel_type(dtype: str) -> str:
+    return {"f32": "f32", "bf16": "b16", "f16": "b16"}.get(dtype, "b32")
+
+
+@handles(arith.IndexCastOp)
+def _index_cast(k: KernelLowering, op: arith.IndexCastOp) -> None:
+    k.vals[op.result] = k.scalar(op.input)
+
+
+_FLOAT_BINARY = {
+    arith.AddfOp: ptx.AddOp,
+    arith.SubfOp: ptx.SubOp,
+    arith.MulfOp: ptx.MulOp,
+    arith.DivfOp: ptx.DivOp,
+    arith.MaximumfOp: ptx.MaxOp,
+    arith.MinimumfOp: ptx.MinOp,
+}
+
+
+@handles(*_FLOAT_BINARY)
+def _float_binary(k: KernelLowering, op: Operation) -> None:
+    cls = _FLOAT_BINARY[type(op)]  # type: ignore[index]
+    # add/sub/mul without a rounding modifier let ptxas contract a multiply and an add
+    # into one fma (as CUDA does by default); div.f32 needs one.
+    mode = "rn" if cls is ptx.DivOp else None
+    a, b = (k.vals.get(v) for v in op.operands)
+    if isinstance(op, arith.DivfOp) and _reciprocal_ok(op):
+        _div_by_reciprocal(k, op, a, b)
+        return
+    if isinstance(a, SSAValue) and isinstance(b, SSAValue):
+        k.vals[op.results[0]] = k.r(cls("f32", a, b, mode=mode))
+        return
+    if isinstance(a, Frag) and isinstance(b, Frag):
+        if not a.same_layout(b) or a.dtype != "f32" or b.dtype != "f32":
+            raise CompileError(
+                "convert-to-ptx: elementwise math needs f32 operands in the same layout", op
+            )
+        k.vals[op.results[0]] = a.like(
+            map2(k, a, b, lambda x, y: cls("f32", x, y, mode=mode)), "f32"
+        )
+        return
+    raise CompileError(f"convert-to-ptx: operands of {op.name} must both be tiles or scalars", op)
+
+
+def _reciprocal_ok(op: arith.DivfOp) -> bool:
+    flags = {f.value for f in op.fastmath.data}
+    return "arcp" in flags or "afn" in flags
+
+
+def _div_by_reciprocal(k: KernelLowering, op: arith.DivfOp, a: object, b: object) -> None:
+    """`x / y` as `x * (1 / y)` where the fastmath flags allow it: `arcp` (the reciprocal
+    rounded, `rcp.rn`) or `afn` (`rcp.approx`).  One reciprocal per distinct register of
+    the divisor: dividing a tile by a broadcast row vector (attention's O / l) takes one
+    per row instead of one IEEE division (a ~20-instruction subroutine) per element."""
+    mode = "approx.ftz" if "afn" in {f.value for f in op.fastmath.data} else "rn"
+    if isinstance(a, SSAValue) and isinstance(b, SSAValue):
+        k.vals[op.result] = k.r(ptx.MulOp("f32", a, k.r(ptx.RcpOp(b, mode))))
+        return
+    if not (isinstance(a, Frag) and isinstance(b, Frag) and a.same_layout(b)):
+        raise CompileError(
+            "convert-to-ptx: elementwise math needs f32 operands in the same layout", op
+        )
+    if a.dtype != "f32" or b.dtype != "f32":
+        raise CompileError("convert-to-ptx: arith.divf needs f32 operands", op)
+    inv = b.like(map1(k, b, lambda y: ptx.RcpOp(y, mode)), "f32")
+    k.vals[op.result] = a.like(map2(k, a, inv, lambda x, y: ptx.MulOp("f32", x, y)), "f32")
+
+
+_LOG2E = 1.4426950408889634
+
+
+def _f32_unary(k: KernelLowering, op: Operation, emit: Callable[[SSAValue], SSAValue]) -> None:
+    src = k.vals.get(op.operands[0])
+    if isinstance(src, SSAValue):
+        k.vals[op.results[0]] = emit(src)
+        return
+    if not isinstance(src, Frag) or src.dtype != "f32":
+        raise CompileError(f"convert-to-ptx: {op.name} needs an f32 tile or scalar", op)
+    memo: dict[SSAValue, SSAValue] = {}
+    regs = []
+    for x in src.regs:
+        if x not in memo:
+            memo[x] = emit(x)
+        regs.append(memo[x])
+    k.vals[op.results[0]] = src.like(regs, "f32")
+
+
+@handles(arith.NegfOp)
+def _negf(k: KernelLowering, op: arith.NegfOp) -> None:
+    _f32_unary(k, op, lambda x: k.r(ptx.NegOp("f32", x)))
+
+
+@handles(math.Exp2Op)
+def _exp2(k: KernelLowering, op: math.Exp2Op) -> None:
+    _f32_unary(k, op, lambda x: k.r(ptx.Ex2Op(x)))
+
+
+@handles(math.ExpOp)
+def _exp(k: KernelLowering, op: math.ExpOp) -> None:
+    """exp(x) = 2^(x * log2 e) (`ex2.approx.ftz.f32`, relative error ~2^-22)."""
+    _f32_unary(k, op, lambda x: k.r(ptx.Ex2Op(k.r(ptx.MulOp("f32", x, k.fimm(_LOG2E), mode="rn")))))
+
+
+_CMPF = {
+    1: "eq",
+    2: "gt",
+    3: "ge",
+    4: "lt",
+    5: "le",
+    6: "ne",
+    8: "equ",
+    9: "gtu",
+    10: "geu",
+    11: "ltu",
+    12: "leu",
+    13: "neu",
+}
+
+
+@handles(arith.CmpfOp)
+def _cmpf(k: KernelLowering, op: arith.CmpfOp) -> None:
+    cmp = _CMPF.get(op.predicate.value.data)
+    if cmp is None:
+        raise CompileError("convert-to-ptx: this arith.cmpf predicate is not supported", op)
+    a, b = k.vals.get(op.lhs), k.vals.get(op.rhs)
+    if isinstance(a, SSAValue) and isinstance(b, SSAValue):
+        k.vals[op.result] = k.r(ptx.SetpOp(cmp, "f32", a, b))
+        return
+    if isinstance(a, Frag) and isinstance(b, Frag) and a.same_layout(b):
+        k.vals[op.result] = a.like(map2(k, a, b, lambda x, y: ptx.SetpOp(cmp, "f32", x, y)), "pred")
+        return
+    raise CompileError("convert-to-ptx: arith.cmpf needs two f32 tiles or scalars", op)
+
+
+@handles(arith.TruncFOp, arith.ExtFOp)
+def _float_cast(k: KernelLowering, op: Operation) -> None:
+    src = k.frag(op.operands[0])
+    rt = op.results[0].type
+    assert isinstance(rt, TensorType)
+    dst = elem_ptx_type(rt.element_type)
+    rnd = "rn" if isinstance(op, arith.TruncFOp) else None
+    regs = map1(k, src, lambda x: ptx.CvtOp(dst, src.dtype, x, rnd=rnd))
+    k.vals[op.results[0]] = src.like(regs, dst)
+
+
+@handles(tile.ProgramIdOp)
+def _program_id(k: KernelLowering, op: tile.ProgramIdOp) -> None:
+    axis = "xyz"[op.axis.data]
+    k.vals[op.result] = k.cached(("ctaid", axis), lambda: k.r(ptx.SpecialRegOp(f"ctaid.{axis}")))
+
+
+@handles(hopper.CtaIdOp)
+def _cta_id(k: KernelLowering, op: hopper.CtaIdOp) -> None:
+    k.vals[op.result] = k.cached(("ctaid", "x"), lambda: k.r(ptx.SpecialRegOp("ctaid.x")))
+
+
+@handles(hopper.NumCtasOp)
+def _num_ctas(k: KernelLowering, op: hopper.NumCtasOp) -> None:
+    k.vals[op.result] = k.cached(("nctaid", "x"), lambda: k.r(ptx.SpecialRegOp("nctaid.x")))
+
+
+@handles(tile.DimOp)
+def _dim(k: KernelLowering, op: tile.DimOp) -> None:
+    name = k.params.dim(op.source, op.dim.data)
+    k.vals[op.result] = k.cached(("param", name), lambda: k.r(ptx.LdParamOp("s32", name)))

@@ -1,0 +1,418 @@
+"""Shared state of the `convert-to-ptx` lowering.
+
+The PTX element types, what a lowered value is (`Frag` registers, a `SmemTile`, a `Ring`
+of shared slots, `Bars` of mbarriers), `KernelLowering` (emission helpers, the kernel's
+structure: mbarrier init, `bar.sync 0`, one branch per warp-group partition with its
+`setmaxnreg`) and the handler registry that the other modules of this package fill with
+`@handles(OpType)`, plus helpers they share.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from contextlib import contextmanager
+from dataclasses import dataclass
+
+from xdsl.dialects.builtin import BFloat16Type, Float16Type, Float32Type, TensorType
+from xdsl.ir import Attribute, Block, BlockArgument, Operation, Region, SSAValue
+
+from tawac import schedule
+from tawac.backend_ptx import abi
+from tawac.backend_ptx.layouts import AccLayout
+from tawac.backend_ptx.vector_layouts import VectorLayouts
+from tawac.diagnostics import CompileError
+from tawac.dialects import aref, hopper, ptx, tile
+from tawac.target import HOPPER, NamedBarriers
+
+
+def elem_ptx_type(t: Attribute) -> str:
+    if isinstance(t, BFloat16Type):
+        return "bf16"
+    if isinstance(t, Float16Type):
+        return "f16"
+    if isinstance(t, Float32Type):
+        return "f32"
+    raise ValueError(f"no PTX type for {t}")
+
+
+def elem_bytes(t: Attribute) -> int:
+    return {"bf16": 2, "f16": 2, "f32": 4}[elem_ptx_type(t)]
+
+
+@dataclass
+class Frag:
+    """A tile held in registers: `regs[i]` is register i of `layout` (regs may repeat for
+    splats and broadcasts; such a fragment is materialised before being written).
+
+    With `dim` set, the value is a 1-d tile in the slice layout of `layout`: a vector
+    along dimension `dim` (`AccLayout.col_offsets()` / `row_offsets()` registers)."""
+
+    layout: AccLayout
+    regs: list[SSAValue]
+    dtype: str  # PTX type of the elements: f32, bf16, f16, pred
+    dim: int | None = None
+
+    def like(self, regs: list[SSAValue], dtype: str) -> Frag:
+        """A fragment of the same layout with other registers."""
+        return Frag(self.layout, regs, dtype, self.dim)
+
+    def same_layout(self, other: Frag) -> bool:
+        if self.dim != other.dim:
+            return False
+        if self.dim is None:
+            return self.layout == other.layout
+        return self.layout.slice_key(self.dim) == other.layout.slice_key(other.dim)
+
+
+@dataclass
+class SmemTile:
+    addr: SSAValue  # b32 shared-window address of the tile
+    type: hopper.SmemTileType
+
+
+@dataclass
+class Ring:
+    offset: int
+    type: hopper.SmemRingType
+
+
+@dataclass
+class Bars:
+    offset: int
+    count: int
+
+
+@dataclass
+class _Partition:
+    role: str
+    first_wg: int
+    warp_groups: int
+    vectors: VectorLayouts | None = None
+
+
+class KernelLowering:
+    def __init__(self, kernel: tile.KernelOp):
+        self.kernel = kernel
+        self.block = Block()
+        self.vals: dict[SSAValue, object] = {}
+        self.params = abi.ParamTable(kernel)
+        self.barriers = NamedBarriers()
+        self.labels = 0
+        self.part: _Partition | None = None
+        self.scopes: list[dict[object, SSAValue]] = [{}]
+
+    # -- emission helpers -------------------------------------------------------------------
+
+    def emit(self, op: Operation) -> Operation:
+        self.block.add_op(op)
+        return op
+
+    def r(self, op: Operation) -> SSAValue:
+        """Emit an op and return its result."""
+        self.emit(op)
+        return op.results[0]
+
+    def label(self, stem: str) -> str:
+        self.labels += 1
+        return f"$L_{stem}_{self.labels}"
+
+    def cached(self, key: object, make: Callable[[], SSAValue]) -> SSAValue:
+        """A value computed once per scope: reused only where its definition dominates."""
+        for scope in reversed(self.scopes):
+            if key in scope:
+                return scope[key]
+        value = make()
+        self.scopes[-1][key] = value
+        return value
+
+    @contextmanager
+    def scope(self):
+        """Code that does not dominate what follows it (a branch body, a loop body)."""
+        self.scopes.append({})
+        try:
+            yield
+        finally:
+            self.scopes.pop()
+
+    def imm(self, value: int, ty: str = "s32") -> SSAValue:
+        return self.cached(("imm", ty, value), lambda: self.r(ptx.MovImmOp(ty, value)))
+
+    def fimm(self, value: float) -> SSAValue:
+        return self.cached(("fimm", value), lambda: self.r(ptx.MovImmOp("f32", value)))
+
+    def tid(self) -> SSAValue:
+        return self.cached("tid", lambda: self.r(ptx.SpecialRegOp("tid.x")))
+
+    def smem_base(self) -> SSAValue:
+        return self.cached("smem", lambda: self.r(ptx.SharedBaseOp(abi.SMEM_SYMBOL)))
+
+    def true_pred(self) -> SSAValue:
+        one = self.imm(1)
+        return self.cached("true", lambda: self.r(ptx.SetpOp("ne", "s32", one, self.imm(0))))
+
+    def lane(self) -> SSAValue:
+        return self.cached("lane", lambda: self.r(ptx.AndOp("b32", self.tid(), self.imm(31))))
+
+    def guarded(self, pred: SSAValue, body: Callable[[], None], negate: bool = False) -> None:
+        """Run `body` where `pred` holds (or does not, with `negate`)."""
+        skip = self.label("skip")
+        self.emit(ptx.BraOp(skip, pred, negate=not negate))
+        with self.scope():
+            body()
+        self.emit(ptx.LabelOp(skip))
+
+    def add(self, a: SSAValue, b: SSAValue, ty: str = "s32") -> SSAValue:
+        return self.r(ptx.AddOp(ty, a, b))
+
+    def add_imm(self, a: SSAValue, k: int, ty: str = "s32") -> SSAValue:
+        if k == 0:
+            return a
+        return self.add(a, self.imm(k, ty), ty)
+
+    # -- values -----------------------------------------------------------------------------
+
+    def scalar(self, v: SSAValue) -> SSAValue:
+        x = self.vals.get(v)
+        if x is None and isinstance(v, BlockArgument) and v.owner is self.kernel.body.block:
+            name, ty = self.params.scalar(v)
+            return self.cached(("param", name), lambda: self.r(ptx.LdParamOp(ty, name)))
+        if not isinstance(x, SSAValue):
+            raise CompileError(f"convert-to-ptx: {v.name_hint or 'value'} is not a scalar", None)
+        return x
+
+    def frag(self, v: SSAValue) -> Frag:
+        x = self.vals.get(v)
+        if not isinstance(x, Frag):
+            raise CompileError("convert-to-ptx: expected a register tile", _owner(v))
+        return x
+
+    def vector_layout(self, v: SSAValue, op: Operation) -> tuple[AccLayout, int]:
+        part = self.part
+        if part is None or part.vectors is None:
+            raise CompileError(
+                f"convert-to-ptx: tile values are only supported in consumer partitions "
+                f"({op.name})",
+                op,
+            )
+        return part.vectors.of(v, op)
+
+    def layout_for(self, t: TensorType, op: Operation) -> AccLayout:
+        part = self.part
+        if part is None or part.role != "consumer":
+            raise CompileError(
+                f"convert-to-ptx: tile values are only supported in consumer partitions "
+                f"({op.name})",
+                op,
+            )
+        shape = t.get_shape()
+        if len(shape) != 2:
+            raise CompileError(
+                f"convert-to-ptx: {op.name} on a rank-{len(shape)} tile in registers is not "
+                "supported yet",
+                op,
+            )
+        try:
+            return AccLayout(shape[0], shape[1], part.warp_groups)
+        except ValueError as e:
+            raise CompileError(f"convert-to-ptx: {e}", op) from None
+
+    # -- kernel -----------------------------------------------------------------------------
+
+    def run(self) -> ptx.ModuleOp:
+        body = self.kernel.body.block
+        parts = [p for p in body.ops if isinstance(p, aref.PartitionOp)]
+        if not parts:
+            raise CompileError(
+                "convert-to-ptx: the kernel has no warp-group partitions; run "
+                "warp-specialize and lower-aref first",
+                self.kernel,
+            )
+        total_wgs = sum(p.warp_groups.data for p in parts)
+        threads = HOPPER.warp_group_size * total_wgs
+        entry_cap = HOPPER.register_cap(total_wgs)
+        for op in body.ops:
+            if isinstance(op, aref.PartitionOp | tile.ReturnOp):
+                continue
+            self.lower_op(op)
+        wg = self.r(ptx.ShrOp("u32", self.tid(), self.imm(7)))
+        first = 0
+        for p in parts:
+            nxt = self.label("part")
+            end = first + p.warp_groups.data
+            # tid / 128 is the same in every thread of a warp: uniform branches
+            ge = self.r(ptx.SetpOp("ge", "u32", wg, self.imm(end, "u32")))
+            self.emit(ptx.BraOp(nxt, ge, uni=True))
+            if first > 0:
+                lt = self.r(ptx.SetpOp("lt", "u32", wg, self.imm(first, "u32")))
+                self.emit(ptx.BraOp(nxt, lt, uni=True))
+            self.lower_partition(p, first, entry_cap)
+            self.emit(ptx.LabelOp(nxt))
+            first = end
+        self.emit(ptx.ExitOp())
+
+        plan = schedule.of(self.kernel)
+        smem_bytes = plan.get("smem_bytes") or 0
+        persistent = plan.persistent
+        launch = self.params.launch(threads, smem_bytes, abi.infer_grid(self.kernel), persistent)
+        entry = ptx.EntryOp(
+            self.kernel.kernel_name, self.params.decls(), threads, launch, Region(self.block)
+        )
+        return ptx.ModuleOp(Region(Block([entry])))
+
+    def lower_partition(self, p: aref.PartitionOp, first_wg: int, entry_cap: int) -> None:
+        self.part = _Partition(p.role.data, first_wg, p.warp_groups.data)
+        if self.part.role == "consumer":
+            self.part.vectors = VectorLayouts(p, p.warp_groups.data)
+        with self.scope():
+            self._lower_partition_body(p, entry_cap)
+        self.part = None
+
+    def _lower_partition_body(self, p: aref.PartitionOp, entry_cap: int) -> None:
+        assert self.part is not None
+        regs = p.regs.data
+        if regs:
+            self.emit(ptx.SetmaxnregOp("dec" if regs < entry_cap else "inc", regs))
+        if self.part.role == "producer":
+            # One thread issues the producer's TMA copies and barrier operations.
+            done = self.label("producer_done")
+            self.emit(ptx.BraOp(done, wg_leader(self), negate=True))
+            self.lower_block(p.body.block)
+            self.emit(ptx.LabelOp(done))
+        else:
+            self.lower_block(p.body.block)
+            if any(isinstance(o, hopper.TmaStoreOp) for o in p.walk()):
+                # The CTA's shared memory must outlive the reads of its last bulk stores.
+                self.guarded(wg_leader(self), lambda: self.emit(ptx.CpAsyncBulkWaitReadOp(0)))
+        self.emit(ptx.ExitOp())
+
+    def lower_block(self, block: Block) -> None:
+        for op in block.ops:
+            self.lower_op(op)
+
+    def lower_op(self, op: Operation) -> None:
+        handler = _HANDLERS.get(type(op))
+        if handler is None:
+            raise CompileError(f"convert-to-ptx: '{op.name}' is not supported yet", op)
+        handler(self, op)
+
+    # -- hopper resources -------------------------------------------------------------------
+
+    def ring_slot_addr(self, ring: Ring, slot: SSAValue) -> SSAValue:
+        base = self.add_imm(self.smem_base(), ring.offset, "u32")
+        size = ring.type.tile_type.nbytes
+        return self.r(ptx.FmaOp("s32", slot, self.imm(size), base))
+
+    def bar_addr(self, bars: Bars, slot: SSAValue) -> SSAValue:
+        base = self.add_imm(self.smem_base(), bars.offset, "u32")
+        return self.r(ptx.FmaOp("s32", slot, self.imm(8), base))
+
+    def materialize(self, f: Frag) -> Frag:
+        """Distinct registers for every element (for values written in place)."""
+        seen: set[SSAValue] = set()
+        regs: list[SSAValue] = []
+        for x in f.regs:
+            if (
+                x in seen
+                or not isinstance(x.owner, ptx.PtxInstruction)
+                or isinstance(x.owner, ptx.MovImmOp)
+            ):
+                x = self.r(ptx.MovOp(mov_type(f.dtype), x))
+            seen.add(x)
+            regs.append(x)
+        return f.like(regs, f.dtype)
+
+    def thread_coords(self, layout: AccLayout) -> tuple[SSAValue, SSAValue]:
+        """(row, col) of register 0 of this thread within the tile."""
+        part = self.part
+        assert part is not None
+
+        def make_row() -> SSAValue:
+            tid = self.tid()
+            wg = self.r(ptx.ShrOp("u32", tid, self.imm(7)))
+            wg = self.r(ptx.SubOp("s32", wg, self.imm(part.first_wg)))
+            warp = self.r(ptx.AndOp("b32", self.r(ptx.ShrOp("u32", tid, self.imm(5))), self.imm(3)))
+            quad = self.r(ptx.ShrOp("u32", self.lane(), self.imm(2)))
+            row = self.r(ptx.FmaOp("s32", warp, self.imm(16), quad))
+            return self.r(ptx.FmaOp("s32", wg, self.imm(layout.rows_per_warp_group), row))
+
+        def make_col() -> SSAValue:
+            return self.r(
+                ptx.ShlOp("b32", self.r(ptx.AndOp("b32", self.lane(), self.imm(3))), self.imm(1))
+            )
+
+        row = self.cached(("row0", layout), make_row)
+        col = self.cached(("col0", layout), make_col)
+        return row, col
+
+
+def _owner(v: SSAValue) -> Operation | None:
+    return v.owner if isinstance(v.owner, Operation) else None
+
+
+def mov_type(dtype: str) -> str:
+    return {"f32": "f32", "bf16": "b16", "f16": "b16", "pred": "pred"}.get(dtype, "b32")
+
+
+# --- handler registry ------------------------------------------------------------------------
+
+_HANDLERS: dict[type[Operation], Callable[[KernelLowering, Operation], None]] = {}
+
+
+def handles(*types: type[Operation]):
+    def deco(fn):
+        for t in types:
+            _HANDLERS[t] = fn
+        return fn
+
+    return deco
+
+
+# --- helpers the handler modules share --------------------------------------------------------
+
+
+def reg_kind(v: SSAValue) -> str:
+    t = v.type
+    assert isinstance(t, ptx.RegType)
+    return t.kind.data
+
+
+def map1(k: KernelLowering, f: Frag, make: Callable[[SSAValue], Operation]) -> list[SSAValue]:
+    """One instruction per distinct register of `f` (repeated registers share it)."""
+    memo: dict[SSAValue, SSAValue] = {}
+    for x in f.regs:
+        if x not in memo:
+            memo[x] = k.r(make(x))
+    return [memo[x] for x in f.regs]
+
+
+def map2(
+    k: KernelLowering, a: Frag, b: Frag, make: Callable[[SSAValue, SSAValue], Operation]
+) -> list[SSAValue]:
+    memo: dict[tuple[SSAValue, SSAValue], SSAValue] = {}
+    for x, y in zip(a.regs, b.regs, strict=True):
+        if (x, y) not in memo:
+            memo[(x, y)] = k.r(make(x, y))
+    return [memo[(x, y)] for x, y in zip(a.regs, b.regs, strict=True)]
+
+
+def wg_local(k: KernelLowering) -> SSAValue:
+    """This thread's warp group index within its partition."""
+    part = k.part
+    assert part is not None
+    return k.cached(
+        "wg_local",
+        lambda: k.r(
+            ptx.SubOp("s32", k.r(ptx.ShrOp("u32", k.tid(), k.imm(7))), k.imm(part.first_wg))
+        ),
+    )
+
+
+def wg_leader(k: KernelLowering) -> SSAValue:
+    """Whether this thread is its warp group's first (the producer's one thread; the
+    consumer thread that issues a warp group's bulk stores)."""
+    return k.cached(
+        "wg_leader",
+        lambda: k.r(
+            ptx.SetpOp("eq", "u32", k.r(ptx.AndOp("b32", k.tid(), k.imm(127))), k.imm(0, "u32"))
+        ),
+    )

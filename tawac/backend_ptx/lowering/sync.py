@@ -1,0 +1,138 @@
+"""Shared memory, barriers and TMA loads.
+
+Shared-memory rings and slots, mbarriers (`mbarrier.init`, `try_wait`, `arrive`,
+`arrive.expect_tx`), the CTA-wide `bar.sync 0` after their init, named barriers for the
+consumer partition and the ping-pong turns of its two warp groups, and TMA loads
+(`cp.async.bulk.tensor` into a ring slot, completing on an mbarrier).
+"""
+
+from __future__ import annotations
+
+from tawac.backend_ptx.lowering.state import Bars, KernelLowering, Ring, SmemTile, handles, wg_local
+from tawac.diagnostics import CompileError
+from tawac.dialects import hopper, ptx
+from tawac.target import HOPPER
+
+
+@handles(hopper.SmemAllocOp)
+def _smem_alloc(k: KernelLowering, op: hopper.SmemAllocOp) -> None:
+    t = op.result.type
+    assert isinstance(t, hopper.SmemRingType)
+    k.vals[op.result] = Ring(op.offset.value.data, t)
+
+
+@handles(hopper.MbarrierAllocOp)
+def _mbar_alloc(k: KernelLowering, op: hopper.MbarrierAllocOp) -> None:
+    t = op.result.type
+    assert isinstance(t, hopper.MbarriersType)
+    k.vals[op.result] = Bars(op.offset.value.data, t.count.data)
+
+
+@handles(hopper.MbarrierInitOp)
+def _mbar_init(k: KernelLowering, op: hopper.MbarrierInitOp) -> None:
+    bars = k.vals[op.bars]
+    assert isinstance(bars, Bars)
+    first = k.cached("tid0", lambda: k.r(ptx.SetpOp("eq", "u32", k.tid(), k.imm(0, "u32"))))
+
+    def init() -> None:
+        for i in range(bars.count):
+            addr = k.add_imm(k.smem_base(), bars.offset + 8 * i, "u32")
+            k.emit(ptx.MbarrierInitOp(addr, op.count.value.data))
+
+    k.guarded(first, init)
+
+
+@handles(hopper.CtaSyncOp)
+def _cta_sync(k: KernelLowering, op: hopper.CtaSyncOp) -> None:
+    k.emit(ptx.FenceMbarrierInitOp())
+    k.emit(ptx.BarSyncOp(0))
+
+
+@handles(hopper.MbarrierWaitOp)
+def _mbar_wait(k: KernelLowering, op: hopper.MbarrierWaitOp) -> None:
+    bars = k.vals[op.bars]
+    assert isinstance(bars, Bars)
+    addr = k.bar_addr(bars, k.scalar(op.slot))
+    phase = k.scalar(op.phase)
+    again = k.label("wait")
+    k.emit(ptx.LabelOp(again))
+    ready = k.r(ptx.MbarrierTryWaitOp(addr, phase))
+    k.emit(ptx.BraOp(again, ready, negate=True))
+
+
+@handles(hopper.MbarrierArriveOp)
+def _mbar_arrive(k: KernelLowering, op: hopper.MbarrierArriveOp) -> None:
+    bars = k.vals[op.bars]
+    assert isinstance(bars, Bars)
+    addr = k.bar_addr(bars, k.scalar(op.slot))
+    lane0 = k.cached("lane0", lambda: k.r(ptx.SetpOp("eq", "u32", k.lane(), k.imm(0, "u32"))))
+    k.emit(ptx.MbarrierArriveOp(addr, lane0))
+
+
+@handles(hopper.MbarrierArriveExpectTxOp)
+def _mbar_expect(k: KernelLowering, op: hopper.MbarrierArriveExpectTxOp) -> None:
+    bars = k.vals[op.bars]
+    assert isinstance(bars, Bars)
+    addr = k.bar_addr(bars, k.scalar(op.slot))
+    k.emit(ptx.MbarrierArriveExpectTxOp(addr, op.bytes.value.data))
+
+
+@handles(hopper.TmaLoadOp)
+def _tma_load(k: KernelLowering, op: hopper.TmaLoadOp) -> None:
+    ring = k.vals[op.ring]
+    bars = k.vals[op.bars]
+    assert isinstance(ring, Ring) and isinstance(bars, Bars)
+    tt = ring.type.tile_type
+    if len(tt.get_shape()) != 2:
+        raise CompileError("convert-to-ptx: only 2-d TMA loads are supported yet", op)
+    slot = k.scalar(op.slot)
+    lead = list(op.indices)[:-2]  # leading dimensions of a rank-reducing load: box 1
+    box = [tt.chunk_cols, tt.rows] + [1] * len(lead)
+    name = k.params.tensor_map(op.source, box, tt.swizzle.data)
+    tmap = k.cached(("tmap", name), lambda: k.r(ptx.CvtaParamOp(k.r(ptx.ParamAddrOp(name)))))
+    dst0 = k.ring_slot_addr(ring, slot)
+    bar = k.bar_addr(bars, slot)
+    row, col = (k.scalar(i) for i in list(op.indices)[-2:])
+    outer = [k.scalar(i) for i in reversed(lead)]
+    for c in range(tt.num_chunks):
+        dst = k.add_imm(dst0, c * tt.chunk_bytes, "u32")
+        coords = [k.add_imm(col, c * tt.chunk_cols), row, *outer]
+        k.emit(ptx.CpAsyncBulkTensorLoadOp(dst, tmap, bar, coords))
+
+
+@handles(hopper.SmemSlotOp)
+def _smem_slot(k: KernelLowering, op: hopper.SmemSlotOp) -> None:
+    ring = k.vals[op.ring]
+    assert isinstance(ring, Ring)
+    k.vals[op.result] = SmemTile(k.ring_slot_addr(ring, k.scalar(op.slot)), ring.type.tile_type)
+
+
+@handles(hopper.ConsumerSyncOp)
+def _consumer_sync(k: KernelLowering, op: hopper.ConsumerSyncOp) -> None:
+    part = k.part
+    assert part is not None
+    bar = k.barriers.get("consumer partition", preferred=HOPPER.named_barriers - 1)
+    k.emit(ptx.BarSyncOp(bar, HOPPER.warp_group_size * part.warp_groups))
+
+
+@handles(hopper.TurnOp)
+def _turn(k: KernelLowering, op: hopper.TurnOp) -> None:
+    part = k.part
+    assert part is not None
+    if part.warp_groups != 2:
+        raise CompileError("convert-to-ptx: ping-pong turns need two consumer warp groups", op)
+    turn = k.barriers.get("ping-pong turns", 2, preferred=8)  # one per consumer warp group
+    wg = wg_local(k)
+    mine = k.add_imm(wg, turn)
+    other = k.r(ptx.SubOp("s32", k.imm(turn + 1), wg))  # turn + (1 - wg)
+    kind = op.kind.data
+    if kind == "wait":
+        k.emit(ptx.BarSyncRegOp(mine, 2 * HOPPER.warp_group_size))
+    elif kind == "pass":
+        k.emit(ptx.BarArriveRegOp(other, 2 * HOPPER.warp_group_size))
+    else:
+        # init: warp group 1 hands the first turn to 0; end: 0 takes the last one back.
+        first = k.r(ptx.SetpOp("eq", "s32", wg, k.imm(1 if kind == "init" else 0)))
+        bar = k.imm(turn)
+        emit = ptx.BarArriveRegOp if kind == "init" else ptx.BarSyncRegOp
+        k.guarded(first, lambda: k.emit(emit(bar, 2 * HOPPER.warp_group_size)))

@@ -1,0 +1,207 @@
+"""Tile ops on register fragments in the consumer partitions.
+
+`tile.splat`, `tile.iota`, `tile.cmpi`/`tile.select`, row reductions (`shfl.sync.bfly`
+across the quad of lanes holding a row), broadcasts of row/column vectors, and 1-d vector
+loads and 2-d stores between registers and global memory (predicated `ld`/`st.global`).
+"""
+
+from __future__ import annotations
+
+from xdsl.dialects.builtin import Float32Type, TensorType
+from xdsl.ir import SSAValue
+
+from tawac.backend_ptx.lowering.scalar import select_frags
+from tawac.backend_ptx.lowering.state import (
+    Frag,
+    KernelLowering,
+    elem_bytes,
+    elem_ptx_type,
+    handles,
+    map2,
+    mov_type,
+)
+from tawac.diagnostics import CompileError
+from tawac.dialects import ptx, tile
+
+
+@handles(tile.SplatOp)
+def _splat(k: KernelLowering, op: tile.SplatOp) -> None:
+    t = op.result.type
+    assert isinstance(t, TensorType)
+    dtype = "f32" if isinstance(op.value.type, Float32Type) else "s32"
+    if t.get_num_dims() == 1:
+        layout, dim = k.vector_layout(op.result, op)
+        n = len(layout.row_offsets() if dim == 0 else layout.col_offsets())
+        k.vals[op.result] = Frag(layout, [k.scalar(op.value)] * n, dtype, dim)
+        return
+    layout = k.layout_for(t, op)
+    k.vals[op.result] = Frag(layout, [k.scalar(op.value)] * layout.num_regs, dtype)
+
+
+@handles(tile.IotaOp)
+def _iota(k: KernelLowering, op: tile.IotaOp) -> None:
+    """offset + coordinate: the thread's coordinate (from the layout) plus each
+    register's constant offset; registers with the same offset share one value."""
+    t = op.result.type
+    assert isinstance(t, TensorType)
+    layout = k.layout_for(t, op)
+    row0, col0 = k.thread_coords(layout)
+    dim = op.dim.data
+    base = k.add(k.scalar(op.offset), row0 if dim == 0 else col0)
+    by_offset: dict[int, SSAValue] = {}
+    regs = []
+    for i in range(layout.num_regs):
+        off = layout.reg_offset(i)[dim]
+        if off not in by_offset:
+            by_offset[off] = k.add_imm(base, off)
+        regs.append(by_offset[off])
+    k.vals[op.result] = Frag(layout, regs, "s32")
+
+
+_TILE_CMPI = {"eq": "eq", "ne": "ne", "slt": "lt", "sle": "le", "sgt": "gt", "sge": "ge"}
+
+
+@handles(tile.CmpiOp)
+def _tile_cmpi(k: KernelLowering, op: tile.CmpiOp) -> None:
+    a, b = k.frag(op.lhs), k.frag(op.rhs)
+    if not a.same_layout(b):
+        raise CompileError("convert-to-ptx: tile.cmpi operands differ in layout", op)
+    cmp = _TILE_CMPI[op.predicate.data]
+    k.vals[op.result] = a.like(map2(k, a, b, lambda x, y: ptx.SetpOp(cmp, "s32", x, y)), "pred")
+
+
+@handles(tile.SelectOp)
+def _tile_select(k: KernelLowering, op: tile.SelectOp) -> None:
+    c, t, f = k.frag(op.cond), k.vals.get(op.true_value), k.vals.get(op.false_value)
+    if not isinstance(t, Frag) or not isinstance(f, Frag):
+        raise CompileError("convert-to-ptx: tile.select needs tiles", op)
+    k.vals[op.result] = select_frags(k, op, c, t, f)
+
+
+@handles(tile.ReduceOp)
+def _reduce(k: KernelLowering, op: tile.ReduceOp) -> None:
+    """Row reductions: combine a thread's registers of each row, then across the quad of
+    lanes holding the row (`shfl.sync.bfly` 1, 2).  The result is the row vector in the
+    slice layout (dim 0), replicated over the quad, so broadcasting it back is free."""
+    src = k.frag(op.source)
+    if src.dim is not None or src.dtype != "f32":
+        raise CompileError("convert-to-ptx: tile.reduce needs a 2-d f32 tile", op)
+    if op.dim.data != 1:
+        raise CompileError(
+            "convert-to-ptx: reductions along dimension 0 (across warps) are not supported "
+            "yet; reduce along dimension 1",
+            op,
+        )
+    layout = src.layout
+    combine = ptx.MaxOp if op.kind.data == "max" else ptx.AddOp
+    mode = None
+    regs = []
+    for dr in layout.row_offsets():
+        row = [src.regs[i] for i in range(layout.num_regs) if layout.reg_offset(i)[0] == dr]
+        # A balanced tree: log2(n) dependent steps instead of n - 1 (a serial chain of
+        # fixed-latency ops is what the warps of the softmax stall on).
+        while len(row) > 1:
+            halves = zip(row[::2], row[1::2], strict=False)
+            pairs = [k.r(combine("f32", a, b, mode=mode)) for a, b in halves]
+            row = pairs + ([row[-1]] if len(row) % 2 else [])
+        acc = row[0]
+        for mask in layout.row_reduction_lanes():
+            acc = k.r(combine("f32", acc, k.r(ptx.ShflBflyOp(acc, mask)), mode=mode))
+        regs.append(acc)
+    k.vals[op.result] = Frag(layout, regs, "f32", 0)
+
+
+@handles(tile.BroadcastOp)
+def _broadcast(k: KernelLowering, op: tile.BroadcastOp) -> None:
+    t = op.result.type
+    assert isinstance(t, TensorType)
+    layout = k.layout_for(t, op)
+    src = k.vals.get(op.source)
+    if not isinstance(src, Frag) or src.dim is None:
+        raise CompileError(
+            "convert-to-ptx: tile.broadcast needs a vector computed in this partition", op
+        )
+    if src.dim != op.dim.data or src.layout.slice_key(src.dim) != layout.slice_key(src.dim):
+        raise CompileError("convert-to-ptx: tile.broadcast layout mismatch", op)
+    regs = [src.regs[layout.slice_index(src.dim, i)] for i in range(layout.num_regs)]
+    k.vals[op.result] = Frag(layout, regs, src.dtype)
+
+
+@handles(tile.LoadOp)
+def _load_vector(k: KernelLowering, op: tile.LoadOp) -> None:
+    """A 1-d load in a consumer, loaded straight into the slice layout of its broadcast."""
+    t = op.result.type
+    assert isinstance(t, TensorType)
+    if t.get_num_dims() != 1:
+        raise CompileError(
+            "convert-to-ptx: this tile.load is neither an MMA operand (TMA) nor a vector; "
+            "such loads are not supported yet",
+            op,
+        )
+    layout, dim = k.vector_layout(op.result, op)
+    row0, col0 = k.thread_coords(layout)
+    offsets = layout.col_offsets() if dim == 1 else layout.row_offsets()
+    start = k.add(k.scalar(op.indices[0]), col0 if dim == 1 else row0)
+    size = k.cached(
+        ("param", k.params.dim(op.source, 0)),
+        lambda: k.r(ptx.LdParamOp("s32", k.params.dim(op.source, 0))),
+    )
+    base = k.cached(
+        ("param", k.params.pointer(op.source)),
+        lambda: k.r(ptx.LdParamOp("u64", k.params.pointer(op.source))),
+    )
+    ety = elem_ptx_type(t.element_type)
+    nbytes = elem_bytes(t.element_type)
+    regs = []
+    for off in offsets:
+        idx = k.add_imm(start, off)
+        ok = k.r(ptx.SetpOp("lt", "s32", idx, size))
+        addr = k.r(ptx.AddOp("s64", base, k.r(ptx.MulOp("s32", idx, k.imm(nbytes), mode="wide"))))
+        val = k.r(ptx.MovImmOp("f32", 0.0)) if ety == "f32" else k.r(ptx.MovImmOp("b16", 0))
+        k.guarded(
+            ok,
+            lambda a=addr, v=val: k.emit(
+                ptx.AssignOp(mov_type(ety), v, k.r(ptx.LdGlobalOp(mov_type(ety), a)))
+            ),
+        )
+        regs.append(val)
+    k.vals[op.result] = Frag(layout, regs, ety, dim)
+
+
+@handles(tile.StoreOp)
+def _store(k: KernelLowering, op: tile.StoreOp) -> None:
+    f = k.frag(op.value)
+    layout = f.layout
+    dest = op.dest
+    gt = dest.type
+    assert isinstance(gt, tile.GlobalTensorType)
+    if gt.rank != 2:
+        raise CompileError("convert-to-ptx: only 2-d tile.store is supported yet", op)
+    nbytes = elem_bytes(gt.element_type)
+    st_ty = mov_type(f.dtype)
+    base = k.r(ptx.LdParamOp("u64", k.params.pointer(dest)))
+    stride = k.r(ptx.LdParamOp("s64", k.params.stride(dest, 0)))
+    rows = k.r(ptx.LdParamOp("s32", k.params.dim(dest, 0)))
+    cols = k.r(ptx.LdParamOp("s32", k.params.dim(dest, 1)))
+    row0, col0 = k.thread_coords(layout)
+    row0 = k.add(row0, k.scalar(op.indices[0]))
+    col0 = k.add(col0, k.scalar(op.indices[1]))
+    row_addr: dict[int, tuple[SSAValue, SSAValue]] = {}
+    for dr in layout.row_offsets():
+        row = k.add_imm(row0, dr)
+        ok = k.r(ptx.SetpOp("lt", "s32", row, rows))
+        off = k.r(ptx.MulOp("s64", k.r(ptx.CvtOp("s64", "s32", row)), stride, mode="lo"))
+        off = k.r(ptx.MulOp("s64", off, k.imm(nbytes, "s64"), mode="lo"))
+        row_addr[dr] = (ok, k.r(ptx.AddOp("s64", base, off)))
+    col_off: dict[int, tuple[SSAValue, SSAValue]] = {}
+    for dc in layout.col_offsets():
+        col = k.add_imm(col0, dc)
+        ok = k.r(ptx.SetpOp("lt", "s32", col, cols))
+        col_off[dc] = (ok, k.r(ptx.MulOp("s32", col, k.imm(nbytes), mode="wide")))
+    for i, reg in enumerate(f.regs):
+        dr, dc = layout.reg_offset(i)
+        rok, raddr = row_addr[dr]
+        cok, coff = col_off[dc]
+        ok = k.r(ptx.AndOp("pred", rok, cok))
+        addr = k.r(ptx.AddOp("s64", raddr, coff))
+        k.guarded(ok, lambda a=addr, v=reg: k.emit(ptx.StGlobalOp(st_ty, a, v)))
