@@ -91,6 +91,7 @@ class TimeLimit:
         self.stage = "parsing"
         self._deadline: float | None = None
         self._armed = False
+        self._closing = False
 
     def remaining(self) -> float | None:
         if self._deadline is None:
@@ -111,9 +112,11 @@ class TimeLimit:
         return self
 
     def _alarm(self, signum, frame) -> None:
-        raise _Expired()
+        if not self._closing:  # not once __exit__ has begun: it would escape the `with`
+            raise _Expired()
 
     def __exit__(self, kind, value, tb) -> bool:
+        self._closing = True
         if TimeLimit.active is not self:
             return False
         TimeLimit.active = None

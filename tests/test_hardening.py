@@ -202,3 +202,20 @@ def test_wide_192_row_tiles_run_correctly(name, text):
         return
     for b, h, s in ((1, 2, 333), (2, 3, 1000)):
         _check(kern, b, h, s, 64, name.endswith("256d64"), s)
+
+
+def test_time_limit_python_api_leaves_no_alarm():
+    """compile_file's time limit raises one CompileError, disarms its alarm and restores
+    the previous SIGALRM handler; a limit of 0 means none."""
+    import signal
+
+    from tawac.diagnostics import CompileError
+    from tawac.driver import compile_file
+
+    before = signal.getsignal(signal.SIGALRM)
+    with pytest.raises(CompileError, match=r"did not finish within 0\.01 s \(stopped while "):
+        compile_file(REPO / "examples" / "attention.mlir", cubin=False, time_limit=0.01)
+    assert signal.getitimer(signal.ITIMER_REAL) == (0.0, 0.0)
+    assert signal.getsignal(signal.SIGALRM) is before
+    res = compile_file(REPO / "examples" / "gemm.mlir", cubin=False, time_limit=0)
+    assert "wgmma.mma_async" in res.ptx
