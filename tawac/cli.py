@@ -275,7 +275,6 @@ def _opt(source, pipeline, print_ir_after_all, split_input_file, emit, limit):
             module = parse_text("\n" * line_offset + chunk, name)
 
             def after(prev, op, nxt):
-                limit.stage = f"pass {nxt.name}" if nxt is not None else "verifying"
                 if prev is not None and print_ir_after_all:
                     click.echo(f"// -----// IR Dump After {prev.name} //----- //")
                     Printer().print_op(op)
