@@ -10,6 +10,7 @@ that it agrees with the PTX ISA's fragment definition for wgmma.mma_async m64nNk
 from __future__ import annotations
 
 import itertools
+from pathlib import Path
 
 import pytest
 
@@ -190,3 +191,57 @@ def test_invalid_shapes_raise(m, n, wgs):
 def test_degenerate_shapes_raise_value_error(m, n, wgs):
     with pytest.raises(ValueError):
         AccLayout(m, n, wgs)
+
+
+# --- the emitted form: the lowering's thread coordinates agree with AccLayout -------------
+
+
+def _evaluate(ops, tid: int) -> dict:
+    """Run the integer PTX ops `thread_coords` emits for one thread (tid.x = tid)."""
+    from tawac.dialects import ptx
+
+    binary = {
+        ptx.ShrOp: lambda a, b: a >> b,
+        ptx.ShlOp: lambda a, b: a << b,
+        ptx.AndOp: lambda a, b: a & b,
+        ptx.SubOp: lambda a, b: a - b,
+        ptx.AddOp: lambda a, b: a + b,
+        ptx.MulOp: lambda a, b: a * b,
+    }
+    env: dict = {}
+    for op in ops:
+        if isinstance(op, ptx.SpecialRegOp):
+            assert op.sreg.data == "tid.x", op
+            env[op.results[0]] = tid
+        elif isinstance(op, ptx.MovImmOp):
+            env[op.results[0]] = op.value.value.data
+        elif isinstance(op, ptx.FmaOp):
+            env[op.results[0]] = env[op.a] * env[op.b] + env[op.c]
+        elif type(op) in binary:
+            env[op.results[0]] = binary[type(op)](env[op.lhs], env[op.rhs])
+        else:
+            raise AssertionError(f"unexpected op in thread coordinates: {op.name}")
+    return env
+
+
+@pytest.mark.parametrize(("m", "n", "w"), [(64, 64, 1), (128, 256, 2), (192, 128, 3), (256, 64, 2)])
+@pytest.mark.parametrize("first_wg", [1, 2])
+def test_emitted_thread_coords_match_the_layout(m, n, w, first_wg):
+    """`KernelLowering.thread_coords` writes the per-thread part of the fragment map as PTX
+    integer ops; evaluated for every thread of the partition, it must give
+    AccLayout.thread_offset (the one definition of the map)."""
+    from tawac.backend_ptx.lowering.state import KernelLowering, _Partition
+    from tawac.dialects import tile
+    from tawac.parser import parse_file
+
+    module = parse_file(Path(__file__).resolve().parent.parent / "examples" / "gemm.mlir")
+    (kernel,) = [o for o in module.walk() if isinstance(o, tile.KernelOp)]
+    k = KernelLowering(kernel)
+    k.part = _Partition("consumer", first_wg, w)
+    layout = AccLayout(m, n, w)
+    row, col = k.thread_coords(layout)
+    ops = list(k.block.ops)
+    for t in range(layout.threads):
+        env = _evaluate(ops, 128 * first_wg + t)
+        wg, lt = divmod(t, 128)
+        assert (env[row], env[col]) == layout.thread_offset(wg, lt // 32, lt % 32), t
