@@ -260,10 +260,10 @@ def _opt(source, pipeline, print_ir_after_all, split_input_file, emit, limit):
 
     from tawac.backend_ptx.printer import print_module, ptx_modules
     from tawac.driver import parse_text, run_pipeline
-    from tawac.parser import decode
+    from tawac.parser import decode, read_source
 
     name = "<stdin>" if source == "-" else source
-    text = decode(sys.stdin.buffer.read(), name) if source == "-" else _read(source)
+    text = decode(sys.stdin.buffer.read(), name) if source == "-" else read_source(source)
     chunks = text.split("// -----") if split_input_file else [text]
     failed = False
     line_offset = 0
@@ -342,12 +342,6 @@ def _require_gpu() -> None:
         raise CompileError(
             f"tawac run needs a Hopper GPU (sm_90a); this device is sm_{major}{minor}"
         )
-
-
-def _read(path: str) -> str:
-    from tawac.parser import read_source
-
-    return read_source(path)
 
 
 @main.command()

@@ -75,12 +75,10 @@ def _smem_map(kernel: tile.KernelOp, arefs: list[dict[str, Any]]) -> list[dict[s
 def explain_module(module: ModuleOp, options: PipelineOptions) -> dict[str, Any]:
     """The decisions of the default pipeline for the module's kernel, as plain data."""
     kernel = _kernel(module)
-    passes = options.pipeline().replace(",convert-to-ptx", "")
-    before, _, after = passes.partition(",lower-aref")
-    run_pipeline(module, before)
+    run_pipeline(module, options.pipeline(stop="lower-aref"))
     plan = schedule.of(kernel)
     arefs = _arefs(kernel, plan.get("mma_depth") or 0)
-    run_pipeline(module, "lower-aref" + after)
+    run_pipeline(module, options.pipeline(start="lower-aref", stop="convert-to-ptx"))
     plan = schedule.of(kernel)
     parts = [p for p in kernel.body.block.ops if isinstance(p, aref.PartitionOp)]
     roles = [

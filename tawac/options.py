@@ -26,8 +26,9 @@ class PipelineOptions:
     pingpong: bool = False
     coarse_pipeline: bool = True
 
-    def pipeline(self) -> str:
-        """The pass pipeline, in `tawac opt -p` syntax."""
+    def pipeline(self, start: str | None = None, stop: str | None = None) -> str:
+        """The pass pipeline, in `tawac opt -p` syntax; with `start` / `stop` (pass
+        names), only the passes from `start` on and before `stop`."""
         prefetch = str(self.tile_prefetch).lower()
         passes = [
             "warp-specialize",
@@ -42,4 +43,7 @@ class PipelineOptions:
             "tma-store" if self.tma_store else "",
             "convert-to-ptx",
         ]
-        return ",".join(p for p in passes if p)
+        names = [p.split("{")[0] for p in passes]
+        lo = names.index(start) if start is not None else 0
+        hi = names.index(stop) if stop is not None else len(passes)
+        return ",".join(p for p in passes[lo:hi] if p)

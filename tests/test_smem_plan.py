@@ -56,7 +56,7 @@ def test_plan_before_lowering_is_the_layout(path):
     shared memory equals what lower-aref and tma-store lay out (the sidecar's)."""
     text = path.read_text()
     module = parse_text(text, path.name)
-    run_pipeline(module, PipelineOptions().pipeline().split(",lower-aref")[0])
+    run_pipeline(module, PipelineOptions().pipeline(stop="lower-aref"))
     (kernel,) = [o for o in module.walk() if isinstance(o, tile.KernelOp)]
     planned = kernel_plan(kernel).end
     assert planned == compile_module(parse_text(text, path.name)).sidecar["dynamic_smem"]

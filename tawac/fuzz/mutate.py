@@ -303,20 +303,22 @@ def _rename(rng: random.Random, text: str, pick: list[Token], names: set[str]) -
     return desc, _splice(text, tok.start, tok.end, new)
 
 
+def _rename_ssa(rng: random.Random, text: str, definitions: bool) -> Mutated:
+    defs, uses = _ssa_split(text)
+    targets = defs if definitions else uses
+    if not targets:
+        return None
+    return _rename(rng, text, targets, {t.text for t in defs + uses})
+
+
 @mutation
 def ssa_use(rng: random.Random, text: str, corpus: Corpus) -> Mutated:
-    defs, uses = _ssa_split(text)
-    if not uses:
-        return None
-    return _rename(rng, text, uses, {t.text for t in defs + uses})
+    return _rename_ssa(rng, text, definitions=False)
 
 
 @mutation
 def ssa_def(rng: random.Random, text: str, corpus: Corpus) -> Mutated:
-    defs, uses = _ssa_split(text)
-    if not defs:
-        return None
-    return _rename(rng, text, defs, {t.text for t in defs + uses})
+    return _rename_ssa(rng, text, definitions=True)
 
 
 @mutation
