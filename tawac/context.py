@@ -11,10 +11,10 @@ def make_context() -> Context:
     from tawac.dialects.aref import Aref
     from tawac.dialects.hopper import Hopper
     from tawac.dialects.ptx import Ptx
-    from tawac.dialects.schedule import Schedule
+    from tawac.dialects.schedule import TawacDialect
     from tawac.dialects.tile import Tile
 
     ctx = Context()
-    for d in (Builtin, Arith, Math, Scf, Tile, Aref, Hopper, Ptx, Schedule):
+    for d in (Builtin, Arith, Math, Scf, Tile, Aref, Hopper, Ptx, TawacDialect):
         ctx.load_dialect(d)
     return ctx

@@ -37,6 +37,7 @@ from tawac.passes.lower_aref import LowerArefPass
 from tawac.passes.persistent import PersistentPass
 from tawac.passes.pingpong import PingpongPass
 from tawac.passes.pipeline import PipelinePass
+from tawac.passes.plan import PlanPass
 from tawac.passes.tma_store import TmaStorePass
 from tawac.passes.warp_specialize import WarpSpecializePass
 from tawac.verifier import verify
@@ -54,6 +55,7 @@ PASSES: dict[str, Callable[[], type[ModulePass]]] = {
     p.name: (lambda p=p: p)
     for p in (
         WarpSpecializePass,
+        PlanPass,
         PipelinePass,
         PersistentPass,
         CoarsePipelinePass,

@@ -1,10 +1,10 @@
 """`tawac explain`: what the compiler decided for a kernel, as tables or JSON.
 
 Runs the default pipeline up to the PTX lowering and reads the decisions where they are
-recorded as data: the kernel's `#tawac.schedule` (ring depth, MMA depth, shared memory,
-persistent grid), the partitions (roles, warp groups, register budgets), the arefs
-before they are lowered (payload, bytes, depth, release lag) and the shared-memory
-allocations after (the plan of `tawac.schedule.smem`).
+recorded as data: the kernel's `#tawac.schedule` as the planner left it (roles, warp
+groups, register budgets, per aref its depth and release lag, the loop schedules, the
+tile order and grid), the IR it refers to (aref payloads, the ops of each main loop),
+and the shared-memory allocations after lowering (the plan of `tawac.schedule.smem`).
 """
 
 from __future__ import annotations
@@ -12,13 +12,16 @@ from __future__ import annotations
 from typing import Any
 
 from xdsl.dialects.builtin import ModuleOp
+from xdsl.ir import Operation
 
 from tawac import schedule
 from tawac.backend_ptx import abi
 from tawac.diagnostics import CompileError
 from tawac.dialects import aref, hopper, tile
+from tawac.dialects.schedule import LoopPlan, OpPlan, Schedule
 from tawac.driver import run_pipeline
 from tawac.options import PipelineOptions
+from tawac.schedule.loops import main_loops, scheduled_ops
 from tawac.target import HOPPER
 
 
@@ -29,27 +32,72 @@ def _kernel(module: ModuleOp) -> tile.KernelOp:
     return kernels[0]
 
 
-def _arefs(kernel: tile.KernelOp, mma_depth: int) -> list[dict[str, Any]]:
-    """Each aref as the pipeline left it (before lower-aref)."""
+def _arefs(kernel: tile.KernelOp, plan: Schedule) -> list[dict[str, Any]]:
+    """Each aref: its payload (from the IR) and its depth and release lag (planned)."""
     out = []
-    for i, create in enumerate(o for o in kernel.walk() if isinstance(o, aref.CreateOp)):
+    creates = [o for o in kernel.walk() if isinstance(o, aref.CreateOp)]
+    for i, (create, a) in enumerate(zip(creates, plan.arefs, strict=True)):
         t = create.result.type
         assert isinstance(t, aref.ArefType)
-        deferred = any(
-            isinstance(u.operation, aref.ConsumedOp) and u.operation.deferred is not None
-            for u in create.result.uses
-        )
         slot = sum(hopper.smem_ring_type(p, 1).tile_type.nbytes for p in t.payload)
         out.append(
             {
                 "name": create.result.name_hint or f"aref{i}",
                 "payload": [str(p) for p in t.payload],
                 "slot_bytes": slot,
-                "depth": t.depth.data,
-                "release_lag": mma_depth if deferred else 0,
+                "depth": a.depth,
+                "release_lag": a.lag,
             }
         )
     return out
+
+
+def op_label(op: Operation) -> str:
+    """`%s = tile.dot`, `aref.consumed %aref1`: an op as a reader finds it in the IR."""
+    names = [f"%{r.name_hint}" for r in op.results if r.name_hint]
+    if names:
+        return f"{', '.join(names)} = {op.name}"
+    refs = [f"%{v.name_hint}" for v in op.operands if isinstance(v.type, aref.ArefType)]
+    return " ".join([op.name, *refs[:1]])
+
+
+def _loops(kernel: tile.KernelOp, plan: Schedule) -> list[dict[str, Any]]:
+    """Every main loop's schedule: op -> role, stage, issue order (a loop the schedule
+    does not list runs its ops at stage 0 in body order)."""
+    out = []
+    for part in [p for p in kernel.body.block.ops if isinstance(p, aref.PartitionOp)]:
+        role = part.role.data
+        for k, loop in enumerate(main_loops(part)):
+            ops = scheduled_ops(loop.body.block)
+            lp = plan.loop(role, k)
+            if lp is None:
+                lp = LoopPlan(role, k, tuple(OpPlan(n, o.name) for n, o in enumerate(ops)))
+            out.append(
+                {
+                    "role": role,
+                    "loop": k,
+                    "stages": lp.stages,
+                    "ops": [
+                        {
+                            "op": op_label(ops[o.index]),
+                            "index": o.index,
+                            "stage": o.stage,
+                            "order": n,
+                        }
+                        for n, o in enumerate(lp.ops)
+                    ],
+                }
+            )
+    return out
+
+
+def _tile_order(plan: Schedule) -> str | None:
+    if plan.tiles is None:
+        return None
+    kind, arg = plan.tiles
+    if kind == "grouped":
+        return f"grouped: {arg} rows of program id x share a column band (L2)"
+    return f"longest first ({'x descending' if arg == 'up' else 'x ascending'}), snake over rounds"
 
 
 def _smem_map(kernel: tile.KernelOp, arefs: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -75,34 +123,38 @@ def _smem_map(kernel: tile.KernelOp, arefs: list[dict[str, Any]]) -> list[dict[s
 def explain_module(module: ModuleOp, options: PipelineOptions) -> dict[str, Any]:
     """The decisions of the default pipeline for the module's kernel, as plain data."""
     kernel = _kernel(module)
-    run_pipeline(module, options.pipeline(stop="lower-aref"))
+    run_pipeline(module, options.pipeline(stop="pipeline"))
     plan = schedule.of(kernel)
-    arefs = _arefs(kernel, plan.get("mma_depth") or 0)
-    run_pipeline(module, options.pipeline(start="lower-aref", stop="convert-to-ptx"))
-    plan = schedule.of(kernel)
-    parts = [p for p in kernel.body.block.ops if isinstance(p, aref.PartitionOp)]
+    arefs = _arefs(kernel, plan)
+    loops = _loops(kernel, plan)
+    grid = abi.infer_grid(kernel)
+    run_pipeline(module, options.pipeline(start="pipeline", stop="convert-to-ptx"))
+    smem_bytes = schedule.of(kernel).smem_bytes
     roles = [
         {
-            "role": p.role.data,
-            "warp_groups": p.warp_groups.data,
-            "threads": HOPPER.warp_group_size * p.warp_groups.data,
-            "registers": p.regs.data,
+            "role": r.role,
+            "warp_groups": r.warp_groups,
+            "threads": HOPPER.warp_group_size * r.warp_groups,
+            "registers": r.regs,
         }
-        for p in parts
+        for r in plan.roles
     ]
-    grid = abi.infer_grid(kernel)
     return {
         "kernel": kernel.sym_name.data,
         "target": HOPPER.name,
+        "planner": plan.planner,
         "threads": sum(r["threads"] for r in roles),
         "persistent": plan.persistent,
         "grid": grid,
-        "stages": plan.get("stages"),
-        "mma_depth": plan.get("mma_depth"),
+        "tile_order": _tile_order(plan),
+        "stages": plan.stages,
+        "mma_depth": plan.mma_depth,
+        "turns": plan.turns,
         "roles": roles,
         "arefs": arefs,
+        "loops": loops,
         "smem": {
-            "bytes": plan.get("smem_bytes") or 0,
+            "bytes": smem_bytes or 0,
             "limit": HOPPER.smem_per_block,
             "regions": _smem_map(kernel, arefs),
         },
@@ -133,6 +185,11 @@ def render(info: dict[str, Any], console) -> None:
         else f"grid: {grid} CTAs",
         f"pipeline: ring depth {info['stages']}, {info['mma_depth']} MMA group(s) in flight",
     ]
+    if info["tile_order"] is not None:
+        lines.append(f"tile order: {info['tile_order']}")
+    if info["turns"]:
+        lines.append("consumer warp groups take turns on the tensor core (ping-pong)")
+    lines.append(f"planner: {info['planner']}")
     for line in lines:
         console.print(line, markup=False, highlight=False)
     roles = Table(title="warp groups")
@@ -153,6 +210,15 @@ def render(info: dict[str, Any], console) -> None:
             str(a["release_lag"]),
         )
     console.print(arefs)
+    for lp in info["loops"]:
+        t = Table(
+            title=f"{lp['role']} loop {lp['loop']}: {lp['stages']} stage(s), ops in issue order"
+        )
+        for col in ("order", "op", "stage", "body #"):
+            t.add_column(col, justify="left" if col == "op" else "right")
+        for o in lp["ops"]:
+            t.add_row(str(o["order"]), o["op"], str(o["stage"]), str(o["index"]))
+        console.print(t)
     smem = info["smem"]
     table = Table(title=f"shared memory: {smem['bytes']} of {smem['limit']} bytes")
     for col in ("offset", "bytes", "holds"):

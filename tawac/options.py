@@ -26,20 +26,33 @@ class PipelineOptions:
     pingpong: bool = False
     coarse_pipeline: bool = True
 
+    planner: str = "heuristic"
+
+    def plan_spec(self) -> str:
+        """The `plan` pass with these options, in `tawac opt -p` syntax."""
+        b = {k: str(getattr(self, k)).lower() for k in ("persistent", "tile_prefetch")}
+        b.update({k: str(getattr(self, k)).lower() for k in ("coarse_pipeline", "pingpong")})
+        return (
+            f"plan{{planner={self.planner} stages={self.stages} mma-depth={self.mma_depth} "
+            f"warp-groups={self.consumer_warp_groups} persistent={b['persistent']} "
+            f"group-m={self.group_m} tile-prefetch={b['tile_prefetch']} "
+            f"coarse-pipeline={b['coarse_pipeline']} pingpong={b['pingpong']}}}"
+        )
+
     def pipeline(self, start: str | None = None, stop: str | None = None) -> str:
         """The pass pipeline, in `tawac opt -p` syntax; with `start` / `stop` (pass
-        names), only the passes from `start` on and before `stop`."""
-        prefetch = str(self.tile_prefetch).lower()
+        names), only the passes from `start` on and before `stop`.  Every decision is
+        made by `plan`; the passes after it apply the schedule (and do nothing where it
+        says so)."""
         passes = [
             "warp-specialize",
-            f"pipeline{{stages={self.stages} mma-depth={self.mma_depth}}}",
-            f"persistent{{group-m={self.group_m} tile-prefetch={prefetch}}}"
-            if self.persistent
-            else "",
-            "coarse-pipeline" if self.coarse_pipeline else "",
-            f"cooperative-consumers{{warp-groups={self.consumer_warp_groups}}}",
+            self.plan_spec(),
+            "pipeline",
+            "persistent",
+            "coarse-pipeline",
+            "cooperative-consumers",
             "lower-aref",
-            "pingpong" if self.pingpong else "",
+            "pingpong",
             "tma-store" if self.tma_store else "",
             "convert-to-ptx",
         ]

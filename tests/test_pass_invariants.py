@@ -24,8 +24,8 @@ from tawac.driver import parse_text, run_pipeline
 REPO = Path(__file__).resolve().parent.parent
 EXAMPLES = sorted((REPO / "examples").glob("*.mlir"))
 
-LOWER = "warp-specialize,pipeline{stages=%d mma-depth=0},cooperative-consumers{warp-groups=0}," \
-    "lower-aref"  # fmt: skip
+LOWER = "warp-specialize,plan{stages=%d persistent=false coarse-pipeline=false},pipeline," \
+    "cooperative-consumers,lower-aref"  # fmt: skip
 
 
 def _lowered(text: str, name: str, stages: int = 3):
@@ -59,7 +59,7 @@ def _check_layout(kernel: tile.KernelOp) -> None:
     spans = sorted((off, off + size) for off, size, _ in allocs)
     for (_, end), (start, _) in zip(spans, spans[1:], strict=False):
         assert end <= start, f"overlapping shared-memory allocations: {spans}"
-    total = schedule.of(kernel).get("smem_bytes")
+    total = schedule.of(kernel).smem_bytes
     assert total is not None and total >= spans[-1][1]
 
 
@@ -194,19 +194,21 @@ def test_nested_loop_loads_are_rejected():
     depends on the outer loop's induction variable too)."""
     module = parse_text(NESTED, "nested.mlir")
     with pytest.raises(CompileError) as err:
-        run_pipeline(module, "warp-specialize,pipeline{stages=3 mma-depth=0}")
+        run_pipeline(module, "warp-specialize,plan{stages=3},pipeline")
     assert "nested inside another loop are not supported yet" in err.value.message
     assert err.value.location is not None and err.value.location.startswith("nested.mlir:")
 
 
 def test_coarse_pipeline_is_idempotent():
-    """A loop coarse-pipeline made already holds a deferred stage: running the pass again
-    leaves it alone (whatever replaces the loop marker must keep this)."""
+    """A loop coarse-pipeline expanded is marked `expanded` in the schedule: running the
+    pass again leaves it alone."""
     text = (REPO / "examples" / "attention.mlir").read_text()
     once = parse_text(text, "attention.mlir")
-    run_pipeline(once, "warp-specialize,pipeline,coarse-pipeline")
+    run_pipeline(once, "warp-specialize,plan,pipeline,coarse-pipeline")
     twice = parse_text(text, "attention.mlir")
-    run_pipeline(twice, "warp-specialize,pipeline,coarse-pipeline,coarse-pipeline")
+    run_pipeline(twice, "warp-specialize,plan,pipeline,coarse-pipeline,coarse-pipeline")
     assert str(once) == str(twice)
+    (kernel,) = [op for op in once.walk() if isinstance(op, tile.KernelOp)]
+    assert [lp.expanded for lp in schedule.of(kernel).loops] == [True]
     # S of the first iteration peeled before the loop, S and P V in it, P V of the last after
     assert sum(isinstance(o, tile.DotOp) for o in once.walk()) == 4

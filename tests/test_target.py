@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from tawac.diagnostics import CompileError
-from tawac.passes.lower_aref import PRODUCER_REGS, consumer_budget
+from tawac.schedule.planner import PRODUCER_REGS, consumer_budget
 from tawac.target import HOPPER, NamedBarriers
 
 

@@ -30,6 +30,8 @@ from xdsl.rewriter import Rewriter
 from xdsl.transforms.common_subexpression_elimination import cse
 from xdsl.transforms.dead_code_elimination import region_dce
 
+from tawac import schedule
+
 # Imported for their side effect: each module registers its op handlers with `handles`.
 from tawac.backend_ptx.lowering import (  # noqa: F401
     control,
@@ -40,7 +42,8 @@ from tawac.backend_ptx.lowering import (  # noqa: F401
     tiles,
 )
 from tawac.backend_ptx.lowering.state import KernelLowering
-from tawac.dialects import tile
+from tawac.diagnostics import CompileError
+from tawac.dialects import hopper, tile
 
 
 @dataclass(frozen=True)
@@ -51,5 +54,21 @@ class ConvertToPtxPass(ModulePass):
         cse(op)
         region_dce(op.body)
         for kern in [o for o in op.body.block.ops if isinstance(o, tile.KernelOp)]:
+            _check_applied(kern)
             module = KernelLowering(kern).run()
             Rewriter.replace_op(kern, module)
+
+
+def _check_applied(kernel: tile.KernelOp) -> None:
+    """The launch follows the schedule: a persistent schedule needs the kernel that
+    `persistent` made (a launch of one CTA per SM over a plain kernel computes a few
+    tiles and leaves the rest unwritten)."""
+    if not schedule.of(kernel).persistent:
+        return
+    if any(isinstance(o, hopper.NumCtasOp) for o in kernel.walk()):
+        return
+    raise CompileError(
+        "convert-to-ptx: the schedule is persistent but the kernel was not made "
+        "persistent; run the 'persistent' pass (or plan with persistent=false)",
+        kernel,
+    )

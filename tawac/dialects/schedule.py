@@ -1,104 +1,277 @@
-"""The `tawac` dialect: the schedule a kernel was compiled with, as one typed attribute.
+"""The `tawac` dialect: the schedule of a kernel, as one typed attribute.
 
-    tile.kernel @gemm(...) attributes {tawac.schedule = #tawac.schedule<stages = 3,
-        mma_depth = 0, smem_bytes = 214016, program_grid = [...]>} { ... }
+    tile.kernel @attn(...) attributes {tawac.schedule = #tawac.schedule<
+        roles = [producer wg 1 regs 24, consumer wg 2 regs 240],
+        arefs = [depth 2, depth 2, depth 2],
+        loops = [consumer 0: [0 aref.get, 1 tile.dot, 17 tile.broadcast stage 1, ...]],
+        tiles = grouped 8, program_grid = [...], smem_bytes = 181248>} { ... }
 
-Passes record their decisions here (`tawac.schedule.of` / `tawac.schedule.update`)
-instead of in loose attributes; `tawac opt` prints and parses it, so FileCheck tests can
-check a decision. A field not decided yet is absent.
+A planner (`tawac.schedule.planner`) decides every field at once, right after
+`warp-specialize`; the passes after it apply the schedule (`tawac.schedule.of`), and
+`tawac opt` prints and parses it, so FileCheck tests check a decision and a user (or a
+solver) can write a schedule by hand. The fields:
+
+- `roles`: per partition, in order, its role, warp groups and per-thread register budget
+  (`setmaxnreg`);
+- `arefs`: per `aref.create`, in order, its ring depth and release lag (the slot of
+  iteration i is released at iteration i + lag, after its MMA; `pipeline`);
+- `loops`: the software-pipeline schedule of a role's main loop (the i-th loop moving
+  data through arefs in that partition): its scheduled ops (the body's top-level ops
+  other than scalar index math, MMA waits and the yield, numbered in body order) listed
+  in issue order, each with its stage (an op of stage s works on iteration j - s in
+  iteration j). A loop not listed runs every op at stage 0 in body order; `expanded`
+  says the loop has been rewritten into its pipelined form (`coarse-pipeline`);
+- `turns`: the consumer warp groups take turns on the tensor core (`pingpong`);
+- `tiles` and `program_grid`: a persistent kernel's tile order (`grouped G`: groups of G
+  rows of program id x; `longest_first up|down`: longest tiles first, for work that
+  grows with x) over its grid of programs (the launch ABI's grid form); absent for a
+  plain grid;
+- `smem_bytes`: the CTA's dynamic shared memory, the end of the shared-memory plan
+  (`tawac.schedule.smem`), recorded by the passes that lay it out.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from dataclasses import dataclass, field
 
-from xdsl.dialects.builtin import IntAttr, NoneAttr
-from xdsl.ir import Attribute, Dialect, ParametrizedAttribute
+from xdsl.ir import Attribute, Data, Dialect
 from xdsl.irdl import irdl_attr_definition
 from xdsl.parser import AttrParser
 from xdsl.printer import Printer
 from xdsl.utils.exceptions import VerifyException
 
-# The integer fields, in printing order.
-INT_FIELDS = ("stages", "mma_depth", "smem_bytes")
+TILE_ORDERS = ("grouped", "longest_first")
 
 
-@irdl_attr_definition
-class ScheduleAttr(ParametrizedAttribute):
-    """`#tawac.schedule<stages = D, mma_depth = P, smem_bytes = B, program_grid = G>`:
-    the ring depth of looped arefs (D), wgmma groups kept in flight (P), the CTA's
-    dynamic shared memory (B), and for a persistent kernel the grid of programs it
-    loops over (G, the launch ABI's grid form); absent fields are undecided."""
+@dataclass(frozen=True)
+class RolePlan:
+    """One partition: `role` run by `warp_groups` warp groups at `regs` registers per
+    thread (0: not decided)."""
 
-    name = "tawac.schedule"
+    role: str
+    warp_groups: int
+    regs: int = 0
 
-    stages: IntAttr | NoneAttr
-    mma_depth: IntAttr | NoneAttr
-    smem_bytes: IntAttr | NoneAttr
-    program_grid: Attribute
 
-    @staticmethod
-    def make(
-        stages: int | None = None,
-        mma_depth: int | None = None,
-        smem_bytes: int | None = None,
-        program_grid: Attribute | None = None,
-    ) -> ScheduleAttr:
-        def opt(v: int | None) -> IntAttr | NoneAttr:
-            return IntAttr(v) if v is not None else NoneAttr()
+@dataclass(frozen=True)
+class ArefPlan:
+    """One aref: a ring of `depth` slots; the slot of iteration i is released `lag`
+    iterations later (0: right after its last use)."""
 
-        grid = program_grid if program_grid is not None else NoneAttr()
-        return ScheduleAttr(opt(stages), opt(mma_depth), opt(smem_bytes), grid)
+    depth: int
+    lag: int = 0
 
-    def get(self, field: str) -> int | None:
-        v = getattr(self, field)
-        return v.data if isinstance(v, IntAttr) else None
+
+@dataclass(frozen=True)
+class OpPlan:
+    """A scheduled op of a loop body: its number among the body's scheduled ops, its op
+    name (a check that the schedule fits the loop) and its stage."""
+
+    index: int
+    op: str
+    stage: int = 0
+
+
+@dataclass(frozen=True)
+class LoopPlan:
+    """The schedule of main loop `loop` of partition `role`: its ops in issue order."""
+
+    role: str
+    loop: int
+    ops: tuple[OpPlan, ...]
+    expanded: bool = False
+
+    @property
+    def stages(self) -> int:
+        return 1 + max((o.stage for o in self.ops), default=0)
+
+    def order(self, index: int) -> int:
+        """The issue position of scheduled op `index`."""
+        return next(i for i, o in enumerate(self.ops) if o.index == index)
+
+
+@dataclass(frozen=True)
+class Schedule:
+    """The decisions for one kernel (see the module docstring); empty fields are
+    undecided."""
+
+    roles: tuple[RolePlan, ...] = ()
+    arefs: tuple[ArefPlan, ...] = ()
+    loops: tuple[LoopPlan, ...] = ()
+    turns: bool = False
+    tiles: tuple[str, int | str] | None = None
+    program_grid: Attribute | None = None
+    smem_bytes: int | None = None
+    planner: str | None = field(default=None, compare=False)
 
     @property
     def persistent(self) -> bool:
-        return not isinstance(self.program_grid, NoneAttr)
+        return self.tiles is not None
 
-    def fields(self) -> dict[str, int | Attribute]:
-        out: dict[str, int | Attribute] = {
-            f: v for f in INT_FIELDS if (v := self.get(f)) is not None
-        }
-        if self.persistent:
-            out["program_grid"] = self.program_grid
-        return out
+    def role(self, name: str) -> RolePlan | None:
+        return next((r for r in self.roles if r.role == name), None)
+
+    def loop(self, role: str, index: int) -> LoopPlan | None:
+        return next((lp for lp in self.loops if (lp.role, lp.loop) == (role, index)), None)
+
+    @property
+    def stages(self) -> int | None:
+        """The deepest ring (the pipeline depth of looped arefs)."""
+        return max((a.depth for a in self.arefs), default=None)
+
+    @property
+    def mma_depth(self) -> int | None:
+        """The largest release lag: MMA groups kept in flight."""
+        return max((a.lag for a in self.arefs), default=None)
+
+
+def _parse_list(parser: AttrParser, item):
+    return parser.parse_comma_separated_list(parser.Delimiter.SQUARE, item)
+
+
+def _int(parser: AttrParser) -> int:
+    return parser.parse_integer(allow_boolean=False, allow_negative=False)
+
+
+def _parse_role(parser: AttrParser) -> RolePlan:
+    role = parser.parse_identifier(" (a role)")
+    parser.parse_keyword("wg")
+    wgs = _int(parser)
+    regs = _int(parser) if parser.parse_optional_keyword("regs") is not None else 0
+    return RolePlan(role, wgs, regs)
+
+
+def _parse_aref(parser: AttrParser) -> ArefPlan:
+    parser.parse_keyword("depth")
+    depth = _int(parser)
+    lag = _int(parser) if parser.parse_optional_keyword("lag") is not None else 0
+    return ArefPlan(depth, lag)
+
+
+def _parse_op(parser: AttrParser) -> OpPlan:
+    index = _int(parser)
+    name = parser.parse_identifier(" (an op name)")
+    stage = _int(parser) if parser.parse_optional_keyword("stage") is not None else 0
+    return OpPlan(index, name, stage)
+
+
+def _parse_loop(parser: AttrParser) -> LoopPlan:
+    role = parser.parse_identifier(" (a role)")
+    index = _int(parser)
+    expanded = parser.parse_optional_keyword("expanded") is not None
+    parser.parse_punctuation(":")
+    ops = _parse_list(parser, lambda: _parse_op(parser))
+    return LoopPlan(role, index, tuple(ops), expanded)
+
+
+def _parse_tiles(parser: AttrParser) -> tuple[str, int | str]:
+    pos = parser.pos
+    kind = parser.parse_identifier(" (a tile order)")
+    if kind == "grouped":
+        return (kind, _int(parser))
+    if kind == "longest_first":
+        direction = parser.parse_identifier(" (up or down)")
+        if direction not in ("up", "down"):
+            parser.raise_error("expected 'up' or 'down'", pos, parser.pos)
+        return (kind, direction)
+    parser.raise_error(f"expected a tile order ({', '.join(TILE_ORDERS)})", pos, parser.pos)
+
+
+_FIELDS = {
+    "roles": lambda p: tuple(_parse_list(p, lambda: _parse_role(p))),
+    "arefs": lambda p: tuple(_parse_list(p, lambda: _parse_aref(p))),
+    "loops": lambda p: tuple(_parse_list(p, lambda: _parse_loop(p))),
+    "tiles": _parse_tiles,
+    "program_grid": lambda p: p.parse_attribute(),
+    "smem_bytes": _int,
+    "planner": lambda p: p.parse_identifier(" (a planner)"),
+}
+
+
+def _role_text(r: RolePlan) -> str:
+    return f"{r.role} wg {r.warp_groups}" + (f" regs {r.regs}" if r.regs else "")
+
+
+def _aref_text(a: ArefPlan) -> str:
+    return f"depth {a.depth}" + (f" lag {a.lag}" if a.lag else "")
+
+
+def _loop_text(lp: LoopPlan) -> str:
+    ops = ", ".join(f"{o.index} {o.op}" + (f" stage {o.stage}" if o.stage else "") for o in lp.ops)
+    return f"{lp.role} {lp.loop}" + (" expanded" if lp.expanded else "") + f": [{ops}]"
+
+
+@irdl_attr_definition
+class ScheduleAttr(Data[Schedule]):
+    """`#tawac.schedule<...>`: a kernel's `Schedule` (the module docstring gives the
+    syntax); fields print in a fixed order and parse in any, each at most once."""
+
+    name = "tawac.schedule"
 
     @classmethod
-    def parse_parameters(cls, parser: AttrParser) -> Sequence[Attribute]:
-        values: dict[str, int | Attribute] = {}
+    def parse_parameter(cls, parser: AttrParser) -> Schedule:
+        values: dict[str, object] = {}
         with parser.in_angle_brackets():
             key = parser.parse_optional_identifier()
             while key is not None:
-                if key not in (*INT_FIELDS, "program_grid") or key in values:
-                    parser.raise_error(f"unknown or repeated schedule field '{key}'")
-                parser.parse_punctuation("=")
-                if key == "program_grid":
-                    values[key] = parser.parse_attribute()
+                if key == "turns":
+                    values["turns"] = True
                 else:
-                    values[key] = parser.parse_integer(allow_boolean=False, allow_negative=False)
+                    if key not in _FIELDS or key in values:
+                        parser.raise_error(f"unknown or repeated schedule field '{key}'")
+                    parser.parse_punctuation("=")
+                    values[key] = _FIELDS[key](parser)
                 if parser.parse_optional_punctuation(",") is None:
                     break
                 key = parser.parse_identifier(" (a schedule field)")
-        made = cls.make(**values)  # type: ignore[arg-type]
-        return (made.stages, made.mma_depth, made.smem_bytes, made.program_grid)
+        return Schedule(**values)  # type: ignore[arg-type]
 
-    def print_parameters(self, printer: Printer) -> None:
-        parts = [f"{f} = {v}" for f, v in self.fields().items() if isinstance(v, int)]
+    def print_parameter(self, printer: Printer) -> None:
+        s = self.data
+        parts: list[str] = []
+        if s.planner is not None:
+            parts.append(f"planner = {s.planner}")
+        if s.roles:
+            parts.append("roles = [" + ", ".join(map(_role_text, s.roles)) + "]")
+        if s.arefs:
+            parts.append("arefs = [" + ", ".join(map(_aref_text, s.arefs)) + "]")
+        if s.loops:
+            parts.append("loops = [" + ", ".join(map(_loop_text, s.loops)) + "]")
+        if s.turns:
+            parts.append("turns")
+        if s.tiles is not None:
+            parts.append(f"tiles = {s.tiles[0]} {s.tiles[1]}")
         printer.print_string("<" + ", ".join(parts))
-        if self.persistent:
+        if s.program_grid is not None:
             printer.print_string(", " if parts else "")
             printer.print_string("program_grid = ")
-            printer.print_attribute(self.program_grid)
+            printer.print_attribute(s.program_grid)
+        if s.smem_bytes is not None:
+            printer.print_string(", " if parts or s.program_grid is not None else "")
+            printer.print_string(f"smem_bytes = {s.smem_bytes}")
         printer.print_string(">")
 
     def verify(self) -> None:
-        for f in INT_FIELDS:
-            v = self.get(f)
-            if v is not None and v < 0:
-                raise VerifyException(f"#tawac.schedule {f} must be >= 0, got {v}")
+        s = self.data
+        for r in s.roles:
+            if r.warp_groups < 1:
+                raise VerifyException(f"#tawac.schedule: role {r.role} needs >= 1 warp group")
+        for a in s.arefs:
+            if a.depth < 1:
+                raise VerifyException("#tawac.schedule: an aref's depth must be >= 1")
+            if a.lag >= a.depth:
+                raise VerifyException(
+                    f"#tawac.schedule: release lag {a.lag} must be below the depth {a.depth} "
+                    "(the producer would wait for a slot the consumer cannot release yet)"
+                )
+        for lp in s.loops:
+            indices = [o.index for o in lp.ops]
+            if len(set(indices)) != len(indices):
+                raise VerifyException(
+                    f"#tawac.schedule: loop {lp.role} {lp.loop} lists an op twice"
+                )
+        if s.tiles is not None and s.program_grid is None:
+            raise VerifyException("#tawac.schedule: a tile order needs its program_grid")
 
 
-Schedule = Dialect("tawac", [], [ScheduleAttr])
+TawacDialect = Dialect("tawac", [], [ScheduleAttr])

@@ -241,6 +241,12 @@ class ProgramIdOp(IRDLOperation):
         printer.print_string(f" {_AXES[self.axis.data]}")
         printer.print_op_attributes(self.attributes)
 
+    def verify_(self) -> None:
+        if not 0 <= self.axis.data < len(_AXES):
+            raise VerifyException(
+                f"tile.program_id axis must be 0, 1 or 2 (x, y, z), got {self.axis.data}"
+            )
+
 
 @irdl_op_definition
 class DimOp(IRDLOperation):

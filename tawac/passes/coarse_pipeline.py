@@ -33,20 +33,22 @@ than before, so its ring needs at least two slots; K's slot is released as befor
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 
 from xdsl.context import Context
 from xdsl.dialects import arith, scf
-from xdsl.dialects.builtin import IndexType, ModuleOp, TensorType, UnitAttr
+from xdsl.dialects.builtin import IndexType, ModuleOp, TensorType
 from xdsl.ir import Block, Operation, Region, SSAValue
 from xdsl.passes import ModulePass
 from xdsl.rewriter import InsertPoint, Rewriter
 
+from tawac import schedule
+from tawac.diagnostics import CompileError
 from tawac.dialects import aref, hopper, tile
+from tawac.dialects.schedule import LoopPlan
 from tawac.passes.warp_specialize import SCALAR_OPS
-
-# Marks a loop this pass made: its body already holds a deferred stage.
-_DONE = "tawac.coarse_pipelined"
+from tawac.schedule.loops import main_loops, scheduled_ops
 
 
 @dataclass
@@ -98,84 +100,28 @@ def _index_slice(v: SSAValue, body: Block) -> list[Operation] | None:
     return [o for o in body.ops if o in needed]
 
 
-def _split(loop: scf.ForOp) -> _Split | None:
-    body = loop.body.block
-    yield_op = body.last_op
-    if not isinstance(yield_op, scf.YieldOp):
-        return None
-    for i, arg in enumerate(body.args[1:]):
-        s = _split_at(loop, i, arg, yield_op)
-        if s is not None:
-            return s
-    return None
-
-
-def _split_at(loop: scf.ForOp, i: int, arg: SSAValue, yield_op: scf.YieldOp) -> _Split | None:
-    body = loop.body.block
+def carried_values(
+    body: Block, stage_b: set[Operation], acc_index: int
+) -> tuple[list[Operation], list[SSAValue]] | None:
+    """What stage B takes from stage A: the scalar ops it recomputes from the previous
+    induction value, and the tiles carried to the next iteration; None when the split
+    cannot be realized (stage A reads a stage B value, another yield operand comes from
+    stage B, or stage B reads an MMA result in flight or a slot stage A also reads)."""
     ops = list(body.ops)
-    # stage B: the forward slice of the accumulator iter arg
-    stage_b: set[Operation] = set()
-    work = [arg]
-    while work:
-        v = work.pop()
-        for use in v.uses:
-            top = _top(use.operation, body)
-            if top is None or top is yield_op or top in stage_b:
-                continue
-            stage_b.add(top)
-            work.extend(top.results)
-    mmas = [o for o in stage_b if isinstance(o, tile.DotOp)]
-    if len(mmas) != 1:
-        return None
-    mma = mmas[0]
-    waits = [u.operation for u in mma.result.uses]
-    if len(waits) != 1 or not isinstance(waits[0], hopper.WgmmaWaitOp):
-        return None
-    wait = waits[0]
-    if wait.pending.value.data != 0 or [u.operation for u in wait.result.uses] != [yield_op]:
-        return None
-    if yield_op.operands[i] is not wait.result:
-        return None
-    if any(isinstance(o, hopper.WgmmaWaitOp) and o is not wait for o in stage_b):
-        return None
-    # plus the gets and broadcasts only stage B uses, and the releases of those gets
-    for op in reversed(ops):
-        if op in stage_b or not isinstance(op, aref.GetOp | tile.BroadcastOp):
-            continue
-        users = [_top(u.operation, body) for r in op.results for u in r.uses]
-        if users and all(u in stage_b for u in users):
-            stage_b.add(op)
-    gets = [o for o in stage_b if isinstance(o, aref.GetOp)]
-    for g in gets:
-        t = g.aref.type
-        if not isinstance(t, aref.ArefType) or t.depth.data < 2:
-            # its slot j-1 is still held while the producer must fill slot j: one slot
-            # would deadlock
-            return None
-    for op in ops:
-        if isinstance(op, aref.ConsumedOp) and any(g.aref == op.aref for g in gets):
-            if ops.index(op) < ops.index(wait):
-                return None
-            stage_b.add(op)
-    order = [o for o in ops if o in stage_b]
-    if any(isinstance(o, scf.YieldOp) or o.regions for o in order):
-        return None
-    # stage A must not read stage B's values (they only leave through the yield)
+    yield_op = body.last_op
+    assert isinstance(yield_op, scf.YieldOp)
+    arg = body.args[1 + acc_index]
     stage_a = [o for o in ops if o not in stage_b and o is not yield_op]
     for op in stage_a:
         for inner in op.walk():
             if any(isinstance(v.owner, Operation) and v.owner in stage_b for v in inner.operands):
                 return None
     for j, v in enumerate(yield_op.operands):
-        if j != i and isinstance(v.owner, Operation) and v.owner in stage_b:
+        if j != acc_index and isinstance(v.owner, Operation) and v.owner in stage_b:
             return None
-    cuts = [o for o in stage_a if isinstance(o, hopper.WgmmaWaitOp)]
-    if not cuts:
-        return None
-    # stage B's operands from stage A: index math (recomputed) or carried registers
     index_ops: list[Operation] = []
     carried: list[SSAValue] = []
-    for op in order:
+    for op in [o for o in ops if o in stage_b]:
         for v in op.operands:
             if (
                 not _in_body(v, body)
@@ -198,7 +144,68 @@ def _split_at(loop: scf.ForOp, i: int, arg: SSAValue, yield_op: scf.YieldOp) -> 
             if v not in carried:
                 carried.append(v)
     index_ops.sort(key=ops.index)
-    return _Split(loop, i, order, mma, wait, index_ops, carried, cuts[0])
+    return index_ops, carried
+
+
+def _fail(loop: scf.ForOp, plan: LoopPlan, why: str) -> CompileError:
+    return CompileError(
+        f"coarse-pipeline: the schedule of {plan.role} loop {plan.loop} cannot be applied: {why}",
+        loop,
+    )
+
+
+def split_from_plan(loop: scf.ForOp, plan: LoopPlan) -> _Split:
+    """The two-stage split the loop schedule describes: stage-1 ops are deferred by one
+    iteration and issued right after the stage-0 op before them in issue order (an MMA);
+    stage 0 keeps its body order."""
+    body = loop.body.block
+    sched = scheduled_ops(body)
+    if sorted(o.index for o in plan.ops) != list(range(len(sched))) or any(
+        sched[o.index].name != o.op for o in plan.ops
+    ):
+        listed = ", ".join(f"{o.index} {o.op}" for o in sorted(plan.ops, key=lambda o: o.index))
+        found = ", ".join(f"{n} {o.name}" for n, o in enumerate(sched))
+        raise _fail(loop, plan, f"it lists [{listed}], the loop has [{found}]")
+    if plan.stages > 2:
+        raise _fail(loop, plan, "only two-stage schedules are expanded so far")
+    stage_b_ops = {sched[o.index] for o in plan.ops if o.stage == 1}
+    mmas = [o for o in stage_b_ops if isinstance(o, tile.DotOp)]
+    if len(mmas) != 1:
+        raise _fail(loop, plan, "stage 1 must hold exactly one MMA")
+    mma = mmas[0]
+    waits = [u.operation for u in mma.result.uses]
+    if len(waits) != 1 or not isinstance(waits[0], hopper.WgmmaWaitOp):
+        raise _fail(loop, plan, "stage 1's MMA must be awaited once")
+    wait = waits[0]
+    yield_op = body.last_op
+    assert isinstance(yield_op, scf.YieldOp)
+    uses = [(u.operation, u.index) for u in wait.result.uses]
+    if wait.pending.value.data != 0 or len(uses) != 1 or uses[0][0] is not yield_op:
+        raise _fail(loop, plan, "stage 1's MMA must be an accumulation yielded back")
+    acc_index = uses[0][1]
+    # the expected issue order: A up to the cut, B up to its MMA, the rest of A, of B
+    order = [sched[o.index] for o in plan.ops]
+    stage_a = [o for o in sched if o not in stage_b_ops]
+    b = [o for o in sched if o in stage_b_ops]
+    first_b = order.index(b[0])
+    cut_op = order[first_b - 1] if first_b > 0 else None
+    if not isinstance(cut_op, tile.DotOp) or cut_op in stage_b_ops:
+        raise _fail(loop, plan, "stage 1 must be issued right after a stage-0 MMA")
+    b_issue, b_finish = b[: b.index(mma) + 1], b[b.index(mma) + 1 :]
+    head = stage_a[: stage_a.index(cut_op) + 1]
+    tail = stage_a[stage_a.index(cut_op) + 1 :]
+    if order != head + b_issue + tail + b_finish:
+        raise _fail(loop, plan, "its issue order is not a one-iteration deferral")
+    cuts = [u.operation for u in cut_op.result.uses]
+    if len(cuts) != 1 or not isinstance(cuts[0], hopper.WgmmaWaitOp):
+        raise _fail(loop, plan, "the stage-0 MMA before stage 1 must be awaited once")
+    stage_b = stage_b_ops | {wait}
+    found = carried_values(body, stage_b, acc_index)
+    if found is None:
+        raise _fail(loop, plan, "a value crossing the stages cannot be carried")
+    index_ops, carried = found
+    stage_b_list = [o for o in body.ops if o in stage_b]
+    return _Split(loop, acc_index, stage_b_list, mma, wait, index_ops, carried, cuts[0])
 
 
 def transform(s: _Split) -> None:
@@ -273,7 +280,6 @@ def transform(s: _Split) -> None:
     outs += [cur[v] for v in s.carried]
     steady.add_op(scf.YieldOp(*outs))
     new_loop = scf.ForOp(start.result, ub, step, inits, Region(steady))
-    new_loop.attributes[_DONE] = UnitAttr()
     then.add_op(new_loop)
 
     # epilogue: stage B of the last iteration
@@ -309,17 +315,31 @@ def _drop_dead_index_ops(root: Operation) -> None:
 
 @dataclass(frozen=True)
 class CoarsePipelinePass(ModulePass):
+    """Applies the loop schedules of `#tawac.schedule` that are not expanded yet, and
+    marks them expanded."""
+
     name = "coarse-pipeline"
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
-        for part in [o for o in op.walk() if isinstance(o, aref.PartitionOp)]:
-            if part.role.data != "consumer":
+        for kernel in [o for o in op.walk() if isinstance(o, tile.KernelOp)]:
+            plan = schedule.of(kernel)
+            todo = [lp for lp in plan.loops if not lp.expanded]
+            if not todo:
                 continue
-            while True:
-                loops = [
-                    o for o in part.walk() if isinstance(o, scf.ForOp) and _DONE not in o.attributes
-                ]
-                s = next((x for x in map(_split, loops) if x is not None), None)
-                if s is None:
-                    break
-                transform(s)
+            parts = [p for p in kernel.body.block.ops if isinstance(p, aref.PartitionOp)]
+            done = []
+            for lp in plan.loops:
+                if lp.expanded:
+                    done.append(lp)
+                    continue
+                part = next((p for p in parts if p.role.data == lp.role), None)
+                loops = main_loops(part) if part is not None else []
+                if lp.loop >= len(loops):
+                    raise CompileError(
+                        f"coarse-pipeline: the schedule names {lp.role} loop {lp.loop}, which "
+                        "the kernel does not have",
+                        kernel,
+                    )
+                transform(split_from_plan(loops[lp.loop], lp))
+                done.append(dataclasses.replace(lp, expanded=True))
+            schedule.update(kernel, loops=tuple(done))

@@ -14,8 +14,8 @@ For an aref with payload (T1..Tn) and D slots:
   through `hopper.smem_slot`; its users must be `tile.dot`s, which become `hopper.wgmma`;
 - `aref.consumed %r[%it]` -> `hopper.mbarrier_arrive empty[slot]`.
 
-It also fixes each partition's register budget (`regs`) when it is 0: the CTA's register
-file divided by its threads, producers 40, consumers the rest (at most 256).
+It checks that the partitions' register budgets (`regs`, applied from the schedule by
+`cooperative-consumers`) fit the register file.
 """
 
 from __future__ import annotations
@@ -26,7 +26,6 @@ from xdsl.context import Context
 from xdsl.dialects import arith
 from xdsl.dialects.builtin import (
     IndexType,
-    IntAttr,
     ModuleOp,
     TensorType,
     UnitAttr,
@@ -40,8 +39,6 @@ from tawac.diagnostics import CompileError
 from tawac.dialects import aref, hopper, tile
 from tawac.schedule.smem import SmemPlan
 from tawac.target import HOPPER
-
-PRODUCER_REGS = 24
 
 
 @dataclass
@@ -65,34 +62,19 @@ def _slot_phase(it: SSAValue, depth: int) -> tuple[list[Operation], SSAValue, SS
     return [d, one, slot, rnd, phase], slot.result, phase.result
 
 
-def _share(left: int, consumer_wgs: int) -> int:
-    step = HOPPER.setmaxnreg_step
-    return min(HOPPER.setmaxnreg_max, left // max(consumer_wgs, 1) // step * step)
-
-
-def consumer_budget(consumer_wgs: int, producer_wgs: int = 1) -> int:
-    """Registers per consumer thread: what the register file leaves over all warp groups
-    after the producers' PRODUCER_REGS, at most setmaxnreg's largest value."""
-    wgs = consumer_wgs + producer_wgs
-    return _share(HOPPER.register_cap(wgs) * wgs - PRODUCER_REGS * producer_wgs, consumer_wgs)
-
-
-def _budgets(kernel: tile.KernelOp) -> None:
+def _check_budgets(kernel: tile.KernelOp) -> None:
+    """The partitions' register budgets (applied from the schedule by
+    cooperative-consumers) fit the register file."""
     parts = [p for p in kernel.body.block.ops if isinstance(p, aref.PartitionOp)]
+    unset = [p for p in parts if p.regs.data == 0]
+    if unset:
+        raise CompileError(
+            f"lower-aref: the {unset[0].role.data} partition has no register budget; apply "
+            "the schedule's roles first (plan, cooperative-consumers)",
+            unset[0],
+        )
     wgs = sum(p.warp_groups.data for p in parts)
     total = HOPPER.register_cap(wgs) * wgs
-    producers = [p for p in parts if p.role.data == "producer"]
-    consumers = [p for p in parts if p.role.data == "consumer"]
-    left = total
-    for p in producers:
-        if p.regs.data == 0:
-            p.regs = IntAttr(PRODUCER_REGS)
-        left -= p.regs.data * p.warp_groups.data
-    cons_wgs = sum(p.warp_groups.data for p in consumers)
-    share = _share(left, cons_wgs)
-    for p in consumers:
-        if p.regs.data == 0:
-            p.regs = IntAttr(share)
     used = sum(p.regs.data * p.warp_groups.data for p in parts)
     if used > total:
         raise CompileError(
@@ -175,7 +157,7 @@ def lower_kernel(kernel: tile.KernelOp) -> None:
         Rewriter.erase_op(get)
     for create in [o for o in body.ops if isinstance(o, aref.CreateOp)]:
         Rewriter.erase_op(create)
-    _budgets(kernel)
+    _check_budgets(kernel)
 
 
 def _lower_put(put: aref.PutOp, low: _Lowered) -> None:

@@ -1,15 +1,15 @@
-"""`persistent{group-m=8}`: persistent kernels with an L2-friendly tile order
-(Tawa section 4.6).  Runs after `warp-specialize` and `pipeline`.
+"""`persistent`: persistent kernels with an L2-friendly tile order (Tawa section 4.6),
+applying the `tiles` and `program_grid` of `#tawac.schedule`.  Runs after `pipeline`.
 
 The launch grid becomes at most one CTA per multiprocessor; each partition loops over
 the logical program ids `t = cta_id, cta_id + num_ctas, ...` (the same sequence in every
 partition, so producer and consumers agree), maps `t` to (x, y) in groups of `group-m`
 rows of x (consecutive CTAs share B tiles and a band of A tiles in L2), and runs the
 original body with `tile.program_id` replaced.  The producer of tile t+1 runs ahead
-while the consumers finish the epilogue of tile t; an aref written once per tile (Q)
-gets a second slot where shared memory allows (`tile-prefetch`).  When a main loop's
-bounds follow program id x (causal attention), the order is longest-first instead (see
-`_longest_first`).
+while the consumers finish the epilogue of tile t (the planner gives an aref written
+once per tile, Q, a second slot where shared memory allows).  When a main loop's bounds
+follow program id x (causal attention), the planner orders tiles longest-first instead
+(see `_longest_first`).
 
 aref iteration numbers continue across tiles: the loop carries one `%base` per main loop
 (a loop moving data through arefs), the number of its transfers before this tile, which
@@ -17,8 +17,8 @@ is added to every aref index in it; after a main loop whose
 releases were deferred by `pipeline` (mma-depth P > 0), the consumer releases the last
 min(P, trips) slots, since the producer will wait for them.
 
-The logical grid (inferred from the stores, as for a plain launch) is recorded on the
-kernel's `#tawac.schedule` as `program_grid`; the sidecar's grid becomes `{"persistent": 1}`.
+The logical grid (inferred from the stores, as for a plain launch) is the schedule's
+`program_grid`; the sidecar's grid becomes `{"persistent": 1}`.
 """
 
 from __future__ import annotations
@@ -36,8 +36,6 @@ from tawac import schedule
 from tawac.backend_ptx import abi
 from tawac.diagnostics import CompileError
 from tawac.dialects import aref, hopper, tile
-from tawac.passes.pipeline import set_depth
-from tawac.schedule.smem import kernel_plan
 
 
 def _c(v: int) -> arith.ConstantOp:
@@ -84,33 +82,6 @@ def _main_loops(block: Block) -> list[scf.ForOp]:
         if isinstance(o, scf.ForOp)
         and any(isinstance(x, aref.GetOp | aref.PutOp) for x in o.walk())
     ]
-
-
-def _depends_on_x(v: SSAValue) -> bool:
-    work, seen = [v], set()
-    while work:
-        x = work.pop()
-        if x in seen:
-            continue
-        seen.add(x)
-        owner = x.owner
-        if isinstance(owner, tile.ProgramIdOp) and owner.axis.data == 0:
-            return True
-        if isinstance(owner, Operation) and not owner.regions:
-            work.extend(owner.operands)
-    return False
-
-
-def _work_order(part: aref.PartitionOp) -> str | None:
-    """How a tile's work varies with program id x, from its main loops' bounds: "up" when
-    an upper bound follows x (causal attention's key loop ends at the diagonal), "down"
-    when only a lower bound does, None when neither."""
-    loops = _main_loops(part.body.block)
-    if any(_depends_on_x(lp.ub) for lp in loops):
-        return "up"
-    if any(_depends_on_x(lp.lb) for lp in loops):
-        return "down"
-    return None
 
 
 def _tile_coords(
@@ -272,57 +243,27 @@ def _drain(main_loop: scf.ForOp, trips_op: Operation, base: SSAValue, depth: int
     Rewriter.insert_op([zero, p, one, back, start, drain], InsertPoint.after(trips_op))
 
 
-def _directly_in_tile_loop(op: Operation) -> bool:
-    loop = op.parent_op()
-    return isinstance(loop, scf.ForOp) and isinstance(loop.parent_op(), aref.PartitionOp)
-
-
-def _double_buffer_per_tile(kernel: tile.KernelOp) -> None:
-    """An aref written once per tile (attention's Q) gets a second slot where shared
-    memory allows, so that the producer loads tile t+1's operand while the consumers
-    still work on tile t (with one slot it waits for their release at the end of t, and
-    the next tile starts with a full TMA round trip)."""
-    for create in [o for o in kernel.walk() if isinstance(o, aref.CreateOp)]:
-        t = create.result.type
-        assert isinstance(t, aref.ArefType)
-        if t.depth.data != 1:
-            continue
-        slots = [
-            u.operation
-            for u in create.result.uses
-            if isinstance(u.operation, aref.PutOp | aref.GetOp | aref.ConsumedOp)
-        ]
-        per_tile = all(_directly_in_tile_loop(o) for o in slots)
-        if not per_tile:
-            continue
-        new = set_depth(create, 2)
-        if not kernel_plan(kernel).fits():
-            set_depth(new, 1)
-
-
 @dataclass(frozen=True)
 class PersistentPass(ModulePass):
+    """Applies the tile order and program grid of `#tawac.schedule` (nothing to do for a
+    kernel the planner left on a plain grid)."""
+
     name = "persistent"
 
-    group_m: int = 8
-    tile_prefetch: bool = True
-    """Give arefs written once per tile a second slot where shared memory allows."""
-
     def apply(self, ctx: Context, op: ModuleOp) -> None:
-        if self.group_m < 1:
-            raise CompileError(f"persistent: group-m must be >= 1, got {self.group_m}")
         for kernel in [o for o in op.walk() if isinstance(o, tile.KernelOp)]:
+            plan = schedule.planned(kernel, "persistent")
+            if plan.tiles is None or plan.program_grid is None:
+                continue
             parts = [p for p in kernel.body.block.ops if isinstance(p, aref.PartitionOp)]
-            if not parts:
-                raise CompileError("persistent: run warp-specialize first", kernel)
             if not all(_main_loops(p.body.block) for p in parts):
-                continue  # nothing streams through an aref in a loop: keep the plain grid
-            grid = abi.infer_grid(kernel)
-            depth = schedule.of(kernel).get("mma_depth") or 0
-            consumers = [p for p in parts if p.role.data == "consumer"]
-            order = next((o for o in map(_work_order, consumers) if o is not None), None)
+                raise CompileError(
+                    "persistent: every partition needs a loop streaming through arefs", kernel
+                )
+            grid = abi.from_attr(plan.program_grid)
+            kind, arg = plan.tiles
+            group_m = arg if kind == "grouped" else 0
+            order = arg if kind == "longest_first" else None
+            depth = plan.mma_depth or 0
             for part in parts:
-                _make_persistent(kernel, part, grid, self.group_m, depth, order)
-            if self.tile_prefetch:
-                _double_buffer_per_tile(kernel)
-            schedule.update(kernel, program_grid=abi.to_attr(grid))
+                _make_persistent(kernel, part, grid, group_m, depth, order)  # type: ignore[arg-type]

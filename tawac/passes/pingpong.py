@@ -1,5 +1,5 @@
-"""`pingpong`: the two consumer warp groups take turns on the tensor core (run after
-`lower-aref`).
+"""`pingpong`: the two consumer warp groups take turns on the tensor core, where
+`#tawac.schedule` says `turns` (run after `lower-aref`).
 
 In a consumer loop that issues more than one MMA per iteration with other work between
 them (attention: S = QK^T, softmax, O += PV), both warp groups otherwise wait on the
@@ -22,6 +22,7 @@ from xdsl.dialects.builtin import ModuleOp
 from xdsl.passes import ModulePass
 from xdsl.rewriter import InsertPoint, Rewriter
 
+from tawac import schedule
 from tawac.dialects import aref, hopper, tile
 
 
@@ -48,6 +49,8 @@ class PingpongPass(ModulePass):
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         for kernel in [o for o in op.walk() if isinstance(o, tile.KernelOp)]:
+            if not schedule.planned(kernel, "pingpong").turns:
+                continue
             for part in kernel.body.block.ops:
                 if not isinstance(part, aref.PartitionOp) or part.role.data != "consumer":
                     continue

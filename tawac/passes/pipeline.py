@@ -1,9 +1,10 @@
-"""`pipeline{stages=D mma-depth=P}`: multi-buffering and fine-grained MMA pipelining
-(Tawa sections 4.3 and 4.4).
+"""`pipeline`: multi-buffering and fine-grained MMA pipelining (Tawa sections 4.3 and
+4.4), applying each aref's depth D and release lag P from `#tawac.schedule` (decided by
+the planner: rings of `stages` slots for arefs written in a loop, one slot, or two for a
+per-tile operand of a persistent kernel, for the others; P = mma-depth where allowed).
 
-- Every aref written in a loop becomes a ring of D slots, so the producer runs up to D
-  transfers ahead; one written once per program (a Q tile) keeps a single slot.
-- In a consumer loop whose body reads one aref slot per iteration and feeds it to one
+- An aref of depth D is a ring of D slots, so the producer runs up to D transfers ahead.
+- With P > 0, in a consumer loop whose body reads one aref slot per iteration and feeds it to one
   `tile.dot` whose result is only carried to the next iteration, the MMA becomes
   asynchronous: after issuing the MMA of iteration i the consumer waits until at most P
   MMA groups are in flight (`hopper.wgmma_wait pending P`), which guarantees that the MMA
@@ -27,16 +28,14 @@ from xdsl.dialects.builtin import (
     IndexType,
     ModuleOp,
 )
-from xdsl.ir import Block, Region
+from xdsl.ir import Block, Region, SSAValue
 from xdsl.passes import ModulePass
 from xdsl.rewriter import InsertPoint, Rewriter
 
 from tawac import schedule
 from tawac.diagnostics import CompileError
 from tawac.dialects import aref, hopper, tile
-from tawac.schedule.smem import kernel_plan
-
-"""Marks a release `pipeline` moved P iterations later (drained after the loop)."""
+from tawac.schedule.planner import can_release_late, releasing_dots
 
 
 def set_depth(create: aref.CreateOp, depth: int) -> aref.CreateOp:
@@ -55,17 +54,8 @@ def _pipeline_consumed(consumed: aref.ConsumedOp, depth: int) -> None:
     block = consumed.parent_block()
     assert block is not None
     loop = block.parent_op()
-    dots = [
-        op
-        for op in block.ops
-        if isinstance(op, tile.DotOp)
-        and any(
-            isinstance(v.owner, aref.GetOp) and v.owner.aref == consumed.aref
-            for v in (op.lhs, op.rhs)
-        )
-    ]
-    carried = isinstance(loop, scf.ForOp) and len(dots) == 1 and _accumulates(dots[0], block)
-    if not carried or depth == 0:
+    dots = releasing_dots(consumed)
+    if depth == 0:
         for d in dots:
             _wait_after(d, 0)
         return
@@ -97,27 +87,6 @@ def _pipeline_consumed(consumed: aref.ConsumedOp, depth: int) -> None:
     Rewriter.insert_op(final, InsertPoint.after(loop))
 
 
-def _accumulates(dot: tile.DotOp, body: Block) -> bool:
-    """Whether `dot` is a pure MMA accumulation chain: its result only goes to the yield,
-    and the iter arg it is yielded into is only this dot's accumulator.  Only then may
-    the MMA stay in flight across the back edge (wgmma accumulates in place; any other
-    reader, such as attention's rescale O * alpha, needs the result awaited)."""
-    uses = list(dot.result.uses)
-    if len(uses) != 1 or not isinstance(uses[0].operation, scf.YieldOp):
-        return False
-    arg = body.args[1 + uses[0].index]
-    return [(u.operation, u.index) for u in arg.uses] == [(dot, 2)]
-
-
-def _in_loop(op) -> bool:
-    parent = op.parent_op()
-    while parent is not None and not isinstance(parent, aref.PartitionOp):
-        if isinstance(parent, scf.ForOp):
-            return True
-        parent = parent.parent_op()
-    return False
-
-
 def _wait_after(dot: tile.DotOp, pending: int) -> None:
     uses = list(dot.result.uses)
     if uses and all(isinstance(u.operation, hopper.WgmmaWaitOp) for u in uses):
@@ -128,56 +97,34 @@ def _wait_after(dot: tile.DotOp, pending: int) -> None:
     Rewriter.insert_op(wait, InsertPoint.after(dot))
 
 
-def _looped(create: aref.CreateOp) -> bool:
-    """The aref is written in a loop (it needs a ring deeper than one slot)."""
-    return any(
-        isinstance(u.operation, aref.PutOp) and _in_loop(u.operation) for u in create.result.uses
-    )
-
-
-def auto_stages(kernel: tile.KernelOp, preferred: int = 3) -> int:
-    """The deepest ring (at most `preferred`) whose shared-memory plan, with single-slot
-    arefs and the 16-bit epilogue tiles staged for TMA stores, fits in one CTA; else the
-    deepest that fits without the staging tiles (the epilogue then reuses the rings or
-    stores from registers)."""
-    creates = [o for o in kernel.walk() if isinstance(o, aref.CreateOp)]
-    for staging in (True, False):
-        for d in range(preferred, 0, -1):
-            plan = kernel_plan(kernel, {c: d if _looped(c) else 1 for c in creates}, staging)
-            if plan.fits():
-                return d
-    return 1
-
-
 @dataclass(frozen=True)
 class PipelinePass(ModulePass):
+    """Applies the ring depth and release lag of every aref in `#tawac.schedule`."""
+
     name = "pipeline"
 
-    stages: int = 0
-    """Ring depth D; 0 picks the deepest of 3, 2, 1 that fits in shared memory."""
-    mma_depth: int = 0
-
     def apply(self, ctx: Context, op: ModuleOp) -> None:
-        if self.stages == 0:
-            for kernel in [o for o in op.walk() if isinstance(o, tile.KernelOp)]:
-                PipelinePass(auto_stages(kernel), self.mma_depth)._apply_kernel(kernel)
-            return
-        self._apply_kernel(op)
+        for kernel in [o for o in op.walk() if isinstance(o, tile.KernelOp)]:
+            apply_kernel(kernel)
 
-    def _apply_kernel(self, op) -> None:
-        if self.stages < 1:
-            raise CompileError(f"pipeline: stages must be >= 1, got {self.stages}")
-        if not 0 <= self.mma_depth < self.stages or self.mma_depth > 7:
+
+def apply_kernel(kernel: tile.KernelOp) -> None:
+    plan = schedule.planned(kernel, "pipeline")
+    creates = [o for o in kernel.walk() if isinstance(o, aref.CreateOp)]
+    if len(creates) != len(plan.arefs):
+        raise CompileError(
+            f"pipeline: the schedule plans {len(plan.arefs)} arefs, the kernel has {len(creates)}",
+            kernel,
+        )
+    lag: dict[SSAValue, int] = {}
+    for create, a in zip(creates, plan.arefs, strict=True):
+        lag[set_depth(create, a.depth).result] = a.lag
+    for consumed in [o for o in kernel.walk() if isinstance(o, aref.ConsumedOp)]:
+        n = lag[consumed.aref]
+        if n and not can_release_late(consumed):
             raise CompileError(
-                f"pipeline: mma-depth must satisfy 0 <= mma-depth < stages and <= 7 "
-                f"(got mma-depth={self.mma_depth}, stages={self.stages}); otherwise the "
-                "producer waits for a slot the consumer cannot release yet"
+                f"pipeline: a release lag of {n} needs the slot's one MMA to be a pure "
+                "accumulation chain in a loop (its wgmmas stay in flight)",
+                consumed,
             )
-        for create in [o for o in op.walk() if isinstance(o, aref.CreateOp)]:
-            # An aref written once per program (outside any loop) needs no ring.
-            set_depth(create, self.stages if _looped(create) else 1)
-        for consumed in [o for o in op.walk() if isinstance(o, aref.ConsumedOp)]:
-            _pipeline_consumed(consumed, self.mma_depth)
-        kernels = [op] if isinstance(op, tile.KernelOp) else list(op.walk())
-        for kernel in [o for o in kernels if isinstance(o, tile.KernelOp)]:
-            schedule.update(kernel, stages=self.stages, mma_depth=self.mma_depth)
+        _pipeline_consumed(consumed, n)

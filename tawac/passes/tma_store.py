@@ -51,7 +51,7 @@ def _stores_after_loops(st: tile.StoreOp, part: aref.PartitionOp) -> bool:
 
 
 def lower_kernel(kernel: tile.KernelOp) -> None:
-    start = schedule.of(kernel).get("smem_bytes")
+    start = schedule.of(kernel).smem_bytes
     if start is None:
         return  # lower-aref has not run
     plan = SmemPlan(start=start)  # after lower-aref's rings and mbarriers

@@ -1,24 +1,42 @@
-"""Schedule decisions as data: the kernel's `#tawac.schedule` attribute (`of`, `update`)
-and the shared-memory plan (`smem`)."""
+"""Schedule decisions as data: the kernel's `#tawac.schedule` (`of`, `update`), the
+planners that decide it (`planner`), the loop structure both read (`loops`) and the
+shared-memory plan (`smem`)."""
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Any
 
+from tawac.diagnostics import CompileError
 from tawac.dialects import tile
-from tawac.dialects.schedule import ScheduleAttr
+from tawac.dialects.schedule import Schedule, ScheduleAttr
 
 KEY = "tawac.schedule"
 
 
-def of(kernel: tile.KernelOp) -> ScheduleAttr:
-    """The kernel's schedule so far (an empty one before any pass decided anything)."""
+def of(kernel: tile.KernelOp) -> Schedule:
+    """The kernel's schedule (an empty one when nothing was decided)."""
     attr = kernel.attributes.get(KEY)
-    return attr if isinstance(attr, ScheduleAttr) else ScheduleAttr.make()
+    return attr.data if isinstance(attr, ScheduleAttr) else Schedule()
 
 
-def update(kernel: tile.KernelOp, **changes: Any) -> ScheduleAttr:
-    """Record decisions (`ScheduleAttr.make`'s fields) on the kernel."""
-    fields = {**of(kernel).fields(), **changes}
-    kernel.attributes[KEY] = ScheduleAttr.make(**fields)
-    return kernel.attributes[KEY]  # type: ignore[return-value]
+def planned(kernel: tile.KernelOp, pass_name: str) -> Schedule:
+    """The kernel's schedule for a pass that applies it: an error if none was planned."""
+    s = of(kernel)
+    if not s.roles:
+        raise CompileError(
+            f"{pass_name}: the kernel has no #tawac.schedule; run the 'plan' pass first "
+            "(or write the schedule on the kernel)",
+            kernel,
+        )
+    return s
+
+
+def set(kernel: tile.KernelOp, s: Schedule) -> Schedule:  # noqa: A001
+    kernel.attributes[KEY] = ScheduleAttr(s)
+    return s
+
+
+def update(kernel: tile.KernelOp, **changes: Any) -> Schedule:
+    """Record decisions (fields of `Schedule`) on the kernel."""
+    return set(kernel, dataclasses.replace(of(kernel), **changes))

@@ -251,7 +251,7 @@ class KernelLowering:
         self.emit(ptx.ExitOp())
 
         plan = schedule.of(self.kernel)
-        smem_bytes = plan.get("smem_bytes") or 0
+        smem_bytes = plan.smem_bytes or 0
         persistent = plan.persistent
         launch = self.params.launch(threads, smem_bytes, abi.infer_grid(self.kernel), persistent)
         entry = ptx.EntryOp(

@@ -7,7 +7,14 @@ tile.kernel @empty(%a: !tile.tensor<?x?xbf16>) attributes {tawac.schedule = #taw
   tile.return
 }
 
-// CHECK: tile.kernel @full(%a: !tile.tensor<?x?xbf16>) attributes {tawac.schedule = #tawac.schedule<stages = 3, mma_depth = 1, smem_bytes = 214016, program_grid = [{cdiv = {arg = "c", dim = 0 : i64}, by = 128 : i64}, 1 : i64, 1 : i64]>}
-tile.kernel @full(%a: !tile.tensor<?x?xbf16>) attributes {tawac.schedule = #tawac.schedule<mma_depth = 1, stages = 3, program_grid = [{cdiv = {arg = "c", dim = 0 : i64}, by = 128 : i64}, 1 : i64, 1 : i64], smem_bytes = 214016>} {
+// Every field; fields parse in any order and print in a fixed one; zero lags, stage 0
+// and regs 0 (undecided) are not printed.
+// CHECK: tile.kernel @full(%a: !tile.tensor<?x?xbf16>) attributes {tawac.schedule = #tawac.schedule<planner = heuristic, roles = [producer wg 1 regs 24, consumer wg 2 regs 240], arefs = [depth 2, depth 3 lag 1], loops = [consumer 0: [0 aref.get, 1 tile.dot, 3 tile.dot stage 1, 2 aref.consumed stage 1], consumer 1 expanded: [0 tile.dot]], turns, tiles = grouped 8, program_grid = [{cdiv = {arg = "c", dim = 0 : i64}, by = 128 : i64}, 1 : i64, 1 : i64], smem_bytes = 214016>}
+tile.kernel @full(%a: !tile.tensor<?x?xbf16>) attributes {tawac.schedule = #tawac.schedule<smem_bytes = 214016, turns, arefs = [depth 2 lag 0, depth 3 lag 1], program_grid = [{cdiv = {arg = "c", dim = 0 : i64}, by = 128 : i64}, 1 : i64, 1 : i64], tiles = grouped 8, roles = [producer wg 1 regs 24, consumer wg 2 regs 240], loops = [consumer 0: [0 aref.get, 1 tile.dot stage 0, 3 tile.dot stage 1, 2 aref.consumed stage 1], consumer 1 expanded: [0 tile.dot]], planner = heuristic>} {
+  tile.return
+}
+
+// CHECK: tile.kernel @causal(%a: !tile.tensor<?x?xbf16>) attributes {tawac.schedule = #tawac.schedule<roles = [producer wg 1, consumer wg 3 regs 160], tiles = longest_first up, program_grid = [1 : i64, 1 : i64, 1 : i64]>}
+tile.kernel @causal(%a: !tile.tensor<?x?xbf16>) attributes {tawac.schedule = #tawac.schedule<roles = [producer wg 1 regs 0, consumer wg 3 regs 160], tiles = longest_first up, program_grid = [1 : i64, 1 : i64, 1 : i64]>} {
   tile.return
 }

@@ -4,8 +4,8 @@
 // S_j, then P_{j-1} V_{j-1} with the carried P and alpha, waits for S_j only (pending 1),
 // runs softmax_j under the P V MMA, then waits for it and releases V_{j-1}; the last
 // P V runs after the loop.
-// RUN: tawac opt %S/../../../examples/attention_d64.mlir -p 'warp-specialize,pipeline{stages=2 mma-depth=0},coarse-pipeline' | filecheck %s
-// RUN: tawac opt %S/../../../examples/gemm.mlir -p 'warp-specialize,pipeline{stages=2 mma-depth=0},coarse-pipeline' | filecheck %s --check-prefix=GEMM
+// RUN: tawac opt %S/../../../examples/attention_d64.mlir -p 'warp-specialize,plan{stages=2 mma-depth=0 persistent=false},pipeline,coarse-pipeline' | filecheck %s
+// RUN: tawac opt %S/../../../examples/gemm.mlir -p 'warp-specialize,plan{stages=2 mma-depth=0 persistent=false},pipeline,coarse-pipeline' | filecheck %s --check-prefix=GEMM
 
 // CHECK:      aref.partition consumer
 // CHECK:        %[[TRIPS:.*]] = arith.ceildivsi

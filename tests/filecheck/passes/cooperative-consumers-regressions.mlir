@@ -1,6 +1,6 @@
 // Regressions (issue 7) of cooperative-consumers' automatic choice of consumer warp groups.
-// RUN: not tawac opt --split-input-file -p 'cooperative-consumers{warp-groups=0}' %s 2>&1 | filecheck %s --check-prefix=AUTO
-// RUN: not tawac opt --split-input-file -p 'cooperative-consumers{warp-groups=3}' %s 2>&1 | filecheck %s --check-prefix=W3
+// RUN: not tawac opt --split-input-file -p 'plan{warp-groups=0 persistent=false coarse-pipeline=false},cooperative-consumers' %s 2>&1 | filecheck %s --check-prefix=AUTO
+// RUN: not tawac opt --split-input-file -p 'plan{warp-groups=3 persistent=false coarse-pipeline=false},cooperative-consumers' %s 2>&1 | filecheck %s --check-prefix=W3
 
 // A 96-row MMA tile crashed the automatic choice (StopIteration): no count of warp groups
 // gives whole m64 blocks, and one wgmma covers 64 rows.
@@ -32,7 +32,7 @@ tile.kernel @rows96(%a: !tile.tensor<?x?xbf16>, %b: !tile.tensor<?x?xbf16>, %c: 
 // registers". The automatic choice falls back to one warp group; asking for three is an
 // error that says why.
 // AUTO-LABEL: tile.kernel @rows192_n256(
-// AUTO:         aref.partition consumer warp_groups 1 regs 0 {
+// AUTO:         aref.partition consumer warp_groups 1 regs 256 {
 // W3: {{.*}}cooperative-consumers-regressions.mlir:[[# @LINE + 9]]:3: error: cooperative-consumers: an MMA with 256 columns keeps 128 accumulator registers per thread in flight; 3 consumer warp groups get 160 registers each, room for at most 96; use fewer
 tile.kernel @rows192_n256(%a: !tile.tensor<?x?xbf16>, %b: !tile.tensor<?x?xbf16>, %c: !tile.tensor<?x?xf32>) {
   %r = aref.create : !aref.aref<[tensor<192x64xbf16>, tensor<256x64xbf16>], 1>
@@ -57,9 +57,9 @@ tile.kernel @rows192_n256(%a: !tile.tensor<?x?xbf16>, %b: !tile.tensor<?x?xbf16>
 
 // 192x192 (96 accumulator registers) still gets three warp groups.
 // AUTO-LABEL: tile.kernel @rows192_n192(
-// AUTO:         aref.partition consumer warp_groups 3 regs 0 {
+// AUTO:         aref.partition consumer warp_groups 3 regs 160 {
 // W3-LABEL: tile.kernel @rows192_n192(
-// W3:         aref.partition consumer warp_groups 3 regs 0 {
+// W3:         aref.partition consumer warp_groups 3 regs 160 {
 tile.kernel @rows192_n192(%a: !tile.tensor<?x?xbf16>, %b: !tile.tensor<?x?xbf16>, %c: !tile.tensor<?x?xf32>) {
   %r = aref.create : !aref.aref<[tensor<192x64xbf16>, tensor<192x64xbf16>], 1>
   aref.partition producer warp_groups 1 regs 0 {

@@ -1,19 +1,19 @@
 // cooperative-consumers{warp-groups=W}: the consumer partition gets W warp groups, each
 // owning a row slice of every MMA tile (m64 blocks); 0 picks 2 for tiles with a multiple
 // of 128 rows and 1 otherwise.  The producer is left alone.
-// RUN: not tawac opt --split-input-file -p 'cooperative-consumers{warp-groups=2}' %s 2>&1 | filecheck %s --check-prefix=W2
-// RUN: tawac opt --split-input-file -p 'cooperative-consumers{warp-groups=0}' %s | filecheck %s --check-prefix=AUTO
-// RUN: not tawac opt -p 'cooperative-consumers{warp-groups=4}' %s 2>&1 | filecheck %s --check-prefix=RANGE
+// RUN: not tawac opt --split-input-file -p 'plan{warp-groups=2 persistent=false coarse-pipeline=false},cooperative-consumers' %s 2>&1 | filecheck %s --check-prefix=W2
+// RUN: tawac opt --split-input-file -p 'plan{warp-groups=0 persistent=false coarse-pipeline=false},cooperative-consumers' %s | filecheck %s --check-prefix=AUTO
+// RUN: not tawac opt -p 'plan{warp-groups=4 persistent=false coarse-pipeline=false},cooperative-consumers' %s 2>&1 | filecheck %s --check-prefix=RANGE
 
 // RANGE: error: cooperative-consumers: warp-groups must be 0..3, got 4
 
 // W2-LABEL: tile.kernel @rows128(
-// W2:         aref.partition producer warp_groups 1 regs 0 {
-// W2:         aref.partition consumer warp_groups 2 regs 0 {
+// W2:         aref.partition producer warp_groups 1 regs 24 {
+// W2:         aref.partition consumer warp_groups 2 regs 240 {
 // W2:           tile.dot {{.*}} -> tensor<128x256xf32>
 // AUTO-LABEL: tile.kernel @rows128(
-// AUTO:         aref.partition producer warp_groups 1 regs 0 {
-// AUTO:         aref.partition consumer warp_groups 2 regs 0 {
+// AUTO:         aref.partition producer warp_groups 1 regs 24 {
+// AUTO:         aref.partition consumer warp_groups 2 regs 240 {
 tile.kernel @rows128(%a: !tile.tensor<?x?xbf16>, %b: !tile.tensor<?x?xbf16>, %c: !tile.tensor<?x?xf32>) {
   %r = aref.create : !aref.aref<[tensor<128x64xbf16>, tensor<256x64xbf16>], 1>
   aref.partition producer warp_groups 1 regs 0 {
@@ -37,8 +37,8 @@ tile.kernel @rows128(%a: !tile.tensor<?x?xbf16>, %b: !tile.tensor<?x?xbf16>, %c:
 
 // A 64-row tile cannot be split over two warp groups; the automatic choice is 1.
 // AUTO-LABEL: tile.kernel @rows64(
-// AUTO:         aref.partition producer warp_groups 1 regs 0 {
-// AUTO:         aref.partition consumer warp_groups 1 regs 0 {
+// AUTO:         aref.partition producer warp_groups 1 regs 24 {
+// AUTO:         aref.partition consumer warp_groups 1 regs 256 {
 // W2-NOT: rows64
 tile.kernel @rows64(%a: !tile.tensor<?x?xbf16>, %b: !tile.tensor<?x?xbf16>, %c: !tile.tensor<?x?xf32>) {
   %r = aref.create : !aref.aref<[tensor<64x64xbf16>, tensor<256x64xbf16>], 1>

@@ -1,7 +1,7 @@
 // persistent: each partition loops over tiles t = cta_id, cta_id + num_ctas, ...
-// RUN: tawac opt %S/../../../examples/gemm.mlir -p 'warp-specialize,pipeline{stages=3 mma-depth=0},persistent{group-m=8}' | filecheck %s --check-prefix=GEMM
-// RUN: tawac opt %S/../../../examples/attention_causal.mlir -p 'warp-specialize,pipeline{stages=2 mma-depth=0},persistent' | filecheck %s --check-prefix=CAUSAL
-// RUN: tawac opt %S/../../../examples/attention_causal.mlir -p 'warp-specialize,pipeline{stages=2 mma-depth=0},persistent{tile-prefetch=false}' | filecheck %s --check-prefix=NOPREFETCH
+// RUN: tawac opt %S/../../../examples/gemm.mlir -p 'warp-specialize,plan{stages=3 mma-depth=0 group-m=8 coarse-pipeline=false},pipeline,persistent' | filecheck %s --check-prefix=GEMM
+// RUN: tawac opt %S/../../../examples/attention_causal.mlir -p 'warp-specialize,plan{stages=2 mma-depth=0 coarse-pipeline=false},pipeline,persistent' | filecheck %s --check-prefix=CAUSAL
+// RUN: tawac opt %S/../../../examples/attention_causal.mlir -p 'warp-specialize,plan{stages=2 mma-depth=0 tile-prefetch=false coarse-pipeline=false},pipeline,persistent' | filecheck %s --check-prefix=NOPREFETCH
 
 // For GEMM, a grouped tile order (group-m values of x share y); the K-loop rings keep their
 // depth and no aref is written once per tile.

@@ -3,8 +3,8 @@
 // iteration (pending 0; a copy or multiply of an accumulator in flight reads garbage)
 // and V's release is not deferred; persistent then drains nothing. The K loop of GEMM
 // (the accumulator feeds only its MMA) stays deferred and drained.
-// RUN: tawac opt %S/../../../examples/attention.mlir -p 'warp-specialize,pipeline{stages=2 mma-depth=1},persistent' | filecheck %s
-// RUN: tawac opt %S/../../../examples/gemm.mlir -p 'warp-specialize,pipeline{stages=3 mma-depth=1},persistent' | filecheck %s --check-prefix=GEMM
+// RUN: tawac opt %S/../../../examples/attention.mlir -p 'warp-specialize,plan{stages=2 mma-depth=1 coarse-pipeline=false},pipeline,persistent' | filecheck %s
+// RUN: tawac opt %S/../../../examples/gemm.mlir -p 'warp-specialize,plan{stages=3 mma-depth=1 coarse-pipeline=false},pipeline,persistent' | filecheck %s --check-prefix=GEMM
 
 // CHECK:      aref.partition consumer
 // CHECK:        %acc_new = tile.dot %p16, %vt_1, %acc_scaled

@@ -1,10 +1,10 @@
 // pipeline{stages=D mma-depth=P}: D-slot arefs; a loop-carried dot becomes asynchronous
 // (wgmma_wait pending P), releasing the slot of iteration it - P once it >= P, with a
 // final wgmma_wait pending 0 after the loop.  The input is warp-specialize's output.
-// RUN: tawac opt --split-input-file -p 'pipeline{stages=4 mma-depth=2}' %s | filecheck %s
-// RUN: tawac opt --split-input-file -p 'pipeline{stages=3 mma-depth=0}' %s | filecheck %s --check-prefix=P0
-// RUN: not tawac opt -p 'pipeline{stages=2 mma-depth=2}' %s 2>&1 | filecheck %s --check-prefix=DEADLOCK
-// RUN: not tawac opt -p 'pipeline{stages=9 mma-depth=8}' %s 2>&1 | filecheck %s --check-prefix=TOO-DEEP
+// RUN: tawac opt --split-input-file -p 'plan{stages=4 mma-depth=2 persistent=false coarse-pipeline=false},pipeline' %s | filecheck %s
+// RUN: tawac opt --split-input-file -p 'plan{stages=3 mma-depth=0 persistent=false coarse-pipeline=false},pipeline' %s | filecheck %s --check-prefix=P0
+// RUN: not tawac opt -p 'plan{stages=2 mma-depth=2 persistent=false coarse-pipeline=false},pipeline' %s 2>&1 | filecheck %s --check-prefix=DEADLOCK
+// RUN: not tawac opt -p 'plan{stages=9 mma-depth=8 persistent=false coarse-pipeline=false},pipeline' %s 2>&1 | filecheck %s --check-prefix=TOO-DEEP
 
 // DEADLOCK: error: pipeline: mma-depth must satisfy 0 <= mma-depth < stages and <= 7 (got mma-depth=2, stages=2); otherwise the producer waits for a slot the consumer cannot release yet
 // DEADLOCK-NOT: error

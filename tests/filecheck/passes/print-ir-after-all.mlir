@@ -1,6 +1,6 @@
 // `tawac opt --print-ir-after-all` dumps the IR after every pass of the pipeline, then
 // prints the final IR.
-// RUN: tawac opt -p 'warp-specialize,pipeline{stages=2 mma-depth=1}' --print-ir-after-all %s | filecheck %s
+// RUN: tawac opt -p 'warp-specialize,plan{stages=2 mma-depth=1 persistent=false coarse-pipeline=false},pipeline' --print-ir-after-all %s | filecheck %s
 
 // CHECK:      // -----// IR Dump After warp-specialize //----- //
 // CHECK-NEXT: builtin.module {

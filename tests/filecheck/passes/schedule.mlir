@@ -1,15 +1,47 @@
-// Each pass records its decisions in the kernel's #tawac.schedule.
-// RUN: tawac opt %s -p 'warp-specialize,pipeline{stages=3 mma-depth=1}' | filecheck %s --check-prefix=PIPE
-// RUN: tawac opt %s -p 'warp-specialize,pipeline{stages=2 mma-depth=0},persistent' | filecheck %s --check-prefix=PERS
-// RUN: tawac opt %s -p 'warp-specialize,pipeline{stages=3 mma-depth=0},cooperative-consumers,lower-aref' | filecheck %s --check-prefix=AREF
-// RUN: tawac opt %s -p 'warp-specialize,pipeline{stages=3 mma-depth=0},cooperative-consumers,lower-aref,tma-store' | filecheck %s --check-prefix=STORE
+// The planner decides the whole #tawac.schedule once (plan); each pass after it applies
+// its part, and the passes that lay out shared memory record its size.
+// RUN: tawac opt %s -p 'warp-specialize,plan' | filecheck %s --check-prefix=PLAN
+// RUN: tawac opt %s -p 'warp-specialize,plan{stages=3 mma-depth=1 persistent=false coarse-pipeline=false},pipeline' | filecheck %s --check-prefix=PIPE
+// RUN: tawac opt %s -p 'warp-specialize,plan{stages=2 mma-depth=0 coarse-pipeline=false},pipeline,persistent' | filecheck %s --check-prefix=PERS
+// RUN: tawac opt %s -p 'warp-specialize,plan{stages=2 group-m=4},pipeline,persistent' | filecheck %s --check-prefix=GROUP4
+// RUN: tawac opt %s -p 'warp-specialize,plan{persistent=false},pipeline,persistent' | filecheck %s --check-prefix=PLAIN
+// RUN: tawac opt %s -p 'warp-specialize,plan{stages=3 mma-depth=0 warp-groups=1 persistent=false coarse-pipeline=false},pipeline,cooperative-consumers' | filecheck %s --check-prefix=ROLES
+// RUN: tawac opt %s -p 'warp-specialize,plan{stages=3 mma-depth=0 warp-groups=2 persistent=false coarse-pipeline=false},pipeline,cooperative-consumers,lower-aref' | filecheck %s --check-prefix=AREF
+// RUN: tawac opt %s -p 'warp-specialize,plan{stages=3 mma-depth=0 warp-groups=2 persistent=false coarse-pipeline=false},pipeline,cooperative-consumers,lower-aref,tma-store' | filecheck %s --check-prefix=STORE
 
-// PIPE:  tile.kernel @gemm({{.*}}) attributes {tawac.schedule = #tawac.schedule<stages = 3, mma_depth = 1>}
-// PERS:  tile.kernel @gemm({{.*}}) attributes {tawac.schedule = #tawac.schedule<stages = 2, mma_depth = 0, program_grid = [{cdiv = {arg = "c", dim = 0 : i64}, by = 128 : i64}, {cdiv = {arg = "c", dim = 1 : i64}, by = 256 : i64}, {const = 1 : i64}]>}
+// The default plan of a 128x256 GEMM: two consumer warp groups at 240 registers, a
+// 3-slot ring released at once, no loop schedule (one MMA: nothing to overlap), a
+// persistent grid in groups of 8 rows.
+// PLAN:  tile.kernel @gemm({{.*}}) attributes {tawac.schedule = #tawac.schedule<planner = heuristic, roles = [producer wg 1 regs 24, consumer wg 2 regs 240], arefs = [depth 3], tiles = grouped 8, program_grid = [{cdiv = {arg = "c", dim = 0 : i64}, by = 128 : i64}, {cdiv = {arg = "c", dim = 1 : i64}, by = 256 : i64}, {const = 1 : i64}]>}
+
+// pipeline applies depth 3 and lag 1: the release of iteration it - 1, guarded.
+// PIPE:  tile.kernel @gemm({{.*}}) attributes {tawac.schedule = #tawac.schedule<planner = heuristic, roles = [producer wg 1 regs 24, consumer wg 2 regs 240], arefs = [depth 3 lag 1]>}
+// PIPE:    aref.create : !aref.aref<[tensor<128x64xbf16>, tensor<256x64xbf16>], 3>
+// PIPE:    hopper.wgmma_wait %{{.*}} pending 1
+// PIPE:    aref.consumed %{{.*}}[%{{.*}}] deferred
+
+// persistent applies the tile order: groups of G rows of program id x.
+// PERS:  tile.kernel @gemm({{.*}}) attributes {tawac.schedule = #tawac.schedule<planner = heuristic, roles = [producer wg 1 regs 24, consumer wg 2 regs 240], arefs = [depth 2], tiles = grouped 8, program_grid = [{cdiv = {arg = "c", dim = 0 : i64}, by = 128 : i64}, {cdiv = {arg = "c", dim = 1 : i64}, by = 256 : i64}, {const = 1 : i64}]>}
+// PERS:    hopper.cta_id
+// PERS:    hopper.num_ctas
+// PERS:    arith.constant 8 : index
+// GROUP4:  tiles = grouped 4
+// GROUP4:    hopper.num_ctas
+// GROUP4:    arith.constant 4 : index
+// A plain grid: persistent has nothing to apply.
+// PLAIN:     tile.kernel @gemm
+// PLAIN-NOT: tiles =
+// PLAIN-NOT: hopper.num_ctas
+
+// cooperative-consumers applies the roles: warp groups and register budgets.
+// ROLES:  roles = [producer wg 1 regs 24, consumer wg 1 regs 256]
+// ROLES:  aref.partition producer warp_groups 1 regs 24
+// ROLES:  aref.partition consumer warp_groups 1 regs 256
+
 // Rings: 3 x (16 KiB + 32 KiB) + 48 bytes of mbarriers.
-// AREF:  tile.kernel @gemm({{.*}}) attributes {tawac.schedule = #tawac.schedule<stages = 3, mma_depth = 0, smem_bytes = 147504>}
+// AREF:  tile.kernel @gemm({{.*}}) attributes {tawac.schedule = #tawac.schedule<planner = heuristic, roles = [producer wg 1 regs 24, consumer wg 2 regs 240], arefs = [depth 3], smem_bytes = 147504>}
 // The 128x256 bf16 staging tile (64 KiB) starts on the next KiB.
-// STORE: tile.kernel @gemm({{.*}}) attributes {tawac.schedule = #tawac.schedule<stages = 3, mma_depth = 0, smem_bytes = 214016>}
+// STORE: tile.kernel @gemm({{.*}}) attributes {tawac.schedule = #tawac.schedule<planner = heuristic, roles = [producer wg 1 regs 24, consumer wg 2 regs 240], arefs = [depth 3], smem_bytes = 214016>}
 tile.kernel @gemm(%a: !tile.tensor<?x?xbf16, ["M", "K"]>, %b: !tile.tensor<?x?xbf16, ["N", "K"]>, %c: !tile.tensor<?x?xbf16, ["M", "N"]>) {
   %c0 = arith.constant 0 : index
   %c64 = arith.constant 64 : index

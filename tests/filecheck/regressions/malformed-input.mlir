@@ -141,3 +141,13 @@ tile.kernel @extf_narrows(%a: !tile.tensor<?x?xbf16>) {
 // CHECK: {{.*}}malformed-input.mlir:[[# @LINE - 1]]:8: error: arith.extf must widen its element type, got tensor<128x128xf32> to tensor<128x128xbf16>
   tile.return
 }
+
+// -----
+
+// A program id axis past z in the generic form crashed the lowering (IndexError); the
+// printer of the custom form crashed the same way.
+"tile.kernel"() <{sym_name = "axis", function_type = () -> ()}> ({
+  %0 = "tile.program_id"() <{axis = #builtin.int<224>}> : () -> index
+// CHECK: {{.*}}malformed-input.mlir:[[# @LINE - 1]]:8: error: tile.program_id axis must be 0, 1 or 2 (x, y, z), got 224
+  "tile.return"() : () -> ()
+}) : () -> ()

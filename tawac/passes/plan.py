@@ -1,0 +1,56 @@
+"""`plan{planner=heuristic stages=0 mma-depth=0 warp-groups=0 persistent=true group-m=8
+tile-prefetch=true coarse-pipeline=true pingpong=false}`: decide the kernel's schedule.
+
+Runs right after `warp-specialize`. The planner (`tawac.schedule.planner`) reads the
+partitioned kernel and returns its whole `Schedule`, recorded as `#tawac.schedule`; the
+passes after it apply it. The options are the planner's inputs (0: choose); a kernel
+that already carries a schedule with roles keeps it (a schedule written by hand, or by
+an earlier `plan`).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from xdsl.context import Context
+from xdsl.dialects.builtin import ModuleOp
+from xdsl.passes import ModulePass
+
+from tawac import schedule
+from tawac.dialects import tile
+from tawac.options import PipelineOptions
+from tawac.schedule.planner import get_planner
+
+
+@dataclass(frozen=True)
+class PlanPass(ModulePass):
+    name = "plan"
+
+    planner: str = "heuristic"
+    stages: int = 0
+    mma_depth: int = 0
+    warp_groups: int = 0
+    persistent: bool = True
+    group_m: int = 8
+    tile_prefetch: bool = True
+    coarse_pipeline: bool = True
+    pingpong: bool = False
+
+    def options(self) -> PipelineOptions:
+        return PipelineOptions(
+            stages=self.stages,
+            mma_depth=self.mma_depth,
+            consumer_warp_groups=self.warp_groups,
+            persistent=self.persistent,
+            group_m=self.group_m,
+            tile_prefetch=self.tile_prefetch,
+            coarse_pipeline=self.coarse_pipeline,
+            pingpong=self.pingpong,
+        )
+
+    def apply(self, ctx: Context, op: ModuleOp) -> None:
+        planner = get_planner(self.planner)
+        for kernel in [o for o in op.walk() if isinstance(o, tile.KernelOp)]:
+            if schedule.of(kernel).roles:
+                continue
+            schedule.set(kernel, planner.plan(kernel, self.options()))
