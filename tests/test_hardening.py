@@ -88,7 +88,8 @@ def test_control_characters_escaped(tmp_path):
 
 def test_closed_pipe_is_quiet():
     """`tawac opt ... | head -1`: no 'internal compiler error: BrokenPipeError'."""
-    cmd = [*PY, "opt", str(REPO / "examples" / "attention.mlir"), "-p", "warp-specialize,plan,pipeline"]
+    example = str(REPO / "examples" / "attention.mlir")
+    cmd = [*PY, "opt", example, "-p", "warp-specialize,plan,pipeline"]
     proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     assert proc.stdout is not None and proc.stderr is not None
     proc.stdout.readline()
