@@ -408,17 +408,18 @@ class SwizzledTile:
         return self.row_bytes // GRANULE_BYTES
 
     def swizzle_address(self, off: int) -> int:
-        """The swizzled byte of linear byte `off` (from a 1024-byte aligned base): bits 4
-        and up of the 16-byte granule index XORed with bits 7 and up, as many as the span
-        has granules (CUTLASS's Swizzle<3,4,3> for 128B, <2,4,3> for 64B, <1,4,3> for
-        32B)."""
+        """The swizzled byte of linear byte `off` (from a 1024-byte aligned base): the
+        16-byte granule index (address bits 4 and up) XORed with address bits 7 and up,
+        as many bits as a row has granules (CUTLASS's Swizzle<3,4,3> for 128B, <2,4,3>
+        for 64B, <1,4,3> for 32B)."""
         mask = self.granules_per_row - 1
         return off ^ (((off >> 7) & mask) << 4)
 
     def granule(self, row: int, g: int) -> int:
         """Where granule g of row `row` of a chunk sits in that row: g ^ (row % 8) for
         128B."""
-        return self.swizzle_address(row * self.row_bytes + g * GRANULE_BYTES) % self.row_bytes // 16
+        off = self.swizzle_address(row * self.row_bytes + g * GRANULE_BYTES)
+        return off % self.row_bytes // GRANULE_BYTES
 
     def linear_offset(self, row: int, col: int) -> int:
         """The byte of element (row, col) before swizzling."""
