@@ -1,9 +1,21 @@
-"""Register layouts: which thread holds which tile element in which register.
+"""Layouts: which thread holds which tile element in which register, and where an element
+or a byte of a tile lives in shared memory.
 
-A layout is data: an object that maps (thread, register) to a tile coordinate, splits
-that map into a per-thread part and a per-register part (so the lowering computes the
-thread part once and adds constants), and derives slices and broadcasts.  No other module
-writes a fragment index formula.
+A layout is data: objects and pure functions that the lowering reads and emits, never a
+formula written in the lowering itself.  This module holds every fragment, thread and
+swizzle formula of the PTX backend:
+
+- the thread decomposition of `%tid.x` (warp group, warp, lane) as `IndexExpr` trees,
+  which `KernelLowering.index` turns into PTX integer ops node by node;
+- `AccLayout`, the wgmma accumulator fragment (PTX ISA 9.7.15.5.1), split into a
+  per-thread part (`thread_row`/`thread_col`, evaluated by `thread_offset`) and a
+  per-register part (`reg_offset`), with its slices and the register-A operand pairs;
+- `SwizzledTile`, a tile in shared memory as TMA writes and reads it (column chunks of
+  one swizzle span, 16-byte granules XOR-swizzled; cp.async.bulk.tensor, PTX ISA 9.7.9.25,
+  and the tensor-map swizzle modes of PTX ISA 5.5), with the byte offset of (row, col),
+  the chunking of TMA boxes, the plan of `hopper.store_fragment`'s stores and the
+  operands of wgmma;
+- `MatrixDescriptor`, the wgmma shared-memory matrix descriptor (PTX ISA 9.7.15.5.1.2).
 
 The one distributed layout needed by GEMM is the wgmma accumulator fragment
 (PTX ISA 9.7.15.5.1, "Matrix fragments for wgmma.mma_async", m64nNk16 f32 D):
@@ -17,8 +29,117 @@ cooperative consumer partition along the rows.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import ClassVar
 
 from tawac.target import HOPPER
+
+# --- thread indices ----------------------------------------------------------------------
+
+
+class IndexExpr:
+    """An integer expression of the thread index `%tid.x` built from shifts, masks and
+    multiply-adds by constants: the per-thread part of a layout, as data.  `value(tid)`
+    evaluates it; the lowering emits one PTX op per node (children first, left to right,
+    then the node's constant)."""
+
+    def value(self, tid: int) -> int:
+        raise NotImplementedError
+
+
+@dataclass(frozen=True)
+class Tid(IndexExpr):
+    """`%tid.x`, the thread's index in the (one-dimensional) CTA."""
+
+    def value(self, tid: int) -> int:
+        return tid
+
+
+@dataclass(frozen=True)
+class Shr(IndexExpr):
+    """x >> k (unsigned)."""
+
+    x: IndexExpr
+    k: int
+
+    def value(self, tid: int) -> int:
+        return self.x.value(tid) >> self.k
+
+
+@dataclass(frozen=True)
+class Shl(IndexExpr):
+    """x << k."""
+
+    x: IndexExpr
+    k: int
+
+    def value(self, tid: int) -> int:
+        return self.x.value(tid) << self.k
+
+
+@dataclass(frozen=True)
+class And(IndexExpr):
+    """x & k."""
+
+    x: IndexExpr
+    k: int
+
+    def value(self, tid: int) -> int:
+        return self.x.value(tid) & self.k
+
+
+@dataclass(frozen=True)
+class Sub(IndexExpr):
+    """x - k (emitted even for k = 0)."""
+
+    x: IndexExpr
+    k: int
+
+    def value(self, tid: int) -> int:
+        return self.x.value(tid) - self.k
+
+
+@dataclass(frozen=True)
+class MulAdd(IndexExpr):
+    """x * k + y."""
+
+    x: IndexExpr
+    k: int
+    y: IndexExpr
+
+    def value(self, tid: int) -> int:
+        return self.x.value(tid) * self.k + self.y.value(tid)
+
+
+def _log2(x: int) -> int:
+    assert x > 0 and x & (x - 1) == 0, x
+    return x.bit_length() - 1
+
+
+_WARPS_PER_GROUP = HOPPER.warp_group_size // HOPPER.warp_size
+
+TID = Tid()
+"""`%tid.x`."""
+LANE = And(TID, HOPPER.warp_size - 1)
+"""The lane within the warp (PTX ISA 9.7.15.5.1: warps of a warp group are 32 lanes)."""
+WARP_GROUP = Shr(TID, _log2(HOPPER.warp_group_size))
+"""The CTA's warp group of this thread (tid / 128, uniform in a warp)."""
+WARP_IN_GROUP = And(Shr(TID, _log2(HOPPER.warp_size)), _WARPS_PER_GROUP - 1)
+"""The warp within its warp group (the `16 * (t / 32)` rows of a wgmma fragment)."""
+THREAD_IN_GROUP = And(TID, HOPPER.warp_group_size - 1)
+"""The thread's index within its warp group (0: the warp group's leader)."""
+
+
+def warp_group_in_partition(first_wg: int) -> IndexExpr:
+    """The warp group's index within a partition whose first warp group is `first_wg`."""
+    return Sub(WARP_GROUP, first_wg)
+
+
+def thread_parts(tid: int) -> tuple[int, int, int]:
+    """(warp group, warp in group, lane) of a CTA thread index."""
+    return WARP_GROUP.value(tid), WARP_IN_GROUP.value(tid), LANE.value(tid)
+
+
+# --- the wgmma accumulator fragment ------------------------------------------------------
 
 
 @dataclass(frozen=True)
@@ -67,6 +188,24 @@ class AccLayout:
         """(row, col) of register 0 of thread (warp group, warp in group, lane)."""
         return (wg * self.rows_per_warp_group + 16 * warp + lane // 4, 2 * (lane % 4))
 
+    def thread_row(self, first_wg: int) -> IndexExpr:
+        """The row of `thread_offset` as an expression of `%tid.x`, for the partition whose
+        first warp group is `first_wg`: wg * M/W + 16 * warp + groupID (PTX ISA
+        9.7.15.5.1, m64nNk16 D fragment: groupID = lane / 4)."""
+        within = MulAdd(WARP_IN_GROUP, 16, self.thread_row_mod8())
+        return MulAdd(warp_group_in_partition(first_wg), self.rows_per_warp_group, within)
+
+    def thread_col(self) -> IndexExpr:
+        """The column of `thread_offset` as an expression of `%tid.x`: 2 *
+        threadID_in_group with threadID_in_group = lane % 4 (PTX ISA 9.7.15.5.1)."""
+        return Shl(And(LANE, 3), 1)
+
+    def thread_row_mod8(self) -> IndexExpr:
+        """The thread's row modulo 8, for every one of its registers: groupID = lane / 4
+        (M/W, 16 * warp and the register row offsets 0, 8, 64 * mi are multiples of 8).
+        It is the XOR key of a 128B-swizzled row (`SwizzledTile.granule`)."""
+        return Shr(LANE, 2)
+
     def reg_offset(self, i: int) -> tuple[int, int]:
         """(row, col) of register i relative to register 0 (the same for every thread)."""
         mi, j = divmod(i, self.regs_per_block)
@@ -81,6 +220,16 @@ class AccLayout:
     def block_regs(self, mi: int) -> range:
         """Registers of m64 block `mi`: the `d` operands of one m64nNk16 wgmma."""
         return range(mi * self.regs_per_block, (mi + 1) * self.regs_per_block)
+
+    def a_operand_pairs(self, mi: int, kk: int) -> list[tuple[int, int]]:
+        """The registers of this layout that form the A operand of k16 slice `kk` of m64
+        block `mi` when a 16-bit tile in this layout is wgmma's register A (PTX ISA
+        9.7.15.5.1, "Register fragments for A", m64nNk16): (lo, hi) of each of the four
+        .b32 registers a0..a3, which hold (groupID, 2t..2t+1), (groupID + 8, 2t..),
+        (groupID, 2t + 8..), (groupID + 8, 2t + 8..) of the slice: registers
+        8kk + 0,1 / +2,3 / +4,5 / +6,7 of the block."""
+        base = mi * self.regs_per_block + 8 * kk
+        return [(base + 2 * q, base + 2 * q + 1) for q in range(4)]
 
     # -- slices ---------------------------------------------------------------------------
 
@@ -112,3 +261,226 @@ class AccLayout:
         if dim == 1:
             return self.col_offsets().index(dc)
         return self.row_offsets().index(dr)
+
+
+# --- shared memory: swizzled tiles and wgmma descriptors ---------------------------------
+
+GRANULE_BYTES = 16
+"""The unit a TMA swizzle permutes: 16-byte granules (PTX ISA 5.5.x, tensor swizzle modes)."""
+
+
+def _align(x: int, a: int) -> int:
+    return -(-x // a) * a
+
+
+@dataclass(frozen=True)
+class MatrixDescriptor:
+    """A wgmma shared-memory matrix descriptor without its start address (PTX ISA
+    9.7.15.5.1.2, "Matrix Descriptor Format"): bits 0-13 hold the start address >> 4,
+    bits 16-29 the leading dimension byte offset (LBO) >> 4, bits 32-45 the stride
+    dimension byte offset (SBO) >> 4, bits 62-63 the swizzle mode (0 none, 1 128B,
+    2 64B, 3 32B)."""
+
+    lbo: int
+    sbo: int
+    swizzle: int = 128
+
+    ADDRESS_SHIFT: ClassVar[int] = 4
+    ADDRESS_MASK: ClassVar[int] = 0x3FFF
+    MODES: ClassVar[dict[int, int]] = {0: 0, 128: 1, 64: 2, 32: 3}
+
+    def __post_init__(self) -> None:
+        if self.swizzle not in self.MODES:
+            raise ValueError(f"no descriptor swizzle mode for {self.swizzle}B")
+        for name, v in (("LBO", self.lbo), ("SBO", self.sbo)):
+            if v % 16 or not 0 <= v >> 4 <= self.ADDRESS_MASK:
+                raise ValueError(f"{name} {v} does not fit a 14-bit field of 16-byte units")
+
+    def fields(self) -> int:
+        """The descriptor's bits other than the start address."""
+        return ((self.lbo >> 4) << 16) | ((self.sbo >> 4) << 32) | (self.MODES[self.swizzle] << 62)
+
+    def encode(self, addr: int) -> int:
+        """The whole 64-bit descriptor of the operand at shared address `addr`."""
+        return ((addr >> self.ADDRESS_SHIFT) & self.ADDRESS_MASK) | self.fields()
+
+    @classmethod
+    def step(cls, off: int) -> int:
+        """What to add to the descriptor of address a for the one of a + off.  The start
+        address field is (a >> 4) & 0x3FFF and shared addresses stay below 2^18, so for off
+        a multiple of 16 the sum never carries out of the field: one add per k16 step."""
+        if off % GRANULE_BYTES:
+            raise ValueError(f"descriptor offsets are multiples of 16 bytes, got {off}")
+        return off >> cls.ADDRESS_SHIFT
+
+    @staticmethod
+    def decode(word: int) -> tuple[int, int, int, int]:
+        """(start address, LBO, SBO, swizzle mode field) of an encoded descriptor."""
+        field = MatrixDescriptor.ADDRESS_MASK
+        return (
+            (word & field) << 4,
+            ((word >> 16) & field) << 4,
+            ((word >> 32) & field) << 4,
+            (word >> 62) & 3,
+        )
+
+
+@dataclass(frozen=True)
+class FragmentStore:
+    """How the threads holding an accumulator-layout fragment write it into a swizzled
+    tile, two 16-bit elements (one .b32) per store (`SwizzledTile.fragment_store`).
+
+    A thread's base address is tile + row0 * `row_bytes` + index * scale with
+    (index, scale) = `thread_byte` (the byte of its register 0 within a granule); the
+    pair of registers (i, i + 1) of `pairs` entry (i, offset, g) is stored at
+    base + offset + ((key ^ g) << `granule_shift`), where `key` is the thread's row modulo
+    8 and g < `granules` the pair's granule within its row before swizzling."""
+
+    row_bytes: int
+    key: IndexExpr
+    thread_byte: tuple[IndexExpr, int]
+    granules: int
+    granule_shift: int
+    pairs: tuple[tuple[int, int, int], ...]
+
+
+@dataclass(frozen=True)
+class SwizzledTile:
+    """A rows x cols tile in shared memory, laid out as a TMA copy with swizzle mode
+    `swizzle` (0, 32, 64 or 128 bytes) writes and reads it (cp.async.bulk.tensor, PTX ISA
+    9.7.9.25; the tensor-map swizzle modes, PTX ISA 5.5.x and CU_TENSOR_MAP_SWIZZLE_*).
+
+    The columns are split into chunks of one swizzle span (`row_bytes`: 128 bytes, 64
+    16-bit elements, for 128B), one TMA box each; chunk c holds columns
+    [c * chunk_cols, (c + 1) * chunk_cols) of every row, starts at c * `chunk_bytes`
+    (1024-byte aligned) and puts row r at r * row_bytes.  The swizzle permutes the 16-byte
+    granules of each row by XOR with address bits 7 and up (`swizzle_address`): for 128B,
+    granule g of row r sits at granule g ^ (r % 8), and 8 rows form a 1024-byte block
+    holding each of their 64 granules once."""
+
+    rows: int
+    cols: int
+    elem_bytes: int
+    swizzle: int = 128
+
+    # -- chunks ---------------------------------------------------------------------------
+
+    @property
+    def row_bytes(self) -> int:
+        """Bytes of one row of a chunk: the swizzle span (16 bytes without swizzle)."""
+        return max(self.swizzle, GRANULE_BYTES)
+
+    @property
+    def chunk_cols(self) -> int:
+        """Elements of one row of a chunk: the columns of one TMA box."""
+        return self.row_bytes // self.elem_bytes
+
+    @property
+    def num_chunks(self) -> int:
+        return -(-self.cols // self.chunk_cols)
+
+    @property
+    def chunk_bytes(self) -> int:
+        """Bytes from one chunk to the next (the swizzle alignment divides them)."""
+        return _align(self.rows * self.chunk_cols * self.elem_bytes, HOPPER.swizzle_alignment)
+
+    @property
+    def nbytes(self) -> int:
+        return self.num_chunks * self.chunk_bytes
+
+    @property
+    def tma_bytes(self) -> int:
+        """Bytes a full TMA transfer of this tile delivers (zero-filled parts included)."""
+        return self.rows * self.num_chunks * self.chunk_cols * self.elem_bytes
+
+    def tma_box(self, rows: int) -> list[int]:
+        """The box of one TMA copy of `rows` rows of a chunk, innermost dimension first."""
+        return [self.chunk_cols, rows]
+
+    def chunks(self) -> list[tuple[int, int]]:
+        """(byte offset, first column) of each chunk: one cp.async.bulk.tensor each."""
+        return [(c * self.chunk_bytes, c * self.chunk_cols) for c in range(self.num_chunks)]
+
+    # -- where an element lives -----------------------------------------------------------
+
+    @property
+    def granules_per_row(self) -> int:
+        return self.row_bytes // GRANULE_BYTES
+
+    def swizzle_address(self, off: int) -> int:
+        """The swizzled byte of linear byte `off` (from a 1024-byte aligned base): the
+        16-byte granule index (address bits 4 and up) XORed with address bits 7 and up,
+        as many bits as a row has granules (CUTLASS's Swizzle<3,4,3> for 128B, <2,4,3>
+        for 64B, <1,4,3> for 32B)."""
+        mask = self.granules_per_row - 1
+        return off ^ (((off >> 7) & mask) << 4)
+
+    def granule(self, row: int, g: int) -> int:
+        """Where granule g of row `row` of a chunk sits in that row: g ^ (row % 8) for
+        128B."""
+        off = self.swizzle_address(row * self.row_bytes + g * GRANULE_BYTES)
+        return off % self.row_bytes // GRANULE_BYTES
+
+    def linear_offset(self, row: int, col: int) -> int:
+        """The byte of element (row, col) before swizzling."""
+        chunk, c = divmod(col, self.chunk_cols)
+        return chunk * self.chunk_bytes + row * self.row_bytes + c * self.elem_bytes
+
+    def byte_offset(self, row: int, col: int) -> int:
+        """The byte of element (row, col) from the tile's base (1024-byte aligned)."""
+        return self.swizzle_address(self.linear_offset(row, col))
+
+    # -- the stores of a register fragment ------------------------------------------------
+
+    def fragment_store(self, acc: AccLayout) -> FragmentStore:
+        """How the threads of `acc` store a 16-bit fragment of this tile's shape in pairs
+        of columns (`hopper.store_fragment`).  Row r of a thread is row0 + dr with dr a
+        multiple of 8, so r % 8 is `acc.thread_row_mod8()` for every register: each thread
+        XORs with one key, and a pair's granule and chunk follow from its constant column
+        offset (PTX ISA 9.7.15.5.1 for the fragment, 128B swizzle for the granules)."""
+        if self.swizzle != 128:
+            raise ValueError("fragment stores need a 128B-swizzled tile")
+        col = acc.thread_col()
+        if not isinstance(col, Shl):
+            raise ValueError("the fragment's column is not a shifted thread index")
+        per_granule = GRANULE_BYTES // self.elem_bytes
+        pairs = []
+        for i in range(0, acc.num_regs, 2):
+            dr, dc = acc.reg_offset(i)
+            if dr % 8 or dc % per_granule or acc.reg_offset(i + 1) != (dr, dc + 1):
+                raise ValueError("fragment layout does not pair columns")
+            chunk, g = divmod(dc // per_granule, self.granules_per_row)
+            pairs.append((i, dr * self.row_bytes + chunk * self.chunk_bytes, g))
+        return FragmentStore(
+            row_bytes=self.row_bytes,
+            key=acc.thread_row_mod8(),
+            thread_byte=(col.x, self.elem_bytes << col.k),
+            granules=self.granules_per_row,
+            granule_shift=_log2(GRANULE_BYTES),
+            pairs=tuple(pairs),
+        )
+
+    # -- wgmma operands -------------------------------------------------------------------
+
+    def mma_operand(self, mn_major: bool, mn: int, k: int) -> tuple[int, MatrixDescriptor]:
+        """(byte offset, descriptor fields) of the wgmma operand whose MN extent starts at
+        element `mn` and whose K extent starts at element `k` of this tile (PTX ISA
+        9.7.15.5.1.2: the canonical 128B-swizzled layouts, in units of 8-row groups).
+
+        K-major tiles (rows MN, columns K): a K step moves along a 128-byte row (across a
+        chunk every chunk_cols elements), 8-row groups are 1024 bytes apart (SBO); LBO is
+        unused (16).  MN-major tiles (rows K, columns MN) are the same chunks read the
+        other way: a K step is k rows, 8-row K groups are 1024 bytes apart (SBO) and
+        64-element MN blocks are one chunk apart (LBO)."""
+        if self.swizzle != 128:
+            raise ValueError("wgmma operands must be 128B-swizzled")
+        row = self.row_bytes
+        if not mn_major:
+            chunk, within = divmod(k, self.chunk_cols)
+            offset = chunk * self.chunk_bytes + within * self.elem_bytes + mn * row
+            return offset, MatrixDescriptor(GRANULE_BYTES, 8 * row, self.swizzle)
+        chunk, rest = divmod(mn, self.chunk_cols)
+        if rest:
+            raise ValueError("MN offsets of MN-major operands are whole chunks")
+        offset = chunk * self.chunk_bytes + k * row
+        return offset, MatrixDescriptor(self.chunk_bytes, 8 * row, self.swizzle)

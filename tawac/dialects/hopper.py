@@ -42,6 +42,7 @@ from xdsl.printer import Printer
 from xdsl.traits import Pure
 from xdsl.utils.exceptions import VerifyException
 
+from tawac.backend_ptx.layouts import SwizzledTile
 from tawac.dialects.tile import GlobalTensorType
 
 
@@ -85,7 +86,8 @@ class SmemRingType(_SmemShaped, ParametrizedAttribute, TypeAttribute):
     """`!hopper.smem<3x128x64xbf16, swizzle 128>`: D tiles of RxC elements in shared memory.
 
     Each tile is stored as ceil(C*bytes/128) column chunks of R rows x 128 bytes (the
-    layout a 128-byte-swizzled TMA box writes), every chunk 1024-byte aligned.
+    layout a 128-byte-swizzled TMA box writes), every chunk 1024-byte aligned
+    (`SmemTileType.layout`: `tawac.backend_ptx.layouts.SwizzledTile`).
     """
 
     name = "hopper.smem"
@@ -137,30 +139,32 @@ class SmemTileType(_SmemShaped, ParametrizedAttribute, TypeAttribute):
         return self.get_shape()[1]
 
     @property
+    def layout(self) -> SwizzledTile:
+        """Where each element and byte of the tile lives (chunks of one swizzle span,
+        XOR-swizzled granules): the layout TMA writes and reads."""
+        return SwizzledTile(self.rows, self.cols, self.elem_bytes, self.swizzle.data)
+
+    @property
     def chunk_cols(self) -> int:
         """Elements of one 128-byte (swizzle-span) column chunk."""
-        return max(self.swizzle.data, 16) // self.elem_bytes
+        return self.layout.chunk_cols
 
     @property
     def num_chunks(self) -> int:
-        return -(-self.cols // self.chunk_cols)
+        return self.layout.num_chunks
 
     @property
     def chunk_bytes(self) -> int:
-        return _align(self.rows * self.chunk_cols * self.elem_bytes, 1024)
+        return self.layout.chunk_bytes
 
     @property
     def nbytes(self) -> int:
-        return self.num_chunks * self.chunk_bytes
+        return self.layout.nbytes
 
     @property
     def tma_bytes(self) -> int:
         """Bytes a full TMA transfer of this tile delivers (zero-filled parts included)."""
-        return self.rows * self.num_chunks * self.chunk_cols * self.elem_bytes
-
-
-def _align(x: int, a: int) -> int:
-    return -(-x // a) * a
+        return self.layout.tma_bytes
 
 
 def smem_ring_type(tile: TensorType, depth: int, swizzle: int = 128) -> SmemRingType:

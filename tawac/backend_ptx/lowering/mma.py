@@ -1,7 +1,8 @@
 """`hopper.wgmma` to `wgmma.mma_async` (fence, MMAs, commit) and `wgmma.wait_group`.
 
 Shared-memory matrix descriptors for 128B-swizzled operands (PTX ISA 9.7.15.5.1.2,
-"Matrix Descriptor Format"), the operand offsets of each K step and m64 block, the
+"Matrix Descriptor Format") and the operand offsets of each K step and m64 block, as
+`SwizzledTile.mma_operand` gives them (`tawac/backend_ptx/layouts.py`), the
 accumulator (a zero one only declared, the first step with scale-d false), and the
 register-A form with A packed from accumulator-layout registers (PTX ISA 9.7.15.5.1,
 "Register fragments for A").
@@ -13,6 +14,7 @@ from collections.abc import Callable
 
 from xdsl.ir import Operation, SSAValue
 
+from tawac.backend_ptx.layouts import MatrixDescriptor
 from tawac.backend_ptx.lowering.state import (
     Frag,
     KernelLowering,
@@ -27,54 +29,29 @@ from tawac.target import HOPPER, MmaAtom
 
 
 class _Descriptors:
-    """Descriptors of one operand tile at byte offsets from its base: the start address
-    field is (addr >> 4) & 0x3FFF and shared addresses stay below 2^18, so the descriptor
-    at base + off (off a multiple of 16) is the base descriptor + (off >> 4): one add
-    per k16 step instead of four instructions."""
+    """Descriptors of one operand tile at byte offsets from its base: the descriptor of
+    base + off is the base's plus `MatrixDescriptor.step(off)`, one add per k16 step
+    instead of four instructions."""
 
     def __init__(self, k: KernelLowering, base: SSAValue):
         self.k, self.base = k, base
-        self.desc: dict[tuple[int, int], SSAValue] = {}
+        self.desc: dict[MatrixDescriptor, SSAValue] = {}
 
-    def at(self, off: int, lbo: int, sbo: int) -> SSAValue:
+    def at(self, off: int, fields: MatrixDescriptor) -> SSAValue:
         k = self.k
-        if (lbo, sbo) not in self.desc:
-            self.desc[(lbo, sbo)] = _descriptor(k, self.base, lbo, sbo)
-        d = self.desc[(lbo, sbo)]
-        assert off % 16 == 0
-        return d if off == 0 else k.r(ptx.AddOp("s64", d, k.imm(off >> 4, "s64")))
+        if fields not in self.desc:
+            self.desc[fields] = _descriptor(k, self.base, fields)
+        d = self.desc[fields]
+        return d if off == 0 else k.r(ptx.AddOp("s64", d, k.imm(fields.step(off), "s64")))
 
 
-def _descriptor(k: KernelLowering, addr: SSAValue, lbo: int, sbo: int) -> SSAValue:
+def _descriptor(k: KernelLowering, addr: SSAValue, fields: MatrixDescriptor) -> SSAValue:
     """A wgmma shared-memory matrix descriptor (PTX ISA 9.7.15.5.1.2, "Matrix Descriptor
-    Format") for a 128B-swizzled operand: start address, leading and stride byte
-    offsets (each encoded >> 4), swizzle mode 1 (128B) in bits 62-63."""
-    fields = ((lbo >> 4) << 16) | ((sbo >> 4) << 32) | (1 << 62)
-    enc = k.r(ptx.AndOp("b32", k.r(ptx.ShrOp("u32", addr, k.imm(4))), k.imm(0x3FFF)))
+    Format"): the start address field of `addr` or'ed with the layout's other fields."""
+    enc = k.r(ptx.ShrOp("u32", addr, k.imm(fields.ADDRESS_SHIFT)))
+    enc = k.r(ptx.AndOp("b32", enc, k.imm(fields.ADDRESS_MASK)))
     wide = k.r(ptx.CvtOp("u64", "u32", enc))
-    return k.r(ptx.OrOp("b64", wide, k.imm(fields, "b64")))
-
-
-def _operand(
-    t: hopper.SmemTileType, mn_major: bool, mn: int, kk: int, kstep: int
-) -> tuple[int, int, int]:
-    """(byte offset, leading byte offset, stride byte offset) of the K slice `kk` (of
-    `kstep` elements, the MMA atom's K) of a wgmma operand whose MN extent starts at
-    element `mn` of the tile.
-
-    K-major tiles (rows MN, columns K) are 64-column chunks of 128-byte rows: a K step
-    moves kstep elements within a row, a row 128 bytes; 8-row groups are 1024 bytes apart
-    (SBO). MN-major tiles (rows K, columns MN) are the same chunks read the other way: a K
-    step is kstep rows, 8-row K groups are 1024 bytes apart (SBO) and 64-element MN blocks
-    are one chunk apart (LBO).
-    """
-    row = HOPPER.swizzle_bytes
-    if not mn_major:
-        chunk, within = divmod(kk * kstep, t.chunk_cols)
-        return chunk * t.chunk_bytes + within * t.elem_bytes + mn * row, 16, 8 * row
-    chunk, rest = divmod(mn, t.chunk_cols)
-    assert rest == 0, "MN offsets of MN-major operands are whole chunks"
-    return chunk * t.chunk_bytes + kk * kstep * row, t.chunk_bytes, 8 * row
+    return k.r(ptx.OrOp("b64", wide, k.imm(fields.fields(), "b64")))
 
 
 def _atom(op: hopper.WgmmaOp, ab: str, transposed: bool) -> MmaAtom:
@@ -113,7 +90,7 @@ def _issue_wgmmas(
     issue = []
     for kk in range(kdim // atom.k):
         scale_d = _scale_d(k, zero_init, kk)
-        desc_b = descs_b.at(*_operand(b.type, tb, 0, kk, atom.k))
+        desc_b = descs_b.at(*b.type.layout.mma_operand(tb, 0, kk * atom.k))
         for mi in range(layout.m_reps):
             regs = [acc.regs[i] for i in layout.block_regs(mi)]
             issue.append(make(kk, mi, desc_b, scale_d, regs))
@@ -139,14 +116,14 @@ def _wgmma(k: KernelLowering, op: hopper.WgmmaOp) -> None:
     ab = elem_ptx_type(a.type.element_type)
     atom = _atom(op, ab, ta or tb)
     n = layout.n
-    # This warp group's rows of A: K-major rows are 128 bytes; MN-major ones are chunks.
-    rows = layout.rows_per_warp_group
-    step = (rows // a.type.chunk_cols) * a.type.chunk_bytes if ta else rows * HOPPER.swizzle_bytes
+    # This warp group's rows of A: where its MN extent starts in the tile.
+    a_tile = a.type.layout
+    step, _ = a_tile.mma_operand(ta, layout.rows_per_warp_group, 0)
     a_base = k.add(a.addr, k.r(ptx.MulOp("s32", wg_local(k), k.imm(step), mode="lo")))
     descs_a = _Descriptors(k, a_base)
 
     def make(kk: int, mi: int, desc_b: SSAValue, scale_d: SSAValue, regs: list[SSAValue]):
-        desc_a = descs_a.at(*_operand(a.type, ta, HOPPER.mma_m * mi, kk, atom.k))
+        desc_a = descs_a.at(*a_tile.mma_operand(ta, HOPPER.mma_m * mi, kk * atom.k))
         return ptx.WgmmaMmaAsyncOp(n, atom.k, ab, desc_a, desc_b, scale_d, regs, int(ta), int(tb))
 
     _issue_wgmmas(k, op, acc_zero, b, a.type.rows if ta else a.type.cols, atom, make)
@@ -220,9 +197,8 @@ def _wgmma_reg_a(k: KernelLowering, op: hopper.WgmmaOp, a: Frag) -> None:
     tb = int(op.transpose_b is not None)
 
     def make(kk: int, mi: int, desc_b: SSAValue, scale_d: SSAValue, regs: list[SSAValue]):
-        base = mi * al.regs_per_block + 8 * kk
-        pairs = [(a.regs[base + 2 * q], a.regs[base + 2 * q + 1]) for q in range(4)]
-        regs_a = [pack_pair(k, lo, hi) for lo, hi in pairs]
+        pairs = al.a_operand_pairs(mi, kk)
+        regs_a = [pack_pair(k, a.regs[lo], a.regs[hi]) for lo, hi in pairs]
         return ptx.WgmmaMmaAsyncRegAOp(layout.n, a.dtype, regs_a, desc_b, scale_d, regs, tb)
 
     _issue_wgmmas(k, op, acc_zero, b, al.n, atom, make)

@@ -17,8 +17,8 @@ from xdsl.dialects.builtin import BFloat16Type, Float16Type, Float32Type, Tensor
 from xdsl.ir import Attribute, Block, BlockArgument, Operation, Region, SSAValue
 
 from tawac import schedule
-from tawac.backend_ptx import abi
-from tawac.backend_ptx.layouts import AccLayout
+from tawac.backend_ptx import abi, layouts
+from tawac.backend_ptx.layouts import AccLayout, IndexExpr
 from tawac.backend_ptx.vector_layouts import VectorLayouts
 from tawac.diagnostics import CompileError
 from tawac.dialects import aref, hopper, ptx, tile
@@ -151,7 +151,33 @@ class KernelLowering:
         return self.cached("true", lambda: self.r(ptx.SetpOp("ne", "s32", one, self.imm(0))))
 
     def lane(self) -> SSAValue:
-        return self.cached("lane", lambda: self.r(ptx.AndOp("b32", self.tid(), self.imm(31))))
+        return self.cached("lane", lambda: self._emit_index(layouts.LANE))
+
+    def index(self, e: IndexExpr) -> SSAValue:
+        """The PTX value of a layout's thread expression: `%tid.x` and the lane are
+        computed once per scope, every other node is one instruction."""
+        if e == layouts.TID:
+            return self.tid()
+        if e == layouts.LANE:
+            return self.lane()
+        return self._emit_index(e)
+
+    def _emit_index(self, e: IndexExpr) -> SSAValue:
+        """One PTX op for the node `e`: its operands first, left to right, then its
+        constant."""
+        match e:
+            case layouts.MulAdd(x, k, y):
+                x, y = self.index(x), self.index(y)
+                return self.r(ptx.FmaOp("s32", x, self.imm(k), y))
+            case layouts.Shr(x, k):
+                return self.r(ptx.ShrOp("u32", self.index(x), self.imm(k)))
+            case layouts.Shl(x, k):
+                return self.r(ptx.ShlOp("b32", self.index(x), self.imm(k)))
+            case layouts.And(x, k):
+                return self.r(ptx.AndOp("b32", self.index(x), self.imm(k)))
+            case layouts.Sub(x, k):
+                return self.r(ptx.SubOp("s32", self.index(x), self.imm(k)))
+        raise ValueError(f"no PTX for the thread expression {e}")
 
     def guarded(self, pred: SSAValue, body: Callable[[], None], negate: bool = False) -> None:
         """Run `body` where `pred` holds (or does not, with `negate`)."""
@@ -234,7 +260,7 @@ class KernelLowering:
             if isinstance(op, aref.PartitionOp | tile.ReturnOp):
                 continue
             self.lower_op(op)
-        wg = self.r(ptx.ShrOp("u32", self.tid(), self.imm(7)))
+        wg = self.index(layouts.WARP_GROUP)
         first = 0
         for p in parts:
             nxt = self.label("part")
@@ -326,22 +352,8 @@ class KernelLowering:
         part = self.part
         assert part is not None
 
-        def make_row() -> SSAValue:
-            tid = self.tid()
-            wg = self.r(ptx.ShrOp("u32", tid, self.imm(7)))
-            wg = self.r(ptx.SubOp("s32", wg, self.imm(part.first_wg)))
-            warp = self.r(ptx.AndOp("b32", self.r(ptx.ShrOp("u32", tid, self.imm(5))), self.imm(3)))
-            quad = self.r(ptx.ShrOp("u32", self.lane(), self.imm(2)))
-            row = self.r(ptx.FmaOp("s32", warp, self.imm(16), quad))
-            return self.r(ptx.FmaOp("s32", wg, self.imm(layout.rows_per_warp_group), row))
-
-        def make_col() -> SSAValue:
-            return self.r(
-                ptx.ShlOp("b32", self.r(ptx.AndOp("b32", self.lane(), self.imm(3))), self.imm(1))
-            )
-
-        row = self.cached(("row0", layout), make_row)
-        col = self.cached(("col0", layout), make_col)
+        row = self.cached(("row0", layout), lambda: self.index(layout.thread_row(part.first_wg)))
+        col = self.cached(("col0", layout), lambda: self.index(layout.thread_col()))
         return row, col
 
 
@@ -399,12 +411,7 @@ def wg_local(k: KernelLowering) -> SSAValue:
     """This thread's warp group index within its partition."""
     part = k.part
     assert part is not None
-    return k.cached(
-        "wg_local",
-        lambda: k.r(
-            ptx.SubOp("s32", k.r(ptx.ShrOp("u32", k.tid(), k.imm(7))), k.imm(part.first_wg))
-        ),
-    )
+    return k.cached("wg_local", lambda: k.index(layouts.warp_group_in_partition(part.first_wg)))
 
 
 def wg_leader(k: KernelLowering) -> SSAValue:
@@ -412,7 +419,5 @@ def wg_leader(k: KernelLowering) -> SSAValue:
     consumer thread that issues a warp group's bulk stores)."""
     return k.cached(
         "wg_leader",
-        lambda: k.r(
-            ptx.SetpOp("eq", "u32", k.r(ptx.AndOp("b32", k.tid(), k.imm(127))), k.imm(0, "u32"))
-        ),
+        lambda: k.r(ptx.SetpOp("eq", "u32", k.index(layouts.THREAD_IN_GROUP), k.imm(0, "u32"))),
     )

@@ -87,16 +87,17 @@ def _tma_load(k: KernelLowering, op: hopper.TmaLoadOp) -> None:
         raise CompileError("convert-to-ptx: only 2-d TMA loads are supported yet", op)
     slot = k.scalar(op.slot)
     lead = list(op.indices)[:-2]  # leading dimensions of a rank-reducing load: box 1
-    box = [tt.chunk_cols, tt.rows] + [1] * len(lead)
+    tile = tt.layout
+    box = tile.tma_box(tt.rows) + [1] * len(lead)
     name = k.params.tensor_map(op.source, box, tt.swizzle.data)
     tmap = k.cached(("tmap", name), lambda: k.r(ptx.CvtaParamOp(k.r(ptx.ParamAddrOp(name)))))
     dst0 = k.ring_slot_addr(ring, slot)
     bar = k.bar_addr(bars, slot)
     row, col = (k.scalar(i) for i in list(op.indices)[-2:])
     outer = [k.scalar(i) for i in reversed(lead)]
-    for c in range(tt.num_chunks):
-        dst = k.add_imm(dst0, c * tt.chunk_bytes, "u32")
-        coords = [k.add_imm(col, c * tt.chunk_cols), row, *outer]
+    for offset, col0 in tile.chunks():
+        dst = k.add_imm(dst0, offset, "u32")
+        coords = [k.add_imm(col, col0), row, *outer]
         k.emit(ptx.CpAsyncBulkTensorLoadOp(dst, tmap, bar, coords))
 
 
