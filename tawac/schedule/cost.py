@@ -1,0 +1,317 @@
+"""The cost of one tile-level op of a warp-specialized loop body, from the target model.
+
+`op_cost(op, warp_groups)` prices the ops of a producer or consumer loop body at the aref
+level (after `warp-specialize`, before `lower-aref`) in cycles, with the cost-table rows of
+`tawac/target/hopper.py` (measured on an H100, docs/hopper-measured.md). The answer is an
+`OpCost`: the unit the op runs on, how long the issuing warp group is busy issuing it, how
+long the unit is busy, and when its result is usable. `tawac.timeline` turns these into a
+steady-state Gantt chart.
+
+The model, per op (W = `warp_groups` consumer warp groups; a tile's rows are split evenly
+over them, so a warp group works on `rows / W` rows):
+
+- `tile.dot` (tensor core): one warp group issues `ceil(rows_wg / 64) x (K / k)` wgmma
+  m64nNk (k from the MMA atom, 16 for bf16/f16; N above 256 is split into equal chunks of at
+  most 256). The tensor core takes one instruction every `N / 2` cycles (the table's
+  throughput: 4096 flops/cycle/SM) and is shared by every warp group of the SM: occupancy is
+  `instructions x interval`. Latency of the chain on one accumulator: the last instruction
+  issues `(instructions - 1) x interval` after the first and completes the table's latency
+  for its N later (linear interpolation / extrapolation between the measured N = 64, 128,
+  256; it is exactly `54 + N / 2`). Issue: `ASYNC_ISSUE` cycles per instruction (wgmma is
+  asynchronous; the warp group goes on).
+- `math.exp2`, `math.exp` (MUFU, `ex2.approx`: 16 per cycle per SM; `math.exp` is a multiply
+  by log2(e) and an ex2): the warp group issues its share itself, so issue = occupancy =
+  `elements_wg / 16`; latency = that + 17.
+- elementwise `arith` ops on tiles (`arith.addf`, `mulf`, `subf`, `maximumf`, `truncf`,
+  integer ops, ...), `tile.select`, `tile.cmpi`, `tile.iota`, `tile.splat` (FMA/ALU pipe at the
+  fma row's 128 per cycle per SM; the integer and conversion rows are not measured, so they
+  are assumed to run at the same rate): issue = occupancy = `elements_wg / 128`; latency =
+  that + 4. `arith.divf` is an rcp (MUFU) and a multiply: priced as the MUFU part plus the
+  FMA part, on the MUFU.
+- `tile.reduce` along the rows (FMA work, then 2 shuffle rounds): each thread first folds
+  its elements of a row (`elements_wg / 128` cycles on the FMA pipe), then the 4 threads of a
+  quad that share a row combine their partials with 2 `shfl.bfly` rounds. Per round every
+  warp group shuffles `4 x rows_wg` lanes at 32 lanes per cycle and adds one FMA-pipe op.
+  `parts` lists the two pieces (fma, then shfl); the aggregate is on the FMA pipe.
+- `tile.broadcast` of a row vector: free (in the wgmma accumulator layout each thread
+  already holds its rows' values: no instruction), unit "alu".
+- a 1-d row vector (`tensor<128xf32>`) is held by the 4 threads of the quad that owns each
+  row, so elementwise work on it counts `4 x rows_wg` thread-ops.
+- `scf.if` with tensor results: the cost of its then-branch, its ops in order (`parts`);
+  issue and occupancy add up, and the latency is that of the ops as a dependent chain (the sum
+  of their latencies), on the unit with the most occupancy.
+- `aref.get` (wait on the full barrier): nothing to issue; the time it takes is the stall
+  the schedule shows (the TMA's measured latency already ends when an mbarrier wait passes).
+- `aref.consumed` (arrive on the empty barrier): nothing to issue; the producer's wait passes
+  one mbarrier handoff (72 cycles) later: latency 72.
+- `aref.put` (TMA): payload bytes `B`; latency = the L2-hit figure (479 cycles for 16 KiB)
+  scaled by `B / 16 KiB`. These were measured with one copy in flight, so the TMA unit is
+  taken to move one payload at a time: occupancy = latency (a pessimistic bound: TMA
+  bandwidth with many copies in flight was not measured). Issue: `ASYNC_ISSUE` per tile.
+- `tile.load` in a producer loop feeds an `aref.put` (one TMA copy): its cost is in the put.
+- `hopper.wgmma_wait`: a wait on the tensor core's result: nothing to issue (the schedule's
+  dependence on the dot shows the time).
+- scalar ops (index arithmetic, comparisons, constants, `scf.yield`): "alu", cost 0.
+
+Everything is a float number of cycles and deterministic. Ops outside this list raise
+`ValueError`.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from dataclasses import dataclass
+
+from xdsl.dialects.builtin import TensorType
+from xdsl.ir import Attribute, Operation
+
+from tawac.target import HOPPER, Target
+
+UNITS = ("tensor", "tma", "mufu", "fma", "shfl", "sync", "alu")
+
+# Cycles the issuing warp group spends on one asynchronous instruction (a wgmma, a TMA copy
+# with its expect_tx) before it goes on: not measured, a nominal figure so that async ops
+# show as thin bars in a timeline.
+ASYNC_ISSUE = 2.0
+
+# Threads of a quad that share one row in the wgmma accumulator layout (m64nNk16: a thread
+# holds 2 rows of each 16-row slab, its quad covers the row's columns).
+QUAD = 4
+
+_WGMMA_ROW = re.compile(r"wgmma m64n(\d+)k16 bf16")
+
+
+@dataclass(frozen=True)
+class OpCost:
+    """The cost of one op for one issuing warp group, in cycles.
+
+    `issue`: cycles the warp group is busy issuing it; `occupancy`: cycles its unit is busy
+    (units are per SM and shared by every warp group); `latency`: cycles from the start of
+    issue until the result is usable; `source`: the cost-table rows behind the numbers.
+    `parts`: for an op that spans units (`tile.reduce`, `scf.if`), its pieces in order."""
+
+    unit: str
+    issue: float
+    occupancy: float
+    latency: float
+    source: str
+    parts: tuple[OpCost, ...] = ()
+
+    def __post_init__(self) -> None:
+        if self.unit not in UNITS:
+            raise ValueError(f"unknown unit {self.unit!r} (one of {', '.join(UNITS)})")
+
+
+def _free(unit: str, source: str) -> OpCost:
+    return OpCost(unit, 0.0, 0.0, 0.0, source)
+
+
+def _tensor(t: Attribute) -> TensorType | None:
+    return t if isinstance(t, TensorType) else None
+
+
+def _shape_of(op: Operation) -> TensorType | None:
+    """The tile an op works on: its first tensor result, else its first tensor operand."""
+    for v in (*op.results, *op.operands):
+        t = _tensor(v.type)
+        if t is not None:
+            return t
+    return None
+
+
+def _bytes(t: TensorType) -> int:
+    elem = t.element_type
+    bits = getattr(elem, "bitwidth", None)
+    if bits is None:
+        raise ValueError(f"no byte size for element type {elem}")
+    return math.prod(t.get_shape()) * bits // 8
+
+
+def thread_ops(t: TensorType, warp_groups: int) -> float:
+    """Thread-level operations one warp group spends on elementwise work over tile `t`:
+    its share of the elements (rows split over the warp groups); a 1-d row vector counts
+    once per thread of the quad holding each row."""
+    shape = t.get_shape()
+    elements = math.prod(shape)
+    if len(shape) == 1:
+        elements *= QUAD
+    return elements / warp_groups
+
+
+def wgmma_timing(n: int, target: Target = HOPPER) -> tuple[float, float, str]:
+    """(issue interval, latency, source) of one wgmma m64nNk16 bf16 on the tensor core:
+    the table's rows, linearly interpolated in N (extrapolated outside 64..256)."""
+    rows = []
+    for c in target.costs:
+        m = _WGMMA_ROW.fullmatch(c.op)
+        if m and c.latency is not None and c.throughput:
+            rows.append((int(m.group(1)), 1.0 / c.throughput, float(c.latency), c.op))
+    rows.sort()
+    if len(rows) < 2:
+        raise ValueError(f"the {target.name} cost table has fewer than 2 wgmma rows")
+    exact = next((r for r in rows if r[0] == n), None)
+    if exact is not None:
+        return exact[1], exact[2], f"'{exact[3]}'"
+    lo, hi = (rows[0], rows[1]) if n < rows[0][0] else (rows[-2], rows[-1])
+    for a, b in zip(rows, rows[1:], strict=False):
+        if a[0] <= n <= b[0]:
+            lo, hi = a, b
+            break
+    f = (n - lo[0]) / (hi[0] - lo[0])
+    interval = lo[1] + f * (hi[1] - lo[1])
+    latency = lo[2] + f * (hi[2] - lo[2])
+    return interval, latency, f"'{lo[3]}' and '{hi[3]}', linear in N"
+
+
+def _dot(op: Operation, warp_groups: int, target: Target) -> OpCost:
+    from tawac.dialects import tile
+
+    assert isinstance(op, tile.DotOp)
+    m, n, k = op.mnk()
+    lt = _tensor(op.lhs.type)
+    assert lt is not None
+    elem = type(lt.element_type).__name__.lower()
+    kind = "bf16" if "bfloat16" in elem else "f16"
+    atom = target.mma_atom(kind, kind, "f32")
+    atom_k = atom.k if atom is not None else 16
+    rows_wg = m / warp_groups
+    chunks = math.ceil(n / target.mma_max_n)
+    n_inst = n / chunks
+    count = math.ceil(rows_wg / target.mma_m) * chunks * math.ceil(k / atom_k)
+    interval, latency, source = wgmma_timing(round(n_inst), target)
+    return OpCost(
+        "tensor",
+        issue=count * ASYNC_ISSUE,
+        occupancy=count * interval,
+        latency=(count - 1) * interval + latency,
+        source=f"{count} x wgmma m64n{n_inst:g}k{atom_k}: {source}",
+    )
+
+
+def _rate_op(unit: str, row: str, ops: float, target: Target, what: str) -> OpCost:
+    """`ops` thread-level ops issued by the warp group on a pipe of the table's rate."""
+    c = target.cost(row)
+    assert c.throughput and c.latency is not None
+    busy = ops / c.throughput
+    return OpCost(unit, busy, busy, busy + c.latency, f"{what}: '{row}' ({ops:g} ops)")
+
+
+def _fma(ops: float, target: Target, what: str) -> OpCost:
+    return _rate_op("fma", "fma.rn.f32", ops, target, what)
+
+
+def _mufu(ops: float, target: Target, what: str, row: str = "ex2.approx.ftz.f32") -> OpCost:
+    return _rate_op("mufu", row, ops, target, what)
+
+
+def _combine(parts: list[OpCost], what: str) -> OpCost:
+    """Ops one after another, each waiting for the previous result."""
+    if not parts:
+        return _free("alu", f"{what}: no work")
+    occupancy: dict[str, float] = {}
+    for p in parts:
+        occupancy[p.unit] = occupancy.get(p.unit, 0.0) + p.occupancy
+    unit = max(occupancy, key=lambda u: (occupancy[u], -UNITS.index(u)))
+    return OpCost(
+        unit,
+        issue=sum(p.issue for p in parts),
+        occupancy=occupancy[unit],
+        latency=sum(p.latency for p in parts),
+        source=f"{what}: " + "; ".join(p.source for p in parts),
+        parts=tuple(parts),
+    )
+
+
+def _reduce(op: Operation, warp_groups: int, target: Target) -> OpCost:
+    src = _tensor(op.operands[0].type)
+    res = _tensor(op.results[0].type)
+    assert src is not None and res is not None
+    fold = _fma(thread_ops(src, warp_groups), target, "fold in-thread")
+    rows_wg = math.prod(res.get_shape()) / warp_groups
+    shfl = target.cost("shfl.sync.bfly.b32")
+    fma = target.cost("fma.rn.f32")
+    assert shfl.throughput and shfl.latency is not None
+    assert fma.throughput and fma.latency is not None
+    rounds = 2  # log2(QUAD)
+    lanes = QUAD * rows_wg
+    per_round = lanes / shfl.throughput + lanes / fma.throughput
+    shuffle = OpCost(
+        "shfl",
+        issue=rounds * per_round,
+        occupancy=rounds * lanes / shfl.throughput,
+        latency=rounds * (per_round + shfl.latency + fma.latency),
+        source=f"{rounds} rounds of '{shfl.op}' + '{fma.op}' ({lanes:g} lanes each)",
+    )
+    whole = _combine([fold, shuffle], "tile.reduce")
+    return OpCost("fma", whole.issue, fold.occupancy, whole.latency, whole.source, whole.parts)
+
+
+def _put(op: Operation, target: Target) -> OpCost:
+    payload = [t for v in op.operands if (t := _tensor(v.type)) is not None]
+    total = sum(_bytes(t) for t in payload)
+    row = target.cost("cp.async.bulk.tensor 16 KiB from L2")
+    assert row.latency is not None
+    transfer = row.latency * total / 16384
+    tiles = f"{len(payload)} tile" + ("s" if len(payload) > 1 else "")
+    return OpCost(
+        "tma",
+        issue=len(payload) * ASYNC_ISSUE,
+        occupancy=transfer,
+        latency=transfer,
+        source=f"'{row.op}' x {total} B / 16 KiB ({tiles}, one copy in flight)",
+    )
+
+
+_FMA_TILE_OPS = ("tile.select", "tile.cmpi", "tile.iota", "tile.splat")
+_FREE_SYNC = ("hopper.wgmma_wait", "aref.get")
+
+
+def op_cost(op: Operation, warp_groups: int = 1, target: Target = HOPPER) -> OpCost:
+    """The cost of `op` for one of `warp_groups` warp groups that split its tile's rows
+    (the module docstring gives the model, op by op)."""
+    if warp_groups < 1:
+        raise ValueError(f"warp_groups must be at least 1, got {warp_groups}")
+    name = op.name
+    t = _shape_of(op)
+    if name == "tile.dot":
+        return _dot(op, warp_groups, target)
+    if name == "aref.put":
+        return _put(op, target)
+    if name == "aref.consumed":
+        c = target.cost("handoff between warps")
+        assert c.latency is not None
+        return OpCost("sync", 0.0, 0.0, float(c.latency), f"arrive: '{c.op}'")
+    if name in _FREE_SYNC:
+        return _free("sync", f"{name}: a wait (the schedule shows its stall)")
+    if name == "scf.yield":
+        return _free("alu", "scf.yield: passes registers on")
+    if name == "tile.load":
+        return _free("alu", "tile.load: its TMA copy is priced in the aref.put it feeds")
+    if name == "tile.broadcast":
+        return _free("alu", "tile.broadcast: register reuse in the accumulator layout")
+    if name == "tile.reduce":
+        return _reduce(op, warp_groups, target)
+    if name == "scf.if":
+        if t is None or not any(_tensor(r.type) for r in op.results):
+            return _free("alu", "scf.if without tile results")
+        block = op.regions[0].block
+        parts = [op_cost(o, warp_groups, target) for o in block.ops]
+        return _combine([p for p in parts if p.issue or p.latency], "scf.if then-branch")
+    if t is None:
+        return _free("alu", f"{name}: scalar")
+    ops = thread_ops(t, warp_groups)
+    if name in ("math.exp2", "math.exp"):
+        cost = _mufu(ops, target, name)
+        if name == "math.exp":
+            return _combine([_fma(ops, target, "x log2(e)"), cost], name)
+        return cost
+    if name == "arith.divf":
+        return _combine(
+            [_mufu(ops, target, "rcp", "rcp.approx.ftz.f32"), _fma(ops, target, "mul")], name
+        )
+    if name == "arith.constant":
+        return _free("alu", "arith.constant: materialised before the loop")
+    if name.startswith("arith.") or name in _FMA_TILE_OPS:
+        return _fma(ops, target, name)
+    raise ValueError(f"no cost model for '{name}' on tiles")

@@ -1,0 +1,123 @@
+"""The cost model of tile-level ops (tawac/schedule/cost.py): hand-computed costs from the
+Hopper table, and a cost for every op of the example kernels' loop bodies."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from xdsl.dialects import arith, math, scf
+from xdsl.dialects import test as xdsl_test
+from xdsl.dialects.builtin import IndexType, TensorType, bf16, f32
+
+from tawac.dialects import aref, tile
+from tawac.driver import parse_text, run_pipeline
+from tawac.schedule.cost import ASYNC_ISSUE, OpCost, op_cost, wgmma_timing
+
+REPO = Path(__file__).resolve().parent.parent
+
+
+def _value(t):
+    return xdsl_test.TestOp(result_types=[t]).results[0]
+
+
+def _tile(rows: int, cols: int, elem=bf16):
+    return _value(TensorType(elem, [rows, cols]))
+
+
+def test_dot_128x128x128_on_two_warp_groups():
+    # Each warp group: 64 rows = one m64 block, K/16 = 8 wgmma m64n128k16; the tensor core
+    # takes one every 64 cycles (N/2); the chain completes 7 x 64 + 118 cycles after issue.
+    dot = tile.DotOp(_tile(128, 128), _tile(128, 128), _tile(128, 128, f32), transpose_rhs=True)
+    c = op_cost(dot, warp_groups=2)
+    assert (c.unit, c.occupancy, c.latency, c.issue) == ("tensor", 512.0, 566.0, 8 * ASYNC_ISSUE)
+    assert "8 x wgmma m64n128k16" in c.source
+
+
+def test_dot_rows_and_n_split():
+    # One warp group owns both m64 blocks: 16 instructions.
+    dot = tile.DotOp(_tile(128, 128), _tile(128, 128), _tile(128, 128, f32), transpose_rhs=True)
+    assert op_cost(dot, 1).occupancy == 1024.0
+    # GEMM's 128x256x64 on 2 warp groups: 4 x m64n256k16 at 128 cycles each.
+    gemm = tile.DotOp(_tile(128, 64), _tile(256, 64), _tile(128, 256, f32), transpose_rhs=True)
+    c = op_cost(gemm, 2)
+    assert (c.occupancy, c.latency) == (512.0, 3 * 128 + 182.0)
+
+
+def test_wgmma_interpolation():
+    assert wgmma_timing(128)[:2] == (64.0, 118.0)
+    assert wgmma_timing(96)[:2] == (48.0, 102.0)  # halfway between N=64 and N=128
+    assert wgmma_timing(32)[:2] == (16.0, 70.0)  # extrapolated below N=64
+    assert wgmma_timing(192)[:2] == (96.0, 150.0)
+
+
+def test_exp2_128x128_on_two_warp_groups():
+    # 8192 elements per warp group at 16 per cycle per SM, then ex2's 17-cycle latency.
+    c = op_cost(math.Exp2Op(_tile(128, 128, f32)), warp_groups=2)
+    assert (c.unit, c.issue, c.occupancy, c.latency) == ("mufu", 512.0, 512.0, 529.0)
+
+
+def test_put_of_two_bf16_tiles():
+    # 128x64 + 256x64 bf16 = 48 KiB = 3 x 16 KiB: 3 x the L2-hit latency of 479 cycles.
+    t1, t2 = TensorType(bf16, [128, 64]), TensorType(bf16, [256, 64])
+    ring = _value(aref.ArefType([t1, t2], 2))
+    put = aref.PutOp(ring, _value(IndexType()), [_value(t1), _value(t2)])
+    c = op_cost(put, warp_groups=2)
+    assert (c.unit, c.latency, c.occupancy, c.issue) == ("tma", 1437.0, 1437.0, 2 * ASYNC_ISSUE)
+
+
+def test_elementwise_reduce_and_sync():
+    s = _tile(128, 128, f32)
+    mul = arith.MulfOp(s, s)
+    assert op_cost(mul, 2) == OpCost("fma", 64.0, 64.0, 68.0, op_cost(mul, 2).source)
+    row = _value(TensorType(f32, [128]))
+    # A row vector: each row's value lives in the 4 threads of a quad: 64 x 4 ops.
+    assert op_cost(arith.MulfOp(row, row), 2).occupancy == 2.0
+    red = tile.ReduceOp("max", s, 1, TensorType(f32, [128]))
+    c = op_cost(red, 2)
+    # fold 8192/128 = 64; 2 rounds of (256 lanes / 32 shuffle + 256 / 128 fma) = 20
+    assert (c.unit, c.issue, c.occupancy) == ("fma", 84.0, 64.0)
+    assert c.latency == 68.0 + 2 * (10 + 24 + 4)
+    assert [p.unit for p in c.parts] == ["fma", "shfl"] and c.parts[1].occupancy == 16.0
+    ring = _value(aref.ArefType([TensorType(bf16, [128, 128])], 2))
+    idx = _value(IndexType())
+    assert op_cost(aref.ConsumedOp(ring, idx), 2).latency == 72.0
+    get = op_cost(aref.GetOp(ring, idx), 2)
+    assert (get.unit, get.issue, get.latency) == ("sync", 0.0, 0.0)
+    scalar = op_cost(arith.AddiOp(idx, idx), 2)
+    assert (scalar.unit, scalar.issue, scalar.latency) == ("alu", 0.0, 0.0)
+
+
+def test_unknown_tile_op_and_bad_arguments():
+    store = tile.StoreOp(_tile(128, 128), _value(IndexType()), [])
+    with pytest.raises(ValueError, match="no cost model"):
+        op_cost(store, 1)
+    with pytest.raises(ValueError, match="warp_groups"):
+        op_cost(math.Exp2Op(_tile(128, 128, f32)), 0)
+
+
+def _loop_bodies(path: Path):
+    module = parse_text(path.read_text(), str(path))
+    run_pipeline(module, "warp-specialize")
+    out = {}
+    for part in module.walk():
+        if isinstance(part, aref.PartitionOp):
+            loops = [op for op in part.walk() if isinstance(op, scf.ForOp)]
+            out[part.role.data] = list(loops[0].body.block.ops)
+    return out
+
+
+@pytest.mark.parametrize("name", ["attention.mlir", "gemm.mlir", "attention_causal.mlir"])
+def test_every_loop_op_of_the_examples_has_a_cost(name):
+    for role, ops in _loop_bodies(REPO / "examples" / name).items():
+        for op in ops:
+            c = op_cost(op, 2)
+            assert min(c.issue, c.occupancy, c.latency) >= 0, (role, op.name)
+
+
+def test_attention_masking_branch_costs_its_then_branch():
+    ops = _loop_bodies(REPO / "examples" / "attention.mlir")["consumer"]
+    branch = next(op for op in ops if op.name == "scf.if")
+    c = op_cost(branch, 2)
+    # iota, cmpi, select on 128x128 over 2 warp groups: 3 x 64 cycles on the FMA pipe.
+    assert (c.unit, c.issue, len(c.parts)) == ("fma", 192.0, 3)
