@@ -303,8 +303,15 @@ def _opt(source, pipeline, print_ir_after_all, split_input_file, emit, limit):
 @pipeline_options
 @_time_limit
 @click.option("--json", "as_json", is_flag=True, help="print the decisions as JSON")
+@click.option(
+    "--timeline",
+    "timeline",
+    type=click.Path(dir_okay=False),
+    default=None,
+    help="draw the main loop's steady state to this SVG (or .png) file",
+)
 @_guard
-def explain(source, time_limit, as_json, **pipeline):
+def explain(source, time_limit, as_json, timeline, **pipeline):
     """Show what the compiler decides for SOURCE: warp groups and register budgets,
     arefs (payload, bytes, depth, release lag), the shared-memory map, the grid.
 
@@ -312,15 +319,29 @@ def explain(source, time_limit, as_json, **pipeline):
     Examples:
       tawac explain examples/gemm.mlir
       tawac explain examples/attention.mlir --no-coarse-pipeline --json
+      tawac explain examples/attention.mlir --timeline attention.svg
     """
     from rich.console import Console
 
     from tawac.driver import TimeLimit
-    from tawac.explain import explain_module, render
+    from tawac.explain import explain_module, render, timeline_svg
     from tawac.parser import parse_file
 
     with TimeLimit(time_limit):
-        info = explain_module(parse_file(source), PipelineOptions(**pipeline))
+        info = explain_module(
+            parse_file(source), PipelineOptions(**pipeline), timeline=timeline is not None
+        )
+    if timeline is not None:
+        svg = timeline_svg(info)
+        if timeline.lower().endswith(".png"):
+            from tawac.timeline import write_png
+
+            try:
+                write_png(svg, timeline)
+            except RuntimeError as err:
+                raise CompileError(str(err)) from None
+        else:
+            Path(timeline).write_text(svg)
     if as_json:
         click.echo(json.dumps(info, indent=2))
         return

@@ -5,6 +5,8 @@ recorded as data: the kernel's `#tawac.schedule` as the planner left it (roles, 
 groups, register budgets, per aref its depth and release lag, the loop schedules, the
 tile order and grid), the IR it refers to (aref payloads, the ops of each main loop),
 and the shared-memory allocations after lowering (the plan of `tawac.schedule.smem`).
+With `timeline`, also the steady state of the main loops: `tawac.schedule.model` turns the
+schedule and the target model's costs into `tawac.timeline` lanes, simulated and drawn.
 """
 
 from __future__ import annotations
@@ -22,7 +24,12 @@ from tawac.dialects.schedule import LoopPlan, OpPlan, Schedule
 from tawac.driver import run_pipeline
 from tawac.options import PipelineOptions
 from tawac.schedule.loops import main_loops, scheduled_ops
+from tawac.schedule.model import loop_lanes
 from tawac.target import HOPPER
+from tawac.timeline import Dep, Lane, Step, render_svg, simulate
+
+#: Iterations the timeline simulates (the picture shows 3 of its steady state).
+TIMELINE_ITERATIONS = 24
 
 
 def _kernel(module: ModuleOp) -> tile.KernelOp:
@@ -120,13 +127,86 @@ def _smem_map(kernel: tile.KernelOp, arefs: list[dict[str, Any]]) -> list[dict[s
     return sorted(regions, key=lambda r: r["offset"])
 
 
-def explain_module(module: ModuleOp, options: PipelineOptions) -> dict[str, Any]:
-    """The decisions of the default pipeline for the module's kernel, as plain data."""
+def _lane_data(lane: Lane) -> dict[str, Any]:
+    return {
+        "name": lane.name,
+        "role": lane.role,
+        "steps": [
+            {
+                "label": s.label,
+                "unit": s.unit,
+                "stage": s.stage,
+                "issue": s.issue,
+                "occupancy": s.occupancy,
+                "latency": s.latency,
+                "deps": [
+                    {"lane": d.lane, "step": d.step, "distance": d.distance, "label": d.label}
+                    for d in s.deps
+                ],
+            }
+            for s in lane.steps
+        ],
+    }
+
+
+def timeline_lanes(info: dict[str, Any]) -> list[Lane]:
+    """The simulator's lanes back from `explain_module(..., timeline=True)`'s data."""
+    return [
+        Lane(
+            ln["name"],
+            ln["role"],
+            tuple(
+                Step(
+                    s["label"],
+                    s["unit"],
+                    s["issue"],
+                    s["occupancy"],
+                    s["latency"],
+                    tuple(Dep(**d) for d in s["deps"]),
+                    s["stage"],
+                )
+                for s in ln["steps"]
+            ),
+        )
+        for ln in info["timeline"]["lanes"]
+    ]
+
+
+def _timeline(kernel: tile.KernelOp, plan: Schedule) -> dict[str, Any]:
+    """The steady state of the main loops (`tawac.schedule.model`), simulated."""
+    lanes = loop_lanes(kernel, plan)
+    tl = simulate(lanes, TIMELINE_ITERATIONS)
+    return {
+        "ii": tl.ii,
+        "lane_ii": tl.lane_ii,
+        "utilisation": tl.utilisation,
+        "stalled": tl.stalled,
+        "lanes": [_lane_data(ln) for ln in lanes],
+    }
+
+
+def timeline_svg(info: dict[str, Any]) -> str:
+    """The picture of `explain_module(..., timeline=True)`'s timeline (SVG text)."""
+    tl = simulate(timeline_lanes(info), TIMELINE_ITERATIONS)
+    title = (
+        f"@{info['kernel']}: steady state of the main loops "
+        f"(planner {info['planner']}, II {tl.ii:,.0f} cycles)"
+    )
+    return render_svg(tl, title=title)
+
+
+def explain_module(
+    module: ModuleOp, options: PipelineOptions, timeline: bool = False
+) -> dict[str, Any]:
+    """The decisions of the default pipeline for the module's kernel, as plain data;
+    with `timeline`, also the simulated steady state of its main loops ("timeline": its
+    initiation interval, units' utilisation, the lanes' stalls and steps)."""
     kernel = _kernel(module)
     run_pipeline(module, options.pipeline(stop="pipeline"))
     plan = schedule.of(kernel)
     arefs = _arefs(kernel, plan)
     loops = _loops(kernel, plan)
+    steady = _timeline(kernel, plan) if timeline else None
     grid = abi.infer_grid(kernel)
     run_pipeline(module, options.pipeline(start="pipeline", stop="convert-to-ptx"))
     smem_bytes = schedule.of(kernel).smem_bytes
@@ -139,7 +219,7 @@ def explain_module(module: ModuleOp, options: PipelineOptions) -> dict[str, Any]
         }
         for r in plan.roles
     ]
-    return {
+    info = {
         "kernel": kernel.sym_name.data,
         "target": HOPPER.name,
         "planner": plan.planner,
@@ -159,6 +239,9 @@ def explain_module(module: ModuleOp, options: PipelineOptions) -> dict[str, Any]
             "regions": _smem_map(kernel, arefs),
         },
     }
+    if steady is not None:
+        info["timeline"] = steady
+    return info
 
 
 def _grid_text(grid: list[Any]) -> str:
@@ -226,3 +309,11 @@ def render(info: dict[str, Any], console) -> None:
     for r in smem["regions"]:
         table.add_row(str(r["offset"]), str(r["bytes"]), r["what"])
     console.print(table)
+    if "timeline" in info:
+        tl = info["timeline"]
+        busy = ", ".join(f"{u} {100 * v:.0f}%" for u, v in tl["utilisation"].items())
+        console.print(
+            f"steady state: {tl['ii']:,.0f} cycles per iteration; units busy: {busy}",
+            markup=False,
+            highlight=False,
+        )

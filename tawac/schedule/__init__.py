@@ -1,5 +1,6 @@
 """Schedule decisions as data: the kernel's `#tawac.schedule` (`of`, `update`), the
-planners that decide it (`planner`), the loop structure both read (`loops`) and the
+planners that decide it (`planner`), the loop structure both read (`loops`), the
+steady state of the main loops as timeline lanes (`model`) and the
 shared-memory plan (`smem`)."""
 
 from __future__ import annotations

@@ -1,0 +1,277 @@
+"""The steady state of a kernel's main loops as the timeline simulator's lanes.
+
+`loop_lanes(kernel, plan)` reads the kernel as `plan` leaves it (after `warp-specialize`
+and the planner, before `pipeline` applies the schedule) and builds the `tawac.timeline`
+lanes of the producer's and the consumer's main loop 0 (the streaming loops):
+
+- one lane "producer" (its warp groups act as one) and one lane per consumer warp group,
+  "consumer wg0", "consumer wg1", ... (`plan.role("consumer").warp_groups`);
+- each lane's steps are the loop's scheduled ops (`tawac.schedule.loops.scheduled_ops`) in
+  the schedule's issue order, each with its stage (`plan.loop(role, 0)`; a loop the
+  schedule does not list runs its ops at stage 0 in body order), costed by
+  `tawac.schedule.cost.op_cost` with the consumer's warp-group count for consumer ops (a
+  warp group works on its share of the rows) and 1 for the producer's;
+- an op whose cost has `parts` on several units (`tile.reduce`: the in-thread fold on the
+  FMA pipe, then the shuffle rounds; `math.exp`, `arith.divf`) becomes one step per part,
+  each part waiting for the one before; its users wait for the last part. `scf.if` (the
+  masking of a ragged tile) stays one step: its parts all run on the FMA pipe, priced as
+  if the branch were taken (`cost.py`);
+- deps: SSA use-def between scheduled ops of one body (distance 0: the simulator's stage
+  rule puts the iterations right, a step of stage s in trip i works on iteration i - s),
+  also for values used inside an op's regions; loop-carried values through `scf.yield`
+  and the iteration arguments (distance 1: the running max and sum; an MMA accumulating
+  into the previous iteration's MMA result does not wait for it: the tensor core chains
+  them in issue order);
+  the aref barriers: a consumer `aref.get` of aref r waits for the producer's `aref.put`
+  of r on the same iteration ("full %r", the put's latency is the TMA transfer); with
+  ring depth D and release lag L (`plan.arefs[k]`, k = the index of r's `aref.create` in
+  walk order), the `aref.consumed` of r in iteration i releases the slot of iteration
+  i - L once the MMA reading it is done, so it waits (distance L) for the ops that read
+  the values `aref.get` returned, and the producer's `aref.put` of r in iteration j waits
+  for the release of iteration j - D, given by every consumer lane's `aref.consumed` of
+  iteration j - D + L: distance D - L ("empty %r"; `pipeline` guarantees L < D);
+- the tensor core, TMA, MUFU, FMA and shuffle units are per SM: the simulator shares them
+  between the lanes (two consumer warp groups' dots queue on one tensor core).
+
+Not modelled: ops outside the main loops (prologue, epilogue, the persistent tile loop),
+scalar index math, the ping-pong turns of `pingpong` (the consumer warp groups are drawn
+splitting the rows of one tile), L2 misses and TMA bandwidth with several copies in
+flight (cost.py's TMA figure is one L2-hit copy at a time).
+"""
+
+from __future__ import annotations
+
+from xdsl.dialects import scf
+from xdsl.ir import Block, BlockArgument, Operation, SSAValue
+
+from tawac.diagnostics import CompileError
+from tawac.dialects import aref, tile
+from tawac.dialects.schedule import LoopPlan, OpPlan, Schedule
+from tawac.schedule.cost import op_cost
+from tawac.schedule.loops import main_loops, scheduled_ops
+from tawac.timeline import Dep, Lane, Step
+
+_SHORT = {"scf.if": "if", "tile.reduce": "reduce"}
+_PART_NAMES = {"tile.reduce": ("fold", "shfl")}
+
+
+def _value_name(v: SSAValue) -> str:
+    return f"%{v.name_hint}" if v.name_hint else "%?"
+
+
+def aref_name(v: SSAValue, index: int | None = None) -> str:
+    if v.name_hint:
+        return f"%{v.name_hint}"
+    return f"%aref{index}" if index is not None else "%aref"
+
+
+def step_label(op: Operation, arefs: dict[SSAValue, int] | None = None) -> str:
+    """A short bar label: "%s dot", "%p exp2", "get %aref1", "put %aref1"."""
+    arefs = arefs or {}
+    if isinstance(op, (aref.GetOp, aref.PutOp, aref.ConsumedOp)):
+        r = op.operands[0]
+        verb = {aref.GetOp: "get", aref.PutOp: "put", aref.ConsumedOp: "consumed"}[type(op)]
+        return f"{verb} {aref_name(r, arefs.get(r))}"
+    short = _SHORT.get(op.name, op.name.split(".")[-1])
+    named = [r for r in op.results if r.name_hint]
+    return f"{_value_name(named[0])} {short}" if named else short
+
+
+def _loop_plan(plan: Schedule, role: str, body: Block) -> LoopPlan:
+    lp = plan.loop(role, 0)
+    if lp is not None:
+        return lp
+    ops = scheduled_ops(body)
+    return LoopPlan(role, 0, tuple(OpPlan(n, o.name) for n, o in enumerate(ops)))
+
+
+def _used_values(op: Operation) -> list[SSAValue]:
+    """The values `op` reads, also inside its regions (defined outside `op`)."""
+    out = list(op.operands)
+    for inner in op.walk():
+        if inner is op:
+            continue
+        for v in inner.operands:
+            owner = v.owner
+            parent = owner.parent_op() if isinstance(owner, Block) else owner
+            while parent is not None and parent is not op:
+                parent = parent.parent_op()
+            if parent is None:
+                out.append(v)
+    return out
+
+
+class _Body:
+    """One main loop's body as steps: the ops in issue order, split into parts."""
+
+    def __init__(self, loop: scf.ForOp, lp: LoopPlan, warp_groups: int, arefs):
+        self.loop = loop
+        ops = scheduled_ops(loop.body.block)
+        if len(ops) != len({o.index for o in lp.ops}) or any(
+            o.index >= len(ops) or ops[o.index].name != o.op for o in lp.ops
+        ):
+            raise CompileError(
+                f"the schedule of {lp.role} loop 0 does not fit its body "
+                f"({len(ops)} scheduled ops)",
+                loop,
+            )
+        self.ops = [ops[o.index] for o in lp.ops]  # issue order
+        self.stages = [o.stage for o in lp.ops]
+        self.steps: list[dict] = []  # label, cost, stage, op position, deps
+        self.first: dict[Operation, int] = {}
+        self.last: dict[Operation, int] = {}
+        for pos, op in enumerate(self.ops):
+            cost = op_cost(op, warp_groups)
+            label = step_label(op, arefs)
+            parts = cost.parts if cost.parts and op.name != "scf.if" else (cost,)
+            names = _PART_NAMES.get(op.name, tuple(p.unit for p in parts))
+            self.first[op] = len(self.steps)
+            for k, part in enumerate(parts):
+                text = label if len(parts) == 1 else f"{label}·{names[k]}"
+                deps = [Dep("", len(self.steps) - 1)] if k else []
+                self.steps.append(
+                    {"label": text, "cost": part, "stage": self.stages[pos], "deps": deps}
+                )
+            self.last[op] = len(self.steps) - 1
+        self.defs: dict[SSAValue, Operation] = {r: o for o in self.ops for r in o.results}
+
+    def producer_of(self, v: SSAValue) -> tuple[Operation, int] | None:
+        """The scheduled op of this body defining `v`, with the iteration distance (0, or
+        1 through the loop's iteration arguments)."""
+        if v in self.defs:
+            return self.defs[v], 0
+        block = self.loop.body.block
+        if isinstance(v, BlockArgument) and v.block is block and v.index > 0:
+            yielded = block.last_op.operands[v.index - 1]
+            if yielded in self.defs:
+                return self.defs[yielded], 1
+        return None
+
+    def add_data_deps(self) -> None:
+        for op in self.ops:
+            seen: set[tuple[int, int]] = set()
+            for v in _used_values(op):
+                found = self.producer_of(v)
+                if found is None:
+                    continue
+                src, distance = found
+                if distance and isinstance(op, tile.DotOp) and isinstance(src, tile.DotOp):
+                    continue  # accumulating into the last MMA's result: chained in the unit
+                key = (self.last[src], distance)
+                if key in seen:
+                    continue
+                seen.add(key)
+                label = (
+                    f"{_value_name(v)} ready" if distance == 0 else f"{_value_name(v)} (carried)"
+                )
+                self.steps[self.first[op]]["deps"].append(Dep("", key[0], distance, label))
+
+    def positions(self, kind: type, r: SSAValue) -> list[int]:
+        return [i for i, o in enumerate(self.ops) if isinstance(o, kind) and o.operands[0] == r]
+
+
+def _streaming_loop(kernel: tile.KernelOp, role: str) -> scf.ForOp | None:
+    for part in kernel.body.block.ops:
+        if isinstance(part, aref.PartitionOp) and part.role.data == role:
+            loops = main_loops(part)
+            return loops[0] if loops else None
+    return None
+
+
+def loop_lanes(kernel: tile.KernelOp, plan: Schedule) -> list[Lane]:
+    """The lanes of the producer's and consumer's main loop 0 (module docstring)."""
+    creates = [o for o in kernel.walk() if isinstance(o, aref.CreateOp)]
+    index = {c.result: k for k, c in enumerate(creates)}
+    consumer_role = plan.role("consumer")
+    if consumer_role is None:
+        raise CompileError("the schedule has no consumer role: no loop to draw", kernel)
+    wgs = consumer_role.warp_groups
+    bodies: dict[str, _Body] = {}
+    for role, groups in (("producer", 1), ("consumer", wgs)):
+        loop = _streaming_loop(kernel, role)
+        if loop is not None:
+            bodies[role] = _Body(loop, _loop_plan(plan, role, loop.body.block), groups, index)
+    if "consumer" not in bodies:
+        raise CompileError("the consumer has no main loop to draw", kernel)
+    for body in bodies.values():
+        body.add_data_deps()
+    consumer = bodies["consumer"]
+    producer = bodies.get("producer")
+    names = [f"consumer wg{i}" for i in range(wgs)]
+
+    # The release of a slot waits for the ops reading what `aref.get` returned.
+    for op in consumer.ops:
+        if not isinstance(op, aref.ConsumedOp):
+            continue
+        r = op.operands[0]
+        lag = plan.arefs[index[r]].lag if r in index and index[r] < len(plan.arefs) else 0
+        readers: list[Operation] = []
+        for g in consumer.positions(aref.GetOp, r):
+            for res in consumer.ops[g].results:
+                readers += [u.operation for u in res.uses]
+        for reader in dict.fromkeys(readers):
+            top = _top_level(reader, consumer.loop.body.block)
+            if top is not None and top in consumer.last:
+                consumer.steps[consumer.first[op]]["deps"].append(
+                    Dep("", consumer.last[top], lag, f"{step_label(top)} done")
+                )
+
+    # Full barriers: get waits for the put of the same iteration.
+    if producer is not None:
+        for op in consumer.ops:
+            if isinstance(op, aref.GetOp):
+                r = op.operands[0]
+                for p in producer.positions(aref.PutOp, r):
+                    consumer.steps[consumer.first[op]]["deps"].append(
+                        Dep(
+                            "producer",
+                            producer.last[producer.ops[p]],
+                            0,
+                            f"full {aref_name(r, index.get(r))}",
+                        )
+                    )
+        # Empty barriers: put of iteration j waits for every consumer lane's release of
+        # iteration j - depth + lag.
+        for op in producer.ops:
+            if not isinstance(op, aref.PutOp):
+                continue
+            r = op.operands[0]
+            if r not in index or index[r] >= len(plan.arefs):
+                continue
+            a = plan.arefs[index[r]]
+            for c in consumer.positions(aref.ConsumedOp, r):
+                for name in names:
+                    producer.steps[producer.first[op]]["deps"].append(
+                        Dep(
+                            name,
+                            consumer.last[consumer.ops[c]],
+                            a.depth - a.lag,
+                            f"empty {aref_name(r, index.get(r))}",
+                        )
+                    )
+
+    def lane(name: str, role: str, body: _Body) -> Lane:
+        steps = tuple(
+            Step(
+                label=s["label"],
+                unit=s["cost"].unit,
+                issue=s["cost"].issue,
+                occupancy=s["cost"].occupancy,
+                latency=s["cost"].latency,
+                deps=tuple(s["deps"]),
+                stage=s["stage"],
+            )
+            for s in body.steps
+        )
+        return Lane(name, role, steps)
+
+    lanes = [lane("producer", "producer", producer)] if producer is not None else []
+    lanes += [lane(name, "consumer", consumer) for name in names]
+    return lanes
+
+
+def _top_level(op: Operation, block: Block) -> Operation | None:
+    """The op of `block` that is `op` or holds it."""
+    while op is not None and op.parent_block() is not block:
+        op = op.parent_op()
+    return op
