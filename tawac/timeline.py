@@ -940,6 +940,8 @@ def render_svg(
         )
         text(legend, lx + 28, y_legend, label, 12, **{"fill": "#1d1d1f"})
         lx += 28 + _text_w(label, 12) + 22
+    # The async-op marker starts the second row (the first is full with wide titles).
+    lx, y_legend = _LEFT - 160, y_legend + 24
     ET.SubElement(
         legend,
         "line",
@@ -968,11 +970,11 @@ def render_svg(
     text(legend, lx + 28, y_legend, label, 12, **{"fill": "#1d1d1f"})
     lx += 28 + _text_w(label, 12) + 22
     note = (
-        f"Bars: what each warp group issues, labelled with the iteration; unit lanes: how "
-        f"long each unit is busy (shades: which warp group). Dashed lines: {ref} starts "
-        f"an iteration."
+        f"| Bars: what each warp group issues, labelled with the iteration; unit lanes: "
+        f"how long each unit is busy (shades: which warp group). Dashed: {ref} starts an "
+        f"iteration."
     )
-    text(legend, _LEFT - 160, y_legend + 24, note, 11.5, **{"fill": "#6e6e73"})
+    text(legend, lx, y_legend, note, 11.5, **{"fill": "#6e6e73"})
     ET.indent(svg)
     return ET.tostring(svg, encoding="unicode")
 
