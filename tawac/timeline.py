@@ -405,6 +405,11 @@ def _short(lane: str) -> str:
     return "prod" if lane.startswith("producer") else last
 
 
+def _lane_background(g: ET.Element, ytop: float, width: float, height: float) -> None:
+    attrs = {"class": "lane-bg", "x": f"{_LEFT}", "y": f"{ytop}", "width": f"{width}"}
+    ET.SubElement(g, "rect", {**attrs, "height": f"{height}", "fill": "#f5f5f7"})
+
+
 def default_window(timeline: Timeline, shown: int = 3) -> tuple[float, float]:
     """`shown` iterations of the steady state, as the reference lane starts them, with a
     small margin either side."""
@@ -686,18 +691,7 @@ def render_svg(
                 "data-index": str(li),
             },
         )
-        ET.SubElement(
-            g,
-            "rect",
-            {
-                "class": "lane-bg",
-                "x": f"{_LEFT}",
-                "y": f"{ytop}",
-                "width": f"{plot_w}",
-                "height": f"{_WG_H}",
-                "fill": "#f5f5f7",
-            },
-        )
+        _lane_background(g, ytop, plot_w, _WG_H)
         for w in timeline.waits_of(lane.name):
             if not visible(w.start, w.end):
                 continue
@@ -859,18 +853,7 @@ def render_svg(
         g = ET.SubElement(
             plot, "g", {"class": "lane", "data-lane": u, "data-kind": "unit", "data-unit": u}
         )
-        ET.SubElement(
-            g,
-            "rect",
-            {
-                "class": "lane-bg",
-                "x": f"{_LEFT}",
-                "y": f"{ytop}",
-                "width": f"{plot_w}",
-                "height": f"{_UNIT_H}",
-                "fill": "#f5f5f7",
-            },
-        )
+        _lane_background(g, ytop, plot_w, _UNIT_H)
         for r in timeline.runs:
             if r.unit != u or r.unit_end <= r.unit_start or not visible(r.unit_start, r.unit_end):
                 continue

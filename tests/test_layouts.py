@@ -203,30 +203,40 @@ def test_degenerate_shapes_raise_value_error(m, n, wgs):
 # --- the emitted form: the lowering's thread coordinates agree with AccLayout -------------
 
 
-def _evaluate(ops, tid: int) -> dict:
-    """Run the integer PTX ops `thread_coords` emits for one thread (tid.x = tid)."""
+def _integer_step(op, env: dict, tid: int) -> bool:
+    """Evaluate one integer PTX op of a thread (tid.x = tid) into `env`; False if `op` is
+    not one."""
     from tawac.dialects import ptx
 
     binary = {
         ptx.ShrOp: lambda a, b: a >> b,
         ptx.ShlOp: lambda a, b: a << b,
         ptx.AndOp: lambda a, b: a & b,
+        ptx.OrOp: lambda a, b: a | b,
+        ptx.XorOp: lambda a, b: a ^ b,
         ptx.SubOp: lambda a, b: a - b,
         ptx.AddOp: lambda a, b: a + b,
         ptx.MulOp: lambda a, b: a * b,
     }
+    if isinstance(op, ptx.SpecialRegOp):
+        assert op.sreg.data == "tid.x", op
+        env[op.results[0]] = tid
+    elif isinstance(op, ptx.MovImmOp):
+        env[op.results[0]] = op.value.value.data
+    elif isinstance(op, ptx.FmaOp):
+        env[op.results[0]] = env[op.a] * env[op.b] + env[op.c]
+    elif type(op) in binary:
+        env[op.results[0]] = binary[type(op)](env[op.lhs], env[op.rhs])
+    else:
+        return False
+    return True
+
+
+def _evaluate(ops, tid: int) -> dict:
+    """Run the integer PTX ops `thread_coords` emits for one thread (tid.x = tid)."""
     env: dict = {}
     for op in ops:
-        if isinstance(op, ptx.SpecialRegOp):
-            assert op.sreg.data == "tid.x", op
-            env[op.results[0]] = tid
-        elif isinstance(op, ptx.MovImmOp):
-            env[op.results[0]] = op.value.value.data
-        elif isinstance(op, ptx.FmaOp):
-            env[op.results[0]] = env[op.a] * env[op.b] + env[op.c]
-        elif type(op) in binary:
-            env[op.results[0]] = binary[type(op)](env[op.lhs], env[op.rhs])
-        else:
+        if not _integer_step(op, env, tid):
             raise AssertionError(f"unexpected op in thread coordinates: {op.name}")
     return env
 
@@ -492,16 +502,6 @@ def _interpret(ops, tid: int) -> tuple[dict, list[tuple[int, object]]]:
     labels and branches; returns the values and the `st.shared` (address, value) pairs."""
     from tawac.dialects import ptx
 
-    binary = {
-        ptx.ShrOp: lambda a, b: a >> b,
-        ptx.ShlOp: lambda a, b: a << b,
-        ptx.AndOp: lambda a, b: a & b,
-        ptx.OrOp: lambda a, b: a | b,
-        ptx.XorOp: lambda a, b: a ^ b,
-        ptx.SubOp: lambda a, b: a - b,
-        ptx.AddOp: lambda a, b: a + b,
-        ptx.MulOp: lambda a, b: a * b,
-    }
     skipped = (
         ptx.SetpOp,
         ptx.BraOp,
@@ -514,21 +514,14 @@ def _interpret(ops, tid: int) -> tuple[dict, list[tuple[int, object]]]:
     env: dict = {}
     stores = []
     for op in ops:
-        if isinstance(op, ptx.SpecialRegOp):
-            assert op.sreg.data == "tid.x", op
-            env[op.results[0]] = tid
-        elif isinstance(op, ptx.MovImmOp):
-            env[op.results[0]] = op.value.value.data
-        elif isinstance(op, ptx.FmaOp):
-            env[op.results[0]] = env[op.a] * env[op.b] + env[op.c]
-        elif isinstance(op, ptx.CvtOp):
+        if _integer_step(op, env, tid):
+            continue
+        if isinstance(op, ptx.CvtOp):
             env[op.results[0]] = env[op.src]
         elif isinstance(op, ptx.PackB16Op):
             env[op.results[0]] = (op.lo, op.hi)
         elif isinstance(op, ptx.StSharedOp):
             stores.append((env[op.addr], env[op.value]))
-        elif type(op) in binary:
-            env[op.results[0]] = binary[type(op)](env[op.lhs], env[op.rhs])
         elif not isinstance(op, skipped):
             raise AssertionError(f"unexpected op: {op.name}")
     return env, stores
