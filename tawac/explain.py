@@ -20,10 +20,10 @@ from tawac import schedule
 from tawac.backend_ptx import abi
 from tawac.diagnostics import CompileError
 from tawac.dialects import aref, hopper, tile
-from tawac.dialects.schedule import LoopPlan, OpPlan, Schedule
+from tawac.dialects.schedule import Schedule
 from tawac.driver import run_pipeline
 from tawac.options import PipelineOptions
-from tawac.schedule.loops import main_loops, scheduled_ops
+from tawac.schedule.loops import loop_plan, main_loops, scheduled_ops
 from tawac.schedule.model import loop_lanes
 from tawac.target import HOPPER
 from tawac.timeline import Dep, Lane, Step, render_svg, simulate
@@ -76,9 +76,7 @@ def _loops(kernel: tile.KernelOp, plan: Schedule) -> list[dict[str, Any]]:
         role = part.role.data
         for k, loop in enumerate(main_loops(part)):
             ops = scheduled_ops(loop.body.block)
-            lp = plan.loop(role, k)
-            if lp is None:
-                lp = LoopPlan(role, k, tuple(OpPlan(n, o.name) for n, o in enumerate(ops)))
+            lp = loop_plan(plan, role, k, loop)
             out.append(
                 {
                     "role": role,

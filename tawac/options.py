@@ -30,14 +30,21 @@ class PipelineOptions:
 
     def plan_spec(self) -> str:
         """The `plan` pass with these options, in `tawac opt -p` syntax."""
-        b = {k: str(getattr(self, k)).lower() for k in ("persistent", "tile_prefetch")}
-        b.update({k: str(getattr(self, k)).lower() for k in ("coarse_pipeline", "pingpong")})
-        return (
-            f"plan{{planner={self.planner} stages={self.stages} mma-depth={self.mma_depth} "
-            f"warp-groups={self.consumer_warp_groups} persistent={b['persistent']} "
-            f"group-m={self.group_m} tile-prefetch={b['tile_prefetch']} "
-            f"coarse-pipeline={b['coarse_pipeline']} pingpong={b['pingpong']}}}"
+        args = {
+            "planner": self.planner,
+            "stages": self.stages,
+            "mma-depth": self.mma_depth,
+            "warp-groups": self.consumer_warp_groups,
+            "persistent": self.persistent,
+            "group-m": self.group_m,
+            "tile-prefetch": self.tile_prefetch,
+            "coarse-pipeline": self.coarse_pipeline,
+            "pingpong": self.pingpong,
+        }
+        text = " ".join(
+            f"{k}={str(v).lower() if isinstance(v, bool) else v}" for k, v in args.items()
         )
+        return f"plan{{{text}}}"
 
     def pipeline(self, start: str | None = None, stop: str | None = None) -> str:
         """The pass pipeline, in `tawac opt -p` syntax; with `start` / `stop` (pass
@@ -60,3 +67,8 @@ class PipelineOptions:
         lo = names.index(start) if start is not None else 0
         hi = names.index(stop) if stop is not None else len(passes)
         return ",".join(p for p in passes[lo:hi] if p)
+
+
+def _spelled(v: object) -> str:
+    """A pass option's value as `-p` spells it (booleans lower case)."""
+    return str(v).lower() if isinstance(v, bool) else str(v)

@@ -1,10 +1,12 @@
 """`coarse-pipeline`: overlap a consumer loop's elementwise work with its own MMAs
 (Tawa section 4.7, coarse-grained pipelining; FlashAttention-3's intra-warpgroup
-overlap).  Runs on the aref level, after `pipeline` (and `persistent`).
+overlap).  Runs on the aref level, after `pipeline` (and `persistent`), and expands the
+two-stage loop schedules of `#tawac.schedule` (the heuristic planner's
+`two_stage_split` decides them; this pass checks that a schedule has the shape below).
 
-It applies to a consumer loop whose body ends in an *accumulating MMA*: a `tile.dot`
-into a loop-carried accumulator, awaited (`wgmma_wait pending 0`) and yielded back to
-the same iter arg, e.g. attention's O = O * alpha + P V.  The body splits in two stages:
+The planner plans it for a consumer loop whose body ends in an *accumulating MMA*: a
+`tile.dot` into a loop-carried accumulator, awaited (`wgmma_wait pending 0`) and yielded
+back to the same iter arg, e.g. attention's O = O * alpha + P V.  The body splits in two stages:
 
 - stage B: every op that depends on the accumulator iter arg (the rescale, the MMA, its
   wait), plus the ops only stage B uses (the get of V's slot, broadcasts), plus the
@@ -38,7 +40,7 @@ from dataclasses import dataclass
 
 from xdsl.context import Context
 from xdsl.dialects import arith, scf
-from xdsl.dialects.builtin import IndexType, ModuleOp, TensorType
+from xdsl.dialects.builtin import IndexType, ModuleOp
 from xdsl.ir import Block, Operation, Region, SSAValue
 from xdsl.passes import ModulePass
 from xdsl.rewriter import InsertPoint, Rewriter
@@ -48,7 +50,7 @@ from tawac.diagnostics import CompileError
 from tawac.dialects import aref, hopper, tile
 from tawac.dialects.schedule import LoopPlan
 from tawac.passes.warp_specialize import SCALAR_OPS
-from tawac.schedule.loops import main_loops, scheduled_ops
+from tawac.schedule.loops import carried_values, main_loops, scheduled_ops
 
 
 @dataclass
@@ -66,85 +68,6 @@ class _Split:
     """Stage A values stage B reads: carried to the next iteration."""
     cut: hopper.WgmmaWaitOp
     """Stage A's first wait: stage B's MMA is issued right before it."""
-
-
-def _top(op: Operation, body: Block) -> Operation | None:
-    return body.find_ancestor_op_in_block(op)
-
-
-def _in_body(v: SSAValue, body: Block) -> bool:
-    owner = v.owner
-    op = owner.parent_op() if isinstance(owner, Block) else owner
-    while op is not None:
-        if op.parent_block() is body:
-            return True
-        op = op.parent_op()
-    return isinstance(owner, Block) and owner is body
-
-
-def _index_slice(v: SSAValue, body: Block) -> list[Operation] | None:
-    """The body's scalar ops computing `v` from the induction variable and values
-    defined outside the loop, or None if `v` needs anything else."""
-    needed: set[Operation] = set()
-    work = [v]
-    while work:
-        x = work.pop()
-        if x is body.args[0] or not _in_body(x, body):
-            continue
-        owner = x.owner
-        if not isinstance(owner, SCALAR_OPS) or owner.parent_block() is not body:
-            return None
-        if owner not in needed:
-            needed.add(owner)
-            work.extend(owner.operands)
-    return [o for o in body.ops if o in needed]
-
-
-def carried_values(
-    body: Block, stage_b: set[Operation], acc_index: int
-) -> tuple[list[Operation], list[SSAValue]] | None:
-    """What stage B takes from stage A: the scalar ops it recomputes from the previous
-    induction value, and the tiles carried to the next iteration; None when the split
-    cannot be realized (stage A reads a stage B value, another yield operand comes from
-    stage B, or stage B reads an MMA result in flight or a slot stage A also reads)."""
-    ops = list(body.ops)
-    yield_op = body.last_op
-    assert isinstance(yield_op, scf.YieldOp)
-    arg = body.args[1 + acc_index]
-    stage_a = [o for o in ops if o not in stage_b and o is not yield_op]
-    for op in stage_a:
-        for inner in op.walk():
-            if any(isinstance(v.owner, Operation) and v.owner in stage_b for v in inner.operands):
-                return None
-    for j, v in enumerate(yield_op.operands):
-        if j != acc_index and isinstance(v.owner, Operation) and v.owner in stage_b:
-            return None
-    index_ops: list[Operation] = []
-    carried: list[SSAValue] = []
-    for op in [o for o in ops if o in stage_b]:
-        for v in op.operands:
-            if (
-                not _in_body(v, body)
-                or v is arg
-                or (isinstance(v.owner, Operation) and v.owner in stage_b)
-            ):
-                continue
-            if isinstance(v.type, IndexType):
-                sl = _index_slice(v, body)
-                if sl is None:
-                    return None
-                index_ops.extend(o for o in sl if o not in index_ops)
-                continue
-            if not isinstance(v.type, TensorType) or isinstance(
-                v.owner, tile.DotOp | hopper.WgmmaWaitOp | aref.GetOp
-            ):
-                # an MMA result in flight cannot be copied; a slot stage A also reads
-                # would be released by stage A while stage B still reads it
-                return None
-            if v not in carried:
-                carried.append(v)
-    index_ops.sort(key=ops.index)
-    return index_ops, carried
 
 
 def _fail(loop: scf.ForOp, plan: LoopPlan, why: str) -> CompileError:

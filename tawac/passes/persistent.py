@@ -36,6 +36,7 @@ from tawac import schedule
 from tawac.backend_ptx import abi
 from tawac.diagnostics import CompileError
 from tawac.dialects import aref, hopper, tile
+from tawac.schedule.loops import main_loops
 
 
 def _c(v: int) -> arith.ConstantOp:
@@ -72,16 +73,6 @@ def _trip_count(loop: scf.ForOp, at: InsertPoint) -> tuple[list[Operation], SSAV
     ops = [zero, span, trips, clamped]
     Rewriter.insert_op(ops, at)
     return ops, clamped.result
-
-
-def _main_loops(block: Block) -> list[scf.ForOp]:
-    """The partition's loops that move data through arefs."""
-    return [
-        o
-        for o in block.ops
-        if isinstance(o, scf.ForOp)
-        and any(isinstance(x, aref.GetOp | aref.PutOp) for x in o.walk())
-    ]
 
 
 def _tile_coords(
@@ -170,7 +161,7 @@ def _make_persistent(
     step = b.add(hopper.NumCtasOp())
     zero = b.const(0)
 
-    mains = _main_loops(old)
+    mains = main_loops(part)
     body = Block(arg_types=[IndexType()] * (2 + len(mains)))
     t, count, bases = body.args[0], body.args[1], body.args[2:]
     t.name_hint, count.name_hint = "tile", "count"
@@ -256,7 +247,7 @@ class PersistentPass(ModulePass):
             if plan.tiles is None or plan.program_grid is None:
                 continue
             parts = [p for p in kernel.body.block.ops if isinstance(p, aref.PartitionOp)]
-            if not all(_main_loops(p.body.block) for p in parts):
+            if not all(main_loops(p) for p in parts):
                 raise CompileError(
                     "persistent: every partition needs a loop streaming through arefs", kernel
                 )

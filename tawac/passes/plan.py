@@ -53,4 +53,4 @@ class PlanPass(ModulePass):
         for kernel in [o for o in op.walk() if isinstance(o, tile.KernelOp)]:
             if schedule.of(kernel).roles:
                 continue
-            schedule.set(kernel, planner.plan(kernel, self.options()))
+            schedule.record(kernel, planner.plan(kernel, self.options()))

@@ -33,11 +33,12 @@ def planned(kernel: tile.KernelOp, pass_name: str) -> Schedule:
     return s
 
 
-def set(kernel: tile.KernelOp, s: Schedule) -> Schedule:  # noqa: A001
+def record(kernel: tile.KernelOp, s: Schedule) -> Schedule:
+    """Put `s` on the kernel as its `#tawac.schedule`."""
     kernel.attributes[KEY] = ScheduleAttr(s)
     return s
 
 
 def update(kernel: tile.KernelOp, **changes: Any) -> Schedule:
     """Record decisions (fields of `Schedule`) on the kernel."""
-    return set(kernel, dataclasses.replace(of(kernel), **changes))
+    return record(kernel, dataclasses.replace(of(kernel), **changes))

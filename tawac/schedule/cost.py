@@ -67,6 +67,7 @@ from dataclasses import dataclass
 from xdsl.dialects.builtin import TensorType
 from xdsl.ir import Attribute, Operation
 
+from tawac.dialects import hopper
 from tawac.target import HOPPER, Target
 
 UNITS = ("tensor", "tma", "mufu", "fma", "shfl", "sync", "alu")
@@ -119,14 +120,6 @@ def _shape_of(op: Operation) -> TensorType | None:
         if t is not None:
             return t
     return None
-
-
-def _bytes(t: TensorType) -> int:
-    elem = t.element_type
-    bits = getattr(elem, "bitwidth", None)
-    if bits is None:
-        raise ValueError(f"no byte size for element type {elem}")
-    return math.prod(t.get_shape()) * bits // 8
 
 
 def thread_ops(t: TensorType, warp_groups: int) -> float:
@@ -250,7 +243,8 @@ def _reduce(op: Operation, warp_groups: int, target: Target) -> OpCost:
 
 def _put(op: Operation, target: Target) -> OpCost:
     payload = [t for v in op.operands if (t := _tensor(v.type)) is not None]
-    total = sum(_bytes(t) for t in payload)
+    # the bytes the copies deliver, as lower-aref's expect_tx counts them
+    total = sum(hopper.smem_ring_type(t, 1).tile_type.tma_bytes for t in payload)
     row = target.cost("cp.async.bulk.tensor 16 KiB from L2")
     assert row.latency is not None
     transfer = row.latency * total / 16384

@@ -9,14 +9,20 @@ that apply its loop schedules.
   wherever a stage needs it), MMA waits (placed by the passes from the MMA's stage) and
   the yield, numbered in body order. `pipeline` and `persistent` add only such unscheduled
   ops, so the numbers the planner gives stay valid until `coarse-pipeline` applies them.
+- A loop the schedule does not list runs its scheduled ops at stage 0 in body order
+  (`loop_plan`).
+- What a two-stage split carries between its stages (`carried_values`): the planner
+  asks it whether a split is realizable, `coarse-pipeline` what to carry.
 """
 
 from __future__ import annotations
 
 from xdsl.dialects import scf
-from xdsl.ir import Block, Operation
+from xdsl.dialects.builtin import IndexType, TensorType
+from xdsl.ir import Block, Operation, SSAValue
 
-from tawac.dialects import aref, hopper
+from tawac.dialects import aref, hopper, tile
+from tawac.dialects.schedule import LoopPlan, OpPlan, Schedule
 from tawac.passes.warp_specialize import SCALAR_OPS
 
 _TRANSFERS = (aref.GetOp, aref.PutOp)
@@ -43,3 +49,90 @@ def is_scheduled(op: Operation) -> bool:
 def scheduled_ops(body: Block) -> list[Operation]:
     """The body's scheduled ops in body order (their index is their number)."""
     return [o for o in body.ops if is_scheduled(o)]
+
+
+def loop_plan(plan: Schedule, role: str, index: int, loop: scf.ForOp) -> LoopPlan:
+    """The schedule of main loop `index` of `role`: the planned one, or every scheduled
+    op at stage 0 in body order."""
+    found = plan.loop(role, index)
+    if found is not None:
+        return found
+    ops = scheduled_ops(loop.body.block)
+    return LoopPlan(role, index, tuple(OpPlan(n, o.name) for n, o in enumerate(ops)))
+
+
+def in_body(v: SSAValue, body: Block) -> bool:
+    """`v` is defined in `body` (by one of its ops, nested ops included, or as its
+    argument)."""
+    owner = v.owner
+    op = owner.parent_op() if isinstance(owner, Block) else owner
+    while op is not None:
+        if op.parent_block() is body:
+            return True
+        op = op.parent_op()
+    return isinstance(owner, Block) and owner is body
+
+
+def index_slice(v: SSAValue, body: Block) -> list[Operation] | None:
+    """The body's scalar ops computing `v` from the induction variable and values
+    defined outside the loop, or None if `v` needs anything else."""
+    needed: set[Operation] = set()
+    work = [v]
+    while work:
+        x = work.pop()
+        if x is body.args[0] or not in_body(x, body):
+            continue
+        owner = x.owner
+        if not isinstance(owner, SCALAR_OPS) or owner.parent_block() is not body:
+            return None
+        if owner not in needed:
+            needed.add(owner)
+            work.extend(owner.operands)
+    return [o for o in body.ops if o in needed]
+
+
+def carried_values(
+    body: Block, stage_b: set[Operation], acc_index: int
+) -> tuple[list[Operation], list[SSAValue]] | None:
+    """What stage B takes from stage A: the scalar ops it recomputes from the previous
+    induction value, and the tiles carried to the next iteration; None when the split
+    cannot be realized (stage A reads a stage B value, another yield operand comes from
+    stage B, or stage B reads an MMA result in flight or a slot stage A also reads)."""
+    ops = list(body.ops)
+    yield_op = body.last_op
+    assert isinstance(yield_op, scf.YieldOp)
+    arg = body.args[1 + acc_index]
+    stage_a = [o for o in ops if o not in stage_b and o is not yield_op]
+    for op in stage_a:
+        for inner in op.walk():
+            if any(isinstance(v.owner, Operation) and v.owner in stage_b for v in inner.operands):
+                return None
+    for j, v in enumerate(yield_op.operands):
+        if j != acc_index and isinstance(v.owner, Operation) and v.owner in stage_b:
+            return None
+    index_ops: list[Operation] = []
+    carried: list[SSAValue] = []
+    for op in [o for o in ops if o in stage_b]:
+        for v in op.operands:
+            if (
+                not in_body(v, body)
+                or v is arg
+                or (isinstance(v.owner, Operation) and v.owner in stage_b)
+            ):
+                continue
+            if isinstance(v.type, IndexType):
+                sl = index_slice(v, body)
+                if sl is None:
+                    return None
+                index_ops.extend(o for o in sl if o not in index_ops)
+                continue
+            if not isinstance(v.type, TensorType) or isinstance(
+                v.owner, tile.DotOp | hopper.WgmmaWaitOp | aref.GetOp
+            ):
+                # an MMA result in flight cannot be copied; a slot stage A also reads
+                # would be released by stage A while stage B still reads it
+                return None
+            if v not in carried:
+                carried.append(v)
+    index_ops.sort(key=ops.index)
+    return index_ops, carried

@@ -46,9 +46,9 @@ from xdsl.ir import Block, BlockArgument, Operation, SSAValue
 
 from tawac.diagnostics import CompileError
 from tawac.dialects import aref, tile
-from tawac.dialects.schedule import LoopPlan, OpPlan, Schedule
+from tawac.dialects.schedule import LoopPlan, Schedule
 from tawac.schedule.cost import op_cost
-from tawac.schedule.loops import main_loops, scheduled_ops
+from tawac.schedule.loops import loop_plan, main_loops, scheduled_ops
 from tawac.timeline import Dep, Lane, Step
 
 _SHORT = {"scf.if": "if", "tile.reduce": "reduce"}
@@ -75,14 +75,6 @@ def step_label(op: Operation, arefs: dict[SSAValue, int] | None = None) -> str:
     short = _SHORT.get(op.name, op.name.split(".")[-1])
     named = [r for r in op.results if r.name_hint]
     return f"{_value_name(named[0])} {short}" if named else short
-
-
-def _loop_plan(plan: Schedule, role: str, body: Block) -> LoopPlan:
-    lp = plan.loop(role, 0)
-    if lp is not None:
-        return lp
-    ops = scheduled_ops(body)
-    return LoopPlan(role, 0, tuple(OpPlan(n, o.name) for n, o in enumerate(ops)))
 
 
 def _used_values(op: Operation) -> list[SSAValue]:
@@ -190,7 +182,7 @@ def loop_lanes(kernel: tile.KernelOp, plan: Schedule) -> list[Lane]:
     for role, groups in (("producer", 1), ("consumer", wgs)):
         loop = _streaming_loop(kernel, role)
         if loop is not None:
-            bodies[role] = _Body(loop, _loop_plan(plan, role, loop.body.block), groups, index)
+            bodies[role] = _Body(loop, loop_plan(plan, role, 0, loop), groups, index)
     if "consumer" not in bodies:
         raise CompileError("the consumer has no main loop to draw", kernel)
     for body in bodies.values():
@@ -210,7 +202,7 @@ def loop_lanes(kernel: tile.KernelOp, plan: Schedule) -> list[Lane]:
             for res in consumer.ops[g].results:
                 readers += [u.operation for u in res.uses]
         for reader in dict.fromkeys(readers):
-            top = _top_level(reader, consumer.loop.body.block)
+            top = consumer.loop.body.block.find_ancestor_op_in_block(reader)
             if top is not None and top in consumer.last:
                 consumer.steps[consumer.first[op]]["deps"].append(
                     Dep("", consumer.last[top], lag, f"{step_label(top)} done")
@@ -268,10 +260,3 @@ def loop_lanes(kernel: tile.KernelOp, plan: Schedule) -> list[Lane]:
     lanes = [lane("producer", "producer", producer)] if producer is not None else []
     lanes += [lane(name, "consumer", consumer) for name in names]
     return lanes
-
-
-def _top_level(op: Operation, block: Block) -> Operation | None:
-    """The op of `block` that is `op` or holds it."""
-    while op is not None and op.parent_block() is not block:
-        op = op.parent_op()
-    return op

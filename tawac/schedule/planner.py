@@ -23,7 +23,7 @@ from tawac.diagnostics import CompileError
 from tawac.dialects import aref, tile
 from tawac.dialects.schedule import ArefPlan, LoopPlan, OpPlan, RolePlan, Schedule
 from tawac.options import PipelineOptions
-from tawac.schedule.loops import main_loops, scheduled_ops
+from tawac.schedule.loops import carried_values, main_loops, scheduled_ops
 from tawac.schedule.smem import kernel_plan
 from tawac.target import HOPPER
 
@@ -216,20 +216,11 @@ def _depends_on_x(v: SSAValue) -> bool:
     return False
 
 
-def _streaming_loops(part: aref.PartitionOp) -> list[scf.ForOp]:
-    return [
-        o
-        for o in part.body.block.ops
-        if isinstance(o, scf.ForOp)
-        and any(isinstance(x, aref.GetOp | aref.PutOp) for x in o.walk())
-    ]
-
-
 def work_order(part: aref.PartitionOp) -> str | None:
     """How a tile's work varies with program id x, from its main loops' bounds: "up" when
     an upper bound follows x (causal attention's key loop ends at the diagonal), "down"
     when only a lower bound does, None when neither."""
-    loops = _streaming_loops(part)
+    loops = main_loops(part)
     if any(_depends_on_x(lp.ub) for lp in loops):
         return "up"
     if any(_depends_on_x(lp.lb) for lp in loops):
@@ -238,10 +229,6 @@ def work_order(part: aref.PartitionOp) -> str | None:
 
 
 # -- the loop schedule: coarse pipelining (Tawa 4.7, FlashAttention-3's overlap) ---------------
-
-
-def _top(op: Operation, body: Block) -> Operation | None:
-    return body.find_ancestor_op_in_block(op)
 
 
 def two_stage_split(
@@ -253,8 +240,6 @@ def two_stage_split(
     of those gets; with stage A's first MMA, after which stage B's MMA of the previous
     iteration is issued. None when the loop has no such split (`deferred`: dots whose
     wait keeps groups in flight; `depths`: planned ring depth of each aref)."""
-    from tawac.passes.coarse_pipeline import carried_values
-
     body = loop.body.block
     yield_op = body.last_op
     if not isinstance(yield_op, scf.YieldOp):
@@ -285,7 +270,7 @@ def _split_at(
     while work:
         v = work.pop()
         for use in v.uses:
-            top = _top(use.operation, body)
+            top = body.find_ancestor_op_in_block(use.operation)
             if top is None or top is yield_op or top in stage_b:
                 continue
             stage_b.add(top)
@@ -300,7 +285,7 @@ def _split_at(
     for op in reversed(ops):
         if op in stage_b or not isinstance(op, aref.GetOp | tile.BroadcastOp):
             continue
-        users = [_top(u.operation, body) for r in op.results for u in r.uses]
+        users = [body.find_ancestor_op_in_block(u.operation) for r in op.results for u in r.uses]
         if users and all(u in stage_b for u in users):
             stage_b.add(op)
     gets = [o for o in stage_b if isinstance(o, aref.GetOp)]
@@ -321,7 +306,9 @@ def _split_at(
     return stage_b, cuts[0]
 
 
-def loop_plan(role: str, index: int, loop: scf.ForOp, stage_b: set[Operation], cut: Operation):
+def two_stage_plan(
+    role: str, index: int, loop: scf.ForOp, stage_b: set[Operation], cut: Operation
+) -> LoopPlan:
     """The issue order of a two-stage split: stage A up to its first MMA, stage B up to
     its MMA (of the previous iteration), the rest of stage A, the rest of stage B."""
     sched = scheduled_ops(loop.body.block)
@@ -362,7 +349,7 @@ class HeuristicPlanner:
             )
         depths = {c: stages if looped(c) else 1 for c in creates}
         lags = {c: self._lag(c, options.mma_depth) for c in creates}
-        persistent = options.persistent and all(_streaming_loops(p) for p in parts)
+        persistent = options.persistent and all(main_loops(p) for p in parts)
         tiles = grid = None
         if persistent:
             consumers = [p for p in parts if p.role.data == "consumer"]
@@ -417,7 +404,6 @@ class HeuristicPlanner:
         depths: dict,
         lags: dict,
     ) -> list[LoopPlan]:
-        by_value = {c.result: c for c in creates}
         deferred = set()
         for c in creates:
             if not lags[c]:
@@ -425,7 +411,7 @@ class HeuristicPlanner:
             for use in c.result.uses:
                 if isinstance(use.operation, aref.ConsumedOp):
                     deferred.update(releasing_dots(use.operation))
-        ring = {v: depths[c] for v, c in by_value.items()}
+        ring = {c.result: depths[c] for c in creates}
         plans = []
         for part in parts:
             if part.role.data != "consumer":
@@ -433,7 +419,7 @@ class HeuristicPlanner:
             for k, loop in enumerate(main_loops(part)):
                 found = two_stage_split(loop, deferred, ring)
                 if found is not None:
-                    plans.append(loop_plan(part.role.data, k, loop, *found))
+                    plans.append(two_stage_plan(part.role.data, k, loop, *found))
         return plans
 
 
