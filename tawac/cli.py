@@ -101,7 +101,18 @@ def _write_both(out: Path, data: bytes | str, sidecar: dict) -> None:
 
 _DEFAULTS = PipelineOptions()
 
+_schedule = click.option(
+    "--schedule",
+    "planner",
+    type=click.Choice(["heuristic", "solver"]),
+    default=_DEFAULTS.planner,
+    show_default=True,
+    help="who decides the schedule: measured rules, or the constraint solver (Twill; "
+    "needs tawac[solver])",
+)
+
 _pipeline_options = [
+    _schedule,
     click.option(
         "--stages",
         default=_DEFAULTS.stages,
@@ -226,6 +237,13 @@ def compile(source, output, ptxas, time_limit, verbose, **pipeline):
     help="pass pipeline, e.g. 'warp-specialize,pipeline{stages=3 mma-depth=1}'",
 )
 @click.option("--print-ir-after-all", is_flag=True, help="print the IR after every pass")
+@click.option(
+    "--schedule",
+    "planner",
+    type=click.Choice(["heuristic", "solver"]),
+    default=None,
+    help="the planner of every 'plan' pass in the pipeline (default: as the pass says)",
+)
 @_time_limit
 @click.option(
     "--split-input-file",
@@ -240,7 +258,7 @@ def compile(source, output, ptxas, time_limit, verbose, **pipeline):
     help="print the IR, or the PTX text of the ptx dialect it ends in",
 )
 @_guard
-def opt(source, pipeline, print_ir_after_all, time_limit, split_input_file, emit):
+def opt(source, pipeline, print_ir_after_all, planner, time_limit, split_input_file, emit):
     """Run passes over SOURCE ('-': standard input) and print the IR (for FileCheck
     tests).
 
@@ -252,10 +270,10 @@ def opt(source, pipeline, print_ir_after_all, time_limit, split_input_file, emit
     from tawac.driver import TimeLimit
 
     with TimeLimit(time_limit) as limit:
-        _opt(source, pipeline, print_ir_after_all, split_input_file, emit, limit)
+        _opt(source, pipeline, print_ir_after_all, split_input_file, emit, limit, planner)
 
 
-def _opt(source, pipeline, print_ir_after_all, split_input_file, emit, limit):
+def _opt(source, pipeline, print_ir_after_all, split_input_file, emit, limit, planner=None):
     from xdsl.printer import Printer
 
     from tawac.backend_ptx.printer import print_module, ptx_modules
@@ -281,7 +299,7 @@ def _opt(source, pipeline, print_ir_after_all, split_input_file, emit, limit):
                     click.echo()
 
             if pipeline:
-                run_pipeline(module, pipeline, callback=after)
+                run_pipeline(module, pipeline, callback=after, planner=planner)
             if emit == "ptx":
                 for pm in ptx_modules(module):
                     click.echo(print_module(pm), nl=False)

@@ -6,6 +6,8 @@ is one; the CLI prints it and exits non-zero.
 
 from __future__ import annotations
 
+import dataclasses
+
 import os
 import shutil
 import signal
@@ -138,14 +140,28 @@ def _stage(name: str) -> None:
         TimeLimit.active.stage = name
 
 
-def make_pipeline(spec: str, callback=None) -> PassPipeline:
+def make_pipeline(spec: str, callback=None, planner: str | None = None) -> PassPipeline:
+    """The pipeline `spec` names; with `planner`, every `plan` pass uses that planner."""
     try:
-        return PassPipeline.parse_spec(PASSES, spec, callback)
+        pipeline = PassPipeline.parse_spec(PASSES, spec, callback)
     except Exception as e:  # malformed spec or unknown pass/option
         raise CompileError(f"invalid pass pipeline '{spec}': {e}") from None
+    if planner is None:
+        return pipeline
+    passes = tuple(
+        dataclasses.replace(p, planner=planner) if isinstance(p, PlanPass) else p
+        for p in pipeline.passes
+    )
+    return dataclasses.replace(pipeline, passes=passes)
 
 
-def run_pipeline(module: ModuleOp, spec: str, ctx: Context | None = None, callback=None) -> None:
+def run_pipeline(
+    module: ModuleOp,
+    spec: str,
+    ctx: Context | None = None,
+    callback=None,
+    planner: str | None = None,
+) -> None:
     ctx = ctx if ctx is not None else make_context()
 
     def between(prev, op, nxt):
@@ -153,7 +169,7 @@ def run_pipeline(module: ModuleOp, spec: str, ctx: Context | None = None, callba
         if callback is not None:
             callback(prev, op, nxt)
 
-    make_pipeline(spec, between).apply(ctx, module)
+    make_pipeline(spec, between, planner).apply(ctx, module)
     verify(module)
 
 

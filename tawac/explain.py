@@ -11,6 +11,8 @@ schedule and the target model's costs into `tawac.timeline` lanes, simulated and
 
 from __future__ import annotations
 
+import dataclasses
+
 from typing import Any
 
 from xdsl.dialects.builtin import ModuleOp
@@ -221,6 +223,7 @@ def explain_module(
         "kernel": kernel.sym_name.data,
         "target": HOPPER.name,
         "planner": plan.planner,
+        "solve": dataclasses.asdict(plan.solve) if plan.solve is not None else None,
         "threads": sum(r["threads"] for r in roles),
         "persistent": plan.persistent,
         "grid": grid,
@@ -271,6 +274,15 @@ def render(info: dict[str, Any], console) -> None:
     if info["turns"]:
         lines.append("consumer warp groups take turns on the tensor core (ping-pong)")
     lines.append(f"planner: {info['planner']}")
+    solved = info.get("solve")
+    if solved is not None:
+        text = (
+            f"solver: initiation interval {solved['interval']:,} cycles ({solved['status']}; "
+            f"lower bound {solved['bound']:,})"
+        )
+        if solved["phases"]:
+            text += ", consumer warp groups at phases " + ", ".join(map(str, solved["phases"]))
+        lines.append(text)
     for line in lines:
         console.print(line, markup=False, highlight=False)
     roles = Table(title="warp groups")

@@ -56,6 +56,8 @@ class Dep:
     step: int
     distance: int = 0
     label: str = ""
+    ring: int | None = None
+    """For an empty-barrier wait: the ring (aref index) whose depth sets `distance`."""
 
 
 @dataclass(frozen=True)
@@ -71,6 +73,8 @@ class Step:
     latency: float
     deps: tuple[Dep, ...] = ()
     stage: int = 0
+    source: int = -1
+    """The number of the loop body's scheduled op this step is (a part of); -1: none."""
 
 
 @dataclass(frozen=True)

@@ -26,6 +26,8 @@ solver) can write a schedule by hand. The fields:
   rows of program id x; `longest_first up|down`: longest tiles first, for work that
   grows with x) over its grid of programs (the launch ABI's grid form); absent for a
   plain grid;
+- `solve`: with the solver planner, the main loop's initiation interval (cycles), whether
+  it is proven optimal, the proven lower bound, and the consumer warp groups' phases;
 - `smem_bytes`: the CTA's dynamic shared memory, the end of the shared-memory plan
   (`tawac.schedule.smem`), recorded by the passes that lay it out.
 """
@@ -91,6 +93,19 @@ class LoopPlan:
 
 
 @dataclass(frozen=True)
+class SolveInfo:
+    """What the solver planner found (`tawac.schedule.solver`): the initiation interval
+    of the main loop in cycles, "optimal" or "feasible", the lower bound it proved on the
+    interval, and the consumer warp groups' phases (cycles; warp group w starts its
+    iteration `phases[w]` after warp group 0)."""
+
+    interval: int
+    status: str
+    bound: int
+    phases: tuple[int, ...] = ()
+
+
+@dataclass(frozen=True)
 class Schedule:
     """The decisions for one kernel (see the module docstring); empty fields are
     undecided."""
@@ -103,6 +118,7 @@ class Schedule:
     program_grid: Attribute | None = None
     smem_bytes: int | None = None
     planner: str | None = field(default=None, compare=False)
+    solve: SolveInfo | None = field(default=None, compare=False)
 
     @property
     def persistent(self) -> bool:
@@ -164,6 +180,21 @@ def _parse_loop(parser: AttrParser) -> LoopPlan:
     return LoopPlan(role, index, tuple(ops), expanded)
 
 
+def _parse_solve(parser: AttrParser) -> SolveInfo:
+    parser.parse_keyword("interval")
+    interval = _int(parser)
+    pos = parser.pos
+    status = parser.parse_identifier(" (optimal or feasible)")
+    if status not in ("optimal", "feasible"):
+        parser.raise_error("expected 'optimal' or 'feasible'", pos, parser.pos)
+    parser.parse_keyword("bound")
+    bound = _int(parser)
+    phases: tuple[int, ...] = ()
+    if parser.parse_optional_keyword("phases") is not None:
+        phases = tuple(_parse_list(parser, lambda: _int(parser)))
+    return SolveInfo(interval, status, bound, phases)
+
+
 def _parse_tiles(parser: AttrParser) -> tuple[str, int | str]:
     pos = parser.pos
     kind = parser.parse_identifier(" (a tile order)")
@@ -185,6 +216,7 @@ _FIELDS = {
     "program_grid": lambda p: p.parse_attribute(),
     "smem_bytes": _int,
     "planner": lambda p: p.parse_identifier(" (a planner)"),
+    "solve": _parse_solve,
 }
 
 
@@ -231,6 +263,12 @@ class ScheduleAttr(Data[Schedule]):
         parts: list[str] = []
         if s.planner is not None:
             parts.append(f"planner = {s.planner}")
+        if s.solve is not None:
+            v = s.solve
+            text = f"solve = interval {v.interval} {v.status} bound {v.bound}"
+            if v.phases:
+                text += " phases [" + ", ".join(map(str, v.phases)) + "]"
+            parts.append(text)
         if s.roles:
             parts.append("roles = [" + ", ".join(map(_role_text, s.roles)) + "]")
         if s.arefs:

@@ -103,7 +103,7 @@ class _Body:
             o.index >= len(ops) or ops[o.index].name != o.op for o in lp.ops
         ):
             raise CompileError(
-                f"the schedule of {lp.role} loop 0 does not fit its body "
+                f"the schedule of {lp.role} loop {lp.loop} does not fit its body "
                 f"({len(ops)} scheduled ops)",
                 loop,
             )
@@ -122,7 +122,13 @@ class _Body:
                 text = label if len(parts) == 1 else f"{label}·{names[k]}"
                 deps = [Dep("", len(self.steps) - 1)] if k else []
                 self.steps.append(
-                    {"label": text, "cost": part, "stage": self.stages[pos], "deps": deps}
+                    {
+                        "label": text,
+                        "cost": part,
+                        "stage": self.stages[pos],
+                        "deps": deps,
+                        "source": lp.ops[pos].index,
+                    }
                 )
             self.last[op] = len(self.steps) - 1
         self.defs: dict[SSAValue, Operation] = {r: o for o in self.ops for r in o.results}
@@ -162,16 +168,16 @@ class _Body:
         return [i for i, o in enumerate(self.ops) if isinstance(o, kind) and o.operands[0] == r]
 
 
-def _streaming_loop(kernel: tile.KernelOp, role: str) -> scf.ForOp | None:
+def _streaming_loop(kernel: tile.KernelOp, role: str, k: int = 0) -> scf.ForOp | None:
     for part in kernel.body.block.ops:
         if isinstance(part, aref.PartitionOp) and part.role.data == role:
             loops = main_loops(part)
-            return loops[0] if loops else None
+            return loops[k] if k < len(loops) else None
     return None
 
 
-def loop_lanes(kernel: tile.KernelOp, plan: Schedule) -> list[Lane]:
-    """The lanes of the producer's and consumer's main loop 0 (module docstring)."""
+def loop_lanes(kernel: tile.KernelOp, plan: Schedule, k: int = 0) -> list[Lane]:
+    """The lanes of the producer's and consumer's main loop `k` (module docstring)."""
     creates = [o for o in kernel.walk() if isinstance(o, aref.CreateOp)]
     index = {c.result: k for k, c in enumerate(creates)}
     consumer_role = plan.role("consumer")
@@ -180,9 +186,9 @@ def loop_lanes(kernel: tile.KernelOp, plan: Schedule) -> list[Lane]:
     wgs = consumer_role.warp_groups
     bodies: dict[str, _Body] = {}
     for role, groups in (("producer", 1), ("consumer", wgs)):
-        loop = _streaming_loop(kernel, role)
+        loop = _streaming_loop(kernel, role, k)
         if loop is not None:
-            bodies[role] = _Body(loop, loop_plan(plan, role, 0, loop), groups, index)
+            bodies[role] = _Body(loop, loop_plan(plan, role, k, loop), groups, index)
     if "consumer" not in bodies:
         raise CompileError("the consumer has no main loop to draw", kernel)
     for body in bodies.values():
@@ -239,6 +245,7 @@ def loop_lanes(kernel: tile.KernelOp, plan: Schedule) -> list[Lane]:
                             consumer.last[consumer.ops[c]],
                             a.depth - a.lag,
                             f"empty {aref_name(r, index.get(r))}",
+                            index[r],
                         )
                     )
 
@@ -252,6 +259,7 @@ def loop_lanes(kernel: tile.KernelOp, plan: Schedule) -> list[Lane]:
                 latency=s["cost"].latency,
                 deps=tuple(s["deps"]),
                 stage=s["stage"],
+                source=s["source"],
             )
             for s in body.steps
         )

@@ -1,0 +1,457 @@
+"""The solver planner (Twill): a kernel's loop schedule, ring depths and consumer warp
+groups from a constraint solver instead of rules.
+
+`SolverPlanner.plan` starts from the heuristic planner's decisions that the solver does
+not model (release lags, the persistent tile order, the second slot of per-tile arefs,
+turns) and replaces the rest:
+
+1. For each consumer warp-group count the code generator realizes (the splits into whole
+   m64 blocks whose MMA accumulators fit in registers; the `--consumer-warp-groups` option
+   fixes it), `problem(...)` turns main loop 0 of the producer and of the consumer into a
+   `tawac.schedule.modulo.Problem`:
+   - nodes: the timeline model's steps (`tawac.schedule.model.loop_lanes` with every op at
+     stage 0: the scheduled ops, a reduce split into its fold and its shuffles), costed by
+     `tawac.schedule.cost.op_cost` from the target model; the producer's nodes are issued
+     by the producer warp group and keep their order (its code is not rewritten: it runs
+     ahead of the consumers by the ring depth), the consumer's by the consumer warp groups
+     (`Group.copies` = the count: identical warp groups, each on its share of the rows,
+     sharing the SM's units, each with its own phase);
+   - edges: the model's dependences (data, loop-carried, full and empty barriers; an empty
+     barrier's distance is the ring's depth minus its lag, a solver variable);
+   - registers: every register-resident tile value of the consumer's body, counted once per
+     iteration argument the expanded loop carries it in, plus `MMA_RESERVE` and the
+     largest value that is never carried (the working set of the body); the budget is the
+     heuristic's `consumer_budget`;
+   - shared memory: each looped aref is a ring with its slot size from the shared-memory
+     plan (`tawac.schedule.smem.kernel_plan`); the rest of the plan is fixed.
+   A consumer loop whose MMA stays in flight across iterations (a release lag: GEMM's K
+   loop) is frozen: it keeps its body order in one stage (`coarse-pipeline` cannot
+   rewrite it); so is every loop with `--no-coarse-pipeline`.
+2. `tawac.schedule.modulo.solve` finds the smallest interval and the schedule at it. The
+   result is cached on disk (`cache_dir()`), keyed by the problem, the time limit and the
+   solver's version: a kernel compiles the same schedule every time.
+3. The answer with the smallest interval wins (ties: the heuristic's warp-group count).
+   Its consumer loop becomes a `LoopPlan` (ops in the order of their row in the modulo
+   reservation table, stages relative to the consumer's first), its ring depths the
+   arefs' depths, and `solve` records the interval, the status and the bound.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import json
+import os
+from pathlib import Path
+
+from xdsl.dialects.builtin import TensorType
+from xdsl.ir import Operation, SSAValue
+
+from tawac.diagnostics import CompileError
+from tawac.dialects import aref, tile
+from tawac.dialects.schedule import ArefPlan, LoopPlan, OpPlan, Schedule, SolveInfo
+from tawac.options import PipelineOptions
+from tawac.schedule import modulo
+from tawac.schedule.loops import main_loops, scheduled_ops
+from tawac.schedule.model import loop_lanes
+from tawac.schedule.planner import (
+    MMA_RESERVE,
+    HeuristicPlanner,
+    consumer_budget,
+    looped,
+    register_budgets,
+    register_problem,
+)
+from tawac.schedule.smem import kernel_plan
+from tawac.target import HOPPER
+
+#: Bumped when the problem construction or the model changes (part of the cache key).
+VERSION = 1
+
+#: Seconds the solver may take per kernel (both steps, every warp-group count).
+TIME_LIMIT = 30.0
+
+#: The deepest ring the solver considers.
+MAX_DEPTH = 6
+
+#: Stages of the modulo schedule (the consumer's first stage may start late).
+MAX_STAGE = 5
+
+
+def cache_dir() -> Path:
+    """Where solved schedules are kept: `$TAWAC_CACHE_DIR/solver`, else
+    `~/.cache/tawac/solver`."""
+    root = os.environ.get("TAWAC_CACHE_DIR")
+    base = Path(root) if root else Path.home() / ".cache" / "tawac"
+    return base / "solver"
+
+
+def _regs(t: TensorType, warp_groups: int) -> int:
+    """32-bit registers per thread of a consumer warp group holding its share of `t` in
+    the wgmma accumulator layout (a row vector: the 4 threads of a quad share a row)."""
+    shape = t.get_shape()
+    bits = t.element_type.bitwidth
+    if len(shape) == 1:
+        return max(1, shape[0] // warp_groups // 32)
+    elements = shape[0] * shape[1] // warp_groups // HOPPER.warp_group_size
+    return max(1, elements * bits // 32)
+
+
+def _frozen(loop, deferred: set[tile.DotOp], options: PipelineOptions) -> bool:
+    if not options.coarse_pipeline:
+        return True
+    return any(o in deferred for o in loop.body.block.ops)
+
+
+def _deferred(kernel: tile.KernelOp, base: Schedule) -> set[tile.DotOp]:
+    from tawac.schedule.planner import releasing_dots
+
+    creates = [o for o in kernel.walk() if isinstance(o, aref.CreateOp)]
+    out: set[tile.DotOp] = set()
+    for c, a in zip(creates, base.arefs, strict=True):
+        if not a.lag:
+            continue
+        for use in c.result.uses:
+            if isinstance(use.operation, aref.ConsumedOp):
+                out.update(releasing_dots(use.operation))
+    return out
+
+
+@dataclasses.dataclass
+class Built:
+    """A problem and what maps its answer back to the kernel."""
+
+    problem: modulo.Problem
+    warp_groups: int
+    consumer_ops: list[Operation]
+    """The consumer loop's scheduled ops (their index is their number)."""
+    node_source: list[tuple[str, int]]
+    """Per node: its role and the number of its scheduled op."""
+    rings: dict[int, str]
+    """aref index -> ring name."""
+    frozen: bool
+
+
+def _smem(kernel: tile.KernelOp, base: Schedule, staging: bool):
+    """Per looped aref its slot bytes, and the bytes left for the rings."""
+    creates = [o for o in kernel.walk() if isinstance(o, aref.CreateOp)]
+    ones = {c: (1 if looped(c) else a.depth) for c, a in zip(creates, base.arefs, strict=True)}
+    plan1 = kernel_plan(kernel, ones, staging)
+    slots: dict[int, int] = {}
+    for k, c in enumerate(creates):
+        if not looped(c):
+            continue
+        slots[k] = kernel_plan(kernel, {**ones, c: 2}, staging).end - plan1.end
+    fixed = plan1.end - sum(slots.values())
+    return slots, HOPPER.smem_per_block - fixed
+
+
+def problem(
+    kernel: tile.KernelOp,
+    base: Schedule,
+    warp_groups: int,
+    options: PipelineOptions,
+    staging: bool = True,
+) -> Built | None:
+    """The modulo-scheduling problem of main loop 0 with `warp_groups` consumer warp
+    groups (module docstring); None when the consumer has no main loop."""
+    consumer = next(
+        (
+            p
+            for p in kernel.body.block.ops
+            if isinstance(p, aref.PartitionOp) and p.role.data == "consumer"
+        ),
+        None,
+    )
+    loops = main_loops(consumer) if consumer is not None else []
+    if not loops:
+        return None
+    loop = loops[0]
+    roles = register_budgets([("producer", 1, 0), ("consumer", warp_groups, 0)])
+    flat = dataclasses.replace(base, roles=tuple(roles), loops=())
+    lanes = {lane.name: lane for lane in loop_lanes(kernel, flat)}
+    frozen = _frozen(loop, _deferred(kernel, base), options)
+
+    nodes: list[modulo.Node] = []
+    where: dict[tuple[str, int], int] = {}  # (lane, step) -> node
+    source: list[tuple[str, int]] = []
+    kept = [n for n in ("producer", "consumer wg0") if n in lanes]
+    body = loop.body.block
+    ops = scheduled_ops(body)
+    for name in kept:
+        role = lanes[name].role
+        for j, step in enumerate(lanes[name].steps):
+            op = ops[step.source] if role == "consumer" else None
+            where[(name, j)] = len(nodes)
+            source.append((role, step.source))
+            nodes.append(
+                modulo.Node(
+                    name=f"{role}: {step.label}",
+                    op=(0 if role == "producer" else 1000) + step.source,
+                    unit=step.unit,
+                    issue=step.issue,
+                    occupancy=step.occupancy,
+                    latency=step.latency,
+                    groups=(role,),
+                    drain=isinstance(op, tile.DotOp) and _read(op, body),
+                    frozen=role == "producer" or frozen,
+                )
+            )
+    creates = [o for o in kernel.walk() if isinstance(o, aref.CreateOp)]
+    rings = {k: f"aref{k}" for k, c in enumerate(creates) if looped(c)}
+    edges: list[modulo.Edge] = []
+    for name in kept:
+        for j, step in enumerate(lanes[name].steps):
+            for dep in step.deps:
+                src_lane = dep.lane or name
+                if src_lane.startswith("consumer wg") and src_lane != "consumer wg0":
+                    continue  # the copies of warp group 0
+                src = where.get((src_lane, dep.step))
+                if src is None:
+                    continue
+                ring = rings.get(dep.ring) if dep.ring is not None else None
+                edges.append(
+                    modulo.Edge(
+                        src,
+                        where[(name, j)],
+                        nodes[src].latency,
+                        0 if ring is not None else dep.distance,
+                        ring,
+                    )
+                )
+
+    # registers of the consumer's tile values
+    first = {}
+    last = {}
+    for n, (role, s) in enumerate(source):
+        if role != "consumer":
+            continue
+        first.setdefault(s, n)
+        last[s] = n
+    number = {op: k for k, op in enumerate(ops)}
+    yield_op = body.last_op
+    values: list[modulo.Value] = []
+    transient = 0
+    for op in ops:
+        if isinstance(op, aref.GetOp | tile.BroadcastOp) or number[op] not in last:
+            # a slot lives in shared memory; a broadcast row vector is the vector itself
+            # in the accumulator layout
+            continue
+        for r in op.results:
+            if not isinstance(r.type, TensorType):
+                continue
+            regs = _regs(r.type, warp_groups)
+            uses = _uses(r, body, number, first, yield_op)
+            carried = any(d for _, d in uses)
+            if not carried:
+                transient = max(transient, regs)
+            values.append(modulo.Value(last[number[op]], regs, tuple(uses)))
+
+    slots, capacity = _smem(kernel, base, staging)
+    ring_list = tuple(
+        modulo.Ring(rings[k], slots[k], base.arefs[k].lag, MAX_DEPTH)
+        for k in sorted(rings)
+    )
+    consumer_role = next(r for r in roles if r.role == "consumer")
+    groups = (
+        modulo.Group("producer", next(r for r in roles if r.role == "producer").regs),
+        modulo.Group(
+            "consumer", consumer_role.regs, MMA_RESERVE + transient, copies=warp_groups
+        ),
+    )
+    return Built(
+        modulo.Problem(
+            nodes=tuple(nodes),
+            edges=tuple(edges),
+            groups=groups,
+            values=tuple(values),
+            rings=ring_list,
+            smem_bytes=capacity,
+            max_stage=MAX_STAGE,
+        ),
+        warp_groups,
+        ops,
+        source,
+        rings,
+        frozen,
+    )
+
+
+def _read(dot: tile.DotOp, body) -> bool:
+    """Whether anything but the next MMA of its accumulation chain reads `dot`'s result:
+    then its wait ends the MMA's body (`coarse-pipeline` places it before the first
+    reader or at the end of the body), so the MMA must complete within the interval."""
+    yield_op = body.last_op
+    for use in dot.result.uses:
+        if use.operation is not yield_op:
+            return True
+        arg = body.args[1 + use.index]
+        if any(u.operation is not dot for u in arg.uses):
+            return True
+    return False
+
+
+def _uses(r: SSAValue, body, number, first, yield_op) -> list[tuple[int, int]]:
+    """(node, distance) of every scheduled op reading `r` (also inside its regions), the
+    same iteration or, through the yield and an iteration argument, the next."""
+    out: list[tuple[int, int]] = []
+
+    def readers(v: SSAValue, distance: int) -> None:
+        for use in v.uses:
+            top = body.find_ancestor_op_in_block(use.operation)
+            if top is yield_op:
+                if distance == 0:
+                    readers(body.args[1 + use.index], 1)
+                continue
+            if top in number and number[top] in first:
+                item = (first[number[top]], distance)
+                if item not in out:
+                    out.append(item)
+
+    readers(r, 0)
+    return out
+
+
+# -- solving, with the disk cache ------------------------------------------------------------
+
+
+def _key(p: modulo.Problem, time_limit: float) -> str:
+    text = json.dumps(
+        {"v": VERSION, "limit": time_limit, "problem": dataclasses.asdict(p)}, sort_keys=True
+    )
+    return hashlib.sha256(text.encode()).hexdigest()[:32]
+
+
+def _load(path: Path) -> modulo.Solution | None:
+    try:
+        d = json.loads(path.read_text())
+        d["start"] = tuple(d["start"])
+        d["stage"] = tuple(d["stage"])
+        d["group"] = tuple(d["group"])
+        d["phase"] = {k: tuple(v) for k, v in d["phase"].items()}
+        return modulo.Solution(**d)
+    except (OSError, ValueError, TypeError, KeyError):
+        return None
+
+
+def _store(path: Path, s: modulo.Solution) -> None:
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = path.with_suffix(f".{os.getpid()}.tmp")
+        tmp.write_text(json.dumps(dataclasses.asdict(s), sort_keys=True))
+        tmp.replace(path)
+    except OSError:
+        pass  # a read-only cache only costs the solve next time
+
+
+def solve_cached(p: modulo.Problem, time_limit: float) -> modulo.Solution:
+    """`modulo.solve`, through the disk cache."""
+    path = cache_dir() / f"{_key(p, time_limit)}.json"
+    found = _load(path) if path.exists() else None
+    if found is not None:
+        return found
+    try:
+        s = modulo.solve(p, time_limit)
+    except modulo.SolverUnavailable as err:
+        raise CompileError(f"plan: {err}") from None
+    _store(path, s)
+    return s
+
+
+# -- the planner -----------------------------------------------------------------------------
+
+
+def _candidates(kernel: tile.KernelOp, options: PipelineOptions, base: Schedule) -> list[int]:
+    if options.consumer_warp_groups:
+        return [options.consumer_warp_groups]
+    dots = [d for d in kernel.walk() if isinstance(d, tile.DotOp)]
+    splits = [
+        w
+        for w in (1, 2, 3)
+        if all(d.mnk()[0] % (64 * w) == 0 for d in dots) and register_problem(dots, w) is None
+    ]
+    heuristic = base.role("consumer").warp_groups if base.role("consumer") else 1
+    return splits or [heuristic]
+
+
+def _loop_plan(b: Built, s: modulo.Solution) -> LoopPlan | None:
+    """The consumer loop's schedule: ops by their row, stages from the consumer's first;
+    None when it is the body order in one stage (nothing to rewrite)."""
+    rows: dict[int, tuple[int, int]] = {}
+    for n, (role, k) in enumerate(b.node_source):
+        if role != "consumer" or k in rows:
+            continue
+        rows[k] = (s.start[n] % s.interval, s.stage[n])
+    if not rows:
+        return None
+    low = min(stage for _, stage in rows.values())
+    order = sorted(rows, key=lambda k: (rows[k][0], k))
+    ops = tuple(OpPlan(k, b.consumer_ops[k].name, rows[k][1] - low) for k in order)
+    if order == sorted(rows) and all(o.stage == 0 for o in ops):
+        return None
+    return LoopPlan("consumer", 0, ops)
+
+
+class SolverPlanner:
+    """Twill's schedules (module docstring)."""
+
+    name = "solver"
+
+    def __init__(self, time_limit: float = TIME_LIMIT):
+        self.time_limit = time_limit
+
+    def plan(self, kernel: tile.KernelOp, options: PipelineOptions) -> Schedule:
+        base = HeuristicPlanner().plan(kernel, options)
+        candidates = _candidates(kernel, options, base)
+        heuristic_w = base.role("consumer").warp_groups if base.role("consumer") else 0
+        best: tuple[Built, modulo.Solution] | None = None
+        share = self.time_limit / max(len(candidates), 1)
+        failures = []
+        for w in candidates:
+            found = None
+            for staging in (True, False):
+                b = problem(kernel, base, w, options, staging)
+                if b is None:
+                    return dataclasses.replace(base, planner=self.name)
+                try:
+                    found = (b, solve_cached(b.problem, share))
+                    break
+                except modulo.Infeasible as err:
+                    failures.append(f"{w} consumer warp groups: {err}")
+            if found is None:
+                continue
+            if best is None or (found[1].interval, found[0].warp_groups != heuristic_w) < (
+                best[1].interval,
+                best[0].warp_groups != heuristic_w,
+            ):
+                best = found
+        if best is None:
+            raise CompileError(
+                "plan: the solver found no schedule (" + "; ".join(failures) + ")", kernel
+            )
+        return self._schedule(kernel, base, *best)
+
+    def _schedule(
+        self, kernel: tile.KernelOp, base: Schedule, b: Built, s: modulo.Solution
+    ) -> Schedule:
+        roles = register_budgets(
+            [(r.role, b.warp_groups if r.role == "consumer" else r.warp_groups, 0) for r in base.roles]
+        )
+        arefs = tuple(
+            ArefPlan(s.depth[b.rings[k]], a.lag) if k in b.rings else a
+            for k, a in enumerate(base.arefs)
+        )
+        lp = None if b.frozen else _loop_plan(b, s)
+        consumer = next(g for g in b.problem.groups if g.name == "consumer")
+        phases = s.phase.get("consumer", ()) if consumer.copies > 1 else ()
+        return dataclasses.replace(
+            base,
+            roles=tuple(roles),
+            arefs=arefs,
+            loops=(lp,) if lp is not None else (),
+            planner=self.name,
+            solve=SolveInfo(s.interval, s.status, s.bound, tuple(phases)),
+        )
+
+
+__all__ = ["SolverPlanner", "consumer_budget", "problem", "solve_cached", "cache_dir"]
