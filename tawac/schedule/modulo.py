@@ -37,11 +37,57 @@ assignment choice is feasible (from the lower bound max(resource bound, recurren
 bound)); step 2 solves the whole problem at that II, then at II + 1, ... until feasible,
 minimising the iteration's length (the last node's start) and then the ring depths.
 Deterministic: one worker, a fixed seed, a deterministic time limit.
+
+Details of `solve`:
+
+- scale: `scale = max(1, ceil(sum(occupancy + issue over nodes) / 256))` cycles per time
+  unit; occupancies, issues and latencies (nodes, edges, `handoff`) are rounded *up* to
+  units (anything > 0 is at least one unit), so a schedule in units is conservative in
+  cycles. II is searched in units; `interval`, `start`, `phase` and `bound` are reported
+  in cycles (units * scale).
+- modulo non-overlap: a node's interval at row r (length <= II, else that II is
+  infeasible) is placed at r and r + II in one NoOverlap over [0, 2 II): a circular
+  non-overlap. Zero-length intervals are left out.
+- copies: copy j of a group is copy 0 shifted by `phase[g][j]` in [0, II) (non-decreasing
+  in j: the copies are interchangeable); on a shared unit its row is
+  `(row + phase) mod II` (a wrap boolean), so every copy competes for the unit. The issue
+  non-overlap of a group is over one copy (they are identical). An edge constrains copy 0
+  of its endpoints, except a ring edge leaving a copied group for another group, which
+  holds for every copy of its source (`t[src] + phase[g][j]`): each copy releases its own
+  slot. An edge entering a copied group from another group holds for every copy of its
+  destination; phases are non-negative delays, so copy 0's constraint implies the others
+  and no constraint is added for them.
+- assignment: booleans `x[n][g]` (exactly one per node); a node of one group has it fixed.
+  Handoff: a boolean per edge whose endpoints may be in different groups, forced to 1 when
+  they are (step 2 only).
+- frozen order: for frozen nodes i before j in `Problem.nodes`, both issued by group g:
+  `row[i] <= row[j]`.
+- registers: `copies_v = max(0, max over uses (stage[use] + distance - stage[producer]))`;
+  a producer with several possible groups gates its term with its assignment boolean.
+- lower bound MII (units): the largest of each node's occupancy and issue, each drain
+  node's latency, per shared unit the sum of occupancy * copies (the fewest copies in the
+  node's domain), per group the issues of the nodes only it may issue, and the recurrence
+  bound: the smallest II at which no dependence cycle has positive weight
+  `latency - II * distance` (ring edges at their largest distance `max_depth - lag`;
+  edges of negative distance left out) by binary search with Bellman-Ford.
+- search limit: II up to the sum of every node's occupancy * copies + issue + latency,
+  every edge's latency and handoff (one stage fits everything at that II unless registers,
+  shared memory, `max_stage` or zero-distance cycles forbid it); beyond it `Infeasible`.
+- budget: every CP-SAT call runs with one worker, seed 0, a deterministic time limit of
+  `time_limit / 4` and a wall limit of what remains of `time_limit`. Out of time, the best
+  schedule found so far is returned ("feasible"); with none, `Infeasible`.
+- status "optimal": every II below the answer was proven infeasible (or is below MII) and
+  step 2's objective `length * BIG + sum(depth)` was proven optimal at it; `bound` is the
+  smallest II not proven infeasible (scanning up from MII), in cycles.
 """
 
 from __future__ import annotations
 
+import math
+import time
+from collections.abc import Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 #: Units no two nodes' occupancy may overlap on (per SM, shared by all warp groups).
 SHARED_UNITS = ("tensor", "tma", "mufu", "fma", "shfl")
@@ -147,5 +193,502 @@ class Infeasible(Exception):
     """No II up to the search limit admits a schedule (the message says which limit)."""
 
 
-def solve(problem: Problem, time_limit: float = 30.0) -> Solution:  # pragma: no cover
-    raise NotImplementedError
+#: Units every warp group has its own of (no non-overlap across nodes).
+PRIVATE_UNITS = ("alu", "sync")
+
+#: `problem_scale` aims at a problem of about this many time units of work.
+UNITS_TARGET = 256
+
+_NEEDS_ORTOOLS = "the solver planner needs OR-Tools: pip install 'tawac[solver]'"
+
+
+class SolverUnavailable(Exception):
+    """OR-Tools (the `solver` extra) is not installed."""
+
+
+def _cp_model() -> Any:
+    """The CP-SAT module, imported on first use."""
+    try:
+        from ortools.sat.python import cp_model
+    except ImportError:
+        raise SolverUnavailable(_NEEDS_ORTOOLS) from None
+    return cp_model
+
+
+def problem_scale(problem: Problem) -> int:
+    """Cycles per time unit: the nodes' occupancies and issues fit in about
+    `UNITS_TARGET` units."""
+    total = sum(n.occupancy + n.issue for n in problem.nodes)
+    return max(1, math.ceil(total / UNITS_TARGET - 1e-9))
+
+
+def to_units(cycles: float, scale: int) -> int:
+    """`cycles` in units of `scale` cycles, rounded up (anything positive is >= 1)."""
+    if cycles <= 0:
+        return 0
+    return max(1, math.ceil(cycles / scale - 1e-9))
+
+
+@dataclass(frozen=True)
+class Units:
+    """A problem's durations in time units (see `to_units`)."""
+
+    scale: int
+    occupancy: tuple[int, ...]
+    issue: tuple[int, ...]
+    latency: tuple[int, ...]
+    edge_latency: tuple[int, ...]
+    handoff: int
+
+    @staticmethod
+    def of(problem: Problem, scale: int) -> Units:
+        return Units(
+            scale=scale,
+            occupancy=tuple(to_units(n.occupancy, scale) for n in problem.nodes),
+            issue=tuple(to_units(n.issue, scale) for n in problem.nodes),
+            latency=tuple(to_units(n.latency, scale) for n in problem.nodes),
+            edge_latency=tuple(to_units(e.latency, scale) for e in problem.edges),
+            handoff=to_units(problem.handoff, scale),
+        )
+
+
+def check_problem(problem: Problem) -> None:
+    """Raise ValueError where the problem's parts do not refer to each other correctly."""
+    count = len(problem.nodes)
+    groups = {g.name for g in problem.groups}
+    rings = {r.name for r in problem.rings}
+    if len(groups) != len(problem.groups):
+        raise ValueError("warp group names must be unique")
+    if len(rings) != len(problem.rings):
+        raise ValueError("ring names must be unique")
+    if problem.max_stage < 0:
+        raise ValueError("max_stage must be >= 0")
+    for g in problem.groups:
+        if g.copies < 1:
+            raise ValueError(f"warp group {g.name}: copies must be >= 1")
+    for r in problem.rings:
+        if r.max_depth < 1:
+            raise ValueError(f"ring {r.name}: max_depth must be >= 1")
+    for n in problem.nodes:
+        if not n.groups:
+            raise ValueError(f"node {n.name}: no warp group may issue it")
+        unknown = [g for g in n.groups if g not in groups]
+        if unknown:
+            raise ValueError(f"node {n.name}: unknown warp groups {unknown}")
+    for e in problem.edges:
+        if not (0 <= e.src < count and 0 <= e.dst < count):
+            raise ValueError(f"edge {e}: node index out of range")
+        if e.ring is not None and e.ring not in rings:
+            raise ValueError(f"edge {e}: unknown ring {e.ring}")
+    for v in problem.values:
+        if not 0 <= v.producer < count:
+            raise ValueError(f"value {v}: producer out of range")
+        if any(not 0 <= use < count or distance < 0 for use, distance in v.uses):
+            raise ValueError(f"value {v}: use out of range or negative distance")
+
+
+def _ring_distance(problem: Problem, edge: Edge) -> int:
+    """An edge's largest iteration distance (a ring edge's at the ring's deepest)."""
+    if edge.ring is None:
+        return edge.distance
+    ring = next(r for r in problem.rings if r.name == edge.ring)
+    return ring.max_depth - ring.lag
+
+
+def _positive_cycle(count: int, arcs: Sequence[tuple[int, int, int, int]], ii: int) -> bool:
+    """Whether some cycle has positive weight `latency - ii * distance` (Bellman-Ford on
+    longest paths from a virtual source)."""
+    dist = [0] * count
+    for _ in range(count + 1):
+        changed = False
+        for src, dst, latency, distance in arcs:
+            reach = dist[src] + latency - ii * distance
+            if reach > dist[dst]:
+                dist[dst] = reach
+                changed = True
+        if not changed:
+            return False
+    return True
+
+
+def recurrence_bound(problem: Problem, units: Units) -> int:
+    """The smallest II (units) at which no dependence cycle has positive weight; ring
+    edges at their largest distance, edges of negative distance left out."""
+    arcs = []
+    for edge, latency in zip(problem.edges, units.edge_latency, strict=True):
+        distance = _ring_distance(problem, edge)
+        if distance < 0:
+            continue
+        arcs.append((edge.src, edge.dst, latency, distance))
+    high = sum(a[2] for a in arcs) + 1
+    if _positive_cycle(len(problem.nodes), arcs, high):
+        raise Infeasible("a dependence cycle of iteration distance 0 has a positive latency")
+    low = 1
+    while low < high:
+        mid = (low + high) // 2
+        if _positive_cycle(len(problem.nodes), arcs, mid):
+            low = mid + 1
+        else:
+            high = mid
+    return low
+
+
+def lower_bound(problem: Problem, units: Units) -> int:
+    """MII in units: max(each node's occupancy, issue and (drain) latency, per shared unit
+    the occupancy of every copy, per warp group the issue of the nodes only it issues,
+    the recurrence bound)."""
+    copies = {g.name: g.copies for g in problem.groups}
+    bound = 1
+    per_unit: dict[str, int] = {}
+    per_group: dict[str, int] = {}
+    for i, node in enumerate(problem.nodes):
+        bound = max(bound, units.occupancy[i], units.issue[i])
+        if node.drain:
+            bound = max(bound, units.latency[i])
+        if node.unit not in PRIVATE_UNITS:
+            fewest = min(copies[g] for g in node.groups)
+            per_unit[node.unit] = per_unit.get(node.unit, 0) + units.occupancy[i] * fewest
+        if len(set(node.groups)) == 1:
+            group = node.groups[0]
+            per_group[group] = per_group.get(group, 0) + units.issue[i]
+    bound = max([bound, *per_unit.values(), *per_group.values()])
+    return max(bound, recurrence_bound(problem, units))
+
+
+def search_limit(problem: Problem, units: Units, mii: int) -> int:
+    """The largest II (units) searched: every node's occupancy (all copies), issue and
+    latency, every edge's latency and handoff, one after the other."""
+    copies = {g.name: g.copies for g in problem.groups}
+    total = sum(
+        units.occupancy[i] * max(copies[g] for g in node.groups) + units.issue[i] + units.latency[i]
+        for i, node in enumerate(problem.nodes)
+    )
+    total += sum(units.edge_latency) + units.handoff * len(problem.edges)
+    return max(mii, total)
+
+
+@dataclass
+class _Model:
+    """A CP-SAT model at one II and its variables."""
+
+    model: Any
+    t: list[Any]
+    stage: list[Any]
+    x: list[dict[str, Any]]
+    phase: dict[str, list[Any]]
+    depth: dict[str, Any]
+    copies: list[Any]
+
+
+def _circular(model: Any, start: Any, size: int, ii: int, present: Any, name: str) -> list:
+    """An interval at `start` and its copy one II later: in a NoOverlap over [0, 2 II),
+    a non-overlap modulo II."""
+    if present is None:
+        return [
+            model.new_fixed_size_interval_var(start, size, name),
+            model.new_fixed_size_interval_var(start + ii, size, name + "+"),
+        ]
+    return [
+        model.new_optional_fixed_size_interval_var(start, size, present, name),
+        model.new_optional_fixed_size_interval_var(start + ii, size, present, name + "+"),
+    ]
+
+
+def _different(model: Any, src: dict[str, Any], dst: dict[str, Any], name: str) -> Any:
+    """1 when the two nodes are issued by different warp groups (a boolean forced to 1
+    then, or a constant)."""
+    if len(src) == 1 and len(dst) == 1:
+        return int(set(src) != set(dst))
+    diff = model.new_bool_var(name)
+    for group, lit in src.items():
+        if group in dst:
+            model.add(diff >= lit - dst[group])
+        else:
+            model.add(diff >= lit)
+    return diff
+
+
+def _build(
+    cp_model: Any,
+    problem: Problem,
+    units: Units,
+    ii: int,
+    *,
+    registers: bool,
+    smem: bool,
+    handoff: bool,
+    objective: bool,
+) -> _Model:
+    """The model at II = `ii` units; `registers`, `smem`, `handoff`: whether those
+    constraints are in it; `objective`: minimise the length, then the ring depths."""
+    model = cp_model.CpModel()
+    nodes = problem.nodes
+    groups = {g.name: g for g in problem.groups}
+    rings = {r.name: r for r in problem.rings}
+    horizon = ii * (problem.max_stage + 1)
+
+    frozen_ops = {n.op for n in nodes if n.frozen}
+    op_stage: dict[int, Any] = {}
+    for node in nodes:
+        if node.op not in op_stage:
+            top = 0 if node.op in frozen_ops else problem.max_stage
+            op_stage[node.op] = model.new_int_var(0, top, f"stage_op{node.op}")
+    stage = [op_stage[n.op] for n in nodes]
+    row = [model.new_int_var(0, ii - 1, f"row_{i}") for i in range(len(nodes))]
+    t = [model.new_int_var(0, horizon - 1, f"t_{i}") for i in range(len(nodes))]
+    x: list[dict[str, Any]] = []
+    for i, node in enumerate(nodes):
+        model.add(t[i] == ii * stage[i] + row[i])
+        lits = {g: model.new_bool_var(f"x_{i}_{g}") for g in dict.fromkeys(node.groups)}
+        model.add_exactly_one(lits.values())
+        x.append(lits)
+        if node.drain:
+            model.add(row[i] + units.latency[i] <= ii)
+
+    phase: dict[str, list[Any]] = {}
+    for group in problem.groups:
+        offsets: list[Any] = [0]
+        for j in range(1, group.copies):
+            offset = model.new_int_var(0, ii - 1, f"phase_{group.name}_{j}")
+            if j > 1:
+                model.add(offset >= offsets[-1])
+            offsets.append(offset)
+        phase[group.name] = offsets
+
+    # Shared units: every node's occupancy, for every copy of the group issuing it.
+    on_unit: dict[str, list[Any]] = {}
+    for i, node in enumerate(nodes):
+        size = units.occupancy[i]
+        if size == 0 or node.unit in PRIVATE_UNITS:
+            continue
+        intervals = on_unit.setdefault(node.unit, [])
+        intervals += _circular(model, row[i], size, ii, None, f"occ_{i}")
+        for group, lit in x[i].items():
+            for j in range(1, groups[group].copies):
+                start = model.new_int_var(0, ii - 1, f"row_{i}_{group}_{j}")
+                wrap = model.new_bool_var(f"wrap_{i}_{group}_{j}")
+                model.add(start == row[i] + phase[group][j] - ii * wrap)
+                intervals += _circular(model, start, size, ii, lit, f"occ_{i}_{group}_{j}")
+    for intervals in on_unit.values():
+        model.add_no_overlap(intervals)
+
+    # Issue: one warp group issues one node at a time (its copies alike).
+    for group in problem.groups:
+        intervals = []
+        for i in range(len(nodes)):
+            if group.name not in x[i] or units.issue[i] == 0:
+                continue
+            present = None if len(x[i]) == 1 else x[i][group.name]
+            intervals += _circular(
+                model, row[i], units.issue[i], ii, present, f"issue_{i}_{group.name}"
+            )
+        if intervals:
+            model.add_no_overlap(intervals)
+
+    depth = {
+        r.name: model.new_int_var(r.max_depth if r.fixed else 1, r.max_depth, f"depth_{r.name}")
+        for r in problem.rings
+    }
+
+    for k, edge in enumerate(problem.edges):
+        latency: Any = units.edge_latency[k]
+        if handoff and units.handoff:
+            latency = latency + units.handoff * _different(
+                model, x[edge.src], x[edge.dst], f"handoff_{k}"
+            )
+        if edge.ring is None:
+            distance: Any = edge.distance
+        else:
+            distance = depth[edge.ring] - rings[edge.ring].lag
+        model.add(t[edge.dst] + ii * distance >= t[edge.src] + latency)
+        if edge.ring is None:
+            continue
+        # Every copy of a copied source releases its own slot.
+        for group, lit in x[edge.src].items():
+            enforce = [lit]
+            if group in x[edge.dst]:
+                enforce.append(~x[edge.dst][group])
+            for j in range(1, groups[group].copies):
+                model.add(
+                    t[edge.dst] + ii * distance >= t[edge.src] + phase[group][j] + latency
+                ).only_enforce_if(enforce)
+
+    frozen = [i for i, n in enumerate(nodes) if n.frozen]
+    for a, i in enumerate(frozen):
+        for j in frozen[a + 1 :]:
+            for group in x[i]:
+                if group in x[j]:
+                    model.add(row[i] <= row[j]).only_enforce_if([x[i][group], x[j][group]])
+
+    copies: list[Any] = []
+    if registers:
+        load: dict[str, list[Any]] = {g.name: [] for g in problem.groups}
+        for k, value in enumerate(problem.values):
+            top = problem.max_stage + max((d for _, d in value.uses), default=0)
+            spans = [stage[use] + d - stage[value.producer] for use, d in value.uses]
+            carried = model.new_int_var(0, top, f"copies_{k}")
+            model.add_max_equality(carried, [0, *spans])
+            copies.append(carried)
+            lits = x[value.producer]
+            for group, lit in lits.items():
+                term = carried
+                if len(lits) > 1:
+                    term = model.new_int_var(0, top, f"copies_{k}_{group}")
+                    model.add(term == carried).only_enforce_if(lit)
+                    model.add(term == 0).only_enforce_if(~lit)
+                load[group].append(value.regs * term)
+        for group in problem.groups:
+            model.add(group.reserved + sum(load[group.name]) <= group.regs)
+
+    if smem and problem.rings:
+        used = sum(depth[r.name] * r.slot_bytes for r in problem.rings)
+        model.add(used <= problem.smem_bytes)
+
+    if objective:
+        length = model.new_int_var(0, horizon - 1, "length")
+        model.add_max_equality(length, t)
+        big = sum(r.max_depth for r in problem.rings) + 1
+        model.minimize(length * big + sum(depth.values()))
+    return _Model(model, t, stage, x, phase, depth, copies)
+
+
+def _run(cp_model: Any, built: _Model, wall: float, deterministic: float) -> tuple[Any, Any]:
+    """Solve with one worker, seed 0 and both time limits; (solver, status)."""
+    solver = cp_model.CpSolver()
+    parameters = solver.parameters
+    parameters.num_workers = 1
+    parameters.random_seed = 0
+    parameters.max_time_in_seconds = max(wall, 0.01)
+    parameters.max_deterministic_time = deterministic
+    status = solver.solve(built.model)
+    if status == cp_model.MODEL_INVALID:
+        raise RuntimeError(f"invalid CP-SAT model: {built.model.validate()}")
+    return solver, status
+
+
+def _precheck(problem: Problem) -> None:
+    """Raise Infeasible where a limit is exceeded whatever the schedule."""
+    for group in problem.groups:
+        if group.reserved > group.regs:
+            raise Infeasible(
+                f"registers: warp group {group.name} reserves {group.reserved} of its "
+                f"{group.regs} registers"
+            )
+    least = sum((r.max_depth if r.fixed else 1) * r.slot_bytes for r in problem.rings)
+    if least > problem.smem_bytes:
+        raise Infeasible(
+            f"shared memory: the rings need at least {least} bytes, the budget is "
+            f"{problem.smem_bytes}"
+        )
+
+
+def _binding(cp_model: Any, problem: Problem, units: Units, ii: int, budget: float) -> str:
+    """Which limit makes II = `ii` infeasible: registers, shared memory or handoff."""
+    relaxations = (
+        ("registers", dict(registers=False, smem=True, handoff=True)),
+        ("shared memory", dict(registers=True, smem=False, handoff=True)),
+        ("handoff latency", dict(registers=True, smem=True, handoff=False)),
+    )
+    for name, flags in relaxations:
+        built = _build(cp_model, problem, units, ii, objective=False, **flags)
+        _, status = _run(cp_model, built, budget, budget)
+        if status in (cp_model.OPTIMAL, cp_model.FEASIBLE):
+            return name
+    return "registers and shared memory together"
+
+
+def solve(problem: Problem, time_limit: float = 30.0) -> Solution:
+    """The schedule of the smallest II found (see the module docstring); raises
+    `Infeasible` when no II up to the search limit admits one, `SolverUnavailable`
+    without OR-Tools."""
+    begin = time.perf_counter()
+    cp_model = _cp_model()
+    check_problem(problem)
+    _precheck(problem)
+    scale = problem_scale(problem)
+    units = Units.of(problem, scale)
+    mii = lower_bound(problem, units)
+    limit = search_limit(problem, units, mii)
+    deterministic = max(time_limit / 4, 0.05)
+
+    def left() -> float:
+        return time_limit - (time.perf_counter() - begin)
+
+    feasible = (cp_model.OPTIMAL, cp_model.FEASIBLE)
+    bound = mii  # the smallest II not proven infeasible
+    step1: int | None = None
+    ii = mii
+    while ii <= limit and left() > 0:
+        built = _build(
+            cp_model,
+            problem,
+            units,
+            ii,
+            registers=False,
+            smem=False,
+            handoff=False,
+            objective=False,
+        )
+        _, status = _run(cp_model, built, left(), deterministic)
+        if status in feasible:
+            step1 = ii
+            break
+        if status == cp_model.INFEASIBLE and bound == ii:
+            bound = ii + 1
+        ii += 1
+    if step1 is None:
+        if left() <= 0:
+            raise Infeasible(
+                f"no schedule found within the time limit of {time_limit} s "
+                f"(II searched up to {(ii - 1) * scale} cycles)"
+            )
+        raise Infeasible(
+            f"no II up to {limit * scale} cycles fits the dependences and units in "
+            f"{problem.max_stage + 1} stages (frozen nodes at stage 0, drain nodes "
+            "within their body)"
+        )
+
+    ii = step1
+    while ii <= limit and left() > 0:
+        built = _build(
+            cp_model, problem, units, ii, registers=True, smem=True, handoff=True, objective=True
+        )
+        solver, status = _run(cp_model, built, left(), deterministic)
+        if status in feasible:
+            break
+        if status == cp_model.INFEASIBLE and bound == ii:
+            bound = ii + 1
+        ii += 1
+    else:
+        if left() <= 0:
+            raise Infeasible(
+                f"no schedule found within the time limit of {time_limit} s "
+                f"(II searched up to {(ii - 1) * scale} cycles)"
+            )
+        binding = _binding(cp_model, problem, units, limit, max(time_limit / 4, 1.0))
+        raise Infeasible(f"no II up to {limit * scale} cycles fits the {binding}")
+
+    def value(expr: Any) -> int:
+        return expr if isinstance(expr, int) else int(solver.value(expr))
+
+    group = tuple(
+        next(g for g, lit in lits.items() if solver.boolean_value(lit)) for lits in built.x
+    )
+    regs = {g.name: g.reserved for g in problem.groups}
+    for v, carried in zip(problem.values, built.copies, strict=True):
+        regs[group[v.producer]] += v.regs * value(carried)
+    optimal = bound == ii and status == cp_model.OPTIMAL
+    return Solution(
+        interval=ii * scale,
+        scale=scale,
+        start=tuple(value(t) * scale for t in built.t),
+        stage=tuple(value(s) for s in built.stage),
+        group=group,
+        phase={g: tuple(value(p) * scale for p in ps) for g, ps in built.phase.items()},
+        depth={r: value(d) for r, d in built.depth.items()},
+        status="optimal" if optimal else "feasible",
+        bound=bound * scale,
+        step1_interval=step1 * scale,
+        seconds=time.perf_counter() - begin,
+        regs=regs,
+    )

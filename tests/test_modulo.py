@@ -1,0 +1,252 @@
+"""The modulo scheduler (tawac/schedule/modulo.py) on small loops whose optimal II is
+computed by hand: recurrence and resource bounds, warp-group copies, register-forced
+assignment and stage counts, ring depths and shared memory, frozen nodes, drains."""
+
+from __future__ import annotations
+
+import dataclasses
+import sys
+
+import pytest
+
+pytest.importorskip("ortools")
+
+from tawac.schedule.modulo import (  # noqa: E402
+    Edge,
+    Group,
+    Infeasible,
+    Node,
+    Problem,
+    Ring,
+    SolverUnavailable,
+    Units,
+    Value,
+    lower_bound,
+    problem_scale,
+    solve,
+)
+
+
+def _node(name, unit="alu", occupancy=1, issue=1, latency=1, groups=("g",), *, op, **kw):
+    return Node(name, op, unit, issue, occupancy, latency, tuple(groups), **kw)
+
+
+def test_recurrence_bound_loop():
+    # a -> b -> c (10 + 10 cycles) and c -> a of the next iteration (10): II = 30.
+    nodes = (_node("a", op=0), _node("b", op=1), _node("c", op=2))
+    edges = (Edge(0, 1, 10), Edge(1, 2, 10), Edge(2, 0, 10, distance=1))
+    problem = Problem(nodes, edges, (Group("g", 255),))
+    assert problem_scale(problem) == 1
+    assert lower_bound(problem, Units.of(problem, 1)) == 30
+    s = solve(problem)
+    assert s.interval == 30
+    assert s.status == "optimal"
+    assert s.bound == 30 and s.step1_interval == 30
+    assert s.start == (0, 10, 20)
+    assert s.stage == (0, 0, 0)
+    assert s.group == ("g", "g", "g")
+
+
+def _three_mmas(copies: int) -> Problem:
+    nodes = tuple(_node(f"mma{i}", "tensor", 10, groups=("mma",), op=i) for i in range(3))
+    return Problem(nodes, (), (Group("mma", 255, copies=copies),))
+
+
+def test_resource_bound_loop():
+    s = solve(_three_mmas(1))
+    assert s.interval == 30
+    assert s.status == "optimal"
+    assert sorted(s.start) == [0, 10, 20]
+    assert s.phase == {"mma": (0,)}
+
+
+def test_group_copies_share_the_tensor_unit():
+    # Two copies: six 10-cycle MMAs on one tensor core; the shortest iteration puts copy 0
+    # at rows 0, 10, 20, so copy 1 must be shifted by exactly 30.
+    s = solve(_three_mmas(2))
+    assert s.interval == 60
+    assert s.status == "optimal"
+    assert sorted(s.start) == [0, 10, 20]
+    assert s.phase == {"mma": (0, 30)}
+
+
+def _register_choice(handoff: float = 5.0) -> Problem:
+    # n may be issued by "a" or "b"; its value (100 registers) lives one iteration (the
+    # use m of the next iteration), so "a" (32 registers) cannot hold it; a handoff to m
+    # (on "a") makes "b" the slower choice, which the solver must take anyway.
+    nodes = (
+        _node("n", groups=("a", "b"), op=0),
+        _node("m", groups=("a",), op=1),
+        _node("k", "tensor", 40, groups=("a",), op=2),
+    )
+    return Problem(
+        nodes,
+        (Edge(0, 1, 10),),
+        (Group("a", 32), Group("b", 200)),
+        values=(Value(0, 100, ((1, 1),)),),
+        handoff=handoff,
+    )
+
+
+def test_registers_force_the_assignment():
+    s = solve(_register_choice())
+    assert s.interval == 40
+    assert s.status == "optimal"
+    assert s.group[:2] == ("b", "a")
+    assert s.start[:2] == (0, 15)
+    assert s.regs == {"a": 0, "b": 100}
+
+
+def test_without_the_register_limit_the_handoff_decides():
+    problem = dataclasses.replace(_register_choice(), groups=(Group("a", 255), Group("b", 200)))
+    s = solve(problem)
+    assert s.group[:2] == ("a", "a")
+    assert s.start[:2] == (0, 10)
+    assert s.regs == {"a": 100, "b": 0}
+
+
+def _carried(regs: int) -> Problem:
+    # p's value (100 registers) is read by c 70 cycles later; the tensor node bounds II
+    # at 30, where c is 2 stages after p (2 copies: 50 + 200 registers).
+    nodes = (
+        _node("p", groups=("b",), op=0),
+        _node("c", groups=("b",), op=1),
+        _node("k", "tensor", 30, groups=("m",), op=2),
+    )
+    return Problem(
+        nodes,
+        (Edge(0, 1, 70),),
+        (Group("b", regs, reserved=50), Group("m", 255)),
+        values=(Value(0, 100, ((1, 0),)),),
+    )
+
+
+def test_carried_value_takes_two_copies():
+    s = solve(_carried(255))
+    assert s.interval == 30
+    assert s.status == "optimal"
+    assert s.stage[:2] == (0, 2)
+    assert s.start[:2] == (0, 70)
+    assert s.regs["b"] == 250
+
+
+def test_register_limit_lengthens_the_interval():
+    # With 200 registers only one copy fits: c at most one stage after p, so
+    # row_c + II - row_p >= 70 with rows < II: 2 II - 1 >= 70, II = 36.
+    s = solve(_carried(200))
+    assert s.step1_interval == 30
+    assert s.interval == 36
+    assert s.bound == 36
+    assert s.status == "optimal"
+    assert s.stage[:2] == (0, 1)
+    assert s.start[:2] == (0, 70)
+    assert s.regs["b"] == 150
+
+
+def _ring(smem_bytes: int) -> Problem:
+    # Producer p (TMA) fills a slot the consumer c reads 500 cycles later; c releases it
+    # 100 cycles after it starts, and p of iteration i + depth waits for that release.
+    nodes = (
+        _node("p", "tma", 10, groups=("p",), op=0),
+        _node("c", "tensor", 100, groups=("c",), op=1),
+    )
+    edges = (Edge(0, 1, 500), Edge(1, 0, 100, ring="kv"))
+    return Problem(
+        nodes,
+        edges,
+        (Group("p", 255), Group("c", 255)),
+        rings=(Ring("kv", 1000, max_depth=8),),
+        smem_bytes=smem_bytes,
+        max_stage=6,
+    )
+
+
+def test_ring_depth_covers_the_latency():
+    # II = 100 (tensor); II * depth >= 500 + 100: depth 6.
+    s = solve(_ring(227 * 1024))
+    assert s.interval == 100
+    assert s.status == "optimal"
+    assert s.depth == {"kv": 6}
+    assert s.start == (0, 500)
+    assert s.stage == (0, 5)
+
+
+def test_shared_memory_limits_the_depth():
+    # 5000 bytes: depth <= 5, so 5 II >= 600: II = 120.
+    s = solve(_ring(5000))
+    assert s.step1_interval == 100
+    assert s.interval == 120
+    assert s.bound == 120
+    assert s.status == "optimal"
+    assert s.depth == {"kv": 5}
+    assert s.start == (0, 500)
+
+
+def test_ring_released_by_every_copy():
+    # Two consumer copies: copy 1 releases its slot `phase` later, so the depth covers
+    # it too. II = 200 (two copies of 100 on the tensor core), phase 100, and
+    # 200 * depth >= 500 + 100 + 100: depth 4.
+    groups = (Group("p", 255), Group("c", 255, copies=2))
+    problem = dataclasses.replace(_ring(227 * 1024), groups=groups)
+    s = solve(problem)
+    assert s.interval == 200
+    assert s.phase["c"] == (0, 100)
+    assert s.depth == {"kv": 4}
+
+
+def _frozen() -> Problem:
+    # x feeds f1 20 cycles later; f1, f2, f3 are frozen (stage 0, in this order), 5 issue
+    # cycles each on one warp group: f1 >= 20, f2 >= 25, f3 >= 30, and f3's issue may not
+    # wrap onto x's: II = 35.
+    nodes = (
+        _node("x", issue=5, op=0),
+        *(_node(f"f{i}", issue=5, op=i, frozen=True) for i in (1, 2, 3)),
+    )
+    return Problem(nodes, (Edge(0, 1, 20),), (Group("g", 255),))
+
+
+def test_frozen_nodes_keep_stage_zero_and_order():
+    s = solve(_frozen())
+    assert s.interval == 35
+    assert s.status == "optimal"
+    assert s.start == (0, 20, 25, 30)
+    assert s.stage == (0, 0, 0, 0)
+
+
+def test_drain_completes_within_the_body():
+    # Three 10-cycle MMAs bound II at 30; one has latency 40 and is awaited in its body.
+    nodes = list(_three_mmas(1).nodes)
+    nodes[1] = dataclasses.replace(nodes[1], latency=40, drain=True)
+    s = solve(dataclasses.replace(_three_mmas(1), nodes=tuple(nodes)))
+    assert s.interval == 40
+    assert s.start[1] % s.interval + 40 <= s.interval
+
+
+def test_scale_rounds_up():
+    # 3 x (1000 + 1) cycles of work: 12 cycles a unit, 1000 cycles -> 84 units.
+    nodes = tuple(_node(f"m{i}", "tensor", 1000, groups=("g",), op=i) for i in range(3))
+    problem = Problem(nodes, (), (Group("g", 255),))
+    s = solve(problem)
+    assert s.scale == 12
+    assert s.interval == 3 * 84 * 12
+    assert all(t % 12 == 0 for t in s.start)
+
+
+def test_deterministic():
+    first = solve(_ring(5000))
+    second = solve(_ring(5000))
+    assert dataclasses.replace(first, seconds=0) == dataclasses.replace(second, seconds=0)
+
+
+def test_infeasible_names_the_limit():
+    with pytest.raises(Infeasible, match="registers"):
+        solve(dataclasses.replace(_carried(255), groups=(Group("b", 40, 50), Group("m", 255))))
+    with pytest.raises(Infeasible, match="shared memory"):
+        solve(_ring(500))
+
+
+def test_without_ortools(monkeypatch):
+    for name in ("ortools", "ortools.sat", "ortools.sat.python", "ortools.sat.python.cp_model"):
+        monkeypatch.setitem(sys.modules, name, None)
+    with pytest.raises(SolverUnavailable, match=r"pip install 'tawac\[solver\]'"):
+        solve(_three_mmas(1))
