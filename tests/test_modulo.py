@@ -162,8 +162,8 @@ def _ring(smem_bytes: int) -> Problem:
 
 
 def test_ring_depth_covers_the_latency():
-    # II = 100 (tensor); II * depth >= 500 + 100: depth 6.
-    s = solve(_ring(227 * 1024))
+    # II = 100 (tensor); II * depth >= 500 + 100: depth 6, all 6000 bytes allow.
+    s = solve(_ring(6000))
     assert s.interval == 100
     assert s.status == "optimal"
     assert s.depth == {"kv": 6}
@@ -187,17 +187,30 @@ def test_ring_released_by_every_copy():
     # it too. II = 200 (two copies of 100 on the tensor core), phase 100, and
     # 200 * depth >= 500 + 100 + 100: depth 4.
     groups = (Group("p", 255), Group("c", 255, copies=2))
-    problem = dataclasses.replace(_ring(227 * 1024), groups=groups)
+    problem = dataclasses.replace(_ring(4000), groups=groups)
     s = solve(problem)
     assert s.interval == 200
     assert s.phase["c"] == (0, 100)
     assert s.depth == {"kv": 4}
+    # three slots cannot cover 500 + 100 + the copy's phase at II = 200: the interval
+    # grows past the tensor bound
+    s3 = solve(dataclasses.replace(problem, smem_bytes=3000))
+    assert s3.depth == {"kv": 3}
+    assert s3.interval > 200
+
+
+def test_spare_shared_memory_deepens_the_rings():
+    # Beyond the 6 slots the interval needs, the rings take what shared memory allows
+    # (latency the model does not see): 8 slots, the ring's most.
+    s = solve(_ring(227 * 1024))
+    assert s.interval == 100
+    assert s.depth == {"kv": 8}
 
 
 def _frozen() -> Problem:
-    # x feeds f1 20 cycles later; f1, f2, f3 are frozen (stage 0, in this order), 5 issue
-    # cycles each on one warp group: f1 >= 20, f2 >= 25, f3 >= 30, and f3's issue may not
-    # wrap onto x's: II = 35.
+    # x feeds f1 20 cycles later; f1, f2, f3 are frozen (one stage, in this order), 5 issue
+    # cycles each on one warp group: the issue bound is 4 x 5 = 20, and at II = 20 the
+    # frozen nodes take rows 5, 10, 15 of the stage after x's.
     nodes = (
         _node("x", issue=5, op=0),
         *(_node(f"f{i}", issue=5, op=i, frozen=True) for i in (1, 2, 3)),
@@ -205,12 +218,25 @@ def _frozen() -> Problem:
     return Problem(nodes, (Edge(0, 1, 20),), (Group("g", 255),))
 
 
-def test_frozen_nodes_keep_stage_zero_and_order():
+def test_frozen_nodes_share_a_stage_and_keep_their_order():
     s = solve(_frozen())
-    assert s.interval == 35
+    assert s.interval == 20
     assert s.status == "optimal"
-    assert s.start == (0, 20, 25, 30)
-    assert s.stage == (0, 0, 0, 0)
+    assert s.start == (0, 25, 30, 35)
+    assert s.stage == (0, 1, 1, 1)
+
+
+def test_frozen_nodes_keep_their_order_against_the_rows():
+    # a back edge f3 -> x (distance 1, latency 5) closes a recurrence through the frozen
+    # order: x -> f1 (20), f1 -> f2 -> f3 (5 issue cycles each, in this order), f3 -> x
+    # (5): II = 35.
+    p = _frozen()
+    p = dataclasses.replace(p, edges=(*p.edges, Edge(3, 0, 5, 1)))
+    s = solve(p)
+    assert s.interval == 35
+    rows = [t % s.interval for t in s.start[1:]]
+    assert rows == sorted(rows)
+    assert len(set(s.stage[1:])) == 1
 
 
 def test_drain_completes_within_the_body():

@@ -22,8 +22,10 @@ Model (all times in cycles in the `Problem`, rescaled to small integers by `scal
   `[row, row + issue)` modulo II (one warp group issues one op at a time).
 - assignment: node n is issued by one group of `n.groups` (a domain of one fixes it);
   an edge between nodes of different groups adds `Problem.handoff` cycles.
-- nodes with the same `n.op` (the parts of one IR op) share their stage; a `frozen`
-  node keeps stage 0 and its group's nodes keep their listed order.
+- nodes with the same `n.op` (the parts of one IR op) share their stage; the `frozen`
+  nodes of a group (the first of their `groups`) share one stage and keep their listed
+  order (a loop body that is not rewritten: it may still start stages after another
+  group's).
 - registers: per group, `reserved` plus, for each `Value` its producer issues,
   `regs * copies` where copies is the largest `stage[use] + distance - stage[producer]`
   over its uses (the iteration arguments the expanded loop carries it in) must stay
@@ -35,7 +37,10 @@ Model (all times in cycles in the `Problem`, rescaled to small integers by `scal
 Step 1 finds the smallest II at which the problem without registers, shared memory and
 assignment choice is feasible (from the lower bound max(resource bound, recurrence
 bound)); step 2 solves the whole problem at that II, then at II + 1, ... until feasible,
-minimising the iteration's length (the last node's start) and then the ring depths.
+minimising the iteration's length (the last node's start), then the stages (the sum of
+the ops' stages: of equally long schedules, the one that wraps least), then preferring the deepest
+rings shared memory allows (the shallowest ring first): the interval needs only so many
+slots, spare ones absorb latency the model does not see.
 Deterministic: one worker, a fixed seed, a deterministic time limit.
 
 Details of `solve`:
@@ -77,7 +82,7 @@ Details of `solve`:
   `time_limit / 4` and a wall limit of what remains of `time_limit`. Out of time, the best
   schedule found so far is returned ("feasible"); with none, `Infeasible`.
 - status "optimal": every II below the answer was proven infeasible (or is below MII) and
-  step 2's objective `length * BIG + sum(depth)` was proven optimal at it; `bound` is the
+  step 2's objective (length, then deeper rings) was proven optimal at it; `bound` is the
   smallest II not proven infeasible (scanning up from MII), in cycles.
 """
 
@@ -97,7 +102,8 @@ SHARED_UNITS = ("tensor", "tma", "mufu", "fma", "shfl")
 class Node:
     """One op (or one part of an op) of the loop body. `op`: the IR op it belongs to
     (parts share it); `groups`: the warp groups that may issue it; `drain`: see the
-    module docstring; `frozen`: its stage is 0 and its order in its group fixed."""
+    module docstring; `frozen`: it shares one stage with its group's other frozen nodes
+    and keeps its order among them."""
 
     name: str
     op: int
@@ -165,6 +171,9 @@ class Problem:
     smem_bytes: int = 227 * 1024
     handoff: float = 0.0
     max_stage: int = 3
+    same_stage: tuple[tuple[int, int], ...] = ()
+    """Pairs of nodes that must share a stage (a slot's `aref.get` and its readers: the
+    expanded loop cannot carry a slot to a later body)."""
 
 
 @dataclass(frozen=True)
@@ -420,20 +429,30 @@ def _build(
     objective: bool,
 ) -> _Model:
     """The model at II = `ii` units; `registers`, `smem`, `handoff`: whether those
-    constraints are in it; `objective`: minimise the length, then the ring depths."""
+    constraints are in it; `objective`: minimise the length, then maximise the shallowest ring's depth and
+    the sum of the depths."""
     model = cp_model.CpModel()
     nodes = problem.nodes
     groups = {g.name: g for g in problem.groups}
     rings = {r.name: r for r in problem.rings}
     horizon = ii * (problem.max_stage + 1)
 
-    frozen_ops = {n.op for n in nodes if n.frozen}
+    # the frozen nodes of a group share one stage (their loop body is not rewritten)
+    frozen_stage: dict[str, Any] = {}
     op_stage: dict[int, Any] = {}
     for node in nodes:
-        if node.op not in op_stage:
-            top = 0 if node.op in frozen_ops else problem.max_stage
-            op_stage[node.op] = model.new_int_var(0, top, f"stage_op{node.op}")
+        if node.op in op_stage:
+            continue
+        if node.frozen:
+            key = node.groups[0]
+            if key not in frozen_stage:
+                frozen_stage[key] = model.new_int_var(0, problem.max_stage, f"stage_{key}")
+            op_stage[node.op] = frozen_stage[key]
+            continue
+        op_stage[node.op] = model.new_int_var(0, problem.max_stage, f"stage_op{node.op}")
     stage = [op_stage[n.op] for n in nodes]
+    for a, b in problem.same_stage:
+        model.add(stage[a] == stage[b])
     row = [model.new_int_var(0, ii - 1, f"row_{i}") for i in range(len(nodes))]
     t = [model.new_int_var(0, horizon - 1, f"t_{i}") for i in range(len(nodes))]
     x: list[dict[str, Any]] = []
@@ -547,8 +566,26 @@ def _build(
     if objective:
         length = model.new_int_var(0, horizon - 1, "length")
         model.add_max_equality(length, t)
-        big = sum(r.max_depth for r in problem.rings) + 1
-        model.minimize(length * big + sum(depth.values()))
+        # then the deepest rings shared memory allows, the shallowest first: slots
+        # beyond the ones the interval needs absorb latency the model does not see
+        top = max((r.max_depth for r in problem.rings), default=0)
+        spare_sum = sum(r.max_depth for r in problem.rings)
+        shallowest = model.new_int_var(0, top, "shallowest")
+        if depth:
+            model.add_min_equality(shallowest, list(depth.values()))
+        weight = spare_sum + 1
+        big = weight * (top + 1) + spare_sum + 1
+        # between the two, the fewest stages: of equally long schedules, the one whose
+        # ops wrap least into later bodies (no needless prologue and epilogue)
+        stages = sum(op_stage.values())
+        bigger = big * (len(op_stage) * problem.max_stage + 1)
+        model.minimize(
+            length * bigger
+            + stages * big
+            + weight * (top - shallowest)
+            + spare_sum
+            - sum(depth.values())
+        )
     return _Model(model, t, stage, x, phase, depth, copies)
 
 
@@ -644,7 +681,7 @@ def solve(problem: Problem, time_limit: float = 30.0) -> Solution:
             )
         raise Infeasible(
             f"no II up to {limit * scale} cycles fits the dependences and units in "
-            f"{problem.max_stage + 1} stages (frozen nodes at stage 0, drain nodes "
+            f"{problem.max_stage + 1} stages (frozen nodes in one stage, drain nodes "
             "within their body)"
         )
 

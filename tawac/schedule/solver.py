@@ -18,19 +18,23 @@ turns) and replaces the rest:
      sharing the SM's units, each with its own phase);
    - edges: the model's dependences (data, loop-carried, full and empty barriers; an empty
      barrier's distance is the ring's depth minus its lag, a solver variable);
-   - registers: every register-resident tile value of the consumer's body, counted once per
-     iteration argument the expanded loop carries it in, plus `MMA_RESERVE` and the
-     largest value that is never carried (the working set of the body); the budget is the
-     heuristic's `consumer_budget`;
+   - registers: the heuristic's measured rule for the unpipelined loop (one MMA's
+     accumulator fragment plus `MMA_RESERVE` within `consumer_budget`), plus the
+     registers pipelining adds: every 2-d tile value of the consumer's body counts once
+     per iteration argument the expanded loop carries it in beyond the ones the loop
+     already carries (row vectors, a few registers each, stay within `MMA_RESERVE`'s
+     margin: ptxas failed only at 48 spare registers, `planner.MMA_RESERVE`);
    - shared memory: each looped aref is a ring with its slot size from the shared-memory
      plan (`tawac.schedule.smem.kernel_plan`); the rest of the plan is fixed.
    A consumer loop whose MMA stays in flight across iterations (a release lag: GEMM's K
    loop) is frozen: it keeps its body order in one stage (`coarse-pipeline` cannot
    rewrite it); so is every loop with `--no-coarse-pipeline`.
 2. `tawac.schedule.modulo.solve` finds the smallest interval and the schedule at it. The
-   result is cached on disk (`cache_dir()`), keyed by the problem, the time limit and the
-   solver's version: a kernel compiles the same schedule every time.
-3. The answer with the smallest interval wins (ties: the heuristic's warp-group count).
+   result is cached on disk (`cache_dir()`), keyed by the problem (which holds the loop,
+   the target's costs and the options' effects), the time limit and the model's source:
+   a kernel compiles the same schedule every time, and solves once.
+3. The answer with the smallest interval wins; the heuristic's warp-group count unless
+   another is faster by more than `MARGIN`.
    Its consumer loop becomes a `LoopPlan` (ops in the order of their row in the modulo
    reservation table, stages relative to the consumer's first), its ring depths the
    arefs' depths, and `solve` records the interval, the status and the bound.
@@ -58,6 +62,7 @@ from tawac.schedule.planner import (
     MMA_RESERVE,
     HeuristicPlanner,
     consumer_budget,
+    fragment_registers,
     looped,
     register_budgets,
     register_problem,
@@ -170,7 +175,8 @@ def problem(
     roles = register_budgets([("producer", 1, 0), ("consumer", warp_groups, 0)])
     flat = dataclasses.replace(base, roles=tuple(roles), loops=())
     lanes = {lane.name: lane for lane in loop_lanes(kernel, flat)}
-    frozen = _frozen(loop, _deferred(kernel, base), options)
+    deferred = _deferred(kernel, base)
+    frozen = _frozen(loop, deferred, options)
 
     nodes: list[modulo.Node] = []
     where: dict[tuple[str, int], int] = {}  # (lane, step) -> node
@@ -193,7 +199,11 @@ def problem(
                     occupancy=step.occupancy,
                     latency=step.latency,
                     groups=(role,),
-                    drain=isinstance(op, tile.DotOp) and _read(op, body),
+                    # an MMA awaited in the loop (not kept in flight by a release lag)
+                    # completes within its body: `coarse-pipeline` awaits it before
+                    # its first reader or the release of its slots in the same body,
+                    # else at the end of the body
+                    drain=isinstance(op, tile.DotOp) and op not in deferred,
                     frozen=role == "producer" or frozen,
                 )
             )
@@ -231,32 +241,50 @@ def problem(
     number = {op: k for k, op in enumerate(ops)}
     yield_op = body.last_op
     values: list[modulo.Value] = []
-    transient = 0
+    already = 0  # registers the unpipelined loop carries (its iteration arguments)
     for op in ops:
         if isinstance(op, aref.GetOp | tile.BroadcastOp) or number[op] not in last:
             # a slot lives in shared memory; a broadcast row vector is the vector itself
             # in the accumulator layout
             continue
         for r in op.results:
-            if not isinstance(r.type, TensorType):
+            if not isinstance(r.type, TensorType) or len(r.type.get_shape()) != 2:
+                # row vectors (a few registers) are within MMA_RESERVE's margin
                 continue
             regs = _regs(r.type, warp_groups)
             uses = _uses(r, body, number, first, yield_op)
-            carried = any(d for _, d in uses)
-            if not carried:
-                transient = max(transient, regs)
+            already += regs * max((d for _, d in uses), default=0)
             values.append(modulo.Value(last[number[op]], regs, tuple(uses)))
+    dots = [o for o in body.walk() if isinstance(o, tile.DotOp)]
+    fragment = max((fragment_registers(d) for d in dots), default=0)
+
+    # a slot's get and its readers share a stage (a slot is not carried to a later body)
+    same = []
+    for op in ops:
+        if isinstance(op, aref.GetOp) and number[op] in first:
+            for user, _ in _uses(op.results[0], body, number, first, yield_op):
+                same.append((first[number[op]], user))
 
     slots, capacity = _smem(kernel, base, staging)
+    # `--stages N` fixes the looped rings' depth; else the solver chooses it
     ring_list = tuple(
-        modulo.Ring(rings[k], slots[k], base.arefs[k].lag, MAX_DEPTH)
+        modulo.Ring(
+            rings[k],
+            slots[k],
+            base.arefs[k].lag,
+            options.stages or MAX_DEPTH,
+            fixed=options.stages > 0,
+        )
         for k in sorted(rings)
     )
     consumer_role = next(r for r in roles if r.role == "consumer")
     groups = (
         modulo.Group("producer", next(r for r in roles if r.role == "producer").regs),
         modulo.Group(
-            "consumer", consumer_role.regs, MMA_RESERVE + transient, copies=warp_groups
+            "consumer",
+            consumer_role.regs,
+            MMA_RESERVE + fragment - already,
+            copies=warp_groups,
         ),
     )
     return Built(
@@ -268,6 +296,7 @@ def problem(
             rings=ring_list,
             smem_bytes=capacity,
             max_stage=MAX_STAGE,
+            same_stage=tuple(same),
         ),
         warp_groups,
         ops,
@@ -275,20 +304,6 @@ def problem(
         rings,
         frozen,
     )
-
-
-def _read(dot: tile.DotOp, body) -> bool:
-    """Whether anything but the next MMA of its accumulation chain reads `dot`'s result:
-    then its wait ends the MMA's body (`coarse-pipeline` places it before the first
-    reader or at the end of the body), so the MMA must complete within the interval."""
-    yield_op = body.last_op
-    for use in dot.result.uses:
-        if use.operation is not yield_op:
-            return True
-        arg = body.args[1 + use.index]
-        if any(u.operation is not dot for u in arg.uses):
-            return True
-    return False
 
 
 def _uses(r: SSAValue, body, number, first, yield_op) -> list[tuple[int, int]]:
@@ -315,9 +330,20 @@ def _uses(r: SSAValue, body, number, first, yield_op) -> list[tuple[int, int]]:
 # -- solving, with the disk cache ------------------------------------------------------------
 
 
+def _code() -> str:
+    """A digest of the model's source: a changed model never reads an old answer."""
+    return hashlib.sha256(Path(modulo.__file__).read_bytes()).hexdigest()[:16]
+
+
 def _key(p: modulo.Problem, time_limit: float) -> str:
     text = json.dumps(
-        {"v": VERSION, "limit": time_limit, "problem": dataclasses.asdict(p)}, sort_keys=True
+        {
+            "v": VERSION,
+            "code": _code(),
+            "limit": time_limit,
+            "problem": dataclasses.asdict(p),
+        },
+        sort_keys=True,
     )
     return hashlib.sha256(text.encode()).hexdigest()[:32]
 
@@ -392,6 +418,26 @@ def _loop_plan(b: Built, s: modulo.Solution) -> LoopPlan | None:
     return LoopPlan("consumer", 0, ops)
 
 
+#: An answer with other warp groups than the heuristic's must beat it by this fraction
+#: of the interval: the model does not see the latency more warps hide, and its
+#: intervals are rounded to the solver's time unit.
+MARGIN = 0.02
+
+
+def _choose(
+    answers: list[tuple[Built, modulo.Solution]], heuristic_w: int
+) -> tuple[Built, modulo.Solution] | None:
+    """The answer with the smallest interval; the heuristic's warp-group count unless
+    another is faster by more than MARGIN."""
+    if not answers:
+        return None
+    best = min(answers, key=lambda a: (a[1].interval, a[0].warp_groups != heuristic_w))
+    usual = next((a for a in answers if a[0].warp_groups == heuristic_w), None)
+    if usual is not None and usual[1].interval <= best[1].interval * (1 + MARGIN):
+        return usual
+    return best
+
+
 class SolverPlanner:
     """Twill's schedules (module docstring)."""
 
@@ -404,27 +450,20 @@ class SolverPlanner:
         base = HeuristicPlanner().plan(kernel, options)
         candidates = _candidates(kernel, options, base)
         heuristic_w = base.role("consumer").warp_groups if base.role("consumer") else 0
-        best: tuple[Built, modulo.Solution] | None = None
         share = self.time_limit / max(len(candidates), 1)
         failures = []
+        answers: list[tuple[Built, modulo.Solution]] = []
         for w in candidates:
-            found = None
             for staging in (True, False):
                 b = problem(kernel, base, w, options, staging)
                 if b is None:
                     return dataclasses.replace(base, planner=self.name)
                 try:
-                    found = (b, solve_cached(b.problem, share))
+                    answers.append((b, solve_cached(b.problem, share)))
                     break
                 except modulo.Infeasible as err:
                     failures.append(f"{w} consumer warp groups: {err}")
-            if found is None:
-                continue
-            if best is None or (found[1].interval, found[0].warp_groups != heuristic_w) < (
-                best[1].interval,
-                best[0].warp_groups != heuristic_w,
-            ):
-                best = found
+        best = _choose(answers, heuristic_w)
         if best is None:
             raise CompileError(
                 "plan: the solver found no schedule (" + "; ".join(failures) + ")", kernel

@@ -1,0 +1,225 @@
+"""The solver planner (`--schedule solver`, Twill): the problem it builds from a kernel,
+the structure of the schedules it finds, its disk cache, and its errors."""
+
+from __future__ import annotations
+
+import dataclasses
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tawac import schedule
+from tawac.diagnostics import CompileError
+from tawac.dialects import tile
+from tawac.driver import run_pipeline
+from tawac.options import PipelineOptions
+from tawac.parser import parse_file
+from tawac.schedule import modulo, solver
+from tawac.schedule.model import loop_lanes
+from tawac.schedule.planner import HeuristicPlanner
+from tawac.timeline import simulate
+
+REPO = Path(__file__).resolve().parent.parent
+EXAMPLES = REPO / "examples"
+
+
+def _kernel(example: str, passes: str = "warp-specialize") -> tile.KernelOp:
+    module = parse_file(EXAMPLES / example)
+    run_pipeline(module, passes)
+    return next(o for o in module.walk() if isinstance(o, tile.KernelOp))
+
+
+def _plan(example: str, **options) -> tuple[tile.KernelOp, schedule.Schedule]:
+    kernel = _kernel(example)
+    plan = solver.SolverPlanner().plan(kernel, PipelineOptions(planner="solver", **options))
+    return kernel, plan
+
+
+@pytest.fixture(scope="module")
+def attention():
+    return _plan("attention.mlir")
+
+
+def test_problem_of_attention():
+    """The consumer's nodes are the timeline model's steps; the producer's are frozen;
+    the K and V rings are the empty barriers' distances; every MMA awaited in the loop
+    drains within its body; a slot's get shares the stage of its readers."""
+    kernel = _kernel("attention.mlir")
+    options = PipelineOptions()
+    base = HeuristicPlanner().plan(kernel, options)
+    built = solver.problem(kernel, base, 2, options)
+    p = built.problem
+    consumer = [n for n in p.nodes if n.groups == ("consumer",)]
+    producer = [n for n in p.nodes if n.groups == ("producer",)]
+    assert all(n.frozen for n in producer) and not any(n.frozen for n in consumer)
+    assert [n.unit for n in consumer].count("tensor") == 2
+    assert all(n.drain for n in consumer if n.unit == "tensor")
+    assert {r.name for r in p.rings} == {"aref1", "aref2"}
+    assert {e.ring for e in p.edges if e.ring is not None} == {"aref1", "aref2"}
+    assert p.groups[1].copies == 2 and p.groups[1].regs == 240
+    gets = [i for i, n in enumerate(p.nodes) if n.name.startswith("consumer: get")]
+    assert {a for a, _ in p.same_stage} == set(gets)
+    # the accumulator O is carried once already (an iteration argument): pipelining
+    # only pays for what it adds
+    o = next(v for v in p.values if any(d == 1 for _, d in v.uses) and v.regs == 64)
+    assert o.producer == next(i for i, n in enumerate(p.nodes) if n.name.endswith("%acc_new dot"))
+
+
+def test_attention_finds_flashattention3s_structure(attention):
+    """The S = Q K^T MMA of iteration i and the P V MMA of iteration i-1 share a body
+    (two stages), the two consumer warp groups run half an interval apart, and in the
+    simulated steady state the MUFU's exponentials of one warp group run under the
+    tensor core's MMAs of the other."""
+    kernel, plan = attention
+    assert plan.planner == "solver"
+    assert plan.solve is not None and plan.solve.status == "optimal"
+    (lp,) = plan.loops
+    dots = [o for o in lp.ops if o.op == "tile.dot"]
+    assert [o.stage for o in dots] == [0, 1]
+    consumer = plan.role("consumer")
+    assert consumer.warp_groups == 2
+    interval = plan.solve.interval
+    assert plan.solve.phases[0] == 0
+    assert abs(plan.solve.phases[1] - interval / 2) <= interval * 0.1
+    # the tensor core is the bottleneck: two 64x128x128 MMAs per warp group and
+    # iteration at 4096 flops/cycle: 2048 cycles, rounded up to the solver's unit
+    assert 2048 <= interval <= 2048 * 1.05
+
+    tl = simulate(loop_lanes(kernel, plan))
+    runs = [r for r in tl.runs if tl.steady[0] <= r.start < tl.steady[1]]
+    exps = [r for r in runs if r.unit == "mufu" and r.lane == "consumer wg0"]
+    mmas = [r for r in runs if r.unit == "tensor" and r.lane == "consumer wg1"]
+    under = sum(
+        max(0.0, min(e.unit_end, m.unit_end) - max(e.unit_start, m.unit_start))
+        for e in exps
+        for m in mmas
+    )
+    total = sum(e.unit_end - e.unit_start for e in exps)
+    assert total > 0 and under / total > 0.5
+
+
+def test_gemm_gets_a_multi_stage_ring():
+    """GEMM: the producer feeds a ring of at least three slots, the consumer loop keeps
+    its body order (no loop schedule: the code is the heuristic's), two warp groups."""
+    _, plan = _plan("gemm.mlir")
+    assert plan.solve is not None and plan.solve.status == "optimal"
+    assert plan.loops == ()
+    assert plan.role("consumer").warp_groups == 2
+    (ring,) = plan.arefs
+    assert ring.depth >= 3
+    # tensor-bound: 2 warp groups x 64x256x64 MMAs at 4096 flops/cycle = 1024 cycles
+    assert 1024 <= plan.solve.interval <= 1024 * 1.05
+
+
+def test_stages_option_fixes_the_ring_depth():
+    _, plan = _plan("gemm.mlir", stages=2)
+    assert [a.depth for a in plan.arefs] == [2]
+
+
+def test_warp_groups_option_is_kept():
+    _, plan = _plan("attention_d64.mlir", consumer_warp_groups=1)
+    assert plan.role("consumer").warp_groups == 1
+
+
+def test_no_coarse_pipeline_freezes_the_loop():
+    _, plan = _plan("attention.mlir", coarse_pipeline=False)
+    assert plan.loops == ()
+    assert plan.solve is not None
+
+
+def test_deterministic_and_cached(monkeypatch, tmp_path, attention):
+    """A second plan reads the disk cache (the solver is not called) and equals the first;
+    a fresh cache solves again to the same schedule."""
+    _, first = attention
+    monkeypatch.setattr(modulo, "solve", _refuse)
+    _, again = _plan("attention.mlir")
+    assert again == first and again.solve == first.solve
+    monkeypatch.undo()
+    monkeypatch.setenv("TAWAC_CACHE_DIR", str(tmp_path))
+    _, fresh = _plan("attention.mlir")
+    assert fresh == first and fresh.solve == first.solve
+    assert list((tmp_path / "solver").glob("*.json"))
+
+
+def _refuse(*args, **kwargs):
+    raise AssertionError("the solver ran although its answer is cached")
+
+
+def test_missing_ortools_is_one_clear_error(monkeypatch, tmp_path):
+    monkeypatch.setenv("TAWAC_CACHE_DIR", str(tmp_path))
+    monkeypatch.setitem(sys.modules, "ortools", None)
+    monkeypatch.setitem(sys.modules, "ortools.sat", None)
+    monkeypatch.setitem(sys.modules, "ortools.sat.python", None)
+    with pytest.raises(CompileError, match=r"needs OR-Tools: pip install 'tawac\[solver\]'"):
+        _plan("gemm.mlir")
+
+
+def test_missing_ortools_from_the_cli(tmp_path):
+    """No traceback, exit 1, no output file."""
+    block = tmp_path / "block"
+    block.mkdir()
+    (block / "ortools.py").write_text("raise ImportError('blocked for the test')\n")
+    out = tmp_path / "gemm.ptx"
+    env = {
+        **__import__("os").environ,
+        "PYTHONPATH": f"{block}:{REPO}",
+        "TAWAC_CACHE_DIR": str(tmp_path / "cache"),
+    }
+    proc = subprocess.run(
+        [sys.executable, "-m", "tawac.cli", "compile", str(EXAMPLES / "gemm.mlir")]
+        + ["-o", str(out), "--schedule", "solver"],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=300,
+    )
+    assert proc.returncode == 1
+    assert "Traceback" not in proc.stderr
+    assert "pip install 'tawac[solver]'" in proc.stderr
+    assert not out.exists()
+
+
+def test_schedule_flag_on_opt_and_explain(tmp_path):
+    src = str(EXAMPLES / "gemm.mlir")
+    opt = subprocess.run(
+        [sys.executable, "-m", "tawac.cli", "opt", src, "-p", "warp-specialize,plan"]
+        + ["--schedule", "solver"],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert opt.returncode == 0, opt.stderr
+    assert "planner = solver, solve = interval" in opt.stdout
+    explain = subprocess.run(
+        [sys.executable, "-m", "tawac.cli", "explain", src, "--schedule", "solver"],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert explain.returncode == 0, explain.stderr
+    assert "solver: initiation interval" in explain.stdout
+    assert "optimal" in explain.stdout
+
+
+def test_schedule_round_trips(attention):
+    """The solver's schedule prints and parses back (a FileCheck test can check it, a
+    user can edit it)."""
+    from xdsl.printer import Printer
+
+    from tawac.driver import parse_text
+
+    kernel, plan = attention
+    schedule.record(kernel, plan)
+    module = kernel.parent_op()
+    import io
+
+    buf = io.StringIO()
+    Printer(stream=buf).print_op(module)
+    again = parse_text(buf.getvalue(), "<test>")
+    k2 = next(o for o in again.walk() if isinstance(o, tile.KernelOp))
+    parsed = schedule.of(k2)
+    assert parsed == plan
+    assert parsed.solve == plan.solve
+    assert dataclasses.replace(parsed, solve=None) == plan
