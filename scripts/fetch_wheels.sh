@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Downloads into ./.whl (git-ignored) the wheels the GPU machine lacks, for its Python 3.12
-# on manylinux x86_64: xdsl and its dependencies, filecheck and lit.  The GPU machine
+# on manylinux x86_64: xdsl and its dependencies, filecheck and lit, OR-Tools and pandas.  The GPU machine
 # already has click, rich, pytest, numpy and typing-extensions.  scripts/gpu.sh installs
 # them there with `pip install --no-index --target /tmp/site .whl/*.whl`.
 set -euo pipefail
@@ -13,6 +13,14 @@ PACKAGES=(
   ordered-set==4.1.0
   filecheck==1.0.6
   lit==18.1.8
+  # the solver planner (--schedule solver): OR-Tools; its CP-SAT module imports pandas
+  # (numpy is there); protobuf and absl are not imported by it
+  ortools==9.15.6755
+  pandas==2.2.3
+  python-dateutil==2.9.0.post0
+  six==1.17.0
+  pytz==2025.2
+  tzdata==2025.2
 )
 
 mkdir -p .whl

@@ -3,12 +3,22 @@ defaults at start-up)."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import os
+from dataclasses import dataclass, field
 
 # Seconds one `tawac compile` (parse, verify, passes, ptxas) may take by default: a
 # kernel compiles in about a second and ptxas takes a few; an input that runs for
 # minutes is a bug, reported as one.
 DEFAULT_TIME_LIMIT = 300.0
+
+#: The environment variable naming the default planner ("heuristic" or "solver") of
+#: `tawac compile`, `run`, `explain` and `compile_file`: a CI pipeline or a test run
+#: switches every compilation to the solver without touching each call.
+SCHEDULE_ENV = "TAWAC_SCHEDULE"
+
+
+def default_planner() -> str:
+    return os.environ.get(SCHEDULE_ENV) or "heuristic"
 
 
 @dataclass(frozen=True)
@@ -26,7 +36,7 @@ class PipelineOptions:
     pingpong: bool = False
     coarse_pipeline: bool = True
 
-    planner: str = "heuristic"
+    planner: str = field(default_factory=default_planner)
 
     def plan_spec(self) -> str:
         """The `plan` pass with these options, in `tawac opt -p` syntax."""
