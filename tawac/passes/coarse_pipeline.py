@@ -1,42 +1,68 @@
-"""`coarse-pipeline`: overlap a consumer loop's elementwise work with its own MMAs
-(Tawa section 4.7, coarse-grained pipelining; FlashAttention-3's intra-warpgroup
-overlap).  Runs on the aref level, after `pipeline` (and `persistent`), and expands the
-two-stage loop schedules of `#tawac.schedule` (the heuristic planner's
-`two_stage_split` decides them; this pass checks that a schedule has the shape below).
+"""`coarse-pipeline`: expand the loop schedules of `#tawac.schedule` (Tawa section 4.7,
+coarse-grained pipelining; FlashAttention-3's intra-warpgroup overlap; a general modulo
+expansion).  Runs on the aref level, after `pipeline` (and `persistent`).
 
-The planner plans it for a consumer loop whose body ends in an *accumulating MMA*: a
-`tile.dot` into a loop-carried accumulator, awaited (`wgmma_wait pending 0`) and yielded
-back to the same iter arg, e.g. attention's O = O * alpha + P V.  The body splits in two stages:
+A loop schedule (`LoopPlan`) lists a main loop's scheduled ops (`tawac.schedule.loops`)
+in issue order, each with a stage.  With S stages, body k of the expanded loop issues the
+ops in that order, an op of stage s working on iteration k - s.  With T = ceildiv(ub -
+lb, step) trips, computed at run time:
 
-- stage B: every op that depends on the accumulator iter arg (the rescale, the MMA, its
-  wait), plus the ops only stage B uses (the get of V's slot, broadcasts), plus the
-  release of those slots;
-- stage A: everything else (S = Q K^T, its wait, the softmax producing P and alpha).
+- S == 1 in body order: nothing to do.  S == 1 in another order: the body is rewritten in
+  that order.
+- S >= 2:
 
-Stage B of iteration j-1 is deferred into iteration j, issued right after stage A's first
-MMA, and awaited at the end:
+      if T >= S - 1:
+        prologue: bodies k = 0 .. S-2, each the ops of stages s <= k (iteration k - s)
+        steady loop: bodies k = S-1 .. T-1, every stage (its induction value minus s steps)
+        epilogue: bodies k = T .. T+S-2, the ops of stages s >= k - T + 1 (induction values
+                  counted back from lb + (T-1) * step)
+      else:
+        S == 2: the init values (T == 0); S > 2: the original loop (unpipelined)
 
-    for j:                            if trips >= 1:
-      S = dot(q, k_j); wait S           A(j0)                      (S, softmax -> P, alpha)
-      softmax(S) -> P, alpha     ==>    for j in (j0, end):        (carrying P, alpha)
-      v = get[j]                          S = dot(q, k_j)          (in flight)
-      O = dot(P, v, O * alpha)            v = get[j-1]; O = dot(P', v, O * alpha')
-      wait O; consumed[j]                 wait S (pending 1)      (P V still in flight)
-                                          softmax(S) -> P, alpha   (under P' V)
-                                          wait O; consumed[j-1]
-                                        B(last)
+  and the if's results replace the loop's.
 
-so each warp group's softmax of S_j runs while the tensor cores compute P_{j-1} V_{j-1}.
-The values stage B takes from stage A (P as 16-bit registers, alpha) are carried to the
-next iteration; every MMA result is awaited before it is carried or returned (a copy of a
-register still in flight reads garbage).  V's slot j-1 is released one iteration later
-than before, so its ring needs at least two slots; K's slot is released as before.
+Values crossing bodies.  A value of op P (stage p) read by op U (stage u) in the same
+iteration is needed d = u - p bodies later; read through an iteration argument (yielded by
+P), d = 1 + u - p.  d < 0, or d == 0 with U issued before P, cannot be applied.  For
+d >= 1 the steady loop carries copies as extra iteration arguments (a shift register: copy
+1 is the value of the previous body, copy m+1 copy m of the previous body), initialized
+from the prologue (iteration -1 of an iteration argument is its init); the iteration
+arguments of the original loop keep their positions (copy 1), the other copies follow in
+the order the steady body first reads them.  Scalar index math is never carried: each
+stage recomputes it from its own induction value (a clone of its `index_slice`, right
+before the first op of the stage that needs it).  An `aref.get`'s tiles are never carried
+(the slot would be held across bodies by a value that is not its user): a get and its
+users have one stage; an `aref.consumed` is issued after its get and the get's users of
+the same iteration.  Ops with regions (`scf.if` masking) are cloned whole.
+
+MMA waits are not in the schedule: a dot's wait has the dot's stage and is placed right
+before the first op of its body that reads the wait's result or releases (`aref.consumed`,
+same iteration) a slot the dot reads (the slot must stay until the MMA finished), else at
+the end of the body, so an MMA result is awaited before it is carried or yielded.  Its
+`pending` count is the number of dots issued after its own and before it in that body.
+A loop whose waits keep MMAs in flight across iterations (a release lag, GEMM's K loop)
+takes only a one-stage schedule in body order.
+
+The heuristic planner's two-stage schedule of attention (stage 1 = the rescale of O, the
+get of V, O = P V + O * alpha and V's release; issued after S = Q K^T) gives
+
+    prologue: S_0 = Q K_0^T; wait S_0 (pending 0); release K_0; softmax_0 -> P_0, alpha_0
+    for j in 1 .. T-1:  (carrying O, m, l, alpha, P)
+      S_j = Q K_j^T;  O = P_{j-1} V_{j-1} + O * alpha_{j-1}
+      wait S_j (pending 1); release K_j; softmax_j -> P_j, alpha_j   (under P V)
+      wait O (pending 0); release V_{j-1}
+    epilogue: O = P_{T-1} V_{T-1} + O * alpha_{T-1}; wait O; release V_{T-1}
+
+so each warp group's softmax of S_j runs while the tensor cores compute P_{j-1} V_{j-1};
+V's slot j-1 is released one body later, so its ring needs two slots (the planner checks).
+A loop is marked `expanded` in the schedule once done (running the pass again changes
+nothing).
 """
 
 from __future__ import annotations
 
 import dataclasses
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from xdsl.context import Context
 from xdsl.dialects import arith, scf
@@ -50,24 +76,12 @@ from tawac.diagnostics import CompileError
 from tawac.dialects import aref, hopper, tile
 from tawac.dialects.schedule import LoopPlan
 from tawac.passes.warp_specialize import SCALAR_OPS
-from tawac.schedule.loops import carried_values, main_loops, scheduled_ops
+from tawac.schedule.loops import in_body, index_slice, main_loops, scheduled_ops
 
 
-@dataclass
-class _Split:
-    loop: scf.ForOp
-    acc_index: int
-    """The position of the accumulator among the iter args."""
-    stage_b: list[Operation]
-    """Stage B's ops in body order: ... the MMA, its wait, ... the releases."""
-    mma: tile.DotOp
-    wait: hopper.WgmmaWaitOp
-    index_ops: list[Operation]
-    """Scalar ops stage B needs, recomputed from the previous induction value."""
-    carried: list[SSAValue]
-    """Stage A values stage B reads: carried to the next iteration."""
-    cut: hopper.WgmmaWaitOp
-    """Stage A's first wait: stage B's MMA is issued right before it."""
+def _name(op: Operation) -> str:
+    hint = op.results[0].name_hint if op.results else None
+    return op.name + (f" %{hint}" if hint else "")
 
 
 def _fail(loop: scf.ForOp, plan: LoopPlan, why: str) -> CompileError:
@@ -77,151 +91,387 @@ def _fail(loop: scf.ForOp, plan: LoopPlan, why: str) -> CompileError:
     )
 
 
-def split_from_plan(loop: scf.ForOp, plan: LoopPlan) -> _Split:
-    """The two-stage split the loop schedule describes: stage-1 ops are deferred by one
-    iteration and issued right after the stage-0 op before them in issue order (an MMA);
-    stage 0 keeps its body order."""
-    body = loop.body.block
-    sched = scheduled_ops(body)
-    if sorted(o.index for o in plan.ops) != list(range(len(sched))) or any(
-        sched[o.index].name != o.op for o in plan.ops
-    ):
-        listed = ", ".join(f"{o.index} {o.op}" for o in sorted(plan.ops, key=lambda o: o.index))
-        found = ", ".join(f"{n} {o.name}" for n, o in enumerate(sched))
-        raise _fail(loop, plan, f"it lists [{listed}], the loop has [{found}]")
-    if plan.stages > 2:
-        raise _fail(loop, plan, "only two-stage schedules are expanded so far")
-    stage_b_ops = {sched[o.index] for o in plan.ops if o.stage == 1}
-    mmas = [o for o in stage_b_ops if isinstance(o, tile.DotOp)]
-    if len(mmas) != 1:
-        raise _fail(loop, plan, "stage 1 must hold exactly one MMA")
-    mma = mmas[0]
-    waits = [u.operation for u in mma.result.uses]
-    if len(waits) != 1 or not isinstance(waits[0], hopper.WgmmaWaitOp):
-        raise _fail(loop, plan, "stage 1's MMA must be awaited once")
-    wait = waits[0]
-    yield_op = body.last_op
-    assert isinstance(yield_op, scf.YieldOp)
-    uses = [(u.operation, u.index) for u in wait.result.uses]
-    if wait.pending.value.data != 0 or len(uses) != 1 or uses[0][0] is not yield_op:
-        raise _fail(loop, plan, "stage 1's MMA must be an accumulation yielded back")
-    acc_index = uses[0][1]
-    # the expected issue order: A up to the cut, B up to its MMA, the rest of A, of B
-    order = [sched[o.index] for o in plan.ops]
-    stage_a = [o for o in sched if o not in stage_b_ops]
-    b = [o for o in sched if o in stage_b_ops]
-    first_b = order.index(b[0])
-    cut_op = order[first_b - 1] if first_b > 0 else None
-    if not isinstance(cut_op, tile.DotOp) or cut_op in stage_b_ops:
-        raise _fail(loop, plan, "stage 1 must be issued right after a stage-0 MMA")
-    b_issue, b_finish = b[: b.index(mma) + 1], b[b.index(mma) + 1 :]
-    head = stage_a[: stage_a.index(cut_op) + 1]
-    tail = stage_a[stage_a.index(cut_op) + 1 :]
-    if order != head + b_issue + tail + b_finish:
-        raise _fail(loop, plan, "its issue order is not a one-iteration deferral")
-    cuts = [u.operation for u in cut_op.result.uses]
-    if len(cuts) != 1 or not isinstance(cuts[0], hopper.WgmmaWaitOp):
-        raise _fail(loop, plan, "the stage-0 MMA before stage 1 must be awaited once")
-    stage_b = stage_b_ops | {wait}
-    found = carried_values(body, stage_b, acc_index)
-    if found is None:
-        raise _fail(loop, plan, "a value crossing the stages cannot be carried")
-    index_ops, carried = found
-    stage_b_list = [o for o in body.ops if o in stage_b]
-    return _Split(loop, acc_index, stage_b_list, mma, wait, index_ops, carried, cuts[0])
+def _inside(v: SSAValue, op: Operation) -> bool:
+    """`v` is defined inside one of `op`'s regions."""
+    return op.is_ancestor(v.owner)
 
 
-def transform(s: _Split) -> None:
-    loop = s.loop
-    body = loop.body.block
-    iv_old, args_old = body.args[0], list(body.args[1:])
-    yield_op = body.last_op
-    assert isinstance(yield_op, scf.YieldOp)
-    lb, ub, step = loop.lb, loop.ub, loop.step
-    stage_b = set(s.stage_b)
-    stage_a = [o for o in body.ops if o not in stage_b and o is not yield_op]
-    b_issue = s.stage_b[: s.stage_b.index(s.wait)]
-    b_finish = s.stage_b[s.stage_b.index(s.wait) :]
+def _reads(op: Operation) -> list[SSAValue]:
+    """The values `op` and the ops nested in it read from outside `op`, in walk order."""
+    out: list[SSAValue] = []
+    for inner in op.walk():
+        for v in inner.operands:
+            if not _inside(v, op) and v not in out:
+                out.append(v)
+    return out
 
-    # trips and the last induction value
-    one = arith.ConstantOp.from_int_and_width(1, IndexType())
-    span = arith.SubiOp(ub, lb)
-    trips = arith.CeilDivSIOp(span.result, step)
-    has = arith.CmpiOp(trips.result, one.result, "sge")
-    Rewriter.insert_op([one, span, trips, has], InsertPoint.before(loop))
 
-    then = Block()
-    dec = arith.SubiOp(trips.result, one.result)
-    back = arith.MuliOp(dec.result, step)
-    last = arith.AddiOp(lb, back.result)
-    start = arith.AddiOp(lb, step)
-    then.add_ops([dec, back, last, start])
+_Key = SSAValue | int
+"""What a loop-carried copy holds: an op result, or (an int j) iteration argument j."""
 
-    # prologue: stage A of the first iteration
-    pro: dict[SSAValue, SSAValue] = {iv_old: lb}
-    pro.update(zip(args_old, loop.iter_args, strict=True))
-    for op in stage_a:
-        then.add_op(op.clone(pro))
-    inits = [pro.get(v, v) for v in yield_op.operands]
-    inits[s.acc_index] = loop.iter_args[s.acc_index]
-    inits += [pro[v] for v in s.carried]
 
-    # the steady loop over the remaining iterations
-    steady = Block(
-        arg_types=[IndexType(), *[a.type for a in args_old], *[v.type for v in s.carried]]
-    )
-    iv = steady.args[0]
-    n_args = len(args_old)
-    cur: dict[SSAValue, SSAValue] = {iv_old: iv}
-    cur.update(zip(args_old, steady.args[1 : 1 + n_args], strict=True))
-    prev_iv = arith.SubiOp(iv, step)
-    steady.add_op(prev_iv)
-    prev: dict[SSAValue, SSAValue] = {iv_old: prev_iv.result}
-    prev[args_old[s.acc_index]] = steady.args[1 + s.acc_index]
-    prev.update(zip(s.carried, steady.args[1 + n_args :], strict=True))
-    cut = stage_a.index(s.cut)
-    for op in stage_a[:cut]:
-        steady.add_op(op.clone(cur))
-    for op in s.index_ops:
-        steady.add_op(op.clone(prev))
-    for op in b_issue:
-        steady.add_op(op.clone(prev))
-    issued_before = {o for o in stage_a[:cut] if isinstance(o, tile.DotOp)}
-    for op in stage_a[cut:]:
-        if isinstance(op, hopper.WgmmaWaitOp) and op.acc.owner in issued_before:
-            # stage B's MMA was committed after this one: it may stay in flight
-            w = hopper.WgmmaWaitOp(cur[op.acc], op.pending.value.data + 1)
-            w.result.name_hint = op.result.name_hint
-            cur[op.result] = w.result
-            steady.add_op(w)
-            continue
-        steady.add_op(op.clone(cur))
-    for op in b_finish:
-        steady.add_op(op.clone(prev))
-    outs = [cur.get(v, v) for v in yield_op.operands]
-    outs[s.acc_index] = prev[s.wait.result]
-    outs += [cur[v] for v in s.carried]
-    steady.add_op(scf.YieldOp(*outs))
-    new_loop = scf.ForOp(start.result, ub, step, inits, Region(steady))
-    then.add_op(new_loop)
+@dataclass
+class _Body:
+    """One body of the expansion being emitted: straight-line body `k` of the prologue
+    (`kind` "pro"), the steady loop's body, or epilogue body T + `k` ("epi")."""
 
-    # epilogue: stage B of the last iteration
-    epi: dict[SSAValue, SSAValue] = {iv_old: last.result}
-    epi[args_old[s.acc_index]] = new_loop.results[s.acc_index]
-    epi.update(zip(s.carried, new_loop.results[n_args:], strict=True))
-    for op in [*s.index_ops, *s.stage_b]:
-        then.add_op(op.clone(epi))
-    results = list(new_loop.results[:n_args])
-    results[s.acc_index] = epi[s.wait.result]
-    then.add_op(scf.YieldOp(*results))
+    kind: str
+    k: int
+    block: Block
+    ivs: dict[int, SSAValue]
+    """Induction value per iteration offset o (the iteration is the body's k - o)."""
+    produced: dict[SSAValue, SSAValue] = field(default_factory=dict)
+    scalars: dict[tuple[SSAValue, int], SSAValue] = field(default_factory=dict)
+    dots: list[tile.DotOp] = field(default_factory=list)
+    """The dots issued so far in this body (originals), in order."""
+    waiting: list[hopper.WgmmaWaitOp] = field(default_factory=list)
+    """Waits of issued dots not placed yet."""
 
-    otherwise = Block([scf.YieldOp(*loop.iter_args)])
-    guarded = scf.IfOp(has.result, [r.type for r in loop.results], Region(then), Region(otherwise))
-    Rewriter.insert_op(guarded, InsertPoint.before(loop))
-    for old, new in zip(loop.results, guarded.results, strict=True):
-        old.replace_all_uses_with(new)
-    Rewriter.erase_op(loop, safe_erase=False)
-    _drop_dead_index_ops(guarded)
+
+class _Expansion:
+    """The modulo expansion of one loop schedule (see the module docstring)."""
+
+    def __init__(self, loop: scf.ForOp, plan: LoopPlan):
+        self.loop, self.plan = loop, plan
+        body = self.body = loop.body.block
+        sched = scheduled_ops(body)
+        if sorted(o.index for o in plan.ops) != list(range(len(sched))) or any(
+            sched[o.index].name != o.op for o in plan.ops
+        ):
+            listed = ", ".join(f"{o.index} {o.op}" for o in sorted(plan.ops, key=lambda o: o.index))
+            found = ", ".join(f"{n} {o.name}" for n, o in enumerate(sched))
+            raise self.fail(f"it lists [{listed}], the loop has [{found}]")
+        self.order = [sched[o.index] for o in plan.ops]
+        self.stages = plan.stages
+        self.stage: dict[Operation, int] = {sched[o.index]: o.stage for o in plan.ops}
+        self.pos: dict[Operation, int] = {op: n for n, op in enumerate(self.order)}
+        yield_op = body.last_op
+        assert isinstance(yield_op, scf.YieldOp)
+        self.yield_op = yield_op
+        self.in_order = self.stages == 1 and self.order == sched
+        waits = [o for o in body.ops if isinstance(o, hopper.WgmmaWaitOp)]
+        if any(w.pending.value.data > 0 for w in waits) and not self.in_order:
+            raise self.fail(
+                "its MMAs are kept in flight across iterations (a release lag): only a "
+                "one-stage schedule in body order applies"
+            )
+        self.wait_of: dict[tile.DotOp, hopper.WgmmaWaitOp] = {}
+        self.dot_arefs: dict[tile.DotOp, set[SSAValue]] = {}
+        for op in self.order:
+            if not isinstance(op, tile.DotOp):
+                continue
+            uses = [u.operation for u in op.result.uses]
+            if len(uses) != 1 or not isinstance(uses[0], hopper.WgmmaWaitOp):
+                if not self.in_order:
+                    raise self.fail(f"the MMA {_name(op)} must be awaited once in its body")
+                continue
+            self.wait_of[op] = uses[0]
+            self.stage[uses[0]] = self.stage[op]
+            self.pos[uses[0]] = self.pos[op]
+            self.dot_arefs[op] = {
+                v.owner.aref for v in op.operands if isinstance(v.owner, aref.GetOp)
+            }
+        if self.in_order:
+            return
+        self.producer: list[Operation] = []
+        for j, y in enumerate(yield_op.operands):
+            p = y.owner
+            if not isinstance(p, Operation) or p not in self.stage:
+                raise self.fail(f"iteration argument {j} is not computed by a scheduled op")
+            if isinstance(p, aref.GetOp):
+                raise self.fail(f"iteration argument {j} would carry a slot of an aref.get")
+            if isinstance(p, tile.DotOp):
+                raise self.fail(f"iteration argument {j} would carry an MMA result in flight")
+            self.producer.append(p)
+        self._check_releases()
+        self.copies: dict[_Key, int] = {}
+        """The carried copies the steady loop needs of each key, in order of first need."""
+        for op in self.order:
+            for v in _reads(op):
+                self._require(op, v)
+        for j, p in enumerate(self.producer):
+            if self.stage[p] == 0:
+                self.copies[j] = max(self.copies.get(j, 0), 1)
+
+    def fail(self, why: str) -> CompileError:
+        return _fail(self.loop, self.plan, why)
+
+    def _check_releases(self) -> None:
+        """An `aref.consumed` comes after the get of its aref and that get's users, in
+        the same iteration."""
+        for c in self.order:
+            if not isinstance(c, aref.ConsumedOp):
+                continue
+            for g in self.order:
+                if not (isinstance(g, aref.GetOp) and g.aref == c.aref):
+                    continue
+                users = {
+                    self.body.find_ancestor_op_in_block(u.operation)
+                    for r in g.results
+                    for u in r.uses
+                }
+                for u in [g, *(x for x in users if x in self.stage)]:
+                    if (self.stage[u], self.pos[u]) > (self.stage[c], self.pos[c]):
+                        raise self.fail(
+                            f"{_name(c)} would release the slot before {_name(u)} of the "
+                            "same iteration"
+                        )
+
+    # -- how an op working on iteration k - o reads a value ------------------------------
+
+    def resolve(self, v: SSAValue, o: int):
+        """("out",) outside the loop; ("iv",) the induction variable; ("scalar",) index
+        math recomputed; ("val", key, y, s) a value `y` of a scheduled op of stage `s`
+        (`key` an int j: iteration argument j, which `y` of the previous iteration is)."""
+        body = self.body
+        if not in_body(v, body):
+            return ("out",)
+        if v is body.args[0]:
+            return ("iv",)
+        if isinstance(v.owner, Block):
+            j = body.args.index(v) - 1
+            y = self.yield_op.operands[j]
+            return ("val", j, y, self.stage[self.producer[j]] - 1)
+        top = body.find_ancestor_op_in_block(v.owner)
+        assert top is not None
+        if isinstance(top, SCALAR_OPS):
+            return ("scalar",)
+        return ("val", v, v, self.stage[top])
+
+    def _require(self, user: Operation, v: SSAValue) -> None:
+        o = self.stage[user]
+        r = self.resolve(v, o)
+        if r[0] == "scalar" and index_slice(v, self.body) is None:
+            raise self.fail(
+                f"the scalar {_name(v.owner)} is not computed from the induction variable alone"
+            )
+        if r[0] != "val":
+            return
+        _, key, y, s = r
+        d = o - s
+        producer = y.owner
+        assert isinstance(producer, Operation)
+        what = f"{_name(user)} (stage {o}) reads {_name(producer)} (stage {self.stage[producer]})"
+        if isinstance(key, int):
+            what += f" through iteration argument {key}"
+        if d < 0 or (d == 0 and self.pos[user] < self.pos[producer]):
+            raise self.fail(f"{what} before it is computed")
+        if d >= 1 and isinstance(producer, aref.GetOp):
+            raise self.fail(
+                f"{what} {d} bod{'y' if d == 1 else 'ies'} later: a slot would be held "
+                "across bodies by a value that is not its user"
+            )
+        if d >= 1:
+            self.copies[key] = max(self.copies.get(key, 0), d)
+
+    # -- emission -------------------------------------------------------------------------
+
+    def lookup(self, b: _Body, v: SSAValue, o: int) -> SSAValue:
+        r = self.resolve(v, o)
+        if r[0] == "out":
+            return v
+        if r[0] == "iv":
+            return b.ivs[o]
+        if r[0] == "scalar":
+            return self._scalar(b, v, o)
+        _, key, y, s = r
+        if isinstance(key, int) and b.kind == "pro" and b.k - o == 0:
+            return self.loop.iter_args[key]
+        d = o - s
+        if d == 0:
+            return b.produced[y]
+        if b.kind == "pro":
+            return self.bodies[("pro", b.k - d)].produced[y]
+        if b.kind == "steady":
+            return self.steady_args[(key, d)]
+        if b.k - d >= 0:
+            return self.bodies[("epi", b.k - d)].produced[y]
+        return self.steady_results[(key, d - b.k)]
+
+    def _scalar(self, b: _Body, v: SSAValue, o: int) -> SSAValue:
+        if (v, o) in b.scalars:
+            return b.scalars[(v, o)]
+        sl = index_slice(v, self.body)
+        assert sl is not None
+        mapping = {self.body.args[0]: b.ivs[o]}
+        for op in sl:
+            for x in op.results:
+                if (x, o) in b.scalars:
+                    mapping[x] = b.scalars[(x, o)]
+            if all((x, o) in b.scalars for x in op.results):
+                continue
+            new = op.clone(mapping)
+            b.block.add_op(new)
+            for x, nx in zip(op.results, new.results, strict=True):
+                b.scalars[(x, o)] = nx
+                mapping[x] = nx
+        return b.scalars[(v, o)]
+
+    def _due(self, b: _Body, op: Operation) -> list[hopper.WgmmaWaitOp]:
+        """The waits of `b` that must be placed before `op`."""
+        due = []
+        o = self.stage[op]
+        reads = {
+            r[2] for v in _reads(op) if (r := self.resolve(v, o))[0] == "val" and o - r[3] == 0
+        }
+        for w in b.waiting:
+            dot = w.acc.owner
+            if w.result in reads or (
+                isinstance(op, aref.ConsumedOp)
+                and self.stage[op] == self.stage[w]
+                and op.aref in self.dot_arefs[dot]
+            ):
+                due.append(w)
+        return due
+
+    def _place(self, b: _Body, w: hopper.WgmmaWaitOp) -> None:
+        dot = w.acc.owner
+        assert isinstance(dot, tile.DotOp)
+        pending = len(b.dots) - 1 - b.dots.index(dot)
+        new = hopper.WgmmaWaitOp(b.produced[w.acc], pending)
+        new.result.name_hint = w.result.name_hint
+        b.block.add_op(new)
+        b.produced[w.result] = new.result
+        b.waiting.remove(w)
+
+    def emit(self, b: _Body, active: range) -> None:
+        """Issue the ops of the stages in `active`, in issue order, then the waits left."""
+        for op in self.order:
+            o = self.stage[op]
+            if o not in active:
+                continue
+            for w in self._due(b, op):
+                self._place(b, w)
+            mapping = {v: self.lookup(b, v, o) for v in _reads(op)}
+            new = op.clone(mapping)
+            b.block.add_op(new)
+            for x, nx in zip(op.results, new.results, strict=True):
+                b.produced[x] = nx
+            if isinstance(op, tile.DotOp) and op in self.wait_of:
+                b.dots.append(op)
+                b.waiting.append(self.wait_of[op])
+        for w in list(b.waiting):
+            self._place(b, w)
+
+    # -- the expansion --------------------------------------------------------------------
+
+    def _mult(self, block: Block, m: int) -> SSAValue:
+        """m * step, computed in `block`."""
+        if m == 1:
+            return self.loop.step
+        c = arith.ConstantOp.from_int_and_width(m, IndexType())
+        mul = arith.MuliOp(c.result, self.loop.step)
+        block.add_ops([c, mul])
+        return mul.result
+
+    def _copy_type(self, key: _Key):
+        return self.yield_op.operands[key].type if isinstance(key, int) else key.type
+
+    def _source(self, key: _Key) -> SSAValue:
+        return self.yield_op.operands[key] if isinstance(key, int) else key
+
+    def _steady(self, then: Block, start: SSAValue) -> scf.ForOp:
+        s_n = self.stages
+        slots: list[tuple[_Key, int]] = [
+            (j, 1) for j in range(len(self.producer)) if self.copies.get(j, 0) >= 1
+        ]
+        for key, n in self.copies.items():
+            slots += [(key, c) for c in range(1, n + 1) if (key, c) not in slots]
+        block = Block(arg_types=[IndexType(), *(self._copy_type(k) for k, _ in slots)])
+        self.steady_args = dict(zip(slots, block.args[1:], strict=True))
+        ivs = {0: block.args[0]}
+        for o in range(1, s_n):
+            back = arith.SubiOp(block.args[0], self._mult(then, o))
+            block.add_op(back)
+            ivs[o] = back.result
+        b = _Body("steady", s_n - 1, block, ivs)
+        self.emit(b, range(s_n))
+        outs = [
+            b.produced[self._source(key)] if c == 1 else self.steady_args[(key, c - 1)]
+            for key, c in slots
+        ]
+        block.add_op(scf.YieldOp(*outs))
+        inits = []
+        for key, c in slots:
+            k = s_n - 1 - c
+            if isinstance(key, int) and k - (self.stage[self.producer[key]] - 1) == 0:
+                inits.append(self.loop.iter_args[key])
+            else:
+                inits.append(self.bodies[("pro", k)].produced[self._source(key)])
+        new = scf.ForOp(start, self.loop.ub, self.loop.step, inits, Region(block))
+        self.steady_results = dict(zip(slots, new.results, strict=True))
+        return new
+
+    def _results(self, block: Block) -> list[SSAValue]:
+        last = _Body("epi", self.stages - 1, block, {})
+        return [self.lookup(last, arg, self.stages - 1) for arg in self.body.args[1:]]
+
+    def apply(self) -> None:
+        if self.in_order:
+            return
+        loop = self.loop
+        lb, ub, step = loop.lb, loop.ub, loop.step
+        s_n = self.stages
+        self.bodies: dict[tuple[str, int], _Body] = {}
+        if s_n == 1:
+            holder = Block()
+            new = self._steady(holder, lb)
+            Rewriter.insert_op(new, InsertPoint.before(loop))
+            results = self._results(holder)
+            root: Operation = new
+        else:
+            one = arith.ConstantOp.from_int_and_width(1, IndexType())
+            need = one if s_n == 2 else arith.ConstantOp.from_int_and_width(s_n - 1, IndexType())
+            span = arith.SubiOp(ub, lb)
+            trips = arith.CeilDivSIOp(span.result, step)
+            has = arith.CmpiOp(trips.result, need.result, "sge")
+            head = [one, *([need] if need is not one else []), span, trips, has]
+            Rewriter.insert_op(head, InsertPoint.before(loop))
+            then = Block()
+            dec = arith.SubiOp(trips.result, one.result)
+            back = arith.MuliOp(dec.result, step)
+            last = arith.AddiOp(lb, back.result)
+            then.add_ops([dec, back, last])
+            start = arith.AddiOp(lb, self._mult(then, s_n - 1))
+            then.add_op(start)
+            for k in range(s_n - 1):
+                ivs = {o: lb if k == o else self._add(then, lb, k - o) for o in range(k + 1)}
+                b = self.bodies[("pro", k)] = _Body("pro", k, then, ivs)
+                self.emit(b, range(k + 1))
+            steady = self._steady(then, start.result)
+            then.add_op(steady)
+            for e in range(s_n - 1):
+                ivs = {
+                    o: last.result if o == e + 1 else self._sub(then, last.result, o - e - 1)
+                    for o in range(e + 1, s_n)
+                }
+                b = self.bodies[("epi", e)] = _Body("epi", e, then, ivs)
+                self.emit(b, range(e + 1, s_n))
+            then.add_op(scf.YieldOp(*self._results(then)))
+            if s_n == 2:
+                otherwise = Block([scf.YieldOp(*loop.iter_args)])
+            else:
+                fallback = loop.clone()
+                otherwise = Block([fallback, scf.YieldOp(*fallback.results)])
+            root = scf.IfOp(
+                has.result, [r.type for r in loop.results], Region(then), Region(otherwise)
+            )
+            Rewriter.insert_op(root, InsertPoint.before(loop))
+            results = list(root.results)
+        for old, new_v in zip(loop.results, results, strict=True):
+            old.replace_all_uses_with(new_v)
+        Rewriter.erase_op(loop, safe_erase=False)
+        _drop_dead_index_ops(root)
+
+    def _add(self, block: Block, base: SSAValue, m: int) -> SSAValue:
+        op = arith.AddiOp(base, self._mult(block, m))
+        block.add_op(op)
+        return op.result
+
+    def _sub(self, block: Block, base: SSAValue, m: int) -> SSAValue:
+        op = arith.SubiOp(base, self._mult(block, m))
+        block.add_op(op)
+        return op.result
 
 
 def _drop_dead_index_ops(root: Operation) -> None:
@@ -263,6 +513,6 @@ class CoarsePipelinePass(ModulePass):
                         "the kernel does not have",
                         kernel,
                     )
-                transform(split_from_plan(loops[lp.loop], lp))
+                _Expansion(loops[lp.loop], lp).apply()
                 done.append(dataclasses.replace(lp, expanded=True))
             schedule.update(kernel, loops=tuple(done))

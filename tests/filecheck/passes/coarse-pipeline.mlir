@@ -22,10 +22,11 @@
 // CHECK-NEXT:       %[[PREV:.*]] = arith.subi %[[IV]], %c128_1
 // CHECK:            aref.get %aref1
 // CHECK-NEXT:       %[[S:.*]] = tile.dot %qt_1
-// CHECK:            arith.subi %[[PREV]]
-// CHECK:            %[[AB:.*]] = tile.broadcast %[[ALPHA]], 0
+// CHECK-NEXT:       %[[AB:.*]] = tile.broadcast %[[ALPHA]], 0
 // CHECK-NEXT:       %[[OS:.*]] = arith.mulf %[[O]], %[[AB]]
-// CHECK-NEXT:       %[[V:.*]] = aref.get %aref2[%[[VI:.*]]]
+// CHECK-NEXT:       %[[REL:.*]] = arith.subi %[[PREV]]
+// CHECK-NEXT:       %[[IT:.*]] = arith.divui %[[REL]]
+// CHECK-NEXT:       %[[V:.*]] = aref.get %aref2[%[[IT]]]
 // CHECK-NEXT:       %[[PV:.*]] = tile.dot %[[P]], %[[V]], %[[OS]]
 // CHECK-NEXT:       %[[SW:.*]] = hopper.wgmma_wait %[[S]] pending 1
 // CHECK-NEXT:       aref.consumed %aref1
@@ -34,7 +35,7 @@
 // CHECK:            %[[A1:.*]] = math.exp2 %dm_1
 // CHECK:            %[[P1:.*]] = arith.truncf
 // CHECK-NEXT:       %[[OW:.*]] = hopper.wgmma_wait %[[PV]] pending 0
-// CHECK-NEXT:       aref.consumed %aref2[%[[VI]]]
+// CHECK-NEXT:       aref.consumed %aref2[%[[IT]]]
 // CHECK-NEXT:       scf.yield %[[OW]], {{.*}}, {{.*}}, %[[A1]], %[[P1]]
 // CHECK:          aref.get %aref2
 // CHECK-NEXT:     tile.dot

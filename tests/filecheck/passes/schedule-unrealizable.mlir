@@ -54,9 +54,109 @@ tile.kernel @names(%a: !tile.tensor<?x?xbf16>, %b: !tile.tensor<?x?xbf16>, %c: !
 
 // -----
 
-// A deferred stage must be issued under a stage-0 MMA (GEMM has only one MMA).
-// CHECK: schedule-unrealizable.mlir:[[# @LINE + 11]]:10: error: coarse-pipeline: the schedule of consumer loop 0 cannot be applied: stage 1 must be issued right after a stage-0 MMA
+// A slot's tiles are not carried to a later stage: the get and its users share one.
+// CHECK: schedule-unrealizable.mlir:[[# @LINE + 11]]:10: error: coarse-pipeline: the schedule of consumer loop 0 cannot be applied: tile.dot %d (stage 1) reads aref.get %x (stage 0) 1 body later: a slot would be held across bodies by a value that is not its user
 tile.kernel @stage(%a: !tile.tensor<?x?xbf16>, %b: !tile.tensor<?x?xbf16>, %c: !tile.tensor<?x?xbf16>) attributes {tawac.schedule = #tawac.schedule<roles = [producer wg 1 regs 24, consumer wg 2 regs 240], arefs = [depth 3], loops = [consumer 0: [0 aref.get, 1 tile.dot stage 1, 2 aref.consumed stage 1]]>} {
+  %c0 = arith.constant 0 : index
+  %c64 = arith.constant 64 : index
+  %c128 = arith.constant 128 : index
+  %pid_m = tile.program_id x
+  %pid_n = tile.program_id y
+  %m0 = arith.muli %pid_m, %c128 : index
+  %n0 = arith.muli %pid_n, %c128 : index
+  %K = tile.dim %a[1] : !tile.tensor<?x?xbf16>
+  %zero = arith.constant dense<0.000000e+00> : tensor<128x128xf32>
+  %acc = scf.for %k = %c0 to %K step %c64 iter_args(%acc_i = %zero) -> (tensor<128x128xf32>) {
+    %x = tile.load %a[%m0, %k] : !tile.tensor<?x?xbf16> -> tensor<128x64xbf16>
+    %y = tile.load %b[%n0, %k] : !tile.tensor<?x?xbf16> -> tensor<128x64xbf16>
+    %d = tile.dot %x, %y, %acc_i transpose_rhs : tensor<128x64xbf16>, tensor<128x64xbf16> -> tensor<128x128xf32>
+    scf.yield %d : tensor<128x128xf32>
+  }
+  %o = arith.truncf %acc : tensor<128x128xf32> to tensor<128x128xbf16>
+  tile.store %o, %c[%m0, %n0] : tensor<128x128xbf16> -> !tile.tensor<?x?xbf16>
+  tile.return
+}
+
+// -----
+
+// An op issued before the op computing its operand (in its iteration).
+// CHECK: schedule-unrealizable.mlir:[[# @LINE + 11]]:10: error: coarse-pipeline: the schedule of consumer loop 0 cannot be applied: tile.dot %d (stage 0) reads aref.get %x (stage 0) before it is computed
+tile.kernel @before(%a: !tile.tensor<?x?xbf16>, %b: !tile.tensor<?x?xbf16>, %c: !tile.tensor<?x?xbf16>) attributes {tawac.schedule = #tawac.schedule<roles = [producer wg 1 regs 24, consumer wg 2 regs 240], arefs = [depth 3], loops = [consumer 0: [1 tile.dot, 0 aref.get, 2 aref.consumed]]>} {
+  %c0 = arith.constant 0 : index
+  %c64 = arith.constant 64 : index
+  %c128 = arith.constant 128 : index
+  %pid_m = tile.program_id x
+  %pid_n = tile.program_id y
+  %m0 = arith.muli %pid_m, %c128 : index
+  %n0 = arith.muli %pid_n, %c128 : index
+  %K = tile.dim %a[1] : !tile.tensor<?x?xbf16>
+  %zero = arith.constant dense<0.000000e+00> : tensor<128x128xf32>
+  %acc = scf.for %k = %c0 to %K step %c64 iter_args(%acc_i = %zero) -> (tensor<128x128xf32>) {
+    %x = tile.load %a[%m0, %k] : !tile.tensor<?x?xbf16> -> tensor<128x64xbf16>
+    %y = tile.load %b[%n0, %k] : !tile.tensor<?x?xbf16> -> tensor<128x64xbf16>
+    %d = tile.dot %x, %y, %acc_i transpose_rhs : tensor<128x64xbf16>, tensor<128x64xbf16> -> tensor<128x128xf32>
+    scf.yield %d : tensor<128x128xf32>
+  }
+  %o = arith.truncf %acc : tensor<128x128xf32> to tensor<128x128xbf16>
+  tile.store %o, %c[%m0, %n0] : tensor<128x128xbf16> -> !tile.tensor<?x?xbf16>
+  tile.return
+}
+
+// -----
+
+// A value read by an earlier stage of the same iteration.
+// CHECK: schedule-unrealizable.mlir:[[# @LINE + 11]]:10: error: coarse-pipeline: the schedule of consumer loop 0 cannot be applied: tile.dot %d (stage 0) reads aref.get %x (stage 1) before it is computed
+tile.kernel @late(%a: !tile.tensor<?x?xbf16>, %b: !tile.tensor<?x?xbf16>, %c: !tile.tensor<?x?xbf16>) attributes {tawac.schedule = #tawac.schedule<roles = [producer wg 1 regs 24, consumer wg 2 regs 240], arefs = [depth 3], loops = [consumer 0: [0 aref.get stage 1, 1 tile.dot, 2 aref.consumed stage 1]]>} {
+  %c0 = arith.constant 0 : index
+  %c64 = arith.constant 64 : index
+  %c128 = arith.constant 128 : index
+  %pid_m = tile.program_id x
+  %pid_n = tile.program_id y
+  %m0 = arith.muli %pid_m, %c128 : index
+  %n0 = arith.muli %pid_n, %c128 : index
+  %K = tile.dim %a[1] : !tile.tensor<?x?xbf16>
+  %zero = arith.constant dense<0.000000e+00> : tensor<128x128xf32>
+  %acc = scf.for %k = %c0 to %K step %c64 iter_args(%acc_i = %zero) -> (tensor<128x128xf32>) {
+    %x = tile.load %a[%m0, %k] : !tile.tensor<?x?xbf16> -> tensor<128x64xbf16>
+    %y = tile.load %b[%n0, %k] : !tile.tensor<?x?xbf16> -> tensor<128x64xbf16>
+    %d = tile.dot %x, %y, %acc_i transpose_rhs : tensor<128x64xbf16>, tensor<128x64xbf16> -> tensor<128x128xf32>
+    scf.yield %d : tensor<128x128xf32>
+  }
+  %o = arith.truncf %acc : tensor<128x128xf32> to tensor<128x128xbf16>
+  tile.store %o, %c[%m0, %n0] : tensor<128x128xbf16> -> !tile.tensor<?x?xbf16>
+  tile.return
+}
+
+// -----
+
+// A release before the MMA that reads the slot.
+// CHECK: schedule-unrealizable.mlir:[[# @LINE + 11]]:10: error: coarse-pipeline: the schedule of consumer loop 0 cannot be applied: aref.consumed would release the slot before tile.dot %d of the same iteration
+tile.kernel @release(%a: !tile.tensor<?x?xbf16>, %b: !tile.tensor<?x?xbf16>, %c: !tile.tensor<?x?xbf16>) attributes {tawac.schedule = #tawac.schedule<roles = [producer wg 1 regs 24, consumer wg 2 regs 240], arefs = [depth 3], loops = [consumer 0: [0 aref.get, 2 aref.consumed, 1 tile.dot]]>} {
+  %c0 = arith.constant 0 : index
+  %c64 = arith.constant 64 : index
+  %c128 = arith.constant 128 : index
+  %pid_m = tile.program_id x
+  %pid_n = tile.program_id y
+  %m0 = arith.muli %pid_m, %c128 : index
+  %n0 = arith.muli %pid_n, %c128 : index
+  %K = tile.dim %a[1] : !tile.tensor<?x?xbf16>
+  %zero = arith.constant dense<0.000000e+00> : tensor<128x128xf32>
+  %acc = scf.for %k = %c0 to %K step %c64 iter_args(%acc_i = %zero) -> (tensor<128x128xf32>) {
+    %x = tile.load %a[%m0, %k] : !tile.tensor<?x?xbf16> -> tensor<128x64xbf16>
+    %y = tile.load %b[%n0, %k] : !tile.tensor<?x?xbf16> -> tensor<128x64xbf16>
+    %d = tile.dot %x, %y, %acc_i transpose_rhs : tensor<128x64xbf16>, tensor<128x64xbf16> -> tensor<128x128xf32>
+    scf.yield %d : tensor<128x128xf32>
+  }
+  %o = arith.truncf %acc : tensor<128x128xf32> to tensor<128x128xbf16>
+  tile.store %o, %c[%m0, %n0] : tensor<128x128xbf16> -> !tile.tensor<?x?xbf16>
+  tile.return
+}
+
+// -----
+
+// A release lag keeps the MMAs in flight across iterations: no other order or stage.
+// CHECK: schedule-unrealizable.mlir:[[# @LINE + 11]]:10: error: coarse-pipeline: the schedule of consumer loop 0 cannot be applied: its MMAs are kept in flight across iterations (a release lag): only a one-stage schedule in body order applies
+tile.kernel @inflight(%a: !tile.tensor<?x?xbf16>, %b: !tile.tensor<?x?xbf16>, %c: !tile.tensor<?x?xbf16>) attributes {tawac.schedule = #tawac.schedule<roles = [producer wg 1 regs 24, consumer wg 2 regs 240], arefs = [depth 3 lag 1], loops = [consumer 0: [0 aref.get, 2 scf.if, 1 tile.dot]]>} {
   %c0 = arith.constant 0 : index
   %c64 = arith.constant 64 : index
   %c128 = arith.constant 128 : index
