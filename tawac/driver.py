@@ -7,7 +7,6 @@ is one; the CLI prints it and exits non-zero.
 from __future__ import annotations
 
 import dataclasses
-
 import os
 import shutil
 import signal

@@ -12,7 +12,6 @@ schedule and the target model's costs into `tawac.timeline` lanes, simulated and
 from __future__ import annotations
 
 import dataclasses
-
 from typing import Any
 
 from xdsl.dialects.builtin import ModuleOp

@@ -37,7 +37,8 @@ Model (all times in cycles in the `Problem`, rescaled to small integers by `scal
 Step 1 finds the smallest II at which the problem without registers, shared memory and
 assignment choice is feasible (from the lower bound max(resource bound, recurrence
 bound)); step 2 solves the whole problem at that II, then at II + 1, ... until feasible,
-minimising the iteration's length (the last node's start), then the stages (the sum of
+minimising the iteration's length (the last node's start), then the registers carried
+across bodies (`Value.regs` times its copies), then the stages (the sum of
 the ops' stages: of equally long schedules, the one that wraps least), then preferring the deepest
 rings shared memory allows (the shallowest ring first): the interval needs only so many
 slots, spare ones absorb latency the model does not see.
@@ -429,8 +430,8 @@ def _build(
     objective: bool,
 ) -> _Model:
     """The model at II = `ii` units; `registers`, `smem`, `handoff`: whether those
-    constraints are in it; `objective`: minimise the length, then maximise the shallowest ring's depth and
-    the sum of the depths."""
+    constraints are in it; `objective`: minimise the length, the carried registers and
+    the stages, then prefer deep rings (the module docstring)."""
     model = cp_model.CpModel()
     nodes = problem.nodes
     groups = {g.name: g for g in problem.groups}
@@ -579,8 +580,13 @@ def _build(
         # ops wrap least into later bodies (no needless prologue and epilogue)
         stages = sum(op_stage.values())
         bigger = big * (len(op_stage) * problem.max_stage + 1)
+        # before the stages, the fewest registers carried across bodies (of two equally
+        # long schedules, the one that carries the smaller tile)
+        carried = sum(v.regs * c for v, c in zip(problem.values, copies, strict=True))
+        most = sum(v.regs for v in problem.values) * (problem.max_stage + 2) + 1
         model.minimize(
-            length * bigger
+            length * bigger * most
+            + carried * bigger
             + stages * big
             + weight * (top - shallowest)
             + spare_sum
@@ -601,6 +607,23 @@ def _run(cp_model: Any, built: _Model, wall: float, deterministic: float) -> tup
     if status == cp_model.MODEL_INVALID:
         raise RuntimeError(f"invalid CP-SAT model: {built.model.validate()}")
     return solver, status
+
+
+def _hint(built: _Model, found: _Model, solver: Any) -> None:
+    """Start the search from a schedule found at the same II by a less constrained
+    model (step 1's: it may break the register or shared-memory limits, CP-SAT repairs
+    it)."""
+    pairs = list(zip(built.t, found.t, strict=True)) + list(
+        zip(built.stage, found.stage, strict=True)
+    )
+    for g, offsets in built.phase.items():
+        pairs += [(a, b) for a, b in zip(offsets, found.phase[g], strict=True)]
+    seen: set[int] = set()
+    for var, old in pairs:
+        if isinstance(var, int) or var.index in seen:
+            continue
+        seen.add(var.index)
+        built.model.add_hint(var, old if isinstance(old, int) else solver.value(old))
 
 
 def _precheck(problem: Problem) -> None:
@@ -646,64 +669,101 @@ def solve(problem: Problem, time_limit: float = 30.0) -> Solution:
     units = Units.of(problem, scale)
     mii = lower_bound(problem, units)
     limit = search_limit(problem, units, mii)
-    deterministic = max(time_limit / 4, 0.05)
 
     def left() -> float:
         return time_limit - (time.perf_counter() - begin)
 
     feasible = (cp_model.OPTIMAL, cp_model.FEASIBLE)
-    bound = mii  # the smallest II not proven infeasible
-    step1: int | None = None
-    ii = mii
-    while ii <= limit and left() > 0:
+    infeasible: set[int] = set()  # IIs proven infeasible (by either step's model)
+
+    hints: dict[int, tuple[_Model, Any]] = {}  # II -> a schedule found at it
+
+    def probe(ii: int, full: bool, budget: float):
         built = _build(
             cp_model,
             problem,
             units,
             ii,
-            registers=False,
-            smem=False,
-            handoff=False,
-            objective=False,
+            registers=full,
+            smem=full,
+            handoff=full,
+            objective=full,
         )
-        _, status = _run(cp_model, built, left(), deterministic)
-        if status in feasible:
-            step1 = ii
-            break
-        if status == cp_model.INFEASIBLE and bound == ii:
-            bound = ii + 1
-        ii += 1
-    if step1 is None:
+        if ii in hints:
+            _hint(built, *hints[ii])
+        solver, status = _run(cp_model, built, min(left(), budget), budget)
+        if status in feasible and ii not in hints:
+            hints[ii] = (built, solver)
+        if status == cp_model.INFEASIBLE:
+            infeasible.add(ii)
+        return built, solver, status
+
+    def search(lo: int, full: bool):
+        """The smallest II >= lo found feasible: lo, then galloping (lo + 1, 2, 4, ...)
+        to a feasible II, then bisecting down to the smallest feasible one the probes
+        find (a probe out of time counts as not feasible)."""
+        fail, found, step = lo - 1, None, 1
+        ii = lo
+        while ii <= limit and left() > 0:
+            # the first probe is the likeliest answer: it gets a quarter of the time
+            budget = first_budget if ii == lo else probe_budget
+            got = probe(ii, full, budget)
+            if got[2] in feasible:
+                found = (ii, got)
+                break
+            fail, ii, step = ii, lo + step, step * 2
+        if found is None:
+            return None
+        hi, best = found
+        while hi - fail > 1 and left() > 0:
+            mid = (fail + hi) // 2
+            got = probe(mid, full, probe_budget)
+            if got[2] in feasible:
+                hi, best = mid, got
+            else:
+                fail = mid
+        return hi, best
+
+    first_budget = max(time_limit / 4, 0.05)
+    probe_budget = max(time_limit / 16, 0.05)
+    first = search(mii, False)
+    if first is None:
         if left() <= 0:
-            raise Infeasible(
-                f"no schedule found within the time limit of {time_limit} s "
-                f"(II searched up to {(ii - 1) * scale} cycles)"
-            )
+            raise Infeasible(f"no schedule found within the time limit of {time_limit} s")
         raise Infeasible(
             f"no II up to {limit * scale} cycles fits the dependences and units in "
             f"{problem.max_stage + 1} stages (frozen nodes in one stage, drain nodes "
             "within their body)"
         )
-
-    ii = step1
-    while ii <= limit and left() > 0:
-        built = _build(
-            cp_model, problem, units, ii, registers=True, smem=True, handoff=True, objective=True
-        )
-        solver, status = _run(cp_model, built, left(), deterministic)
-        if status in feasible:
-            break
-        if status == cp_model.INFEASIBLE and bound == ii:
-            bound = ii + 1
-        ii += 1
-    else:
+    step1 = first[0]
+    second = search(step1, True)
+    if second is None:
         if left() <= 0:
-            raise Infeasible(
-                f"no schedule found within the time limit of {time_limit} s "
-                f"(II searched up to {(ii - 1) * scale} cycles)"
-            )
+            raise Infeasible(f"no schedule found within the time limit of {time_limit} s")
         binding = _binding(cp_model, problem, units, limit, max(time_limit / 4, 1.0))
         raise Infeasible(f"no II up to {limit * scale} cycles fits the {binding}")
+    ii = second[0]
+    # certify: every II below the answer not yet proven infeasible is probed, lowest
+    # first (a probe that finds one feasible lowers the answer; one out of time ends
+    # the proof: the status stays "feasible")
+    for x in range(mii, ii):
+        if x in infeasible:
+            continue
+        if left() <= 0:
+            break
+        got = probe(x, True, probe_budget)
+        if got[2] in feasible:
+            ii, second = x, (x, got)
+            break
+        if x not in infeasible:
+            break
+    # the final optimisation at that II, with what is left of the budget
+    built, solver, status = probe(ii, True, max(min(left(), time_limit / 3), 0.05))
+    if status not in feasible:
+        built, solver, status = second[1]
+    bound = mii
+    while bound in infeasible:
+        bound += 1
 
     def value(expr: Any) -> int:
         return expr if isinstance(expr, int) else int(solver.value(expr))

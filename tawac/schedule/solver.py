@@ -18,12 +18,11 @@ turns) and replaces the rest:
      sharing the SM's units, each with its own phase);
    - edges: the model's dependences (data, loop-carried, full and empty barriers; an empty
      barrier's distance is the ring's depth minus its lag, a solver variable);
-   - registers: the heuristic's measured rule for the unpipelined loop (one MMA's
-     accumulator fragment plus `MMA_RESERVE` within `consumer_budget`), plus the
-     registers pipelining adds: every 2-d tile value of the consumer's body counts once
-     per iteration argument the expanded loop carries it in beyond the ones the loop
-     already carries (row vectors, a few registers each, stay within `MMA_RESERVE`'s
-     margin: ptxas failed only at 48 spare registers, `planner.MMA_RESERVE`);
+   - registers (`consumer_budget` per thread): every 2-d tile of the consumer's body
+     counts once per iteration argument the expanded loop carries it in (the accumulator
+     already once), plus the largest tile that is never carried (the one being worked
+     on) and `WORKING_SET`; the solver also prefers, of equally fast schedules, the one
+     carrying fewer registers;
    - shared memory: each looped aref is a ring with its slot size from the shared-memory
      plan (`tawac.schedule.smem.kernel_plan`); the rest of the plan is fixed.
    A consumer loop whose MMA stays in flight across iterations (a release lag: GEMM's K
@@ -59,10 +58,8 @@ from tawac.schedule import modulo
 from tawac.schedule.loops import main_loops, scheduled_ops
 from tawac.schedule.model import loop_lanes
 from tawac.schedule.planner import (
-    MMA_RESERVE,
     HeuristicPlanner,
     consumer_budget,
-    fragment_registers,
     looped,
     register_budgets,
     register_problem,
@@ -75,6 +72,13 @@ VERSION = 1
 
 #: Seconds the solver may take per kernel (both steps, every warp-group count).
 TIME_LIMIT = 30.0
+
+#: Registers per consumer thread besides the tiles the model counts (addresses, indices,
+#: row vectors, loop counters). Calibrated on ptxas 13.0 (docs/perf.md, issue 9): the
+#: heuristic's two-stage attention at d64 with three consumer warp groups (160 registers:
+#: the O accumulator 32 + the carried P 32 + the S tile in flight 64) assembles without
+#: spills, so the rest fits in 32.
+WORKING_SET = 32
 
 #: The deepest ring the solver considers.
 MAX_DEPTH = 6
@@ -241,7 +245,7 @@ def problem(
     number = {op: k for k, op in enumerate(ops)}
     yield_op = body.last_op
     values: list[modulo.Value] = []
-    already = 0  # registers the unpipelined loop carries (its iteration arguments)
+    transient = 0  # the largest tile no iteration argument carries
     for op in ops:
         if isinstance(op, aref.GetOp | tile.BroadcastOp) or number[op] not in last:
             # a slot lives in shared memory; a broadcast row vector is the vector itself
@@ -249,14 +253,12 @@ def problem(
             continue
         for r in op.results:
             if not isinstance(r.type, TensorType) or len(r.type.get_shape()) != 2:
-                # row vectors (a few registers) are within MMA_RESERVE's margin
-                continue
+                continue  # row vectors: a few registers, within WORKING_SET
             regs = _regs(r.type, warp_groups)
             uses = _uses(r, body, number, first, yield_op)
-            already += regs * max((d for _, d in uses), default=0)
+            if not any(d for _, d in uses):
+                transient = max(transient, regs)
             values.append(modulo.Value(last[number[op]], regs, tuple(uses)))
-    dots = [o for o in body.walk() if isinstance(o, tile.DotOp)]
-    fragment = max((fragment_registers(d) for d in dots), default=0)
 
     # a slot's get and its readers share a stage (a slot is not carried to a later body)
     same = []
@@ -283,7 +285,7 @@ def problem(
         modulo.Group(
             "consumer",
             consumer_role.regs,
-            MMA_RESERVE + fragment - already,
+            WORKING_SET + transient,
             copies=warp_groups,
         ),
     )
@@ -360,27 +362,38 @@ def _load(path: Path) -> modulo.Solution | None:
         return None
 
 
-def _store(path: Path, s: modulo.Solution) -> None:
+def _write(path: Path, data: dict) -> None:
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         tmp = path.with_suffix(f".{os.getpid()}.tmp")
-        tmp.write_text(json.dumps(dataclasses.asdict(s), sort_keys=True))
+        tmp.write_text(json.dumps(data, sort_keys=True))
         tmp.replace(path)
     except OSError:
         pass  # a read-only cache only costs the solve next time
 
 
 def solve_cached(p: modulo.Problem, time_limit: float) -> modulo.Solution:
-    """`modulo.solve`, through the disk cache."""
+    """`modulo.solve`, through the disk cache (which keeps "no schedule" answers too:
+    raises `modulo.Infeasible` with the message it had)."""
     path = cache_dir() / f"{_key(p, time_limit)}.json"
-    found = _load(path) if path.exists() else None
-    if found is not None:
-        return found
+    if path.exists():
+        try:
+            refused = json.loads(path.read_text()).get("infeasible")
+        except (OSError, ValueError, AttributeError):
+            refused = None
+        if refused is not None:
+            raise modulo.Infeasible(refused)
+        found = _load(path)
+        if found is not None:
+            return found
     try:
         s = modulo.solve(p, time_limit)
     except modulo.SolverUnavailable as err:
         raise CompileError(f"plan: {err}") from None
-    _store(path, s)
+    except modulo.Infeasible as err:
+        _write(path, {"infeasible": str(err)})
+        raise
+    _write(path, dataclasses.asdict(s))
     return s
 
 
@@ -474,7 +487,10 @@ class SolverPlanner:
         self, kernel: tile.KernelOp, base: Schedule, b: Built, s: modulo.Solution
     ) -> Schedule:
         roles = register_budgets(
-            [(r.role, b.warp_groups if r.role == "consumer" else r.warp_groups, 0) for r in base.roles]
+            [
+                (r.role, b.warp_groups if r.role == "consumer" else r.warp_groups, 0)
+                for r in base.roles
+            ]
         )
         arefs = tuple(
             ArefPlan(s.depth[b.rings[k]], a.lag) if k in b.rings else a
