@@ -174,6 +174,7 @@ def main() -> None:
         "Triton",
         "tawac/cuDNN",
         "tawac/Triton",
+        *(["alt/tawac", "alt/cuDNN"] if alt else []),
         "rel. err",
     ]
 
@@ -196,6 +197,14 @@ def main() -> None:
                 f(tr),
                 f(t / c if t and c else None, ".2f"),
                 f(t / tr if t and tr else None, ".2f"),
+                *(
+                    [
+                        f(r["alt"] / t if r.get("alt") and t else None, ".2f"),
+                        f(r["alt"] / c if r.get("alt") and c else None, ".2f"),
+                    ]
+                    if alt
+                    else []
+                ),
                 f"{err:.1e}",
             ]
         )
@@ -204,7 +213,7 @@ def main() -> None:
         f"round-robin timings), on {name}, {now}"
     )
     if alt:
-        title += f"; alt = tawac with {args.alt}"
+        title += f"; tawac = heuristic planner, alt = tawac with {args.alt}"
     if args.markdown:
         print(f"### {title}\n")
         print("| " + " | ".join(head) + " |")
@@ -229,17 +238,24 @@ def _sdpa_with(backend, q, k, v, causal):
 
 
 def _compiled(path: Path, **options):
-    r = compile_file(path, **options)
+    # the "tawac" column is the heuristic planner's (whatever TAWAC_SCHEDULE says)
+    r = compile_file(path, **{"planner": "heuristic", **options})
     return r.cubin, r.sidecar
 
 
-def _options(text: str) -> dict[str, int | bool]:
-    """`a=1,b=0` -> compile_file keyword arguments (booleans for the on/off options)."""
-    out: dict[str, int | bool] = {}
+def _options(text: str) -> dict[str, int | bool | str]:
+    """`a=1,b=0,planner=solver` -> compile_file keyword arguments (booleans for the
+    on/off options, strings for the planner)."""
+    out: dict[str, int | bool | str] = {}
     for item in filter(None, text.split(",")):
         key, _, value = item.partition("=")
         default = getattr(PipelineOptions(), key)
-        out[key] = bool(int(value)) if isinstance(default, bool) else int(value)
+        if isinstance(default, bool):
+            out[key] = bool(int(value))
+        elif isinstance(default, str):
+            out[key] = value
+        else:
+            out[key] = int(value)
     return out
 
 

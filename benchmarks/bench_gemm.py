@@ -208,8 +208,9 @@ def measure(row: Row, name: str, fn, flops: float, args) -> None:
         row.errors[name] = f"{type(e).__name__}: {e}"
 
 
-def bench_shape(shape, tawac_kernel, tawac_error, triton_mm, bench_args) -> Row:
-    """Benchmarks one (M, N, K) for every system."""
+def bench_shape(shape, tawac_kernels: dict, triton_mm, bench_args) -> Row:
+    """Benchmarks one (M, N, K) for every system (`tawac_kernels`: name -> (kernel,
+    compile error): "tawac", and "solver" with --solver)."""
     m, n, k = shape
     row = Row(shape)
     flops = 2.0 * m * n * k
@@ -223,19 +224,20 @@ def bench_shape(shape, tawac_kernel, tawac_error, triton_mm, bench_args) -> Row:
     del c_blas
     measure(row, "cublas", lambda: torch.matmul(a, b.t()), flops, bench_args)
 
-    if tawac_kernel is None:
-        row.tflops["tawac"] = None
-        row.errors["tawac"] = tawac_error or "not compiled"
-    else:
+    for name, (kernel, error) in tawac_kernels.items():
+        if kernel is None:
+            row.tflops[name] = None
+            row.errors[name] = error or "not compiled"
+            continue
         c = torch.full((m, n), float("nan"), device="cuda", dtype=torch.bfloat16)
         try:
-            tawac_kernel(a, b, c)
+            kernel(a, b, c)
             torch.cuda.synchronize()
-            row.rel_err["tawac"] = rel_error(c, ref)
-            measure(row, "tawac", lambda c=c: tawac_kernel(a, b, c), flops, bench_args)
+            row.rel_err[name] = rel_error(c, ref)
+            measure(row, name, lambda c=c, kernel=kernel: kernel(a, b, c), flops, bench_args)
         except Exception as e:  # noqa: BLE001
-            row.tflops["tawac"] = None
-            row.errors["tawac"] = f"{type(e).__name__}: {e}"
+            row.tflops[name] = None
+            row.errors[name] = f"{type(e).__name__}: {e}"
         del c
 
     if not triton_mm:
@@ -277,34 +279,41 @@ def _ratio(a: float | None, b: float | None) -> str:
 
 
 def _check(row: Row) -> str:
-    err = row.rel_err.get("tawac")
-    if err is None:
+    errs = [row.rel_err[k] for k in ("tawac", "solver") if row.rel_err.get(k) is not None]
+    if not errs:
         return "—"
+    err = max(errs)
     verdict = "ok" if err <= TOL else "FAIL"
     return f"{err:.1e} {verdict}"
 
 
 def table(rows: list[Row]) -> tuple[list[str], list[list[str]]]:
-    """Header and cells."""
+    """Header and cells (the solver's columns when it was measured)."""
+    solver = any("solver" in r.tflops for r in rows)
     header = [
         "M x N x K",
         "tawac TFLOP/s",
+        *(["solver TFLOP/s"] if solver else []),
         "cuBLAS TFLOP/s",
         "Triton TFLOP/s",
         "tawac/cuBLAS",
+        *(["solver/cuBLAS", "solver/tawac"] if solver else []),
         "tawac/Triton",
         "tawac rel. err",
     ]
     cells = []
     for r in rows:
         t, c, tr = r.tflops.get("tawac"), r.tflops.get("cublas"), r.tflops.get("triton")
+        sv = r.tflops.get("solver")
         cells.append(
             [
                 "x".join(map(str, r.shape)),
                 _fmt(t) if t is not None else "error",
+                *([_fmt(sv) if sv is not None else "error"] if solver else []),
                 _fmt(c) if c is not None else "error",
                 _fmt(tr) if tr is not None else "error",
                 _ratio(t, c),
+                *([_ratio(sv, c), _ratio(sv, t)] if solver else []),
                 _ratio(t, tr),
                 _check(r),
             ]
@@ -374,6 +383,11 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--markdown", action="store_true", help="print a markdown table")
     p.add_argument("--json", type=Path, help="also write the results as JSON")
     p.add_argument("--no-triton", action="store_true")
+    p.add_argument(
+        "--solver",
+        action="store_true",
+        help="also time the kernel compiled with --schedule solver (same run)",
+    )
     p.add_argument("--warmup-ms", type=float, default=25.0)
     p.add_argument("--rep-ms", type=float, default=100.0)
     args = p.parse_args(argv)
@@ -397,7 +411,10 @@ def main(argv: list[str] | None = None) -> int:
         "triton": triton_version,
         "cuda": torch.version.cuda,
     }
-    kernel, err = compile_tawac(args.kernel, parse_opts(args.opt))
+    options = parse_opts(args.opt)
+    kernels = {"tawac": compile_tawac(args.kernel, {**options, "planner": "heuristic"})}
+    if args.solver:
+        kernels["solver"] = compile_tawac(args.kernel, {**options, "planner": "solver"})
     triton_mm: dict = {}
     if not args.no_triton:
         for name, make in (
@@ -410,7 +427,7 @@ def main(argv: list[str] | None = None) -> int:
     rows = []
     for shape in shapes:
         try:
-            rows.append(bench_shape(shape, kernel, err, triton_mm, (args.warmup_ms, args.rep_ms)))
+            rows.append(bench_shape(shape, kernels, triton_mm, (args.warmup_ms, args.rep_ms)))
         except Exception as e:  # noqa: BLE001 - e.g. out of memory for the inputs
             row = Row(tuple(shape))
             row.errors["setup"] = f"{type(e).__name__}: {e}"
@@ -435,7 +452,7 @@ def main(argv: list[str] | None = None) -> int:
                 indent=2,
             )
         )
-    ok = all(r.rel_err.get("tawac", float("inf")) <= TOL for r in rows)
+    ok = all(r.rel_err.get(k, float("inf")) <= TOL for r in rows for k in kernels)
     return 0 if ok else 1
 
 

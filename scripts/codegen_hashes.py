@@ -65,6 +65,7 @@ def _one(job: tuple[str, str, str]) -> tuple[str, str]:
         blob = res.ptx + "\n" + json.dumps(res.sidecar, sort_keys=True)
     except CompileError as e:
         blob = "error: " + str(e)
+        print(f"{name} [{opt}]: {e}", file=sys.stderr)
     return f"{name} [{opt}]", hashlib.sha256(blob.encode()).hexdigest()
 
 

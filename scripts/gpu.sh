@@ -2,19 +2,24 @@
 # The one script the GPU machine runs (from the repository root, with .whl carried there;
 # make it with scripts/fetch_wheels.sh first).
 #
-#   scripts/gpu.sh [tests|bench|all]      (default: all)
+#   scripts/gpu.sh [tests|solver|bench|all]      (default: all)
 #
-# tests: python3 -m pytest -m gpu -q tests         -> $OUT/gpu-tests.log when $OUT is set
-# bench: python3 benchmarks/bench_gemm.py          -> $OUT/bench.log and $OUT/bench.json
+# tests:  python3 -m pytest -m gpu -q tests        -> $OUT/gpu-tests.log when $OUT is set
+# solver: the same GPU tests with every kernel planned by the solver (TAWAC_SCHEDULE=solver)
+#                                                  -> $OUT/gpu-tests-solver.log
+# bench:  benchmarks/bench_gemm.py and bench_attention.py, each with the solver planner's
+#         kernel in the same run                   -> $OUT/bench.log and $OUT/bench.json
+# The solver's answers are read from .solver-cache when it was carried (it is filled by
+# any run here with TAWAC_CACHE_DIR=.solver-cache): a miss solves on the spot.
 # A short summary is printed last.  Exit status: non-zero if a selected part failed.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 
 part="${1:-all}"
 case "$part" in
-  tests | bench | all) ;;
+  tests | solver | bench | all) ;;
   *)
-    echo "usage: scripts/gpu.sh [tests|bench|all]" >&2
+    echo "usage: scripts/gpu.sh [tests|solver|bench|all]" >&2
     exit 2
     ;;
 esac
@@ -28,6 +33,7 @@ python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upg
 export PYTHONPATH="/tmp/site:$PWD"
 export PATH="/usr/local/cuda/bin:/tmp/site/bin:$PATH"
 export PYTHONUNBUFFERED=1
+export TAWAC_CACHE_DIR="$PWD/.solver-cache"
 
 logdir="${OUT:-/tmp/tawac-gpu}"
 mkdir -p "$logdir"
@@ -52,12 +58,28 @@ if [ "$part" = tests ] || [ "$part" = all ]; then
   esac
 fi
 
+solver_status="skipped"
+solver_detail=""
+if [ "$part" = solver ] || [ "$part" = all ]; then
+  echo "== gpu tests, solver planner"
+  TAWAC_SCHEDULE=solver python3 -m pytest -m gpu -q tests 2>&1 | tee "$logdir/gpu-tests-solver.log"
+  rc=${PIPESTATUS[0]}
+  solver_detail=$(grep -E '(passed|failed|error|no tests ran|deselected)' \
+    "$logdir/gpu-tests-solver.log" | tail -n 1)
+  case $rc in
+    0) solver_status="ok" ;;
+    *) solver_status="FAILED($rc)" ;;
+  esac
+fi
+
 bench_status="skipped"
 if [ "$part" = bench ] || [ "$part" = all ]; then
   echo "== bench"
-  python3 benchmarks/bench_gemm.py --json "$logdir/bench.json" 2>&1 | tee "$logdir/bench.log"
+  python3 benchmarks/bench_gemm.py --solver --json "$logdir/bench.json" 2>&1 \
+    | tee "$logdir/bench.log"
   rc=${PIPESTATUS[0]}
-  python3 benchmarks/bench_attention.py 2>&1 | tee "$logdir/bench-attention.log"
+  python3 benchmarks/bench_attention.py --alt planner=solver 2>&1 \
+    | tee "$logdir/bench-attention.log"
   rc_att=${PIPESTATUS[0]}
   [ "$rc" = 0 ] && rc=$rc_att
   case $rc in
@@ -70,6 +92,7 @@ echo
 echo "== summary"
 printf '%-6s %-12s %s\n' part status detail
 printf '%-6s %-12s %s\n' tests "$tests_status" "$tests_detail"
+printf '%-6s %-12s %s\n' solver "$solver_status" "$solver_detail"
 printf '%-6s %-12s %s\n' bench "$bench_status" "logs in $logdir"
 if [ -f "$logdir/bench.log" ] && [ "$bench_status" != skipped ]; then
   # The benchmark table (without the traceback of a failed compile, if any).
@@ -77,7 +100,7 @@ if [ -f "$logdir/bench.log" ] && [ "$bench_status" != skipped ]; then
   sed -n '/^bf16 attention/,$p' "$logdir/bench-attention.log"
 fi
 
-case "$tests_status/$bench_status" in
+case "$tests_status/$solver_status/$bench_status" in
   *FAILED*) exit 1 ;;
 esac
 exit 0

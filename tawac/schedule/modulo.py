@@ -79,9 +79,17 @@ Details of `solve`:
 - search limit: II up to the sum of every node's occupancy * copies + issue + latency,
   every edge's latency and handoff (one stage fits everything at that II unless registers,
   shared memory, `max_stage` or zero-distance cycles forbid it); beyond it `Infeasible`.
-- budget: every CP-SAT call runs with one worker, seed 0, a deterministic time limit of
-  `time_limit / 4` and a wall limit of what remains of `time_limit`. Out of time, the best
-  schedule found so far is returned ("feasible"); with none, `Infeasible`.
+- budget: every CP-SAT call runs with one worker, seed 0 and a deterministic time limit
+  (`PROBE` work units for a feasibility probe, `FINAL` for the last optimisation), so a
+  solve that ends within `time_limit` seconds of wall time is reproducible; the wall
+  limit stops the search (and any call) when it runs out. The search over II: step 1
+  probes MII, then gallops (MII + 1, 2, 4, ...) to a feasible II and bisects down to the
+  smallest feasible one it finds (near the bound feasibility is hard to decide: a short
+  probe that ends undecided counts as not feasible); step 2 does the same from step 1's II
+  with the full model, hinted with step 1's schedule at the same II; every II below the
+  answer not yet proven infeasible is then probed (a feasible one lowers the answer, an
+  undecided one ends the proof); the answer's II gets the final optimisation. Out of
+  time, the best schedule found so far is returned ("feasible"); with none, `Infeasible`.
 - status "optimal": every II below the answer was proven infeasible (or is below MII) and
   step 2's objective (length, then deeper rings) was proven optimal at it; `bound` is the
   smallest II not proven infeasible (scanning up from MII), in cycles.
@@ -657,6 +665,13 @@ def _binding(cp_model: Any, problem: Problem, units: Units, ii: int, budget: flo
     return "registers and shared memory together"
 
 
+#: Deterministic time (CP-SAT's work units) of one feasibility probe, and of the final
+#: optimisation at the answer's II. Each call also stops at the wall-time limit; a solve
+#: whose calls all end on their deterministic limits is reproducible.
+PROBE = 0.5
+FINAL = 4.0
+
+
 def solve(problem: Problem, time_limit: float = 30.0) -> Solution:
     """The schedule of the smallest II found (see the module docstring); raises
     `Infeasible` when no II up to the search limit admits one, `SolverUnavailable`
@@ -670,7 +685,10 @@ def solve(problem: Problem, time_limit: float = 30.0) -> Solution:
     mii = lower_bound(problem, units)
     limit = search_limit(problem, units, mii)
 
-    def left() -> float:
+    def running() -> bool:
+        return time.perf_counter() - begin < time_limit
+
+    def wall() -> float:
         return time_limit - (time.perf_counter() - begin)
 
     feasible = (cp_model.OPTIMAL, cp_model.FEASIBLE)
@@ -691,7 +709,7 @@ def solve(problem: Problem, time_limit: float = 30.0) -> Solution:
         )
         if ii in hints:
             _hint(built, *hints[ii])
-        solver, status = _run(cp_model, built, min(left(), budget), budget)
+        solver, status = _run(cp_model, built, max(wall(), 0.01), budget)
         if status in feasible and ii not in hints:
             hints[ii] = (built, solver)
         if status == cp_model.INFEASIBLE:
@@ -704,10 +722,8 @@ def solve(problem: Problem, time_limit: float = 30.0) -> Solution:
         find (a probe out of time counts as not feasible)."""
         fail, found, step = lo - 1, None, 1
         ii = lo
-        while ii <= limit and left() > 0:
-            # the first probe is the likeliest answer: it gets a quarter of the time
-            budget = first_budget if ii == lo else probe_budget
-            got = probe(ii, full, budget)
+        while ii <= limit and running():
+            got = probe(ii, full, probe_budget)
             if got[2] in feasible:
                 found = (ii, got)
                 break
@@ -715,7 +731,7 @@ def solve(problem: Problem, time_limit: float = 30.0) -> Solution:
         if found is None:
             return None
         hi, best = found
-        while hi - fail > 1 and left() > 0:
+        while hi - fail > 1 and running():
             mid = (fail + hi) // 2
             got = probe(mid, full, probe_budget)
             if got[2] in feasible:
@@ -724,11 +740,10 @@ def solve(problem: Problem, time_limit: float = 30.0) -> Solution:
                 fail = mid
         return hi, best
 
-    first_budget = max(time_limit / 4, 0.05)
-    probe_budget = max(time_limit / 16, 0.05)
+    probe_budget = PROBE
     first = search(mii, False)
     if first is None:
-        if left() <= 0:
+        if not running():
             raise Infeasible(f"no schedule found within the time limit of {time_limit} s")
         raise Infeasible(
             f"no II up to {limit * scale} cycles fits the dependences and units in "
@@ -738,7 +753,7 @@ def solve(problem: Problem, time_limit: float = 30.0) -> Solution:
     step1 = first[0]
     second = search(step1, True)
     if second is None:
-        if left() <= 0:
+        if not running():
             raise Infeasible(f"no schedule found within the time limit of {time_limit} s")
         binding = _binding(cp_model, problem, units, limit, max(time_limit / 4, 1.0))
         raise Infeasible(f"no II up to {limit * scale} cycles fits the {binding}")
@@ -749,7 +764,7 @@ def solve(problem: Problem, time_limit: float = 30.0) -> Solution:
     for x in range(mii, ii):
         if x in infeasible:
             continue
-        if left() <= 0:
+        if not running():
             break
         got = probe(x, True, probe_budget)
         if got[2] in feasible:
@@ -758,7 +773,7 @@ def solve(problem: Problem, time_limit: float = 30.0) -> Solution:
         if x not in infeasible:
             break
     # the final optimisation at that II, with what is left of the budget
-    built, solver, status = probe(ii, True, max(min(left(), time_limit / 3), 0.05))
+    built, solver, status = probe(ii, True, FINAL)
     if status not in feasible:
         built, solver, status = second[1]
     bound = mii

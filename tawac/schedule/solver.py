@@ -161,9 +161,12 @@ def problem(
     warp_groups: int,
     options: PipelineOptions,
     staging: bool = True,
+    unpipelined: bool = False,
 ) -> Built | None:
     """The modulo-scheduling problem of main loop 0 with `warp_groups` consumer warp
-    groups (module docstring); None when the consumer has no main loop."""
+    groups (module docstring); None when the consumer has no main loop. `unpipelined`:
+    the consumer loop frozen and no register limit (it holds what the heuristic's
+    unpipelined loop holds)."""
     consumer = next(
         (
             p
@@ -180,7 +183,7 @@ def problem(
     flat = dataclasses.replace(base, roles=tuple(roles), loops=())
     lanes = {lane.name: lane for lane in loop_lanes(kernel, flat)}
     deferred = _deferred(kernel, base)
-    frozen = _frozen(loop, deferred, options)
+    frozen = unpipelined or _frozen(loop, deferred, options)
 
     nodes: list[modulo.Node] = []
     where: dict[tuple[str, int], int] = {}  # (lane, step) -> node
@@ -285,7 +288,7 @@ def problem(
         modulo.Group(
             "consumer",
             consumer_role.regs,
-            WORKING_SET + transient,
+            0 if unpipelined else WORKING_SET + transient,
             copies=warp_groups,
         ),
     )
@@ -294,7 +297,7 @@ def problem(
             nodes=tuple(nodes),
             edges=tuple(edges),
             groups=groups,
-            values=tuple(values),
+            values=() if unpipelined else tuple(values),
             rings=ring_list,
             smem_bytes=capacity,
             max_stage=MAX_STAGE,
@@ -466,22 +469,41 @@ class SolverPlanner:
         share = self.time_limit / max(len(candidates), 1)
         failures = []
         answers: list[tuple[Built, modulo.Solution]] = []
-        for w in candidates:
-            for staging in (True, False):
-                b = problem(kernel, base, w, options, staging)
-                if b is None:
+        for unpipelined in (False, True):
+            # unpipelined: when no warp-group count fits the registers pipelined, the
+            # loops stay as the heuristic would leave them unpipelined (the solver still
+            # decides the rings and the warp groups)
+            for w in candidates:
+                found = self._solve(kernel, base, w, options, share, unpipelined, failures)
+                if found is False:
                     return dataclasses.replace(base, planner=self.name)
-                try:
-                    answers.append((b, solve_cached(b.problem, share)))
-                    break
-                except modulo.Infeasible as err:
-                    failures.append(f"{w} consumer warp groups: {err}")
+                if found is not None:
+                    answers.append(found)
+            if answers:
+                break
         best = _choose(answers, heuristic_w)
         if best is None:
             raise CompileError(
                 "plan: the solver found no schedule (" + "; ".join(failures) + ")", kernel
             )
         return self._schedule(kernel, base, *best)
+
+    def _solve(self, kernel, base, w, options, share, unpipelined, failures):
+        """The answer for `w` warp groups: with the epilogue's staging tiles in shared
+        memory, else (when shared memory is what is short) without; None when there is
+        none, False when the kernel has no main loop."""
+        for staging in (True, False):
+            b = problem(kernel, base, w, options, staging, unpipelined)
+            if b is None:
+                return False
+            try:
+                return b, solve_cached(b.problem, share)
+            except modulo.Infeasible as err:
+                text = f"{w} consumer warp groups{' unpipelined' if unpipelined else ''}: {err}"
+                failures.append(text)
+                if "shared memory" not in str(err):
+                    return None
+        return None
 
     def _schedule(
         self, kernel: tile.KernelOp, base: Schedule, b: Built, s: modulo.Solution
