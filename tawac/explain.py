@@ -187,9 +187,15 @@ def _timeline(kernel: tile.KernelOp, plan: Schedule) -> dict[str, Any]:
 def timeline_svg(info: dict[str, Any]) -> str:
     """The picture of `explain_module(..., timeline=True)`'s timeline (SVG text)."""
     tl = simulate(timeline_lanes(info), TIMELINE_ITERATIONS)
+    solved = info.get("solve")
+    found = (
+        f"; solver: II {solved['interval']:,} cycles, {solved['status']}"
+        if solved is not None
+        else ""
+    )
     title = (
         f"@{info['kernel']}: steady state of the main loops "
-        f"(planner {info['planner']}, II {tl.ii:,.0f} cycles)"
+        f"(planner {info['planner']}, simulated II {tl.ii:,.0f} cycles{found})"
     )
     return render_svg(tl, title=title)
 

@@ -233,3 +233,36 @@ def test_schedule_round_trips(attention):
     assert parsed == plan
     assert parsed.solve == plan.solve
     assert dataclasses.replace(parsed, solve=None) == plan
+
+
+def test_explain_timeline_of_the_solver_schedule():
+    """`tawac explain --schedule solver --timeline`: the picture is drawn from the
+    solver's schedule (two stages of the consumer loop) and says what the solver found."""
+    from tawac.explain import explain_module, timeline_svg
+
+    info = explain_module(
+        parse_file(EXAMPLES / "attention.mlir"), PipelineOptions(planner="solver"), True
+    )
+    assert info["planner"] == "solver"
+    assert info["solve"]["status"] == "optimal"
+    lane = next(ln for ln in info["timeline"]["lanes"] if ln["name"] == "consumer wg0")
+    assert {s["stage"] for s in lane["steps"]} == {0, 1}
+    svg = timeline_svg(info)
+    assert f"solver: II {info['solve']['interval']:,} cycles, optimal" in svg
+
+
+def test_schedule_environment_variable(monkeypatch):
+    """TAWAC_SCHEDULE picks the default planner of compile, run, explain and
+    compile_file; an explicit option wins."""
+    monkeypatch.setenv("TAWAC_SCHEDULE", "solver")
+    assert PipelineOptions().planner == "solver"
+    assert PipelineOptions(planner="heuristic").planner == "heuristic"
+    assert "plan{planner=solver " in PipelineOptions().pipeline()
+    monkeypatch.setenv("TAWAC_SCHEDULE", "magic")
+    kernel = _kernel("gemm.mlir")
+    from tawac.schedule.planner import get_planner
+
+    with pytest.raises(CompileError, match="unknown planner 'magic'"):
+        get_planner(PipelineOptions().planner).plan(kernel, PipelineOptions())
+    monkeypatch.delenv("TAWAC_SCHEDULE")
+    assert PipelineOptions().planner == "heuristic"
