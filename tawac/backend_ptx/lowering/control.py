@@ -43,8 +43,9 @@ def _for(k: KernelLowering, op: scf.ForOp) -> None:
             k.vals[arg] = _unpacked(k, c)
         for inner in body.ops:
             if isinstance(inner, scf.YieldOp):
-                for y, c in zip(inner.operands, carried, strict=True):
-                    _assign(k, c, k.vals[y])
+                _assign_all(
+                    k, [(c, k.vals[y]) for y, c in zip(inner.operands, carried, strict=True)]
+                )
                 continue
             k.lower_op(inner)
         k.emit(ptx.AssignOp("b32", iv, k.add(iv, step)))
@@ -104,6 +105,63 @@ def _assign(k: KernelLowering, dst: object, src: object) -> None:
     raise CompileError("convert-to-ptx: mismatched loop-carried values", None)
 
 
+def _regs(v: object) -> list[object]:
+    if isinstance(v, Frag | _Packed):
+        return list(v.regs)
+    return [v]
+
+
+def sequential_copies(moves: list[tuple[object, object]], save) -> list[tuple[object, object]]:
+    """A parallel copy (every source read before any destination is written: the
+    semantics of `scf.yield`) as sequential moves: a source that another move overwrites
+    is saved first (`save(src)` returns the register holding its copy); moves of a
+    register onto itself are dropped."""
+    written = {id(d) for d, s in moves if d is not s}
+    saved: dict[int, object] = {}
+    for d, s in moves:
+        if d is not s and id(s) in written and id(s) not in saved:
+            saved[id(s)] = save(s)
+    return [(d, saved.get(id(s), s)) for d, s in moves if d is not s]
+
+
+def _assign_all(k: KernelLowering, pairs: list[tuple[object, object]]) -> None:
+    """Assign every (destination, value) pair of a yield at once. In yield order, one
+    pair could overwrite a register a later pair still reads: a software-pipelined loop
+    carries shift registers (copy 2 <- copy 1, copy 1 <- new). Then the 16-bit pairs
+    are packed first and the moves go through `sequential_copies`; else the pairs are
+    assigned in order."""
+    written: set[int] = set()
+    hazard = False
+    for dst, src in pairs:
+        if any(id(r) in written for r in _regs(src)):
+            hazard = True
+            break
+        written.update(id(d) for d, s in zip(_regs(dst), _regs(src), strict=False) if d is not s)
+    if not hazard:
+        for dst, src in pairs:
+            _assign(k, dst, src)
+        return
+    moves: list[tuple[object, object, str]] = []
+    for dst, src in pairs:
+        if isinstance(dst, _Packed) and isinstance(src, Frag):
+            moves += [(d, s, "b32") for d, s in zip(dst.regs, _pairs(k, src), strict=True)]
+        elif isinstance(dst, Frag) and isinstance(src, Frag):
+            t = mov_type(dst.dtype)
+            moves += [(d, s, t) for d, s in zip(dst.regs, src.regs, strict=True)]
+        elif isinstance(dst, SSAValue) and isinstance(src, SSAValue):
+            moves.append((dst, src, mov_type(reg_kind(dst))))
+        else:
+            raise CompileError("convert-to-ptx: mismatched loop-carried values", None)
+    types = {id(d): t for d, _, t in moves}
+    types.update({id(s): t for _, s, t in moves})
+
+    def save(s):
+        return k.r(ptx.MovOp(types[id(s)], s))
+
+    for d, s in sequential_copies([(d, s) for d, s, _ in moves], save):
+        k.emit(ptx.AssignOp(types[id(d)], d, s))
+
+
 @handles(scf.IfOp)
 def _if(k: KernelLowering, op: scf.IfOp) -> None:
     """Branches; results live in registers both branches write (`ptx.assign`).  A result
@@ -154,8 +212,7 @@ def _branch(k: KernelLowering, block: Block, holders: list[object] | None) -> li
         values = [k.vals[v] for v in inner.operands]
         if holders is None:
             holders = [_fresh_like(k, v) for v in values]
-        for h, v in zip(holders, values, strict=True):
-            _assign(k, h, v)
+        _assign_all(k, list(zip(holders, values, strict=True)))
     return holders if holders is not None else []
 
 
