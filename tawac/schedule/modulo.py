@@ -38,7 +38,8 @@ Step 1 finds the smallest II at which the problem without registers, shared memo
 assignment choice is feasible (from the lower bound max(resource bound, recurrence
 bound)); step 2 solves the whole problem at that II, then at II + 1, ... until feasible,
 minimising the iteration's length (the last node's start), then the registers carried
-across bodies (`Value.regs` times its copies), then the stages (the sum of
+across bodies (`Value.regs` times its copies), then the rows of the `early` nodes (the
+MMAs first in the body), then the stages (the sum of
 the ops' stages: of equally long schedules, the one that wraps least), then preferring the deepest
 rings shared memory allows (the shallowest ring first): the interval needs only so many
 slots, spare ones absorb latency the model does not see.
@@ -86,7 +87,8 @@ Details of `solve`:
   probes MII, then gallops (MII + 1, 2, 4, ...) to a feasible II and bisects down to the
   smallest feasible one it finds (near the bound feasibility is hard to decide: a short
   probe that ends undecided counts as not feasible); step 2 does the same from step 1's II
-  with the full model, hinted with step 1's schedule at the same II; every II below the
+  with the full model, hinted with step 1's schedule at the same II (its first probe, the
+  likeliest answer, gets the `FINAL` budget); every II below the
   answer not yet proven infeasible is then probed (a feasible one lowers the answer, an
   undecided one ends the proof); the answer's II gets the final optimisation. Out of
   time, the best schedule found so far is returned ("feasible"); with none, `Infeasible`.
@@ -123,6 +125,9 @@ class Node:
     groups: tuple[str, ...]
     drain: bool = False
     frozen: bool = False
+    early: bool = False
+    """Prefer it early in the body (a small row): an asynchronous op (an MMA) issued
+    first keeps its unit fed even when the warp groups drift from the model's phases."""
 
 
 @dataclass(frozen=True)
@@ -592,9 +597,14 @@ def _build(
         # long schedules, the one that carries the smaller tile)
         carried = sum(v.regs * c for v, c in zip(problem.values, copies, strict=True))
         most = sum(v.regs for v in problem.values) * (problem.max_stage + 2) + 1
+        # then the early nodes' rows (the MMAs first in the body)
+        early = [row[i] for i, n in enumerate(nodes) if n.early]
+        rows = sum(early)
+        span = ii * len(early) + 1
         model.minimize(
-            length * bigger * most
-            + carried * bigger
+            length * bigger * span * most
+            + carried * bigger * span
+            + rows * bigger
             + stages * big
             + weight * (top - shallowest)
             + spare_sum
@@ -668,8 +678,8 @@ def _binding(cp_model: Any, problem: Problem, units: Units, ii: int, budget: flo
 #: Deterministic time (CP-SAT's work units) of one feasibility probe, and of the final
 #: optimisation at the answer's II. Each call also stops at the wall-time limit; a solve
 #: whose calls all end on their deterministic limits is reproducible.
-PROBE = 0.5
-FINAL = 4.0
+PROBE = 0.1
+FINAL = 1.0
 
 
 def solve(problem: Problem, time_limit: float = 30.0) -> Solution:
@@ -696,7 +706,7 @@ def solve(problem: Problem, time_limit: float = 30.0) -> Solution:
 
     hints: dict[int, tuple[_Model, Any]] = {}  # II -> a schedule found at it
 
-    def probe(ii: int, full: bool, budget: float):
+    def probe(ii: int, full: bool, budget: float, optimise: bool = False):
         built = _build(
             cp_model,
             problem,
@@ -705,13 +715,13 @@ def solve(problem: Problem, time_limit: float = 30.0) -> Solution:
             registers=full,
             smem=full,
             handoff=full,
-            objective=full,
+            objective=optimise,
         )
         if ii in hints:
             _hint(built, *hints[ii])
         solver, status = _run(cp_model, built, max(wall(), 0.01), budget)
-        if status in feasible and ii not in hints:
-            hints[ii] = (built, solver)
+        if status in feasible and (full or ii not in hints):
+            hints[ii] = (built, solver)  # the full model's schedule replaces step 1's
         if status == cp_model.INFEASIBLE:
             infeasible.add(ii)
         return built, solver, status
@@ -723,7 +733,9 @@ def solve(problem: Problem, time_limit: float = 30.0) -> Solution:
         fail, found, step = lo - 1, None, 1
         ii = lo
         while ii <= limit and running():
-            got = probe(ii, full, probe_budget)
+            # step 2 starts where step 1 found a schedule (its hint): the likeliest
+            # answer gets the larger budget
+            got = probe(ii, full, FINAL if full and ii == lo else probe_budget)
             if got[2] in feasible:
                 found = (ii, got)
                 break
@@ -773,7 +785,7 @@ def solve(problem: Problem, time_limit: float = 30.0) -> Solution:
         if x not in infeasible:
             break
     # the final optimisation at that II, with what is left of the budget
-    built, solver, status = probe(ii, True, FINAL)
+    built, solver, status = probe(ii, True, FINAL, optimise=True)
     if status not in feasible:
         built, solver, status = second[1]
     bound = mii

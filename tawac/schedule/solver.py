@@ -211,6 +211,7 @@ def problem(
                     # its first reader or the release of its slots in the same body,
                     # else at the end of the body
                     drain=isinstance(op, tile.DotOp) and op not in deferred,
+                    early=isinstance(op, tile.DotOp),
                     frozen=role == "producer" or frozen,
                 )
             )
