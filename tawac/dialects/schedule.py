@@ -103,6 +103,9 @@ class SolveInfo:
     status: str
     bound: int
     phases: tuple[int, ...] = ()
+    kept: str = "solver"
+    """Whose loop schedule, rings and warp groups the kernel got: "solver", or
+    "heuristic" when the heuristic's simulated at least as fast in the timeline model."""
 
 
 @dataclass(frozen=True)
@@ -192,7 +195,13 @@ def _parse_solve(parser: AttrParser) -> SolveInfo:
     phases: tuple[int, ...] = ()
     if parser.parse_optional_keyword("phases") is not None:
         phases = tuple(_parse_list(parser, lambda: _int(parser)))
-    return SolveInfo(interval, status, bound, phases)
+    kept = "solver"
+    if parser.parse_optional_keyword("kept") is not None:
+        pos = parser.pos
+        kept = parser.parse_identifier(" (solver or heuristic)")
+        if kept not in ("solver", "heuristic"):
+            parser.raise_error("expected 'solver' or 'heuristic'", pos, parser.pos)
+    return SolveInfo(interval, status, bound, phases, kept)
 
 
 def _parse_tiles(parser: AttrParser) -> tuple[str, int | str]:
@@ -268,6 +277,8 @@ class ScheduleAttr(Data[Schedule]):
             text = f"solve = interval {v.interval} {v.status} bound {v.bound}"
             if v.phases:
                 text += " phases [" + ", ".join(map(str, v.phases)) + "]"
+            if v.kept != "solver":
+                text += f" kept {v.kept}"
             parts.append(text)
         if s.roles:
             parts.append("roles = [" + ", ".join(map(_role_text, s.roles)) + "]")

@@ -14,8 +14,10 @@ turns) and replaces the rest:
      `tawac.schedule.cost.op_cost` from the target model; the producer's nodes are issued
      by the producer warp group and keep their order (its code is not rewritten: it runs
      ahead of the consumers by the ring depth), the consumer's by the consumer warp groups
-     (`Group.copies` = the count: identical warp groups, each on its share of the rows,
-     sharing the SM's units, each with its own phase);
+     in lockstep (`lockstep`: each runs the body on its share of the rows, and the SM's
+     units serve all shares; nothing in the generated code keeps the warp groups at
+     different phases, so a schedule that relied on one (the model's `Group.copies`)
+     measured up to 0.71x the heuristic's: docs/perf.md);
    - edges: the model's dependences (data, loop-carried, full and empty barriers; an empty
      barrier's distance is the ring's depth minus its lag, a solver variable);
    - registers (`consumer_budget` per thread): every 2-d tile of the consumer's body
@@ -34,6 +36,11 @@ turns) and replaces the rest:
    a kernel compiles the same schedule every time, and solves once.
 3. The answer with the smallest interval wins; the heuristic's warp-group count unless
    another is faster by more than `MARGIN`.
+4. Arbitration (`_arbitrate`): the timeline model (`tawac.timeline.simulate`, warp groups
+   running free and sharing the units) simulates the solver's schedule and the
+   heuristic's; the kernel gets the heuristic's (recorded as `kept heuristic`) unless
+   the solver's is faster by more than `MARGIN`. Neither model alone predicted the
+   measurements (docs/perf.md, issue 9).
    Its consumer loop becomes a `LoopPlan` (ops in the order of their row in the modulo
    reservation table, stages relative to the consumer's first), its ring depths the
    arefs' depths, and `solve` records the interval, the status and the bound.
@@ -63,9 +70,11 @@ from tawac.schedule.planner import (
     looped,
     register_budgets,
     register_problem,
+    releasing_dots,
 )
 from tawac.schedule.smem import kernel_plan
 from tawac.target import HOPPER
+from tawac.timeline import simulate
 
 #: Bumped when the problem construction or the model changes (part of the cache key).
 VERSION = 1
@@ -104,6 +113,20 @@ def _regs(t: TensorType, warp_groups: int) -> int:
         return max(1, shape[0] // warp_groups // 32)
     elements = shape[0] * shape[1] // warp_groups // HOPPER.warp_group_size
     return max(1, elements * bits // 32)
+
+
+def lockstep(step, warp_groups: int) -> tuple[float, float, float]:
+    """(issue, occupancy, latency) of a consumer step when its `warp_groups` warp groups
+    run the body in lockstep: the unit serves every warp group's share (occupancy times
+    W), the result of one share may come after the others' (latency plus (W - 1)
+    occupancies), and an op the warp group issues itself (issue = occupancy: FMA, MUFU,
+    shuffles) keeps it busy while the unit serves the others. Asynchronous ops (an MMA,
+    a TMA copy) issue as before."""
+    w = warp_groups
+    extra = (w - 1) * step.occupancy
+    synchronous = step.issue >= step.occupancy > 0
+    issue = step.issue + extra if synchronous else step.issue
+    return issue, step.occupancy * w, step.latency + extra
 
 
 def _frozen(loop, deferred: set[tile.DotOp], options: PipelineOptions) -> bool:
@@ -197,14 +220,16 @@ def problem(
             op = ops[step.source] if role == "consumer" else None
             where[(name, j)] = len(nodes)
             source.append((role, step.source))
+            w = warp_groups if role == "consumer" else 1
+            issue, occupancy, latency = lockstep(step, w)
             nodes.append(
                 modulo.Node(
                     name=f"{role}: {step.label}",
                     op=(0 if role == "producer" else 1000) + step.source,
                     unit=step.unit,
-                    issue=step.issue,
-                    occupancy=step.occupancy,
-                    latency=step.latency,
+                    issue=issue,
+                    occupancy=occupancy,
+                    latency=latency,
                     groups=(role,),
                     # an MMA awaited in the loop (not kept in flight by a release lag)
                     # completes within its body: `coarse-pipeline` awaits it before
@@ -290,7 +315,6 @@ def problem(
             "consumer",
             consumer_role.regs,
             0 if unpipelined else WORKING_SET + transient,
-            copies=warp_groups,
         ),
     )
     return Built(
@@ -420,6 +444,7 @@ def _candidates(kernel: tile.KernelOp, options: PipelineOptions, base: Schedule)
 def _loop_plan(b: Built, s: modulo.Solution) -> LoopPlan | None:
     """The consumer loop's schedule: ops by their row, stages from the consumer's first;
     None when it is the body order in one stage (nothing to rewrite)."""
+    number = {op: k for k, op in enumerate(b.consumer_ops)}
     rows: dict[int, tuple[int, int]] = {}
     for n, (role, k) in enumerate(b.node_source):
         if role != "consumer" or k in rows:
@@ -429,7 +454,31 @@ def _loop_plan(b: Built, s: modulo.Solution) -> LoopPlan | None:
         return None
     low = min(stage for _, stage in rows.values())
     order = sorted(rows, key=lambda k: (rows[k][0], k))
-    ops = tuple(OpPlan(k, b.consumer_ops[k].name, rows[k][1] - low) for k in order)
+    stage = {k: rows[k][1] - low for k in order}
+    # A release first in the body, a stage later, is the same instant as the end of the
+    # body before: it moves there (a GEMM's release right after its MMA completes, at
+    # the interval's boundary, needs no second stage).
+    while (
+        isinstance(b.consumer_ops[order[0]], aref.ConsumedOp)
+        and stage[order[0]] > 0
+        and order[0] != order[-1]
+    ):
+        k = order.pop(0)
+        order.append(k)
+        stage[k] -= 1
+    # A release later than the stage of the MMAs reading its slot only holds the slot
+    # longer (the MMAs drain within their body): it moves to the end of that stage's body.
+    for k in list(order):
+        op = b.consumer_ops[k]
+        if not isinstance(op, aref.ConsumedOp):
+            continue
+        readers = [number[d] for d in releasing_dots(op) if d in number]
+        if readers and stage[k] > max(stage[r] for r in readers):
+            order.remove(k)
+            order.append(k)
+            stage[k] = max(stage[r] for r in readers)
+    low = min(stage.values())
+    ops = tuple(OpPlan(k, b.consumer_ops[k].name, stage[k] - low) for k in order)
     if order == sorted(rows) and all(o.stage == 0 for o in ops):
         return None
     return LoopPlan("consumer", 0, ops)
@@ -455,6 +504,14 @@ def _choose(
     return best
 
 
+def _simulated(kernel: tile.KernelOp, plan: Schedule) -> float | None:
+    """The steady state's interval of `plan` in the timeline model (None: no loop)."""
+    try:
+        return simulate(loop_lanes(kernel, plan)).ii
+    except CompileError:
+        return None
+
+
 class SolverPlanner:
     """Twill's schedules (module docstring)."""
 
@@ -465,6 +522,16 @@ class SolverPlanner:
 
     def plan(self, kernel: tile.KernelOp, options: PipelineOptions) -> Schedule:
         base = HeuristicPlanner().plan(kernel, options)
+        found = self.propose(kernel, options, base)
+        if found.solve is None:
+            return found
+        return self._arbitrate(kernel, base, found)
+
+    def propose(
+        self, kernel: tile.KernelOp, options: PipelineOptions, base: Schedule | None = None
+    ) -> Schedule:
+        """The solver's own schedule (before the timeline model arbitrates)."""
+        base = base if base is not None else HeuristicPlanner().plan(kernel, options)
         candidates = _candidates(kernel, options, base)
         heuristic_w = base.role("consumer").warp_groups if base.role("consumer") else 0
         share = self.time_limit / max(len(candidates), 1)
@@ -488,6 +555,19 @@ class SolverPlanner:
                 "plan: the solver found no schedule (" + "; ".join(failures) + ")", kernel
             )
         return self._schedule(kernel, base, *best)
+
+    def _arbitrate(self, kernel: tile.KernelOp, base: Schedule, found: Schedule) -> Schedule:
+        """The solver's schedule, unless the heuristic's simulates at least as fast
+        (within MARGIN) in the timeline model, whose warp groups run free: the solver's
+        model keeps them in lockstep, and neither model alone predicted the measurements
+        (docs/perf.md, issue 9)."""
+        mine = _simulated(kernel, found)
+        theirs = _simulated(kernel, base)
+        assert found.solve is not None
+        if mine is None or theirs is None or mine * (1 + MARGIN) < theirs:
+            return found
+        solve = dataclasses.replace(found.solve, kept="heuristic")
+        return dataclasses.replace(base, planner=self.name, solve=solve)
 
     def _solve(self, kernel, base, w, options, share, unpipelined, failures):
         """The answer for `w` warp groups: with the epilogue's staging tiles in shared
