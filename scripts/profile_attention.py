@@ -1,5 +1,7 @@
 """One launch of an attention example for a profiler (ncu): `ncu -k regex:attention
---section SpeedOfLight --section WarpStateStats python3 scripts/profile_attention.py`."""
+--section SpeedOfLight --section WarpStateStats python3 scripts/profile_attention.py
+[example.mlir [seq [batch [heads]]]]` (default attention.mlir, 4096, 2, 16; the planner
+is the default one: TAWAC_SCHEDULE=solver profiles the solver's schedule)."""
 
 import sys
 from pathlib import Path
@@ -16,7 +18,9 @@ name = sys.argv[1] if len(sys.argv) > 1 else "attention.mlir"
 d = 64 if "d64" in name else 128
 r = compile_file(ROOT / "examples" / name)
 kern = load_kernel(r.cubin, r.sidecar)
-b, h, s = 2, 16, 4096
+s = int(sys.argv[2]) if len(sys.argv) > 2 else 4096
+b = int(sys.argv[3]) if len(sys.argv) > 3 else 2
+h = int(sys.argv[4]) if len(sys.argv) > 4 else 16
 q, k, v = (torch.randn(b, h, s, d, device="cuda", dtype=torch.bfloat16) for _ in range(3))
 o = torch.empty_like(q)
 kern(q, k, v, o, d**-0.5 * 1.4426950408889634)
