@@ -190,6 +190,7 @@ def timeline_svg(info: dict[str, Any]) -> str:
     solved = info.get("solve")
     found = (
         f"; solver: II {solved['interval']:,} cycles, {solved['status']}"
+        + (", heuristic's schedule kept" if solved.get("kept") == "heuristic" else "")
         if solved is not None
         else ""
     )
@@ -287,6 +288,8 @@ def render(info: dict[str, Any], console) -> None:
         )
         if solved["phases"]:
             text += ", consumer warp groups at phases " + ", ".join(map(str, solved["phases"]))
+        if solved.get("kept") == "heuristic":
+            text += "; the heuristic's schedule kept (it simulates at least as fast)"
         lines.append(text)
     for line in lines:
         console.print(line, markup=False, highlight=False)

@@ -235,6 +235,7 @@ def test_schedule_flag_on_opt_and_explain(tmp_path):
     assert explain.returncode == 0, explain.stderr
     assert "solver: initiation interval" in explain.stdout
     assert "optimal" in explain.stdout
+    assert "the heuristic's schedule kept" in explain.stdout
 
 
 def test_schedule_round_trips(attention):
