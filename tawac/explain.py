@@ -286,8 +286,6 @@ def render(info: dict[str, Any], console) -> None:
             f"solver: initiation interval {solved['interval']:,} cycles ({solved['status']}; "
             f"lower bound {solved['bound']:,})"
         )
-        if solved["phases"]:
-            text += ", consumer warp groups at phases " + ", ".join(map(str, solved["phases"]))
         if solved.get("kept") == "heuristic":
             text += "; the heuristic's schedule kept (it simulates at least as fast)"
         lines.append(text)

@@ -27,7 +27,7 @@ solver) can write a schedule by hand. The fields:
   grows with x) over its grid of programs (the launch ABI's grid form); absent for a
   plain grid;
 - `solve`: with the solver planner, the main loop's initiation interval (cycles), whether
-  it is proven optimal, the proven lower bound, and the consumer warp groups' phases;
+  it is proven optimal, the proven lower bound, and whose schedule was kept;
 - `smem_bytes`: the CTA's dynamic shared memory, the end of the shared-memory plan
   (`tawac.schedule.smem`), recorded by the passes that lay it out.
 """
@@ -96,13 +96,11 @@ class LoopPlan:
 class SolveInfo:
     """What the solver planner found (`tawac.schedule.solver`): the initiation interval
     of the main loop in cycles, "optimal" or "feasible", the lower bound it proved on the
-    interval, and the consumer warp groups' phases (cycles; warp group w starts its
-    iteration `phases[w]` after warp group 0)."""
+    interval."""
 
     interval: int
     status: str
     bound: int
-    phases: tuple[int, ...] = ()
     kept: str = "solver"
     """Whose loop schedule, rings and warp groups the kernel got: "solver", or
     "heuristic" when the heuristic's simulated at least as fast in the timeline model."""
@@ -192,16 +190,13 @@ def _parse_solve(parser: AttrParser) -> SolveInfo:
         parser.raise_error("expected 'optimal' or 'feasible'", pos, parser.pos)
     parser.parse_keyword("bound")
     bound = _int(parser)
-    phases: tuple[int, ...] = ()
-    if parser.parse_optional_keyword("phases") is not None:
-        phases = tuple(_parse_list(parser, lambda: _int(parser)))
     kept = "solver"
     if parser.parse_optional_keyword("kept") is not None:
         pos = parser.pos
         kept = parser.parse_identifier(" (solver or heuristic)")
         if kept not in ("solver", "heuristic"):
             parser.raise_error("expected 'solver' or 'heuristic'", pos, parser.pos)
-    return SolveInfo(interval, status, bound, phases, kept)
+    return SolveInfo(interval, status, bound, kept)
 
 
 def _parse_tiles(parser: AttrParser) -> tuple[str, int | str]:
@@ -275,8 +270,6 @@ class ScheduleAttr(Data[Schedule]):
         if s.solve is not None:
             v = s.solve
             text = f"solve = interval {v.interval} {v.status} bound {v.bound}"
-            if v.phases:
-                text += " phases [" + ", ".join(map(str, v.phases)) + "]"
             if v.kept != "solver":
                 text += f" kept {v.kept}"
             parts.append(text)

@@ -177,6 +177,19 @@ def releasing_dots(consumed: aref.ConsumedOp) -> list[tile.DotOp]:
     ]
 
 
+def deferred_dots(creates: list[aref.CreateOp], lags: list[int]) -> set[tile.DotOp]:
+    """The dots that stay in flight across iterations: those reading a slot of an aref
+    released with a lag."""
+    out: set[tile.DotOp] = set()
+    for c, lag in zip(creates, lags, strict=True):
+        if not lag:
+            continue
+        for use in c.result.uses:
+            if isinstance(use.operation, aref.ConsumedOp):
+                out.update(releasing_dots(use.operation))
+    return out
+
+
 def can_release_late(consumed: aref.ConsumedOp) -> bool:
     """The slot may be released some iterations after its use: the loop's one MMA on it
     is a pure accumulation chain (GEMM's K loop), whose wgmmas may stay in flight."""
@@ -404,13 +417,7 @@ class HeuristicPlanner:
         depths: dict,
         lags: dict,
     ) -> list[LoopPlan]:
-        deferred = set()
-        for c in creates:
-            if not lags[c]:
-                continue
-            for use in c.result.uses:
-                if isinstance(use.operation, aref.ConsumedOp):
-                    deferred.update(releasing_dots(use.operation))
+        deferred = deferred_dots(creates, [lags[c] for c in creates])
         ring = {c.result: depths[c] for c in creates}
         plans = []
         for part in parts:

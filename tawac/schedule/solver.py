@@ -66,7 +66,7 @@ from tawac.schedule.loops import main_loops, scheduled_ops
 from tawac.schedule.model import loop_lanes
 from tawac.schedule.planner import (
     HeuristicPlanner,
-    consumer_budget,
+    deferred_dots,
     looped,
     register_budgets,
     register_problem,
@@ -75,9 +75,6 @@ from tawac.schedule.planner import (
 from tawac.schedule.smem import kernel_plan
 from tawac.target import HOPPER
 from tawac.timeline import simulate
-
-#: Bumped when the problem construction or the model changes (part of the cache key).
-VERSION = 1
 
 #: Seconds the solver may take per kernel (both steps, every warp-group count).
 TIME_LIMIT = 30.0
@@ -105,14 +102,11 @@ def cache_dir() -> Path:
 
 
 def _regs(t: TensorType, warp_groups: int) -> int:
-    """32-bit registers per thread of a consumer warp group holding its share of `t` in
-    the wgmma accumulator layout (a row vector: the 4 threads of a quad share a row)."""
-    shape = t.get_shape()
-    bits = t.element_type.bitwidth
-    if len(shape) == 1:
-        return max(1, shape[0] // warp_groups // 32)
-    elements = shape[0] * shape[1] // warp_groups // HOPPER.warp_group_size
-    return max(1, elements * bits // 32)
+    """32-bit registers per thread of a consumer warp group holding its share of the 2-d
+    tile `t` in the wgmma accumulator layout."""
+    rows, cols = t.get_shape()
+    elements = rows * cols // warp_groups // HOPPER.warp_group_size
+    return max(1, elements * t.element_type.bitwidth // 32)
 
 
 def lockstep(step, warp_groups: int) -> tuple[float, float, float]:
@@ -133,20 +127,6 @@ def _frozen(loop, deferred: set[tile.DotOp], options: PipelineOptions) -> bool:
     if not options.coarse_pipeline:
         return True
     return any(o in deferred for o in loop.body.block.ops)
-
-
-def _deferred(kernel: tile.KernelOp, base: Schedule) -> set[tile.DotOp]:
-    from tawac.schedule.planner import releasing_dots
-
-    creates = [o for o in kernel.walk() if isinstance(o, aref.CreateOp)]
-    out: set[tile.DotOp] = set()
-    for c, a in zip(creates, base.arefs, strict=True):
-        if not a.lag:
-            continue
-        for use in c.result.uses:
-            if isinstance(use.operation, aref.ConsumedOp):
-                out.update(releasing_dots(use.operation))
-    return out
 
 
 @dataclasses.dataclass
@@ -205,7 +185,8 @@ def problem(
     roles = register_budgets([("producer", 1, 0), ("consumer", warp_groups, 0)])
     flat = dataclasses.replace(base, roles=tuple(roles), loops=())
     lanes = {lane.name: lane for lane in loop_lanes(kernel, flat)}
-    deferred = _deferred(kernel, base)
+    creates = [o for o in kernel.walk() if isinstance(o, aref.CreateOp)]
+    deferred = deferred_dots(creates, [a.lag for a in base.arefs])
     frozen = unpipelined or _frozen(loop, deferred, options)
 
     nodes: list[modulo.Node] = []
@@ -240,7 +221,6 @@ def problem(
                     frozen=role == "producer" or frozen,
                 )
             )
-    creates = [o for o in kernel.walk() if isinstance(o, aref.CreateOp)]
     rings = {k: f"aref{k}" for k, c in enumerate(creates) if looped(c)}
     edges: list[modulo.Edge] = []
     for name in kept:
@@ -368,7 +348,6 @@ def _code() -> str:
 def _key(p: modulo.Problem, time_limit: float) -> str:
     text = json.dumps(
         {
-            "v": VERSION,
             "code": _code(),
             "limit": time_limit,
             "problem": dataclasses.asdict(p),
@@ -600,16 +579,14 @@ class SolverPlanner:
             for k, a in enumerate(base.arefs)
         )
         lp = None if b.frozen else _loop_plan(b, s)
-        consumer = next(g for g in b.problem.groups if g.name == "consumer")
-        phases = s.phase.get("consumer", ()) if consumer.copies > 1 else ()
         return dataclasses.replace(
             base,
             roles=tuple(roles),
             arefs=arefs,
             loops=(lp,) if lp is not None else (),
             planner=self.name,
-            solve=SolveInfo(s.interval, s.status, s.bound, tuple(phases)),
+            solve=SolveInfo(s.interval, s.status, s.bound),
         )
 
 
-__all__ = ["SolverPlanner", "consumer_budget", "problem", "solve_cached", "cache_dir"]
+__all__ = ["SolverPlanner", "problem", "solve_cached", "cache_dir"]

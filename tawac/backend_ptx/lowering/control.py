@@ -87,21 +87,16 @@ def _unpacked(k: KernelLowering, c: object) -> object:
     return c.like.like(regs, c.like.dtype)
 
 
-def _assign(k: KernelLowering, dst: object, src: object) -> None:
+def _moves(k: KernelLowering, dst: object, src: object) -> list[tuple[object, object, str]]:
+    """The register moves (destination, source, mov type) that give `dst` the value `src`
+    (a packed 16-bit destination packs its pairs first: that reads the sources now)."""
     if isinstance(dst, _Packed) and isinstance(src, Frag):
-        for d, s in zip(dst.regs, _pairs(k, src), strict=True):
-            if d is not s:
-                k.emit(ptx.AssignOp("b32", d, s))
-        return
+        return [(d, s, "b32") for d, s in zip(dst.regs, _pairs(k, src), strict=True)]
     if isinstance(dst, Frag) and isinstance(src, Frag):
-        for d, s in zip(dst.regs, src.regs, strict=True):
-            if d is not s:
-                k.emit(ptx.AssignOp(mov_type(dst.dtype), d, s))
-        return
+        t = mov_type(dst.dtype)
+        return [(d, s, t) for d, s in zip(dst.regs, src.regs, strict=True)]
     if isinstance(dst, SSAValue) and isinstance(src, SSAValue):
-        if dst is not src:
-            k.emit(ptx.AssignOp(mov_type(reg_kind(dst)), dst, src))
-        return
+        return [(dst, src, mov_type(reg_kind(dst)))]
     raise CompileError("convert-to-ptx: mismatched loop-carried values", None)
 
 
@@ -127,9 +122,9 @@ def sequential_copies(moves: list[tuple[object, object]], save) -> list[tuple[ob
 def _assign_all(k: KernelLowering, pairs: list[tuple[object, object]]) -> None:
     """Assign every (destination, value) pair of a yield at once. In yield order, one
     pair could overwrite a register a later pair still reads: a software-pipelined loop
-    carries shift registers (copy 2 <- copy 1, copy 1 <- new). Then the 16-bit pairs
-    are packed first and the moves go through `sequential_copies`; else the pairs are
-    assigned in order."""
+    carries shift registers (copy 2 <- copy 1, copy 1 <- new). Then every pair's moves
+    are built first and go through `sequential_copies`; else each pair's moves are
+    emitted in turn."""
     written: set[int] = set()
     hazard = False
     for dst, src in pairs:
@@ -139,19 +134,11 @@ def _assign_all(k: KernelLowering, pairs: list[tuple[object, object]]) -> None:
         written.update(id(d) for d, s in zip(_regs(dst), _regs(src), strict=False) if d is not s)
     if not hazard:
         for dst, src in pairs:
-            _assign(k, dst, src)
+            for d, s, t in _moves(k, dst, src):
+                if d is not s:
+                    k.emit(ptx.AssignOp(t, d, s))
         return
-    moves: list[tuple[object, object, str]] = []
-    for dst, src in pairs:
-        if isinstance(dst, _Packed) and isinstance(src, Frag):
-            moves += [(d, s, "b32") for d, s in zip(dst.regs, _pairs(k, src), strict=True)]
-        elif isinstance(dst, Frag) and isinstance(src, Frag):
-            t = mov_type(dst.dtype)
-            moves += [(d, s, t) for d, s in zip(dst.regs, src.regs, strict=True)]
-        elif isinstance(dst, SSAValue) and isinstance(src, SSAValue):
-            moves.append((dst, src, mov_type(reg_kind(dst))))
-        else:
-            raise CompileError("convert-to-ptx: mismatched loop-carried values", None)
+    moves = [m for dst, src in pairs for m in _moves(k, dst, src)]
     types = {id(d): t for d, _, t in moves}
     types.update({id(s): t for _, s, t in moves})
 
