@@ -12,7 +12,9 @@ from tawac.runtime import LaunchError, load_kernel
 from tawac.runtime.launcher import (
     Kernel,
     ParamBuffer,
+    ParamLayout,
     TensorView,
+    _call_key,
     build_param_blobs,
     compute_grid,
     needs_padding,
@@ -138,6 +140,72 @@ def test_param_buffer_pointers_and_alignment():
 
 def test_param_buffer_empty():
     assert ParamBuffer([]).address != 0
+
+
+def test_param_layout_writes_the_bytes_build_param_blobs_makes():
+    a = TensorView((4096, 1000), (1008, 1), 0x7F0000001000, 2)
+    c = TensorView((4096, 512), (512, 1), 0x7F0000200000, 2)
+    values = {"a": a, "c": c, "alpha": 0.25}
+    blobs = build_param_blobs(SIDECAR["params"], values, lambda p, v: bytes(range(128)))
+    layout = ParamLayout(SIDECAR["params"])
+    seen = []
+
+    def encode(i, param, view, address):
+        seen.append((i, param["arg"], view))
+        ctypes.memmove(address, bytes(range(128)), 128)
+
+    layout.fill(values, encode)
+    assert seen == [(0, "a", a)]
+    assert [layout.read(i) for i in range(len(blobs))] == blobs
+    ptrs = (ctypes.c_void_p * len(blobs)).from_address(layout.address)
+    for i, b in enumerate(blobs):
+        assert ptrs[i] % 64 == 0
+        assert ctypes.string_at(ptrs[i], len(b)) == b
+
+
+def test_param_layout_refills_in_place_and_checks_ranges():
+    layout = ParamLayout(SIDECAR["params"])
+    address = layout.address
+    c = TensorView((8, 8), (8, 1), 0x1000, 2)
+    for ptr, alpha in ((0x2000, 1.0), (0x3000, -2.5)):
+        a = TensorView((8, 8), (8, 1), ptr, 2)
+        layout.fill({"a": a, "c": c, "alpha": alpha}, lambda i, p, v, at: None)
+        assert layout.read(4) == struct.pack("<f", alpha)
+    assert layout.address == address
+    saved = layout.snapshot()
+    layout.fill({"a": a, "c": c, "alpha": 9.0}, lambda i, p, v, at: None)
+    layout.restore(saved)
+    assert layout.read(4) == struct.pack("<f", -2.5)
+    big = TensorView((8, 2**31), (2**31, 1), 0x2000, 2)
+    with pytest.raises(LaunchError, match="does not fit"):
+        layout.fill({"a": big, "c": c, "alpha": 1.0}, lambda i, p, v, at: None)
+
+
+def test_call_key_tells_calls_apart():
+    class T:
+        def __init__(self, ptr, shape, stride, dtype="bf16"):
+            self._p, self.shape, self._s, self.dtype = ptr, shape, stride, dtype
+
+        def data_ptr(self):
+            return self._p
+
+        def stride(self):
+            return self._s
+
+        def get_device(self):
+            return 0
+
+    a = T(0x1000, (8, 8), (8, 1))
+    base = _call_key((a, 1.0), 0, 0)
+    assert base == _call_key((T(0x1000, (8, 8), (8, 1)), 1.0), 0, 0)
+    assert base != _call_key((T(0x2000, (8, 8), (8, 1)), 1.0), 0, 0)
+    assert base != _call_key((T(0x1000, (8, 16), (16, 1)), 1.0), 0, 0)
+    assert base != _call_key((T(0x1000, (8, 8), (8, 1), "f16"), 1.0), 0, 0)
+    assert base != _call_key((a, 2.0), 0, 0)
+    assert base != _call_key((a, 1), 0, 0)  # an int scalar is another call than a float
+    assert base != _call_key((a, 1.0), 7, 0)  # another stream
+    assert base != _call_key((a, 1.0), 0, 1)  # another device
+    assert _call_key(("not a tensor", 1.0), 0, 0) is None
 
 
 # ---------------------------------------------------------------- tensor maps and padding

@@ -13,6 +13,7 @@ arguments) are plain functions that take no GPU, so they are unit-tested on the 
 from __future__ import annotations
 
 import ctypes
+import functools
 import json
 import math
 import numbers
@@ -22,6 +23,8 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+
+from tawac.runtime.libcuda import libcuda
 
 SIDECAR_FORMAT = 1
 
@@ -54,6 +57,8 @@ PARAM_FORMATS: dict[str, str] = {
 PARAM_KINDS = frozenset({"tensor_map", "pointer", "dim", "stride", "scalar"})
 TENSOR_MAP_BYTES = 128
 TMA_ALIGN = 16
+# Parameter sets a Kernel keeps, by call key (addresses, shapes, strides, scalars, stream).
+SEEN_CALLS = 64
 MAX_STATIC_SMEM = 48 * 1024
 MAX_GRID_YZ = 65535
 MAX_GRID_X = 2**31 - 1
@@ -242,6 +247,104 @@ class ParamBuffer:
         return ctypes.string_at(ptr, self.sizes[i])
 
 
+def param_size(param: Mapping[str, Any]) -> int:
+    """Bytes of one PTX entry parameter of the sidecar."""
+    kind = param["kind"]
+    if kind == "tensor_map":
+        return TENSOR_MAP_BYTES
+    if kind == "pointer":
+        return 8
+    default = {"dim": "s32", "stride": "s64"}.get(kind)
+    fmt = PARAM_FORMATS.get(param.get("type", default))
+    if fmt is None:
+        raise LaunchError(f"unsupported parameter type {param.get('type')!r}")
+    return struct.calcsize(fmt)
+
+
+class ParamLayout:
+    """Every parameter of a kernel at a fixed place in one arena, laid out once.
+
+    The arena and its `void*[]` (`address`, what `cuLaunchKernel` takes) live as long as
+    the kernel; a launch writes only the values (`fill`). The driver copies the values at
+    the launch call (and a CUDA graph capture records them), so the next call may
+    overwrite them.
+    """
+
+    ALIGN = ParamBuffer.ALIGN
+
+    def __init__(self, params: Sequence[Mapping[str, Any]]):
+        self.params = list(params)
+        self.offsets: list[int] = []
+        size = 0
+        for p in self.params:
+            size = cdiv(size, self.ALIGN) * self.ALIGN
+            self.offsets.append(size)
+            size += param_size(p)
+        self._arena = (ctypes.c_ubyte * (size + self.ALIGN))()
+        base = ctypes.addressof(self._arena)
+        self.shift = (-base) % self.ALIGN
+        self.base = base + self.shift
+        self._ptrs = (ctypes.c_void_p * max(len(self.params), 1))()
+        for i, off in enumerate(self.offsets):
+            self._ptrs[i] = self.base + off
+        self._view = memoryview(self._arena).cast("B")
+        self._formats = [
+            PARAM_FORMATS.get(p.get("type", {"dim": "s32", "stride": "s64"}.get(p["kind"])), "")
+            if p["kind"] != "pointer"
+            else "<Q"
+            for p in self.params
+        ]
+
+    @property
+    def address(self) -> int:
+        return ctypes.addressof(self._ptrs)
+
+    def fill(
+        self,
+        values: Mapping[str, TensorView | int | float],
+        encode_map: Callable[[int, Mapping[str, Any], TensorView, int], None],
+    ) -> None:
+        """Writes every parameter for these argument values; `encode_map(i, param, view,
+        address)` writes the 128-byte CUtensorMap of parameter i at `address`."""
+        for i, p in enumerate(self.params):
+            kind, value, at = p["kind"], values[p["arg"]], self.shift + self.offsets[i]
+            if kind == "tensor_map":
+                assert isinstance(value, TensorView)
+                encode_map(i, p, value, self.base + self.offsets[i])
+                continue
+            if kind == "scalar":
+                self._pack(i, at, value)
+            elif kind == "pointer":
+                self._pack(i, at, value.data_ptr)
+            elif kind == "dim":
+                self._pack(i, at, value.shape[int(p["dim"])])
+            elif kind == "stride":
+                self._pack(i, at, value.strides[int(p["dim"])])
+            else:
+                raise LaunchError(f"unknown parameter kind {kind!r}")
+
+    def _pack(self, i: int, at: int, value: int | float) -> None:
+        fmt = self._formats[i]
+        try:
+            struct.pack_into(fmt, self._view, at, float(value) if fmt == "<f" else int(value))
+        except struct.error as e:
+            raise LaunchError(
+                f"value {value} does not fit parameter type {self.params[i].get('type')}"
+            ) from e
+
+    def snapshot(self) -> bytes:
+        """Every parameter's bytes, for `restore`."""
+        return bytes(self._view[self.shift :])
+
+    def restore(self, saved: bytes) -> None:
+        self._view[self.shift :] = saved
+
+    def read(self, i: int) -> bytes:
+        """The bytes stored for parameter i (for tests and debugging)."""
+        at = self.shift + self.offsets[i]
+        return bytes(self._view[at : at + param_size(self.params[i])])
+
+
 def validate_sidecar(sidecar: Mapping[str, Any]) -> None:
     """Checks the sidecar's structure and cross references; raises LaunchError."""
     fmt = sidecar.get("format")
@@ -420,10 +523,14 @@ class Kernel:
         self.cluster = tuple(int(c) for c in sidecar.get("cluster", (1, 1, 1)))
         self.dynamic_smem = int(sidecar.get("dynamic_smem", 0))
         self._map_args = {p["arg"] for p in self.params if p["kind"] == "tensor_map"}
+        self._layout = ParamLayout(self.params)
+        self._map_slots: dict | None = None
         self._function = None
         self._module = None
         self._context = None
+        self._device: int | None = None
         self._last: tuple | None = None
+        self._seen: dict[tuple, tuple[bytes, tuple]] = {}
 
     def __repr__(self) -> str:
         return f"<tawac Kernel {self.name} block={self.block} smem={self.dynamic_smem}>"
@@ -448,6 +555,11 @@ class Kernel:
 
     def load(self):
         """Loads the module into the current context (once) and returns the CUfunction."""
+        import torch
+
+        dev = torch.cuda.current_device()
+        if self._function is not None and self._device == dev:
+            return self._function
         ctx = self._ensure_context()
         if self._function is not None and int(ctx) == int(self._context):
             return self._function
@@ -464,6 +576,7 @@ class Kernel:
                 f"cuFuncSetAttribute(MAX_DYNAMIC_SHARED_SIZE_BYTES={self.dynamic_smem})",
             )
         self._module, self._function, self._context = module, func, ctx
+        self._device = dev
         return func
 
     # ---- launching
@@ -480,9 +593,7 @@ class Kernel:
         if program_grid is not None:
             import torch
 
-            sm_count = torch.cuda.get_device_properties(
-                torch.cuda.current_device()
-            ).multi_processor_count
+            sm_count = _sm_count(torch.cuda.current_device())
         return compute_grid(
             self.sidecar["grid"], shapes, program_grid=program_grid, sm_count=sm_count
         )
@@ -532,13 +643,32 @@ class Kernel:
     def __call__(self, *args, stream=None) -> None:
         """Launches the kernel asynchronously on `stream` (default: torch's current stream).
 
-        Tensors that TMA cannot address in place are copied into padded buffers first and
-        copied back after the launch (on the same stream).
+        A call with the same tensors (address, shape, strides, dtype, device), scalars,
+        current device and stream as the previous one relaunches its parameters as they
+        are; one like any of the last `SEEN_CALLS` calls (the caching allocator hands out
+        the same addresses again) restores that call's parameters, tensor maps included,
+        without checking or encoding anything again. Tensors that TMA
+        cannot address in place are copied into padded buffers first and copied back after
+        the launch (on the same stream); that needs allocations, so it is refused during
+        CUDA graph capture. Not for concurrent calls of one Kernel from several threads.
         """
         import torch
 
-        validate_args(self.args, args)
         dev = torch.cuda.current_device()
+        handle = _stream_handle(stream, dev)
+        key = _call_key(args, handle, dev)
+        last = self._last
+        if key is not None and last is not None and last[0] == key:
+            self._launch_fast(last[1], handle)
+            return
+        self._last = None
+        seen = self._seen.get(key) if key is not None else None
+        if seen is not None:
+            self._layout.restore(seen[0])
+            self._launch_fast(seen[1], handle)
+            self._last = (key, seen[1])
+            return
+        validate_args(self.args, args)
         for a, v in zip(self.args, args, strict=True):
             if a["kind"] == "tensor" and v.device.index != dev:
                 raise LaunchError(
@@ -552,35 +682,93 @@ class Kernel:
         if 0 in grid:
             return
         func = self.load()
-        driver = _driver()
-        ts = _torch_stream(stream)
-        key = _call_key(args, ts.cuda_stream)
-        if self._last is not None and self._last[0] == key:
-            _, buf, config = self._last
-            self._launch(driver, func, config, buf, grid)
-            return
-        with torch.cuda.stream(ts):
-            values: dict[str, TensorView | int | float] = {}
-            copy_back = []
-            for a, v in zip(self.args, args, strict=True):
-                if a["kind"] == "scalar":
-                    values[a["name"]] = v
-                    continue
-                if a["name"] in self._map_args and needs_padding(_view(v)):
-                    padded = _pad(v)
-                    copy_back.append((v, padded))
-                    v = padded
-                values[a["name"]] = _view(v)
-            buf = ParamBuffer(build_param_blobs(self.params, values, self._encode_map))
-            config = self._launch_config(driver, grid, ts.cuda_stream)
-            self._launch(driver, func, config, buf, grid)
-            for orig, padded in copy_back:
-                orig.copy_(padded)
+        values: dict[str, TensorView | int | float] = {}
+        pad = []
+        for a, v in zip(self.args, args, strict=True):
+            if a["kind"] == "scalar":
+                values[a["name"]] = v
+                continue
+            view = _view(v)
+            if a["name"] in self._map_args and needs_padding(view):
+                pad.append((a["name"], v))
+            values[a["name"]] = view
+        copy_back = self._pad_all(pad, values, stream) if pad else []
+        lib = libcuda()
+        if lib is None or self.cluster != (1, 1, 1):
+            self._launch_driver(func, grid, values, handle)
+        else:
+            self._layout.fill(values, self._map_encoder(lib))
+            self._launch_fast((lib, int(func), grid), handle)
+        if copy_back:
+            with torch.cuda.stream(_torch_stream(stream)):
+                for orig, padded in copy_back:
+                    orig.copy_(padded)
         # Parameters only depend on addresses, shapes, strides and scalars: reuse them
         # for an identical call (unless padded copies, which live at new addresses, were used).
-        self._last = None if copy_back else (key, buf, config)
+        if key is not None and not copy_back and lib is not None and self.cluster == (1, 1, 1):
+            target = (lib, int(func), grid)
+            self._last = (key, target)
+            self._seen[key] = (self._layout.snapshot(), target)
+            if len(self._seen) > SEEN_CALLS:
+                del self._seen[next(iter(self._seen))]
 
-    def _launch(self, driver, func, config, buf: ParamBuffer, grid) -> None:
+    def _pad_all(self, pad, values, stream) -> list:
+        """Padded copies (on the launch stream) of the tensors TMA cannot address in place;
+        their views go into `values`. Returns (original, padded) pairs to copy back."""
+        import torch
+
+        copy_back = []
+        with torch.cuda.stream(_torch_stream(stream)):
+            if torch.cuda.is_current_stream_capturing():
+                raise LaunchError(
+                    f"argument {pad[0][0]!r} needs a padded copy (TMA needs a 16-byte aligned "
+                    "address and rows that are multiples of 16 bytes), which cannot be made "
+                    "during CUDA graph capture; pass such a tensor"
+                )
+            for name, v in pad:
+                padded = _pad(v)
+                copy_back.append((v, padded))
+                values[name] = _view(padded)
+        return copy_back
+
+    def _launch_fast(self, target: tuple, stream: int) -> None:
+        """cuLaunchKernel through ctypes with the parameters in the layout's arena."""
+        lib, func, grid = target
+        err = lib.launch(func, grid, self.block, self.dynamic_smem, stream, self._layout.address)
+        if err != 0:
+            self._last = None
+            raise LaunchError(
+                f"cuLaunchKernel({self.name}, grid={grid}, block={self.block}, "
+                f"smem={self.dynamic_smem}) failed: {lib.error_name(err)}"
+            )
+
+    def _map_encoder(self, lib):
+        """encode_map for ParamLayout.fill: cuTensorMapEncodeTiled straight into the arena,
+        with per-parameter ctypes arrays made once."""
+        if self._map_slots is None:
+            self._map_slots = _map_slots(self.params, self.args)
+
+        def encode(i: int, param: Mapping[str, Any], view: TensorView, address: int) -> None:
+            dtype, arrays, enums = self._map_slots[i]
+            dims, strides, box, _elem = tensor_map_dims(param, view)
+            arrays[0][:] = dims
+            arrays[1][: len(strides)] = strides
+            arrays[2][:] = box
+            err = lib.encode_tiled(address, dtype, len(dims), view.data_ptr, arrays, enums)
+            if err != 0:
+                raise LaunchError(
+                    f"cuTensorMapEncodeTiled({param['arg']}: dims={dims} strides={strides} "
+                    f"box={box} swizzle={param.get('swizzle', 'none')}) failed: "
+                    f"{lib.error_name(err)}"
+                )
+
+        return encode
+
+    def _launch_driver(self, func, grid, values, stream_handle: int) -> None:
+        """The cuda-python path: cuLaunchKernelEx (clusters, or no libcuda for ctypes)."""
+        driver = _driver()
+        buf = ParamBuffer(build_param_blobs(self.params, values, self._encode_map))
+        config = self._launch_config(driver, grid, stream_handle)
         _check(
             driver.cuLaunchKernelEx(config, func, buf.address, 0),
             f"cuLaunchKernelEx({self.name}, grid={grid}, block={self.block}, "
@@ -588,14 +776,72 @@ class Kernel:
         )
 
 
-def _call_key(args: Sequence[Any], stream_handle: int) -> tuple:
-    """What the packed parameters of a call depend on."""
-    key: list[Any] = [stream_handle]
-    for v in args:
-        if isinstance(v, numbers.Number):
-            key.append((type(v), v))
-        else:
-            key.append((v.data_ptr(), tuple(v.shape), tuple(v.stride()), v.dtype))
+def _map_slots(params: Sequence[Mapping[str, Any]], args: Sequence[Mapping[str, Any]]) -> dict:
+    """Per tensor-map parameter: its data type enum, ctypes arrays (globalDim, strides, box,
+    elementStrides) and the (interleave, swizzle, l2 promotion, oob fill) enums."""
+    driver = _driver()
+    by_name = {a["name"]: a for a in args}
+    slots = {}
+    for i, p in enumerate(params):
+        if p["kind"] != "tensor_map":
+            continue
+        arg = by_name[p["arg"]]
+        rank = int(arg["rank"])
+        dtype = int(getattr(driver.CUtensorMapDataType, TENSOR_DTYPES[arg["dtype"]][1]))
+        arrays = (
+            (ctypes.c_uint64 * rank)(),
+            (ctypes.c_uint64 * max(rank - 1, 1))(),
+            (ctypes.c_uint32 * rank)(),
+            (ctypes.c_uint32 * rank)(*([1] * rank)),
+        )
+        enums = (
+            int(driver.CUtensorMapInterleave.CU_TENSOR_MAP_INTERLEAVE_NONE),
+            int(getattr(driver.CUtensorMapSwizzle, SWIZZLES[p.get("swizzle", "none")])),
+            int(driver.CUtensorMapL2promotion.CU_TENSOR_MAP_L2_PROMOTION_L2_256B),
+            int(driver.CUtensorMapFloatOOBfill.CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE),
+        )
+        slots[i] = (dtype, arrays, enums)
+    return slots
+
+
+@functools.cache
+def _sm_count(device: int) -> int:
+    import torch
+
+    return torch.cuda.get_device_properties(device).multi_processor_count
+
+
+def _stream_handle(stream: Any, device: int) -> int:
+    """The raw CUstream of None (torch's current stream), a torch stream or an int."""
+    if stream is None:
+        import torch
+
+        raw = getattr(torch._C, "_cuda_getCurrentRawStream", None)
+        if raw is not None:
+            return raw(device)
+        return torch.cuda.current_stream(device).cuda_stream
+    if isinstance(stream, int):
+        return stream
+    handle = getattr(stream, "cuda_stream", None)
+    if handle is None:
+        raise LaunchError(
+            f"stream must be None, a torch.cuda.Stream or an int handle, got {stream!r}"
+        )
+    return handle
+
+
+def _call_key(args: Sequence[Any], stream_handle: int, device: int) -> tuple | None:
+    """What the packed parameters of a call depend on; None for arguments that are neither
+    numbers nor tensors (the checks then report them)."""
+    key: list[Any] = [stream_handle, device]
+    try:
+        for v in args:
+            if isinstance(v, numbers.Number):
+                key.append((type(v), v))
+            else:
+                key.append((v.data_ptr(), v.shape, v.stride(), v.dtype, v.get_device()))
+    except (AttributeError, TypeError):
+        return None
     return tuple(key)
 
 
