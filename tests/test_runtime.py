@@ -11,11 +11,9 @@ import pytest
 from tawac.runtime import LaunchError, load_kernel
 from tawac.runtime.launcher import (
     Kernel,
-    ParamBuffer,
     ParamLayout,
     TensorView,
     _call_key,
-    build_param_blobs,
     compute_grid,
     needs_padding,
     pack_value,
@@ -102,51 +100,9 @@ def test_pack_value_layouts():
         pack_value("b16", 1)
 
 
-def test_build_param_blobs_in_param_order():
+def test_param_layout_in_param_order_and_aligned():
     a = TensorView((4096, 1000), (1008, 1), 0x7F0000001000, 2)
     c = TensorView((4096, 512), (512, 1), 0x7F0000200000, 2)
-    seen = []
-
-    def encode(param, view):
-        seen.append((param["arg"], view))
-        return bytes(range(128))
-
-    blobs = build_param_blobs(SIDECAR["params"], {"a": a, "c": c, "alpha": 0.25}, encode)
-    assert seen == [("a", a)]
-    assert blobs == [
-        bytes(range(128)),
-        struct.pack("<Q", 0x7F0000200000),
-        struct.pack("<i", 1000),
-        struct.pack("<q", 512),
-        struct.pack("<f", 0.25),
-    ]
-
-
-def test_build_param_blobs_rejects_short_tensor_map():
-    a = TensorView((8, 8), (8, 1), 0, 2)
-    with pytest.raises(LaunchError, match="128"):
-        build_param_blobs(SIDECAR["params"][:1], {"a": a}, lambda p, v: b"\0" * 64)
-
-
-def test_param_buffer_pointers_and_alignment():
-    blobs = [bytes(range(128)), struct.pack("<Q", 7), struct.pack("<i", -3), struct.pack("<f", 1.5)]
-    buf = ParamBuffer(blobs)
-    ptrs = (ctypes.c_void_p * len(blobs)).from_address(buf.address)
-    for i, b in enumerate(blobs):
-        assert ptrs[i] % 64 == 0
-        assert ctypes.string_at(ptrs[i], len(b)) == b
-        assert buf.read(i) == b
-
-
-def test_param_buffer_empty():
-    assert ParamBuffer([]).address != 0
-
-
-def test_param_layout_writes_the_bytes_build_param_blobs_makes():
-    a = TensorView((4096, 1000), (1008, 1), 0x7F0000001000, 2)
-    c = TensorView((4096, 512), (512, 1), 0x7F0000200000, 2)
-    values = {"a": a, "c": c, "alpha": 0.25}
-    blobs = build_param_blobs(SIDECAR["params"], values, lambda p, v: bytes(range(128)))
     layout = ParamLayout(SIDECAR["params"])
     seen = []
 
@@ -154,13 +110,29 @@ def test_param_layout_writes_the_bytes_build_param_blobs_makes():
         seen.append((i, param["arg"], view))
         ctypes.memmove(address, bytes(range(128)), 128)
 
-    layout.fill(values, encode)
+    layout.fill({"a": a, "c": c, "alpha": 0.25}, encode)
     assert seen == [(0, "a", a)]
+    blobs = [
+        bytes(range(128)),
+        struct.pack("<Q", 0x7F0000200000),
+        struct.pack("<i", 1000),
+        struct.pack("<q", 512),
+        struct.pack("<f", 0.25),
+    ]
     assert [layout.read(i) for i in range(len(blobs))] == blobs
     ptrs = (ctypes.c_void_p * len(blobs)).from_address(layout.address)
     for i, b in enumerate(blobs):
         assert ptrs[i] % 64 == 0
         assert ctypes.string_at(ptrs[i], len(b)) == b
+
+
+def test_param_layout_rejects_unsupported_types():
+    with pytest.raises(LaunchError, match="unsupported parameter type"):
+        ParamLayout([{"kind": "scalar", "arg": "alpha", "type": "b16"}])
+
+
+def test_param_layout_empty():
+    assert ParamLayout([]).address != 0
 
 
 def test_param_layout_refills_in_place_and_checks_ranges():

@@ -177,92 +177,23 @@ def pack_value(type_name: str, value: int | float) -> bytes:
         raise LaunchError(f"value {value} does not fit parameter type {type_name}") from e
 
 
-def build_param_blobs(
-    params: Sequence[Mapping[str, Any]],
-    values: Mapping[str, TensorView | int | float],
-    encode_map: Callable[[Mapping[str, Any], TensorView], bytes],
-) -> list[bytes]:
-    """The bytes of every PTX entry parameter, in sidecar "params" order.
-
-    `values` maps argument names to tensor views (already padded where needed) or
-    python numbers; `encode_map(param, view)` returns the 128 bytes of a CUtensorMap.
-    """
-    blobs: list[bytes] = []
-    for p in params:
-        kind, value = p["kind"], values[p["arg"]]
-        if kind == "scalar":
-            blobs.append(pack_value(p["type"], value))
-            continue
-        assert isinstance(value, TensorView)
-        if kind == "tensor_map":
-            blob = encode_map(p, value)
-            if len(blob) != TENSOR_MAP_BYTES:
-                raise LaunchError(f"tensor map for {p['arg']!r} has {len(blob)} bytes, not 128")
-            blobs.append(blob)
-        elif kind == "pointer":
-            blobs.append(pack_value("u64", value.data_ptr))
-        elif kind == "dim":
-            blobs.append(pack_value(p.get("type", "s32"), value.shape[int(p["dim"])]))
-        elif kind == "stride":
-            blobs.append(pack_value(p.get("type", "s64"), value.strides[int(p["dim"])]))
-        else:
-            raise LaunchError(f"unknown parameter kind {kind!r}")
-    return blobs
-
-
-class ParamBuffer:
-    """Host memory holding every parameter (64-byte aligned) plus the `void*[]` to them.
-
-    `address` is what `cuLaunchKernelEx` takes as kernelParams.  Keep the object alive
-    until the launch call returns (the driver copies the values at launch).
-    """
-
-    ALIGN = 64
-
-    def __init__(self, blobs: Sequence[bytes]):
-        offsets, size = [], 0
-        for b in blobs:
-            size = cdiv(size, self.ALIGN) * self.ALIGN
-            offsets.append(size)
-            size += len(b)
-        self._arena = (ctypes.c_ubyte * (size + self.ALIGN))()
-        base = ctypes.addressof(self._arena)
-        base += (-base) % self.ALIGN
-        n = max(len(blobs), 1)
-        self._ptrs = (ctypes.c_void_p * n)()
-        for i, (b, off) in enumerate(zip(blobs, offsets, strict=True)):
-            ctypes.memmove(base + off, b, len(b))
-            self._ptrs[i] = base + off
-        self.sizes = [len(b) for b in blobs]
-
-    @property
-    def address(self) -> int:
-        """Address of the `void*` array."""
-        return ctypes.addressof(self._ptrs)
-
-    def read(self, i: int) -> bytes:
-        """The bytes stored for parameter i (for tests and debugging)."""
-        ptr = self._ptrs[i]
-        assert ptr is not None
-        return ctypes.string_at(ptr, self.sizes[i])
+def _param_type(param: Mapping[str, Any]) -> str:
+    """The PARAM_FORMATS type of a parameter that is not a tensor map."""
+    kind = param["kind"]
+    if kind == "pointer":
+        return "u64"
+    return param.get("type", {"dim": "s32", "stride": "s64"}.get(kind, ""))
 
 
 def param_size(param: Mapping[str, Any]) -> int:
     """Bytes of one PTX entry parameter of the sidecar."""
-    kind = param["kind"]
-    if kind == "tensor_map":
+    if param["kind"] == "tensor_map":
         return TENSOR_MAP_BYTES
-    if kind == "pointer":
-        return 8
-    default = {"dim": "s32", "stride": "s64"}.get(kind)
-    fmt = PARAM_FORMATS.get(param.get("type", default))
-    if fmt is None:
-        raise LaunchError(f"unsupported parameter type {param.get('type')!r}")
-    return struct.calcsize(fmt)
+    return len(pack_value(_param_type(param), 0))
 
 
 class ParamLayout:
-    """Every parameter of a kernel at a fixed place in one arena, laid out once.
+    """Every parameter of a kernel at a fixed, 64-byte aligned place in one arena.
 
     The arena and its `void*[]` (`address`, what `cuLaunchKernel` takes) live as long as
     the kernel; a launch writes only the values (`fill`). The driver copies the values at
@@ -270,7 +201,7 @@ class ParamLayout:
     overwrite them.
     """
 
-    ALIGN = ParamBuffer.ALIGN
+    ALIGN = 64
 
     def __init__(self, params: Sequence[Mapping[str, Any]]):
         self.params = list(params)
@@ -288,12 +219,6 @@ class ParamLayout:
         for i, off in enumerate(self.offsets):
             self._ptrs[i] = self.base + off
         self._view = memoryview(self._arena).cast("B")
-        self._formats = [
-            PARAM_FORMATS.get(p.get("type", {"dim": "s32", "stride": "s64"}.get(p["kind"])), "")
-            if p["kind"] != "pointer"
-            else "<Q"
-            for p in self.params
-        ]
 
     @property
     def address(self) -> int:
@@ -304,33 +229,25 @@ class ParamLayout:
         values: Mapping[str, TensorView | int | float],
         encode_map: Callable[[int, Mapping[str, Any], TensorView, int], None],
     ) -> None:
-        """Writes every parameter for these argument values; `encode_map(i, param, view,
-        address)` writes the 128-byte CUtensorMap of parameter i at `address`."""
+        """Writes every parameter for these argument values (tensor views, already padded
+        where needed, or python numbers); `encode_map(i, param, view, address)` writes the
+        128-byte CUtensorMap of parameter i at `address`."""
         for i, p in enumerate(self.params):
-            kind, value, at = p["kind"], values[p["arg"]], self.shift + self.offsets[i]
+            kind, value = p["kind"], values[p["arg"]]
             if kind == "tensor_map":
-                assert isinstance(value, TensorView)
                 encode_map(i, p, value, self.base + self.offsets[i])
                 continue
-            if kind == "scalar":
-                self._pack(i, at, value)
-            elif kind == "pointer":
-                self._pack(i, at, value.data_ptr)
+            if kind == "pointer":
+                value = value.data_ptr
             elif kind == "dim":
-                self._pack(i, at, value.shape[int(p["dim"])])
+                value = value.shape[int(p["dim"])]
             elif kind == "stride":
-                self._pack(i, at, value.strides[int(p["dim"])])
-            else:
+                value = value.strides[int(p["dim"])]
+            elif kind != "scalar":
                 raise LaunchError(f"unknown parameter kind {kind!r}")
-
-    def _pack(self, i: int, at: int, value: int | float) -> None:
-        fmt = self._formats[i]
-        try:
-            struct.pack_into(fmt, self._view, at, float(value) if fmt == "<f" else int(value))
-        except struct.error as e:
-            raise LaunchError(
-                f"value {value} does not fit parameter type {self.params[i].get('type')}"
-            ) from e
+            blob = pack_value(_param_type(p), value)
+            at = self.shift + self.offsets[i]
+            self._view[at : at + len(blob)] = blob
 
     def snapshot(self) -> bytes:
         """Every parameter's bytes, for `restore`."""
@@ -598,32 +515,6 @@ class Kernel:
             self.sidecar["grid"], shapes, program_grid=program_grid, sm_count=sm_count
         )
 
-    def _encode_map(self, param: Mapping[str, Any], view: TensorView) -> bytes:
-        driver = _driver()
-        arg = next(a for a in self.args if a["name"] == param["arg"])
-        dtype = getattr(driver.CUtensorMapDataType, TENSOR_DTYPES[arg["dtype"]][1])
-        swizzle = getattr(driver.CUtensorMapSwizzle, SWIZZLES[param.get("swizzle", "none")])
-        dims, strides, box, elem = tensor_map_dims(param, view)
-        u64, u32 = driver.cuuint64_t, driver.cuuint32_t
-        (tmap,) = _check(
-            driver.cuTensorMapEncodeTiled(
-                dtype,
-                len(dims),
-                view.data_ptr,
-                [u64(d) for d in dims],
-                [u64(s) for s in strides],
-                [u32(b) for b in box],
-                [u32(e) for e in elem],
-                driver.CUtensorMapInterleave.CU_TENSOR_MAP_INTERLEAVE_NONE,
-                swizzle,
-                driver.CUtensorMapL2promotion.CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
-                driver.CUtensorMapFloatOOBfill.CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE,
-            ),
-            f"cuTensorMapEncodeTiled({param['arg']}: dims={dims} strides={strides} "
-            f"box={box} swizzle={param.get('swizzle', 'none')})",
-        )
-        return ctypes.string_at(tmap.getPtr(), TENSOR_MAP_BYTES)
-
     def _launch_config(self, driver, grid, stream_handle: int):
         config = driver.CUlaunchConfig()
         config.gridDimX, config.gridDimY, config.gridDimZ = grid
@@ -659,13 +550,13 @@ class Kernel:
         key = _call_key(args, handle, dev)
         last = self._last
         if key is not None and last is not None and last[0] == key:
-            self._launch_fast(last[1], handle)
+            self._launch(*last[1], handle)
             return
         self._last = None
         seen = self._seen.get(key) if key is not None else None
         if seen is not None:
             self._layout.restore(seen[0])
-            self._launch_fast(seen[1], handle)
+            self._launch(*seen[1], handle)
             self._last = (key, seen[1])
             return
         validate_args(self.args, args)
@@ -693,22 +584,18 @@ class Kernel:
                 pad.append((a["name"], v))
             values[a["name"]] = view
         copy_back = self._pad_all(pad, values, stream) if pad else []
-        lib = libcuda()
-        if lib is None or self.cluster != (1, 1, 1):
-            self._launch_driver(func, grid, values, handle)
-        else:
-            self._layout.fill(values, self._map_encoder(lib))
-            self._launch_fast((lib, int(func), grid), handle)
+        self._layout.fill(values, self._encode_map)
+        self._launch(func, grid, handle)
         if copy_back:
             with torch.cuda.stream(_torch_stream(stream)):
                 for orig, padded in copy_back:
                     orig.copy_(padded)
-        # Parameters only depend on addresses, shapes, strides and scalars: reuse them
-        # for an identical call (unless padded copies, which live at new addresses, were used).
-        if key is not None and not copy_back and lib is not None and self.cluster == (1, 1, 1):
-            target = (lib, int(func), grid)
-            self._last = (key, target)
-            self._seen[key] = (self._layout.snapshot(), target)
+            return
+        # Parameters only depend on addresses, shapes, strides and scalars: keep them for
+        # calls with the same key (not with padded copies, which live at new addresses).
+        if key is not None:
+            self._last = (key, (func, grid))
+            self._seen[key] = (self._layout.snapshot(), self._last[1])
             if len(self._seen) > SEEN_CALLS:
                 del self._seen[next(iter(self._seen))]
 
@@ -731,10 +618,23 @@ class Kernel:
                 values[name] = _view(padded)
         return copy_back
 
-    def _launch_fast(self, target: tuple, stream: int) -> None:
-        """cuLaunchKernel through ctypes with the parameters in the layout's arena."""
-        lib, func, grid = target
-        err = lib.launch(func, grid, self.block, self.dynamic_smem, stream, self._layout.address)
+    def _launch(self, func, grid, stream: int) -> None:
+        """Launches with the parameters in the layout's arena: cuLaunchKernel through
+        ctypes, or cuLaunchKernelEx through cuda-python for a cluster shape."""
+        if self.cluster != (1, 1, 1):
+            driver = _driver()
+            _check(
+                driver.cuLaunchKernelEx(
+                    self._launch_config(driver, grid, stream), func, self._layout.address, 0
+                ),
+                f"cuLaunchKernelEx({self.name}, grid={grid}, block={self.block}, "
+                f"smem={self.dynamic_smem}, cluster={self.cluster})",
+            )
+            return
+        lib = _lib()
+        err = lib.launch(
+            int(func), grid, self.block, self.dynamic_smem, stream, self._layout.address
+        )
         if err != 0:
             self._last = None
             raise LaunchError(
@@ -742,38 +642,31 @@ class Kernel:
                 f"smem={self.dynamic_smem}) failed: {lib.error_name(err)}"
             )
 
-    def _map_encoder(self, lib):
+    def _encode_map(self, i: int, param: Mapping[str, Any], view: TensorView, at: int) -> None:
         """encode_map for ParamLayout.fill: cuTensorMapEncodeTiled straight into the arena,
         with per-parameter ctypes arrays made once."""
         if self._map_slots is None:
             self._map_slots = _map_slots(self.params, self.args)
+        dtype, arrays, enums = self._map_slots[i]
+        dims, strides, box, _elem = tensor_map_dims(param, view)
+        arrays[0][:] = dims
+        arrays[1][: len(strides)] = strides
+        arrays[2][:] = box
+        lib = _lib()
+        err = lib.encode_tiled(at, dtype, len(dims), view.data_ptr, arrays, enums)
+        if err != 0:
+            raise LaunchError(
+                f"cuTensorMapEncodeTiled({param['arg']}: dims={dims} strides={strides} "
+                f"box={box} swizzle={param.get('swizzle', 'none')}) failed: "
+                f"{lib.error_name(err)}"
+            )
 
-        def encode(i: int, param: Mapping[str, Any], view: TensorView, address: int) -> None:
-            dtype, arrays, enums = self._map_slots[i]
-            dims, strides, box, _elem = tensor_map_dims(param, view)
-            arrays[0][:] = dims
-            arrays[1][: len(strides)] = strides
-            arrays[2][:] = box
-            err = lib.encode_tiled(address, dtype, len(dims), view.data_ptr, arrays, enums)
-            if err != 0:
-                raise LaunchError(
-                    f"cuTensorMapEncodeTiled({param['arg']}: dims={dims} strides={strides} "
-                    f"box={box} swizzle={param.get('swizzle', 'none')}) failed: "
-                    f"{lib.error_name(err)}"
-                )
 
-        return encode
-
-    def _launch_driver(self, func, grid, values, stream_handle: int) -> None:
-        """The cuda-python path: cuLaunchKernelEx (clusters, or no libcuda for ctypes)."""
-        driver = _driver()
-        buf = ParamBuffer(build_param_blobs(self.params, values, self._encode_map))
-        config = self._launch_config(driver, grid, stream_handle)
-        _check(
-            driver.cuLaunchKernelEx(config, func, buf.address, 0),
-            f"cuLaunchKernelEx({self.name}, grid={grid}, block={self.block}, "
-            f"smem={self.dynamic_smem}, cluster={self.cluster})",
-        )
+def _lib():
+    lib = libcuda()
+    if lib is None:
+        raise LaunchError("the CUDA driver library (libcuda) was not found")
+    return lib
 
 
 def _map_slots(params: Sequence[Mapping[str, Any]], args: Sequence[Mapping[str, Any]]) -> dict:

@@ -4,7 +4,8 @@ cuda-python's wrappers turn every argument into Python objects: a `cuTensorMapEn
 with its lists of `cuuint64_t` costs tens of microseconds, a `cuLaunchKernelEx` with its
 config object several more. A launch needs three calls, all with plain integers and
 pointers, so the launcher makes them directly (the way Triton's generated C launcher
-does). Module loading and function attributes stay on cuda-python: they happen once.
+does). Module loading, function attributes and launches with a cluster shape
+(`cuLaunchKernelEx` and its config structure) stay on cuda-python.
 
 The enum values (data types, swizzles, ...) are read from cuda-python's enums when the
 library is opened, so nothing here restates the driver's headers.
@@ -53,8 +54,8 @@ class LibCuda:
 
 @cache
 def libcuda() -> LibCuda | None:
-    """The driver library, or None where there is none (the launcher then uses
-    cuda-python for everything)."""
+    """The driver library, or None where there is none (a launch then fails with a
+    LaunchError that says so)."""
     names = ("nvcuda.dll",) if sys.platform == "win32" else ("libcuda.so.1", "libcuda.so")
     for name in names:
         try:
