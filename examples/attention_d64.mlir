@@ -9,59 +9,60 @@
 // zeros, which would otherwise get softmax weight); rows past the end are not stored.
 // The final O / l may use 1/l (fastmath<arcp>): one reciprocal per row, not a division
 // per element.
-tile.kernel @attention_d64(%q: !tile.tensor<?x?x?x?xbf16, ["B", "H", "S", "D"]>, %k: !tile.tensor<?x?x?x?xbf16, ["B", "H", "S", "D"]>, %v: !tile.tensor<?x?x?x?xbf16, ["B", "H", "S", "D"]>, %o: !tile.tensor<?x?x?x?xbf16, ["B", "H", "S", "D"]>, %scale_log2e: f32) {
+// Parameters: BLOCK_M queries and BLOCK_N keys per block.
+tile.kernel @attention_d64(%q: !tile.tensor<?x?x?x?xbf16, ["B", "H", "S", "D"]>, %k: !tile.tensor<?x?x?x?xbf16, ["B", "H", "S", "D"]>, %v: !tile.tensor<?x?x?x?xbf16, ["B", "H", "S", "D"]>, %o: !tile.tensor<?x?x?x?xbf16, ["B", "H", "S", "D"]>, %scale_log2e: f32) attributes {params = {BLOCK_M = 192, BLOCK_N = 128}} {
   %c0 = arith.constant 0 : index
-  %c128 = arith.constant 128 : index
-  %c192 = arith.constant 192 : index
+  %bn = arith.constant $BLOCK_N : index
+  %bm = arith.constant $BLOCK_M : index
   %pid_m = tile.program_id x
   %h = tile.program_id y
   %b = tile.program_id z
-  %m0 = arith.muli %pid_m, %c192 : index
+  %m0 = arith.muli %pid_m, %bm : index
   %S = tile.dim %k[2] : !tile.tensor<?x?x?x?xbf16, ["B", "H", "S", "D"]>
-  %qt = tile.load %q[%b, %h, %m0, %c0] : !tile.tensor<?x?x?x?xbf16, ["B", "H", "S", "D"]> -> tensor<192x64xbf16>
-  %o_init = arith.constant dense<0.000000e+00> : tensor<192x64xf32>
-  %m_init = arith.constant dense<-1.000000e+30> : tensor<192xf32>
-  %l_init = arith.constant dense<0.000000e+00> : tensor<192xf32>
-  %s_zero = arith.constant dense<0.000000e+00> : tensor<192x128xf32>
-  %scale = tile.splat %scale_log2e : f32 -> tensor<192x128xf32>
-  %scale_v = tile.splat %scale_log2e : f32 -> tensor<192xf32>
-  %neg = arith.constant dense<-1.000000e+30> : tensor<192x128xf32>
-  %limit = tile.splat %S : index -> tensor<192x128xi32>
-  %acc, %m_i, %l_i = scf.for %n = %c0 to %S step %c128 iter_args(%acc_j = %o_init, %m_j = %m_init, %l_j = %l_init) -> (tensor<192x64xf32>, tensor<192xf32>, tensor<192xf32>) {
-    %kt = tile.load %k[%b, %h, %n, %c0] : !tile.tensor<?x?x?x?xbf16, ["B", "H", "S", "D"]> -> tensor<128x64xbf16>
-    %vt = tile.load %v[%b, %h, %n, %c0] : !tile.tensor<?x?x?x?xbf16, ["B", "H", "S", "D"]> -> tensor<128x64xbf16>
-    %s = tile.dot %qt, %kt, %s_zero transpose_rhs : tensor<192x64xbf16>, tensor<128x64xbf16> -> tensor<192x128xf32>
-    %n_end = arith.addi %n, %c128 : index
+  %qt = tile.load %q[%b, %h, %m0, %c0] : !tile.tensor<?x?x?x?xbf16, ["B", "H", "S", "D"]> -> tensor<$BLOCK_Mx64xbf16>
+  %o_init = arith.constant dense<0.000000e+00> : tensor<$BLOCK_Mx64xf32>
+  %m_init = arith.constant dense<-1.000000e+30> : tensor<$BLOCK_Mxf32>
+  %l_init = arith.constant dense<0.000000e+00> : tensor<$BLOCK_Mxf32>
+  %s_zero = arith.constant dense<0.000000e+00> : tensor<$BLOCK_Mx$BLOCK_Nxf32>
+  %scale = tile.splat %scale_log2e : f32 -> tensor<$BLOCK_Mx$BLOCK_Nxf32>
+  %scale_v = tile.splat %scale_log2e : f32 -> tensor<$BLOCK_Mxf32>
+  %neg = arith.constant dense<-1.000000e+30> : tensor<$BLOCK_Mx$BLOCK_Nxf32>
+  %limit = tile.splat %S : index -> tensor<$BLOCK_Mx$BLOCK_Nxi32>
+  %acc, %m_i, %l_i = scf.for %n = %c0 to %S step %bn iter_args(%acc_j = %o_init, %m_j = %m_init, %l_j = %l_init) -> (tensor<$BLOCK_Mx64xf32>, tensor<$BLOCK_Mxf32>, tensor<$BLOCK_Mxf32>) {
+    %kt = tile.load %k[%b, %h, %n, %c0] : !tile.tensor<?x?x?x?xbf16, ["B", "H", "S", "D"]> -> tensor<$BLOCK_Nx64xbf16>
+    %vt = tile.load %v[%b, %h, %n, %c0] : !tile.tensor<?x?x?x?xbf16, ["B", "H", "S", "D"]> -> tensor<$BLOCK_Nx64xbf16>
+    %s = tile.dot %qt, %kt, %s_zero transpose_rhs : tensor<$BLOCK_Mx64xbf16>, tensor<$BLOCK_Nx64xbf16> -> tensor<$BLOCK_Mx$BLOCK_Nxf32>
+    %n_end = arith.addi %n, %bn : index
     %ragged = arith.cmpi sgt, %n_end, %S : index
-    %s2 = scf.if %ragged -> (tensor<192x128xf32>) {
-      %cols = tile.iota 1, %n : tensor<192x128xi32>
-      %inside = tile.cmpi slt, %cols, %limit : tensor<192x128xi32>
-      %masked = tile.select %inside, %s, %neg : tensor<192x128xi1>, tensor<192x128xf32>
-      scf.yield %masked : tensor<192x128xf32>
+    %s2 = scf.if %ragged -> (tensor<$BLOCK_Mx$BLOCK_Nxf32>) {
+      %cols = tile.iota 1, %n : tensor<$BLOCK_Mx$BLOCK_Nxi32>
+      %inside = tile.cmpi slt, %cols, %limit : tensor<$BLOCK_Mx$BLOCK_Nxi32>
+      %masked = tile.select %inside, %s, %neg : tensor<$BLOCK_Mx$BLOCK_Nxi1>, tensor<$BLOCK_Mx$BLOCK_Nxf32>
+      scf.yield %masked : tensor<$BLOCK_Mx$BLOCK_Nxf32>
     } else {
-      scf.yield %s : tensor<192x128xf32>
+      scf.yield %s : tensor<$BLOCK_Mx$BLOCK_Nxf32>
     }
-    %raw_max = tile.reduce max %s2, 1 : tensor<192x128xf32> -> tensor<192xf32>
-    %row_max = arith.mulf %raw_max, %scale_v : tensor<192xf32>
-    %m_new = arith.maximumf %m_j, %row_max : tensor<192xf32>
-    %m_b = tile.broadcast %m_new, 0 : tensor<192xf32> -> tensor<192x128xf32>
-    %s_scaled = arith.mulf %s2, %scale : tensor<192x128xf32>
-    %shifted = arith.subf %s_scaled, %m_b : tensor<192x128xf32>
-    %p = math.exp2 %shifted : tensor<192x128xf32>
-    %row_sum = tile.reduce sum %p, 1 : tensor<192x128xf32> -> tensor<192xf32>
-    %dm = arith.subf %m_j, %m_new : tensor<192xf32>
-    %alpha = math.exp2 %dm : tensor<192xf32>
-    %l_scaled = arith.mulf %l_j, %alpha : tensor<192xf32>
-    %l_new = arith.addf %l_scaled, %row_sum : tensor<192xf32>
-    %alpha_b = tile.broadcast %alpha, 0 : tensor<192xf32> -> tensor<192x64xf32>
-    %acc_scaled = arith.mulf %acc_j, %alpha_b : tensor<192x64xf32>
-    %p16 = arith.truncf %p : tensor<192x128xf32> to tensor<192x128xbf16>
-    %acc_new = tile.dot %p16, %vt, %acc_scaled : tensor<192x128xbf16>, tensor<128x64xbf16> -> tensor<192x64xf32>
-    scf.yield %acc_new, %m_new, %l_new : tensor<192x64xf32>, tensor<192xf32>, tensor<192xf32>
+    %raw_max = tile.reduce max %s2, 1 : tensor<$BLOCK_Mx$BLOCK_Nxf32> -> tensor<$BLOCK_Mxf32>
+    %row_max = arith.mulf %raw_max, %scale_v : tensor<$BLOCK_Mxf32>
+    %m_new = arith.maximumf %m_j, %row_max : tensor<$BLOCK_Mxf32>
+    %m_b = tile.broadcast %m_new, 0 : tensor<$BLOCK_Mxf32> -> tensor<$BLOCK_Mx$BLOCK_Nxf32>
+    %s_scaled = arith.mulf %s2, %scale : tensor<$BLOCK_Mx$BLOCK_Nxf32>
+    %shifted = arith.subf %s_scaled, %m_b : tensor<$BLOCK_Mx$BLOCK_Nxf32>
+    %p = math.exp2 %shifted : tensor<$BLOCK_Mx$BLOCK_Nxf32>
+    %row_sum = tile.reduce sum %p, 1 : tensor<$BLOCK_Mx$BLOCK_Nxf32> -> tensor<$BLOCK_Mxf32>
+    %dm = arith.subf %m_j, %m_new : tensor<$BLOCK_Mxf32>
+    %alpha = math.exp2 %dm : tensor<$BLOCK_Mxf32>
+    %l_scaled = arith.mulf %l_j, %alpha : tensor<$BLOCK_Mxf32>
+    %l_new = arith.addf %l_scaled, %row_sum : tensor<$BLOCK_Mxf32>
+    %alpha_b = tile.broadcast %alpha, 0 : tensor<$BLOCK_Mxf32> -> tensor<$BLOCK_Mx64xf32>
+    %acc_scaled = arith.mulf %acc_j, %alpha_b : tensor<$BLOCK_Mx64xf32>
+    %p16 = arith.truncf %p : tensor<$BLOCK_Mx$BLOCK_Nxf32> to tensor<$BLOCK_Mx$BLOCK_Nxbf16>
+    %acc_new = tile.dot %p16, %vt, %acc_scaled : tensor<$BLOCK_Mx$BLOCK_Nxbf16>, tensor<$BLOCK_Nx64xbf16> -> tensor<$BLOCK_Mx64xf32>
+    scf.yield %acc_new, %m_new, %l_new : tensor<$BLOCK_Mx64xf32>, tensor<$BLOCK_Mxf32>, tensor<$BLOCK_Mxf32>
   }
-  %l_b = tile.broadcast %l_i, 0 : tensor<192xf32> -> tensor<192x64xf32>
-  %out = arith.divf %acc, %l_b fastmath<arcp> : tensor<192x64xf32>
-  %out16 = arith.truncf %out : tensor<192x64xf32> to tensor<192x64xbf16>
-  tile.store %out16, %o[%b, %h, %m0, %c0] : tensor<192x64xbf16> -> !tile.tensor<?x?x?x?xbf16, ["B", "H", "S", "D"]>
+  %l_b = tile.broadcast %l_i, 0 : tensor<$BLOCK_Mxf32> -> tensor<$BLOCK_Mx64xf32>
+  %out = arith.divf %acc, %l_b fastmath<arcp> : tensor<$BLOCK_Mx64xf32>
+  %out16 = arith.truncf %out : tensor<$BLOCK_Mx64xf32> to tensor<$BLOCK_Mx64xbf16>
+  tile.store %out16, %o[%b, %h, %m0, %c0] : tensor<$BLOCK_Mx64xbf16> -> !tile.tensor<?x?x?x?xbf16, ["B", "H", "S", "D"]>
   tile.return
 }

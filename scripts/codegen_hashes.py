@@ -55,14 +55,14 @@ def kernels() -> dict[str, str]:
     return out
 
 
-def _one(job: tuple[str, str, str]) -> tuple[str, str]:
-    name, text, opt = job
+def _one(job: tuple[str, str, str, bool]) -> tuple[str, str]:
+    name, text, opt, ptx_only = job
     from tawac.diagnostics import CompileError
     from tawac.driver import compile_module, parse_text
 
     try:
         res = compile_module(parse_text(text, name.replace("/", "_")), **OPTION_SETS[opt])
-        blob = res.ptx + "\n" + json.dumps(res.sidecar, sort_keys=True)
+        blob = res.ptx if ptx_only else res.ptx + "\n" + json.dumps(res.sidecar, sort_keys=True)
     except CompileError as e:
         blob = "error: " + str(e)
         print(f"{name} [{opt}]: {e}", file=sys.stderr)
@@ -74,8 +74,11 @@ def main() -> int:
     ap.add_argument("--out", help="write the hashes to this JSON file")
     ap.add_argument("--check", help="compare with the hashes in this JSON file")
     ap.add_argument("--jobs", type=int, default=2)
+    ap.add_argument(
+        "--ptx-only", action="store_true", help="hash the PTX alone (a change to the sidecar only)"
+    )
     args = ap.parse_args()
-    jobs = [(n, t, o) for n, t in kernels().items() for o in OPTION_SETS]
+    jobs = [(n, t, o, args.ptx_only) for n, t in kernels().items() for o in OPTION_SETS]
     with ProcessPoolExecutor(args.jobs) as pool:
         hashes = dict(pool.map(_one, jobs, chunksize=4))
     print(f"{len(hashes)} kernel/option combinations")

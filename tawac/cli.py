@@ -170,6 +170,22 @@ _time_limit = click.option(
 )
 
 
+_defines = click.option(
+    "-D",
+    "--define",
+    "defines",
+    multiple=True,
+    metavar="NAME=VALUE",
+    help="set a kernel parameter declared in SOURCE (attributes {params = {NAME = default}})",
+)
+
+
+def _params(defines) -> dict[str, int]:
+    from tawac.params import parse_defines
+
+    return parse_defines(defines)
+
+
 def pipeline_options(fn):
     """The pipeline knobs; commands receive them as keyword arguments of compile_file."""
     for opt in reversed(_pipeline_options):
@@ -199,18 +215,20 @@ def main() -> None:
     type=click.Path(dir_okay=False),
     help="kernel.ptx or kernel.cubin; the launch ABI goes to the .json beside it",
 )
+@_defines
 @pipeline_options
 @click.option("--ptxas", default=None, help="ptxas executable (default: PATH, CUDA_HOME, wheel)")
 @_time_limit
 @click.option("-v", "--verbose", is_flag=True, help="print ptxas's resource report")
 @_guard
-def compile(source, output, ptxas, time_limit, verbose, **pipeline):
+def compile(source, output, defines, ptxas, time_limit, verbose, **pipeline):
     """Compile SOURCE (.mlir) to PTX or a cubin, with a JSON launch sidecar.
 
     \b
     Examples:
       tawac compile examples/gemm.mlir -o gemm.cubin
       tawac compile examples/attention.mlir -o attention.ptx --no-persistent
+      tawac compile examples/gemm.mlir -o gemm.cubin -D BLOCK_N=128 -D BLOCK_K=64
     """
     from tawac.driver import compile_file
 
@@ -220,7 +238,12 @@ def compile(source, output, ptxas, time_limit, verbose, **pipeline):
     if not out.parent.exists():
         raise CompileError(f"output folder {out.parent} does not exist")
     res = compile_file(
-        source, cubin=out.suffix == ".cubin", ptxas=ptxas, time_limit=time_limit, **pipeline
+        source,
+        params=_params(defines),
+        cubin=out.suffix == ".cubin",
+        ptxas=ptxas,
+        time_limit=time_limit,
+        **pipeline,
     )
     _write_both(out, res.cubin if res.cubin is not None else res.ptx, res.sidecar)
     if verbose and res.ptxas_report:
@@ -257,8 +280,9 @@ def compile(source, output, ptxas, time_limit, verbose, **pipeline):
     show_default=True,
     help="print the IR, or the PTX text of the ptx dialect it ends in",
 )
+@_defines
 @_guard
-def opt(source, pipeline, print_ir_after_all, planner, time_limit, split_input_file, emit):
+def opt(source, pipeline, print_ir_after_all, planner, time_limit, split_input_file, emit, defines):
     """Run passes over SOURCE ('-': standard input) and print the IR (for FileCheck
     tests).
 
@@ -269,11 +293,14 @@ def opt(source, pipeline, print_ir_after_all, planner, time_limit, split_input_f
     """
     from tawac.driver import TimeLimit
 
+    params = _params(defines)
     with TimeLimit(time_limit) as limit:
-        _opt(source, pipeline, print_ir_after_all, split_input_file, emit, limit, planner)
+        _opt(source, pipeline, print_ir_after_all, split_input_file, emit, limit, planner, params)
 
 
-def _opt(source, pipeline, print_ir_after_all, split_input_file, emit, limit, planner=None):
+def _opt(
+    source, pipeline, print_ir_after_all, split_input_file, emit, limit, planner=None, params=None
+):
     from xdsl.printer import Printer
 
     from tawac.backend_ptx.printer import print_module, ptx_modules
@@ -290,7 +317,7 @@ def _opt(source, pipeline, print_ir_after_all, split_input_file, emit, limit, pl
             click.echo("// -----")
         try:
             limit.stage = "parsing"
-            module = parse_text("\n" * line_offset + chunk, name)
+            module = parse_text("\n" * line_offset + chunk, name, params=params)
 
             def after(prev, op, nxt):
                 if prev is not None and print_ir_after_all:
@@ -318,6 +345,7 @@ def _opt(source, pipeline, print_ir_after_all, split_input_file, emit, limit, pl
 
 @main.command()
 @click.argument("source", type=click.Path(dir_okay=False))
+@_defines
 @pipeline_options
 @_time_limit
 @click.option("--json", "as_json", is_flag=True, help="print the decisions as JSON")
@@ -329,7 +357,7 @@ def _opt(source, pipeline, print_ir_after_all, split_input_file, emit, limit, pl
     help="draw the main loop's steady state to this SVG (or .png) file",
 )
 @_guard
-def explain(source, time_limit, as_json, timeline, **pipeline):
+def explain(source, defines, time_limit, as_json, timeline, **pipeline):
     """Show what the compiler decides for SOURCE: warp groups and register budgets,
     arefs (payload, bytes, depth, release lag), the shared-memory map, the grid.
 
@@ -347,7 +375,9 @@ def explain(source, time_limit, as_json, timeline, **pipeline):
 
     with TimeLimit(time_limit):
         info = explain_module(
-            parse_file(source), PipelineOptions(**pipeline), timeline=timeline is not None
+            parse_file(source, params=_params(defines)),
+            PipelineOptions(**pipeline),
+            timeline=timeline is not None,
         )
     if timeline is not None:
         svg = timeline_svg(info)
@@ -388,12 +418,13 @@ def _require_gpu() -> None:
 @click.option(
     "--size", "sizes", required=True, help="dimension sizes by name, e.g. M=4096,N=4096,K=4096"
 )
+@_defines
 @pipeline_options
 @_time_limit
 @click.option("--rep-ms", default=100.0, show_default=True, help="milliseconds of timed runs")
 @click.option("--no-check", is_flag=True, help="skip the reference comparison")
 @_guard
-def run(source, sizes, time_limit, rep_ms, no_check, **pipeline):
+def run(source, sizes, defines, time_limit, rep_ms, no_check, **pipeline):
     """Compile SOURCE, run it on random data on the GPU, compare every output with the
     float32 reference interpreter; exit 1 when an output is off.
 
@@ -404,6 +435,7 @@ def run(source, sizes, time_limit, rep_ms, no_check, **pipeline):
     """
     from tawac.driver import compile_file
 
+    params = _params(defines)
     _require_gpu()
     from tawac.runtime.runner import run_kernel_file
 
@@ -415,7 +447,7 @@ def run(source, sizes, time_limit, rep_ms, no_check, **pipeline):
         dims[name.strip()] = int(value)
 
     def compile_fn(path):
-        r = compile_file(path, time_limit=time_limit, **pipeline)
+        r = compile_file(path, params=params, time_limit=time_limit, **pipeline)
         return r.cubin, r.sidecar, r.kernel
 
     res = run_kernel_file(source, dims, None, compile_fn, check=not no_check, rep_ms=rep_ms)
@@ -435,6 +467,112 @@ def check_failure(res: dict) -> str:
         if n not in res["nan_outputs"] and not e <= tol
     ]
     return "check failed: output " + "; output ".join(bad or ["(none named)"])
+
+
+@main.group()
+def cache() -> None:
+    """The compile cache on disk: compiled kernels and solved schedules, in
+    $TAWAC_CACHE_DIR (else $XDG_CACHE_HOME/tawac, else ~/.cache/tawac); TAWAC_CACHE=0
+    turns the kernel cache off.
+
+    \b
+    Examples:
+      tawac cache info
+      tawac cache clear
+    """
+
+
+@cache.command("info")
+@_guard
+def cache_info_command() -> None:
+    """Print where the cache is and how many entries and bytes it holds."""
+    from tawac.cache import cache_info, format_bytes
+
+    info = cache_info()
+    click.echo(f"root: {info['root']}")
+    for name in ("kernels", "solver"):
+        part = info[name]
+        click.echo(f"{name}: {part['entries']} entries, {format_bytes(part['bytes'])}")
+    click.echo(f"kernel cache: {'on' if info['enabled'] else 'off (TAWAC_CACHE=0)'}")
+
+
+@cache.command("clear")
+@_guard
+def cache_clear_command() -> None:
+    """Remove every cached kernel and schedule."""
+    from tawac.cache import cache_root, clear_cache, format_bytes
+
+    files, freed = clear_cache()
+    click.echo(f"removed {files} files ({format_bytes(freed)}) from {cache_root()}")
+
+
+@main.command()
+@click.argument("source", type=click.Path(dir_okay=False))
+@click.option(
+    "--size",
+    "sizes",
+    multiple=True,
+    help="dimension sizes by name, e.g. M=4096,N=4096,K=4096 (repeat for several sizes)",
+)
+@click.option(
+    "--space",
+    multiple=True,
+    metavar="NAME=V1,V2,...",
+    help="values to try of a pipeline option (stages, mma-depth, ...) or a kernel "
+    "parameter (BLOCK_N, ...); repeat: the candidates are the product",
+)
+@click.option(
+    "-j", "--jobs", type=click.IntRange(min=1), default=None, help="compile workers [CPUs]"
+)
+@click.option(
+    "--table",
+    type=click.Path(dir_okay=False),
+    default=None,
+    help="the tuning table to update [SOURCE with .mlir -> .tune.json]",
+)
+@click.option(
+    "--rep-ms",
+    default=100.0,
+    show_default=True,
+    type=click.FloatRange(min=0, min_open=True),
+    help="milliseconds of timed runs per candidate and size",
+)
+@click.option(
+    "--schedule",
+    "planner",
+    type=click.Choice(["heuristic", "solver"]),
+    default=None,
+    help="the planner of every candidate (default: $TAWAC_SCHEDULE, else heuristic)",
+)
+@click.option(
+    "--compile-only", is_flag=True, help="compile the candidates (fills the cache); no GPU"
+)
+@_defines
+@_guard
+def tune(source, sizes, space, jobs, table, rep_ms, planner, compile_only, defines):
+    """Find the fastest kernel parameters and pipeline options of SOURCE at each size:
+    compile every candidate in parallel, check and time each on the GPU, write the best
+    per size bucket to the tuning table.
+
+    \b
+    Examples:
+      tawac tune examples/gemm.mlir --size M=4096,N=4096,K=4096 --space stages=3,4
+      tawac tune examples/attention.mlir --size B=4,H=16,S=4096,D=128 --space BLOCK_N=64,128
+      tawac tune examples/gemm.mlir --space stages=2,3,4 --compile-only
+    """
+    from tawac.tune import tune_command
+
+    tune_command(
+        source,
+        sizes,
+        space,
+        jobs=jobs,
+        table=table,
+        rep_ms=rep_ms,
+        compile_only=compile_only,
+        planner=planner,
+        defines=defines,
+    )
 
 
 if __name__ == "__main__":

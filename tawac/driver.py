@@ -7,21 +7,18 @@ is one; the CLI prints it and exits non-zero.
 from __future__ import annotations
 
 import dataclasses
-import os
-import shutil
 import signal
 import subprocess
-import sys
 import tempfile
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from xdsl.context import Context
-from xdsl.dialects.builtin import ModuleOp
+from xdsl.dialects.builtin import DictionaryAttr, IntegerAttr, ModuleOp
 from xdsl.passes import ModulePass, PassPipeline
 
 from tawac.backend_ptx.abi import sidecar
@@ -41,11 +38,14 @@ from tawac.passes.pipeline import PipelinePass
 from tawac.passes.plan import PlanPass
 from tawac.passes.tma_store import TmaStorePass
 from tawac.passes.warp_specialize import WarpSpecializePass
+from tawac.ptxas import find_ptxas
 from tawac.verifier import verify
 
 __all__ = [
     "TimeLimit",
     "compile_file",
+    "compile_source",
+    "find_ptxas",
     "compile_module",
     "parse_file",
     "parse_text",
@@ -175,28 +175,6 @@ def run_pipeline(
 # --- ptxas -----------------------------------------------------------------------------------
 
 
-def find_ptxas() -> str:
-    """ptxas from PATH, $CUDA_HOME/bin, or the nvidia-cuda-nvcc wheel."""
-    env = os.environ.get("TAWAC_PTXAS")
-    if env:
-        return env
-    found = shutil.which("ptxas")
-    if found is not None:
-        return found
-    for var in ("CUDA_HOME", "CUDA_PATH"):
-        home = os.environ.get(var)
-        if home and (Path(home) / "bin" / "ptxas").is_file():
-            return str(Path(home) / "bin" / "ptxas")
-    for site in sys.path:
-        for sub in ("nvidia/cu13/bin/ptxas", "nvidia/cuda_nvcc/bin/ptxas"):
-            cand = Path(site) / sub
-            if cand.is_file():
-                return str(cand)
-    raise CompileError(
-        "ptxas not found: put it on PATH, set CUDA_HOME, or `pip install tawac[ptxas]`"
-    )
-
-
 def assemble(ptx_text: str, ptxas: str | None = None, verbose: bool = False) -> tuple[bytes, str]:
     """Run `ptxas -arch=sm_90a`; returns (cubin, ptxas's report)."""
     exe = ptxas if ptxas is not None else find_ptxas()
@@ -262,18 +240,55 @@ def _compile_module(module: ModuleOp, *, cubin: bool, ptxas: str | None, **optio
     pms = ptx_modules(module)
     text = print_module(pms[0])
     entry = pms[0].body.block.first_op
-    result = CompileResult(text, sidecar(entry), original, ir=module)  # type: ignore[arg-type]
+    result = CompileResult(text, _user_sidecar(sidecar(entry), original), original, ir=module)
     if cubin:
         result.cubin, result.ptxas_report = assemble(text, ptxas, verbose=True)
     return result
 
 
-def compile_file(
-    path: str | Path, *, time_limit: float | None = DEFAULT_TIME_LIMIT, **options: Any
+def _user_sidecar(side: dict[str, Any], kernel: tile.KernelOp) -> dict[str, Any]:
+    """The sidecar with what the user's kernel says: each argument's access ("read",
+    "write", "readwrite", "none": loaded, stored) and the kernel parameters' values."""
+    from tawac.runtime.runner import kernel_arg_uses
+
+    loads, stores = kernel_arg_uses(kernel)
+    for i, arg in enumerate(side["args"]):
+        access = {(True, True): "readwrite", (True, False): "read", (False, True): "write"}
+        arg["access"] = access.get((i in loads, i in stores), "none")
+    declared = kernel.attributes.get("params")
+    if isinstance(declared, DictionaryAttr):
+        side["kernel_params"] = {
+            k: v.value.data for k, v in declared.data.items() if isinstance(v, IntegerAttr)
+        }
+    return side
+
+
+def compile_source(
+    text: str,
+    filename: str,
+    *,
+    params: Mapping[str, object] | None = None,
+    time_limit: float | None = DEFAULT_TIME_LIMIT,
+    **options: Any,
 ) -> CompileResult:
-    """Compile one `.mlir` file; `cubin=True` (the default) also assembles it. The whole
-    compilation, parsing and ptxas included, takes at most `time_limit` seconds."""
+    """Compile the text of a `.mlir` file (`filename` names it in diagnostics), its
+    kernel parameters set from `params`; `cubin=True` (the default) also assembles it.
+    The whole compilation, parsing and ptxas included, takes at most `time_limit` s."""
     options.setdefault("cubin", True)
     with TimeLimit(time_limit):
-        module = parse_file(path)
+        module = parse_text(text, filename, params=params)
+        return compile_module(module, **options)
+
+
+def compile_file(
+    path: str | Path,
+    *,
+    params: Mapping[str, object] | None = None,
+    time_limit: float | None = DEFAULT_TIME_LIMIT,
+    **options: Any,
+) -> CompileResult:
+    """Compile one `.mlir` file (see `compile_source`)."""
+    options.setdefault("cubin", True)
+    with TimeLimit(time_limit):
+        module = parse_file(path, params=params)
         return compile_module(module, **options)

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import math
 import re
+from collections.abc import Mapping
 from pathlib import Path
 
 from xdsl.context import Context
@@ -37,6 +38,7 @@ from xdsl.utils.mlir_lexer import MLIRLexer, MLIRToken
 
 from tawac.context import make_context
 from tawac.diagnostics import CompileError
+from tawac.params import SourceMap, substitute
 from tawac.verifier import verify, verify_message
 
 # A tile lives in one CTA's registers and shared memory (a few hundred KiB): anything
@@ -79,9 +81,12 @@ class TawacParser(Parser):
     """xDSL's parser with tawac's limits; attaches `file:line:col` of the op name to
     every op parsed without an explicit `loc(...)`."""
 
-    def __init__(self, ctx: Context, text: str, name: str) -> None:
+    def __init__(
+        self, ctx: Context, text: str, name: str, source_map: SourceMap | None = None
+    ) -> None:
         super().__init__(ctx, "", name)
         self._parser_state = ParserState(_Lexer(Input(text, name)))
+        self.source_map = source_map
 
     def parse_module(self, allow_implicit_module: bool = True) -> ModuleOp:
         try:
@@ -130,8 +135,8 @@ class TawacParser(Parser):
             located.at_op_name = True  # type: ignore[attr-defined]
             raise located from None
         if isinstance(op.location, UnknownLoc):
-            loc = name.get_location()
-            op.location = FileLineColLoc(StringAttr(loc.file), IntAttr(loc.line), IntAttr(loc.col))
+            file, line, col = span_location(name, self.source_map)
+            op.location = FileLineColLoc(StringAttr(file), IntAttr(line), IntAttr(col))
         return op
 
     def _located_verify(self, parse):
@@ -170,23 +175,43 @@ class TawacParser(Parser):
             )
 
 
-def _parse_error(e: ParseError) -> CompileError:
-    loc = e.span.get_location()
+def span_location(span: Span, source_map: SourceMap | None) -> tuple[str, int, int]:
+    """(file, line, column) of a span's start in the user's text (before parameter
+    substitution, when there was one)."""
+    if source_map is None:
+        loc = span.get_location()
+        return loc.file, loc.line, loc.col
+    line, col = source_map.line_col(span.start)
+    return span.input.name, line, col
+
+
+def _located(span: Span, source_map: SourceMap | None) -> str:
+    return ":".join(str(p) for p in span_location(span, source_map))
+
+
+def _parse_error(e: ParseError, source_map: SourceMap | None = None) -> CompileError:
     msg = e.msg.strip().splitlines()[0] if e.msg.strip() else "parse error"
-    return CompileError(msg, location=str(loc))
+    return CompileError(msg, location=_located(e.span, source_map))
 
 
-def parse_text(text: str, filename: str, ctx: Context | None = None) -> ModuleOp:
-    """Parse and verify `text`; every failure is one `CompileError` with a location."""
+def parse_text(
+    text: str,
+    filename: str,
+    ctx: Context | None = None,
+    params: Mapping[str, object] | None = None,
+) -> ModuleOp:
+    """Parse and verify `text`, its kernel parameters set from `params` (tawac.params);
+    every failure is one `CompileError` with a location in `text`."""
     ctx = ctx if ctx is not None else make_context()
+    sub = substitute(text, filename, params)
     try:
-        parser = TawacParser(ctx, text, filename)  # lexes the first token
+        parser = TawacParser(ctx, sub.text, filename, sub.source_map)  # lexes the first token
         module = parser.parse_module()
     except ParseError as e:
-        raise _parse_error(e) from None
+        raise _parse_error(e, sub.source_map) from None
     except VerifyException as e:  # type verifiers run while parsing: the type just ended
-        loc = parser._current_token.span.get_location()
-        raise CompileError(verify_message(e), location=str(loc)) from None
+        loc = _located(parser._current_token.span, sub.source_map)
+        raise CompileError(verify_message(e), location=loc) from None
     verify(module)
     return module
 
@@ -211,5 +236,7 @@ def read_source(path: str | Path) -> str:
     return decode(data, str(path))
 
 
-def parse_file(path: str | Path, ctx: Context | None = None) -> ModuleOp:
-    return parse_text(read_source(path), str(path), ctx)
+def parse_file(
+    path: str | Path, ctx: Context | None = None, params: Mapping[str, object] | None = None
+) -> ModuleOp:
+    return parse_text(read_source(path), str(path), ctx, params)

@@ -137,3 +137,28 @@ def test_fp16_attention_matches_sdpa(b, h, s):
 
     r = compile_file(DATA / "attention_fp16.mlir")
     _check(load_kernel(r.cubin, r.sidecar), b, h, s, 128, False, b + h + s, "float16")
+
+
+@pytest.mark.gpu
+@requires_gpu
+@pytest.mark.parametrize(
+    ("name", "d", "params"),
+    [
+        ("attention.mlir", 128, {"BLOCK_N": 160}),
+        ("attention.mlir", 128, {"BLOCK_N": 64}),
+        ("attention.mlir", 128, {"BLOCK_M": 64, "BLOCK_N": 192}),
+        ("attention_d64.mlir", 64, {"BLOCK_M": 128, "BLOCK_N": 128}),
+        ("attention_d64.mlir", 64, {"BLOCK_N": 192}),
+    ],
+)
+@pytest.mark.parametrize(("b", "h", "s"), [(1, 2, 1000), (2, 2, 2048), (1, 1, 77)])
+def test_attention_parameters_match_sdpa(name, d, params, b, h, s):
+    """The attention examples at other block sizes (kernel parameters): ragged and
+    whole key blocks."""
+    from tawac.runtime import load_kernel
+
+    key = (name, "params", tuple(sorted(params.items())))
+    if key not in _cache:
+        r = compile_file(EXAMPLES / name, params=params)
+        _cache[key] = load_kernel(r.cubin, r.sidecar)
+    _check(_cache[key], b, h, s, d, False, b * 100 + h * 10 + s)

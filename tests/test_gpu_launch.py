@@ -117,3 +117,53 @@ def test_padding_is_refused_during_capture():
     g = torch.cuda.CUDAGraph()
     with pytest.raises(LaunchError, match="CUDA graph capture"), torch.cuda.graph(g):
         kern(a, b, c)
+
+
+@pytest.mark.gpu
+@requires_gpu
+def test_shape_plan_serves_new_addresses():
+    """More operand sets of one shape than the parameter cache holds: the calls beyond it
+    go through the shape plan (new addresses, maps encoded again) and stay correct, as do
+    a misaligned (padded) call and a call of another shape in between."""
+    import torch
+
+    from tawac.runtime.launcher import SEEN_CALLS
+
+    kern = _gemm()
+    sets = [_operands(192, 320, 128, 10 + i) for i in range(SEEN_CALLS + 8)]
+    for i, args in enumerate(sets):
+        kern(*args)
+        if i == 3:
+            odd = _operands(130, 250, 70, 99)
+            kern(*odd)
+            torch.cuda.synchronize()
+            assert _err(*odd) < 1e-2
+    torch.cuda.synchronize()
+    assert len(kern._plans) >= 1
+    for args in sets:
+        assert _err(*args) < 1e-2
+
+
+@pytest.mark.gpu
+@requires_gpu
+@pytest.mark.parametrize(
+    "params",
+    [
+        {"BLOCK_M": 64, "BLOCK_N": 128},
+        {"BLOCK_M": 128, "BLOCK_N": 128},
+        {"BLOCK_N": 64, "BLOCK_K": 32},
+        {"BLOCK_M": 64, "BLOCK_N": 256, "BLOCK_K": 128},
+    ],
+)
+def test_gemm_parameters(params):
+    """examples/gemm.mlir at other tile sizes (kernel parameters) on a ragged problem."""
+    import torch
+
+    from tawac.runtime import load_kernel
+
+    r = compile_file(EXAMPLES / "gemm.mlir", params=params)
+    kern = load_kernel(r.cubin, r.sidecar)
+    args = _operands(300, 520, 200, 5)
+    kern(*args)
+    torch.cuda.synchronize()
+    assert _err(*args) < 1e-2

@@ -14,6 +14,7 @@ from xdsl.dialects.scf import Scf  # noqa: E402
 from xdsl.parser import Parser  # noqa: E402
 
 from tawac.dialects.tile import KernelOp, Tile  # noqa: E402
+from tawac.params import substitute  # noqa: E402
 from tawac.runtime.interpret import InterpretError, interpret  # noqa: E402
 
 
@@ -22,7 +23,8 @@ def parse_kernel(text: str) -> KernelOp:
     ctx = Context()
     for d in (Builtin, Arith, Math, Scf, Tile):
         ctx.load_dialect(d)
-    module = Parser(ctx, text, "test.mlir").parse_module()
+    # Kernel parameters ($NAME) at their defaults, as the driver substitutes them.
+    module = Parser(ctx, substitute(text, "test.mlir").text, "test.mlir").parse_module()
     module.verify()
     return next(op for op in module.ops if isinstance(op, KernelOp))
 

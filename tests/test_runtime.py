@@ -14,6 +14,8 @@ from tawac.runtime.launcher import (
     ParamLayout,
     TensorView,
     _call_key,
+    _shape_key,
+    _ShapePlan,
     compute_grid,
     needs_padding,
     pack_value,
@@ -180,6 +182,55 @@ def test_call_key_tells_calls_apart():
     assert _call_key(("not a tensor", 1.0), 0, 0) is None
 
 
+def test_shape_key_drops_addresses_keeps_alignment():
+    def key(ptr_a, alpha, shape=(8, 8)):
+        return (0, 0, (ptr_a, shape, (8, 1), "bf16", 0), (float, alpha))
+
+    assert _shape_key(key(0x1000, 1.0)) == _shape_key(key(0x2000, 2.0))
+    assert _shape_key(key(0x1000, 1.0)) != _shape_key(key(0x1008, 1.0))  # TMA alignment
+    assert _shape_key(key(0x1000, 1.0)) != _shape_key(key(0x1000, 1.0, (8, 16)))
+    assert _shape_key(key(0x1000, 1.0)) != _shape_key((0, 1, *key(0x1000, 1.0)[2:]))  # device
+
+
+def test_shape_plan_writes_new_addresses_and_scalars_keeps_sizes():
+    """A plan made from one call's arena, applied to a call with other addresses and
+    scalars: the pointer and scalar change, sizes and strides stay, and the tensor map is
+    encoded again at the new address with the sizes of the first call."""
+
+    class T:
+        def __init__(self, ptr):
+            self.ptr = ptr
+
+        def data_ptr(self):
+            return self.ptr
+
+    class Lib:
+        calls: list = []
+
+        def encode_tiled(self, at, dtype, rank, address, arrays, enums):
+            self.calls.append((dtype, rank, address, list(arrays[0]), list(arrays[1]), enums))
+            return 0
+
+    kernel = Kernel(b"", SIDECAR)
+    kernel._map_slots = {0: (7, None, (0, 3, 2, 0))}
+    values = {
+        "a": TensorView((256, 64), (64, 1), 0x1000, 2),
+        "b": TensorView((256, 64), (64, 1), 0x2000, 2),
+        "c": TensorView((256, 512), (512, 1), 0x3000, 2),
+        "alpha": 1.5,
+    }
+    kernel._layout.fill(values, lambda i, p, v, at: None)
+    plan = _ShapePlan(kernel, "func", (2, 2, 1), values)
+    lib = Lib()
+    plan.apply(kernel._layout, [T(0x9000), T(0xA000), T(0xB000), -4.0], lib)
+    layout = kernel._layout
+    assert layout.read(1) == struct.pack("<Q", 0xB000)
+    assert layout.read(2) == struct.pack("<i", 64)
+    assert layout.read(3) == struct.pack("<q", 512)
+    assert layout.read(4) == struct.pack("<f", -4.0)
+    assert lib.calls == [(7, 2, 0x9000, [64, 256], [128], (0, 3, 2, 0))]
+
+
 # ---------------------------------------------------------------- tensor maps and padding
 
 
@@ -317,12 +368,13 @@ def test_runner_finds_loads_and_stores():
     from xdsl.parser import Parser
 
     from tawac.dialects.tile import KernelOp, Tile
+    from tawac.params import substitute
     from tawac.runtime.runner import kernel_arg_uses
 
     ctx = Context()
     for d in (Builtin, Arith, Math, Scf, Tile):
         ctx.load_dialect(d)
     text = (Path(__file__).parents[1] / "examples" / "gemm.mlir").read_text()
-    module = Parser(ctx, text, "gemm.mlir").parse_module()
+    module = Parser(ctx, substitute(text, "gemm.mlir").text, "gemm.mlir").parse_module()
     kernel = next(op for op in module.ops if isinstance(op, KernelOp))
     assert kernel_arg_uses(kernel) == ({0, 1}, {2})

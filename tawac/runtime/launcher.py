@@ -59,6 +59,8 @@ TENSOR_MAP_BYTES = 128
 TMA_ALIGN = 16
 # Parameter sets a Kernel keeps, by call key (addresses, shapes, strides, scalars, stream).
 SEEN_CALLS = 64
+# Launch plans a Kernel keeps, by shape key (shapes, strides, dtypes, alignment, device).
+SHAPE_PLANS = 64
 MAX_STATIC_SMEM = 48 * 1024
 MAX_GRID_YZ = 65535
 MAX_GRID_X = 2**31 - 1
@@ -448,6 +450,7 @@ class Kernel:
         self._device: int | None = None
         self._last: tuple | None = None
         self._seen: dict[tuple, tuple[bytes, tuple]] = {}
+        self._plans: dict[tuple, _ShapePlan] = {}
 
     def __repr__(self) -> str:
         return f"<tawac Kernel {self.name} block={self.block} smem={self.dynamic_smem}>"
@@ -538,7 +541,10 @@ class Kernel:
         current device and stream as the previous one relaunches its parameters as they
         are; one like any of the last `SEEN_CALLS` calls (the caching allocator hands out
         the same addresses again) restores that call's parameters, tensor maps included,
-        without checking or encoding anything again. Tensors that TMA
+        without checking or encoding anything again. A call at new addresses with shapes,
+        strides, dtypes and alignment seen before (one of `SHAPE_PLANS`) skips the checks
+        and the grid: it writes the addresses and scalars into that shape's parameters and
+        encodes the tensor maps with their sizes set up already. Tensors that TMA
         cannot address in place are copied into padded buffers first and copied back after
         the launch (on the same stream); that needs allocations, so it is refused during
         CUDA graph capture. Not for concurrent calls of one Kernel from several threads.
@@ -558,6 +564,13 @@ class Kernel:
             self._layout.restore(seen[0])
             self._launch(*seen[1], handle)
             self._last = (key, seen[1])
+            return
+        shape_key = _shape_key(key) if key is not None else None
+        plan = self._plans.get(shape_key) if shape_key is not None else None
+        if plan is not None and plan.func is self._function:
+            plan.apply(self._layout, args, _lib())
+            self._launch(plan.func, plan.grid, handle)
+            self._remember(key, (plan.func, plan.grid))
             return
         validate_args(self.args, args)
         for a, v in zip(self.args, args, strict=True):
@@ -592,12 +605,23 @@ class Kernel:
                     orig.copy_(padded)
             return
         # Parameters only depend on addresses, shapes, strides and scalars: keep them for
-        # calls with the same key (not with padded copies, which live at new addresses).
-        if key is not None:
-            self._last = (key, (func, grid))
-            self._seen[key] = (self._layout.snapshot(), self._last[1])
-            if len(self._seen) > SEEN_CALLS:
-                del self._seen[next(iter(self._seen))]
+        # calls with the same key (not with padded copies, which live at new addresses),
+        # and a plan for calls with the same shapes at other addresses.
+        if key is None:
+            return
+        self._remember(key, (func, grid))
+        if self._map_slots is None and self._map_args:
+            self._map_slots = _map_slots(self.params, self.args)
+        self._plans[shape_key] = _ShapePlan(self, func, grid, values)
+        if len(self._plans) > SHAPE_PLANS:
+            del self._plans[next(iter(self._plans))]
+
+    def _remember(self, key: tuple, launch: tuple) -> None:
+        """Keeps the arena's parameters of this call for calls with the same key."""
+        self._last = (key, launch)
+        self._seen[key] = (self._layout.snapshot(), launch)
+        if len(self._seen) > SEEN_CALLS:
+            del self._seen[next(iter(self._seen))]
 
     def _pad_all(self, pad, values, stream) -> list:
         """Padded copies (on the launch stream) of the tensors TMA cannot address in place;
@@ -660,6 +684,71 @@ class Kernel:
                 f"box={box} swizzle={param.get('swizzle', 'none')}) failed: "
                 f"{lib.error_name(err)}"
             )
+
+
+class _ShapePlan:
+    """A launch for one shape key: the arena as the first call with these shapes left it
+    (sizes, strides, tensor-map geometry) and what changes with the addresses and
+    scalars: pointer and scalar parameters (written with struct.pack_into) and tensor
+    maps (encoded again from ctypes arrays made for these shapes)."""
+
+    def __init__(self, kernel: Kernel, func, grid, values: Mapping[str, Any]):
+        self.func = func
+        self.grid = grid
+        layout = kernel._layout
+        self.base = layout.snapshot()
+        index = {a["name"]: j for j, a in enumerate(kernel.args)}
+        self.writes: list[tuple[int, str, int]] = []
+        self.maps: list[tuple] = []
+        for i, p in enumerate(kernel.params):
+            j = index[p["arg"]]
+            if p["kind"] == "pointer":
+                self.writes.append((layout.shift + layout.offsets[i], "<Q", j))
+            elif p["kind"] == "scalar":
+                fmt = PARAM_FORMATS[_param_type(p)]
+                self.writes.append((layout.shift + layout.offsets[i], fmt, j))
+            elif p["kind"] == "tensor_map":
+                dtype, _arrays, enums = kernel._map_slots[i]
+                dims, strides, box, elem = tensor_map_dims(p, values[p["arg"]])
+                arrays = (
+                    (ctypes.c_uint64 * len(dims))(*dims),
+                    (ctypes.c_uint64 * max(len(strides), 1))(*strides),
+                    (ctypes.c_uint32 * len(box))(*box),
+                    (ctypes.c_uint32 * len(elem))(*elem),
+                )
+                at = layout.base + layout.offsets[i]
+                self.maps.append((at, dtype, len(dims), j, arrays, enums, p))
+
+    def apply(self, layout: ParamLayout, args: Sequence[Any], lib) -> None:
+        """The arena for `args` (same shape key as the plan's first call)."""
+        layout.restore(self.base)
+        view = layout._view
+        try:
+            for at, fmt, j in self.writes:
+                v = args[j]
+                struct.pack_into(
+                    fmt,
+                    view,
+                    at,
+                    float(v) if fmt == "<f" else int(v.data_ptr()) if fmt == "<Q" else int(v),
+                )
+        except struct.error as e:
+            raise LaunchError(f"a scalar argument does not fit its parameter type: {e}") from e
+        for at, dtype, rank, j, arrays, enums, p in self.maps:
+            err = lib.encode_tiled(at, dtype, rank, args[j].data_ptr(), arrays, enums)
+            if err != 0:
+                raise LaunchError(
+                    f"cuTensorMapEncodeTiled({p['arg']}) failed: {lib.error_name(err)}"
+                )
+
+
+def _shape_key(call_key: tuple) -> tuple:
+    """What a call's checks, grid and sizes depend on: the call key without addresses
+    and scalar values, with each address's 16-byte alignment (TMA's condition)."""
+    return (call_key[1],) + tuple(
+        (k[1], k[2], k[3], k[4], k[0] % TMA_ALIGN == 0) if len(k) == 5 else k[0]
+        for k in call_key[2:]
+    )
 
 
 def _lib():
@@ -725,16 +814,21 @@ def _stream_handle(stream: Any, device: int) -> int:
 
 def _call_key(args: Sequence[Any], stream_handle: int, device: int) -> tuple | None:
     """What the packed parameters of a call depend on; None for arguments that are neither
-    numbers nor tensors (the checks then report them)."""
+    numbers nor tensors (the checks then report them). Plain ints and floats are told
+    apart by their exact type first: an ABC check (`numbers.Number`) costs more than the
+    rest of a tensor's entry."""
     key: list[Any] = [stream_handle, device]
-    try:
-        for v in args:
-            if isinstance(v, numbers.Number):
-                key.append((type(v), v))
-            else:
-                key.append((v.data_ptr(), v.shape, v.stride(), v.dtype, v.get_device()))
-    except (AttributeError, TypeError):
-        return None
+    for v in args:
+        t = type(v)
+        if t is float or t is int or t is bool:
+            key.append((t, v))
+            continue
+        try:
+            key.append((v.data_ptr(), v.shape, v.stride(), v.dtype, v.get_device()))
+        except (AttributeError, TypeError):
+            if not isinstance(v, numbers.Number):
+                return None
+            key.append((t, v))
     return tuple(key)
 
 

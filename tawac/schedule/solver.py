@@ -57,6 +57,7 @@ from pathlib import Path
 from xdsl.dialects.builtin import TensorType
 from xdsl.ir import Operation, SSAValue
 
+from tawac.cache import cache_root
 from tawac.diagnostics import CompileError
 from tawac.dialects import aref, tile
 from tawac.dialects.schedule import ArefPlan, LoopPlan, OpPlan, Schedule, SolveInfo
@@ -94,11 +95,10 @@ MAX_STAGE = 5
 
 
 def cache_dir() -> Path:
-    """Where solved schedules are kept: `$TAWAC_CACHE_DIR/solver`, else
-    `~/.cache/tawac/solver`."""
-    root = os.environ.get("TAWAC_CACHE_DIR")
-    base = Path(root) if root else Path.home() / ".cache" / "tawac"
-    return base / "solver"
+    """Where solved schedules are kept: the `solver` folder of the compile cache
+    (`tawac.cache.cache_root()`: `$TAWAC_CACHE_DIR`, else `$XDG_CACHE_HOME/tawac`, else
+    `~/.cache/tawac`)."""
+    return cache_root() / "solver"
 
 
 def _regs(t: TensorType, warp_groups: int) -> int:

@@ -1,0 +1,602 @@
+"""The compile cache on disk (`tawac.cache`): keys, entries, corruption, the switch, the
+CLI. CPU only: most tests compile through a fake `_compile` and a fake ptxas (a shell
+script) for speed; one compiles examples/gemm.mlir for real, through ptxas. Every test
+keeps its cache in its own `tmp_path` (`TAWAC_CACHE_DIR`)."""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import json
+import os
+import subprocess
+import sys
+import warnings
+from pathlib import Path
+from types import SimpleNamespace
+
+import pytest
+from click.testing import CliRunner
+
+from tawac import cache
+from tawac.cache import CachedKernel, CacheWarning, compile_cached
+from tawac.options import PipelineOptions
+
+REPO = Path(__file__).resolve().parent.parent
+GEMM = REPO / "examples" / "gemm.mlir"
+
+TEXT = "tile.kernel @k() {\n  tile.return\n}\n"
+SIDECAR = {"kernel": "k", "zeta": 1, "args": [{"name": "a"}], "alpha": [2, 3]}
+
+
+def _fake_ptxas(path: Path, version: str) -> Path:
+    """A ptxas that says `version` and counts its runs in `path`.log."""
+    path.write_text(
+        f"#!/bin/sh\necho run >> '{path}.log'\necho 'ptxas fake'\necho 'release {version}'\n"
+    )
+    path.chmod(0o755)
+    return path
+
+
+def _runs(ptxas: Path) -> int:
+    log = Path(f"{ptxas}.log")
+    return len(log.read_text().splitlines()) if log.exists() else 0
+
+
+@pytest.fixture
+def root(tmp_path, monkeypatch) -> Path:
+    """A fresh cache folder, a fake ptxas, no switch, the default planner, no memos."""
+    folder = tmp_path / "cache"
+    monkeypatch.setenv("TAWAC_CACHE_DIR", str(folder))
+    monkeypatch.delenv("TAWAC_CACHE", raising=False)
+    monkeypatch.delenv("TAWAC_SCHEDULE", raising=False)
+    ptxas = _fake_ptxas(tmp_path / "ptxas", "1.0")
+    monkeypatch.setenv("TAWAC_PTXAS", str(ptxas))
+    monkeypatch.setattr(cache, "_ptxas_versions", {})
+    return folder
+
+
+class FakeCompiler:
+    """Stands in for `tawac.driver.compile_source`: records its calls and returns a
+    kernel whose bytes say what it was compiled from."""
+
+    def __init__(self) -> None:
+        self.calls: list[dict] = []
+
+    def __call__(self, text, source, *, params, ptxas, time_limit, options):
+        self.calls.append(
+            {"text": text, "source": source, "params": params, "ptxas": ptxas, **options}
+        )
+        return SimpleNamespace(
+            cubin=_cubin(text, params, options), sidecar=dict(SIDECAR), ptx=f"// ptx\n{text}"
+        )
+
+
+def _cubin(text: str, params, options: dict) -> bytes:
+    what = json.dumps([text, dict(params or {}), options], sort_keys=True)
+    return b"\x7fELF" + hashlib.sha256(what.encode()).digest() + bytes(range(256))
+
+
+@pytest.fixture
+def fake(monkeypatch) -> FakeCompiler:
+    compiler = FakeCompiler()
+    monkeypatch.setattr(cache, "_compile", compiler)
+    return compiler
+
+
+def _source(tmp_path: Path, text: str = TEXT) -> Path:
+    path = tmp_path / "k.mlir"
+    path.write_text(text)
+    return path
+
+
+def _entries(root: Path) -> list[str]:
+    folder = root / "kernels"
+    return sorted(os.listdir(folder)) if folder.exists() else []
+
+
+def _check(k: CachedKernel, text: str = TEXT, params=None, **options) -> None:
+    """`k` is the kernel the fake compiler makes of `text`."""
+    full = dataclasses.asdict(PipelineOptions(**options))
+    assert k.cubin == _cubin(text, params, full)
+    assert k.sidecar == SIDECAR
+    assert list(k.sidecar) == list(SIDECAR)  # the sidecar's order is kept
+    assert k.ptx == f"// ptx\n{text}"
+
+
+# -- hits and misses --------------------------------------------------------------------------
+
+
+def test_miss_then_hit(root, fake, tmp_path):
+    src = _source(tmp_path)
+    first = compile_cached(src)
+    assert not first.hit
+    assert len(fake.calls) == 1
+    assert fake.calls[0]["text"] == TEXT and fake.calls[0]["source"] == str(src)
+    assert _entries(root) == [f"{first.key}.tawac"]
+    second = compile_cached(src)
+    assert second.hit
+    assert len(fake.calls) == 1
+    assert second == dataclasses.replace(first, hit=True)
+    _check(second)
+
+
+def test_text_argument_is_used(root, fake, tmp_path):
+    """`text` given: the file is not read (it does not even exist)."""
+    k = compile_cached(tmp_path / "missing.mlir", text=TEXT)
+    assert not k.hit
+    _check(k)
+    assert compile_cached(tmp_path / "missing.mlir", text=TEXT).hit
+
+
+def test_options_reach_the_compiler_in_full(root, fake, tmp_path):
+    """The compiler gets every option after defaults (the planner named), as keyed."""
+    compile_cached(_source(tmp_path), params={"N": 2}, stages=3)
+    call = fake.calls[0]
+    assert call["params"] == {"N": 2}
+    assert call["ptxas"] == os.environ["TAWAC_PTXAS"]
+    full = dataclasses.asdict(PipelineOptions(stages=3))
+    assert {k: call[k] for k in full} == full
+
+
+def _key(tmp_path, text=TEXT, params=None, **options) -> str:
+    return compile_cached(_source(tmp_path, text), params=params, **options).key
+
+
+def _other(field: dataclasses.Field):
+    default = getattr(PipelineOptions(), field.name)
+    if isinstance(default, bool):
+        return not default
+    if isinstance(default, int):
+        return default + 1
+    return {"heuristic": "solver", "solver": "heuristic"}[default]
+
+
+@pytest.mark.parametrize("field", dataclasses.fields(PipelineOptions), ids=lambda f: f.name)
+def test_key_changes_with_each_option(root, fake, tmp_path, field):
+    base = _key(tmp_path)
+    changed = _key(tmp_path, **{field.name: _other(field)})
+    assert changed != base
+    assert _key(tmp_path, **{field.name: getattr(PipelineOptions(), field.name)}) == base
+
+
+def test_key_changes_with_text_and_params(root, fake, tmp_path):
+    base = _key(tmp_path)
+    keys = {
+        base,
+        _key(tmp_path, text=TEXT + "\n"),
+        _key(tmp_path, params={"N": 64}),
+        _key(tmp_path, params={"N": 128}),
+        _key(tmp_path, params={"M": 64}),
+    }
+    assert len(keys) == 5
+    assert _key(tmp_path, params={}) == base
+    assert _key(tmp_path, params=None) == base
+    assert _key(tmp_path, params={"N": 1, "M": 2}) == _key(tmp_path, params={"M": 2, "N": 1})
+    assert len(fake.calls) == 6  # the five above, and {M: 2, N: 1} once
+
+
+def test_params_none_and_empty_share_an_entry(root, fake, tmp_path):
+    compile_cached(_source(tmp_path), params=None)
+    assert compile_cached(_source(tmp_path), params={}).hit
+    assert len(fake.calls) == 1
+
+
+def test_key_follows_the_planner_environment(root, fake, tmp_path, monkeypatch):
+    """The default planner comes from $TAWAC_SCHEDULE: it is part of the key."""
+    base = _key(tmp_path)
+    monkeypatch.setenv("TAWAC_SCHEDULE", "solver")
+    solver = _key(tmp_path)
+    assert solver != base
+    assert solver == _key(tmp_path, planner="solver")
+    assert fake.calls[-1]["planner"] == "solver"
+
+
+def test_key_changes_with_the_ptxas_version(root, fake, tmp_path, monkeypatch):
+    base = _key(tmp_path)
+    other = _fake_ptxas(tmp_path / "ptxas2", "2.0")
+    assert _key(tmp_path, ptxas=str(other)) != base
+    same = _fake_ptxas(tmp_path / "ptxas3", "1.0")
+    assert _key(tmp_path, ptxas=str(same)) == base  # the version counts, not the path
+    # the same ptxas updated in place (another size): asked again
+    _fake_ptxas(tmp_path / "ptxas", "1.0.1")
+    assert _key(tmp_path) != base
+
+
+def test_key_changes_with_tawac_sources_and_version(root, fake, tmp_path, monkeypatch):
+    base = _key(tmp_path)
+    assert cache.source_digest() == cache.source_digest()
+    monkeypatch.setattr(cache, "_source_digest", "0" * 64)
+    edited = _key(tmp_path)
+    assert edited != base
+    monkeypatch.setattr(cache, "_tawac_version", "9.9.9")
+    assert _key(tmp_path) not in (base, edited)
+
+
+def test_source_digest_covers_the_package():
+    package = Path(cache.__file__).resolve().parent
+    h = hashlib.sha256()
+    for path in sorted(package.rglob("*.py")):
+        data = path.read_bytes()
+        h.update(f"{path.relative_to(package).as_posix()}\0{len(data)}\0".encode())
+        h.update(data)
+    assert cache.source_digest() == h.hexdigest()
+
+
+def test_tawac_version():
+    from importlib.metadata import version
+
+    assert cache.tawac_version() == version("tawac")
+
+
+# -- ptxas ------------------------------------------------------------------------------------
+
+
+def test_ptxas_version_is_memoised_on_disk(root, fake, tmp_path, monkeypatch):
+    ptxas = Path(os.environ["TAWAC_PTXAS"])
+    assert not compile_cached(_source(tmp_path)).hit
+    assert _runs(ptxas) == 1
+    assert (root / "ptxas-versions.json").is_file()
+    monkeypatch.setattr(cache, "_ptxas_versions", {})  # a new process
+    assert compile_cached(_source(tmp_path)).hit
+    assert _runs(ptxas) == 1
+
+
+def test_ptxas_without_a_version_bypasses_the_cache(root, fake, tmp_path, monkeypatch):
+    """A ptxas whose --version fails: the kernel compiles (the driver reports any ptxas
+    error), nothing is stored, the key is empty."""
+    bad = tmp_path / "bad-ptxas"
+    bad.write_text("#!/bin/sh\nexit 1\n")
+    bad.chmod(0o755)
+    monkeypatch.setenv("TAWAC_PTXAS", str(bad))
+    k = compile_cached(_source(tmp_path))
+    assert (k.key, k.hit) == ("", False)
+    assert fake.calls[0]["ptxas"] == str(bad)
+    assert not compile_cached(_source(tmp_path)).hit
+    assert len(fake.calls) == 2
+    assert _entries(root) == []
+
+
+def test_driver_reexports_find_ptxas():
+    import tawac.driver
+    import tawac.ptxas
+
+    assert tawac.driver.find_ptxas is tawac.ptxas.find_ptxas
+
+
+def test_find_ptxas_error(monkeypatch):
+    from tawac.diagnostics import CompileError
+    from tawac.ptxas import find_ptxas
+
+    monkeypatch.setattr("tawac.ptxas.locate_ptxas", lambda: None)
+    with pytest.raises(CompileError, match="ptxas not found"):
+        find_ptxas()
+
+
+# -- corrupt entries --------------------------------------------------------------------------
+
+
+def _flip_payload_byte(data: bytes) -> bytes:
+    """One bit of the cubin flipped: only the checksum can tell."""
+    i = data.index(b"\n", len(cache.MAGIC)) + 10
+    return data[:i] + bytes([data[i] ^ 1]) + data[i + 1 :]
+
+
+def _bad_sidecar(data: bytes) -> bytes:
+    """A sidecar that is not JSON, under a matching checksum and sizes."""
+    end = data.index(b"\n", len(cache.MAGIC))
+    meta = json.loads(data[len(cache.MAGIC) : end])
+    payload = data[end + 1 :]
+    cubin, side, ptx = meta["sizes"]
+    return cache._encode(meta["key"], payload[:cubin], b"{" * side, payload[cubin + side :], {})
+
+
+CORRUPTIONS = {
+    "flipped payload byte": _flip_payload_byte,
+    "truncated": lambda d: d[: len(d) // 2],
+    "cut in the header": lambda d: d[:20],
+    "empty": lambda d: b"",
+    "garbage header": lambda d: cache.MAGIC + b"{not json\n" + d[d.index(b"\n", 8) + 1 :],
+    "bad magic": lambda d: b"XXXXXXXX" + d[8:],
+    "appended bytes": lambda d: d + b"\0",
+    "bad sidecar JSON": _bad_sidecar,
+}
+
+
+@pytest.mark.parametrize("corrupt", CORRUPTIONS.values(), ids=CORRUPTIONS.keys())
+def test_corrupt_entry_is_warned_removed_and_rebuilt(root, fake, tmp_path, corrupt):
+    src = _source(tmp_path)
+    first = compile_cached(src, stages=2)
+    entry = root / "kernels" / f"{first.key}.tawac"
+    good = entry.read_bytes()
+    entry.write_bytes(corrupt(good))
+    with pytest.warns(CacheWarning, match="corrupt cache entry") as caught:
+        rebuilt = compile_cached(src, stages=2)
+    assert len(caught) == 1
+    assert not rebuilt.hit
+    assert len(fake.calls) == 2
+    _check(rebuilt, stages=2)
+    assert entry.read_bytes() == good
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        again = compile_cached(src, stages=2)
+    assert again.hit
+    _check(again, stages=2)
+
+
+def test_entry_under_another_key_is_not_used(root, fake, tmp_path):
+    """An entry renamed to another kernel's key does not pass for that kernel."""
+    a = compile_cached(_source(tmp_path), stages=2)
+    b = compile_cached(_source(tmp_path), stages=3)
+    kernels = root / "kernels"
+    (kernels / f"{b.key}.tawac").write_bytes((kernels / f"{a.key}.tawac").read_bytes())
+    with pytest.warns(CacheWarning):
+        k = compile_cached(_source(tmp_path), stages=3)
+    _check(k, stages=3)
+
+
+# -- failures, the switch, an unwritable cache ------------------------------------------------
+
+
+def test_failed_compile_writes_nothing(root, tmp_path):
+    """A real compilation that fails: the driver's error, unchanged; no entry, no temp."""
+    from tawac.diagnostics import CompileError
+
+    src = _source(tmp_path, "tile.kernel @k( {\n")
+    with pytest.raises(CompileError) as err:
+        compile_cached(src)
+    assert str(src) in str(err.value)
+    assert not (root / "kernels").exists() or _entries(root) == []
+
+
+def test_failed_fake_compile_writes_nothing(root, tmp_path, monkeypatch):
+    from tawac.diagnostics import CompileError
+
+    def fail(*args, **kwargs):
+        raise CompileError("boom", location="k.mlir:1:1")
+
+    monkeypatch.setattr(cache, "_compile", fail)
+    (root / "kernels").mkdir(parents=True)
+    with pytest.raises(CompileError, match="k.mlir:1:1: error: boom"):
+        compile_cached(_source(tmp_path))
+    assert _entries(root) == []
+
+
+def test_unreadable_source(root, fake, tmp_path):
+    from tawac.diagnostics import CompileError
+
+    with pytest.raises(CompileError, match="cannot read"):
+        compile_cached(tmp_path / "missing.mlir")
+    bad = tmp_path / "bad.mlir"
+    bad.write_bytes(b"tile.kernel \xff")
+    with pytest.raises(CompileError, match=r"bad.mlir:1:13: error: input is not UTF-8"):
+        compile_cached(bad)
+    assert fake.calls == []
+
+
+@pytest.mark.parametrize("value", ["0", "off", "false"])
+def test_switch_off(root, fake, tmp_path, monkeypatch, value):
+    monkeypatch.setenv("TAWAC_CACHE", value)
+    src = _source(tmp_path)
+    assert not compile_cached(src).hit
+    assert not compile_cached(src).hit
+    assert len(fake.calls) == 2
+    assert not root.exists()  # not even the ptxas memo
+    monkeypatch.setenv("TAWAC_CACHE", "1")
+    compile_cached(src)
+    assert compile_cached(src).hit
+
+
+def test_switch_off_does_not_read(root, fake, tmp_path, monkeypatch):
+    compile_cached(_source(tmp_path))
+    monkeypatch.setenv("TAWAC_CACHE", "0")
+    assert not compile_cached(_source(tmp_path)).hit
+    assert len(fake.calls) == 2
+
+
+def test_unwritable_cache_still_compiles(root, fake, tmp_path, monkeypatch):
+    blocker = tmp_path / "a-file"
+    blocker.write_text("")
+    monkeypatch.setenv("TAWAC_CACHE_DIR", str(blocker))
+    with pytest.warns(CacheWarning, match="cannot write the compile cache"):
+        k = compile_cached(_source(tmp_path))
+    _check(k)
+
+
+def test_write_is_atomic(root, fake, tmp_path, monkeypatch):
+    """A write that fails half way leaves neither the entry nor a temporary file."""
+
+    def broken(src, dst):
+        raise OSError(28, "No space left on device")
+
+    src = _source(tmp_path)
+    with monkeypatch.context() as m, pytest.warns(CacheWarning, match="No space left"):
+        m.setattr(cache.os, "replace", broken)
+        k = compile_cached(src)
+    _check(k)
+    assert os.listdir(root / "kernels") == []
+
+
+# -- a fresh process --------------------------------------------------------------------------
+
+PROBE = """
+import json, sys, time
+start = time.perf_counter()
+from tawac.cache import compile_cached
+k = compile_cached(sys.argv[1])
+print(json.dumps({
+    "hit": k.hit,
+    "key": k.key,
+    "cubin": k.cubin.hex(),
+    "ms": (time.perf_counter() - start) * 1e3,
+    "xdsl": sorted(m for m in sys.modules if m == "xdsl" or m.startswith("xdsl.")),
+    "driver": "tawac.driver" in sys.modules,
+}))
+"""
+
+
+def _probe(src: Path) -> dict:
+    proc = subprocess.run(
+        [sys.executable, "-c", PROBE, str(src)],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env=dict(os.environ),
+    )
+    assert proc.returncode == 0, proc.stderr
+    return json.loads(proc.stdout)
+
+
+def test_hit_in_a_fresh_process_imports_no_xdsl(root, fake, tmp_path):
+    """An entry written through the cache's writer (fake compiler, fake ptxas) is a hit
+    in a new process, which imports neither xDSL nor the driver and runs no ptxas."""
+    src = _source(tmp_path)
+    k = compile_cached(src)
+    ptxas = Path(os.environ["TAWAC_PTXAS"])
+    runs = _runs(ptxas)
+    out = _probe(src)
+    assert out["hit"] and out["key"] == k.key
+    assert bytes.fromhex(out["cubin"]) == k.cubin
+    assert out["xdsl"] == [] and not out["driver"]
+    assert _runs(ptxas) == runs
+
+
+def test_real_compile_and_fresh_hit(tmp_path, monkeypatch):
+    """examples/gemm.mlir compiled for real (PTX, ptxas, cubin), then loaded in a fresh
+    process without xDSL. (A tawac source edited meanwhile makes that load a miss: run
+    it on a tree nobody is editing.)"""
+    monkeypatch.setenv("TAWAC_CACHE_DIR", str(tmp_path / "cache"))
+    monkeypatch.delenv("TAWAC_CACHE", raising=False)
+    monkeypatch.delenv("TAWAC_SCHEDULE", raising=False)
+    if cache.locate_ptxas() is None:
+        pytest.skip("no ptxas")
+    from tawac.driver import compile_file
+
+    src = tmp_path / "gemm.mlir"
+    src.write_bytes(GEMM.read_bytes())
+    first = compile_cached(src)
+    assert not first.hit
+    assert first.cubin.startswith(b"\x7fELF")
+    assert ".entry" in first.ptx and first.sidecar["target"] == "sm_90a"
+    direct = compile_file(src)
+    assert (first.ptx, first.sidecar) == (direct.ptx, json.loads(json.dumps(direct.sidecar)))
+    assert compile_cached(src).hit
+    out = _probe(src)
+    assert out["hit"] and out["key"] == first.key, out
+    assert bytes.fromhex(out["cubin"]) == first.cubin
+    assert out["xdsl"] == [] and not out["driver"]
+
+
+# -- the folder, info, clear, the CLI ---------------------------------------------------------
+
+
+def test_cache_root(monkeypatch, tmp_path):
+    monkeypatch.setenv("TAWAC_CACHE_DIR", str(tmp_path / "a"))
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "x"))
+    assert cache.cache_root() == tmp_path / "a"
+    monkeypatch.delenv("TAWAC_CACHE_DIR")
+    assert cache.cache_root() == tmp_path / "x" / "tawac"
+    monkeypatch.delenv("XDG_CACHE_HOME")
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    assert cache.cache_root() == tmp_path / "home" / ".cache" / "tawac"
+
+
+def test_solver_cache_dir_is_in_the_cache_root(root, monkeypatch, tmp_path):
+    from tawac.schedule.solver import cache_dir
+
+    assert cache_dir() == cache.cache_root() / "solver" == root / "solver"
+    monkeypatch.delenv("TAWAC_CACHE_DIR")
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "x"))
+    assert cache_dir() == tmp_path / "x" / "tawac" / "solver"
+
+
+def _fill(root: Path, fake_tmp: Path) -> dict[str, Path]:
+    """Two kernel entries, a leftover temporary file, two solver entries, and files
+    tawac did not write."""
+    compile_cached(_source(fake_tmp), stages=1)
+    compile_cached(_source(fake_tmp), stages=2)
+    kernels, solver = root / "kernels", root / "solver"
+    (kernels / f".{'a' * 64}.x1y2.tmp").write_bytes(b"partial")
+    solver.mkdir()
+    (solver / f"{'b' * 32}.json").write_text('{"interval": 1}')
+    (solver / f"{'c' * 32}.json").write_text('{"infeasible": "no"}')
+    mine = {
+        "kernel note": kernels / "README.txt",
+        "solver note": solver / "notes.json",
+        "root note": root / "keep.txt",
+    }
+    for path in mine.values():
+        path.write_text("mine")
+    return mine
+
+
+def test_info_and_clear(root, fake, tmp_path):
+    mine = _fill(root, tmp_path)
+    info = cache.cache_info()
+    assert info["root"] == str(root) and info["enabled"] is True
+    kernel_bytes = sum(p.stat().st_size for p in (root / "kernels").glob("*.tawac"))
+    assert info["kernels"] == {"entries": 2, "bytes": kernel_bytes}
+    assert info["solver"] == {"entries": 2, "bytes": 15 + 20}
+    memo = (root / "ptxas-versions.json").stat().st_size
+    files, freed = cache.clear_cache()
+    assert files == 2 + 1 + 2 + 1  # entries, the temporary file, solver, the ptxas memo
+    assert freed == kernel_bytes + len("partial") + 35 + memo
+    assert all(p.read_text() == "mine" for p in mine.values())
+    assert cache.cache_info()["kernels"] == {"entries": 0, "bytes": 0}
+    assert cache.cache_info()["solver"] == {"entries": 0, "bytes": 0}
+    assert not compile_cached(_source(tmp_path), stages=1).hit
+    assert cache.clear_cache()[0] == 2  # the new entry and the ptxas memo
+
+
+def test_info_and_clear_on_a_missing_folder(root):
+    assert cache.cache_info()["kernels"] == {"entries": 0, "bytes": 0}
+    assert cache.clear_cache() == (0, 0)
+
+
+def test_cli_cache_info_and_clear(root, fake, tmp_path, monkeypatch):
+    from tawac.cli import main
+
+    mine = _fill(root, tmp_path)
+    runner = CliRunner()
+    res = runner.invoke(main, ["cache", "info"])
+    assert res.exit_code == 0, res.output
+    lines = res.output.splitlines()
+    assert lines[0] == f"root: {root}"
+    assert lines[1].startswith("kernels: 2 entries, ")
+    assert lines[2] == "solver: 2 entries, 35 B"
+    assert lines[3] == "kernel cache: on"
+    res = runner.invoke(main, ["cache", "clear"])
+    assert res.exit_code == 0, res.output
+    assert res.output.startswith("removed 6 files (")
+    assert all(p.exists() for p in mine.values())
+    res = runner.invoke(main, ["cache", "info"])
+    assert "kernels: 0 entries, 0 B" in res.output
+    monkeypatch.setenv("TAWAC_CACHE", "0")
+    assert "kernel cache: off" in runner.invoke(main, ["cache", "info"]).output
+
+
+def test_cli_cache_clear_error_is_one_line(root, fake, tmp_path, monkeypatch):
+    """A file that cannot be removed: one diagnostic line, exit 1, no traceback."""
+    from tawac.cli import main
+
+    compile_cached(_source(tmp_path))
+
+    def refuse(self, missing_ok=False):
+        raise PermissionError(13, "Permission denied")
+
+    monkeypatch.setattr(Path, "unlink", refuse)
+    res = CliRunner().invoke(main, ["cache", "clear"])
+    assert res.exit_code == 1
+    assert "Traceback" not in res.output
+    assert res.output.count("\n") == 1
+    assert "error: cannot remove" in res.output and "Permission denied" in res.output
+
+
+def test_format_bytes():
+    assert [cache.format_bytes(n) for n in (0, 999, 1000, 1_500_000, 12 * 10**9)] == [
+        "0 B",
+        "999 B",
+        "1.0 kB",
+        "1.5 MB",
+        "12.0 GB",
+    ]
