@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import datetime as dt
+import json
 import statistics
 import sys
 from pathlib import Path
@@ -20,6 +21,7 @@ sys.path.insert(0, str(ROOT))
 
 from tawac.driver import compile_file  # noqa: E402
 from tawac.options import PipelineOptions  # noqa: E402
+from tawac.params import substitute  # noqa: E402
 from tawac.runtime import load_kernel  # noqa: E402
 
 LOG2E = 1.4426950408889634
@@ -94,8 +96,15 @@ def main() -> None:
     p.add_argument(
         "--alt",
         default="",
-        help="also time tawac compiled with these options (A/B in the same run), "
-        "e.g. coarse_pipeline=0,stages=2",
+        help="also time tawac compiled with these options and kernel parameters (A/B in "
+        "the same run), e.g. coarse_pipeline=0,stages=2 or BLOCK_N=160 (a parameter applies to "
+        "the kernels that declare it)",
+    )
+    p.add_argument(
+        "--tuned",
+        type=Path,
+        help="a folder of tuning tables (<example>.tune.json, from tawac tune): the 'alt' "
+        "column is then the configuration each table picks for the shape",
     )
     args = p.parse_args()
     alt = _options(args.alt)
@@ -114,6 +123,8 @@ def main() -> None:
         if alt
         else {}
     )
+    if args.tuned is not None:
+        alt = {"tuned": True}
     from torch.nn.attention import SDPBackend, sdpa_kernel
     from torch.nn.functional import scaled_dot_product_attention as sdpa
 
@@ -132,6 +143,8 @@ def main() -> None:
         err = ((o.float() - ref.float()).norm() / ref.float().norm()).item()
         args_t = (q, k, v, o, scale * LOG2E)
         fns["tawac"] = lambda kern=kern, a=args_t: kern(*a)
+        if args.tuned is not None:
+            alt_kernels[(d, causal)] = _tuned(args.tuned, files[(d, causal)], b, h, s, d)
         if alt:
             ka = alt_kernels[(d, causal)]
             ka(*args_t)
@@ -238,17 +251,47 @@ def _sdpa_with(backend, q, k, v, causal):
 
 
 def _compiled(path: Path, **options):
-    # the "tawac" column is the heuristic planner's (whatever TAWAC_SCHEDULE says)
-    r = compile_file(path, **{"planner": "heuristic", **options})
+    """Compiled with the heuristic planner (the "tawac" column, whatever TAWAC_SCHEDULE
+    says) and `options`; kernel parameters (upper-case names, in "params") only where the
+    kernel declares them."""
+    params = dict(options.pop("params", {}))
+    declared = substitute(path.read_text(), str(path)).values
+    params = {k: v for k, v in params.items() if k in declared}
+    r = compile_file(path, params=params, **{"planner": "heuristic", **options})
     return r.cubin, r.sidecar
 
 
-def _options(text: str) -> dict[str, int | bool | str]:
-    """`a=1,b=0,planner=solver` -> compile_file keyword arguments (booleans for the
-    on/off options, strings for the planner)."""
-    out: dict[str, int | bool | str] = {}
+_tuned_kernels: dict[tuple, object] = {}
+
+
+def _tuned(folder: Path, name: str, b: int, h: int, s: int, d: int):
+    """The kernel the tuning table folder/<stem>.tune.json picks for this shape (the
+    default configuration where there is no table)."""
+    from tawac.tuning import load_table, pick
+
+    table_file = folder / name.replace(".mlir", ".tune.json")
+    picked = None
+    if table_file.exists():
+        picked = pick(load_table(table_file), {"B": b, "H": h, "S": s, "D": d})
+    params, options = picked if picked is not None else ({}, {})
+    key = (name, json.dumps([params, options], sort_keys=True))
+    if key not in _tuned_kernels:
+        print(f"tuned {name} S={s}: params {params} options {options}", file=sys.stderr)
+        _tuned_kernels[key] = load_kernel(
+            *_compiled(ROOT / "examples" / name, params=params, **options)
+        )
+    return _tuned_kernels[key]
+
+
+def _options(text: str) -> dict[str, int | bool | str | dict]:
+    """`a=1,b=0,planner=solver,BLOCK_N=160` -> compile_file keyword arguments (booleans
+    for the on/off options, strings for the planner, kernel parameters in "params")."""
+    out: dict[str, int | bool | str | dict] = {}
     for item in filter(None, text.split(",")):
         key, _, value = item.partition("=")
+        if key.isupper():
+            out.setdefault("params", {})[key] = int(value)  # type: ignore[index]
+            continue
         default = getattr(PipelineOptions(), key)
         if isinstance(default, bool):
             out[key] = bool(int(value))

@@ -279,7 +279,7 @@ def _ratio(a: float | None, b: float | None) -> str:
 
 
 def _check(row: Row) -> str:
-    errs = [row.rel_err[k] for k in ("tawac", "solver") if row.rel_err.get(k) is not None]
+    errs = [row.rel_err[k] for k in ("tawac", "solver", "tuned") if row.rel_err.get(k) is not None]
     if not errs:
         return "—"
     err = max(errs)
@@ -288,15 +288,18 @@ def _check(row: Row) -> str:
 
 
 def table(rows: list[Row]) -> tuple[list[str], list[list[str]]]:
-    """Header and cells (the solver's columns when it was measured)."""
+    """Header and cells (the solver's and the tuned kernel's columns when measured)."""
     solver = any("solver" in r.tflops for r in rows)
+    tuned = any("tuned" in r.tflops for r in rows)
     header = [
         "M x N x K",
         "tawac TFLOP/s",
+        *(["tuned TFLOP/s"] if tuned else []),
         *(["solver TFLOP/s"] if solver else []),
         "cuBLAS TFLOP/s",
         "Triton TFLOP/s",
         "tawac/cuBLAS",
+        *(["tuned/cuBLAS", "tuned/tawac"] if tuned else []),
         *(["solver/cuBLAS", "solver/tawac"] if solver else []),
         "tawac/Triton",
         "tawac rel. err",
@@ -304,15 +307,17 @@ def table(rows: list[Row]) -> tuple[list[str], list[list[str]]]:
     cells = []
     for r in rows:
         t, c, tr = r.tflops.get("tawac"), r.tflops.get("cublas"), r.tflops.get("triton")
-        sv = r.tflops.get("solver")
+        sv, tu = r.tflops.get("solver"), r.tflops.get("tuned")
         cells.append(
             [
                 "x".join(map(str, r.shape)),
                 _fmt(t) if t is not None else "error",
+                *([_fmt(tu) if tu is not None else "error"] if tuned else []),
                 *([_fmt(sv) if sv is not None else "error"] if solver else []),
                 _fmt(c) if c is not None else "error",
                 _fmt(tr) if tr is not None else "error",
                 _ratio(t, c),
+                *([_ratio(tu, c), _ratio(tu, t)] if tuned else []),
                 *([_ratio(sv, c), _ratio(sv, t)] if solver else []),
                 _ratio(t, tr),
                 _check(r),
@@ -375,6 +380,27 @@ def compile_tawac(path: Path, options: dict):
         return None, f"compile: {type(e).__name__}: {e}"
 
 
+_tuned: dict[str, tuple] = {}
+
+
+def tuned_kernel(path: Path, table: dict, shape, options: dict):
+    """(kernel, error) of the configuration the tuning table picks for (M, N, K)."""
+    from tawac.tuning import pick
+
+    m, n, k = shape
+    picked = pick(table, {"M": m, "N": n, "K": k})
+    if picked is None:
+        return None, "no tuning table entry"
+    params, opts = picked
+    key = json.dumps([params, opts], sort_keys=True)
+    if key not in _tuned:
+        print(f"tuned {m}x{n}x{k}: params {params} options {opts}", file=sys.stderr)
+        _tuned[key] = compile_tawac(
+            path, {**options, **opts, "planner": "heuristic", "params": params}
+        )
+    return _tuned[key]
+
+
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
     p.add_argument("--kernel", type=Path, default=ROOT / "examples" / "gemm.mlir")
@@ -387,6 +413,11 @@ def main(argv: list[str] | None = None) -> int:
         "--solver",
         action="store_true",
         help="also time the kernel compiled with --schedule solver (same run)",
+    )
+    p.add_argument(
+        "--tuned",
+        type=Path,
+        help="also time the configuration a tuning table (tawac tune) picks for each shape",
     )
     p.add_argument("--warmup-ms", type=float, default=25.0)
     p.add_argument("--rep-ms", type=float, default=100.0)
@@ -424,10 +455,18 @@ def main(argv: list[str] | None = None) -> int:
             fn = make()
             if fn is not None:
                 triton_mm[name] = fn
+    table = None
+    if args.tuned is not None:
+        from tawac.tuning import load_table
+
+        table = load_table(args.tuned)
     rows = []
     for shape in shapes:
+        shape_kernels = dict(kernels)
+        if table is not None:
+            shape_kernels["tuned"] = tuned_kernel(args.kernel, table, shape, options)
         try:
-            rows.append(bench_shape(shape, kernels, triton_mm, (args.warmup_ms, args.rep_ms)))
+            rows.append(bench_shape(shape, shape_kernels, triton_mm, (args.warmup_ms, args.rep_ms)))
         except Exception as e:  # noqa: BLE001 - e.g. out of memory for the inputs
             row = Row(tuple(shape))
             row.errors["setup"] = f"{type(e).__name__}: {e}"

@@ -1,0 +1,134 @@
+"""Tuning tables: the best configuration of a kernel per problem-size bucket.
+
+`tawac tune` writes one JSON table per kernel source (beside it: `gemm.mlir` ->
+`gemm.tune.json`, see `table_path`); `tawac.torch.kernel` reads it and compiles, per call
+shape, the configuration of the nearest bucket. The format:
+
+    {"format": 1, "kernel": "gemm", "source_sha256": "<sha256 of the .mlir text>",
+     "args": [<the sidecar's "args">],
+     "entries": [{"bucket": {"M": 1024, "N": 1024, "K": 1024},
+                  "params": {"BLOCK_N": 128}, "options": {"stages": 4},
+                  "time_ms": 0.01, "tflops": 500.0, "device": "NVIDIA H100 ..."}]}
+
+A bucket maps each dimension name to its size rounded up to a power of two
+(`bucket_size`). This module imports neither torch nor xDSL.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+import os
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+TABLE_FORMAT = 1
+TABLE_SUFFIX = ".tune.json"
+
+
+class TuningTableError(ValueError):
+    """A tuning table that cannot be read or does not follow the format."""
+
+
+def bucket_size(n: int) -> int:
+    """`n` rounded up to a power of two (1 for 0 and 1): 1000 -> 1024, 1024 -> 1024."""
+    return 1 << max(0, n - 1).bit_length()
+
+
+def bucket_of(sizes: Mapping[str, int]) -> dict[str, int]:
+    """Each dimension's size rounded up to a power of two."""
+    return {name: bucket_size(int(n)) for name, n in sizes.items()}
+
+
+def source_sha256(text: str) -> str:
+    """The digest a table records of the kernel source it was tuned for."""
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
+def table_path(source: str | os.PathLike) -> Path:
+    """Where the tuning table of a kernel source lives: `x.mlir` -> `x.tune.json`."""
+    path = Path(source)
+    stem = path.name[: -len(".mlir")] if path.name.endswith(".mlir") else path.name
+    return path.with_name(stem + TABLE_SUFFIX)
+
+
+def _is_power_of_two(v: Any) -> bool:
+    return isinstance(v, int) and not isinstance(v, bool) and v > 0 and v & (v - 1) == 0
+
+
+def validate_table(table: Any, where: str = "tuning table") -> None:
+    """Checks a table's structure; raises TuningTableError naming `where` and the entry."""
+    if not isinstance(table, dict):
+        raise TuningTableError(f"{where}: expected a JSON object, got {type(table).__name__}")
+    fmt = table.get("format")
+    if fmt != TABLE_FORMAT:
+        raise TuningTableError(
+            f"{where}: format {fmt!r} is not supported (expected {TABLE_FORMAT})"
+        )
+    for key, kind in (("kernel", str), ("source_sha256", str), ("args", list), ("entries", list)):
+        if not isinstance(table.get(key), kind):
+            raise TuningTableError(f"{where}: {key!r} must be a {kind.__name__}")
+    for i, entry in enumerate(table["entries"]):
+        at = f"{where}: entries[{i}]"
+        if not isinstance(entry, dict):
+            raise TuningTableError(f"{at} must be an object")
+        bucket = entry.get("bucket")
+        if not isinstance(bucket, dict) or not bucket:
+            raise TuningTableError(f"{at}: 'bucket' must be a non-empty object")
+        for name, size in bucket.items():
+            if not _is_power_of_two(size):
+                raise TuningTableError(f"{at}: bucket size {name}={size!r} is not a power of two")
+        for key in ("params", "options"):
+            if not isinstance(entry.get(key, {}), dict):
+                raise TuningTableError(f"{at}: {key!r} must be an object")
+
+
+def load_table(path: str | os.PathLike) -> dict[str, Any]:
+    """Reads and validates a tuning table; FileNotFoundError or TuningTableError with the
+    path in the message."""
+    path = Path(path)
+    try:
+        text = path.read_text()
+    except FileNotFoundError:
+        raise FileNotFoundError(f"tuning table {path} does not exist") from None
+    try:
+        table = json.loads(text)
+    except json.JSONDecodeError as e:
+        raise TuningTableError(f"{path}: not valid JSON: {e}") from None
+    validate_table(table, str(path))
+    return table
+
+
+def _distance(bucket: Mapping[str, int], sizes: Mapping[str, int]) -> float | None:
+    """Sum over the bucket's dimensions of |log2(bucket) - log2(bucket_size(size))|; None
+    when `sizes` lacks one of them."""
+    total = 0.0
+    for name, size in bucket.items():
+        if name not in sizes:
+            return None
+        total += abs(math.log2(size) - math.log2(bucket_size(int(sizes[name]))))
+    return total
+
+
+def pick(
+    table: Mapping[str, Any], sizes: Mapping[str, int]
+) -> tuple[dict[str, Any], dict[str, Any]] | None:
+    """The (params, options) of the entry whose bucket holds `sizes`, else of the nearest
+    bucket (sum of |log2 differences| over its dimensions; ties: the first entry); None when
+    no entry's dimensions are all in `sizes`."""
+    best: tuple[float, Mapping[str, Any]] | None = None
+    for entry in table["entries"]:
+        d = _distance(entry["bucket"], sizes)
+        if d is None:
+            continue
+        if d == 0:
+            best = (d, entry)
+            break
+        if best is None or d < best[0]:
+            best = (d, entry)
+    if best is None:
+        return None
+    entry = best[1]
+    return dict(entry.get("params", {})), dict(entry.get("options", {}))
