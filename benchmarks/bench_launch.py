@@ -85,6 +85,12 @@ def main() -> None:
     p = argparse.ArgumentParser(description=__doc__)
     p.add_argument("--calls", type=int, default=400)
     p.add_argument("--json", default=None)
+    p.add_argument(
+        "--breakdown",
+        action="store_true",
+        help="also time the pieces of tawac's same-tensor call: the bare cuLaunchKernel "
+        "(ctypes, parameters ready), the stream and device lookups, the call key",
+    )
     args = p.parse_args()
 
     def operands():
@@ -125,8 +131,35 @@ def main() -> None:
             f"| {case} | {row['tawac']:.1f} | {row['triton']:.1f} | {row['torch.mm']:.1f} "
             f"| {row['tawac'] / row['triton']:.2f} |"
         )
+    if args.breakdown:
+        print(breakdown(tawac_kernel, sets[0], args.calls))
     if args.json:
         Path(args.json).write_text(json.dumps({"device": device, "rows": rows}, indent=1))
+
+
+def breakdown(kernel, args, calls: int) -> str:
+    """Medians (µs) of the pieces of a same-tensor call, each timed alone."""
+    from tawac.runtime.launcher import _call_key, _lib, _stream_handle
+
+    kernel(*args)  # leaves the arena filled for these tensors
+    torch.cuda.synchronize()
+    lib = _lib()
+    func, grid = kernel._last[1]
+    dev = torch.cuda.current_device()
+    handle = _stream_handle(None, dev)
+    block, smem, params = kernel.block, kernel.dynamic_smem, kernel._layout.address
+    pieces = {
+        "whole call": lambda: kernel(*args),
+        "cuLaunchKernel (ctypes)": lambda: lib.launch(int(func), grid, block, smem, handle, params),
+        "torch.cuda.current_device": torch.cuda.current_device,
+        "stream handle": lambda: _stream_handle(None, dev),
+        "call key": lambda: _call_key(args, handle, dev),
+        "empty python call": lambda: None,
+    }
+    lines = ["| piece of a same-tensor call | µs |", "|---|---:|"]
+    for name, fn in pieces.items():
+        lines.append(f"| {name} | {_host_us(lambda fn=fn: fn(), [()], calls):.2f} |")
+    return "\n".join(lines)
 
 
 if __name__ == "__main__":

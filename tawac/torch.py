@@ -1,0 +1,525 @@
+"""tawac kernels as PyTorch operators.
+
+    import tawac.torch
+    gemm = tawac.torch.kernel("examples/gemm.mlir")    # params={...}, stages=3, ...
+    c = gemm(a, b)         # functional: the pure outputs are allocated and returned
+    gemm(a, b, c)          # in place: every argument given, the outputs written
+    f = torch.compile(lambda a, b: gemm(a, b) * 2, fullgraph=True)
+
+A `TorchKernel` stands for one kernel source with its compile-time parameters and
+pipeline options. Per call it takes the size of every named dimension from the tensors
+(sidecar "args" dims), picks the configuration of the nearest bucket of the kernel's
+tuning table (`tawac.tuning`; user `params` / options override the table's), compiles it
+through the disk cache (`tawac.cache.compile_cached`) at its first use and launches it
+(`tawac.runtime.load_kernel`) on the tensors' device and its current CUDA stream. The
+configuration chosen for a tuple of shapes is memoised.
+
+Each TorchKernel is also one or two `torch.library` custom operators in the `tawac`
+namespace, `<kernel>_<hash>` (functional: the non-output arguments in, the pure outputs
+out) and `<kernel>_<hash>_inplace` (every argument, the written ones mutated), with fake
+implementations, so that `torch.compile(fullgraph=True)` sees one opaque node per call.
+In plain eager mode (not compiling; no dispatch mode, torch-function mode or functorch
+transform; plain tensors and numbers; no input that autograd records) a call runs the
+implementation directly: going through `torch.ops` adds about 50 µs of host time per
+call on the 2-core development VM (CPU tensors, a no-op launch: 60-75 µs through the op,
+10 µs direct in place, 20 µs functional with the output's allocation; README "From
+PyTorch"), several times the launch itself. Both paths check the same things with the
+same messages.
+
+Pure outputs are the tensor arguments of access "write" in the sidecar (stored, never
+loaded); a sidecar without "access" marks every tensor read and written, which leaves
+only the in-place form. There is no autograd formula: use the outputs as constants.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import keyword
+import os
+import re
+import warnings
+from collections.abc import Mapping, Sequence
+from dataclasses import fields
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from tawac import tuning
+from tawac.options import PipelineOptions
+from tawac.runtime.launcher import (
+    FLOAT_SCALAR_DTYPES,
+    INT_SCALAR_DTYPES,
+    TENSOR_DTYPES,
+    Kernel,
+    LaunchError,
+    _check_dim_names,
+    _check_scalar,
+    _check_tensor,
+    load_kernel,
+)
+
+__all__ = ["TorchKernel", "kernel"]
+
+NAMESPACE = "tawac"
+ACCESSES = frozenset({"read", "write", "readwrite", "none"})
+OUTPUT_ACCESS = "write"
+WRITTEN_ACCESS = frozenset({"write", "readwrite"})
+# Shapes tuples whose configuration a TorchKernel remembers before it starts afresh.
+MEMO_LIMIT = 4096
+OPTION_NAMES = frozenset(f.name for f in fields(PipelineOptions))
+# Device types the kernels run on (the CPU tests add "cpu" to run the real path there).
+DEVICE_TYPES = frozenset({"cuda"})
+_SCHEMA_RESERVED = frozenset({"Tensor", "float", "int", "bool", "str", "None", "self", "out"})
+_PLAIN_TYPES = frozenset({torch.Tensor, torch.nn.Parameter, float, int})
+
+# op base name -> the TorchKernel its implementations run (the latest one made: two
+# TorchKernels of one name have the same source, parameters, options and table).
+_KERNELS: dict[str, TorchKernel] = {}
+_DEFINED: set[str] = set()
+
+
+def compile_cached(
+    source: str | os.PathLike, *, params: Mapping[str, Any] | None = None, **options
+):
+    """`tawac.cache.compile_cached` (`text`, among `options`, is the source's text as read
+    once), imported at the first compilation (tests replace this module attribute)."""
+    from tawac.cache import compile_cached as impl
+
+    return impl(source, params=params, **options)
+
+
+def kernel(
+    source: str | os.PathLike,
+    *,
+    params: Mapping[str, Any] | None = None,
+    tuning: str | os.PathLike | Mapping[str, Any] | None = "auto",
+    name: str | None = None,
+    **options: Any,
+) -> TorchKernel:
+    """A callable PyTorch operator for the kernel in `source` (a `.mlir` file).
+
+    - `params`: compile-time parameters (`{"BLOCK_N": 128}`); `options`: fields of
+      `tawac.options.PipelineOptions` (`stages=3`, ...). Both override the tuning table.
+    - `tuning`: "auto" reads `x.tune.json` beside `x.mlir` when it exists; a path reads that
+      table (which must exist); a dict is a table already loaded; None uses none. A table
+      tuned for another version of the source is ignored with a warning.
+    - `name`: the kernel's name in the operator names (default: the sidecar's).
+    """
+    return TorchKernel(source, params=params, tuning=tuning, name=name, **options)
+
+
+def _config_key(params: Mapping[str, Any], options: Mapping[str, Any]) -> str:
+    return json.dumps([params, options], sort_keys=True, default=str)
+
+
+def _arg_key(spec: Mapping[str, Any]) -> tuple:
+    """What a configuration's sidecar must agree on with the kernel's signature."""
+    dims = spec.get("dims")
+    return (
+        spec["name"],
+        spec["kind"],
+        spec.get("dtype"),
+        spec.get("rank"),
+        tuple(dims) if dims is not None else None,
+        spec.get("access", "readwrite"),
+    )
+
+
+def _schema_name(name: str, i: int) -> str:
+    if name.isidentifier() and not keyword.iskeyword(name) and name not in _SCHEMA_RESERVED:
+        return name
+    return f"arg{i}"
+
+
+def _describe(spec: Mapping[str, Any]) -> str:
+    """`a: bf16[M, K]` or `alpha: f32`."""
+    if spec["kind"] == "scalar":
+        return f"{spec['name']}: {spec['dtype']}"
+    dims = spec.get("dims") or ["?"] * int(spec["rank"])
+    return f"{spec['name']}: {spec['dtype']}[{', '.join(str(d) for d in dims)}]"
+
+
+_current_device = torch.cuda.current_device
+_dispatch_modes = torch._C._len_torch_dispatch_stack
+_function_modes = torch._C._is_torch_function_mode_enabled
+_functorch_active = getattr(torch._C, "_are_functorch_transforms_active", lambda: False)
+
+
+def _eager(args: Sequence[Any]) -> bool:
+    """True when a call may skip the operator dispatch: plain tensors and numbers, no
+    dispatch mode (fake tensors, tracing), torch-function mode or functorch transform, and
+    no tensor that autograd would record (the operator's autograd kernel then makes a
+    backward through it an error rather than a silently missing gradient)."""
+    if _dispatch_modes() or _function_modes() or _functorch_active():
+        return False
+    if not _PLAIN_TYPES.issuperset(map(type, args)):
+        return False
+    if torch.is_grad_enabled():
+        for a in args:
+            if isinstance(a, torch.Tensor) and a.requires_grad:
+                return False
+    return True
+
+
+class TorchKernel:
+    """A tawac kernel as a PyTorch operator; see the module docstring and `kernel`.
+
+    Attributes: `name` (the kernel's), `args` (the sidecar "args"), `op_name`, `op` (the
+    functional OpOverload, None when the kernel has no pure output or an output's size
+    comes from no input), `inplace_op`, `table` (the tuning table in use or None),
+    `kernels` (the loaded Kernel of each configuration compiled so far).
+    """
+
+    def __init__(
+        self,
+        source: str | os.PathLike,
+        *,
+        params: Mapping[str, Any] | None = None,
+        tuning: str | os.PathLike | Mapping[str, Any] | None = "auto",
+        name: str | None = None,
+        **options: Any,
+    ):
+        self.source = Path(source)
+        try:
+            text = self.source.read_text()
+        except FileNotFoundError:
+            raise FileNotFoundError(f"kernel source {self.source} does not exist") from None
+        unknown = sorted(set(options) - OPTION_NAMES)
+        if unknown:
+            raise TypeError(
+                f"unknown option(s) {', '.join(unknown)}; "
+                f"options: {', '.join(sorted(OPTION_NAMES))}"
+            )
+        self._text = text  # what is compiled, hashed and checked against a table
+        self.params: dict[str, Any] = dict(params or {})
+        self.options: dict[str, Any] = dict(options)
+        self.table = self._load_table(tuning, text)
+        self.kernels: dict[str, Kernel] = {}
+        self._memo: dict[tuple, tuple] = {}
+        if self.table is not None:
+            args, kname = self.table["args"], self.table["kernel"]
+        else:
+            sidecar = self._compile(self.params, self.options, check=False).sidecar
+            args, kname = sidecar["args"], sidecar["kernel"]
+        self.name: str = name or kname
+        self.args: list[dict[str, Any]] = [dict(a) for a in args]
+        self._signature(self.args)
+        digest = hashlib.sha256(
+            json.dumps(
+                [text, self.params, self.options, self.table, self.name, self.args],
+                sort_keys=True,
+                default=str,
+            ).encode()
+        ).hexdigest()[:10]
+        base = re.sub(r"\W", "_", self.name)
+        if not base or base[0].isdigit():
+            base = f"k_{base}"
+        self.op_name = f"{base}_{digest}"
+        self.op, self.inplace_op = _register(self)
+
+    def __repr__(self) -> str:
+        return f"<tawac.torch kernel {self.name} ({self.signature()}) op=tawac::{self.op_name}>"
+
+    # ---- set-up
+
+    def _load_table(self, spec, text: str) -> dict[str, Any] | None:
+        if spec is None:
+            return None
+        where = "tuning table"
+        if isinstance(spec, Mapping):
+            table = dict(spec)
+            tuning.validate_table(table)
+        elif isinstance(spec, str) and spec == "auto":
+            path = tuning.table_path(self.source)
+            if not path.exists():
+                return None
+            table, where = tuning.load_table(path), str(path)
+        else:
+            table, where = tuning.load_table(spec), str(spec)
+        if table["source_sha256"] != tuning.source_sha256(text):
+            warnings.warn(
+                f"{where} was tuned for another version of {self.source} (source_sha256 "
+                "differs): ignored; run `tawac tune` again",
+                stacklevel=4,
+            )
+            return None
+        return table
+
+    def _signature(self, args: list[dict[str, Any]]) -> None:
+        """Indices of inputs and pure outputs, tensor positions, how each output's shape
+        follows from the inputs' sizes."""
+        for a in args:
+            a.setdefault("access", "readwrite")
+            if a["access"] not in ACCESSES:
+                raise LaunchError(f"argument {a['name']!r}: unknown access {a['access']!r}")
+            if a["kind"] == "scalar" and a["dtype"] not in FLOAT_SCALAR_DTYPES | INT_SCALAR_DTYPES:
+                raise LaunchError(f"argument {a['name']!r}: unsupported scalar {a['dtype']!r}")
+        out = [
+            i for i, a in enumerate(args) if a["kind"] == "tensor" and a["access"] == OUTPUT_ACCESS
+        ]
+        self._outputs = tuple(out)
+        self._inputs = tuple(i for i in range(len(args)) if i not in out)
+        self._in_specs = [args[i] for i in self._inputs]
+        self._n_all, self._n_in = len(args), len(self._inputs)
+        # Positions of the tensors in a functional (True) and an in-place (False) call.
+        self._tensor_pos = {
+            True: tuple(j for j, a in enumerate(self._in_specs) if a["kind"] == "tensor"),
+            False: tuple(i for i, a in enumerate(args) if a["kind"] == "tensor"),
+        }
+        # Sidecar order from (*inputs, *outputs).
+        order = self._inputs + self._outputs
+        self._perm = tuple(order.index(i) for i in range(len(args)))
+        self._functional_error = self._output_shapes_known()
+
+    def _output_shapes_known(self) -> str | None:
+        """Why the functional form is not available (None when it is)."""
+        if not self._outputs:
+            return None
+        known = {d for a in self._in_specs if a["kind"] == "tensor" for d in (a.get("dims") or ())}
+        if not self._tensor_pos[True]:
+            return f"{self.name} has no input tensor to take the outputs' device from"
+        for i in self._outputs:
+            spec = self.args[i]
+            dims = spec.get("dims") or []
+            if len(dims) != int(spec["rank"]):
+                return f"output {spec['name']!r} has no dimension names in the sidecar"
+            for d in dims:
+                if d is None or (not isinstance(d, int) and d not in known):
+                    return f"the size {d} of output {spec['name']!r} is no input's"
+        return None
+
+    def signature(self) -> str:
+        """`(a: bf16[M, K], b: bf16[N, K]) -> c: bf16[M, N]`, or all arguments when the
+        functional form is not available."""
+        if not self._outputs or self._functional_error is not None:
+            return ", ".join(_describe(a) for a in self.args)
+        ins = ", ".join(_describe(a) for a in self._in_specs)
+        outs = ", ".join(_describe(self.args[i]) for i in self._outputs)
+        return f"({ins}) -> {outs}" if len(self._outputs) == 1 else f"({ins}) -> ({outs})"
+
+    def _arity_error(self, n: int) -> TypeError:
+        all_names = ", ".join(a["name"] for a in self.args)
+        written = [a["name"] for a in self.args if a["access"] in WRITTEN_ACCESS]
+        inplace = f"{self.name}({all_names}) writing {', '.join(written) or 'nothing'} in place"
+        if not self._outputs:
+            return TypeError(f"{self.name} takes {self._n_all} arguments: {inplace}; got {n}")
+        if self._functional_error is not None:
+            return TypeError(
+                f"{self.name} takes {self._n_all} arguments: {inplace} (no functional form: "
+                f"{self._functional_error}); got {n}"
+            )
+        return TypeError(
+            f"{self.name} takes {self._n_in} arguments, {self.name}{self.signature()}, or "
+            f"{self._n_all}: {inplace}; got {n}"
+        )
+
+    # ---- configurations
+
+    def _compile(self, params: Mapping[str, Any], options: Mapping[str, Any], *, check=True):
+        """Compiles (or loads from the disk cache) one configuration; keeps its Kernel."""
+        res = compile_cached(self.source, params=dict(params) or None, text=self._text, **options)
+        if check:
+            got = [_arg_key(a) for a in res.sidecar["args"]]
+            if got != [_arg_key(a) for a in self.args]:
+                raise LaunchError(
+                    f"{self.source} with params={dict(params)} options={dict(options)} has "
+                    f"arguments {got}, the kernel's signature is "
+                    f"{[_arg_key(a) for a in self.args]}"
+                )
+        self.kernels[_config_key(params, options)] = load_kernel(res.cubin, res.sidecar)
+        return res
+
+    def config(self, sizes: Mapping[str, int]) -> tuple[dict[str, Any], dict[str, Any]]:
+        """(params, options) of the configuration for these dimension sizes: the tuning
+        table's nearest bucket, overridden by the user's params and options."""
+        if self.table is None:
+            return dict(self.params), dict(self.options)
+        picked = tuning.pick(self.table, sizes)
+        if picked is None:
+            return dict(self.params), dict(self.options)
+        params, options = picked
+        return {**params, **self.params}, {**options, **self.options}
+
+    def _kernel_for(self, sizes: Mapping[str, int]) -> Kernel:
+        params, options = self.config(sizes)
+        key = _config_key(params, options)
+        kern = self.kernels.get(key)
+        if kern is None:
+            self._compile(params, options)
+            kern = self.kernels[key]
+        return kern
+
+    # ---- checks (shared by the real and the fake implementations)
+
+    def _check(self, specs: Sequence[Mapping[str, Any]], args: Sequence[Any], fake: bool):
+        """Checks tensors (type, dtype, rank, contiguity, one CUDA device, named sizes
+        agreeing) and, for the real implementation, numbers (the operator's schema checks
+        them otherwise); the fake implementation also takes meta tensors. Returns
+        ({dim name: size}, device)."""
+        shapes: dict[str, tuple] = {}
+        device = first = None
+        for spec, value in zip(specs, args, strict=True):
+            name = spec["name"]
+            if spec["kind"] == "scalar":
+                if not fake:
+                    _check_scalar(name, spec["dtype"], value)
+                continue
+            shapes[name] = _check_tensor(name, spec, value)
+            if device is None:
+                device, first = value.device, name
+            elif value.device != device:
+                raise LaunchError(
+                    f"argument {name!r} is on {value.device}, argument {first!r} on {device}: "
+                    "all tensors must be on one device"
+                )
+        _check_dim_names(specs, shapes)
+        if (
+            device is not None
+            and device.type not in DEVICE_TYPES
+            and not (fake and device.type == "meta")
+        ):
+            raise LaunchError(f"argument {first!r} must be on a CUDA device, got {device}")
+        sizes: dict[str, Any] = {}
+        for spec in specs:
+            if spec["kind"] != "tensor":
+                continue
+            for d, dim in enumerate(spec.get("dims") or ()):
+                if isinstance(dim, str):
+                    sizes.setdefault(dim, shapes[spec["name"]][d])
+        return sizes, device
+
+    def _output_specs(self, sizes: Mapping[str, Any]) -> list[tuple[tuple, torch.dtype]]:
+        out = []
+        for i in self._outputs:
+            spec = self.args[i]
+            shape = tuple(d if isinstance(d, int) else sizes[d] for d in spec["dims"])
+            out.append((shape, getattr(torch, TENSOR_DTYPES[spec["dtype"]][0])))
+        return out
+
+    def _specs_of(self, functional: bool) -> Sequence[Mapping[str, Any]]:
+        return self._in_specs if functional else self.args
+
+    # ---- calls
+
+    def __call__(self, *args):
+        """`kernel(*inputs)` returns the pure outputs (one tensor or a tuple);
+        `kernel(*all_args)` writes the outputs in place and returns None."""
+        if torch.compiler.is_compiling() or not _eager(args):
+            n = len(args)
+            if n == self._n_in and self.op is not None:
+                return self.op(*args)
+            if n == self._n_all:
+                self.inplace_op(*args)
+                return None
+            raise self._arity_error(n)
+        n = len(args)
+        if n == self._n_in and self.op is not None:
+            return self._run(args, True)
+        if n == self._n_all:
+            return self._run(args, False)
+        raise self._arity_error(n)
+
+    def _run(self, args: Sequence[Any], functional: bool):
+        """The real implementation (of both operators, and of eager calls; those with meta
+        tensors get the fake one's)."""
+        pos = self._tensor_pos[functional]
+        try:
+            key = (functional, *[args[i].shape for i in pos])
+            device = args[pos[0]].device if pos else None
+        except AttributeError:  # not a tensor: the checks say which
+            key = device = None
+        if device is not None and device.type == "meta":
+            return self._fake(args, functional)
+        entry = self._memo.get(key) if key is not None else None
+        if entry is None:
+            sizes, device = self._check(self._specs_of(functional), args, fake=False)
+            entry = (self._kernel_for(sizes), self._output_specs(sizes) if functional else ())
+            if key is not None:
+                if len(self._memo) >= MEMO_LIMIT:
+                    self._memo.clear()
+                self._memo[key] = entry
+        if device is not None and device.type == "cuda" and device.index != _current_device():
+            with torch.cuda.device(device):
+                return self._launch(entry, args, functional, device)
+        return self._launch(entry, args, functional, device)
+
+    def _launch(self, entry: tuple, args: Sequence[Any], functional: bool, device):
+        """Allocates the outputs (functional) and launches on the current stream."""
+        kern, out_specs = entry
+        if not functional:
+            kern(*args)
+            return None
+        outs = [torch.empty(shape, dtype=dtype, device=device) for shape, dtype in out_specs]
+        every = (*args, *outs)
+        kern(*[every[i] for i in self._perm])
+        return outs[0] if len(outs) == 1 else tuple(outs)
+
+    def _fake(self, args: Sequence[Any], functional: bool):
+        """The fake implementation: the same checks, outputs of the right shape and dtype
+        on the inputs' device."""
+        sizes, device = self._check(self._specs_of(functional), args, fake=True)
+        if not functional:
+            return None
+        outs = [torch.empty(s, dtype=dt, device=device) for s, dt in self._output_specs(sizes)]
+        return outs[0] if len(outs) == 1 else tuple(outs)
+
+
+def _schema(specs: Sequence[Mapping[str, Any]], mutated: set[str], returns: str):
+    """A custom op schema over `specs` (schema names from `_schema_name`); returns (schema,
+    schema names of the mutated tensors)."""
+    parts, names = [], []
+    for k, spec in enumerate(specs):
+        name = _schema_name(spec["name"], k)
+        if spec["kind"] == "scalar":
+            parts.append(f"{'float' if spec['dtype'] in FLOAT_SCALAR_DTYPES else 'int'} {name}")
+        elif spec["name"] in mutated:
+            parts.append(f"Tensor(w{len(names)}!) {name}")
+            names.append(name)
+        else:
+            parts.append(f"Tensor {name}")
+    return f"({', '.join(parts)}) -> {returns}", names
+
+
+def _register(tk: TorchKernel):
+    """Defines (once per name) the functional and the in-place operator of a TorchKernel;
+    returns their OpOverloads (the functional one None when there is no functional form)."""
+    base = tk.op_name
+    _KERNELS[base] = tk
+    written = {
+        a["name"] for a in tk.args if a["kind"] == "tensor" and a["access"] in WRITTEN_ACCESS
+    }
+    functional = bool(tk._outputs) and tk._functional_error is None
+    if base not in _DEFINED:
+        if functional:
+            n_out = len(tk._outputs)
+            returns = "Tensor" if n_out == 1 else f"({', '.join(['Tensor'] * n_out)})"
+            schema, mutated = _schema(tk._in_specs, written, returns)
+
+            def impl(*args):
+                return _KERNELS[base]._run(args, True)
+
+            def fake(*args):
+                return _KERNELS[base]._fake(args, True)
+
+            op = torch.library.custom_op(
+                f"{NAMESPACE}::{base}", impl, mutates_args=mutated, schema=schema
+            )
+            op.register_fake(fake)
+        schema, mutated = _schema(tk.args, written, "()")
+
+        def impl_inplace(*args):
+            _KERNELS[base]._run(args, False)
+
+        def fake_inplace(*args):
+            _KERNELS[base]._fake(args, False)
+
+        op = torch.library.custom_op(
+            f"{NAMESPACE}::{base}_inplace", impl_inplace, mutates_args=mutated, schema=schema
+        )
+        op.register_fake(fake_inplace)
+        _DEFINED.add(base)
+    ns = getattr(torch.ops, NAMESPACE)
+    functional_op = getattr(ns, base).default if functional else None
+    return functional_op, getattr(ns, f"{base}_inplace").default
