@@ -14,6 +14,9 @@ is reported, for two cases:
 - cold: 128 sets taken in turn, more than tawac keeps parameters for (`SEEN_CALLS`), so
   every tawac call checks its arguments and encodes its tensor maps anew.
 
+tawac is measured twice more through `tawac.torch` (the PyTorch-facing callable): in place
+(`op(a, b, c)`) and functional (`c = op(a, b)`, which allocates the output).
+
 Prints a table (microseconds, lower is better) and the ratios to Triton.
 """
 
@@ -108,11 +111,25 @@ def main() -> None:
     def torch_mm(a, b, c):
         torch.mm(a, b.T, out=c)
 
-    launchers = {"tawac": tawac_kernel, "triton": triton_launch, "torch.mm": torch_mm}
+    import tawac.torch
+
+    op = tawac.torch.kernel(ROOT / "examples" / "gemm.mlir", tuning=None)
+
+    def op_functional(a, b, c):
+        return op(a, b)
+
+    launchers = {
+        "tawac": tawac_kernel,
+        "tawac.torch": op,
+        "tawac.torch functional": op_functional,
+        "triton": triton_launch,
+        "torch.mm": torch_mm,
+    }
     for name, fn in launchers.items():  # correctness of what is timed
         a, b, c = sets[0]
         c.fill_(float("nan"))
-        fn(a, b, c)
+        out = fn(a, b, c)
+        c = out if out is not None else c
         torch.cuda.synchronize()
         ref = a.float() @ b.float().T
         err = ((c.float() - ref).norm() / ref.norm()).item()
@@ -124,12 +141,17 @@ def main() -> None:
         rows[case] = {name: _host_us(fn, case_sets, args.calls) for name, fn in launchers.items()}
     device = torch.cuda.get_device_name()
     print(f"host time of one launch, microseconds (median of {args.calls} calls), {device}")
-    print("| case | tawac | Triton | torch.mm | tawac/Triton |")
-    print("|---|---:|---:|---:|---:|")
+    print(
+        "| case | tawac Kernel | tawac.torch (in place) | tawac.torch (functional) | Triton "
+        "| torch.mm | Kernel/Triton | tawac.torch/Triton |"
+    )
+    print("|---|---:|---:|---:|---:|---:|---:|---:|")
     for case, row in rows.items():
         print(
-            f"| {case} | {row['tawac']:.1f} | {row['triton']:.1f} | {row['torch.mm']:.1f} "
-            f"| {row['tawac'] / row['triton']:.2f} |"
+            f"| {case} | {row['tawac']:.1f} | {row['tawac.torch']:.1f} "
+            f"| {row['tawac.torch functional']:.1f} | {row['triton']:.1f} "
+            f"| {row['torch.mm']:.1f} | {row['tawac'] / row['triton']:.2f} "
+            f"| {row['tawac.torch'] / row['triton']:.2f} |"
         )
     if args.breakdown:
         print(breakdown(tawac_kernel, sets[0], args.calls))
@@ -139,7 +161,7 @@ def main() -> None:
 
 def breakdown(kernel, args, calls: int) -> str:
     """Medians (µs) of the pieces of a same-tensor call, each timed alone."""
-    from tawac.runtime.launcher import _call_key, _lib, _stream_handle
+    from tawac.runtime.launcher import _call_key, _lib, _shape_key, _stream_handle
 
     kernel(*args)  # leaves the arena filled for these tensors
     torch.cuda.synchronize()
@@ -148,12 +170,18 @@ def breakdown(kernel, args, calls: int) -> str:
     dev = torch.cuda.current_device()
     handle = _stream_handle(None, dev)
     block, smem, params = kernel.block, kernel.dynamic_smem, kernel._layout.address
+    plan = next(iter(kernel._plans.values()))
     pieces = {
         "whole call": lambda: kernel(*args),
         "cuLaunchKernel (ctypes)": lambda: lib.launch(int(func), grid, block, smem, handle, params),
         "torch.cuda.current_device": torch.cuda.current_device,
         "stream handle": lambda: _stream_handle(None, dev),
         "call key": lambda: _call_key(args, handle, dev),
+        "cold: shape key": lambda: _shape_key(_call_key(args, handle, dev)),
+        "cold: plan apply (pointers, scalars, tensor maps)": lambda: plan.apply(
+            kernel._layout, args, lib
+        ),
+        "cold: parameter snapshot": kernel._layout.snapshot,
         "empty python call": lambda: None,
     }
     lines = ["| piece of a same-tensor call | µs |", "|---|---:|"]

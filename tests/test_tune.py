@@ -631,3 +631,21 @@ def test_cli_defines(tmp_path, monkeypatch):
     res = CliRunner().invoke(cli.main, [*args, "-D", "BLOCK_M=x"])
     assert res.exit_code == 1
     assert res.output.strip() == "error: parameter BLOCK_M: expected an integer, got 'x'"
+
+
+def test_shipped_tuning_tables_match_their_examples():
+    """examples/*.tune.json (measured with `tawac tune`, read by tawac.torch) are valid,
+    tuned for the example's current text, and name only parameters it declares."""
+    from tawac.params import substitute
+    from tawac.tuning import load_table, source_sha256
+
+    tables = sorted((REPO / "examples").glob("*.tune.json"))
+    assert tables, "no tuning tables shipped"
+    for path in tables:
+        source = path.with_name(path.name.replace(".tune.json", ".mlir"))
+        table = load_table(path)
+        text = source.read_text()
+        assert table["source_sha256"] == source_sha256(text), f"{path} is stale"
+        declared = substitute(text, str(source)).values
+        for entry in table["entries"]:
+            assert set(entry["params"]) <= set(declared), entry
