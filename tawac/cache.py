@@ -29,13 +29,13 @@ import os
 import re
 import shutil
 import sys
-import tempfile
 import warnings
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from tawac.files import write_atomic
 from tawac.options import DEFAULT_TIME_LIMIT, PipelineOptions
 from tawac.ptxas import locate_ptxas, ptxas_version
 
@@ -283,17 +283,7 @@ def _write_atomic(path: Path, data: bytes) -> None:
     """Write through a temporary file in the same folder and `os.replace`: readers see
     the old file or the new one, never a part."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.stem}.", suffix=".tmp", dir=path.parent)
-    try:
-        with os.fdopen(fd, "wb") as f:
-            f.write(data)
-        umask = os.umask(0)
-        os.umask(umask)
-        os.chmod(tmp, 0o666 & ~umask)  # as open() would make it, not mkstemp's 0600
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+    write_atomic(path, data, prefix=f".{path.stem}.", suffix=".tmp")
 
 
 def _load(path: Path, key: str) -> CachedKernel | None:

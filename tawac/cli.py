@@ -5,13 +5,13 @@ from __future__ import annotations
 import json
 import os
 import sys
-import tempfile
 from pathlib import Path
 
 import click
 from rich.console import Console
 
 from tawac.diagnostics import CompileError
+from tawac.files import write_atomic
 from tawac.options import DEFAULT_TIME_LIMIT, PipelineOptions
 
 err = Console(stderr=True, highlight=False, soft_wrap=True, emoji=False)
@@ -73,27 +73,11 @@ def _guard(fn):
     return wrapper
 
 
-def _write_atomic(path: Path, data: bytes | str) -> None:
-    """Write through a temporary file in the same folder: no partial output on failure."""
-    mode = "wb" if isinstance(data, bytes) else "w"
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent or Path("."))
-    try:
-        with os.fdopen(fd, mode) as f:
-            f.write(data)
-        umask = os.umask(0)
-        os.umask(umask)
-        os.chmod(tmp, 0o666 & ~umask)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
-
-
 def _write_both(out: Path, data: bytes | str, sidecar: dict) -> None:
     """The kernel and its launch sidecar, both or neither."""
-    _write_atomic(out, data)
+    write_atomic(out, data)
     try:
-        _write_atomic(out.with_suffix(".json"), json.dumps(sidecar, indent=2) + "\n")
+        write_atomic(out.with_suffix(".json"), json.dumps(sidecar, indent=2) + "\n")
     except BaseException:
         out.unlink(missing_ok=True)
         raise

@@ -36,7 +36,6 @@ import math
 import multiprocessing
 import os
 import re
-import tempfile
 from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ProcessPoolExecutor, as_completed
 from concurrent.futures.process import BrokenProcessPool
@@ -46,6 +45,7 @@ from typing import Any
 
 from tawac import tuning
 from tawac.diagnostics import CompileError
+from tawac.files import write_atomic
 from tawac.options import PipelineOptions
 from tawac.tuning import TABLE_FORMAT, bucket_of, load_table, source_sha256
 
@@ -628,17 +628,7 @@ def write_table(path: Path, table: Mapping[str, Any]) -> None:
     folder = path.parent if str(path.parent) else Path(".")
     if not folder.is_dir():
         raise CompileError(f"table folder {folder} does not exist")
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=folder)
-    try:
-        with os.fdopen(fd, "w") as f:
-            f.write(json.dumps(table, indent=2) + "\n")
-        umask = os.umask(0)
-        os.umask(umask)
-        os.chmod(tmp, 0o666 & ~umask)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+    write_atomic(path, json.dumps(table, indent=2) + "\n")
 
 
 # --------------------------------------------------------------------------- the command

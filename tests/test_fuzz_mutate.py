@@ -102,9 +102,19 @@ def test_kinds_do_what_they_say(corpus):
     assert GEMM.startswith(new) and len(new) < len(GEMM)
     desc, new = mutate(rng, GEMM, corpus, "line-delete")
     assert new.count("\n") == GEMM.count("\n") - 1
-    desc, new = mutate(random.Random(4), GEMM, corpus, "retile")
-    old, size = desc.removeprefix("all ").split(" -> ")
-    assert f"tensor<{size}x" in new or f"x{size}x" in new
+    seen = set()
+    literal = (REPO / "examples" / "attention_causal.mlir").read_text()  # no parameters
+    for seed in range(20):
+        desc, new = mutate(random.Random(seed), GEMM if seed % 2 else literal, corpus, "retile")
+        if desc.startswith("param "):  # the example's tiles are parameters
+            name, rest = desc.removeprefix("param ").split(" ", 1)
+            old, size = rest.split(" -> ")
+            assert f"{name} = {size}" in new and f"{name} = {old}" not in new
+        else:
+            old, size = desc.removeprefix("all ").split(" -> ")
+            assert f"tensor<{size}x" in new or f"x{size}x" in new
+        seen.add(desc.split(" ")[0])
+    assert seen == {"param", "all"}
 
 
 def test_non_utf8_and_huge_numbers_are_possible(corpus):

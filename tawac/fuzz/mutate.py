@@ -28,6 +28,9 @@ TOKEN = re.compile(
     re.VERBOSE | re.DOTALL,
 )
 SHAPE = re.compile(r"tensor<((?:(?:\d+|\?)x)+)")
+# A kernel's parameter declaration and its entries (tawac.params).
+PARAMS = re.compile(r"\bparams\s*=\s*\{([^{}]*)\}")
+PARAM = re.compile(r"\b([A-Z][A-Z0-9_]*)\s*=\s*(\d+)")
 DTYPES = "bf16 f16 f32 f64 i1 i8 i16 i32 i64 index f8E4M3FN f8E5M2".split()
 DTYPE = re.compile(rf"(?:(?<![\w.])|(?<=[\d?]x))({'|'.join(DTYPES)})(?!\w)")
 DIALECTS = ("tile", "arith", "scf", "math", "aref", "hopper", "ptx", "func", "builtin")
@@ -244,12 +247,23 @@ def shape_dim(rng: random.Random, text: str, corpus: Corpus) -> Mutated:
 
 @mutation
 def retile(rng: random.Random, text: str, corpus: Corpus) -> Mutated:
-    """One tile size changed everywhere: in shapes and in `arith.constant N : index`."""
+    """One tile size changed everywhere: in shapes and in `arith.constant N : index`; or,
+    in a kernel with parameters, one parameter's default (`params = {BLOCK_N = 256}`)."""
     sizes = sorted({d for m in SHAPE.finditer(text) for d in re.findall(r"\d+", m.group(1))})
-    if not sizes:
+    declared = PARAMS.search(text)
+    params = PARAM.findall(declared.group(1)) if declared is not None else []
+    if not sizes and not params:
         return None
-    old = rng.choice(sizes)
-    new = rng.choice([d for d in ("16", "32", "64", "96", "128", "192", "256", "512") if d != old])
+    choices = ("16", "32", "64", "96", "128", "192", "256", "512")
+    pick = rng.randrange(len(sizes) + len(params))
+    if pick >= len(sizes):
+        name, old = params[pick - len(sizes)]
+        new = rng.choice([d for d in choices if d != old])
+        start, end = declared.span(1)
+        body = re.sub(rf"\b{name}\s*=\s*{old}\b", f"{name} = {new}", declared.group(1))
+        return f"param {name} {old} -> {new}", _splice(text, start, end, body)
+    old = sizes[pick]
+    new = rng.choice([d for d in choices if d != old])
     pat = rf"(?<=[<x]){old}(?=x)|(?<=arith\.constant ){old}(?= : index)"
     return f"all {old} -> {new}", re.sub(pat, new, text)
 

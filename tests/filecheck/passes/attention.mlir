@@ -13,7 +13,7 @@
 // WS-NEXT: %aref2 = aref.create : !aref.aref<[tensor<128x128xbf16>], 2>
 // WS:      aref.partition producer
 // WS:        aref.put %aref0[{{.*}}], %qt
-// WS:        scf.for %n = %c0 to %S step %c128 {
+// WS:        scf.for %n = %c0 to %S step %bn {
 // WS:          aref.put %aref1[%it], %kt
 // WS:          aref.put %aref2[%it_1], %vt
 // WS:      aref.partition consumer

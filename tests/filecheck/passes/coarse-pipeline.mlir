@@ -19,7 +19,7 @@
 // CHECK:          %[[P0:.*]] = arith.truncf
 // CHECK-NOT:      tile.dot
 // CHECK:          scf.for %[[IV:.*]] = {{.*}} iter_args(%[[O:.*]] = %o_init, {{.*}}, %[[ALPHA:.*]] = %alpha, %[[P:.*]] = %[[P0]])
-// CHECK-NEXT:       %[[PREV:.*]] = arith.subi %[[IV]], %c128_1
+// CHECK-NEXT:       %[[PREV:.*]] = arith.subi %[[IV]], %bn_1
 // CHECK:            aref.get %aref1
 // CHECK-NEXT:       %[[S:.*]] = tile.dot %qt_1
 // CHECK-NEXT:       %[[AB:.*]] = tile.broadcast %[[ALPHA]], 0
