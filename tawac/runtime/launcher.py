@@ -551,7 +551,10 @@ class Kernel:
         """
         import torch
 
-        dev = torch.cuda.current_device()
+        # Once CUDA is initialised (this kernel has launched), the raw device query is
+        # enough; torch.cuda.current_device() also checks the lazy initialisation.
+        raw = getattr(torch._C, "_cuda_getDevice", None) if self._function is not None else None
+        dev = raw() if raw is not None else torch.cuda.current_device()
         handle = _stream_handle(stream, dev)
         key = _call_key(args, handle, dev)
         last = self._last
