@@ -9,6 +9,8 @@ The kernels: examples/*.mlir, tests/data/*.mlir and tests/data/variants/*.mlir, 
 instances of the attention template and the 8 GEMM tile configurations of
 tests/test_tile_configs.py; each under the default options and five variations.
 A kernel that fails to compile hashes its error message (so a new failure is a change).
+`--check` compares the combinations of the old file; those added since (a new example or
+test kernel) are listed as new.
 """
 
 from __future__ import annotations
@@ -86,10 +88,16 @@ def main() -> int:
         Path(args.out).write_text(json.dumps(hashes, indent=1, sort_keys=True) + "\n")
     if args.check:
         old = json.loads(Path(args.check).read_text())
-        changed = sorted(k for k in hashes.keys() | old.keys() if hashes.get(k) != old.get(k))
+        # Kernels added since the old file (new examples or test kernels) have nothing to
+        # compare with: listed, not counted as changes.
+        new = sorted(hashes.keys() - old.keys())
+        changed = sorted(k for k in old if hashes.get(k) != old[k])
+        for k in new:
+            print(f"new: {k}")
         for k in changed:
-            print(f"changed: {k}")
-        print("byte-identical" if not changed else f"{len(changed)} changed")
+            print(f"changed: {k}" if k in hashes else f"missing: {k}")
+        same = f"{len(old)} of {len(old)} byte-identical"
+        print(same if not changed else f"{len(changed)} changed")
         return 1 if changed else 0
     return 0
 

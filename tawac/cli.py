@@ -12,7 +12,7 @@ from rich.console import Console
 
 from tawac.diagnostics import CompileError
 from tawac.files import write_atomic
-from tawac.options import DEFAULT_TIME_LIMIT, PipelineOptions
+from tawac.options import CLUSTERS, DEFAULT_TIME_LIMIT, PipelineOptions
 
 err = Console(stderr=True, highlight=False, soft_wrap=True, emoji=False)
 
@@ -141,6 +141,14 @@ _pipeline_options = [
         default=_DEFAULTS.consumer_warp_groups,
         show_default=True,
         help="consumer warp groups (0: the most of 3, 2, 1 giving whole m64 blocks)",
+    ),
+    click.option(
+        "--cluster",
+        type=click.Choice(list(CLUSTERS)),
+        default=_DEFAULTS.cluster,
+        show_default=True,
+        help="thread block cluster over program ids (x, y): 2x1 pairs x = 2i, 2i+1, which "
+        "load the operand they share once, multicast to both (GEMM-like loops)",
     ),
 ]
 

@@ -48,16 +48,40 @@ def _arefs(kernel: tile.KernelOp, plan: Schedule) -> list[dict[str, Any]]:
         t = create.result.type
         assert isinstance(t, aref.ArefType)
         slot = sum(hopper.smem_ring_type(p, 1).tile_type.nbytes for p in t.payload)
-        out.append(
-            {
-                "name": create.result.name_hint or f"aref{i}",
-                "payload": [str(p) for p in t.payload],
-                "slot_bytes": slot,
-                "depth": a.depth,
-                "release_lag": a.lag,
-            }
-        )
+        entry = {
+            "name": create.result.name_hint or f"aref{i}",
+            "payload": [str(p) for p in t.payload],
+            "slot_bytes": slot,
+            "depth": a.depth,
+            "release_lag": a.lag,
+        }
+        if a.multicast:
+            # payload numbers, and the tensors they are loaded from
+            entry["multicast"] = list(a.multicast)
+            entry["multicast_tensors"] = _load_sources(create, a.multicast)
+        registers = _read_into_registers(create)
+        if registers:
+            # payload numbers that consumer math reads (loaded into registers, not wgmma)
+            entry["registers"] = registers
+        out.append(entry)
     return out
+
+
+def _read_into_registers(create: aref.CreateOp) -> list[int]:
+    """The payloads of the aref that the consumers read into registers: tiles no
+    `tile.dot` reads as an A or B operand (an epilogue's second matrix)."""
+    out: set[int] = set()
+    for use in create.result.uses:
+        get = use.operation
+        if not isinstance(get, aref.GetOp):
+            continue
+        for k, v in enumerate(get.values):
+            uses = list(v.uses)
+            if uses and not any(
+                isinstance(u.operation, tile.DotOp) and u.index in (0, 1) for u in uses
+            ):
+                out.add(k)
+    return sorted(out)
 
 
 def op_label(op: Operation) -> str:
@@ -104,6 +128,33 @@ def _tile_order(plan: Schedule) -> str | None:
     if kind == "grouped":
         return f"grouped: {arg} rows of program id x share a column band (L2)"
     return f"longest first ({'x descending' if arg == 'up' else 'x ascending'}), snake over rounds"
+
+
+def _load_sources(create: aref.CreateOp, payloads: tuple[int, ...]) -> list[str]:
+    """The tensor arguments the aref's payloads `payloads` are loaded from."""
+    puts = [u.operation for u in create.result.uses if isinstance(u.operation, aref.PutOp)]
+    out = []
+    for k in payloads:
+        ld = puts[0].values[k].owner if puts else None
+        src = ld.source if isinstance(ld, tile.LoadOp) else None
+        out.append(f"%{src.name_hint}" if src is not None and src.name_hint else f"payload {k}")
+    return out
+
+
+def _cluster(plan: Schedule) -> dict[str, Any] | None:
+    """The thread block cluster: its shape over program ids and how the CTAs pair."""
+    axis = plan.cluster_axis
+    if axis is None:
+        return None
+    name = "xy"[axis]
+    ctas = plan.cluster_size
+    return {
+        "shape": list(plan.cluster),
+        "ctas": ctas,
+        "axis": name,
+        "pairs": f"program ids {name} = {ctas}i .. {ctas}i+{ctas - 1} (same "
+        f"{'y' if axis == 0 else 'x'} and z) run as one cluster",
+    }
 
 
 def _smem_map(kernel: tile.KernelOp, arefs: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -246,6 +297,8 @@ def explain_module(
             "regions": _smem_map(kernel, arefs),
         },
     }
+    if plan.cluster_axis is not None:
+        info["cluster"] = _cluster(plan)
     if steady is not None:
         info["timeline"] = steady
     return info
@@ -279,6 +332,14 @@ def render(info: dict[str, Any], console) -> None:
         lines.append(f"tile order: {info['tile_order']}")
     if info["turns"]:
         lines.append("consumer warp groups take turns on the tensor core (ping-pong)")
+    cluster = info.get("cluster")
+    if cluster is not None:
+        shared = [p for a in info["arefs"] for p in a.get("multicast_tensors", [])]
+        cx, cy = cluster["shape"]
+        lines.append(
+            f"cluster: {cx}x{cy}, {cluster['pairs']}; each CTA loads 1/{cluster['ctas']} of "
+            f"the rows of the {', '.join(shared) or 'no'} tile and multicasts them to all"
+        )
     lines.append(f"planner: {info['planner']}")
     solved = info.get("solve")
     if solved is not None:
@@ -301,9 +362,16 @@ def render(info: dict[str, Any], console) -> None:
     for col in ("aref", "payload", "bytes/slot", "depth", "release lag"):
         arefs.add_column(col, justify="left" if col in ("aref", "payload") else "right")
     for a in info["arefs"]:
+        multicast = a.get("multicast", [])
+        registers = a.get("registers", [])
         arefs.add_row(
             a["name"],
-            ", ".join(a["payload"]),
+            ", ".join(
+                p
+                + (" (multicast)" if k in multicast else "")
+                + (" (into registers)" if k in registers else "")
+                for k, p in enumerate(a["payload"])
+            ),
             str(a["slot_bytes"]),
             str(a["depth"]),
             str(a["release_lag"]),

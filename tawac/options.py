@@ -21,6 +21,10 @@ def default_planner() -> str:
     return os.environ.get(SCHEDULE_ENV) or "heuristic"
 
 
+#: The thread block cluster shapes `--cluster` accepts: CTAs along program ids (x, y).
+CLUSTERS: dict[str, tuple[int, int]] = {"1x1": (1, 1), "2x1": (2, 1), "1x2": (1, 2)}
+
+
 @dataclass(frozen=True)
 class PipelineOptions:
     """The knobs of the pass pipeline `tawac compile` runs (CLI flags, `compile_file`
@@ -35,6 +39,7 @@ class PipelineOptions:
     tile_prefetch: bool = True
     pingpong: bool = False
     coarse_pipeline: bool = True
+    cluster: str = "1x1"
 
     planner: str = field(default_factory=default_planner)
 
@@ -50,6 +55,7 @@ class PipelineOptions:
             "tile-prefetch": self.tile_prefetch,
             "coarse-pipeline": self.coarse_pipeline,
             "pingpong": self.pingpong,
+            "cluster": self.cluster,
         }
         text = " ".join(
             f"{k}={str(v).lower() if isinstance(v, bool) else v}" for k, v in args.items()

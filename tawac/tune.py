@@ -46,7 +46,7 @@ from typing import Any
 from tawac import tuning
 from tawac.diagnostics import CompileError
 from tawac.files import write_atomic
-from tawac.options import PipelineOptions
+from tawac.options import CLUSTERS, PipelineOptions
 from tawac.tuning import TABLE_FORMAT, bucket_of, load_table, source_sha256
 
 #: More candidates than this is a space to split (each one is a compile and a timing).
@@ -114,6 +114,10 @@ def _option_value(name: str, kind: type, text: str) -> Any:
     if name == "planner":
         if word not in PLANNERS:
             raise CompileError(f"--space planner: expected {' or '.join(PLANNERS)}, got '{text}'")
+        return word
+    if name == "cluster":
+        if word not in CLUSTERS:
+            raise CompileError(f"--space cluster: expected {', '.join(CLUSTERS)}, got '{text}'")
         return word
     raise CompileError(f"--space {name}: an option of type {kind.__name__} cannot be tuned")
 

@@ -19,6 +19,8 @@ import math
 from xdsl.dialects import arith, scf
 from xdsl.dialects.builtin import (
     BFloat16Type,
+    Float8E4M3FNType,
+    Float8E5M2Type,
     Float16Type,
     Float32Type,
     Float64Type,
@@ -35,8 +37,10 @@ from xdsl.utils.exceptions import VerifyException
 from tawac.diagnostics import CompileError, location_of
 
 # Largest finite value of each float type (IEEE binary16/32/64; bfloat16 keeps f32's
-# exponent with 8 significand bits).
+# exponent with 8 significand bits; the fp8 formats of OCP's 8-bit float spec).
 _FLOAT_MAX = {
+    Float8E4M3FNType: 448.0,
+    Float8E5M2Type: 57344.0,
     Float16Type: 65504.0,
     BFloat16Type: float.fromhex("0x1.fep127"),
     Float32Type: float.fromhex("0x1.fffffep127"),

@@ -149,7 +149,7 @@ def _other(field: dataclasses.Field):
         return not default
     if isinstance(default, int):
         return default + 1
-    return {"heuristic": "solver", "solver": "heuristic"}[default]
+    return {"heuristic": "solver", "solver": "heuristic", "1x1": "2x1"}[default]
 
 
 @pytest.mark.parametrize("field", dataclasses.fields(PipelineOptions), ids=lambda f: f.name)

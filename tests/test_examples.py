@@ -115,7 +115,7 @@ def _opcodes(sass: str) -> set[str]:
 def test_sass_uses_hopper_units(name):
     ops = _opcodes(_sass(name))
     bases = {op.split(".")[0] for op in ops}
-    assert "HGMMA" in bases, sorted(bases)
+    assert bases & {"HGMMA", "QGMMA"}, sorted(bases)  # QGMMA: the fp8 (e4m3/e5m2) wgmma
     assert "USETMAXREG" in bases, sorted(bases)
     assert "UTMALDG" in bases, sorted(bases)
     assert "SYNCS" in bases, sorted(bases)  # mbarrier waits and arrivals
@@ -136,3 +136,14 @@ def test_sass_of_gemm_has_one_hgmma_per_k16_step():
     sass = _sass("gemm.mlir")
     hgmma = re.findall(r"\bHGMMA\.64x256x16\.F32\.BF16\b", sass)
     assert len(hgmma) == 4, re.findall(r"\bHGMMA\S*", sass)
+
+
+@needs_cuobjdump
+def test_sass_of_gemm_fp8_has_one_qgmma_per_k32_step():
+    """examples/gemm_fp8.mlir: 128x256x128 e4m3 tiles, two consumer warp groups of one
+    m64 block each: 128 / 32 = 4 fp8 wgmmas, which nvdisasm prints as
+    QGMMA.64x256x32.F32.E4M3.E4M3 (not HGMMA), and no 16-bit HGMMA."""
+    sass = _sass("gemm_fp8.mlir")
+    qgmma = re.findall(r"\bQGMMA\.64x256x32\.F32\.E4M3\.E4M3\b", sass)
+    assert len(qgmma) == 4, re.findall(r"\b[HQ]GMMA\S*", sass)
+    assert "HGMMA" not in sass

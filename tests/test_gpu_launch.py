@@ -167,3 +167,23 @@ def test_gemm_parameters(params):
     kern(*args)
     torch.cuda.synchronize()
     assert _err(*args) < 1e-2
+
+
+@pytest.mark.gpu
+@requires_gpu
+def test_output_column_slice_is_not_overrun():
+    """C is a column slice (100 of 112 columns) of a NaN buffer: the kernel writes its 100
+    columns and nothing after them (a TMA store writes whole 16-byte pieces of a row, so
+    the launcher pads such an output)."""
+    import torch
+
+    kern = _gemm()
+    a, b, _ = _operands(100, 100, 64, 21)
+    big = torch.full((101, 112), float("nan"), device="cuda", dtype=torch.bfloat16)
+    c = big[:100, :100]
+    kern(a, b, c)
+    torch.cuda.synchronize()
+    assert _err(a, b, c) < 1e-2
+    guard = torch.ones_like(big, dtype=torch.bool)
+    guard[:100, :100] = False
+    assert torch.isnan(big[guard]).all(), "elements after the output's columns were written"

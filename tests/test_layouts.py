@@ -641,3 +641,126 @@ def test_emitted_descriptors_match_the_layout(mn_major):
         assert MatrixDescriptor.decode(want[-1])[1:] == (lbo, 1024, 1)
     env, _ = _interpret(list(k.block.ops), 0)
     assert [env[v] for v in got] == want
+
+
+# --- fragment loads: a TMA-written tile into the accumulator layout ------------------------
+
+
+def _fragment_load_cases():
+    return [(64, 64, 1), (128, 64, 1), (128, 128, 2), (128, 256, 2), (192, 96, 3), (64, 8, 1)]
+
+
+@pytest.mark.parametrize("eb", [2, 4])
+@pytest.mark.parametrize(("m", "n", "wgs"), _fragment_load_cases())
+def test_fragment_load_plan_is_the_swizzled_layout(m, n, wgs, eb):
+    """Every thread's load of register pair (i, i + 1), addressed as the plan says, reads
+    the bytes SwizzledTile.byte_offset gives the pair's elements (16-bit and 4-byte
+    elements: the thread's granule joins the XOR key for f32), and the loads of all
+    threads read every element of the tile once."""
+    from tawac.backend_ptx.layouts import SwizzledTile
+
+    lay, tile = AccLayout(m, n, wgs), SwizzledTile(m, n, eb)
+    plan = tile.fragment_load(lay)
+    assert plan.pair_bytes == 2 * eb
+    assert [i for i, _, _ in plan.pairs] == list(range(0, lay.num_regs, 2))
+    index, scale = plan.thread_byte
+    read = set()
+    for t in range(lay.threads):
+        wg, local = divmod(t, 128)
+        row0, _ = lay.thread_offset(wg, local // 32, local % 32)
+        key = plan.key.value(t)
+        base = row0 * plan.row_bytes + index.value(t) * scale
+        for i, off, g in plan.pairs:
+            assert 0 <= g < plan.granules
+            addr = base + off + ((key ^ g) << plan.granule_shift)
+            assert addr % plan.pair_bytes == 0  # the .b32 / .v2 alignment
+            assert addr == tile.byte_offset(*lay.coord(t, i)), (t, i)
+            assert addr + eb == tile.byte_offset(*lay.coord(t, i + 1)), (t, i)
+            read.add(addr)
+    assert len(read) == m * n // 2
+
+
+@pytest.mark.parametrize("eb", [2, 4])
+@pytest.mark.parametrize(("m", "n", "wgs"), [(128, 256, 2), (64, 64, 1), (192, 96, 3)])
+def test_fragment_loads_take_the_fewest_wavefronts(m, n, wgs, eb):
+    """Per warp and register pair, the 32 lanes' loads touch each of the 32 banks once
+    (16-bit pairs: 128 bytes, one wavefront) or twice (f32 pairs: 256 bytes, the two
+    wavefronts they need): the 128B swizzle spreads the 8 rows of a warp's quads."""
+    from tawac.backend_ptx.layouts import SwizzledTile
+
+    lay, tile = AccLayout(m, n, wgs), SwizzledTile(m, n, eb)
+    plan = tile.fragment_load(lay)
+    index, scale = plan.thread_byte
+    for warp in range(lay.threads // 32):
+        for _, off, g in plan.pairs:
+            words: dict[int, set[int]] = {}
+            for lane in range(32):
+                t = 32 * warp + lane
+                row0 = lay.coord(t, 0)[0]
+                addr = row0 * plan.row_bytes + index.value(t) * scale + off
+                addr += (plan.key.value(t) ^ g) << plan.granule_shift
+                for word in range(addr // 4, (addr + plan.pair_bytes) // 4):
+                    words.setdefault(word % 32, set()).add(word)
+            assert len(words) == 32
+            assert max(len(w) for w in words.values()) == eb // 2
+
+
+def test_fragment_load_rejects_what_it_cannot_read():
+    from tawac.backend_ptx.layouts import SwizzledTile
+
+    with pytest.raises(ValueError, match="128B"):
+        SwizzledTile(64, 64, 2, 64).fragment_load(AccLayout(64, 64, 1))
+    with pytest.raises(ValueError, match="1-byte"):
+        SwizzledTile(64, 64, 1).fragment_load(AccLayout(64, 64, 1))
+    with pytest.raises(ValueError, match="cannot be read"):
+        SwizzledTile(64, 128, 2).fragment_load(AccLayout(64, 64, 1))
+
+
+@pytest.mark.parametrize("dtype", ["bf16", "f32"])
+@pytest.mark.parametrize(("m", "n", "w"), [(64, 64, 1), (128, 128, 2), (192, 64, 3), (128, 256, 2)])
+def test_emitted_load_fragment_matches_swizzled_tile(m, n, w, dtype):
+    """The `ld.shared` addresses convert-to-ptx emits for hopper.load_fragment, evaluated
+    for threads of every warp group, read each register pair of the fragment from where
+    SwizzledTile.byte_offset puts its elements; 16-bit pairs are split with the low half
+    first (the lower address), f32 pairs are one .v2 load; a warp barrier follows."""
+    from xdsl.dialects.builtin import BFloat16Type, Float32Type, TensorType
+    from xdsl.ir import Block
+
+    from tawac.backend_ptx.layouts import SwizzledTile
+    from tawac.backend_ptx.lowering.state import SmemTile, _Partition
+    from tawac.dialects import hopper, ptx
+
+    elem = BFloat16Type() if dtype == "bf16" else Float32Type()
+    eb = 2 if dtype == "bf16" else 4
+    first_wg, tile_base = 1, 7 * 1024
+    tt = hopper.SmemTileType([m, n], elem, 128)
+    (arg,) = Block(arg_types=[tt]).args
+    op = hopper.LoadFragmentOp(arg, TensorType(elem, [m, n]))
+    k = _lowering()
+    k.part = _Partition("consumer", first_wg, w)
+    k.vals[arg] = SmemTile(k.r(ptx.MovImmOp("u32", tile_base)), tt)
+    k.lower_op(op)
+    frag = k.vals[op.result]
+    lay = AccLayout(m, n, w)
+    assert frag.layout == lay and frag.dtype == dtype and len(frag.regs) == lay.num_regs
+    ops = list(k.block.ops)
+    assert isinstance(ops[-1], ptx.BarWarpSyncOp)
+    tile = SwizzledTile(m, n, eb)
+    for t in [0, 1, 2, 3, 6, 31, 32, 77, 100, 127, *range(128, lay.threads, 37), lay.threads - 1]:
+        env: dict = {}
+        loaded: dict = {}  # register -> the byte address of its element
+        for o in ops:
+            if _integer_step(o, env, 128 * first_wg + t):
+                continue
+            if isinstance(o, ptx.LdSharedOp):
+                assert o.type.data == "b32"
+                env[o.result] = env[o.addr]
+            elif isinstance(o, ptx.UnpackB16Op):
+                loaded[o.lo], loaded[o.hi] = env[o.src], env[o.src] + 2
+            elif isinstance(o, ptx.LdSharedV2Op):
+                assert o.type.data == "f32"
+                loaded[o.lo], loaded[o.hi] = env[o.addr], env[o.addr] + 4
+            elif not isinstance(o, ptx.BarWarpSyncOp):
+                raise AssertionError(f"unexpected op: {o.name}")
+        for i, reg in enumerate(frag.regs):
+            assert loaded[reg] - tile_base == tile.byte_offset(*lay.coord(t, i)), (t, i)

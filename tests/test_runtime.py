@@ -273,6 +273,17 @@ def test_needs_padding(shape, strides, ptr, elem, expected):
     assert needs_padding(TensorView(shape, strides, ptr, elem)) is expected
 
 
+def test_stored_rows_ending_inside_16_bytes_are_padded():
+    """A TMA store writes whole 16-byte pieces of a row: a stored column slice whose rows
+    end inside one (100 bf16 = 200 bytes) is padded; read, or ending on 16 bytes, it is
+    not."""
+    view = TensorView((100, 100), (112, 1), 0x1000, 2)
+    assert needs_padding(view, stored=True)
+    assert not needs_padding(view, stored=False)
+    assert not needs_padding(TensorView((100, 104), (112, 1), 0x1000, 2), stored=True)
+    assert not needs_padding(TensorView((100, 100), (112, 1), 0x1000, 4), stored=True)
+
+
 def test_padded_inner_size():
     assert padded_inner_size(7, 2) == 8
     assert padded_inner_size(8, 2) == 8

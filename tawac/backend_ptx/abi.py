@@ -122,8 +122,17 @@ class ParamTable:
         return out
 
     def launch(
-        self, threads: int, smem: int, grid: list[dict[str, Any]], persistent: bool = False
+        self,
+        threads: int,
+        smem: int,
+        grid: list[dict[str, Any]],
+        persistent: bool = False,
+        cluster: tuple[int, int] = (1, 1),
     ) -> DictionaryAttr:
+        """The launch ABI (docs/abi.md). A cluster of cx x cy programs is the launch's
+        cluster shape, whose extents the runtime rounds the grid up to; a persistent
+        kernel's one-dimensional grid has clusters of cx * cy CTAs along x, and
+        `"program_cluster"` says which programs a cluster computes together."""
         args = []
         for a, name in zip(self.args, self.names, strict=True):
             t = a.type
@@ -151,6 +160,11 @@ class ParamTable:
         if persistent:
             launch["grid"] = [{"persistent": 1}, {"const": 1}, {"const": 1}]
             launch["program_grid"] = grid
+        if cluster != (1, 1):
+            cx, cy = cluster
+            launch["cluster"] = [cx * cy, 1, 1] if persistent else [cx, cy, 1]
+            if persistent:
+                launch["program_cluster"] = [cx, cy, 1]
         return to_attr(launch)  # type: ignore[return-value]
 
 

@@ -24,7 +24,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from xdsl.context import Context
-from xdsl.dialects.builtin import ModuleOp
+from xdsl.dialects.builtin import ModuleOp, TensorType
 from xdsl.passes import ModulePass
 from xdsl.rewriter import Rewriter
 from xdsl.transforms.common_subexpression_elimination import cse
@@ -55,8 +55,26 @@ class ConvertToPtxPass(ModulePass):
         region_dce(op.body)
         for kern in [o for o in op.body.block.ops if isinstance(o, tile.KernelOp)]:
             _check_applied(kern)
+            _check_no_fp8_registers(kern)
             module = KernelLowering(kern).run()
             Rewriter.replace_op(kern, module)
+
+
+def _check_no_fp8_registers(kernel: tile.KernelOp) -> None:
+    """fp8 tiles exist only in shared memory, as wgmma operands: a tile value of an fp8
+    type left after `lower-aref` would be held in registers, which nothing lowers (no fp8
+    arithmetic, register-A operand or store)."""
+    for op in kernel.walk():
+        for r in op.results:
+            t = r.type
+            if isinstance(t, TensorType) and isinstance(t.element_type, tile.FP8_TYPES):
+                raise CompileError(
+                    f"convert-to-ptx: {op.name} makes a {tile.type_str(t)} tile in registers; "
+                    "fp8 tiles are supported only as tile.dot operands loaded from global "
+                    "memory (fp8 results, arithmetic and stores are not supported yet: "
+                    "compute in f32 and convert to bf16 or f16)",
+                    op,
+                )
 
 
 def _check_applied(kernel: tile.KernelOp) -> None:
@@ -65,7 +83,7 @@ def _check_applied(kernel: tile.KernelOp) -> None:
     tiles and leaves the rest unwritten)."""
     if not schedule.of(kernel).persistent:
         return
-    if any(isinstance(o, hopper.NumCtasOp) for o in kernel.walk()):
+    if any(isinstance(o, hopper.NumCtasOp | hopper.NumClustersOp) for o in kernel.walk()):
         return
     raise CompileError(
         "convert-to-ptx: the schedule is persistent but the kernel was not made "

@@ -99,6 +99,17 @@ class Sub(IndexExpr):
 
 
 @dataclass(frozen=True)
+class Xor(IndexExpr):
+    """x ^ y."""
+
+    x: IndexExpr
+    y: IndexExpr
+
+    def value(self, tid: int) -> int:
+        return self.x.value(tid) ^ self.y.value(tid)
+
+
+@dataclass(frozen=True)
 class MulAdd(IndexExpr):
     """x * k + y."""
 
@@ -345,6 +356,29 @@ class FragmentStore:
 
 
 @dataclass(frozen=True)
+class FragmentLoad:
+    """How the threads of an accumulator-layout fragment read it from a swizzled tile
+    that TMA wrote, two elements per load (`SwizzledTile.fragment_load`): a `.b32` for
+    16-bit elements, a `.v2` of 4-byte ones (`pair_bytes`).
+
+    A thread's base address is tile + row0 * `row_bytes` + index * scale with
+    (index, scale) = `thread_byte` (the byte of its register 0 within its 16-byte
+    granule); the pair of registers (i, i + 1) of `pairs` entry (i, offset, g) is read at
+    base + offset + ((key ^ g) << `granule_shift`), where `key` is the thread's row
+    modulo 8 XOR the granule its column starts in (0 for 16-bit elements, whose four
+    column pairs of a thread quad share one granule) and g < `granules` the pair's
+    granule within its row before swizzling, less the thread's part."""
+
+    row_bytes: int
+    key: IndexExpr
+    thread_byte: tuple[IndexExpr, int]
+    granules: int
+    granule_shift: int
+    pair_bytes: int
+    pairs: tuple[tuple[int, int, int], ...]
+
+
+@dataclass(frozen=True)
 class SwizzledTile:
     """A rows x cols tile in shared memory, laid out as a TMA copy with swizzle mode
     `swizzle` (0, 32, 64 or 128 bytes) writes and reads it (cp.async.bulk.tensor, PTX ISA
@@ -400,6 +434,24 @@ class SwizzledTile:
     def chunks(self) -> list[tuple[int, int]]:
         """(byte offset, first column) of each chunk: one cp.async.bulk.tensor each."""
         return [(c * self.chunk_bytes, c * self.chunk_cols) for c in range(self.num_chunks)]
+
+    def row_band(self, parts: int) -> tuple[int, int]:
+        """(rows, bytes) of one of `parts` equal bands of rows: band p is rows
+        [p * rows, (p + 1) * rows) of every chunk, starting `p * bytes` after the chunk's
+        start. The CTAs of a cluster each copy one band and multicast it
+        (`hopper.tma_load_multicast`). A band must start on a whole swizzle pattern (the
+        swizzle alignment: 8 rows of 128B), so that a copy of the band writes exactly the
+        bytes a copy of the whole tile writes there."""
+        rows, rest = divmod(self.rows, parts)
+        step = rows * self.row_bytes
+        if rest or rows == 0 or step % HOPPER.swizzle_alignment:
+            pattern = HOPPER.swizzle_alignment // self.row_bytes
+            raise ValueError(
+                f"{self.rows} rows do not split into {parts} bands of a multiple of "
+                f"{pattern} rows (a band starts on a {HOPPER.swizzle_alignment}-byte "
+                "swizzle pattern)"
+            )
+        return rows, step
 
     # -- where an element lives -----------------------------------------------------------
 
@@ -457,6 +509,56 @@ class SwizzledTile:
             thread_byte=(col.x, self.elem_bytes << col.k),
             granules=self.granules_per_row,
             granule_shift=_log2(GRANULE_BYTES),
+            pairs=tuple(pairs),
+        )
+
+    def fragment_load(self, acc: AccLayout) -> FragmentLoad:
+        """How the threads of `acc` read a tile of this shape (16-bit or 4-byte elements)
+        into their registers, a pair of adjacent columns per load
+        (`hopper.load_fragment`).  A thread's columns are 2t + dc (t = lane % 4, dc a
+        multiple of 8): with 16-bit elements the pair is byte 4t of the granule of dc;
+        with 4-byte elements it is byte 8 (t % 2) of granule dc / 4 + t / 2, and since
+        dc / 4 is even, that granule is (dc / 4) ^ (t / 2): the thread's part joins the
+        XOR key (row % 8 = lane / 4, as in `fragment_store`).  Per warp, the 16-bit loads
+        hit 32 distinct banks; the 8-byte loads take the two wavefronts 256 bytes need
+        (rows r and r ^ 1 share banks)."""
+        if self.swizzle != 128:
+            raise ValueError("fragment loads need a 128B-swizzled tile")
+        if self.elem_bytes not in (2, 4):
+            raise ValueError(
+                f"fragment loads read 2- or 4-byte elements, not {self.elem_bytes}-byte ones"
+            )
+        if (acc.m, acc.n) != (self.rows, self.cols):
+            raise ValueError(
+                f"a {acc.m}x{acc.n} fragment cannot be read from a {self.rows}x{self.cols} tile"
+            )
+        col = acc.thread_col()
+        if not isinstance(col, Shl) or col.k != 1:
+            raise ValueError("the fragment's column is not twice a thread index")
+        pair_bytes = 2 * self.elem_bytes
+        per_granule = GRANULE_BYTES // pair_bytes  # column pairs of one granule
+        quad = col.x  # t = lane % 4: the thread's column pair
+        if per_granule >= 4:
+            within: IndexExpr = quad
+            key = acc.thread_row_mod8()
+        else:
+            within = And(quad, per_granule - 1)
+            key = Xor(acc.thread_row_mod8(), Shr(quad, _log2(per_granule)))
+        per_granule_cols = GRANULE_BYTES // self.elem_bytes
+        pairs = []
+        for i in range(0, acc.num_regs, 2):
+            dr, dc = acc.reg_offset(i)
+            if dr % 8 or dc % 8 or acc.reg_offset(i + 1) != (dr, dc + 1):
+                raise ValueError("fragment layout does not pair columns")
+            chunk, c = divmod(dc, self.chunk_cols)
+            pairs.append((i, dr * self.row_bytes + chunk * self.chunk_bytes, c // per_granule_cols))
+        return FragmentLoad(
+            row_bytes=self.row_bytes,
+            key=key,
+            thread_byte=(within, pair_bytes),
+            granules=self.granules_per_row,
+            granule_shift=_log2(GRANULE_BYTES),
+            pair_bytes=pair_bytes,
             pairs=tuple(pairs),
         )
 

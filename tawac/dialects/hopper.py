@@ -43,7 +43,7 @@ from xdsl.traits import Pure
 from xdsl.utils.exceptions import VerifyException
 
 from tawac.backend_ptx.layouts import SwizzledTile
-from tawac.dialects.tile import GlobalTensorType
+from tawac.dialects.tile import GlobalTensorType, mma_types_compatible
 
 
 def _parse_shape_swizzle(parser: AttrParser):
@@ -250,16 +250,23 @@ class CtaSyncOp(IRDLOperation):
 @irdl_op_definition
 class MbarrierWaitOp(IRDLOperation):
     """Blocks until barrier `bars[slot]` completes the phase of parity `phase`
-    (`mbarrier.try_wait.parity` in a loop)."""
+    (`mbarrier.try_wait.parity` in a loop).  With `cluster`, the wait acquires at cluster
+    scope (`.acquire.cluster`, PTX ISA 9.7.13.15.16): the phase may be completed by
+    arrivals of another CTA of the cluster (`hopper.mbarrier_arrive_remote`)."""
 
     name = "hopper.mbarrier_wait"
     bars = operand_def(MbarriersType)
     slot = operand_def(IndexType)
     phase = operand_def(IndexType)
-    assembly_format = "$bars `[` $slot `]` `,` $phase attr-dict `:` type($bars)"
+    cluster = opt_prop_def(UnitAttr)
+    assembly_format = (
+        "$bars `[` $slot `]` `,` $phase (`cluster` $cluster^)? attr-dict `:` type($bars)"
+    )
 
-    def __init__(self, bars: SSAValue, slot: SSAValue, phase: SSAValue):
-        super().__init__(operands=[bars, slot, phase])
+    def __init__(self, bars: SSAValue, slot: SSAValue, phase: SSAValue, cluster: bool = False):
+        super().__init__(
+            operands=[bars, slot, phase], properties={"cluster": UnitAttr()} if cluster else {}
+        )
 
 
 @irdl_op_definition
@@ -396,7 +403,7 @@ class WgmmaOp(IRDLOperation):
                 f"hopper.wgmma: {at} x {bt} (M={am}, N={bn}, K={ak}/{bk}) does not produce "
                 f"the accumulator {ct}"
             )
-        if at.element_type != bt.element_type:
+        if not mma_types_compatible(at.element_type, bt.element_type):
             raise VerifyException("hopper.wgmma: operand element types differ")
 
 
@@ -437,6 +444,31 @@ class StoreFragmentOp(IRDLOperation):
 
     def __init__(self, value: SSAValue, tile: SSAValue):
         super().__init__(operands=[value, tile])
+
+
+@irdl_op_definition
+class LoadFragmentOp(IRDLOperation):
+    """Every thread reads its registers of a shared-memory tile (128-byte-swizzled, as a
+    TMA load wrote it) in the accumulator layout of the partition (`ld.shared`, a pair of
+    adjacent columns per load): a 2-d tile received through an aref and read by
+    elementwise math rather than by wgmma."""
+
+    name = "hopper.load_fragment"
+    tile = operand_def(SmemTileType)
+    result = result_def(TensorType)
+    assembly_format = "$tile attr-dict `:` type($tile) `->` type($result)"
+
+    def __init__(self, tile: SSAValue, result_type: Attribute):
+        super().__init__(operands=[tile], result_types=[result_type])
+
+    def verify_(self) -> None:
+        tt, rt = self.tile.type, self.result.type
+        assert isinstance(tt, SmemTileType) and isinstance(rt, TensorType)
+        if tuple(rt.get_shape()) != tt.get_shape() or rt.element_type != tt.element_type:
+            raise VerifyException(
+                f"hopper.load_fragment: {tt} cannot be read as {rt} (shape and element type "
+                "must agree)"
+            )
 
 
 @irdl_op_definition
@@ -515,6 +547,136 @@ class TmaStoreOp(IRDLOperation):
         super().__init__(operands=[tile, dest, indices])
 
 
+# --- thread block clusters (issue 11) ----------------------------------------------------
+
+
+@irdl_op_definition
+class ClusterSyncOp(IRDLOperation):
+    """A barrier over all threads of the cluster: `barrier.cluster.arrive.release` then
+    `barrier.cluster.wait.acquire` (PTX ISA 9.7.13.3 barrier.cluster).  After the
+    mbarrier inits (with `fence.mbarrier_init.release.cluster`, `hopper.cta_sync`) it
+    publishes them to the peer CTAs before any multicast copy or remote arrival reaches
+    them; at the end of each partition it keeps every CTA alive until no peer can still
+    write into its shared memory or arrive on its barriers."""
+
+    name = "hopper.cluster_sync"
+    assembly_format = "attr-dict"
+
+
+@irdl_op_definition
+class ClusterCtaRankOp(IRDLOperation):
+    """The CTA's rank in its cluster (`%cluster_ctarank`, PTX ISA 10 special registers):
+    x + cx * y within a cx x cy cluster."""
+
+    name = "hopper.cluster_ctarank"
+    result = result_def(IndexType)
+    traits = traits_def(Pure())
+    assembly_format = "attr-dict"
+
+    def __init__(self):
+        super().__init__(result_types=[IndexType()])
+
+
+@irdl_op_definition
+class ClusterIdOp(IRDLOperation):
+    """The cluster's index in a one-dimensional launch (`%clusterid.x`, PTX ISA 10
+    special registers): the persistent tile loop of a cluster kernel counts clusters."""
+
+    name = "hopper.cluster_id"
+    result = result_def(IndexType)
+    traits = traits_def(Pure())
+    assembly_format = "attr-dict"
+
+    def __init__(self):
+        super().__init__(result_types=[IndexType()])
+
+
+@irdl_op_definition
+class NumClustersOp(IRDLOperation):
+    """The number of clusters of a one-dimensional launch (`%nclusterid.x`, PTX ISA 10
+    special registers)."""
+
+    name = "hopper.num_clusters"
+    result = result_def(IndexType)
+    traits = traits_def(Pure())
+    assembly_format = "attr-dict"
+
+    def __init__(self):
+        super().__init__(result_types=[IndexType()])
+
+
+@irdl_op_definition
+class MbarrierArriveRemoteOp(IRDLOperation):
+    """One arrival per warp that executes it (lane 0 arrives) on barrier `bars[slot]` of
+    the CTA of rank `cta` in the cluster: the barrier's address mapped into that CTA
+    (`mapa.shared::cluster`, PTX ISA 9.7.9.21) and
+    `mbarrier.arrive.release.cluster.shared::cluster` (PTX ISA 9.7.13.15.13)."""
+
+    name = "hopper.mbarrier_arrive_remote"
+    bars = operand_def(MbarriersType)
+    slot = operand_def(IndexType)
+    cta = operand_def(IndexType)
+    assembly_format = "$bars `[` $slot `]` `,` `cta` $cta attr-dict `:` type($bars)"
+
+    def __init__(self, bars: SSAValue, slot: SSAValue, cta: SSAValue):
+        super().__init__(operands=[bars, slot, cta])
+
+
+@irdl_op_definition
+class TmaLoadMulticastOp(IRDLOperation):
+    """The CTA of rank `rank` among the `ctas` CTAs of its cluster copies its band of
+    rows of the tile of `source` at the element coordinates (band `rank` of `ctas` equal
+    bands: `SwizzledTile.row_band`) into slot `slot` of the ring of every CTA of the
+    cluster, completing on `bars[slot]` in each of them (the same shared-memory offsets
+    in every destination CTA; `cp.async.bulk.tensor...multicast::cluster` with ctaMask
+    2^ctas - 1, PTX ISA 9.7.9.25).  With every CTA of the cluster issuing its band, each
+    CTA's slot receives the whole tile, whose bytes its own `arrive.expect_tx` expects.
+    Out-of-bounds elements are zero-filled."""
+
+    name = "hopper.tma_load_multicast"
+    source = operand_def(GlobalTensorType)
+    indices = var_operand_def(IndexType)
+    ring = operand_def(SmemRingType)
+    bars = operand_def(MbarriersType)
+    slot = operand_def(IndexType)
+    rank = operand_def(IndexType)
+    ctas = prop_def(IntegerAttr[I64])
+    assembly_format = (
+        "$source `[` $indices `]` `,` $ring `[` $slot `]` `,` $bars `,` `rank` $rank `of` $ctas "
+        "attr-dict `:` type($source) `,` type($ring) `,` type($bars)"
+    )
+
+    def __init__(
+        self,
+        source: SSAValue,
+        indices: Sequence[SSAValue],
+        ring: SSAValue,
+        bars: SSAValue,
+        slot: SSAValue,
+        rank: SSAValue,
+        ctas: int,
+    ):
+        super().__init__(
+            operands=[source, indices, ring, bars, slot, rank],
+            properties={"ctas": IntegerAttr(ctas, i64)},
+        )
+
+    def verify_(self) -> None:
+        st, rt = self.source.type, self.ring.type
+        assert isinstance(st, GlobalTensorType) and isinstance(rt, SmemRingType)
+        if len(self.indices) != st.rank or st.rank != 2 or len(rt.shape) != 3:
+            raise VerifyException("hopper.tma_load_multicast: only 2-d tiles of 2-d tensors")
+        if st.element_type != rt.element_type:
+            raise VerifyException("hopper.tma_load_multicast: element types differ")
+        ctas = self.ctas.value.data
+        if not 2 <= ctas <= 16:
+            raise VerifyException("hopper.tma_load_multicast: a cluster has 2 to 16 CTAs here")
+        try:
+            rt.tile_type.layout.row_band(ctas)
+        except ValueError as err:
+            raise VerifyException(f"hopper.tma_load_multicast: {err}") from None
+
+
 Hopper = Dialect(
     "hopper",
     [
@@ -530,11 +692,18 @@ Hopper = Dialect(
         WgmmaOp,
         WgmmaWaitOp,
         StoreFragmentOp,
+        LoadFragmentOp,
         ConsumerSyncOp,
         TurnOp,
         TmaStoreOp,
         CtaIdOp,
         NumCtasOp,
+        ClusterSyncOp,
+        ClusterCtaRankOp,
+        ClusterIdOp,
+        NumClustersOp,
+        MbarrierArriveRemoteOp,
+        TmaLoadMulticastOp,
     ],
     [SmemRingType, SmemTileType, MbarriersType],
 )

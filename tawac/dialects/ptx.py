@@ -91,6 +91,10 @@ _KIND_OF_TYPE = {
 }
 
 
+# wgmma's 8-bit float operand types (PTX ISA 9.7.15.5: `.e4m3`, `.e5m2`; k32, K-major).
+WGMMA_FP8_TYPES = ("e4m3", "e5m2")
+
+
 def reg_of(ptx_type: str) -> RegType:
     """The register class that holds a value of a PTX type such as `s32` or `bf16`."""
     return RegType(_KIND_OF_TYPE[ptx_type])
@@ -219,7 +223,9 @@ class AssignImmOp(PtxInstruction):
 
 @irdl_op_definition
 class SpecialRegOp(PtxInstruction):
-    """`mov.u32 d, %tid.x;` reads a special register (PTX ISA 10)."""
+    """`mov.u32 d, %tid.x;` reads a special register (PTX ISA 10): `tid.x`, `ctaid.x`,
+    `nctaid.x`, ...; for clusters `cluster_ctarank` (the CTA's rank in its cluster),
+    `clusterid.x` and `nclusterid.x` (the cluster's index and count along x)."""
 
     name = "ptx.sreg"
     sreg = prop_def(StringAttr)
@@ -701,6 +707,48 @@ class StSharedOp(PtxInstruction):
 
 
 @irdl_op_definition
+class LdSharedOp(PtxInstruction):
+    """`ld.shared.type d, [addr];` (PTX ISA 9.7.9.8)."""
+
+    name = "ptx.ld_shared"
+    type = prop_def(StringAttr)
+    addr = operand_def(RegType)
+    result = result_def(RegType)
+
+    def __init__(self, ptx_type: str, addr: SSAValue):
+        super().__init__(
+            operands=[addr],
+            properties={"type": StringAttr(ptx_type)},
+            result_types=[reg_of(ptx_type)],
+        )
+
+    def ptx_text(self, n: Names) -> str:
+        return f"ld.shared.{_s(self.type)} {n(self.result)}, [{n(self.addr)}];"
+
+
+@irdl_op_definition
+class LdSharedV2Op(PtxInstruction):
+    """`ld.shared.v2.type {d0, d1}, [addr];`: two adjacent elements, 8-byte aligned
+    (PTX ISA 9.7.9.8, vector loads)."""
+
+    name = "ptx.ld_shared_v2"
+    type = prop_def(StringAttr)
+    addr = operand_def(RegType)
+    lo = result_def(RegType)
+    hi = result_def(RegType)
+
+    def __init__(self, ptx_type: str, addr: SSAValue):
+        super().__init__(
+            operands=[addr],
+            properties={"type": StringAttr(ptx_type)},
+            result_types=[reg_of(ptx_type), reg_of(ptx_type)],
+        )
+
+    def ptx_text(self, n: Names) -> str:
+        return f"ld.shared.v2.{_s(self.type)} {{{n(self.lo)}, {n(self.hi)}}}, [{n(self.addr)}];"
+
+
+@irdl_op_definition
 class FenceProxyAsyncOp(PtxInstruction):
     """`fence.proxy.async.shared::cta;` orders generic-proxy shared-memory writes before
     async-proxy (TMA, wgmma) reads (PTX ISA 9.7.12.4)."""
@@ -774,6 +822,17 @@ class ExitOp(PtxInstruction):
 
 
 # --- synchronisation -----------------------------------------------------------------------
+
+
+@irdl_op_definition
+class BarWarpSyncOp(PtxInstruction):
+    """`bar.warp.sync -1;`: the lanes of the warp meet, and their memory accesses before
+    it are performed relative to one another (PTX ISA 9.7.12.3)."""
+
+    name = "ptx.bar_warp_sync"
+
+    def ptx_text(self, n: Names) -> str:
+        return "bar.warp.sync -1;"
 
 
 @irdl_op_definition
@@ -885,21 +944,96 @@ class MbarrierArriveExpectTxOp(PtxInstruction):
 
 @irdl_op_definition
 class MbarrierTryWaitOp(PtxInstruction):
-    """`mbarrier.try_wait.parity.shared::cta.b64 p, [addr], phase;` (9.7.13.15.16)."""
+    """`mbarrier.try_wait.parity{.acquire.cluster}.shared::cta.b64 p, [addr], phase;`
+    (9.7.13.15.16); `scope = "cluster"` acquires at cluster scope (arrivals from other
+    CTAs of the cluster), the default is `.acquire.cta`."""
 
     name = "ptx.mbarrier_try_wait"
     addr = operand_def(RegType)
     phase = operand_def(RegType)
+    scope = opt_prop_def(StringAttr)
     result = result_def(RegType)
 
-    def __init__(self, addr: SSAValue, phase: SSAValue):
-        super().__init__(operands=[addr, phase], result_types=[PRED])
+    def __init__(self, addr: SSAValue, phase: SSAValue, scope: str | None = None):
+        props = {"scope": StringAttr(scope)} if scope is not None else {}
+        super().__init__(operands=[addr, phase], properties=props, result_types=[PRED])
+
+    def verify_(self) -> None:
+        if self.scope is not None and _s(self.scope) not in ("cta", "cluster"):
+            raise VerifyException(f"ptx.mbarrier_try_wait: unknown scope {_s(self.scope)}")
 
     def ptx_text(self, n: Names) -> str:
+        sem = f".acquire.{_s(self.scope)}" if self.scope is not None else ""
         return (
-            f"mbarrier.try_wait.parity.shared::cta.b64 {n(self.result)}, "
+            f"mbarrier.try_wait.parity{sem}.shared::cta.b64 {n(self.result)}, "
             f"[{n(self.addr)}], {n(self.phase)};"
         )
+
+
+# --- thread block clusters -----------------------------------------------------------------
+
+
+@irdl_op_definition
+class MapaOp(PtxInstruction):
+    """`mapa.shared::cluster.u32 d, a, rank;`: the shared::cluster address of the
+    variable at shared address `a` in the CTA of rank `rank` of the cluster (PTX ISA
+    9.7.9.21 mapa)."""
+
+    name = "ptx.mapa"
+    addr = operand_def(RegType)
+    rank = operand_def(RegType)
+    result = result_def(RegType)
+
+    def __init__(self, addr: SSAValue, rank: SSAValue):
+        super().__init__(operands=[addr, rank], result_types=[B32])
+
+    def ptx_text(self, n: Names) -> str:
+        return f"mapa.shared::cluster.u32 {n(self.result)}, {n(self.addr)}, {n(self.rank)};"
+
+
+@irdl_op_definition
+class MbarrierArriveClusterOp(PtxInstruction):
+    """`{@p} mbarrier.arrive.shared::cluster.b64 _, [addr];`: one arrival on an mbarrier
+    of any CTA of the cluster (`addr` from `mapa`), with the default `.release.cta`
+    semantics (PTX ISA 9.7.13.15.13), optionally predicated like `ptx.mbarrier_arrive`.
+    A consumer releasing a ring slot has waited for its wgmma reads already; a
+    `.release.cluster` arrive would add a GPU-wide memory barrier (`MEMBAR.ALL.GPU`) per
+    arrival, which the slot's protocol does not need (CUTLASS's cluster pipelines arrive
+    this way too)."""
+
+    name = "ptx.mbarrier_arrive_cluster"
+    addr = operand_def(RegType)
+    guard = var_operand_def(RegType)
+
+    def __init__(self, addr: SSAValue, guard: SSAValue | None = None):
+        super().__init__(operands=[addr, [guard] if guard is not None else []])
+
+    def ptx_text(self, n: Names) -> str:
+        pred = f"@{n(self.guard[0])} " if self.guard else ""
+        return f"{pred}mbarrier.arrive.shared::cluster.b64 _, [{n(self.addr)}];"
+
+
+@irdl_op_definition
+class BarrierClusterArriveOp(PtxInstruction):
+    """`barrier.cluster.arrive.release;`: this thread arrives at the cluster barrier
+    (PTX ISA 9.7.13.3 barrier.cluster; not `.aligned`: threads may arrive from divergent
+    code)."""
+
+    name = "ptx.barrier_cluster_arrive"
+
+    def ptx_text(self, n: Names) -> str:
+        return "barrier.cluster.arrive.release;"
+
+
+@irdl_op_definition
+class BarrierClusterWaitOp(PtxInstruction):
+    """`barrier.cluster.wait.acquire;`: waits until every non-exited thread of the
+    cluster has arrived (PTX ISA 9.7.13.3 barrier.cluster)."""
+
+    name = "ptx.barrier_cluster_wait"
+
+    def ptx_text(self, n: Names) -> str:
+        return "barrier.cluster.wait.acquire;"
 
 
 @irdl_op_definition
@@ -945,6 +1079,44 @@ class CpAsyncBulkTensorLoadOp(PtxInstruction):
             f"cp.async.bulk.tensor.{len(self.coords)}d.shared::cluster.global.tile"
             f".mbarrier::complete_tx::bytes [{n(self.dst)}], [{n(self.tmap)}, {{{cs}}}], "
             f"[{n(self.bar)}];"
+        )
+
+
+@irdl_op_definition
+class CpAsyncBulkTensorLoadMulticastOp(PtxInstruction):
+    """`cp.async.bulk.tensor.Nd.shared::cluster.global.tile.mbarrier::complete_tx::bytes
+    .multicast::cluster [dst], [tmap, {c0, ...}], [bar], mask;`: one copy written to the
+    same shared-memory offset `dst` of every CTA of the cluster whose rank is set in the
+    16-bit `mask`, completing on the mbarrier at offset `bar` of each (PTX ISA
+    9.7.9.25.5.1)."""
+
+    name = "ptx.cp_async_bulk_tensor_load_multicast"
+    dst = operand_def(RegType)
+    tmap = operand_def(RegType)
+    bar = operand_def(RegType)
+    mask = operand_def(RegType)
+    coords = var_operand_def(RegType)
+
+    def __init__(
+        self,
+        dst: SSAValue,
+        tmap: SSAValue,
+        bar: SSAValue,
+        mask: SSAValue,
+        coords: Sequence[SSAValue],
+    ):
+        super().__init__(operands=[dst, tmap, bar, mask, coords])
+
+    def verify_(self) -> None:
+        if _kind(self.mask) != "b16":
+            raise VerifyException("ptx.cp_async_bulk_tensor_load_multicast: mask is a b16")
+
+    def ptx_text(self, n: Names) -> str:
+        cs = ", ".join(n(c) for c in self.coords)
+        return (
+            f"cp.async.bulk.tensor.{len(self.coords)}d.shared::cluster.global.tile"
+            f".mbarrier::complete_tx::bytes.multicast::cluster [{n(self.dst)}], "
+            f"[{n(self.tmap)}, {{{cs}}}], [{n(self.bar)}], {n(self.mask)};"
         )
 
 
@@ -1049,13 +1221,17 @@ class WgmmaWaitOp(PtxInstruction):
 class WgmmaMmaAsyncOp(PtxInstruction):
     """`wgmma.mma_async.sync.aligned.m64nNk16.f32.T.T {d...}, descA, descB, p, 1, 1, tA, tB;`
 
-    The `acc` registers are read and written in place (PTX ISA 9.7.15.5.2).
+    The `acc` registers are read and written in place (PTX ISA 9.7.15.5.2).  `b_type`,
+    when set, is B's type where it differs from A's (e4m3 x e5m2).  The fp8 forms
+    (`m64nNk32.f32.e4m3.e5m2 ... p, 1, 1;`) take no transpose operands: both operands
+    are K-major.
     """
 
     name = "ptx.wgmma_mma_async"
     n = prop_def(IntegerAttr[I64])
     k = prop_def(IntegerAttr[I64])
     ab_type = prop_def(StringAttr)
+    b_type = opt_prop_def(StringAttr)
     trans_a = prop_def(IntegerAttr[I64])
     trans_b = prop_def(IntegerAttr[I64])
     desc_a = operand_def(RegType)
@@ -1074,17 +1250,22 @@ class WgmmaMmaAsyncOp(PtxInstruction):
         acc: Sequence[SSAValue],
         trans_a: int = 0,
         trans_b: int = 0,
+        b_type: str | None = None,
     ):
-        super().__init__(
-            operands=[desc_a, desc_b, scale_d, acc],
-            properties={
-                "n": IntegerAttr(n, i64),
-                "k": IntegerAttr(k, i64),
-                "ab_type": StringAttr(ab_type),
-                "trans_a": IntegerAttr(trans_a, i64),
-                "trans_b": IntegerAttr(trans_b, i64),
-            },
-        )
+        props: dict[str, Attribute] = {
+            "n": IntegerAttr(n, i64),
+            "k": IntegerAttr(k, i64),
+            "ab_type": StringAttr(ab_type),
+            "trans_a": IntegerAttr(trans_a, i64),
+            "trans_b": IntegerAttr(trans_b, i64),
+        }
+        if b_type is not None and b_type != ab_type:
+            props["b_type"] = StringAttr(b_type)
+        super().__init__(operands=[desc_a, desc_b, scale_d, acc], properties=props)
+
+    @property
+    def fp8(self) -> bool:
+        return _s(self.ab_type) in WGMMA_FP8_TYPES
 
     def verify_(self) -> None:
         n = _i(self.n)
@@ -1095,14 +1276,24 @@ class WgmmaMmaAsyncOp(PtxInstruction):
                 f"ptx.wgmma_mma_async: m64n{n} takes {n // 2} accumulator registers, "
                 f"got {len(self.acc)}"
             )
+        b = _s(self.b_type) if self.b_type is not None else _s(self.ab_type)
+        if self.fp8 != (b in WGMMA_FP8_TYPES):
+            raise VerifyException(
+                f"ptx.wgmma_mma_async: {_s(self.ab_type)} x {b} is not a wgmma type pair"
+            )
+        if self.fp8 and (_i(self.trans_a) or _i(self.trans_b) or _i(self.k) != 32):
+            raise VerifyException(
+                "ptx.wgmma_mma_async: fp8 wgmmas are k32 with K-major operands (no transpose)"
+            )
 
     def ptx_text(self, n: Names) -> str:
         t = _s(self.ab_type)
+        tb = _s(self.b_type) if self.b_type is not None else t
         regs = ", ".join(n(r) for r in self.acc)
+        trans = "" if self.fp8 else f", {_i(self.trans_a)}, {_i(self.trans_b)}"
         return (
-            f"wgmma.mma_async.sync.aligned.m64n{_i(self.n)}k{_i(self.k)}.f32.{t}.{t} "
-            f"{{{regs}}}, {n(self.desc_a)}, {n(self.desc_b)}, {n(self.scale_d)}, 1, 1, "
-            f"{_i(self.trans_a)}, {_i(self.trans_b)};"
+            f"wgmma.mma_async.sync.aligned.m64n{_i(self.n)}k{_i(self.k)}.f32.{t}.{tb} "
+            f"{{{regs}}}, {n(self.desc_a)}, {n(self.desc_b)}, {n(self.scale_d)}, 1, 1{trans};"
         )
 
 
@@ -1268,6 +1459,8 @@ Ptx = Dialect(
         LdGlobalOp,
         StGlobalOp,
         StSharedOp,
+        LdSharedOp,
+        LdSharedV2Op,
         FenceProxyAsyncOp,
         CpAsyncBulkTensorStoreOp,
         CpAsyncBulkCommitOp,
@@ -1275,6 +1468,7 @@ Ptx = Dialect(
         LabelOp,
         BraOp,
         ExitOp,
+        BarWarpSyncOp,
         BarSyncOp,
         BarSyncRegOp,
         BarArriveRegOp,
@@ -1285,6 +1479,11 @@ Ptx = Dialect(
         MbarrierTryWaitOp,
         SetmaxnregOp,
         CpAsyncBulkTensorLoadOp,
+        CpAsyncBulkTensorLoadMulticastOp,
+        MapaOp,
+        MbarrierArriveClusterOp,
+        BarrierClusterArriveOp,
+        BarrierClusterWaitOp,
         PrefetchTensormapOp,
         WgmmaFenceOp,
         WgmmaCommitOp,

@@ -14,7 +14,8 @@ solver) can write a schedule by hand. The fields:
 - `roles`: per partition, in order, its role, warp groups and per-thread register budget
   (`setmaxnreg`);
 - `arefs`: per `aref.create`, in order, its ring depth and release lag (the slot of
-  iteration i is released at iteration i + lag, after its MMA; `pipeline`);
+  iteration i is released at iteration i + lag, after its MMA; `pipeline`), and the
+  payload tiles the CTAs of a cluster load together (`multicast [1]`);
 - `loops`: the software-pipeline schedule of a role's main loop (the i-th loop moving
   data through arefs in that partition): its scheduled ops (the body's top-level ops
   other than scalar index math, MMA waits and the yield, numbered in body order) listed
@@ -22,6 +23,10 @@ solver) can write a schedule by hand. The fields:
   iteration j). A loop not listed runs every op at stage 0 in body order; `expanded`
   says the loop has been rewritten into its pipelined form (`coarse-pipeline`);
 - `turns`: the consumer warp groups take turns on the tensor core (`pingpong`);
+- `cluster`: the thread block cluster `[cx, cy]` over program ids (x, y): `[2, 1]` pairs
+  the CTAs of program ids x = 2i and 2i + 1 (same y), which load the operand they share
+  once for both (an aref's `multicast` payloads: each CTA copies its band of the tile's
+  rows into every CTA of the cluster); absent for `[1, 1]`;
 - `tiles` and `program_grid`: a persistent kernel's tile order (`grouped G`: groups of G
   rows of program id x; `longest_first up|down`: longest tiles first, for work that
   grows with x) over its grid of programs (the launch ABI's grid form); absent for a
@@ -43,6 +48,8 @@ from xdsl.printer import Printer
 from xdsl.utils.exceptions import VerifyException
 
 TILE_ORDERS = ("grouped", "longest_first")
+#: The cluster shapes over program ids (x, y) that the passes apply.
+CLUSTER_SHAPES = ((1, 1), (2, 1), (1, 2))
 
 
 @dataclass(frozen=True)
@@ -58,10 +65,13 @@ class RolePlan:
 @dataclass(frozen=True)
 class ArefPlan:
     """One aref: a ring of `depth` slots; the slot of iteration i is released `lag`
-    iterations later (0: right after its last use)."""
+    iterations later (0: right after its last use); the payload tiles numbered in
+    `multicast` are loaded by the CTAs of the cluster together (each copies a band of
+    rows into the same slot of every CTA: `hopper.tma_load_multicast`)."""
 
     depth: int
     lag: int = 0
+    multicast: tuple[int, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -115,6 +125,7 @@ class Schedule:
     arefs: tuple[ArefPlan, ...] = ()
     loops: tuple[LoopPlan, ...] = ()
     turns: bool = False
+    cluster: tuple[int, int] = (1, 1)
     tiles: tuple[str, int | str] | None = None
     program_grid: Attribute | None = None
     smem_bytes: int | None = None
@@ -124,6 +135,18 @@ class Schedule:
     @property
     def persistent(self) -> bool:
         return self.tiles is not None
+
+    @property
+    def cluster_size(self) -> int:
+        """CTAs per cluster."""
+        return self.cluster[0] * self.cluster[1]
+
+    @property
+    def cluster_axis(self) -> int | None:
+        """The program-id axis whose neighbours form a cluster (0: x, 1: y), or None."""
+        if self.cluster_size == 1:
+            return None
+        return 0 if self.cluster[0] > 1 else 1
 
     def role(self, name: str) -> RolePlan | None:
         return next((r for r in self.roles if r.role == name), None)
@@ -162,7 +185,18 @@ def _parse_aref(parser: AttrParser) -> ArefPlan:
     parser.parse_keyword("depth")
     depth = _int(parser)
     lag = _int(parser) if parser.parse_optional_keyword("lag") is not None else 0
-    return ArefPlan(depth, lag)
+    multicast: tuple[int, ...] = ()
+    if parser.parse_optional_keyword("multicast") is not None:
+        multicast = tuple(_parse_list(parser, lambda: _int(parser)))
+    return ArefPlan(depth, lag, multicast)
+
+
+def _parse_cluster(parser: AttrParser) -> tuple[int, int]:
+    pos = parser.pos
+    dims = _parse_list(parser, lambda: _int(parser))
+    if len(dims) != 2:
+        parser.raise_error("expected a cluster shape [cx, cy]", pos, parser.pos)
+    return (dims[0], dims[1])
 
 
 def _parse_op(parser: AttrParser) -> OpPlan:
@@ -216,6 +250,7 @@ _FIELDS = {
     "roles": lambda p: tuple(_parse_list(p, lambda: _parse_role(p))),
     "arefs": lambda p: tuple(_parse_list(p, lambda: _parse_aref(p))),
     "loops": lambda p: tuple(_parse_list(p, lambda: _parse_loop(p))),
+    "cluster": _parse_cluster,
     "tiles": _parse_tiles,
     "program_grid": lambda p: p.parse_attribute(),
     "smem_bytes": _int,
@@ -229,7 +264,10 @@ def _role_text(r: RolePlan) -> str:
 
 
 def _aref_text(a: ArefPlan) -> str:
-    return f"depth {a.depth}" + (f" lag {a.lag}" if a.lag else "")
+    text = f"depth {a.depth}" + (f" lag {a.lag}" if a.lag else "")
+    if a.multicast:
+        text += " multicast [" + ", ".join(map(str, a.multicast)) + "]"
+    return text
 
 
 def _loop_text(lp: LoopPlan) -> str:
@@ -281,6 +319,8 @@ class ScheduleAttr(Data[Schedule]):
             parts.append("loops = [" + ", ".join(map(_loop_text, s.loops)) + "]")
         if s.turns:
             parts.append("turns")
+        if s.cluster != (1, 1):
+            parts.append(f"cluster = [{s.cluster[0]}, {s.cluster[1]}]")
         if s.tiles is not None:
             parts.append(f"tiles = {s.tiles[0]} {s.tiles[1]}")
         printer.print_string("<" + ", ".join(parts))
@@ -314,6 +354,15 @@ class ScheduleAttr(Data[Schedule]):
                 )
         if s.tiles is not None and s.program_grid is None:
             raise VerifyException("#tawac.schedule: a tile order needs its program_grid")
+        if s.cluster not in CLUSTER_SHAPES:
+            shapes = ", ".join(f"[{x}, {y}]" for x, y in CLUSTER_SHAPES)
+            raise VerifyException(
+                f"#tawac.schedule: cluster [{s.cluster[0]}, {s.cluster[1]}] is not one of {shapes}"
+            )
+        if s.cluster == (1, 1) and any(a.multicast for a in s.arefs):
+            raise VerifyException(
+                "#tawac.schedule: a multicast payload needs a cluster of more than one CTA"
+            )
 
 
 TawacDialect = Dialect("tawac", [], [ScheduleAttr])

@@ -23,6 +23,8 @@ from xdsl.dialects.builtin import (
     ArrayAttr,
     BFloat16Type,
     DictionaryAttr,
+    Float8E4M3FNType,
+    Float8E5M2Type,
     Float16Type,
     Float32Type,
     FunctionType,
@@ -56,6 +58,9 @@ from xdsl.traits import HasParent, IsolatedFromAbove, IsTerminator, Pure, Symbol
 from xdsl.utils.exceptions import VerifyException
 
 DYNAMIC = DYNAMIC_INDEX
+
+# The 8-bit float formats of tensors and MMA operands (wgmma's e4m3 and e5m2).
+FP8_TYPES = (Float8E4M3FNType, Float8E5M2Type)
 
 
 def type_str(t: Attribute) -> str:
@@ -114,6 +119,11 @@ class GlobalTensorType(ParametrizedAttribute, TypeAttribute):
         if not isinstance(self.element_type, AnyFloat):
             raise VerifyException(
                 f"!tile.tensor element type must be a float type, got {self.element_type}"
+            )
+        if self.element_type.bitwidth < 16 and not isinstance(self.element_type, FP8_TYPES):
+            raise VerifyException(
+                f"!tile.tensor element type {self.element_type} is not supported "
+                "(the 8-bit float types are f8E4M3FN and f8E5M2)"
             )
         if not self.shape.data:
             raise VerifyException("!tile.tensor must have rank >= 1")
@@ -409,7 +419,13 @@ class StoreOp(IRDLOperation):
         _check_access(self, self.dest.type, self.value.type, len(self.indices))
 
 
-MMA_INPUT_TYPES = (BFloat16Type, Float16Type)
+MMA_INPUT_TYPES = (BFloat16Type, Float16Type, Float8E4M3FNType, Float8E5M2Type)
+
+
+def mma_types_compatible(a: Attribute, b: Attribute) -> bool:
+    """Whether two MMA operand element types may meet in one product: equal, or two
+    fp8 formats (wgmma multiplies e4m3 by e5m2)."""
+    return a == b or (isinstance(a, FP8_TYPES) and isinstance(b, FP8_TYPES))
 
 
 @irdl_op_definition
@@ -472,9 +488,10 @@ class DotOp(IRDLOperation):
             raise VerifyException("tile.dot: result type must equal the accumulator type")
         if not isinstance(lt.element_type, MMA_INPUT_TYPES):
             raise VerifyException(
-                f"tile.dot: operand element type {lt.element_type} is not supported (bf16 or f16)"
+                f"tile.dot: operand element type {lt.element_type} is not supported "
+                "(bf16, f16, f8E4M3FN or f8E5M2)"
             )
-        if lt.element_type != rt.element_type:
+        if not mma_types_compatible(lt.element_type, rt.element_type):
             raise VerifyException(
                 f"tile.dot: operand element types differ: {type_str(lt)} vs {type_str(rt)}"
             )

@@ -11,8 +11,18 @@ For an aref with payload (T1..Tn) and D slots:
   `arrive.expect_tx full[slot]` with the summed bytes of the tiles, and one `tma_load`
   per tile completing on `full[slot]` (the loads must be `tile.load`s: TMA);
 - `aref.get %r[%it]` -> wait `full[slot]` with parity phase; the payload is read in place
-  through `hopper.smem_slot`; its users must be `tile.dot`s, which become `hopper.wgmma`;
+  through `hopper.smem_slot`: a tile read as `tile.dot` A or B operands by wgmma (the dots
+  become `hopper.wgmma`), any other tile (an epilogue's C, read by consumer math) into the
+  registers of the accumulator layout by `hopper.load_fragment` right after the wait;
 - `aref.consumed %r[%it]` -> `hopper.mbarrier_arrive empty[slot]`.
+
+With a cluster of C CTAs in the schedule (docs/design.md, "Clusters"): `empty` counts the
+consumer warps of all C CTAs and each consumer warp also arrives on the same barrier of
+every peer (`hopper.mbarrier_arrive_remote`), since the peers' multicast copies write
+into this CTA's slot; the producer's wait on `empty` acquires at cluster scope; the
+aref's `multicast` payloads become `hopper.tma_load_multicast` (each CTA its band of
+rows, into every CTA's slot; `full` still expects the whole payload); the inits are
+followed by a cluster barrier (`hopper.cluster_sync`), and every partition ends with one.
 
 It checks that the partitions' register budgets (`regs`, applied from the schedule by
 `cooperative-consumers`) fit the register file.
@@ -30,7 +40,7 @@ from xdsl.dialects.builtin import (
     TensorType,
     UnitAttr,
 )
-from xdsl.ir import Operation, SSAValue
+from xdsl.ir import Operation, SSAValue, Use
 from xdsl.passes import ModulePass
 from xdsl.rewriter import InsertPoint, Rewriter
 
@@ -48,6 +58,35 @@ class _Lowered:
     empty: SSAValue
     depth: int
     tx_bytes: int
+    cluster: _Cluster | None = None
+    multicast: tuple[int, ...] = ()
+
+
+@dataclass
+class _Cluster:
+    """The CTA's rank in its cluster of `ctas` CTAs and the ranks of its peers."""
+
+    ctas: int
+    rank: SSAValue
+    peers: list[SSAValue]
+
+
+def _cluster_ops(ctas: int) -> tuple[list[Operation], _Cluster]:
+    """The cluster barrier after the mbarrier inits, the CTA's rank and its peers'
+    ranks (rank + d) mod ctas."""
+    rank = hopper.ClusterCtaRankOp()
+    rank.result.name_hint = "rank"
+    n = arith.ConstantOp.from_int_and_width(ctas, IndexType())
+    ops: list[Operation] = [hopper.ClusterSyncOp(), rank, n]
+    peers: list[SSAValue] = []
+    for d in range(1, ctas):
+        c = arith.ConstantOp.from_int_and_width(d, IndexType())
+        add = arith.AddiOp(rank.result, c.result)
+        peer = arith.RemUIOp(add.result, n.result)
+        peer.result.name_hint = "peer"
+        ops += [c, add, peer]
+        peers.append(peer.result)
+    return ops, _Cluster(ctas, rank.result, peers)
 
 
 def _slot_phase(it: SSAValue, depth: int) -> tuple[list[Operation], SSAValue, SSAValue]:
@@ -60,6 +99,27 @@ def _slot_phase(it: SSAValue, depth: int) -> tuple[list[Operation], SSAValue, SS
     slot.result.name_hint = "slot"
     phase.result.name_hint = "phase"
     return [d, one, slot, rnd, phase], slot.result, phase.result
+
+
+def _ring_sizes(kernel: tile.KernelOp) -> str:
+    """Each aref's rings: depth, payload, bytes, and whether consumer math reads them
+    (an epilogue's tile), for the diagnostic of a plan that does not fit."""
+    out = []
+    for n, create in enumerate(o for o in kernel.walk() if isinstance(o, aref.CreateOp)):
+        t = create.result.type
+        assert isinstance(t, aref.ArefType)
+        depth = t.depth.data
+        size = sum(hopper.ring_bytes(hopper.smem_ring_type(p, depth)) for p in t.payload)  # type: ignore[arg-type]
+        payload = ", ".join(tile.type_str(p) for p in t.payload)  # type: ignore[arg-type]
+        math = any(
+            isinstance(u.operation, aref.GetOp)
+            and any(not _mma_operand(x) for v in u.operation.values for x in v.uses)
+            for u in create.result.uses
+        )
+        name = create.result.name_hint or f"aref{n}"
+        what = ", read by consumer math" if math else ""
+        out.append(f"{name}: {depth} x {payload}{what}: {size} bytes")
+    return "; ".join(out)
 
 
 def _check_budgets(kernel: tile.KernelOp) -> None:
@@ -90,6 +150,11 @@ def lower_kernel(kernel: tile.KernelOp) -> None:
         p for p in body.ops if isinstance(p, aref.PartitionOp) and p.role.data == "consumer"
     ]
     consumer_warps = 4 * sum(p.warp_groups.data for p in consumers)
+    # A cluster's CTAs multicast into each other's rings: a slot is free again when the
+    # consumers of every CTA released it (each arrives on its own and its peers' empty).
+    sched = schedule.of(kernel)
+    ctas = sched.cluster_size
+    cluster_ops, cluster = _cluster_ops(ctas) if ctas > 1 else ([], None)
     plan = SmemPlan()
     lowered: dict[SSAValue, _Lowered] = {}
     inits: list[Operation] = []
@@ -113,20 +178,31 @@ def lower_kernel(kernel: tile.KernelOp) -> None:
         full.result.name_hint = "full"
         empty.result.name_hint = "empty"
         new_ops += [full, empty]
-        inits += [
-            hopper.MbarrierInitOp(full.result, 1),
-            hopper.MbarrierInitOp(empty.result, consumer_warps),
-        ]
+        inits.append(hopper.MbarrierInitOp(full.result, 1))
+        # an aref with multicast payloads is shared by the cluster; the others stay
+        # private to each CTA
+        k = len(lowered)
+        multicast = sched.arefs[k].multicast if k < len(sched.arefs) else ()
+        shared = cluster if multicast else None
+        inits.append(hopper.MbarrierInitOp(empty.result, consumer_warps * (ctas if shared else 1)))
         Rewriter.insert_op(new_ops, InsertPoint.before(create))
-        lowered[create.result] = _Lowered(rings, full.result, empty.result, depth, tx)
+        lowered[create.result] = _Lowered(
+            rings, full.result, empty.result, depth, tx, shared, multicast
+        )
     if not plan.fits():
         raise CompileError(
             f"lower-aref: the aref rings need {plan.end} bytes of shared memory, more than "
-            f"the {HOPPER.smem_per_block} bytes a CTA can have; use fewer stages or smaller tiles",
+            f"the {HOPPER.smem_per_block} bytes a CTA can have; use fewer stages or smaller tiles"
+            f" ({_ring_sizes(kernel)})",
             kernel,
         )
     first_part = next(p for p in body.ops if isinstance(p, aref.PartitionOp))
-    Rewriter.insert_op([*inits, hopper.CtaSyncOp()], InsertPoint.before(first_part))
+    Rewriter.insert_op([*inits, hopper.CtaSyncOp(), *cluster_ops], InsertPoint.before(first_part))
+    if cluster is not None:
+        # No CTA exits while a peer may still write into its rings or arrive on its
+        # barriers: every partition ends at a cluster barrier (all of its threads).
+        for part in [p for p in body.ops if isinstance(p, aref.PartitionOp)]:
+            part.body.block.add_op(hopper.ClusterSyncOp())
     schedule.update(kernel, smem_bytes=plan.end)
 
     views: dict[SSAValue, SSAValue] = {}
@@ -142,9 +218,13 @@ def lower_kernel(kernel: tile.KernelOp) -> None:
     dots: dict[tile.DotOp, None] = {}
     for get in gets:
         for v in get.values:
-            for use in v.uses:
+            uses = list(v.uses)
+            if uses and not any(_mma_operand(u) for u in uses):
+                _to_registers(v, views[v])
+                continue
+            for use in uses:
                 user = use.operation
-                if not isinstance(user, tile.DotOp):
+                if not _mma_operand(use):
                     raise CompileError(
                         f"lower-aref: a tile received through an aref feeds '{user.name}'; "
                         "only tile.dot can read shared-memory operands",
@@ -171,13 +251,22 @@ def _lower_put(put: aref.PutOp, low: _Lowered) -> None:
         hopper.MbarrierArriveExpectTxOp(low.full, slot, low.tx_bytes),
     ]
     loads: list[tile.LoadOp] = []
-    for v, ring in zip(put.values, low.rings, strict=True):
+    for i, (v, ring) in enumerate(zip(put.values, low.rings, strict=True)):
         ld = v.owner
         if not isinstance(ld, tile.LoadOp):
             raise CompileError(
                 "lower-aref: an aref.put payload must come from tile.load (a TMA copy)", put
             )
-        ops.append(hopper.TmaLoadOp(ld.source, list(ld.indices), ring, low.full, slot))
+        if low.cluster is not None and i in low.multicast:
+            # each CTA copies its band of rows into every CTA's slot: the whole tile
+            # lands in each, as the expect_tx above counts
+            c = low.cluster
+            load = hopper.TmaLoadMulticastOp(
+                ld.source, list(ld.indices), ring, low.full, slot, c.rank, c.ctas
+            )
+            ops.append(load)
+        else:
+            ops.append(hopper.TmaLoadOp(ld.source, list(ld.indices), ring, low.full, slot))
         loads.append(ld)
     Rewriter.insert_op(ops, InsertPoint.before(put))
     Rewriter.erase_op(put)
@@ -195,6 +284,24 @@ def _lower_get(get: aref.GetOp, low: _Lowered, views: dict[SSAValue, SSAValue]) 
         view.result.name_hint = v.name_hint
         views[v] = view.result
     Rewriter.insert_op([*ops, *slots], InsertPoint.before(get))
+
+
+def _mma_operand(use: Use) -> bool:
+    return isinstance(use.operation, tile.DotOp) and use.index in (0, 1)
+
+
+def _to_registers(value: SSAValue, view: SSAValue) -> None:
+    """A tile received through an aref and read by consumer math (not by a dot): every
+    thread reads its registers of the slot (`hopper.load_fragment`) right after the slot
+    is full; the slot is released by the `aref.consumed` after the math's first reads."""
+    load = hopper.LoadFragmentOp(view, value.type)
+    load.result.name_hint = value.name_hint
+    if isinstance(value.owner, Operation):
+        load.location = value.owner.location
+    owner = view.owner
+    assert isinstance(owner, Operation)
+    Rewriter.insert_op(load, InsertPoint.after(owner))
+    value.replace_all_uses_with(load.result)
 
 
 def _to_wgmma(dot: tile.DotOp, views: dict[SSAValue, SSAValue]) -> None:
@@ -226,6 +333,8 @@ def _to_wgmma(dot: tile.DotOp, views: dict[SSAValue, SSAValue]) -> None:
 def _lower_consumed(consumed: aref.ConsumedOp, low: _Lowered) -> None:
     ops, slot, _ = _slot_phase(consumed.index, low.depth)
     ops.append(hopper.MbarrierArriveOp(low.empty, slot))
+    if low.cluster is not None:
+        ops += [hopper.MbarrierArriveRemoteOp(low.empty, slot, p) for p in low.cluster.peers]
     Rewriter.insert_op(ops, InsertPoint.before(consumed))
     Rewriter.erase_op(consumed)
 

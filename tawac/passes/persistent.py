@@ -19,6 +19,16 @@ min(P, trips) slots, since the producer will wait for them.
 
 The logical grid (inferred from the stores, as for a plain launch) is the schedule's
 `program_grid`; the sidecar's grid becomes `{"persistent": 1}`.
+
+With a cluster of C CTAs along program id x (or y) in the schedule, the loop runs over
+the clusters' tiles (the grid with that axis divided by C, rounded up) from
+`%clusterid.x` in steps of `%nclusterid.x`, so both CTAs of a cluster take the same
+sequence of tiles and trip counts (their aref slots and phases agree, as the multicast
+into each other's rings needs); the CTA of rank r takes program id C * x' + r.  A CTA
+whose program lies past the grid (an odd count along the paired axis) computes a tile
+that is entirely out of range (its loads read zeros, its stores are clipped) rather than
+leave its peer waiting.  Groups of `group-m` programs along x stay groups of `group-m`
+programs (group-m / C cluster tiles).
 """
 
 from __future__ import annotations
@@ -149,16 +159,23 @@ def _make_persistent(
     group_m: int,
     depth: int,
     order: str | None,
+    cluster: tuple[int | None, int] = (None, 1),
 ) -> None:
     old = part.body.block
     new = Block()
     b = _Builder(new)
-    gx = _grid_extent(b, kernel, grid[0])
-    gy = _grid_extent(b, kernel, grid[1])
-    gz = _grid_extent(b, kernel, grid[2])
+    g = [_grid_extent(b, kernel, grid[a]) for a in range(3)]
+    axis, ctas = cluster
+    if axis is not None:
+        # A cluster's CTAs take the programs 2i, 2i + 1 along `axis` together: the loop
+        # runs over the clusters' tiles, in lockstep in the CTAs of each cluster.
+        g[axis] = b.add(arith.CeilDivUIOp(g[axis], b.const(ctas)))
+        if axis == 0:
+            group_m = max(1, group_m // ctas)
+    gx, gy, gz = g
     total = b.add(arith.MuliOp(b.add(arith.MuliOp(gx, gy)), gz))
-    first = b.add(hopper.CtaIdOp())
-    step = b.add(hopper.NumCtasOp())
+    first = b.add(hopper.CtaIdOp() if axis is None else hopper.ClusterIdOp())
+    step = b.add(hopper.NumCtasOp() if axis is None else hopper.NumClustersOp())
     zero = b.const(0)
 
     mains = main_loops(part)
@@ -170,7 +187,14 @@ def _make_persistent(
     loop = scf.ForOp(first, total, step, [zero] * (1 + len(mains)), Region(body))
     new.add_op(loop)
 
-    x, y, z = _tile_coords(_Builder(body), t, (gx, gy, gz), group_m, order)
+    ib = _Builder(body)
+    x, y, z = _tile_coords(ib, t, (gx, gy, gz), group_m, order)
+    if axis is not None:
+        # program id = ctas * (the cluster's tile) + the CTA's rank in the cluster
+        rank = ib.add(hopper.ClusterCtaRankOp())
+        xy = [x, y]
+        xy[axis] = ib.add(arith.AddiOp(ib.add(arith.MuliOp(xy[axis], ib.const(ctas))), rank))
+        x, y = xy
     for v, name in ((x, "pid_x"), (y, "pid_y"), (z, "pid_z")):
         v.name_hint = name
     pids = (x, y, z)
@@ -256,5 +280,12 @@ class PersistentPass(ModulePass):
             group_m = arg if kind == "grouped" else 0
             order = arg if kind == "longest_first" else None
             depth = plan.mma_depth or 0
+            cluster = (plan.cluster_axis, plan.cluster_size)
+            if plan.cluster_axis is not None and order is not None:
+                raise CompileError(
+                    "persistent: a cluster's CTAs take tiles in pairs, which the "
+                    "longest-first order does not do; use tiles = grouped",
+                    kernel,
+                )
             for part in parts:
-                _make_persistent(kernel, part, grid, group_m, depth, order)  # type: ignore[arg-type]
+                _make_persistent(kernel, part, grid, group_m, depth, order, cluster)  # type: ignore[arg-type]

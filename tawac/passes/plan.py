@@ -1,5 +1,6 @@
 """`plan{planner=heuristic stages=0 mma-depth=0 warp-groups=0 persistent=true group-m=8
-tile-prefetch=true coarse-pipeline=true pingpong=false}`: decide the kernel's schedule.
+tile-prefetch=true coarse-pipeline=true pingpong=false cluster=1x1}`: decide the kernel's
+schedule.
 
 Runs right after `warp-specialize`. The planner (`tawac.schedule.planner`) reads the
 partitioned kernel and returns its whole `Schedule`, recorded as `#tawac.schedule`; the
@@ -35,6 +36,7 @@ class PlanPass(ModulePass):
     tile_prefetch: bool = True
     coarse_pipeline: bool = True
     pingpong: bool = False
+    cluster: str = "1x1"
 
     def options(self) -> PipelineOptions:
         return PipelineOptions(
@@ -46,6 +48,7 @@ class PlanPass(ModulePass):
             tile_prefetch=self.tile_prefetch,
             coarse_pipeline=self.coarse_pipeline,
             pingpong=self.pingpong,
+            cluster=self.cluster,
         )
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:

@@ -11,7 +11,12 @@ Which op goes where is derived from the data flow, nothing in the input says it:
 - *MMA operand loads* (2-d `tile.load`s whose every use is an operand of `tile.dot`) are
   TMA-able and go to the producer, with the backward slice of their coordinates and the
   bounds of their enclosing loops (scalars and loop control are duplicated).
-- Everything else (MMAs, elementwise math, other loads, stores) goes to the consumer.
+- *Consumer tile loads* (2-d `tile.load`s that no `tile.dot` reads as an A or B operand:
+  an epilogue's second matrix, D = alpha A B^T + beta C) go to the producer too, each
+  through an aref of its own: TMA brings the tile into shared memory, the consumer reads
+  it into its registers (`lower-aref`: `hopper.load_fragment`) and releases the slot.
+  A load read both ways is an error.
+- Everything else (MMAs, elementwise math, 1-d loads, stores) goes to the consumer.
 - The loads of one block that feed the same MMAs form one aref (a tuple payload: GEMM's A
   and B); loads feeding different MMAs get separate arefs (attention's K and V), so each
   slot is released as soon as its own MMA has read it.  One `put` per iteration in the
@@ -27,7 +32,7 @@ from dataclasses import dataclass
 from xdsl.context import Context
 from xdsl.dialects import arith, scf
 from xdsl.dialects.builtin import IndexType, ModuleOp, TensorType
-from xdsl.ir import Block, Operation, Region, SSAValue
+from xdsl.ir import Block, Operation, Region, SSAValue, Use
 from xdsl.passes import ModulePass
 from xdsl.rewriter import InsertPoint, Rewriter
 from xdsl.transforms.dead_code_elimination import region_dce
@@ -60,6 +65,38 @@ SCALAR_OPS = (
 )
 
 
+def _is_mma_operand(use: Use) -> bool:
+    """The use is an A or B operand of a `tile.dot` (read from shared memory by wgmma)."""
+    return isinstance(use.operation, tile.DotOp) and use.index in (0, 1)
+
+
+def is_consumer_tile_load(op: Operation) -> bool:
+    """A 2-d `tile.load` that no `tile.dot` reads as an A or B operand: its users are
+    consumer math (elementwise ops, a dot's accumulator, loop-carried values)."""
+    if not isinstance(op, tile.LoadOp):
+        return False
+    t = op.result.type
+    if not isinstance(t, TensorType) or t.get_num_dims() != 2:
+        return False
+    uses = list(op.result.uses)
+    return bool(uses) and not any(_is_mma_operand(u) for u in uses)
+
+
+def _check_not_mixed(op: Operation) -> None:
+    """A 2-d load read both as an MMA operand and by other ops would need its slot in
+    shared memory and its registers at once."""
+    if not isinstance(op, tile.LoadOp) or not isinstance(op.result.type, TensorType):
+        return
+    uses = list(op.result.uses)
+    if op.result.type.get_num_dims() == 2 and len({_is_mma_operand(u) for u in uses}) == 2:
+        raise CompileError(
+            "warp-specialize: this tile.load is read both as a tile.dot operand and by other "
+            "ops, which is not supported yet; load the tile twice (one load for the MMA, "
+            "one for the math)",
+            op,
+        )
+
+
 def is_mma_operand_load(op: Operation) -> bool:
     if not isinstance(op, tile.LoadOp):
         return False
@@ -69,33 +106,50 @@ def is_mma_operand_load(op: Operation) -> bool:
     uses = list(op.result.uses)
     if not uses:
         return False
-    return all(isinstance(u.operation, tile.DotOp) and u.index in (0, 1) for u in uses)
+    return all(_is_mma_operand(u) for u in uses)
 
 
 @dataclass
 class _Group:
-    """The MMA operand loads of one block: one aref."""
+    """The MMA operand loads of one block feeding the same dots (kind "mma"), or one
+    consumer tile load (kind "math"): one aref."""
 
     block: Block
     loads: list[tile.LoadOp]
+    kind: str = "mma"
+
+    @property
+    def what(self) -> str:
+        return _LOAD_NAMES[self.kind][0]
+
+    @property
+    def whats(self) -> str:
+        return _LOAD_NAMES[self.kind][1]
+
+
+# How diagnostics name the loads of a group of each kind (one, several).
+_LOAD_NAMES = {
+    "mma": ("an MMA operand load", "MMA operand loads"),
+    "math": ("a 2-d tile.load read by consumer math", "2-d tile.loads read by consumer math"),
+}
 
 
 def _producer_slice(kernel: tile.KernelOp, groups: list[_Group]) -> set[Operation]:
     """The loads plus every op they need (coordinates, enclosing loop bounds)."""
     keep: set[Operation] = set()
-    work: list[SSAValue] = []
+    work: list[tuple[SSAValue, str]] = []
     for g in groups:
         for ld in g.loads:
             keep.add(ld)
-            work.extend(ld.operands)
+            work.extend((v, g.what) for v in ld.operands)
         block: Block | None = g.block
         while block is not None and block.parent_op() is not kernel:
             loop = block.parent_op()
             if isinstance(loop, scf.ForOp):
-                work.extend((loop.lb, loop.ub, loop.step))
+                work.extend((v, g.what) for v in (loop.lb, loop.ub, loop.step))
             block = loop.parent_block() if loop is not None else None
     while work:
-        v = work.pop()
+        v, what = work.pop()
         owner = v.owner
         if isinstance(owner, Block):
             parent = owner.parent_op()
@@ -104,7 +158,7 @@ def _producer_slice(kernel: tile.KernelOp, groups: list[_Group]) -> set[Operatio
             if isinstance(parent, scf.ForOp) and v is parent.body.block.args[0]:
                 continue  # induction variable
             raise CompileError(
-                "warp-specialize: the coordinates of an MMA operand load depend on a "
+                f"warp-specialize: the coordinates of {what} depend on a "
                 "loop-carried value, which the producer warp group cannot compute",
                 parent,
             )
@@ -112,12 +166,12 @@ def _producer_slice(kernel: tile.KernelOp, groups: list[_Group]) -> set[Operatio
             continue
         if not isinstance(owner, SCALAR_OPS):
             raise CompileError(
-                f"warp-specialize: the coordinates of an MMA operand load depend on "
+                f"warp-specialize: the coordinates of {what} depend on "
                 f"'{owner.name}', which the producer warp group cannot compute",
                 owner,
             )
         keep.add(owner)
-        work.extend(owner.operands)
+        work.extend((o, what) for o in owner.operands)
     return keep
 
 
@@ -237,6 +291,13 @@ def specialize(kernel: tile.KernelOp) -> None:
         dots = frozenset(u.operation for u in op.results[0].uses)
         key = (block, dots)
         groups.setdefault(key, _Group(block, [])).loads.append(op)  # type: ignore[arg-type]
+    has_mma = bool(groups)
+    for op in kernel.walk():
+        _check_not_mixed(op)
+        if has_mma and is_consumer_tile_load(op):
+            block = op.parent_block()
+            assert block is not None and isinstance(op, tile.LoadOp)
+            groups[(block, frozenset([op]))] = _Group(block, [op], "math")
     if not groups:
         raise CompileError(
             "warp-specialize: no tile.load feeds a tile.dot, so there is nothing for a "
@@ -251,7 +312,7 @@ def specialize(kernel: tile.KernelOp) -> None:
             parent = block.parent_op()
             if not isinstance(parent, scf.ForOp):
                 raise CompileError(
-                    f"warp-specialize: MMA operand loads inside '{parent.name}' are not "
+                    f"warp-specialize: {g.whats} inside '{parent.name}' are not "
                     "supported yet (only directly in the kernel or in an scf.for)",
                     g.loads[0],
                 )
@@ -259,7 +320,7 @@ def specialize(kernel: tile.KernelOp) -> None:
             block = parent.parent_block()
         if loops > 1:
             raise CompileError(
-                "warp-specialize: MMA operand loads in a loop nested inside another loop "
+                f"warp-specialize: {g.whats} in a loop nested inside another loop "
                 "are not supported yet (transfers are numbered by the innermost loop)",
                 g.loads[0],
             )

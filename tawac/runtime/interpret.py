@@ -6,8 +6,8 @@ program instance (P = grid x * grid y * grid z, x fastest):
 - `index` / integer values: int64 tensors of shape (P,); `i1` values: bool (P,);
 - `f32` scalars: float32 (P,);
 - tiles `tensor<AxBxT>`: float32 tensors of shape (P, A, B).  Every float result whose
-  declared element type is narrower than f32 (bf16, f16) is rounded to that type, so
-  `arith.truncf` rounds and `arith.extf` is exact.
+  declared element type is narrower than f32 (bf16, f16, f8E4M3FN, f8E5M2) is rounded to
+  that type, so `arith.truncf` rounds and `arith.extf` is exact.
 
 `tile.load` gathers with out-of-bounds elements read as zero, `tile.store` scatters with
 out-of-bounds elements dropped, `tile.dot` is a batched fp32 matmul.  `scf.for` loops may
@@ -29,6 +29,8 @@ from xdsl.dialects import arith, math, scf
 from xdsl.dialects.builtin import (
     BFloat16Type,
     DenseIntOrFPElementsAttr,
+    Float8E4M3FNType,
+    Float8E5M2Type,
     Float16Type,
     Float32Type,
     Float64Type,
@@ -60,11 +62,18 @@ def _round_dtype(t: Attribute) -> torch.dtype | None:
         return torch.bfloat16
     if isinstance(et, Float16Type):
         return torch.float16
+    if isinstance(et, Float8E4M3FNType):
+        return torch.float8_e4m3fn
+    if isinstance(et, Float8E5M2Type):
+        return torch.float8_e5m2
     return None
 
 
 def _is_float(t: Attribute) -> bool:
-    return isinstance(_element_type(t), BFloat16Type | Float16Type | Float32Type | Float64Type)
+    return isinstance(
+        _element_type(t),
+        BFloat16Type | Float16Type | Float32Type | Float64Type | Float8E4M3FNType | Float8E5M2Type,
+    )
 
 
 def _round(x: Value, t: Attribute) -> Value:

@@ -28,12 +28,17 @@ from tawac.runtime.libcuda import libcuda
 
 SIDECAR_FORMAT = 1
 
-# sidecar dtype -> (torch dtype attribute, CUtensorMapDataType member, bytes per element)
+# sidecar dtype -> (torch dtype attribute, CUtensorMapDataType member, bytes per element).
+# TMA has no fp8 data type: fp8 tensors are copied as bytes (UINT8); boxes, strides and
+# the 16-byte rules are in bytes, so a 128-byte swizzle row holds 128 fp8 elements.
 TENSOR_DTYPES: dict[str, tuple[str, str, int]] = {
     "bf16": ("bfloat16", "CU_TENSOR_MAP_DATA_TYPE_BFLOAT16", 2),
     "f16": ("float16", "CU_TENSOR_MAP_DATA_TYPE_FLOAT16", 2),
     "f32": ("float32", "CU_TENSOR_MAP_DATA_TYPE_FLOAT32", 4),
+    "f8E4M3FN": ("float8_e4m3fn", "CU_TENSOR_MAP_DATA_TYPE_UINT8", 1),
+    "f8E5M2": ("float8_e5m2", "CU_TENSOR_MAP_DATA_TYPE_UINT8", 1),
 }
+FP8_DTYPES = frozenset({"f8E4M3FN", "f8E5M2"})
 
 SWIZZLES: dict[str, str] = {
     "none": "CU_TENSOR_MAP_SWIZZLE_NONE",
@@ -57,6 +62,8 @@ PARAM_FORMATS: dict[str, str] = {
 PARAM_KINDS = frozenset({"tensor_map", "pointer", "dim", "stride", "scalar"})
 TENSOR_MAP_BYTES = 128
 TMA_ALIGN = 16
+# Accesses of an argument that the kernel writes (sidecar "args" "access").
+WRITTEN = frozenset({"write", "readwrite"})
 # Parameter sets a Kernel keeps, by call key (addresses, shapes, strides, scalars, stream).
 SEEN_CALLS = 64
 # Launch plans a Kernel keeps, by shape key (shapes, strides, dtypes, alignment, device).
@@ -94,15 +101,27 @@ def compute_grid(
     *,
     program_grid: Sequence[Mapping[str, Any]] | None = None,
     sm_count: int | None = None,
+    cluster: Sequence[int] = (1, 1, 1),
+    program_cluster: Sequence[int] | None = None,
 ) -> tuple[int, int, int]:
     """Evaluates the sidecar "grid" (one entry per axis x, y, z) against argument shapes.
 
     Entries are `{"const": n}`, `{"cdiv": {"arg": name, "dim": d}, "by": n}`, or, for a
     persistent kernel, `{"persistent": k}`: min(k * multiprocessors, programs), the
     programs being the product of the sidecar's "program_grid".
+
+    With a `cluster` shape (the sidecar's "cluster"), every axis is rounded up to a
+    multiple of the cluster's extent along it (the extra CTAs compute tiles that are
+    entirely out of range), and a persistent grid is rounded down to a multiple of the
+    cluster's size (at least one cluster), its programs counted in whole clusters: each
+    axis of "program_grid" rounded up to a multiple of `program_cluster` (the sidecar's
+    "program_cluster": the programs one cluster computes together).
     """
     if len(grid_spec) != 3:
         raise LaunchError(f"sidecar grid must have 3 entries (x, y, z), got {len(grid_spec)}")
+    if len(cluster) != 3 or any(int(c) < 1 for c in cluster):
+        raise LaunchError(f"cluster shape {tuple(cluster)} is not three positive extents")
+    size = math.prod(int(c) for c in cluster)
     out: list[int] = []
     for axis, entry in zip("xyz", grid_spec, strict=True):
         if "const" in entry:
@@ -111,8 +130,12 @@ def compute_grid(
         if "persistent" in entry:
             if program_grid is None or sm_count is None:
                 raise LaunchError("a persistent grid needs program_grid and the SM count")
-            px, py, pz = compute_grid(program_grid, shapes)
-            out.append(max(1, min(px * py * pz, int(entry["persistent"]) * sm_count)))
+            pc = [int(c) for c in (program_cluster or (1, 1, 1))]
+            programs = math.prod(
+                cdiv(p, c) * c for p, c in zip(compute_grid(program_grid, shapes), pc, strict=True)
+            )
+            ctas = min(programs, int(entry["persistent"]) * sm_count)
+            out.append(max(size, ctas // size * size))
             continue
         if "cdiv" not in entry:
             raise LaunchError(f"sidecar grid entry for axis {axis} is not understood: {entry}")
@@ -128,18 +151,29 @@ def compute_grid(
         if by <= 0:
             raise LaunchError(f"grid axis {axis}: divisor must be positive, got {by}")
         out.append(cdiv(int(shape[dim]), by))
+    if size > 1:
+        out = [
+            g if "persistent" in e else cdiv(g, int(c)) * int(c)
+            for g, c, e in zip(out, cluster, grid_spec, strict=True)
+        ]
     x, y, z = out
     if x > MAX_GRID_X or y > MAX_GRID_YZ or z > MAX_GRID_YZ:
         raise LaunchError(f"grid {tuple(out)} exceeds the CUDA limits (2^31-1, 65535, 65535)")
     return x, y, z
 
 
-def needs_padding(view: TensorView) -> bool:
+def needs_padding(view: TensorView, stored: bool = False) -> bool:
     """True when TMA cannot address the tensor in place.
 
     TMA needs a 16-byte aligned base and outer strides that are multiples of 16 bytes.
+    A TMA store also writes whole 16-byte pieces of a row (measured on an H100: a row of
+    100 bf16 gets 104 written), so a stored tensor whose rows end inside a 16-byte piece
+    (a column slice of a wider tensor; a contiguous one fails the stride rule already)
+    goes through a padded copy too, or the store would overwrite the columns after it.
     """
     if view.data_ptr % TMA_ALIGN != 0:
+        return True
+    if stored and (view.shape[-1] * view.elem_size) % TMA_ALIGN != 0:
         return True
     return any((s * view.elem_size) % TMA_ALIGN != 0 for s in view.strides[:-1])
 
@@ -274,6 +308,8 @@ def validate_sidecar(sidecar: Mapping[str, Any]) -> None:
             raise LaunchError(f"sidecar has no {key!r} entry")
     if len(sidecar["block"]) != 3 or len(sidecar.get("cluster", [1, 1, 1])) != 3:
         raise LaunchError("sidecar block and cluster must have 3 entries")
+    if len(sidecar.get("program_cluster", [1, 1, 1])) != 3:
+        raise LaunchError("sidecar program_cluster must have 3 entries")
     args = {a["name"]: a for a in sidecar["args"]}
     if len(args) != len(sidecar["args"]):
         raise LaunchError("sidecar argument names are not unique")
@@ -442,6 +478,12 @@ class Kernel:
         self.cluster = tuple(int(c) for c in sidecar.get("cluster", (1, 1, 1)))
         self.dynamic_smem = int(sidecar.get("dynamic_smem", 0))
         self._map_args = {p["arg"] for p in self.params if p["kind"] == "tensor_map"}
+        # Tensors TMA writes (a sidecar without "access" counts every one as written).
+        self._stored_maps = {
+            a["name"]
+            for a in self.args
+            if a["name"] in self._map_args and a.get("access", "readwrite") in WRITTEN
+        }
         self._layout = ParamLayout(self.params)
         self._map_slots: dict | None = None
         self._function = None
@@ -515,7 +557,12 @@ class Kernel:
 
             sm_count = _sm_count(torch.cuda.current_device())
         return compute_grid(
-            self.sidecar["grid"], shapes, program_grid=program_grid, sm_count=sm_count
+            self.sidecar["grid"],
+            shapes,
+            program_grid=program_grid,
+            sm_count=sm_count,
+            cluster=self.cluster,
+            program_cluster=self.sidecar.get("program_cluster"),
         )
 
     def _launch_config(self, driver, grid, stream_handle: int):
@@ -596,7 +643,7 @@ class Kernel:
                 values[a["name"]] = v
                 continue
             view = _view(v)
-            if a["name"] in self._map_args and needs_padding(view):
+            if a["name"] in self._map_args and needs_padding(view, a["name"] in self._stored_maps):
                 pad.append((a["name"], v))
             values[a["name"]] = view
         copy_back = self._pad_all(pad, values, stream) if pad else []

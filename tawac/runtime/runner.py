@@ -15,6 +15,7 @@ from typing import Any
 
 from tawac.runtime.launcher import (
     FLOAT_SCALAR_DTYPES,
+    FP8_DTYPES,
     TENSOR_DTYPES,
     LaunchError,
     compute_grid,
@@ -143,8 +144,9 @@ def make_args(
     scale: float = 0.5,
     device: str = "cuda",
 ) -> list:
-    """Kernel arguments in sidecar order: random tensors (scale * N(0, 1)), NaN-filled pure
-    outputs, scalars from `sizes` when named there, else 0.5 (f32) or 1 (integers)."""
+    """Kernel arguments in sidecar order: random tensors (scale * N(0, 1), drawn in float32;
+    fp8 ones clamped to the format's finite range, then rounded), NaN-filled pure outputs,
+    scalars from `sizes` when named there, else 0.5 (f32) or 1 (integers)."""
     import torch
 
     gen = torch.Generator(device=device).manual_seed(seed)
@@ -164,6 +166,9 @@ def make_args(
             args.append(torch.full(shape, math.nan, dtype=dtype, device=device))
             continue
         t = torch.randn(shape, generator=gen, device=device, dtype=torch.float32) * scale
+        if spec["dtype"] in FP8_DTYPES:
+            finite = torch.finfo(dtype).max
+            t = t.clamp(-finite, finite)
         args.append(t.to(dtype))
     return args
 

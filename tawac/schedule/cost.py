@@ -158,6 +158,16 @@ def wgmma_timing(n: int, target: Target = HOPPER) -> tuple[float, float, str]:
     return interval, latency, f"'{lo[3]}' and '{hi[3]}', linear in N"
 
 
+def _mma_kind(t) -> str:
+    """The MMA atom name of an operand element type (bf16, f16, e4m3, e5m2)."""
+    elem = type(t).__name__.lower()
+    if "float8e4m3" in elem:
+        return "e4m3"
+    if "float8e5m2" in elem:
+        return "e5m2"
+    return "bf16" if "bfloat16" in elem else "f16"
+
+
 def _dot(op: Operation, warp_groups: int, target: Target) -> OpCost:
     from tawac.dialects import tile
 
@@ -165,9 +175,10 @@ def _dot(op: Operation, warp_groups: int, target: Target) -> OpCost:
     m, n, k = op.mnk()
     lt = _tensor(op.lhs.type)
     assert lt is not None
-    elem = type(lt.element_type).__name__.lower()
-    kind = "bf16" if "bfloat16" in elem else "f16"
-    atom = target.mma_atom(kind, kind, "f32")
+    rt = _tensor(op.rhs.type)
+    assert rt is not None
+    kind, rkind = _mma_kind(lt.element_type), _mma_kind(rt.element_type)
+    atom = target.mma_atom(kind, rkind, "f32")
     atom_k = atom.k if atom is not None else 16
     rows_wg = m / warp_groups
     chunks = math.ceil(n / target.mma_max_n)

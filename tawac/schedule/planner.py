@@ -3,7 +3,8 @@
 A planner reads a kernel right after `warp-specialize` (partitions and arefs, nothing
 lowered) and returns its whole `Schedule`: roles with warp groups and register budgets,
 per aref its ring depth and release lag, the software-pipeline schedule of the consumer's
-main loops, consumer turns, and the persistent tile order and grid. The `plan` pass
+main loops, consumer turns, the thread block cluster and its multicast operands
+(`tawac.schedule.cluster`), and the persistent tile order and grid. The `plan` pass
 records it on the kernel; every pass after it applies its part and decides nothing.
 
 `HeuristicPlanner` holds the rules tawac has measured (docs/perf.md); a solver planner
@@ -23,6 +24,7 @@ from tawac.diagnostics import CompileError
 from tawac.dialects import aref, tile
 from tawac.dialects.schedule import ArefPlan, LoopPlan, OpPlan, RolePlan, Schedule
 from tawac.options import PipelineOptions
+from tawac.schedule.cluster import plan_cluster
 from tawac.schedule.loops import carried_values, main_loops, scheduled_ops
 from tawac.schedule.smem import kernel_plan
 from tawac.target import HOPPER
@@ -362,6 +364,7 @@ class HeuristicPlanner:
             )
         depths = {c: stages if looped(c) else 1 for c in creates}
         lags = {c: self._lag(c, options.mma_depth) for c in creates}
+        cluster, multicast = plan_cluster(kernel, options.cluster)
         persistent = options.persistent and all(main_loops(p) for p in parts)
         tiles = grid = None
         if persistent:
@@ -375,9 +378,10 @@ class HeuristicPlanner:
         consumer_wgs = [r.warp_groups for r in roles if r.role == "consumer"]
         return Schedule(
             roles=tuple(roles),
-            arefs=tuple(ArefPlan(depths[c], lags[c]) for c in creates),
+            arefs=tuple(ArefPlan(depths[c], lags[c], multicast.get(c, ())) for c in creates),
             loops=tuple(loops),
             turns=options.pingpong and consumer_wgs == [2],
+            cluster=cluster,
             tiles=tiles,
             program_grid=grid,
             planner=self.name,

@@ -60,7 +60,7 @@ from xdsl.ir import Operation, SSAValue
 from tawac.cache import cache_root
 from tawac.diagnostics import CompileError
 from tawac.dialects import aref, tile
-from tawac.dialects.schedule import ArefPlan, LoopPlan, OpPlan, Schedule, SolveInfo
+from tawac.dialects.schedule import LoopPlan, OpPlan, Schedule, SolveInfo
 from tawac.options import PipelineOptions
 from tawac.schedule import modulo
 from tawac.schedule.loops import main_loops, scheduled_ops
@@ -575,7 +575,7 @@ class SolverPlanner:
             ]
         )
         arefs = tuple(
-            ArefPlan(s.depth[b.rings[k]], a.lag) if k in b.rings else a
+            dataclasses.replace(a, depth=s.depth[b.rings[k]]) if k in b.rings else a
             for k, a in enumerate(base.arefs)
         )
         lp = None if b.frozen else _loop_plan(b, s)

@@ -1,13 +1,25 @@
-"""The epilogue's stores from registers to global memory through shared memory.
+"""The epilogue's tiles between registers and shared memory.
 
 `hopper.store_fragment` writes a fragment into a 128B-swizzled shared tile (16-bit pairs,
 XOR-swizzled granules) and `hopper.tma_store` copies each warp group's rows out with
-`cp.async.bulk.tensor` issued by its leader thread.
+`cp.async.bulk.tensor` issued by its leader thread.  `hopper.load_fragment` reads a tile
+that a TMA load wrote into the registers of the accumulator layout (an epilogue's
+second matrix), a pair of columns per `ld.shared`.
 """
 
 from __future__ import annotations
 
-from tawac.backend_ptx.lowering.state import KernelLowering, SmemTile, handles, wg_leader, wg_local
+from xdsl.ir import SSAValue
+
+from tawac.backend_ptx.lowering.state import (
+    Frag,
+    KernelLowering,
+    SmemTile,
+    elem_ptx_type,
+    handles,
+    wg_leader,
+    wg_local,
+)
 from tawac.diagnostics import CompileError
 from tawac.dialects import hopper, ptx
 from tawac.target import HOPPER
@@ -88,3 +100,45 @@ def _tma_store(k: KernelLowering, op: hopper.TmaStoreOp) -> None:
         k.emit(ptx.CpAsyncBulkCommitOp())
 
     k.guarded(wg_leader(k), issue)
+
+
+@handles(hopper.LoadFragmentOp)
+def _load_fragment(k: KernelLowering, op: hopper.LoadFragmentOp) -> None:
+    """A 128B-swizzled shared tile -> registers in the accumulator layout, as
+    `SwizzledTile.fragment_load` plans it: one `ld.shared.b32` per pair of 16-bit
+    elements (split into its halves), one `ld.shared.v2.f32` per pair of f32 ones; each
+    thread XORs the granules with one key.  Then `bar.warp.sync`: lane 0 of each warp
+    releases the slot for the warp (`hopper.mbarrier_arrive`), so every lane's reads are
+    performed relative to it first."""
+    t = k.vals[op.tile]
+    assert isinstance(t, SmemTile)
+    layout = k.layout_for(op.result.type, op)  # type: ignore[arg-type]
+    tt = t.type
+    try:
+        dtype = elem_ptx_type(tt.element_type)
+        plan = tt.layout.fragment_load(layout)
+    except ValueError as e:
+        raise CompileError(f"convert-to-ptx: {e}", op) from None
+    row0, _ = k.thread_coords(layout)
+    key = k.index(plan.key)
+    base = k.r(ptx.FmaOp("s32", row0, k.imm(plan.row_bytes), t.addr))
+    index, scale = plan.thread_byte
+    base = k.r(ptx.FmaOp("s32", k.index(index), k.imm(scale), base))
+    xor_off: dict[int, SSAValue] = {}
+    regs: list[SSAValue] = []
+    for i, off, g in plan.pairs:
+        if g not in xor_off:
+            swz = key if g == 0 else k.r(ptx.XorOp("b32", key, k.imm(g)))
+            xor_off[g] = k.r(ptx.ShlOp("b32", swz, k.imm(plan.granule_shift)))
+        addr = k.add(k.add_imm(base, off), xor_off[g])
+        assert len(regs) == i
+        if plan.pair_bytes == 4:
+            halves = ptx.UnpackB16Op(k.r(ptx.LdSharedOp("b32", addr)))
+            k.emit(halves)
+            regs += [halves.lo, halves.hi]
+        else:
+            pair = ptx.LdSharedV2Op(dtype, addr)
+            k.emit(pair)
+            regs += [pair.lo, pair.hi]
+    k.emit(ptx.BarWarpSyncOp())
+    k.vals[op.result] = Frag(layout, regs, dtype)

@@ -12,7 +12,8 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from xdsl.ir import Operation, SSAValue
+from xdsl.dialects.builtin import Float8E4M3FNType, Float8E5M2Type
+from xdsl.ir import Attribute, Operation, SSAValue
 
 from tawac.backend_ptx.layouts import MatrixDescriptor
 from tawac.backend_ptx.lowering.state import (
@@ -54,13 +55,38 @@ def _descriptor(k: KernelLowering, addr: SSAValue, fields: MatrixDescriptor) -> 
     return k.r(ptx.OrOp("b64", wide, k.imm(fields.fields(), "b64")))
 
 
-def _atom(op: hopper.WgmmaOp, ab: str, transposed: bool) -> MmaAtom:
-    """The wgmma family of these operand types (fp32 accumulation)."""
-    atom = HOPPER.mma_atom(ab, ab, "f32")
+def _operand_type(t: Attribute) -> str:
+    """The wgmma type of an operand element type: bf16, f16, e4m3 or e5m2."""
+    if isinstance(t, Float8E4M3FNType):
+        return "e4m3"
+    if isinstance(t, Float8E5M2Type):
+        return "e5m2"
+    return elem_ptx_type(t)
+
+
+def _atom(op: hopper.WgmmaOp, a: str, b: str, ta: bool = False, tb: bool = False) -> MmaAtom:
+    """The wgmma family of these operand types (fp32 accumulation), with the operands'
+    majors checked against it (`ta`/`tb`: A stored KxM, B stored KxN, i.e. MN-major)."""
+    atom = HOPPER.mma_atom(a, b, "f32")
     if atom is None:
-        raise CompileError(f"convert-to-ptx: no wgmma multiplies {ab} by {ab} into f32", op)
-    if transposed and not atom.mn_major:
-        raise CompileError(f"convert-to-ptx: {ab} MMA operands must be K-major", op)
+        raise CompileError(f"convert-to-ptx: no wgmma multiplies {a} by {b} into f32", op)
+    if atom.mn_major:
+        return atom
+    kind = "fp8" if a in ptx.WGMMA_FP8_TYPES else a
+    if ta:
+        raise CompileError(
+            f"convert-to-ptx: the left operand (A) of this {a} x {b} tile.dot is MN-major "
+            f"(a KxM tile, transpose_lhs); {kind} wgmma needs K-major operands: transpose "
+            "it in the source layout (store A as MxK) and drop transpose_lhs",
+            op,
+        )
+    if tb:
+        raise CompileError(
+            f"convert-to-ptx: the right operand (B) of this {a} x {b} tile.dot is MN-major "
+            f"(a KxN tile without transpose_rhs); {kind} wgmma needs K-major operands: "
+            "transpose it in the source layout (store B as NxK) and use transpose_rhs",
+            op,
+        )
     return atom
 
 
@@ -86,6 +112,12 @@ def _issue_wgmmas(
             f"convert-to-ptx: N={layout.n} > {HOPPER.mma_max_n} per MMA is not supported yet", op
         )
     tb = op.transpose_b is not None
+    if kdim % atom.k:
+        raise CompileError(
+            f"convert-to-ptx: K={kdim} of this MMA is not a multiple of {atom.k}, the K of one "
+            f"{atom.a} wgmma",
+            op,
+        )
     descs_b = _Descriptors(k, b.addr)
     issue = []
     for kk in range(kdim // atom.k):
@@ -113,8 +145,8 @@ def _wgmma(k: KernelLowering, op: hopper.WgmmaOp) -> None:
     ta, tb = op.transpose_a is not None, op.transpose_b is not None
     acc_zero = _accumulator(k, op)
     layout = acc_zero[0].layout
-    ab = elem_ptx_type(a.type.element_type)
-    atom = _atom(op, ab, ta or tb)
+    ab, bt = _operand_type(a.type.element_type), _operand_type(b.type.element_type)
+    atom = _atom(op, ab, bt, ta, tb)
     n = layout.n
     # This warp group's rows of A: where its MN extent starts in the tile.
     a_tile = a.type.layout
@@ -124,7 +156,9 @@ def _wgmma(k: KernelLowering, op: hopper.WgmmaOp) -> None:
 
     def make(kk: int, mi: int, desc_b: SSAValue, scale_d: SSAValue, regs: list[SSAValue]):
         desc_a = descs_a.at(*a_tile.mma_operand(ta, HOPPER.mma_m * mi, kk * atom.k))
-        return ptx.WgmmaMmaAsyncOp(n, atom.k, ab, desc_a, desc_b, scale_d, regs, int(ta), int(tb))
+        return ptx.WgmmaMmaAsyncOp(
+            n, atom.k, ab, desc_a, desc_b, scale_d, regs, int(ta), int(tb), b_type=bt
+        )
 
     _issue_wgmmas(k, op, acc_zero, b, a.type.rows if ta else a.type.cols, atom, make)
 
@@ -191,9 +225,9 @@ def _wgmma_reg_a(k: KernelLowering, op: hopper.WgmmaOp, a: Frag) -> None:
     al = a.layout
     if al.m != layout.m or al.warp_groups != layout.warp_groups or al.n % 16:
         raise CompileError("convert-to-ptx: register A operand layout does not fit the MMA", op)
-    if elem_ptx_type(b.type.element_type) != a.dtype:
+    if _operand_type(b.type.element_type) != a.dtype:
         raise CompileError("convert-to-ptx: MMA operand element types differ", op)
-    atom = _atom(op, a.dtype, op.transpose_b is not None)
+    atom = _atom(op, a.dtype, a.dtype, tb=op.transpose_b is not None)
     tb = int(op.transpose_b is not None)
 
     def make(kk: int, mi: int, desc_b: SSAValue, scale_d: SSAValue, regs: list[SSAValue]):

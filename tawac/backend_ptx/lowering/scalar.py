@@ -3,7 +3,8 @@
 Constants, integer and float binary ops (division by a reciprocal where the fastmath
 flags allow it), `cmpi`/`cmpf` to `setp`, `select` to `selp`, float casts to `cvt`,
 `negf`/`exp2`/`exp` (`ex2.approx`); each on a scalar register or register by register on
-a `Frag`.  Program and CTA ids (`%ctaid`, `%nctaid`) and tensor dimensions (`ld.param`).
+a `Frag`.  Program and CTA ids (`%ctaid`, `%nctaid`), cluster ids and ranks (`%clusterid`,
+`%nclusterid`, `%cluster_ctarank`) and tensor dimensions (`ld.param`).
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ from xdsl.dialects.builtin import (
     IntegerType,
     TensorType,
 )
-from xdsl.ir import Operation, SSAValue
+from xdsl.ir import BlockArgument, Operation, SSAValue
 
 from tawac.backend_ptx import int_arith
 from tawac.backend_ptx.lowering.state import (
@@ -174,7 +175,7 @@ def _float_binary(k: KernelLowering, op: Operation) -> None:
     # add/sub/mul without a rounding modifier let ptxas contract a multiply and an add
     # into one fma (as CUDA does by default); div.f32 needs one.
     mode = "rn" if cls is ptx.DivOp else None
-    a, b = (k.vals.get(v) for v in op.operands)
+    a, b = (_operand(k, v) for v in op.operands)
     if isinstance(op, arith.DivfOp) and _reciprocal_ok(op):
         _div_by_reciprocal(k, op, a, b)
         return
@@ -191,6 +192,15 @@ def _float_binary(k: KernelLowering, op: Operation) -> None:
         )
         return
     raise CompileError(f"convert-to-ptx: operands of {op.name} must both be tiles or scalars", op)
+
+
+def _operand(k: KernelLowering, v: SSAValue) -> object:
+    """What `v` lowered to; a scalar kernel argument (`%scale_a * %scale_b`) is its
+    parameter, loaded once."""
+    x = k.vals.get(v)
+    if x is None and isinstance(v, BlockArgument) and v.owner is k.kernel.body.block:
+        return k.scalar(v)
+    return x
 
 
 def _reciprocal_ok(op: arith.DivfOp) -> bool:
@@ -308,6 +318,23 @@ def _cta_id(k: KernelLowering, op: hopper.CtaIdOp) -> None:
 @handles(hopper.NumCtasOp)
 def _num_ctas(k: KernelLowering, op: hopper.NumCtasOp) -> None:
     k.vals[op.result] = k.cached(("nctaid", "x"), lambda: k.r(ptx.SpecialRegOp("nctaid.x")))
+
+
+@handles(hopper.ClusterCtaRankOp)
+def _cluster_ctarank(k: KernelLowering, op: hopper.ClusterCtaRankOp) -> None:
+    k.vals[op.result] = k.cached(
+        "cluster_ctarank", lambda: k.r(ptx.SpecialRegOp("cluster_ctarank"))
+    )
+
+
+@handles(hopper.ClusterIdOp)
+def _cluster_id(k: KernelLowering, op: hopper.ClusterIdOp) -> None:
+    k.vals[op.result] = k.cached(("clusterid", "x"), lambda: k.r(ptx.SpecialRegOp("clusterid.x")))
+
+
+@handles(hopper.NumClustersOp)
+def _num_clusters(k: KernelLowering, op: hopper.NumClustersOp) -> None:
+    k.vals[op.result] = k.cached(("nclusterid", "x"), lambda: k.r(ptx.SpecialRegOp("nclusterid.x")))
 
 
 @handles(tile.DimOp)

@@ -177,6 +177,9 @@ class KernelLowering:
                 return self.r(ptx.AndOp("b32", self.index(x), self.imm(k)))
             case layouts.Sub(x, k):
                 return self.r(ptx.SubOp("s32", self.index(x), self.imm(k)))
+            case layouts.Xor(x, y):
+                x, y = self.index(x), self.index(y)
+                return self.r(ptx.XorOp("b32", x, y))
         raise ValueError(f"no PTX for the thread expression {e}")
 
     def guarded(self, pred: SSAValue, body: Callable[[], None], negate: bool = False) -> None:
@@ -279,7 +282,8 @@ class KernelLowering:
         plan = schedule.of(self.kernel)
         smem_bytes = plan.smem_bytes or 0
         persistent = plan.persistent
-        launch = self.params.launch(threads, smem_bytes, abi.infer_grid(self.kernel), persistent)
+        grid = abi.infer_grid(self.kernel)
+        launch = self.params.launch(threads, smem_bytes, grid, persistent, plan.cluster)
         entry = ptx.EntryOp(
             self.kernel.kernel_name, self.params.decls(), threads, launch, Region(self.block)
         )
@@ -299,11 +303,19 @@ class KernelLowering:
         if regs:
             self.emit(ptx.SetmaxnregOp("dec" if regs < entry_cap else "inc", regs))
         if self.part.role == "producer":
-            # One thread issues the producer's TMA copies and barrier operations.
+            # One thread issues the producer's TMA copies and barrier operations; the
+            # cluster barrier that ends a cluster kernel's partition is for all threads.
+            ops = list(p.body.block.ops)
+            n = len(ops)
+            while n and isinstance(ops[n - 1], hopper.ClusterSyncOp):
+                n -= 1
             done = self.label("producer_done")
             self.emit(ptx.BraOp(done, wg_leader(self), negate=True))
-            self.lower_block(p.body.block)
+            for op in ops[:n]:
+                self.lower_op(op)
             self.emit(ptx.LabelOp(done))
+            for op in ops[n:]:
+                self.lower_op(op)
         else:
             self.lower_block(p.body.block)
             if any(isinstance(o, hopper.TmaStoreOp) for o in p.walk()):

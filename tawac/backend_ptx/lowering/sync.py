@@ -3,7 +3,9 @@
 Shared-memory rings and slots, mbarriers (`mbarrier.init`, `try_wait`, `arrive`,
 `arrive.expect_tx`), the CTA-wide `bar.sync 0` after their init, named barriers for the
 consumer partition and the ping-pong turns of its two warp groups, and TMA loads
-(`cp.async.bulk.tensor` into a ring slot, completing on an mbarrier).
+(`cp.async.bulk.tensor` into a ring slot, completing on an mbarrier).  For clusters: the
+cluster barrier, arrivals on a peer CTA's mbarrier (`mapa` + a cluster-scope arrive) and
+multicast TMA loads (each CTA's band of rows into every CTA of the cluster).
 """
 
 from __future__ import annotations
@@ -56,7 +58,8 @@ def _mbar_wait(k: KernelLowering, op: hopper.MbarrierWaitOp) -> None:
     phase = k.scalar(op.phase)
     again = k.label("wait")
     k.emit(ptx.LabelOp(again))
-    ready = k.r(ptx.MbarrierTryWaitOp(addr, phase))
+    scope = "cluster" if op.cluster is not None else None
+    ready = k.r(ptx.MbarrierTryWaitOp(addr, phase, scope))
     k.emit(ptx.BraOp(again, ready, negate=True))
 
 
@@ -67,6 +70,22 @@ def _mbar_arrive(k: KernelLowering, op: hopper.MbarrierArriveOp) -> None:
     addr = k.bar_addr(bars, k.scalar(op.slot))
     lane0 = k.cached("lane0", lambda: k.r(ptx.SetpOp("eq", "u32", k.lane(), k.imm(0, "u32"))))
     k.emit(ptx.MbarrierArriveOp(addr, lane0))
+
+
+@handles(hopper.MbarrierArriveRemoteOp)
+def _mbar_arrive_remote(k: KernelLowering, op: hopper.MbarrierArriveRemoteOp) -> None:
+    bars = k.vals[op.bars]
+    assert isinstance(bars, Bars)
+    addr = k.bar_addr(bars, k.scalar(op.slot))
+    remote = k.r(ptx.MapaOp(addr, k.scalar(op.cta)))
+    lane0 = k.cached("lane0", lambda: k.r(ptx.SetpOp("eq", "u32", k.lane(), k.imm(0, "u32"))))
+    k.emit(ptx.MbarrierArriveClusterOp(remote, lane0))
+
+
+@handles(hopper.ClusterSyncOp)
+def _cluster_sync(k: KernelLowering, op: hopper.ClusterSyncOp) -> None:
+    k.emit(ptx.BarrierClusterArriveOp())
+    k.emit(ptx.BarrierClusterWaitOp())
 
 
 @handles(hopper.MbarrierArriveExpectTxOp)
@@ -99,6 +118,32 @@ def _tma_load(k: KernelLowering, op: hopper.TmaLoadOp) -> None:
         dst = k.add_imm(dst0, offset, "u32")
         coords = [k.add_imm(col, col0), row, *outer]
         k.emit(ptx.CpAsyncBulkTensorLoadOp(dst, tmap, bar, coords))
+
+
+@handles(hopper.TmaLoadMulticastOp)
+def _tma_load_multicast(k: KernelLowering, op: hopper.TmaLoadMulticastOp) -> None:
+    """Band `rank` of the tile's rows (`SwizzledTile.row_band`), per column chunk, into
+    the same offsets of every CTA of the cluster (ctaMask: all of them)."""
+    ring = k.vals[op.ring]
+    bars = k.vals[op.bars]
+    assert isinstance(ring, Ring) and isinstance(bars, Bars)
+    tt = ring.type.tile_type
+    ctas = op.ctas.value.data
+    tile = tt.layout
+    rows, band_bytes = tile.row_band(ctas)
+    name = k.params.tensor_map(op.source, tile.tma_box(rows), tt.swizzle.data)
+    tmap = k.cached(("tmap", name), lambda: k.r(ptx.CvtaParamOp(k.r(ptx.ParamAddrOp(name)))))
+    rank = k.scalar(op.rank)
+    mask = k.imm((1 << ctas) - 1, "b16")
+    slot = k.scalar(op.slot)
+    dst0 = k.r(ptx.FmaOp("s32", rank, k.imm(band_bytes), k.ring_slot_addr(ring, slot)))
+    bar = k.bar_addr(bars, slot)
+    row0, col = (k.scalar(i) for i in op.indices)
+    row = k.r(ptx.FmaOp("s32", rank, k.imm(rows), row0))
+    for offset, col0 in tile.chunks():
+        dst = k.add_imm(dst0, offset, "u32")
+        coords = [k.add_imm(col, col0), row]
+        k.emit(ptx.CpAsyncBulkTensorLoadMulticastOp(dst, tmap, bar, mask, coords))
 
 
 @handles(hopper.SmemSlotOp)

@@ -129,13 +129,16 @@ def _broadcast(k: KernelLowering, op: tile.BroadcastOp) -> None:
 
 @handles(tile.LoadOp)
 def _load_vector(k: KernelLowering, op: tile.LoadOp) -> None:
-    """A 1-d load in a consumer, loaded straight into the slice layout of its broadcast."""
+    """A 1-d load in a consumer, loaded straight into the slice layout of its broadcast.
+    (2-d loads come through arefs: warp-specialize gives them to the producer, TMA.)"""
     t = op.result.type
     assert isinstance(t, TensorType)
+    if t.get_num_dims() != 1 and not op.result.uses:
+        return  # read by nothing: no transfer at all
     if t.get_num_dims() != 1:
         raise CompileError(
-            "convert-to-ptx: this tile.load is neither an MMA operand (TMA) nor a vector; "
-            "such loads are not supported yet",
+            "convert-to-ptx: a 2-d tile.load in a consumer partition must come through an "
+            "aref (warp-specialize gives it to the producer: TMA into shared memory)",
             op,
         )
     layout, dim = k.vector_layout(op.result, op)

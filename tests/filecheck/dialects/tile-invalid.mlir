@@ -75,7 +75,7 @@ tile.kernel @dot_f32_operands(%a: !tile.tensor<?x?xf32>) {
   %x = tile.load %a[%c0, %c0] : !tile.tensor<?x?xf32> -> tensor<128x64xf32>
   %z = arith.constant dense<0.0> : tensor<128x128xf32>
   %d = tile.dot %x, %x, %z transpose_rhs : tensor<128x64xf32>, tensor<128x64xf32> -> tensor<128x128xf32>
-// CHECK:      {{.*}}tile-invalid.mlir:[[# @LINE - 1]]:8: error: tile.dot: operand element type f32 is not supported (bf16 or f16)
+// CHECK:      {{.*}}tile-invalid.mlir:[[# @LINE - 1]]:8: error: tile.dot: operand element type f32 is not supported (bf16, f16, f8E4M3FN or f8E5M2)
 // CHECK-NEXT: {{^//}} -----
   tile.return
 }
@@ -295,3 +295,38 @@ tile.kernel @undefined_value(%a: !tile.tensor<?x?xbf16>) {
 }
 // Reported at the first use (xDSL reports it at the end of the chunk).
 // CHECK:      {{.*}}tile-invalid.mlir:293:8: error: use of undefined value %nope
+
+// -----
+
+// 8-bit floats: f8E4M3FN and f8E5M2 only.
+tile.kernel @fp8_variant(%a: !tile.tensor<?x?xf8E4M3>) {
+  tile.return
+}
+// CHECK:      {{.*}}tile-invalid.mlir{{(:[0-9]+:[0-9]+)?}}: error: !tile.tensor element type f8E4M3 is not supported (the 8-bit float types are f8E4M3FN and f8E5M2)
+// CHECK-NEXT: {{^//}} -----
+
+// -----
+
+// fp8 multiplies fp8 (either format), not a 16-bit type.
+tile.kernel @dot_fp8_bf16(%a: !tile.tensor<?x?xf8E4M3FN>, %b: !tile.tensor<?x?xbf16>) {
+  %c0 = arith.constant 0 : index
+  %x = tile.load %a[%c0, %c0] : !tile.tensor<?x?xf8E4M3FN> -> tensor<128x64xf8E4M3FN>
+  %y = tile.load %b[%c0, %c0] : !tile.tensor<?x?xbf16> -> tensor<128x64xbf16>
+  %z = arith.constant dense<0.0> : tensor<128x128xf32>
+  %d = tile.dot %x, %y, %z transpose_rhs : tensor<128x64xf8E4M3FN>, tensor<128x64xbf16> -> tensor<128x128xf32>
+// CHECK:      {{.*}}tile-invalid.mlir:[[# @LINE - 1]]:8: error: tile.dot: operand element types differ: tensor<128x64xf8E4M3FN> vs tensor<128x64xbf16>
+// CHECK-NEXT: {{^//}} -----
+  tile.return
+}
+
+// -----
+
+// The accumulator of an fp8 product is f32 too.
+tile.kernel @dot_fp8_acc(%a: !tile.tensor<?x?xf8E5M2>) {
+  %c0 = arith.constant 0 : index
+  %x = tile.load %a[%c0, %c0] : !tile.tensor<?x?xf8E5M2> -> tensor<128x64xf8E5M2>
+  %z = arith.constant dense<0.0> : tensor<128x128xf16>
+  %d = tile.dot %x, %x, %z transpose_rhs : tensor<128x64xf8E5M2>, tensor<128x64xf8E5M2> -> tensor<128x128xf16>
+// CHECK:      {{.*}}tile-invalid.mlir:[[# @LINE - 1]]:8: error: tile.dot: accumulator must be f32, got tensor<128x128xf16>
+  tile.return
+}

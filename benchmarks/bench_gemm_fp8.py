@@ -1,0 +1,264 @@
+"""fp8 GEMM benchmark: tawac (examples/gemm_fp8.mlir) vs cuBLAS (torch._scaled_mm), e4m3.
+
+C = (A * B^T) * scale_a * scale_b with A MxK and B NxK in f8E4M3FN (both K-major), fp32
+accumulation, per-tensor f32 scales, bf16 output; cuBLAS gets the same operands
+(`torch._scaled_mm(a, b.t(), scale_a=..., scale_b=..., out_dtype=torch.bfloat16)`: B
+column-major is the transpose of the row-major NxK tensor). Prints TFLOP/s (median of
+`tawac.runtime.runner.bench_ms`: triton.testing.do_bench where Triton is installed), the
+ratio, and each output's relative error against the float32 product of the dequantised
+inputs. Every shape runs in the same process, one after the other.
+
+    python3 benchmarks/bench_gemm_fp8.py                     # 4096^3 and 8192^3
+    python3 benchmarks/bench_gemm_fp8.py --markdown          # table for docs/perf.md
+    python3 benchmarks/bench_gemm_fp8.py --shapes 4096x4096x4096 -D BLOCK_N=128 --opt stages=4
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import importlib.util
+import json
+import sys
+import traceback
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import torch
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from tawac.runtime import load_kernel  # noqa: E402
+from tawac.runtime.runner import bench_ms  # noqa: E402
+
+SHAPES = [(4096, 4096, 4096), (8192, 8192, 8192)]
+TOL = 2e-2
+SCALE_A, SCALE_B = 0.5, 2.0
+
+
+@dataclass
+class Row:
+    shape: tuple[int, int, int]
+    tflops: dict[str, float | None] = field(default_factory=dict)
+    rel_err: dict[str, float] = field(default_factory=dict)
+    errors: dict[str, str] = field(default_factory=dict)
+
+
+def rel_error(out: torch.Tensor, ref: torch.Tensor) -> float:
+    """‖out − ref‖ / ‖ref‖ in float64 (NaN when out has NaN)."""
+    return float((out.double() - ref.double()).norm() / ref.double().norm())
+
+
+def fp8_inputs(m: int, n: int, k: int):
+    """A (MxK) and B (NxK) in e4m3: N(0, 1) drawn in float32, rounded."""
+    gen = torch.Generator(device="cuda").manual_seed(0)
+    a = torch.randn(m, k, device="cuda", generator=gen).to(torch.float8_e4m3fn)
+    b = torch.randn(n, k, device="cuda", generator=gen).to(torch.float8_e4m3fn)
+    return a, b
+
+
+def reference(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
+    """The float32 product of the dequantised inputs times the scales, TF32 off."""
+    saved = torch.backends.cuda.matmul.allow_tf32
+    torch.backends.cuda.matmul.allow_tf32 = False
+    try:
+        return (a.float() @ b.float().t()) * (SCALE_A * SCALE_B)
+    finally:
+        torch.backends.cuda.matmul.allow_tf32 = saved
+
+
+def cublas_fp8(a: torch.Tensor, b: torch.Tensor):
+    """cuBLAS's fp8 GEMM through torch._scaled_mm: a callable writing a new bf16 C."""
+    sa = torch.tensor(SCALE_A, device="cuda", dtype=torch.float32)
+    sb = torch.tensor(SCALE_B, device="cuda", dtype=torch.float32)
+    bt = b.t()  # column-major KxN view of the row-major NxK tensor, as cuBLAS wants
+
+    def run():
+        out = torch._scaled_mm(a, bt, scale_a=sa, scale_b=sb, out_dtype=torch.bfloat16)
+        return out[0] if isinstance(out, tuple) else out
+
+    return run
+
+
+def measure(row: Row, name: str, fn, flops: float, bench_args) -> None:
+    try:
+        ms, _ = bench_ms(fn, *bench_args)
+        row.tflops[name] = flops / (ms * 1e-3) / 1e12
+    except Exception as e:  # noqa: BLE001 - a failing system must not stop the table
+        row.tflops[name] = None
+        row.errors[name] = f"{type(e).__name__}: {e}"
+
+
+def bench_shape(shape, kernel, compile_error: str | None, bench_args) -> Row:
+    m, n, k = shape
+    row = Row(tuple(shape))
+    flops = 2.0 * m * n * k
+    a, b = fp8_inputs(m, n, k)
+    ref = reference(a, b)
+
+    if not hasattr(torch, "_scaled_mm"):
+        row.tflops["cublas"] = None
+        row.errors["cublas"] = "this torch has no torch._scaled_mm"
+    else:
+        try:
+            blas = cublas_fp8(a, b)
+            row.rel_err["cublas"] = rel_error(blas(), ref)
+            measure(row, "cublas", blas, flops, bench_args)
+        except Exception as e:  # noqa: BLE001
+            row.tflops["cublas"] = None
+            row.errors["cublas"] = f"{type(e).__name__}: {e}"
+
+    if kernel is None:
+        row.tflops["tawac"] = None
+        row.errors["tawac"] = compile_error or "not compiled"
+        return row
+    c = torch.full((m, n), float("nan"), device="cuda", dtype=torch.bfloat16)
+    try:
+        kernel(a, b, c, SCALE_A, SCALE_B)
+        torch.cuda.synchronize()
+        row.rel_err["tawac"] = rel_error(c, ref)
+        measure(row, "tawac", lambda: kernel(a, b, c, SCALE_A, SCALE_B), flops, bench_args)
+    except Exception as e:  # noqa: BLE001
+        row.tflops["tawac"] = None
+        row.errors["tawac"] = f"{type(e).__name__}: {e}"
+    return row
+
+
+def _fmt(x: float | None, spec: str = ".0f") -> str:
+    return "error" if x is None else format(x, spec)
+
+
+def table(rows: list[Row]) -> tuple[list[str], list[list[str]]]:
+    header = [
+        "M x N x K",
+        "tawac fp8 TFLOP/s",
+        "cuBLAS fp8 TFLOP/s",
+        "tawac/cuBLAS",
+        "tawac rel. err",
+        "cuBLAS rel. err",
+    ]
+    cells = []
+    for r in rows:
+        t, c = r.tflops.get("tawac"), r.tflops.get("cublas")
+        ratio = "—" if t is None or c is None else f"{t / c:.2f}"
+        errs = []
+        for name in ("tawac", "cublas"):
+            e = r.rel_err.get(name)
+            errs.append("—" if e is None else f"{e:.1e} {'ok' if e <= TOL else 'FAIL'}")
+        cells.append(["x".join(map(str, r.shape)), _fmt(t), _fmt(c), ratio, *errs])
+    return header, cells
+
+
+def print_report(rows: list[Row], meta: dict, markdown: bool) -> None:
+    header, cells = table(rows)
+    title = f"fp8 (e4m3) GEMM C = A·Bᵀ·sa·sb, bf16 out, on {meta['device']}, {meta['date']}"
+    versions = f"torch {meta['torch']}, CUDA {meta['cuda']}; tawac {meta['config']}"
+    if markdown:
+        print(f"### {title}\n")
+        print(f"{versions}; median of {meta['timer']}; error vs the fp32 dequantised product.\n")
+        print("| " + " | ".join(header) + " |")
+        print("|" + "|".join("---:" if i else "---" for i in range(len(header))) + "|")
+        for row in cells:
+            print("| " + " | ".join(row) + " |")
+    else:
+        print(title)
+        print(versions)
+        widths = [max(len(h), *(len(c[i]) for c in cells)) for i, h in enumerate(header)]
+        print("  ".join(h.rjust(w) for h, w in zip(header, widths, strict=True)))
+        for row in cells:
+            print("  ".join(c.rjust(w) for c, w in zip(row, widths, strict=True)))
+    notes = [
+        f"{'x'.join(map(str, r.shape))} {name}: {msg.splitlines()[0][:300]}"
+        for r in rows
+        for name, msg in r.errors.items()
+    ]
+    if notes:
+        print("\nErrors:")
+        for note in notes:
+            print(f"- {note}")
+
+
+def _kv(items: list[str]) -> dict:
+    """`key=value` pairs; values parsed as JSON when possible (ints, bools)."""
+    out = {}
+    for item in items:
+        key, _, value = item.partition("=")
+        try:
+            out[key] = json.loads(value)
+        except json.JSONDecodeError:
+            out[key] = value
+    return out
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
+    p.add_argument("--kernel", type=Path, default=ROOT / "examples" / "gemm_fp8.mlir")
+    p.add_argument("--shapes", help="comma-separated MxNxK list (default: 4096^3 and 8192^3)")
+    p.add_argument("-D", dest="params", action="append", default=[], help="kernel parameter")
+    p.add_argument("--opt", action="append", default=[], help="compile option key=value")
+    p.add_argument("--markdown", action="store_true", help="print a markdown table")
+    p.add_argument("--json", type=Path, help="also write the results as JSON")
+    p.add_argument("--warmup-ms", type=float, default=25.0)
+    p.add_argument("--rep-ms", type=float, default=100.0)
+    args = p.parse_args(argv)
+
+    if not torch.cuda.is_available():
+        print("bench_gemm_fp8: no CUDA device", file=sys.stderr)
+        return 2
+    shapes = SHAPES
+    if args.shapes:
+        shapes = [tuple(int(x) for x in s.split("x")) for s in args.shapes.split(",")]
+    params, options = _kv(args.params), _kv(args.opt)
+    kernel, error, sidecar = None, None, {}
+    try:
+        from tawac.driver import compile_file
+
+        art = compile_file(args.kernel, params=params or None, planner="heuristic", **options)
+        kernel, sidecar = load_kernel(art.cubin, art.sidecar), art.sidecar
+    except Exception as e:  # noqa: BLE001
+        traceback.print_exc()
+        error = f"compile: {type(e).__name__}: {e}"
+    timer = "triton.testing.do_bench" if importlib.util.find_spec("triton") else "cuda events"
+    meta = {
+        "device": torch.cuda.get_device_name(),
+        "date": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
+        "torch": torch.__version__,
+        "cuda": torch.version.cuda,
+        "timer": timer,
+        "config": json.dumps({**sidecar.get("kernel_params", {}), **options}),
+    }
+    rows = []
+    for shape in shapes:
+        try:
+            rows.append(bench_shape(shape, kernel, error, (args.warmup_ms, args.rep_ms)))
+        except Exception as e:  # noqa: BLE001 - e.g. out of memory for the inputs
+            row = Row(tuple(shape))
+            row.errors["setup"] = f"{type(e).__name__}: {e}"
+            rows.append(row)
+        torch.cuda.empty_cache()
+    print_report(rows, meta, args.markdown)
+    if args.json is not None:
+        args.json.write_text(
+            json.dumps(
+                {
+                    "meta": meta,
+                    "rows": [
+                        {
+                            "shape": r.shape,
+                            "tflops": r.tflops,
+                            "rel_err": r.rel_err,
+                            "errors": r.errors,
+                        }
+                        for r in rows
+                    ],
+                },
+                indent=2,
+            )
+        )
+    ok = all(r.rel_err.get("tawac", float("inf")) <= TOL for r in rows)
+    return 0 if ok else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
