@@ -326,21 +326,21 @@ def table(rows: list[Row]) -> tuple[list[str], list[list[str]]]:
     return header, cells
 
 
-def print_report(rows: list[Row], meta: dict, markdown: bool) -> None:
-    """Prints the table, then any errors."""
-    header, cells = table(rows)
-    title = f"bf16 GEMM C = A·Bᵀ on {meta['device']}, {meta['date']}"
-    versions = f"torch {meta['torch']}, triton {meta['triton']}, CUDA {meta['cuda']}"
+def print_table(
+    rows: list, header: list[str], cells: list[list[str]], title: str, lines: list[str], markdown
+) -> None:
+    """A benchmark's table (markdown or aligned text) under its title and notes, then the
+    errors of its rows (`row.shape`, `row.errors`); bench_gemm_fp8.py uses it too."""
     if markdown:
         print(f"### {title}\n")
-        print(f"{versions}; median of triton.testing.do_bench; error vs fp32 reference.\n")
+        print("; ".join(lines) + ".\n")
         print("| " + " | ".join(header) + " |")
         print("|" + "|".join("---:" if i else "---" for i in range(len(header))) + "|")
         for row in cells:
             print("| " + " | ".join(row) + " |")
     else:
         print(title)
-        print(versions)
+        print("; ".join(lines))
         widths = [max(len(h), *(len(c[i]) for c in cells)) for i, h in enumerate(header)]
         print("  ".join(h.rjust(w) for h, w in zip(header, widths, strict=True)))
         for row in cells:
@@ -354,6 +354,15 @@ def print_report(rows: list[Row], meta: dict, markdown: bool) -> None:
         print("\nErrors:" if not markdown else "\nErrors:\n")
         for n in notes:
             print(f"- {n}")
+
+
+def print_report(rows: list[Row], meta: dict, markdown: bool) -> None:
+    """Prints the table, then any errors."""
+    header, cells = table(rows)
+    title = f"bf16 GEMM C = A·Bᵀ on {meta['device']}, {meta['date']}"
+    versions = f"torch {meta['torch']}, triton {meta['triton']}, CUDA {meta['cuda']}"
+    notes = [versions, "median of triton.testing.do_bench", "error vs fp32 reference"]
+    print_table(rows, header, cells, title, notes, markdown)
 
 
 def parse_opts(items: list[str]) -> dict:

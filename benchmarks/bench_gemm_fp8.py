@@ -21,7 +21,6 @@ import importlib.util
 import json
 import sys
 import traceback
-from dataclasses import dataclass, field
 from pathlib import Path
 
 import torch
@@ -29,25 +28,15 @@ import torch
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+sys.path.insert(0, str(ROOT / "benchmarks"))
+
+from bench_gemm import Row, _fmt, measure, print_table, rel_error  # noqa: E402
+
 from tawac.runtime import load_kernel  # noqa: E402
-from tawac.runtime.runner import bench_ms  # noqa: E402
 
 SHAPES = [(4096, 4096, 4096), (8192, 8192, 8192)]
 TOL = 2e-2
 SCALE_A, SCALE_B = 0.5, 2.0
-
-
-@dataclass
-class Row:
-    shape: tuple[int, int, int]
-    tflops: dict[str, float | None] = field(default_factory=dict)
-    rel_err: dict[str, float] = field(default_factory=dict)
-    errors: dict[str, str] = field(default_factory=dict)
-
-
-def rel_error(out: torch.Tensor, ref: torch.Tensor) -> float:
-    """‖out − ref‖ / ‖ref‖ in float64 (NaN when out has NaN)."""
-    return float((out.double() - ref.double()).norm() / ref.double().norm())
 
 
 def fp8_inputs(m: int, n: int, k: int):
@@ -79,15 +68,6 @@ def cublas_fp8(a: torch.Tensor, b: torch.Tensor):
         return out[0] if isinstance(out, tuple) else out
 
     return run
-
-
-def measure(row: Row, name: str, fn, flops: float, bench_args) -> None:
-    try:
-        ms, _ = bench_ms(fn, *bench_args)
-        row.tflops[name] = flops / (ms * 1e-3) / 1e12
-    except Exception as e:  # noqa: BLE001 - a failing system must not stop the table
-        row.tflops[name] = None
-        row.errors[name] = f"{type(e).__name__}: {e}"
 
 
 def bench_shape(shape, kernel, compile_error: str | None, bench_args) -> Row:
@@ -125,10 +105,6 @@ def bench_shape(shape, kernel, compile_error: str | None, bench_args) -> Row:
     return row
 
 
-def _fmt(x: float | None, spec: str = ".0f") -> str:
-    return "error" if x is None else format(x, spec)
-
-
 def table(rows: list[Row]) -> tuple[list[str], list[list[str]]]:
     header = [
         "M x N x K",
@@ -154,29 +130,8 @@ def print_report(rows: list[Row], meta: dict, markdown: bool) -> None:
     header, cells = table(rows)
     title = f"fp8 (e4m3) GEMM C = A·Bᵀ·sa·sb, bf16 out, on {meta['device']}, {meta['date']}"
     versions = f"torch {meta['torch']}, CUDA {meta['cuda']}; tawac {meta['config']}"
-    if markdown:
-        print(f"### {title}\n")
-        print(f"{versions}; median of {meta['timer']}; error vs the fp32 dequantised product.\n")
-        print("| " + " | ".join(header) + " |")
-        print("|" + "|".join("---:" if i else "---" for i in range(len(header))) + "|")
-        for row in cells:
-            print("| " + " | ".join(row) + " |")
-    else:
-        print(title)
-        print(versions)
-        widths = [max(len(h), *(len(c[i]) for c in cells)) for i, h in enumerate(header)]
-        print("  ".join(h.rjust(w) for h, w in zip(header, widths, strict=True)))
-        for row in cells:
-            print("  ".join(c.rjust(w) for c, w in zip(row, widths, strict=True)))
-    notes = [
-        f"{'x'.join(map(str, r.shape))} {name}: {msg.splitlines()[0][:300]}"
-        for r in rows
-        for name, msg in r.errors.items()
-    ]
-    if notes:
-        print("\nErrors:")
-        for note in notes:
-            print(f"- {note}")
+    notes = [versions, f"median of {meta['timer']}", "error vs the fp32 dequantised product"]
+    print_table(rows, header, cells, title, notes, markdown)
 
 
 def _kv(items: list[str]) -> dict:

@@ -8,7 +8,8 @@
 # solver: the same GPU tests with every kernel planned by the solver (TAWAC_SCHEDULE=solver)
 #                                                  -> $OUT/gpu-tests-solver.log
 # bench:  benchmarks/bench_gemm.py and bench_attention.py, each with the solver planner's
-#         kernel in the same run                   -> $OUT/bench.log and $OUT/bench.json
+#         kernel in the same run, and bench_gemm_fp8.py (tawac fp8 vs cuBLAS fp8)
+#                                                  -> $OUT/bench*.log and $OUT/bench.json
 # tune:   tawac tune of examples/gemm.mlir (1024^3 .. 8192^3) and examples/attention.mlir
 #         (d128, 1k .. 16k), then bench_gemm.py and bench_attention.py with the tables
 #         (--tuned: the tuned configuration next to the default, same run)
@@ -88,6 +89,9 @@ if [ "$part" = bench ] || [ "$part" = all ]; then
     | tee "$logdir/bench-attention.log"
   rc_att=${PIPESTATUS[0]}
   [ "$rc" = 0 ] && rc=$rc_att
+  python3 benchmarks/bench_gemm_fp8.py 2>&1 | tee "$logdir/bench-fp8.log"
+  rc_fp8=${PIPESTATUS[0]}
+  [ "$rc" = 0 ] && rc=$rc_fp8
   case $rc in
     0) bench_status="ok" ;;
     *) bench_status="FAILED($rc)" ;;
