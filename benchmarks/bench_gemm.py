@@ -365,6 +365,18 @@ def print_report(rows: list[Row], meta: dict, markdown: bool) -> None:
     print_table(rows, header, cells, title, notes, markdown)
 
 
+def write_json(path: Path, meta: dict, rows: list[Row]) -> None:
+    """The run's metadata and rows as JSON (bench_gemm_fp8.py writes the same form)."""
+    data = {
+        "meta": meta,
+        "rows": [
+            {"shape": r.shape, "tflops": r.tflops, "rel_err": r.rel_err, "errors": r.errors}
+            for r in rows
+        ],
+    }
+    path.write_text(json.dumps(data, indent=2))
+
+
 def parse_opts(items: list[str]) -> dict:
     """`key=value` compile options; values parsed as JSON when possible (ints, bools)."""
     out = {}
@@ -483,23 +495,7 @@ def main(argv: list[str] | None = None) -> int:
             torch.cuda.empty_cache()
     print_report(rows, meta, args.markdown)
     if args.json is not None:
-        args.json.write_text(
-            json.dumps(
-                {
-                    "meta": meta,
-                    "rows": [
-                        {
-                            "shape": r.shape,
-                            "tflops": r.tflops,
-                            "rel_err": r.rel_err,
-                            "errors": r.errors,
-                        }
-                        for r in rows
-                    ],
-                },
-                indent=2,
-            )
-        )
+        write_json(args.json, meta, rows)
     ok = all(r.rel_err.get(k, float("inf")) <= TOL for r in rows for k in kernels)
     return 0 if ok else 1
 

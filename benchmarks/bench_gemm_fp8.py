@@ -30,8 +30,17 @@ sys.path.insert(0, str(ROOT))
 
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
-from bench_gemm import Row, _fmt, measure, print_table, rel_error  # noqa: E402
+from bench_gemm import (  # noqa: E402
+    Row,
+    _fmt,
+    measure,
+    parse_opts,
+    print_table,
+    rel_error,
+    write_json,
+)
 
+from tawac.params import parse_defines  # noqa: E402
 from tawac.runtime import load_kernel  # noqa: E402
 
 SHAPES = [(4096, 4096, 4096), (8192, 8192, 8192)]
@@ -134,18 +143,6 @@ def print_report(rows: list[Row], meta: dict, markdown: bool) -> None:
     print_table(rows, header, cells, title, notes, markdown)
 
 
-def _kv(items: list[str]) -> dict:
-    """`key=value` pairs; values parsed as JSON when possible (ints, bools)."""
-    out = {}
-    for item in items:
-        key, _, value = item.partition("=")
-        try:
-            out[key] = json.loads(value)
-        except json.JSONDecodeError:
-            out[key] = value
-    return out
-
-
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
     p.add_argument("--kernel", type=Path, default=ROOT / "examples" / "gemm_fp8.mlir")
@@ -164,7 +161,7 @@ def main(argv: list[str] | None = None) -> int:
     shapes = SHAPES
     if args.shapes:
         shapes = [tuple(int(x) for x in s.split("x")) for s in args.shapes.split(",")]
-    params, options = _kv(args.params), _kv(args.opt)
+    params, options = parse_defines(args.params), parse_opts(args.opt)
     kernel, error, sidecar = None, None, {}
     try:
         from tawac.driver import compile_file
@@ -194,23 +191,7 @@ def main(argv: list[str] | None = None) -> int:
         torch.cuda.empty_cache()
     print_report(rows, meta, args.markdown)
     if args.json is not None:
-        args.json.write_text(
-            json.dumps(
-                {
-                    "meta": meta,
-                    "rows": [
-                        {
-                            "shape": r.shape,
-                            "tflops": r.tflops,
-                            "rel_err": r.rel_err,
-                            "errors": r.errors,
-                        }
-                        for r in rows
-                    ],
-                },
-                indent=2,
-            )
-        )
+        write_json(args.json, meta, rows)
     ok = all(r.rel_err.get("tawac", float("inf")) <= TOL for r in rows)
     return 0 if ok else 1
 

@@ -392,17 +392,9 @@ def explain(source, defines, time_limit, as_json, timeline, **pipeline):
 
 
 def _require_gpu() -> None:
-    try:
-        import torch
-    except ImportError:
-        raise CompileError("tawac run needs PyTorch with CUDA (torch is not installed)") from None
-    if not torch.cuda.is_available():
-        raise CompileError("tawac run needs an NVIDIA Hopper GPU; torch sees no CUDA device")
-    major, minor = torch.cuda.get_device_capability()
-    if major != 9:
-        raise CompileError(
-            f"tawac run needs a Hopper GPU (sm_90a); this device is sm_{major}{minor}"
-        )
+    from tawac.runtime.runner import require_hopper
+
+    require_hopper("tawac run")
 
 
 @main.command()
@@ -429,14 +421,9 @@ def run(source, sizes, defines, time_limit, rep_ms, no_check, **pipeline):
 
     params = _params(defines)
     _require_gpu()
-    from tawac.runtime.runner import run_kernel_file
+    from tawac.runtime.runner import parse_sizes, run_kernel_file
 
-    dims: dict[str, int] = {}
-    for item in sizes.split(","):
-        name, eq, value = item.partition("=")
-        if not eq or not value.strip().isdigit():
-            raise CompileError(f"--size expects NAME=INT pairs, got '{item}'")
-        dims[name.strip()] = int(value)
+    dims = parse_sizes(sizes)
 
     def compile_fn(path):
         r = compile_file(path, params=params, time_limit=time_limit, **pipeline)

@@ -153,13 +153,13 @@ def _declaration(text: str, code: str, filename: str) -> tuple[int, int, dict[st
             "`params = {` is not closed", location=_location(text, filename, found[0].start())
         )
     defaults: dict[str, int] = {}
-    pos = start
     body = code[start:end]
+    if not body.strip():  # `params = {}`
+        return start, end, defaults
+    pos = start
     for item in body.split(","):
         at = pos + len(item) - len(item.lstrip())
         pos += len(item) + 1
-        if not item.strip() and not defaults and body.strip() == "":
-            continue
         m = _ENTRY.match(item)
         if m is None:
             raise CompileError(
@@ -223,7 +223,8 @@ def substitute(
                 location=_location(text, filename, m.start()),
             )
         # A reference ends where an upper-case name does: `$BLOCK_Mx64` is BLOCK_M.
-        name = NAME.match(name)[0] if NAME.match(name) is not None else name
+        upper = NAME.match(name)
+        name = upper[0] if upper is not None else name
         if name not in values:
             raise CompileError(
                 f"unknown parameter ${name} (the kernel declares {', '.join(values) or 'none'})",

@@ -47,6 +47,7 @@ from tawac import tuning
 from tawac.diagnostics import CompileError
 from tawac.files import write_atomic
 from tawac.options import CLUSTERS, PipelineOptions
+from tawac.runtime.runner import parse_sizes, require_hopper
 from tawac.tuning import TABLE_FORMAT, bucket_of, load_table, source_sha256
 
 #: More candidates than this is a space to split (each one is a compile and a timing).
@@ -186,19 +187,6 @@ def enumerate_candidates(axes: Sequence[Axis]) -> list[Candidate]:
         options = {a.name: v for a, v in zip(axes, combo, strict=True) if a.kind == "option"}
         out.append(Candidate(params, options))
     return out
-
-
-def parse_sizes(text: str) -> dict[str, int]:
-    """`--size M=4096,N=4096,K=4096` (the syntax of `tawac run --size`)."""
-    dims: dict[str, int] = {}
-    for item in text.split(","):
-        name, eq, value = item.partition("=")
-        if not eq or not name.strip() or not value.strip().isdigit():
-            raise CompileError(f"--size expects NAME=INT pairs, got '{item}'")
-        if name.strip() in dims:
-            raise CompileError(f"--size {text}: {name.strip()} given twice")
-        dims[name.strip()] = int(value)
-    return dims
 
 
 # --------------------------------------------------------------------------- compiling
@@ -356,23 +344,9 @@ class Timings:
 
 def require_gpu() -> None:
     """Timing needs torch with CUDA and a Hopper GPU."""
-    hint = " (--compile-only compiles the candidates without one)"
-    try:
-        import torch
-    except ImportError:
-        raise CompileError(
-            "tawac tune needs PyTorch with CUDA to time candidates (torch is not installed)" + hint
-        ) from None
-    if not torch.cuda.is_available():
-        raise CompileError(
-            "tawac tune needs an NVIDIA Hopper GPU to time candidates; torch sees no CUDA "
-            "device" + hint
-        )
-    major, minor = torch.cuda.get_device_capability()
-    if major != 9:
-        raise CompileError(
-            f"tawac tune needs a Hopper GPU (sm_90a); this device is sm_{major}{minor}" + hint
-        )
+    require_hopper(
+        "tawac tune", " to time candidates", " (--compile-only compiles the candidates without one)"
+    )
 
 
 def kernel_op(source: str, params: Mapping[str, int] | None):
@@ -387,17 +361,13 @@ def kernel_op(source: str, params: Mapping[str, int] | None):
     return kernels[0]
 
 
-def arg_access(sidecar: Mapping[str, Any], op) -> tuple[set[int], set[int]]:
-    """(indices of arguments the kernel reads, indices it writes): the sidecar's "access",
-    else the kernel's loads and stores."""
+def arg_access(sidecar: Mapping[str, Any]) -> tuple[set[int], set[int]]:
+    """(indices of arguments the kernel reads, indices it writes), from the sidecar's
+    "access" (the driver writes it for every kernel)."""
     specs = sidecar["args"]
-    if all("access" in s for s in specs):
-        reads = {i for i, s in enumerate(specs) if s["access"] in ("read", "readwrite")}
-        writes = {i for i, s in enumerate(specs) if s["access"] in ("write", "readwrite")}
-        return reads, writes
-    from tawac.runtime.runner import kernel_arg_uses
-
-    return kernel_arg_uses(op)
+    reads = {i for i, s in enumerate(specs) if s["access"] in ("read", "readwrite")}
+    writes = {i for i, s in enumerate(specs) if s["access"] in ("write", "readwrite")}
+    return reads, writes
 
 
 def measure_size(
@@ -423,7 +393,7 @@ def measure_size(
 
     ref = compiled[0]
     op = kernel_op(source, ref.params)
-    reads, writes = arg_access(ref.sidecar, op)
+    reads, writes = arg_access(ref.sidecar)
     specs = ref.sidecar["args"]
     base = make_args(ref.sidecar, sizes, writes, reads, seed=seed)
     ref_args = [a.float().clone() if isinstance(a, torch.Tensor) else a for a in base]

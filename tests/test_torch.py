@@ -18,6 +18,7 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
+from test_runtime import SIDECAR as RUNTIME_SIDECAR  # noqa: E402
 from torch._subclasses.fake_tensor import FakeTensorMode  # noqa: E402
 
 import tawac.torch as tt  # noqa: E402
@@ -27,52 +28,11 @@ from tawac.runtime import LaunchError  # noqa: E402
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
 SOURCE = "// C = A * B^T\ntile.kernel @gemm(...) {}\n"
 
+# The launcher tests' sidecar, with each argument's access and the kernel parameters.
+ACCESS = {"a": "read", "b": "read", "c": "write", "alpha": "none"}
 SIDECAR = {
-    "format": 1,
-    "kernel": "gemm",
-    "target": "sm_90a",
-    "block": [384, 1, 1],
-    "cluster": [1, 1, 1],
-    "dynamic_smem": 197632,
-    "grid": [
-        {"cdiv": {"arg": "c", "dim": 0}, "by": 128},
-        {"cdiv": {"arg": "c", "dim": 1}, "by": 256},
-        {"const": 1},
-    ],
-    "args": [
-        {
-            "name": "a",
-            "kind": "tensor",
-            "dtype": "bf16",
-            "rank": 2,
-            "dims": ["M", "K"],
-            "access": "read",
-        },
-        {
-            "name": "b",
-            "kind": "tensor",
-            "dtype": "bf16",
-            "rank": 2,
-            "dims": ["N", "K"],
-            "access": "read",
-        },
-        {
-            "name": "c",
-            "kind": "tensor",
-            "dtype": "bf16",
-            "rank": 2,
-            "dims": ["M", "N"],
-            "access": "write",
-        },
-        {"name": "alpha", "kind": "scalar", "dtype": "f32", "access": "none"},
-    ],
-    "params": [
-        {"kind": "tensor_map", "arg": "a", "box": [64, 128], "swizzle": "128B"},
-        {"kind": "pointer", "arg": "c"},
-        {"kind": "dim", "arg": "a", "dim": 1, "type": "s32"},
-        {"kind": "stride", "arg": "c", "dim": 0, "type": "s64"},
-        {"kind": "scalar", "arg": "alpha", "type": "f32"},
-    ],
+    **RUNTIME_SIDECAR,
+    "args": [{**a, "access": ACCESS[a["name"]]} for a in RUNTIME_SIDECAR["args"]],
     "kernel_params": {"BLOCK_M": 128, "BLOCK_N": 256},
 }
 

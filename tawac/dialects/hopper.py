@@ -250,23 +250,16 @@ class CtaSyncOp(IRDLOperation):
 @irdl_op_definition
 class MbarrierWaitOp(IRDLOperation):
     """Blocks until barrier `bars[slot]` completes the phase of parity `phase`
-    (`mbarrier.try_wait.parity` in a loop).  With `cluster`, the wait acquires at cluster
-    scope (`.acquire.cluster`, PTX ISA 9.7.13.15.16): the phase may be completed by
-    arrivals of another CTA of the cluster (`hopper.mbarrier_arrive_remote`)."""
+    (`mbarrier.try_wait.parity` in a loop)."""
 
     name = "hopper.mbarrier_wait"
     bars = operand_def(MbarriersType)
     slot = operand_def(IndexType)
     phase = operand_def(IndexType)
-    cluster = opt_prop_def(UnitAttr)
-    assembly_format = (
-        "$bars `[` $slot `]` `,` $phase (`cluster` $cluster^)? attr-dict `:` type($bars)"
-    )
+    assembly_format = "$bars `[` $slot `]` `,` $phase attr-dict `:` type($bars)"
 
-    def __init__(self, bars: SSAValue, slot: SSAValue, phase: SSAValue, cluster: bool = False):
-        super().__init__(
-            operands=[bars, slot, phase], properties={"cluster": UnitAttr()} if cluster else {}
-        )
+    def __init__(self, bars: SSAValue, slot: SSAValue, phase: SSAValue):
+        super().__init__(operands=[bars, slot, phase])
 
 
 @irdl_op_definition

@@ -944,33 +944,21 @@ class MbarrierArriveExpectTxOp(PtxInstruction):
 
 @irdl_op_definition
 class MbarrierTryWaitOp(PtxInstruction):
-    """`mbarrier.try_wait.parity{.acquire.cluster}.shared::cta.b64 p, [addr], phase;`
-    (9.7.13.15.16); `scope = "cluster"` acquires at cluster scope (arrivals from other
-    CTAs of the cluster), the default is `.acquire.cta`."""
+    """`mbarrier.try_wait.parity.shared::cta.b64 p, [addr], phase;` (9.7.13.15.16)."""
 
     name = "ptx.mbarrier_try_wait"
     addr = operand_def(RegType)
     phase = operand_def(RegType)
-    scope = opt_prop_def(StringAttr)
     result = result_def(RegType)
 
-    def __init__(self, addr: SSAValue, phase: SSAValue, scope: str | None = None):
-        props = {"scope": StringAttr(scope)} if scope is not None else {}
-        super().__init__(operands=[addr, phase], properties=props, result_types=[PRED])
-
-    def verify_(self) -> None:
-        if self.scope is not None and _s(self.scope) not in ("cta", "cluster"):
-            raise VerifyException(f"ptx.mbarrier_try_wait: unknown scope {_s(self.scope)}")
+    def __init__(self, addr: SSAValue, phase: SSAValue):
+        super().__init__(operands=[addr, phase], result_types=[PRED])
 
     def ptx_text(self, n: Names) -> str:
-        sem = f".acquire.{_s(self.scope)}" if self.scope is not None else ""
         return (
-            f"mbarrier.try_wait.parity{sem}.shared::cta.b64 {n(self.result)}, "
+            f"mbarrier.try_wait.parity.shared::cta.b64 {n(self.result)}, "
             f"[{n(self.addr)}], {n(self.phase)};"
         )
-
-
-# --- thread block clusters -----------------------------------------------------------------
 
 
 @irdl_op_definition

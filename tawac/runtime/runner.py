@@ -13,6 +13,7 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
+from tawac.diagnostics import CompileError
 from tawac.runtime.launcher import (
     FLOAT_SCALAR_DTYPES,
     FP8_DTYPES,
@@ -24,6 +25,40 @@ from tawac.runtime.launcher import (
 
 DEFAULT_F32_SCALAR = 0.5
 DEFAULT_INT_SCALAR = 1
+
+
+def require_hopper(command: str, purpose: str = "", hint: str = "") -> None:
+    """A clear error unless torch sees a Hopper GPU: `command` ("tawac run") needs one
+    `purpose` (" to time candidates"); `hint` ends each message."""
+    try:
+        import torch
+    except ImportError:
+        raise CompileError(
+            f"{command} needs PyTorch with CUDA{purpose} (torch is not installed){hint}"
+        ) from None
+    if not torch.cuda.is_available():
+        raise CompileError(
+            f"{command} needs an NVIDIA Hopper GPU{purpose}; torch sees no CUDA device{hint}"
+        )
+    major, minor = torch.cuda.get_device_capability()
+    if major != 9:
+        raise CompileError(
+            f"{command} needs a Hopper GPU (sm_90a); this device is sm_{major}{minor}{hint}"
+        )
+
+
+def parse_sizes(text: str) -> dict[str, int]:
+    """`--size M=4096,N=4096,K=4096` (dimension sizes and scalar arguments by name) as a
+    dict; a malformed or repeated item is a `CompileError`."""
+    dims: dict[str, int] = {}
+    for item in text.split(","):
+        name, eq, value = item.partition("=")
+        if not eq or not name.strip() or not value.strip().isdigit():
+            raise CompileError(f"--size expects NAME=INT pairs, got '{item}'")
+        if name.strip() in dims:
+            raise CompileError(f"--size {text}: {name.strip()} given twice")
+        dims[name.strip()] = int(value)
+    return dims
 
 
 def kernel_arg_uses(kernel_op) -> tuple[set[int], set[int]]:

@@ -58,8 +58,7 @@ def _mbar_wait(k: KernelLowering, op: hopper.MbarrierWaitOp) -> None:
     phase = k.scalar(op.phase)
     again = k.label("wait")
     k.emit(ptx.LabelOp(again))
-    scope = "cluster" if op.cluster is not None else None
-    ready = k.r(ptx.MbarrierTryWaitOp(addr, phase, scope))
+    ready = k.r(ptx.MbarrierTryWaitOp(addr, phase))
     k.emit(ptx.BraOp(again, ready, negate=True))
 
 

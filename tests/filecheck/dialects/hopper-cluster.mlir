@@ -17,7 +17,7 @@
 // CHECK-NEXT:  %ncl = hopper.num_clusters
 // CHECK-NEXT:  %c0 = arith.constant 0 : index
 // CHECK-NEXT:  %c1 = arith.constant 1 : index
-// CHECK-NEXT:  hopper.mbarrier_wait %empty[%c0], %c1 cluster : !hopper.mbarriers<2>
+// CHECK-NEXT:  hopper.mbarrier_wait %empty[%c0], %c1 : !hopper.mbarriers<2>
 // CHECK-NEXT:  hopper.mbarrier_wait %full[%c0], %c0 : !hopper.mbarriers<2>
 // CHECK-NEXT:  hopper.tma_load_multicast %b[%c0, %c0], %rb[%c0], %full, rank %rank of 2 : !tile.tensor<?x?xbf16>, !hopper.smem<2x256x64xbf16, swizzle 128>, !hopper.mbarriers<2>
 // CHECK-NEXT:  hopper.mbarrier_arrive_remote %empty[%c0], cta %c1 : !hopper.mbarriers<2>
@@ -37,7 +37,7 @@ tile.kernel @k(%a: !tile.tensor<?x?xbf16>, %b: !tile.tensor<?x?xbf16>) attribute
   %ncl = hopper.num_clusters
   %c0 = arith.constant 0 : index
   %c1 = arith.constant 1 : index
-  hopper.mbarrier_wait %empty[%c0], %c1 cluster : !hopper.mbarriers<2>
+  hopper.mbarrier_wait %empty[%c0], %c1 : !hopper.mbarriers<2>
   hopper.mbarrier_wait %full[%c0], %c0 : !hopper.mbarriers<2>
   hopper.tma_load_multicast %b[%c0, %c0], %rb[%c0], %full, rank %rank of 2 : !tile.tensor<?x?xbf16>, !hopper.smem<2x256x64xbf16, swizzle 128>, !hopper.mbarriers<2>
   hopper.mbarrier_arrive_remote %empty[%c0], cta %c1 : !hopper.mbarriers<2>

@@ -1,7 +1,6 @@
 // The PTX instructions of thread block clusters (issue 11), one op each: the special
 // registers (PTX ISA 10), barrier.cluster (9.7.13.3), mapa (9.7.9.21), an arrival on a
-// peer CTA's mbarrier (9.7.13.15.13), a wait acquiring at cluster scope (9.7.13.15.16)
-// and the multicast TMA load (9.7.9.25). The generic form round-trips; --emit ptx
+// peer CTA's mbarrier (9.7.13.15.13) and the multicast TMA load (9.7.9.25). The generic form round-trips; --emit ptx
 // prints each op's instruction.
 // RUN: tawac opt %s | tawac opt - | filecheck %s
 // RUN: tawac opt %s --emit ptx | filecheck %s --check-prefix=PTX
@@ -11,7 +10,6 @@
 // CHECK-NEXT: "ptx.barrier_cluster_wait"() : () -> ()
 // CHECK:      %{{.*}} = "ptx.mapa"(%{{.*}}, %{{.*}}) : (!ptx.reg<b32>, !ptx.reg<b32>) -> !ptx.reg<b32>
 // CHECK:      "ptx.mbarrier_arrive_cluster"(%{{.*}}, %{{.*}}) : (!ptx.reg<b32>, !ptx.reg<pred>) -> ()
-// CHECK:      "ptx.mbarrier_try_wait"(%{{.*}}, %{{.*}}) <{scope = "cluster"}> : (!ptx.reg<b32>, !ptx.reg<b32>) -> !ptx.reg<pred>
 // CHECK:      "ptx.cp_async_bulk_tensor_load_multicast"(%{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}) : (!ptx.reg<b32>, !ptx.reg<b64>, !ptx.reg<b32>, !ptx.reg<b16>, !ptx.reg<b32>, !ptx.reg<b32>) -> ()
 
 // PTX:      mov.u32 %r0, %cluster_ctarank;
@@ -25,8 +23,7 @@
 // PTX-NEXT: mapa.shared::cluster.u32 %r6, %r3, %r5;
 // PTX-NEXT: setp.eq.s32 %p0, %r0, %r4;
 // PTX-NEXT: @%p0 mbarrier.arrive.shared::cluster.b64 _, [%r6];
-// PTX-NEXT: mbarrier.try_wait.parity.acquire.cluster.shared::cta.b64 %p1, [%r3], %r4;
-// PTX-NEXT: mbarrier.try_wait.parity.shared::cta.b64 %p2, [%r3], %r4;
+// PTX-NEXT: mbarrier.try_wait.parity.shared::cta.b64 %p1, [%r3], %r4;
 // PTX-NEXT: mov.b64 %rd0, t;
 // PTX-NEXT: cvta.param.u64 %rd1, %rd0;
 // PTX-NEXT: mov.b16 %h0, 3;
@@ -45,8 +42,7 @@
     %6 = "ptx.mapa"(%3, %5) : (!ptx.reg<b32>, !ptx.reg<b32>) -> !ptx.reg<b32>
     %7 = "ptx.setp"(%0, %4) <{cmp = "eq", type = "s32"}> : (!ptx.reg<b32>, !ptx.reg<b32>) -> !ptx.reg<pred>
     "ptx.mbarrier_arrive_cluster"(%6, %7) : (!ptx.reg<b32>, !ptx.reg<pred>) -> ()
-    %8 = "ptx.mbarrier_try_wait"(%3, %4) <{scope = "cluster"}> : (!ptx.reg<b32>, !ptx.reg<b32>) -> !ptx.reg<pred>
-    %9 = "ptx.mbarrier_try_wait"(%3, %4) : (!ptx.reg<b32>, !ptx.reg<b32>) -> !ptx.reg<pred>
+    %8 = "ptx.mbarrier_try_wait"(%3, %4) : (!ptx.reg<b32>, !ptx.reg<b32>) -> !ptx.reg<pred>
     %10 = "ptx.param_addr"() <{param = "t"}> : () -> !ptx.reg<b64>
     %11 = "ptx.cvta_param"(%10) : (!ptx.reg<b64>) -> !ptx.reg<b64>
     %12 = "ptx.mov_imm"() <{type = "b16", value = 3 : i64}> : () -> !ptx.reg<b16>
