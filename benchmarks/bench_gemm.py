@@ -1,7 +1,8 @@
 """GEMM benchmark: tawac (examples/gemm.mlir) vs cuBLAS (torch.matmul) vs Triton, bf16.
 
 C = A * B^T with A MxK, B NxK (both K-major), C MxN, fp32 accumulation, bf16 output.
-Prints TFLOP/s (median of triton.testing.do_bench), the ratios, and the relative error of
+Prints TFLOP/s (the median of --rounds rounds of triton.testing.do_bench, every system
+timed once per round, round-robin), the ratios, and the relative error of
 tawac's and Triton's outputs against an fp32 reference.
 
     python3 benchmarks/bench_gemm.py                 # plain table
@@ -14,6 +15,7 @@ from __future__ import annotations
 import argparse
 import datetime
 import json
+import statistics
 import sys
 import traceback
 from dataclasses import dataclass, field
@@ -208,9 +210,28 @@ def measure(row: Row, name: str, fn, flops: float, args) -> None:
         row.errors[name] = f"{type(e).__name__}: {e}"
 
 
-def bench_shape(shape, tawac_kernels: dict, triton_mm, bench_args) -> Row:
+def measure_rounds(row: Row, calls: dict, flops: float, args, rounds: int) -> None:
+    """Times every system in `calls` (name -> fn) `rounds` times round-robin, each round
+    starting one system later, and records the median: the machine's drift (clocks under
+    power limits, neighbours) then falls on every system alike."""
+    names = list(calls)
+    samples: dict[str, list[float]] = {n: [] for n in names}
+    for r in range(rounds):
+        for name in names[r % len(names) :] + names[: r % len(names)]:
+            if name in row.errors:
+                continue
+            measure(row, name, calls[name], flops, args)
+            if row.tflops[name] is not None:
+                samples[name].append(row.tflops[name])
+    for name in names:
+        if samples[name]:
+            row.tflops[name] = statistics.median(samples[name])
+
+
+def bench_shape(shape, tawac_kernels: dict, triton_mm, bench_args, rounds: int = 1) -> Row:
     """Benchmarks one (M, N, K) for every system (`tawac_kernels`: name -> (kernel,
-    compile error): "tawac", and "solver" with --solver)."""
+    compile error): "tawac", and "solver" with --solver): checks each output against an
+    fp32 reference, then times them all (`measure_rounds`)."""
     m, n, k = shape
     row = Row(shape)
     flops = 2.0 * m * n * k
@@ -221,8 +242,7 @@ def bench_shape(shape, tawac_kernels: dict, triton_mm, bench_args) -> Row:
 
     c_blas = torch.matmul(a, b.t())
     row.rel_err["cublas"] = rel_error(c_blas, ref)
-    del c_blas
-    measure(row, "cublas", lambda: torch.matmul(a, b.t()), flops, bench_args)
+    calls = {"cublas": lambda: torch.matmul(a, b.t(), out=c_blas)}
 
     for name, (kernel, error) in tawac_kernels.items():
         if kernel is None:
@@ -234,11 +254,10 @@ def bench_shape(shape, tawac_kernels: dict, triton_mm, bench_args) -> Row:
             kernel(a, b, c)
             torch.cuda.synchronize()
             row.rel_err[name] = rel_error(c, ref)
-            measure(row, name, lambda c=c, kernel=kernel: kernel(a, b, c), flops, bench_args)
+            calls[name] = lambda c=c, kernel=kernel: kernel(a, b, c)
         except Exception as e:  # noqa: BLE001
             row.tflops[name] = None
             row.errors[name] = f"{type(e).__name__}: {e}"
-        del c
 
     if not triton_mm:
         row.tflops["triton"] = None
@@ -249,11 +268,12 @@ def bench_shape(shape, tawac_kernels: dict, triton_mm, bench_args) -> Row:
             fn(a, b, c)
             torch.cuda.synchronize()
             row.rel_err[name] = rel_error(c, ref)
-            measure(row, name, lambda fn=fn, c=c: fn(a, b, c), flops, bench_args)
+            calls[name] = lambda fn=fn, c=c: fn(a, b, c)
         except Exception as e:  # noqa: BLE001
             row.tflops[name] = None
             row.errors[name] = f"{type(e).__name__}: {e}"
-        del c
+    del ref
+    measure_rounds(row, calls, flops, bench_args, rounds)
     # The Triton column is the better of its two kernels, measured in this run.
     best = [(row.tflops.get(k), k) for k in (triton_mm or {}) if row.tflops.get(k) is not None]
     if best:
@@ -361,7 +381,12 @@ def print_report(rows: list[Row], meta: dict, markdown: bool) -> None:
     header, cells = table(rows)
     title = f"bf16 GEMM C = A·Bᵀ on {meta['device']}, {meta['date']}"
     versions = f"torch {meta['torch']}, triton {meta['triton']}, CUDA {meta['cuda']}"
-    notes = [versions, "median of triton.testing.do_bench", "error vs fp32 reference"]
+    rounds = meta.get("rounds", 1)
+    notes = [
+        versions,
+        f"median of {rounds} round-robin round(s) of triton.testing.do_bench",
+        "error vs fp32 reference",
+    ]
     print_table(rows, header, cells, title, notes, markdown)
 
 
@@ -442,6 +467,12 @@ def main(argv: list[str] | None = None) -> int:
     )
     p.add_argument("--warmup-ms", type=float, default=25.0)
     p.add_argument("--rep-ms", type=float, default=100.0)
+    p.add_argument(
+        "--rounds",
+        type=int,
+        default=3,
+        help="time every system this many times round-robin and take the median",
+    )
     args = p.parse_args(argv)
 
     if not torch.cuda.is_available():
@@ -462,6 +493,7 @@ def main(argv: list[str] | None = None) -> int:
         "torch": torch.__version__,
         "triton": triton_version,
         "cuda": torch.version.cuda,
+        "rounds": args.rounds,
     }
     options = parse_opts(args.opt)
     kernels = {"tawac": compile_tawac(args.kernel, {**options, "planner": "heuristic"})}
@@ -487,7 +519,11 @@ def main(argv: list[str] | None = None) -> int:
         if table is not None:
             shape_kernels["tuned"] = tuned_kernel(args.kernel, table, shape, options)
         try:
-            rows.append(bench_shape(shape, shape_kernels, triton_mm, (args.warmup_ms, args.rep_ms)))
+            rows.append(
+                bench_shape(
+                    shape, shape_kernels, triton_mm, (args.warmup_ms, args.rep_ms), args.rounds
+                )
+            )
         except Exception as e:  # noqa: BLE001 - e.g. out of memory for the inputs
             row = Row(tuple(shape))
             row.errors["setup"] = f"{type(e).__name__}: {e}"

@@ -20,6 +20,7 @@ sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
 from bench_gemm import parse_opts  # noqa: E402
+
 from tawac.params import parse_defines  # noqa: E402
 
 

@@ -166,8 +166,17 @@ def _smem_map(kernel: tile.KernelOp, arefs: list[dict[str, Any]]) -> list[dict[s
         if isinstance(op, hopper.SmemAllocOp):
             t = op.result.type
             assert isinstance(t, hopper.SmemRingType)
-            staging = op.result.name_hint == "staging"
-            what = "staging tile" if staging else "ring of {} {}".format(*rings.pop(0))
+            hint = op.result.name_hint
+            if hint == "staging":
+                what = "staging tile"
+            elif hint == "staging_chunks":
+                tt = t.tile_type
+                what = (
+                    f"staging ring of {t.depth} column chunk(s) "
+                    f"{tt.rows}x{tt.cols}x{tt.element_type}"
+                )
+            else:
+                what = "ring of {} {}".format(*rings.pop(0))
             size = hopper.ring_bytes(t)
             regions.append({"offset": op.offset.value.data, "bytes": size, "what": what})
         elif isinstance(op, hopper.MbarrierAllocOp):
@@ -299,6 +308,8 @@ def explain_module(
     }
     if plan.cluster_axis is not None:
         info["cluster"] = _cluster(plan)
+    if plan.staging:
+        info["staging_chunks"] = plan.staging
     if steady is not None:
         info["timeline"] = steady
     return info
@@ -332,6 +343,11 @@ def render(info: dict[str, Any], console) -> None:
         lines.append(f"tile order: {info['tile_order']}")
     if info["turns"]:
         lines.append("consumer warp groups take turns on the tensor core (ping-pong)")
+    if info.get("staging_chunks"):
+        lines.append(
+            f"epilogue: stored in 64-column chunks through {info['staging_chunks']} "
+            "staging buffer(s) (a whole staging tile does not fit beside the rings)"
+        )
     cluster = info.get("cluster")
     if cluster is not None:
         shared = [p for a in info["arefs"] for p in a.get("multicast_tensors", [])]

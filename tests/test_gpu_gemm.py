@@ -142,12 +142,15 @@ def test_run_command_engine_with_interpreter_reference():
         (3, 1, True),
         (2, 1, True),
         (3, 2, True),
+        (4, 0, True),
+        (4, 1, True),
     ],
 )
 def test_gemm_pipeline_options(stages, mma_depth, persistent):
     """Every ring depth, MMA depth and launch style computes the same product (4 stages
-    alias the epilogue staging tile with the rings; persistent kernels carry aref
-    iteration numbers across tiles and drain deferred releases)."""
+    stage the epilogue through two 64-column chunk buffers, `staging = chunks 2`;
+    persistent kernels carry aref iteration numbers across tiles and drain deferred
+    releases)."""
     import torch
 
     from tawac.runtime import load_kernel
@@ -230,6 +233,33 @@ def test_other_tile_configs(bm, bn, bk, dt):
     dtype = torch.bfloat16 if dt == "bf16" else torch.float16
     for m, n, k in [(1000, 2000, 3000), (129, 257, 65), (2048, 2048, 512)]:
         err = _run_abt(kern, m, n, k, dtype)
+        assert err < 1e-2, (m, n, k, err)
+
+
+@pytest.mark.gpu
+@requires_gpu
+@pytest.mark.parametrize(
+    ("bm", "bn", "stages", "chunks"),
+    [(128, 192, 5, 1), (256, 128, 4, 1), (128, 256, 4, 2)],
+)
+@pytest.mark.parametrize("persistent", [True, False])
+def test_chunked_epilogue_staging(bm, bn, stages, chunks, persistent):
+    """Rings too deep for a whole staging tile: the epilogue goes out in 64-column chunks
+    through `chunks` buffers (one buffer: each chunk waits for the previous one's bulk
+    store; an odd number of chunks, 192 columns, forces one), tile after tile."""
+    import torch
+    from test_tile_configs import compile_config
+
+    from tawac.runtime import load_kernel
+
+    r = compile_config(bm, bn, 64, "bf16", cubin=True, stages=stages, persistent=persistent)
+    # the planner's choice is checked in test_tile_configs; here: chunks - 1 stores pending
+    waits = {line.strip() for line in r.ptx.splitlines() if "wait_group.read" in line}
+    wait = "cp.async.bulk.wait_group.read"
+    assert waits == {f"{wait} {chunks - 1};", f"{wait} 0;"}
+    kern = load_kernel(r.cubin, r.sidecar)
+    for m, n, k in [(1000, 2000, 3000), (129, 257, 65), (2048, 2048, 512)]:
+        err = _run_abt(kern, m, n, k, torch.bfloat16)
         assert err < 1e-2, (m, n, k, err)
 
 

@@ -146,6 +146,31 @@ def test_dynamic_smem_with_tma_store(bm, bn, bk):
     assert "cp.async.bulk.tensor.2d.global.shared::cta" in res.ptx
 
 
+@pytest.mark.parametrize(
+    ("bm", "bn", "stages", "chunks"),
+    [(128, 256, 3, 0), (128, 256, 4, 2), (128, 192, 4, 0), (128, 192, 5, 1), (256, 128, 4, 1)],
+)
+def test_chunked_staging_when_the_whole_tile_does_not_fit(bm, bn, stages, chunks):
+    """The planner's `staging`: the whole BMxBN staging tile where it fits beside the
+    rings; else a ring of two 64-column chunk buffers (BM x 128 bytes each), or one when
+    two do not fit or the chunks (BN / 64) are odd in number."""
+    from tawac import schedule
+    from tawac.driver import run_pipeline
+    from tawac.options import PipelineOptions
+
+    module = parse_text(gemm_text(bm, bn, 64, "bf16"), "gemm.mlir")
+    run_pipeline(module, PipelineOptions(stages=stages).pipeline(stop="pipeline"))
+    kernel = next(op for op in module.body.block.ops if op.name == "tile.kernel")
+    assert schedule.of(kernel).staging == chunks
+    res = compile_config(bm, bn, 64, "bf16", stages=stages)
+    rings = -(-aref_smem(bm, bn, 64, stages) // 1024) * 1024
+    staged = bm * bn * 2 if not chunks else chunks * bm * 128
+    assert res.sidecar["dynamic_smem"] == rings + staged
+    assert res.sidecar["dynamic_smem"] <= HOPPER.smem_per_block
+    stores = res.ptx.count("cp.async.bulk.tensor.2d.global.shared::cta")
+    assert stores == bn // 64
+
+
 @pytest.mark.parametrize(("bm", "bn", "bk", "dt"), ALL)
 def test_ptxas_assembles_without_spills(bm, bn, bk, dt):
     res = compile_config(bm, bn, bk, dt, cubin=True)

@@ -428,15 +428,53 @@ class WgmmaWaitOp(IRDLOperation):
 class StoreFragmentOp(IRDLOperation):
     """Every thread writes its registers of a tile into a shared-memory tile, in the
     128-byte-swizzled layout a TMA store reads (`st.shared`, then
-    `fence.proxy.async.shared::cta` so that the async proxy sees the writes)."""
+    `fence.proxy.async.shared::cta` so that the async proxy sees the writes).
+
+    With `columns N` the shared tile holds columns [N, N + its width) of the value (a
+    chunk of a wider epilogue tile, staged through a ring of chunk buffers); the tile's
+    rows are the value's. Before writing, each warp group's leader waits until at most
+    `pending` of its bulk stores are still reading shared memory
+    (`cp.async.bulk.wait_group.read`, PTX ISA 9.7.9.25.6.2): the stores that read this
+    buffer last must be done, the `pending` most recent ones (other buffers) may not."""
 
     name = "hopper.store_fragment"
     value = operand_def(TensorType)
     tile = operand_def(SmemTileType)
-    assembly_format = "$value `,` $tile attr-dict `:` type($value) `,` type($tile)"
+    columns = opt_prop_def(IntegerAttr[I64])
+    pending = opt_prop_def(IntegerAttr[I64])
+    assembly_format = (
+        "$value `,` $tile (`columns` $columns^)? (`pending` $pending^)? attr-dict "
+        "`:` type($value) `,` type($tile)"
+    )
 
-    def __init__(self, value: SSAValue, tile: SSAValue):
-        super().__init__(operands=[value, tile])
+    def __init__(self, value: SSAValue, tile: SSAValue, columns: int = 0, pending: int = 0):
+        props = {}
+        if columns:
+            props["columns"] = IntegerAttr(columns, i64)
+        if pending:
+            props["pending"] = IntegerAttr(pending, i64)
+        super().__init__(operands=[value, tile], properties=props)
+
+    @property
+    def first_column(self) -> int:
+        return self.columns.value.data if self.columns is not None else 0
+
+    @property
+    def max_pending(self) -> int:
+        return self.pending.value.data if self.pending is not None else 0
+
+    def verify_(self) -> None:
+        vt, tt = self.value.type, self.tile.type
+        assert isinstance(vt, TensorType) and isinstance(tt, SmemTileType)
+        rows, cols = vt.get_shape()[0], vt.get_shape()[-1]
+        shape = tt.get_shape()
+        if shape[0] != rows or not 0 <= self.first_column <= cols - shape[-1]:
+            raise VerifyException(
+                f"hopper.store_fragment: {tt} does not hold columns from {self.first_column} "
+                f"of {vt}"
+            )
+        if not 0 <= self.max_pending <= 7:
+            raise VerifyException("hopper.store_fragment: pending must be in 0..7")
 
 
 @irdl_op_definition

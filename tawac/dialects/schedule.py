@@ -31,6 +31,10 @@ solver) can write a schedule by hand. The fields:
   rows of program id x; `longest_first up|down`: longest tiles first, for work that
   grows with x) over its grid of programs (the launch ABI's grid form); absent for a
   plain grid;
+- `staging`: how the epilogue's stores through shared memory and TMA (`tma-store`) are
+  staged: `chunks N`, a ring of N buffers of one 64-column chunk each, the chunks of a
+  tile taking turns (each waits until the bulk store that last read its buffer is done),
+  so that a deeper aref ring fits; absent, one buffer of the whole tile;
 - `solve`: with the solver planner, the main loop's initiation interval (cycles), whether
   it is proven optimal, the proven lower bound, and whose schedule was kept;
 - `smem_bytes`: the CTA's dynamic shared memory, the end of the shared-memory plan
@@ -128,6 +132,7 @@ class Schedule:
     cluster: tuple[int, int] = (1, 1)
     tiles: tuple[str, int | str] | None = None
     program_grid: Attribute | None = None
+    staging: int = 0
     smem_bytes: int | None = None
     planner: str | None = field(default=None, compare=False)
     solve: SolveInfo | None = field(default=None, compare=False)
@@ -233,6 +238,15 @@ def _parse_solve(parser: AttrParser) -> SolveInfo:
     return SolveInfo(interval, status, bound, kept)
 
 
+def _parse_staging(parser: AttrParser) -> int:
+    parser.parse_keyword("chunks")
+    pos = parser.pos
+    n = _int(parser)
+    if n < 1:
+        parser.raise_error("expected at least 1 chunk buffer", pos, parser.pos)
+    return n
+
+
 def _parse_tiles(parser: AttrParser) -> tuple[str, int | str]:
     pos = parser.pos
     kind = parser.parse_identifier(" (a tile order)")
@@ -253,6 +267,7 @@ _FIELDS = {
     "cluster": _parse_cluster,
     "tiles": _parse_tiles,
     "program_grid": lambda p: p.parse_attribute(),
+    "staging": _parse_staging,
     "smem_bytes": _int,
     "planner": lambda p: p.parse_identifier(" (a planner)"),
     "solve": _parse_solve,
@@ -323,6 +338,8 @@ class ScheduleAttr(Data[Schedule]):
             parts.append(f"cluster = [{s.cluster[0]}, {s.cluster[1]}]")
         if s.tiles is not None:
             parts.append(f"tiles = {s.tiles[0]} {s.tiles[1]}")
+        if s.staging:
+            parts.append(f"staging = chunks {s.staging}")
         printer.print_string("<" + ", ".join(parts))
         if s.program_grid is not None:
             printer.print_string(", " if parts else "")

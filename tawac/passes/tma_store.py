@@ -6,7 +6,15 @@ A consumer's `tile.store` of a 2-d tile of 16-bit elements becomes
     hopper.tma_store %t, %dest[%i, %j]      (per warp group: barrier, one bulk copy per
                                              64-column chunk, wait until read)
 instead of one predicated 2-byte global store per element.  The bulk copy clips
-out-of-bounds elements, so ragged M and N stay correct.  Stores whose tile does not
+out-of-bounds elements, so ragged M and N stay correct.
+
+With the schedule's `staging = chunks N` (the planner's choice where a whole staging
+tile does not fit beside the aref rings), the tile goes out in 64-column chunks through
+a ring of N chunk buffers:
+    hopper.store_fragment %value, %buf[j % N] columns 64j pending N-1
+    hopper.tma_store %buf[j % N], %dest[%i, %j + 64j]
+
+Stores whose tile does not
 split into 64-column chunks and m64 row blocks per warp group, or whose staging tile
 does not fit in the remaining shared memory, reuse the aref rings after a barrier over
 all consumer warp groups (when the store follows the main loop), or else are left as
@@ -26,12 +34,13 @@ from xdsl.dialects.builtin import (
     ModuleOp,
     TensorType,
 )
+from xdsl.ir import Operation, SSAValue
 from xdsl.passes import ModulePass
 from xdsl.rewriter import InsertPoint, Rewriter
 
 from tawac import schedule
 from tawac.dialects import aref, hopper, tile
-from tawac.schedule.smem import SmemPlan
+from tawac.schedule.smem import SmemPlan, chunk_ring_fits, staging_ring_type
 
 
 def _fits(t: TensorType, warp_groups: int) -> bool:
@@ -50,11 +59,48 @@ def _stores_after_loops(st: tile.StoreOp, part: aref.PartitionOp) -> bool:
     return all(block.get_operation_index(o) < idx for o in block.ops if o.regions)
 
 
+def _stage_in_chunks(st: tile.StoreOp, part: aref.PartitionOp, offset: int, chunks: int) -> None:
+    """The store through a ring of `chunks` column-chunk buffers at `offset`: chunk j of
+    the tile goes through buffer j % chunks, once the bulk store that read that buffer
+    last is done (at most chunks - 1 newer ones pending)."""
+    vt = st.value.type
+    assert isinstance(vt, TensorType)
+    ring_t = staging_ring_type(vt, chunks)
+    alloc = hopper.SmemAllocOp(offset, ring_t)
+    alloc.result.name_hint = "staging_chunks"
+    Rewriter.insert_op(alloc, InsertPoint.before(part))
+    width = ring_t.tile_type.cols
+    ops: list[Operation] = []
+    slots: list[SSAValue] = []
+    for b in range(chunks):
+        c = arith.ConstantOp.from_int_and_width(b, IndexType())
+        view = hopper.SmemSlotOp(alloc.result, c.result)
+        ops += [c, view]
+        slots.append(view.result)
+    *lead, col = st.indices
+    for j in range(vt.get_shape()[1] // width):
+        view = slots[j % chunks]
+        frag = hopper.StoreFragmentOp(st.value, view, columns=j * width, pending=chunks - 1)
+        ops.append(frag)
+        at = col
+        if j:
+            off = arith.ConstantOp.from_int_and_width(j * width, IndexType())
+            add = arith.AddiOp(col, off.result)
+            ops += [off, add]
+            at = add.result
+        tma = hopper.TmaStoreOp(view, st.dest, [*lead, at])
+        tma.location = st.location
+        ops.append(tma)
+    Rewriter.insert_op(ops, InsertPoint.before(st))
+    Rewriter.erase_op(st)
+
+
 def lower_kernel(kernel: tile.KernelOp) -> None:
     start = schedule.of(kernel).smem_bytes
     if start is None:
         return  # lower-aref has not run
     plan = SmemPlan(start=start)  # after lower-aref's rings and mbarriers
+    chunks = schedule.of(kernel).staging
     body = kernel.body.block
     for part in [p for p in body.ops if isinstance(p, aref.PartitionOp)]:
         if part.role.data != "consumer":
@@ -64,6 +110,11 @@ def lower_kernel(kernel: tile.KernelOp) -> None:
             assert isinstance(vt, TensorType)
             if not _fits(vt, part.warp_groups.data):
                 continue
+            if chunks and chunk_ring_fits(vt, chunks):
+                region = plan.try_tiles("staging", staging_ring_type(vt, chunks))
+                if region is not None:
+                    _stage_in_chunks(st, part, region.offset, chunks)
+                    continue
             ring_t = hopper.smem_ring_type(vt, 1)
             region = plan.try_tiles("staging", ring_t)
             aliased = region is None

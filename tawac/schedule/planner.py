@@ -17,6 +17,7 @@ from collections.abc import Iterable
 from typing import Protocol
 
 from xdsl.dialects import scf
+from xdsl.dialects.builtin import TensorType
 from xdsl.ir import Block, Operation, SSAValue
 
 from tawac.backend_ptx import abi
@@ -26,7 +27,7 @@ from tawac.dialects.schedule import ArefPlan, LoopPlan, OpPlan, RolePlan, Schedu
 from tawac.options import PipelineOptions
 from tawac.schedule.cluster import plan_cluster
 from tawac.schedule.loops import carried_values, main_loops, scheduled_ops
-from tawac.schedule.smem import kernel_plan
+from tawac.schedule.smem import chunk_ring_fits, kernel_plan, staged_stores
 from tawac.target import HOPPER
 
 # Registers of a producer thread: its code is scalar (a few registers, checked in the
@@ -150,6 +151,22 @@ def auto_stages(kernel: tile.KernelOp, preferred: int = 3) -> int:
             if plan.fits():
                 return d
     return 1
+
+
+def staging_chunks(kernel: tile.KernelOp, depths: dict[aref.CreateOp, int]) -> int:
+    """The schedule's `staging`: 0 (whole staging tiles) where they fit beside the rings at
+    `depths`; else a ring of 2, or 1, column-chunk buffers per epilogue store where that
+    fits (a deeper ring for the main loop, the epilogue in turns of 64 columns); else 0
+    (`tma-store` then reuses the rings or stores from registers)."""
+    if kernel_plan(kernel, depths).fits():
+        return 0
+    values = [st.value.type for st in staged_stores(kernel)]
+    for n in (2, 1):
+        if not all(isinstance(v, TensorType) and chunk_ring_fits(v, n) for v in values):
+            continue
+        if values and kernel_plan(kernel, depths, chunks=n).fits():
+            return n
+    return 0
 
 
 def accumulates(dot: tile.DotOp, body: Block) -> bool:
@@ -374,6 +391,7 @@ class HeuristicPlanner:
             grid = abi.to_attr(abi.infer_grid(kernel))
             if options.tile_prefetch:
                 self._prefetch(kernel, creates, depths)
+        staging = staging_chunks(kernel, depths)
         loops = self._loops(parts, creates, depths, lags) if options.coarse_pipeline else []
         consumer_wgs = [r.warp_groups for r in roles if r.role == "consumer"]
         return Schedule(
@@ -384,6 +402,7 @@ class HeuristicPlanner:
             cluster=cluster,
             tiles=tiles,
             program_grid=grid,
+            staging=staging,
             planner=self.name,
         )
 

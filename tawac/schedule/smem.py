@@ -93,11 +93,34 @@ def staged_stores(kernel: tile.KernelOp) -> list[tile.StoreOp]:
     return stores
 
 
+def staging_ring_type(value: TensorType, chunks: int = 0) -> hopper.SmemRingType:
+    """The staging buffers of an epilogue store of `value` (`tma-store`): one tile of the
+    value's shape, or with `chunks` (the schedule's `staging`) a ring of that many buffers
+    of one 128-byte column chunk each."""
+    if not chunks:
+        return hopper.smem_ring_type(value, 1)
+    rows, cols = value.get_shape()
+    whole = hopper.smem_ring_type(value, 1).tile_type
+    chunk = TensorType(value.element_type, [rows, min(cols, whole.chunk_cols)])
+    return hopper.smem_ring_type(chunk, chunks)
+
+
+def chunk_ring_fits(value: TensorType, chunks: int) -> bool:
+    """A ring of `chunks` chunk buffers stages `value`: its chunks take the buffers in
+    turn, tile after tile, when their number is a multiple of the ring's."""
+    whole = hopper.smem_ring_type(value, 1).tile_type
+    return chunks > 0 and whole.num_chunks % chunks == 0
+
+
 def kernel_plan(
-    kernel: tile.KernelOp, depths: dict[aref.CreateOp, int] | None = None, staging: bool = True
+    kernel: tile.KernelOp,
+    depths: dict[aref.CreateOp, int] | None = None,
+    staging: bool = True,
+    chunks: int = 0,
 ) -> SmemPlan:
     """The plan of the kernel's arefs (at their depths, or at `depths`) followed, with
-    `staging`, by the staging tiles of its 16-bit 2-d stores."""
+    `staging`, by the staging buffers of its 16-bit 2-d stores (whole tiles, or rings of
+    `chunks` column chunks)."""
     plan = SmemPlan()
     for create in [o for o in kernel.walk() if isinstance(o, aref.CreateOp)]:
         t = create.result.type
@@ -105,5 +128,5 @@ def kernel_plan(
         plan.aref(t, (depths or {}).get(create))
     for st in staged_stores(kernel) if staging else []:
         assert isinstance(st.value.type, TensorType)
-        plan.tiles("staging", hopper.smem_ring_type(st.value.type, 1))
+        plan.tiles("staging", staging_ring_type(st.value.type, chunks))
     return plan

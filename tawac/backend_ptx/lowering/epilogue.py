@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from xdsl.ir import SSAValue
 
+from tawac.backend_ptx.layouts import SwizzledTile
 from tawac.backend_ptx.lowering.state import (
     Frag,
     KernelLowering,
@@ -35,22 +36,39 @@ def _store_fragment(k: KernelLowering, op: hopper.StoreFragmentOp) -> None:
     assert isinstance(t, SmemTile)
     layout = f.layout
     tt = t.type
-    if tt.swizzle.data != 128 or tt.elem_bytes != 2 or tt.rows != layout.m or tt.cols != layout.n:
+    col0 = op.first_column
+    if (
+        tt.swizzle.data != 128
+        or tt.elem_bytes != 2
+        or tt.rows != layout.m
+        or col0 % tt.chunk_cols
+        or col0 + tt.cols > layout.n
+        or (tt.cols != layout.n and tt.cols % tt.chunk_cols)
+    ):
         raise CompileError(
             "convert-to-ptx: store_fragment needs a 128B-swizzled 16-bit tile "
-            "of the fragment's shape",
+            "of the fragment's rows and of its columns or of whole chunks of them",
             op,
         )
+    whole = SwizzledTile(tt.rows, layout.n, tt.elem_bytes, tt.swizzle.data)
     try:
-        plan = tt.layout.fragment_store(layout)
+        plan = whole.fragment_store(layout)
     except ValueError as e:
         raise CompileError(f"convert-to-ptx: {e}", op) from None
+    # The pairs of the tile's chunks, at their offsets in the tile.
+    first = col0 // tt.chunk_cols
+    chunks = range(first, first + tt.num_chunks)
+    pairs = [
+        (i, off - first * whole.chunk_bytes, g)
+        for i, off, g in plan.pairs
+        if off // whole.chunk_bytes in chunks
+    ]
     part = k.part
     assert part is not None
-    # The warp group's previous bulk store from this tile (persistent kernels) must have
-    # been read before any thread writes: its issuing thread waits here, not right after
-    # issuing it, so the store overlaps the next tile's main loop.
-    k.guarded(wg_leader(k), lambda: k.emit(ptx.CpAsyncBulkWaitReadOp(0)))
+    # The warp group's previous bulk stores from this buffer (persistent kernels, or the
+    # chunks of a staging ring) must have been read before any thread writes: its issuing
+    # thread waits here, not right after issuing them, so the stores overlap other work.
+    k.guarded(wg_leader(k), lambda: k.emit(ptx.CpAsyncBulkWaitReadOp(op.max_pending)))
     first = k.barriers.get("warp group", HOPPER.max_consumer_warp_groups, preferred=1)
     k.emit(ptx.BarSyncRegOp(k.add_imm(wg_local(k), first), HOPPER.warp_group_size))
     row0, _ = k.thread_coords(layout)
@@ -63,7 +81,7 @@ def _store_fragment(k: KernelLowering, op: hopper.StoreFragmentOp) -> None:
         k.r(ptx.ShlOp("b32", k.r(ptx.XorOp("b32", key, k.imm(g))), k.imm(shift)))
         for g in range(plan.granules)
     ]
-    for i, off, g in plan.pairs:
+    for i, off, g in pairs:
         addr = k.add(k.add_imm(base, off), xor_off[g])
         k.emit(ptx.StSharedOp("b32", addr, k.r(ptx.PackB16Op(f.regs[i], f.regs[i + 1]))))
     k.emit(ptx.FenceProxyAsyncOp())

@@ -8,6 +8,8 @@
 // RUN: tawac opt %s -p 'warp-specialize,plan{stages=3 mma-depth=0 warp-groups=1 persistent=false coarse-pipeline=false},pipeline,cooperative-consumers' | filecheck %s --check-prefix=ROLES
 // RUN: tawac opt %s -p 'warp-specialize,plan{stages=3 mma-depth=0 warp-groups=2 persistent=false coarse-pipeline=false},pipeline,cooperative-consumers,lower-aref' | filecheck %s --check-prefix=AREF
 // RUN: tawac opt %s -p 'warp-specialize,plan{stages=3 mma-depth=0 warp-groups=2 persistent=false coarse-pipeline=false},pipeline,cooperative-consumers,lower-aref,tma-store' | filecheck %s --check-prefix=STORE
+// RUN: tawac opt %s -p 'warp-specialize,plan{stages=4 mma-depth=0 warp-groups=2 coarse-pipeline=false},pipeline,persistent,cooperative-consumers,lower-aref,tma-store' | filecheck %s --check-prefix=CHUNKS
+// RUN: tawac opt %s --emit ptx -p 'warp-specialize,plan{stages=4 mma-depth=0 warp-groups=2 coarse-pipeline=false},pipeline,persistent,cooperative-consumers,lower-aref,tma-store,convert-to-ptx' | filecheck %s --check-prefix=CHUNKS-PTX
 
 // The default plan of a 128x256 GEMM: two consumer warp groups at 240 registers, a
 // 3-slot ring released at once, no loop schedule (one MMA: nothing to overlap), a
@@ -42,6 +44,28 @@
 // AREF:  tile.kernel @gemm({{.*}}) attributes {tawac.schedule = #tawac.schedule<planner = heuristic, roles = [producer wg 1 regs 24, consumer wg 2 regs 240], arefs = [depth 3], smem_bytes = 147504>}
 // The 128x256 bf16 staging tile (64 KiB) starts on the next KiB.
 // STORE: tile.kernel @gemm({{.*}}) attributes {tawac.schedule = #tawac.schedule<planner = heuristic, roles = [producer wg 1 regs 24, consumer wg 2 regs 240], arefs = [depth 3], smem_bytes = 214016>}
+
+// Four slots (192 KiB) leave no room for the 64 KiB staging tile: the planner stages the
+// epilogue through a ring of two 128x64 chunk buffers (32 KiB) instead, and tma-store
+// sends the tile out in four 64-column chunks taking the buffers in turn.
+// CHUNKS: arefs = [depth 4], tiles = grouped 8, staging = chunks 2, program_grid = {{.*}}, smem_bytes = 230400>
+// CHUNKS: %staging_chunks = hopper.smem_alloc offset 197632 : !hopper.smem<2x128x64xbf16, swizzle 128>
+// CHUNKS: %[[B0:.*]] = hopper.smem_slot %staging_chunks[%{{.*}}]
+// CHUNKS: %[[B1:.*]] = hopper.smem_slot %staging_chunks[%{{.*}}]
+// CHUNKS: hopper.store_fragment %o, %[[B0]] pending 1 : tensor<128x256xbf16>, !hopper.smem_tile<128x64xbf16, swizzle 128>
+// CHUNKS-NEXT: hopper.tma_store %[[B0]], %c[%[[M:.*]], %[[N:.*]]] :
+// CHUNKS-NEXT: hopper.store_fragment %o, %[[B1]] columns 64 pending 1
+// CHUNKS: %[[N64:.*]] = arith.addi %[[N]], %{{.*}} : index
+// CHUNKS-NEXT: hopper.tma_store %[[B1]], %c[%[[M]], %[[N64]]]
+// CHUNKS: hopper.store_fragment %o, %[[B0]] columns 128 pending 1
+// CHUNKS: hopper.store_fragment %o, %[[B1]] columns 192 pending 1
+// CHUNKS-NOT: hopper.store_fragment
+// Each chunk: the leader waits until at most one older bulk store still reads (the other
+// buffer's), the warp group writes its 64 rows x 64 columns (16 st.shared.b32 per
+// thread), and the leader sends them with one 64x64 box.
+// CHUNKS-PTX-COUNT-4: cp.async.bulk.wait_group.read 1;
+// CHUNKS-PTX: cp.async.bulk.wait_group.read 0;
+// CHUNKS-PTX-NOT: cp.async.bulk.wait_group.read
 tile.kernel @gemm(%a: !tile.tensor<?x?xbf16, ["M", "K"]>, %b: !tile.tensor<?x?xbf16, ["N", "K"]>, %c: !tile.tensor<?x?xbf16, ["M", "N"]>) {
   %c0 = arith.constant 0 : index
   %c64 = arith.constant 64 : index
