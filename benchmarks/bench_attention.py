@@ -19,6 +19,7 @@ import torch
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from tawac.diagnostics import CompileError  # noqa: E402
 from tawac.driver import compile_file  # noqa: E402
 from tawac.options import PipelineOptions  # noqa: E402
 from tawac.params import substitute  # noqa: E402
@@ -118,11 +119,7 @@ def main() -> None:
         (64, True): "attention_causal_d64.mlir",
     }
     kernels = {key: load_kernel(*_compiled(ROOT / "examples" / f)) for key, f in files.items()}
-    alt_kernels = (
-        {key: load_kernel(*_compiled(ROOT / "examples" / f, **alt)) for key, f in files.items()}
-        if alt
-        else {}
-    )
+    alt_kernels = {key: _alt_kernel(ROOT / "examples" / f, alt) for key, f in files.items()}
     if args.tuned is not None:
         alt = {"tuned": True}
     from torch.nn.attention import SDPBackend, sdpa_kernel
@@ -145,8 +142,8 @@ def main() -> None:
         fns["tawac"] = lambda kern=kern, a=args_t: kern(*a)
         if args.tuned is not None:
             alt_kernels[(d, causal)] = _tuned(args.tuned, files[(d, causal)], b, h, s, d)
-        if alt:
-            ka = alt_kernels[(d, causal)]
+        ka = alt_kernels.get((d, causal)) if alt else None
+        if ka is not None:
             ka(*args_t)
             err = max(err, ((o.float() - ref.float()).norm() / ref.float().norm()).item())
             fns["alt"] = lambda kern=ka, a=args_t: kern(*a)
@@ -248,6 +245,18 @@ def _sdpa_with(backend, q, k, v, causal):
 
     with sdpa_kernel(backend):
         return sdpa(q, k, v, is_causal=causal)
+
+
+def _alt_kernel(path: Path, alt: dict):
+    """The --alt kernel of an example, or None where the options do not apply to it (a
+    clear compile error, printed: e.g. cluster=2x1 on a causal kernel)."""
+    if not alt:
+        return None
+    try:
+        return load_kernel(*_compiled(path, **alt))
+    except CompileError as e:
+        print(f"--alt for {path.name}: {e}", file=sys.stderr)
+        return None
 
 
 def _compiled(path: Path, **options):
