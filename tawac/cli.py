@@ -148,7 +148,7 @@ _pipeline_options = [
         default=_DEFAULTS.cluster,
         show_default=True,
         help="thread block cluster over program ids (x, y): 2x1 pairs x = 2i, 2i+1, which "
-        "load the operand they share once, multicast to both (GEMM-like loops)",
+        "load the operands they share once, multicast to both (loops with equal trip counts)",
     ),
 ]
 

@@ -352,9 +352,10 @@ def render(info: dict[str, Any], console) -> None:
     if cluster is not None:
         shared = [p for a in info["arefs"] for p in a.get("multicast_tensors", [])]
         cx, cy = cluster["shape"]
+        tiles = "tile" if len(shared) < 2 else "tiles"
         lines.append(
             f"cluster: {cx}x{cy}, {cluster['pairs']}; each CTA loads 1/{cluster['ctas']} of "
-            f"the rows of the {', '.join(shared) or 'no'} tile and multicasts them to all"
+            f"the rows of the {', '.join(shared) or 'no'} {tiles} and multicasts them to all"
         )
     lines.append(f"planner: {info['planner']}")
     solved = info.get("solve")

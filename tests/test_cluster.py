@@ -1,9 +1,11 @@
 """Thread block clusters with TMA multicast of the shared operand (issue 11), on the CPU:
 the schedule records the cluster, `tawac explain` shows it, ptxas assembles the cluster
 kernels cleanly and their SASS multicasts, the sidecar and the launcher's grid follow the
-cluster shape, and kernels that cannot run in a cluster get a clear error.
+cluster shape, and kernels that cannot run in a cluster get a clear error. Every GEMM
+example in 2x1 and 1x2 clusters; non-causal attention in 2x1 clusters (K and V
+multicast, Q private); causal attention and 1x2 attention refused.
 
-The GPU tests are tests/test_gpu_cluster.py.
+The GPU tests are tests/test_gpu_cluster.py and tests/test_gpu_cluster_attention.py.
 """
 
 from __future__ import annotations
@@ -32,7 +34,18 @@ from tawac.tune import parse_space
 
 REPO = Path(__file__).resolve().parent.parent
 EXAMPLES = REPO / "examples"
-GEMMS = ["gemm.mlir", "gemm_fp16.mlir", "gemm_nn.mlir", "gemm_bias.mlir"]
+GEMMS = [
+    "gemm.mlir",
+    "gemm_fp16.mlir",
+    "gemm_nn.mlir",
+    "gemm_bias.mlir",
+    "gemm_fp8.mlir",
+    "gemm_residual.mlir",
+]
+# Examples with an aref written once per tile, private to each CTA (its empty barriers
+# count one CTA's consumer warps): the residual's C, attention's Q.
+PER_TILE = {"gemm_residual.mlir", "attention.mlir", "attention_d64.mlir"}
+ATTENTION = ["attention.mlir", "attention_d64.mlir"]
 CONFIGS = [(c, p) for c in ("2x1", "1x2") for p in (True, False)]
 
 
@@ -74,16 +87,24 @@ needs_cuobjdump = pytest.mark.skipif(
 @pytest.mark.parametrize(
     ("name", "cluster", "shared"),
     [
-        ("gemm.mlir", "2x1", (1,)),  # x pairs M tiles: B is shared
-        ("gemm.mlir", "1x2", (0,)),  # y pairs N tiles: A is shared
-        ("gemm_nn.mlir", "2x1", (1,)),  # B stored KxN (MN-major) splits along K
-        ("gemm_bias.mlir", "1x2", (0,)),
+        ("gemm.mlir", "2x1", [(1,)]),  # x pairs M tiles: B is shared
+        ("gemm.mlir", "1x2", [(0,)]),  # y pairs N tiles: A is shared
+        ("gemm_nn.mlir", "2x1", [(1,)]),  # B stored KxN (MN-major) splits along K
+        ("gemm_bias.mlir", "1x2", [(0,)]),
+        ("gemm_fp8.mlir", "2x1", [(1,)]),
+        ("gemm_fp8.mlir", "1x2", [(0,)]),
+        # the epilogue's C (an aref written once per tile) stays private
+        ("gemm_residual.mlir", "2x1", [(1,), ()]),
+        ("gemm_residual.mlir", "1x2", [(0,), ()]),
+        # x pairs query blocks of one head: K and V (one payload each) are shared, Q not
+        ("attention.mlir", "2x1", [(), (0,), (0,)]),
+        ("attention_d64.mlir", "2x1", [(), (0,), (0,)]),
     ],
 )
 def test_schedule_records_the_cluster_and_the_shared_operand(name, cluster, shared):
     plan = _plan(name, cluster=cluster)
     assert plan.cluster == {"2x1": (2, 1), "1x2": (1, 2)}[cluster]
-    assert [a.multicast for a in plan.arefs] == [shared]
+    assert [a.multicast for a in plan.arefs] == shared
     assert plan.cluster_size == 2
     assert plan.cluster_axis == (0 if cluster == "2x1" else 1)
 
@@ -124,6 +145,22 @@ def test_explain_shows_the_cluster():
     assert data["cluster"]["ctas"] == 2
 
 
+def test_explain_shows_the_attention_cluster():
+    info = explain_module(parse_file(EXAMPLES / "attention.mlir"), PipelineOptions(cluster="2x1"))
+    assert info["cluster"]["shape"] == [2, 1] and info["cluster"]["axis"] == "x"
+    assert ["multicast" in a for a in info["arefs"]] == [False, True, True]
+    assert [a.get("multicast_tensors") for a in info["arefs"]] == [None, ["%k"], ["%v"]]
+    out = subprocess.run(
+        [sys.executable, "-m", "tawac.cli", "explain", str(EXAMPLES / "attention.mlir")]
+        + ["--cluster", "2x1"],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
+    assert "cluster: 2x1, program ids x = 2i .. 2i+1 (same y and z)" in out
+    assert "%k, %v" in " ".join(out.split())  # the line may wrap
+
+
 def test_cluster_option_spellings():
     assert "cluster=2x1" in PipelineOptions(cluster="2x1").plan_spec()
     assert parse_space(["cluster=1x1,2x1,1x2"])[0].values == ("1x1", "2x1", "1x2")
@@ -136,23 +173,38 @@ def test_cluster_option_spellings():
 # ---------------------------------------------------------------- clear errors
 
 
-@pytest.mark.parametrize("name", ["attention.mlir", "attention_causal.mlir"])
-def test_attention_is_refused(name):
-    with pytest.raises(CompileError, match="supported for GEMM-like kernels only"):
+@pytest.mark.parametrize("name", ["attention_causal.mlir", "attention_causal_d64.mlir"])
+def test_causal_attention_is_refused(name):
+    """The key loop ends at the diagonal (its bound follows program id x): the paired
+    CTAs would run different numbers of key steps, and a multicast needs both."""
+    with pytest.raises(CompileError, match="different numbers of steps") as info:
         compile_file(EXAMPLES / name, cluster="2x1")
+    text = str(info.value)
+    assert "cluster 2x1" in text and "the loop's bounds depend on program id x" in text
+    lines = (EXAMPLES / name).read_text().splitlines()
+    loop = next(n for n, line in enumerate(lines, 1) if "scf.for %n" in line)
+    assert f"{name}:{loop}:" in text  # located at the key loop
+
+
+@pytest.mark.parametrize("name", ["attention.mlir", "attention_d64.mlir", "attention_causal.mlir"])
+def test_attention_1x2_is_refused(name):
+    """1x2 pairs heads: K, V and Q all follow program id y."""
+    with pytest.raises(CompileError, match="every operand load depends on program id y: nothing"):
+        compile_file(EXAMPLES / name, cluster="1x2")
 
 
 def test_cli_error_is_one_line(tmp_path):
     out = tmp_path / "a.ptx"
     proc = subprocess.run(
-        [sys.executable, "-m", "tawac.cli", "compile", str(EXAMPLES / "attention.mlir")]
-        + ["-o", str(out), "--cluster", "1x2"],
+        [sys.executable, "-m", "tawac.cli", "compile", str(EXAMPLES / "attention_causal.mlir")]
+        + ["-o", str(out), "--cluster", "2x1"],
         capture_output=True,
         text=True,
     )
     assert proc.returncode == 1
     lines = proc.stderr.strip().splitlines()
-    assert len(lines) == 1 and "GEMM-like kernels only" in lines[0], proc.stderr
+    assert len(lines) == 1, proc.stderr
+    assert "attention_causal.mlir:" in lines[0] and "different numbers of steps" in lines[0]
     assert not out.exists()
 
 
@@ -175,10 +227,12 @@ def test_ptxas_assembles_cluster_kernels_cleanly(name, cluster, persistent):
     # cta-scope semantics: a cluster-scope release or acquire costs a GPU-wide
     # MEMBAR / a CCTL.IVALL per K step (measured 0.6x cuBLAS with them)
     assert ".release.cluster.shared::cluster" not in ptx and ".acquire.cluster" not in ptx
-    # empty barriers: the consumer warps of both CTAs (2 warp groups x 4 warps x 2)
+    # empty barriers: the consumer warps of both CTAs (2 warp groups x 4 warps x 2);
+    # those of a private aref written once per tile, one CTA's
     consumer_warps = 4 * (res.sidecar["block"][0] // 128 - 1)
     inits = re.findall(r"mbarrier\.init\.shared::cta\.b64 \[%r\d+\], (\d+);", ptx)
-    assert sorted(set(map(int, inits))) == [1, 2 * consumer_warps]
+    private = [consumer_warps] if name in PER_TILE else []
+    assert sorted(set(map(int, inits))) == sorted([1, *private, 2 * consumer_warps])
     side = res.sidecar
     if persistent:
         assert side["cluster"] == [2, 1, 1]
@@ -191,13 +245,69 @@ def test_ptxas_assembles_cluster_kernels_cleanly(name, cluster, persistent):
     validate_sidecar(side)
 
 
+@pytest.mark.parametrize("name", ATTENTION)
+@pytest.mark.parametrize("persistent", [True, False])
+def test_attention_cluster_kernels(name, persistent):
+    """K and V multicast (each CTA its 64-row band of the 128-row tiles, every 64-column
+    chunk), Q a plain copy; every release of a K or V slot also arrives on the peer's
+    empty barrier, Q's only on its own; ptxas assembles it without spills."""
+    res = _compiled(name, "2x1", persistent)
+    report = res.ptxas_report
+    assert "0 bytes spill stores, 0 bytes spill loads" in report, report
+    assert "warning" not in report.lower(), report
+    ptx = res.ptx
+    d = 64 if "d64" in name else 128
+    block_m = 192 if "d64" in name else 128
+    chunks = d // 64
+    copies = re.findall(r"cp\.async\.bulk\.tensor\.4d\.shared::cluster\.global\.tile\S*", ptx)
+    multicast = [c for c in copies if c.endswith(".multicast::cluster")]
+    assert len(multicast) == 2 * chunks  # K and V, one copy per chunk each
+    assert len(copies) - len(multicast) == chunks  # Q
+    assert ".param .align 64 .b8 k_tmap_64x64x1x1[128]" in ptx  # a band of 64 keys
+    assert ".param .align 64 .b8 v_tmap_64x64x1x1[128]" in ptx
+    assert f".param .align 64 .b8 q_tmap_64x{block_m}x1x1[128]" in ptx  # the whole Q tile
+    local = ptx.count("mbarrier.arrive.shared::cta.b64")
+    remote = ptx.count("mbarrier.arrive.shared::cluster.b64")
+    assert remote == ptx.count("mapa.shared::cluster.u32") and remote > 0
+    assert local - remote == 1  # Q's release
+    assert ptx.count("barrier.cluster.arrive.release;") == 3
+    assert ptx.count("barrier.cluster.wait.acquire;") == 3
+    assert ".release.cluster.shared::cluster" not in ptx and ".acquire.cluster" not in ptx
+    consumer_warps = 4 * (res.sidecar["block"][0] // 128 - 1)
+    inits = re.findall(r"mbarrier\.init\.shared::cta\.b64 \[%r\d+\], (\d+);", ptx)
+    assert sorted(set(map(int, inits))) == [1, consumer_warps, 2 * consumer_warps]
+    side = res.sidecar
+    assert side["cluster"] == [2, 1, 1]
+    if persistent:
+        assert side["program_cluster"] == [2, 1, 1]
+        assert side["grid"][0] == {"persistent": 1}
+        assert [g["cdiv"]["dim"] for g in side["program_grid"]] == [2, 1, 0]
+    else:
+        assert "program_cluster" not in side
+        assert side["grid"][0] == {"cdiv": {"arg": "o", "dim": 2}, "by": block_m}
+    validate_sidecar(side)
+
+
 @needs_cuobjdump
+@pytest.mark.parametrize("name", ["gemm.mlir", "gemm_fp8.mlir", "gemm_residual.mlir"])
 @pytest.mark.parametrize(("cluster", "persistent"), CONFIGS)
-def test_sass_multicasts(cluster, persistent):
-    sass = _sass("gemm.mlir", cluster, persistent)
+def test_sass_multicasts(name, cluster, persistent):
+    sass = _sass(name, cluster, persistent)
     ops = _opcodes(sass)
     assert "UTMALDG.2D.MULTICAST" in ops, sorted(ops)
     assert "UTMALDG.2D" in ops  # the private operand
+    assert {"UCGABAR_ARV", "UCGABAR_WAIT"} <= ops, sorted(ops)
+    bases = {op.split(".")[0] for op in ops}
+    assert {"QGMMA" if "fp8" in name else "HGMMA", "USETMAXREG", "SYNCS"} <= bases
+    assert not bases & {"LDL", "STL"}
+
+
+@needs_cuobjdump
+@pytest.mark.parametrize("name", ATTENTION)
+@pytest.mark.parametrize("persistent", [True, False])
+def test_sass_multicasts_attention(name, persistent):
+    ops = _opcodes(_sass(name, "2x1", persistent))
+    assert {"UTMALDG.4D.MULTICAST", "UTMALDG.4D"} <= ops, sorted(ops)
     assert {"UCGABAR_ARV", "UCGABAR_WAIT"} <= ops, sorted(ops)
     bases = {op.split(".")[0] for op in ops}
     assert {"HGMMA", "USETMAXREG", "SYNCS"} <= bases
@@ -279,6 +389,31 @@ def test_kernel_grid_uses_the_sidecar_cluster():
     side = _compiled("gemm.mlir", "1x2", False).sidecar
     k = Kernel(b"", side)
     assert k.grid(T(256, 64), T(3 * 256, 64), T(256, 3 * 256)) == (2, 4, 1)
+
+
+def test_attention_grid_pairs_query_blocks():
+    """Odd numbers of query blocks: the grid (plain) or the programs (persistent) are
+    rounded up to whole clusters along x; heads and batches are not paired."""
+
+    class T:
+        def __init__(self, *s):
+            self.shape = s
+
+    side = _compiled("attention.mlir", "2x1", False).sidecar
+    t = T(2, 3, 2 * 128 + 17, 128)  # 3 query blocks
+    assert Kernel(b"", side).grid(t, t, t, t, 0.1) == (4, 3, 2)
+    side = _compiled("attention_d64.mlir", "2x1", False).sidecar
+    t = T(1, 5, 4 * 192 + 1, 64)  # 5 query blocks of 192
+    assert Kernel(b"", side).grid(t, t, t, t, 0.1) == (6, 5, 1)
+    side = _compiled("attention.mlir", "2x1", True).sidecar
+    kw = {
+        "program_grid": side["program_grid"],
+        "cluster": side["cluster"],
+        "program_cluster": side["program_cluster"],
+    }
+    shapes = {n: (2, 3, 2 * 128 + 17, 128) for n in "qkvo"}  # 4 x 3 x 2 programs in clusters
+    assert compute_grid(side["grid"], shapes, sm_count=132, **kw) == (24, 1, 1)
+    assert compute_grid(side["grid"], shapes, sm_count=7, **kw) == (6, 1, 1)
 
 
 def test_sidecar_program_cluster_is_checked():

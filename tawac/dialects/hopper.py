@@ -657,11 +657,13 @@ class MbarrierArriveRemoteOp(IRDLOperation):
 class TmaLoadMulticastOp(IRDLOperation):
     """The CTA of rank `rank` among the `ctas` CTAs of its cluster copies its band of
     rows of the tile of `source` at the element coordinates (band `rank` of `ctas` equal
-    bands: `SwizzledTile.row_band`) into slot `slot` of the ring of every CTA of the
-    cluster, completing on `bars[slot]` in each of them (the same shared-memory offsets
-    in every destination CTA; `cp.async.bulk.tensor...multicast::cluster` with ctaMask
-    2^ctas - 1, PTX ISA 9.7.9.25).  With every CTA of the cluster issuing its band, each
-    CTA's slot receives the whole tile, whose bytes its own `arrive.expect_tx` expects.
+    bands: `SwizzledTile.row_band`; the tile spans the last two dimensions, a leading
+    coordinate selects one element, as for `hopper.tma_load`) into slot `slot` of the
+    ring of every CTA of the cluster, completing on `bars[slot]` in each of them (the
+    same shared-memory offsets in every destination CTA;
+    `cp.async.bulk.tensor...multicast::cluster` with ctaMask 2^ctas - 1, PTX ISA
+    9.7.9.25).  With every CTA of the cluster issuing its band, each CTA's slot
+    receives the whole tile, whose bytes its own `arrive.expect_tx` expects.
     Out-of-bounds elements are zero-filled."""
 
     name = "hopper.tma_load_multicast"
@@ -695,8 +697,10 @@ class TmaLoadMulticastOp(IRDLOperation):
     def verify_(self) -> None:
         st, rt = self.source.type, self.ring.type
         assert isinstance(st, GlobalTensorType) and isinstance(rt, SmemRingType)
-        if len(self.indices) != st.rank or st.rank != 2 or len(rt.shape) != 3:
-            raise VerifyException("hopper.tma_load_multicast: only 2-d tiles of 2-d tensors")
+        if len(self.indices) != st.rank or st.rank < 2 or len(rt.shape) != 3:
+            raise VerifyException(
+                "hopper.tma_load_multicast: only 2-d tiles of tensors of rank 2 or more"
+            )
         if st.element_type != rt.element_type:
             raise VerifyException("hopper.tma_load_multicast: element types differ")
         ctas = self.ctas.value.data

@@ -122,7 +122,8 @@ def _tma_load(k: KernelLowering, op: hopper.TmaLoadOp) -> None:
 @handles(hopper.TmaLoadMulticastOp)
 def _tma_load_multicast(k: KernelLowering, op: hopper.TmaLoadMulticastOp) -> None:
     """Band `rank` of the tile's rows (`SwizzledTile.row_band`), per column chunk, into
-    the same offsets of every CTA of the cluster (ctaMask: all of them)."""
+    the same offsets of every CTA of the cluster (ctaMask: all of them); the leading
+    coordinates of a tensor of rank > 2 take one element (box 1), as in `_tma_load`."""
     ring = k.vals[op.ring]
     bars = k.vals[op.bars]
     assert isinstance(ring, Ring) and isinstance(bars, Bars)
@@ -130,18 +131,21 @@ def _tma_load_multicast(k: KernelLowering, op: hopper.TmaLoadMulticastOp) -> Non
     ctas = op.ctas.value.data
     tile = tt.layout
     rows, band_bytes = tile.row_band(ctas)
-    name = k.params.tensor_map(op.source, tile.tma_box(rows), tt.swizzle.data)
+    lead = list(op.indices)[:-2]
+    box = tile.tma_box(rows) + [1] * len(lead)
+    name = k.params.tensor_map(op.source, box, tt.swizzle.data)
     tmap = k.cached(("tmap", name), lambda: k.r(ptx.CvtaParamOp(k.r(ptx.ParamAddrOp(name)))))
     rank = k.scalar(op.rank)
     mask = k.imm((1 << ctas) - 1, "b16")
     slot = k.scalar(op.slot)
     dst0 = k.r(ptx.FmaOp("s32", rank, k.imm(band_bytes), k.ring_slot_addr(ring, slot)))
     bar = k.bar_addr(bars, slot)
-    row0, col = (k.scalar(i) for i in op.indices)
+    row0, col = (k.scalar(i) for i in list(op.indices)[-2:])
     row = k.r(ptx.FmaOp("s32", rank, k.imm(rows), row0))
+    outer = [k.scalar(i) for i in reversed(lead)]
     for offset, col0 in tile.chunks():
         dst = k.add_imm(dst0, offset, "u32")
-        coords = [k.add_imm(col, col0), row]
+        coords = [k.add_imm(col, col0), row, *outer]
         k.emit(ptx.CpAsyncBulkTensorLoadMulticastOp(dst, tmap, bar, mask, coords))
 
 

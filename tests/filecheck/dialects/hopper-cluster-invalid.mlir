@@ -14,12 +14,12 @@ tile.kernel @band(%b: !tile.tensor<?x?xbf16>) {
 
 // -----
 
-tile.kernel @rank3(%b: !tile.tensor<?x?x?xbf16>) {
+tile.kernel @rank1(%b: !tile.tensor<?xbf16>) {
   %rb = hopper.smem_alloc offset 0 : !hopper.smem<2x128x64xbf16, swizzle 128>
   %full = hopper.mbarrier_alloc offset 65536 : !hopper.mbarriers<2>
   %c0 = arith.constant 0 : index
-  hopper.tma_load_multicast %b[%c0, %c0, %c0], %rb[%c0], %full, rank %c0 of 2 : !tile.tensor<?x?x?xbf16>, !hopper.smem<2x128x64xbf16, swizzle 128>, !hopper.mbarriers<2>
-// CHECK:      {{.*}}hopper-cluster-invalid.mlir:[[# @LINE - 1]]:3: error: hopper.tma_load_multicast: only 2-d tiles of 2-d tensors
+  hopper.tma_load_multicast %b[%c0], %rb[%c0], %full, rank %c0 of 2 : !tile.tensor<?xbf16>, !hopper.smem<2x128x64xbf16, swizzle 128>, !hopper.mbarriers<2>
+// CHECK:      {{.*}}hopper-cluster-invalid.mlir:[[# @LINE - 1]]:3: error: hopper.tma_load_multicast: only 2-d tiles of tensors of rank 2 or more
 // CHECK-NEXT: {{^//}} -----
   tile.return
 }

@@ -1,10 +1,15 @@
 // Clusters are planned only where the paired CTAs run their transfers in lockstep and
 // share an operand they can split; anything else is one located error, not a miscompile.
-// RUN: not tawac opt %S/../../../examples/attention.mlir -p 'warp-specialize,plan{cluster=2x1}' 2>&1 | filecheck %s --check-prefix=ATTN
+// RUN: not tawac opt %S/../../../examples/attention_causal.mlir -p 'warp-specialize,plan{cluster=2x1}' 2>&1 | filecheck %s --check-prefix=CAUSAL
+// RUN: not tawac opt %S/../../../examples/attention.mlir -p 'warp-specialize,plan{cluster=1x2}' 2>&1 | filecheck %s --check-prefix=HEADS
 // RUN: not tawac opt %s -p 'warp-specialize,plan{cluster=3x1}' 2>&1 | filecheck %s --check-prefix=SHAPE
 // RUN: not tawac opt --split-input-file %s -p 'warp-specialize,plan{cluster=2x1}' 2>&1 | filecheck %s
 
-// ATTN: attention.mlir:{{[0-9]+}}:1: error: plan: cluster 2x1 (CTAs of program ids x = 2i, 2i+1 share an operand) is supported for GEMM-like kernels only: it needs exactly one aref written in a loop (a K loop's operands), found 2
+// Causal attention's key loop ends at the diagonal block (its bound follows program id
+// x): the paired query blocks would run different numbers of key steps.
+// CAUSAL: attention_causal.mlir:28:22: error: plan: cluster 2x1 (CTAs of program ids x = 2i, 2i+1 share an operand) cannot be used: the loop's bounds depend on program id x, so the paired CTAs would run different numbers of steps
+// 1x2 pairs heads: K and V follow program id y (and so does Q).
+// HEADS: attention.mlir:{{[0-9]+}}:22: error: plan: cluster 1x2 (CTAs of program ids y = 2i, 2i+1 share an operand) cannot be used: every operand load depends on program id y: nothing to share
 // SHAPE: error: plan: cluster must be one of 1x1, 2x1, 1x2, got '3x1'
 
 // A triangular K loop (its bound follows program id x): the paired CTAs would run
@@ -20,7 +25,7 @@ tile.kernel @triangle(%a: !tile.tensor<?x?xbf16>, %b: !tile.tensor<?x?xbf16>, %c
   %ub = arith.addi %m0, %bm : index
   %zero = arith.constant dense<0.000000e+00> : tensor<128x128xf32>
   %acc = scf.for %k = %c0 to %ub step %bk iter_args(%acc_i = %zero) -> (tensor<128x128xf32>) {
-// CHECK: cluster-errors.mlir:[[# @LINE - 1]]:{{[0-9]+}}: error: plan: cluster 2x1 (CTAs of program ids x = 2i, 2i+1 share an operand) is supported for GEMM-like kernels only: the loop's bounds depend on program id x, so the paired CTAs would run different numbers of steps
+// CHECK: cluster-errors.mlir:[[# @LINE - 1]]:{{[0-9]+}}: error: plan: cluster 2x1 (CTAs of program ids x = 2i, 2i+1 share an operand) cannot be used: the loop's bounds depend on program id x, so the paired CTAs would run different numbers of steps
     %x = tile.load %a[%m0, %k] : !tile.tensor<?x?xbf16> -> tensor<128x64xbf16>
     %y = tile.load %b[%n0, %k] : !tile.tensor<?x?xbf16> -> tensor<128x64xbf16>
     %d = tile.dot %x, %y, %acc_i transpose_rhs : tensor<128x64xbf16>, tensor<128x64xbf16> -> tensor<128x128xf32>
@@ -79,32 +84,5 @@ tile.kernel @narrow(%a: !tile.tensor<?x?xbf16>, %b: !tile.tensor<?x?xbf16>, %c: 
   }
   %o = arith.truncf %acc : tensor<128x24xf32> to tensor<128x24xbf16>
   tile.store %o, %c[%m0, %n0] : tensor<128x24xbf16> -> !tile.tensor<?x?xbf16>
-  tile.return
-}
-
-// -----
-
-// Two dots in one loop (a chained or gated GEMM): not a single-dot GEMM loop.
-tile.kernel @two_dots(%a: !tile.tensor<?x?xbf16>, %b: !tile.tensor<?x?xbf16>, %c: !tile.tensor<?x?xbf16>) {
-  %c0 = arith.constant 0 : index
-  %bk = arith.constant 64 : index
-  %bm = arith.constant 128 : index
-  %pid_m = tile.program_id x
-  %pid_n = tile.program_id y
-  %m0 = arith.muli %pid_m, %bm : index
-  %n0 = arith.muli %pid_n, %bm : index
-  %K = tile.dim %a[1] : !tile.tensor<?x?xbf16>
-  %zero = arith.constant dense<0.000000e+00> : tensor<128x128xf32>
-  %acc:2 = scf.for %k = %c0 to %K step %bk iter_args(%p = %zero, %q = %zero) -> (tensor<128x128xf32>, tensor<128x128xf32>) {
-    %x = tile.load %a[%m0, %k] : !tile.tensor<?x?xbf16> -> tensor<128x64xbf16>
-    %y = tile.load %b[%n0, %k] : !tile.tensor<?x?xbf16> -> tensor<128x64xbf16>
-    %d = tile.dot %x, %y, %p transpose_rhs : tensor<128x64xbf16>, tensor<128x64xbf16> -> tensor<128x128xf32>
-    %e = tile.dot %x, %y, %q transpose_rhs : tensor<128x64xbf16>, tensor<128x64xbf16> -> tensor<128x128xf32>
-// CHECK: cluster-errors.mlir:[[# @LINE - 1]]:{{[0-9]+}}: error: plan: cluster 2x1 {{.*}}: it needs exactly one tile.dot, found 2
-    scf.yield %d, %e : tensor<128x128xf32>, tensor<128x128xf32>
-  }
-  %s = arith.addf %acc#0, %acc#1 : tensor<128x128xf32>
-  %o = arith.truncf %s : tensor<128x128xf32> to tensor<128x128xbf16>
-  tile.store %o, %c[%m0, %n0] : tensor<128x128xbf16> -> !tile.tensor<?x?xbf16>
   tile.return
 }
