@@ -19,10 +19,12 @@ For an aref with payload (T1..Tn) and D slots:
 With a cluster of C CTAs in the schedule (docs/design.md, "Clusters"): `empty` counts the
 consumer warps of all C CTAs and each consumer warp also arrives on the same barrier of
 every peer (`hopper.mbarrier_arrive_remote`), since the peers' multicast copies write
-into this CTA's slot; the producer's wait on `empty` acquires at cluster scope; the
-aref's `multicast` payloads become `hopper.tma_load_multicast` (each CTA its band of
-rows, into every CTA's slot; `full` still expects the whole payload); the inits are
-followed by a cluster barrier (`hopper.cluster_sync`), and every partition ends with one.
+into this CTA's slot (the remote arrivals and the producer's wait on `empty` use CTA
+scope semantics, as CUTLASS's cluster pipelines do: cluster scope put a `MEMBAR.ALL.GPU`
+in every K step, docs/perf.md); the aref's `multicast` payloads become
+`hopper.tma_load_multicast` (each CTA its band of rows, into every CTA's slot; `full`
+still expects the whole payload); the inits are followed by a cluster barrier
+(`hopper.cluster_sync`), and every partition ends with one.
 
 It checks that the partitions' register budgets (`regs`, applied from the schedule by
 `cooperative-consumers`) fit the register file.
