@@ -17,9 +17,11 @@ Three phases:
 3. Timing, on the GPU, per size: random inputs, a float32 reference from the tile
    interpreter (one per size: every candidate computes the same function), then each
    distinct kernel runs once (a NaN or a relative error above 2e-2 rejects it as a wrong
-   result) and is timed (median). The fastest correct candidate of each size is written
-   to the tuning table (`<source>.tune.json`), keyed by the size's bucket
-   (`tawac.tuning.bucket_of`); the table's entries of other buckets are kept.
+   result) and the correct ones are timed in 3 round-robin rounds (the median of each;
+   the machine's drift falls on every candidate alike). The fastest correct candidate
+   of each size is written to the tuning table (`<source>.tune.json`), keyed by the
+   size's bucket (`tawac.tuning.bucket_of`); the table's entries of other buckets are
+   kept.
 
 The parts that need no GPU (space, candidates, ranking, the table) are pure functions,
 and compiling and timing are injected (`compile_fn`, `measure_fn`): the tests run them
@@ -36,6 +38,7 @@ import math
 import multiprocessing
 import os
 import re
+import statistics
 from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ProcessPoolExecutor, as_completed
 from concurrent.futures.process import BrokenProcessPool
@@ -379,8 +382,12 @@ def measure_size(
     tol: float = TOLERANCE,
     seed: int = 0,
     advance: Callable[[], None] = lambda: None,
+    rounds: int = 3,
 ) -> Timings:
     """Run, check and time each compiled kernel at `sizes` on the current CUDA device.
+    The correct kernels are timed `rounds` times round-robin, each round starting one
+    kernel later, and keep the median: the machine's drift (clocks under power limits)
+    falls on every candidate alike rather than on the last ones.
 
     The reference is the interpreter in float32 over the first kernel's (the default
     configuration's, when it compiled) tile program; every kernel starts from the same
@@ -404,6 +411,7 @@ def measure_size(
     flops = float(stats["dot_flops"]) or None
 
     rows: list[Measured] = []
+    timed: list[tuple[int, Callable[[], None], float]] = []  # row index, call, error
     for c in compiled:
         args = [a.clone() if isinstance(a, torch.Tensor) else a for a in base]
         try:
@@ -435,10 +443,20 @@ def measure_size(
             rows.append(Measured(c.candidate, error=worst, reject=reject))
             advance()
             continue
-        time_ms, _ = bench_ms(lambda k=kernel, a=args: k(*a), rep_ms=rep_ms)
+        timed.append((len(rows), lambda k=kernel, a=args: k(*a), worst))
+        rows.append(Measured(c.candidate, error=worst))
+    samples: list[list[float]] = [[] for _ in timed]
+    rounds = max(1, rounds)
+    for r in range(rounds):
+        shift = r % len(timed) if timed else 0
+        for j in list(range(shift, len(timed))) + list(range(shift)):
+            samples[j].append(bench_ms(timed[j][1], rep_ms=rep_ms)[0])
+            if r == rounds - 1:
+                advance()
+    for (i, _, worst), times in zip(timed, samples, strict=True):
+        time_ms = statistics.median(times)
         tflops = flops / (time_ms * 1e-3) / 1e12 if flops else None
-        rows.append(Measured(c.candidate, time_ms=time_ms, tflops=tflops, error=worst))
-        advance()
+        rows[i] = Measured(rows[i].candidate, time_ms=time_ms, tflops=tflops, error=worst)
     return Timings(torch.cuda.get_device_name(), rows)
 
 
