@@ -117,6 +117,12 @@ def test_default_is_no_cluster():
     assert side["cluster"] == [1, 1, 1] and "program_cluster" not in side
 
 
+def _explain_cli(example: str, *args: str) -> str:
+    """`tawac explain examples/<example> args...` in a child process: its stdout."""
+    cmd = [sys.executable, "-m", "tawac.cli", "explain", str(EXAMPLES / example), *args]
+    return subprocess.run(cmd, capture_output=True, text=True, check=True).stdout
+
+
 def test_explain_shows_the_cluster():
     info = explain_module(parse_file(EXAMPLES / "gemm.mlir"), PipelineOptions(cluster="2x1"))
     assert info["cluster"]["shape"] == [2, 1] and info["cluster"]["axis"] == "x"
@@ -124,24 +130,10 @@ def test_explain_shows_the_cluster():
     assert info["arefs"][0]["multicast_tensors"] == ["%b"]
     plain = explain_module(parse_file(EXAMPLES / "gemm.mlir"), PipelineOptions())
     assert "cluster" not in plain and "multicast" not in plain["arefs"][0]
-    out = subprocess.run(
-        [sys.executable, "-m", "tawac.cli", "explain", str(EXAMPLES / "gemm.mlir")]
-        + ["--cluster", "1x2"],
-        capture_output=True,
-        text=True,
-        check=True,
-    ).stdout
+    out = _explain_cli("gemm.mlir", "--cluster", "1x2")
     assert "cluster: 1x2, program ids y = 2i .. 2i+1" in out
     assert "%a" in out and "(multicast)" in out
-    data = json.loads(
-        subprocess.run(
-            [sys.executable, "-m", "tawac.cli", "explain", str(EXAMPLES / "gemm.mlir")]
-            + ["--cluster", "2x1", "--json"],
-            capture_output=True,
-            text=True,
-            check=True,
-        ).stdout
-    )
+    data = json.loads(_explain_cli("gemm.mlir", "--cluster", "2x1", "--json"))
     assert data["cluster"]["ctas"] == 2
 
 
@@ -150,13 +142,7 @@ def test_explain_shows_the_attention_cluster():
     assert info["cluster"]["shape"] == [2, 1] and info["cluster"]["axis"] == "x"
     assert ["multicast" in a for a in info["arefs"]] == [False, True, True]
     assert [a.get("multicast_tensors") for a in info["arefs"]] == [None, ["%k"], ["%v"]]
-    out = subprocess.run(
-        [sys.executable, "-m", "tawac.cli", "explain", str(EXAMPLES / "attention.mlir")]
-        + ["--cluster", "2x1"],
-        capture_output=True,
-        text=True,
-        check=True,
-    ).stdout
+    out = _explain_cli("attention.mlir", "--cluster", "2x1")
     assert "cluster: 2x1, program ids x = 2i .. 2i+1 (same y and z)" in out
     assert "%k, %v" in " ".join(out.split())  # the line may wrap
 
