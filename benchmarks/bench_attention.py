@@ -24,6 +24,7 @@ from tawac.driver import compile_file  # noqa: E402
 from tawac.options import PipelineOptions  # noqa: E402
 from tawac.params import substitute  # noqa: E402
 from tawac.runtime import load_kernel  # noqa: E402
+from tawac.runtime.runner import round_robin  # noqa: E402
 
 LOG2E = 1.4426950408889634
 # (head dim, seq): B * S = 32k tokens, 16 heads at d128 and 32 at d64 (as the baselines).
@@ -164,9 +165,9 @@ def main() -> None:
         # Round-robin repeats, median per kernel: clock and power drift during the run
         # hit every kernel alike instead of whichever was timed last.
         times: dict[str, list[float]] = {name: [] for name in fns}
-        for _ in range(args.repeat):
-            for name, fn in fns.items():
-                times[name].append(do_bench(fn, rep=args.rep_ms))
+        names = list(fns)
+        for name in (names[i] for i in round_robin(len(names), args.repeat)):
+            times[name].append(do_bench(fns[name], rep=args.rep_ms))
         res = {name: flops / statistics.median(t) / 1e9 for name, t in times.items()}
         rows.append((d, s, causal, b, h, res, err))
 

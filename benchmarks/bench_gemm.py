@@ -27,7 +27,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from tawac.runtime import load_kernel  # noqa: E402
-from tawac.runtime.runner import bench_ms  # noqa: E402
+from tawac.runtime.runner import bench_ms, round_robin  # noqa: E402
 
 SHAPES = [(4096, 4096, 4096), (8192, 8192, 8192), (8192, 8192, 1024), (16384, 16384, 4096)]
 TOL = 1e-2
@@ -211,18 +211,16 @@ def measure(row: Row, name: str, fn, flops: float, args) -> None:
 
 
 def measure_rounds(row: Row, calls: dict, flops: float, args, rounds: int) -> None:
-    """Times every system in `calls` (name -> fn) `rounds` times round-robin, each round
-    starting one system later, and records the median: the machine's drift (clocks under
-    power limits, neighbours) then falls on every system alike."""
+    """Times every system in `calls` (name -> fn) `rounds` times round-robin
+    (`tawac.runtime.runner.round_robin`) and records each one's median."""
     names = list(calls)
     samples: dict[str, list[float]] = {n: [] for n in names}
-    for r in range(rounds):
-        for name in names[r % len(names) :] + names[: r % len(names)]:
-            if name in row.errors:
-                continue
-            measure(row, name, calls[name], flops, args)
-            if row.tflops[name] is not None:
-                samples[name].append(row.tflops[name])
+    for name in (names[i] for i in round_robin(len(names), rounds)):
+        if name in row.errors:
+            continue
+        measure(row, name, calls[name], flops, args)
+        if row.tflops[name] is not None:
+            samples[name].append(row.tflops[name])
     for name in names:
         if samples[name]:
             row.tflops[name] = statistics.median(samples[name])
@@ -402,6 +400,11 @@ def write_json(path: Path, meta: dict, rows: list[Row]) -> None:
     path.write_text(json.dumps(data, indent=2))
 
 
+def parse_shapes(text: str) -> list[tuple[int, ...]]:
+    """`MxNxK,MxNxK,...` as (M, N, K) tuples."""
+    return [tuple(int(x) for x in shape.split("x")) for shape in text.split(",")]
+
+
 def parse_opts(items: list[str]) -> dict:
     """`key=value` compile options; values parsed as JSON when possible (ints, bools)."""
     out = {}
@@ -478,9 +481,7 @@ def main(argv: list[str] | None = None) -> int:
     if not torch.cuda.is_available():
         print("bench_gemm: no CUDA device", file=sys.stderr)
         return 2
-    shapes = SHAPES
-    if args.shapes:
-        shapes = [tuple(int(x) for x in s.split("x")) for s in args.shapes.split(",")]
+    shapes = parse_shapes(args.shapes) if args.shapes else SHAPES
     try:
         import triton
 

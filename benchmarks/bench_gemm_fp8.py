@@ -6,7 +6,8 @@ accumulation, per-tensor f32 scales, bf16 output; cuBLAS gets the same operands
 column-major is the transpose of the row-major NxK tensor). Prints TFLOP/s (median of
 `tawac.runtime.runner.bench_ms`: triton.testing.do_bench where Triton is installed), the
 ratio, and each output's relative error against the float32 product of the dequantised
-inputs. Every shape runs in the same process, one after the other.
+inputs. Every shape runs in the same process, one after the other; at each, the two
+systems are timed --rounds times round-robin.
 
     python3 benchmarks/bench_gemm_fp8.py                     # 4096^3 and 8192^3
     python3 benchmarks/bench_gemm_fp8.py --markdown          # table for docs/perf.md
@@ -33,8 +34,9 @@ sys.path.insert(0, str(ROOT / "benchmarks"))
 from bench_gemm import (  # noqa: E402
     Row,
     _fmt,
-    measure,
+    measure_rounds,
     parse_opts,
+    parse_shapes,
     print_table,
     rel_error,
     write_json,
@@ -79,12 +81,15 @@ def cublas_fp8(a: torch.Tensor, b: torch.Tensor):
     return run
 
 
-def bench_shape(shape, kernel, compile_error: str | None, bench_args) -> Row:
+def bench_shape(shape, kernel, compile_error: str | None, bench_args, rounds: int = 1) -> Row:
+    """Checks cuBLAS fp8 and tawac against the float32 product at one (M, N, K), then
+    times both (`measure_rounds`)."""
     m, n, k = shape
     row = Row(tuple(shape))
     flops = 2.0 * m * n * k
     a, b = fp8_inputs(m, n, k)
     ref = reference(a, b)
+    calls = {}
 
     if not hasattr(torch, "_scaled_mm"):
         row.tflops["cublas"] = None
@@ -93,7 +98,7 @@ def bench_shape(shape, kernel, compile_error: str | None, bench_args) -> Row:
         try:
             blas = cublas_fp8(a, b)
             row.rel_err["cublas"] = rel_error(blas(), ref)
-            measure(row, "cublas", blas, flops, bench_args)
+            calls["cublas"] = blas
         except Exception as e:  # noqa: BLE001
             row.tflops["cublas"] = None
             row.errors["cublas"] = f"{type(e).__name__}: {e}"
@@ -101,16 +106,18 @@ def bench_shape(shape, kernel, compile_error: str | None, bench_args) -> Row:
     if kernel is None:
         row.tflops["tawac"] = None
         row.errors["tawac"] = compile_error or "not compiled"
-        return row
-    c = torch.full((m, n), float("nan"), device="cuda", dtype=torch.bfloat16)
-    try:
-        kernel(a, b, c, SCALE_A, SCALE_B)
-        torch.cuda.synchronize()
-        row.rel_err["tawac"] = rel_error(c, ref)
-        measure(row, "tawac", lambda: kernel(a, b, c, SCALE_A, SCALE_B), flops, bench_args)
-    except Exception as e:  # noqa: BLE001
-        row.tflops["tawac"] = None
-        row.errors["tawac"] = f"{type(e).__name__}: {e}"
+    else:
+        c = torch.full((m, n), float("nan"), device="cuda", dtype=torch.bfloat16)
+        try:
+            kernel(a, b, c, SCALE_A, SCALE_B)
+            torch.cuda.synchronize()
+            row.rel_err["tawac"] = rel_error(c, ref)
+            calls["tawac"] = lambda: kernel(a, b, c, SCALE_A, SCALE_B)
+        except Exception as e:  # noqa: BLE001
+            row.tflops["tawac"] = None
+            row.errors["tawac"] = f"{type(e).__name__}: {e}"
+    del ref
+    measure_rounds(row, calls, flops, bench_args, rounds)
     return row
 
 
@@ -139,7 +146,11 @@ def print_report(rows: list[Row], meta: dict, markdown: bool) -> None:
     header, cells = table(rows)
     title = f"fp8 (e4m3) GEMM C = A·Bᵀ·sa·sb, bf16 out, on {meta['device']}, {meta['date']}"
     versions = f"torch {meta['torch']}, CUDA {meta['cuda']}; tawac {meta['config']}"
-    notes = [versions, f"median of {meta['timer']}", "error vs the fp32 dequantised product"]
+    notes = [
+        versions,
+        f"median of {meta['rounds']} round-robin round(s) of {meta['timer']}",
+        "error vs the fp32 dequantised product",
+    ]
     print_table(rows, header, cells, title, notes, markdown)
 
 
@@ -153,14 +164,18 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--json", type=Path, help="also write the results as JSON")
     p.add_argument("--warmup-ms", type=float, default=25.0)
     p.add_argument("--rep-ms", type=float, default=100.0)
+    p.add_argument(
+        "--rounds",
+        type=int,
+        default=3,
+        help="time both systems this many times round-robin and take the median",
+    )
     args = p.parse_args(argv)
 
     if not torch.cuda.is_available():
         print("bench_gemm_fp8: no CUDA device", file=sys.stderr)
         return 2
-    shapes = SHAPES
-    if args.shapes:
-        shapes = [tuple(int(x) for x in s.split("x")) for s in args.shapes.split(",")]
+    shapes = parse_shapes(args.shapes) if args.shapes else SHAPES
     params, options = parse_defines(args.params), parse_opts(args.opt)
     kernel, error, sidecar = None, None, {}
     try:
@@ -178,12 +193,14 @@ def main(argv: list[str] | None = None) -> int:
         "torch": torch.__version__,
         "cuda": torch.version.cuda,
         "timer": timer,
+        "rounds": args.rounds,
         "config": json.dumps({**sidecar.get("kernel_params", {}), **options}),
     }
     rows = []
     for shape in shapes:
         try:
-            rows.append(bench_shape(shape, kernel, error, (args.warmup_ms, args.rep_ms)))
+            bench_args = (args.warmup_ms, args.rep_ms)
+            rows.append(bench_shape(shape, kernel, error, bench_args, args.rounds))
         except Exception as e:  # noqa: BLE001 - e.g. out of memory for the inputs
             row = Row(tuple(shape))
             row.errors["setup"] = f"{type(e).__name__}: {e}"

@@ -396,7 +396,13 @@ def measure_size(
 
     from tawac.runtime.interpret import interpret
     from tawac.runtime.launcher import LaunchError, load_kernel
-    from tawac.runtime.runner import bench_ms, logical_grid, make_args, relative_error
+    from tawac.runtime.runner import (
+        bench_ms,
+        logical_grid,
+        make_args,
+        relative_error,
+        round_robin,
+    )
 
     ref = compiled[0]
     op = kernel_op(source, ref.params)
@@ -446,13 +452,11 @@ def measure_size(
         timed.append((len(rows), lambda k=kernel, a=args: k(*a), worst))
         rows.append(Measured(c.candidate, error=worst))
     samples: list[list[float]] = [[] for _ in timed]
-    rounds = max(1, rounds)
-    for r in range(rounds):
-        shift = r % len(timed) if timed else 0
-        for j in list(range(shift, len(timed))) + list(range(shift)):
-            samples[j].append(bench_ms(timed[j][1], rep_ms=rep_ms)[0])
-            if r == rounds - 1:
-                advance()
+    order = round_robin(len(timed), rounds)
+    for pos, j in enumerate(order):
+        samples[j].append(bench_ms(timed[j][1], rep_ms=rep_ms)[0])
+        if pos >= len(order) - len(timed):  # its last round
+            advance()
     for (i, _, worst), times in zip(timed, samples, strict=True):
         time_ms = statistics.median(times)
         tflops = flops / (time_ms * 1e-3) / 1e12 if flops else None

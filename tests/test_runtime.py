@@ -389,3 +389,16 @@ def test_runner_finds_loads_and_stores():
     module = Parser(ctx, substitute(text, "gemm.mlir").text, "gemm.mlir").parse_module()
     kernel = next(op for op in module.ops if isinstance(op, KernelOp))
     assert kernel_arg_uses(kernel) == ({0, 1}, {2})
+
+
+def test_round_robin_rotates_the_start_of_each_round():
+    """Each system once per round, each round starting one later: every system is timed
+    first, last and in between alike."""
+    from tawac.runtime.runner import round_robin
+
+    assert round_robin(3, 2) == [0, 1, 2, 1, 2, 0]
+    order = round_robin(4, 4)
+    assert [order[4 * r] for r in range(4)] == [0, 1, 2, 3]
+    assert all(order.count(i) == 4 for i in range(4))
+    assert round_robin(2, 0) == [0, 1]  # at least one round
+    assert round_robin(0, 3) == []

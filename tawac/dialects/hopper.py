@@ -640,8 +640,9 @@ class NumClustersOp(IRDLOperation):
 class MbarrierArriveRemoteOp(IRDLOperation):
     """One arrival per warp that executes it (lane 0 arrives) on barrier `bars[slot]` of
     the CTA of rank `cta` in the cluster: the barrier's address mapped into that CTA
-    (`mapa.shared::cluster`, PTX ISA 9.7.9.21) and
-    `mbarrier.arrive.release.cluster.shared::cluster` (PTX ISA 9.7.13.15.13)."""
+    (`mapa.shared::cluster`, PTX ISA 9.7.9.21) and `mbarrier.arrive.shared::cluster`
+    with the default `.release.cta` semantics (PTX ISA 9.7.13.15.13; cluster scope
+    would add a GPU-wide memory barrier per arrival, docs/perf.md)."""
 
     name = "hopper.mbarrier_arrive_remote"
     bars = operand_def(MbarriersType)

@@ -70,25 +70,29 @@ def _is_mma_operand(use: Use) -> bool:
     return isinstance(use.operation, tile.DotOp) and use.index in (0, 1)
 
 
+def _mma_uses(op: Operation) -> list[bool] | None:
+    """For a 2-d `tile.load`, whether each of its uses is an MMA operand; None for any
+    other op."""
+    if not isinstance(op, tile.LoadOp):
+        return None
+    t = op.result.type
+    if not isinstance(t, TensorType) or t.get_num_dims() != 2:
+        return None
+    return [_is_mma_operand(u) for u in op.result.uses]
+
+
 def is_consumer_tile_load(op: Operation) -> bool:
     """A 2-d `tile.load` that no `tile.dot` reads as an A or B operand: its users are
     consumer math (elementwise ops, a dot's accumulator, loop-carried values)."""
-    if not isinstance(op, tile.LoadOp):
-        return False
-    t = op.result.type
-    if not isinstance(t, TensorType) or t.get_num_dims() != 2:
-        return False
-    uses = list(op.result.uses)
-    return bool(uses) and not any(_is_mma_operand(u) for u in uses)
+    flags = _mma_uses(op)
+    return bool(flags) and not any(flags)
 
 
 def _check_not_mixed(op: Operation) -> None:
     """A 2-d load read both as an MMA operand and by other ops would need its slot in
     shared memory and its registers at once."""
-    if not isinstance(op, tile.LoadOp) or not isinstance(op.result.type, TensorType):
-        return
-    uses = list(op.result.uses)
-    if op.result.type.get_num_dims() == 2 and len({_is_mma_operand(u) for u in uses}) == 2:
+    flags = _mma_uses(op)
+    if flags and any(flags) and not all(flags):
         raise CompileError(
             "warp-specialize: this tile.load is read both as a tile.dot operand and by other "
             "ops, which is not supported yet; load the tile twice (one load for the MMA, "
@@ -98,15 +102,9 @@ def _check_not_mixed(op: Operation) -> None:
 
 
 def is_mma_operand_load(op: Operation) -> bool:
-    if not isinstance(op, tile.LoadOp):
-        return False
-    t = op.result.type
-    if not isinstance(t, TensorType) or t.get_num_dims() != 2:
-        return False
-    uses = list(op.result.uses)
-    if not uses:
-        return False
-    return all(_is_mma_operand(u) for u in uses)
+    """A 2-d `tile.load` whose every use is an A or B operand of a `tile.dot`."""
+    flags = _mma_uses(op)
+    return bool(flags) and all(flags)
 
 
 @dataclass

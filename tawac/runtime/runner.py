@@ -126,6 +126,14 @@ def relative_error(out, ref) -> float:
     return num / denom
 
 
+def round_robin(n: int, rounds: int) -> list[int]:
+    """The order in which to time `n` systems `rounds` times: each round once through
+    all of them, starting one later than the round before, so that the machine's drift
+    (clocks under the power limit, neighbours) falls on every system alike; each
+    system's median then compares with the others'."""
+    return [(r + i) % n for r in range(max(1, rounds)) for i in range(n)]
+
+
 def bench_ms(fn: Callable[[], Any], warmup_ms: float = 25.0, rep_ms: float = 100.0) -> tuple:
     """(median milliseconds per call, timer name).
 

@@ -25,7 +25,7 @@ from tawac.diagnostics import CompileError
 from tawac.dialects import aref, tile
 from tawac.dialects.schedule import ArefPlan, LoopPlan, OpPlan, RolePlan, Schedule
 from tawac.options import PipelineOptions
-from tawac.schedule.cluster import plan_cluster
+from tawac.schedule.cluster import depends_on_program_id, plan_cluster
 from tawac.schedule.loops import carried_values, main_loops, scheduled_ops
 from tawac.schedule.smem import chunk_ring_fits, kernel_plan, staged_stores
 from tawac.target import HOPPER
@@ -158,13 +158,12 @@ def staging_chunks(kernel: tile.KernelOp, depths: dict[aref.CreateOp, int]) -> i
     `depths`; else a ring of 2, or 1, column-chunk buffers per epilogue store where that
     fits (a deeper ring for the main loop, the epilogue in turns of 64 columns); else 0
     (`tma-store` then reuses the rings or stores from registers)."""
-    if kernel_plan(kernel, depths).fits():
-        return 0
     values = [st.value.type for st in staged_stores(kernel)]
+    if not values or kernel_plan(kernel, depths).fits():
+        return 0
     for n in (2, 1):
-        if not all(isinstance(v, TensorType) and chunk_ring_fits(v, n) for v in values):
-            continue
-        if values and kernel_plan(kernel, depths, chunks=n).fits():
+        fits = all(isinstance(v, TensorType) and chunk_ring_fits(v, n) for v in values)
+        if fits and kernel_plan(kernel, depths, chunks=n).fits():
             return n
     return 0
 
@@ -233,29 +232,14 @@ def _per_tile(create: aref.CreateOp) -> bool:
 # -- persistent tile order ------------------------------------------------------------------
 
 
-def _depends_on_x(v: SSAValue) -> bool:
-    work, seen = [v], set()
-    while work:
-        x = work.pop()
-        if x in seen:
-            continue
-        seen.add(x)
-        owner = x.owner
-        if isinstance(owner, tile.ProgramIdOp) and owner.axis.data == 0:
-            return True
-        if isinstance(owner, Operation) and not owner.regions:
-            work.extend(owner.operands)
-    return False
-
-
 def work_order(part: aref.PartitionOp) -> str | None:
     """How a tile's work varies with program id x, from its main loops' bounds: "up" when
     an upper bound follows x (causal attention's key loop ends at the diagonal), "down"
     when only a lower bound does, None when neither."""
     loops = main_loops(part)
-    if any(_depends_on_x(lp.ub) for lp in loops):
+    if any(depends_on_program_id(lp.ub, 0) for lp in loops):
         return "up"
-    if any(_depends_on_x(lp.lb) for lp in loops):
+    if any(depends_on_program_id(lp.lb, 0) for lp in loops):
         return "down"
     return None
 

@@ -306,35 +306,27 @@ def _float_cast(k: KernelLowering, op: Operation) -> None:
 
 @handles(tile.ProgramIdOp)
 def _program_id(k: KernelLowering, op: tile.ProgramIdOp) -> None:
-    axis = "xyz"[op.axis.data]
-    k.vals[op.result] = k.cached(("ctaid", axis), lambda: k.r(ptx.SpecialRegOp(f"ctaid.{axis}")))
+    k.vals[op.result] = _special_reg(k, f"ctaid.{'xyz'[op.axis.data]}")
 
 
-@handles(hopper.CtaIdOp)
-def _cta_id(k: KernelLowering, op: hopper.CtaIdOp) -> None:
-    k.vals[op.result] = k.cached(("ctaid", "x"), lambda: k.r(ptx.SpecialRegOp("ctaid.x")))
+#: The hopper ops that read one special register (PTX ISA 10): CTA and cluster ids.
+_SPECIAL_REGS: dict[type[Operation], str] = {
+    hopper.CtaIdOp: "ctaid.x",
+    hopper.NumCtasOp: "nctaid.x",
+    hopper.ClusterCtaRankOp: "cluster_ctarank",
+    hopper.ClusterIdOp: "clusterid.x",
+    hopper.NumClustersOp: "nclusterid.x",
+}
 
 
-@handles(hopper.NumCtasOp)
-def _num_ctas(k: KernelLowering, op: hopper.NumCtasOp) -> None:
-    k.vals[op.result] = k.cached(("nctaid", "x"), lambda: k.r(ptx.SpecialRegOp("nctaid.x")))
+@handles(*_SPECIAL_REGS)
+def _special_reg_op(k: KernelLowering, op: Operation) -> None:
+    k.vals[op.results[0]] = _special_reg(k, _SPECIAL_REGS[type(op)])
 
 
-@handles(hopper.ClusterCtaRankOp)
-def _cluster_ctarank(k: KernelLowering, op: hopper.ClusterCtaRankOp) -> None:
-    k.vals[op.result] = k.cached(
-        "cluster_ctarank", lambda: k.r(ptx.SpecialRegOp("cluster_ctarank"))
-    )
-
-
-@handles(hopper.ClusterIdOp)
-def _cluster_id(k: KernelLowering, op: hopper.ClusterIdOp) -> None:
-    k.vals[op.result] = k.cached(("clusterid", "x"), lambda: k.r(ptx.SpecialRegOp("clusterid.x")))
-
-
-@handles(hopper.NumClustersOp)
-def _num_clusters(k: KernelLowering, op: hopper.NumClustersOp) -> None:
-    k.vals[op.result] = k.cached(("nclusterid", "x"), lambda: k.r(ptx.SpecialRegOp("nclusterid.x")))
+def _special_reg(k: KernelLowering, name: str) -> SSAValue:
+    """`mov.u32 %r, %name;`, read once per kernel (a program id x and a CTA id share it)."""
+    return k.cached(("sreg", name), lambda: k.r(ptx.SpecialRegOp(name)))
 
 
 @handles(tile.DimOp)
