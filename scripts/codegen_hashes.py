@@ -7,7 +7,8 @@ generation.
 
 The kernels: examples/*.mlir, tests/data/*.mlir and tests/data/variants/*.mlir, the 24
 instances of the attention template and the 8 GEMM tile configurations of
-tests/test_tile_configs.py; each under the default options and five variations.
+tests/test_tile_configs.py; each under the default options and ten variations (clusters,
+four stages, no TMA stores, ...), and the examples also under the solver planner.
 A kernel that fails to compile hashes its error message (so a new failure is a change).
 `--check` compares the combinations of the old file; those added since (a new example or
 test kernel) are listed as new.
@@ -32,6 +33,17 @@ OPTION_SETS: dict[str, dict] = {
     "no-coarse-pipeline": {"coarse_pipeline": False},
     "mma-depth-1": {"mma_depth": 1},
     "consumer-wg-1": {"consumer_warp_groups": 1},
+    "stages-4": {"stages": 4},
+    "no-tma-store": {"tma_store": False},
+    "cluster-2x1": {"cluster": "2x1"},
+    "cluster-1x2": {"cluster": "1x2"},
+    "cluster-2x1-no-persistent": {"cluster": "2x1", "persistent": False},
+}
+
+#: Option sets run on the examples only (the solver takes seconds a kernel).
+EXAMPLE_OPTION_SETS: dict[str, dict] = {
+    "solver": {"planner": "solver"},
+    "solver-no-persistent": {"planner": "solver", "persistent": False},
 }
 
 
@@ -63,7 +75,8 @@ def _one(job: tuple[str, str, str, bool]) -> tuple[str, str]:
     from tawac.driver import compile_module, parse_text
 
     try:
-        res = compile_module(parse_text(text, name.replace("/", "_")), **OPTION_SETS[opt])
+        options = OPTION_SETS.get(opt, EXAMPLE_OPTION_SETS.get(opt))
+        res = compile_module(parse_text(text, name.replace("/", "_")), **options)
         blob = res.ptx if ptx_only else res.ptx + "\n" + json.dumps(res.sidecar, sort_keys=True)
     except CompileError as e:
         blob = "error: " + str(e)
@@ -81,6 +94,12 @@ def main() -> int:
     )
     args = ap.parse_args()
     jobs = [(n, t, o, args.ptx_only) for n, t in kernels().items() for o in OPTION_SETS]
+    jobs += [
+        (n, t, o, args.ptx_only)
+        for n, t in kernels().items()
+        if n.startswith("examples/")
+        for o in EXAMPLE_OPTION_SETS
+    ]
     with ProcessPoolExecutor(args.jobs) as pool:
         hashes = dict(pool.map(_one, jobs, chunksize=4))
     print(f"{len(hashes)} kernel/option combinations")
