@@ -249,7 +249,7 @@ def _compile_module(module: ModuleOp, *, cubin: bool, ptxas: str | None, **optio
 def _user_sidecar(side: dict[str, Any], kernel: tile.KernelOp) -> dict[str, Any]:
     """The sidecar with what the user's kernel says: each argument's access ("read",
     "write", "readwrite", "none": loaded, stored) and the kernel parameters' values."""
-    from tawac.runtime.runner import kernel_arg_uses
+    from tawac.analysis.args import kernel_arg_uses
 
     loads, stores = kernel_arg_uses(kernel)
     for i, arg in enumerate(side["args"]):

@@ -18,13 +18,13 @@ from xdsl.dialects.builtin import ModuleOp
 from xdsl.ir import Operation
 
 from tawac import schedule
-from tawac.backend_ptx import abi
+from tawac.analysis.loops import main_loops, scheduled_ops
 from tawac.diagnostics import CompileError
 from tawac.dialects import aref, hopper, tile
 from tawac.dialects.schedule import Schedule
 from tawac.driver import run_pipeline
 from tawac.options import PipelineOptions
-from tawac.schedule.loops import loop_plan, main_loops, scheduled_ops
+from tawac.schedule import loop_plan
 from tawac.schedule.model import loop_lanes
 from tawac.target import HOPPER
 from tawac.timeline import Dep, Lane, Step, render_svg, simulate
@@ -273,7 +273,7 @@ def explain_module(
     arefs = _arefs(kernel, plan)
     loops = _loops(kernel, plan)
     steady = _timeline(kernel, plan) if timeline else None
-    grid = abi.infer_grid(kernel)
+    grid = schedule.launch_grid(kernel)
     run_pipeline(module, options.pipeline(start="pipeline", stop="convert-to-ptx"))
     smem_bytes = schedule.of(kernel).smem_bytes
     roles = [

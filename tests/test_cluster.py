@@ -22,7 +22,6 @@ import pytest
 from test_examples import _cuobjdump, _opcodes
 
 from tawac import schedule
-from tawac.backend_ptx.layouts import SwizzledTile
 from tawac.diagnostics import CompileError
 from tawac.driver import compile_file, run_pipeline
 from tawac.explain import explain_module
@@ -30,6 +29,7 @@ from tawac.options import PipelineOptions
 from tawac.parser import parse_file
 from tawac.runtime import LaunchError
 from tawac.runtime.launcher import Kernel, compute_grid, validate_sidecar
+from tawac.target.layouts import SwizzledTile
 from tawac.tune import parse_space
 
 REPO = Path(__file__).resolve().parent.parent

@@ -1,4 +1,4 @@
-"""Property tests of the wgmma accumulator layout (tawac.backend_ptx.layouts.AccLayout).
+"""Property tests of the wgmma accumulator layout (tawac.target.layouts.AccLayout).
 
 The layout maps (thread, register) of a cooperative consumer partition to a coordinate
 of an MxN f32 tile.  These tests check that it is a bijection onto the tile, that it
@@ -21,7 +21,7 @@ from pathlib import Path
 
 import pytest
 
-from tawac.backend_ptx.layouts import AccLayout
+from tawac.target.layouts import AccLayout
 
 # (m, n, warp_groups): one and several m64 blocks per warp group, 1..3 warp groups,
 # narrow and the widest N.
@@ -270,7 +270,7 @@ def test_emitted_thread_coords_match_the_layout(m, n, w, first_wg):
 def test_thread_parts_are_the_cta_decomposition():
     """WARP_GROUP / WARP_IN_GROUP / LANE / THREAD_IN_GROUP split tid.x as 128-thread warp
     groups of four 32-lane warps."""
-    from tawac.backend_ptx import layouts
+    from tawac.target import layouts
 
     for tid in range(1024):
         wg, rest = divmod(tid, 128)
@@ -298,8 +298,8 @@ def test_thread_expressions_are_thread_offset(m, n, wgs, first_wg):
 def test_emitted_index_expressions_evaluate_to_their_value():
     """`KernelLowering.index` emits any IndexExpr node by node; the PTX it writes computes
     `IndexExpr.value` for every thread."""
-    from tawac.backend_ptx import layouts as L
     from tawac.backend_ptx.lowering.state import _Partition
+    from tawac.target import layouts as L
 
     k = _lowering()
     k.part = _Partition("consumer", 1, 2)
@@ -368,7 +368,7 @@ def _tma_128b_model(rows: int, eb: int, r: int, c: int) -> int:
 
 @pytest.mark.parametrize(("rows", "cols", "eb"), TILES)
 def test_swizzle_128b_matches_the_tma_model(rows, cols, eb):
-    from tawac.backend_ptx.layouts import SwizzledTile
+    from tawac.target.layouts import SwizzledTile
 
     tile = SwizzledTile(rows, cols, eb)
     assert tile.chunk_cols == 128 // eb and tile.row_bytes == 128
@@ -404,7 +404,7 @@ def test_swizzle_128b_matches_the_tma_model(rows, cols, eb):
 def test_narrower_swizzles(swizzle, key):
     """32B and 64B swizzle (CUTLASS Swizzle<1,4,3>, <2,4,3>): rows of `swizzle` bytes,
     granule g of row r at g ^ ((r * swizzle / 128) % granules); no swizzle: 16-byte rows."""
-    from tawac.backend_ptx.layouts import SwizzledTile
+    from tawac.target.layouts import SwizzledTile
 
     tile = SwizzledTile(64, 64, 2, swizzle)
     span = max(swizzle, 16)
@@ -456,7 +456,7 @@ def _fragment_store_cases():
 def test_fragment_store_plan_is_the_swizzled_layout(m, n, wgs):
     """Every thread's store of register pair (i, i + 1), computed as the plan says, writes
     the bytes SwizzledTile.byte_offset gives the pair's elements."""
-    from tawac.backend_ptx.layouts import SwizzledTile
+    from tawac.target.layouts import SwizzledTile
 
     lay, tile = AccLayout(m, n, wgs), SwizzledTile(m, n, 2)
     plan = tile.fragment_store(lay)
@@ -477,7 +477,7 @@ def test_fragment_store_plan_is_the_swizzled_layout(m, n, wgs):
 
 
 def test_fragment_store_rejects_unpaired_layouts():
-    from tawac.backend_ptx.layouts import SwizzledTile
+    from tawac.target.layouts import SwizzledTile
 
     with pytest.raises(ValueError, match="128B"):
         SwizzledTile(64, 64, 2, 64).fragment_store(AccLayout(64, 64, 1))
@@ -535,9 +535,9 @@ def test_emitted_store_fragment_matches_swizzled_tile(m, n, w):
     from xdsl.dialects.builtin import BFloat16Type, TensorType
     from xdsl.ir import Block
 
-    from tawac.backend_ptx.layouts import SwizzledTile
     from tawac.backend_ptx.lowering.state import Frag, SmemTile, _Partition
     from tawac.dialects import hopper, ptx
+    from tawac.target.layouts import SwizzledTile
 
     first_wg, tile_base = 1, 5 * 1024
     tt = hopper.SmemTileType([m, n], BFloat16Type(), 128)
@@ -573,7 +573,7 @@ def test_mma_operand_descriptors_describe_the_tile(rows, cols, mn_major):
     swizzle, which acts on address bits): K-major, element (m, k) of the slice at
     start + (m / 8) * SBO + (m % 8) * 128 + k * bytes; MN-major, at start + (m / 64) * LBO
     + (k / 8) * SBO + (k % 8) * 128 + (m % 64) * bytes."""
-    from tawac.backend_ptx.layouts import SwizzledTile
+    from tawac.target.layouts import SwizzledTile
 
     tile = SwizzledTile(rows, cols, 2)
     mn_extent, k_extent = (cols, rows) if mn_major else (rows, cols)
@@ -601,7 +601,7 @@ def test_mma_operand_descriptors_describe_the_tile(rows, cols, mn_major):
 
 
 def test_descriptor_fields_are_the_isa_bit_layout():
-    from tawac.backend_ptx.layouts import MatrixDescriptor
+    from tawac.target.layouts import MatrixDescriptor
 
     d = MatrixDescriptor(16384, 1024)
     word = d.encode(0x2_3450)
@@ -624,9 +624,9 @@ def test_descriptor_fields_are_the_isa_bit_layout():
 def test_emitted_descriptors_match_the_layout(mn_major):
     """The descriptors mma.py emits for the k16 steps of an operand, evaluated, are
     MatrixDescriptor.encode of the slice's address with the tile's LBO and SBO."""
-    from tawac.backend_ptx.layouts import MatrixDescriptor, SwizzledTile
     from tawac.backend_ptx.lowering.mma import _Descriptors
     from tawac.dialects import ptx
+    from tawac.target.layouts import MatrixDescriptor, SwizzledTile
 
     tile = SwizzledTile(64, 128, 2)
     k = _lowering()
@@ -657,7 +657,7 @@ def test_fragment_load_plan_is_the_swizzled_layout(m, n, wgs, eb):
     the bytes SwizzledTile.byte_offset gives the pair's elements (16-bit and 4-byte
     elements: the thread's granule joins the XOR key for f32), and the loads of all
     threads read every element of the tile once."""
-    from tawac.backend_ptx.layouts import SwizzledTile
+    from tawac.target.layouts import SwizzledTile
 
     lay, tile = AccLayout(m, n, wgs), SwizzledTile(m, n, eb)
     plan = tile.fragment_load(lay)
@@ -686,7 +686,7 @@ def test_fragment_loads_take_the_fewest_wavefronts(m, n, wgs, eb):
     """Per warp and register pair, the 32 lanes' loads touch each of the 32 banks once
     (16-bit pairs: 128 bytes, one wavefront) or twice (f32 pairs: 256 bytes, the two
     wavefronts they need): the 128B swizzle spreads the 8 rows of a warp's quads."""
-    from tawac.backend_ptx.layouts import SwizzledTile
+    from tawac.target.layouts import SwizzledTile
 
     lay, tile = AccLayout(m, n, wgs), SwizzledTile(m, n, eb)
     plan = tile.fragment_load(lay)
@@ -706,7 +706,7 @@ def test_fragment_loads_take_the_fewest_wavefronts(m, n, wgs, eb):
 
 
 def test_fragment_load_rejects_what_it_cannot_read():
-    from tawac.backend_ptx.layouts import SwizzledTile
+    from tawac.target.layouts import SwizzledTile
 
     with pytest.raises(ValueError, match="128B"):
         SwizzledTile(64, 64, 2, 64).fragment_load(AccLayout(64, 64, 1))
@@ -726,9 +726,9 @@ def test_emitted_load_fragment_matches_swizzled_tile(m, n, w, dtype):
     from xdsl.dialects.builtin import BFloat16Type, Float32Type, TensorType
     from xdsl.ir import Block
 
-    from tawac.backend_ptx.layouts import SwizzledTile
     from tawac.backend_ptx.lowering.state import SmemTile, _Partition
     from tawac.dialects import hopper, ptx
+    from tawac.target.layouts import SwizzledTile
 
     elem = BFloat16Type() if dtype == "bf16" else Float32Type()
     eb = 2 if dtype == "bf16" else 4

@@ -69,8 +69,9 @@ def test_four_stage_attention_yields_through_temporaries(monkeypatch):
     module = parse_text(instantiate(128, 64, 64, False), "sweep.mlir")
     run_pipeline(module, "warp-specialize,plan")
     kernel = next(o for o in module.walk() if isinstance(o, tile.KernelOp))
+    from tawac.analysis.loops import main_loops, scheduled_ops
+
     from tawac.dialects import aref
-    from tawac.schedule.loops import main_loops, scheduled_ops
 
     part = next(
         p

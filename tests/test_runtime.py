@@ -380,7 +380,7 @@ def test_runner_finds_loads_and_stores():
 
     from tawac.dialects.tile import KernelOp, Tile
     from tawac.params import substitute
-    from tawac.runtime.runner import kernel_arg_uses
+    from tawac.analysis.args import kernel_arg_uses
 
     ctx = Context()
     for d in (Builtin, Arith, Math, Scf, Tile):

@@ -4,53 +4,19 @@ from __future__ import annotations
 
 from typing import Any
 
-from xdsl.dialects import arith
 from xdsl.dialects.builtin import (
-    ArrayAttr,
     DictionaryAttr,
     Float32Type,
     IndexType,
-    IntAttr,
-    IntegerAttr,
     StringAttr,
-    i64,
 )
 from xdsl.ir import Attribute, BlockArgument, SSAValue
 
-from tawac import schedule
+from tawac.analysis.grid import from_attr, to_attr
 from tawac.diagnostics import CompileError
-from tawac.dialects import hopper, ptx, tile
+from tawac.dialects import ptx, tile
 
 SMEM_SYMBOL = "tawac_smem"
-
-
-def to_attr(x: Any) -> Attribute:
-    if isinstance(x, Attribute):
-        return x
-    if isinstance(x, bool | int):
-        return IntegerAttr(int(x), i64)
-    if isinstance(x, str):
-        return StringAttr(x)
-    if isinstance(x, list | tuple):
-        return ArrayAttr(to_attr(v) for v in x)
-    if isinstance(x, dict):
-        return DictionaryAttr({k: to_attr(v) for k, v in x.items()})
-    raise TypeError(x)
-
-
-def from_attr(a: Attribute) -> Any:
-    """Plain Python data from the attributes `_to_attr` makes."""
-    if isinstance(a, IntAttr):
-        return a.data
-    if isinstance(a, IntegerAttr):
-        return a.value.data
-    if isinstance(a, StringAttr):
-        return a.data
-    if isinstance(a, ArrayAttr):
-        return [from_attr(v) for v in a]
-    if isinstance(a, DictionaryAttr):
-        return {k: from_attr(v) for k, v in a.data.items()}
-    raise TypeError(a)
 
 
 def _elem_name(t: Attribute) -> str:
@@ -166,65 +132,6 @@ class ParamTable:
             if persistent:
                 launch["program_cluster"] = [cx, cy, 1]
         return to_attr(launch)  # type: ignore[return-value]
-
-
-def _const(v: SSAValue) -> int | None:
-    op = v.owner
-    if isinstance(op, arith.ConstantOp) and isinstance(op.value, IntegerAttr):
-        return op.value.value.data
-    return None
-
-
-def _pid_times(v: SSAValue) -> tuple[int, int] | None:
-    """(axis, c) if v = program_id(axis) * c (or program_id(axis) itself: c = 1)."""
-    op = v.owner
-    if isinstance(op, tile.ProgramIdOp):
-        return op.axis.data, 1
-    if not isinstance(op, arith.MuliOp):
-        return None
-    for a, b in ((op.lhs, op.rhs), (op.rhs, op.lhs)):
-        c = _const(b)
-        if isinstance(a.owner, tile.ProgramIdOp) and c is not None:
-            return a.owner.axis.data, c
-    return None
-
-
-def infer_grid(kernel: tile.KernelOp) -> list[dict[str, Any]]:
-    """The launch grid from the stores: a store at `program_id(a) * T` along dimension d
-    of tensor X means axis a spans ceil(size(X, d) / T) programs."""
-    recorded = schedule.of(kernel)
-    if recorded.persistent:
-        return from_attr(recorded.program_grid)
-    names = [a.name_hint or f"arg{i}" for i, a in enumerate(kernel.body.block.args)]
-    grid: list[dict[str, Any] | None] = [None, None, None]
-    used = {op.axis.data for op in kernel.walk() if isinstance(op, tile.ProgramIdOp)}
-    for st in kernel.walk():
-        if not isinstance(st, tile.StoreOp | hopper.TmaStoreOp):
-            continue
-        dest = st.dest
-        assert isinstance(dest, BlockArgument)
-        for d, idx in enumerate(st.indices):
-            found = _pid_times(idx)
-            if found is None:
-                continue
-            axis, by = found
-            entry = {"cdiv": {"arg": names[dest.index], "dim": d}, "by": by}
-            if grid[axis] is None:
-                grid[axis] = entry
-    out: list[dict[str, Any]] = []
-    for axis in range(3):
-        g = grid[axis]
-        if g is not None:
-            out.append(g)
-            continue
-        if axis in used:
-            raise CompileError(
-                f"cannot infer the launch grid along axis {'xyz'[axis]}: store a tile at "
-                f"coordinate program_id {'xyz'[axis]} * <tile size>",
-                kernel,
-            )
-        out.append({"const": 1})
-    return out
 
 
 def sidecar(entry: ptx.EntryOp) -> dict[str, Any]:

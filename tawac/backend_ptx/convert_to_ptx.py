@@ -6,7 +6,7 @@ epilogue's tile ops).  Output: a `ptx.module` with one `ptx.entry`, replacing th
 
 Values become registers: index and i32 scalars one `b32` (s32 arithmetic), i1 a `pred`,
 f32 an `f32`; a tile in a consumer partition becomes a `Frag`, its register list in the
-layout chosen by `tawac.backend_ptx.layouts`.  Structured control flow becomes labels and
+layout chosen by `tawac.target.layouts`.  Structured control flow becomes labels and
 branches; loop-carried registers are written with `ptx.assign`.
 
 Kernel structure: thread 0 initialises the mbarriers, `bar.sync 0`, then each warp group

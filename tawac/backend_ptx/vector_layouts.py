@@ -15,9 +15,9 @@ from xdsl.dialects import arith, math, scf
 from xdsl.dialects.builtin import TensorType
 from xdsl.ir import Operation, SSAValue
 
-from tawac.backend_ptx.layouts import AccLayout
 from tawac.diagnostics import CompileError
 from tawac.dialects import tile
+from tawac.target.layouts import AccLayout
 
 _ELEMENTWISE = (
     arith.ExtFOp, arith.TruncFOp, arith.AddfOp, arith.SubfOp, arith.MulfOp, arith.DivfOp,

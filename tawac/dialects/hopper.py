@@ -42,8 +42,8 @@ from xdsl.printer import Printer
 from xdsl.traits import Pure
 from xdsl.utils.exceptions import VerifyException
 
-from tawac.backend_ptx.layouts import SwizzledTile
 from tawac.dialects.tile import GlobalTensorType, mma_types_compatible
+from tawac.target.layouts import SwizzledTile
 
 
 def _parse_shape_swizzle(parser: AttrParser):
@@ -87,7 +87,7 @@ class SmemRingType(_SmemShaped, ParametrizedAttribute, TypeAttribute):
 
     Each tile is stored as ceil(C*bytes/128) column chunks of R rows x 128 bytes (the
     layout a 128-byte-swizzled TMA box writes), every chunk 1024-byte aligned
-    (`SmemTileType.layout`: `tawac.backend_ptx.layouts.SwizzledTile`).
+    (`SmemTileType.layout`: `tawac.target.layouts.SwizzledTile`).
     """
 
     name = "hopper.smem"

@@ -2,7 +2,7 @@
 coarse-grained pipelining; FlashAttention-3's intra-warpgroup overlap; a general modulo
 expansion).  Runs on the aref level, after `pipeline` (and `persistent`).
 
-A loop schedule (`LoopPlan`) lists a main loop's scheduled ops (`tawac.schedule.loops`)
+A loop schedule (`LoopPlan`) lists a main loop's scheduled ops (`tawac.analysis.loops`)
 in issue order, each with a stage.  With S stages, body k of the expanded loop issues the
 ops in that order, an op of stage s working on iteration k - s.  With T = ceildiv(ub -
 lb, step) trips, computed at run time:
@@ -72,11 +72,11 @@ from xdsl.passes import ModulePass
 from xdsl.rewriter import InsertPoint, Rewriter
 
 from tawac import schedule
+from tawac.analysis.loops import in_body, index_slice, main_loops, scheduled_ops
+from tawac.analysis.scalars import SCALAR_OPS
 from tawac.diagnostics import CompileError
 from tawac.dialects import aref, hopper, tile
 from tawac.dialects.schedule import LoopPlan
-from tawac.passes.warp_specialize import SCALAR_OPS
-from tawac.schedule.loops import in_body, index_slice, main_loops, scheduled_ops
 
 
 def _name(op: Operation) -> str:

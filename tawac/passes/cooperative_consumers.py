@@ -5,7 +5,7 @@ Each partition gets the warp groups and the register budget its role has in the
 schedule.  The consumer's tiles are split along their rows, warp group w owning rows
 [w*M/W, (w+1)*M/W), so that a 128x256 fp32 accumulator takes 128 registers per thread
 instead of 256; the split itself is a register layout decision
-(`tawac.backend_ptx.layouts`).  This pass checks that the roles are realizable: every
+(`tawac.target.layouts`).  This pass checks that the roles are realizable: every
 MMA tile splits into m64 blocks per warp group, and each MMA's accumulator fragment
 fits the consumer's registers.
 """
@@ -19,6 +19,7 @@ from xdsl.dialects.builtin import IntAttr, ModuleOp
 from xdsl.passes import ModulePass
 
 from tawac import schedule
+from tawac.analysis.mma import dots_in, rows_problem
 from tawac.diagnostics import CompileError
 from tawac.dialects import aref, tile
 from tawac.schedule.planner import register_problem
@@ -51,15 +52,10 @@ def apply_kernel(kernel: tile.KernelOp) -> None:
 
 
 def _check_consumer(part: aref.PartitionOp, w: int) -> None:
-    dots = [d for d in part.walk() if isinstance(d, tile.DotOp)]
-    for dot in dots:
-        m, _, _ = dot.mnk()
-        if m % (64 * w):
-            raise CompileError(
-                f"cooperative-consumers: a {m}-row MMA tile cannot be split over {w} "
-                f"consumer warp groups (each needs a multiple of 64 rows)",
-                dot,
-            )
+    dots = dots_in(part)
+    rows = rows_problem(dots, w)
+    if rows is not None:
+        raise CompileError(f"cooperative-consumers: {rows[0]}", rows[1])
     problem = register_problem(dots, w)
     if problem is not None:
         raise CompileError(f"cooperative-consumers: {problem}; use fewer", part)

@@ -42,11 +42,13 @@ from xdsl.dialects.builtin import (
     TensorType,
     UnitAttr,
 )
-from xdsl.ir import Operation, SSAValue, Use
+from xdsl.ir import Operation, SSAValue
 from xdsl.passes import ModulePass
 from xdsl.rewriter import InsertPoint, Rewriter
 
 from tawac import schedule
+from tawac.analysis.arefs import read_by_math
+from tawac.analysis.mma import is_mma_operand
 from tawac.diagnostics import CompileError
 from tawac.dialects import aref, hopper, tile
 from tawac.schedule.smem import SmemPlan
@@ -113,11 +115,7 @@ def _ring_sizes(kernel: tile.KernelOp) -> str:
         depth = t.depth.data
         size = sum(hopper.ring_bytes(hopper.smem_ring_type(p, depth)) for p in t.payload)  # type: ignore[arg-type]
         payload = ", ".join(tile.type_str(p) for p in t.payload)  # type: ignore[arg-type]
-        math = any(
-            isinstance(u.operation, aref.GetOp)
-            and any(not _mma_operand(x) for v in u.operation.values for x in v.uses)
-            for u in create.result.uses
-        )
+        math = read_by_math(create)
         name = create.result.name_hint or f"aref{n}"
         what = ", read by consumer math" if math else ""
         out.append(f"{name}: {depth} x {payload}{what}: {size} bytes")
@@ -221,12 +219,12 @@ def lower_kernel(kernel: tile.KernelOp) -> None:
     for get in gets:
         for v in get.values:
             uses = list(v.uses)
-            if uses and not any(_mma_operand(u) for u in uses):
+            if uses and not any(is_mma_operand(u) for u in uses):
                 _to_registers(v, views[v])
                 continue
             for use in uses:
                 user = use.operation
-                if not _mma_operand(use):
+                if not is_mma_operand(use):
                     raise CompileError(
                         f"lower-aref: a tile received through an aref feeds '{user.name}'; "
                         "only tile.dot can read shared-memory operands",
@@ -286,10 +284,6 @@ def _lower_get(get: aref.GetOp, low: _Lowered, views: dict[SSAValue, SSAValue]) 
         view.result.name_hint = v.name_hint
         views[v] = view.result
     Rewriter.insert_op([*ops, *slots], InsertPoint.before(get))
-
-
-def _mma_operand(use: Use) -> bool:
-    return isinstance(use.operation, tile.DotOp) and use.index in (0, 1)
 
 
 def _to_registers(value: SSAValue, view: SSAValue) -> None:

@@ -43,10 +43,10 @@ from xdsl.passes import ModulePass
 from xdsl.rewriter import InsertPoint, Rewriter
 
 from tawac import schedule
-from tawac.backend_ptx import abi
+from tawac.analysis.grid import from_attr
+from tawac.analysis.loops import main_loops
 from tawac.diagnostics import CompileError
 from tawac.dialects import aref, hopper, tile
-from tawac.schedule.loops import main_loops
 
 
 def _c(v: int) -> arith.ConstantOp:
@@ -275,7 +275,7 @@ class PersistentPass(ModulePass):
                 raise CompileError(
                     "persistent: every partition needs a loop streaming through arefs", kernel
                 )
-            grid = abi.from_attr(plan.program_grid)
+            grid = from_attr(plan.program_grid)
             kind, arg = plan.tiles
             group_m = arg if kind == "grouped" else 0
             order = arg if kind == "longest_first" else None

@@ -33,9 +33,9 @@ from xdsl.passes import ModulePass
 from xdsl.rewriter import InsertPoint, Rewriter
 
 from tawac import schedule
+from tawac.analysis.mma import can_release_late, releasing_dots
 from tawac.diagnostics import CompileError
 from tawac.dialects import aref, hopper, tile
-from tawac.schedule.planner import can_release_late, releasing_dots
 
 
 def set_depth(create: aref.CreateOp, depth: int) -> aref.CreateOp:

@@ -28,8 +28,6 @@ from dataclasses import dataclass
 from xdsl.context import Context
 from xdsl.dialects import arith
 from xdsl.dialects.builtin import (
-    BFloat16Type,
-    Float16Type,
     IndexType,
     ModuleOp,
     TensorType,
@@ -39,24 +37,9 @@ from xdsl.passes import ModulePass
 from xdsl.rewriter import InsertPoint, Rewriter
 
 from tawac import schedule
+from tawac.analysis.stores import store_after_loops, tma_storable
 from tawac.dialects import aref, hopper, tile
 from tawac.schedule.smem import SmemPlan, chunk_ring_fits, staging_ring_type
-
-
-def _fits(t: TensorType, warp_groups: int) -> bool:
-    if not isinstance(t.element_type, BFloat16Type | Float16Type):
-        return False
-    shape = t.get_shape()
-    return len(shape) == 2 and shape[0] % (64 * warp_groups) == 0 and shape[1] % 64 == 0
-
-
-def _stores_after_loops(st: tile.StoreOp, part: aref.PartitionOp) -> bool:
-    """The store is at the partition's top level, after every loop of the partition."""
-    if st.parent_op() is not part:
-        return False
-    block = part.body.block
-    idx = block.get_operation_index(st)
-    return all(block.get_operation_index(o) < idx for o in block.ops if o.regions)
 
 
 def _stage_in_chunks(st: tile.StoreOp, part: aref.PartitionOp, offset: int, chunks: int) -> None:
@@ -108,7 +91,7 @@ def lower_kernel(kernel: tile.KernelOp) -> None:
         for st in [o for o in part.walk() if isinstance(o, tile.StoreOp)]:
             vt = st.value.type
             assert isinstance(vt, TensorType)
-            if not _fits(vt, part.warp_groups.data):
+            if not tma_storable(vt, part.warp_groups.data):
                 continue
             if chunks and chunk_ring_fits(vt, chunks):
                 region = plan.try_tiles("staging", staging_ring_type(vt, chunks))
@@ -122,7 +105,7 @@ def lower_kernel(kernel: tile.KernelOp) -> None:
                 # Reuse the aref rings: once every consumer warp group has left its main
                 # loop, all TMA copies into them have landed and all wgmmas reading them
                 # have completed (the kernel is not persistent).
-                if hopper.ring_bytes(ring_t) > plan.end or not _stores_after_loops(st, part):
+                if hopper.ring_bytes(ring_t) > plan.end or not store_after_loops(st, part):
                     continue
             alloc = hopper.SmemAllocOp(region.offset if region is not None else 0, ring_t)
             alloc.result.name_hint = "staging"

@@ -31,67 +31,22 @@ from dataclasses import dataclass
 
 from xdsl.context import Context
 from xdsl.dialects import arith, scf
-from xdsl.dialects.builtin import IndexType, ModuleOp, TensorType
-from xdsl.ir import Block, Operation, Region, SSAValue, Use
+from xdsl.dialects.builtin import IndexType, ModuleOp
+from xdsl.ir import Block, Operation, Region, SSAValue
 from xdsl.passes import ModulePass
 from xdsl.rewriter import InsertPoint, Rewriter
 from xdsl.transforms.dead_code_elimination import region_dce
 
+from tawac.analysis.mma import is_consumer_tile_load, is_mma_operand_load, mma_uses
+from tawac.analysis.scalars import SCALAR_OPS
 from tawac.diagnostics import CompileError
 from tawac.dialects import aref, tile
-
-# Ops the producer may duplicate to compute addresses and loop bounds.
-SCALAR_OPS = (
-    arith.ConstantOp,
-    arith.AddiOp,
-    arith.SubiOp,
-    arith.MuliOp,
-    arith.DivUIOp,
-    arith.DivSIOp,
-    arith.CeilDivUIOp,
-    arith.CeilDivSIOp,
-    arith.FloorDivSIOp,
-    arith.RemUIOp,
-    arith.RemSIOp,
-    arith.MinUIOp,
-    arith.MinSIOp,
-    arith.MaxUIOp,
-    arith.MaxSIOp,
-    arith.IndexCastOp,
-    arith.CmpiOp,
-    arith.SelectOp,
-    tile.ProgramIdOp,
-    tile.DimOp,
-)
-
-
-def _is_mma_operand(use: Use) -> bool:
-    """The use is an A or B operand of a `tile.dot` (read from shared memory by wgmma)."""
-    return isinstance(use.operation, tile.DotOp) and use.index in (0, 1)
-
-
-def _mma_uses(op: Operation) -> list[bool] | None:
-    """For a 2-d `tile.load`, whether each of its uses is an MMA operand; None for any
-    other op."""
-    if not isinstance(op, tile.LoadOp):
-        return None
-    t = op.result.type
-    if not isinstance(t, TensorType) or t.get_num_dims() != 2:
-        return None
-    return [_is_mma_operand(u) for u in op.result.uses]
-
-
-def is_consumer_tile_load(op: Operation) -> bool:
-    """A 2-d `tile.load` that no `tile.dot` reads as an A or B operand: its users are
-    consumer math (elementwise ops, a dot's accumulator, loop-carried values)."""
-    flags = _mma_uses(op)
-    return bool(flags) and not any(flags)
 
 
 def _check_not_mixed(op: Operation) -> None:
     """A 2-d load read both as an MMA operand and by other ops would need its slot in
     shared memory and its registers at once."""
-    flags = _mma_uses(op)
+    flags = mma_uses(op)
     if flags and any(flags) and not all(flags):
         raise CompileError(
             "warp-specialize: this tile.load is read both as a tile.dot operand and by other "
@@ -99,12 +54,6 @@ def _check_not_mixed(op: Operation) -> None:
             "one for the math)",
             op,
         )
-
-
-def is_mma_operand_load(op: Operation) -> bool:
-    """A 2-d `tile.load` whose every use is an A or B operand of a `tile.dot`."""
-    flags = _mma_uses(op)
-    return bool(flags) and all(flags)
 
 
 @dataclass

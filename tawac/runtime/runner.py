@@ -61,22 +61,6 @@ def parse_sizes(text: str) -> dict[str, int]:
     return dims
 
 
-def kernel_arg_uses(kernel_op) -> tuple[set[int], set[int]]:
-    """(indices of kernel arguments read by tile.load, indices written by tile.store)."""
-    from xdsl.ir import BlockArgument
-
-    from tawac.dialects import tile
-
-    loads: set[int] = set()
-    stores: set[int] = set()
-    for op in kernel_op.walk():
-        if isinstance(op, tile.LoadOp) and isinstance(op.source, BlockArgument):
-            loads.add(op.source.index)
-        if isinstance(op, tile.StoreOp) and isinstance(op.dest, BlockArgument):
-            stores.add(op.dest.index)
-    return loads, stores
-
-
 def tensor_shape(spec: Mapping[str, Any], sizes: Mapping[str, int]) -> tuple[int, ...]:
     """The shape of a tensor argument from its sidecar "dims" (names or static sizes)."""
     dims = spec.get("dims") or []
@@ -259,6 +243,8 @@ def run_kernel_file(
                 f"{path}: tensor arguments {', '.join(wrong)} are not {dtype} "
                 "(the element type is fixed by the kernel's signature)"
             )
+    from tawac.analysis.args import kernel_arg_uses
+
     loads, stores = kernel_arg_uses(kernel_op)
     args = make_args(sidecar, sizes, stores, loads, seed=seed)
     ref_args = [a.float().clone() if isinstance(a, torch.Tensor) else a for a in args]

@@ -1,16 +1,20 @@
-"""Schedule decisions as data: the kernel's `#tawac.schedule` (`of`, `update`), the
-planners that decide it (`planner`), the loop structure both read (`loops`), the
-steady state of the main loops as timeline lanes (`model`) and the
-shared-memory plan (`smem`)."""
+"""Schedule decisions as data: the kernel's `#tawac.schedule` (`of`, `update`,
+`loop_plan`), the planners that decide it (`planner`, `solver`), the steady state of the
+main loops as timeline lanes (`model`) and the shared-memory plan (`smem`). The IR
+facts they read are `tawac.analysis`'s."""
 
 from __future__ import annotations
 
 import dataclasses
 from typing import Any
 
+from xdsl.dialects import scf
+
+from tawac.analysis.grid import from_attr, infer_grid
+from tawac.analysis.loops import scheduled_ops
 from tawac.diagnostics import CompileError
 from tawac.dialects import tile
-from tawac.dialects.schedule import Schedule, ScheduleAttr
+from tawac.dialects.schedule import LoopPlan, OpPlan, Schedule, ScheduleAttr
 
 KEY = "tawac.schedule"
 
@@ -42,3 +46,22 @@ def record(kernel: tile.KernelOp, s: Schedule) -> Schedule:
 def update(kernel: tile.KernelOp, **changes: Any) -> Schedule:
     """Record decisions (fields of `Schedule`) on the kernel."""
     return record(kernel, dataclasses.replace(of(kernel), **changes))
+
+
+def loop_plan(plan: Schedule, role: str, index: int, loop: scf.ForOp) -> LoopPlan:
+    """The schedule of main loop `index` of `role`: the planned one, or every scheduled
+    op at stage 0 in body order."""
+    found = plan.loop(role, index)
+    if found is not None:
+        return found
+    ops = scheduled_ops(loop.body.block)
+    return LoopPlan(role, index, tuple(OpPlan(n, o.name) for n, o in enumerate(ops)))
+
+
+def launch_grid(kernel: tile.KernelOp) -> list[dict[str, Any]]:
+    """The kernel's grid of programs: a persistent kernel's planned `program_grid`, else
+    the grid its stores imply."""
+    recorded = of(kernel)
+    if recorded.persistent:
+        return from_attr(recorded.program_grid)
+    return infer_grid(kernel)

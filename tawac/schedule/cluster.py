@@ -36,9 +36,10 @@ Any number of `tile.dot`s and of arefs is fine; an aref may have all its payload
 from __future__ import annotations
 
 from xdsl.dialects import scf
-from xdsl.ir import Block, BlockArgument, Operation, SSAValue
+from xdsl.ir import Operation
 
-from tawac.backend_ptx import abi
+from tawac.analysis.grid import infer_grid
+from tawac.analysis.program_ids import depends_on_program_id
 from tawac.diagnostics import CompileError
 from tawac.dialects import aref, hopper, tile
 from tawac.options import CLUSTERS
@@ -50,37 +51,6 @@ def cluster_shape(text: str) -> tuple[int, int]:
     if shape is None:
         raise CompileError(f"plan: cluster must be one of {', '.join(CLUSTERS)}, got '{text}'")
     return shape
-
-
-def depends_on_program_id(v: SSAValue, axis: int) -> bool:
-    """Whether scalar `v` may differ between programs that differ only in program id
-    `axis`: its backward slice reaches `tile.program_id axis`. Conservative: a value
-    made by an op with regions (an `scf.if` result) or carried by a loop counts as
-    dependent; a loop's induction variable depends on what its bounds depend on."""
-    work, seen = [v], set()
-    while work:
-        x = work.pop()
-        if x in seen:
-            continue
-        seen.add(x)
-        owner = x.owner
-        if isinstance(owner, tile.ProgramIdOp):
-            if owner.axis.data == axis:
-                return True
-            continue
-        if isinstance(owner, Block):
-            parent = owner.parent_op()
-            if isinstance(parent, tile.KernelOp):
-                continue  # a kernel argument
-            if isinstance(parent, scf.ForOp) and isinstance(x, BlockArgument) and x.index == 0:
-                work.extend((parent.lb, parent.ub, parent.step))
-                continue
-            return True
-        if isinstance(owner, Operation):
-            if owner.regions:
-                return True
-            work.extend(owner.operands)
-    return False
 
 
 def _put_in_loop(op: Operation) -> bool:
@@ -186,7 +156,7 @@ def plan_cluster(
             f"every operand load depends on program id {name}: nothing to share",
             next(iter(puts.values())),
         )
-    grid = abi.infer_grid(kernel)
+    grid = infer_grid(kernel)
     if "cdiv" not in grid[axis]:
         raise fail(f"no store follows program id {name} (the grid has no such axis)")
     return shape, multicast

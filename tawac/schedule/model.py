@@ -6,7 +6,7 @@ lanes of the producer's and the consumer's main loop 0 (the streaming loops):
 
 - one lane "producer" (its warp groups act as one) and one lane per consumer warp group,
   "consumer wg0", "consumer wg1", ... (`plan.role("consumer").warp_groups`);
-- each lane's steps are the loop's scheduled ops (`tawac.schedule.loops.scheduled_ops`) in
+- each lane's steps are the loop's scheduled ops (`tawac.analysis.loops.scheduled_ops`) in
   the schedule's issue order, each with its stage (`plan.loop(role, 0)`; a loop the
   schedule does not list runs its ops at stage 0 in body order), costed by
   `tawac.schedule.cost.op_cost` with the consumer's warp-group count for consumer ops (a
@@ -44,11 +44,12 @@ from __future__ import annotations
 from xdsl.dialects import scf
 from xdsl.ir import Block, BlockArgument, Operation, SSAValue
 
+from tawac.analysis.loops import main_loops, scheduled_ops
 from tawac.diagnostics import CompileError
 from tawac.dialects import aref, tile
 from tawac.dialects.schedule import LoopPlan, Schedule
+from tawac.schedule import loop_plan
 from tawac.schedule.cost import op_cost
-from tawac.schedule.loops import loop_plan, main_loops, scheduled_ops
 from tawac.timeline import Dep, Lane, Step
 
 _SHORT = {"scf.if": "if", "tile.reduce": "reduce"}

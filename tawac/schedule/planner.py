@@ -18,16 +18,26 @@ from typing import Protocol
 
 from xdsl.dialects import scf
 from xdsl.dialects.builtin import TensorType
-from xdsl.ir import Block, Operation, SSAValue
+from xdsl.ir import Operation, SSAValue
 
-from tawac.backend_ptx import abi
+from tawac.analysis.arefs import looped, per_tile
+from tawac.analysis.grid import infer_grid, to_attr
+from tawac.analysis.loops import carried_values, main_loops, scheduled_ops
+from tawac.analysis.mma import (
+    can_release_late,
+    deferred_dots,
+    dots_in,
+    fragment_registers,
+    rows_problem,
+)
+from tawac.analysis.program_ids import work_order
+from tawac.analysis.stores import staged_stores
 from tawac.diagnostics import CompileError
 from tawac.dialects import aref, tile
 from tawac.dialects.schedule import ArefPlan, LoopPlan, OpPlan, RolePlan, Schedule
 from tawac.options import PipelineOptions
-from tawac.schedule.cluster import depends_on_program_id, plan_cluster
-from tawac.schedule.loops import carried_values, main_loops, scheduled_ops
-from tawac.schedule.smem import chunk_ring_fits, kernel_plan, staged_stores
+from tawac.schedule.cluster import plan_cluster
+from tawac.schedule.smem import chunk_ring_fits, kernel_plan
 from tawac.target import HOPPER
 
 # Registers of a producer thread: its code is scalar (a few registers, checked in the
@@ -64,14 +74,6 @@ def consumer_budget(consumer_wgs: int, producer_wgs: int = 1) -> int:
     return _share(HOPPER.register_cap(wgs) * wgs - PRODUCER_REGS * producer_wgs, consumer_wgs)
 
 
-def fragment_registers(dot: tile.DotOp) -> int:
-    """32-bit registers per thread of one m64nN wgmma's accumulator (N at most 256):
-    64 x N values over the warp group's 128 threads."""
-    n = min(dot.mnk()[1], HOPPER.mma_max_n)
-    bits = dot.result.type.element_type.bitwidth
-    return HOPPER.mma_m * n * bits // 32 // HOPPER.warp_group_size
-
-
 def register_problem(dots: list[tile.DotOp], w: int) -> str | None:
     """Why `w` consumer warp groups cannot hold these MMAs' accumulators, or None."""
     worst = max(dots, key=fragment_registers, default=None)
@@ -92,16 +94,11 @@ def choose_consumer_warp_groups(part: aref.PartitionOp) -> int:
     and leave room in registers for each MMA's accumulator (else the fewest that split
     the tiles): more warps per scheduler hide more latency, and a smaller share of the
     tile needs fewer registers per thread."""
-    dots = [d for d in part.walk() if isinstance(d, tile.DotOp)]
-    for dot in dots:
-        m = dot.mnk()[0]
-        if m % 64:
-            raise CompileError(
-                f"cooperative-consumers: a {m}-row MMA tile is not a multiple of 64 rows "
-                "(one wgmma instruction covers 64)",
-                dot,
-            )
-    splits = [n for n in (3, 2, 1) if all(d.mnk()[0] % (64 * n) == 0 for d in dots)]
+    dots = dots_in(part)
+    problem = rows_problem(dots, 1)
+    if problem is not None:
+        raise CompileError(f"cooperative-consumers: {problem[0]}", problem[1])
+    splits = [n for n in (3, 2, 1) if rows_problem(dots, n) is None]
     return next((n for n in splits if register_problem(dots, n) is None), splits[-1])
 
 
@@ -121,22 +118,6 @@ def register_budgets(roles: list[tuple[str, int, int]]) -> list[RolePlan]:
 
 
 # -- rings ----------------------------------------------------------------------------------
-
-
-def _in_loop(op: Operation) -> bool:
-    parent = op.parent_op()
-    while parent is not None and not isinstance(parent, aref.PartitionOp):
-        if isinstance(parent, scf.ForOp):
-            return True
-        parent = parent.parent_op()
-    return False
-
-
-def looped(create: aref.CreateOp) -> bool:
-    """The aref is written in a loop (it needs a ring deeper than one slot)."""
-    return any(
-        isinstance(u.operation, aref.PutOp) and _in_loop(u.operation) for u in create.result.uses
-    )
 
 
 def auto_stages(kernel: tile.KernelOp, preferred: int = 3) -> int:
@@ -168,80 +149,7 @@ def staging_chunks(kernel: tile.KernelOp, depths: dict[aref.CreateOp, int]) -> i
     return 0
 
 
-def accumulates(dot: tile.DotOp, body: Block) -> bool:
-    """Whether `dot` is a pure MMA accumulation chain: its result only goes to the yield,
-    and the iter arg it is yielded into is only this dot's accumulator.  Only then may
-    the MMA stay in flight across the back edge (wgmma accumulates in place; any other
-    reader, such as attention's rescale O * alpha, needs the result awaited)."""
-    uses = list(dot.result.uses)
-    if len(uses) != 1 or not isinstance(uses[0].operation, scf.YieldOp):
-        return False
-    arg = body.args[1 + uses[0].index]
-    return [(u.operation, u.index) for u in arg.uses] == [(dot, 2)]
-
-
-def releasing_dots(consumed: aref.ConsumedOp) -> list[tile.DotOp]:
-    """The dots in `consumed`'s block that read a slot of its aref."""
-    block = consumed.parent_block()
-    assert block is not None
-    return [
-        op
-        for op in block.ops
-        if isinstance(op, tile.DotOp)
-        and any(
-            isinstance(v.owner, aref.GetOp) and v.owner.aref == consumed.aref
-            for v in (op.lhs, op.rhs)
-        )
-    ]
-
-
-def deferred_dots(creates: list[aref.CreateOp], lags: list[int]) -> set[tile.DotOp]:
-    """The dots that stay in flight across iterations: those reading a slot of an aref
-    released with a lag."""
-    out: set[tile.DotOp] = set()
-    for c, lag in zip(creates, lags, strict=True):
-        if not lag:
-            continue
-        for use in c.result.uses:
-            if isinstance(use.operation, aref.ConsumedOp):
-                out.update(releasing_dots(use.operation))
-    return out
-
-
-def can_release_late(consumed: aref.ConsumedOp) -> bool:
-    """The slot may be released some iterations after its use: the loop's one MMA on it
-    is a pure accumulation chain (GEMM's K loop), whose wgmmas may stay in flight."""
-    block = consumed.parent_block()
-    assert block is not None
-    dots = releasing_dots(consumed)
-    return (
-        isinstance(block.parent_op(), scf.ForOp) and len(dots) == 1 and accumulates(dots[0], block)
-    )
-
-
-def _per_tile(create: aref.CreateOp) -> bool:
-    """Written, read and released once per program, at the partition's top level."""
-    slots = [
-        u.operation
-        for u in create.result.uses
-        if isinstance(u.operation, aref.PutOp | aref.GetOp | aref.ConsumedOp)
-    ]
-    return all(isinstance(o.parent_op(), aref.PartitionOp) for o in slots)
-
-
 # -- persistent tile order ------------------------------------------------------------------
-
-
-def work_order(part: aref.PartitionOp) -> str | None:
-    """How a tile's work varies with program id x, from its main loops' bounds: "up" when
-    an upper bound follows x (causal attention's key loop ends at the diagonal), "down"
-    when only a lower bound does, None when neither."""
-    loops = main_loops(part)
-    if any(depends_on_program_id(lp.ub, 0) for lp in loops):
-        return "up"
-    if any(depends_on_program_id(lp.lb, 0) for lp in loops):
-        return "down"
-    return None
 
 
 # -- the loop schedule: coarse pipelining (Tawa 4.7, FlashAttention-3's overlap) ---------------
@@ -372,7 +280,7 @@ class HeuristicPlanner:
             consumers = [p for p in parts if p.role.data == "consumer"]
             order = next((o for o in map(work_order, consumers) if o is not None), None)
             tiles = ("longest_first", order) if order is not None else ("grouped", options.group_m)
-            grid = abi.to_attr(abi.infer_grid(kernel))
+            grid = to_attr(infer_grid(kernel))
             if options.tile_prefetch:
                 self._prefetch(kernel, creates, depths)
         staging = staging_chunks(kernel, depths)
@@ -411,7 +319,7 @@ class HeuristicPlanner:
         memory allows, so that the producer loads tile t+1's operand while the consumers
         still work on tile t."""
         for c in creates:
-            if depths[c] != 1 or not _per_tile(c):
+            if depths[c] != 1 or not per_tile(c):
                 continue
             depths[c] = 2
             if not kernel_plan(kernel, depths).fits():

@@ -14,8 +14,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from xdsl.dialects.builtin import BFloat16Type, Float16Type, TensorType
+from xdsl.dialects.builtin import TensorType
 
+from tawac.analysis.stores import staged_stores
 from tawac.dialects import aref, hopper, tile
 from tawac.target import HOPPER, Target
 
@@ -79,18 +80,6 @@ class SmemPlan:
         d = depth if depth is not None else t.depth.data
         rings = [self.tiles("ring", hopper.smem_ring_type(p, d)) for p in t.payload]
         return [*rings, self.barriers("full", d), self.barriers("empty", d)]
-
-
-def staged_stores(kernel: tile.KernelOp) -> list[tile.StoreOp]:
-    """The stores `tma-store` may stage through shared memory: 16-bit 2-d tiles."""
-    stores = []
-    for st in [o for o in kernel.walk() if isinstance(o, tile.StoreOp)]:
-        vt = st.value.type
-        if not isinstance(vt, TensorType) or vt.get_num_dims() != 2:
-            continue
-        if isinstance(vt.element_type, BFloat16Type | Float16Type):
-            stores.append(st)
-    return stores
 
 
 def staging_ring_type(value: TensorType, chunks: int = 0) -> hopper.SmemRingType:

@@ -57,22 +57,17 @@ from pathlib import Path
 from xdsl.dialects.builtin import TensorType
 from xdsl.ir import Operation, SSAValue
 
+from tawac.analysis.arefs import looped
+from tawac.analysis.loops import main_loops, scheduled_ops
+from tawac.analysis.mma import deferred_dots, releasing_dots
 from tawac.cache import cache_root
 from tawac.diagnostics import CompileError
 from tawac.dialects import aref, tile
 from tawac.dialects.schedule import LoopPlan, OpPlan, Schedule, SolveInfo
 from tawac.options import PipelineOptions
 from tawac.schedule import modulo
-from tawac.schedule.loops import main_loops, scheduled_ops
 from tawac.schedule.model import loop_lanes
-from tawac.schedule.planner import (
-    HeuristicPlanner,
-    deferred_dots,
-    looped,
-    register_budgets,
-    register_problem,
-    releasing_dots,
-)
+from tawac.schedule.planner import HeuristicPlanner, register_budgets, register_problem
 from tawac.schedule.smem import kernel_plan
 from tawac.target import HOPPER
 from tawac.timeline import simulate

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 from xdsl.ir import SSAValue
 
-from tawac.backend_ptx.layouts import SwizzledTile
 from tawac.backend_ptx.lowering.state import (
     Frag,
     KernelLowering,
@@ -24,6 +23,7 @@ from tawac.backend_ptx.lowering.state import (
 from tawac.diagnostics import CompileError
 from tawac.dialects import hopper, ptx
 from tawac.target import HOPPER
+from tawac.target.layouts import SwizzledTile
 
 
 @handles(hopper.StoreFragmentOp)

@@ -2,7 +2,7 @@
 
 Shared-memory matrix descriptors for 128B-swizzled operands (PTX ISA 9.7.15.5.1.2,
 "Matrix Descriptor Format") and the operand offsets of each K step and m64 block, as
-`SwizzledTile.mma_operand` gives them (`tawac/backend_ptx/layouts.py`), the
+`SwizzledTile.mma_operand` gives them (`tawac/target/layouts.py`), the
 accumulator (a zero one only declared, the first step with scale-d false), and the
 register-A form with A packed from accumulator-layout registers (PTX ISA 9.7.15.5.1,
 "Register fragments for A").
@@ -15,7 +15,6 @@ from collections.abc import Callable
 from xdsl.dialects.builtin import Float8E4M3FNType, Float8E5M2Type
 from xdsl.ir import Attribute, Operation, SSAValue
 
-from tawac.backend_ptx.layouts import MatrixDescriptor
 from tawac.backend_ptx.lowering.state import (
     Frag,
     KernelLowering,
@@ -27,6 +26,7 @@ from tawac.backend_ptx.lowering.state import (
 from tawac.diagnostics import CompileError
 from tawac.dialects import hopper, ptx
 from tawac.target import HOPPER, MmaAtom
+from tawac.target.layouts import MatrixDescriptor
 
 
 class _Descriptors:

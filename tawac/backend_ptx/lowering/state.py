@@ -17,12 +17,12 @@ from xdsl.dialects.builtin import BFloat16Type, Float16Type, Float32Type, Tensor
 from xdsl.ir import Attribute, Block, BlockArgument, Operation, Region, SSAValue
 
 from tawac import schedule
-from tawac.backend_ptx import abi, layouts
-from tawac.backend_ptx.layouts import AccLayout, IndexExpr
+from tawac.backend_ptx import abi
 from tawac.backend_ptx.vector_layouts import VectorLayouts
 from tawac.diagnostics import CompileError
 from tawac.dialects import aref, hopper, ptx, tile
-from tawac.target import HOPPER, NamedBarriers
+from tawac.target import HOPPER, NamedBarriers, layouts
+from tawac.target.layouts import AccLayout, IndexExpr
 
 
 def elem_ptx_type(t: Attribute) -> str:
@@ -282,7 +282,7 @@ class KernelLowering:
         plan = schedule.of(self.kernel)
         smem_bytes = plan.smem_bytes or 0
         persistent = plan.persistent
-        grid = abi.infer_grid(self.kernel)
+        grid = schedule.launch_grid(self.kernel)
         launch = self.params.launch(threads, smem_bytes, grid, persistent, plan.cluster)
         entry = ptx.EntryOp(
             self.kernel.kernel_name, self.params.decls(), threads, launch, Region(self.block)

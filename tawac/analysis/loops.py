@@ -1,5 +1,5 @@
-"""The loop structure a schedule refers to, defined once for the planner and the passes
-that apply its loop schedules.
+"""The loop structure a schedule refers to, defined once for the planner, the passes
+that apply its loop schedules, the cost model and `tawac explain`.
 
 - A partition's *main loops*: its `scf.for`s whose body moves data through arefs (an
   `aref.get` or `aref.put` directly in the body) and that hold no such loop themselves,
@@ -9,8 +9,6 @@ that apply its loop schedules.
   wherever a stage needs it), MMA waits (placed by the passes from the MMA's stage) and
   the yield, numbered in body order. `pipeline` and `persistent` add only such unscheduled
   ops, so the numbers the planner gives stay valid until `coarse-pipeline` applies them.
-- A loop the schedule does not list runs its scheduled ops at stage 0 in body order
-  (`loop_plan`).
 - What a two-stage split carries between its stages (`carried_values`): the planner
   asks it whether a split is realizable, `coarse-pipeline` what to carry.
 """
@@ -21,9 +19,8 @@ from xdsl.dialects import scf
 from xdsl.dialects.builtin import IndexType, TensorType
 from xdsl.ir import Block, Operation, SSAValue
 
+from tawac.analysis.scalars import SCALAR_OPS
 from tawac.dialects import aref, hopper, tile
-from tawac.dialects.schedule import LoopPlan, OpPlan, Schedule
-from tawac.passes.warp_specialize import SCALAR_OPS
 
 _TRANSFERS = (aref.GetOp, aref.PutOp)
 
@@ -42,6 +39,16 @@ def main_loops(part: aref.PartitionOp) -> list[scf.ForOp]:
     ]
 
 
+def in_loop(op: Operation) -> bool:
+    """`op` runs in a loop of its partition (an `scf.for` between it and the partition)."""
+    parent = op.parent_op()
+    while parent is not None and not isinstance(parent, aref.PartitionOp):
+        if isinstance(parent, scf.ForOp):
+            return True
+        parent = parent.parent_op()
+    return False
+
+
 def is_scheduled(op: Operation) -> bool:
     return not isinstance(op, (*SCALAR_OPS, hopper.WgmmaWaitOp, scf.YieldOp))
 
@@ -49,16 +56,6 @@ def is_scheduled(op: Operation) -> bool:
 def scheduled_ops(body: Block) -> list[Operation]:
     """The body's scheduled ops in body order (their index is their number)."""
     return [o for o in body.ops if is_scheduled(o)]
-
-
-def loop_plan(plan: Schedule, role: str, index: int, loop: scf.ForOp) -> LoopPlan:
-    """The schedule of main loop `index` of `role`: the planned one, or every scheduled
-    op at stage 0 in body order."""
-    found = plan.loop(role, index)
-    if found is not None:
-        return found
-    ops = scheduled_ops(loop.body.block)
-    return LoopPlan(role, index, tuple(OpPlan(n, o.name) for n, o in enumerate(ops)))
 
 
 def in_body(v: SSAValue, body: Block) -> bool:

@@ -1,0 +1,20 @@
+"""Which kernel arguments a kernel reads and writes (the sidecar's per-argument access,
+the runtime's copies back of padded outputs)."""
+
+from __future__ import annotations
+
+from xdsl.ir import BlockArgument
+
+from tawac.dialects import tile
+
+
+def kernel_arg_uses(kernel: tile.KernelOp) -> tuple[set[int], set[int]]:
+    """(indices of kernel arguments read by tile.load, indices written by tile.store)."""
+    loads: set[int] = set()
+    stores: set[int] = set()
+    for op in kernel.walk():
+        if isinstance(op, tile.LoadOp) and isinstance(op.source, BlockArgument):
+            loads.add(op.source.index)
+        if isinstance(op, tile.StoreOp) and isinstance(op.dest, BlockArgument):
+            stores.add(op.dest.index)
+    return loads, stores

@@ -1,0 +1,54 @@
+"""How scalars and loops vary with the program ids: whether a value may differ between
+programs that differ in one program id (the cluster decision pairs such programs), and
+how a tile's amount of work follows program id x (the persistent tile order)."""
+
+from __future__ import annotations
+
+from xdsl.dialects import scf
+from xdsl.ir import Block, BlockArgument, Operation, SSAValue
+
+from tawac.analysis.loops import main_loops
+from tawac.dialects import aref, tile
+
+
+def depends_on_program_id(v: SSAValue, axis: int) -> bool:
+    """Whether scalar `v` may differ between programs that differ only in program id
+    `axis`: its backward slice reaches `tile.program_id axis`. Conservative: a value
+    made by an op with regions (an `scf.if` result) or carried by a loop counts as
+    dependent; a loop's induction variable depends on what its bounds depend on."""
+    work, seen = [v], set()
+    while work:
+        x = work.pop()
+        if x in seen:
+            continue
+        seen.add(x)
+        owner = x.owner
+        if isinstance(owner, tile.ProgramIdOp):
+            if owner.axis.data == axis:
+                return True
+            continue
+        if isinstance(owner, Block):
+            parent = owner.parent_op()
+            if isinstance(parent, tile.KernelOp):
+                continue  # a kernel argument
+            if isinstance(parent, scf.ForOp) and isinstance(x, BlockArgument) and x.index == 0:
+                work.extend((parent.lb, parent.ub, parent.step))
+                continue
+            return True
+        if isinstance(owner, Operation):
+            if owner.regions:
+                return True
+            work.extend(owner.operands)
+    return False
+
+
+def work_order(part: aref.PartitionOp) -> str | None:
+    """How a tile's work varies with program id x, from its main loops' bounds: "up" when
+    an upper bound follows x (causal attention's key loop ends at the diagonal), "down"
+    when only a lower bound does, None when neither."""
+    loops = main_loops(part)
+    if any(depends_on_program_id(lp.ub, 0) for lp in loops):
+        return "up"
+    if any(depends_on_program_id(lp.lb, 0) for lp in loops):
+        return "down"
+    return None

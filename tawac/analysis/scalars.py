@@ -1,0 +1,37 @@
+"""Scalar index math: the ops that compute coordinates, loop bounds and slot indices.
+
+Every partition may compute them (the producer duplicates the ones its addresses and
+loop bounds need), a loop schedule recomputes them per stage instead of carrying them,
+and the planner's loop schedules do not list them.
+"""
+
+from __future__ import annotations
+
+from xdsl.dialects import arith
+
+from tawac.dialects import tile
+
+#: The ops of scalar index math (integer arithmetic, comparisons, selects, program ids
+#: and tensor dimensions).
+SCALAR_OPS = (
+    arith.ConstantOp,
+    arith.AddiOp,
+    arith.SubiOp,
+    arith.MuliOp,
+    arith.DivUIOp,
+    arith.DivSIOp,
+    arith.CeilDivUIOp,
+    arith.CeilDivSIOp,
+    arith.FloorDivSIOp,
+    arith.RemUIOp,
+    arith.RemSIOp,
+    arith.MinUIOp,
+    arith.MinSIOp,
+    arith.MaxUIOp,
+    arith.MaxSIOp,
+    arith.IndexCastOp,
+    arith.CmpiOp,
+    arith.SelectOp,
+    tile.ProgramIdOp,
+    tile.DimOp,
+)

@@ -1,0 +1,39 @@
+"""Which stores may leave through shared memory and TMA (`tma-store`'s staging) and where
+they stand: the rule the planner decides their staging by and the pass applies."""
+
+from __future__ import annotations
+
+from xdsl.dialects.builtin import BFloat16Type, Float16Type, TensorType
+
+from tawac.dialects import aref, tile
+
+
+def tma_storable(t: TensorType, warp_groups: int) -> bool:
+    """A consumer's store of a tile of type `t` can go through shared memory and a TMA
+    bulk store (`tma-store`): 16-bit elements, 2-d, whole 64-column chunks and m64 row
+    blocks per warp group (the fragment layout's rows)."""
+    if not isinstance(t.element_type, BFloat16Type | Float16Type):
+        return False
+    shape = t.get_shape()
+    return len(shape) == 2 and shape[0] % (64 * warp_groups) == 0 and shape[1] % 64 == 0
+
+
+def store_after_loops(st: tile.StoreOp, part: aref.PartitionOp) -> bool:
+    """The store is at the partition's top level, after every loop of the partition."""
+    if st.parent_op() is not part:
+        return False
+    block = part.body.block
+    idx = block.get_operation_index(st)
+    return all(block.get_operation_index(o) < idx for o in block.ops if o.regions)
+
+
+def staged_stores(kernel: tile.KernelOp) -> list[tile.StoreOp]:
+    """The stores `tma-store` may stage through shared memory: 16-bit 2-d tiles."""
+    stores = []
+    for st in [o for o in kernel.walk() if isinstance(o, tile.StoreOp)]:
+        vt = st.value.type
+        if not isinstance(vt, TensorType) or vt.get_num_dims() != 2:
+            continue
+        if isinstance(vt.element_type, BFloat16Type | Float16Type):
+            stores.append(st)
+    return stores
