@@ -44,7 +44,9 @@ def _arefs(kernel: tile.KernelOp, plan: Schedule) -> list[dict[str, Any]]:
     """Each aref: its payload (from the IR) and its depth and release lag (planned)."""
     out = []
     creates = [o for o in kernel.walk() if isinstance(o, aref.CreateOp)]
-    for i, (create, a) in enumerate(zip(creates, plan.arefs, strict=True)):
+    for i, create in enumerate(creates):
+        a = plan.aref(create.ident)
+        assert a is not None  # `plan` checked every aref has an entry
         t = create.result.type
         assert isinstance(t, aref.ArefType)
         slot = sum(hopper.smem_ring_type(p, 1).tile_type.nbytes for p in t.payload)
@@ -308,11 +310,24 @@ def explain_module(
     }
     if plan.cluster_axis is not None:
         info["cluster"] = _cluster(plan)
-    if plan.staging:
-        info["staging_chunks"] = plan.staging
+    if plan.stores:
+        info["stores"] = [
+            {"name": st.name, "staging": st.mode, **({"buffers": st.buffers} if st.buffers else {})}
+            for st in plan.stores
+        ]
     if steady is not None:
         info["timeline"] = steady
     return info
+
+
+#: How `render` says each store staging (`#tawac.schedule`'s `stores`).
+_STAGING_TEXT = {
+    "whole": "through one staging tile in shared memory and TMA bulk stores",
+    "chunks": "in 64-column chunks through {buffers} staging buffer(s) and TMA bulk stores "
+    "(a whole staging tile does not fit beside the rings)",
+    "rings": "through the aref rings (reused after the main loop) and TMA bulk stores",
+    "registers": "straight from registers (predicated global stores)",
+}
 
 
 def _grid_text(grid: list[Any]) -> str:
@@ -343,11 +358,8 @@ def render(info: dict[str, Any], console) -> None:
         lines.append(f"tile order: {info['tile_order']}")
     if info["turns"]:
         lines.append("consumer warp groups take turns on the tensor core (ping-pong)")
-    if info.get("staging_chunks"):
-        lines.append(
-            f"epilogue: stored in 64-column chunks through {info['staging_chunks']} "
-            "staging buffer(s) (a whole staging tile does not fit beside the rings)"
-        )
+    for st in info.get("stores", []):
+        lines.append(f"store {st['name']}: {_STAGING_TEXT[st['staging']].format(**st)}")
     cluster = info.get("cluster")
     if cluster is not None:
         shared = [p for a in info["arefs"] for p in a.get("multicast_tensors", [])]

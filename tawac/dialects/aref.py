@@ -103,14 +103,49 @@ def _print_slot(printer: Printer, ref: SSAValue, index: SSAValue) -> None:
 
 @irdl_op_definition
 class CreateOp(IRDLOperation):
-    """Creates an aref ring: `%r = aref.create : !aref.aref<[...], D>`."""
+    """Creates an aref ring: `%r = aref.create "a_b" : !aref.aref<[...], D>`.
+
+    The string is the aref's identity, given when `warp-specialize` creates it and kept by
+    every pass that rebuilds the op: the schedule's per-aref decisions
+    (`#tawac.schedule<..., arefs = [a_b: depth 3]>`) name the aref they apply to by it,
+    never by its position among the kernel's arefs. Hand-written IR may leave it out (no
+    schedule entry applies then)."""
 
     name = "aref.create"
     result = result_def(ArefType)
-    assembly_format = "attr-dict `:` type($result)"
+    id = opt_prop_def(StringAttr)
 
-    def __init__(self, aref_type: ArefType):
-        super().__init__(result_types=[aref_type])
+    def __init__(self, aref_type: ArefType, id: str | None = None):
+        props = {"id": StringAttr(id)} if id is not None else {}
+        super().__init__(result_types=[aref_type], properties=props)
+
+    @property
+    def ident(self) -> str | None:
+        """The aref's identity, or None when it has none."""
+        return self.id.data if self.id is not None else None
+
+    @classmethod
+    def parse(cls, parser: Parser) -> CreateOp:
+        ident = parser.parse_optional_str_literal()
+        attrs = parser.parse_optional_attr_dict()
+        parser.parse_punctuation(":")
+        pos = parser.pos
+        t = parser.parse_type()
+        if not isinstance(t, ArefType):
+            parser.raise_error(
+                f"aref.create: expected an !aref.aref type, got {t}", pos, parser.pos
+            )
+        op = cls(t, ident)
+        op.attributes |= attrs
+        return op
+
+    def print(self, printer: Printer) -> None:
+        if self.id is not None:
+            printer.print_string(" ")
+            printer.print_string_literal(self.id.data)
+        printer.print_op_attributes(self.attributes)
+        printer.print_string(" : ")
+        printer.print_attribute(self.result.type)
 
 
 def _aref_type(op: IRDLOperation, v: SSAValue) -> ArefType:

@@ -2,9 +2,11 @@
 
     tile.kernel @attn(...) attributes {tawac.schedule = #tawac.schedule<
         roles = [producer wg 1 regs 24, consumer wg 2 regs 240],
-        arefs = [depth 2, depth 2, depth 2],
-        loops = [consumer 0: [0 aref.get, 1 tile.dot, 17 tile.broadcast stage 1, ...]],
-        tiles = grouped 8, program_grid = [...], smem_bytes = 181248>} { ... }
+        arefs = [q: depth 2, k: depth 2, v: depth 2],
+        loops = [consumer 0: [0 aref.get, 1 tile.dot, wait 1 pending 0, 2 aref.consumed,
+                              17 tile.broadcast stage 1, ...]],
+        stores = [o: whole], tiles = grouped 8, program_grid = [...],
+        smem_bytes = 181248>} { ... }
 
 A planner (`tawac.schedule.planner`) decides every field at once, right after
 `warp-specialize`; the passes after it apply the schedule (`tawac.schedule.of`), and
@@ -13,15 +15,19 @@ solver) can write a schedule by hand. The fields:
 
 - `roles`: per partition, in order, its role, warp groups and per-thread register budget
   (`setmaxnreg`);
-- `arefs`: per `aref.create`, in order, its ring depth and release lag (the slot of
-  iteration i is released at iteration i + lag, after its MMA; `pipeline`), and the
-  payload tiles the CTAs of a cluster load together (`multicast [1]`);
+- `arefs`: per aref, named by the identity its `aref.create` carries (`a_b: ...`; never
+  by position), its ring depth and release lag (the slot of iteration i is released at
+  iteration i + lag, after its MMA; `pipeline`), and the payload tiles the CTAs of a
+  cluster load together (`multicast [1]`);
 - `loops`: the software-pipeline schedule of a role's main loop (the i-th loop moving
   data through arefs in that partition): its scheduled ops (the body's top-level ops
   other than scalar index math, MMA waits and the yield, numbered in body order) listed
   in issue order, each with its stage (an op of stage s works on iteration j - s in
-  iteration j). A loop not listed runs every op at stage 0 in body order; `expanded`
-  says the loop has been rewritten into its pipelined form (`coarse-pipeline`);
+  iteration j), and the wait of each of its MMAs (`wait 1 pending 0`: the wgmma of
+  scheduled op 1 is awaited right there in the issue order, leaving at most `pending`
+  wgmma groups in flight). A loop not listed runs every op at stage 0 in body order;
+  `expanded` says the loop has been rewritten into its pipelined form
+  (`coarse-pipeline`);
 - `turns`: the consumer warp groups take turns on the tensor core (`pingpong`);
 - `cluster`: the thread block cluster `[cx, cy]` over program ids (x, y): `[2, 1]` pairs
   the CTAs of program ids x = 2i and 2i + 1 (same y), which load the operand they share
@@ -31,10 +37,13 @@ solver) can write a schedule by hand. The fields:
   rows of program id x; `longest_first up|down`: longest tiles first, for work that
   grows with x) over its grid of programs (the launch ABI's grid form); absent for a
   plain grid;
-- `staging`: how the epilogue's stores through shared memory and TMA (`tma-store`) are
-  staged: `chunks N`, a ring of N buffers of one 64-column chunk each, the chunks of a
-  tile taking turns (each waits until the bulk store that last read its buffer is done),
-  so that a deeper aref ring fits; absent, one buffer of the whole tile;
+- `stores`: per consumer store, named by its `tawac.store` identity, how it leaves
+  (`tma-store`): `whole` (registers -> one shared staging tile -> TMA bulk stores),
+  `chunks N` (a ring of N buffers of one 64-column chunk each, the chunks of a tile
+  taking turns, each waiting until the bulk store that last read its buffer is done, so
+  that a deeper aref ring fits), `rings` (the staging tile reuses the aref rings once
+  every consumer warp group has left its main loop) or `registers` (straight from
+  registers, predicated global stores);
 - `solve`: with the solver planner, the main loop's initiation interval (cycles), whether
   it is proven optimal, the proven lower bound, and whose schedule was kept;
 - `smem_bytes`: the CTA's dynamic shared memory, the end of the shared-memory plan
@@ -68,14 +77,35 @@ class RolePlan:
 
 @dataclass(frozen=True)
 class ArefPlan:
-    """One aref: a ring of `depth` slots; the slot of iteration i is released `lag`
-    iterations later (0: right after its last use); the payload tiles numbered in
-    `multicast` are loaded by the CTAs of the cluster together (each copies a band of
-    rows into the same slot of every CTA: `hopper.tma_load_multicast`)."""
+    """The aref named `name` (its `aref.create`'s identity): a ring of `depth` slots; the
+    slot of iteration i is released `lag` iterations later (0: right after its last use);
+    the payload tiles numbered in `multicast` are loaded by the CTAs of the cluster
+    together (each copies a band of rows into the same slot of every CTA:
+    `hopper.tma_load_multicast`)."""
 
+    name: str
     depth: int
     lag: int = 0
     multicast: tuple[int, ...] = ()
+
+
+#: How a store leaves the CTA (`StorePlan.mode`).
+STORE_MODES = ("whole", "chunks", "rings", "registers")
+
+
+@dataclass(frozen=True)
+class StorePlan:
+    """The consumer store named `name` (its `tawac.store` identity) leaves as `mode` says
+    (`STORE_MODES`, the module docstring); `buffers`: the chunk buffers of `chunks`."""
+
+    name: str
+    mode: str
+    buffers: int = 0
+
+    @property
+    def staged(self) -> bool:
+        """The store goes through shared memory and TMA."""
+        return self.mode != "registers"
 
 
 @dataclass(frozen=True)
@@ -89,13 +119,28 @@ class OpPlan:
 
 
 @dataclass(frozen=True)
+class WaitPlan:
+    """The wait of the MMA that is scheduled op `dot`: placed after the first `at` ops of
+    the loop's issue order (with the dot's stage), as `wgmma.wait_group pending` (PTX ISA
+    9.7.15.7): at most `pending` wgmma groups stay in flight. In a body where fewer groups
+    were issued after the dot (a prologue or epilogue body of a pipelined loop), the wait
+    leaves only those in flight."""
+
+    dot: int
+    pending: int
+    at: int
+
+
+@dataclass(frozen=True)
 class LoopPlan:
-    """The schedule of main loop `loop` of partition `role`: its ops in issue order."""
+    """The schedule of main loop `loop` of partition `role`: its ops in issue order and
+    the waits of its MMAs."""
 
     role: str
     loop: int
     ops: tuple[OpPlan, ...]
     expanded: bool = False
+    waits: tuple[WaitPlan, ...] = ()
 
     @property
     def stages(self) -> int:
@@ -104,6 +149,15 @@ class LoopPlan:
     def order(self, index: int) -> int:
         """The issue position of scheduled op `index`."""
         return next(i for i, o in enumerate(self.ops) if o.index == index)
+
+    @property
+    def in_body_order(self) -> bool:
+        """One stage, its ops in body order: the loop runs as written."""
+        return self.stages == 1 and [o.index for o in self.ops] == list(range(len(self.ops)))
+
+    def wait(self, dot: int) -> WaitPlan | None:
+        """The wait of scheduled op `dot`, or None."""
+        return next((w for w in self.waits if w.dot == dot), None)
 
 
 @dataclass(frozen=True)
@@ -132,7 +186,7 @@ class Schedule:
     cluster: tuple[int, int] = (1, 1)
     tiles: tuple[str, int | str] | None = None
     program_grid: Attribute | None = None
-    staging: int = 0
+    stores: tuple[StorePlan, ...] = ()
     smem_bytes: int | None = None
     planner: str | None = field(default=None, compare=False)
     solve: SolveInfo | None = field(default=None, compare=False)
@@ -158,6 +212,14 @@ class Schedule:
 
     def loop(self, role: str, index: int) -> LoopPlan | None:
         return next((lp for lp in self.loops if (lp.role, lp.loop) == (role, index)), None)
+
+    def aref(self, name: str | None) -> ArefPlan | None:
+        """The plan of the aref named `name`, or None."""
+        return next((a for a in self.arefs if a.name == name), None)
+
+    def store(self, name: str | None) -> StorePlan | None:
+        """The plan of the store named `name`, or None."""
+        return next((st for st in self.stores if st.name == name), None)
 
     @property
     def stages(self) -> int | None:
@@ -186,14 +248,26 @@ def _parse_role(parser: AttrParser) -> RolePlan:
     return RolePlan(role, wgs, regs)
 
 
+def _parse_name(parser: AttrParser, what: str, example: str) -> str:
+    """`name:` (an identifier or a string literal) before an entry's fields."""
+    pos = parser.pos
+    name = parser.parse_optional_identifier()
+    if name is None:
+        name = parser.parse_optional_str_literal()
+    if name is None or parser.parse_optional_punctuation(":") is None:
+        parser.raise_error(f"expected {what} and ':' before its fields (`{example}`)", pos)
+    return name
+
+
 def _parse_aref(parser: AttrParser) -> ArefPlan:
+    name = _parse_name(parser, "the aref's name (its aref.create's identity)", "a_b: depth 3")
     parser.parse_keyword("depth")
     depth = _int(parser)
     lag = _int(parser) if parser.parse_optional_keyword("lag") is not None else 0
     multicast: tuple[int, ...] = ()
     if parser.parse_optional_keyword("multicast") is not None:
         multicast = tuple(_parse_list(parser, lambda: _int(parser)))
-    return ArefPlan(depth, lag, multicast)
+    return ArefPlan(name, depth, lag, multicast)
 
 
 def _parse_cluster(parser: AttrParser) -> tuple[int, int]:
@@ -216,8 +290,34 @@ def _parse_loop(parser: AttrParser) -> LoopPlan:
     index = _int(parser)
     expanded = parser.parse_optional_keyword("expanded") is not None
     parser.parse_punctuation(":")
-    ops = _parse_list(parser, lambda: _parse_op(parser))
-    return LoopPlan(role, index, tuple(ops), expanded)
+    ops: list[OpPlan] = []
+    waits: list[WaitPlan] = []
+
+    def item() -> None:
+        if parser.parse_optional_keyword("wait") is None:
+            ops.append(_parse_op(parser))
+            return
+        dot = _int(parser)
+        parser.parse_keyword("pending")
+        waits.append(WaitPlan(dot, _int(parser), len(ops)))
+
+    _parse_list(parser, item)
+    return LoopPlan(role, index, tuple(ops), expanded, tuple(waits))
+
+
+def _parse_store(parser: AttrParser) -> StorePlan:
+    name = _parse_name(parser, "the store's name (its tawac.store identity)", "c: whole")
+    pos = parser.pos
+    mode = parser.parse_identifier(f" (one of {', '.join(STORE_MODES)})")
+    if mode not in STORE_MODES:
+        parser.raise_error(f"expected one of {', '.join(STORE_MODES)}", pos, parser.pos)
+    if mode != "chunks":
+        return StorePlan(name, mode)
+    pos = parser.pos
+    n = _int(parser)
+    if n < 1:
+        parser.raise_error("expected at least 1 chunk buffer", pos, parser.pos)
+    return StorePlan(name, mode, n)
 
 
 def _parse_solve(parser: AttrParser) -> SolveInfo:
@@ -236,15 +336,6 @@ def _parse_solve(parser: AttrParser) -> SolveInfo:
         if kept not in ("solver", "heuristic"):
             parser.raise_error("expected 'solver' or 'heuristic'", pos, parser.pos)
     return SolveInfo(interval, status, bound, kept)
-
-
-def _parse_staging(parser: AttrParser) -> int:
-    parser.parse_keyword("chunks")
-    pos = parser.pos
-    n = _int(parser)
-    if n < 1:
-        parser.raise_error("expected at least 1 chunk buffer", pos, parser.pos)
-    return n
 
 
 def _parse_tiles(parser: AttrParser) -> tuple[str, int | str]:
@@ -267,7 +358,7 @@ _FIELDS = {
     "cluster": _parse_cluster,
     "tiles": _parse_tiles,
     "program_grid": lambda p: p.parse_attribute(),
-    "staging": _parse_staging,
+    "stores": lambda p: tuple(_parse_list(p, lambda: _parse_store(p))),
     "smem_bytes": _int,
     "planner": lambda p: p.parse_identifier(" (a planner)"),
     "solve": _parse_solve,
@@ -278,16 +369,34 @@ def _role_text(r: RolePlan) -> str:
     return f"{r.role} wg {r.warp_groups}" + (f" regs {r.regs}" if r.regs else "")
 
 
+def _name_text(name: str) -> str:
+    """A name as the schedule prints it: bare where it is an identifier, else quoted."""
+    bare = name[:1].isalpha() or name[:1] == "_"
+    if bare and all(c.isalnum() or c in "_$." for c in name):
+        return name
+    return '"' + name.replace("\\", "\\\\").replace('"', '\\"') + '"'
+
+
 def _aref_text(a: ArefPlan) -> str:
-    text = f"depth {a.depth}" + (f" lag {a.lag}" if a.lag else "")
+    text = f"{_name_text(a.name)}: depth {a.depth}" + (f" lag {a.lag}" if a.lag else "")
     if a.multicast:
         text += " multicast [" + ", ".join(map(str, a.multicast)) + "]"
     return text
 
 
 def _loop_text(lp: LoopPlan) -> str:
-    ops = ", ".join(f"{o.index} {o.op}" + (f" stage {o.stage}" if o.stage else "") for o in lp.ops)
+    items: list[str] = []
+    for n in range(len(lp.ops) + 1):
+        items += [f"wait {w.dot} pending {w.pending}" for w in lp.waits if w.at == n]
+        if n < len(lp.ops):
+            o = lp.ops[n]
+            items.append(f"{o.index} {o.op}" + (f" stage {o.stage}" if o.stage else ""))
+    ops = ", ".join(items)
     return f"{lp.role} {lp.loop}" + (" expanded" if lp.expanded else "") + f": [{ops}]"
+
+
+def _store_text(st: StorePlan) -> str:
+    return f"{_name_text(st.name)}: {st.mode}" + (f" {st.buffers}" if st.mode == "chunks" else "")
 
 
 @irdl_attr_definition
@@ -338,8 +447,8 @@ class ScheduleAttr(Data[Schedule]):
             parts.append(f"cluster = [{s.cluster[0]}, {s.cluster[1]}]")
         if s.tiles is not None:
             parts.append(f"tiles = {s.tiles[0]} {s.tiles[1]}")
-        if s.staging:
-            parts.append(f"staging = chunks {s.staging}")
+        if s.stores:
+            parts.append("stores = [" + ", ".join(map(_store_text, s.stores)) + "]")
         printer.print_string("<" + ", ".join(parts))
         if s.program_grid is not None:
             printer.print_string(", " if parts else "")
@@ -355,6 +464,13 @@ class ScheduleAttr(Data[Schedule]):
         for r in s.roles:
             if r.warp_groups < 1:
                 raise VerifyException(f"#tawac.schedule: role {r.role} needs >= 1 warp group")
+        for what, names in (
+            ("aref", [a.name for a in s.arefs]),
+            ("store", [x.name for x in s.stores]),
+        ):
+            repeated = sorted({n for n in names if names.count(n) > 1})
+            if repeated:
+                raise VerifyException(f"#tawac.schedule: {what} '{repeated[0]}' is listed twice")
         for a in s.arefs:
             if a.depth < 1:
                 raise VerifyException("#tawac.schedule: an aref's depth must be >= 1")
@@ -368,6 +484,11 @@ class ScheduleAttr(Data[Schedule]):
             if len(set(indices)) != len(indices):
                 raise VerifyException(
                     f"#tawac.schedule: loop {lp.role} {lp.loop} lists an op twice"
+                )
+            dots = [w.dot for w in lp.waits]
+            if len(set(dots)) != len(dots):
+                raise VerifyException(
+                    f"#tawac.schedule: loop {lp.role} {lp.loop} waits for an MMA twice"
                 )
         if s.tiles is not None and s.program_grid is None:
             raise VerifyException("#tawac.schedule: a tile order needs its program_grid")

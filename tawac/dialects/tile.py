@@ -376,6 +376,12 @@ class LoadOp(IRDLOperation):
         _check_access(self, self.source.type, self.result.type, len(self.indices))
 
 
+#: The attribute naming a consumer's store (`{tawac.store = "c"}`: the tensor it writes,
+#: numbered when several stores write one): set by `warp-specialize`, kept by the passes
+#: that clone the store, read by the schedule's per-store decisions (`stores = [c: ...]`).
+STORE_ID = "tawac.store"
+
+
 @irdl_op_definition
 class StoreOp(IRDLOperation):
     """Writes a tile at the given element coordinates; out-of-bounds elements are dropped.
@@ -417,6 +423,13 @@ class StoreOp(IRDLOperation):
 
     def verify_(self) -> None:
         _check_access(self, self.dest.type, self.value.type, len(self.indices))
+
+    @property
+    def ident(self) -> str | None:
+        """The store's identity in the schedule (`STORE_ID`), or None before
+        `warp-specialize`."""
+        attr = self.attributes.get(STORE_ID)
+        return attr.data if isinstance(attr, StringAttr) else None
 
 
 MMA_INPUT_TYPES = (BFloat16Type, Float16Type, Float8E4M3FNType, Float8E5M2Type)

@@ -35,13 +35,12 @@ before the first op of the stage that needs it).  An `aref.get`'s tiles are neve
 users have one stage; an `aref.consumed` is issued after its get and the get's users of
 the same iteration.  Ops with regions (`scf.if` masking) are cloned whole.
 
-MMA waits are not in the schedule: a dot's wait has the dot's stage and is placed right
-before the first op of its body that reads the wait's result or releases (`aref.consumed`,
-same iteration) a slot the dot reads (the slot must stay until the MMA finished), else at
-the end of the body, so an MMA result is awaited before it is carried or yielded.  Its
-`pending` count is the number of dots issued after its own and before it in that body.
-A loop whose waits keep MMAs in flight across iterations (a release lag, GEMM's K loop)
-takes only a one-stage schedule in body order.
+MMA waits are in the schedule (`wait 1 pending P` entries, `tawac.schedule.waits` decides
+them): a dot's wait has the dot's stage and is placed where the issue order lists it, in
+every body that issues the dot; in a body where fewer MMAs were issued after the dot (a
+prologue or epilogue body) it leaves only those in flight. A loop whose waits keep MMAs
+in flight across iterations (a release lag) takes only a one-stage schedule in body
+order (`plan` checks both).
 
 The heuristic planner's two-stage schedule of attention (stage 1 = the rescale of O, the
 get of V, O = P V + O * alpha and V's release; issued after S = Q K^T) gives
@@ -76,7 +75,7 @@ from tawac.analysis.loops import in_body, index_slice, main_loops, scheduled_ops
 from tawac.analysis.scalars import SCALAR_OPS
 from tawac.diagnostics import CompileError
 from tawac.dialects import aref, hopper, tile
-from tawac.dialects.schedule import LoopPlan
+from tawac.dialects.schedule import LoopPlan, WaitPlan
 
 
 def _name(op: Operation) -> str:
@@ -124,8 +123,6 @@ class _Body:
     scalars: dict[tuple[SSAValue, int], SSAValue] = field(default_factory=dict)
     dots: list[tile.DotOp] = field(default_factory=list)
     """The dots issued so far in this body (originals), in order."""
-    waiting: list[hopper.WgmmaWaitOp] = field(default_factory=list)
-    """Waits of issued dots not placed yet."""
 
 
 class _Expansion:
@@ -135,12 +132,8 @@ class _Expansion:
         self.loop, self.plan = loop, plan
         body = self.body = loop.body.block
         sched = scheduled_ops(body)
-        if sorted(o.index for o in plan.ops) != list(range(len(sched))) or any(
-            sched[o.index].name != o.op for o in plan.ops
-        ):
-            listed = ", ".join(f"{o.index} {o.op}" for o in sorted(plan.ops, key=lambda o: o.index))
-            found = ", ".join(f"{n} {o.name}" for n, o in enumerate(sched))
-            raise self.fail(f"it lists [{listed}], the loop has [{found}]")
+        # `plan` checked that the schedule lists the loop's ops and that its waits are
+        # realizable (`tawac.schedule.check.check_loops`)
         self.order = [sched[o.index] for o in plan.ops]
         self.stages = plan.stages
         self.stage: dict[Operation, int] = {sched[o.index]: o.stage for o in plan.ops}
@@ -148,31 +141,20 @@ class _Expansion:
         yield_op = body.last_op
         assert isinstance(yield_op, scf.YieldOp)
         self.yield_op = yield_op
-        self.in_order = self.stages == 1 and self.order == sched
-        waits = [o for o in body.ops if isinstance(o, hopper.WgmmaWaitOp)]
-        if any(w.pending.value.data > 0 for w in waits) and not self.in_order:
-            raise self.fail(
-                "its MMAs are kept in flight across iterations (a release lag): only a "
-                "one-stage schedule in body order applies"
-            )
-        self.wait_of: dict[tile.DotOp, hopper.WgmmaWaitOp] = {}
-        self.dot_arefs: dict[tile.DotOp, set[SSAValue]] = {}
-        for op in self.order:
-            if not isinstance(op, tile.DotOp):
-                continue
-            uses = [u.operation for u in op.result.uses]
-            if len(uses) != 1 or not isinstance(uses[0], hopper.WgmmaWaitOp):
-                if not self.in_order:
-                    raise self.fail(f"the MMA {_name(op)} must be awaited once in its body")
-                continue
-            self.wait_of[op] = uses[0]
-            self.stage[uses[0]] = self.stage[op]
-            self.pos[uses[0]] = self.pos[op]
-            self.dot_arefs[op] = {
-                v.owner.aref for v in op.operands if isinstance(v.owner, aref.GetOp)
-            }
+        self.in_order = plan.in_body_order
         if self.in_order:
-            return
+            return  # `pipeline` placed its waits
+        self.wait_of: dict[tile.DotOp, WaitPlan] = {}
+        self.waits_at: dict[int, list[WaitPlan]] = {}
+        for w in plan.waits:
+            dot = sched[w.dot]
+            assert isinstance(dot, tile.DotOp)
+            self.wait_of[dot] = w
+            self.waits_at.setdefault(w.at, []).append(w)
+        self.dot_of = {w: sched[w.dot] for w in plan.waits}
+        for op in self.order:
+            if isinstance(op, tile.DotOp) and op not in self.wait_of:
+                raise self.fail(f"the MMA {_name(op)} must be awaited once in its body")
         self.producer: list[Operation] = []
         for j, y in enumerate(yield_op.operands):
             p = y.owner
@@ -180,8 +162,6 @@ class _Expansion:
                 raise self.fail(f"iteration argument {j} is not computed by a scheduled op")
             if isinstance(p, aref.GetOp):
                 raise self.fail(f"iteration argument {j} would carry a slot of an aref.get")
-            if isinstance(p, tile.DotOp):
-                raise self.fail(f"iteration argument {j} would carry an MMA result in flight")
             self.producer.append(p)
         self._check_releases()
         self.copies: dict[_Key, int] = {}
@@ -307,50 +287,35 @@ class _Expansion:
                 mapping[x] = nx
         return b.scalars[(v, o)]
 
-    def _due(self, b: _Body, op: Operation) -> list[hopper.WgmmaWaitOp]:
-        """The waits of `b` that must be placed before `op`."""
-        due = []
-        o = self.stage[op]
-        reads = {
-            r[2] for v in _reads(op) if (r := self.resolve(v, o))[0] == "val" and o - r[3] == 0
-        }
-        for w in b.waiting:
-            dot = w.acc.owner
-            if w.result in reads or (
-                isinstance(op, aref.ConsumedOp)
-                and self.stage[op] == self.stage[w]
-                and op.aref in self.dot_arefs[dot]
-            ):
-                due.append(w)
-        return due
-
-    def _place(self, b: _Body, w: hopper.WgmmaWaitOp) -> None:
-        dot = w.acc.owner
-        assert isinstance(dot, tile.DotOp)
-        pending = len(b.dots) - 1 - b.dots.index(dot)
-        new = hopper.WgmmaWaitOp(b.produced[w.acc], pending)
-        new.result.name_hint = w.result.name_hint
+    def _place(self, b: _Body, w: WaitPlan) -> None:
+        """The wait `w` in body `b`, if its MMA was issued there: at most `w.pending` of
+        the groups issued after the MMA in this body stay in flight; the MMA's readers
+        read the wait's result."""
+        dot = self.dot_of[w]
+        if dot not in b.dots:
+            return
+        pending = min(w.pending, len(b.dots) - 1 - b.dots.index(dot))
+        new = hopper.WgmmaWaitOp(b.produced[dot.result], pending)
         b.block.add_op(new)
-        b.produced[w.result] = new.result
-        b.waiting.remove(w)
+        b.produced[dot.result] = new.result
 
     def emit(self, b: _Body, active: range) -> None:
-        """Issue the ops of the stages in `active`, in issue order, then the waits left."""
-        for op in self.order:
+        """Issue the ops of the stages in `active` in issue order, each MMA's wait where
+        the schedule lists it."""
+        for i, op in enumerate(self.order):
+            for w in self.waits_at.get(i, []):
+                self._place(b, w)
             o = self.stage[op]
             if o not in active:
                 continue
-            for w in self._due(b, op):
-                self._place(b, w)
             mapping = {v: self.lookup(b, v, o) for v in _reads(op)}
             new = op.clone(mapping)
             b.block.add_op(new)
             for x, nx in zip(op.results, new.results, strict=True):
                 b.produced[x] = nx
-            if isinstance(op, tile.DotOp) and op in self.wait_of:
+            if isinstance(op, tile.DotOp):
                 b.dots.append(op)
-                b.waiting.append(self.wait_of[op])
-        for w in list(b.waiting):
+        for w in self.waits_at.get(len(self.order), []):
             self._place(b, w)
 
     # -- the expansion --------------------------------------------------------------------
@@ -505,14 +470,7 @@ class CoarsePipelinePass(ModulePass):
                 if lp.expanded:
                     done.append(lp)
                     continue
-                part = next((p for p in parts if p.role.data == lp.role), None)
-                loops = main_loops(part) if part is not None else []
-                if lp.loop >= len(loops):
-                    raise CompileError(
-                        f"coarse-pipeline: the schedule names {lp.role} loop {lp.loop}, which "
-                        "the kernel does not have",
-                        kernel,
-                    )
-                _Expansion(loops[lp.loop], lp).apply()
+                part = next(p for p in parts if p.role.data == lp.role)
+                _Expansion(main_loops(part)[lp.loop], lp).apply()  # `plan` checked it exists
                 done.append(dataclasses.replace(lp, expanded=True))
             schedule.update(kernel, loops=tuple(done))

@@ -4,15 +4,18 @@ the planner: rings of `stages` slots for arefs written in a loop, one slot, or t
 per-tile operand of a persistent kernel, for the others; P = mma-depth where allowed).
 
 - An aref of depth D is a ring of D slots, so the producer runs up to D transfers ahead.
-- With P > 0, in a consumer loop whose body reads one aref slot per iteration and feeds it to one
-  `tile.dot` whose result is only carried to the next iteration, the MMA becomes
-  asynchronous: after issuing the MMA of iteration i the consumer waits until at most P
-  MMA groups are in flight (`hopper.wgmma_wait pending P`), which guarantees that the MMA
-  of iteration i-P has finished reading its operands, and only then releases the slot of
-  iteration i-P (`aref.consumed %r[%it - P]`, skipped while `%it < P`).  Releasing a slot
-  whose MMA may still be reading it is the classic race; this ordering rules it out.
-  After the loop, `hopper.wgmma_wait pending 0` makes the accumulator final.
-- Other dots get `hopper.wgmma_wait pending 0` right after them.
+- The MMAs of a main loop the schedule runs in body order are awaited where its loop
+  schedule lists their waits (`wait 1 pending P`; `coarse-pipeline` places the waits of
+  the loops it rewrites); an MMA outside the main loops is awaited right after it.
+- With P > 0 (planned only for a consumer loop whose body reads one aref slot per
+  iteration and feeds it to one `tile.dot` whose result is only carried to the next
+  iteration), the MMA is asynchronous: after issuing the MMA of iteration i the consumer
+  waits until at most P MMA groups are in flight (`hopper.wgmma_wait pending P`), which
+  guarantees that the MMA of iteration i-P has finished reading its operands, and only
+  then releases the slot of iteration i-P (`aref.consumed %r[%it - P]`, skipped while
+  `%it < P`).  Releasing a slot whose MMA may still be reading it is the classic race;
+  this ordering rules it out.  After the loop, `hopper.wgmma_wait pending 0` makes the
+  accumulator final.
 
 Deadlock freedom needs P < D: the producer of iteration i waits for the release of
 iteration i-D, which the consumer gives at iteration i-D+P < i.
@@ -28,46 +31,40 @@ from xdsl.dialects.builtin import (
     IndexType,
     ModuleOp,
 )
-from xdsl.ir import Block, Region, SSAValue
+from xdsl.ir import Block, Operation, Region, SSAValue
 from xdsl.passes import ModulePass
 from xdsl.rewriter import InsertPoint, Rewriter
 
 from tawac import schedule
-from tawac.analysis.mma import can_release_late, releasing_dots
-from tawac.diagnostics import CompileError
+from tawac.analysis.loops import main_loops, scheduled_ops
+from tawac.analysis.mma import releasing_dots
 from tawac.dialects import aref, hopper, tile
+from tawac.dialects.schedule import Schedule
 
 
 def set_depth(create: aref.CreateOp, depth: int) -> aref.CreateOp:
-    """Replace `create` by an aref of the same payload with `depth` slots."""
+    """Replace `create` by an aref of the same payload and identity with `depth` slots."""
     t = create.result.type
     assert isinstance(t, aref.ArefType)
-    new = aref.CreateOp(aref.ArefType(list(t.payload.data), depth))
+    new = aref.CreateOp(aref.ArefType(list(t.payload.data), depth), create.ident)
     new.location = create.location
     new.result.name_hint = create.result.name_hint
     Rewriter.replace_op(create, new)
     return new
 
 
-def _pipeline_consumed(consumed: aref.ConsumedOp, depth: int) -> None:
-    """Defer the release in `consumed`'s loop body by `depth` iterations."""
+def _defer_release(consumed: aref.ConsumedOp, lag: int) -> None:
+    """Release the slot of iteration `it - lag` instead of `it` (from iteration `lag` on),
+    and make the accumulator leaving the loop final (`wgmma_wait pending 0` after it)."""
     block = consumed.parent_block()
     assert block is not None
     loop = block.parent_op()
-    dots = releasing_dots(consumed)
-    if depth == 0:
-        for d in dots:
-            _wait_after(d, 0)
-        return
     assert isinstance(loop, scf.ForOp)
-    dot = dots[0]
-    wait = hopper.WgmmaWaitOp(dot.result, depth)
-    wait.result.name_hint = dot.result.name_hint
-    dot.result.replace_all_uses_with(wait.result)
-    wait.operands = [dot.result]
-    Rewriter.insert_op(wait, InsertPoint.after(dot))
-
-    cp = arith.ConstantOp.from_int_and_width(depth, IndexType())
+    dot = releasing_dots(consumed)[0]
+    (use,) = dot.result.uses
+    wait = use.operation
+    assert isinstance(wait, hopper.WgmmaWaitOp)
+    cp = arith.ConstantOp.from_int_and_width(lag, IndexType())
     ok = arith.CmpiOp(consumed.index, cp.result, "uge")
     prev = arith.SubiOp(consumed.index, cp.result)
     release = aref.ConsumedOp(consumed.aref, prev.result, deferred=True)
@@ -87,19 +84,51 @@ def _pipeline_consumed(consumed: aref.ConsumedOp, depth: int) -> None:
     Rewriter.insert_op(final, InsertPoint.after(loop))
 
 
-def _wait_after(dot: tile.DotOp, pending: int) -> None:
-    uses = list(dot.result.uses)
-    if uses and all(isinstance(u.operation, hopper.WgmmaWaitOp) for u in uses):
-        return  # already awaited (a dot reading the slots of several arefs)
+def _wait(dot: tile.DotOp, pending: int, after: Operation) -> None:
+    """Await `dot` right after `after`, leaving `pending` wgmma groups in flight; the
+    dot's users read the wait's result."""
     wait = hopper.WgmmaWaitOp(dot.result, pending)
+    if pending:  # in body order: an MMA kept in flight across iterations (a release lag)
+        wait.result.name_hint = dot.result.name_hint
     dot.result.replace_all_uses_with(wait.result)
     wait.operands = [dot.result]
-    Rewriter.insert_op(wait, InsertPoint.after(dot))
+    Rewriter.insert_op(wait, InsertPoint.after(after))
+
+
+def _place_waits(kernel: tile.KernelOp, plan: Schedule) -> None:
+    """The waits of the loops the schedule runs in body order, as it lists them; an MMA
+    outside the main loops (nothing runs beside it) is awaited right after it. The waits
+    of the loops `coarse-pipeline` rewrites are placed by it."""
+    planned: set[tile.DotOp] = set()
+    for part in kernel.body.block.ops:
+        if not isinstance(part, aref.PartitionOp):
+            continue
+        for k, loop in enumerate(main_loops(part)):
+            lp = plan.loop(part.role.data, k)
+            if lp is None:
+                continue
+            sched = scheduled_ops(loop.body.block)
+            planned.update(o for o in sched if isinstance(o, tile.DotOp))
+            if not lp.in_body_order:
+                continue
+            for w in lp.waits:
+                dot = sched[w.dot]
+                assert isinstance(dot, tile.DotOp)
+                _wait(dot, w.pending, sched[lp.ops[w.at - 1].index])
+    for consumed in [o for o in kernel.walk() if isinstance(o, aref.ConsumedOp)]:
+        for dot in releasing_dots(consumed):
+            uses = list(dot.result.uses)
+            if dot in planned or (
+                uses and all(isinstance(u.operation, hopper.WgmmaWaitOp) for u in uses)
+            ):
+                continue  # placed by the schedule, or already awaited (it reads several arefs)
+            _wait(dot, 0, dot)
 
 
 @dataclass(frozen=True)
 class PipelinePass(ModulePass):
-    """Applies the ring depth and release lag of every aref in `#tawac.schedule`."""
+    """Applies the ring depth and release lag of every aref in `#tawac.schedule`, and the
+    waits of the MMAs of loops run in body order."""
 
     name = "pipeline"
 
@@ -110,21 +139,12 @@ class PipelinePass(ModulePass):
 
 def apply_kernel(kernel: tile.KernelOp) -> None:
     plan = schedule.planned(kernel, "pipeline")
-    creates = [o for o in kernel.walk() if isinstance(o, aref.CreateOp)]
-    if len(creates) != len(plan.arefs):
-        raise CompileError(
-            f"pipeline: the schedule plans {len(plan.arefs)} arefs, the kernel has {len(creates)}",
-            kernel,
-        )
     lag: dict[SSAValue, int] = {}
-    for create, a in zip(creates, plan.arefs, strict=True):
+    for create in [o for o in kernel.walk() if isinstance(o, aref.CreateOp)]:
+        a = plan.aref(create.ident)
+        assert a is not None  # plan checked every aref has an entry
         lag[set_depth(create, a.depth).result] = a.lag
+    _place_waits(kernel, plan)
     for consumed in [o for o in kernel.walk() if isinstance(o, aref.ConsumedOp)]:
-        n = lag[consumed.aref]
-        if n and not can_release_late(consumed):
-            raise CompileError(
-                f"pipeline: a release lag of {n} needs the slot's one MMA to be a pure "
-                "accumulation chain in a loop (its wgmmas stay in flight)",
-                consumed,
-            )
-        _pipeline_consumed(consumed, n)
+        if lag[consumed.aref]:
+            _defer_release(consumed, lag[consumed.aref])

@@ -1,6 +1,7 @@
 """`tma-store`: epilogue stores through shared memory and TMA (run after `lower-aref`).
 
-A consumer's `tile.store` of a 2-d tile of 16-bit elements becomes
+A consumer's `tile.store` of a 2-d tile of 16-bit elements that the schedule stages
+`whole` (`stores = [c: whole]`) becomes
     %t = hopper.smem_slot %staging[0]       (a 128B-swizzled tile, allocated at the top)
     hopper.store_fragment %value, %t        (registers -> shared memory, conflict-free)
     hopper.tma_store %t, %dest[%i, %j]      (per warp group: barrier, one bulk copy per
@@ -8,17 +9,18 @@ A consumer's `tile.store` of a 2-d tile of 16-bit elements becomes
 instead of one predicated 2-byte global store per element.  The bulk copy clips
 out-of-bounds elements, so ragged M and N stay correct.
 
-With the schedule's `staging = chunks N` (the planner's choice where a whole staging
-tile does not fit beside the aref rings), the tile goes out in 64-column chunks through
+With `chunks N` (the planner's choice where a whole staging tile does not fit beside the
+aref rings), the tile goes out in 64-column chunks through
 a ring of N chunk buffers:
     hopper.store_fragment %value, %buf[j % N] columns 64j pending N-1
     hopper.tma_store %buf[j % N], %dest[%i, %j + 64j]
 
-Stores whose tile does not
-split into 64-column chunks and m64 row blocks per warp group, or whose staging tile
-does not fit in the remaining shared memory, reuse the aref rings after a barrier over
-all consumer warp groups (when the store follows the main loop), or else are left as
-they are.
+With `rings`, the staging tile reuses the aref rings after a barrier over all consumer
+warp groups (a store after the main loop of a kernel that is not persistent); with
+`registers` (or no entry) the store is left as it is.  Which of these each store gets
+is the schedule's `stores` (`tawac.schedule.staging` decides it); this pass lays the
+staging buffers out after `lower-aref`'s rings, in the planner's order, and decides
+nothing.
 """
 
 from __future__ import annotations
@@ -37,9 +39,10 @@ from xdsl.passes import ModulePass
 from xdsl.rewriter import InsertPoint, Rewriter
 
 from tawac import schedule
-from tawac.analysis.stores import store_after_loops, tma_storable
 from tawac.dialects import aref, hopper, tile
-from tawac.schedule.smem import SmemPlan, chunk_ring_fits, staging_ring_type
+from tawac.dialects.schedule import StorePlan
+from tawac.schedule.smem import SmemPlan, staging_ring_type
+from tawac.schedule.staging import staging_regions
 
 
 def _stage_in_chunks(st: tile.StoreOp, part: aref.PartitionOp, offset: int, chunks: int) -> None:
@@ -78,49 +81,47 @@ def _stage_in_chunks(st: tile.StoreOp, part: aref.PartitionOp, offset: int, chun
     Rewriter.erase_op(st)
 
 
+def _stage_whole(st: tile.StoreOp, part: aref.PartitionOp, offset: int, aliased: bool) -> None:
+    """The store through one staging tile of its shape at `offset` (after a barrier over
+    the consumer warp groups when it reuses the aref rings)."""
+    vt = st.value.type
+    assert isinstance(vt, TensorType)
+    alloc = hopper.SmemAllocOp(offset, hopper.smem_ring_type(vt, 1))
+    alloc.result.name_hint = "staging"
+    Rewriter.insert_op(alloc, InsertPoint.before(part))
+    zero = arith.ConstantOp.from_int_and_width(0, IndexType())
+    view = hopper.SmemSlotOp(alloc.result, zero.result)
+    frag = hopper.StoreFragmentOp(st.value, view.result)
+    tma = hopper.TmaStoreOp(view.result, st.dest, list(st.indices))
+    tma.location = st.location
+    ops: list[Operation] = [zero, view, frag, tma]
+    if aliased:
+        ops.insert(0, hopper.ConsumerSyncOp())
+    Rewriter.insert_op(ops, InsertPoint.before(st))
+    Rewriter.erase_op(st)
+
+
 def lower_kernel(kernel: tile.KernelOp) -> None:
     start = schedule.of(kernel).smem_bytes
     if start is None:
         return  # lower-aref has not run
-    plan = SmemPlan(start=start)  # after lower-aref's rings and mbarriers
-    chunks = schedule.of(kernel).staging
-    body = kernel.body.block
-    for part in [p for p in body.ops if isinstance(p, aref.PartitionOp)]:
-        if part.role.data != "consumer":
+    plan = schedule.of(kernel)
+    staged: list[tuple[tile.StoreOp, aref.PartitionOp, StorePlan]] = []
+    for part in kernel.body.block.ops:
+        if not isinstance(part, aref.PartitionOp) or part.role.data != "consumer":
             continue
         for st in [o for o in part.walk() if isinstance(o, tile.StoreOp)]:
-            vt = st.value.type
-            assert isinstance(vt, TensorType)
-            if not tma_storable(vt, part.warp_groups.data):
-                continue
-            if chunks and chunk_ring_fits(vt, chunks):
-                region = plan.try_tiles("staging", staging_ring_type(vt, chunks))
-                if region is not None:
-                    _stage_in_chunks(st, part, region.offset, chunks)
-                    continue
-            ring_t = hopper.smem_ring_type(vt, 1)
-            region = plan.try_tiles("staging", ring_t)
-            aliased = region is None
-            if aliased:
-                # Reuse the aref rings: once every consumer warp group has left its main
-                # loop, all TMA copies into them have landed and all wgmmas reading them
-                # have completed (the kernel is not persistent).
-                if hopper.ring_bytes(ring_t) > plan.end or not store_after_loops(st, part):
-                    continue
-            alloc = hopper.SmemAllocOp(region.offset if region is not None else 0, ring_t)
-            alloc.result.name_hint = "staging"
-            Rewriter.insert_op(alloc, InsertPoint.before(part))
-            zero = arith.ConstantOp.from_int_and_width(0, IndexType())
-            view = hopper.SmemSlotOp(alloc.result, zero.result)
-            frag = hopper.StoreFragmentOp(st.value, view.result)
-            tma = hopper.TmaStoreOp(view.result, st.dest, list(st.indices))
-            tma.location = st.location
-            ops = [zero, view, frag, tma]
-            if aliased:
-                ops.insert(0, hopper.ConsumerSyncOp())
-            Rewriter.insert_op(ops, InsertPoint.before(st))
-            Rewriter.erase_op(st)
-    schedule.update(kernel, smem_bytes=plan.end)
+            decided = plan.store(st.ident)
+            if decided is not None and decided.staged:
+                staged.append((st, part, decided))
+    layout = SmemPlan(start=start)  # after lower-aref's rings and mbarriers
+    offsets = staging_regions(layout, [(st, p) for st, _, p in staged])
+    for st, part, decided in staged:
+        if decided.mode == "chunks":
+            _stage_in_chunks(st, part, offsets[st], decided.buffers)
+        else:
+            _stage_whole(st, part, offsets[st], aliased=decided.mode == "rings")
+    schedule.update(kernel, smem_bytes=layout.end)
 
 
 @dataclass(frozen=True)

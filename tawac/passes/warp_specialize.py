@@ -31,12 +31,13 @@ from dataclasses import dataclass
 
 from xdsl.context import Context
 from xdsl.dialects import arith, scf
-from xdsl.dialects.builtin import IndexType, ModuleOp
+from xdsl.dialects.builtin import IndexType, ModuleOp, StringAttr
 from xdsl.ir import Block, Operation, Region, SSAValue
 from xdsl.passes import ModulePass
 from xdsl.rewriter import InsertPoint, Rewriter
 from xdsl.transforms.dead_code_elimination import region_dce
 
+from tawac.analysis.identity import argument_name, joined, unique_names
 from tawac.analysis.mma import is_consumer_tile_load, is_mma_operand_load, mma_uses
 from tawac.analysis.scalars import SCALAR_OPS
 from tawac.diagnostics import CompileError
@@ -222,6 +223,11 @@ def _consumer(kernel: tile.KernelOp, groups: list[_Group], arefs: list[SSAValue]
         Rewriter.insert_op(aref.ConsumedOp(ref, it), InsertPoint.after(last))
     region = Region(dst)
     region_dce(region)
+    stores = [o for o in region.walk() if isinstance(o, tile.StoreOp)]
+    for st, name in zip(
+        stores, unique_names(argument_name(st.dest, kernel) for st in stores), strict=True
+    ):
+        st.attributes[tile.STORE_ID] = StringAttr(name)
     return region.detach_block(0)
 
 
@@ -273,8 +279,10 @@ def specialize(kernel: tile.KernelOp) -> None:
             )
     keep = _producer_slice(kernel, group_list)
 
+    names = unique_names(joined((ld.source for ld in g.loads), kernel) for g in group_list)
     creates = [
-        aref.CreateOp(aref.ArefType([ld.result.type for ld in g.loads], 1)) for g in group_list
+        aref.CreateOp(aref.ArefType([ld.result.type for ld in g.loads], 1), name)
+        for g, name in zip(group_list, names, strict=True)
     ]
     refs = [c.result for c in creates]
     for i, r in enumerate(refs):

@@ -26,12 +26,20 @@ def of(kernel: tile.KernelOp) -> Schedule:
 
 
 def planned(kernel: tile.KernelOp, pass_name: str) -> Schedule:
-    """The kernel's schedule for a pass that applies it: an error if none was planned."""
+    """The kernel's schedule for a pass that applies it: an error if `plan` has not
+    decided (or checked and completed) it."""
     s = of(kernel)
     if not s.roles:
         raise CompileError(
             f"{pass_name}: the kernel has no #tawac.schedule; run the 'plan' pass first "
             "(or write the schedule on the kernel)",
+            kernel,
+        )
+    if s.planner is None:
+        raise CompileError(
+            f"{pass_name}: the kernel's #tawac.schedule has not been through the 'plan' "
+            "pass, which checks a schedule written on the kernel and completes it; run "
+            "'plan' first",
             kernel,
         )
     return s

@@ -24,8 +24,8 @@ lanes of the producer's and the consumer's main loop 0 (the streaming loops):
   them in issue order);
   the aref barriers: a consumer `aref.get` of aref r waits for the producer's `aref.put`
   of r on the same iteration ("full %r", the put's latency is the TMA transfer); with
-  ring depth D and release lag L (`plan.arefs[k]`, k = the index of r's `aref.create` in
-  walk order), the `aref.consumed` of r in iteration i releases the slot of iteration
+  ring depth D and release lag L (`plan.aref(name)`, the plan of r's `aref.create` by
+  its identity), the `aref.consumed` of r in iteration i releases the slot of iteration
   i - L once the MMA reading it is done, so it waits (distance L) for the ops that read
   the values `aref.get` returned, and the producer's `aref.put` of r in iteration j waits
   for the release of iteration j - D, given by every consumer lane's `aref.consumed` of
@@ -181,6 +181,7 @@ def loop_lanes(kernel: tile.KernelOp, plan: Schedule, k: int = 0) -> list[Lane]:
     """The lanes of the producer's and consumer's main loop `k` (module docstring)."""
     creates = [o for o in kernel.walk() if isinstance(o, aref.CreateOp)]
     index = {c.result: k for k, c in enumerate(creates)}
+    decided = {c.result: plan.aref(c.ident) for c in creates}
     consumer_role = plan.role("consumer")
     if consumer_role is None:
         raise CompileError("the schedule has no consumer role: no loop to draw", kernel)
@@ -203,7 +204,8 @@ def loop_lanes(kernel: tile.KernelOp, plan: Schedule, k: int = 0) -> list[Lane]:
         if not isinstance(op, aref.ConsumedOp):
             continue
         r = op.operands[0]
-        lag = plan.arefs[index[r]].lag if r in index and index[r] < len(plan.arefs) else 0
+        a = decided.get(r)
+        lag = a.lag if a is not None else 0
         readers: list[Operation] = []
         for g in consumer.positions(aref.GetOp, r):
             for res in consumer.ops[g].results:
@@ -235,9 +237,9 @@ def loop_lanes(kernel: tile.KernelOp, plan: Schedule, k: int = 0) -> list[Lane]:
             if not isinstance(op, aref.PutOp):
                 continue
             r = op.operands[0]
-            if r not in index or index[r] >= len(plan.arefs):
+            a = decided.get(r)
+            if a is None:
                 continue
-            a = plan.arefs[index[r]]
             for c in consumer.positions(aref.ConsumedOp, r):
                 for name in names:
                     producer.steps[producer.first[op]]["deps"].append(

@@ -13,11 +13,11 @@ records it on the kernel; every pass after it applies its part and decides nothi
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Iterable
 from typing import Protocol
 
 from xdsl.dialects import scf
-from xdsl.dialects.builtin import TensorType
 from xdsl.ir import Operation, SSAValue
 
 from tawac.analysis.arefs import looped, per_tile
@@ -27,28 +27,24 @@ from tawac.analysis.mma import (
     can_release_late,
     deferred_dots,
     dots_in,
-    fragment_registers,
     rows_problem,
 )
 from tawac.analysis.program_ids import work_order
-from tawac.analysis.stores import staged_stores
 from tawac.diagnostics import CompileError
 from tawac.dialects import aref, tile
 from tawac.dialects.schedule import ArefPlan, LoopPlan, OpPlan, RolePlan, Schedule
 from tawac.options import PipelineOptions
+from tawac.schedule import loop_plan
+from tawac.schedule.check import lags, register_problem
 from tawac.schedule.cluster import plan_cluster
-from tawac.schedule.smem import chunk_ring_fits, kernel_plan
+from tawac.schedule.smem import kernel_plan
+from tawac.schedule.staging import plan_stores
+from tawac.schedule.waits import awaited_dots, plan_waits
 from tawac.target import HOPPER
 
 # Registers of a producer thread: its code is scalar (a few registers, checked in the
 # SASS: max register index 5), the minimum setmaxnreg allows.
 PRODUCER_REGS = 24
-
-# Registers a consumer thread needs beside one MMA's accumulator fragment, which ptxas
-# must hold in registers all at once (it cannot spill a wgmma's operands). Measured with
-# ptxas 13.0 at 160 registers: fragments of 96 registers (m64n192 f32) assemble, 112
-# (m64n224) fail with C7602 "Insufficient registers", in GEMMs and in attention alike.
-MMA_RESERVE = 64
 
 
 class Planner(Protocol):
@@ -74,19 +70,10 @@ def consumer_budget(consumer_wgs: int, producer_wgs: int = 1) -> int:
     return _share(HOPPER.register_cap(wgs) * wgs - PRODUCER_REGS * producer_wgs, consumer_wgs)
 
 
-def register_problem(dots: list[tile.DotOp], w: int) -> str | None:
-    """Why `w` consumer warp groups cannot hold these MMAs' accumulators, or None."""
-    worst = max(dots, key=fragment_registers, default=None)
-    if worst is None:
-        return None
-    need, budget = fragment_registers(worst), consumer_budget(w)
-    if need + MMA_RESERVE <= budget:
-        return None
-    return (
-        f"an MMA with {worst.mnk()[1]} columns keeps {need} accumulator registers per "
-        f"thread in flight; {w} consumer warp groups get {budget} registers each, room "
-        f"for at most {budget - MMA_RESERVE}"
-    )
+def fits_registers(dots: list[tile.DotOp], w: int) -> bool:
+    """`w` consumer warp groups at their share of the register file hold every one of
+    these MMAs' accumulators (`tawac.schedule.check.register_problem`)."""
+    return register_problem(dots, w, consumer_budget(w)) is None
 
 
 def choose_consumer_warp_groups(part: aref.PartitionOp) -> int:
@@ -99,7 +86,7 @@ def choose_consumer_warp_groups(part: aref.PartitionOp) -> int:
     if problem is not None:
         raise CompileError(f"cooperative-consumers: {problem[0]}", problem[1])
     splits = [n for n in (3, 2, 1) if rows_problem(dots, n) is None]
-    return next((n for n in splits if register_problem(dots, n) is None), splits[-1])
+    return next((n for n in splits if fits_registers(dots, n)), splits[-1])
 
 
 def register_budgets(roles: list[tuple[str, int, int]]) -> list[RolePlan]:
@@ -132,24 +119,6 @@ def auto_stages(kernel: tile.KernelOp, preferred: int = 3) -> int:
             if plan.fits():
                 return d
     return 1
-
-
-def staging_chunks(kernel: tile.KernelOp, depths: dict[aref.CreateOp, int]) -> int:
-    """The schedule's `staging`: 0 (whole staging tiles) where they fit beside the rings at
-    `depths`; else a ring of 2, or 1, column-chunk buffers per epilogue store where that
-    fits (a deeper ring for the main loop, the epilogue in turns of 64 columns); else 0
-    (`tma-store` then reuses the rings or stores from registers)."""
-    values = [st.value.type for st in staged_stores(kernel)]
-    if not values or kernel_plan(kernel, depths).fits():
-        return 0
-    for n in (2, 1):
-        fits = all(isinstance(v, TensorType) and chunk_ring_fits(v, n) for v in values)
-        if fits and kernel_plan(kernel, depths, chunks=n).fits():
-            return n
-    return 0
-
-
-# -- persistent tile order ------------------------------------------------------------------
 
 
 # -- the loop schedule: coarse pipelining (Tawa 4.7, FlashAttention-3's overlap) ---------------
@@ -283,18 +252,18 @@ class HeuristicPlanner:
             grid = to_attr(infer_grid(kernel))
             if options.tile_prefetch:
                 self._prefetch(kernel, creates, depths)
-        staging = staging_chunks(kernel, depths)
         loops = self._loops(parts, creates, depths, lags) if options.coarse_pipeline else []
         consumer_wgs = [r.warp_groups for r in roles if r.role == "consumer"]
         return Schedule(
             roles=tuple(roles),
-            arefs=tuple(ArefPlan(depths[c], lags[c], multicast.get(c, ())) for c in creates),
+            arefs=tuple(
+                ArefPlan(c.ident or "", depths[c], lags[c], multicast.get(c, ())) for c in creates
+            ),
             loops=tuple(loops),
             turns=options.pingpong and consumer_wgs == [2],
             cluster=cluster,
             tiles=tiles,
             program_grid=grid,
-            staging=staging,
             planner=self.name,
         )
 
@@ -368,3 +337,45 @@ def get_planner(name: str) -> Planner:
         known = ", ".join(dict.fromkeys([*PLANNERS, "solver"]))
         raise CompileError(f"unknown planner '{name}' (known: {known})")
     return planner
+
+
+# -- what follows from the decisions above ---------------------------------------------------
+
+
+def complete(kernel: tile.KernelOp, s: Schedule, options: PipelineOptions) -> Schedule:
+    """`s` with what follows from its decisions by one rule each, where it does not say
+    it already: the waits of every consumer main loop's MMAs (`tawac.schedule.waits`; a
+    loop `s` does not list runs in body order) and how each consumer store leaves
+    (`tawac.schedule.staging`, with `options.tma_store`). Planners decide the rest."""
+    arefs = lags(kernel, s)
+    loops = list(s.loops)
+    for part in kernel.body.block.ops:
+        if not isinstance(part, aref.PartitionOp) or part.role.data != "consumer":
+            continue
+        for k, loop in enumerate(main_loops(part)):
+            lp = loop_plan(s, "consumer", k, loop)
+            if lp.waits or not awaited_dots(loop.body.block, arefs):
+                continue
+            lp = dataclasses.replace(lp, waits=plan_waits(loop, lp, arefs))
+            found = s.loop("consumer", k)
+            if found is not None:
+                loops[loops.index(found)] = lp
+            else:
+                loops.append(lp)
+    stores = s.stores
+    consumer = s.role("consumer")
+    if not stores and consumer is not None:
+        creates = [o for o in kernel.walk() if isinstance(o, aref.CreateOp)]
+        depths = {c: _depth(s, c) for c in creates}
+        tma = options.tma_store
+        stores = plan_stores(kernel, consumer.warp_groups, depths, s.persistent, tma)
+    return dataclasses.replace(s, loops=tuple(loops), stores=stores)
+
+
+def _depth(s: Schedule, create: aref.CreateOp) -> int:
+    plan = s.aref(create.ident)
+    if plan is not None:
+        return plan.depth
+    t = create.result.type
+    assert isinstance(t, aref.ArefType)
+    return t.depth.data

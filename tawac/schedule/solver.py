@@ -59,15 +59,15 @@ from xdsl.ir import Operation, SSAValue
 
 from tawac.analysis.arefs import looped
 from tawac.analysis.loops import main_loops, scheduled_ops
-from tawac.analysis.mma import deferred_dots, releasing_dots
+from tawac.analysis.mma import deferred_dots, releasing_dots, rows_problem
 from tawac.cache import cache_root
 from tawac.diagnostics import CompileError
 from tawac.dialects import aref, tile
-from tawac.dialects.schedule import LoopPlan, OpPlan, Schedule, SolveInfo
+from tawac.dialects.schedule import ArefPlan, LoopPlan, OpPlan, Schedule, SolveInfo
 from tawac.options import PipelineOptions
 from tawac.schedule import modulo
 from tawac.schedule.model import loop_lanes
-from tawac.schedule.planner import HeuristicPlanner, register_budgets, register_problem
+from tawac.schedule.planner import HeuristicPlanner, fits_registers, register_budgets
 from tawac.schedule.smem import kernel_plan
 from tawac.target import HOPPER
 from tawac.timeline import simulate
@@ -139,10 +139,17 @@ class Built:
     frozen: bool
 
 
+def _aref(s: Schedule, create: aref.CreateOp) -> ArefPlan:
+    """The plan of `create` in the heuristic's schedule (it plans every aref)."""
+    found = s.aref(create.ident)
+    assert found is not None
+    return found
+
+
 def _smem(kernel: tile.KernelOp, base: Schedule, staging: bool):
     """Per looped aref its slot bytes, and the bytes left for the rings."""
     creates = [o for o in kernel.walk() if isinstance(o, aref.CreateOp)]
-    ones = {c: (1 if looped(c) else a.depth) for c, a in zip(creates, base.arefs, strict=True)}
+    ones = {c: 1 if looped(c) else _aref(base, c).depth for c in creates}
     plan1 = kernel_plan(kernel, ones, staging)
     slots: dict[int, int] = {}
     for k, c in enumerate(creates):
@@ -181,7 +188,7 @@ def problem(
     flat = dataclasses.replace(base, roles=tuple(roles), loops=())
     lanes = {lane.name: lane for lane in loop_lanes(kernel, flat)}
     creates = [o for o in kernel.walk() if isinstance(o, aref.CreateOp)]
-    deferred = deferred_dots(creates, [a.lag for a in base.arefs])
+    deferred = deferred_dots(creates, [_aref(base, c).lag for c in creates])
     frozen = unpipelined or _frozen(loop, deferred, options)
 
     nodes: list[modulo.Node] = []
@@ -277,7 +284,7 @@ def problem(
         modulo.Ring(
             rings[k],
             slots[k],
-            base.arefs[k].lag,
+            _aref(base, creates[k]).lag,
             options.stages or MAX_DEPTH,
             fixed=options.stages > 0,
         )
@@ -406,11 +413,7 @@ def _candidates(kernel: tile.KernelOp, options: PipelineOptions, base: Schedule)
     if options.consumer_warp_groups:
         return [options.consumer_warp_groups]
     dots = [d for d in kernel.walk() if isinstance(d, tile.DotOp)]
-    splits = [
-        w
-        for w in (1, 2, 3)
-        if all(d.mnk()[0] % (64 * w) == 0 for d in dots) and register_problem(dots, w) is None
-    ]
+    splits = [w for w in (1, 2, 3) if rows_problem(dots, w) is None and fits_registers(dots, w)]
     heuristic = base.role("consumer").warp_groups if base.role("consumer") else 1
     return splits or [heuristic]
 
@@ -569,9 +572,11 @@ class SolverPlanner:
                 for r in base.roles
             ]
         )
+        creates = [o for o in kernel.walk() if isinstance(o, aref.CreateOp)]
+        ring_of = {creates[k].ident: ring for k, ring in b.rings.items()}
         arefs = tuple(
-            dataclasses.replace(a, depth=s.depth[b.rings[k]]) if k in b.rings else a
-            for k, a in enumerate(base.arefs)
+            dataclasses.replace(a, depth=s.depth[ring_of[a.name]]) if a.name in ring_of else a
+            for a in base.arefs
         )
         lp = None if b.frozen else _loop_plan(b, s)
         return dataclasses.replace(

@@ -33,7 +33,7 @@ tile.kernel @shape(%a: !tile.tensor<?x?xbf16>) attributes {tawac.schedule = #taw
 
 // -----
 
-tile.kernel @alone(%a: !tile.tensor<?x?xbf16>) attributes {tawac.schedule = #tawac.schedule<arefs = [depth 2 multicast [0]]>} {
+tile.kernel @alone(%a: !tile.tensor<?x?xbf16>) attributes {tawac.schedule = #tawac.schedule<arefs = [a: depth 2 multicast [0]]>} {
 // CHECK: error: #tawac.schedule: a multicast payload needs a cluster of more than one CTA
   tile.return
 }

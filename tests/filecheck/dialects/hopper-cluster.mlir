@@ -3,7 +3,7 @@
 // RUN: tawac opt %s | tawac opt - | filecheck %s
 // RUN: tawac opt %s | filecheck %s
 
-// CHECK-LABEL: tile.kernel @k(%a: !tile.tensor<?x?xbf16>, %b: !tile.tensor<?x?xbf16>) attributes {tawac.schedule = #tawac.schedule<arefs = [depth 2 multicast [1]], cluster = [2, 1]>} {
+// CHECK-LABEL: tile.kernel @k(%a: !tile.tensor<?x?xbf16>, %b: !tile.tensor<?x?xbf16>) attributes {tawac.schedule = #tawac.schedule<arefs = [a_b: depth 2 multicast [1]], cluster = [2, 1]>} {
 // CHECK-NEXT:  %ra = hopper.smem_alloc offset 0 : !hopper.smem<2x128x64xbf16, swizzle 128>
 // CHECK-NEXT:  %rb = hopper.smem_alloc offset 32768 : !hopper.smem<2x256x64xbf16, swizzle 128>
 // CHECK-NEXT:  %full = hopper.mbarrier_alloc offset 98304 : !hopper.mbarriers<2>
@@ -23,7 +23,7 @@
 // CHECK-NEXT:  hopper.mbarrier_arrive_remote %empty[%c0], cta %c1 : !hopper.mbarriers<2>
 // CHECK-NEXT:  hopper.cluster_sync
 // CHECK-NEXT:  tile.return
-tile.kernel @k(%a: !tile.tensor<?x?xbf16>, %b: !tile.tensor<?x?xbf16>) attributes {tawac.schedule = #tawac.schedule<cluster = [2, 1], arefs = [depth 2 lag 0 multicast [1]]>} {
+tile.kernel @k(%a: !tile.tensor<?x?xbf16>, %b: !tile.tensor<?x?xbf16>) attributes {tawac.schedule = #tawac.schedule<cluster = [2, 1], arefs = [a_b: depth 2 lag 0 multicast [1]]>} {
   %ra = hopper.smem_alloc offset 0 : !hopper.smem<2x128x64xbf16, swizzle 128>
   %rb = hopper.smem_alloc offset 32768 : !hopper.smem<2x256x64xbf16, swizzle 128>
   %full = hopper.mbarrier_alloc offset 98304 : !hopper.mbarriers<2>

@@ -22,14 +22,14 @@ tile.kernel @negative(%a: !tile.tensor<?x?xbf16>) attributes {tawac.schedule = #
 
 // -----
 
-tile.kernel @lag(%a: !tile.tensor<?x?xbf16>) attributes {tawac.schedule = #tawac.schedule<arefs = [depth 2 lag 2]>} {
+tile.kernel @lag(%a: !tile.tensor<?x?xbf16>) attributes {tawac.schedule = #tawac.schedule<arefs = [a: depth 2 lag 2]>} {
 // CHECK: error: #tawac.schedule: release lag 2 must be below the depth 2
   tile.return
 }
 
 // -----
 
-tile.kernel @zero_depth(%a: !tile.tensor<?x?xbf16>) attributes {tawac.schedule = #tawac.schedule<arefs = [depth 0]>} {
+tile.kernel @zero_depth(%a: !tile.tensor<?x?xbf16>) attributes {tawac.schedule = #tawac.schedule<arefs = [a: depth 0]>} {
 // CHECK: error: #tawac.schedule: an aref's depth must be >= 1
   tile.return
 }
@@ -66,5 +66,48 @@ tile.kernel @direction(%a: !tile.tensor<?x?xbf16>) attributes {tawac.schedule = 
 
 tile.kernel @grid(%a: !tile.tensor<?x?xbf16>) attributes {tawac.schedule = #tawac.schedule<tiles = grouped 8>} {
 // CHECK: error: #tawac.schedule: a tile order needs its program_grid
+  tile.return
+}
+
+// -----
+
+// Arefs are named by their identity, never by position.
+tile.kernel @positional(%a: !tile.tensor<?x?xbf16>) attributes {tawac.schedule = #tawac.schedule<arefs = [depth 2]>} {
+// CHECK: schedule-invalid.mlir:[[# @LINE - 1]]:{{[0-9]+}}: error: expected the aref's name (its aref.create's identity) and ':' before its fields (`a_b: depth 3`)
+  tile.return
+}
+
+// -----
+
+tile.kernel @aref_twice(%a: !tile.tensor<?x?xbf16>) attributes {tawac.schedule = #tawac.schedule<arefs = [a: depth 2, a: depth 3]>} {
+// CHECK: error: #tawac.schedule: aref 'a' is listed twice
+  tile.return
+}
+
+// -----
+
+tile.kernel @store_mode(%a: !tile.tensor<?x?xbf16>) attributes {tawac.schedule = #tawac.schedule<stores = [c: somehow]>} {
+// CHECK: schedule-invalid.mlir:[[# @LINE - 1]]:{{[0-9]+}}: error: expected one of whole, chunks, rings, registers
+  tile.return
+}
+
+// -----
+
+tile.kernel @no_buffers(%a: !tile.tensor<?x?xbf16>) attributes {tawac.schedule = #tawac.schedule<stores = [c: chunks 0]>} {
+// CHECK: schedule-invalid.mlir:[[# @LINE - 1]]:{{[0-9]+}}: error: expected at least 1 chunk buffer
+  tile.return
+}
+
+// -----
+
+tile.kernel @store_twice(%a: !tile.tensor<?x?xbf16>) attributes {tawac.schedule = #tawac.schedule<stores = [c: whole, c: registers]>} {
+// CHECK: error: #tawac.schedule: store 'c' is listed twice
+  tile.return
+}
+
+// -----
+
+tile.kernel @wait_twice(%a: !tile.tensor<?x?xbf16>) attributes {tawac.schedule = #tawac.schedule<loops = [consumer 0: [0 tile.dot, wait 0 pending 0, wait 0 pending 1]]>} {
+// CHECK: error: #tawac.schedule: loop consumer 0 waits for an MMA twice
   tile.return
 }

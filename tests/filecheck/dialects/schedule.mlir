@@ -8,9 +8,10 @@ tile.kernel @empty(%a: !tile.tensor<?x?xbf16>) attributes {tawac.schedule = #taw
 }
 
 // Every field; fields parse in any order and print in a fixed one; zero lags, stage 0
-// and regs 0 (undecided) are not printed.
-// CHECK: tile.kernel @full(%a: !tile.tensor<?x?xbf16>) attributes {tawac.schedule = #tawac.schedule<planner = heuristic, roles = [producer wg 1 regs 24, consumer wg 2 regs 240], arefs = [depth 2, depth 3 lag 1], loops = [consumer 0: [0 aref.get, 1 tile.dot, 3 tile.dot stage 1, 2 aref.consumed stage 1], consumer 1 expanded: [0 tile.dot]], turns, tiles = grouped 8, program_grid = [{cdiv = {arg = "c", dim = 0 : i64}, by = 128 : i64}, 1 : i64, 1 : i64], smem_bytes = 214016>}
-tile.kernel @full(%a: !tile.tensor<?x?xbf16>) attributes {tawac.schedule = #tawac.schedule<smem_bytes = 214016, turns, arefs = [depth 2 lag 0, depth 3 lag 1], program_grid = [{cdiv = {arg = "c", dim = 0 : i64}, by = 128 : i64}, 1 : i64, 1 : i64], tiles = grouped 8, roles = [producer wg 1 regs 24, consumer wg 2 regs 240], loops = [consumer 0: [0 aref.get, 1 tile.dot stage 0, 3 tile.dot stage 1, 2 aref.consumed stage 1], consumer 1 expanded: [0 tile.dot]], planner = heuristic>} {
+// and regs 0 (undecided) are not printed; names print bare where they are identifiers
+// (quoted otherwise); a wait prints where it stands in the issue order.
+// CHECK: tile.kernel @full(%a: !tile.tensor<?x?xbf16>) attributes {tawac.schedule = #tawac.schedule<planner = heuristic, roles = [producer wg 1 regs 24, consumer wg 2 regs 240], arefs = [q: depth 2, k_v: depth 3 lag 1], loops = [consumer 0: [0 aref.get, 1 tile.dot, 3 tile.dot stage 1, wait 1 pending 1, 2 aref.consumed stage 1, wait 3 pending 0], consumer 1 expanded: [0 tile.dot]], turns, tiles = grouped 8, stores = [c: whole, o.2: chunks 2, "2x": rings, y: registers], program_grid = [{cdiv = {arg = "c", dim = 0 : i64}, by = 128 : i64}, 1 : i64, 1 : i64], smem_bytes = 214016>}
+tile.kernel @full(%a: !tile.tensor<?x?xbf16>) attributes {tawac.schedule = #tawac.schedule<smem_bytes = 214016, turns, stores = ["c": whole, "o.2": chunks 2, "2x": rings, y: registers], arefs = [q: depth 2 lag 0, "k_v": depth 3 lag 1], program_grid = [{cdiv = {arg = "c", dim = 0 : i64}, by = 128 : i64}, 1 : i64, 1 : i64], tiles = grouped 8, roles = [producer wg 1 regs 24, consumer wg 2 regs 240], loops = [consumer 0: [0 aref.get, 1 tile.dot stage 0, 3 tile.dot stage 1, wait 1 pending 1, 2 aref.consumed stage 1, wait 3 pending 0], consumer 1 expanded: [0 tile.dot]], planner = heuristic>} {
   tile.return
 }
 

@@ -8,9 +8,9 @@
 // soon as S = Q K^T has read it); Q's is written once per program and keeps one slot,
 // K's and V's are 2-stage rings.  Each get sits right before the first use of its tile.
 // The softmax, both dots and the store stay in the consumer.
-// WS:      %aref0 = aref.create : !aref.aref<[tensor<128x128xbf16>], 1>
-// WS-NEXT: %aref1 = aref.create : !aref.aref<[tensor<128x128xbf16>], 2>
-// WS-NEXT: %aref2 = aref.create : !aref.aref<[tensor<128x128xbf16>], 2>
+// WS:      %aref0 = aref.create "{{[a-z0-9_]+}}" : !aref.aref<[tensor<128x128xbf16>], 1>
+// WS-NEXT: %aref1 = aref.create "{{[a-z0-9_]+}}" : !aref.aref<[tensor<128x128xbf16>], 2>
+// WS-NEXT: %aref2 = aref.create "{{[a-z0-9_]+}}" : !aref.aref<[tensor<128x128xbf16>], 2>
 // WS:      aref.partition producer
 // WS:        aref.put %aref0[{{.*}}], %qt
 // WS:        scf.for %n = %c0 to %S step %bn {

@@ -10,8 +10,8 @@
 // RUN: tawac opt --split-input-file -p 'warp-specialize,plan{warp-groups=2 persistent=true tile-prefetch=true}' %s | filecheck %s --check-prefix=PLAN
 
 // WS-LABEL: tile.kernel @residual(
-// WS-NEXT:    %[[AB:.*]] = aref.create : !aref.aref<[tensor<128x64xbf16>, tensor<128x64xbf16>], 1>
-// WS-NEXT:    %[[RC:.*]] = aref.create : !aref.aref<[tensor<128x128xbf16>], 1>
+// WS-NEXT:    %[[AB:.*]] = aref.create "{{[a-z0-9_]+}}" : !aref.aref<[tensor<128x64xbf16>, tensor<128x64xbf16>], 1>
+// WS-NEXT:    %[[RC:.*]] = aref.create "{{[a-z0-9_]+}}" : !aref.aref<[tensor<128x128xbf16>], 1>
 // WS-NEXT:    aref.partition producer
 // WS:           %[[M0:.*]] = arith.muli
 // WS-NEXT:      %[[N0:.*]] = arith.muli
@@ -114,7 +114,7 @@ tile.kernel @residual(%a: !tile.tensor<?x?xbf16>, %b: !tile.tensor<?x?xbf16>, %c
 // An f32 residual: 32-column TMA boxes (128 bytes of f32), one ld.shared.v2.f32 per pair
 // of columns, the thread's granule (t / 2) XORed into its swizzle key.
 // WS-LABEL: tile.kernel @residual_f32(
-// WS:         %[[RC:.*]] = aref.create : !aref.aref<[tensor<128x128xf32>], 1>
+// WS:         %[[RC:.*]] = aref.create "{{[a-z0-9_]+}}" : !aref.aref<[tensor<128x128xf32>], 1>
 // WS:           aref.put %[[RC]]
 // WS:           %[[G:.*]] = aref.get %[[RC]]
 // WS-NEXT:      arith.addf %{{.*}}, %[[G]] : tensor<128x128xf32>

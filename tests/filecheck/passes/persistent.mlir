@@ -5,7 +5,7 @@
 
 // For GEMM, a grouped tile order (group-m values of x share y); the K-loop rings keep their
 // depth and no aref is written once per tile.
-// GEMM:      %aref0 = aref.create : !aref.aref<[tensor<128x64xbf16>, tensor<256x64xbf16>], 3>
+// GEMM:      %aref0 = aref.create "{{[a-z0-9_]+}}" : !aref.aref<[tensor<128x64xbf16>, tensor<256x64xbf16>], 3>
 // GEMM:      aref.partition consumer
 // GEMM:        scf.for %tile_1 = %{{.*}} to %{{.*}} step %{{.*}} iter_args(%count_1 = %{{.*}}, %base_1 = %{{.*}})
 // GEMM-NOT:      arith.select
@@ -17,7 +17,7 @@
 // Q loads while this one runs); the key loop's bound follows program id x, so tiles go
 // longest first: heads in groups of ceil(2 * num_ctas / gx), x descending within a
 // group, and a snake over rounds of num_ctas tiles (odd rounds reversed).
-// CAUSAL:      %aref0 = aref.create : !aref.aref<[tensor<128x128xbf16>], 2>
+// CAUSAL:      %aref0 = aref.create "{{[a-z0-9_]+}}" : !aref.aref<[tensor<128x128xbf16>], 2>
 // CAUSAL:      aref.partition consumer
 // CAUSAL:        scf.for %[[T:tile_1]] = %{{.*}} to %{{.*}} step %[[N:.*]] iter_args
 // CAUSAL:          %[[NC:.*]] = hopper.num_ctas
@@ -38,4 +38,4 @@
 // CAUSAL-NEXT:     %pid_x_1 = arith.subi %[[LAST]], %[[XR]]
 // CAUSAL:          aref.get %aref0
 
-// NOPREFETCH:  %aref0 = aref.create : !aref.aref<[tensor<128x128xbf16>], 1>
+// NOPREFETCH:  %aref0 = aref.create "{{[a-z0-9_]+}}" : !aref.aref<[tensor<128x128xbf16>], 1>

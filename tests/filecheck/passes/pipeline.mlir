@@ -11,7 +11,7 @@
 // TOO-DEEP: error: pipeline: mma-depth must satisfy 0 <= mma-depth < stages and <= 7 (got mma-depth=8, stages=9)
 
 // CHECK-LABEL: tile.kernel @gemm(
-// CHECK-NEXT:    %[[R:.*]] = aref.create : !aref.aref<[tensor<128x64xbf16>, tensor<128x64xbf16>], 4>
+// CHECK-NEXT:    %[[R:.*]] = aref.create "{{[a-z0-9_]+}}" : !aref.aref<[tensor<128x64xbf16>, tensor<128x64xbf16>], 4>
 // CHECK:         aref.put %[[R]][%{{.*}}], %{{.*}}, %{{.*}} : !aref.aref<[tensor<128x64xbf16>, tensor<128x64xbf16>], 4>
 // CHECK:         aref.partition consumer
 // CHECK:           %[[ACC:.*]] = scf.for %{{.*}} iter_args(%[[ACCI:.*]] = %{{.*}}) -> (tensor<128x128xf32>) {
@@ -33,7 +33,7 @@
 
 // mma-depth=0: the dot is waited for at once and the slot released in place.
 // P0-LABEL: tile.kernel @gemm(
-// P0:         aref.create : !aref.aref<[tensor<128x64xbf16>, tensor<128x64xbf16>], 3>
+// P0:         aref.create "{{[a-z0-9_]+}}" : !aref.aref<[tensor<128x64xbf16>, tensor<128x64xbf16>], 3>
 // P0:         aref.partition consumer
 // P0:           %[[ACC:.*]] = scf.for
 // P0:             %[[IT:.*]] = arith.divui
@@ -80,7 +80,7 @@ tile.kernel @gemm(%a: !tile.tensor<?x?xbf16>, %b: !tile.tensor<?x?xbf16>, %c: !t
 // A dot outside a loop is waited for right after it, whatever mma-depth is; an aref
 // written once per program keeps a single slot.
 // CHECK-LABEL: tile.kernel @single(
-// CHECK:         aref.create : !aref.aref<[tensor<64x64xbf16>, tensor<64x64xbf16>], 1>
+// CHECK:         aref.create "{{[a-z0-9_]+}}" : !aref.aref<[tensor<64x64xbf16>, tensor<64x64xbf16>], 1>
 // CHECK:         %[[D:.*]] = tile.dot
 // CHECK-NEXT:    %[[W:.*]] = hopper.wgmma_wait %[[D]] pending 0 : tensor<64x64xf32>
 // CHECK-NEXT:    aref.consumed

@@ -4,14 +4,14 @@
 
 // CHECK:      // -----// IR Dump After warp-specialize //----- //
 // CHECK-NEXT: builtin.module {
-// CHECK:        aref.create : !aref.aref<[tensor<64x64xbf16>, tensor<64x64xbf16>], 1>
+// CHECK:        aref.create "{{[a-z0-9_]+}}" : !aref.aref<[tensor<64x64xbf16>, tensor<64x64xbf16>], 1>
 // CHECK-NOT:    hopper.wgmma_wait
 // CHECK:      // -----// IR Dump After pipeline //----- //
 // CHECK-NEXT: builtin.module {
-// CHECK:        aref.create : !aref.aref<[tensor<64x64xbf16>, tensor<64x64xbf16>], 1>
+// CHECK:        aref.create "{{[a-z0-9_]+}}" : !aref.aref<[tensor<64x64xbf16>, tensor<64x64xbf16>], 1>
 // CHECK:        hopper.wgmma_wait %{{.*}} pending 0
 // CHECK:      builtin.module {
-// CHECK:        aref.create : !aref.aref<[tensor<64x64xbf16>, tensor<64x64xbf16>], 1>
+// CHECK:        aref.create "{{[a-z0-9_]+}}" : !aref.aref<[tensor<64x64xbf16>, tensor<64x64xbf16>], 1>
 // CHECK-NOT:  IR Dump
 tile.kernel @single(%a: !tile.tensor<?x?xbf16>, %b: !tile.tensor<?x?xbf16>, %c: !tile.tensor<?x?xf32>) {
   %c0 = arith.constant 0 : index

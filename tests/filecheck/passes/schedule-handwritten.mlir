@@ -4,7 +4,7 @@
 // RUN: tawac opt %s -p 'warp-specialize,plan,pipeline,persistent,coarse-pipeline,cooperative-consumers' | filecheck %s
 
 // CHECK:       tile.kernel @gemm({{.*}}) attributes {tawac.schedule = #tawac.schedule<roles = [producer wg 1 regs 24, consumer wg 1 regs 200], arefs = [depth 4 lag 2], tiles = longest_first down, program_grid = [{cdiv = {arg = "c", dim = 0 : i64}, by = 128 : i64}, {cdiv = {arg = "c", dim = 1 : i64}, by = 128 : i64}, {const = 1 : i64}]>}
-// CHECK:         aref.create : !aref.aref<[tensor<128x64xbf16>, tensor<128x64xbf16>], 4>
+// CHECK:         aref.create "{{[a-z0-9_]+}}" : !aref.aref<[tensor<128x64xbf16>, tensor<128x64xbf16>], 4>
 // CHECK:         aref.partition producer warp_groups 1 regs 24
 // CHECK:           hopper.num_ctas
 // CHECK:         aref.partition consumer warp_groups 1 regs 200

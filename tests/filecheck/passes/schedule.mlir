@@ -18,7 +18,7 @@
 
 // pipeline applies depth 3 and lag 1: the release of iteration it - 1, guarded.
 // PIPE:  tile.kernel @gemm({{.*}}) attributes {tawac.schedule = #tawac.schedule<planner = heuristic, roles = [producer wg 1 regs 24, consumer wg 2 regs 240], arefs = [depth 3 lag 1]>}
-// PIPE:    aref.create : !aref.aref<[tensor<128x64xbf16>, tensor<256x64xbf16>], 3>
+// PIPE:    aref.create "{{[a-z0-9_]+}}" : !aref.aref<[tensor<128x64xbf16>, tensor<256x64xbf16>], 3>
 // PIPE:    hopper.wgmma_wait %{{.*}} pending 1
 // PIPE:    aref.consumed %{{.*}}[%{{.*}}] deferred
 

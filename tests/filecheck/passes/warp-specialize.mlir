@@ -4,7 +4,7 @@
 
 // A 128x128x64 GEMM: one aref carrying both operand tiles.
 // CHECK-LABEL: tile.kernel @gemm(
-// CHECK-NEXT:    %[[R:.*]] = aref.create : !aref.aref<[tensor<128x64xbf16>, tensor<128x64xbf16>], 1>
+// CHECK-NEXT:    %[[R:.*]] = aref.create "a_b" : !aref.aref<[tensor<128x64xbf16>, tensor<128x64xbf16>], 1>
 // CHECK-NEXT:    aref.partition producer warp_groups 1 regs 0 {
 //   Scalars and address arithmetic are duplicated into the producer ...
 // CHECK-NEXT:      %[[C0:.*]] = arith.constant 0 : index
@@ -45,7 +45,7 @@
 // CHECK-NEXT:        scf.yield %[[D]] : tensor<128x128xf32>
 // CHECK-NEXT:      }
 // CHECK-NEXT:      %[[O:.*]] = arith.truncf %[[ACC]] : tensor<128x128xf32> to tensor<128x128xbf16>
-// CHECK-NEXT:      tile.store %[[O]], %c[%[[CM0]], %[[CN0]]] : tensor<128x128xbf16> -> !tile.tensor<?x?xbf16>
+// CHECK-NEXT:      tile.store %[[O]], %c[%[[CM0]], %[[CN0]]] : tensor<128x128xbf16> -> !tile.tensor<?x?xbf16> {tawac.store = "c"}
 // CHECK-NEXT:    }
 // CHECK-NEXT:    tile.return
 // CHECK-NEXT:  }
@@ -76,7 +76,7 @@ tile.kernel @gemm(%a: !tile.tensor<?x?xbf16>, %b: !tile.tensor<?x?xbf16>, %c: !t
 // consumer with the splat, the broadcast and the elementwise math; the scalar
 // argument is used only there.
 // CHECK-LABEL: tile.kernel @bias(
-// CHECK:         aref.create : !aref.aref<[tensor<128x64xf16>, tensor<128x64xf16>], 1>
+// CHECK:         aref.create "a_b" : !aref.aref<[tensor<128x64xf16>, tensor<128x64xf16>], 1>
 // CHECK-NEXT:    aref.partition producer warp_groups 1 regs 0 {
 // CHECK-NOT:       %bias
 // CHECK-NOT:       %alpha
@@ -131,7 +131,7 @@ tile.kernel @bias(%a: !tile.tensor<?x?xf16>, %b: !tile.tensor<?x?xf16>, %bias: !
 // Outside a loop the transfer's iteration number is the constant 0; the consumed
 // goes after the last use of the payload (the dot), before the store.
 // CHECK-LABEL: tile.kernel @single(
-// CHECK:         %[[R:.*]] = aref.create : !aref.aref<[tensor<64x64xbf16>, tensor<64x64xbf16>], 1>
+// CHECK:         %[[R:.*]] = aref.create "a_b" : !aref.aref<[tensor<64x64xbf16>, tensor<64x64xbf16>], 1>
 // CHECK:         aref.partition producer
 // CHECK:           %[[X:.*]] = tile.load %a
 // CHECK-NEXT:      %[[Y:.*]] = tile.load %b

@@ -1,0 +1,298 @@
+"""Whether a kernel can realize a schedule: each check written once, run once, by `plan`,
+on every schedule (a planner's, or one written on the kernel), before any pass applies
+it. The passes after `plan` apply the schedule and check nothing of it.
+
+A failed check is one located `CompileError` naming what is at fault; its prefix names
+the part of the pipeline the decision belongs to (`cooperative-consumers:` for roles,
+`pipeline:` for release lags, `coarse-pipeline:` for loop schedules, `tma-store:` for
+store staging).
+"""
+
+from __future__ import annotations
+
+from xdsl.dialects import scf
+from xdsl.dialects.builtin import TensorType
+from xdsl.ir import Operation, SSAValue
+
+from tawac.analysis.loops import main_loops, scheduled_ops
+from tawac.analysis.mma import can_release_late, dots_in, fragment_registers, rows_problem
+from tawac.analysis.stores import store_after_loops, tma_storable
+from tawac.diagnostics import CompileError
+from tawac.dialects import aref, hopper, tile
+from tawac.dialects.schedule import LoopPlan, Schedule
+from tawac.schedule.smem import SmemPlan, chunk_ring_fits, staging_ring_type
+from tawac.schedule.waits import awaited_dots, due
+from tawac.target import HOPPER
+
+#: Registers a consumer thread needs beside one MMA's accumulator fragment, which ptxas
+#: must hold in registers all at once (it cannot spill a wgmma's operands). Measured with
+#: ptxas 13.0 at 160 registers: fragments of 96 registers (m64n192 f32) assemble, 112
+#: (m64n224) fail with C7602 "Insufficient registers", in GEMMs and in attention alike.
+MMA_RESERVE = 64
+
+
+def check(kernel: tile.KernelOp, s: Schedule) -> None:
+    """Raise the error of the first part of `s` that `kernel` cannot realize."""
+    parts = [p for p in kernel.body.block.ops if isinstance(p, aref.PartitionOp)]
+    check_roles(kernel, parts, s)
+    check_arefs(kernel, s)
+    check_loops(kernel, parts, s)
+    check_stores(kernel, parts, s)
+
+
+# -- roles ----------------------------------------------------------------------------------
+
+
+def register_problem(dots: list[tile.DotOp], w: int, budget: int) -> str | None:
+    """Why `w` consumer warp groups at `budget` registers per thread cannot hold these
+    MMAs' accumulators, or None."""
+    worst = max(dots, key=fragment_registers, default=None)
+    if worst is None:
+        return None
+    need = fragment_registers(worst)
+    if need + MMA_RESERVE <= budget:
+        return None
+    return (
+        f"an MMA with {worst.mnk()[1]} columns keeps {need} accumulator registers per "
+        f"thread in flight; {w} consumer warp groups get {budget} registers each, room "
+        f"for at most {budget - MMA_RESERVE}"
+    )
+
+
+def check_roles(kernel: tile.KernelOp, parts: list[aref.PartitionOp], s: Schedule) -> None:
+    """The roles are the kernel's partitions, in order; every consumer MMA tile splits into
+    m64 blocks per warp group and its accumulator fragment fits the budget; the budgets
+    fit the register file."""
+    if [p.role.data for p in parts] != [r.role for r in s.roles]:
+        raise CompileError(
+            "cooperative-consumers: the schedule's roles "
+            f"({', '.join(r.role for r in s.roles)}) are not the kernel's partitions "
+            f"({', '.join(p.role.data for p in parts)})",
+            kernel,
+        )
+    for part, role in zip(parts, s.roles, strict=True):
+        if role.role != "consumer":
+            continue
+        dots = dots_in(part)
+        rows = rows_problem(dots, role.warp_groups)
+        if rows is not None:
+            raise CompileError(f"cooperative-consumers: {rows[0]}", rows[1])
+        problem = register_problem(dots, role.warp_groups, role.regs)
+        if problem is not None:
+            raise CompileError(f"cooperative-consumers: {problem}; use fewer", part)
+    wgs = sum(r.warp_groups for r in s.roles)
+    total = HOPPER.register_cap(wgs) * wgs
+    used = sum(r.regs * r.warp_groups for r in s.roles)
+    if used > total:
+        raise CompileError(
+            f"lower-aref: register budgets add up to {used} per thread slot over {wgs} warp "
+            f"groups, more than the {total} that {HOPPER.warp_group_size * wgs} threads can hold",
+            kernel,
+        )
+
+
+# -- arefs ----------------------------------------------------------------------------------
+
+
+def check_arefs(kernel: tile.KernelOp, s: Schedule) -> None:
+    """Every aref has one entry, named by its identity, and no entry names an aref the
+    kernel lacks; a release lag only where the slot's one MMA is a pure accumulation
+    chain (its wgmmas may stay in flight)."""
+    creates = [o for o in kernel.walk() if isinstance(o, aref.CreateOp)]
+    names = {c.ident for c in creates}
+    for a in s.arefs:
+        if a.name not in names:
+            raise CompileError(
+                f"plan: the schedule names aref '{a.name}', which the kernel does not have "
+                f"(its arefs: {', '.join(sorted(n or '?' for n in names))})",
+                kernel,
+            )
+    for create in creates:
+        plan = s.aref(create.ident)
+        if plan is None:
+            raise CompileError(f"plan: the schedule has no entry for aref '{create.ident}'", create)
+        if not plan.lag:
+            continue
+        for use in create.result.uses:
+            consumed = use.operation
+            if isinstance(consumed, aref.ConsumedOp) and not can_release_late(consumed):
+                raise CompileError(
+                    f"pipeline: a release lag of {plan.lag} needs the slot's one MMA to be a "
+                    "pure accumulation chain in a loop (its wgmmas stay in flight)",
+                    consumed,
+                )
+
+
+def lags(kernel: tile.KernelOp, s: Schedule) -> dict[SSAValue, int]:
+    """Each aref value's release lag in `s`."""
+    out: dict[SSAValue, int] = {}
+    for create in [o for o in kernel.walk() if isinstance(o, aref.CreateOp)]:
+        plan = s.aref(create.ident)
+        out[create.result] = plan.lag if plan is not None else 0
+    return out
+
+
+# -- loops ----------------------------------------------------------------------------------
+
+
+def _name(op: Operation) -> str:
+    hint = op.results[0].name_hint if op.results else None
+    return op.name + (f" %{hint}" if hint else "")
+
+
+def loop_error(loop: scf.ForOp, lp: LoopPlan, why: str) -> CompileError:
+    """The error of a loop schedule that cannot be applied."""
+    return CompileError(
+        f"coarse-pipeline: the schedule of {lp.role} loop {lp.loop} cannot be applied: {why}",
+        loop,
+    )
+
+
+def check_loops(kernel: tile.KernelOp, parts: list[aref.PartitionOp], s: Schedule) -> None:
+    """Every loop schedule names a main loop the kernel has and lists exactly its
+    scheduled ops; its waits are realizable (`check_waits`)."""
+    arefs = lags(kernel, s)
+    for lp in s.loops:
+        part = next((p for p in parts if p.role.data == lp.role), None)
+        loops = main_loops(part) if part is not None else []
+        if lp.loop >= len(loops):
+            raise CompileError(
+                f"coarse-pipeline: the schedule names {lp.role} loop {lp.loop}, which "
+                "the kernel does not have",
+                kernel,
+            )
+        loop = loops[lp.loop]
+        sched = scheduled_ops(loop.body.block)
+        if sorted(o.index for o in lp.ops) != list(range(len(sched))) or any(
+            sched[o.index].name != o.op for o in lp.ops
+        ):
+            listed = ", ".join(f"{o.index} {o.op}" for o in sorted(lp.ops, key=lambda o: o.index))
+            found = ", ".join(f"{n} {o.name}" for n, o in enumerate(sched))
+            raise loop_error(loop, lp, f"it lists [{listed}], the loop has [{found}]")
+        check_waits(loop, lp, arefs)
+
+
+def check_waits(loop: scf.ForOp, lp: LoopPlan, arefs: dict[SSAValue, int]) -> None:
+    """Each MMA whose slots the loop releases has one wait; it comes after the MMA and
+    before every op of its body that reads the result or releases the MMA's slots; its
+    `pending` leaves in flight only MMAs issued after it (and, in a loop run in body
+    order, the last L iterations' when its slots are released with lag L). A release lag
+    needs the loop in body order."""
+    body = loop.body.block
+    sched = scheduled_ops(body)
+    order = [sched[o.index] for o in lp.ops]
+    stage = {sched[o.index]: o.stage for o in lp.ops}
+    awaited = awaited_dots(body, arefs)
+    if not lp.in_body_order and any(awaited.values()):
+        raise loop_error(
+            loop,
+            lp,
+            "its MMAs are kept in flight across iterations (a release lag): only a "
+            "one-stage schedule in body order applies",
+        )
+    for w in lp.waits:
+        dot = sched[w.dot] if w.dot < len(sched) else None
+        if dot not in awaited:
+            raise loop_error(
+                loop, lp, f"it waits for op {w.dot}, which is not an MMA whose slots it releases"
+            )
+    for dot in awaited:
+        w = lp.wait(sched.index(dot))
+        if w is None:
+            raise loop_error(loop, lp, f"the MMA {_name(dot)} has no wait")
+        p = order.index(dot)
+        if w.at <= p:
+            raise loop_error(loop, lp, f"the wait of {_name(dot)} comes before the MMA")
+        early = next((x for x in order[p + 1 : w.at] if due(x, dot, stage, body)), None)
+        if early is not None:
+            raise loop_error(
+                loop, lp, f"{_name(early)} needs the MMA {_name(dot)} done before its wait"
+            )
+        allowed = sum(1 for x in order[p + 1 : w.at] if x in awaited) + awaited[dot]
+        if w.pending > allowed:
+            raise loop_error(
+                loop,
+                lp,
+                f"the wait of {_name(dot)} leaves {w.pending} wgmma groups in flight; at most "
+                f"{allowed} are issued after it",
+            )
+
+
+# -- stores ---------------------------------------------------------------------------------
+
+
+def check_stores(kernel: tile.KernelOp, parts: list[aref.PartitionOp], s: Schedule) -> None:
+    """Every consumer store has one entry and no entry names a store the kernel lacks; a
+    staged store's tile can be staged as its mode says, and the staging buffers fit after
+    the aref rings."""
+    consumers = [(p, r) for p, r in zip(parts, s.roles, strict=True) if r.role == "consumer"]
+    stores = [
+        (st, part, r.warp_groups)
+        for part, r in consumers
+        for st in part.walk()
+        if isinstance(st, tile.StoreOp)
+    ]
+    names = {st.ident for st, _, _ in stores}
+    for plan in s.stores:
+        if plan.name not in names:
+            raise CompileError(
+                f"plan: the schedule names store '{plan.name}', which the kernel does not have",
+                kernel,
+            )
+    layout = SmemPlan()
+    for create in [o for o in kernel.walk() if isinstance(o, aref.CreateOp)]:
+        t = create.result.type
+        assert isinstance(t, aref.ArefType)
+        a = s.aref(create.ident)
+        layout.aref(t, a.depth if a is not None else None)
+    # where the rings alone do not fit, lower-aref, which lays them out, says so
+    rings_fit = layout.fits()
+    for st, part, w in stores:
+        plan = s.store(st.ident)
+        if plan is None:
+            raise CompileError(f"plan: the schedule has no staging for store '{st.ident}'", st)
+        if not plan.staged:
+            continue
+        vt = st.value.type
+        assert isinstance(vt, TensorType)
+        why = _staging_problem(st, part, w, plan.mode, plan.buffers, s.persistent, layout.end)
+        if why is not None:
+            raise CompileError(f"tma-store: store '{st.ident}' cannot be staged {why}", st)
+        if plan.mode != "rings":
+            layout.tiles("staging", staging_ring_type(vt, plan.buffers))
+        if rings_fit and not layout.fits():
+            raise CompileError(
+                f"tma-store: the staging buffers of store '{st.ident}' end at byte "
+                f"{layout.end}, past the {layout.target.smem_per_block} bytes a CTA can have",
+                st,
+            )
+
+
+def _staging_problem(
+    st: tile.StoreOp,
+    part: aref.PartitionOp,
+    w: int,
+    mode: str,
+    buffers: int,
+    persistent: bool,
+    laid_out: int,
+) -> str | None:
+    vt = st.value.type
+    assert isinstance(vt, TensorType)
+    if not tma_storable(vt, w):
+        return (
+            "through shared memory: TMA stores take 16-bit 2-d tiles of whole 64-column "
+            f"chunks and m64 row blocks per warp group ({w} here)"
+        )
+    if mode == "chunks" and not chunk_ring_fits(vt, buffers):
+        return f"in chunks through {buffers} buffers: its chunk count is not a multiple of it"
+    if mode != "rings":
+        return None
+    if persistent or not store_after_loops(st, part):
+        return (
+            "in the aref rings: they are free for good only after the main loop of a "
+            "kernel that is not persistent"
+        )
+    if hopper.ring_bytes(hopper.smem_ring_type(vt, 1)) > laid_out:
+        return "in the aref rings: they are smaller than the tile"
+    return None
