@@ -21,7 +21,7 @@ sys.path.insert(0, str(ROOT))
 
 from tawac.diagnostics import CompileError  # noqa: E402
 from tawac.driver import compile_file  # noqa: E402
-from tawac.options import PipelineOptions  # noqa: E402
+from tawac.options import knob  # noqa: E402
 from tawac.params import substitute  # noqa: E402
 from tawac.runtime import load_kernel  # noqa: E402
 from tawac.runtime.runner import round_robin  # noqa: E402
@@ -99,7 +99,7 @@ def main() -> None:
         "--alt",
         default="",
         help="also time tawac compiled with these options and kernel parameters (A/B in "
-        "the same run), e.g. coarse_pipeline=0,stages=2 or BLOCK_N=160 (a parameter applies to "
+        "the same run), e.g. coarse-pipeline=0,stages=2 or BLOCK_N=160 (a parameter applies to "
         "the kernels that declare it)",
     )
     p.add_argument(
@@ -267,7 +267,7 @@ def _compiled(path: Path, **options):
     params = dict(options.pop("params", {}))
     declared = substitute(path.read_text(), str(path)).values
     params = {k: v for k, v in params.items() if k in declared}
-    r = compile_file(path, params=params, **{"planner": "heuristic", **options})
+    r = compile_file(path, params=params, **{"schedule": "heuristic", **options})
     return r.cubin, r.sidecar
 
 
@@ -294,21 +294,22 @@ def _tuned(folder: Path, name: str, b: int, h: int, s: int, d: int):
 
 
 def _options(text: str) -> dict[str, int | bool | str | dict]:
-    """`a=1,b=0,planner=solver,BLOCK_N=160` -> compile_file keyword arguments (booleans
-    for the on/off options, strings for the planner, kernel parameters in "params")."""
+    """`coarse-pipeline=0,schedule=solver,BLOCK_N=160` -> compile_file keyword arguments:
+    pipeline knobs (hyphens or underscores) by their type (`tawac.options.Knob.parse`:
+    booleans true, false, 1, 0), kernel parameters (upper case) in "params"."""
     out: dict[str, int | bool | str | dict] = {}
     for item in filter(None, text.split(",")):
         key, _, value = item.partition("=")
         if key.isupper():
             out.setdefault("params", {})[key] = int(value)  # type: ignore[index]
             continue
-        default = getattr(PipelineOptions(), key)
-        if isinstance(default, bool):
-            out[key] = bool(int(value))
-        elif isinstance(default, str):
-            out[key] = value
-        else:
-            out[key] = int(value)
+        k = knob(key)
+        if k is None:
+            raise SystemExit(f"--alt: '{key}' is neither a pipeline knob nor a kernel parameter")
+        try:
+            out[k.name] = k.parse(value)
+        except ValueError as e:
+            raise SystemExit(f"--alt {key}: {e}") from None
     return out
 
 

@@ -406,10 +406,18 @@ def parse_shapes(text: str) -> list[tuple[int, ...]]:
 
 
 def parse_opts(items: list[str]) -> dict:
-    """`key=value` compile options; values parsed as JSON when possible (ints, bools)."""
+    """`key=value` compile options: a pipeline knob (`mma-depth` or `mma_depth`) takes its
+    type's values (`tawac.options.Knob.parse`: `persistent=false`, `stages=4`); any other
+    key (a kernel parameter) a JSON value where it parses as one, else the text."""
+    from tawac.options import knob
+
     out = {}
     for item in items:
         key, _, value = item.partition("=")
+        k = knob(key)
+        if k is not None:
+            out[k.name] = k.parse(value)
+            continue
         try:
             out[key] = json.loads(value)
         except json.JSONDecodeError:
@@ -445,7 +453,7 @@ def tuned_kernel(path: Path, table: dict, shape, options: dict):
     if key not in _tuned:
         print(f"tuned {m}x{n}x{k}: params {params} options {opts}", file=sys.stderr)
         _tuned[key] = compile_tawac(
-            path, {**options, **opts, "planner": "heuristic", "params": params}
+            path, {**options, **opts, "schedule": "heuristic", "params": params}
         )
     return _tuned[key]
 
@@ -497,9 +505,9 @@ def main(argv: list[str] | None = None) -> int:
         "rounds": args.rounds,
     }
     options = parse_opts(args.opt)
-    kernels = {"tawac": compile_tawac(args.kernel, {**options, "planner": "heuristic"})}
+    kernels = {"tawac": compile_tawac(args.kernel, {**options, "schedule": "heuristic"})}
     if args.solver:
-        kernels["solver"] = compile_tawac(args.kernel, {**options, "planner": "solver"})
+        kernels["solver"] = compile_tawac(args.kernel, {**options, "schedule": "solver"})
     triton_mm: dict = {}
     if not args.no_triton:
         for name, make in (

@@ -181,7 +181,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         from tawac.driver import compile_file
 
-        art = compile_file(args.kernel, params=params or None, planner="heuristic", **options)
+        art = compile_file(args.kernel, params=params or None, schedule="heuristic", **options)
         kernel, sidecar = load_kernel(art.cubin, art.sidecar), art.sidecar
     except Exception as e:  # noqa: BLE001
         traceback.print_exc()

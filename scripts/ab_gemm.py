@@ -2,14 +2,15 @@
 round-robin in one process, so that the machine's drift (clocks, power, neighbours)
 falls on every variant alike.
 
-    python3 scripts/ab_gemm.py base stages=4 'stages=4,mma_depth=1' \\
+    python3 scripts/ab_gemm.py base stages=4 'stages=4,mma-depth=1' \\
         'BLOCK_M=256,BLOCK_N=128' --shapes 4096x4096x4096,8192x8192x8192 --rounds 5
 
 Each variant is a comma-separated list of `NAME=VALUE`: upper-case names are kernel
-parameters of examples/gemm.mlir (or --kernel), lower-case ones compile options
-(values as JSON: `cluster=2x1`, `persistent=false`); `base` is the default. The shapes
-go through benchmarks/bench_gemm.py's `bench_shape`: every variant is checked against a
-float32 reference, then all of them and cuBLAS are timed --rounds times round-robin.
+parameters of examples/gemm.mlir (or --kernel), lower-case ones pipeline knobs
+(`cluster=2x1`, `persistent=false`, `mma-depth=1`: tawac.options.KNOBS); `base` is the
+default. The shapes go through benchmarks/bench_gemm.py's `bench_shape`: every variant
+is checked against a float32 reference, then all of them and cuBLAS are timed --rounds
+times round-robin.
 The table gives each one's median TFLOP/s and, for the variants, the ratio to cuBLAS.
 """
 

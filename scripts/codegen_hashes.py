@@ -42,8 +42,8 @@ OPTION_SETS: dict[str, dict] = {
 
 #: Option sets run on the examples only (the solver takes seconds a kernel).
 EXAMPLE_OPTION_SETS: dict[str, dict] = {
-    "solver": {"planner": "solver"},
-    "solver-no-persistent": {"planner": "solver", "persistent": False},
+    "solver": {"schedule": "solver"},
+    "solver-no-persistent": {"schedule": "solver", "persistent": False},
 }
 
 

@@ -85,7 +85,7 @@ if [ "$part" = bench ] || [ "$part" = all ]; then
   python3 benchmarks/bench_gemm.py --solver --json "$logdir/bench.json" 2>&1 \
     | tee "$logdir/bench.log"
   rc=${PIPESTATUS[0]}
-  python3 benchmarks/bench_attention.py --alt planner=solver 2>&1 \
+  python3 benchmarks/bench_attention.py --alt schedule=solver 2>&1 \
     | tee "$logdir/bench-attention.log"
   rc_att=${PIPESTATUS[0]}
   [ "$rc" = 0 ] && rc=$rc_att

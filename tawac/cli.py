@@ -12,7 +12,7 @@ from rich.console import Console
 
 from tawac.diagnostics import CompileError
 from tawac.files import write_atomic
-from tawac.options import CLUSTERS, DEFAULT_TIME_LIMIT, PipelineOptions
+from tawac.options import DEFAULT_TIME_LIMIT, KNOBS, Knob, PipelineOptions, knob
 
 err = Console(stderr=True, highlight=False, soft_wrap=True, emoji=False)
 
@@ -83,74 +83,17 @@ def _write_both(out: Path, data: bytes | str, sidecar: dict) -> None:
         raise
 
 
-_DEFAULTS = PipelineOptions()
-
-_schedule = click.option(
-    "--schedule",
-    "planner",
-    type=click.Choice(["heuristic", "solver"]),
-    default=_DEFAULTS.planner,
-    show_default=True,
-    help="who decides the schedule: measured rules, or the constraint solver (Twill; "
-    "needs tawac[solver])",
-)
-
-_pipeline_options = [
-    _schedule,
-    click.option(
-        "--stages",
-        default=_DEFAULTS.stages,
-        show_default=True,
-        help="aref ring depth D (0: 3, or fewer when shared memory is short)",
-    ),
-    click.option(
-        "--mma-depth",
-        default=_DEFAULTS.mma_depth,
-        show_default=True,
-        help="wgmma groups in flight P (P < stages)",
-    ),
-    click.option(
-        "--persistent/--no-persistent",
-        default=_DEFAULTS.persistent,
-        show_default=True,
-        help="one CTA per SM looping over tiles (grouped order for L2)",
-    ),
-    click.option(
-        "--group-m", default=_DEFAULTS.group_m, show_default=True, help="tile-order group size"
-    ),
-    click.option(
-        "--tile-prefetch/--no-tile-prefetch",
-        default=_DEFAULTS.tile_prefetch,
-        show_default=True,
-        help="second slot for operands loaded once per tile (loads the next tile's early)",
-    ),
-    click.option(
-        "--coarse-pipeline/--no-coarse-pipeline",
-        default=_DEFAULTS.coarse_pipeline,
-        show_default=True,
-        help="defer a loop's accumulating MMA (attention's P V) under the next softmax",
-    ),
-    click.option(
-        "--pingpong/--no-pingpong",
-        default=_DEFAULTS.pingpong,
-        show_default=True,
-        help="consumer warp groups take turns issuing MMAs (loops with several MMAs)",
-    ),
-    click.option(
-        "--consumer-warp-groups",
-        default=_DEFAULTS.consumer_warp_groups,
-        show_default=True,
-        help="consumer warp groups (0: the most of 3, 2, 1 giving whole m64 blocks)",
-    ),
-    click.option(
-        "--cluster",
-        type=click.Choice(list(CLUSTERS)),
-        default=_DEFAULTS.cluster,
-        show_default=True,
-        help="thread block cluster over program ids (x, y): 2x1 pairs x = 2i, 2i+1, which "
-        "load the operands they share once, multicast to both (loops with equal trip counts)",
-    ),
-]
+def knob_flag(k: Knob, **overrides):
+    """The command-line flag of a pipeline knob: `--name VALUE` (a choice where the knob
+    lists its values), `--name/--no-name` for a boolean; the command receives it as the
+    keyword argument `k.name`. Ranges are checked by the compiler (one-line errors)."""
+    decls = [f"--{k.option}/--no-{k.option}" if k.type is bool else f"--{k.option}", k.name]
+    kwargs = {"default": k.default_value(), "show_default": True, "help": k.help}
+    if k.choices:
+        kwargs["type"] = click.Choice(k.choices)
+    elif k.type is not bool:
+        kwargs["type"] = k.type
+    return click.option(*decls, **{**kwargs, **overrides})
 
 
 _time_limit = click.option(
@@ -179,9 +122,10 @@ def _params(defines) -> dict[str, int]:
 
 
 def pipeline_options(fn):
-    """The pipeline knobs; commands receive them as keyword arguments of compile_file."""
-    for opt in reversed(_pipeline_options):
-        fn = opt(fn)
+    """A flag per pipeline knob (`tawac.options.KNOBS`), in table order; commands receive
+    them as keyword arguments of compile_file."""
+    for k in reversed(KNOBS):
+        fn = knob_flag(k)(fn)
     return fn
 
 
@@ -252,11 +196,10 @@ def compile(source, output, defines, ptxas, time_limit, verbose, **pipeline):
     help="pass pipeline, e.g. 'warp-specialize,pipeline{stages=3 mma-depth=1}'",
 )
 @click.option("--print-ir-after-all", is_flag=True, help="print the IR after every pass")
-@click.option(
-    "--schedule",
-    "planner",
-    type=click.Choice(["heuristic", "solver"]),
+@knob_flag(
+    knob("schedule"),
     default=None,
+    show_default=False,
     help="the planner of every 'plan' pass in the pipeline (default: as the pass says)",
 )
 @_time_limit
@@ -274,7 +217,9 @@ def compile(source, output, defines, ptxas, time_limit, verbose, **pipeline):
 )
 @_defines
 @_guard
-def opt(source, pipeline, print_ir_after_all, planner, time_limit, split_input_file, emit, defines):
+def opt(
+    source, pipeline, print_ir_after_all, schedule, time_limit, split_input_file, emit, defines
+):
     """Run passes over SOURCE ('-': standard input) and print the IR (for FileCheck
     tests).
 
@@ -287,11 +232,11 @@ def opt(source, pipeline, print_ir_after_all, planner, time_limit, split_input_f
 
     params = _params(defines)
     with TimeLimit(time_limit) as limit:
-        _opt(source, pipeline, print_ir_after_all, split_input_file, emit, limit, planner, params)
+        _opt(source, pipeline, print_ir_after_all, split_input_file, emit, limit, schedule, params)
 
 
 def _opt(
-    source, pipeline, print_ir_after_all, split_input_file, emit, limit, planner=None, params=None
+    source, pipeline, print_ir_after_all, split_input_file, emit, limit, schedule=None, params=None
 ):
     from xdsl.printer import Printer
 
@@ -318,7 +263,7 @@ def _opt(
                     click.echo()
 
             if pipeline:
-                run_pipeline(module, pipeline, callback=after, planner=planner)
+                run_pipeline(module, pipeline, callback=after, schedule=schedule)
             if emit == "ptx":
                 for pm in ptx_modules(module):
                     click.echo(print_module(pm), nl=False)
@@ -516,11 +461,10 @@ def cache_clear_command() -> None:
     type=click.FloatRange(min=0, min_open=True),
     help="milliseconds of timed runs per candidate and size",
 )
-@click.option(
-    "--schedule",
-    "planner",
-    type=click.Choice(["heuristic", "solver"]),
+@knob_flag(
+    knob("schedule"),
     default=None,
+    show_default=False,
     help="the planner of every candidate (default: $TAWAC_SCHEDULE, else heuristic)",
 )
 @click.option(
@@ -528,7 +472,7 @@ def cache_clear_command() -> None:
 )
 @_defines
 @_guard
-def tune(source, sizes, space, jobs, table, rep_ms, planner, compile_only, defines):
+def tune(source, sizes, space, jobs, table, rep_ms, schedule, compile_only, defines):
     """Find the fastest kernel parameters and pipeline options of SOURCE at each size:
     compile every candidate in parallel, check and time each on the GPU, write the best
     per size bucket to the tuning table.
@@ -549,7 +493,7 @@ def tune(source, sizes, space, jobs, table, rep_ms, planner, compile_only, defin
         table=table,
         rep_ms=rep_ms,
         compile_only=compile_only,
-        planner=planner,
+        schedule=schedule,
         defines=defines,
     )
 

@@ -139,16 +139,16 @@ def _stage(name: str) -> None:
         TimeLimit.active.stage = name
 
 
-def make_pipeline(spec: str, callback=None, planner: str | None = None) -> PassPipeline:
-    """The pipeline `spec` names; with `planner`, every `plan` pass uses that planner."""
+def make_pipeline(spec: str, callback=None, schedule: str | None = None) -> PassPipeline:
+    """The pipeline `spec` names; with `schedule`, every `plan` pass uses that planner."""
     try:
         pipeline = PassPipeline.parse_spec(PASSES, spec, callback)
     except Exception as e:  # malformed spec or unknown pass/option
         raise CompileError(f"invalid pass pipeline '{spec}': {e}") from None
-    if planner is None:
+    if schedule is None:
         return pipeline
     passes = tuple(
-        dataclasses.replace(p, planner=planner) if isinstance(p, PlanPass) else p
+        dataclasses.replace(p, schedule=schedule) if isinstance(p, PlanPass) else p
         for p in pipeline.passes
     )
     return dataclasses.replace(pipeline, passes=passes)
@@ -159,7 +159,7 @@ def run_pipeline(
     spec: str,
     ctx: Context | None = None,
     callback=None,
-    planner: str | None = None,
+    schedule: str | None = None,
 ) -> None:
     ctx = ctx if ctx is not None else make_context()
 
@@ -168,7 +168,7 @@ def run_pipeline(
         if callback is not None:
             callback(prev, op, nxt)
 
-    make_pipeline(spec, between, planner).apply(ctx, module)
+    make_pipeline(spec, between, schedule).apply(ctx, module)
     verify(module)
 
 

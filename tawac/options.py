@@ -1,10 +1,23 @@
-"""The knobs of `tawac compile`'s pass pipeline (no xDSL import: the CLI reads the
-defaults at start-up)."""
+"""The knobs of `tawac compile`'s pass pipeline, declared once in `KNOBS` (no xDSL import:
+the CLI reads the table at start-up).
+
+A knob has one name, spelled with underscores where it is a Python keyword
+(`PipelineOptions`, `compile_file`, `tawac.torch.kernel`, tuning tables) and with hyphens
+where it is the `plan` pass's option or a command-line flag:
+`consumer_warp_groups=2`, `plan{consumer-warp-groups=2}`, `--consumer-warp-groups 2`.
+From the table come `PipelineOptions` (its fields, `plan_spec`, the checks of each
+value), the `plan` pass's options (`tawac.passes.plan`), the flags of `tawac compile`,
+`run` and `explain` (`tawac.cli`) and the names `tawac tune --space` takes: a new knob is
+one more row, read by the planner from its `PipelineOptions`.
+"""
 
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass, field
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass, field, make_dataclass
+from typing import Any, ClassVar
 
 # Seconds one `tawac compile` (parse, verify, passes, ptxas) may take by default: a
 # kernel compiles in about a second and ptxas takes a few; an input that runs for
@@ -16,50 +29,211 @@ DEFAULT_TIME_LIMIT = 300.0
 #: switches every compilation to the solver without touching each call.
 SCHEDULE_ENV = "TAWAC_SCHEDULE"
 
-
-def default_planner() -> str:
-    return os.environ.get(SCHEDULE_ENV) or "heuristic"
-
-
 #: The thread block cluster shapes `--cluster` accepts: CTAs along program ids (x, y).
 CLUSTERS: dict[str, tuple[int, int]] = {"1x1": (1, 1), "2x1": (2, 1), "1x2": (1, 2)}
 
+#: The values a pipeline knob takes.
+Value = int | bool | str
+
+_INT = re.compile(r"[+-]?\d{1,12}\Z")
+_BOOLS = {"true": True, "1": True, "false": False, "0": False}
+
 
 @dataclass(frozen=True)
-class PipelineOptions:
-    """The knobs of the pass pipeline `tawac compile` runs (CLI flags, `compile_file`
-    keyword arguments); the defaults are the measured best (docs/perf.md)."""
+class Knob:
+    """One pipeline knob: a row of `KNOBS`."""
 
-    stages: int = 0
-    mma_depth: int = 0
-    consumer_warp_groups: int = 0
-    tma_store: bool = True
-    persistent: bool = True
-    group_m: int = 8
-    tile_prefetch: bool = True
-    pingpong: bool = False
-    coarse_pipeline: bool = True
-    cluster: str = "1x1"
+    name: str
+    """The Python name (underscores); with hyphens, the pass option and the flag."""
+    type: type
+    """int, bool (a `--name/--no-name` flag) or str."""
+    default: Value
+    """The value where none is given (of `plan{...}` always; of `PipelineOptions` and the
+    flags unless `env` is set)."""
+    help: str
+    """The flag's help text."""
+    where: str = "plan"
+    """The pass a bad value's error names (`cooperative-consumers: ...`)."""
+    min: int | None = None
+    max: int | None = None
+    choices: tuple[str, ...] = ()
+    """The values a str knob takes."""
+    env: str | None = None
+    """An environment variable that, set, replaces the default of `PipelineOptions` and the
+    command line's flag (not of `plan{...}`)."""
 
-    planner: str = field(default_factory=default_planner)
+    @property
+    def option(self) -> str:
+        """The pass option and flag word: `consumer-warp-groups`."""
+        return self.name.replace("_", "-")
+
+    def default_value(self) -> Value:
+        """The default of `PipelineOptions` and of the flag."""
+        if self.env is not None and os.environ.get(self.env):
+            return os.environ[self.env]
+        return self.default
+
+    def spell(self, value: Value) -> str:
+        """`value` as a pass option spells it (booleans lower case)."""
+        return str(value).lower() if isinstance(value, bool) else str(value)
+
+    def allowed(self) -> str:
+        """The values this knob takes, in words: `0..3`, `>= 1`, `one of 1x1, 2x1, 1x2`."""
+        if self.type is bool:
+            return "true or false"
+        if self.choices:
+            return f"one of {', '.join(self.choices)}"
+        if self.type is int:
+            if self.min is not None and self.max is not None:
+                return f"{self.min}..{self.max}"
+            if self.min is not None:
+                return f">= {self.min}"
+            if self.max is not None:
+                return f"<= {self.max}"
+            return "an integer"
+        return "a string"
+
+    def problem(self, value: object) -> str | None:
+        """What a value this knob takes must be, where `value` is not one (`an integer`,
+        `0..3`, `one of 1x1, 2x1, 1x2`); None where it is."""
+        kind = {int: "an integer", bool: "true or false", str: "a string"}[self.type]
+        if self.type is int:
+            if not isinstance(value, int) or isinstance(value, bool):
+                return kind
+            low = self.min is not None and value < self.min
+            high = self.max is not None and value > self.max
+            return self.allowed() if low or high else None
+        if not isinstance(value, self.type):
+            return kind
+        return self.allowed() if self.choices and value not in self.choices else None
+
+    def check(self, value: object) -> None:
+        """A CompileError (one line) unless this knob takes `value`."""
+        must = self.problem(value)
+        if must is None:
+            return
+        from tawac.diagnostics import CompileError
+
+        got = f"'{value}'" if isinstance(value, str) else self.spell(value)  # type: ignore[arg-type]
+        raise CompileError(f"{self.where}: {self.option} must be {must}, got {got}")
+
+    def parse(self, text: str) -> Value:
+        """A value written as text (`tawac tune --space`, the benchmarks' `NAME=VALUE`):
+        booleans true, false, 1 or 0, integers in decimal, choices in any case; ValueError
+        saying what was expected."""
+        word = text.strip().lower()
+        if self.type is bool:
+            if word not in _BOOLS:
+                raise ValueError(f"expected true, false, 1 or 0, got '{text}'")
+            return _BOOLS[word]
+        if self.type is int:
+            if _INT.match(word) is None:
+                raise ValueError(f"expected an integer, got '{text}'")
+            return int(word)
+        if self.choices and word not in self.choices:
+            raise ValueError(f"expected {', '.join(self.choices)}, got '{text}'")
+        return word if self.choices else text.strip()
+
+
+#: The pipeline knobs, in the order of `plan{...}` and of the flags. The defaults are the
+#: measured best (docs/perf.md); 0 lets the planner choose.
+KNOBS: tuple[Knob, ...] = (
+    Knob(
+        "schedule",
+        str,
+        "heuristic",
+        "who decides the schedule: measured rules, or the constraint solver (Twill; needs "
+        f"tawac[solver]); ${SCHEDULE_ENV} sets the default",
+        choices=("heuristic", "solver"),
+        env=SCHEDULE_ENV,
+    ),
+    Knob(
+        "stages",
+        int,
+        0,
+        "aref ring depth D (0: 3, or fewer when shared memory is short)",
+        where="pipeline",
+        min=0,
+    ),
+    Knob(
+        "mma_depth",
+        int,
+        0,
+        "wgmma groups in flight P (P < stages)",
+        where="pipeline",
+        min=0,
+    ),
+    Knob(
+        "consumer_warp_groups",
+        int,
+        0,
+        "consumer warp groups (0: the most of 3, 2, 1 giving whole m64 blocks)",
+        where="cooperative-consumers",
+        min=0,
+        max=3,  # HOPPER.max_consumer_warp_groups (tawac.target imports xDSL; a test checks)
+    ),
+    Knob(
+        "persistent",
+        bool,
+        True,
+        "one CTA per SM looping over tiles (grouped order for L2)",
+    ),
+    Knob("group_m", int, 8, "tile-order group size", where="persistent", min=1),
+    Knob(
+        "tile_prefetch",
+        bool,
+        True,
+        "second slot for operands loaded once per tile (loads the next tile's early)",
+    ),
+    Knob(
+        "coarse_pipeline",
+        bool,
+        True,
+        "defer a loop's accumulating MMA (attention's P V) under the next softmax",
+    ),
+    Knob(
+        "pingpong",
+        bool,
+        False,
+        "consumer warp groups take turns issuing MMAs (loops with several MMAs)",
+    ),
+    Knob(
+        "cluster",
+        str,
+        "1x1",
+        "thread block cluster over program ids (x, y): 2x1 pairs x = 2i, 2i+1, which load "
+        "the operands they share once, multicast to both (loops with equal trip counts)",
+        choices=tuple(CLUSTERS),
+    ),
+    Knob(
+        "tma_store",
+        bool,
+        True,
+        "epilogue stores of 16-bit tiles through shared memory and TMA bulk copies (else "
+        "one global store per element)",
+    ),
+)
+
+
+def knob(name: str) -> Knob | None:
+    """The knob called `name` (underscores or hyphens), or None."""
+    word = name.strip().replace("-", "_")
+    return next((k for k in KNOBS if k.name == word), None)
+
+
+class _Options:
+    """What `PipelineOptions` adds to its fields (one per knob of `knobs`)."""
+
+    knobs: ClassVar[tuple[Knob, ...]]
+
+    def check(self) -> None:
+        """A CompileError naming the first knob with a value it does not take."""
+        for k in self.knobs:
+            k.check(getattr(self, k.name))
 
     def plan_spec(self) -> str:
         """The `plan` pass with these options, in `tawac opt -p` syntax."""
-        args = {
-            "planner": self.planner,
-            "stages": self.stages,
-            "mma-depth": self.mma_depth,
-            "warp-groups": self.consumer_warp_groups,
-            "persistent": self.persistent,
-            "group-m": self.group_m,
-            "tile-prefetch": self.tile_prefetch,
-            "coarse-pipeline": self.coarse_pipeline,
-            "pingpong": self.pingpong,
-            "cluster": self.cluster,
-        }
-        text = " ".join(
-            f"{k}={str(v).lower() if isinstance(v, bool) else v}" for k, v in args.items()
-        )
+        text = " ".join(f"{k.option}={k.spell(getattr(self, k.name))}" for k in self.knobs)
         return f"plan{{{text}}}"
 
     def pipeline(self, start: str | None = None, stop: str | None = None) -> str:
@@ -76,7 +250,7 @@ class PipelineOptions:
             "cooperative-consumers",
             "lower-aref",
             "pingpong",
-            "tma-store" if self.tma_store else "",
+            "tma-store",
             "convert-to-ptx",
         ]
         names = [p.split("{")[0] for p in passes]
@@ -85,6 +259,34 @@ class PipelineOptions:
         return ",".join(p for p in passes[lo:hi] if p)
 
 
-def _spelled(v: object) -> str:
-    """A pass option's value as `-p` spells it (booleans lower case)."""
-    return str(v).lower() if isinstance(v, bool) else str(v)
+def knob_fields(knobs: Sequence[Knob], *, env: bool) -> list[tuple[str, type, Any]]:
+    """`make_dataclass` fields, one per knob, in table order, defaulting to each knob's
+    `default`; with `env`, a knob with an environment variable reads it at each
+    construction (`default_value`)."""
+    return [
+        (
+            k.name,
+            k.type,
+            field(default_factory=k.default_value) if env and k.env else field(default=k.default),
+        )
+        for k in knobs
+    ]
+
+
+def options_class(knobs: Sequence[Knob]) -> type:
+    """The frozen dataclass of `knobs`' values (`PipelineOptions` is the one of `KNOBS`)."""
+    cls = make_dataclass(
+        "PipelineOptions",
+        knob_fields(knobs, env=True),
+        bases=(_Options,),
+        frozen=True,
+        namespace={"knobs": tuple(knobs), "__module__": __name__},
+    )
+    cls.__doc__ = (
+        "The knobs of the pass pipeline `tawac compile` runs (CLI flags, `compile_file` "
+        "keyword arguments), one field per row of `tawac.options.KNOBS`."
+    )
+    return cls
+
+
+PipelineOptions = options_class(KNOBS)

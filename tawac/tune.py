@@ -5,8 +5,8 @@
 
 Three phases:
 
-1. The space: each `--space NAME=V1,V2,...` is one axis, a pipeline option (a
-   `PipelineOptions` field, `mma-depth` or `mma_depth`) or a kernel parameter (an upper-case
+1. The space: each `--space NAME=V1,V2,...` is one axis, a pipeline knob (a row of
+   `tawac.options.KNOBS`, `mma-depth` or `mma_depth`) or a kernel parameter (an upper-case
    name the kernel declares); the candidates are their cartesian product, first axis
    slowest.
 2. Compiling: the default configuration (no parameter or option set beyond `-D` and
@@ -49,7 +49,7 @@ from typing import Any
 from tawac import tuning
 from tawac.diagnostics import CompileError
 from tawac.files import write_atomic
-from tawac.options import CLUSTERS, PipelineOptions
+from tawac.options import KNOBS, knob
 from tawac.runtime.runner import parse_sizes, require_hopper
 from tawac.tuning import TABLE_FORMAT, bucket_of, load_table, source_sha256
 
@@ -57,15 +57,10 @@ from tawac.tuning import TABLE_FORMAT, bucket_of, load_table, source_sha256
 MAX_CANDIDATES = 512
 #: Relative error to the float32 reference above which a candidate is a wrong result.
 TOLERANCE = 2e-2
-PLANNERS = ("heuristic", "solver")
 
 #: Kernel parameter names, as tawac.params declares them.
 _PARAM_NAME = re.compile(r"[A-Z][A-Z0-9_]*\Z")
 _INT = re.compile(r"[+-]?\d{1,12}\Z")
-_BOOLS = {"true": True, "1": True, "false": False, "0": False}
-_OPTION_TYPES: dict[str, type] = {
-    f.name: type(getattr(PipelineOptions(), f.name)) for f in dataclasses.fields(PipelineOptions)
-}
 
 
 # --------------------------------------------------------------------------- the space
@@ -73,8 +68,8 @@ _OPTION_TYPES: dict[str, type] = {
 
 @dataclass(frozen=True)
 class Axis:
-    """One `--space`: a pipeline option (`name` is the PipelineOptions field) or a kernel
-    parameter, and the values to try."""
+    """One `--space`: a pipeline knob (`name` is its Python name) or a kernel parameter,
+    and the values to try."""
 
     name: str
     kind: str  # "option" or "param"
@@ -104,32 +99,10 @@ def _spelled(v: object) -> str:
     return str(v).lower() if isinstance(v, bool) else str(v)
 
 
-def _option_value(name: str, kind: type, text: str) -> Any:
-    """One value of a pipeline option, by the option's type."""
-    word = text.strip().lower()
-    if kind is bool:
-        if word not in _BOOLS:
-            raise CompileError(f"--space {name}: expected true, false, 1 or 0, got '{text}'")
-        return _BOOLS[word]
-    if kind is int:
-        if _INT.match(word) is None:
-            raise CompileError(f"--space {name}: expected an integer, got '{text}'")
-        return int(word)
-    if name == "planner":
-        if word not in PLANNERS:
-            raise CompileError(f"--space planner: expected {' or '.join(PLANNERS)}, got '{text}'")
-        return word
-    if name == "cluster":
-        if word not in CLUSTERS:
-            raise CompileError(f"--space cluster: expected {', '.join(CLUSTERS)}, got '{text}'")
-        return word
-    raise CompileError(f"--space {name}: an option of type {kind.__name__} cannot be tuned")
-
-
 def parse_space(items: Sequence[str]) -> list[Axis]:
     """The `--space NAME=V1,V2,...` options as axes, in the order given. A NAME that is a
-    pipeline option (dashes or underscores) takes that option's type (booleans: true,
-    false, 1, 0); any other is a kernel parameter (integers)."""
+    pipeline knob (hyphens or underscores) takes that knob's values (`Knob.parse`:
+    booleans true, false, 1, 0); any other is a kernel parameter (integers)."""
     axes: list[Axis] = []
     seen: set[str] = set()
     for item in items:
@@ -137,13 +110,13 @@ def parse_space(items: Sequence[str]) -> list[Axis]:
         name = name.strip()
         if not sep or not name:
             raise CompileError(f"--space expects NAME=V1,V2,..., got '{item}'")
-        field_name = name.replace("-", "_")
-        if field_name in _OPTION_TYPES:
-            kind, key = "option", field_name
+        option = knob(name)
+        if option is not None:
+            kind, key = "option", option.name
         elif _PARAM_NAME.match(name) is not None:
             kind, key = "param", name
         else:
-            options = ", ".join(n.replace("_", "-") for n in _OPTION_TYPES)
+            options = ", ".join(k.option for k in KNOBS)
             raise CompileError(
                 f"--space {name}: not a pipeline option ({options}) nor a kernel parameter "
                 "(parameter names are upper case: [A-Z][A-Z0-9_]*)"
@@ -156,8 +129,11 @@ def parse_space(items: Sequence[str]) -> list[Axis]:
             raise CompileError(f"--space {name}: no values")
         if any(not w for w in words):
             raise CompileError(f"--space {name}: empty value in '{text}'")
-        if kind == "option":
-            values = [_option_value(name, _OPTION_TYPES[key], w) for w in words]
+        if option is not None:
+            try:
+                values = [option.parse(w) for w in words]
+            except ValueError as e:
+                raise CompileError(f"--space {name}: {e}") from None
         else:
             if any(_INT.match(w) is None for w in words):
                 bad = next(w for w in words if _INT.match(w) is None)
@@ -751,8 +727,10 @@ def run_tune(
     err = err if err is not None else Console(stderr=True, highlight=False, emoji=False)
     base = dict(base_options or {})
     fixed = dict(base_params or {})
-    if "planner" in base and any(a.name == "planner" for a in axes):
-        raise CompileError("--schedule and --space planner=...: give one of them")
+    both = [knob(a.name) for a in axes if a.kind == "option" and a.name in base]
+    if both:
+        flag = both[0].option
+        raise CompileError(f"--{flag} and --space {flag}=...: give one of them")
     both = [a.name for a in axes if a.kind == "param" and a.name in fixed]
     if both:
         raise CompileError(f"-D {both[0]} and --space {both[0]}=...: give one of them")
@@ -867,7 +845,7 @@ def tune_command(
     table: str | None,
     rep_ms: float,
     compile_only: bool,
-    planner: str | None,
+    schedule: str | None,
     defines: Sequence[str] = (),
 ) -> TuneResult:
     """`tawac tune` from its command-line values (tawac/cli.py)."""
@@ -894,7 +872,7 @@ def tune_command(
         table_path=table,
         rep_ms=rep_ms,
         compile_only=compile_only,
-        base_options={"planner": planner} if planner is not None else {},
+        base_options={"schedule": schedule} if schedule is not None else {},
         base_params=fixed,
         out=out,
         err=err,

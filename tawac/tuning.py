@@ -24,6 +24,8 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from tawac.options import KNOBS, knob
+
 TABLE_FORMAT = 1
 TABLE_SUFFIX = ".tune.json"
 
@@ -83,6 +85,14 @@ def validate_table(table: Any, where: str = "tuning table") -> None:
         for key in ("params", "options"):
             if not isinstance(entry.get(key, {}), dict):
                 raise TuningTableError(f"{at}: {key!r} must be an object")
+        for name, value in entry.get("options", {}).items():
+            k = knob(name)
+            if k is None or k.name != name:
+                names = ", ".join(k.name for k in KNOBS)
+                raise TuningTableError(f"{at}: unknown option {name!r} (options: {names})")
+            must = k.problem(value)
+            if must is not None:
+                raise TuningTableError(f"{at}: option {name} must be {must}, got {value!r}")
 
 
 def load_table(path: str | os.PathLike) -> dict[str, Any]:

@@ -188,8 +188,8 @@ def test_key_follows_the_planner_environment(root, fake, tmp_path, monkeypatch):
     monkeypatch.setenv("TAWAC_SCHEDULE", "solver")
     solver = _key(tmp_path)
     assert solver != base
-    assert solver == _key(tmp_path, planner="solver")
-    assert fake.calls[-1]["planner"] == "solver"
+    assert solver == _key(tmp_path, schedule="solver")
+    assert fake.calls[-1]["schedule"] == "solver"
 
 
 def test_key_changes_with_the_ptxas_version(root, fake, tmp_path, monkeypatch):

@@ -33,13 +33,13 @@ def _kernel(example: str, passes: str = "warp-specialize") -> tile.KernelOp:
 
 def _plan(example: str, **options) -> tuple[tile.KernelOp, schedule.Schedule]:
     kernel = _kernel(example)
-    plan = solver.SolverPlanner().plan(kernel, PipelineOptions(planner="solver", **options))
+    plan = solver.SolverPlanner().plan(kernel, PipelineOptions(schedule="solver", **options))
     return kernel, plan
 
 
 def _propose(example: str, **options) -> tuple[tile.KernelOp, schedule.Schedule]:
     kernel = _kernel(example)
-    found = solver.SolverPlanner().propose(kernel, PipelineOptions(planner="solver", **options))
+    found = solver.SolverPlanner().propose(kernel, PipelineOptions(schedule="solver", **options))
     return kernel, found
 
 
@@ -266,7 +266,7 @@ def test_explain_timeline_of_the_solver_schedule():
     from tawac.explain import explain_module, timeline_svg
 
     info = explain_module(
-        parse_file(EXAMPLES / "attention_causal_d64.mlir"), PipelineOptions(planner="solver"), True
+        parse_file(EXAMPLES / "attention_causal_d64.mlir"), PipelineOptions(schedule="solver"), True
     )
     assert info["planner"] == "solver"
     assert info["solve"]["kept"] == "solver"
@@ -280,17 +280,17 @@ def test_schedule_environment_variable(monkeypatch):
     """TAWAC_SCHEDULE picks the default planner of compile, run, explain and
     compile_file; an explicit option wins."""
     monkeypatch.setenv("TAWAC_SCHEDULE", "solver")
-    assert PipelineOptions().planner == "solver"
-    assert PipelineOptions(planner="heuristic").planner == "heuristic"
-    assert "plan{planner=solver " in PipelineOptions().pipeline()
+    assert PipelineOptions().schedule == "solver"
+    assert PipelineOptions(schedule="heuristic").schedule == "heuristic"
+    assert "plan{schedule=solver " in PipelineOptions().pipeline()
     monkeypatch.setenv("TAWAC_SCHEDULE", "magic")
     kernel = _kernel("gemm.mlir")
     from tawac.schedule.planner import get_planner
 
     with pytest.raises(CompileError, match="unknown planner 'magic'"):
-        get_planner(PipelineOptions().planner).plan(kernel, PipelineOptions())
+        get_planner(PipelineOptions().schedule).plan(kernel, PipelineOptions())
     monkeypatch.delenv("TAWAC_SCHEDULE")
-    assert PipelineOptions().planner == "heuristic"
+    assert PipelineOptions().schedule == "heuristic"
 
 
 @pytest.mark.parametrize("path", sorted(EXAMPLES.glob("*.mlir")), ids=lambda p: p.name)
@@ -300,7 +300,7 @@ def test_every_example_assembles_under_the_solver(path):
     carried tiles within the budget)."""
     from tawac.driver import compile_file
 
-    res = compile_file(path, cubin=True, planner="solver")
+    res = compile_file(path, cubin=True, schedule="solver")
     report = res.ptxas_report
     assert res.cubin is not None and res.cubin[:4] == b"\x7fELF"
     assert "0 bytes spill stores, 0 bytes spill loads" in report, report

@@ -51,7 +51,7 @@ def fake_compile(source, params, options):
         "kernel_params": {"BLOCK_M": 128, "BLOCK_N": 256, **params},
         "pid": os.getpid(),
     }
-    key = json.dumps([params, {k: v for k, v in options.items() if k != "planner"}])
+    key = json.dumps([params, {k: v for k, v in options.items() if k != "schedule"}])
     return SimpleNamespace(cubin=b"\x7fELF", sidecar=sidecar, key=key, hit=False)
 
 
@@ -105,8 +105,8 @@ def test_space_values():
     assert axis == Axis("tma_store", "option", (True, False))
     (axis,) = tn.parse_space(["persistent=TRUE,0"])
     assert axis == Axis("persistent", "option", (True, False))
-    (axis,) = tn.parse_space(["planner=heuristic,SOLVER"])
-    assert axis == Axis("planner", "option", ("heuristic", "solver"))
+    (axis,) = tn.parse_space(["schedule=heuristic,SOLVER"])
+    assert axis == Axis("schedule", "option", ("heuristic", "solver"))
     (axis,) = tn.parse_space(["BLOCK_K= 32, -1 ,+64"])
     assert axis == Axis("BLOCK_K", "param", (32, -1, 64))
 
@@ -125,8 +125,8 @@ def test_space_values():
         (["stages=3,4,3"], "--space stages: value 3 given twice"),
         (["persistent=true,1"], "--space persistent: value true given twice"),
         (["persistent=yes"], "--space persistent: expected true, false, 1 or 0, got 'yes'"),
-        (["planner=greedy"], "--space planner: expected heuristic or solver, got 'greedy'"),
-        (["stage=3"], "--space stage: not a pipeline option (stages, mma-depth"),
+        (["schedule=greedy"], "--space schedule: expected heuristic, solver, got 'greedy'"),
+        (["stage=3"], "--space stage: not a pipeline option (schedule, stages, mma-depth"),
         (["block_n=64"], "parameter names are upper case"),
         (["stages=1234567890123"], "expected an integer"),
     ],
@@ -213,10 +213,10 @@ def test_compile_phase_base_options_in_process(tmp_path):
         [Candidate(), Candidate(options={"stages": 3})],
         jobs=1,
         compile_fn=compile_fn,
-        base_options={"planner": "solver"},
+        base_options={"schedule": "solver"},
     )
     assert all(c.ok for c in got)
-    assert seen == [{"planner": "solver"}, {"planner": "solver", "stages": 3}]
+    assert seen == [{"schedule": "solver"}, {"schedule": "solver", "stages": 3}]
 
 
 def test_undeclared_parameter_is_an_error():
@@ -378,7 +378,7 @@ def test_tune_picks_the_fastest_correct_candidate_per_size(tmp_path):
         [{"M": 1024, "N": 1024, "K": 64}, {"M": 2000, "N": 2048, "K": 64}],
         ["BLOCK_N=128,256", "stages=3,4"],
         measure_fn=fake_measure(TIMES, wrong={"BLOCK_N=128 stages=4"}, calls=calls),
-        base_options={"planner": "solver"},
+        base_options={"schedule": "solver"},
     )
     # BLOCK_N=256 stages=4 does not compile: never timed
     assert [c[1] for c in calls] == [[*TIMES]] * 2
@@ -392,7 +392,7 @@ def test_tune_picks_the_fastest_correct_candidate_per_size(tmp_path):
     assert e1["bucket"] == {"M": 1024, "N": 1024, "K": 64}
     assert e2["bucket"] == {"M": 2048, "N": 2048, "K": 64}
     assert e1["params"] == {"BLOCK_N": 128}
-    assert e1["options"] == {"planner": "solver", "stages": 3}
+    assert e1["options"] == {"schedule": "solver", "stages": 3}
     assert e1["time_ms"] == 1.2 and e1["tflops"] == pytest.approx(1 / 1.2)
     assert e1["device"] == "Fake H100"
     assert re.fullmatch(r"\d{4}-\d\d-\d\d", e1["date"])
@@ -470,8 +470,8 @@ def test_tune_when_nothing_compiles(tmp_path):
 def test_tune_without_sizes_or_with_both_planners(tmp_path):
     with pytest.raises(CompileError, match="at least one --size"):
         _tune(_source(tmp_path), [], ["stages=3"])
-    with pytest.raises(CompileError, match="--schedule and --space planner"):
-        _tune(_source(tmp_path), [{"M": 1}], ["planner=solver"], base_options={"planner": "x"})
+    with pytest.raises(CompileError, match="--schedule and --space schedule"):
+        _tune(_source(tmp_path), [{"M": 1}], ["schedule=solver"], base_options={"schedule": "x"})
 
 
 # --------------------------------------------------------------------------- the command line

@@ -228,7 +228,7 @@ class HeuristicPlanner:
         parts = [p for p in kernel.body.block.ops if isinstance(p, aref.PartitionOp)]
         if not parts:
             raise CompileError("plan: run warp-specialize first", kernel)
-        _check(options)
+        options.check()
         roles = register_budgets(
             [(p.role.data, self._warp_groups(p, options), p.regs.data) for p in parts]
         )
@@ -312,16 +312,6 @@ class HeuristicPlanner:
                 if found is not None:
                     plans.append(two_stage_plan(part.role.data, k, loop, *found))
         return plans
-
-
-def _check(options: PipelineOptions) -> None:
-    if options.stages < 0:
-        raise CompileError(f"pipeline: stages must be >= 1, got {options.stages}")
-    w = options.consumer_warp_groups
-    if w < 0 or w > HOPPER.max_consumer_warp_groups:
-        raise CompileError(f"cooperative-consumers: warp-groups must be 0..3, got {w}")
-    if options.group_m < 1:
-        raise CompileError(f"persistent: group-m must be >= 1, got {options.group_m}")
 
 
 PLANNERS: dict[str, Planner] = {"heuristic": HeuristicPlanner()}

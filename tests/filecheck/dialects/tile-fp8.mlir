@@ -2,7 +2,7 @@
 // mixed-format tile.dot (e4m3 x e5m2) and the lowering's view of them: hopper rings of
 // 1-byte elements and a hopper.wgmma reading both operands from shared memory.
 // RUN: tawac opt %s | tawac opt - | filecheck %s
-// RUN: tawac opt %s -p 'warp-specialize,plan{stages=2 warp-groups=1 persistent=false},pipeline,cooperative-consumers,lower-aref' | filecheck %s --check-prefix=LOWERED
+// RUN: tawac opt %s -p 'warp-specialize,plan{stages=2 consumer-warp-groups=1 persistent=false},pipeline,cooperative-consumers,lower-aref' | filecheck %s --check-prefix=LOWERED
 
 // CHECK-LABEL: tile.kernel @fp8(%a: !tile.tensor<?x?xf8E4M3FN, ["M", "K"]>, %b: !tile.tensor<?x?xf8E5M2, ["N", "K"]>, %c: !tile.tensor<?x?xbf16>, %s: f32) {
 // CHECK:         %x = tile.load %a[%m0, %k] : !tile.tensor<?x?xf8E4M3FN, ["M", "K"]> -> tensor<64x128xf8E4M3FN>

@@ -1,7 +1,7 @@
 // The passes on the attention kernel (examples/attention.mlir), the same ones as GEMM.
 // RUN: tawac opt %S/../../../examples/attention.mlir -p 'warp-specialize,plan{stages=2 mma-depth=0 persistent=false coarse-pipeline=false},pipeline' | filecheck %s --check-prefix=WS
-// RUN: tawac opt %S/../../../examples/attention.mlir -p 'warp-specialize,plan{stages=2 mma-depth=0 warp-groups=2 persistent=false coarse-pipeline=false},pipeline,cooperative-consumers,lower-aref' | filecheck %s --check-prefix=LOW
-// RUN: tawac opt %S/../../../examples/attention.mlir --emit ptx -p 'warp-specialize,plan{stages=2 mma-depth=0 warp-groups=2 coarse-pipeline=false},pipeline,persistent,cooperative-consumers,lower-aref,tma-store,convert-to-ptx' | filecheck %s --check-prefix=PTX
+// RUN: tawac opt %S/../../../examples/attention.mlir -p 'warp-specialize,plan{stages=2 mma-depth=0 consumer-warp-groups=2 persistent=false coarse-pipeline=false},pipeline,cooperative-consumers,lower-aref' | filecheck %s --check-prefix=LOW
+// RUN: tawac opt %S/../../../examples/attention.mlir --emit ptx -p 'warp-specialize,plan{stages=2 mma-depth=0 consumer-warp-groups=2 coarse-pipeline=false},pipeline,persistent,cooperative-consumers,lower-aref,tma-store,convert-to-ptx' | filecheck %s --check-prefix=PTX
 
 // warp-specialize: Q (loaded once), K and V (per key block) are TMA-able MMA operands.
 // K and V feed different dots, so each gets its own aref (and K's slot is released as

@@ -9,7 +9,7 @@
 // RUN: tawac opt %S/../../../examples/attention.mlir -p 'warp-specialize,plan{cluster=2x1}' | filecheck %s --check-prefix=PLAN
 // RUN: tawac opt %S/../../../examples/attention.mlir -p 'warp-specialize,plan{cluster=2x1 persistent=false},pipeline,coarse-pipeline,cooperative-consumers,lower-aref' | filecheck %s --check-prefix=AREF
 // RUN: tawac opt %S/../../../examples/attention.mlir --emit ptx -p 'warp-specialize,plan{cluster=2x1 persistent=false},pipeline,coarse-pipeline,cooperative-consumers,lower-aref,tma-store,convert-to-ptx' | filecheck %s --check-prefix=PTX
-// RUN: tawac opt %s -p 'warp-specialize,plan{stages=2 warp-groups=1 cluster=2x1}' | filecheck %s --check-prefix=DOTS
+// RUN: tawac opt %s -p 'warp-specialize,plan{stages=2 consumer-warp-groups=1 cluster=2x1}' | filecheck %s --check-prefix=DOTS
 
 // PLAN: arefs = [depth 2, depth 2 multicast [0], depth 2 multicast [0]], loops = [consumer 0: {{.*}}, cluster = [2, 1], tiles = grouped 8,
 

@@ -2,7 +2,7 @@
 // per m64 block (r and r+8): it folds its registers of a row, then exchanges with the
 // other three lanes of its quad (butterfly masks 1 and 2); the row vector stays in
 // registers and is broadcast back for free. exp2 becomes ex2.approx.
-// RUN: tawac opt %S/../../data/row_softmax.mlir --emit ptx -p 'warp-specialize,plan{stages=2 mma-depth=0 warp-groups=2 persistent=false coarse-pipeline=false},pipeline,cooperative-consumers,lower-aref,convert-to-ptx' | filecheck %s
+// RUN: tawac opt %S/../../data/row_softmax.mlir --emit ptx -p 'warp-specialize,plan{stages=2 mma-depth=0 consumer-warp-groups=2 persistent=false coarse-pipeline=false},pipeline,cooperative-consumers,lower-aref,convert-to-ptx' | filecheck %s
 
 // CHECK-LABEL: .visible .entry row_softmax(
 // CHECK: max.f32 [[M0:%f[0-9]+]], %f{{[0-9]+}}, %f{{[0-9]+}};

@@ -2,9 +2,9 @@
 // Structure: thread 0 initialises the barriers (3 full with 1 arrival, 3 empty with 8),
 // bar.sync 0, then warp group 0 is the producer (setmaxnreg.dec 24, one thread issues
 // the TMA copies) and warp groups 1-2 the consumers (setmaxnreg.inc 240, wgmma).
-// RUN: tawac opt %s --emit ptx -p 'warp-specialize,plan{stages=3 mma-depth=1 warp-groups=2 persistent=false coarse-pipeline=false},pipeline,cooperative-consumers,lower-aref,convert-to-ptx' | filecheck %s
-// RUN: tawac opt %s --emit ptx -p 'warp-specialize,plan{stages=3 mma-depth=0 warp-groups=2 persistent=false coarse-pipeline=false},pipeline,cooperative-consumers,lower-aref,convert-to-ptx' | filecheck %s --check-prefix=DEPTH0
-// RUN: tawac opt %s --emit ptx -p 'warp-specialize,plan{stages=3 mma-depth=1 warp-groups=2 persistent=false coarse-pipeline=false},pipeline,cooperative-consumers,lower-aref,tma-store,convert-to-ptx' | filecheck %s --check-prefix=TMA-STORE
+// RUN: tawac opt %s --emit ptx -p 'warp-specialize,plan{stages=3 mma-depth=1 consumer-warp-groups=2 persistent=false coarse-pipeline=false},pipeline,cooperative-consumers,lower-aref,convert-to-ptx' | filecheck %s
+// RUN: tawac opt %s --emit ptx -p 'warp-specialize,plan{stages=3 mma-depth=0 consumer-warp-groups=2 persistent=false coarse-pipeline=false},pipeline,cooperative-consumers,lower-aref,convert-to-ptx' | filecheck %s --check-prefix=DEPTH0
+// RUN: tawac opt %s --emit ptx -p 'warp-specialize,plan{stages=3 mma-depth=1 consumer-warp-groups=2 persistent=false coarse-pipeline=false},pipeline,cooperative-consumers,lower-aref,tma-store,convert-to-ptx' | filecheck %s --check-prefix=TMA-STORE
 
 // CHECK:      .version 8.0
 // CHECK-NEXT: .target sm_90a

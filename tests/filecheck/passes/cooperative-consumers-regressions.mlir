@@ -1,6 +1,6 @@
 // Regressions (issue 7) of cooperative-consumers' automatic choice of consumer warp groups.
-// RUN: not tawac opt --split-input-file -p 'plan{warp-groups=0 persistent=false coarse-pipeline=false},cooperative-consumers' %s 2>&1 | filecheck %s --check-prefix=AUTO
-// RUN: not tawac opt --split-input-file -p 'plan{warp-groups=3 persistent=false coarse-pipeline=false},cooperative-consumers' %s 2>&1 | filecheck %s --check-prefix=W3
+// RUN: not tawac opt --split-input-file -p 'plan{consumer-warp-groups=0 persistent=false coarse-pipeline=false},cooperative-consumers' %s 2>&1 | filecheck %s --check-prefix=AUTO
+// RUN: not tawac opt --split-input-file -p 'plan{consumer-warp-groups=3 persistent=false coarse-pipeline=false},cooperative-consumers' %s 2>&1 | filecheck %s --check-prefix=W3
 
 // A 96-row MMA tile crashed the automatic choice (StopIteration): no count of warp groups
 // gives whole m64 blocks, and one wgmma covers 64 rows.

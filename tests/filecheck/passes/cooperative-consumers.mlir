@@ -1,11 +1,11 @@
-// cooperative-consumers{warp-groups=W}: the consumer partition gets W warp groups, each
+// plan{consumer-warp-groups=W},cooperative-consumers: the consumer partition gets W warp groups, each
 // owning a row slice of every MMA tile (m64 blocks); 0 picks 2 for tiles with a multiple
 // of 128 rows and 1 otherwise.  The producer is left alone.
-// RUN: not tawac opt --split-input-file -p 'plan{warp-groups=2 persistent=false coarse-pipeline=false},cooperative-consumers' %s 2>&1 | filecheck %s --check-prefix=W2
-// RUN: tawac opt --split-input-file -p 'plan{warp-groups=0 persistent=false coarse-pipeline=false},cooperative-consumers' %s | filecheck %s --check-prefix=AUTO
-// RUN: not tawac opt -p 'plan{warp-groups=4 persistent=false coarse-pipeline=false},cooperative-consumers' %s 2>&1 | filecheck %s --check-prefix=RANGE
+// RUN: not tawac opt --split-input-file -p 'plan{consumer-warp-groups=2 persistent=false coarse-pipeline=false},cooperative-consumers' %s 2>&1 | filecheck %s --check-prefix=W2
+// RUN: tawac opt --split-input-file -p 'plan{consumer-warp-groups=0 persistent=false coarse-pipeline=false},cooperative-consumers' %s | filecheck %s --check-prefix=AUTO
+// RUN: not tawac opt -p 'plan{consumer-warp-groups=4 persistent=false coarse-pipeline=false},cooperative-consumers' %s 2>&1 | filecheck %s --check-prefix=RANGE
 
-// RANGE: error: cooperative-consumers: warp-groups must be 0..3, got 4
+// RANGE: error: cooperative-consumers: consumer-warp-groups must be 0..3, got 4
 
 // W2-LABEL: tile.kernel @rows128(
 // W2:         aref.partition producer warp_groups 1 regs 24 {

@@ -5,9 +5,9 @@
 // slot into the accumulator layout's registers), convert-to-ptx a cp.async.bulk.tensor
 // and ld.shared per pair of columns.
 // RUN: tawac opt --split-input-file -p warp-specialize %s | filecheck %s --check-prefix=WS
-// RUN: tawac opt --split-input-file -p 'warp-specialize,plan{stages=2 warp-groups=2 persistent=false coarse-pipeline=false},pipeline,cooperative-consumers,lower-aref' %s | filecheck %s --check-prefix=LA
-// RUN: tawac opt --split-input-file --emit ptx -p 'warp-specialize,plan{stages=2 warp-groups=2 persistent=false coarse-pipeline=false},pipeline,cooperative-consumers,lower-aref,tma-store,convert-to-ptx' %s | filecheck %s --check-prefix=PTX
-// RUN: tawac opt --split-input-file -p 'warp-specialize,plan{warp-groups=2 persistent=true tile-prefetch=true}' %s | filecheck %s --check-prefix=PLAN
+// RUN: tawac opt --split-input-file -p 'warp-specialize,plan{stages=2 consumer-warp-groups=2 persistent=false coarse-pipeline=false},pipeline,cooperative-consumers,lower-aref' %s | filecheck %s --check-prefix=LA
+// RUN: tawac opt --split-input-file --emit ptx -p 'warp-specialize,plan{stages=2 consumer-warp-groups=2 persistent=false coarse-pipeline=false},pipeline,cooperative-consumers,lower-aref,tma-store,convert-to-ptx' %s | filecheck %s --check-prefix=PTX
+// RUN: tawac opt --split-input-file -p 'warp-specialize,plan{consumer-warp-groups=2 persistent=true tile-prefetch=true}' %s | filecheck %s --check-prefix=PLAN
 
 // WS-LABEL: tile.kernel @residual(
 // WS-NEXT:    %[[AB:.*]] = aref.create "{{[a-z0-9_]+}}" : !aref.aref<[tensor<128x64xbf16>, tensor<128x64xbf16>], 1>

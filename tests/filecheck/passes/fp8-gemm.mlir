@@ -3,7 +3,7 @@
 // operands. A 128-byte swizzle row holds 128 fp8 elements: BLOCK_K = 128 is one TMA box
 // per tile and four k32 steps of 32 bytes (descriptor start address + 2, 4, 6 in units
 // of 16 bytes).
-// RUN: tawac opt %s --split-input-file --emit ptx -p 'warp-specialize,plan{stages=3 warp-groups=2 persistent=false},pipeline,persistent,coarse-pipeline,cooperative-consumers,lower-aref,tma-store,convert-to-ptx' | filecheck %s
+// RUN: tawac opt %s --split-input-file --emit ptx -p 'warp-specialize,plan{stages=3 consumer-warp-groups=2 persistent=false},pipeline,persistent,coarse-pipeline,cooperative-consumers,lower-aref,tma-store,convert-to-ptx' | filecheck %s
 
 // e4m3 x e4m3, 128x256x128 tiles, two consumer warp groups of one m64 block each.
 // CHECK-LABEL: .visible .entry fp8_e4m3(

@@ -6,7 +6,7 @@
 // wgmma and arrivals.  The register budgets (applied from the schedule by
 // cooperative-consumers) are checked against the register file.
 // RUN: tawac opt --split-input-file -p lower-aref %s | filecheck %s
-// RUN: not tawac opt --split-input-file -p 'plan{stages=5 mma-depth=0 warp-groups=1 persistent=false coarse-pipeline=false},pipeline,lower-aref' %s 2>&1 | filecheck %s --check-prefix=BUDGET
+// RUN: not tawac opt --split-input-file -p 'plan{stages=5 mma-depth=0 consumer-warp-groups=1 persistent=false coarse-pipeline=false},pipeline,lower-aref' %s 2>&1 | filecheck %s --check-prefix=BUDGET
 
 // Five stages of 128x64 + 256x64 bf16 tiles need 5 x 49152 + 5 x 16 bytes.
 

@@ -1,9 +1,9 @@
 // The solver planner (Twill) on the attention and GEMM examples: the schedule it
 // records is the decision; FileCheck checks its structure, not every number.
-// RUN: tawac opt %S/../../../examples/attention_causal_d64.mlir -p 'warp-specialize,plan{planner=solver}' | filecheck %s --check-prefix=CAUSAL
+// RUN: tawac opt %S/../../../examples/attention_causal_d64.mlir -p 'warp-specialize,plan{schedule=solver}' | filecheck %s --check-prefix=CAUSAL
 // RUN: tawac opt %S/../../../examples/attention_causal_d64.mlir -p 'warp-specialize,plan' --schedule solver | filecheck %s --check-prefix=CAUSAL
-// RUN: tawac opt %S/../../../examples/attention.mlir -p 'warp-specialize,plan{planner=solver}' | filecheck %s --check-prefix=ATTN
-// RUN: tawac opt %S/../../../examples/gemm.mlir -p 'warp-specialize,plan{planner=solver}' | filecheck %s --check-prefix=GEMM
+// RUN: tawac opt %S/../../../examples/attention.mlir -p 'warp-specialize,plan{schedule=solver}' | filecheck %s --check-prefix=ATTN
+// RUN: tawac opt %S/../../../examples/gemm.mlir -p 'warp-specialize,plan{schedule=solver}' | filecheck %s --check-prefix=GEMM
 
 // Causal attention at d64 (128-query blocks): the solver's schedule is kept (the
 // timeline model simulates it faster than the heuristic's): an optimal interval, two

@@ -3,7 +3,7 @@
 // RUN: not tawac opt %s -p 'warp-specialize,persistent' 2>&1 | filecheck %s --check-prefix=PERS
 // RUN: not tawac opt %s -p 'warp-specialize,cooperative-consumers' 2>&1 | filecheck %s --check-prefix=COOP
 // RUN: not tawac opt %s -p 'warp-specialize,lower-aref' 2>&1 | filecheck %s --check-prefix=AREF
-// RUN: not tawac opt %s -p 'warp-specialize,plan{planner=magic}' 2>&1 | filecheck %s --check-prefix=PLANNER
+// RUN: not tawac opt %s -p 'warp-specialize,plan{schedule=magic}' 2>&1 | filecheck %s --check-prefix=PLANNER
 
 // PIPE: schedule-missing.mlir:[[# @LINE + 6]]:1: error: pipeline: the kernel has no #tawac.schedule; run the 'plan' pass first (or write the schedule on the kernel)
 // PERS: schedule-missing.mlir:[[# @LINE + 5]]:1: error: persistent: the kernel has no #tawac.schedule

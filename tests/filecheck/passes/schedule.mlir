@@ -5,11 +5,11 @@
 // RUN: tawac opt %s -p 'warp-specialize,plan{stages=2 mma-depth=0 coarse-pipeline=false},pipeline,persistent' | filecheck %s --check-prefix=PERS
 // RUN: tawac opt %s -p 'warp-specialize,plan{stages=2 group-m=4},pipeline,persistent' | filecheck %s --check-prefix=GROUP4
 // RUN: tawac opt %s -p 'warp-specialize,plan{persistent=false},pipeline,persistent' | filecheck %s --check-prefix=PLAIN
-// RUN: tawac opt %s -p 'warp-specialize,plan{stages=3 mma-depth=0 warp-groups=1 persistent=false coarse-pipeline=false},pipeline,cooperative-consumers' | filecheck %s --check-prefix=ROLES
-// RUN: tawac opt %s -p 'warp-specialize,plan{stages=3 mma-depth=0 warp-groups=2 persistent=false coarse-pipeline=false},pipeline,cooperative-consumers,lower-aref' | filecheck %s --check-prefix=AREF
-// RUN: tawac opt %s -p 'warp-specialize,plan{stages=3 mma-depth=0 warp-groups=2 persistent=false coarse-pipeline=false},pipeline,cooperative-consumers,lower-aref,tma-store' | filecheck %s --check-prefix=STORE
-// RUN: tawac opt %s -p 'warp-specialize,plan{stages=4 mma-depth=0 warp-groups=2 coarse-pipeline=false},pipeline,persistent,cooperative-consumers,lower-aref,tma-store' | filecheck %s --check-prefix=CHUNKS
-// RUN: tawac opt %s --emit ptx -p 'warp-specialize,plan{stages=4 mma-depth=0 warp-groups=2 coarse-pipeline=false},pipeline,persistent,cooperative-consumers,lower-aref,tma-store,convert-to-ptx' | filecheck %s --check-prefix=CHUNKS-PTX
+// RUN: tawac opt %s -p 'warp-specialize,plan{stages=3 mma-depth=0 consumer-warp-groups=1 persistent=false coarse-pipeline=false},pipeline,cooperative-consumers' | filecheck %s --check-prefix=ROLES
+// RUN: tawac opt %s -p 'warp-specialize,plan{stages=3 mma-depth=0 consumer-warp-groups=2 persistent=false coarse-pipeline=false},pipeline,cooperative-consumers,lower-aref' | filecheck %s --check-prefix=AREF
+// RUN: tawac opt %s -p 'warp-specialize,plan{stages=3 mma-depth=0 consumer-warp-groups=2 persistent=false coarse-pipeline=false},pipeline,cooperative-consumers,lower-aref,tma-store' | filecheck %s --check-prefix=STORE
+// RUN: tawac opt %s -p 'warp-specialize,plan{stages=4 mma-depth=0 consumer-warp-groups=2 coarse-pipeline=false},pipeline,persistent,cooperative-consumers,lower-aref,tma-store' | filecheck %s --check-prefix=CHUNKS
+// RUN: tawac opt %s --emit ptx -p 'warp-specialize,plan{stages=4 mma-depth=0 consumer-warp-groups=2 coarse-pipeline=false},pipeline,persistent,cooperative-consumers,lower-aref,tma-store,convert-to-ptx' | filecheck %s --check-prefix=CHUNKS-PTX
 
 // The default plan of a 128x256 GEMM: two consumer warp groups at 240 registers, a
 // 3-slot ring released at once, no loop schedule (one MMA: nothing to overlap), a
