@@ -1,7 +1,7 @@
 """Schedule decisions as data: the kernel's `#tawac.schedule` (`of`, `update`), the
 planners that decide it (`planner`), the loop structure both read (`loops`), the
-steady state of the main loops as timeline lanes (`model`) and the
-shared-memory plan (`smem`)."""
+steady state of the main loops as timeline lanes (`model`), the simulator that runs them
+on the cost model (`simulate`, on `cost`) and the shared-memory plan (`smem`)."""
 
 from __future__ import annotations
 

@@ -36,7 +36,7 @@ turns) and replaces the rest:
    a kernel compiles the same schedule every time, and solves once.
 3. The answer with the smallest interval wins; the heuristic's warp-group count unless
    another is faster by more than `MARGIN`.
-4. Arbitration (`_arbitrate`): the timeline model (`tawac.timeline.simulate`, warp groups
+4. Arbitration (`_arbitrate`): the timeline model (`tawac.schedule.simulate`, warp groups
    running free and sharing the units) simulates the solver's schedule and the
    heuristic's; the kernel gets the heuristic's (recorded as `kept heuristic`) unless
    the solver's is faster by more than `MARGIN`. Neither model alone predicted the
@@ -73,9 +73,9 @@ from tawac.schedule.planner import (
     register_problem,
     releasing_dots,
 )
+from tawac.schedule.simulate import simulate
 from tawac.schedule.smem import kernel_plan
 from tawac.target import HOPPER
-from tawac.timeline import simulate
 
 #: Seconds the solver may take per kernel (both steps, every warp-group count).
 TIME_LIMIT = 30.0
