@@ -239,7 +239,7 @@ class _Machine:
     waits: list[Wait] = field(default_factory=list)
 
     @staticmethod
-    def start(lanes: tuple[Lane, ...], iterations: int) -> _Machine:
+    def initial(lanes: tuple[Lane, ...], iterations: int) -> _Machine:
         """Every lane at the start of its first trip, every unit free at time 0."""
         return _Machine(
             lanes=lanes,
@@ -448,7 +448,7 @@ def simulate(lanes: list[Lane] | tuple[Lane, ...], iterations: int = 24) -> Time
         raise ValueError("no lanes to simulate")
     if iterations < 2:
         raise ValueError("simulate needs at least 2 iterations")
-    m = _Machine.start(lanes, iterations)
+    m = _Machine.initial(lanes, iterations)
     total = m.total
     while len(m.runs) < total:
         n = _next(m)
