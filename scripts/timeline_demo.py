@@ -11,7 +11,8 @@ from __future__ import annotations
 
 import argparse
 
-from tawac.timeline import Dep, Lane, Step, render_svg, simulate, write_png
+from tawac.schedule.simulate import Dep, Lane, Step, simulate
+from tawac.timeline import render_svg, write_png
 
 DEPTH = 2  # aref ring slots
 

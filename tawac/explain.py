@@ -6,7 +6,8 @@ groups, register budgets, per aref its depth and release lag, the loop schedules
 tile order and grid), the IR it refers to (aref payloads, the ops of each main loop),
 and the shared-memory allocations after lowering (the plan of `tawac.schedule.smem`).
 With `timeline`, also the steady state of the main loops: `tawac.schedule.model` turns the
-schedule and the target model's costs into `tawac.timeline` lanes, simulated and drawn.
+schedule and the target model's costs into the simulator's lanes
+(`tawac.schedule.simulate`), drawn by `tawac.timeline`.
 """
 
 from __future__ import annotations
@@ -26,8 +27,9 @@ from tawac.driver import run_pipeline
 from tawac.options import PipelineOptions
 from tawac.schedule import loop_plan
 from tawac.schedule.model import loop_lanes
+from tawac.schedule.simulate import Dep, Lane, Step, simulate
 from tawac.target import HOPPER
-from tawac.timeline import Dep, Lane, Step, render_svg, simulate
+from tawac.timeline import render_svg
 
 #: Iterations the timeline simulates (the picture shows 3 of its steady state).
 TIMELINE_ITERATIONS = 24

@@ -1,358 +1,21 @@
-"""A steady-state timeline of a warp-specialized loop: simulator and SVG Gantt chart.
+"""The SVG Gantt chart of a simulated steady state (`tawac.schedule.simulate.Timeline`).
 
-Independent of the IR: a loop is a few `Lane`s (the producer, each consumer warp group),
-each a list of `Step`s in issue order, with `Dep`s between steps (an aref's full and empty
-barriers, a result awaited, a loop-carried value). `simulate` runs every lane's body for a
-number of iterations on one SM's units and records what ran when and why a lane waited;
-`render_svg` draws it: one lane per warp group, one per unit, bars labelled with their
-iteration, waits hatched, the initiation interval and the units' utilisation in the caption.
-
-Simulation rules (all times in cycles, floats):
-
-- Every lane issues in order. A lane runs its body `iterations + max stage` times (trips);
-  a step of stage `s` runs in trip `i` on iteration `i - s` when `0 <= i - s < iterations`
-  (software pipelining: the prologue and epilogue trips run only the stages that have work).
-- A step starts when (1) its lane has finished issuing the step before it (that step's start
-  + `issue`), (2) each dep is ready: the awaited step, on iteration `j - distance` (`j` the
-  iteration this step works on), started + its `latency` ago; deps on iterations below 0 are
-  ready at time 0, and (3) its unit is free: "tensor", "tma", "mufu", "fma" and "shfl" are per
-  SM, shared by all lanes, busy from a step's start for its `occupancy`; "sync" and "alu" are
-  never contended.
-- Among the lanes' next steps, the one that can start earliest goes first; on a tie, the
-  one that has waited longest (then lane order): each unit serves its requests first come,
-  first served, and two lanes sharing a unit take turns.
-- A lane that cannot start its next step as soon as it is free waits: first for the latest
-  dep (a wait labelled with the dep's label; an aref wait when the label names a full or
-  empty barrier or an aref), then for the unit (labelled "<unit> busy").
-- The initiation interval (II) is the average distance between the starts of consecutive
-  iterations over the last half of the run (rounded down to a multiple of 12 iterations when
-  the run is long enough, so periodic patterns of period 1, 2, 3, 4 or 6 average exactly);
-  the kernel's II is the slowest lane's. Utilisation: each unit's busy time over that window.
+`render_svg` draws one lane per warp group and one per contended unit: warp groups' bars
+labelled with their iteration, stalls hatched by kind, asynchronous ops' in-flight lines,
+units' busy bars shaded by the issuing warp group; above them the title, the caption (the
+initiation interval, the units' utilisation, each lane's waiting share) and the
+reference lane's iteration starts; below, the time axis and the legend. Each part is its
+own function on one `_Chart` (the window, the scale and the vertical layout).
+`write_png` renders the SVG to a PNG (optional `cairosvg`).
 """
 
 from __future__ import annotations
 
 import math
-import re
 import xml.etree.ElementTree as ET
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
-#: Units per SM that lanes contend for, in drawing order.
-CONTENDED = ("tensor", "tma", "mufu", "fma", "shfl")
-#: Every unit a step may name.
-UNITS = (*CONTENDED, "sync", "alu")
-
-_AREF_WAIT = re.compile(r"\b(full|empty)\b|aref", re.IGNORECASE)
-_PERIOD = 12  # the steady window spans a multiple of this many iterations when it can
-
-
-@dataclass(frozen=True)
-class Dep:
-    """A step waits for step `step` of lane `lane` ("" = its own lane) on the iteration
-    `distance` iterations back (0: the same iteration). `label` names the wait in the
-    picture ("full aref1", "empty aref0", "S ready")."""
-
-    lane: str
-    step: int
-    distance: int = 0
-    label: str = ""
-    ring: int | None = None
-    """For an empty-barrier wait: the ring (aref index) whose depth sets `distance`."""
-
-
-@dataclass(frozen=True)
-class Step:
-    """One op of a loop body: its unit and costs (cycles; `tawac.schedule.cost.OpCost`'s
-    fields), what it waits for, and its software-pipeline stage (in trip `i` it works on
-    iteration `i - stage`)."""
-
-    label: str
-    unit: str
-    issue: float
-    occupancy: float
-    latency: float
-    deps: tuple[Dep, ...] = ()
-    stage: int = 0
-    source: int = -1
-    """The number of the loop body's scheduled op this step is (a part of); -1: none."""
-
-
-@dataclass(frozen=True)
-class Lane:
-    """One issuing warp group (or set of them acting as one): `name` ("producer",
-    "consumer wg0"), `role` ("producer", "consumer"), and its loop body in issue order."""
-
-    name: str
-    role: str
-    steps: tuple[Step, ...]
-
-
-@dataclass(frozen=True)
-class Run:
-    """One executed step: on `iteration`, in the lane's trip `trip`. The lane issues it
-    over [start, issue_end]; its unit is busy over [unit_start, unit_end]; its result is
-    usable from `ready`."""
-
-    lane: str
-    step: int
-    label: str
-    unit: str
-    iteration: int
-    trip: int
-    start: float
-    issue_end: float
-    unit_start: float
-    unit_end: float
-    ready: float
-
-
-@dataclass(frozen=True)
-class Wait:
-    """A stall of `lane` over [start, end] before it could start step `step` of
-    `iteration`. `kind`: "aref" (a full or empty barrier), "dep" (another result) or
-    "unit" (the unit was busy); `on`: the awaited "lane:step" or the unit's name."""
-
-    lane: str
-    step: int
-    iteration: int
-    start: float
-    end: float
-    label: str
-    kind: str
-    on: str
-
-
-@dataclass(frozen=True)
-class Timeline:
-    """What `simulate` found. `ii`: cycles per iteration in the steady state (the slowest
-    lane's); `lane_ii`: each lane's; `steady`: the window (cycles) `ii` and `utilisation`
-    are measured over; `iteration_starts`: per lane, when it started each iteration (its
-    earliest step start on it); `stalled`: per lane, the fraction of the steady window it
-    spends waiting, by wait kind ("aref", "dep", "unit")."""
-
-    lanes: tuple[Lane, ...]
-    iterations: int
-    runs: tuple[Run, ...]
-    waits: tuple[Wait, ...]
-    ii: float
-    lane_ii: dict[str, float]
-    steady: tuple[float, float]
-    steady_iterations: tuple[int, int]
-    utilisation: dict[str, float]
-    iteration_starts: dict[str, tuple[float, ...]] = field(default_factory=dict)
-    stalled: dict[str, dict[str, float]] = field(default_factory=dict)
-
-    @property
-    def end(self) -> float:
-        return max((r.unit_end for r in self.runs), default=0.0)
-
-    def runs_of(self, lane: str) -> list[Run]:
-        return [r for r in self.runs if r.lane == lane]
-
-    def waits_of(self, lane: str) -> list[Wait]:
-        return [w for w in self.waits if w.lane == lane]
-
-    @property
-    def reference_lane(self) -> str:
-        """The lane whose iteration starts bound the steady window and mark iterations in
-        the picture: the first consumer, else the first lane."""
-        return _reference_lane(self.lanes)
-
-
-def _reference_lane(lanes: tuple[Lane, ...]) -> str:
-    return next((ln.name for ln in lanes if ln.role == "consumer" and ln.steps), lanes[0].name)
-
-
-def _validate(lanes: tuple[Lane, ...]) -> dict[str, Lane]:
-    by_name: dict[str, Lane] = {}
-    for lane in lanes:
-        if lane.name in by_name:
-            raise ValueError(f"two lanes named {lane.name!r}")
-        by_name[lane.name] = lane
-    for lane in lanes:
-        if not lane.steps:
-            raise ValueError(f"lane {lane.name!r} has no steps")
-        for k, s in enumerate(lane.steps):
-            where = f"lane {lane.name!r} step {k} ({s.label!r})"
-            if s.unit not in UNITS:
-                raise ValueError(f"{where}: unknown unit {s.unit!r} (one of {', '.join(UNITS)})")
-            if min(s.issue, s.occupancy, s.latency) < 0 or s.stage < 0:
-                raise ValueError(f"{where}: negative cost or stage")
-            for d in s.deps:
-                target = by_name.get(d.lane or lane.name)
-                if target is None:
-                    raise ValueError(f"{where}: dep on unknown lane {d.lane!r}")
-                if not 0 <= d.step < len(target.steps):
-                    raise ValueError(f"{where}: dep on step {d.step} of {target.name!r}")
-                if d.distance < 0:
-                    raise ValueError(f"{where}: negative dep distance")
-    return by_name
-
-
-def _steady_window(iterations: int) -> tuple[int, int]:
-    """First and last iteration of the steady window (the last half of the run)."""
-    last = iterations - 1
-    span = iterations // 2
-    if span >= _PERIOD:
-        span -= span % _PERIOD
-    return last - max(span, 1), last
-
-
-def simulate(lanes: list[Lane] | tuple[Lane, ...], iterations: int = 24) -> Timeline:
-    """Run every lane's loop body `iterations` times (module docstring: the rules)."""
-    lanes = tuple(lanes)
-    if not lanes:
-        raise ValueError("no lanes to simulate")
-    if iterations < 2:
-        raise ValueError("simulate needs at least 2 iterations")
-    by_name = _validate(lanes)
-    # Each lane's queue of (trip, step index, iteration), in issue order.
-    queues: dict[str, list[tuple[int, int, int]]] = {}
-    for lane in lanes:
-        stages = max((s.stage for s in lane.steps), default=0)
-        queues[lane.name] = [
-            (trip, k, trip - s.stage)
-            for trip in range(iterations + stages)
-            for k, s in enumerate(lane.steps)
-            if 0 <= trip - s.stage < iterations
-        ]
-    head = {ln.name: 0 for ln in lanes}
-    lane_free = {ln.name: 0.0 for ln in lanes}
-    unit_free = {u: 0.0 for u in CONTENDED}
-    done: dict[tuple[str, int, int], Run] = {}
-    runs: list[Run] = []
-    waits: list[Wait] = []
-
-    def dep_times(lane: Lane, step: Step, it: int):
-        """[(ready, dep, awaited lane)] or None while an awaited step has not started."""
-        out = []
-        for d in step.deps:
-            name = d.lane or lane.name
-            j = it - d.distance
-            if j < 0:
-                out.append((0.0, d, name))
-                continue
-            run = done.get((name, d.step, j))
-            if run is None:
-                return None
-            out.append((run.ready, d, name))
-        return out
-
-    total = sum(len(q) for q in queues.values())
-    while len(runs) < total:
-        best = None
-        for order, lane in enumerate(lanes):
-            q = queues[lane.name]
-            if head[lane.name] >= len(q):
-                continue
-            trip, k, it = q[head[lane.name]]
-            step = lane.steps[k]
-            deps = dep_times(lane, step, it)
-            if deps is None:
-                continue
-            dep_ready = max((t for t, _, _ in deps), default=0.0)
-            unit_ready = unit_free.get(step.unit, 0.0)
-            wanted = max(lane_free[lane.name], dep_ready)
-            start = max(wanted, unit_ready)
-            key = (start, wanted, order)
-            if best is None or key < best[0]:
-                best = (key, lane, trip, k, it, deps, dep_ready)
-        if best is None:
-            stuck = []
-            for lane in lanes:
-                q = queues[lane.name]
-                if head[lane.name] < len(q):
-                    _, k, it = q[head[lane.name]]
-                    stuck.append(f"{lane.name}: {lane.steps[k].label!r} of iteration {it}")
-            raise ValueError("the lanes deadlock; waiting: " + "; ".join(stuck))
-        (start, _, _), lane, trip, k, it, deps, dep_ready = best
-        step = lane.steps[k]
-        free = lane_free[lane.name]
-        if dep_ready > free and deps:
-            t, d, name = max(deps, key=lambda x: x[0])
-            awaited = by_name[name].steps[d.step].label
-            label = d.label or f"{awaited} ready"
-            kind = "aref" if _AREF_WAIT.search(label) else "dep"
-            waits.append(Wait(lane.name, k, it, free, dep_ready, label, kind, f"{name}:{d.step}"))
-        if start > max(free, dep_ready):
-            waits.append(
-                Wait(
-                    lane.name,
-                    k,
-                    it,
-                    max(free, dep_ready),
-                    start,
-                    f"{step.unit} busy",
-                    "unit",
-                    step.unit,
-                )
-            )
-        run = Run(
-            lane=lane.name,
-            step=k,
-            label=step.label,
-            unit=step.unit,
-            iteration=it,
-            trip=trip,
-            start=start,
-            issue_end=start + step.issue,
-            unit_start=start,
-            unit_end=start + step.occupancy,
-            ready=start + step.latency,
-        )
-        if step.unit in unit_free:
-            unit_free[step.unit] = run.unit_end
-        lane_free[lane.name] = run.issue_end
-        head[lane.name] += 1
-        done[(lane.name, k, it)] = run
-        runs.append(run)
-
-    starts: dict[str, tuple[float, ...]] = {}
-    for lane in lanes:
-        first = [math.inf] * iterations
-        for r in runs:
-            if r.lane == lane.name:
-                first[r.iteration] = min(first[r.iteration], r.start)
-        starts[lane.name] = tuple(first)
-    lo, hi = _steady_window(iterations)
-    lane_ii = {ln.name: (starts[ln.name][hi] - starts[ln.name][lo]) / (hi - lo) for ln in lanes}
-    ii = max(lane_ii.values())
-    ref = _reference_lane(lanes)
-    t0, t1 = starts[ref][lo], starts[ref][hi]
-    utilisation = {}
-    for u in CONTENDED:
-        busy = sum(
-            max(0.0, min(r.unit_end, t1) - max(r.unit_start, t0))
-            for r in runs
-            if r.unit == u and r.unit_end > r.unit_start
-        )
-        if any(r.unit == u and r.unit_end > r.unit_start for r in runs):
-            utilisation[u] = busy / (t1 - t0) if t1 > t0 else 0.0
-    kept = tuple(w for w in waits if w.end > w.start)
-    stalled: dict[str, dict[str, float]] = {}
-    for lane in lanes:
-        share = stalled.setdefault(lane.name, {})
-        for w in kept:
-            if w.lane == lane.name and t1 > t0:
-                part = max(0.0, min(w.end, t1) - max(w.start, t0)) / (t1 - t0)
-                share[w.kind] = share.get(w.kind, 0.0) + part
-    return Timeline(
-        lanes=lanes,
-        iterations=iterations,
-        runs=tuple(runs),
-        waits=kept,
-        ii=ii,
-        lane_ii=lane_ii,
-        steady=(t0, t1),
-        steady_iterations=(lo, hi),
-        utilisation=utilisation,
-        iteration_starts=starts,
-        stalled=stalled,
-    )
-
-
-# ----------------------------------------------------------------------------------------
-# The picture
+from tawac.schedule.simulate import CONTENDED, UNITS, Lane, Run, Timeline, Wait
 
 #: Fill colour and name of each unit in the picture.
 UNIT_STYLE: dict[str, tuple[str, str]] = {
@@ -375,6 +38,7 @@ _LEFT, _RIGHT = 178, 28
 _WG_H, _WG_GAP, _UNIT_H, _UNIT_GAP = 40, 9, 26, 7
 _BAR_H = 28  # bars in a warp group's lane; the rest below holds the in-flight lines
 _BAR_FONT = 11
+_TEXT_X = _LEFT - 160  # where the title, the caption and the legend start
 
 
 def _fmt(t: float) -> str:
@@ -409,11 +73,6 @@ def _short(lane: str) -> str:
     return "prod" if lane.startswith("producer") else last
 
 
-def _lane_background(g: ET.Element, ytop: float, width: float, height: float) -> None:
-    attrs = {"class": "lane-bg", "x": f"{_LEFT}", "y": f"{ytop}", "width": f"{width}"}
-    ET.SubElement(g, "rect", {**attrs, "height": f"{height}", "fill": "#f5f5f7"})
-
-
 def default_window(timeline: Timeline, shown: int = 3) -> tuple[float, float]:
     """`shown` iterations of the steady state, as the reference lane starts them, with a
     small margin either side."""
@@ -428,50 +87,56 @@ def default_window(timeline: Timeline, shown: int = 3) -> tuple[float, float]:
     return t0 - pad, t1 + pad
 
 
-def render_svg(
-    timeline: Timeline,
-    title: str = "Steady state of the main loop",
-    window: tuple[float, float] | None = None,
-    width: int = 1400,
-    shown: int = 3,
-) -> str:
-    """The timeline as an SVG Gantt chart (text). `window`: the cycles shown (default:
-    `shown` steady-state iterations, `default_window`).
+# ----------------------------------------------------------------------------------------
+# The layout
 
-    Machine-readable structure: one `<g class="lane">` per lane, `data-kind` "warp-group"
-    (`data-lane`, `data-role`) or "unit" (`data-lane` = the unit); in a warp group's lane
-    `<rect class="bar">` per step it issued and `<rect class="wait">` per stall, in a unit's
-    `<rect class="busy">` per step on it (`data-from`: the issuing lane). Bars carry
-    `data-lane`, `data-unit`, `data-step`, `data-iter`, `data-label`, `data-start`,
-    `data-end`; waits `data-kind` ("aref", "dep", "unit") and `data-label` as well.
-    """
-    t0, t1 = window if window is not None else default_window(timeline, shown)
-    if t1 <= t0:
-        raise ValueError(f"empty window ({t0}, {t1})")
+
+@dataclass(frozen=True)
+class _Chart:
+    """What every part of the picture reads: the timeline, the window [t0, t1] drawn over
+    `plot_w` pixels from `_LEFT` (`scale` pixels per cycle), the units drawn, and the
+    vertical layout: the top of each warp group's lane (`lane_y`) and each unit's
+    (`unit_y`), the iteration labels' baseline, the units' heading, the time axis, the
+    legend's first row and the whole height."""
+
+    timeline: Timeline
+    t0: float
+    t1: float
+    width: int
+    plot_w: float
+    scale: float
+    units: list[str]
+    lane_y: dict[str, float]
+    unit_y: dict[str, float]
+    y_marks: float
+    y_units_label: float
+    y_axis: float
+    y_legend: float
+    height: float
+
+    def x(self, t: float) -> float:
+        """The horizontal position of cycle `t`."""
+        return _LEFT + (t - self.t0) * self.scale
+
+    def visible(self, a: float, b: float) -> bool:
+        """Whether [a, b] meets the window."""
+        return b >= self.t0 and a <= self.t1
+
+
+def _layout(timeline: Timeline, t0: float, t1: float, width: int) -> _Chart:
+    """The chart of `timeline` over [t0, t1]: the title and caption at the top, the
+    iteration labels, one lane per warp group, the units' heading and one lane per busy
+    unit, then the time axis and the legend."""
     plot_w = width - _LEFT - _RIGHT
-    scale = plot_w / (t1 - t0)
-
-    def x(t: float) -> float:
-        return _LEFT + (t - t0) * scale
-
-    def visible(a: float, b: float) -> bool:
-        return b >= t0 and a <= t1
-
-    lanes = timeline.lanes
     units = [
         u
         for u in CONTENDED
         if any(r.unit == u and r.unit_end > r.unit_start for r in timeline.runs)
     ]
-    ref = timeline.reference_lane
-    starts = timeline.iteration_starts[ref]
-
-    # Vertical layout.
-    y_title, y_caption = 30, 54
     y_marks = 120
     y = y_marks + 12
     lane_y: dict[str, float] = {}
-    for lane in lanes:
+    for lane in timeline.lanes:
         lane_y[lane.name] = y
         y += _WG_H + _WG_GAP
     y_units_label = y + 6
@@ -483,8 +148,88 @@ def render_svg(
     y_plot_end = y - _UNIT_GAP + 4
     y_axis = y_plot_end + 4
     y_legend = y_axis + 46
-    height = y_legend + 40
+    return _Chart(
+        timeline=timeline,
+        t0=t0,
+        t1=t1,
+        width=width,
+        plot_w=plot_w,
+        scale=plot_w / (t1 - t0),
+        units=units,
+        lane_y=lane_y,
+        unit_y=unit_y,
+        y_marks=y_marks,
+        y_units_label=y_units_label,
+        y_axis=y_axis,
+        y_legend=y_legend,
+        height=y_legend + 40,
+    )
 
+
+def _text(parent: ET.Element, x_, y_, s: str, size=12, anchor="start", **attrs) -> ET.Element:
+    """A text element at (x_, y_)."""
+    el = ET.SubElement(
+        parent,
+        "text",
+        {
+            "x": f"{x_:.1f}",
+            "y": f"{y_:.1f}",
+            "font-size": f"{size}",
+            "text-anchor": anchor,
+            **attrs,
+        },
+    )
+    el.text = s
+    return el
+
+
+def _tooltip(el: ET.Element, s: str) -> None:
+    ET.SubElement(el, "title").text = s
+
+
+def _line(parent: ET.Element, x1, x2, y1, y2, **attrs: str) -> None:
+    """A line from (x1, y1) to (x2, y2), coordinates as given (already formatted)."""
+    ET.SubElement(
+        parent, "line", {"x1": f"{x1}", "x2": f"{x2}", "y1": f"{y1}", "y2": f"{y2}", **attrs}
+    )
+
+
+def _bar_text(
+    parent: ET.Element,
+    chart: _Chart,
+    span: tuple[float, float],
+    ytop: float,
+    h: float,
+    fill: str,
+    candidates: list[str],
+) -> None:
+    """The first of `candidates` that fits the visible part of the bar over the cycles
+    `span`, centred on it (none when none fits)."""
+    a, b = span
+    xa, xb = max(chart.x(a), _LEFT), min(chart.x(b), _LEFT + chart.plot_w)
+    room = xb - xa - 6
+    for c in candidates:
+        if _text_w(c, _BAR_FONT) <= room:
+            _text(
+                parent,
+                (xa + xb) / 2,
+                ytop + h / 2 + _BAR_FONT * 0.36,
+                c,
+                _BAR_FONT,
+                "middle",
+                **{"fill": _ink(fill), "pointer-events": "none"},
+            )
+            return
+
+
+# ----------------------------------------------------------------------------------------
+# The parts
+
+
+def _canvas(chart: _Chart) -> ET.Element:
+    """The root element (its data: the II and the window), the wait hatches, the plot
+    area's clip and the white background."""
+    width, height = chart.width, chart.height
     svg = ET.Element(
         "svg",
         {
@@ -494,8 +239,8 @@ def render_svg(
             "viewBox": f"0 0 {width} {round(height)}",
             "font-family": _FONT,
             "class": "tawac-timeline",
-            "data-ii": f"{timeline.ii:g}",
-            "data-window": f"{t0:g} {t1:g}",
+            "data-ii": f"{chart.timeline.ii:g}",
+            "data-window": f"{chart.t0:g} {chart.t1:g}",
         },
     )
     defs = ET.SubElement(svg, "defs")
@@ -519,396 +264,295 @@ def render_svg(
         )
     clip = ET.SubElement(defs, "clipPath", {"id": "plot-area"})
     ET.SubElement(
-        clip, "rect", {"x": f"{_LEFT}", "y": "0", "width": f"{plot_w}", "height": f"{height}"}
+        clip,
+        "rect",
+        {"x": f"{_LEFT}", "y": "0", "width": f"{chart.plot_w}", "height": f"{height}"},
     )
     ET.SubElement(svg, "rect", {"width": "100%", "height": "100%", "fill": "#ffffff"})
+    return svg
 
-    def text(parent, x_, y_, s, size=12, anchor="start", **attrs):
-        el = ET.SubElement(
-            parent,
-            "text",
-            {
-                "x": f"{x_:.1f}",
-                "y": f"{y_:.1f}",
-                "font-size": f"{size}",
-                "text-anchor": anchor,
-                **attrs,
-            },
-        )
-        el.text = s
-        return el
 
-    # Title and caption.
-    text(svg, _LEFT - 160, y_title, title, 19, **{"font-weight": "bold", "fill": "#1d1d1f"})
-    lo, hi = timeline.steady_iterations
+def _title(svg: ET.Element, chart: _Chart, title: str) -> None:
+    """The title and three caption lines: the initiation interval (and the lanes whose
+    own differs), the units' utilisation, each lane's share of waiting."""
+    tl = chart.timeline
+    _text(svg, _TEXT_X, 30, title, 19, **{"font-weight": "bold", "fill": "#1d1d1f"})
+    y_caption = 54
+    lo, hi = tl.steady_iterations
     cap = (
-        f"Initiation interval {_fmt(timeline.ii)} cycles/iteration "
-        f"(steady state: iterations {lo}-{hi} of {timeline.iterations})"
+        f"Initiation interval {_fmt(tl.ii)} cycles/iteration "
+        f"(steady state: iterations {lo}-{hi} of {tl.iterations})"
     )
-    differing = {n: v for n, v in timeline.lane_ii.items() if abs(v - timeline.ii) > 0.5}
+    differing = {n: v for n, v in tl.lane_ii.items() if abs(v - tl.ii) > 0.5}
     if differing:
         cap += "; " + ", ".join(f"{n} {_fmt(v)}" for n, v in differing.items())
-    text(svg, _LEFT - 160, y_caption, cap, 13.5, **{"fill": "#1d1d1f", "class": "caption"})
+    _text(svg, _TEXT_X, y_caption, cap, 13.5, **{"fill": "#1d1d1f", "class": "caption"})
     util = "  ·  ".join(
-        f"{UNIT_STYLE[u][1]} {100 * timeline.utilisation.get(u, 0.0):.0f}%" for u in units
+        f"{UNIT_STYLE[u][1]} {100 * tl.utilisation.get(u, 0.0):.0f}%" for u in chart.units
     )
-    text(
-        svg,
-        _LEFT - 160,
-        y_caption + 20,
-        f"Unit utilisation: {util}",
-        13.5,
-        **{"fill": "#3a3a3c", "class": "caption"},
-    )
-
+    caption = {"fill": "#3a3a3c", "class": "caption"}
+    _text(svg, _TEXT_X, y_caption + 20, f"Unit utilisation: {util}", 13.5, **caption)
     waiting = "  ·  ".join(
         f"{name} {100 * sum(kinds.values()):.0f}%"
         + (f" ({100 * kinds['aref']:.0f}% on arefs)" if kinds.get("aref", 0) >= 0.005 else "")
-        for name, kinds in timeline.stalled.items()
+        for name, kinds in tl.stalled.items()
     )
-    text(
-        svg,
-        _LEFT - 160,
-        y_caption + 40,
-        f"Waiting: {waiting}",
-        13.5,
-        **{"fill": "#3a3a3c", "class": "caption"},
-    )
+    _text(svg, _TEXT_X, y_caption + 40, f"Waiting: {waiting}", 13.5, **caption)
 
-    # Grid and time axis.
+
+def _axes(svg: ET.Element, chart: _Chart) -> None:
+    """The time axis under the lanes, a vertical grid line and a labelled tick at each
+    round number of cycles, and the axis' unit."""
     grid = ET.SubElement(svg, "g", {"class": "grid"})
+    t0, t1, y_axis = chart.t0, chart.t1, chart.y_axis
     step = _nice_step(t1 - t0, 12)
     tick = math.ceil(t0 / step) * step
-    ET.SubElement(
-        grid,
-        "line",
+    _line(grid, _LEFT, _LEFT + chart.plot_w, y_axis, y_axis, stroke="#6e6e73")
+    while tick <= t1 + 1e-9:
+        xt = f"{chart.x(tick):.1f}"
+        grid_line = {"stroke": "#e3e3e8", "stroke-width": "1"}
+        _line(grid, xt, xt, chart.y_marks + 8, y_axis, **grid_line)
+        _line(grid, xt, xt, y_axis, y_axis + 5, stroke="#6e6e73")
+        _text(grid, chart.x(tick), y_axis + 18, _fmt(tick), 11, "middle", **{"fill": "#3a3a3c"})
+        tick += step
+    right = _LEFT + chart.plot_w
+    _text(grid, right, y_axis + 34, "cycles", 11.5, "end", **{"fill": "#3a3a3c"})
+
+
+def _iteration_marks(svg: ET.Element, chart: _Chart) -> None:
+    """A dashed line where the reference lane starts each iteration in the window,
+    labelled above the lanes when the label fits."""
+    ref = chart.timeline.reference_lane
+    marks = ET.SubElement(svg, "g", {"class": "iterations", "data-lane": ref})
+    dashed = {
+        "stroke": "#1d1d1f",
+        "stroke-width": "1",
+        "stroke-dasharray": "4 3",
+        "opacity": "0.55",
+    }
+    for j, s in enumerate(chart.timeline.iteration_starts[ref]):
+        if not chart.t0 <= s <= chart.t1:
+            continue
+        xs = chart.x(s)
+        label = f"iteration {j}"
+        _line(marks, f"{xs:.1f}", f"{xs:.1f}", chart.y_marks + 4, chart.y_axis, **dashed)
+        if xs + 4 + _text_w(label, 11.5) <= chart.width - 4:
+            bold = {"fill": "#1d1d1f", "font-weight": "bold", "data-iter": str(j)}
+            _text(marks, xs + 4, chart.y_marks, label, 11.5, **bold)
+
+
+def _lane_labels(svg: ET.Element, chart: _Chart) -> None:
+    """Left of the plot: each warp group's name, the units' heading, each unit's name and
+    utilisation."""
+    for lane in chart.timeline.lanes:
+        ytop = chart.lane_y[lane.name]
+        bold = {"fill": "#1d1d1f", "font-weight": "bold"}
+        _text(svg, _LEFT - 12, ytop + _WG_H / 2 + 4.5, lane.name, 13, "end", **bold)
+    italic = {"fill": "#6e6e73", "font-style": "italic"}
+    _text(svg, _LEFT - 12, chart.y_units_label + 4, "units (per SM)", 11, "end", **italic)
+    for u in chart.units:
+        colour, name = UNIT_STYLE[u]
+        pct = 100 * chart.timeline.utilisation.get(u, 0.0)
+        label = f"{name} {pct:.0f}%"
+        ytop = chart.unit_y[u] + _UNIT_H / 2 + 4
+        _text(svg, _LEFT - 12, ytop, label, 12, "end", **{"fill": colour, "font-weight": "bold"})
+
+
+def _lane_background(g: ET.Element, chart: _Chart, ytop: float, height: float) -> None:
+    attrs = {"class": "lane-bg", "x": f"{_LEFT}", "y": f"{ytop}", "width": f"{chart.plot_w}"}
+    ET.SubElement(g, "rect", {**attrs, "height": f"{height}", "fill": "#f5f5f7"})
+
+
+def _warp_group_lane(plot: ET.Element, chart: _Chart, index: int, lane: Lane) -> None:
+    """A warp group's lane: its background, its stalls, then the steps it issued."""
+    ytop = chart.lane_y[lane.name]
+    g = ET.SubElement(
+        plot,
+        "g",
         {
-            "x1": f"{_LEFT}",
-            "x2": f"{_LEFT + plot_w}",
-            "y1": f"{y_axis}",
-            "y2": f"{y_axis}",
-            "stroke": "#6e6e73",
+            "class": "lane",
+            "data-lane": lane.name,
+            "data-kind": "warp-group",
+            "data-role": lane.role,
+            "data-index": str(index),
         },
     )
-    while tick <= t1 + 1e-9:
-        xt = x(tick)
-        ET.SubElement(
-            grid,
-            "line",
-            {
-                "x1": f"{xt:.1f}",
-                "x2": f"{xt:.1f}",
-                "y1": f"{y_marks + 8}",
-                "y2": f"{y_axis}",
-                "stroke": "#e3e3e8",
-                "stroke-width": "1",
-            },
-        )
-        ET.SubElement(
-            grid,
-            "line",
-            {
-                "x1": f"{xt:.1f}",
-                "x2": f"{xt:.1f}",
-                "y1": f"{y_axis}",
-                "y2": f"{y_axis + 5}",
-                "stroke": "#6e6e73",
-            },
-        )
-        text(grid, xt, y_axis + 18, _fmt(tick), 11, "middle", **{"fill": "#3a3a3c"})
-        tick += step
-    text(grid, _LEFT + plot_w, y_axis + 34, "cycles", 11.5, "end", **{"fill": "#3a3a3c"})
+    _lane_background(g, chart, ytop, _WG_H)
+    for w in chart.timeline.waits_of(lane.name):
+        if chart.visible(w.start, w.end):
+            _wait(g, chart, lane, w, ytop)
+    tracks: list[float] = []  # per in-flight line track: when its last line ends
+    for r in chart.timeline.runs_of(lane.name):
+        if not chart.visible(r.start, max(r.issue_end, r.ready)):
+            continue
+        if chart.visible(r.start, r.issue_end):
+            _run(g, chart, r, ytop)
+        if r.unit in ("tensor", "tma") and (r.ready - r.issue_end) * chart.scale >= 6:
+            _in_flight(g, chart, r, ytop, tracks)
 
-    # Iteration starts of the reference lane.
-    marks = ET.SubElement(svg, "g", {"class": "iterations", "data-lane": ref})
-    for j, s in enumerate(starts):
-        if t0 <= s <= t1:
-            xs = x(s)
-            label = f"iteration {j}"
-            ET.SubElement(
-                marks,
-                "line",
-                {
-                    "x1": f"{xs:.1f}",
-                    "x2": f"{xs:.1f}",
-                    "y1": f"{y_marks + 4}",
-                    "y2": f"{y_axis}",
-                    "stroke": "#1d1d1f",
-                    "stroke-width": "1",
-                    "stroke-dasharray": "4 3",
-                    "opacity": "0.55",
-                },
-            )
-            if xs + 4 + _text_w(label, 11.5) <= width - 4:
-                text(
-                    marks,
-                    xs + 4,
-                    y_marks,
-                    label,
-                    11.5,
-                    **{"fill": "#1d1d1f", "font-weight": "bold", "data-iter": str(j)},
-                )
 
-    plot = ET.SubElement(svg, "g", {"clip-path": "url(#plot-area)"})
-
-    def bar_text(
-        parent, a: float, b: float, ytop: float, h: float, fill: str, candidates: list[str]
-    ) -> None:
-        xa, xb = max(x(a), _LEFT), min(x(b), _LEFT + plot_w)
-        room = xb - xa - 6
-        for c in candidates:
-            if _text_w(c, _BAR_FONT) <= room:
-                text(
-                    parent,
-                    (xa + xb) / 2,
-                    ytop + h / 2 + _BAR_FONT * 0.36,
-                    c,
-                    _BAR_FONT,
-                    "middle",
-                    **{"fill": _ink(fill), "pointer-events": "none"},
-                )
-                return
-
-    def tooltip(el, s: str) -> None:
-        ET.SubElement(el, "title").text = s
-
-    # Warp-group lanes.
-    for li, lane in enumerate(lanes):
-        ytop = lane_y[lane.name]
-        text(
-            svg,
-            _LEFT - 12,
-            ytop + _WG_H / 2 + 4.5,
-            lane.name,
-            13,
-            "end",
-            **{"fill": "#1d1d1f", "font-weight": "bold"},
-        )
-        g = ET.SubElement(
-            plot,
-            "g",
-            {
-                "class": "lane",
-                "data-lane": lane.name,
-                "data-kind": "warp-group",
-                "data-role": lane.role,
-                "data-index": str(li),
-            },
-        )
-        _lane_background(g, ytop, plot_w, _WG_H)
-        for w in timeline.waits_of(lane.name):
-            if not visible(w.start, w.end):
-                continue
-            el = ET.SubElement(
-                g,
-                "rect",
-                {
-                    "class": "wait",
-                    "x": f"{x(w.start):.2f}",
-                    "y": f"{ytop + 2}",
-                    "width": f"{max((w.end - w.start) * scale, 1.0):.2f}",
-                    "height": f"{_BAR_H}",
-                    "fill": f"url(#hatch-{w.kind})",
-                    "stroke": _WAIT_STYLE[w.kind][1],
-                    "stroke-width": "0.8",
-                    "data-lane": w.lane,
-                    "data-step": str(w.step),
-                    "data-iter": str(w.iteration),
-                    "data-kind": w.kind,
-                    "data-label": w.label,
-                    "data-on": w.on,
-                    "data-start": f"{w.start:g}",
-                    "data-end": f"{w.end:g}",
-                },
-            )
-            tooltip(
-                el,
-                f"{lane.name} waits {_fmt(w.end - w.start)} cycles: {w.label} "
-                f"(before {lane.steps[w.step].label}, iteration {w.iteration})",
-            )
-            bar_text(
-                g,
-                w.start,
-                w.end,
-                ytop + 2,
-                _BAR_H,
-                "#f0f0f0",
-                [f"{w.label} {w.iteration}", w.label, w.label.split()[-1]],
-            )
-        tracks: list[float] = []
-        for r in timeline.runs_of(lane.name):
-            if not visible(r.start, max(r.issue_end, r.ready)):
-                continue
-            colour = UNIT_STYLE[r.unit][0]
-            if visible(r.start, r.issue_end):
-                wpx = max((r.issue_end - r.start) * scale, 3.0)
-                el = ET.SubElement(
-                    g,
-                    "rect",
-                    {
-                        "class": "bar",
-                        "x": f"{x(r.start):.2f}",
-                        "y": f"{ytop + 2}",
-                        "width": f"{wpx:.2f}",
-                        "height": f"{_BAR_H}",
-                        "rx": "2",
-                        "fill": colour,
-                        "stroke": "#ffffff",
-                        "stroke-width": "0.6",
-                        "data-lane": r.lane,
-                        "data-unit": r.unit,
-                        "data-step": str(r.step),
-                        "data-iter": str(r.iteration),
-                        "data-label": r.label,
-                        "data-start": f"{r.start:g}",
-                        "data-end": f"{r.issue_end:g}",
-                        "data-ready": f"{r.ready:g}",
-                    },
-                )
-                tooltip(
-                    el,
-                    f"{r.label} (iteration {r.iteration}) on {UNIT_STYLE[r.unit][1]}: "
-                    f"issued {_fmt(r.start)}-{_fmt(r.issue_end)}, unit busy until "
-                    f"{_fmt(r.unit_end)}, ready at {_fmt(r.ready)}",
-                )
-                bar_text(
-                    g,
-                    r.start,
-                    r.issue_end,
-                    ytop + 2,
-                    _BAR_H,
-                    colour,
-                    [f"{r.label} {r.iteration}", f"{r.iteration}"],
-                )
-            # The async tail: issued, result not yet usable.
-            if r.unit in ("tensor", "tma") and (r.ready - r.issue_end) * scale >= 6:
-                k = next((i for i, end in enumerate(tracks) if end <= r.issue_end), None)
-                if k is None:
-                    k = len(tracks)
-                    tracks.append(r.ready)
-                tracks[k] = r.ready
-                yl = ytop + _BAR_H + 5 + 3.5 * min(k, 2)
-                xa, xb = x(r.issue_end), x(r.ready)
-                lat = ET.SubElement(
-                    g,
-                    "g",
-                    {"class": "latency", "data-step": str(r.step), "data-iter": str(r.iteration)},
-                )
-                ET.SubElement(
-                    lat,
-                    "line",
-                    {
-                        "x1": f"{xa:.2f}",
-                        "x2": f"{xb:.2f}",
-                        "y1": f"{yl}",
-                        "y2": f"{yl}",
-                        "stroke": colour,
-                        "stroke-width": "1.6",
-                        "opacity": "0.8",
-                    },
-                )
-                ET.SubElement(
-                    lat,
-                    "line",
-                    {
-                        "x1": f"{xb:.2f}",
-                        "x2": f"{xb:.2f}",
-                        "y1": f"{yl - 3}",
-                        "y2": f"{yl + 2}",
-                        "stroke": colour,
-                        "stroke-width": "1.6",
-                    },
-                )
-                tooltip(lat, f"{r.label} {r.iteration}: result ready at {_fmt(r.ready)}")
-
-    # Unit lanes.
-    text(
-        svg,
-        _LEFT - 12,
-        y_units_label + 4,
-        "units (per SM)",
-        11,
-        "end",
-        **{"fill": "#6e6e73", "font-style": "italic"},
+def _wait(g: ET.Element, chart: _Chart, lane: Lane, w: Wait, ytop: float) -> None:
+    """A stall: a rect hatched by its kind, its label when it fits, a tooltip."""
+    el = ET.SubElement(
+        g,
+        "rect",
+        {
+            "class": "wait",
+            "x": f"{chart.x(w.start):.2f}",
+            "y": f"{ytop + 2}",
+            "width": f"{max((w.end - w.start) * chart.scale, 1.0):.2f}",
+            "height": f"{_BAR_H}",
+            "fill": f"url(#hatch-{w.kind})",
+            "stroke": _WAIT_STYLE[w.kind][1],
+            "stroke-width": "0.8",
+            "data-lane": w.lane,
+            "data-step": str(w.step),
+            "data-iter": str(w.iteration),
+            "data-kind": w.kind,
+            "data-label": w.label,
+            "data-on": w.on,
+            "data-start": f"{w.start:g}",
+            "data-end": f"{w.end:g}",
+        },
     )
-    # Shades tell the lanes on one unit apart: the 2nd, 4th, ... lane using it is lighter.
-    shade = {
+    _tooltip(
+        el,
+        f"{lane.name} waits {_fmt(w.end - w.start)} cycles: {w.label} "
+        f"(before {lane.steps[w.step].label}, iteration {w.iteration})",
+    )
+    labels = [f"{w.label} {w.iteration}", w.label, w.label.split()[-1]]
+    _bar_text(g, chart, (w.start, w.end), ytop + 2, _BAR_H, "#f0f0f0", labels)
+
+
+def _run(g: ET.Element, chart: _Chart, r: Run, ytop: float) -> None:
+    """A step a warp group issued: a bar in its unit's colour over the issue, labelled
+    with the step and iteration when that fits, a tooltip with its times."""
+    colour = UNIT_STYLE[r.unit][0]
+    el = ET.SubElement(
+        g,
+        "rect",
+        {
+            "class": "bar",
+            "x": f"{chart.x(r.start):.2f}",
+            "y": f"{ytop + 2}",
+            "width": f"{max((r.issue_end - r.start) * chart.scale, 3.0):.2f}",
+            "height": f"{_BAR_H}",
+            "rx": "2",
+            "fill": colour,
+            "stroke": "#ffffff",
+            "stroke-width": "0.6",
+            "data-lane": r.lane,
+            "data-unit": r.unit,
+            "data-step": str(r.step),
+            "data-iter": str(r.iteration),
+            "data-label": r.label,
+            "data-start": f"{r.start:g}",
+            "data-end": f"{r.issue_end:g}",
+            "data-ready": f"{r.ready:g}",
+        },
+    )
+    _tooltip(
+        el,
+        f"{r.label} (iteration {r.iteration}) on {UNIT_STYLE[r.unit][1]}: "
+        f"issued {_fmt(r.start)}-{_fmt(r.issue_end)}, unit busy until "
+        f"{_fmt(r.unit_end)}, ready at {_fmt(r.ready)}",
+    )
+    labels = [f"{r.label} {r.iteration}", f"{r.iteration}"]
+    _bar_text(g, chart, (r.start, r.issue_end), ytop + 2, _BAR_H, colour, labels)
+
+
+def _in_flight(g: ET.Element, chart: _Chart, r: Run, ytop: float, tracks: list[float]) -> None:
+    """An asynchronous op's tail (issued, result not yet usable): a line under the bars
+    ending in a tick at `ready`, on the first track free by then (at most three drawn
+    apart)."""
+    colour = UNIT_STYLE[r.unit][0]
+    k = next((i for i, end in enumerate(tracks) if end <= r.issue_end), None)
+    if k is None:
+        k = len(tracks)
+        tracks.append(r.ready)
+    tracks[k] = r.ready
+    yl = ytop + _BAR_H + 5 + 3.5 * min(k, 2)
+    xa, xb = f"{chart.x(r.issue_end):.2f}", f"{chart.x(r.ready):.2f}"
+    lat = ET.SubElement(
+        g, "g", {"class": "latency", "data-step": str(r.step), "data-iter": str(r.iteration)}
+    )
+    _line(lat, xa, xb, yl, yl, **{"stroke": colour, "stroke-width": "1.6", "opacity": "0.8"})
+    _line(lat, xb, xb, yl - 3, yl + 2, **{"stroke": colour, "stroke-width": "1.6"})
+    _tooltip(lat, f"{r.label} {r.iteration}: result ready at {_fmt(r.ready)}")
+
+
+def _shades(chart: _Chart) -> dict[tuple[str, str], int]:
+    """Per (unit, lane) on it: 1 for the 2nd, 4th, ... lane using the unit (drawn
+    lighter, so that the lanes on one unit tell apart), else 0."""
+    runs = chart.timeline.runs
+    return {
         (u, name): i % 2
-        for u in units
+        for u in chart.units
         for i, name in enumerate(
-            dict.fromkeys(
-                r.lane for r in timeline.runs if r.unit == u and r.unit_end > r.unit_start
-            )
+            dict.fromkeys(r.lane for r in runs if r.unit == u and r.unit_end > r.unit_start)
         )
     }
-    for u in units:
-        ytop = unit_y[u]
-        colour, name = UNIT_STYLE[u]
-        pct = 100 * timeline.utilisation.get(u, 0.0)
-        text(
-            svg,
-            _LEFT - 12,
-            ytop + _UNIT_H / 2 + 4,
-            f"{name} {pct:.0f}%",
-            12,
-            "end",
-            **{"fill": colour, "font-weight": "bold"},
-        )
-        g = ET.SubElement(
-            plot, "g", {"class": "lane", "data-lane": u, "data-kind": "unit", "data-unit": u}
-        )
-        _lane_background(g, ytop, plot_w, _UNIT_H)
-        for r in timeline.runs:
-            if r.unit != u or r.unit_end <= r.unit_start or not visible(r.unit_start, r.unit_end):
-                continue
-            fill = _mix(colour, 0.4) if shade[(u, r.lane)] else colour
-            el = ET.SubElement(
-                g,
-                "rect",
-                {
-                    "class": "busy",
-                    "x": f"{x(r.unit_start):.2f}",
-                    "y": f"{ytop + 2}",
-                    "width": f"{max((r.unit_end - r.unit_start) * scale, 1.0):.2f}",
-                    "height": f"{_UNIT_H - 4}",
-                    "rx": "2",
-                    "fill": fill,
-                    "stroke": "#ffffff",
-                    "stroke-width": "0.8",
-                    "data-from": r.lane,
-                    "data-unit": u,
-                    "data-step": str(r.step),
-                    "data-iter": str(r.iteration),
-                    "data-label": r.label,
-                    "data-start": f"{r.unit_start:g}",
-                    "data-end": f"{r.unit_end:g}",
-                },
-            )
-            tooltip(
-                el,
-                f"{r.lane}: {r.label} (iteration {r.iteration}), {name} busy "
-                f"{_fmt(r.unit_start)}-{_fmt(r.unit_end)}",
-            )
-            bar_text(
-                g,
-                r.unit_start,
-                r.unit_end,
-                ytop,
-                _UNIT_H,
-                fill,
-                [
-                    f"{_short(r.lane)}: {r.label} {r.iteration}",
-                    f"{r.label} {r.iteration}",
-                    f"{r.iteration}",
-                ],
-            )
 
-    # Legend.
+
+def _unit_lane(plot: ET.Element, chart: _Chart, u: str, shade: dict[tuple[str, str], int]) -> None:
+    """A unit's lane: its background and a busy bar per step occupying it, shaded by the
+    issuing lane and labelled with it when that fits."""
+    ytop = chart.unit_y[u]
+    colour, name = UNIT_STYLE[u]
+    g = ET.SubElement(
+        plot, "g", {"class": "lane", "data-lane": u, "data-kind": "unit", "data-unit": u}
+    )
+    _lane_background(g, chart, ytop, _UNIT_H)
+    for r in chart.timeline.runs:
+        if r.unit != u or r.unit_end <= r.unit_start:
+            continue
+        if not chart.visible(r.unit_start, r.unit_end):
+            continue
+        fill = _mix(colour, 0.4) if shade[(u, r.lane)] else colour
+        el = ET.SubElement(
+            g,
+            "rect",
+            {
+                "class": "busy",
+                "x": f"{chart.x(r.unit_start):.2f}",
+                "y": f"{ytop + 2}",
+                "width": f"{max((r.unit_end - r.unit_start) * chart.scale, 1.0):.2f}",
+                "height": f"{_UNIT_H - 4}",
+                "rx": "2",
+                "fill": fill,
+                "stroke": "#ffffff",
+                "stroke-width": "0.8",
+                "data-from": r.lane,
+                "data-unit": u,
+                "data-step": str(r.step),
+                "data-iter": str(r.iteration),
+                "data-label": r.label,
+                "data-start": f"{r.unit_start:g}",
+                "data-end": f"{r.unit_end:g}",
+            },
+        )
+        _tooltip(
+            el,
+            f"{r.lane}: {r.label} (iteration {r.iteration}), {name} busy "
+            f"{_fmt(r.unit_start)}-{_fmt(r.unit_end)}",
+        )
+        labels = [
+            f"{_short(r.lane)}: {r.label} {r.iteration}",
+            f"{r.label} {r.iteration}",
+            f"{r.iteration}",
+        ]
+        _bar_text(g, chart, (r.unit_start, r.unit_end), ytop, _UNIT_H, fill, labels)
+
+
+def _legend(svg: ET.Element, chart: _Chart) -> None:
+    """Below the axis: a swatch per unit used and per wait kind seen; on a second row the
+    in-flight marker and a note on how to read the chart."""
+    tl = chart.timeline
     legend = ET.SubElement(svg, "g", {"class": "legend"})
-    lx = _LEFT - 160
-    used = [u for u in UNITS if any(r.unit == u for r in timeline.runs)]
+    lx, y_legend = _TEXT_X, chart.y_legend
+    used = [u for u in UNITS if any(r.unit == u for r in tl.runs)]
     items: list[tuple[str, str]] = [(UNIT_STYLE[u][0], UNIT_STYLE[u][1]) for u in used]
-    kinds = [k for k in _WAIT_STYLE if any(w.kind == k for w in timeline.waits)]
+    kinds = [k for k in _WAIT_STYLE if any(w.kind == k for w in tl.waits)]
     items += [(f"url(#hatch-{k})", _WAIT_STYLE[k][2]) for k in kinds]
     for fill, label in items:
         ET.SubElement(
@@ -925,43 +569,57 @@ def render_svg(
                 "stroke-width": "0.5",
             },
         )
-        text(legend, lx + 28, y_legend, label, 12, **{"fill": "#1d1d1f"})
+        _text(legend, lx + 28, y_legend, label, 12, **{"fill": "#1d1d1f"})
         lx += 28 + _text_w(label, 12) + 22
     # The async-op marker starts the second row (the first is full with wide titles).
-    lx, y_legend = _LEFT - 160, y_legend + 24
-    ET.SubElement(
-        legend,
-        "line",
-        {
-            "x1": f"{lx}",
-            "x2": f"{lx + 22}",
-            "y1": f"{y_legend - 4}",
-            "y2": f"{y_legend - 4}",
-            "stroke": UNIT_STYLE["tensor"][0],
-            "stroke-width": "1.6",
-        },
-    )
-    ET.SubElement(
-        legend,
-        "line",
-        {
-            "x1": f"{lx + 22}",
-            "x2": f"{lx + 22}",
-            "y1": f"{y_legend - 8}",
-            "y2": f"{y_legend - 2}",
-            "stroke": UNIT_STYLE["tensor"][0],
-            "stroke-width": "1.6",
-        },
-    )
+    lx, y_legend = _TEXT_X, y_legend + 24
+    tensor = {"stroke": UNIT_STYLE["tensor"][0], "stroke-width": "1.6"}
+    _line(legend, lx, lx + 22, y_legend - 4, y_legend - 4, **tensor)
+    _line(legend, lx + 22, lx + 22, y_legend - 8, y_legend - 2, **tensor)
     label = "async op in flight until its result is ready"
-    text(legend, lx + 28, y_legend, label, 12, **{"fill": "#1d1d1f"})
+    _text(legend, lx + 28, y_legend, label, 12, **{"fill": "#1d1d1f"})
     lx += 28 + _text_w(label, 12) + 22
     note = (
         f"| Bars: what each warp group issues, labelled with the iteration; unit lanes: "
-        f"how long each unit is busy (shades: which warp group). Dashed: {ref} starts an "
-        f"iteration."
+        f"how long each unit is busy (shades: which warp group). Dashed: {tl.reference_lane} "
+        f"starts an iteration."
     )
-    text(legend, lx, y_legend, note, 11.5, **{"fill": "#6e6e73"})
+    _text(legend, lx, y_legend, note, 11.5, **{"fill": "#6e6e73"})
+
+
+def render_svg(
+    timeline: Timeline,
+    title: str = "Steady state of the main loop",
+    window: tuple[float, float] | None = None,
+    width: int = 1400,
+    shown: int = 3,
+) -> str:
+    """The timeline as an SVG Gantt chart (text). `window`: the cycles shown (default:
+    `shown` steady-state iterations, `default_window`).
+
+    Machine-readable structure: one `<g class="lane">` per lane, `data-kind` "warp-group"
+    (`data-lane`, `data-role`) or "unit" (`data-lane` = the unit); in a warp group's lane
+    `<rect class="bar">` per step it issued and `<rect class="wait">` per stall, in a unit's
+    `<rect class="busy">` per step on it (`data-from`: the issuing lane). Bars carry
+    `data-lane`, `data-unit`, `data-step`, `data-iter`, `data-label`, `data-start`,
+    `data-end`; waits `data-kind` ("aref", "dep", "unit") and `data-label` as well.
+    """
+    t0, t1 = window if window is not None else default_window(timeline, shown)
+    if t1 <= t0:
+        raise ValueError(f"empty window ({t0}, {t1})")
+    chart = _layout(timeline, t0, t1, width)
+    svg = _canvas(chart)
+    _title(svg, chart, title)
+    _axes(svg, chart)
+    _iteration_marks(svg, chart)
+    plot = ET.SubElement(svg, "g", {"clip-path": "url(#plot-area)"})
+    _lane_labels(svg, chart)
+    for index, lane in enumerate(timeline.lanes):
+        _warp_group_lane(plot, chart, index, lane)
+    shade = _shades(chart)
+    for u in chart.units:
+        _unit_lane(plot, chart, u, shade)
+    _legend(svg, chart)
     ET.indent(svg)
     return ET.tostring(svg, encoding="unicode")
 

@@ -1,5 +1,6 @@
 """`tawac explain --timeline`: the steady-state picture of the main loops, drawn from the
-schedule and the target model's costs (`tawac.schedule.model`, `tawac.timeline`)."""
+schedule and the target model's costs (`tawac.schedule.model`, `tawac.schedule.simulate`,
+`tawac.timeline`)."""
 
 from __future__ import annotations
 

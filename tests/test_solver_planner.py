@@ -19,7 +19,7 @@ from tawac.parser import parse_file
 from tawac.schedule import modulo, solver
 from tawac.schedule.model import loop_lanes
 from tawac.schedule.planner import HeuristicPlanner
-from tawac.timeline import simulate
+from tawac.schedule.simulate import simulate
 
 REPO = Path(__file__).resolve().parent.parent
 EXAMPLES = REPO / "examples"

@@ -1,5 +1,6 @@
-"""The steady-state simulator and the SVG Gantt chart (tawac/timeline.py): hand-computed
-initiation intervals, waits where the lanes stall, and a picture that can be parsed."""
+"""The steady-state simulator (tawac/schedule/simulate.py) and the SVG Gantt chart
+(tawac/timeline.py): hand-computed initiation intervals, waits where the lanes stall, and a
+picture that can be parsed."""
 
 from __future__ import annotations
 
@@ -9,7 +10,8 @@ import xml.etree.ElementTree as ET
 
 import pytest
 
-from tawac.timeline import Dep, Lane, Step, render_svg, simulate, write_png
+from tawac.schedule.simulate import Dep, Lane, Step, simulate
+from tawac.timeline import render_svg, write_png
 
 
 def producer_consumer(depth: int) -> list[Lane]:

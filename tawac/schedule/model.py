@@ -1,8 +1,9 @@
 """The steady state of a kernel's main loops as the timeline simulator's lanes.
 
 `loop_lanes(kernel, plan)` reads the kernel as `plan` leaves it (after `warp-specialize`
-and the planner, before `pipeline` applies the schedule) and builds the `tawac.timeline`
-lanes of the producer's and the consumer's main loop 0 (the streaming loops):
+and the planner, before `pipeline` applies the schedule) and builds the
+`tawac.schedule.simulate` lanes of the producer's and the consumer's main loop 0 (the
+streaming loops):
 
 - one lane "producer" (its warp groups act as one) and one lane per consumer warp group,
   "consumer wg0", "consumer wg1", ... (`plan.role("consumer").warp_groups`);
@@ -50,7 +51,7 @@ from tawac.dialects import aref, tile
 from tawac.dialects.schedule import LoopPlan, Schedule
 from tawac.schedule import loop_plan
 from tawac.schedule.cost import op_cost
-from tawac.timeline import Dep, Lane, Step
+from tawac.schedule.simulate import Dep, Lane, Step
 
 _SHORT = {"scf.if": "if", "tile.reduce": "reduce"}
 _PART_NAMES = {"tile.reduce": ("fold", "shfl")}

@@ -431,30 +431,29 @@ def _different(model: Any, src: dict[str, Any], dst: dict[str, Any], name: str) 
     return diff
 
 
-def _build(
-    cp_model: Any,
-    problem: Problem,
-    units: Units,
-    ii: int,
-    *,
-    registers: bool,
-    smem: bool,
-    handoff: bool,
-    objective: bool,
-) -> _Model:
-    """The model at II = `ii` units; `registers`, `smem`, `handoff`: whether those
-    constraints are in it; `objective`: minimise the length, the carried registers and
-    the stages, then prefer deep rings (the module docstring)."""
-    model = cp_model.CpModel()
-    nodes = problem.nodes
-    groups = {g.name: g for g in problem.groups}
-    rings = {r.name: r for r in problem.rings}
-    horizon = ii * (problem.max_stage + 1)
+@dataclass(frozen=True)
+class _Scope:
+    """What each step of `_build` reads: the CP-SAT model being built, the problem, its
+    costs in units and the II (units)."""
 
-    # the frozen nodes of a group share one stage (their loop body is not rewritten)
+    model: Any
+    problem: Problem
+    units: Units
+    ii: int
+
+    @property
+    def horizon(self) -> int:
+        """The latest start (exclusive): the last stage's last row."""
+        return self.ii * (self.problem.max_stage + 1)
+
+
+def _stage_vars(s: _Scope) -> tuple[dict[int, Any], list[Any]]:
+    """A stage per op (the nodes of one op share it; the frozen nodes of a group share
+    one: their loop body is not rewritten), and the nodes' stages; `same_stage` ties."""
+    model, problem = s.model, s.problem
     frozen_stage: dict[str, Any] = {}
     op_stage: dict[int, Any] = {}
-    for node in nodes:
+    for node in problem.nodes:
         if node.op in op_stage:
             continue
         if node.frozen:
@@ -464,11 +463,18 @@ def _build(
             op_stage[node.op] = frozen_stage[key]
             continue
         op_stage[node.op] = model.new_int_var(0, problem.max_stage, f"stage_op{node.op}")
-    stage = [op_stage[n.op] for n in nodes]
+    stage = [op_stage[n.op] for n in problem.nodes]
     for a, b in problem.same_stage:
         model.add(stage[a] == stage[b])
+    return op_stage, stage
+
+
+def _node_vars(s: _Scope, stage: list[Any]) -> tuple[list[Any], list[Any], list[dict[str, Any]]]:
+    """Per node its row, its start `t = II * stage + row` and its assignment booleans
+    (exactly one group); a drain node completes within its body."""
+    model, nodes, ii = s.model, s.problem.nodes, s.ii
     row = [model.new_int_var(0, ii - 1, f"row_{i}") for i in range(len(nodes))]
-    t = [model.new_int_var(0, horizon - 1, f"t_{i}") for i in range(len(nodes))]
+    t = [model.new_int_var(0, s.horizon - 1, f"t_{i}") for i in range(len(nodes))]
     x: list[dict[str, Any]] = []
     for i, node in enumerate(nodes):
         model.add(t[i] == ii * stage[i] + row[i])
@@ -476,22 +482,34 @@ def _build(
         model.add_exactly_one(lits.values())
         x.append(lits)
         if node.drain:
-            model.add(row[i] + units.latency[i] <= ii)
+            model.add(row[i] + s.units.latency[i] <= ii)
+    return row, t, x
 
+
+def _phase_vars(s: _Scope) -> dict[str, list[Any]]:
+    """Per group the offsets of its copies (copy 0 at 0, the others non-decreasing)."""
     phase: dict[str, list[Any]] = {}
-    for group in problem.groups:
+    for group in s.problem.groups:
         offsets: list[Any] = [0]
         for j in range(1, group.copies):
-            offset = model.new_int_var(0, ii - 1, f"phase_{group.name}_{j}")
+            offset = s.model.new_int_var(0, s.ii - 1, f"phase_{group.name}_{j}")
             if j > 1:
-                model.add(offset >= offsets[-1])
+                s.model.add(offset >= offsets[-1])
             offsets.append(offset)
         phase[group.name] = offsets
+    return phase
 
-    # Shared units: every node's occupancy, for every copy of the group issuing it.
+
+def _shared_units(
+    s: _Scope, row: list[Any], x: list[dict[str, Any]], phase: dict[str, list[Any]]
+) -> None:
+    """Shared units: every node's occupancy, for every copy of the group issuing it, in
+    one circular non-overlap per unit."""
+    model, ii = s.model, s.ii
+    groups = {g.name: g for g in s.problem.groups}
     on_unit: dict[str, list[Any]] = {}
-    for i, node in enumerate(nodes):
-        size = units.occupancy[i]
+    for i, node in enumerate(s.problem.nodes):
+        size = s.units.occupancy[i]
         if size == 0 or node.unit in PRIVATE_UNITS:
             continue
         intervals = on_unit.setdefault(node.unit, [])
@@ -505,25 +523,46 @@ def _build(
     for intervals in on_unit.values():
         model.add_no_overlap(intervals)
 
-    # Issue: one warp group issues one node at a time (its copies alike).
-    for group in problem.groups:
+
+def _issue_slots(s: _Scope, row: list[Any], x: list[dict[str, Any]]) -> None:
+    """Issue: one warp group issues one node at a time (its copies alike)."""
+    issue = s.units.issue
+    for group in s.problem.groups:
         intervals = []
-        for i in range(len(nodes)):
-            if group.name not in x[i] or units.issue[i] == 0:
+        for i in range(len(s.problem.nodes)):
+            if group.name not in x[i] or issue[i] == 0:
                 continue
             present = None if len(x[i]) == 1 else x[i][group.name]
             intervals += _circular(
-                model, row[i], units.issue[i], ii, present, f"issue_{i}_{group.name}"
+                s.model, row[i], issue[i], s.ii, present, f"issue_{i}_{group.name}"
             )
         if intervals:
-            model.add_no_overlap(intervals)
+            s.model.add_no_overlap(intervals)
 
-    depth = {
-        r.name: model.new_int_var(r.max_depth if r.fixed else 1, r.max_depth, f"depth_{r.name}")
-        for r in problem.rings
+
+def _depth_vars(s: _Scope) -> dict[str, Any]:
+    """Per ring its depth: 1 to its deepest (fixed at the deepest when `fixed`)."""
+    return {
+        r.name: s.model.new_int_var(r.max_depth if r.fixed else 1, r.max_depth, f"depth_{r.name}")
+        for r in s.problem.rings
     }
 
-    for k, edge in enumerate(problem.edges):
+
+def _edges(
+    s: _Scope,
+    t: list[Any],
+    x: list[dict[str, Any]],
+    phase: dict[str, list[Any]],
+    depth: dict[str, Any],
+    handoff: bool,
+) -> None:
+    """Every edge's latency (plus the handoff between groups, with `handoff`) over its
+    distance, a ring edge's from its ring's depth; a ring edge leaving a copied group
+    holds for every copy of its source (each releases its own slot)."""
+    model, ii, units = s.model, s.ii, s.units
+    groups = {g.name: g for g in s.problem.groups}
+    rings = {r.name: r for r in s.problem.rings}
+    for k, edge in enumerate(s.problem.edges):
         latency: Any = units.edge_latency[k]
         if handoff and units.handoff:
             latency = latency + units.handoff * _different(
@@ -536,7 +575,6 @@ def _build(
         model.add(t[edge.dst] + ii * distance >= t[edge.src] + latency)
         if edge.ring is None:
             continue
-        # Every copy of a copied source releases its own slot.
         for group, lit in x[edge.src].items():
             enforce = [lit]
             if group in x[edge.dst]:
@@ -546,71 +584,119 @@ def _build(
                     t[edge.dst] + ii * distance >= t[edge.src] + phase[group][j] + latency
                 ).only_enforce_if(enforce)
 
-    frozen = [i for i, n in enumerate(nodes) if n.frozen]
+
+def _frozen_order(s: _Scope, row: list[Any], x: list[dict[str, Any]]) -> None:
+    """Frozen nodes issued by one group keep their listed order (rows non-decreasing)."""
+    frozen = [i for i, n in enumerate(s.problem.nodes) if n.frozen]
     for a, i in enumerate(frozen):
         for j in frozen[a + 1 :]:
             for group in x[i]:
                 if group in x[j]:
-                    model.add(row[i] <= row[j]).only_enforce_if([x[i][group], x[j][group]])
+                    s.model.add(row[i] <= row[j]).only_enforce_if([x[i][group], x[j][group]])
 
+
+def _registers(s: _Scope, stage: list[Any], x: list[dict[str, Any]]) -> list[Any]:
+    """Per value the copies its producer's group carries (the iteration arguments of the
+    expanded loop), and per group its registers within budget; the copies."""
+    model, problem = s.model, s.problem
     copies: list[Any] = []
-    if registers:
-        load: dict[str, list[Any]] = {g.name: [] for g in problem.groups}
-        for k, value in enumerate(problem.values):
-            top = problem.max_stage + max((d for _, d in value.uses), default=0)
-            spans = [stage[use] + d - stage[value.producer] for use, d in value.uses]
-            carried = model.new_int_var(0, top, f"copies_{k}")
-            model.add_max_equality(carried, [0, *spans])
-            copies.append(carried)
-            lits = x[value.producer]
-            for group, lit in lits.items():
-                term = carried
-                if len(lits) > 1:
-                    term = model.new_int_var(0, top, f"copies_{k}_{group}")
-                    model.add(term == carried).only_enforce_if(lit)
-                    model.add(term == 0).only_enforce_if(~lit)
-                load[group].append(value.regs * term)
-        for group in problem.groups:
-            model.add(group.reserved + sum(load[group.name]) <= group.regs)
+    load: dict[str, list[Any]] = {g.name: [] for g in problem.groups}
+    for k, value in enumerate(problem.values):
+        top = problem.max_stage + max((d for _, d in value.uses), default=0)
+        spans = [stage[use] + d - stage[value.producer] for use, d in value.uses]
+        carried = model.new_int_var(0, top, f"copies_{k}")
+        model.add_max_equality(carried, [0, *spans])
+        copies.append(carried)
+        lits = x[value.producer]
+        for group, lit in lits.items():
+            term = carried
+            if len(lits) > 1:
+                term = model.new_int_var(0, top, f"copies_{k}_{group}")
+                model.add(term == carried).only_enforce_if(lit)
+                model.add(term == 0).only_enforce_if(~lit)
+            load[group].append(value.regs * term)
+    for group in problem.groups:
+        model.add(group.reserved + sum(load[group.name]) <= group.regs)
+    return copies
 
+
+def _objective(
+    s: _Scope,
+    t: list[Any],
+    row: list[Any],
+    op_stage: dict[int, Any],
+    depth: dict[str, Any],
+    copies: list[Any],
+) -> None:
+    """Minimise the length, then the carried registers, the early nodes' rows and the
+    stages, then prefer the deepest rings (the shallowest first), as one weighted sum."""
+    model, problem, ii = s.model, s.problem, s.ii
+    length = model.new_int_var(0, s.horizon - 1, "length")
+    model.add_max_equality(length, t)
+    # then the deepest rings shared memory allows, the shallowest first: slots
+    # beyond the ones the interval needs absorb latency the model does not see
+    top = max((r.max_depth for r in problem.rings), default=0)
+    spare_sum = sum(r.max_depth for r in problem.rings)
+    shallowest = model.new_int_var(0, top, "shallowest")
+    if depth:
+        model.add_min_equality(shallowest, list(depth.values()))
+    weight = spare_sum + 1
+    big = weight * (top + 1) + spare_sum + 1
+    # between the two, the fewest stages: of equally long schedules, the one whose
+    # ops wrap least into later bodies (no needless prologue and epilogue)
+    stages = sum(op_stage.values())
+    bigger = big * (len(op_stage) * problem.max_stage + 1)
+    # before the stages, the fewest registers carried across bodies (of two equally
+    # long schedules, the one that carries the smaller tile)
+    carried = sum(v.regs * c for v, c in zip(problem.values, copies, strict=True))
+    most = sum(v.regs for v in problem.values) * (problem.max_stage + 2) + 1
+    # then the early nodes' rows (the MMAs first in the body)
+    early = [row[i] for i, n in enumerate(problem.nodes) if n.early]
+    rows = sum(early)
+    span = ii * len(early) + 1
+    model.minimize(
+        length * bigger * span * most
+        + carried * bigger * span
+        + rows * bigger
+        + stages * big
+        + weight * (top - shallowest)
+        + spare_sum
+        - sum(depth.values())
+    )
+
+
+def _build(
+    cp_model: Any,
+    problem: Problem,
+    units: Units,
+    ii: int,
+    *,
+    registers: bool,
+    smem: bool,
+    handoff: bool,
+    objective: bool,
+) -> _Model:
+    """The model at II = `ii` units; `registers`, `smem`, `handoff`: whether those
+    constraints are in it; `objective`: minimise the length, the carried registers and
+    the stages, then prefer deep rings (the module docstring). The steps add their
+    variables and constraints in this order (the order is part of the model: CP-SAT's
+    search, and so the answer, depends on it)."""
+    s = _Scope(cp_model.CpModel(), problem, units, ii)
+    op_stage, stage = _stage_vars(s)
+    row, t, x = _node_vars(s, stage)
+    phase = _phase_vars(s)
+    _shared_units(s, row, x, phase)
+    _issue_slots(s, row, x)
+    depth = _depth_vars(s)
+    _edges(s, t, x, phase, depth, handoff)
+    _frozen_order(s, row, x)
+    copies = _registers(s, stage, x) if registers else []
     if smem and problem.rings:
         used = sum(depth[r.name] * r.slot_bytes for r in problem.rings)
-        model.add(used <= problem.smem_bytes)
-
+        s.model.add(used <= problem.smem_bytes)
     if objective:
-        length = model.new_int_var(0, horizon - 1, "length")
-        model.add_max_equality(length, t)
-        # then the deepest rings shared memory allows, the shallowest first: slots
-        # beyond the ones the interval needs absorb latency the model does not see
-        top = max((r.max_depth for r in problem.rings), default=0)
-        spare_sum = sum(r.max_depth for r in problem.rings)
-        shallowest = model.new_int_var(0, top, "shallowest")
-        if depth:
-            model.add_min_equality(shallowest, list(depth.values()))
-        weight = spare_sum + 1
-        big = weight * (top + 1) + spare_sum + 1
-        # between the two, the fewest stages: of equally long schedules, the one whose
-        # ops wrap least into later bodies (no needless prologue and epilogue)
-        stages = sum(op_stage.values())
-        bigger = big * (len(op_stage) * problem.max_stage + 1)
-        # before the stages, the fewest registers carried across bodies (of two equally
-        # long schedules, the one that carries the smaller tile)
-        carried = sum(v.regs * c for v, c in zip(problem.values, copies, strict=True))
-        most = sum(v.regs for v in problem.values) * (problem.max_stage + 2) + 1
-        # then the early nodes' rows (the MMAs first in the body)
-        early = [row[i] for i, n in enumerate(nodes) if n.early]
-        rows = sum(early)
-        span = ii * len(early) + 1
-        model.minimize(
-            length * bigger * span * most
-            + carried * bigger * span
-            + rows * bigger
-            + stages * big
-            + weight * (top - shallowest)
-            + spare_sum
-            - sum(depth.values())
-        )
-    return _Model(model, t, stage, x, phase, depth, copies)
+        _objective(s, t, row, op_stage, depth, copies)
+    return _Model(s.model, t, stage, x, phase, depth, copies)
 
 
 def _run(cp_model: Any, built: _Model, wall: float, deterministic: float) -> tuple[Any, Any]:

@@ -36,7 +36,7 @@ turns) and replaces the rest:
    a kernel compiles the same schedule every time, and solves once.
 3. The answer with the smallest interval wins; the heuristic's warp-group count unless
    another is faster by more than `MARGIN`.
-4. Arbitration (`_arbitrate`): the timeline model (`tawac.timeline.simulate`, warp groups
+4. Arbitration (`_arbitrate`): the timeline model (`tawac.schedule.simulate`, warp groups
    running free and sharing the units) simulates the solver's schedule and the
    heuristic's; the kernel gets the heuristic's (recorded as `kept heuristic`) unless
    the solver's is faster by more than `MARGIN`. Neither model alone predicted the
@@ -54,8 +54,9 @@ import json
 import os
 from pathlib import Path
 
+from xdsl.dialects import scf
 from xdsl.dialects.builtin import TensorType
-from xdsl.ir import Operation, SSAValue
+from xdsl.ir import Block, Operation, SSAValue
 
 from tawac.analysis.arefs import looped
 from tawac.analysis.loops import main_loops, scheduled_ops
@@ -68,9 +69,9 @@ from tawac.options import PipelineOptions
 from tawac.schedule import modulo
 from tawac.schedule.model import loop_lanes
 from tawac.schedule.planner import HeuristicPlanner, fits_registers, register_budgets
+from tawac.schedule.simulate import Lane, simulate
 from tawac.schedule.smem import kernel_plan
 from tawac.target import HOPPER
-from tawac.timeline import simulate
 
 #: Seconds the solver may take per kernel (both steps, every warp-group count).
 TIME_LIMIT = 30.0
@@ -160,18 +161,8 @@ def _smem(kernel: tile.KernelOp, base: Schedule, staging: bool):
     return slots, HOPPER.smem_per_block - fixed
 
 
-def problem(
-    kernel: tile.KernelOp,
-    base: Schedule,
-    warp_groups: int,
-    options: PipelineOptions,
-    staging: bool = True,
-    unpipelined: bool = False,
-) -> Built | None:
-    """The modulo-scheduling problem of main loop 0 with `warp_groups` consumer warp
-    groups (module docstring); None when the consumer has no main loop. `unpipelined`:
-    the consumer loop frozen and no register limit (it holds what the heuristic's
-    unpipelined loop holds)."""
+def _consumer_main_loop(kernel: tile.KernelOp) -> scf.ForOp | None:
+    """Main loop 0 of the consumer partition; None when the kernel has none."""
     consumer = next(
         (
             p
@@ -181,27 +172,27 @@ def problem(
         None,
     )
     loops = main_loops(consumer) if consumer is not None else []
-    if not loops:
-        return None
-    loop = loops[0]
-    roles = register_budgets([("producer", 1, 0), ("consumer", warp_groups, 0)])
-    flat = dataclasses.replace(base, roles=tuple(roles), loops=())
-    lanes = {lane.name: lane for lane in loop_lanes(kernel, flat)}
-    creates = [o for o in kernel.walk() if isinstance(o, aref.CreateOp)]
-    deferred = deferred_dots(creates, [_aref(base, c).lag for c in creates])
-    frozen = unpipelined or _frozen(loop, deferred, options)
+    return loops[0] if loops else None
 
+
+def _nodes(
+    lanes: list[Lane],
+    ops: list[Operation],
+    warp_groups: int,
+    deferred: set[tile.DotOp],
+    frozen: bool,
+) -> tuple[list[modulo.Node], dict[tuple[str, int], int], list[tuple[str, int]]]:
+    """A node per step of the producer's lane and consumer warp group 0's (the consumer's
+    costs in lockstep over `warp_groups`); the node of each (lane, step), and per node its
+    role and the number of its scheduled op."""
     nodes: list[modulo.Node] = []
     where: dict[tuple[str, int], int] = {}  # (lane, step) -> node
     source: list[tuple[str, int]] = []
-    kept = [n for n in ("producer", "consumer wg0") if n in lanes]
-    body = loop.body.block
-    ops = scheduled_ops(body)
-    for name in kept:
-        role = lanes[name].role
-        for j, step in enumerate(lanes[name].steps):
+    for lane in lanes:
+        role = lane.role
+        for j, step in enumerate(lane.steps):
             op = ops[step.source] if role == "consumer" else None
-            where[(name, j)] = len(nodes)
+            where[(lane.name, j)] = len(nodes)
             source.append((role, step.source))
             w = warp_groups if role == "consumer" else 1
             issue, occupancy, latency = lockstep(step, w)
@@ -223,12 +214,22 @@ def problem(
                     frozen=role == "producer" or frozen,
                 )
             )
-    rings = {k: f"aref{k}" for k, c in enumerate(creates) if looped(c)}
+    return nodes, where, source
+
+
+def _edges(
+    lanes: list[Lane],
+    nodes: list[modulo.Node],
+    where: dict[tuple[str, int], int],
+    rings: dict[int, str],
+) -> list[modulo.Edge]:
+    """An edge per dep between the nodes' steps (the other consumer warp groups' deps are
+    their copies'), a ring edge for an empty-barrier wait on a looped aref."""
     edges: list[modulo.Edge] = []
-    for name in kept:
-        for j, step in enumerate(lanes[name].steps):
+    for lane in lanes:
+        for j, step in enumerate(lane.steps):
             for dep in step.deps:
-                src_lane = dep.lane or name
+                src_lane = dep.lane or lane.name
                 if src_lane.startswith("consumer wg") and src_lane != "consumer wg0":
                     continue  # the copies of warp group 0
                 src = where.get((src_lane, dep.step))
@@ -238,27 +239,49 @@ def problem(
                 edges.append(
                     modulo.Edge(
                         src,
-                        where[(name, j)],
+                        where[(lane.name, j)],
                         nodes[src].latency,
                         0 if ring is not None else dep.distance,
                         ring,
                     )
                 )
+    return edges
 
-    # registers of the consumer's tile values
-    first = {}
-    last = {}
-    for n, (role, s) in enumerate(source):
-        if role != "consumer":
-            continue
-        first.setdefault(s, n)
-        last[s] = n
-    number = {op: k for k, op in enumerate(ops)}
-    yield_op = body.last_op
+
+@dataclasses.dataclass(frozen=True)
+class _Body:
+    """The consumer loop's body, its scheduled ops and their nodes: `number` (op -> its
+    number), `first` and `last` (op number -> its first and last node)."""
+
+    block: Block
+    ops: list[Operation]
+    number: dict[Operation, int]
+    first: dict[int, int]
+    last: dict[int, int]
+
+    @staticmethod
+    def of(block: Block, ops: list[Operation], source: list[tuple[str, int]]) -> _Body:
+        first: dict[int, int] = {}
+        last: dict[int, int] = {}
+        for n, (role, s) in enumerate(source):
+            if role != "consumer":
+                continue
+            first.setdefault(s, n)
+            last[s] = n
+        return _Body(block, ops, {op: k for k, op in enumerate(ops)}, first, last)
+
+    def uses(self, r: SSAValue) -> list[tuple[int, int]]:
+        """(node, distance) of every scheduled op reading `r` (`_uses`)."""
+        return _uses(r, self.block, self.number, self.first, self.block.last_op)
+
+
+def _values(body: _Body, warp_groups: int) -> tuple[list[modulo.Value], int]:
+    """The registers of the consumer's 2-d tile values (their producer's last node,
+    registers per thread, uses), and the largest tile no iteration argument carries."""
     values: list[modulo.Value] = []
-    transient = 0  # the largest tile no iteration argument carries
-    for op in ops:
-        if isinstance(op, aref.GetOp | tile.BroadcastOp) or number[op] not in last:
+    transient = 0
+    for op in body.ops:
+        if isinstance(op, aref.GetOp | tile.BroadcastOp) or body.number[op] not in body.last:
             # a slot lives in shared memory; a broadcast row vector is the vector itself
             # in the accumulator layout
             continue
@@ -266,32 +289,46 @@ def problem(
             if not isinstance(r.type, TensorType) or len(r.type.get_shape()) != 2:
                 continue  # row vectors: a few registers, within WORKING_SET
             regs = _regs(r.type, warp_groups)
-            uses = _uses(r, body, number, first, yield_op)
+            uses = body.uses(r)
             if not any(d for _, d in uses):
                 transient = max(transient, regs)
-            values.append(modulo.Value(last[number[op]], regs, tuple(uses)))
+            values.append(modulo.Value(body.last[body.number[op]], regs, tuple(uses)))
+    return values, transient
 
-    # a slot's get and its readers share a stage (a slot is not carried to a later body)
+
+def _same_stage(body: _Body) -> list[tuple[int, int]]:
+    """A slot's get and its readers share a stage (a slot is not carried to a later
+    body)."""
     same = []
-    for op in ops:
-        if isinstance(op, aref.GetOp) and number[op] in first:
-            for user, _ in _uses(op.results[0], body, number, first, yield_op):
-                same.append((first[number[op]], user))
+    for op in body.ops:
+        if isinstance(op, aref.GetOp) and body.number[op] in body.first:
+            for user, _ in body.uses(op.results[0]):
+                same.append((body.first[body.number[op]], user))
+    return same
 
-    slots, capacity = _smem(kernel, base, staging)
-    # `--stages N` fixes the looped rings' depth; else the solver chooses it
-    ring_list = tuple(
+
+def _rings(
+    rings: dict[int, str], slots: dict[int, int], lags: list[int], options: PipelineOptions
+) -> tuple[modulo.Ring, ...]:
+    """The looped arefs as rings: slot bytes, release lag, the deepest depth (`--stages N`
+    fixes the depth; else the solver chooses it)."""
+    return tuple(
         modulo.Ring(
             rings[k],
             slots[k],
-            _aref(base, creates[k]).lag,
+            lags[k],
             options.stages or MAX_DEPTH,
             fixed=options.stages > 0,
         )
         for k in sorted(rings)
     )
+
+
+def _groups(roles, unpipelined: bool, transient: int) -> tuple[modulo.Group, ...]:
+    """The producer and the consumer with their register budgets; the consumer reserves
+    `WORKING_SET` and the largest transient tile (nothing when unpipelined)."""
     consumer_role = next(r for r in roles if r.role == "consumer")
-    groups = (
+    return (
         modulo.Group("producer", next(r for r in roles if r.role == "producer").regs),
         modulo.Group(
             "consumer",
@@ -299,13 +336,46 @@ def problem(
             0 if unpipelined else WORKING_SET + transient,
         ),
     )
+
+
+def problem(
+    kernel: tile.KernelOp,
+    base: Schedule,
+    warp_groups: int,
+    options: PipelineOptions,
+    staging: bool = True,
+    unpipelined: bool = False,
+) -> Built | None:
+    """The modulo-scheduling problem of main loop 0 with `warp_groups` consumer warp
+    groups (module docstring); None when the consumer has no main loop. `unpipelined`:
+    the consumer loop frozen and no register limit (it holds what the heuristic's
+    unpipelined loop holds)."""
+    loop = _consumer_main_loop(kernel)
+    if loop is None:
+        return None
+    roles = register_budgets([("producer", 1, 0), ("consumer", warp_groups, 0)])
+    flat = dataclasses.replace(base, roles=tuple(roles), loops=())
+    lanes = {lane.name: lane for lane in loop_lanes(kernel, flat)}
+    creates = [o for o in kernel.walk() if isinstance(o, aref.CreateOp)]
+    deferred = deferred_dots(creates, [_aref(base, c).lag for c in creates])
+    frozen = unpipelined or _frozen(loop, deferred, options)
+
+    kept = [lanes[n] for n in ("producer", "consumer wg0") if n in lanes]
+    ops = scheduled_ops(loop.body.block)
+    nodes, where, source = _nodes(kept, ops, warp_groups, deferred, frozen)
+    rings = {k: f"aref{k}" for k, c in enumerate(creates) if looped(c)}
+    edges = _edges(kept, nodes, where, rings)
+    body = _Body.of(loop.body.block, ops, source)
+    values, transient = _values(body, warp_groups)
+    same = _same_stage(body)
+    slots, capacity = _smem(kernel, base, staging)
     return Built(
         modulo.Problem(
             nodes=tuple(nodes),
             edges=tuple(edges),
-            groups=groups,
+            groups=_groups(roles, unpipelined, transient),
             values=() if unpipelined else tuple(values),
-            rings=ring_list,
+            rings=_rings(rings, slots, [_aref(base, c).lag for c in creates], options),
             smem_bytes=capacity,
             max_stage=MAX_STAGE,
             same_stage=tuple(same),
