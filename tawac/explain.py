@@ -26,7 +26,7 @@ from tawac.dialects.schedule import Schedule
 from tawac.driver import run_pipeline
 from tawac.options import PipelineOptions
 from tawac.schedule import loop_plan
-from tawac.schedule.model import loop_lanes
+from tawac.schedule.model import aref_name, loop_lanes
 from tawac.schedule.simulate import Dep, Lane, Step, simulate
 from tawac.target import HOPPER
 from tawac.timeline import render_svg
@@ -53,7 +53,7 @@ def _arefs(kernel: tile.KernelOp, plan: Schedule) -> list[dict[str, Any]]:
         assert isinstance(t, aref.ArefType)
         slot = sum(hopper.smem_ring_type(p, 1).tile_type.nbytes for p in t.payload)
         entry = {
-            "name": create.result.name_hint or f"aref{i}",
+            "name": create.ident or f"aref{i}",
             "payload": [str(p) for p in t.payload],
             "slot_bytes": slot,
             "depth": a.depth,
@@ -89,17 +89,19 @@ def _read_into_registers(create: aref.CreateOp) -> list[int]:
 
 
 def op_label(op: Operation) -> str:
-    """`%s = tile.dot`, `aref.consumed %aref1`: an op as a reader finds it in the IR."""
+    """`%s = tile.dot`, `aref.consumed k`: an op as a reader finds it in the IR (an aref
+    by its identity)."""
     names = [f"%{r.name_hint}" for r in op.results if r.name_hint]
     if names:
         return f"{', '.join(names)} = {op.name}"
-    refs = [f"%{v.name_hint}" for v in op.operands if isinstance(v.type, aref.ArefType)]
+    refs = [aref_name(v) for v in op.operands if isinstance(v.type, aref.ArefType)]
     return " ".join([op.name, *refs[:1]])
 
 
 def _loops(kernel: tile.KernelOp, plan: Schedule) -> list[dict[str, Any]]:
     """Every main loop's schedule: op -> role, stage, issue order (a loop the schedule
-    does not list runs its ops at stage 0 in body order)."""
+    does not list runs its ops at stage 0 in body order), and its MMAs' waits (after
+    the first `after` ops of the issue order, `pending` wgmma groups left in flight)."""
     out = []
     for part in [p for p in kernel.body.block.ops if isinstance(p, aref.PartitionOp)]:
         role = part.role.data
@@ -119,6 +121,15 @@ def _loops(kernel: tile.KernelOp, plan: Schedule) -> list[dict[str, Any]]:
                             "order": n,
                         }
                         for n, o in enumerate(lp.ops)
+                    ],
+                    "waits": [
+                        {
+                            "op": op_label(ops[w.dot]),
+                            "index": w.dot,
+                            "pending": w.pending,
+                            "after": w.at,
+                        }
+                        for w in lp.waits
                     ],
                 }
             )
@@ -414,8 +425,13 @@ def render(info: dict[str, Any], console) -> None:
         )
         for col in ("order", "op", "stage", "body #"):
             t.add_column(col, justify="left" if col == "op" else "right")
-        for o in lp["ops"]:
-            t.add_row(str(o["order"]), o["op"], str(o["stage"]), str(o["index"]))
+        for n in range(len(lp["ops"]) + 1):
+            for w in [w for w in lp["waits"] if w["after"] == n]:
+                what = w["op"].split(" = ")[0]
+                t.add_row("", f"wait {what} (pending {w['pending']})", "", str(w["index"]))
+            if n < len(lp["ops"]):
+                o = lp["ops"][n]
+                t.add_row(str(o["order"]), o["op"], str(o["stage"]), str(o["index"]))
         console.print(t)
     smem = info["smem"]
     table = Table(title=f"shared memory: {smem['bytes']} of {smem['limit']} bytes")

@@ -63,7 +63,7 @@ def test_cli_tables_and_json(tmp_path):
     text = subprocess.run(cmd, capture_output=True, text=True, timeout=120, check=True).stdout
     assert "kernel @gemm on sm_90a: 384 threads per CTA" in text
     assert "grid: one CTA per SM, looping over cdiv(c.shape[0], 128) x" in text
-    for row in ("producer", "consumer", "ring of aref0 tensor<256x64xbf16>", "staging tile"):
+    for row in ("producer", "consumer", "ring of a_b tensor<256x64xbf16>", "staging tile"):
         assert row in text, text
     assert "shared memory: 214016 of 232448 bytes" in text
     out = subprocess.run([*cmd, "--json"], capture_output=True, text=True, timeout=120, check=True)

@@ -6,6 +6,7 @@ computed garbage)."""
 
 from __future__ import annotations
 
+import dataclasses
 import sys
 from pathlib import Path
 
@@ -70,17 +71,20 @@ def test_four_stage_attention_yields_through_temporaries(monkeypatch):
     run_pipeline(module, "warp-specialize,plan")
     kernel = next(o for o in module.walk() if isinstance(o, tile.KernelOp))
     from tawac.analysis.loops import main_loops, scheduled_ops
-
     from tawac.dialects import aref
+    from tawac.schedule.waits import plan_waits
 
     part = next(
         p
         for p in kernel.body.block.ops
         if isinstance(p, aref.PartitionOp) and p.role.data == "consumer"
     )
-    ops = scheduled_ops(main_loops(part)[0].body.block)
+    loop = main_loops(part)[0]
+    ops = scheduled_ops(loop.body.block)
     order = [tuple(map(int, x.split())) for x in FOUR_STAGES.split(", ")]
     plan = LoopPlan("consumer", 0, tuple(OpPlan(i, ops[i].name, st) for i, st in order))
+    # the MMAs' waits by the planner's rule for this issue order
+    plan = dataclasses.replace(plan, waits=plan_waits(loop, plan, {}))
     schedule.update(kernel, loops=(plan,))
     saves = []
     real = control.sequential_copies

@@ -417,6 +417,7 @@ class _Expansion:
                 otherwise = Block([scf.YieldOp(*loop.iter_args)])
             else:
                 fallback = loop.clone()
+                _await_at_once(fallback, loop, set(self.wait_of))
                 otherwise = Block([fallback, scf.YieldOp(*fallback.results)])
             root = scf.IfOp(
                 has.result, [r.type for r in loop.results], Region(then), Region(otherwise)
@@ -437,6 +438,21 @@ class _Expansion:
         op = arith.SubiOp(base, self._mult(block, m))
         block.add_op(op)
         return op.result
+
+
+def _await_at_once(clone: scf.ForOp, loop: scf.ForOp, awaited: set[tile.DotOp]) -> None:
+    """`clone` of the original `loop`, run unpipelined when there are fewer trips than
+    stages: each MMA the schedule awaits (`awaited`, dots of `loop`) is awaited right
+    after it (pending 0: nothing runs beside it in body order)."""
+    sched = scheduled_ops(clone.body.block)
+    for dot, original in zip(sched, scheduled_ops(loop.body.block), strict=True):
+        if original not in awaited:
+            continue
+        assert isinstance(dot, tile.DotOp)
+        wait = hopper.WgmmaWaitOp(dot.result, 0)
+        dot.result.replace_all_uses_with(wait.result)
+        wait.operands = [dot.result]
+        Rewriter.insert_op(wait, InsertPoint.after(dot))
 
 
 def _drop_dead_index_ops(root: Operation) -> None:

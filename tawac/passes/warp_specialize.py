@@ -284,6 +284,8 @@ def specialize(kernel: tile.KernelOp) -> None:
         aref.CreateOp(aref.ArefType([ld.result.type for ld in g.loads], 1), name)
         for g, name in zip(group_list, names, strict=True)
     ]
+    for c, g in zip(creates, group_list, strict=True):
+        c.location = g.loads[0].location  # diagnostics about the aref point at its loads
     refs = [c.result for c in creates]
     for i, r in enumerate(refs):
         r.name_hint = f"aref{i}"

@@ -62,13 +62,16 @@ def _value_name(v: SSAValue) -> str:
 
 
 def aref_name(v: SSAValue, index: int | None = None) -> str:
+    """An aref as labels name it: its identity (`a_b`), else its SSA name."""
+    if isinstance(v.owner, aref.CreateOp) and v.owner.ident is not None:
+        return v.owner.ident
     if v.name_hint:
         return f"%{v.name_hint}"
     return f"%aref{index}" if index is not None else "%aref"
 
 
 def step_label(op: Operation, arefs: dict[SSAValue, int] | None = None) -> str:
-    """A short bar label: "%s dot", "%p exp2", "get %aref1", "put %aref1"."""
+    """A short bar label: "%s dot", "%p exp2", "get k", "put a_b"."""
     arefs = arefs or {}
     if isinstance(op, (aref.GetOp, aref.PutOp, aref.ConsumedOp)):
         r = op.operands[0]

@@ -11,7 +11,7 @@
 // RUN: tawac opt %S/../../../examples/attention.mlir --emit ptx -p 'warp-specialize,plan{cluster=2x1 persistent=false},pipeline,coarse-pipeline,cooperative-consumers,lower-aref,tma-store,convert-to-ptx' | filecheck %s --check-prefix=PTX
 // RUN: tawac opt %s -p 'warp-specialize,plan{stages=2 consumer-warp-groups=1 cluster=2x1}' | filecheck %s --check-prefix=DOTS
 
-// PLAN: arefs = [depth 2, depth 2 multicast [0], depth 2 multicast [0]], loops = [consumer 0: {{.*}}, cluster = [2, 1], tiles = grouped 8,
+// PLAN: arefs = [q: depth 2, k: depth 2 multicast [0], v: depth 2 multicast [0]], loops = [consumer 0: {{.*}}, cluster = [2, 1], tiles = grouped 8,
 
 // AREF:      hopper.mbarrier_init %[[QFULL:.*]] count 1 : !hopper.mbarriers<1>
 // AREF-NEXT: hopper.mbarrier_init %[[QEMPTY:.*]] count 8 : !hopper.mbarriers<1>
@@ -65,7 +65,7 @@
 
 // Two dots reading the slots of one aref (a chained or gated GEMM): the plan follows the
 // loads, so B is shared as in a GEMM.
-// DOTS: arefs = [depth 2 multicast [1]], cluster = [2, 1],
+// DOTS: arefs = [{{[a-z_]+}}: depth 2 multicast [1]], loops = [{{.*}}], cluster = [2, 1],
 tile.kernel @two_dots(%a: !tile.tensor<?x?xbf16>, %b: !tile.tensor<?x?xbf16>, %c: !tile.tensor<?x?xbf16>) {
   %c0 = arith.constant 0 : index
   %bk = arith.constant 64 : index

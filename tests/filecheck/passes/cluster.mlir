@@ -14,9 +14,9 @@
 // RUN: tawac opt %s -p 'warp-specialize,plan{stages=2 consumer-warp-groups=1 cluster=1x2},pipeline,persistent' | filecheck %s --check-prefix=PERS12
 // RUN: tawac opt %s --emit ptx -p 'warp-specialize,plan{stages=2 consumer-warp-groups=1 persistent=false cluster=2x1},pipeline,cooperative-consumers,lower-aref,convert-to-ptx' | filecheck %s --check-prefix=PTX
 
-// PLAN:   #tawac.schedule<planner = heuristic, roles = [producer wg 1 regs 24, consumer wg 1 regs 256], arefs = [depth 2 multicast [1]], cluster = [2, 1], tiles = grouped 8,
-// PLAN12: #tawac.schedule<planner = heuristic, roles = [producer wg 1 regs 24, consumer wg 1 regs 256], arefs = [depth 2 multicast [0]], cluster = [1, 2], tiles = grouped 8,
-// PLAN11: #tawac.schedule<planner = heuristic, roles = [producer wg 1 regs 24, consumer wg 1 regs 256], arefs = [depth 2], tiles = grouped 8,
+// PLAN:   #tawac.schedule<planner = heuristic, roles = [producer wg 1 regs 24, consumer wg 1 regs 256], arefs = [a_b: depth 2 multicast [1]], loops = [consumer 0: [0 aref.get, 1 tile.dot, wait 1 pending 0, 2 aref.consumed]], cluster = [2, 1], tiles = grouped 8,
+// PLAN12: #tawac.schedule<planner = heuristic, roles = [producer wg 1 regs 24, consumer wg 1 regs 256], arefs = [a_b: depth 2 multicast [0]], loops = [consumer 0: [0 aref.get, 1 tile.dot, wait 1 pending 0, 2 aref.consumed]], cluster = [1, 2], tiles = grouped 8,
+// PLAN11: #tawac.schedule<planner = heuristic, roles = [producer wg 1 regs 24, consumer wg 1 regs 256], arefs = [a_b: depth 2], loops = [consumer 0: [0 aref.get, 1 tile.dot, wait 1 pending 0, 2 aref.consumed]], tiles = grouped 8,
 
 // AREF:      hopper.mbarrier_init %[[FULL:.*]] count 1 : !hopper.mbarriers<2>
 // AREF-NEXT: hopper.mbarrier_init %[[EMPTY:.*]] count 8 : !hopper.mbarriers<2>

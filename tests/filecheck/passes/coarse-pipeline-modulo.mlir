@@ -6,7 +6,7 @@
 // loop carries the accumulator and two copies of the MMA result (a shift register); the
 // epilogue finishes stages 1-2 and stage 2; fewer than two trips run the original loop.
 // Each wait is at the end of its body (nothing in that body reads it), pending 0.
-// CHECK-LABEL: tile.kernel @stages3({{.*}}loops = [consumer 0 expanded: [0 aref.get, 1 tile.dot, 3 math.exp2 stage 2, 4 arith.addf stage 2, 2 aref.consumed stage 1]]
+// CHECK-LABEL: tile.kernel @stages3({{.*}}loops = [consumer 0 expanded: [0 aref.get, 1 tile.dot, 3 math.exp2 stage 2, 4 arith.addf stage 2, 2 aref.consumed stage 1, wait 1 pending 0]]
 // CHECK:       aref.partition consumer
 // CHECK:         %[[ONE:.*]] = arith.constant 1 : index
 // CHECK-NEXT:    %[[NEED:.*]] = arith.constant 2 : index
@@ -50,7 +50,7 @@
 // CHECK-NEXT:      %[[F:.*]] = scf.for %k_1 = %c0_1 to %K_1 step %c64_1
 // CHECK:             hopper.wgmma_wait %{{.*}} pending 0
 // CHECK:           scf.yield %[[F]]
-tile.kernel @stages3(%a: !tile.tensor<?x?xbf16>, %b: !tile.tensor<?x?xbf16>, %c: !tile.tensor<?x?xf32>) attributes {tawac.schedule = #tawac.schedule<roles = [producer wg 1 regs 24, consumer wg 1 regs 200], arefs = [depth 3], loops = [consumer 0: [0 aref.get, 1 tile.dot, 3 math.exp2 stage 2, 4 arith.addf stage 2, 2 aref.consumed stage 1]]>} {
+tile.kernel @stages3(%a: !tile.tensor<?x?xbf16>, %b: !tile.tensor<?x?xbf16>, %c: !tile.tensor<?x?xf32>) attributes {tawac.schedule = #tawac.schedule<roles = [producer wg 1 regs 24, consumer wg 1 regs 200], arefs = [a_b: depth 3], loops = [consumer 0: [0 aref.get, 1 tile.dot, 3 math.exp2 stage 2, 4 arith.addf stage 2, 2 aref.consumed stage 1]]>} {
   %c0 = arith.constant 0 : index
   %c64 = arith.constant 64 : index
   %c128 = arith.constant 128 : index
@@ -87,7 +87,7 @@ tile.kernel @stages3(%a: !tile.tensor<?x?xbf16>, %b: !tile.tensor<?x?xbf16>, %c:
 // CHECK-NEXT:      aref.consumed %aref0
 // CHECK-NEXT:      %[[S:.*]] = arith.addf %[[ACC]], %[[E]]
 // CHECK-NEXT:      scf.yield %[[S]]
-tile.kernel @reorder(%a: !tile.tensor<?x?xbf16>, %b: !tile.tensor<?x?xbf16>, %c: !tile.tensor<?x?xf32>) attributes {tawac.schedule = #tawac.schedule<roles = [producer wg 1 regs 24, consumer wg 1 regs 200], arefs = [depth 3], loops = [consumer 0: [0 aref.get, 1 tile.dot, 3 math.exp2, 2 aref.consumed, 4 arith.addf]]>} {
+tile.kernel @reorder(%a: !tile.tensor<?x?xbf16>, %b: !tile.tensor<?x?xbf16>, %c: !tile.tensor<?x?xf32>) attributes {tawac.schedule = #tawac.schedule<roles = [producer wg 1 regs 24, consumer wg 1 regs 200], arefs = [a_b: depth 3], loops = [consumer 0: [0 aref.get, 1 tile.dot, 3 math.exp2, 2 aref.consumed, 4 arith.addf]]>} {
   %c0 = arith.constant 0 : index
   %c64 = arith.constant 64 : index
   %c128 = arith.constant 128 : index

@@ -8,22 +8,26 @@
 // RUN: tawac opt %s -p 'warp-specialize,plan{stages=3 mma-depth=0 consumer-warp-groups=1 persistent=false coarse-pipeline=false},pipeline,cooperative-consumers' | filecheck %s --check-prefix=ROLES
 // RUN: tawac opt %s -p 'warp-specialize,plan{stages=3 mma-depth=0 consumer-warp-groups=2 persistent=false coarse-pipeline=false},pipeline,cooperative-consumers,lower-aref' | filecheck %s --check-prefix=AREF
 // RUN: tawac opt %s -p 'warp-specialize,plan{stages=3 mma-depth=0 consumer-warp-groups=2 persistent=false coarse-pipeline=false},pipeline,cooperative-consumers,lower-aref,tma-store' | filecheck %s --check-prefix=STORE
+// RUN: tawac opt %s -p 'warp-specialize,plan{stages=3 mma-depth=0 consumer-warp-groups=2 persistent=false coarse-pipeline=false tma-store=false},pipeline,cooperative-consumers,lower-aref,tma-store' | filecheck %s --check-prefix=NOTMA
 // RUN: tawac opt %s -p 'warp-specialize,plan{stages=4 mma-depth=0 consumer-warp-groups=2 coarse-pipeline=false},pipeline,persistent,cooperative-consumers,lower-aref,tma-store' | filecheck %s --check-prefix=CHUNKS
 // RUN: tawac opt %s --emit ptx -p 'warp-specialize,plan{stages=4 mma-depth=0 consumer-warp-groups=2 coarse-pipeline=false},pipeline,persistent,cooperative-consumers,lower-aref,tma-store,convert-to-ptx' | filecheck %s --check-prefix=CHUNKS-PTX
 
 // The default plan of a 128x256 GEMM: two consumer warp groups at 240 registers, a
-// 3-slot ring released at once, no loop schedule (one MMA: nothing to overlap), a
-// persistent grid in groups of 8 rows.
-// PLAN:  tile.kernel @gemm({{.*}}) attributes {tawac.schedule = #tawac.schedule<planner = heuristic, roles = [producer wg 1 regs 24, consumer wg 2 regs 240], arefs = [depth 3], tiles = grouped 8, program_grid = [{cdiv = {arg = "c", dim = 0 : i64}, by = 128 : i64}, {cdiv = {arg = "c", dim = 1 : i64}, by = 256 : i64}, {const = 1 : i64}]>}
+// 3-slot ring (the aref named after the tensors it carries tiles of) released at once,
+// the K loop in body order (one MMA: nothing to overlap) with the MMA awaited right
+// after it, a persistent grid in groups of 8 rows, the epilogue's store to %c through
+// one whole staging tile.
+// PLAN:  tile.kernel @gemm({{.*}}) attributes {tawac.schedule = #tawac.schedule<planner = heuristic, roles = [producer wg 1 regs 24, consumer wg 2 regs 240], arefs = [a_b: depth 3], loops = [consumer 0: [0 aref.get, 1 tile.dot, wait 1 pending 0, 2 aref.consumed]], tiles = grouped 8, stores = [c: whole], program_grid = [{cdiv = {arg = "c", dim = 0 : i64}, by = 128 : i64}, {cdiv = {arg = "c", dim = 1 : i64}, by = 256 : i64}, {const = 1 : i64}]>}
 
-// pipeline applies depth 3 and lag 1: the release of iteration it - 1, guarded.
-// PIPE:  tile.kernel @gemm({{.*}}) attributes {tawac.schedule = #tawac.schedule<planner = heuristic, roles = [producer wg 1 regs 24, consumer wg 2 regs 240], arefs = [depth 3 lag 1]>}
+// pipeline applies depth 3 and lag 1: the MMA awaited with one group left in flight
+// (the wait the loop schedule lists), the release of iteration it - 1, guarded.
+// PIPE:  tile.kernel @gemm({{.*}}) attributes {tawac.schedule = #tawac.schedule<planner = heuristic, roles = [producer wg 1 regs 24, consumer wg 2 regs 240], arefs = [a_b: depth 3 lag 1], loops = [consumer 0: [0 aref.get, 1 tile.dot, wait 1 pending 1, 2 aref.consumed]], stores = [c: whole]>}
 // PIPE:    aref.create "{{[a-z0-9_]+}}" : !aref.aref<[tensor<128x64xbf16>, tensor<256x64xbf16>], 3>
 // PIPE:    hopper.wgmma_wait %{{.*}} pending 1
 // PIPE:    aref.consumed %{{.*}}[%{{.*}}] deferred
 
 // persistent applies the tile order: groups of G rows of program id x.
-// PERS:  tile.kernel @gemm({{.*}}) attributes {tawac.schedule = #tawac.schedule<planner = heuristic, roles = [producer wg 1 regs 24, consumer wg 2 regs 240], arefs = [depth 2], tiles = grouped 8, program_grid = [{cdiv = {arg = "c", dim = 0 : i64}, by = 128 : i64}, {cdiv = {arg = "c", dim = 1 : i64}, by = 256 : i64}, {const = 1 : i64}]>}
+// PERS:  tile.kernel @gemm({{.*}}) attributes {tawac.schedule = #tawac.schedule<planner = heuristic, roles = [producer wg 1 regs 24, consumer wg 2 regs 240], arefs = [a_b: depth 2], loops = [consumer 0: [0 aref.get, 1 tile.dot, wait 1 pending 0, 2 aref.consumed]], tiles = grouped 8, stores = [c: whole], program_grid = [{cdiv = {arg = "c", dim = 0 : i64}, by = 128 : i64}, {cdiv = {arg = "c", dim = 1 : i64}, by = 256 : i64}, {const = 1 : i64}]>}
 // PERS:    hopper.cta_id
 // PERS:    hopper.num_ctas
 // PERS:    arith.constant 8 : index
@@ -41,14 +45,19 @@
 // ROLES:  aref.partition consumer warp_groups 1 regs 256
 
 // Rings: 3 x (16 KiB + 32 KiB) + 48 bytes of mbarriers.
-// AREF:  tile.kernel @gemm({{.*}}) attributes {tawac.schedule = #tawac.schedule<planner = heuristic, roles = [producer wg 1 regs 24, consumer wg 2 regs 240], arefs = [depth 3], smem_bytes = 147504>}
+// AREF:  tile.kernel @gemm({{.*}}) attributes {tawac.schedule = #tawac.schedule<planner = heuristic, roles = [producer wg 1 regs 24, consumer wg 2 regs 240], arefs = [a_b: depth 3], loops = [consumer 0: [0 aref.get, 1 tile.dot, wait 1 pending 0, 2 aref.consumed]], stores = [c: whole], smem_bytes = 147504>}
 // The 128x256 bf16 staging tile (64 KiB) starts on the next KiB.
-// STORE: tile.kernel @gemm({{.*}}) attributes {tawac.schedule = #tawac.schedule<planner = heuristic, roles = [producer wg 1 regs 24, consumer wg 2 regs 240], arefs = [depth 3], smem_bytes = 214016>}
+// STORE: tile.kernel @gemm({{.*}}) attributes {tawac.schedule = #tawac.schedule<planner = heuristic, roles = [producer wg 1 regs 24, consumer wg 2 regs 240], arefs = [a_b: depth 3], loops = [consumer 0: [0 aref.get, 1 tile.dot, wait 1 pending 0, 2 aref.consumed]], stores = [c: whole], smem_bytes = 214016>}
+// Without TMA stores the planner sends the tile out from registers: tma-store places no
+// staging tile.
+// NOTMA: stores = [c: registers], smem_bytes = 147504>}
+// NOTMA-NOT: hopper.store_fragment
+// NOTMA: tile.store %o, %c
 
 // Four slots (192 KiB) leave no room for the 64 KiB staging tile: the planner stages the
 // epilogue through a ring of two 128x64 chunk buffers (32 KiB) instead, and tma-store
 // sends the tile out in four 64-column chunks taking the buffers in turn.
-// CHUNKS: arefs = [depth 4], tiles = grouped 8, staging = chunks 2, program_grid = {{.*}}, smem_bytes = 230400>
+// CHUNKS: arefs = [a_b: depth 4], loops = [consumer 0: [0 aref.get, 1 tile.dot, wait 1 pending 0, 2 aref.consumed]], tiles = grouped 8, stores = [c: chunks 2], program_grid = {{.*}}, smem_bytes = 230400>
 // CHUNKS: %staging_chunks = hopper.smem_alloc offset 197632 : !hopper.smem<2x128x64xbf16, swizzle 128>
 // CHUNKS: %[[B0:.*]] = hopper.smem_slot %staging_chunks[%{{.*}}]
 // CHUNKS: %[[B1:.*]] = hopper.smem_slot %staging_chunks[%{{.*}}]
