@@ -378,9 +378,9 @@ def test_runner_finds_loads_and_stores():
     from xdsl.dialects.scf import Scf
     from xdsl.parser import Parser
 
+    from tawac.analysis.args import kernel_arg_uses
     from tawac.dialects.tile import KernelOp, Tile
     from tawac.params import substitute
-    from tawac.analysis.args import kernel_arg_uses
 
     ctx = Context()
     for d in (Builtin, Arith, Math, Scf, Tile):
