@@ -19,10 +19,10 @@ from xdsl.ir import Operation
 
 from tawac import schedule
 from tawac.backend_ptx import abi
+from tawac.compiler import run_pipeline
 from tawac.diagnostics import CompileError
 from tawac.dialects import aref, hopper, tile
 from tawac.dialects.schedule import Schedule
-from tawac.driver import run_pipeline
 from tawac.options import PipelineOptions
 from tawac.schedule.loops import loop_plan, main_loops, scheduled_ops
 from tawac.schedule.model import loop_lanes

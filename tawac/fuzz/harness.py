@@ -27,7 +27,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import tawac.cli
-import tawac.driver  # noqa: F401  (imported before forking, so children need not)
+import tawac.compiler  # noqa: F401  (imported before forking, so children need not)
+import tawac.ptxas
 import tawac.runtime  # noqa: F401
 from tawac.diagnostics import CompileError
 from tawac.fuzz.mutate import Corpus, compile_options, mutant
@@ -166,8 +167,9 @@ def _child(folder: Path, memory: int, options: list[str]) -> None:
             os.environ.pop(var, None)
         os.environ["NO_COLOR"] = "1"
         os.chdir(folder / "cwd")
+        # --no-cache: every mutant is compiled (and none fills the user's cache)
         args = ["compile", str(folder / "src.mlir"), "-o", str(folder / "out" / "k.ptx")]
-        args += options
+        args += ["--no-cache", *options]
         try:
             tawac.cli.main(args, prog_name="tawac")
             code = 0
@@ -227,7 +229,7 @@ def _ptxas_error(log: str, code: int | None) -> str:
 def find_ptxas() -> str | None:
     """tawac's own search for ptxas; None where there is none."""
     try:
-        return tawac.driver.find_ptxas()
+        return tawac.ptxas.find_ptxas()
     except CompileError:
         return None
 
