@@ -166,10 +166,10 @@ def _child(folder: Path, memory: int, options: list[str]) -> None:
         for var in ("TAWAC_DEBUG", "FORCE_COLOR", "CLICOLOR_FORCE"):
             os.environ.pop(var, None)
         os.environ["NO_COLOR"] = "1"
+        os.environ["TAWAC_CACHE"] = "0"  # every mutant compiled; none fills the user's cache
         os.chdir(folder / "cwd")
-        # --no-cache: every mutant is compiled (and none fills the user's cache)
         args = ["compile", str(folder / "src.mlir"), "-o", str(folder / "out" / "k.ptx")]
-        args += ["--no-cache", *options]
+        args += options
         try:
             tawac.cli.main(args, prog_name="tawac")
             code = 0
