@@ -1,18 +1,20 @@
-"""The compile cache on disk: a kernel compiled once (PTX, cubin, launch sidecar) loads
-from `cache_root()/kernels` the next time, in any process.
+"""The compile cache on disk, a store only: where it lives, keys, entries, atomic writes,
+info and clear. `tawac.driver` decides what a kernel's key holds and what its entry
+stores (its one compile path consults this store and compiles on a miss); this module
+imports nothing above the base layer (no driver, no parser, no xDSL).
 
-`compile_cached` keys a kernel by everything that decides its bytes: the source text, the
-parameter values, every pipeline option (after defaults, the planner included), the
-tawac version and a digest of tawac's own sources (an edited compiler never reads an
-old kernel), the ptxas version and the target. A hit imports neither xDSL nor
-`tawac.driver` (a warm load is a file read and a checksum); a miss compiles through
-`tawac.driver.compile_source` and writes the entry atomically.
+A key (`make_key`) is the sha256 of canonical JSON: the fields the driver gives, the
+entry `FORMAT`, the tawac version and a digest of tawac's own sources (an edited compiler
+never reads an old kernel). `ptxas_version_of` memoises ptxas's version on disk, for the
+keys of cubins.
 
 One entry is one file, `kernels/<key>.tawac`: `MAGIC`, a line of JSON metadata (the
-format, the key, the sizes of the three parts and the sha256 of the payload), then the
-payload: the cubin, the sidecar JSON and the PTX. An entry that does not check out (bad
-magic, truncated, checksum mismatch, bad JSON) is removed and rebuilt, with one
-`CacheWarning`.
+format, the key, the names and sizes of its parts and the sha256 of the payload), then
+the payload: the parts, one after the other. An entry that does not check out (bad
+magic, truncated, checksum mismatch, bad JSON, other parts) is removed with one
+`CacheWarning` (`load` returns None: the caller rebuilds it). `store` writes through a
+temporary file and a rename: readers, and other processes storing the same key at once,
+see the old entry or a whole new one, never a part.
 
 The cache lives in `$TAWAC_CACHE_DIR`, else `$XDG_CACHE_HOME/tawac`, else
 `~/.cache/tawac` (the solver planner keeps its schedules in its `solver` folder);
@@ -22,7 +24,6 @@ written). `tawac cache info` and `tawac cache clear` show and empty it.
 
 from __future__ import annotations
 
-import dataclasses
 import hashlib
 import json
 import os
@@ -31,32 +32,33 @@ import shutil
 import sys
 import warnings
 from collections.abc import Iterator, Mapping
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from tawac.diagnostics import CompileError
 from tawac.files import write_atomic
-from tawac.options import DEFAULT_TIME_LIMIT, PipelineOptions
-from tawac.ptxas import locate_ptxas, ptxas_version
+from tawac.ptxas import ptxas_version
 
 __all__ = [
     "CacheWarning",
-    "CachedKernel",
     "cache_info",
     "cache_root",
     "clear_cache",
-    "compile_cached",
+    "discard",
     "enabled",
+    "entry_path",
+    "load",
+    "make_key",
+    "ptxas_version_of",
+    "store",
 ]
 
 #: The layout of an entry and of its key; a change makes every old entry unreachable.
-FORMAT = 1
+#: 2: named parts; PTX keyed without ptxas, cubins by the PTX's key and ptxas's version.
+FORMAT = 2
 
 #: The first bytes of every entry.
 MAGIC = b"TAWAC-K\n"
-
-#: The target every kernel is compiled for.
-TARGET = "sm_90a"
 
 #: The environment variables: the cache's folder, and the switch (`0` turns it off).
 DIR_ENV = "TAWAC_CACHE_DIR"
@@ -77,19 +79,6 @@ _EGG_INFO = re.compile(r"tawac(-[^-]+)*\.egg-info", re.IGNORECASE)
 class CacheWarning(UserWarning):
     """A cache entry that did not check out (it was rebuilt), or a cache that cannot be
     written (the kernel was compiled all the same)."""
-
-
-@dataclass(frozen=True)
-class CachedKernel:
-    """A compiled kernel: `cubin`, its launch `sidecar` (as its JSON reads back, on a
-    hit and on a miss alike) and `ptx`; `key` names its entry ('' when the kernel could
-    not be keyed: ptxas did not say its version), `hit` says whether it was loaded."""
-
-    cubin: bytes
-    sidecar: dict
-    ptx: str
-    key: str
-    hit: bool
 
 
 def cache_root() -> Path:
@@ -151,23 +140,35 @@ def _find_version() -> str | None:
 
 
 def source_digest() -> str:
-    """A sha256 of tawac's own `.py` files, names and bytes (once per process): a
-    developer's edited compiler never reads a kernel the old one compiled."""
+    """A sha256 of tawac's own `.py` files, names and bytes, in the order of their paths'
+    parts (once per process): a developer's edited compiler never reads a kernel the old
+    one compiled."""
     global _source_digest
     if _source_digest is None:
-        package = Path(__file__).resolve().parent
+        package = os.path.dirname(os.path.abspath(__file__))
         h = hashlib.sha256()
-        for path in sorted(package.rglob("*.py")):
-            data = path.read_bytes()
-            h.update(f"{path.relative_to(package).as_posix()}\0{len(data)}\0".encode())
+        for parts in sorted(_python_files(package, ())):
+            data = Path(package, *parts).read_bytes()
+            h.update(f"{'/'.join(parts)}\0{len(data)}\0".encode())
             h.update(data)
         _source_digest = h.hexdigest()
     return _source_digest
 
 
-def _ptxas_version(exe: str, timeout: float, write: bool) -> str | None:
-    """`exe --version`, memoised on disk by the executable's path, size and mtime (a hit
-    spawns no ptxas); None when it cannot say."""
+def _python_files(folder: str, prefix: tuple[str, ...]) -> Iterator[tuple[str, ...]]:
+    """The `.py` files under `folder`, as their paths' parts below it (`os.scandir`: a
+    tenth of `Path.rglob`'s time, which a warm `tawac compile` would notice)."""
+    with os.scandir(folder) as entries:
+        for entry in entries:
+            if entry.is_dir():
+                yield from _python_files(entry.path, (*prefix, entry.name))
+            elif entry.name.endswith(".py") and entry.is_file():
+                yield (*prefix, entry.name)
+
+
+def ptxas_version_of(exe: str, timeout: float = 10.0, write: bool = True) -> str | None:
+    """`exe --version`, memoised on disk (with `write`) by the executable's path, size and
+    mtime (a hit spawns no ptxas); None when it cannot say."""
     resolved = shutil.which(exe)
     if resolved is None:
         return None
@@ -209,74 +210,76 @@ def _read_json(path: Path) -> dict:
     return data if isinstance(data, dict) else {}
 
 
-def _key(text: str, params: Mapping[str, int] | None, options: dict, ptxas: str) -> str:
-    fields = {
+def make_key(kind: str, fields: Mapping[str, Any]) -> str:
+    """The key of an entry of `kind` ("ptx", "cubin") whose bytes `fields` decide (the
+    caller names them all: source, parameters, options, ...), to which the entry format,
+    the tawac version and the digest of tawac's sources are added: the sha256 of their
+    canonical JSON."""
+    stamped = {
+        **fields,
+        "kind": kind,
         "format": FORMAT,
-        "source": text,
-        "params": dict(sorted((params or {}).items())),
-        "options": options,
         "tawac": tawac_version(),
         "code": source_digest(),
-        "ptxas": ptxas,
-        "target": TARGET,
     }
-    canonical = json.dumps(fields, sort_keys=True, separators=(",", ":"), default=str)
+    canonical = json.dumps(stamped, sort_keys=True, separators=(",", ":"), default=str)
     return hashlib.sha256(canonical.encode()).hexdigest()
 
 
 # -- entries --------------------------------------------------------------------------------
 
 
-class _Corrupt(Exception):
+class Corrupt(Exception):
     """An entry that does not check out; the message says why."""
 
 
-def _encode(key: str, cubin: bytes, sidecar: bytes, ptx: bytes, meta: dict) -> bytes:
-    payload = cubin + sidecar + ptx
+def encode(key: str, parts: Mapping[str, bytes], meta: Mapping[str, Any]) -> bytes:
+    """The bytes of the entry `key` holding `parts` (in their order) and the metadata
+    `meta` (for people: the source's name, the versions)."""
+    payload = b"".join(parts.values())
     header = {
         **meta,
         "format": FORMAT,
         "key": key,
-        "sizes": [len(cubin), len(sidecar), len(ptx)],
+        "parts": [[name, len(data)] for name, data in parts.items()],
         "sha256": hashlib.sha256(payload).hexdigest(),
     }
     return MAGIC + json.dumps(header, sort_keys=True).encode() + b"\n" + payload
 
 
-def _decode(data: bytes, key: str) -> tuple[bytes, dict, str]:
-    """(cubin, sidecar, ptx) of an entry's bytes; `_Corrupt` when they do not check out."""
+def decode(data: bytes, key: str, names: tuple[str, ...]) -> dict[str, bytes]:
+    """The parts (by name) of an entry's bytes, which must be the entry `key` holding the
+    parts `names`; `Corrupt` when they do not check out."""
     if not data.startswith(MAGIC):
-        raise _Corrupt("bad magic")
+        raise Corrupt("bad magic")
     end = data.find(b"\n", len(MAGIC), len(MAGIC) + _MAX_HEADER)
     if end < 0:
-        raise _Corrupt("no metadata line")
+        raise Corrupt("no metadata line")
     try:
         meta = json.loads(data[len(MAGIC) : end])
     except ValueError:
-        raise _Corrupt("metadata is not JSON") from None
+        raise Corrupt("metadata is not JSON") from None
     if not isinstance(meta, dict) or meta.get("format") != FORMAT or meta.get("key") != key:
-        raise _Corrupt("metadata does not name this format and key")
-    sizes = meta.get("sizes")
+        raise Corrupt("metadata does not name this format and key")
+    parts = meta.get("parts")
     if (
-        not isinstance(sizes, list)
-        or len(sizes) != 3
-        or not all(type(n) is int and n >= 0 for n in sizes)
+        not isinstance(parts, list)
+        or [p[0] if isinstance(p, list) and len(p) == 2 else None for p in parts] != list(names)
+        or not all(type(p[1]) is int and p[1] >= 0 for p in parts)
     ):
-        raise _Corrupt("bad sizes")
+        raise Corrupt(f"parts are not {', '.join(names)}")
     payload = data[end + 1 :]
-    if len(payload) != sum(sizes):
-        raise _Corrupt(f"payload is {len(payload)} bytes, metadata says {sum(sizes)}")
+    total = sum(p[1] for p in parts)
+    if len(payload) != total:
+        raise Corrupt(f"payload is {len(payload)} bytes, metadata says {total}")
     if hashlib.sha256(payload).hexdigest() != meta.get("sha256"):
-        raise _Corrupt("checksum mismatch")
-    a, b = sizes[0], sizes[0] + sizes[1]
-    try:
-        sidecar = json.loads(payload[a:b])
-        ptx = payload[b:].decode("utf-8")
-    except ValueError:
-        raise _Corrupt("sidecar or PTX does not decode") from None
-    if not isinstance(sidecar, dict):
-        raise _Corrupt("sidecar is not a JSON object")
-    return payload[:a], sidecar, ptx
+        raise Corrupt("checksum mismatch")
+    out: dict[str, bytes] = {}
+    start = 0
+    for name, size in parts:
+        out[name] = payload[start : start + size]
+        start += size
+    return out
 
 
 def _write_atomic(path: Path, data: bytes) -> None:
@@ -286,100 +289,54 @@ def _write_atomic(path: Path, data: bytes) -> None:
     write_atomic(path, data, prefix=f".{path.stem}.", suffix=".tmp")
 
 
-def _load(path: Path, key: str) -> CachedKernel | None:
-    """The entry at `path`; None when there is none, or it was corrupt (then removed, with
-    a `CacheWarning`) or unreadable."""
+def entry_path(key: str) -> Path:
+    """The file of the entry `key`."""
+    return cache_root() / "kernels" / f"{key}.tawac"
+
+
+def load(key: str, names: tuple[str, ...]) -> dict[str, bytes] | None:
+    """The parts of the entry `key`, which holds the parts `names`; None when there is
+    none, or it was corrupt (then removed, with a `CacheWarning`) or unreadable."""
+    path = entry_path(key)
     try:
         data = path.read_bytes()
     except (FileNotFoundError, NotADirectoryError):
         return None
     except OSError as e:
-        warnings.warn(f"cannot read cache entry {path}: {e.strerror}", CacheWarning, stacklevel=3)
+        warnings.warn(f"cannot read cache entry {path}: {e.strerror}", CacheWarning, stacklevel=2)
         return None
     try:
-        cubin, sidecar, ptx = _decode(data, key)
-    except _Corrupt as e:
-        warnings.warn(f"corrupt cache entry {path} ({e}): rebuilt", CacheWarning, stacklevel=3)
-        try:
-            path.unlink()
-        except OSError:
-            pass  # the rebuilt entry replaces it
+        return decode(data, key, names)
+    except Corrupt as e:
+        discard(key, str(e))
         return None
-    return CachedKernel(cubin, sidecar, ptx, key, hit=True)
 
 
-# -- compiling ------------------------------------------------------------------------------
-
-
-def _read_text(source: str | Path) -> str:
-    """The UTF-8 text of `source`; the driver's `CompileError` when it cannot be read."""
+def discard(key: str, why: str) -> None:
+    """Remove the entry `key`, which did not check out because of `why`, with a
+    `CacheWarning` (its kernel is rebuilt)."""
+    path = entry_path(key)
+    warnings.warn(f"corrupt cache entry {path} ({why}): rebuilt", CacheWarning, stacklevel=3)
     try:
-        return Path(source).read_bytes().decode("utf-8")
-    except (OSError, UnicodeDecodeError):
-        from tawac.parser import read_source  # imports xDSL: only on the way out
-
-        return read_source(source)
+        path.unlink()
+    except OSError:
+        pass  # the rebuilt entry replaces it
 
 
-def _compile(
-    text: str,
-    source: str,
-    *,
-    params: Mapping[str, int] | None,
-    ptxas: str | None,
-    time_limit: float | None,
-    options: dict[str, Any],
-):
-    """The driver's `CompileResult` (with a cubin) for `text`; the cache's one import of
-    `tawac.driver` (and xDSL)."""
-    from tawac.driver import compile_source
-
-    return compile_source(
-        text, source, params=params, cubin=True, ptxas=ptxas, time_limit=time_limit, **options
-    )
-
-
-def compile_cached(
-    source: str | Path,
-    *,
-    params: Mapping[str, int] | None = None,
-    text: str | None = None,
-    ptxas: str | None = None,
-    time_limit: float | None = DEFAULT_TIME_LIMIT,
-    **options: Any,
-) -> CachedKernel:
-    """`source` (a `.mlir` file; `text` its text when already read) compiled to a cubin
-    with `params` and the pipeline `options` (`PipelineOptions` fields), from the cache
-    when it holds the kernel, else compiled (under `time_limit` seconds) and stored.
-    `CompileError`s propagate; nothing is stored for a kernel that failed."""
-    if text is None:
-        text = _read_text(source)
-    full = dataclasses.asdict(PipelineOptions(**options))
-    use = enabled()
-    exe = ptxas if ptxas is not None else locate_ptxas()
-    timeout = min(10.0, time_limit) if time_limit else 10.0
-    version = _ptxas_version(exe, timeout, write=use) if exe is not None else None
-    key = _key(text, params, full, version) if version is not None else ""
-    path = cache_root() / "kernels" / f"{key}.tawac"
-    if use and key:
-        found = _load(path, key)
-        if found is not None:
-            return found
-    res = _compile(text, str(source), params=params, ptxas=exe, time_limit=time_limit, options=full)
-    cubin = res.cubin if res.cubin is not None else b""
-    sidecar = json.dumps(res.sidecar).encode()
-    ptx = res.ptx.encode()
-    if use and key:
-        meta = {"source": str(source), "tawac": tawac_version(), "ptxas": version}
-        try:
-            _write_atomic(path, _encode(key, cubin, sidecar, ptx, meta))
-        except OSError as e:
-            warnings.warn(
-                f"cannot write the compile cache ({path.parent}): {e.strerror}",
-                CacheWarning,
-                stacklevel=2,
-            )
-    return CachedKernel(cubin, json.loads(sidecar), res.ptx, key, hit=False)
+def store(key: str, parts: Mapping[str, bytes], meta: Mapping[str, Any]) -> bool:
+    """Write the entry `key` (see `encode`) atomically; False, with a `CacheWarning`, when
+    the cache cannot be written (the caller has its kernel all the same)."""
+    path = entry_path(key)
+    try:
+        _write_atomic(path, encode(key, parts, meta))
+    except OSError as e:
+        warnings.warn(
+            f"cannot write the compile cache ({path.parent}): {e.strerror}",
+            CacheWarning,
+            stacklevel=2,
+        )
+        return False
+    return True
 
 
 # -- looking after the cache ----------------------------------------------------------------
@@ -433,8 +390,6 @@ def clear_cache() -> tuple[int, int]:
         except FileNotFoundError:
             continue
         except OSError as e:
-            from tawac.diagnostics import CompileError
-
             raise CompileError(f"cannot remove {path}: {e.strerror}") from None
         count += 1
         freed += size

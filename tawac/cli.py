@@ -1,4 +1,8 @@
-"""The `tawac` command line: compile, opt, run."""
+"""The `tawac` command line: compile, opt, run, explain, tune, cache.
+
+A warm `tawac compile` (the kernel in the compile cache) imports click and the driver's
+light modules only: no xDSL, no rich (the consoles are made when they are used).
+"""
 
 from __future__ import annotations
 
@@ -8,14 +12,10 @@ import sys
 from pathlib import Path
 
 import click
-from rich.console import Console
 
 from tawac.diagnostics import CompileError
 from tawac.files import write_atomic
 from tawac.options import DEFAULT_TIME_LIMIT, KNOBS, Knob, PipelineOptions, knob
-
-err = Console(stderr=True, highlight=False, soft_wrap=True, emoji=False)
-
 
 _CONTROL = {c: f"\\x{c:02x}" for c in [*range(0x20), 0x7F] if c != 0x09}
 
@@ -28,9 +28,19 @@ def printable(text: str) -> str:
 def _fail(e: BaseException, code: int = 1) -> None:
     """One diagnostic line on stderr: plain text (no markup, no emoji codes such as
     `:100:` in `f.mlir:100:3`), control characters escaped."""
+    from rich.console import Console
+
+    err = Console(stderr=True, highlight=False, soft_wrap=True, emoji=False)
     style = None if os.environ.get("NO_COLOR") is not None else "bold red"
     err.print(printable(str(e)), markup=False, emoji=False, style=style)
     sys.exit(code)
+
+
+def _launch_error(e: BaseException) -> bool:
+    """Whether `e` is the runtime's `LaunchError` (without importing the runtime: a
+    process that never loaded it raised none)."""
+    launcher = sys.modules.get("tawac.runtime.launcher")
+    return launcher is not None and isinstance(e, launcher.LaunchError)
 
 
 def _quiet_broken_pipe() -> None:
@@ -45,11 +55,9 @@ def _guard(fn):
     """Run a command, turning every error into one diagnostic line and a non-zero exit."""
 
     def wrapper(*args, **kwargs):
-        from tawac.runtime import LaunchError
-
         try:
             return fn(*args, **kwargs)
-        except (CompileError, LaunchError) as e:
+        except CompileError as e:
             _fail(e)
         except BrokenPipeError:
             _quiet_broken_pipe()
@@ -58,6 +66,8 @@ def _guard(fn):
         except (click.ClickException, click.Abort):
             raise
         except Exception as e:  # a bug in tawac: still one line, no traceback
+            if _launch_error(e):
+                _fail(e)
             if os.environ.get("TAWAC_DEBUG"):
                 raise
             _fail(
@@ -73,11 +83,11 @@ def _guard(fn):
     return wrapper
 
 
-def _write_both(out: Path, data: bytes | str, sidecar: dict) -> None:
-    """The kernel and its launch sidecar, both or neither."""
+def _write_both(out: Path, data: bytes | str, sidecar: str) -> None:
+    """The kernel and its launch sidecar (the `.json` file's text), both or neither."""
     write_atomic(out, data)
     try:
-        write_atomic(out.with_suffix(".json"), json.dumps(sidecar, indent=2) + "\n")
+        write_atomic(out.with_suffix(".json"), sidecar)
     except BaseException:
         out.unlink(missing_ok=True)
         raise
@@ -105,6 +115,13 @@ _time_limit = click.option(
 )
 
 
+_no_cache = click.option(
+    "--no-cache",
+    is_flag=True,
+    help="compile afresh: neither read nor write the compile cache (as TAWAC_CACHE=0)",
+)
+
+
 _defines = click.option(
     "-D",
     "--define",
@@ -116,6 +133,9 @@ _defines = click.option(
 
 
 def _params(defines) -> dict[str, int]:
+    """The kernel parameters of the `-D` options."""
+    if not defines:
+        return {}
     from tawac.params import parse_defines
 
     return parse_defines(defines)
@@ -155,9 +175,15 @@ def main() -> None:
 @pipeline_options
 @click.option("--ptxas", default=None, help="ptxas executable (default: PATH, CUDA_HOME, wheel)")
 @_time_limit
-@click.option("-v", "--verbose", is_flag=True, help="print ptxas's resource report")
+@_no_cache
+@click.option(
+    "-v",
+    "--verbose",
+    is_flag=True,
+    help="print ptxas's resource report, and 'cache: hit', 'miss' or 'off' on stderr",
+)
 @_guard
-def compile(source, output, defines, ptxas, time_limit, verbose, **pipeline):
+def compile(source, output, defines, ptxas, time_limit, no_cache, verbose, **pipeline):
     """Compile SOURCE (.mlir) to PTX or a cubin, with a JSON launch sidecar.
 
     \b
@@ -165,25 +191,30 @@ def compile(source, output, defines, ptxas, time_limit, verbose, **pipeline):
       tawac compile examples/gemm.mlir -o gemm.cubin
       tawac compile examples/attention.mlir -o attention.ptx --no-persistent
       tawac compile examples/gemm.mlir -o gemm.cubin -D BLOCK_N=128 -D BLOCK_K=64
+      tawac compile examples/gemm.mlir -o gemm.cubin -v --no-cache
     """
-    from tawac.driver import compile_file
+    from tawac.driver import compile_cached
 
     out = Path(output)
     if out.suffix not in (".ptx", ".cubin"):
         raise CompileError(f"output must end in .ptx or .cubin, got '{output}'")
     if not out.parent.exists():
         raise CompileError(f"output folder {out.parent} does not exist")
-    res = compile_file(
+    k = compile_cached(
         source,
         params=_params(defines),
         cubin=out.suffix == ".cubin",
         ptxas=ptxas,
         time_limit=time_limit,
+        use_cache=not no_cache,
         **pipeline,
     )
-    _write_both(out, res.cubin if res.cubin is not None else res.ptx, res.sidecar)
-    if verbose and res.ptxas_report:
-        click.echo(res.ptxas_report.rstrip())
+    _write_both(out, k.cubin if k.cubin is not None else k.ptx, k.sidecar_text)
+    if not verbose:
+        return
+    click.echo(f"cache: {k.cache}", err=True)
+    if k.ptxas_report:
+        click.echo(k.ptxas_report.rstrip())
 
 
 @main.command()
@@ -228,7 +259,7 @@ def opt(
       tawac opt examples/gemm.mlir -p 'warp-specialize,pipeline{stages=3 mma-depth=1}'
       tawac opt kernel.mlir -p warp-specialize --split-input-file | filecheck kernel.mlir
     """
-    from tawac.driver import TimeLimit
+    from tawac.timelimit import TimeLimit
 
     params = _params(defines)
     with TimeLimit(time_limit) as limit:
@@ -241,8 +272,8 @@ def _opt(
     from xdsl.printer import Printer
 
     from tawac.backend_ptx.printer import print_module, ptx_modules
-    from tawac.driver import parse_text, run_pipeline
-    from tawac.parser import decode, read_source
+    from tawac.compiler import parse_text, run_pipeline
+    from tawac.files import decode, read_source
 
     name = "<stdin>" if source == "-" else source
     text = decode(sys.stdin.buffer.read(), name) if source == "-" else read_source(source)
@@ -306,13 +337,12 @@ def explain(source, defines, time_limit, as_json, timeline, **pipeline):
     """
     from rich.console import Console
 
-    from tawac.driver import TimeLimit
+    from tawac.driver import TimeLimit, parse_source
     from tawac.explain import explain_module, render, timeline_svg
-    from tawac.parser import parse_file
 
     with TimeLimit(time_limit):
         info = explain_module(
-            parse_file(source, params=_params(defines)),
+            parse_source(source, params=_params(defines)),
             PipelineOptions(**pipeline),
             timeline=timeline is not None,
         )
@@ -350,10 +380,11 @@ def _require_gpu() -> None:
 @_defines
 @pipeline_options
 @_time_limit
+@_no_cache
 @click.option("--rep-ms", default=100.0, show_default=True, help="milliseconds of timed runs")
 @click.option("--no-check", is_flag=True, help="skip the reference comparison")
 @_guard
-def run(source, sizes, defines, time_limit, rep_ms, no_check, **pipeline):
+def run(source, sizes, defines, time_limit, no_cache, rep_ms, no_check, **pipeline):
     """Compile SOURCE, run it on random data on the GPU, compare every output with the
     float32 reference interpreter; exit 1 when an output is off.
 
@@ -362,7 +393,7 @@ def run(source, sizes, defines, time_limit, rep_ms, no_check, **pipeline):
       tawac run examples/gemm.mlir --size M=4096,N=4096,K=4096
       tawac run examples/attention.mlir --size B=2,H=16,S=4096,D=128 --rep-ms 500
     """
-    from tawac.driver import compile_file
+    from tawac.driver import TimeLimit, compile_cached, kernel_op
 
     params = _params(defines)
     _require_gpu()
@@ -371,8 +402,10 @@ def run(source, sizes, defines, time_limit, rep_ms, no_check, **pipeline):
     dims = parse_sizes(sizes)
 
     def compile_fn(path):
-        r = compile_file(path, params=params, time_limit=time_limit, **pipeline)
-        return r.cubin, r.sidecar, r.kernel
+        """The cubin and sidecar through the cache, and the kernel for the reference."""
+        with TimeLimit(time_limit):
+            k = compile_cached(path, params=params, use_cache=not no_cache, **pipeline)
+            return k.cubin, k.sidecar, kernel_op(path, params=params)
 
     res = run_kernel_file(source, dims, None, compile_fn, check=not no_check, rep_ms=rep_ms)
     for k, v in res.items():
@@ -470,9 +503,10 @@ def cache_clear_command() -> None:
 @click.option(
     "--compile-only", is_flag=True, help="compile the candidates (fills the cache); no GPU"
 )
+@_no_cache
 @_defines
 @_guard
-def tune(source, sizes, space, jobs, table, rep_ms, schedule, compile_only, defines):
+def tune(source, sizes, space, jobs, table, rep_ms, schedule, compile_only, no_cache, defines):
     """Find the fastest kernel parameters and pipeline options of SOURCE at each size:
     compile every candidate in parallel, check and time each on the GPU, write the best
     per size bucket to the tuning table.
@@ -495,6 +529,7 @@ def tune(source, sizes, space, jobs, table, rep_ms, schedule, compile_only, defi
         compile_only=compile_only,
         schedule=schedule,
         defines=defines,
+        use_cache=not no_cache,
     )
 
 

@@ -1,13 +1,22 @@
-"""Errors that reach the user as one diagnostic line: `file:line:col: error: message`."""
+"""Errors that reach the user as one diagnostic line: `file:line:col: error: message`.
+
+Imports no xDSL at module import: the command line's warm path (a compile-cache hit)
+raises and prints these errors without loading the compiler."""
 
 from __future__ import annotations
 
-from xdsl.dialects.builtin import FileLineColLoc
-from xdsl.ir import Operation
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from xdsl.ir import Operation
 
 
 def location_of(op: Operation | None) -> str | None:
     """`file:line:col` of an op parsed from a file, or of its nearest located ancestor."""
+    if op is None:
+        return None
+    from xdsl.dialects.builtin import FileLineColLoc  # an op exists: xDSL is loaded
+
     while op is not None:
         loc = op.location
         if isinstance(loc, FileLineColLoc):

@@ -1,294 +1,270 @@
-"""The compiler driver: parse, verify, run a pass pipeline, print PTX, call ptxas.
+"""The compiler driver: the one compile path of `tawac compile`, `run`, `tune` and
+`tawac.torch`, through the compile cache.
 
-Every failure the user can cause becomes one `CompileError` with a location where there
-is one; the CLI prints it and exits non-zero.
+`compile_cached` turns a request (a `.mlir` source, its kernel parameters, the pipeline
+options, PTX or a cubin) into a key, and answers it from the cache (`tawac.cache`, a
+store) or compiles it with the compiler core (`tawac.compiler`, which imports xDSL and
+every pass) and stores it. A hit imports neither the core nor xDSL: a warm
+`tawac compile` is a file read, a checksum and the output files.
+
+- A PTX entry (the PTX and its launch sidecar) is keyed by the source text, the
+  parameters, every pipeline option after defaults (the planner included), the tawac
+  version and the digest of tawac's sources: compiling to PTX needs no ptxas.
+- A cubin entry (the PTX, the sidecar, the cubin and ptxas's `-v` report) is keyed by the
+  PTX entry's key and ptxas's version. A cubin missing from the cache whose PTX is there
+  is only assembled.
+
+A hit gives the bytes a miss gave: the sidecar is stored as the file's text and the ptxas
+report as ptxas printed it. Nothing is stored for a request that failed. `use_cache=False`
+(`--no-cache`) and `TAWAC_CACHE=0` turn the cache off.
+
+The core's names (`compile_file`, `compile_source`, `compile_module`, `parse_text`,
+`run_pipeline`, ...) are re-exported here, imported at their first use.
 """
 
 from __future__ import annotations
 
 import dataclasses
-import signal
-import subprocess
-import tempfile
-import threading
-import time
-from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from xdsl.context import Context
-from xdsl.dialects.builtin import DictionaryAttr, IntegerAttr, ModuleOp
-from xdsl.passes import ModulePass, PassPipeline
-
-from tawac.backend_ptx.abi import sidecar
-from tawac.backend_ptx.convert_to_ptx import ConvertToPtxPass
-from tawac.backend_ptx.printer import print_module, ptx_modules
-from tawac.context import make_context
+from tawac import cache
 from tawac.diagnostics import CompileError
-from tawac.dialects import tile
+from tawac.files import read_source
 from tawac.options import DEFAULT_TIME_LIMIT, PipelineOptions
-from tawac.parser import parse_file, parse_text
-from tawac.passes.coarse_pipeline import CoarsePipelinePass
-from tawac.passes.cooperative_consumers import CooperativeConsumersPass
-from tawac.passes.lower_aref import LowerArefPass
-from tawac.passes.persistent import PersistentPass
-from tawac.passes.pingpong import PingpongPass
-from tawac.passes.pipeline import PipelinePass
-from tawac.passes.plan import PlanPass
-from tawac.passes.tma_store import TmaStorePass
-from tawac.passes.warp_specialize import WarpSpecializePass
-from tawac.ptxas import find_ptxas
-from tawac.verifier import verify
+from tawac.ptxas import assemble, find_ptxas, locate_ptxas
+from tawac.timelimit import TimeLimit, set_stage
+
+if TYPE_CHECKING:
+    from xdsl.dialects.builtin import ModuleOp
+
+    from tawac.dialects.tile import KernelOp
 
 __all__ = [
+    "CachedKernel",
     "TimeLimit",
-    "compile_file",
-    "compile_source",
+    "assemble",
+    "compile_cached",
     "find_ptxas",
-    "compile_module",
-    "parse_file",
-    "parse_text",
-    "verify",
+    "kernel_op",
+    "parse_source",
+    "sidecar_text",
 ]
 
-PASSES: dict[str, Callable[[], type[ModulePass]]] = {
-    p.name: (lambda p=p: p)
-    for p in (
-        WarpSpecializePass,
-        PlanPass,
-        PipelinePass,
-        PersistentPass,
-        CoarsePipelinePass,
-        CooperativeConsumersPass,
-        LowerArefPass,
-        PingpongPass,
-        TmaStorePass,
-        ConvertToPtxPass,
-    )
-}
+#: The compiler core's names this module re-exports (PEP 562: imported at first use).
+CORE_NAMES = frozenset(
+    {
+        "PASSES",
+        "CompileResult",
+        "compile_file",
+        "compile_module",
+        "compile_source",
+        "default_pipeline",
+        "make_pipeline",
+        "parse_file",
+        "parse_text",
+        "run_pipeline",
+        "verify",
+    }
+)
+
+#: The parts of a PTX entry and of a cubin entry.
+PTX_PARTS = ("ptx", "sidecar")
+CUBIN_PARTS = ("ptx", "sidecar", "cubin", "report")
 
 
-def default_pipeline(**options: Any) -> str:
-    """The pass pipeline `tawac compile` runs, from its options."""
-    return PipelineOptions(**options).pipeline()
+def __getattr__(name: str) -> Any:
+    if name not in CORE_NAMES:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    from tawac import compiler
+
+    return getattr(compiler, name)
 
 
-class _Expired(BaseException):
-    """Raised by the alarm; a BaseException so that no `except Exception` swallows it on
-    its way out to `TimeLimit`."""
+def __dir__() -> list[str]:
+    return sorted({*globals(), *CORE_NAMES})
 
 
-class TimeLimit:
-    """A bound on the wall-clock time of a compilation: past `seconds`, the stage running
-    (`stage`, kept up to date by the driver) stops with one `CompileError`.
+@dataclass(frozen=True)
+class CachedKernel:
+    """A compiled kernel: its `ptx`, its launch `sidecar` as the `.json` file's text
+    (`sidecar_text`) and as that text reads back (`sidecar`, on a hit and a miss alike),
+    the `cubin` (None when only PTX was asked for) and ptxas's `-v` report.
 
-    SIGALRM interrupts Python code and the regular-expression engine alike; it exists in
-    the main thread only, elsewhere (and with `seconds` 0) there is no limit. Nested
-    limits keep the outer one. ptxas gets the time that is left as its time-out."""
+    `key` names its cache entry ('' when the cache was off or the kernel could not be
+    keyed: ptxas did not say its version); `cache` says "hit", "miss" or "off"."""
 
-    active: TimeLimit | None = None
-
-    def __init__(self, seconds: float | None) -> None:
-        self.seconds = seconds if seconds else None
-        self.stage = "parsing"
-        self._deadline: float | None = None
-        self._armed = False
-        self._closing = False
-
-    def remaining(self) -> float | None:
-        if self._deadline is None:
-            return None
-        return max(0.01, self._deadline - time.monotonic())
-
-    def __enter__(self) -> TimeLimit:
-        if TimeLimit.active is not None:
-            return TimeLimit.active
-        TimeLimit.active = self
-        if self.seconds is None:
-            return self
-        self._deadline = time.monotonic() + self.seconds
-        if threading.current_thread() is threading.main_thread():
-            self._previous = signal.signal(signal.SIGALRM, self._alarm)
-            signal.setitimer(signal.ITIMER_REAL, self.seconds)
-            self._armed = True
-        return self
-
-    def _alarm(self, signum, frame) -> None:
-        if not self._closing:  # not once __exit__ has begun: it would escape the `with`
-            raise _Expired()
-
-    def __exit__(self, kind, value, tb) -> bool:
-        self._closing = True
-        if TimeLimit.active is not self:
-            return False
-        TimeLimit.active = None
-        if self._armed:
-            signal.setitimer(signal.ITIMER_REAL, 0)
-            signal.signal(signal.SIGALRM, self._previous)
-        if kind is not None and issubclass(kind, _Expired):
-            raise CompileError(
-                f"compilation did not finish within {self.seconds:g} s (stopped while "
-                f"{self.stage}); --time-limit sets the limit"
-            ) from None
-        return False
-
-
-def _stage(name: str) -> None:
-    if TimeLimit.active is not None:
-        TimeLimit.active.stage = name
-
-
-def make_pipeline(spec: str, callback=None, schedule: str | None = None) -> PassPipeline:
-    """The pipeline `spec` names; with `schedule`, every `plan` pass uses that planner."""
-    try:
-        pipeline = PassPipeline.parse_spec(PASSES, spec, callback)
-    except Exception as e:  # malformed spec or unknown pass/option
-        raise CompileError(f"invalid pass pipeline '{spec}': {e}") from None
-    if schedule is None:
-        return pipeline
-    passes = tuple(
-        dataclasses.replace(p, schedule=schedule) if isinstance(p, PlanPass) else p
-        for p in pipeline.passes
-    )
-    return dataclasses.replace(pipeline, passes=passes)
-
-
-def run_pipeline(
-    module: ModuleOp,
-    spec: str,
-    ctx: Context | None = None,
-    callback=None,
-    schedule: str | None = None,
-) -> None:
-    ctx = ctx if ctx is not None else make_context()
-
-    def between(prev, op, nxt):
-        _stage(f"running {nxt.name}" if nxt is not None else "verifying")
-        if callback is not None:
-            callback(prev, op, nxt)
-
-    make_pipeline(spec, between, schedule).apply(ctx, module)
-    verify(module)
-
-
-# --- ptxas -----------------------------------------------------------------------------------
-
-
-def assemble(ptx_text: str, ptxas: str | None = None, verbose: bool = False) -> tuple[bytes, str]:
-    """Run `ptxas -arch=sm_90a`; returns (cubin, ptxas's report)."""
-    exe = ptxas if ptxas is not None else find_ptxas()
-    with tempfile.TemporaryDirectory(prefix="tawac-") as tmp:
-        src, dst = Path(tmp) / "kernel.ptx", Path(tmp) / "kernel.cubin"
-        src.write_text(ptx_text)
-        cmd = [exe, "-arch=sm_90a", str(src), "-o", str(dst)]
-        if verbose:
-            cmd.insert(1, "-v")
-        limit = TimeLimit.active
-        timeout = limit.remaining() if limit is not None else None
-        _stage("running ptxas")
-        try:
-            proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
-        except OSError as e:
-            raise CompileError(f"cannot run ptxas ({exe}): {e.strerror}") from None
-        except subprocess.TimeoutExpired:
-            raise CompileError(
-                f"ptxas did not finish within the time limit ({timeout:.3g} s left of "
-                f"{limit.seconds:g} s); --time-limit sets the limit"
-            ) from None
-        report = proc.stdout + proc.stderr
-        if proc.returncode != 0:
-            first = next((ln for ln in report.splitlines() if ln.strip()), "no output")
-            raise CompileError(f"ptxas failed (exit {proc.returncode}): {first}")
-        return dst.read_bytes(), report
-
-
-# --- the main job ----------------------------------------------------------------------------
-
-
-@dataclass
-class CompileResult:
     ptx: str
-    sidecar: dict[str, Any]
-    kernel: tile.KernelOp  # the user's kernel, unlowered (for the reference interpreter)
-    cubin: bytes | None = None
-    ptxas_report: str = ""
-    ir: ModuleOp | None = field(default=None, repr=False)
+    sidecar_text: str
+    cubin: bytes | None
+    ptxas_report: str
+    key: str
+    cache: str
+
+    @property
+    def hit(self) -> bool:
+        """Whether the kernel was loaded from the cache."""
+        return self.cache == "hit"
+
+    @property
+    def sidecar(self) -> dict:
+        """The launch sidecar (a new dict on each read)."""
+        return json.loads(self.sidecar_text)
 
 
-def compile_module(
-    module: ModuleOp,
+def sidecar_text(sidecar: Mapping[str, Any]) -> str:
+    """The text of a launch sidecar's `.json` file."""
+    return json.dumps(sidecar, indent=2) + "\n"
+
+
+def _ptx_key(text: str, params: Mapping[str, Any] | None, options: dict[str, Any]) -> str:
+    """The key of the PTX of `text` with `params` and the full pipeline `options`."""
+    fields = {"source": text, "params": dict(sorted((params or {}).items())), "options": options}
+    return cache.make_key("ptx", fields)
+
+
+def _cubin_key(ptx_key: str, exe: str | None) -> str:
+    """The key of the cubin ptxas `exe` makes of the PTX keyed `ptx_key`; '' when there
+    is no ptxas or it does not say its version."""
+    if exe is None:
+        return ""
+    set_stage("asking ptxas its version")
+    version = cache.ptxas_version_of(exe)
+    if version is None:
+        return ""
+    return cache.make_key("cubin", {"ptx": ptx_key, "ptxas": version})
+
+
+def _load(key: str, names: tuple[str, ...]) -> dict[str, Any] | None:
+    """The entry `key` decoded (PTX and report as text); None on a miss or when it does
+    not decode (then removed: rebuilt)."""
+    parts = cache.load(key, names)
+    if parts is None:
+        return None
+    try:
+        out: dict[str, Any] = {
+            name: data if name == "cubin" else data.decode("utf-8") for name, data in parts.items()
+        }
+        if not isinstance(json.loads(out["sidecar"]), dict):
+            raise ValueError("not a JSON object")
+    except ValueError as e:  # UnicodeDecodeError and JSONDecodeError too
+        cache.discard(key, f"sidecar or PTX does not decode: {e}")
+        return None
+    return out
+
+
+def _compile(
+    text: str,
+    source: str,
     *,
-    cubin: bool = False,
+    params: Mapping[str, Any] | None,
+    cubin: bool,
+    ptxas: str | None,
+    options: dict[str, Any],
+) -> dict[str, Any]:
+    """Compile `text` with the compiler core (the driver's one import of it, and of
+    xDSL): {"ptx", "sidecar" (the file's text), and with `cubin`, "cubin", "report"}."""
+    from tawac.compiler import compile_source
+
+    set_stage("parsing")
+    res = compile_source(text, source, params=params, cubin=cubin, ptxas=ptxas, **options)
+    out = {"ptx": res.ptx, "sidecar": sidecar_text(res.sidecar)}
+    if cubin:
+        out["cubin"] = res.cubin if res.cubin is not None else b""
+        out["report"] = res.ptxas_report
+    return out
+
+
+def compile_cached(
+    source: str | Path,
+    *,
+    params: Mapping[str, Any] | None = None,
+    text: str | None = None,
+    cubin: bool = True,
     ptxas: str | None = None,
-    time_limit: float | None = None,
+    time_limit: float | None = DEFAULT_TIME_LIMIT,
+    use_cache: bool = True,
     **options: Any,
-) -> CompileResult:
-    """Compile a parsed module with the default pipeline; `options` are
-    `PipelineOptions` fields; `time_limit` bounds the seconds it may take."""
+) -> CachedKernel:
+    """`source` (a `.mlir` file; `text` its text when already read) compiled with
+    `params` and the pipeline `options` (`PipelineOptions` fields) to PTX and, with
+    `cubin`, a cubin (by `ptxas`, default: `find_ptxas`): from the cache when it holds
+    the kernel, else compiled and stored. The whole request takes at most `time_limit`
+    seconds; `CompileError`s propagate and nothing is stored for a request that failed.
+    `use_cache=False` or `TAWAC_CACHE=0`: neither read nor write the cache."""
+    use = use_cache and cache.enabled()
     with TimeLimit(time_limit):
-        return _compile_module(module, cubin=cubin, ptxas=ptxas, **options)
+        set_stage("reading the source")
+        if text is None:
+            text = read_source(source)
+        full = dataclasses.asdict(PipelineOptions(**options))
+        if not use:
+            built = _compile(
+                text, str(source), params=params, cubin=cubin, ptxas=ptxas, options=full
+            )
+            return _kernel(built, "", "off")
+        set_stage("looking up the cache")
+        ptx_key = _ptx_key(text, params, full)
+        exe = None
+        key = ptx_key
+        if cubin:
+            exe = ptxas if ptxas is not None else locate_ptxas()
+            key = _cubin_key(ptx_key, exe)
+        names = CUBIN_PARTS if cubin else PTX_PARTS
+        found = _load(key, names) if key else None
+        if found is not None:
+            return _kernel(found, key, "hit")
+        built = _load(ptx_key, PTX_PARTS) if cubin and key else None
+        if built is not None:
+            built["cubin"], built["report"] = assemble(built["ptx"], exe, verbose=True)
+        else:
+            built = _compile(text, str(source), params=params, cubin=cubin, ptxas=exe, options=full)
+        if key:
+            meta = {"source": str(source), "tawac": cache.tawac_version()}
+            cache.store(key, {n: _bytes(built[n]) for n in names}, meta)
+        return _kernel(built, key, "miss")
 
 
-def _compile_module(module: ModuleOp, *, cubin: bool, ptxas: str | None, **options: Any):
-    pipeline = default_pipeline(**options)
+def _bytes(part: str | bytes) -> bytes:
+    return part if isinstance(part, bytes) else part.encode("utf-8")
+
+
+def _kernel(parts: Mapping[str, Any], key: str, status: str) -> CachedKernel:
+    return CachedKernel(
+        ptx=parts["ptx"],
+        sidecar_text=parts["sidecar"],
+        cubin=parts.get("cubin"),
+        ptxas_report=parts.get("report", ""),
+        key=key,
+        cache=status,
+    )
+
+
+def parse_source(
+    source: str | Path, *, params: Mapping[str, Any] | None = None, text: str | None = None
+) -> ModuleOp:
+    """The parsed and verified module of `source` (`text`: its text when already read)
+    with its kernel parameters set from `params`, read as `compile_cached` reads it (the
+    path of `tawac explain` and of the reference interpreter's kernel)."""
+    from tawac.compiler import parse_text
+
+    if text is None:
+        text = read_source(source)
+    return parse_text(text, str(source), params=params)
+
+
+def kernel_op(
+    source: str | Path, *, params: Mapping[str, Any] | None = None, text: str | None = None
+) -> KernelOp:
+    """The `tile.kernel` of `source` with `params` set, unlowered (what the reference
+    interpreter runs)."""
+    from tawac.dialects import tile
+
+    module = parse_source(source, params=params, text=text)
     kernels = [op for op in module.body.block.ops if isinstance(op, tile.KernelOp)]
     if len(kernels) != 1:
         raise CompileError(f"expected exactly one tile.kernel, found {len(kernels)}")
-    original = kernels[0].clone()
-    run_pipeline(module, pipeline)
-    pms = ptx_modules(module)
-    text = print_module(pms[0])
-    entry = pms[0].body.block.first_op
-    result = CompileResult(text, _user_sidecar(sidecar(entry), original), original, ir=module)
-    if cubin:
-        result.cubin, result.ptxas_report = assemble(text, ptxas, verbose=True)
-    return result
-
-
-def _user_sidecar(side: dict[str, Any], kernel: tile.KernelOp) -> dict[str, Any]:
-    """The sidecar with what the user's kernel says: each argument's access ("read",
-    "write", "readwrite", "none": loaded, stored) and the kernel parameters' values."""
-    from tawac.analysis.args import kernel_arg_uses
-
-    loads, stores = kernel_arg_uses(kernel)
-    for i, arg in enumerate(side["args"]):
-        access = {(True, True): "readwrite", (True, False): "read", (False, True): "write"}
-        arg["access"] = access.get((i in loads, i in stores), "none")
-    declared = kernel.attributes.get("params")
-    if isinstance(declared, DictionaryAttr):
-        side["kernel_params"] = {
-            k: v.value.data for k, v in declared.data.items() if isinstance(v, IntegerAttr)
-        }
-    return side
-
-
-def compile_source(
-    text: str,
-    filename: str,
-    *,
-    params: Mapping[str, object] | None = None,
-    time_limit: float | None = DEFAULT_TIME_LIMIT,
-    **options: Any,
-) -> CompileResult:
-    """Compile the text of a `.mlir` file (`filename` names it in diagnostics), its
-    kernel parameters set from `params`; `cubin=True` (the default) also assembles it.
-    The whole compilation, parsing and ptxas included, takes at most `time_limit` s."""
-    options.setdefault("cubin", True)
-    with TimeLimit(time_limit):
-        module = parse_text(text, filename, params=params)
-        return compile_module(module, **options)
-
-
-def compile_file(
-    path: str | Path,
-    *,
-    params: Mapping[str, object] | None = None,
-    time_limit: float | None = DEFAULT_TIME_LIMIT,
-    **options: Any,
-) -> CompileResult:
-    """Compile one `.mlir` file (see `compile_source`)."""
-    options.setdefault("cubin", True)
-    with TimeLimit(time_limit):
-        module = parse_file(path, params=params)
-        return compile_module(module, **options)
+    return kernels[0]

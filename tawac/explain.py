@@ -20,10 +20,10 @@ from xdsl.ir import Operation
 
 from tawac import schedule
 from tawac.analysis.loops import main_loops, scheduled_ops
+from tawac.compiler import run_pipeline
 from tawac.diagnostics import CompileError
 from tawac.dialects import aref, hopper, tile
 from tawac.dialects.schedule import Schedule
-from tawac.driver import run_pipeline
 from tawac.options import PipelineOptions
 from tawac.schedule import loop_plan
 from tawac.schedule.model import aref_name, loop_lanes

@@ -1,10 +1,35 @@
-"""Writing files so that readers never see a part of one (no xDSL import)."""
+"""Reading a kernel's source and writing files so that readers never see a part of one
+(no xDSL import)."""
 
 from __future__ import annotations
 
 import os
 import tempfile
 from pathlib import Path
+
+from tawac.diagnostics import CompileError
+
+
+def decode(data: bytes, filename: str) -> str:
+    """UTF-8 text, or an error at the first byte that is not."""
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as e:
+        line = data.count(b"\n", 0, e.start) + 1
+        col = e.start - (data.rfind(b"\n", 0, e.start) + 1) + 1
+        raise CompileError(
+            f"input is not UTF-8 (byte 0x{data[e.start]:02x})", location=f"{filename}:{line}:{col}"
+        ) from None
+
+
+def read_source(path: str | Path) -> str:
+    """The UTF-8 text of the file at `path`; a `CompileError` when it cannot be read or
+    is not UTF-8."""
+    try:
+        data = Path(path).read_bytes()
+    except OSError as e:
+        raise CompileError(f"cannot read {path}: {e.strerror}") from None
+    return decode(data, str(path))
 
 
 def write_atomic(

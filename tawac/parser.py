@@ -38,6 +38,7 @@ from xdsl.utils.mlir_lexer import MLIRLexer, MLIRToken
 
 from tawac.context import make_context
 from tawac.diagnostics import CompileError
+from tawac.files import read_source
 from tawac.params import SourceMap, substitute
 from tawac.verifier import verify, verify_message
 
@@ -214,26 +215,6 @@ def parse_text(
         raise CompileError(verify_message(e), location=loc) from None
     verify(module)
     return module
-
-
-def decode(data: bytes, filename: str) -> str:
-    """UTF-8 text, or an error at the first byte that is not."""
-    try:
-        return data.decode("utf-8")
-    except UnicodeDecodeError as e:
-        line = data.count(b"\n", 0, e.start) + 1
-        col = e.start - (data.rfind(b"\n", 0, e.start) + 1) + 1
-        raise CompileError(
-            f"input is not UTF-8 (byte 0x{data[e.start]:02x})", location=f"{filename}:{line}:{col}"
-        ) from None
-
-
-def read_source(path: str | Path) -> str:
-    try:
-        data = Path(path).read_bytes()
-    except OSError as e:
-        raise CompileError(f"cannot read {path}: {e.strerror}") from None
-    return decode(data, str(path))
 
 
 def parse_file(

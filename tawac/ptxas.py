@@ -1,6 +1,7 @@
-"""Where ptxas is and which version it is, without importing xDSL: the compile cache
-(`tawac.cache`) names the ptxas version in its key, and a warm load must not pay for the
-compiler's imports. `tawac.driver` re-exports `find_ptxas`."""
+"""Where ptxas is, which version it is, and running it, without importing xDSL: the
+compile cache (`tawac.cache`) names the ptxas version in a cubin's key, a warm load must
+not pay for the compiler's imports, and PTX found in the cache assembles without them.
+`tawac.driver` re-exports `find_ptxas` and `assemble`."""
 
 from __future__ import annotations
 
@@ -8,6 +9,8 @@ import os
 import shutil
 import sys
 from pathlib import Path
+
+from tawac.timelimit import TimeLimit, set_stage
 
 #: The environment variable naming the ptxas executable (first in the search).
 PTXAS_ENV = "TAWAC_PTXAS"
@@ -43,7 +46,7 @@ def find_ptxas() -> str:
     found = locate_ptxas()
     if found is not None:
         return found
-    from tawac.diagnostics import CompileError  # imports xDSL: only on the way out
+    from tawac.diagnostics import CompileError
 
     raise CompileError(
         "ptxas not found: put it on PATH, set CUDA_HOME, or `pip install tawac[ptxas]`"
@@ -65,3 +68,39 @@ def ptxas_version(exe: str, timeout: float = 10.0) -> str | None:
     if proc.returncode != 0 or not text:
         return None
     return text
+
+
+def assemble(ptx_text: str, ptxas: str | None = None, verbose: bool = False) -> tuple[bytes, str]:
+    """Run `ptxas -arch=<target>` (with `verbose`, `-v`) under the active `TimeLimit`;
+    returns (cubin, ptxas's report). A `CompileError` when ptxas is missing, fails or
+    runs out of time."""
+    import subprocess
+    import tempfile
+
+    from tawac.diagnostics import CompileError
+    from tawac.target import HOPPER
+
+    exe = ptxas if ptxas is not None else find_ptxas()
+    with tempfile.TemporaryDirectory(prefix="tawac-") as tmp:
+        src, dst = Path(tmp) / "kernel.ptx", Path(tmp) / "kernel.cubin"
+        src.write_text(ptx_text)
+        cmd = [exe, f"-arch={HOPPER.name}", str(src), "-o", str(dst)]
+        if verbose:
+            cmd.insert(1, "-v")
+        limit = TimeLimit.active
+        timeout = limit.remaining() if limit is not None else None
+        set_stage("running ptxas")
+        try:
+            proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
+        except OSError as e:
+            raise CompileError(f"cannot run ptxas ({exe}): {e.strerror}") from None
+        except subprocess.TimeoutExpired:
+            raise CompileError(
+                f"ptxas did not finish within the time limit ({timeout:.3g} s left of "
+                f"{limit.seconds:g} s); --time-limit sets the limit"
+            ) from None
+        report = proc.stdout + proc.stderr
+        if proc.returncode != 0:
+            first = next((ln for ln in report.splitlines() if ln.strip()), "no output")
+            raise CompileError(f"ptxas failed (exit {proc.returncode}): {first}")
+        return dst.read_bytes(), report

@@ -10,9 +10,9 @@ A `TorchKernel` stands for one kernel source with its compile-time parameters an
 pipeline options. Per call it takes the size of every named dimension from the tensors
 (sidecar "args" dims), picks the configuration of the nearest bucket of the kernel's
 tuning table (`tawac.tuning`; user `params` / options override the table's), compiles it
-through the disk cache (`tawac.cache.compile_cached`) at its first use and launches it
-(`tawac.runtime.load_kernel`) on the tensors' device and its current CUDA stream. The
-configuration chosen for a tuple of shapes is memoised.
+through the driver's compile path and the disk cache (`tawac.driver.compile_cached`) at
+its first use and launches it (`tawac.runtime.load_kernel`) on the tensors' device and its
+current CUDA stream. The configuration chosen for a tuple of shapes is memoised.
 
 Each TorchKernel is also one or two `torch.library` custom operators in the `tawac`
 namespace, `<kernel>_<hash>` (functional: the non-output arguments in, the pure outputs
@@ -83,9 +83,9 @@ _DEFINED: set[str] = set()
 def compile_cached(
     source: str | os.PathLike, *, params: Mapping[str, Any] | None = None, **options
 ):
-    """`tawac.cache.compile_cached` (`text`, among `options`, is the source's text as read
+    """`tawac.driver.compile_cached` (`text`, among `options`, is the source's text as read
     once), imported at the first compilation (tests replace this module attribute)."""
-    from tawac.cache import compile_cached as impl
+    from tawac.driver import compile_cached as impl
 
     return impl(source, params=params, **options)
 

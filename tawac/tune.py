@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import dataclasses
 import datetime
+import functools
 import itertools
 import json
 import math
@@ -188,11 +189,15 @@ class Compiled:
         return self.error is None
 
 
-def compile_candidate(source: str, params: dict[str, int], options: dict[str, Any]):
-    """Compile one configuration through the disk cache (the default `compile_fn`)."""
-    from tawac.cache import compile_cached
+def compile_candidate(
+    source: str, params: dict[str, int], options: dict[str, Any], use_cache: bool = True
+):
+    """Compile one configuration through the driver's compile path (the default
+    `compile_fn`): from the disk cache, or compiled and stored (`use_cache` False:
+    neither)."""
+    from tawac.driver import compile_cached
 
-    return compile_cached(source, params=params or None, **options)
+    return compile_cached(source, params=params or None, use_cache=use_cache, **options)
 
 
 def _one_line(e: BaseException) -> str:
@@ -249,7 +254,7 @@ def compile_all(
 ) -> list[Compiled]:
     """Compile the candidates on `jobs` worker processes (default: one per CPU; 1: in this
     process); results in the candidates' order. `compile_fn(source, params, options)`
-    returns an object with `cubin`, `sidecar`, `key`, `hit` (tawac.cache's CachedKernel);
+    returns an object with `cubin`, `sidecar`, `key`, `hit` (tawac.driver's CachedKernel);
     it must be picklable (a module-level function) when `jobs` > 1."""
     compile_fn = compile_fn if compile_fn is not None else compile_candidate
     base = dict(base_options or {})
@@ -331,9 +336,9 @@ def require_gpu() -> None:
 def kernel_op(source: str, params: Mapping[str, int] | None):
     """The tile.kernel of `source` with `params` set (the reference interpreter's)."""
     from tawac.dialects import tile
-    from tawac.driver import parse_file
+    from tawac.driver import parse_source
 
-    module = parse_file(source, params=dict(params) if params else None)
+    module = parse_source(source, params=dict(params) if params else None)
     kernels = [op for op in module.body.block.ops if isinstance(op, tile.KernelOp)]
     if len(kernels) != 1:
         raise CompileError(f"{source}: expected exactly one tile.kernel, found {len(kernels)}")
@@ -721,7 +726,7 @@ def run_tune(
     no correct candidate."""
     from rich.console import Console
 
-    from tawac.parser import read_source
+    from tawac.files import read_source
 
     out = out if out is not None else Console(highlight=False, emoji=False)
     err = err if err is not None else Console(stderr=True, highlight=False, emoji=False)
@@ -847,8 +852,10 @@ def tune_command(
     compile_only: bool,
     schedule: str | None,
     defines: Sequence[str] = (),
+    use_cache: bool = True,
 ) -> TuneResult:
-    """`tawac tune` from its command-line values (tawac/cli.py)."""
+    """`tawac tune` from its command-line values (tawac/cli.py); `use_cache` False
+    (`--no-cache`) compiles every candidate afresh and stores none."""
     from rich.console import Console
 
     from tawac.params import parse_defines
@@ -874,6 +881,7 @@ def tune_command(
         compile_only=compile_only,
         base_options={"schedule": schedule} if schedule is not None else {},
         base_params=fixed,
+        compile_fn=None if use_cache else functools.partial(compile_candidate, use_cache=False),
         out=out,
         err=err,
     )

@@ -1,10 +1,14 @@
-"""The compile cache on disk (`tawac.cache`): keys, entries, corruption, the switch, the
-CLI. CPU only: most tests compile through a fake `_compile` and a fake ptxas (a shell
-script) for speed; one compiles examples/gemm.mlir for real, through ptxas. Every test
-keeps its cache in its own `tmp_path` (`TAWAC_CACHE_DIR`)."""
+"""The compile cache: the store on disk (`tawac.cache`: keys, entries, corruption, info,
+clear, what it imports) and the driver's one compile path through it
+(`tawac.driver.compile_cached`: PTX and cubin keys, hits, misses, the switch). CPU only:
+most tests compile through a fake `driver._compile` and a fake ptxas (a shell script) for
+speed; one compiles examples/gemm.mlir for real, through ptxas. Every test keeps its cache
+in its own `tmp_path` (`TAWAC_CACHE_DIR`). The command line's use of the cache is in
+tests/test_cli_cache.py."""
 
 from __future__ import annotations
 
+import ast
 import dataclasses
 import hashlib
 import json
@@ -13,13 +17,13 @@ import subprocess
 import sys
 import warnings
 from pathlib import Path
-from types import SimpleNamespace
 
 import pytest
 from click.testing import CliRunner
 
-from tawac import cache
-from tawac.cache import CachedKernel, CacheWarning, compile_cached
+from tawac import cache, driver
+from tawac.cache import CacheWarning
+from tawac.driver import CachedKernel, compile_cached, sidecar_text
 from tawac.options import PipelineOptions
 
 REPO = Path(__file__).resolve().parent.parent
@@ -57,19 +61,28 @@ def root(tmp_path, monkeypatch) -> Path:
 
 
 class FakeCompiler:
-    """Stands in for `tawac.driver.compile_source`: records its calls and returns a
-    kernel whose bytes say what it was compiled from."""
+    """Stands in for `tawac.driver._compile` (the compiler core): records its calls and
+    returns a kernel whose bytes say what it was compiled from."""
 
     def __init__(self) -> None:
         self.calls: list[dict] = []
 
-    def __call__(self, text, source, *, params, ptxas, time_limit, options):
+    def __call__(self, text, source, *, params, cubin, ptxas, options):
         self.calls.append(
-            {"text": text, "source": source, "params": params, "ptxas": ptxas, **options}
+            {
+                "text": text,
+                "source": source,
+                "params": params,
+                "cubin": cubin,
+                "ptxas": ptxas,
+                **options,
+            }
         )
-        return SimpleNamespace(
-            cubin=_cubin(text, params, options), sidecar=dict(SIDECAR), ptx=f"// ptx\n{text}"
-        )
+        out = {"ptx": f"// ptx\n{text}", "sidecar": sidecar_text(SIDECAR)}
+        if cubin:
+            out["cubin"] = _cubin(text, params, options)
+            out["report"] = "ptxas info    : Used 1 registers\n"
+        return out
 
 
 def _cubin(text: str, params, options: dict) -> bytes:
@@ -80,7 +93,7 @@ def _cubin(text: str, params, options: dict) -> bytes:
 @pytest.fixture
 def fake(monkeypatch) -> FakeCompiler:
     compiler = FakeCompiler()
-    monkeypatch.setattr(cache, "_compile", compiler)
+    monkeypatch.setattr(driver, "_compile", compiler)
     return compiler
 
 
@@ -95,12 +108,14 @@ def _entries(root: Path) -> list[str]:
     return sorted(os.listdir(folder)) if folder.exists() else []
 
 
-def _check(k: CachedKernel, text: str = TEXT, params=None, **options) -> None:
+def _check(k: CachedKernel, text: str = TEXT, params=None, cubin=True, **options) -> None:
     """`k` is the kernel the fake compiler makes of `text`."""
     full = dataclasses.asdict(PipelineOptions(**options))
-    assert k.cubin == _cubin(text, params, full)
+    assert k.cubin == (_cubin(text, params, full) if cubin else None)
+    assert k.ptxas_report == ("ptxas info    : Used 1 registers\n" if cubin else "")
     assert k.sidecar == SIDECAR
     assert list(k.sidecar) == list(SIDECAR)  # the sidecar's order is kept
+    assert k.sidecar_text == json.dumps(SIDECAR, indent=2) + "\n"
     assert k.ptx == f"// ptx\n{text}"
 
 
@@ -115,10 +130,58 @@ def test_miss_then_hit(root, fake, tmp_path):
     assert fake.calls[0]["text"] == TEXT and fake.calls[0]["source"] == str(src)
     assert _entries(root) == [f"{first.key}.tawac"]
     second = compile_cached(src)
-    assert second.hit
+    assert second.hit and second.cache == "hit" and first.cache == "miss"
     assert len(fake.calls) == 1
-    assert second == dataclasses.replace(first, hit=True)
+    assert second == dataclasses.replace(first, cache="hit")
     _check(second)
+
+
+def test_ptx_miss_then_hit(root, fake, tmp_path):
+    """PTX alone: its own entry, no ptxas asked."""
+    src = _source(tmp_path)
+    first = compile_cached(src, cubin=False)
+    assert not first.hit and fake.calls[0]["cubin"] is False
+    second = compile_cached(src, cubin=False)
+    assert second.hit and second == dataclasses.replace(first, cache="hit")
+    _check(second, cubin=False)
+    assert _entries(root) == [f"{first.key}.tawac"]
+    assert _runs(Path(os.environ["TAWAC_PTXAS"])) == 0
+
+
+def test_ptx_needs_no_ptxas(root, fake, tmp_path, monkeypatch):
+    """The PTX key does not hold ptxas's version: with no ptxas at all, PTX is still
+    cached, under the key it has with one."""
+    with_ptxas = compile_cached(_source(tmp_path), cubin=False)
+    monkeypatch.setenv("TAWAC_PTXAS", str(tmp_path / "no-such-ptxas"))
+    monkeypatch.setenv("PATH", str(tmp_path / "empty"))
+    k = compile_cached(_source(tmp_path), cubin=False)
+    assert k.hit and k.key == with_ptxas.key
+    monkeypatch.setenv("TAWAC_PTXAS", str(_fake_ptxas(tmp_path / "ptxas2", "2.0")))
+    assert compile_cached(_source(tmp_path), cubin=False).key == with_ptxas.key
+    assert len(fake.calls) == 1
+
+
+def test_cubin_of_cached_ptx_is_only_assembled(root, fake, tmp_path, monkeypatch):
+    """A cubin whose PTX is in the cache: ptxas runs, the compiler does not; the cubin's
+    entry is stored and hit next time."""
+    assembled = []
+
+    def assemble(ptx, exe, verbose=False):
+        assembled.append((ptx, exe, verbose))
+        return b"\x7fELF assembled", "ptxas info    : report\n"
+
+    monkeypatch.setattr(driver, "assemble", assemble)
+    src = _source(tmp_path)
+    ptx = compile_cached(src, cubin=False)
+    k = compile_cached(src)
+    assert not k.hit and len(fake.calls) == 1
+    assert assembled == [(ptx.ptx, os.environ["TAWAC_PTXAS"], True)]
+    assert (k.ptx, k.sidecar_text) == (ptx.ptx, ptx.sidecar_text)
+    assert (k.cubin, k.ptxas_report) == (b"\x7fELF assembled", "ptxas info    : report\n")
+    again = compile_cached(src)
+    assert again == dataclasses.replace(k, cache="hit")
+    assert len(assembled) == 1
+    assert sorted(_entries(root)) == sorted([f"{ptx.key}.tawac", f"{k.key}.tawac"])
 
 
 def test_text_argument_is_used(root, fake, tmp_path):
@@ -133,7 +196,7 @@ def test_options_reach_the_compiler_in_full(root, fake, tmp_path):
     """The compiler gets every option after defaults (the planner named), as keyed."""
     compile_cached(_source(tmp_path), params={"N": 2}, stages=3)
     call = fake.calls[0]
-    assert call["params"] == {"N": 2}
+    assert call["params"] == {"N": 2} and call["cubin"] is True
     assert call["ptxas"] == os.environ["TAWAC_PTXAS"]
     full = dataclasses.asdict(PipelineOptions(stages=3))
     assert {k: call[k] for k in full} == full
@@ -192,7 +255,7 @@ def test_key_follows_the_planner_environment(root, fake, tmp_path, monkeypatch):
     assert fake.calls[-1]["schedule"] == "solver"
 
 
-def test_key_changes_with_the_ptxas_version(root, fake, tmp_path, monkeypatch):
+def test_cubin_key_changes_with_the_ptxas_version(root, fake, tmp_path, monkeypatch):
     base = _key(tmp_path)
     other = _fake_ptxas(tmp_path / "ptxas2", "2.0")
     assert _key(tmp_path, ptxas=str(other)) != base
@@ -203,20 +266,28 @@ def test_key_changes_with_the_ptxas_version(root, fake, tmp_path, monkeypatch):
     assert _key(tmp_path) != base
 
 
-def test_key_changes_with_tawac_sources_and_version(root, fake, tmp_path, monkeypatch):
-    base = _key(tmp_path)
+@pytest.mark.parametrize("cubin", [True, False], ids=["cubin", "ptx"])
+def test_key_changes_with_tawac_sources_and_version(root, fake, tmp_path, monkeypatch, cubin):
+    base = _key(tmp_path, cubin=cubin)
     assert cache.source_digest() == cache.source_digest()
     monkeypatch.setattr(cache, "_source_digest", "0" * 64)
-    edited = _key(tmp_path)
+    edited = _key(tmp_path, cubin=cubin)
     assert edited != base
     monkeypatch.setattr(cache, "_tawac_version", "9.9.9")
-    assert _key(tmp_path) not in (base, edited)
+    assert _key(tmp_path, cubin=cubin) not in (base, edited)
+
+
+def test_ptx_and_cubin_keys_differ(root, fake, tmp_path):
+    assert _key(tmp_path) != _key(tmp_path, cubin=False)
+    assert cache.make_key("ptx", {"a": 1}) != cache.make_key("cubin", {"a": 1})
+    assert cache.make_key("ptx", {"a": 1}) != cache.make_key("ptx", {"a": 2})
+    assert cache.make_key("ptx", {"a": 1, "b": 2}) == cache.make_key("ptx", {"b": 2, "a": 1})
 
 
 def test_source_digest_covers_the_package():
     package = Path(cache.__file__).resolve().parent
     h = hashlib.sha256()
-    for path in sorted(package.rglob("*.py")):
+    for path in sorted(package.rglob("*.py"), key=lambda p: p.relative_to(package).parts):
         data = path.read_bytes()
         h.update(f"{path.relative_to(package).as_posix()}\0{len(data)}\0".encode())
         h.update(data)
@@ -257,11 +328,23 @@ def test_ptxas_without_a_version_bypasses_the_cache(root, fake, tmp_path, monkey
     assert _entries(root) == []
 
 
-def test_driver_reexports_find_ptxas():
-    import tawac.driver
+def test_driver_reexports_the_core():
+    """The names tests, scripts and benchmarks import from `tawac.driver` still work:
+    the light ones directly, the compiler core's at first use."""
+    import tawac.compiler
     import tawac.ptxas
+    import tawac.timelimit
 
-    assert tawac.driver.find_ptxas is tawac.ptxas.find_ptxas
+    assert driver.find_ptxas is tawac.ptxas.find_ptxas
+    assert driver.assemble is tawac.ptxas.assemble
+    assert driver.TimeLimit is tawac.timelimit.TimeLimit
+    for name in driver.CORE_NAMES:
+        assert getattr(driver, name) is getattr(tawac.compiler, name), name
+    from tawac.driver import compile_file, compile_module, parse_text, run_pipeline  # noqa: F401
+
+    assert "compile_file" in dir(driver)
+    with pytest.raises(AttributeError, match="no attribute 'nothing'"):
+        driver.nothing  # noqa: B018
 
 
 def test_find_ptxas_error(monkeypatch):
@@ -286,9 +369,16 @@ def _bad_sidecar(data: bytes) -> bytes:
     """A sidecar that is not JSON, under a matching checksum and sizes."""
     end = data.index(b"\n", len(cache.MAGIC))
     meta = json.loads(data[len(cache.MAGIC) : end])
-    payload = data[end + 1 :]
-    cubin, side, ptx = meta["sizes"]
-    return cache._encode(meta["key"], payload[:cubin], b"{" * side, payload[cubin + side :], {})
+    parts = cache.decode(data, meta["key"], tuple(name for name, _ in meta["parts"]))
+    parts["sidecar"] = b"{" * len(parts["sidecar"])
+    return cache.encode(meta["key"], parts, {})
+
+
+def _other_parts(data: bytes) -> bytes:
+    """The entry of another kind (a PTX entry's parts) under this key, checksum right."""
+    end = data.index(b"\n", len(cache.MAGIC))
+    meta = json.loads(data[len(cache.MAGIC) : end])
+    return cache.encode(meta["key"], {"ptx": b"// ptx", "sidecar": b"{}"}, {})
 
 
 CORRUPTIONS = {
@@ -300,6 +390,7 @@ CORRUPTIONS = {
     "bad magic": lambda d: b"XXXXXXXX" + d[8:],
     "appended bytes": lambda d: d + b"\0",
     "bad sidecar JSON": _bad_sidecar,
+    "other parts": _other_parts,
 }
 
 
@@ -355,7 +446,7 @@ def test_failed_fake_compile_writes_nothing(root, tmp_path, monkeypatch):
     def fail(*args, **kwargs):
         raise CompileError("boom", location="k.mlir:1:1")
 
-    monkeypatch.setattr(cache, "_compile", fail)
+    monkeypatch.setattr(driver, "_compile", fail)
     (root / "kernels").mkdir(parents=True)
     with pytest.raises(CompileError, match="k.mlir:1:1: error: boom"):
         compile_cached(_source(tmp_path))
@@ -374,11 +465,27 @@ def test_unreadable_source(root, fake, tmp_path):
     assert fake.calls == []
 
 
+def test_failed_assembly_writes_nothing(root, fake, tmp_path, monkeypatch):
+    """PTX in the cache, ptxas fails on it: the error, and no cubin entry."""
+    from tawac.diagnostics import CompileError
+
+    def fail(ptx, exe, verbose=False):
+        raise CompileError("ptxas failed (exit 1): boom")
+
+    monkeypatch.setattr(driver, "assemble", fail)
+    ptx = compile_cached(_source(tmp_path), cubin=False)
+    with pytest.raises(CompileError, match="ptxas failed"):
+        compile_cached(_source(tmp_path))
+    assert _entries(root) == [f"{ptx.key}.tawac"]
+
+
 @pytest.mark.parametrize("value", ["0", "off", "false"])
 def test_switch_off(root, fake, tmp_path, monkeypatch, value):
     monkeypatch.setenv("TAWAC_CACHE", value)
     src = _source(tmp_path)
-    assert not compile_cached(src).hit
+    k = compile_cached(src)
+    assert (k.hit, k.cache, k.key) == (False, "off", "")
+    _check(k)
     assert not compile_cached(src).hit
     assert len(fake.calls) == 2
     assert not root.exists()  # not even the ptxas memo
@@ -392,6 +499,18 @@ def test_switch_off_does_not_read(root, fake, tmp_path, monkeypatch):
     monkeypatch.setenv("TAWAC_CACHE", "0")
     assert not compile_cached(_source(tmp_path)).hit
     assert len(fake.calls) == 2
+
+
+@pytest.mark.parametrize("cubin", [True, False], ids=["cubin", "ptx"])
+def test_use_cache_false(root, fake, tmp_path, cubin):
+    """`use_cache=False` (`--no-cache`): compiled, neither read nor written."""
+    compile_cached(_source(tmp_path), cubin=cubin)
+    before = {p: p.read_bytes() for p in root.rglob("*") if p.is_file()}
+    k = compile_cached(_source(tmp_path), cubin=cubin, use_cache=False)
+    assert (k.cache, k.key) == ("off", "")
+    _check(k, cubin=cubin)
+    assert len(fake.calls) == 2
+    assert {p: p.read_bytes() for p in root.rglob("*") if p.is_file()} == before
 
 
 def test_unwritable_cache_still_compiles(root, fake, tmp_path, monkeypatch):
@@ -422,7 +541,7 @@ def test_write_is_atomic(root, fake, tmp_path, monkeypatch):
 PROBE = """
 import json, sys, time
 start = time.perf_counter()
-from tawac.cache import compile_cached
+from tawac.driver import compile_cached
 k = compile_cached(sys.argv[1])
 print(json.dumps({
     "hit": k.hit,
@@ -430,7 +549,7 @@ print(json.dumps({
     "cubin": k.cubin.hex(),
     "ms": (time.perf_counter() - start) * 1e3,
     "xdsl": sorted(m for m in sys.modules if m == "xdsl" or m.startswith("xdsl.")),
-    "driver": "tawac.driver" in sys.modules,
+    "compiler": "tawac.compiler" in sys.modules,
 }))
 """
 
@@ -449,7 +568,8 @@ def _probe(src: Path) -> dict:
 
 def test_hit_in_a_fresh_process_imports_no_xdsl(root, fake, tmp_path):
     """An entry written through the cache's writer (fake compiler, fake ptxas) is a hit
-    in a new process, which imports neither xDSL nor the driver and runs no ptxas."""
+    in a new process, which imports neither xDSL nor the compiler core and runs no
+    ptxas."""
     src = _source(tmp_path)
     k = compile_cached(src)
     ptxas = Path(os.environ["TAWAC_PTXAS"])
@@ -457,7 +577,7 @@ def test_hit_in_a_fresh_process_imports_no_xdsl(root, fake, tmp_path):
     out = _probe(src)
     assert out["hit"] and out["key"] == k.key
     assert bytes.fromhex(out["cubin"]) == k.cubin
-    assert out["xdsl"] == [] and not out["driver"]
+    assert out["xdsl"] == [] and not out["compiler"]
     assert _runs(ptxas) == runs
 
 
@@ -468,7 +588,7 @@ def test_real_compile_and_fresh_hit(tmp_path, monkeypatch):
     monkeypatch.setenv("TAWAC_CACHE_DIR", str(tmp_path / "cache"))
     monkeypatch.delenv("TAWAC_CACHE", raising=False)
     monkeypatch.delenv("TAWAC_SCHEDULE", raising=False)
-    if cache.locate_ptxas() is None:
+    if driver.locate_ptxas() is None:
         pytest.skip("no ptxas")
     from tawac.driver import compile_file
 
@@ -480,11 +600,13 @@ def test_real_compile_and_fresh_hit(tmp_path, monkeypatch):
     assert ".entry" in first.ptx and first.sidecar["target"] == "sm_90a"
     direct = compile_file(src)
     assert (first.ptx, first.sidecar) == (direct.ptx, json.loads(json.dumps(direct.sidecar)))
+    assert first.sidecar_text == json.dumps(direct.sidecar, indent=2) + "\n"
+    assert first.ptxas_report.startswith("ptxas info")
     assert compile_cached(src).hit
     out = _probe(src)
     assert out["hit"] and out["key"] == first.key, out
     assert bytes.fromhex(out["cubin"]) == first.cubin
-    assert out["xdsl"] == [] and not out["driver"]
+    assert out["xdsl"] == [] and not out["compiler"]
 
 
 # -- the folder, info, clear, the CLI ---------------------------------------------------------
@@ -600,3 +722,75 @@ def test_format_bytes():
         "1.5 MB",
         "12.0 GB",
     ]
+
+
+# -- the store alone --------------------------------------------------------------------------
+
+
+def test_entry_round_trip_and_parts(root):
+    parts = {"ptx": b"// ptx\n", "sidecar": b"{}", "cubin": b"\x7fELF\0\1", "report": b""}
+    data = cache.encode("k" * 64, parts, {"source": "x.mlir"})
+    assert data.startswith(cache.MAGIC)
+    assert cache.decode(data, "k" * 64, tuple(parts)) == parts
+    with pytest.raises(cache.Corrupt, match="parts are not ptx, sidecar"):
+        cache.decode(data, "k" * 64, ("ptx", "sidecar"))
+    with pytest.raises(cache.Corrupt, match="format and key"):
+        cache.decode(data, "j" * 64, tuple(parts))
+    key = "a" * 64
+    assert cache.load(key, ("ptx",)) is None
+    assert cache.store(key, {"ptx": b"x"}, {})
+    assert cache.load(key, ("ptx",)) == {"ptx": b"x"}
+    assert cache.entry_path(key) == root / "kernels" / f"{key}.tawac"
+    with pytest.warns(CacheWarning, match="corrupt cache entry"):
+        assert cache.load(key, ("ptx", "sidecar")) is None
+    assert not cache.entry_path(key).exists()
+
+
+#: The modules `tawac.cache` may import: the standard library and tawac's base layer.
+BASE = {"tawac.diagnostics", "tawac.files", "tawac.options", "tawac.ptxas", "tawac.target"}
+
+
+def _imports(path: Path) -> set[str]:
+    """Every module `path` imports, at module level or in a function."""
+    names: set[str] = set()
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.Import):
+            names.update(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom) and node.module is not None:
+            names.add(node.module)
+            names.update(f"{node.module}.{alias.name}" for alias in node.names)
+    return names
+
+
+def test_cache_is_a_store_only():
+    """`tawac/cache.py` imports nothing above the base layer: no driver, compiler,
+    parser, dialects or xDSL (an AST check of its imports, lazy ones included)."""
+    imported = _imports(Path(cache.__file__))
+    ours = {n for n in imported if n == "tawac" or n.startswith("tawac.")}
+    modules = {n for n in ours if n in BASE or n.rsplit(".", 1)[0] not in BASE}
+    assert modules <= BASE, modules - BASE
+    assert not any(n.split(".")[0] == "xdsl" for n in imported)
+
+
+def test_store_and_driver_import_no_xdsl():
+    """In a fresh process the store and the driver load no xDSL, no compiler core, no
+    rich (the warm `tawac compile` path)."""
+    probe = (
+        "import sys, json; import tawac.cache, tawac.driver; "
+        "print(json.dumps(sorted(m for m in sys.modules if m.split('.')[0] in "
+        "('xdsl', 'rich', 'tawac'))))"
+    )
+    proc = subprocess.run(
+        [sys.executable, "-c", probe], capture_output=True, text=True, timeout=60, check=True
+    )
+    loaded = set(json.loads(proc.stdout))
+    assert loaded == {
+        "tawac",
+        "tawac.cache",
+        "tawac.diagnostics",
+        "tawac.driver",
+        "tawac.files",
+        "tawac.options",
+        "tawac.ptxas",
+        "tawac.timelimit",
+    }, loaded

@@ -102,7 +102,8 @@ def test_closed_pipe_is_quiet():
 def test_time_limit(tmp_path):
     """Every stage runs under the time limit; past it, one diagnostic naming the stage."""
     src, outdir = _write(tmp_path, (REPO / "examples" / "attention.mlir").read_text())
-    proc = _compile(PY, src, outdir / "k.ptx", extra=("--time-limit", "0.05"))
+    extra = ("--time-limit", "0.05", "--no-cache")  # a cached kernel would take no time
+    proc = _compile(PY, src, outdir / "k.ptx", extra=extra)
     _assert_one_diagnostic(
         proc,
         outdir,

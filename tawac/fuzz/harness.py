@@ -27,7 +27,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import tawac.cli
-import tawac.driver  # noqa: F401  (imported before forking, so children need not)
+import tawac.compiler  # noqa: F401  (imported before forking, so children need not)
+import tawac.ptxas
 import tawac.runtime  # noqa: F401
 from tawac.diagnostics import CompileError
 from tawac.fuzz.mutate import Corpus, compile_options, mutant
@@ -165,6 +166,7 @@ def _child(folder: Path, memory: int, options: list[str]) -> None:
         for var in ("TAWAC_DEBUG", "FORCE_COLOR", "CLICOLOR_FORCE"):
             os.environ.pop(var, None)
         os.environ["NO_COLOR"] = "1"
+        os.environ["TAWAC_CACHE"] = "0"  # every mutant compiled; none fills the user's cache
         os.chdir(folder / "cwd")
         args = ["compile", str(folder / "src.mlir"), "-o", str(folder / "out" / "k.ptx")]
         args += options
@@ -227,7 +229,7 @@ def _ptxas_error(log: str, code: int | None) -> str:
 def find_ptxas() -> str | None:
     """tawac's own search for ptxas; None where there is none."""
     try:
-        return tawac.driver.find_ptxas()
+        return tawac.ptxas.find_ptxas()
     except CompileError:
         return None
 
