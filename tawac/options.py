@@ -19,6 +19,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field, make_dataclass
 from typing import Any, ClassVar
 
+from tawac.target.hopper import HOPPER
+
 # Seconds one `tawac compile` (parse, verify, passes, ptxas) may take by default: a
 # kernel compiles in about a second and ptxas takes a few; an input that runs for
 # minutes is a bug, reported as one.
@@ -30,7 +32,7 @@ DEFAULT_TIME_LIMIT = 300.0
 SCHEDULE_ENV = "TAWAC_SCHEDULE"
 
 #: The thread block cluster shapes `--cluster` accepts: CTAs along program ids (x, y).
-CLUSTERS: dict[str, tuple[int, int]] = {"1x1": (1, 1), "2x1": (2, 1), "1x2": (1, 2)}
+CLUSTERS: dict[str, tuple[int, int]] = {f"{x}x{y}": (x, y) for x, y in HOPPER.cluster_shapes}
 
 #: The values a pipeline knob takes.
 Value = int | bool | str
@@ -170,7 +172,7 @@ KNOBS: tuple[Knob, ...] = (
         "consumer warp groups (0: the most of 3, 2, 1 giving whole m64 blocks)",
         where="cooperative-consumers",
         min=0,
-        max=3,  # HOPPER.max_consumer_warp_groups (tawac.target imports xDSL; a test checks)
+        max=HOPPER.max_consumer_warp_groups,
     ),
     Knob(
         "persistent",

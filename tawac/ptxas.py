@@ -84,7 +84,7 @@ def assemble(ptx_text: str, ptxas: str | None = None, verbose: bool = False) -> 
     with tempfile.TemporaryDirectory(prefix="tawac-") as tmp:
         src, dst = Path(tmp) / "kernel.ptx", Path(tmp) / "kernel.cubin"
         src.write_text(ptx_text)
-        cmd = [exe, f"-arch={HOPPER.name}", str(src), "-o", str(dst)]
+        cmd = [exe, HOPPER.arch, str(src), "-o", str(dst)]
         if verbose:
             cmd.insert(1, "-v")
         limit = TimeLimit.active

@@ -52,7 +52,7 @@ def test_one_spelling_per_knob():
 
 
 def test_table_facts_match_the_target_and_the_planners():
-    from tawac.schedule.planner import get_planner
+    from tawac.schedule.registry import get_planner
     from tawac.target import HOPPER
 
     assert knob("consumer_warp_groups").max == HOPPER.max_consumer_warp_groups

@@ -285,7 +285,7 @@ def test_schedule_environment_variable(monkeypatch):
     assert "plan{schedule=solver " in PipelineOptions().pipeline()
     monkeypatch.setenv("TAWAC_SCHEDULE", "magic")
     kernel = _kernel("gemm.mlir")
-    from tawac.schedule.planner import get_planner
+    from tawac.schedule.registry import get_planner
 
     with pytest.raises(CompileError, match="unknown planner 'magic'"):
         get_planner(PipelineOptions().schedule).plan(kernel, PipelineOptions())

@@ -15,6 +15,7 @@ from xdsl.ir import Attribute, BlockArgument, SSAValue
 from tawac.analysis.grid import from_attr, to_attr
 from tawac.diagnostics import CompileError
 from tawac.dialects import ptx, tile
+from tawac.target import HOPPER
 
 SMEM_SYMBOL = "tawac_smem"
 
@@ -140,7 +141,7 @@ def sidecar(entry: ptx.EntryOp) -> dict[str, Any]:
     return {
         "format": 1,
         "kernel": entry.sym_name.data,
-        "target": "sm_90a",
+        "target": HOPPER.name,
         **launch,
         "params": [from_attr(p)["abi"] for p in entry.params],
     }

@@ -42,6 +42,8 @@ from xdsl.printer import Printer
 from xdsl.traits import NoTerminator
 from xdsl.utils.exceptions import VerifyException
 
+from tawac.target import HOPPER
+
 Names = Callable[[SSAValue], str]
 
 REG_KINDS = ("pred", "b16", "b32", "b64", "f32")
@@ -1397,7 +1399,7 @@ class ModuleOp(IRDLOperation):
     body = region_def("single_block")
     traits = traits_def(NoTerminator())
 
-    def __init__(self, body: Region, version: str = "8.0", target: str = "sm_90a"):
+    def __init__(self, body: Region, version: str = HOPPER.ptx_version, target: str = HOPPER.name):
         super().__init__(
             properties={
                 "version": StringAttr(version),

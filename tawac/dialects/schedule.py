@@ -60,9 +60,9 @@ from xdsl.parser import AttrParser
 from xdsl.printer import Printer
 from xdsl.utils.exceptions import VerifyException
 
+from tawac.target import HOPPER
+
 TILE_ORDERS = ("grouped", "longest_first")
-#: The cluster shapes over program ids (x, y) that the passes apply.
-CLUSTER_SHAPES = ((1, 1), (2, 1), (1, 2))
 
 
 @dataclass(frozen=True)
@@ -492,8 +492,8 @@ class ScheduleAttr(Data[Schedule]):
                 )
         if s.tiles is not None and s.program_grid is None:
             raise VerifyException("#tawac.schedule: a tile order needs its program_grid")
-        if s.cluster not in CLUSTER_SHAPES:
-            shapes = ", ".join(f"[{x}, {y}]" for x, y in CLUSTER_SHAPES)
+        if s.cluster not in HOPPER.cluster_shapes:
+            shapes = ", ".join(f"[{x}, {y}]" for x, y in HOPPER.cluster_shapes)
             raise VerifyException(
                 f"#tawac.schedule: cluster [{s.cluster[0]}, {s.cluster[1]}] is not one of {shapes}"
             )

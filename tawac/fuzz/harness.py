@@ -32,6 +32,7 @@ import tawac.ptxas
 import tawac.runtime  # noqa: F401
 from tawac.diagnostics import CompileError
 from tawac.fuzz.mutate import Corpus, compile_options, mutant
+from tawac.target import HOPPER
 
 FINDINGS = ("internal", "traceback", "hang", "crash", "partial-output", "bad-diagnostic")
 FINDINGS += ("bad-output", "invalid-ptx")
@@ -328,7 +329,7 @@ def _kill(pid: int) -> None:
 
 
 def _start_ptxas(exe: str, work: Path, sha: str) -> subprocess.Popen:
-    cmd = [exe, "-arch=sm_90a", str(work / f"{sha}.ptx"), "-o", str(work / f"{sha}.cubin")]
+    cmd = [exe, HOPPER.arch, str(work / f"{sha}.ptx"), "-o", str(work / f"{sha}.cubin")]
     with open(work / f"{sha}.log", "wb") as log:
         return subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=log, stderr=log)
 

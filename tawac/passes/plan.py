@@ -26,7 +26,8 @@ from tawac.analysis.identity import name_unnamed
 from tawac.dialects import tile
 from tawac.options import KNOBS, PipelineOptions, knob_fields
 from tawac.schedule.check import check
-from tawac.schedule.planner import complete, get_planner
+from tawac.schedule.planner import complete
+from tawac.schedule.registry import get_planner
 
 
 @dataclass(frozen=True)

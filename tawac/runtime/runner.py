@@ -22,6 +22,7 @@ from tawac.runtime.launcher import (
     compute_grid,
     load_kernel,
 )
+from tawac.target import HOPPER
 
 DEFAULT_F32_SCALAR = 0.5
 DEFAULT_INT_SCALAR = 1
@@ -43,7 +44,7 @@ def require_hopper(command: str, purpose: str = "", hint: str = "") -> None:
     major, minor = torch.cuda.get_device_capability()
     if major != 9:
         raise CompileError(
-            f"{command} needs a Hopper GPU (sm_90a); this device is sm_{major}{minor}{hint}"
+            f"{command} needs a Hopper GPU ({HOPPER.name}); this device is sm_{major}{minor}{hint}"
         )
 
 

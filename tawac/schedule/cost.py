@@ -70,7 +70,7 @@ from xdsl.ir import Attribute, Operation
 from tawac.dialects import hopper
 from tawac.target import HOPPER, Target
 
-UNITS = ("tensor", "tma", "mufu", "fma", "shfl", "sync", "alu")
+UNITS = HOPPER.units
 
 # Cycles the issuing warp group spends on one asynchronous instruction (a wgmma, a TMA copy
 # with its expect_tx) before it goes on: not measured, a nominal figure so that async ops

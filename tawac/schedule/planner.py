@@ -314,21 +314,6 @@ class HeuristicPlanner:
         return plans
 
 
-PLANNERS: dict[str, Planner] = {"heuristic": HeuristicPlanner()}
-
-
-def get_planner(name: str) -> Planner:
-    if name == "solver" and name not in PLANNERS:
-        from tawac.schedule.solver import SolverPlanner
-
-        PLANNERS[name] = SolverPlanner()
-    planner = PLANNERS.get(name)
-    if planner is None:
-        known = ", ".join(dict.fromkeys([*PLANNERS, "solver"]))
-        raise CompileError(f"unknown planner '{name}' (known: {known})")
-    return planner
-
-
 # -- what follows from the decisions above ---------------------------------------------------
 
 

@@ -37,10 +37,12 @@ import math
 import re
 from dataclasses import dataclass, field
 
+from tawac.target import HOPPER
+
 #: Units per SM that lanes contend for, in drawing order.
-CONTENDED = ("tensor", "tma", "mufu", "fma", "shfl")
+CONTENDED = HOPPER.contended_units
 #: Every unit a step may name.
-UNITS = (*CONTENDED, "sync", "alu")
+UNITS = HOPPER.units
 
 _AREF_WAIT = re.compile(r"\b(full|empty)\b|aref", re.IGNORECASE)
 _PERIOD = 12  # the steady window spans a multiple of this many iterations when it can

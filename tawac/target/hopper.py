@@ -104,6 +104,18 @@ class Target:
     tma_max_box: int = 256  # elements per box dimension
     mma_atoms: tuple[MmaAtom, ...] = MMA_ATOMS
     costs: tuple[Cost, ...] = COSTS
+    #: Thread block clusters over program ids (x, y) the passes apply: one CTA, or two
+    #: neighbours along x or y (PTX ISA 9.7.9.25's multicast to both).
+    cluster_shapes: tuple[tuple[int, int], ...] = ((1, 1), (2, 1), (1, 2))
+    #: The units of an SM the cost model prices ops on and the simulator shares between
+    #: warp groups (`contended`: one op at a time per SM; the others: per warp group).
+    contended_units: tuple[str, ...] = ("tensor", "tma", "mufu", "fma", "shfl")
+    units: tuple[str, ...] = ("tensor", "tma", "mufu", "fma", "shfl", "sync", "alu")
+
+    @property
+    def arch(self) -> str:
+        """ptxas's `-arch` flag for this target."""
+        return f"-arch={self.name}"
 
     def mma_atom(self, a: str, b: str, acc: str) -> MmaAtom | None:
         """The wgmma family for these element types, or None."""
