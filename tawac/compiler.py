@@ -132,16 +132,21 @@ def compile_module(
     cubin: bool = False,
     ptxas: str | None = None,
     time_limit: float | None = None,
+    start: str | None = None,
     **options: Any,
 ) -> CompileResult:
     """Compile a parsed module with the default pipeline; `options` are
-    `PipelineOptions` fields; `time_limit` bounds the seconds it may take."""
+    `PipelineOptions` fields; `time_limit` bounds the seconds it may take; `start` (a
+    pass name) runs the pipeline from that pass on, for a module the passes before it
+    have already run over."""
     with TimeLimit(time_limit):
-        return _compile_module(module, cubin=cubin, ptxas=ptxas, **options)
+        return _compile_module(module, cubin=cubin, ptxas=ptxas, start=start, **options)
 
 
-def _compile_module(module: ModuleOp, *, cubin: bool, ptxas: str | None, **options: Any):
-    pipeline = default_pipeline(**options)
+def _compile_module(
+    module: ModuleOp, *, cubin: bool, ptxas: str | None, start: str | None, **options: Any
+):
+    pipeline = PipelineOptions(**options).pipeline(start=start)
     kernels = [op for op in module.body.block.ops if isinstance(op, tile.KernelOp)]
     if len(kernels) != 1:
         raise CompileError(f"expected exactly one tile.kernel, found {len(kernels)}")

@@ -320,8 +320,9 @@ class HeuristicPlanner:
 def complete(kernel: tile.KernelOp, s: Schedule, options: PipelineOptions) -> Schedule:
     """`s` with what follows from its decisions by one rule each, where it does not say
     it already: the waits of every consumer main loop's MMAs (`tawac.schedule.waits`; a
-    loop `s` does not list runs in body order) and how each consumer store leaves
-    (`tawac.schedule.staging`, with `options.tma_store`). Planners decide the rest."""
+    loop `s` does not list runs in body order), how each consumer store leaves
+    (`tawac.schedule.staging`, with `options.tma_store`) and the register budgets left
+    undecided (`regs 0`: `register_budgets`). Planners decide the rest."""
     arefs = lags(kernel, s)
     loops = list(s.loops)
     for part in kernel.body.block.ops:
@@ -344,7 +345,10 @@ def complete(kernel: tile.KernelOp, s: Schedule, options: PipelineOptions) -> Sc
         depths = {c: _depth(s, c) for c in creates}
         tma = options.tma_store
         stores = plan_stores(kernel, consumer.warp_groups, depths, s.persistent, tma)
-    return dataclasses.replace(s, loops=tuple(loops), stores=stores)
+    roles = s.roles
+    if any(not r.regs for r in roles):
+        roles = tuple(register_budgets([(r.role, r.warp_groups, r.regs) for r in roles]))
+    return dataclasses.replace(s, roles=roles, loops=tuple(loops), stores=stores)
 
 
 def _depth(s: Schedule, create: aref.CreateOp) -> int:
