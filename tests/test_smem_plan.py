@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 from xdsl.dialects.builtin import TensorType, bf16, f32
 
+from tawac import schedule
 from tawac.dialects import hopper, tile
 from tawac.driver import compile_module, parse_text, run_pipeline
 from tawac.options import PipelineOptions
@@ -58,6 +59,22 @@ def test_plan_before_lowering_is_the_layout(path):
     module = parse_text(text, path.name)
     run_pipeline(module, PipelineOptions().pipeline(stop="lower-aref"))
     (kernel,) = [o for o in module.walk() if isinstance(o, tile.KernelOp)]
-    planned = kernel_plan(kernel).end
+    wgs = schedule.of(kernel).role("consumer").warp_groups
+    planned = kernel_plan(kernel, warp_groups=wgs).end
     assert planned == compile_module(parse_text(text, path.name)).sidecar["dynamic_smem"]
     assert planned <= HOPPER.smem_per_block
+
+
+def test_without_tma_stores_no_staging_tile_is_reserved():
+    """One model for planner and passes: with --no-tma-store nothing is staged, so the
+    planner's ring depth does not leave room for a staging tile either (the 128x256
+    residual GEMM: 2 stages beside a 64 KiB staging tile, 3 without one)."""
+    path = REPO / "examples" / "gemm_residual.mlir"
+    depths = {}
+    for tma in (True, False):
+        module = parse_text(path.read_text(), path.name)
+        run_pipeline(module, PipelineOptions(tma_store=tma).pipeline(stop="pipeline"))
+        (kernel,) = [o for o in module.walk() if isinstance(o, tile.KernelOp)]
+        plan = schedule.of(kernel)
+        depths[tma] = (plan.aref("a_b").depth, [st.mode for st in plan.stores])
+    assert depths == {True: (2, ["whole"]), False: (3, ["registers"])}

@@ -27,13 +27,15 @@ def store_after_loops(st: tile.StoreOp, part: aref.PartitionOp) -> bool:
     return all(block.get_operation_index(o) < idx for o in block.ops if o.regions)
 
 
-def staged_stores(kernel: tile.KernelOp) -> list[tile.StoreOp]:
-    """The stores `tma-store` may stage through shared memory: 16-bit 2-d tiles."""
+def staged_stores(kernel: tile.KernelOp, warp_groups: int) -> list[tile.StoreOp]:
+    """The consumer stores that may be staged through shared memory for TMA, with
+    `warp_groups` consumer warp groups (`tma_storable`), in walk order."""
     stores = []
-    for st in [o for o in kernel.walk() if isinstance(o, tile.StoreOp)]:
-        vt = st.value.type
-        if not isinstance(vt, TensorType) or vt.get_num_dims() != 2:
+    for part in kernel.body.block.ops:
+        if not isinstance(part, aref.PartitionOp) or part.role.data != "consumer":
             continue
-        if isinstance(vt.element_type, BFloat16Type | Float16Type):
-            stores.append(st)
+        for st in [o for o in part.walk() if isinstance(o, tile.StoreOp)]:
+            vt = st.value.type
+            if isinstance(vt, TensorType) and tma_storable(vt, warp_groups):
+                stores.append(st)
     return stores

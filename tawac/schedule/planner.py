@@ -107,15 +107,18 @@ def register_budgets(roles: list[tuple[str, int, int]]) -> list[RolePlan]:
 # -- rings ----------------------------------------------------------------------------------
 
 
-def auto_stages(kernel: tile.KernelOp, preferred: int = 3) -> int:
+def auto_stages(
+    kernel: tile.KernelOp, warp_groups: int, preferred: int = 3, tma_store: bool = True
+) -> int:
     """The deepest ring (at most `preferred`) whose shared-memory plan, with single-slot
-    arefs and the 16-bit epilogue tiles staged for TMA stores, fits in one CTA; else the
-    deepest that fits without the staging tiles (the epilogue then reuses the rings or
-    stores from registers)."""
+    arefs and the epilogue tiles staged for TMA stores (`warp_groups` consumer warp
+    groups), fits in one CTA; else the deepest that fits without the staging tiles (the
+    epilogue then goes in chunks, reuses the rings or stores from registers)."""
     creates = [o for o in kernel.walk() if isinstance(o, aref.CreateOp)]
-    for staging in (True, False):
+    for staging in (True, False) if tma_store else (False,):
         for d in range(preferred, 0, -1):
-            plan = kernel_plan(kernel, {c: d if looped(c) else 1 for c in creates}, staging)
+            depths = {c: d if looped(c) else 1 for c in creates}
+            plan = kernel_plan(kernel, depths, staging, warp_groups=warp_groups)
             if plan.fits():
                 return d
     return 1
@@ -233,7 +236,8 @@ class HeuristicPlanner:
             [(p.role.data, self._warp_groups(p, options), p.regs.data) for p in parts]
         )
         creates = [o for o in kernel.walk() if isinstance(o, aref.CreateOp)]
-        stages = options.stages or auto_stages(kernel)
+        consumer_wgs = sum(r.warp_groups for r in roles if r.role == "consumer")
+        stages = options.stages or auto_stages(kernel, consumer_wgs, tma_store=options.tma_store)
         if not 0 <= options.mma_depth < stages or options.mma_depth > HOPPER.mma_max_pending:
             raise CompileError(
                 f"pipeline: mma-depth must satisfy 0 <= mma-depth < stages and <= 7 "
@@ -251,16 +255,16 @@ class HeuristicPlanner:
             tiles = ("longest_first", order) if order is not None else ("grouped", options.group_m)
             grid = to_attr(infer_grid(kernel))
             if options.tile_prefetch:
-                self._prefetch(kernel, creates, depths)
+                self._prefetch(kernel, creates, depths, consumer_wgs, options.tma_store)
         loops = self._loops(parts, creates, depths, lags) if options.coarse_pipeline else []
-        consumer_wgs = [r.warp_groups for r in roles if r.role == "consumer"]
         return Schedule(
             roles=tuple(roles),
             arefs=tuple(
                 ArefPlan(c.ident or "", depths[c], lags[c], multicast.get(c, ())) for c in creates
             ),
             loops=tuple(loops),
-            turns=options.pingpong and consumer_wgs == [2],
+            turns=options.pingpong
+            and [r.warp_groups for r in roles if r.role == "consumer"] == [2],
             cluster=cluster,
             tiles=tiles,
             program_grid=grid,
@@ -283,7 +287,14 @@ class HeuristicPlanner:
             return mma_depth
         return 0
 
-    def _prefetch(self, kernel: tile.KernelOp, creates: list[aref.CreateOp], depths: dict) -> None:
+    def _prefetch(
+        self,
+        kernel: tile.KernelOp,
+        creates: list[aref.CreateOp],
+        depths: dict,
+        wgs: int,
+        tma_store: bool,
+    ) -> None:
         """An aref written once per tile (attention's Q) gets a second slot where shared
         memory allows, so that the producer loads tile t+1's operand while the consumers
         still work on tile t."""
@@ -291,7 +302,7 @@ class HeuristicPlanner:
             if depths[c] != 1 or not per_tile(c):
                 continue
             depths[c] = 2
-            if not kernel_plan(kernel, depths).fits():
+            if not kernel_plan(kernel, depths, tma_store, warp_groups=wgs).fits():
                 depths[c] = 1
 
     def _loops(

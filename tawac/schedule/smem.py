@@ -106,16 +106,18 @@ def kernel_plan(
     depths: dict[aref.CreateOp, int] | None = None,
     staging: bool = True,
     chunks: int = 0,
+    warp_groups: int = 1,
 ) -> SmemPlan:
     """The plan of the kernel's arefs (at their depths, or at `depths`) followed, with
-    `staging`, by the staging buffers of its 16-bit 2-d stores (whole tiles, or rings of
-    `chunks` column chunks)."""
+    `staging`, by the staging buffers of the stores that may be staged with `warp_groups`
+    consumer warp groups (`staged_stores`: whole tiles, or rings of `chunks` column
+    chunks)."""
     plan = SmemPlan()
     for create in [o for o in kernel.walk() if isinstance(o, aref.CreateOp)]:
         t = create.result.type
         assert isinstance(t, aref.ArefType)
         plan.aref(t, (depths or {}).get(create))
-    for st in staged_stores(kernel) if staging else []:
+    for st in staged_stores(kernel, warp_groups) if staging else []:
         assert isinstance(st.value.type, TensorType)
         plan.tiles("staging", staging_ring_type(st.value.type, chunks))
     return plan

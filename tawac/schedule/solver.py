@@ -151,12 +151,13 @@ def _smem(kernel: tile.KernelOp, base: Schedule, staging: bool):
     """Per looped aref its slot bytes, and the bytes left for the rings."""
     creates = [o for o in kernel.walk() if isinstance(o, aref.CreateOp)]
     ones = {c: 1 if looped(c) else _aref(base, c).depth for c in creates}
-    plan1 = kernel_plan(kernel, ones, staging)
+    wgs = base.role("consumer").warp_groups if base.role("consumer") else 1
+    plan1 = kernel_plan(kernel, ones, staging, warp_groups=wgs)
     slots: dict[int, int] = {}
     for k, c in enumerate(creates):
         if not looped(c):
             continue
-        slots[k] = kernel_plan(kernel, {**ones, c: 2}, staging).end - plan1.end
+        slots[k] = kernel_plan(kernel, {**ones, c: 2}, staging, warp_groups=wgs).end - plan1.end
     fixed = plan1.end - sum(slots.values())
     return slots, HOPPER.smem_per_block - fixed
 

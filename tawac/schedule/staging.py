@@ -28,16 +28,16 @@ from tawac.dialects.schedule import StorePlan
 from tawac.schedule.smem import SmemPlan, chunk_ring_fits, kernel_plan, staging_ring_type
 
 
-def chunk_buffers(kernel: tile.KernelOp, depths: dict[aref.CreateOp, int]) -> int:
-    """0 where the staging tiles fit whole beside the rings at `depths`; else a ring of 2,
-    or 1, column-chunk buffers per staged store where that fits (a deeper ring for the
-    main loop, the epilogue in turns of 64 columns); else 0."""
-    values = [st.value.type for st in staged_stores(kernel)]
-    if not values or kernel_plan(kernel, depths).fits():
+def chunk_buffers(kernel: tile.KernelOp, depths: dict[aref.CreateOp, int], wgs: int) -> int:
+    """0 where the staging tiles (`wgs` consumer warp groups) fit whole beside the rings
+    at `depths`; else a ring of 2, or 1, column-chunk buffers per staged store where that
+    fits (a deeper ring for the main loop, the epilogue in turns of 64 columns); else 0."""
+    values = [st.value.type for st in staged_stores(kernel, wgs)]
+    if not values or kernel_plan(kernel, depths, warp_groups=wgs).fits():
         return 0
     for n in (2, 1):
         fits = all(isinstance(v, TensorType) and chunk_ring_fits(v, n) for v in values)
-        if fits and kernel_plan(kernel, depths, chunks=n).fits():
+        if fits and kernel_plan(kernel, depths, chunks=n, warp_groups=wgs).fits():
             return n
     return 0
 
@@ -51,7 +51,7 @@ def plan_stores(
 ) -> tuple[StorePlan, ...]:
     """The staging of every consumer store (the module docstring), with `warp_groups`
     consumer warp groups, the arefs at `depths`, in a `persistent` kernel or not."""
-    chunks = chunk_buffers(kernel, depths)
+    chunks = chunk_buffers(kernel, depths, warp_groups)
     layout = kernel_plan(kernel, depths, staging=False)
     out: list[StorePlan] = []
     for part in kernel.body.block.ops:
