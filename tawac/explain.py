@@ -336,8 +336,7 @@ def explain_module(
 #: How `render` says each store staging (`#tawac.schedule`'s `stores`).
 _STAGING_TEXT = {
     "whole": "through one staging tile in shared memory and TMA bulk stores",
-    "chunks": "in 64-column chunks through {buffers} staging buffer(s) and TMA bulk stores "
-    "(a whole staging tile does not fit beside the rings)",
+    "chunks": "in 64-column chunks through {buffers} staging buffer(s) and TMA bulk stores",
     "rings": "through the aref rings (reused after the main loop) and TMA bulk stores",
     "registers": "straight from registers (predicated global stores)",
 }

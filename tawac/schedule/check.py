@@ -162,14 +162,23 @@ def check_loops(kernel: tile.KernelOp, parts: list[aref.PartitionOp], s: Schedul
                 kernel,
             )
         loop = loops[lp.loop]
-        sched = scheduled_ops(loop.body.block)
-        if sorted(o.index for o in lp.ops) != list(range(len(sched))) or any(
-            sched[o.index].name != o.op for o in lp.ops
-        ):
-            listed = ", ".join(f"{o.index} {o.op}" for o in sorted(lp.ops, key=lambda o: o.index))
-            found = ", ".join(f"{n} {o.name}" for n, o in enumerate(sched))
-            raise loop_error(loop, lp, f"it lists [{listed}], the loop has [{found}]")
+        mismatch = ops_mismatch(loop, lp)
+        if mismatch is not None:
+            raise loop_error(loop, lp, mismatch)
         check_waits(loop, lp, arefs)
+
+
+def ops_mismatch(loop: scf.ForOp, lp: LoopPlan) -> str | None:
+    """How the schedule's ops differ from the loop's scheduled ops, or None when it lists
+    each of them once, by number and name."""
+    sched = scheduled_ops(loop.body.block)
+    if sorted(o.index for o in lp.ops) == list(range(len(sched))) and all(
+        sched[o.index].name == o.op for o in lp.ops
+    ):
+        return None
+    listed = ", ".join(f"{o.index} {o.op}" for o in sorted(lp.ops, key=lambda o: o.index))
+    found = ", ".join(f"{n} {o.name}" for n, o in enumerate(sched))
+    return f"it lists [{listed}], the loop has [{found}]"
 
 
 def check_waits(loop: scf.ForOp, lp: LoopPlan, arefs: dict[SSAValue, int]) -> None:

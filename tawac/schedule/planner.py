@@ -35,7 +35,7 @@ from tawac.dialects import aref, tile
 from tawac.dialects.schedule import ArefPlan, LoopPlan, OpPlan, RolePlan, Schedule
 from tawac.options import PipelineOptions
 from tawac.schedule import loop_plan
-from tawac.schedule.check import lags, register_problem
+from tawac.schedule.check import lags, ops_mismatch, register_problem
 from tawac.schedule.cluster import plan_cluster
 from tawac.schedule.smem import kernel_plan
 from tawac.schedule.staging import plan_stores
@@ -341,7 +341,9 @@ def complete(kernel: tile.KernelOp, s: Schedule, options: PipelineOptions) -> Sc
             continue
         for k, loop in enumerate(main_loops(part)):
             lp = loop_plan(s, "consumer", k, loop)
-            if lp.waits or not awaited_dots(loop.body.block, arefs):
+            if lp.waits or ops_mismatch(loop, lp) is not None:
+                continue  # as written (`check` says what does not fit the loop)
+            if not awaited_dots(loop.body.block, arefs):
                 continue
             lp = dataclasses.replace(lp, waits=plan_waits(loop, lp, arefs))
             found = s.loop("consumer", k)
