@@ -27,12 +27,16 @@ def printable(text: str) -> str:
 
 def _fail(e: BaseException, code: int = 1) -> None:
     """One diagnostic line on stderr: plain text (no markup, no emoji codes such as
-    `:100:` in `f.mlir:100:3`), control characters escaped."""
+    `:100:` in `f.mlir:100:3`), control characters escaped; bold red on a terminal
+    unless NO_COLOR is set (rich is imported for that case only)."""
+    text = printable(str(e))
+    if os.environ.get("NO_COLOR") is not None or not sys.stderr.isatty():
+        print(text, file=sys.stderr, flush=True)
+        sys.exit(code)
     from rich.console import Console
 
     err = Console(stderr=True, highlight=False, soft_wrap=True, emoji=False)
-    style = None if os.environ.get("NO_COLOR") is not None else "bold red"
-    err.print(printable(str(e)), markup=False, emoji=False, style=style)
+    err.print(text, markup=False, emoji=False, style="bold red")
     sys.exit(code)
 
 
