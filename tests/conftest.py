@@ -2,10 +2,49 @@
 
 from __future__ import annotations
 
+import compileall
+import importlib.util
 import os
+import sys
 import tempfile
+from pathlib import Path
 
-# The solver planner's answers are cached on disk: the tests (and the FileCheck suite
-# they start) solve into a fresh folder of their own, so a stale cache cannot hide a
-# change to the model and the tests do not write into the user's cache.
+import pytest
+
+# The solver planner's answers and compiled kernels are cached on disk: the tests (and
+# the FileCheck suite they start) use a fresh folder of their own, made once by the
+# process that starts the test workers (they inherit it), so a stale cache cannot hide a
+# change and the tests do not write into the user's cache.
 os.environ.setdefault("TAWAC_CACHE_DIR", tempfile.mkdtemp(prefix="tawac-cache-"))
+
+PACKAGE = Path(__file__).resolve().parent.parent / "tawac"
+
+
+def pytest_configure(config):
+    # Every `tawac` subprocess of the suite (lit's RUN lines, the command-line tests)
+    # imports the compiler; where Python writes no bytecode (PYTHONDONTWRITEBYTECODE),
+    # each would compile tawac's sources again (about 0.1 s a process). Compile them once.
+    if sys.dont_write_bytecode and not hasattr(config, "workerinput"):
+        compileall.compile_dir(str(PACKAGE), quiet=1)
+
+
+def _has_ortools() -> bool:
+    try:
+        return importlib.util.find_spec("ortools.sat.python.cp_model") is not None
+    except (ImportError, ValueError):
+        return False
+
+
+#: Tests that take many seconds each: handed out first, so that the workers do not end
+#: waiting for one of them.
+LONG = ("test_fuzz.py::", "test_lit_suite.py::test_filecheck_suite")
+
+
+def pytest_collection_modifyitems(config, items):
+    items.sort(key=lambda item: not any(mark in item.nodeid for mark in LONG))
+    if _has_ortools():
+        return
+    skip = pytest.mark.skip(reason="needs OR-Tools (pip install 'tawac[solver]')")
+    for item in items:
+        if "solver" in item.keywords:
+            item.add_marker(skip)

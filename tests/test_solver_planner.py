@@ -77,6 +77,7 @@ def test_problem_of_attention():
     assert o.producer == next(i for i, n in enumerate(p.nodes) if n.name.endswith("%acc_new dot"))
 
 
+@pytest.mark.solver
 def test_attention_finds_flashattention3s_structure(attention):
     """The solver's own schedule: the S = Q K^T MMA of iteration i and the P V MMA of
     iteration i-1 share a body (two stages), both MMAs issued before the softmax of S_i
@@ -107,6 +108,7 @@ def test_attention_finds_flashattention3s_structure(attention):
     assert total > 0 and under / total > 0.5
 
 
+@pytest.mark.solver
 def test_arbitration_keeps_the_faster_schedule_in_the_timeline_model():
     """The kernel gets the solver's schedule only where the timeline model simulates it
     faster than the heuristic's by more than MARGIN; else the heuristic's, marked
@@ -123,6 +125,7 @@ def test_arbitration_keeps_the_faster_schedule_in_the_timeline_model():
             assert mine * (1 + solver.MARGIN) < theirs
 
 
+@pytest.mark.solver
 def test_gemm_gets_a_multi_stage_ring():
     """GEMM: the producer feeds a ring of at least three slots, the consumer loop keeps
     its body order (the release right after the MMA), two warp groups."""
@@ -137,16 +140,19 @@ def test_gemm_gets_a_multi_stage_ring():
     assert 1078 <= plan.solve.interval <= 1078 * 1.05
 
 
+@pytest.mark.solver
 def test_stages_option_fixes_the_ring_depth():
     _, plan = _propose("gemm.mlir", stages=2)
     assert [a.depth for a in plan.arefs] == [2]
 
 
+@pytest.mark.solver
 def test_warp_groups_option_is_kept():
     _, plan = _propose("gemm.mlir", consumer_warp_groups=2)
     assert plan.role("consumer").warp_groups == 2
 
 
+@pytest.mark.solver
 def test_warp_groups_that_cannot_hold_the_pipelined_tiles_keep_the_loop():
     """One consumer warp group cannot hold attention d64's 192-row S and O tiles and a
     carried P in its registers: the solver keeps the loop unpipelined (as the heuristic
@@ -157,12 +163,14 @@ def test_warp_groups_that_cannot_hold_the_pipelined_tiles_keep_the_loop():
     assert plan.solve is not None
 
 
+@pytest.mark.solver
 def test_no_coarse_pipeline_freezes_the_loop():
     _, plan = _plan("attention.mlir", coarse_pipeline=False)
     assert plan.loops == ()
     assert plan.solve is not None
 
 
+@pytest.mark.solver
 def test_deterministic_and_cached(monkeypatch, tmp_path, attention):
     """A second plan reads the disk cache (the solver is not called) and equals the first;
     a fresh cache solves again to the same schedule."""
@@ -215,6 +223,7 @@ def test_missing_ortools_from_the_cli(tmp_path):
     assert not out.exists()
 
 
+@pytest.mark.solver
 def test_schedule_flag_on_opt_and_explain(tmp_path):
     src = str(EXAMPLES / "gemm.mlir")
     opt = subprocess.run(
@@ -238,6 +247,7 @@ def test_schedule_flag_on_opt_and_explain(tmp_path):
     assert "the heuristic's schedule kept" in explain.stdout
 
 
+@pytest.mark.solver
 def test_schedule_round_trips(attention):
     """The solver's schedule prints and parses back (a FileCheck test can check it, a
     user can edit it)."""
@@ -260,6 +270,7 @@ def test_schedule_round_trips(attention):
     assert dataclasses.replace(parsed, solve=None) == plan
 
 
+@pytest.mark.solver
 def test_explain_timeline_of_the_solver_schedule():
     """`tawac explain --schedule solver --timeline`: the picture is drawn from the
     solver's schedule (two stages of the consumer loop) and says what the solver found."""
@@ -293,6 +304,7 @@ def test_schedule_environment_variable(monkeypatch):
     assert PipelineOptions().schedule == "heuristic"
 
 
+@pytest.mark.solver
 @pytest.mark.parametrize("path", sorted(EXAMPLES.glob("*.mlir")), ids=lambda p: p.name)
 def test_every_example_assembles_under_the_solver(path):
     """Every example compiles with `--schedule solver` to a cubin whose ptxas report is

@@ -13,6 +13,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--inputs", type=int, default=None, help="how many mutants (default 1000)")
     p.add_argument("--seconds", type=float, default=None, help="stop starting inputs after S s")
     p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--first", type=int, default=0, help="the first mutant's number (a shard)")
     p.add_argument("--jobs", type=int, default=2, help="children (and ptxas runs) at once")
     p.add_argument("--timeout", type=float, default=30.0, help="seconds per input (a hang)")
     p.add_argument("--out", default=None, help="folder for the findings' mutants and reports")
@@ -32,6 +33,7 @@ def main(argv: list[str] | None = None) -> int:
         inputs=inputs,
         seconds=args.seconds,
         seed=args.seed,
+        first=args.first,
         jobs=args.jobs,
         timeout=args.timeout,
         out=args.out,

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import faulthandler
 import hashlib
+import itertools
 import os
 import re
 import resource
@@ -395,6 +396,7 @@ def run_campaign(
     inputs: int | None = None,
     seconds: float | None = None,
     seed: int = 0,
+    first: int = 0,
     jobs: int = 2,
     timeout: float = 30.0,
     out: str | Path | None = None,
@@ -402,7 +404,8 @@ def run_campaign(
     keep: int = 3,
     progress: Callable[[str], None] | None = print,
 ) -> Summary:
-    """Mutants 0, 1, ... of `seed` until `inputs` ran or `seconds` passed (whichever first)."""
+    """Mutants `first`, `first` + 1, ... of `seed` until `inputs` ran or `seconds` passed
+    (whichever first): disjoint ranges of one seed split a campaign into shards."""
     if inputs is None and seconds is None:
         raise ValueError("give inputs or seconds (or both)")
     root = Path(corpus_root) if corpus_root is not None else Path(tawac.__file__).parents[1]
@@ -410,7 +413,8 @@ def run_campaign(
     summary = Summary(ptxas=find_ptxas() if use_ptxas else None)
     limit = inputs if inputs is not None else sys.maxsize
     start = time.monotonic()
-    items = ((i, *mutant(corpus, seed, i), compile_options(seed, i)) for i in range(limit))
+    indices = range(first, first + limit) if limit != sys.maxsize else itertools.count(first)
+    items = ((i, *mutant(corpus, seed, i), compile_options(seed, i)) for i in indices)
     deadline = start + seconds if seconds is not None else None
     assembled: dict[str, bool] = {}
     saved: Counter = Counter()

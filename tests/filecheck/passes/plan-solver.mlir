@@ -1,5 +1,6 @@
 // The solver planner (Twill) on the attention and GEMM examples: the schedule it
 // records is the decision; FileCheck checks its structure, not every number.
+// REQUIRES: ortools
 // RUN: tawac opt %S/../../../examples/attention_causal_d64.mlir -p 'warp-specialize,plan{schedule=solver}' | filecheck %s --check-prefix=CAUSAL
 // RUN: tawac opt %S/../../../examples/attention_causal_d64.mlir -p 'warp-specialize,plan' --schedule solver | filecheck %s --check-prefix=CAUSAL
 // RUN: tawac opt %S/../../../examples/attention.mlir -p 'warp-specialize,plan{schedule=solver}' | filecheck %s --check-prefix=ATTN
