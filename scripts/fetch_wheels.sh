@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Downloads into ./.whl (git-ignored) the wheels the GPU machine lacks, for its Python 3.12
-# on manylinux x86_64: xdsl and its dependencies, filecheck and lit, OR-Tools and pandas.  The GPU machine
+# on manylinux x86_64: xdsl and its dependencies, filecheck and lit, OR-Tools and pandas,
+# pytest-xdist.  The GPU machine
 # already has click, rich, pytest, numpy and typing-extensions.  scripts/gpu.sh installs
 # them there with `pip install --no-index --target /tmp/site .whl/*.whl`.
 set -euo pipefail
@@ -21,6 +22,9 @@ PACKAGES=(
   six==1.17.0
   pytz==2025.2
   tzdata==2025.2
+  # the suite's parallel workers (pyproject's addopts: -n auto)
+  pytest-xdist==3.8.0
+  execnet==2.1.1
 )
 
 mkdir -p .whl

@@ -4,7 +4,7 @@
 #
 #   scripts/gpu.sh [tests|solver|bench|tune|launch|all]      (default: all)
 #
-# tests:  python3 -m pytest -m gpu -q tests        -> $OUT/gpu-tests.log when $OUT is set
+# tests:  python3 -m pytest -m gpu -q -n 4 tests   -> $OUT/gpu-tests.log when $OUT is set
 # solver: the same GPU tests with every kernel planned by the solver (TAWAC_SCHEDULE=solver)
 #                                                  -> $OUT/gpu-tests-solver.log
 # bench:  benchmarks/bench_gemm.py and bench_attention.py, each with the solver planner's
@@ -42,6 +42,8 @@ export PATH="/usr/local/cuda/bin:/tmp/site/bin:$PATH"
 export PYTHONUNBUFFERED=1
 export TAWAC_CACHE_DIR="$PWD/.solver-cache"
 
+# Test workers (pytest-xdist): the compiles run in parallel, the kernels share the GPU.
+workers="${TAWAC_TEST_WORKERS:-4}"
 logdir="${OUT:-/tmp/tawac-gpu}"
 mkdir -p "$logdir"
 
@@ -54,7 +56,7 @@ tests_status="skipped"
 tests_detail=""
 if [ "$part" = tests ] || [ "$part" = all ]; then
   echo "== gpu tests"
-  python3 -m pytest -m gpu -q tests 2>&1 | tee "$logdir/gpu-tests.log"
+  python3 -m pytest -m gpu -q -n "$workers" tests 2>&1 | tee "$logdir/gpu-tests.log"
   rc=${PIPESTATUS[0]}
   tests_detail=$(grep -E '(passed|failed|error|no tests ran|deselected)' "$logdir/gpu-tests.log" \
     | tail -n 1)
@@ -69,7 +71,7 @@ solver_status="skipped"
 solver_detail=""
 if [ "$part" = solver ] || [ "$part" = all ]; then
   echo "== gpu tests, solver planner"
-  TAWAC_SCHEDULE=solver python3 -m pytest -m gpu -q tests 2>&1 | tee "$logdir/gpu-tests-solver.log"
+  TAWAC_SCHEDULE=solver python3 -m pytest -m gpu -q -n "$workers" tests 2>&1 | tee "$logdir/gpu-tests-solver.log"
   rc=${PIPESTATUS[0]}
   solver_detail=$(grep -E '(passed|failed|error|no tests ran|deselected)' \
     "$logdir/gpu-tests-solver.log" | tail -n 1)
