@@ -1,0 +1,297 @@
+"""The corpus benchmark: every program of corpus/corpus.json under each planner, timed in
+the same run, round-robin, with the cost model's prediction next to the measurement.
+
+Per program and planner it prints:
+- the kernel's time (median of `--rounds` round-robin rounds of `bench_ms`) and
+  solver / heuristic;
+- correctness at the program's `check_sizes` (the float32 reference interpreter);
+- the model's steady-state initiation interval `ii` (cycles per main-loop iteration, the
+  simulator of `tawac explain --timeline`) and, for programs whose `loop` size lengthens
+  the main loop alone, the measured time per iteration: the kernel at the size and at
+  twice the `loop` size, timed in the same rounds, (t2 - t1) divided by the iterations
+  each SM gained (ceil(programs / resident CTAs) x the added trip count). The model's
+  error is predicted / measured - 1, both in nanoseconds, the model's cycles at the SM
+  clock measured (`torch.cuda._sleep`) right after the program's timings (printed).
+
+    python3 benchmarks/bench_corpus.py                        # the whole corpus
+    python3 benchmarks/bench_corpus.py --only gemm_bf16_128x128,attention_d64 --rounds 5
+    python3 benchmarks/bench_corpus.py --tags gemm --markdown --json out.json
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import json
+import math
+import statistics
+import sys
+import traceback
+from collections.abc import Callable, Mapping
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+CORPUS = ROOT / "corpus" / "corpus.json"
+PLANNERS = ("heuristic", "solver")
+
+
+def load_corpus(path: Path = CORPUS) -> list[dict[str, Any]]:
+    return json.loads(path.read_text())["programs"]
+
+
+def main_loop_step(kernel) -> int | None:
+    """The constant step of the kernel's outermost `scf.for` holding a `tile.dot` (the
+    main loop of the source program), or None."""
+    from xdsl.dialects import arith, scf
+
+    from tawac.dialects import tile
+
+    for op in kernel.walk():
+        if not isinstance(op, scf.ForOp):
+            continue
+        if not any(isinstance(o, tile.DotOp) for o in op.walk()):
+            continue
+        owner = op.step.owner
+        if isinstance(owner, arith.ConstantOp):
+            return owner.value.value.data
+        return None
+    return None
+
+
+def sm_clock_ghz() -> float:
+    """The SM clock now: `torch.cuda._sleep(n)` spins for n clock cycles on one SM."""
+    import torch
+
+    cycles = 20_000_000
+    torch.cuda._sleep(cycles)  # warm-up
+    torch.cuda.synchronize()
+    times = []
+    for _ in range(5):
+        s, e = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        s.record()
+        torch.cuda._sleep(cycles)
+        e.record()
+        torch.cuda.synchronize()
+        times.append(s.elapsed_time(e))
+    return cycles / (statistics.median(times) * 1e-3) / 1e9
+
+
+class Build:
+    """One program compiled under one planner: the launchable kernel, its unlowered
+    kernel op (the reference's), and the model's view of its schedule."""
+
+    def __init__(self, entry: Mapping[str, Any], planner: str):
+        from tawac.driver import compile_cached, kernel_op, parse_source
+        from tawac.explain import explain_module
+        from tawac.options import PipelineOptions
+        from tawac.runtime import load_kernel
+
+        src = ROOT / entry["source"]
+        params = entry.get("defines") or None
+        self.planner = planner
+        compiled = compile_cached(src, params=params, cubin=True, schedule=planner)
+        self.name = entry["name"]
+        self.cubin = compiled.cubin
+        self.sidecar = json.loads(compiled.sidecar_text)
+        self.kernel = load_kernel(compiled.cubin, self.sidecar)
+        self.op = kernel_op(src, params=params)
+        self.report = compiled.ptxas_report
+        info = explain_module(
+            parse_source(src, params=params), PipelineOptions(schedule=planner), timeline=True
+        )
+        self.ii = info["timeline"]["ii"] if "timeline" in info else None
+        self.stages = info["stages"]
+        self.winner = info["planner"]
+        self.step = main_loop_step(self.op)
+
+    def args(self, sizes: Mapping[str, Any], seed: int = 0) -> list:
+        from tawac.analysis.args import kernel_arg_uses
+        from tawac.runtime.runner import make_args
+
+        loads, stores = kernel_arg_uses(self.op)
+        return make_args(self.sidecar, sizes, stores, loads, seed=seed)
+
+    def check(self, sizes: Mapping[str, Any]) -> tuple[bool, float]:
+        """(ok, max relative error) at `sizes` against the float32 interpreter."""
+        from tawac.runtime.runner import run_kernel_file
+
+        def compile_fn(_path):
+            return self.cubin, self.sidecar, self.op
+
+        res = run_kernel_file(self.name, sizes, None, compile_fn, check=True, rep_ms=5.0)
+        return bool(res["ok"]), float(res["max_error"])
+
+    def tiles_per_sm(self, args: list, sm_count: int) -> int:
+        from tawac.runtime.runner import logical_grid
+
+        shapes = {
+            s["name"]: tuple(a.shape)
+            for s, a in zip(self.sidecar["args"], args, strict=True)
+            if s["kind"] == "tensor"
+        }
+        programs = math.prod(logical_grid(self.sidecar, shapes))
+        resident = min(math.prod(self.kernel.grid(*args)), sm_count)
+        return math.ceil(programs / resident)
+
+
+def time_round_robin(fns: Mapping[str, Callable[[], Any]], rounds: int) -> dict[str, float]:
+    from tawac.runtime.runner import bench_ms, round_robin
+
+    names = list(fns)
+    samples: dict[str, list[float]] = {n: [] for n in names}
+    for i in round_robin(len(names), rounds):
+        samples[names[i]].append(bench_ms(fns[names[i]], 25.0, 100.0)[0])
+    return {n: statistics.median(v) for n, v in samples.items()}
+
+
+def bench_program(
+    entry: Mapping[str, Any], planners: tuple[str, ...], rounds: int, sm_count: int
+) -> dict[str, Any]:
+    import torch
+
+    builds = {p: Build(entry, p) for p in planners}
+    row: dict[str, Any] = {"name": entry["name"], "tags": entry.get("tags", []), "planners": {}}
+    for p, b in builds.items():
+        ok, err = b.check(entry["check_sizes"])
+        row["planners"][p] = {
+            "ok": ok,
+            "max_error": err,
+            "ii": b.ii,
+            "stages": b.stages,
+            "planner": b.winner,
+            "spills": "0 bytes spill stores, 0 bytes spill loads" not in b.report,
+        }
+    sizes = dict(entry["sizes"])
+    loop = entry.get("loop")
+    variants = {"": sizes}
+    if loop is not None:
+        variants["x2"] = {**sizes, loop: 2 * sizes[loop]}
+    fns: dict[str, Callable[[], Any]] = {}
+    held: dict[str, list] = {}
+    for p, b in builds.items():
+        for tag, sz in variants.items():
+            args = b.args(sz)
+            held[p + tag] = args
+            fns[p + tag] = (lambda k, a: lambda: k(*a))(b.kernel, args)
+    times = time_round_robin(fns, rounds)
+    # The clock the kernels just ran at (it falls under load: 1.98 GHz idle, ~1.75 busy).
+    row["ghz"] = sm_clock_ghz()
+    for p, b in builds.items():
+        r = row["planners"][p]
+        r["ms"] = times[p]
+        if loop is None or b.step is None:
+            continue
+        added = (variants["x2"][loop] - sizes[loop]) // b.step
+        per_sm = b.tiles_per_sm(held[p], sm_count) * added
+        r["measured_ns_per_iter"] = (times[p + "x2"] - times[p]) * 1e6 / per_sm
+    del held, fns
+    torch.cuda.empty_cache()
+    return row
+
+
+def _fmt(x: float | None, spec: str) -> str:
+    return "-" if x is None else format(x, spec)
+
+
+def table(rows: list[dict[str, Any]], planners: tuple[str, ...]) -> list[str]:
+    """Markdown rows; the model's nanoseconds at each row's measured SM clock."""
+    head = ["program", "GHz"]
+    for p in planners:
+        head += [f"{p} ms", f"{p} ok", f"{p} ii", f"{p} ns/it meas", f"{p} ns/it model", "err"]
+    if len(planners) == 2:
+        head.append(f"{planners[0]} ms / {planners[1]} ms")
+    lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    for row in rows:
+        if "error" in row:
+            lines.append(f"| {row['name']} | error: {row['error']} |")
+            continue
+        ghz = row["ghz"]
+        cells = [row["name"], f"{ghz:.2f}"]
+        for p in planners:
+            r = row["planners"][p]
+            meas = r.get("measured_ns_per_iter")
+            model = r["ii"] / ghz if r["ii"] else None
+            err = model / meas - 1 if meas and model else None
+            cells += [
+                _fmt(r["ms"], ".4f"),
+                "ok" if r["ok"] else f"OFF {r['max_error']:.1e}",
+                _fmt(r["ii"], ".0f"),
+                _fmt(meas, ".0f"),
+                _fmt(model, ".0f"),
+                "-" if err is None else f"{err * 100:+.0f}%",
+            ]
+        if len(planners) == 2:
+            a, b = (row["planners"][p]["ms"] for p in planners)
+            cells.append(f"{a / b:.2f}x")
+        lines.append("| " + " | ".join(cells) + " |")
+    return lines
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--corpus", default=str(CORPUS), help="the manifest (corpus/corpus.json)")
+    ap.add_argument("--only", default="", help="comma-separated program names")
+    ap.add_argument("--tags", default="", help="comma-separated tags (any of them)")
+    ap.add_argument("--planners", default=",".join(PLANNERS))
+    ap.add_argument("--rounds", type=int, default=3)
+    ap.add_argument("--markdown", action="store_true", help="(the table is Markdown always)")
+    ap.add_argument("--json", default=None, help="write the rows here")
+    args = ap.parse_args(argv)
+
+    import torch
+
+    entries = load_corpus(Path(args.corpus))
+    if args.only:
+        wanted = set(args.only.split(","))
+        entries = [e for e in entries if e["name"] in wanted]
+    if args.tags:
+        tags = set(args.tags.split(","))
+        entries = [e for e in entries if tags & set(e.get("tags", []))]
+    planners = tuple(args.planners.split(","))
+    dev = torch.cuda.get_device_properties(0)
+    ghz = sm_clock_ghz()
+    print(
+        f"# corpus benchmark, {datetime.datetime.now(datetime.UTC):%Y-%m-%d %H:%M} UTC, "
+        f"{dev.name}, {dev.multi_processor_count} SMs, SM clock {ghz:.3f} GHz idle (measured), "
+        f"{args.rounds} round-robin rounds"
+    )
+    rows = []
+    for e in entries:
+        try:
+            rows.append(bench_program(e, planners, args.rounds, dev.multi_processor_count))
+        except Exception as exc:  # one program's failure is a row, not the end of the run
+            traceback.print_exc()
+            rows.append({"name": e["name"], "error": f"{type(exc).__name__}: {exc}"[:200]})
+        print(table(rows[-1:], planners)[-1], flush=True)
+    ghz_end = sm_clock_ghz()
+    print(f"\nSM clock at the end: {ghz_end:.3f} GHz\n")
+    print("\n".join(table(rows, planners)))
+    ok = [r for r in rows if "error" not in r]
+    if len(planners) == 2 and ok:
+        ratios = [r["planners"][planners[0]]["ms"] / r["planners"][planners[1]]["ms"] for r in ok]
+        geo = math.exp(statistics.fmean(math.log(x) for x in ratios))
+        print(f"\ngeomean {planners[0]} time / {planners[1]} time: {geo:.3f} over {len(ok)}")
+    errs = [
+        abs(r["planners"][p]["ii"] / r["ghz"] / r["planners"][p]["measured_ns_per_iter"] - 1)
+        for r in ok
+        for p in planners
+        if r["planners"][p].get("measured_ns_per_iter")
+    ]
+    if errs:
+        print(
+            f"model error |predicted/measured - 1| per iteration: median "
+            f"{statistics.median(errs) * 100:.0f}%, worst {max(errs) * 100:.0f}% "
+            f"over {len(errs)} (program, planner) pairs"
+        )
+    if args.json:
+        Path(args.json).write_text(
+            json.dumps({"device": dev.name, "ghz": [ghz, ghz_end], "rows": rows}, indent=1)
+        )
+    return 0 if all("error" not in r for r in rows) else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,69 @@
+"""benchmarks/bench_corpus.py's arithmetic, without a GPU: the main loop's step read from
+the program, and the table's model error (predicted / measured - 1)."""
+
+from __future__ import annotations
+
+import importlib.util
+from pathlib import Path
+
+import pytest
+
+from tawac.driver import kernel_op
+
+ROOT = Path(__file__).resolve().parents[1]
+_spec = importlib.util.spec_from_file_location("bench_corpus", ROOT / "benchmarks/bench_corpus.py")
+bench = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(bench)
+
+
+@pytest.mark.parametrize(
+    ("source", "params", "step"),
+    [
+        ("examples/gemm.mlir", None, 64),
+        ("examples/gemm_fp8.mlir", None, 128),
+        ("examples/gemm.mlir", {"BLOCK_K": 32}, 32),
+        ("examples/attention.mlir", {"BLOCK_N": 64}, 64),
+        ("examples/attention_causal.mlir", None, 128),
+    ],
+)
+def test_main_loop_step(source, params, step):
+    assert bench.main_loop_step(kernel_op(ROOT / source, params=params)) == step
+
+
+def _row(ms, ii, meas):
+    return {
+        "ms": ms,
+        "ok": True,
+        "max_error": 1e-3,
+        "ii": ii,
+        "measured_ns_per_iter": meas,
+    }
+
+
+def test_table_reports_the_model_error_and_the_ratio():
+    rows = [
+        {
+            "name": "p",
+            "ghz": 2.0,
+            "planners": {"heuristic": _row(0.2, 600.0, 250.0), "solver": _row(0.1, 500.0, None)},
+        },
+        {"name": "q", "error": "CompileError: no"},
+    ]
+    lines = bench.table(rows, ("heuristic", "solver"))
+    cells = [c.strip() for c in lines[2].strip("|").split("|")]
+    # heuristic: 600 cycles at 2 GHz = 300 ns predicted vs 250 measured: +20%
+    assert cells[1] == "2.00"
+    assert cells[2:8] == ["0.2000", "ok", "600", "250", "300", "+20%"]
+    # solver: nothing measured, no error
+    assert cells[8:14] == ["0.1000", "ok", "500", "-", "250", "-"]
+    assert cells[14] == "2.00x"
+    assert lines[3] == "| q | error: CompileError: no |"
+
+
+def test_corpus_loop_sizes_drive_a_constant_step_loop():
+    """A `loop` size must lengthen the main loop: its program's loop has a constant step."""
+    for entry in bench.load_corpus():
+        if entry.get("loop") is None:
+            continue
+        op = kernel_op(ROOT / entry["source"], params=entry.get("defines") or None)
+        assert bench.main_loop_step(op) is not None, entry["name"]
