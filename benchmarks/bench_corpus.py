@@ -84,6 +84,7 @@ class Build:
     kernel op (the reference's), and the model's view of its schedule."""
 
     def __init__(self, entry: Mapping[str, Any], planner: str):
+        from tawac.diagnostics import CompileError
         from tawac.driver import compile_cached, kernel_op, parse_source
         from tawac.explain import explain_module
         from tawac.options import PipelineOptions
@@ -99,9 +100,14 @@ class Build:
         self.kernel = load_kernel(compiled.cubin, self.sidecar)
         self.op = kernel_op(src, params=params)
         self.report = compiled.ptxas_report
-        info = explain_module(
-            parse_source(src, params=params), PipelineOptions(schedule=planner), timeline=True
-        )
+        try:
+            info = explain_module(
+                parse_source(src, params=params), PipelineOptions(schedule=planner), timeline=True
+            )
+        except CompileError:  # no main loop to model (a single K step): no prediction
+            info = explain_module(
+                parse_source(src, params=params), PipelineOptions(schedule=planner)
+            )
         self.ii = info["timeline"]["ii"] if "timeline" in info else None
         self.stages = info["stages"]
         self.winner = info["planner"]
@@ -135,6 +141,39 @@ class Build:
         programs = math.prod(logical_grid(self.sidecar, shapes))
         resident = min(math.prod(self.kernel.grid(*args)), sm_count)
         return math.ceil(programs / resident)
+
+
+class ClockSampler:
+    """The SM clock while kernels run: `nvidia-smi` sampling every 20 ms in the
+    background (None where nvidia-smi is missing). The `torch.cuda._sleep` clock is the
+    clock of one busy SM; under a full load the power limit lowers it."""
+
+    def __enter__(self):
+        import shutil
+        import subprocess
+
+        exe = shutil.which("nvidia-smi")
+        self.proc = None
+        self.samples: list[float] = []
+        if exe is not None:
+            cmd = [exe, "--query-gpu=clocks.sm", "--format=csv,noheader,nounits", "-lms", "20"]
+            self.proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, text=True)
+        return self
+
+    def __exit__(self, *exc):
+        if self.proc is None:
+            return
+        self.proc.terminate()
+        out, _ = self.proc.communicate(timeout=10)
+        for line in out.splitlines():
+            try:
+                self.samples.append(float(line.split(",")[0]) / 1000)
+            except ValueError:
+                continue
+
+    @property
+    def ghz(self) -> float | None:
+        return statistics.median(self.samples) if self.samples else None
 
 
 def time_round_robin(fns: Mapping[str, Callable[[], Any]], rounds: int) -> dict[str, float]:
@@ -176,9 +215,12 @@ def bench_program(
             args = b.args(sz)
             held[p + tag] = args
             fns[p + tag] = (lambda k, a: lambda: k(*a))(b.kernel, args)
-    times = time_round_robin(fns, rounds)
-    # The clock the kernels just ran at (it falls under load: 1.98 GHz idle, ~1.75 busy).
-    row["ghz"] = sm_clock_ghz()
+    with ClockSampler() as clock:
+        times = time_round_robin(fns, rounds)
+    # The clock the kernels ran at (nvidia-smi's samples during the timings), else the
+    # clock of one busy SM right after them.
+    row["ghz"] = clock.ghz or sm_clock_ghz()
+    row["ghz_samples"] = len(clock.samples)
     for p, b in builds.items():
         r = row["planners"][p]
         r["ms"] = times[p]
