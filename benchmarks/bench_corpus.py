@@ -79,11 +79,31 @@ def sm_clock_ghz() -> float:
     return cycles / (statistics.median(times) * 1e-3) / 1e9
 
 
+def parse_config(text: str) -> tuple[str, dict[str, Any]]:
+    """A configuration: a planner, optionally with pipeline options, as
+    "heuristic" or "heuristic:stages=5:mma-depth=1" (option names as on the command
+    line). Returns (planner, PipelineOptions fields)."""
+    from tawac.options import KNOBS
+
+    planner, *opts = text.split(":")
+    fields: dict[str, Any] = {}
+    by_flag = {k.name.replace("_", "-"): k for k in KNOBS}
+    for item in opts:
+        name, sep, value = item.partition("=")
+        knob = by_flag.get(name)
+        if knob is None or not sep:
+            raise SystemExit(f"bench_corpus: bad option {item!r} in {text!r}")
+        fields[knob.name] = (
+            value.lower() in ("1", "true") if knob.type is bool else knob.type(value)
+        )
+    return planner, fields
+
+
 class Build:
     """One program compiled under one planner: the launchable kernel, its unlowered
     kernel op (the reference's), and the model's view of its schedule."""
 
-    def __init__(self, entry: Mapping[str, Any], planner: str):
+    def __init__(self, entry: Mapping[str, Any], config: str):
         from tawac.diagnostics import CompileError
         from tawac.driver import compile_cached, kernel_op, parse_source
         from tawac.explain import explain_module
@@ -92,8 +112,9 @@ class Build:
 
         src = ROOT / entry["source"]
         params = entry.get("defines") or None
+        planner, fields = parse_config(config)
         self.planner = planner
-        compiled = compile_cached(src, params=params, cubin=True, schedule=planner)
+        compiled = compile_cached(src, params=params, cubin=True, schedule=planner, **fields)
         self.name = entry["name"]
         self.cubin = compiled.cubin
         self.sidecar = json.loads(compiled.sidecar_text)
@@ -102,11 +123,13 @@ class Build:
         self.report = compiled.ptxas_report
         try:
             info = explain_module(
-                parse_source(src, params=params), PipelineOptions(schedule=planner), timeline=True
+                parse_source(src, params=params),
+                PipelineOptions(schedule=planner, **fields),
+                timeline=True,
             )
         except CompileError:  # no main loop to model (a single K step): no prediction
             info = explain_module(
-                parse_source(src, params=params), PipelineOptions(schedule=planner)
+                parse_source(src, params=params), PipelineOptions(schedule=planner, **fields)
             )
         self.ii = info["timeline"]["ii"] if "timeline" in info else None
         self.stages = info["stages"]
@@ -277,7 +300,12 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--corpus", default=str(CORPUS), help="the manifest (corpus/corpus.json)")
     ap.add_argument("--only", default="", help="comma-separated program names")
     ap.add_argument("--tags", default="", help="comma-separated tags (any of them)")
-    ap.add_argument("--planners", default=",".join(PLANNERS))
+    ap.add_argument(
+        "--planners",
+        default=",".join(PLANNERS),
+        help="configurations to compare: planners, optionally with options "
+        "(heuristic,heuristic:stages=5,solver)",
+    )
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--markdown", action="store_true", help="(the table is Markdown always)")
     ap.add_argument("--json", default=None, help="write the rows here")

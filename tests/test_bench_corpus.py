@@ -67,3 +67,13 @@ def test_corpus_loop_sizes_drive_a_constant_step_loop():
             continue
         op = kernel_op(ROOT / entry["source"], params=entry.get("defines") or None)
         assert bench.main_loop_step(op) is not None, entry["name"]
+
+
+def test_configs_name_a_planner_and_knobs():
+    assert bench.parse_config("solver") == ("solver", {})
+    assert bench.parse_config("heuristic:stages=5:mma-depth=1:persistent=false") == (
+        "heuristic",
+        {"stages": 5, "mma_depth": 1, "persistent": False},
+    )
+    with pytest.raises(SystemExit, match="bad option"):
+        bench.parse_config("heuristic:ring=5")
