@@ -153,7 +153,7 @@ KNOBS: tuple[Knob, ...] = (
         "stages",
         int,
         0,
-        "aref ring depth D (0: 3, or fewer when shared memory is short)",
+        "aref ring depth D (0: 4, or fewer when shared memory is short)",
         where="pipeline",
         min=0,
     ),

@@ -133,9 +133,10 @@ def test_persistent_epilogue_aref_gets_a_second_slot_where_it_fits():
     attention's Q gets (the producer loads tile t+1's C while the consumers finish tile
     t), where shared memory allows: with 128x128 tiles, not with 128x256."""
     from tawac import schedule
+    from tawac.schedule.planner import PREFERRED_DEPTH
 
     small = _partitioned(EXAMPLE, stop="pipeline", params={"BLOCK_N": 128})
-    assert [a.depth for a in schedule.of(small).arefs] == [3, 2]
+    assert [a.depth for a in schedule.of(small).arefs] == [PREFERRED_DEPTH, 2]
     big = _partitioned(EXAMPLE, stop="pipeline")
     assert [a.depth for a in schedule.of(big).arefs] == [2, 1]
 

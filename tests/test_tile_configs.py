@@ -18,6 +18,7 @@ import pytest
 from tawac.diagnostics import CompileError
 from tawac.dialects import hopper
 from tawac.driver import compile_module, parse_text
+from tawac.schedule.planner import PREFERRED_DEPTH
 from tawac.target import HOPPER
 
 CONFIGS = [(128, 128, 64), (128, 256, 64), (64, 256, 64), (128, 128, 128)]
@@ -108,11 +109,17 @@ def test_wgmma_shape_count_and_threads(bm, bn, bk, dt):
     assert ".target sm_90a" in ptx
 
 
+def _default_depth(fits) -> int:
+    """The planner's rule: the deepest ring up to PREFERRED_DEPTH that `fits`."""
+    return next(d for d in range(PREFERRED_DEPTH, 0, -1) if fits(d))
+
+
 @pytest.mark.parametrize(("bm", "bn", "bk", "dt"), ALL)
 def test_dynamic_smem_is_the_aref_rings(bm, bn, bk, dt):
     res = compile_config(bm, bn, bk, dt, tma_store=False)
-    expected = aref_smem(bm, bn, bk, 3)
-    assert expected == _ring_bytes_from_types(bm, bn, bk, dt, 3)
+    depth = _default_depth(lambda d: aref_smem(bm, bn, bk, d) <= HOPPER.smem_per_block)
+    expected = aref_smem(bm, bn, bk, depth)
+    assert expected == _ring_bytes_from_types(bm, bn, bk, dt, depth)
     assert res.sidecar["dynamic_smem"] == expected
 
 
@@ -138,9 +145,17 @@ def test_dynamic_smem_with_tma_store(bm, bn, bk):
     after the rings, when it fits (tawac/passes/tma_store.py); otherwise it reuses the
     rings and adds nothing."""
     res = compile_config(bm, bn, bk, "bf16")
-    rings = aref_smem(bm, bn, bk, 3)
-    staged = -(-rings // 1024) * 1024 + bm * bn * 2
-    expected = staged if staged <= HOPPER.smem_per_block else rings
+
+    def staged(d):
+        return -(-aref_smem(bm, bn, bk, d) // 1024) * 1024 + bm * bn * 2
+
+    def fits(b):
+        return b <= HOPPER.smem_per_block
+
+    if fits(staged(1)):
+        expected = staged(_default_depth(lambda d: fits(staged(d))))
+    else:
+        expected = aref_smem(bm, bn, bk, _default_depth(lambda d: fits(aref_smem(bm, bn, bk, d))))
     assert res.sidecar["dynamic_smem"] == expected
     assert res.sidecar["dynamic_smem"] <= HOPPER.smem_per_block
     assert "cp.async.bulk.tensor.2d.global.shared::cta" in res.ptx

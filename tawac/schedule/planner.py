@@ -107,8 +107,19 @@ def register_budgets(roles: list[tuple[str, int, int]]) -> list[RolePlan]:
 # -- rings ----------------------------------------------------------------------------------
 
 
+#: The ring depth the heuristic aims for where shared memory allows. Measured on the
+#: corpus (benchmarks/bench_corpus.py, H100, docs/perf.md 2026-11-25): against 3, depth 4
+#: runs 1.13-1.17x faster on every 128x128- and 64x128-tile GEMM and 1.01-1.04x on
+#: attention with 64- or 128-key blocks (geomean 1.07x over the 35 programs it changes,
+#: none slower beyond 1%); depths 5 and 6 were slower than 4 on all nine GEMMs tried.
+PREFERRED_DEPTH = 4
+
+
 def auto_stages(
-    kernel: tile.KernelOp, warp_groups: int, preferred: int = 3, tma_store: bool = True
+    kernel: tile.KernelOp,
+    warp_groups: int,
+    preferred: int = PREFERRED_DEPTH,
+    tma_store: bool = True,
 ) -> int:
     """The deepest ring (at most `preferred`) whose shared-memory plan, with single-slot
     arefs and the epilogue tiles staged for TMA stores (`warp_groups` consumer warp

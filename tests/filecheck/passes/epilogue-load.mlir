@@ -82,7 +82,7 @@
 //   producer loads tile t+1's C while the consumers finish tile t) when shared memory
 //   allows, as attention's Q does.
 // PLAN-LABEL: tile.kernel @residual(
-// PLAN-SAME:    arefs = [a_b: depth 3, c: depth 2]
+// PLAN-SAME:    arefs = [a_b: depth 4, c: depth 2]
 tile.kernel @residual(%a: !tile.tensor<?x?xbf16>, %b: !tile.tensor<?x?xbf16>, %c: !tile.tensor<?x?xbf16>, %d: !tile.tensor<?x?xbf16>, %beta: f32) {
   %c0 = arith.constant 0 : index
   %c64 = arith.constant 64 : index
