@@ -11,11 +11,14 @@ from tawac.analysis.loops import main_loops
 from tawac.dialects import aref, tile
 
 
-def depends_on_program_id(v: SSAValue, axis: int) -> bool:
+def depends_on_program_id(v: SSAValue, axis: int, upper_bounds: bool = True) -> bool:
     """Whether scalar `v` may differ between programs that differ only in program id
     `axis`: its backward slice reaches `tile.program_id axis`. Conservative: a value
     made by an op with regions (an `scf.if` result) or carried by a loop counts as
-    dependent; a loop's induction variable depends on what its bounds depend on."""
+    dependent; a loop's induction variable depends on what its bounds depend on, or,
+    with `upper_bounds=False` (which values it takes, not how many), on its lower bound
+    and step only: a causal loop's keys `0, 128, ...` up to the diagonal are the same
+    sequence in every query block."""
     work, seen = [v], set()
     while work:
         x = work.pop()
@@ -32,7 +35,11 @@ def depends_on_program_id(v: SSAValue, axis: int) -> bool:
             if isinstance(parent, tile.KernelOp):
                 continue  # a kernel argument
             if isinstance(parent, scf.ForOp) and isinstance(x, BlockArgument) and x.index == 0:
-                work.extend((parent.lb, parent.ub, parent.step))
+                work.extend(
+                    (parent.lb, parent.ub, parent.step)
+                    if upper_bounds
+                    else (parent.lb, parent.step)
+                )
                 continue
             return True
         if isinstance(owner, Operation):
@@ -40,6 +47,25 @@ def depends_on_program_id(v: SSAValue, axis: int) -> bool:
                 return True
             work.extend(owner.operands)
     return False
+
+
+def read_by_one_program(load: tile.LoadOp) -> bool:
+    """Whether no two programs read the same tile through `load`: its coordinates depend
+    on every program id the kernel uses (a GEMM's A tile at `(pid_m * BM, k)` is shared
+    along program id y, unless the grid has no y; attention's K tile, not indexed by
+    the query block x, is shared by the query blocks of a head). Such a tile comes from
+    DRAM: no other program brings it into L2 first."""
+    kernel = load.parent_op()
+    while kernel is not None and not isinstance(kernel, tile.KernelOp):
+        kernel = kernel.parent_op()
+    if kernel is None:
+        return False
+    used = {op.axis.data for op in kernel.walk() if isinstance(op, tile.ProgramIdOp)}
+    if not used:
+        return False
+    return all(
+        any(depends_on_program_id(i, a, upper_bounds=False) for i in load.indices) for a in used
+    )
 
 
 def work_order(part: aref.PartitionOp) -> str | None:

@@ -46,9 +46,13 @@ over them, so a warp group works on `rows / W` rows):
   one mbarrier handoff (72 cycles) later: latency 72.
 - `aref.put` (TMA): payload bytes `B`; latency = the L2-hit figure (479 cycles for 16 KiB)
   scaled by `B / 16 KiB` (measured with one copy in flight). Copies pipeline in the TMA
-  engine: the unit is busy only while they are issued, `ASYNC_ISSUE` per tile (the
+  engine: the unit is busy while they are issued, `ASYNC_ISSUE` per tile (the
   engine's bandwidth with many copies in flight is not measured yet; taking the latency
-  as occupancy made a GEMM, which runs tensor-bound at ~0.95-1.0x cuBLAS, look TMA-bound).
+  as occupancy made a GEMM, which runs tensor-bound at ~0.95-1.0x cuBLAS, look TMA-bound),
+  plus, for the bytes of tiles no other program reads (`read_by_one_program`: they come
+  from DRAM, not L2), those bytes at the SM's share of DRAM bandwidth (the `dram` row,
+  11.5 B/cycle): a loop streaming an operand is bound by DRAM (measured on the corpus:
+  `chained_gemm`, `row_softmax` at 3.0-3.2 TB/s, docs/perf.md).
 - `tile.load` in a producer loop feeds an `aref.put` (one TMA copy): its cost is in the put.
 - `hopper.wgmma_wait`: a wait on the tensor core's result: nothing to issue (the schedule's
   dependence on the dot shows the time).
@@ -67,7 +71,8 @@ from dataclasses import dataclass
 from xdsl.dialects.builtin import TensorType
 from xdsl.ir import Attribute, Operation
 
-from tawac.dialects import hopper
+from tawac.analysis.program_ids import read_by_one_program
+from tawac.dialects import hopper, tile
 from tawac.target import HOPPER, Target
 
 UNITS = HOPPER.units
@@ -252,21 +257,37 @@ def _reduce(op: Operation, warp_groups: int, target: Target) -> OpCost:
     return OpCost("fma", whole.issue, fold.occupancy, whole.latency, whole.source, whole.parts)
 
 
+def _tma_bytes(t: TensorType) -> int:
+    """The bytes a copy of tile `t` delivers, as lower-aref's expect_tx counts them."""
+    return hopper.smem_ring_type(t, 1).tile_type.tma_bytes
+
+
+def _streamed(v) -> bool:
+    """Whether the payload value comes from a `tile.load` no other program repeats."""
+    return isinstance(v.owner, tile.LoadOp) and read_by_one_program(v.owner)
+
+
 def _put(op: Operation, target: Target) -> OpCost:
-    payload = [t for v in op.operands if (t := _tensor(v.type)) is not None]
-    # the bytes the copies deliver, as lower-aref's expect_tx counts them
-    total = sum(hopper.smem_ring_type(t, 1).tile_type.tma_bytes for t in payload)
+    payload = [(v, t) for v in op.operands if (t := _tensor(v.type)) is not None]
+    total = sum(_tma_bytes(t) for _, t in payload)
+    streamed = sum(_tma_bytes(t) for v, t in payload if _streamed(v))
     row = target.cost("cp.async.bulk.tensor 16 KiB from L2")
     assert row.latency is not None
     transfer = row.latency * total / 16384
     tiles = f"{len(payload)} tile" + ("s" if len(payload) > 1 else "")
+    issue = len(payload) * ASYNC_ISSUE
+    source = f"'{row.op}' x {total} B / 16 KiB ({tiles}; copies pipeline"
+    if not streamed:
+        return OpCost("tma", issue, issue, transfer, source + ", L2 bandwidth not modelled)")
+    dram = target.cost("bytes")
+    assert dram.unit == "dram" and dram.throughput is not None
     return OpCost(
         "tma",
-        issue=len(payload) * ASYNC_ISSUE,
-        occupancy=len(payload) * ASYNC_ISSUE,
+        issue=issue,
+        occupancy=issue + streamed / dram.throughput,
         latency=transfer,
-        source=f"'{row.op}' x {total} B / 16 KiB ({tiles}; copies pipeline, bandwidth "
-        "not modelled)",
+        source=source + f"); {streamed} B read by this program only: from DRAM at the SM's "
+        f"share, {dram.throughput} B/cycle",
     )
 
 
