@@ -315,9 +315,7 @@ class KernelLowering:
             self.emit(ptx.SetmaxnregOp("dec" if regs < entry_cap else "inc", regs))
         table = self.kernel.attributes.get(hopper.TRACE_ATTR)
         if table is not None:
-            from tawac.backend_ptx.lowering.trace import setup
-
-            self.part.trace = setup(self, from_attr(table))
+            self.part.trace = _TRACE_SETUP[0](self, from_attr(table))
         if self.part.role == "producer":
             # One thread issues the producer's TMA copies and barrier operations; the
             # cluster barrier that ends a cluster kernel's partition is for all threads.
@@ -396,6 +394,16 @@ def mov_type(dtype: str) -> str:
 # --- handler registry ------------------------------------------------------------------------
 
 _HANDLERS: dict[type[Operation], Callable[[KernelLowering, Operation], None]] = {}
+
+
+#: The set-up of a traced partition's registers (`lowering.trace.setup`, registered by
+#: that module with `trace_setup`), run right after the partition's `setmaxnreg`.
+_TRACE_SETUP: list[Callable[[KernelLowering, dict], object]] = []
+
+
+def trace_setup(fn):
+    _TRACE_SETUP[:] = [fn]
+    return fn
 
 
 def handles(*types: type[Operation]):

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 
 from xdsl.ir import SSAValue
 
-from tawac.backend_ptx.lowering.state import KernelLowering, handles, wg_leader
+from tawac.backend_ptx.lowering.state import KernelLowering, handles, trace_setup, wg_leader
 from tawac.dialects import hopper, ptx
 from tawac.target import layouts
 
@@ -34,6 +34,7 @@ class TraceState:
     slots: int
 
 
+@trace_setup
 def setup(k: KernelLowering, table: dict) -> TraceState:
     """The trace registers of the partition being lowered."""
     slots, ctas, wgs = int(table["slots"]), int(table["ctas"]), int(table["warp_groups"])
