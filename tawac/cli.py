@@ -423,8 +423,9 @@ def run(source, sizes, defines, time_limit, no_cache, rep_ms, no_check, trace_ou
         pipeline["trace"] = True
     elif pipeline.get("trace"):
         trace_out = str(Path(source).with_suffix(".trace.json"))
+    traced = {"trace_out": trace_out} if trace_out is not None else {}
     res = run_kernel_file(
-        source, dims, None, compile_fn, check=not no_check, rep_ms=rep_ms, trace_out=trace_out
+        source, dims, None, compile_fn, check=not no_check, rep_ms=rep_ms, **traced
     )
     for k, v in res.items():
         click.echo(f"{k}: {v}")
