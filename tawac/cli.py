@@ -387,8 +387,15 @@ def _require_gpu() -> None:
 @_no_cache
 @click.option("--rep-ms", default=100.0, show_default=True, help="milliseconds of timed runs")
 @click.option("--no-check", is_flag=True, help="skip the reference comparison")
+@click.option(
+    "--trace-out",
+    type=click.Path(dir_okay=False),
+    default=None,
+    help="an instrumented build (implies --trace), run once: its Chrome/Perfetto trace JSON "
+    "to this path (--trace alone: SOURCE with the suffix .trace.json)",
+)
 @_guard
-def run(source, sizes, defines, time_limit, no_cache, rep_ms, no_check, **pipeline):
+def run(source, sizes, defines, time_limit, no_cache, rep_ms, no_check, trace_out, **pipeline):
     """Compile SOURCE, run it on random data on the GPU, compare every output with the
     float32 reference interpreter; exit 1 when an output is off.
 
@@ -396,6 +403,7 @@ def run(source, sizes, defines, time_limit, no_cache, rep_ms, no_check, **pipeli
     Examples:
       tawac run examples/gemm.mlir --size M=4096,N=4096,K=4096
       tawac run examples/attention.mlir --size B=2,H=16,S=4096,D=128 --rep-ms 500
+      tawac run examples/gemm.mlir --size M=1024,N=1024,K=1024 --trace-out gemm.trace.json
     """
     from tawac.driver import TimeLimit, compile_cached, kernel_op
 
@@ -411,7 +419,14 @@ def run(source, sizes, defines, time_limit, no_cache, rep_ms, no_check, **pipeli
             k = compile_cached(path, params=params, use_cache=not no_cache, **pipeline)
             return k.cubin, k.sidecar, kernel_op(path, params=params)
 
-    res = run_kernel_file(source, dims, None, compile_fn, check=not no_check, rep_ms=rep_ms)
+    if trace_out is not None:
+        pipeline["trace"] = True
+    elif pipeline.get("trace"):
+        trace_out = str(Path(source).with_suffix(".trace.json"))
+    traced = {"trace_out": trace_out} if trace_out is not None else {}
+    res = run_kernel_file(
+        source, dims, None, compile_fn, check=not no_check, rep_ms=rep_ms, **traced
+    )
     for k, v in res.items():
         click.echo(f"{k}: {v}")
     if res["ok"] is False:

@@ -36,6 +36,7 @@ from tawac.passes.pingpong import PingpongPass
 from tawac.passes.pipeline import PipelinePass
 from tawac.passes.plan import PlanPass
 from tawac.passes.tma_store import TmaStorePass
+from tawac.passes.trace import TracePass
 from tawac.passes.warp_specialize import WarpSpecializePass
 from tawac.ptxas import assemble, find_ptxas
 from tawac.timelimit import TimeLimit, set_stage
@@ -70,6 +71,7 @@ PASSES: dict[str, Callable[[], type[ModulePass]]] = {
         LowerArefPass,
         PingpongPass,
         TmaStorePass,
+        TracePass,
         ConvertToPtxPass,
     )
 }

@@ -214,6 +214,14 @@ KNOBS: tuple[Knob, ...] = (
         "epilogue stores of 16-bit tiles through shared memory and TMA bulk copies (else "
         "one global store per element)",
     ),
+    Knob(
+        "trace",
+        bool,
+        False,
+        "instrumented build: each warp group's leader stamps %globaltimer and %clock64 at "
+        'the schedule\'s boundaries into a buffer the launcher adds (docs/abi.md, "trace")',
+        where="trace",
+    ),
 )
 
 
@@ -253,9 +261,11 @@ class _Options:
             "lower-aref",
             "pingpong",
             "tma-store",
+            "trace" if self.trace else "",
             "convert-to-ptx",
         ]
-        names = [p.split("{")[0] for p in passes]
+        # an optional pass that is off ("") is named by where it would run
+        names = [p.split("{")[0] or "trace" for p in passes]
         lo = names.index(start) if start is not None else 0
         hi = names.index(stop) if stop is not None else len(passes)
         return ",".join(p for p in passes[lo:hi] if p)

@@ -18,6 +18,8 @@ from tawac.dialects import ptx, tile
 from tawac.target import HOPPER
 
 SMEM_SYMBOL = "tawac_smem"
+#: The trailing parameter of an instrumented build: the trace buffer's address.
+TRACE_PARAM = "tawac_trace"
 
 
 def _elem_name(t: Attribute) -> str:
@@ -78,9 +80,15 @@ class ParamTable:
         ty = "f32" if isinstance(v.type, Float32Type) else "s32"
         return self._add(arg, f".{ty}", {"kind": "scalar", "arg": arg, "type": ty}), ty
 
+    def trace_buffer(self) -> str:
+        """The trace buffer of an instrumented build: a `.u64` global address, always
+        the entry's last parameter (docs/abi.md, "trace")."""
+        return self._add(TRACE_PARAM, ".u64", {"kind": "trace"})
+
     def decls(self) -> list[DictionaryAttr]:
         out = []
-        for name, (decl, abi) in self.entries.items():
+        entries = sorted(self.entries.items(), key=lambda e: e[0] == TRACE_PARAM)
+        for name, (decl, abi) in entries:
             out.append(
                 DictionaryAttr(
                     {"name": StringAttr(name), "ptx": StringAttr(decl), "abi": to_attr(abi)}

@@ -40,6 +40,7 @@ from tawac.backend_ptx.lowering import (  # noqa: F401
     scalar,
     sync,
     tiles,
+    trace,
 )
 from tawac.backend_ptx.lowering.state import KernelLowering
 from tawac.diagnostics import CompileError

@@ -713,9 +713,34 @@ class TmaLoadMulticastOp(IRDLOperation):
             raise VerifyException(f"hopper.tma_load_multicast: {err}") from None
 
 
+#: The kernel attribute holding an instrumented build's event table (the `trace` pass),
+#: which `convert-to-ptx` copies into the sidecar's "trace" entry.
+TRACE_ATTR = "tawac.trace"
+
+
+@irdl_op_definition
+class TraceOp(IRDLOperation):
+    """A time stamp of an instrumented build (the `trace` pass): the leader thread of the
+    warp group that executes it writes one record {%globaltimer, %clock64, `event`, %smid}
+    into its (CTA, warp group) slice of the trace buffer (docs/abi.md, "trace"). `event`
+    indexes the kernel's event table (`tawac.trace`)."""
+
+    name = "hopper.trace"
+    event = prop_def(IntegerAttr[I64])
+    assembly_format = "$event attr-dict"
+
+    def __init__(self, event: int):
+        super().__init__(properties={"event": IntegerAttr(event, i64)})
+
+    def verify_(self) -> None:
+        if not 0 <= self.event.value.data < 1 << 16:
+            raise VerifyException("hopper.trace: the event id must fit 16 bits")
+
+
 Hopper = Dialect(
     "hopper",
     [
+        TraceOp,
         SmemAllocOp,
         MbarrierAllocOp,
         MbarrierInitOp,

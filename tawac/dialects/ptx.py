@@ -240,6 +240,33 @@ class SpecialRegOp(PtxInstruction):
         return f"mov.u32 {n(self.result)}, %{_s(self.sreg)};"
 
 
+#: The 64-bit special registers `ptx.sreg64` reads (PTX ISA 10, "Special Registers":
+#: 10.31 %globaltimer, a nanosecond timer common to the GPU; 10.20 %clock64, the SM's
+#: cycle counter).
+SREGS_64 = ("globaltimer", "clock64")
+
+
+@irdl_op_definition
+class SpecialReg64Op(PtxInstruction):
+    """`mov.u64 d, %globaltimer;` or `mov.u64 d, %clock64;` reads a 64-bit special
+    register (PTX ISA 10, "Special Registers": %globaltimer, %clock64); the stamps of an
+    instrumented build (`trace`)."""
+
+    name = "ptx.sreg64"
+    sreg = prop_def(StringAttr)
+    result = result_def(RegType)
+
+    def __init__(self, sreg: str):
+        super().__init__(properties={"sreg": StringAttr(sreg)}, result_types=[B64])
+
+    def verify_(self) -> None:
+        if self.sreg.data not in SREGS_64:
+            raise VerifyException(f"ptx.sreg64: unknown 64-bit special register {self.sreg.data}")
+
+    def ptx_text(self, n: Names) -> str:
+        return f"mov.u64 {n(self.result)}, %{_s(self.sreg)};"
+
+
 @irdl_op_definition
 class LdParamOp(PtxInstruction):
     """`ld.param.type d, [name];` reads a kernel parameter."""
@@ -690,6 +717,26 @@ class StGlobalOp(PtxInstruction):
 
     def ptx_text(self, n: Names) -> str:
         return f"st.global.{_s(self.type)} [{n(self.addr)}], {n(self.value)};"
+
+
+@irdl_op_definition
+class StGlobalV2B64Op(PtxInstruction):
+    """`{@p} st.global.v2.b64 [addr], {a, b};` (PTX ISA 9.7.9.10 st, vector of two 64-bit
+    values: one 16-byte store to a 16-byte aligned address), optionally predicated (a
+    branch around it would make the path divergent, which serializes wgmma)."""
+
+    name = "ptx.st_global_v2_b64"
+    addr = operand_def(RegType)
+    a = operand_def(RegType)
+    b = operand_def(RegType)
+    guard = var_operand_def(RegType)
+
+    def __init__(self, addr: SSAValue, a: SSAValue, b: SSAValue, guard: SSAValue | None = None):
+        super().__init__(operands=[addr, a, b, [guard] if guard is not None else []])
+
+    def ptx_text(self, n: Names) -> str:
+        pred = f"@{n(self.guard[0])} " if self.guard else ""
+        return f"{pred}st.global.v2.b64 [{n(self.addr)}], {{{n(self.a)}, {n(self.b)}}};"
 
 
 @irdl_op_definition
@@ -1419,6 +1466,7 @@ Ptx = Dialect(
         AssignOp,
         AssignImmOp,
         SpecialRegOp,
+        SpecialReg64Op,
         LdParamOp,
         ParamAddrOp,
         CvtaParamOp,
@@ -1448,6 +1496,7 @@ Ptx = Dialect(
         SelpOp,
         LdGlobalOp,
         StGlobalOp,
+        StGlobalV2B64Op,
         StSharedOp,
         LdSharedOp,
         LdSharedV2Op,

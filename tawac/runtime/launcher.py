@@ -60,6 +60,12 @@ PARAM_FORMATS: dict[str, str] = {
 }
 
 PARAM_KINDS = frozenset({"tensor_map", "pointer", "dim", "stride", "scalar"})
+TRACE_RECORD_BYTES = 16
+#: The parameter of an instrumented build (the last one): the trace buffer's address,
+#: which the launcher allocates (docs/abi.md, "trace"); its key in `ParamLayout.fill`'s
+#: values, which no argument name can take.
+TRACE_KIND = "trace"
+TRACE_VALUE = "\0trace"
 TENSOR_MAP_BYTES = 128
 TMA_ALIGN = 16
 # Accesses of an argument that the kernel writes (sidecar "args" "access").
@@ -216,7 +222,7 @@ def pack_value(type_name: str, value: int | float) -> bytes:
 def _param_type(param: Mapping[str, Any]) -> str:
     """The PARAM_FORMATS type of a parameter that is not a tensor map."""
     kind = param["kind"]
-    if kind == "pointer":
+    if kind in ("pointer", TRACE_KIND):
         return "u64"
     return param.get("type", {"dim": "s32", "stride": "s64"}.get(kind, ""))
 
@@ -269,7 +275,8 @@ class ParamLayout:
         where needed, or python numbers); `encode_map(i, param, view, address)` writes the
         128-byte CUtensorMap of parameter i at `address`."""
         for i, p in enumerate(self.params):
-            kind, value = p["kind"], values[p["arg"]]
+            kind = p["kind"]
+            value = values[TRACE_VALUE if kind == TRACE_KIND else p["arg"]]
             if kind == "tensor_map":
                 encode_map(i, p, value, self.base + self.offsets[i])
                 continue
@@ -279,7 +286,7 @@ class ParamLayout:
                 value = value.shape[int(p["dim"])]
             elif kind == "stride":
                 value = value.strides[int(p["dim"])]
-            elif kind != "scalar":
+            elif kind not in ("scalar", TRACE_KIND):
                 raise LaunchError(f"unknown parameter kind {kind!r}")
             blob = pack_value(_param_type(p), value)
             at = self.shift + self.offsets[i]
@@ -318,8 +325,11 @@ def validate_sidecar(sidecar: Mapping[str, Any]) -> None:
             raise LaunchError(f"argument {a['name']!r}: unsupported tensor dtype {a['dtype']!r}")
         if a["kind"] not in ("tensor", "scalar"):
             raise LaunchError(f"argument {a['name']!r}: unknown kind {a['kind']!r}")
+    _validate_trace(sidecar)
     for p in sidecar["params"]:
         kind, name = p.get("kind"), p.get("arg")
+        if kind == TRACE_KIND:
+            continue
         if kind not in PARAM_KINDS:
             raise LaunchError(f"unknown parameter kind {kind!r}")
         if name not in args:
@@ -329,6 +339,39 @@ def validate_sidecar(sidecar: Mapping[str, Any]) -> None:
             raise LaunchError(f"parameter {kind} needs a {want} argument, {name!r} is not")
         if kind == "tensor_map" and p.get("swizzle", "none") not in SWIZZLES:
             raise LaunchError(f"tensor_map for {name!r}: unknown swizzle {p.get('swizzle')!r}")
+
+
+def _validate_trace(sidecar: Mapping[str, Any]) -> None:
+    """An instrumented build's "trace" entry and its parameter, the last one, come
+    together (docs/abi.md, "trace")."""
+    params = sidecar["params"]
+    kinds = [p.get("kind") for p in params]
+    trace = sidecar.get("trace")
+    if trace is None:
+        if TRACE_KIND in kinds:
+            raise LaunchError('sidecar has a trace parameter but no "trace" entry')
+        return
+    if kinds.count(TRACE_KIND) != 1 or kinds[-1] != TRACE_KIND:
+        raise LaunchError('sidecar "trace" needs exactly one trace parameter, the last')
+    for key in ("slots", "ctas", "warp_groups", "record_bytes"):
+        v = trace.get(key)
+        if not isinstance(v, int) or isinstance(v, bool) or v < 1:
+            raise LaunchError(f'sidecar "trace": {key!r} must be a positive integer')
+    if trace["record_bytes"] != TRACE_RECORD_BYTES:
+        raise LaunchError(f'sidecar "trace": record_bytes must be {TRACE_RECORD_BYTES}')
+    slots = trace["slots"]
+    if slots & (slots - 1):
+        raise LaunchError('sidecar "trace": slots must be a power of two')
+    events = trace.get("events")
+    if not isinstance(events, list) or any(
+        not isinstance(e, Mapping) or e.get("id") != i for i, e in enumerate(events)
+    ):
+        raise LaunchError('sidecar "trace": events must be a list of {"id": i, ...} in order')
+
+
+def trace_bytes(trace: Mapping[str, Any]) -> int:
+    """The size of an instrumented build's trace buffer (docs/abi.md, "trace")."""
+    return int(trace["ctas"]) * int(trace["warp_groups"]) * int(trace["slots"]) * TRACE_RECORD_BYTES
 
 
 def _check_dim_names(
@@ -478,6 +521,11 @@ class Kernel:
         self.cluster = tuple(int(c) for c in sidecar.get("cluster", (1, 1, 1)))
         self.dynamic_smem = int(sidecar.get("dynamic_smem", 0))
         self._map_args = {p["arg"] for p in self.params if p["kind"] == "tensor_map"}
+        self.trace: Mapping[str, Any] | None = sidecar.get("trace")
+        """An instrumented build's "trace" entry (docs/abi.md); None otherwise."""
+        self.last_trace = None
+        """The trace buffer of the latest launch of an instrumented build (a torch uint8
+        CUDA tensor, `tawac.trace.decode`'s input); None before it."""
         # Tensors TMA writes (a sidecar without "access" counts every one as written).
         self._stored_maps = {
             a["name"]
@@ -603,7 +651,8 @@ class Kernel:
         raw = getattr(torch._C, "_cuda_getDevice", None) if self._function is not None else None
         dev = raw() if raw is not None else torch.cuda.current_device()
         handle = _stream_handle(stream, dev)
-        key = _call_key(args, handle, dev)
+        # an instrumented build gets a fresh buffer per launch: no cached parameters
+        key = _call_key(args, handle, dev) if self.trace is None else None
         last = self._last
         if key is not None and last is not None and last[0] == key:
             self._launch(*last[1], handle)
@@ -647,6 +696,8 @@ class Kernel:
                 pad.append((a["name"], v))
             values[a["name"]] = view
         copy_back = self._pad_all(pad, values, stream) if pad else []
+        if self.trace is not None:
+            values[TRACE_VALUE] = self._trace_buffer(stream)
         self._layout.fill(values, self._encode_map)
         self._launch(func, grid, handle)
         if copy_back:
@@ -665,6 +716,16 @@ class Kernel:
         self._plans[shape_key] = _ShapePlan(self, func, grid, values)
         if len(self._plans) > SHAPE_PLANS:
             del self._plans[next(iter(self._plans))]
+
+    def _trace_buffer(self, stream) -> int:
+        """A zero-filled trace buffer for this launch (kept as `last_trace`): its address."""
+        import torch
+
+        assert self.trace is not None
+        with torch.cuda.stream(_torch_stream(stream)):
+            buf = torch.zeros(trace_bytes(self.trace), dtype=torch.uint8, device="cuda")
+        self.last_trace = buf
+        return buf.data_ptr()
 
     def _remember(self, key: tuple, launch: tuple) -> None:
         """Keeps the arena's parameters of this call for calls with the same key."""

@@ -213,6 +213,7 @@ def run_kernel_file(
     flops: float | None = None,
     tol: float = 2e-2,
     seed: int = 0,
+    trace_out: str | Path | None = None,
 ) -> dict[str, Any]:
     """Compiles, runs, checks and times one kernel file on the current CUDA device.
 
@@ -230,6 +231,11 @@ def run_kernel_file(
     max_error, nan (an output kept or produced NaN where the reference has a value),
     nan_outputs (their names), tol, ok (no NaN and max_error <= tol), time_ms (median),
     timer, flops, tflops.
+
+    With `trace_out`, the kernel must be an instrumented build (sidecar "trace"): the
+    first launch's trace is decoded to Chrome trace JSON at that path (`tawac.trace`),
+    and nothing is timed (the stamps cost time); the result says `trace` (the path) and
+    `trace_stamps`.
     """
     import torch
 
@@ -267,6 +273,14 @@ def run_kernel_file(
     }
     kernel(*args)
     torch.cuda.synchronize()
+    if trace_out is not None:
+        from tawac.trace import write_chrome_trace
+
+        if kernel.trace is None:
+            raise LaunchError(f"{path}: the kernel is not an instrumented build (--trace)")
+        doc = write_chrome_trace(trace_out, kernel.last_trace, sidecar)
+        result["trace"] = str(trace_out)
+        result["trace_stamps"] = doc["otherData"]["stamps"]
     if check:
         stats = interpret(kernel_op, ref_args, logical_grid(sidecar, shapes))
         if flops is None and stats["dot_flops"]:
@@ -287,6 +301,9 @@ def run_kernel_file(
         result["ok"] = (
             not nan and not math.isnan(result["max_error"]) and (result["max_error"] <= tol)
         )
+    if trace_out is not None:
+        result.update(time_ms=None, timer=None, flops=flops, tflops=None)
+        return result
     time_ms, timer = bench_ms(lambda: kernel(*args), warmup_ms, rep_ms)
     result["time_ms"] = time_ms
     result["timer"] = timer

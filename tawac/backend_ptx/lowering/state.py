@@ -13,10 +13,17 @@ from collections.abc import Callable
 from contextlib import contextmanager
 from dataclasses import dataclass
 
-from xdsl.dialects.builtin import BFloat16Type, Float16Type, Float32Type, TensorType
+from xdsl.dialects.builtin import (
+    BFloat16Type,
+    DictionaryAttr,
+    Float16Type,
+    Float32Type,
+    TensorType,
+)
 from xdsl.ir import Attribute, Block, BlockArgument, Operation, Region, SSAValue
 
 from tawac import schedule
+from tawac.analysis.grid import from_attr
 from tawac.backend_ptx import abi
 from tawac.backend_ptx.vector_layouts import VectorLayouts
 from tawac.diagnostics import CompileError
@@ -88,6 +95,7 @@ class _Partition:
     first_wg: int
     warp_groups: int
     vectors: VectorLayouts | None = None
+    trace: object | None = None  # trace.TraceState of an instrumented build
 
 
 class KernelLowering:
@@ -284,6 +292,9 @@ class KernelLowering:
         persistent = plan.persistent
         grid = schedule.launch_grid(self.kernel)
         launch = self.params.launch(threads, smem_bytes, grid, persistent, plan.cluster)
+        table = self.kernel.attributes.get(hopper.TRACE_ATTR)
+        if table is not None:
+            launch = DictionaryAttr({**launch.data, "trace": table})
         entry = ptx.EntryOp(
             self.kernel.kernel_name, self.params.decls(), threads, launch, Region(self.block)
         )
@@ -302,6 +313,9 @@ class KernelLowering:
         regs = p.regs.data
         if regs:
             self.emit(ptx.SetmaxnregOp("dec" if regs < entry_cap else "inc", regs))
+        table = self.kernel.attributes.get(hopper.TRACE_ATTR)
+        if table is not None:
+            self.part.trace = _TRACE_SETUP[0](self, from_attr(table))
         if self.part.role == "producer":
             # One thread issues the producer's TMA copies and barrier operations; the
             # cluster barrier that ends a cluster kernel's partition is for all threads.
@@ -380,6 +394,16 @@ def mov_type(dtype: str) -> str:
 # --- handler registry ------------------------------------------------------------------------
 
 _HANDLERS: dict[type[Operation], Callable[[KernelLowering, Operation], None]] = {}
+
+
+#: The set-up of a traced partition's registers (`lowering.trace.setup`, registered by
+#: that module with `trace_setup`), run right after the partition's `setmaxnreg`.
+_TRACE_SETUP: list[Callable[[KernelLowering, dict], object]] = []
+
+
+def trace_setup(fn):
+    _TRACE_SETUP[:] = [fn]
+    return fn
 
 
 def handles(*types: type[Operation]):

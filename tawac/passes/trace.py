@@ -1,0 +1,219 @@
+"""`trace{slots=4096 ctas=132}`: an instrumented build (issue 20, item 1).
+
+Runs last before `convert-to-ptx` (after `lower-aref`, `pingpong` and `tma-store`, so
+every boundary it marks is the one the PTX has) when the pipeline knob `trace` is on.
+It inserts a `hopper.trace` stamp before and after each
+
+- aref get (the consumer's wait on a full barrier): `get <aref>`,
+- producer acquire (its wait on an empty barrier): `acquire <aref>`,
+- aref put (`arrive.expect_tx` and the TMA loads that complete on it): `put <aref>`,
+- aref release (the consumer's arrive on an empty barrier, and a cluster peer's):
+  `consumed <aref>`,
+- MMA issue (`hopper.wgmma`): `mma <result>`, and MMA wait (`hopper.wgmma_wait`):
+  `mma.wait <result>`,
+
+and at the start and end of each iteration of every main loop (an `scf.for` whose body
+holds one of those ops directly): `iteration <loop>`, and around a consumer's epilogue
+(the ops after its main loops in the tile body): `epilogue`.
+
+Each stamp carries an event id; the event table goes on the kernel as the attribute
+`tawac.trace` ({slots, ctas, roles, events}), which `convert-to-ptx` copies into the
+launch sidecar (docs/abi.md, "trace"). An event is {id, name, role, op, edge, span,
+loop}: `edge` is "begin" or "end", and the two stamps of one span share `span`;
+`loop` is the loop's index in its partition (-1 outside a main loop). The aref's name is
+that of the kernel arguments its TMA loads read (`a_b`), as `warp-specialize` names it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from xdsl.context import Context
+from xdsl.dialects import scf
+from xdsl.dialects.builtin import ModuleOp
+from xdsl.ir import Block, Operation, SSAValue
+from xdsl.passes import ModulePass
+from xdsl.rewriter import InsertPoint, Rewriter
+
+from tawac.analysis.grid import to_attr
+from tawac.diagnostics import CompileError
+from tawac.dialects import aref, hopper, tile
+
+#: Bytes of one record (docs/abi.md, "trace").
+RECORD_BYTES = 16
+
+_LOADS = (hopper.TmaLoadOp, hopper.TmaLoadMulticastOp)
+_ARRIVES = (hopper.MbarrierArriveOp, hopper.MbarrierArriveRemoteOp)
+_MARKED = (
+    hopper.MbarrierWaitOp,
+    hopper.MbarrierArriveExpectTxOp,
+    *_ARRIVES,
+    hopper.WgmmaOp,
+    hopper.WgmmaWaitOp,
+)
+
+
+@dataclass(frozen=True)
+class TracePass(ModulePass):
+    name = "trace"
+
+    slots: int = 4096
+    """Records kept per (CTA, warp group): a ring, the last `slots` stamps survive."""
+    ctas: int = 132
+    """CTAs that record (linear CTA index < ctas); the others run uninstrumented work."""
+
+    def apply(self, ctx: Context, op: ModuleOp) -> None:
+        if self.slots < 1 or self.slots & (self.slots - 1) or self.slots > 1 << 20:
+            raise CompileError(f"trace: slots must be a power of two <= 2^20, got {self.slots}")
+        if self.ctas < 1:
+            raise CompileError(f"trace: ctas must be >= 1, got {self.ctas}")
+        for kernel in [o for o in op.walk() if isinstance(o, tile.KernelOp)]:
+            instrument(kernel, self.slots, self.ctas)
+
+
+@dataclass
+class _Sites:
+    """The stamps of one kernel: (op, "before"|"after", event id) and the event table."""
+
+    stamps: list[tuple[Operation, str, int]]
+    events: list[dict[str, Any]]
+    spans: int = 0
+
+    def span(self, first: Operation, last: Operation, role: str, op: str, label: str, loop):
+        name = f"{op} {label}".strip()
+        base = {"name": name, "role": role, "op": op, "span": self.spans, "loop": loop}
+        self.spans += 1
+        for edge, at, where in (("begin", first, "before"), ("end", last, "after")):
+            self.stamps.append((at, where, len(self.events)))
+            self.events.append({"id": len(self.events), **base, "edge": edge})
+        if len(self.events) > 1 << 16:
+            raise CompileError("trace: more than 65536 events in one kernel", None)
+
+
+def instrument(kernel: tile.KernelOp, slots: int, ctas: int) -> None:
+    """Stamps in every partition of `kernel` and its event table (`tawac.trace`)."""
+    if hopper.TRACE_ATTR in kernel.attributes:
+        return  # instrumented already
+    parts = [p for p in kernel.body.block.ops if isinstance(p, aref.PartitionOp)]
+    if not parts:
+        raise CompileError("trace: the kernel has no partitions; run lower-aref first", kernel)
+    names = _aref_names(kernel)
+    sites = _Sites([], [])
+    for p in parts:
+        _partition_sites(p, names, sites)
+    for at, where, event in sites.stamps:
+        point = InsertPoint.before(at) if where == "before" else InsertPoint.after(at)
+        Rewriter.insert_op(hopper.TraceOp(event), point)
+    roles = [p.role.data for p in parts for _ in range(p.warp_groups.data)]
+    table = {
+        "slots": slots,
+        "ctas": ctas,
+        "record_bytes": RECORD_BYTES,
+        "warp_groups": len(roles),
+        "roles": roles,
+        "events": sites.events,
+    }
+    kernel.attributes[hopper.TRACE_ATTR] = to_attr(table)
+
+
+def _main_loops(p: aref.PartitionOp) -> list[scf.ForOp]:
+    return [
+        o
+        for o in p.walk()
+        if isinstance(o, scf.ForOp) and any(isinstance(x, _MARKED) for x in o.body.block.ops)
+    ]
+
+
+def _partition_sites(p: aref.PartitionOp, names: dict[SSAValue, str], sites: _Sites) -> None:
+    role = p.role.data
+    loops = _main_loops(p)
+    index = {lp: i for i, lp in enumerate(loops)}
+
+    def loop_of(o: Operation) -> int:
+        parent = o.parent_op()
+        while parent is not None and parent is not p:
+            if parent in index:
+                return index[parent]  # type: ignore[index]
+            parent = parent.parent_op()
+        return -1
+
+    for lp in loops:
+        body = lp.body.block
+        first, last = body.first_op, body.last_op
+        assert first is not None and last is not None
+        # begin before the first op, end before the yield: marks a span from the yield's
+        # predecessor; an empty body has nothing to time
+        if isinstance(last, scf.YieldOp) and last.prev_op is not None:
+            sites.span(first, last.prev_op, role, "iteration", f"loop{index[lp]}", index[lp])
+    for block in _blocks(p):
+        ops = list(block.ops)
+        i = 0
+        while i < len(ops):
+            o = ops[i]
+            j = i
+            if isinstance(o, hopper.MbarrierArriveExpectTxOp):
+                while j + 1 < len(ops) and isinstance(ops[j + 1], _LOADS):
+                    j += 1
+                sites.span(o, ops[j], role, "put", names.get(o.bars, ""), loop_of(o))
+            elif isinstance(o, hopper.MbarrierWaitOp):
+                what = "acquire" if role == "producer" else "get"
+                sites.span(o, o, role, what, names.get(o.bars, ""), loop_of(o))
+            elif isinstance(o, _ARRIVES):
+                while j + 1 < len(ops) and isinstance(ops[j + 1], _ARRIVES):
+                    j += 1
+                sites.span(o, ops[j], role, "consumed", names.get(o.bars, ""), loop_of(o))
+            elif isinstance(o, hopper.WgmmaOp | hopper.WgmmaWaitOp):
+                what = "mma" if isinstance(o, hopper.WgmmaOp) else "mma.wait"
+                label = o.results[0].name_hint or ""
+                sites.span(o, o, role, what, label, loop_of(o))
+            i = j + 1
+    if role == "consumer" and loops:
+        _epilogue(loops, p, role, sites)
+
+
+def _blocks(p: aref.PartitionOp) -> list[Block]:
+    out: list[Block] = []
+    for o in [p, *p.walk()]:
+        for r in o.regions:
+            out.extend(r.blocks)
+    return out
+
+
+def _epilogue(loops: list[scf.ForOp], p: aref.PartitionOp, role: str, sites: _Sites) -> None:
+    """A span over the ops after the last main loop in the block of the tile loop's body
+    (or the partition's), up to its terminator."""
+    anchor: Operation = loops[-1]
+    while True:
+        parent = anchor.parent_op()
+        if parent is None or parent is p or isinstance(parent, scf.ForOp):
+            break
+        anchor = parent
+    block = anchor.parent_block()
+    assert block is not None
+    last = block.last_op
+    if isinstance(last, scf.YieldOp):
+        last = last.prev_op
+    if last is None or last is anchor or anchor.next_op is None:
+        return
+    sites.span(anchor.next_op, last, role, "epilogue", "", -1)
+
+
+def _aref_names(kernel: tile.KernelOp) -> dict[SSAValue, str]:
+    """Each aref's full and empty mbarriers -> its name: the kernel arguments its TMA
+    loads read (`a_b`), else `aref<i>` in allocation order."""
+    allocs = [o for o in kernel.body.block.ops if isinstance(o, hopper.MbarrierAllocOp)]
+    sources: dict[SSAValue, list[str]] = {}
+    for o in kernel.walk():
+        if isinstance(o, _LOADS):
+            arg = o.source.name_hint or "?"
+            seen = sources.setdefault(o.bars, [])
+            if arg not in seen:
+                seen.append(arg)
+    names: dict[SSAValue, str] = {}
+    # lower-aref allocates each aref's full then its empty mbarriers
+    for i in range(0, len(allocs) - 1, 2):
+        full, empty = allocs[i].result, allocs[i + 1].result
+        name = "_".join(sources.get(full, [])) or f"aref{i // 2}"
+        names[full] = names[empty] = name
+    return names
