@@ -15,7 +15,7 @@ Per program and planner it prints:
 
     python3 benchmarks/bench_corpus.py                        # the whole corpus
     python3 benchmarks/bench_corpus.py --only gemm_bf16_128x128,attention_d64 --rounds 5
-    python3 benchmarks/bench_corpus.py --tags gemm --markdown --json out.json
+    python3 benchmarks/bench_corpus.py --tags gemm --json out.json
 """
 
 from __future__ import annotations
@@ -307,7 +307,6 @@ def main(argv: list[str] | None = None) -> int:
         "(heuristic,heuristic:stages=5,solver)",
     )
     ap.add_argument("--rounds", type=int, default=3)
-    ap.add_argument("--markdown", action="store_true", help="(the table is Markdown always)")
     ap.add_argument("--json", default=None, help="write the rows here")
     args = ap.parse_args(argv)
 

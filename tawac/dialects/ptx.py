@@ -223,48 +223,35 @@ class AssignImmOp(PtxInstruction):
         return f"mov.{_s(self.type)} {n(self.dst)}, {imm};"
 
 
+#: The 64-bit special registers (PTX ISA 10, "Special Registers": 10.31 %globaltimer, a
+#: nanosecond timer common to the GPU; 10.20 %clock64, the SM's cycle counter), read with
+#: `mov.u64` (the stamps of an instrumented build, `trace`).
+SREGS_64 = ("globaltimer", "clock64")
+
+
 @irdl_op_definition
 class SpecialRegOp(PtxInstruction):
     """`mov.u32 d, %tid.x;` reads a special register (PTX ISA 10): `tid.x`, `ctaid.x`,
-    `nctaid.x`, ...; for clusters `cluster_ctarank` (the CTA's rank in its cluster),
-    `clusterid.x` and `nclusterid.x` (the cluster's index and count along x)."""
+    `nctaid.x`, `smid`, ...; for clusters `cluster_ctarank` (the CTA's rank in its
+    cluster), `clusterid.x` and `nclusterid.x` (the cluster's index and count along x);
+    the 64-bit ones (`SREGS_64`: `mov.u64 d, %globaltimer;`) into a b64 register."""
 
     name = "ptx.sreg"
     sreg = prop_def(StringAttr)
     result = result_def(RegType)
 
     def __init__(self, sreg: str):
-        super().__init__(properties={"sreg": StringAttr(sreg)}, result_types=[B32])
-
-    def ptx_text(self, n: Names) -> str:
-        return f"mov.u32 {n(self.result)}, %{_s(self.sreg)};"
-
-
-#: The 64-bit special registers `ptx.sreg64` reads (PTX ISA 10, "Special Registers":
-#: 10.31 %globaltimer, a nanosecond timer common to the GPU; 10.20 %clock64, the SM's
-#: cycle counter).
-SREGS_64 = ("globaltimer", "clock64")
-
-
-@irdl_op_definition
-class SpecialReg64Op(PtxInstruction):
-    """`mov.u64 d, %globaltimer;` or `mov.u64 d, %clock64;` reads a 64-bit special
-    register (PTX ISA 10, "Special Registers": %globaltimer, %clock64); the stamps of an
-    instrumented build (`trace`)."""
-
-    name = "ptx.sreg64"
-    sreg = prop_def(StringAttr)
-    result = result_def(RegType)
-
-    def __init__(self, sreg: str):
-        super().__init__(properties={"sreg": StringAttr(sreg)}, result_types=[B64])
+        width = B64 if sreg in SREGS_64 else B32
+        super().__init__(properties={"sreg": StringAttr(sreg)}, result_types=[width])
 
     def verify_(self) -> None:
-        if self.sreg.data not in SREGS_64:
-            raise VerifyException(f"ptx.sreg64: unknown 64-bit special register {self.sreg.data}")
+        want = B64 if self.sreg.data in SREGS_64 else B32
+        if self.result.type != want:
+            raise VerifyException(f"ptx.sreg: %{self.sreg.data} is read into a {want}")
 
     def ptx_text(self, n: Names) -> str:
-        return f"mov.u64 {n(self.result)}, %{_s(self.sreg)};"
+        bits = 64 if self.sreg.data in SREGS_64 else 32
+        return f"mov.u{bits} {n(self.result)}, %{_s(self.sreg)};"
 
 
 @irdl_op_definition
@@ -1466,7 +1453,6 @@ Ptx = Dialect(
         AssignOp,
         AssignImmOp,
         SpecialRegOp,
-        SpecialReg64Op,
         LdParamOp,
         ParamAddrOp,
         CvtaParamOp,

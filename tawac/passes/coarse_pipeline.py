@@ -76,18 +76,7 @@ from tawac.analysis.scalars import SCALAR_OPS
 from tawac.diagnostics import CompileError
 from tawac.dialects import aref, hopper, tile
 from tawac.dialects.schedule import LoopPlan, WaitPlan
-
-
-def _name(op: Operation) -> str:
-    hint = op.results[0].name_hint if op.results else None
-    return op.name + (f" %{hint}" if hint else "")
-
-
-def _fail(loop: scf.ForOp, plan: LoopPlan, why: str) -> CompileError:
-    return CompileError(
-        f"coarse-pipeline: the schedule of {plan.role} loop {plan.loop} cannot be applied: {why}",
-        loop,
-    )
+from tawac.schedule.check import loop_error, op_name
 
 
 def _inside(v: SSAValue, op: Operation) -> bool:
@@ -154,7 +143,7 @@ class _Expansion:
         self.dot_of = {w: sched[w.dot] for w in plan.waits}
         for op in self.order:
             if isinstance(op, tile.DotOp) and op not in self.wait_of:
-                raise self.fail(f"the MMA {_name(op)} must be awaited once in its body")
+                raise self.fail(f"the MMA {op_name(op)} must be awaited once in its body")
         self.producer: list[Operation] = []
         for j, y in enumerate(yield_op.operands):
             p = y.owner
@@ -174,7 +163,7 @@ class _Expansion:
                 self.copies[j] = max(self.copies.get(j, 0), 1)
 
     def fail(self, why: str) -> CompileError:
-        return _fail(self.loop, self.plan, why)
+        return loop_error(self.loop, self.plan, why)
 
     def _check_releases(self) -> None:
         """An `aref.consumed` comes after the get of its aref and that get's users, in
@@ -193,7 +182,7 @@ class _Expansion:
                 for u in [g, *(x for x in users if x in self.stage)]:
                     if (self.stage[u], self.pos[u]) > (self.stage[c], self.pos[c]):
                         raise self.fail(
-                            f"{_name(c)} would release the slot before {_name(u)} of the "
+                            f"{op_name(c)} would release the slot before {op_name(u)} of the "
                             "same iteration"
                         )
 
@@ -223,7 +212,7 @@ class _Expansion:
         r = self.resolve(v, o)
         if r[0] == "scalar" and index_slice(v, self.body) is None:
             raise self.fail(
-                f"the scalar {_name(v.owner)} is not computed from the induction variable alone"
+                f"the scalar {op_name(v.owner)} is not computed from the induction variable alone"
             )
         if r[0] != "val":
             return
@@ -231,7 +220,8 @@ class _Expansion:
         d = o - s
         producer = y.owner
         assert isinstance(producer, Operation)
-        what = f"{_name(user)} (stage {o}) reads {_name(producer)} (stage {self.stage[producer]})"
+        stage = self.stage[producer]
+        what = f"{op_name(user)} (stage {o}) reads {op_name(producer)} (stage {stage})"
         if isinstance(key, int):
             what += f" through iteration argument {key}"
         if d < 0 or (d == 0 and self.pos[user] < self.pos[producer]):

@@ -135,7 +135,8 @@ def lags(kernel: tile.KernelOp, s: Schedule) -> dict[SSAValue, int]:
 # -- loops ----------------------------------------------------------------------------------
 
 
-def _name(op: Operation) -> str:
+def op_name(op: Operation) -> str:
+    """An op in a diagnostic: its name and result, `tile.dot %d`."""
     hint = op.results[0].name_hint if op.results else None
     return op.name + (f" %{hint}" if hint else "")
 
@@ -208,21 +209,21 @@ def check_waits(loop: scf.ForOp, lp: LoopPlan, arefs: dict[SSAValue, int]) -> No
     for dot in awaited:
         w = lp.wait(sched.index(dot))
         if w is None:
-            raise loop_error(loop, lp, f"the MMA {_name(dot)} has no wait")
+            raise loop_error(loop, lp, f"the MMA {op_name(dot)} has no wait")
         p = order.index(dot)
         if w.at <= p:
-            raise loop_error(loop, lp, f"the wait of {_name(dot)} comes before the MMA")
+            raise loop_error(loop, lp, f"the wait of {op_name(dot)} comes before the MMA")
         early = next((x for x in order[p + 1 : w.at] if due(x, dot, stage, body)), None)
         if early is not None:
             raise loop_error(
-                loop, lp, f"{_name(early)} needs the MMA {_name(dot)} done before its wait"
+                loop, lp, f"{op_name(early)} needs the MMA {op_name(dot)} done before its wait"
             )
         allowed = sum(1 for x in order[p + 1 : w.at] if x in awaited) + awaited[dot]
         if w.pending > allowed:
             raise loop_error(
                 loop,
                 lp,
-                f"the wait of {_name(dot)} leaves {w.pending} wgmma groups in flight; at most "
+                f"the wait of {op_name(dot)} leaves {w.pending} wgmma groups in flight; at most "
                 f"{allowed} are issued after it",
             )
 

@@ -61,8 +61,8 @@ def _trace(k: KernelLowering, op: hopper.TraceOp) -> None:
     st = part.trace
     assert isinstance(st, TraceState), "hopper.trace in a kernel without a trace table"
     event = op.event.value.data
-    timer = k.r(ptx.SpecialReg64Op("globaltimer"))
-    clock = k.r(ptx.SpecialReg64Op("clock64"))
+    timer = k.r(ptx.SpecialRegOp("globaltimer"))
+    clock = k.r(ptx.SpecialRegOp("clock64"))
     slot = k.r(ptx.AndOp("b32", st.counter, k.imm(st.slots - 1, "b32")))
     addr = k.r(
         ptx.AddOp("s64", st.base, k.r(ptx.MulOp("u32", slot, k.imm(16, "u32"), mode="wide")))
