@@ -11,7 +11,12 @@ Per program and planner it prints:
   twice the `loop` size, timed in the same rounds, (t2 - t1) divided by the iterations
   each SM gained (ceil(programs / resident CTAs) x the added trip count). The model's
   error is predicted / measured - 1, both in nanoseconds, the model's cycles at the SM
-  clock measured (`torch.cuda._sleep`) right after the program's timings (printed).
+  clock nvidia-smi sampled during the program's timings (printed);
+- with `--trace-every N` (default 8; 0: off), the in-kernel measurement: a sampled
+  instrumented build (`--trace --trace-every N`) run once at the size, its trace decoded
+  (`tawac.trace.loop_intervals`) into SM cycles per iteration of each of the consumer's
+  main loops, next to the model's interval of that loop (both in cycles: no clock
+  conversion), and the instrumented build's own time in the same rounds (its cost).
 
     python3 benchmarks/bench_corpus.py                        # the whole corpus
     python3 benchmarks/bench_corpus.py --only gemm_bf16_128x128,attention_d64 --rounds 5
@@ -79,6 +84,38 @@ def sm_clock_ghz() -> float:
     return cycles / (statistics.median(times) * 1e-3) / 1e9
 
 
+def model_intervals(src: Path, params, options) -> list[float]:
+    """The model's steady-state interval (cycles) of each of the consumer's main loops,
+    in order (`tawac explain --timeline` shows the first)."""
+    from tawac import schedule
+    from tawac.analysis.loops import main_loops
+    from tawac.compiler import run_pipeline
+    from tawac.diagnostics import CompileError
+    from tawac.dialects import aref
+    from tawac.driver import parse_source
+    from tawac.explain import TIMELINE_ITERATIONS, _kernel
+    from tawac.schedule.model import loop_lanes
+    from tawac.schedule.simulate import simulate
+
+    module = parse_source(src, params=params)
+    kernel = _kernel(module)
+    run_pipeline(module, options.pipeline(stop="pipeline"))
+    plan = schedule.of(kernel)
+    consumers = [
+        p
+        for p in kernel.body.block.ops
+        if isinstance(p, aref.PartitionOp) and p.role.data == "consumer"
+    ]
+    n = len(main_loops(consumers[0])) if consumers else 0
+    out = []
+    for k in range(n):
+        try:
+            out.append(simulate(loop_lanes(kernel, plan, k), TIMELINE_ITERATIONS).ii)
+        except CompileError:
+            break
+    return out
+
+
 def parse_config(text: str) -> tuple[str, dict[str, Any]]:
     """A configuration: a planner, optionally with pipeline options, as
     "heuristic" or "heuristic:stages=5:mma-depth=1" (option names as on the command
@@ -103,7 +140,7 @@ class Build:
     """One program compiled under one planner: the launchable kernel, its unlowered
     kernel op (the reference's), and the model's view of its schedule."""
 
-    def __init__(self, entry: Mapping[str, Any], config: str):
+    def __init__(self, entry: Mapping[str, Any], config: str, trace_every: int = 0):
         from tawac.diagnostics import CompileError
         from tawac.driver import compile_cached, kernel_op, parse_source
         from tawac.explain import explain_module
@@ -135,6 +172,44 @@ class Build:
         self.stages = info["stages"]
         self.winner = info["planner"]
         self.step = main_loop_step(self.op)
+        self.model_iis = model_intervals(src, params, PipelineOptions(schedule=planner, **fields))
+        self.traced = None
+        if trace_every:
+            fields = {**fields, "trace": True, "trace_every": trace_every}
+            t = compile_cached(src, params=params, cubin=True, schedule=planner, **fields)
+            self.traced_sidecar = json.loads(t.sidecar_text)
+            self.traced = load_kernel(t.cubin, self.traced_sidecar)
+            self.traced_report = t.ptxas_report
+
+    def measured_intervals(self, args: list) -> list[dict[str, Any]]:
+        """The consumer's main loops' cycles per iteration, from one traced launch (after
+        a warm-up launch) at `args`."""
+        import torch
+
+        from tawac.trace import loop_intervals
+
+        assert self.traced is not None
+        table = self.traced_sidecar["trace"]
+        for _ in range(2):
+            self.traced(*args)
+        torch.cuda.synchronize()
+        sampled = sorted(
+            {e["loop"] for e in table["events"] if e.get("sampled") and e["role"] == "consumer"}
+        )
+        got = {(iv.role, iv.loop): iv for iv in loop_intervals(self.traced.last_trace, table)}
+        out = []
+        for k, loop in enumerate(sampled):
+            iv = got.get(("consumer", loop))
+            out.append(
+                {
+                    "k": k,
+                    "cycles": iv.cycles if iv is not None else None,
+                    "pairs": iv.pairs if iv is not None else 0,
+                    "ghz": iv.ghz if iv is not None else None,
+                    "model": self.model_iis[k] if k < len(self.model_iis) else None,
+                }
+            )
+        return out
 
     def args(self, sizes: Mapping[str, Any], seed: int = 0) -> list:
         from tawac.analysis.args import kernel_arg_uses
@@ -210,11 +285,15 @@ def time_round_robin(fns: Mapping[str, Callable[[], Any]], rounds: int) -> dict[
 
 
 def bench_program(
-    entry: Mapping[str, Any], planners: tuple[str, ...], rounds: int, sm_count: int
+    entry: Mapping[str, Any],
+    planners: tuple[str, ...],
+    rounds: int,
+    sm_count: int,
+    trace_every: int = 0,
 ) -> dict[str, Any]:
     import torch
 
-    builds = {p: Build(entry, p) for p in planners}
+    builds = {p: Build(entry, p, trace_every) for p in planners}
     row: dict[str, Any] = {"name": entry["name"], "tags": entry.get("tags", []), "planners": {}}
     for p, b in builds.items():
         ok, err = b.check(entry["check_sizes"])
@@ -224,8 +303,11 @@ def bench_program(
             "ii": b.ii,
             "stages": b.stages,
             "planner": b.winner,
-            "spills": "0 bytes spill stores, 0 bytes spill loads" not in b.report,
+            "spills": _spills(b.report),
+            "model_iis": b.model_iis,
         }
+        if b.traced is not None:
+            row["planners"][p]["traced_spills"] = _spills(b.traced_report)
     sizes = dict(entry["sizes"])
     loop = entry.get("loop")
     variants = {"": sizes}
@@ -238,6 +320,8 @@ def bench_program(
             args = b.args(sz)
             held[p + tag] = args
             fns[p + tag] = (lambda k, a: lambda: k(*a))(b.kernel, args)
+        if b.traced is not None:
+            fns[p + "@trace"] = (lambda k, a: lambda: k(*a))(b.traced, held[p])
     with ClockSampler() as clock:
         times = time_round_robin(fns, rounds)
     # The clock the kernels ran at (nvidia-smi's samples during the timings), else the
@@ -247,6 +331,9 @@ def bench_program(
     for p, b in builds.items():
         r = row["planners"][p]
         r["ms"] = times[p]
+        if b.traced is not None:
+            r["traced_ms"] = times[p + "@trace"]
+            r["trace"] = b.measured_intervals(held[p])
         if loop is None or b.step is None:
             continue
         added = (variants["x2"][loop] - sizes[loop]) // b.step
@@ -255,6 +342,36 @@ def bench_program(
     del held, fns
     torch.cuda.empty_cache()
     return row
+
+
+def _spills(report: str) -> bool:
+    import re
+
+    return re.search(r"\b0 bytes spill stores, 0 bytes spill loads", report) is None
+
+
+def trace_errors(rows: list[dict[str, Any]], planners: tuple[str, ...]) -> list[dict[str, Any]]:
+    """Per (program, planner, consumer main loop) with a traced measurement: the model's
+    interval / the measured one - 1 (both in cycles)."""
+    out = []
+    for r in rows:
+        if "error" in r:
+            continue
+        for p in planners:
+            for t in r["planners"][p].get("trace", []):
+                if t["cycles"] and t["model"]:
+                    out.append(
+                        {
+                            "name": r["name"],
+                            "planner": p,
+                            "k": t["k"],
+                            "model": t["model"],
+                            "measured": t["cycles"],
+                            "error": t["model"] / t["cycles"] - 1,
+                            "perturbed": r["planners"][p].get("traced_spills", False),
+                        }
+                    )
+    return out
 
 
 def _fmt(x: float | None, spec: str) -> str:
@@ -266,6 +383,7 @@ def table(rows: list[dict[str, Any]], planners: tuple[str, ...]) -> list[str]:
     head = ["program", "GHz"]
     for p in planners:
         head += [f"{p} ms", f"{p} ok", f"{p} ii", f"{p} ns/it meas", f"{p} ns/it model", "err"]
+        head += [f"{p} ii traced", "err", "traced cost"]
     if len(planners) == 2:
         head.append(f"{planners[0]} ms / {planners[1]} ms")
     lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
@@ -288,6 +406,14 @@ def table(rows: list[dict[str, Any]], planners: tuple[str, ...]) -> list[str]:
                 _fmt(model, ".0f"),
                 "-" if err is None else f"{err * 100:+.0f}%",
             ]
+            traced = [t for t in r.get("trace", []) if t["cycles"]]
+            terr = [t["model"] / t["cycles"] - 1 for t in traced if t["model"]]
+            mark = "*" if r.get("traced_spills") else ""
+            cells += [
+                " / ".join(f"{t['cycles']:.0f}" for t in traced) + mark if traced else "-",
+                " / ".join(f"{e * 100:+.0f}%" for e in terr) if terr else "-",
+                f"{r['traced_ms'] / r['ms']:.2f}x" if r.get("traced_ms") else "-",
+            ]
         if len(planners) == 2:
             a, b = (row["planners"][p]["ms"] for p in planners)
             cells.append(f"{a / b:.2f}x")
@@ -307,6 +433,14 @@ def main(argv: list[str] | None = None) -> int:
         "(heuristic,heuristic:stages=5,solver)",
     )
     ap.add_argument("--rounds", type=int, default=3)
+    ap.add_argument("--part", default="", help="I/N: the I-th of N equal slices (1-based)")
+    ap.add_argument(
+        "--trace-every",
+        type=int,
+        default=8,
+        help="measure each main loop in a sampled instrumented build (every N-th "
+        "iteration stamped; 0: no instrumented build)",
+    )
     ap.add_argument("--json", default=None, help="write the rows here")
     args = ap.parse_args(argv)
 
@@ -319,6 +453,9 @@ def main(argv: list[str] | None = None) -> int:
     if args.tags:
         tags = set(args.tags.split(","))
         entries = [e for e in entries if tags & set(e.get("tags", []))]
+    if args.part:
+        i, n = (int(x) for x in args.part.split("/"))
+        entries = entries[(i - 1) * len(entries) // n : i * len(entries) // n]
     planners = tuple(args.planners.split(","))
     dev = torch.cuda.get_device_properties(0)
     ghz = sm_clock_ghz()
@@ -330,7 +467,9 @@ def main(argv: list[str] | None = None) -> int:
     rows = []
     for e in entries:
         try:
-            rows.append(bench_program(e, planners, args.rounds, dev.multi_processor_count))
+            rows.append(
+                bench_program(e, planners, args.rounds, dev.multi_processor_count, args.trace_every)
+            )
         except Exception as exc:  # one program's failure is a row, not the end of the run
             traceback.print_exc()
             rows.append({"name": e["name"], "error": f"{type(exc).__name__}: {exc}"[:200]})
@@ -354,6 +493,37 @@ def main(argv: list[str] | None = None) -> int:
             f"model error |predicted/measured - 1| per iteration: median "
             f"{statistics.median(errs) * 100:.0f}%, worst {max(errs) * 100:.0f}% "
             f"over {len(errs)} (program, planner) pairs"
+        )
+    terrs = trace_errors(rows, planners)
+    if terrs:
+        clean = [abs(t["error"]) for t in terrs if not t["perturbed"]]
+        every = [abs(t["error"]) for t in terrs]
+        print(
+            f"model error |model/traced - 1| per main loop (cycles): median "
+            f"{statistics.median(every) * 100:.0f}%, worst {max(every) * 100:.0f}% over "
+            f"{len(every)} (program, planner, loop); without the {len(every) - len(clean)} "
+            f"whose traced build spills (*): median {statistics.median(clean) * 100:.0f}%, "
+            f"worst {max(clean) * 100:.0f}%"
+            if clean
+            else "model error: every traced build spills"
+        )
+        worst = sorted(terrs, key=lambda t: -abs(t["error"]))[:8]
+        for t in worst:
+            print(
+                f"  {t['name']} {t['planner']} loop {t['k']}: model {t['model']:.0f}, "
+                f"measured {t['measured']:.0f} cycles ({t['error'] * 100:+.0f}%)"
+            )
+    costs = [
+        r["planners"][p]["traced_ms"] / r["planners"][p]["ms"]
+        for r in ok
+        for p in planners
+        if r["planners"][p].get("traced_ms")
+    ]
+    if costs:
+        geo = math.exp(statistics.fmean(math.log(x) for x in costs))
+        print(
+            f"instrumented build's own cost (traced time / plain time): geomean {geo:.3f}, "
+            f"worst {max(costs):.3f} over {len(costs)}"
         )
     if args.json:
         Path(args.json).write_text(

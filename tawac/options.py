@@ -218,9 +218,19 @@ KNOBS: tuple[Knob, ...] = (
         "trace",
         bool,
         False,
-        "instrumented build: each warp group's leader stamps %globaltimer and %clock64 at "
-        'the schedule\'s boundaries into a buffer the launcher adds (docs/abi.md, "trace")',
+        "instrumented build: each warp group's leader stamps %clock64 at the schedule's "
+        'boundaries into a buffer the launcher adds (docs/abi.md, "trace")',
         where="trace",
+    ),
+    Knob(
+        "trace_every",
+        int,
+        1,
+        "an instrumented build's innermost main loops store their stamps on every N-th "
+        "iteration only (a power of two: cheaper, for measuring steady states)",
+        where="trace",
+        min=1,
+        max=1 << 16,
     ),
 )
 
@@ -261,7 +271,7 @@ class _Options:
             "lower-aref",
             "pingpong",
             "tma-store",
-            "trace" if self.trace else "",
+            f"trace{{every={self.trace_every}}}" if self.trace else "",
             "convert-to-ptx",
         ]
         # an optional pass that is off ("") is named by where it would run

@@ -1,65 +1,115 @@
 """The decoder of an instrumented build's trace (issue 20, item 1): the buffer the
 launcher filled (`Kernel.last_trace`) and the sidecar's "trace" entry -> Chrome trace
-JSON (the Trace Event Format that chrome://tracing and ui.perfetto.dev open).
+JSON (the Trace Event Format that chrome://tracing and ui.perfetto.dev open), and the
+measured steady state of each main loop (`loop_intervals`).
 
-The buffer (docs/abi.md, "trace") holds `ctas * warp_groups` slices of `slots` records
-of 16 bytes: {globaltimer u64 (ns), clock64 low 32 bits u32, event id u16, smid u16},
-zero where nothing was written. A slice is a ring written in slot order; where it
-wrapped, the oldest record follows the one place where the timer goes back.
+The buffer (docs/abi.md, "trace") holds one ring of `slots` records of 16 bytes per
+track (CTA x warp group, in order `cta * warp_groups + wg`), then two sync records per
+track; a record is four little-endian u32 words {a, b, c, event id u16 | smid u16}. The
+sync records (events 0 and 1, at the start and the end of the warp group's partition)
+are {%globaltimer low, high (ns), %clock}; the ring's stamps are {%clock, iteration, 0},
+written in slot order; where it wrapped, the oldest stamp follows the one place where
+the clock (counted from the start's) goes back. A record that is all zero was never
+written. The sync pair maps a stamp's cycles to nanoseconds (linearly between the two);
+`%clock` is 32 bits, so a partition may last up to 2^32 cycles (about 2 s).
 
 Output: one track per (SM, warp group): `pid` = SM id, `tid` = warp group index in the
 CTA (0 the producer), `ts` and `dur` in microseconds from the first stamp of the whole
 trace. A begin/end pair of one span (same `span`, nested properly) becomes a complete
 event (`"ph": "X"`); a stamp whose partner the ring dropped becomes an instant
-(`"ph": "i"`). Each event's `args` hold the CTA, the loop and the SM cycles between its
-stamps (clock64 difference, modulo 2^32). Events are sorted by (pid, tid, ts).
+(`"ph": "i"`). Each event's `args` hold the CTA, the loop, the iteration and the SM
+cycles between its stamps. Events are sorted by (pid, tid, ts).
 """
 
 from __future__ import annotations
 
 import json
+import statistics
 import struct
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-RECORD = struct.Struct("<QIHH")  # globaltimer, clock64 low, event id, smid
+RECORD = struct.Struct("<IIIHH")  # stamp: clock, iteration, 0; sync: timer lo, hi, clock
+#: Sync records per track, after all the rings.
+HEADER = 2
+#: Cycles per nanosecond where a slice's sync pair cannot say (the H100's boost clock).
+DEFAULT_GHZ = 1.755
 
 
 @dataclass(frozen=True)
 class Stamp:
-    """One record of the buffer."""
+    """One stamp of the ring, its time in ns mapped from its cycles by the sync pair."""
 
     cta: int
     wg: int
-    timer: int  # %globaltimer, ns
-    clock: int  # %clock64 low 32 bits
+    clock: int  # %clock (32 bits)
+    iteration: int  # the count of its main loop's iterations so far (0 outside loops)
     event: int
     smid: int
+    ns: float
 
 
-def records(buf: bytes | bytearray | memoryview, trace: Mapping[str, Any]) -> list[list[Stamp]]:
-    """Per (CTA, warp group) slice, in order `cta * warp_groups + wg`, its stamps in the
-    order they were written (the ring unrolled)."""
+@dataclass(frozen=True)
+class Slice:
+    """One (CTA, warp group)'s records: its sync pair and its stamps, in order."""
+
+    cta: int
+    wg: int
+    start_ns: int  # %globaltimer at the partition's start (0: never ran)
+    end_ns: int
+    start_clock: int  # %clock (32 bits)
+    end_clock: int
+    smid: int
+    stamps: list[Stamp]
+
+    @property
+    def ghz(self) -> float:
+        """The SM clock between the sync pair, cycles per ns."""
+        ns = self.end_ns - self.start_ns
+        cycles = (self.end_clock - self.start_clock) % (1 << 32)
+        return cycles / ns if ns > 0 and cycles > 0 else DEFAULT_GHZ
+
+
+def _check(buf: memoryview, trace: Mapping[str, Any]) -> tuple[int, int, int]:
     slots, wgs, ctas = int(trace["slots"]), int(trace["warp_groups"]), int(trace["ctas"])
     size = int(trace.get("record_bytes", RECORD.size))
     if size != RECORD.size:
         raise ValueError(f"trace: record_bytes {size} is not {RECORD.size}")
-    data = memoryview(bytes(buf))
-    if len(data) != ctas * wgs * slots * size:
+    if len(buf) != ctas * wgs * (slots + HEADER) * size:
         raise ValueError(
-            f"trace: the buffer has {len(data)} bytes, the sidecar says "
-            f"{ctas} x {wgs} x {slots} x {size}"
+            f"trace: the buffer has {len(buf)} bytes, the sidecar says "
+            f"{ctas} x {wgs} x ({slots} + {HEADER}) x {size}"
         )
-    out: list[list[Stamp]] = []
+    return slots, wgs, ctas
+
+
+def slices(buf: bytes | bytearray | memoryview, trace: Mapping[str, Any]) -> list[Slice]:
+    """Per (CTA, warp group), in order `cta * warp_groups + wg`, its records (the ring
+    unrolled)."""
+    data = memoryview(bytes(buf))
+    slots, wgs, ctas = _check(data, trace)
+    out: list[Slice] = []
     for track in range(ctas * wgs):
         cta, wg = divmod(track, wgs)
-        base = track * slots * size
-        ring = [Stamp(cta, wg, *RECORD.unpack_from(data, base + i * size)) for i in range(slots)]
-        ring = [s for s in ring if s.timer != 0]
-        wrap = next((i for i in range(1, len(ring)) if ring[i].timer < ring[i - 1].timer), 0)
-        out.append(ring[wrap:] + ring[:wrap])
+        base = track * slots * RECORD.size
+        sync = (ctas * wgs * slots + track * HEADER) * RECORD.size
+        (lo0, hi0, c0, _, smid), (lo1, hi1, c1, _, _) = (
+            RECORD.unpack_from(data, sync + i * RECORD.size) for i in range(HEADER)
+        )
+        t0, t1 = lo0 | hi0 << 32, lo1 | hi1 << 32
+        raw = [RECORD.unpack_from(data, base + i * RECORD.size) for i in range(slots)]
+        raw = [r for r in raw if r != (0, 0, 0, 0, 0)]
+        since = [(r[0] - c0) % (1 << 32) for r in raw]
+        wrap = next((i for i in range(1, len(raw)) if since[i] < since[i - 1]), 0)
+        raw, since = raw[wrap:] + raw[:wrap], since[wrap:] + since[:wrap]
+        sl = Slice(cta, wg, t0, t1, c0, c1, smid, [])
+        ghz = sl.ghz
+        for (clock, iteration, _, event, sm), cycles in zip(raw, since, strict=True):
+            ns = t0 + cycles / ghz if t0 else 0.0
+            sl.stamps.append(Stamp(cta, wg, clock, iteration, event, sm, ns))
+        out.append(sl)
     return out
 
 
@@ -76,15 +126,14 @@ def chrome_trace(buf: Any, trace: Mapping[str, Any], kernel: str = "kernel") -> 
     """The Chrome trace (a dict for `json.dump`) of one launch's buffer."""
     events: Sequence[Mapping[str, Any]] = trace["events"]
     roles: Sequence[str] = trace.get("roles") or []
-    slices = records(_buffer_bytes(buf), trace)
-    stamps = [s for sl in slices for s in sl]
-    t0 = min((s.timer for s in stamps), default=0)
+    sls = [sl for sl in slices(_buffer_bytes(buf), trace) if sl.start_ns]
+    t0 = min((sl.start_ns for sl in sls), default=0)
     out: list[dict[str, Any]] = []
-    tracks: dict[tuple[int, int], int] = {}
-    for sl in slices:
-        for ev in _spans(sl, events, t0):
-            out.append(ev)
-            tracks.setdefault((ev["pid"], ev["tid"]), sl[0].wg if sl else 0)
+    tracks: set[tuple[int, int]] = set()
+    for sl in sls:
+        tracks.add((sl.smid, sl.wg))
+        out.append(_whole(sl, t0))
+        out.extend(_spans(sl.stamps, events, t0))
     out.sort(key=lambda e: (e["pid"], e["tid"], e["ts"]))
     meta: list[dict[str, Any]] = []
     for pid in sorted({p for p, _ in tracks}):
@@ -95,12 +144,31 @@ def chrome_trace(buf: Any, trace: Mapping[str, Any], kernel: str = "kernel") -> 
     return {
         "traceEvents": meta + out,
         "displayTimeUnit": "ns",
-        "otherData": {"kernel": kernel, "stamps": len(stamps), "t0_ns": t0},
+        "otherData": {
+            "kernel": kernel,
+            "stamps": sum(len(sl.stamps) for sl in sls),
+            "every": int(trace.get("every", 1)),
+            "t0_ns": t0,
+        },
     }
 
 
 def _meta(name: str, pid: int, tid: int, value: str) -> dict[str, Any]:
     return {"name": name, "ph": "M", "pid": pid, "tid": tid, "args": {"name": value}}
+
+
+def _whole(sl: Slice, t0: int) -> dict[str, Any]:
+    """The warp group's whole partition (its sync pair) as one complete event."""
+    return {
+        "name": "warp group",
+        "cat": "sync",
+        "ph": "X",
+        "ts": (sl.start_ns - t0) / 1000.0,
+        "dur": max(sl.end_ns - sl.start_ns, 0) / 1000.0,
+        "pid": sl.smid,
+        "tid": sl.wg,
+        "args": {"cta": sl.cta, "ghz": round(sl.ghz, 4)},
+    }
 
 
 def _spans(sl: list[Stamp], events: Sequence[Mapping[str, Any]], t0: int) -> list[dict]:
@@ -114,6 +182,9 @@ def _spans(sl: list[Stamp], events: Sequence[Mapping[str, Any]], t0: int) -> lis
         ev = events[s.event]
         if ev.get("edge") == "begin":
             open_.append((s, ev))
+            continue
+        if ev.get("edge") == "at":
+            out.append(_instant(s, ev, t0))
             continue
         match = next(
             (i for i in range(len(open_) - 1, -1, -1) if open_[i][1]["span"] == ev["span"]),
@@ -131,13 +202,14 @@ def _spans(sl: list[Stamp], events: Sequence[Mapping[str, Any]], t0: int) -> lis
                 "name": bev["name"],
                 "cat": bev.get("op", ""),
                 "ph": "X",
-                "ts": (begin.timer - t0) / 1000.0,
-                "dur": (s.timer - begin.timer) / 1000.0,
+                "ts": (begin.ns - t0) / 1000.0,
+                "dur": max(s.ns - begin.ns, 0.0) / 1000.0,
                 "pid": s.smid,
                 "tid": s.wg,
                 "args": {
                     "cta": s.cta,
                     "loop": bev.get("loop", -1),
+                    "iteration": begin.iteration,
                     "cycles": (s.clock - begin.clock) % (1 << 32),
                 },
             }
@@ -147,15 +219,21 @@ def _spans(sl: list[Stamp], events: Sequence[Mapping[str, Any]], t0: int) -> lis
 
 
 def _instant(s: Stamp, ev: Mapping[str, Any], t0: int) -> dict[str, Any]:
+    edge = ev.get("edge", "")
     return {
-        "name": f"{ev['name']} {ev.get('edge', '')}".strip(),
+        "name": ev["name"] if edge == "at" else f"{ev['name']} {edge}".strip(),
         "cat": ev.get("op", ""),
         "ph": "i",
         "s": "t",
-        "ts": (s.timer - t0) / 1000.0,
+        "ts": (s.ns - t0) / 1000.0,
         "pid": s.smid,
         "tid": s.wg,
-        "args": {"cta": s.cta, "loop": ev.get("loop", -1), "clock": s.clock},
+        "args": {
+            "cta": s.cta,
+            "loop": ev.get("loop", -1),
+            "iteration": s.iteration,
+            "clock": s.clock,
+        },
     }
 
 
@@ -166,3 +244,78 @@ def write_chrome_trace(path: str | Path, buf: Any, sidecar: Mapping[str, Any]) -
     doc = chrome_trace(buf, sidecar["trace"], sidecar.get("kernel", "kernel"))
     Path(path).write_text(json.dumps(doc))
     return doc
+
+
+# -- the measured steady state ----------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class LoopInterval:
+    """The measured time per iteration of one main loop of one role: the median over
+    pairs of stamps at the start of sampled iterations in one run of the loop (no stamp
+    of another loop or outside it between them), the first pair of each run left out
+    where the run has more (the ring filling)."""
+
+    role: str
+    loop: int
+    cycles: float  # median SM cycles per iteration
+    ns: float  # the same in ns, at each slice's clock
+    pairs: int  # pairs the median is over
+    ghz: float  # median SM clock of the slices measured
+
+
+def loop_intervals(buf: Any, trace: Mapping[str, Any]) -> list[LoopInterval]:
+    """Each (role, main loop)'s measured steady-state interval, from one launch's trace."""
+    events: Sequence[Mapping[str, Any]] = trace["events"]
+    roles: Sequence[str] = trace.get("roles") or []
+    per: dict[tuple[str, int], list[tuple[float, float]]] = {}
+    clocks: dict[tuple[str, int], list[float]] = {}
+    for sl in slices(_buffer_bytes(buf), trace):
+        if not sl.start_ns:
+            continue
+        role = roles[sl.wg] if sl.wg < len(roles) else "?"
+        for loop, runs in _loop_runs(sl.stamps, events).items():
+            for run in runs:
+                pairs = list(zip(run, run[1:], strict=False))
+                if len(pairs) > 1:
+                    pairs = pairs[1:]
+                for (i1, c1), (i2, c2) in pairs:
+                    if i2 <= i1:
+                        continue
+                    cycles = ((c2 - c1) % (1 << 32)) / (i2 - i1)
+                    per.setdefault((role, loop), []).append((cycles, cycles / sl.ghz))
+                    clocks.setdefault((role, loop), []).append(sl.ghz)
+    out = []
+    for (role, loop), vals in sorted(per.items()):
+        out.append(
+            LoopInterval(
+                role,
+                loop,
+                statistics.median(v[0] for v in vals),
+                statistics.median(v[1] for v in vals),
+                len(vals),
+                statistics.median(clocks[(role, loop)]),
+            )
+        )
+    return out
+
+
+def _loop_runs(
+    stamps: list[Stamp], events: Sequence[Mapping[str, Any]]
+) -> dict[int, list[list[tuple[int, int]]]]:
+    """Per loop: its runs, each the (iteration, clock) of its iteration-begin stamps with
+    no stamp of another loop (or of none) between them."""
+    runs: dict[int, list[list[tuple[int, int]]]] = {}
+    current: int | None = None
+    for s in stamps:
+        if s.event >= len(events):
+            continue
+        ev = events[s.event]
+        loop = int(ev.get("loop", -1))
+        if loop != current:
+            current = loop
+            if loop >= 0:
+                runs.setdefault(loop, []).append([])
+        if loop >= 0 and ev.get("op") == "iteration" and ev.get("edge") in ("begin", "at"):
+            runs[loop][-1].append((s.iteration, s.clock))
+    return {loop: [r for r in rs if len(r) > 1] for loop, rs in runs.items()}

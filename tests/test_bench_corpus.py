@@ -45,7 +45,18 @@ def test_table_reports_the_model_error_and_the_ratio():
         {
             "name": "p",
             "ghz": 2.0,
-            "planners": {"heuristic": _row(0.2, 600.0, 250.0), "solver": _row(0.1, 500.0, None)},
+            "planners": {
+                "heuristic": {
+                    **_row(0.2, 600.0, 250.0),
+                    "traced_ms": 0.3,
+                    "traced_spills": True,
+                    "trace": [
+                        {"k": 0, "cycles": 500.0, "model": 600.0},
+                        {"k": 1, "cycles": 400.0, "model": 300.0},
+                    ],
+                },
+                "solver": _row(0.1, 500.0, None),
+            },
         },
         {"name": "q", "error": "CompileError: no"},
     ]
@@ -54,10 +65,19 @@ def test_table_reports_the_model_error_and_the_ratio():
     # heuristic: 600 cycles at 2 GHz = 300 ns predicted vs 250 measured: +20%
     assert cells[1] == "2.00"
     assert cells[2:8] == ["0.2000", "ok", "600", "250", "300", "+20%"]
+    # heuristic's traced build: loop 0 measured at 500 cycles (model 600: +20%), loop 1
+    # at 400 (model 300: -25%), its build spills (*), and runs 1.5x the plain time
+    assert cells[8:11] == ["500 / 400*", "+20% / -25%", "1.50x"]
     # solver: nothing measured, no error
-    assert cells[8:14] == ["0.1000", "ok", "500", "-", "250", "-"]
-    assert cells[14] == "2.00x"
+    assert cells[11:17] == ["0.1000", "ok", "500", "-", "250", "-"]
+    assert cells[17:20] == ["-", "-", "-"]
+    assert cells[20] == "2.00x"
     assert lines[3] == "| q | error: CompileError: no |"
+    errs = bench.trace_errors(rows, ("heuristic", "solver"))
+    assert [(e["k"], round(e["error"], 3), e["perturbed"]) for e in errs] == [
+        (0, 0.2, True),
+        (1, -0.25, True),
+    ]
 
 
 def test_corpus_loop_sizes_drive_a_constant_step_loop():

@@ -707,23 +707,32 @@ class StGlobalOp(PtxInstruction):
 
 
 @irdl_op_definition
-class StGlobalV2B64Op(PtxInstruction):
-    """`{@p} st.global.v2.b64 [addr], {a, b};` (PTX ISA 9.7.9.10 st, vector of two 64-bit
-    values: one 16-byte store to a 16-byte aligned address), optionally predicated (a
-    branch around it would make the path divergent, which serializes wgmma)."""
+class StGlobalV4B32Op(PtxInstruction):
+    """`{@p} st.global.v4.b32 [addr], {a, b, c, d};` (PTX ISA 9.7.9.10 st, vector of four
+    32-bit values: one 16-byte store to a 16-byte aligned address), optionally
+    predicated (a branch around it would make the path divergent, which serializes
+    wgmma)."""
 
-    name = "ptx.st_global_v2_b64"
+    name = "ptx.st_global_v4_b32"
     addr = operand_def(RegType)
     a = operand_def(RegType)
     b = operand_def(RegType)
+    c = operand_def(RegType)
+    d = operand_def(RegType)
     guard = var_operand_def(RegType)
 
-    def __init__(self, addr: SSAValue, a: SSAValue, b: SSAValue, guard: SSAValue | None = None):
-        super().__init__(operands=[addr, a, b, [guard] if guard is not None else []])
+    def __init__(
+        self,
+        addr: SSAValue,
+        values: tuple[SSAValue, SSAValue, SSAValue, SSAValue],
+        guard: SSAValue | None = None,
+    ):
+        super().__init__(operands=[addr, *values, [guard] if guard is not None else []])
 
     def ptx_text(self, n: Names) -> str:
         pred = f"@{n(self.guard[0])} " if self.guard else ""
-        return f"{pred}st.global.v2.b64 [{n(self.addr)}], {{{n(self.a)}, {n(self.b)}}};"
+        vals = ", ".join(n(v) for v in (self.a, self.b, self.c, self.d))
+        return f"{pred}st.global.v4.b32 [{n(self.addr)}], {{{vals}}};"
 
 
 @irdl_op_definition
@@ -1482,7 +1491,7 @@ Ptx = Dialect(
         SelpOp,
         LdGlobalOp,
         StGlobalOp,
-        StGlobalV2B64Op,
+        StGlobalV4B32Op,
         StSharedOp,
         LdSharedOp,
         LdSharedV2Op,

@@ -1,4 +1,4 @@
-"""`trace{slots=4096 ctas=132}`: an instrumented build (issue 20, item 1).
+"""`trace{slots=4096 ctas=132 every=1}`: an instrumented build (issue 20, item 1).
 
 Runs last before `convert-to-ptx` (after `lower-aref`, `pingpong` and `tma-store`, so
 every boundary it marks is the one the PTX has) when the pipeline knob `trace` is on.
@@ -17,11 +17,23 @@ holds one of those ops directly): `iteration <loop>`, and around a consumer's ep
 (the ops after its main loops in the tile body): `epilogue`.
 
 Each stamp carries an event id; the event table goes on the kernel as the attribute
-`tawac.trace` ({slots, ctas, roles, events}), which `convert-to-ptx` copies into the
-launch sidecar (docs/abi.md, "trace"). An event is {id, name, role, op, edge, span,
-loop}: `edge` is "begin" or "end", and the two stamps of one span share `span`;
-`loop` is the loop's index in its partition (-1 outside a main loop). The aref's name is
-that of the kernel arguments its TMA loads read (`a_b`), as `warp-specialize` names it.
+`tawac.trace` ({slots, ctas, every, roles, events}), which `convert-to-ptx` copies into
+the launch sidecar (docs/abi.md, "trace"). An event is {id, name, role, wg, op, edge,
+span, loop, sampled}: `edge` is "begin" or "end", and the two stamps of one span share
+`span`; `wg` is the first warp group of its partition; `loop` is the loop's index in
+its partition (-1 outside a main loop). Events 0 and 1 (op `sync`) are the span of each
+warp group's whole partition, stamped by the lowering itself: the records that pair
+`%globaltimer` with `%clock64`, so every other stamp reads the cheap `%clock64` only.
+The aref's name is that of the kernel arguments its TMA loads read (`a_b`), as
+`warp-specialize` names it.
+
+`every` samples (a power of two): with `every` > 1 only the iteration spans of the main
+loops and the epilogue are stamped, and inside an innermost main loop the stamps are
+stored on every `every`-th iteration only (`sampled` marks those events; each record
+carries its loop's iteration count): the measurement of steady states, with as few
+instructions and registers in the loop as the iteration boundaries need. `every` = 1
+stamps every boundary above, for pictures (its stamps cost registers: a kernel near its
+register budget may spill under it).
 """
 
 from __future__ import annotations
@@ -30,8 +42,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from xdsl.context import Context
-from xdsl.dialects import scf
-from xdsl.dialects.builtin import ModuleOp
+from xdsl.dialects import arith, scf
+from xdsl.dialects.builtin import IntegerAttr, ModuleOp
 from xdsl.ir import Block, Operation, SSAValue
 from xdsl.passes import ModulePass
 from xdsl.rewriter import InsertPoint, Rewriter
@@ -62,14 +74,20 @@ class TracePass(ModulePass):
     """Records kept per (CTA, warp group): a ring, the last `slots` stamps survive."""
     ctas: int = 132
     """CTAs that record (linear CTA index < ctas); the others run uninstrumented work."""
+    every: int = 1
+    """Innermost main loops store their stamps on every `every`-th iteration only."""
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
-        if self.slots < 1 or self.slots & (self.slots - 1) or self.slots > 1 << 20:
-            raise CompileError(f"trace: slots must be a power of two <= 2^20, got {self.slots}")
+        if self.slots < 2 or self.slots & (self.slots - 1) or self.slots > 1 << 20:
+            raise CompileError(
+                f"trace: slots must be a power of two from 2 to 2^20, got {self.slots}"
+            )
         if self.ctas < 1:
             raise CompileError(f"trace: ctas must be >= 1, got {self.ctas}")
+        if self.every < 1 or self.every & (self.every - 1) or self.every > 1 << 16:
+            raise CompileError(f"trace: every must be a power of two <= 2^16, got {self.every}")
         for kernel in [o for o in op.walk() if isinstance(o, tile.KernelOp)]:
-            instrument(kernel, self.slots, self.ctas)
+            instrument(kernel, self.slots, self.ctas, self.every)
 
 
 @dataclass
@@ -79,10 +97,24 @@ class _Sites:
     stamps: list[tuple[Operation, str, int]]
     events: list[dict[str, Any]]
     spans: int = 0
+    wg: int = 0
+    """The first warp group of the partition whose stamps are being added."""
+    innermost: frozenset[int] = frozenset()
+    """Its main loops (indices) that hold no other main loop: the sampled ones."""
+    every: int = 1
 
     def span(self, first: Operation, last: Operation, role: str, op: str, label: str, loop):
         name = f"{op} {label}".strip()
-        base = {"name": name, "role": role, "op": op, "span": self.spans, "loop": loop}
+        sampled = self.every > 1 and loop in self.innermost
+        base = {
+            "name": name,
+            "role": role,
+            "wg": self.wg,
+            "op": op,
+            "span": self.spans,
+            "loop": loop,
+            "sampled": sampled,
+        }
         self.spans += 1
         for edge, at, where in (("begin", first, "before"), ("end", last, "after")):
             self.stamps.append((at, where, len(self.events)))
@@ -90,8 +122,37 @@ class _Sites:
         if len(self.events) > 1 << 16:
             raise CompileError("trace: more than 65536 events in one kernel", None)
 
+    def tick(self, at: Operation, where: str, role: str, op: str, label: str, loop: int):
+        """One stamp `where` ("before" or "after") `at` (edge "at": an instant)."""
+        sampled = self.every > 1 and loop in self.innermost
+        self.stamps.append((at, where, len(self.events)))
+        self.events.append(
+            {
+                "id": len(self.events),
+                "name": f"{op} {label}".strip(),
+                "role": role,
+                "wg": self.wg,
+                "op": op,
+                "span": self.spans,
+                "loop": loop,
+                "sampled": sampled,
+                "edge": "at",
+            }
+        )
+        self.spans += 1
 
-def instrument(kernel: tile.KernelOp, slots: int, ctas: int) -> None:
+
+#: The events every traced kernel has first: the span of a warp group's partition, whose
+#: two records pair `%globaltimer` with `%clock64` (stamped by the lowering).
+SYNC_EVENTS = (
+    {"id": 0, "name": "warp group", "role": "", "wg": -1, "op": "sync", "span": 0,
+     "loop": -1, "sampled": False, "edge": "begin"},
+    {"id": 1, "name": "warp group", "role": "", "wg": -1, "op": "sync", "span": 0,
+     "loop": -1, "sampled": False, "edge": "end"},
+)  # fmt: skip
+
+
+def instrument(kernel: tile.KernelOp, slots: int, ctas: int, every: int = 1) -> None:
     """Stamps in every partition of `kernel` and its event table (`tawac.trace`)."""
     if hopper.TRACE_ATTR in kernel.attributes:
         return  # instrumented already
@@ -99,16 +160,24 @@ def instrument(kernel: tile.KernelOp, slots: int, ctas: int) -> None:
     if not parts:
         raise CompileError("trace: the kernel has no partitions; run lower-aref first", kernel)
     names = _aref_names(kernel)
-    sites = _Sites([], [])
+    sites = _Sites([], [dict(e) for e in SYNC_EVENTS], spans=1, every=every)
     for p in parts:
         _partition_sites(p, names, sites)
+        sites.wg += p.warp_groups.data
     for at, where, event in sites.stamps:
         point = InsertPoint.before(at) if where == "before" else InsertPoint.after(at)
         Rewriter.insert_op(hopper.TraceOp(event), point)
     roles = [p.role.data for p in parts for _ in range(p.warp_groups.data)]
+    if ctas * len(roles) * (slots + 2) * RECORD_BYTES > 1 << 32:
+        raise CompileError(
+            f"trace: {ctas} CTAs x {len(roles)} warp groups x {slots} slots exceed the "
+            "4 GiB a stamp's 32-bit offset reaches; use fewer slots or CTAs",
+            kernel,
+        )
     table = {
         "slots": slots,
         "ctas": ctas,
+        "every": every,
         "record_bytes": RECORD_BYTES,
         "warp_groups": len(roles),
         "roles": roles,
@@ -129,6 +198,9 @@ def _partition_sites(p: aref.PartitionOp, names: dict[SSAValue, str], sites: _Si
     role = p.role.data
     loops = _main_loops(p)
     index = {lp: i for i, lp in enumerate(loops)}
+    sites.innermost = frozenset(
+        i for i, lp in enumerate(loops) if not any(o in index for o in lp.body.walk())
+    )
 
     def loop_of(o: Operation) -> int:
         parent = o.parent_op()
@@ -144,9 +216,23 @@ def _partition_sites(p: aref.PartitionOp, names: dict[SSAValue, str], sites: _Si
         assert first is not None and last is not None
         # begin before the first op, end before the yield: marks a span from the yield's
         # predecessor; an empty body has nothing to time
-        if isinstance(last, scf.YieldOp) and last.prev_op is not None:
+        if not isinstance(last, scf.YieldOp) or last.prev_op is None:
+            continue
+        if sites.every > 1:
+            sites.tick(last.prev_op, "after", role, "iteration", f"loop{index[lp]}", index[lp])
+            sites.events[-1]["step"] = _constant_step(lp)
+        else:
             sites.span(first, last.prev_op, role, "iteration", f"loop{index[lp]}", index[lp])
-    for block in _blocks(p):
+            sites.events[-2]["step"] = sites.events[-1]["step"] = _constant_step(lp)
+    if sites.every > 1:
+        # a sampled build measures steady states: one stamp per iteration, at the end of
+        # its body, and the epilogue; nothing else. A stamp pins the code around it (the
+        # timer is volatile): at the top of a body it keeps ptxas from overlapping the
+        # iterations and spills where registers are tight
+        blocks: list[Block] = []
+    else:
+        blocks = _blocks(p)
+    for block in blocks:
         ops = list(block.ops)
         i = 0
         while i < len(ops):
@@ -172,6 +258,16 @@ def _partition_sites(p: aref.PartitionOp, names: dict[SSAValue, str], sites: _Si
         _epilogue(loops, p, role, sites)
 
 
+def _constant_step(lp: scf.ForOp) -> int:
+    """The loop's step where it is a constant power of two (the lowering then counts
+    iterations by the induction variable), else 0 (by a counter of its own)."""
+    owner = lp.step.owner
+    if not isinstance(owner, arith.ConstantOp) or not isinstance(owner.value, IntegerAttr):
+        return 0
+    step = owner.value.value.data
+    return step if step > 0 and step & (step - 1) == 0 else 0
+
+
 def _blocks(p: aref.PartitionOp) -> list[Block]:
     out: list[Block] = []
     for o in [p, *p.walk()]:
@@ -194,9 +290,14 @@ def _epilogue(loops: list[scf.ForOp], p: aref.PartitionOp, role: str, sites: _Si
     last = block.last_op
     if isinstance(last, scf.YieldOp):
         last = last.prev_op
-    if last is None or last is anchor or anchor.next_op is None:
+    first = anchor.next_op
+    # the waits for the loop's last MMAs come first: a stamp between an MMA in flight and
+    # its wait makes ptxas serialize the MMAs (C7514)
+    while first is not None and first is not last and isinstance(first, hopper.WgmmaWaitOp):
+        first = first.next_op
+    if last is None or last is anchor or first is None:
         return
-    sites.span(anchor.next_op, last, role, "epilogue", "", -1)
+    sites.span(first, last, role, "epilogue", "", -1)
 
 
 def _aref_names(kernel: tile.KernelOp) -> dict[SSAValue, str]:

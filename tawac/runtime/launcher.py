@@ -61,6 +61,8 @@ PARAM_FORMATS: dict[str, str] = {
 
 PARAM_KINDS = frozenset({"tensor_map", "pointer", "dim", "stride", "scalar"})
 TRACE_RECORD_BYTES = 16
+#: Sync records per (CTA, warp group), after all the rings (docs/abi.md).
+TRACE_HEADER_RECORDS = 2
 #: The parameter of an instrumented build (the last one): the trace buffer's address,
 #: which the launcher allocates (docs/abi.md, "trace"); its key in `ParamLayout.fill`'s
 #: values, which no argument name can take.
@@ -360,8 +362,8 @@ def _validate_trace(sidecar: Mapping[str, Any]) -> None:
     if trace["record_bytes"] != TRACE_RECORD_BYTES:
         raise LaunchError(f'sidecar "trace": record_bytes must be {TRACE_RECORD_BYTES}')
     slots = trace["slots"]
-    if slots & (slots - 1):
-        raise LaunchError('sidecar "trace": slots must be a power of two')
+    if slots < 2 or slots & (slots - 1):
+        raise LaunchError('sidecar "trace": slots must be a power of two, at least 2')
     events = trace.get("events")
     if not isinstance(events, list) or any(
         not isinstance(e, Mapping) or e.get("id") != i for i, e in enumerate(events)
@@ -371,7 +373,8 @@ def _validate_trace(sidecar: Mapping[str, Any]) -> None:
 
 def trace_bytes(trace: Mapping[str, Any]) -> int:
     """The size of an instrumented build's trace buffer (docs/abi.md, "trace")."""
-    return int(trace["ctas"]) * int(trace["warp_groups"]) * int(trace["slots"]) * TRACE_RECORD_BYTES
+    slices = int(trace["ctas"]) * int(trace["warp_groups"])
+    return slices * (int(trace["slots"]) + TRACE_HEADER_RECORDS) * TRACE_RECORD_BYTES
 
 
 def _check_dim_names(
@@ -718,12 +721,17 @@ class Kernel:
             del self._plans[next(iter(self._plans))]
 
     def _trace_buffer(self, stream) -> int:
-        """A zero-filled trace buffer for this launch (kept as `last_trace`): its address."""
+        """The trace buffer (`last_trace`), allocated at the first launch and zeroed on
+        `stream` before each: its address."""
         import torch
 
         assert self.trace is not None
         with torch.cuda.stream(_torch_stream(stream)):
-            buf = torch.zeros(trace_bytes(self.trace), dtype=torch.uint8, device="cuda")
+            buf = self.last_trace
+            if buf is None or buf.device != torch.device("cuda", torch.cuda.current_device()):
+                buf = torch.zeros(trace_bytes(self.trace), dtype=torch.uint8, device="cuda")
+            else:
+                buf.zero_()
         self.last_trace = buf
         return buf.data_ptr()
 

@@ -335,6 +335,8 @@ class KernelLowering:
             if any(isinstance(o, hopper.TmaStoreOp) for o in p.walk()):
                 # The CTA's shared memory must outlive the reads of its last bulk stores.
                 self.guarded(wg_leader(self), lambda: self.emit(ptx.CpAsyncBulkWaitReadOp(0)))
+        if self.part.trace is not None:
+            self.part.trace.finish(self)  # type: ignore[attr-defined]
         self.emit(ptx.ExitOp())
 
     def lower_block(self, block: Block) -> None:
