@@ -421,6 +421,10 @@ def table(rows: list[dict[str, Any]], planners: tuple[str, ...]) -> list[str]:
     return lines
 
 
+def _write(path: Path, device: str, ghz: list[float], rows: list[dict[str, Any]]) -> None:
+    path.write_text(json.dumps({"device": device, "ghz": ghz, "rows": rows}, indent=1))
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--corpus", default=str(CORPUS), help="the manifest (corpus/corpus.json)")
@@ -474,6 +478,8 @@ def main(argv: list[str] | None = None) -> int:
             traceback.print_exc()
             rows.append({"name": e["name"], "error": f"{type(exc).__name__}: {exc}"[:200]})
         print(table(rows[-1:], planners)[-1], flush=True)
+        if args.json:  # after every row: a run cut short keeps what it measured
+            _write(Path(args.json), dev.name, [ghz], rows)
     ghz_end = sm_clock_ghz()
     print(f"\nSM clock at the end: {ghz_end:.3f} GHz\n")
     print("\n".join(table(rows, planners)))
@@ -526,9 +532,7 @@ def main(argv: list[str] | None = None) -> int:
             f"worst {max(costs):.3f} over {len(costs)}"
         )
     if args.json:
-        Path(args.json).write_text(
-            json.dumps({"device": dev.name, "ghz": [ghz, ghz_end], "rows": rows}, indent=1)
-        )
+        _write(Path(args.json), dev.name, [ghz, ghz_end], rows)
     return 0 if all("error" not in r for r in rows) else 1
 
 
