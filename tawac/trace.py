@@ -48,7 +48,7 @@ class Stamp:
     iteration: int  # the count of its main loop's iterations so far (0 outside loops)
     event: int
     smid: int
-    ns: float
+    ns: int  # an integer: a float cannot hold %globaltimer's ~1.8e18 ns to the ns
 
 
 @dataclass(frozen=True)
@@ -107,7 +107,7 @@ def slices(buf: bytes | bytearray | memoryview, trace: Mapping[str, Any]) -> lis
         sl = Slice(cta, wg, t0, t1, c0, c1, smid, [])
         ghz = sl.ghz
         for (clock, iteration, _, event, sm), cycles in zip(raw, since, strict=True):
-            ns = t0 + cycles / ghz if t0 else 0.0
+            ns = t0 + round(cycles / ghz) if t0 else 0
             sl.stamps.append(Stamp(cta, wg, clock, iteration, event, sm, ns))
         out.append(sl)
     return out

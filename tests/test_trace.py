@@ -200,7 +200,19 @@ def test_record_layout():
     (only,) = slices(bytes(raw), table)
     assert (only.start_ns, only.end_ns, only.smid, only.ghz) == (2**32 + 5, 2**32 + 505, 131, 2.0)
     (s,) = only.stamps
-    assert (s.clock, s.iteration, s.event, s.smid, s.ns) == (1200, 7, 9, 131, 2**32 + 5 + 250.0)
+    assert (s.clock, s.iteration, s.event, s.smid, s.ns) == (1200, 7, 9, 131, 2**32 + 5 + 250)
+
+
+def test_stamp_times_are_exact_at_a_real_globaltimer():
+    # %globaltimer reads ~1.8e18 ns on a running machine: a float holds it only to 256 ns,
+    # which put stamps outside their own warp group's span (found on the H200)
+    table = _table(slots=8, ctas=1, wgs=1)
+    start = 1_795_672_232_090_896_480
+    (sl,) = slices(_buffer(table, {(0, 0): [(4, 2, 0), (5000, 3, 0)]}, start=start), table)
+    times = [s.ns for s in sl.stamps]
+    assert all(isinstance(t, int) for t in times)
+    assert sl.start_ns < times[0] < times[1] < sl.end_ns
+    assert times[1] - sl.start_ns == 5000 // GHZ
 
 
 def test_chrome_trace_schema():
