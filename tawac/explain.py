@@ -26,13 +26,10 @@ from tawac.dialects import aref, hopper, tile
 from tawac.dialects.schedule import Schedule
 from tawac.options import PipelineOptions
 from tawac.schedule import loop_plan
-from tawac.schedule.model import aref_name, loop_lanes
+from tawac.schedule.model import TIMELINE_ITERATIONS, aref_name, loop_lanes
 from tawac.schedule.simulate import Dep, Lane, Step, simulate
 from tawac.target import HOPPER
 from tawac.timeline import render_svg
-
-#: Iterations the timeline simulates (the picture shows 3 of its steady state).
-TIMELINE_ITERATIONS = 24
 
 
 def _kernel(module: ModuleOp) -> tile.KernelOp:
