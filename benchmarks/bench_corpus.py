@@ -86,34 +86,18 @@ def sm_clock_ghz() -> float:
 
 def model_intervals(src: Path, params, options) -> list[float]:
     """The model's steady-state interval (cycles) of each of the consumer's main loops,
-    in order (`tawac explain --timeline` shows the first)."""
+    in order (`tawac.schedule.model.model_intervals`; `tawac explain --timeline` shows
+    the first)."""
     from tawac import schedule
-    from tawac.analysis.loops import main_loops
     from tawac.compiler import run_pipeline
-    from tawac.diagnostics import CompileError
-    from tawac.dialects import aref
     from tawac.driver import parse_source
-    from tawac.explain import TIMELINE_ITERATIONS, _kernel
-    from tawac.schedule.model import loop_lanes
-    from tawac.schedule.simulate import simulate
+    from tawac.explain import _kernel
+    from tawac.schedule import model
 
     module = parse_source(src, params=params)
     kernel = _kernel(module)
     run_pipeline(module, options.pipeline(stop="pipeline"))
-    plan = schedule.of(kernel)
-    consumers = [
-        p
-        for p in kernel.body.block.ops
-        if isinstance(p, aref.PartitionOp) and p.role.data == "consumer"
-    ]
-    n = len(main_loops(consumers[0])) if consumers else 0
-    out = []
-    for k in range(n):
-        try:
-            out.append(simulate(loop_lanes(kernel, plan, k), TIMELINE_ITERATIONS).ii)
-        except CompileError:
-            break
-    return out
+    return model.model_intervals(kernel, schedule.of(kernel))
 
 
 def parse_config(text: str) -> tuple[str, dict[str, Any]]:

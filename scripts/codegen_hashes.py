@@ -8,7 +8,8 @@ generation.
 The kernels: examples/*.mlir, tests/data/*.mlir and tests/data/variants/*.mlir, the 24
 instances of the attention template and the 8 GEMM tile configurations of
 tests/test_tile_configs.py; each under the default options and ten variations (clusters,
-four stages, no TMA stores, ...), and the examples also under the solver planner.
+four stages, no TMA stores, ...), and the examples also under the solver and auto
+planners.
 A kernel that fails to compile hashes its error message (so a new failure is a change).
 `--check` compares the combinations of the old file; those added since (a new example or
 test kernel) are listed as new.
@@ -44,6 +45,7 @@ OPTION_SETS: dict[str, dict] = {
 EXAMPLE_OPTION_SETS: dict[str, dict] = {
     "solver": {"schedule": "solver"},
     "solver-no-persistent": {"schedule": "solver", "persistent": False},
+    "auto": {"schedule": "auto"},
 }
 
 

@@ -26,13 +26,10 @@ from tawac.dialects import aref, hopper, tile
 from tawac.dialects.schedule import Schedule
 from tawac.options import PipelineOptions
 from tawac.schedule import loop_plan
-from tawac.schedule.model import aref_name, loop_lanes
+from tawac.schedule.model import TIMELINE_ITERATIONS, aref_name, loop_lanes
 from tawac.schedule.simulate import Dep, Lane, Step, simulate
 from tawac.target import HOPPER
 from tawac.timeline import render_svg
-
-#: Iterations the timeline simulates (the picture shows 3 of its steady state).
-TIMELINE_ITERATIONS = 24
 
 
 def _kernel(module: ModuleOp) -> tile.KernelOp:
@@ -259,6 +256,28 @@ def _timeline(kernel: tile.KernelOp, plan: Schedule) -> dict[str, Any]:
     }
 
 
+def planner_text(info: dict[str, Any]) -> str:
+    """The planner, and with the auto planner whose schedule it took and why:
+    `auto -> solver (model: 21.7% faster; its error 10.0%)`."""
+    auto = info.get("auto")
+    if auto is None:
+        return info["planner"]
+    if auto["rule"] == "only":
+        why = f"{auto['failed']} proposed nothing: {auto['why']}"
+    elif auto["rule"] == "model":
+        why = f"model: {auto['margin']:.1f}% faster; its error {auto['error']:.1f}%"
+    elif auto["margin"] is None:
+        why = f"preferred for {auto['kind']} loops; model: no loop priced"
+    elif auto["faster"] is None:
+        why = f"preferred for {auto['kind']} loops; model: a tie"
+    else:
+        why = (
+            f"preferred for {auto['kind']} loops; model: {auto['faster']} {auto['margin']:.1f}% "
+            f"faster, within its error {auto['error']:.1f}%"
+        )
+    return f"{info['planner']} -> {auto['chosen']} ({why})"
+
+
 def timeline_svg(info: dict[str, Any]) -> str:
     """The picture of `explain_module(..., timeline=True)`'s timeline (SVG text)."""
     tl = simulate(timeline_lanes(info), TIMELINE_ITERATIONS)
@@ -271,7 +290,7 @@ def timeline_svg(info: dict[str, Any]) -> str:
     )
     title = (
         f"@{info['kernel']}: steady state of the main loops "
-        f"(planner {info['planner']}, simulated II {tl.ii:,.0f} cycles{found})"
+        f"(planner {planner_text(info)}, simulated II {tl.ii:,.0f} cycles{found})"
     )
     return render_svg(tl, title=title)
 
@@ -321,6 +340,8 @@ def explain_module(
             "regions": _smem_map(kernel, arefs),
         },
     }
+    if plan.auto is not None:
+        info["auto"] = dataclasses.asdict(plan.auto)
     if plan.cluster_axis is not None:
         info["cluster"] = _cluster(plan)
     if plan.stores:
@@ -381,7 +402,7 @@ def render(info: dict[str, Any], console) -> None:
             f"cluster: {cx}x{cy}, {cluster['pairs']}; each CTA loads 1/{cluster['ctas']} of "
             f"the rows of the {', '.join(shared) or 'no'} {tiles} and multicasts them to all"
         )
-    lines.append(f"planner: {info['planner']}")
+    lines.append(f"planner: {planner_text(info)}")
     solved = info.get("solve")
     if solved is not None:
         text = (

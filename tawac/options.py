@@ -26,7 +26,7 @@ from tawac.target.hopper import HOPPER
 # minutes is a bug, reported as one.
 DEFAULT_TIME_LIMIT = 300.0
 
-#: The environment variable naming the default planner ("heuristic" or "solver") of
+#: The environment variable naming the default planner ("heuristic", "solver" or "auto") of
 #: `tawac compile`, `run`, `explain` and `compile_file`: a CI pipeline or a test run
 #: switches every compilation to the solver without touching each call.
 SCHEDULE_ENV = "TAWAC_SCHEDULE"
@@ -144,9 +144,11 @@ KNOBS: tuple[Knob, ...] = (
         "schedule",
         str,
         "heuristic",
-        "who decides the schedule: measured rules, or the constraint solver (Twill; needs "
-        f"tawac[solver]); ${SCHEDULE_ENV} sets the default",
-        choices=("heuristic", "solver"),
+        "who decides the schedule: measured rules, the constraint solver (Twill; needs "
+        "tawac[solver]), or auto: both propose and the cost model picks (within its "
+        f"error, the target's preference for the kind of loop); ${SCHEDULE_ENV} sets the "
+        "default",
+        choices=("heuristic", "solver", "auto"),
         env=SCHEDULE_ENV,
     ),
     Knob(

@@ -106,7 +106,10 @@ def test_every_knob_is_a_flag(command):
         ({"stages": -1}, "pipeline: stages must be >= 0, got -1"),
         ({"mma_depth": -1}, "pipeline: mma-depth must be >= 0, got -1"),
         ({"cluster": "3x1"}, "plan: cluster must be one of 1x1, 2x1, 1x2, got '3x1'"),
-        ({"schedule": "magic"}, "plan: schedule must be one of heuristic, solver, got 'magic'"),
+        (
+            {"schedule": "magic"},
+            "plan: schedule must be one of heuristic, solver, auto, got 'magic'",
+        ),
         ({"persistent": 1}, "plan: persistent must be true or false, got 1"),
         ({"stages": True}, "pipeline: stages must be an integer, got true"),
         ({"cluster": 2}, "plan: cluster must be a string, got 2"),

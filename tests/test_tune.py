@@ -125,7 +125,7 @@ def test_space_values():
         (["stages=3,4,3"], "--space stages: value 3 given twice"),
         (["persistent=true,1"], "--space persistent: value true given twice"),
         (["persistent=yes"], "--space persistent: expected true, false, 1 or 0, got 'yes'"),
-        (["schedule=greedy"], "--space schedule: expected heuristic, solver, got 'greedy'"),
+        (["schedule=greedy"], "--space schedule: expected heuristic, solver, auto, got 'greedy'"),
         (["stage=3"], "--space stage: not a pipeline option (schedule, stages, mma-depth"),
         (["block_n=64"], "parameter names are upper case"),
         (["stages=1234567890123"], "expected an integer"),

@@ -10,6 +10,7 @@ decides nothing:
 - `grid`: the grid of programs the stores imply;
 - `stores`: the stores that may be staged through shared memory for TMA;
 - `args`: the kernel arguments read and written.
+- `kinds`: what kind of work a consumer main loop does (gemm, attention, ...).
 
 Analyses sit above the dialects and below the schedule (planners, cost model), the
 passes and the backend (docs/design.md, "Layers").

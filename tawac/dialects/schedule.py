@@ -44,6 +44,11 @@ solver) can write a schedule by hand. The fields:
   that a deeper aref ring fits), `rings` (the staging tile reuses the aref rings once
   every consumer warp group has left its main loop) or `registers` (straight from
   registers, predicated global stores);
+- `auto`: with the auto planner, whose schedule the kernel got and why (`AutoInfo`):
+  `solver model margin 12.3 error 10.0` (the cost model prices it 12.3% cheaper, at
+  least its 10% error), `heuristic preferred gemm faster solver margin 3.1 error 10.0`
+  (a margin within the model's error: the target's preferred planner for the kind of
+  loop), `heuristic only failed solver "..."` (the other planner proposed nothing);
 - `solve`: with the solver planner, the main loop's initiation interval (cycles), whether
   it is proven optimal, the proven lower bound, and whose schedule was kept;
 - `smem_bytes`: the CTA's dynamic shared memory, the end of the shared-memory plan
@@ -174,6 +179,32 @@ class SolveInfo:
     "heuristic" when the heuristic's simulated at least as fast in the timeline model."""
 
 
+#: Why the auto planner took a schedule (`AutoInfo.rule`).
+AUTO_RULES = ("model", "preferred", "only")
+
+
+@dataclass(frozen=True)
+class AutoInfo:
+    """How the auto planner chose (`tawac.schedule.auto`): the kernel got the schedule of
+    planner `chosen` by `rule`: "model" (the cost model prices it cheaper by at least the
+    model's error), "preferred" (the margin is within the model's error, or nothing was
+    priced: the target's preferred planner for the `kind` of the consumer main loop,
+    `tawac.analysis.kinds`), "only" (the planner `failed` proposed no schedule, for the
+    reason `why`)."""
+
+    chosen: str
+    rule: str
+    kind: str | None = None
+    faster: str | None = None
+    """The planner whose schedule the model prices cheaper (None: a tie, or unpriced)."""
+    margin: float | None = None
+    """By how much, in percent of the dearer schedule's price, to one decimal."""
+    error: float | None = None
+    """The model's error the margin was held against, in percent."""
+    failed: str | None = None
+    why: str | None = None
+
+
 @dataclass(frozen=True)
 class Schedule:
     """The decisions for one kernel (see the module docstring); empty fields are
@@ -190,6 +221,7 @@ class Schedule:
     smem_bytes: int | None = None
     planner: str | None = field(default=None, compare=False)
     solve: SolveInfo | None = field(default=None, compare=False)
+    auto: AutoInfo | None = field(default=None, compare=False)
 
     @property
     def persistent(self) -> bool:
@@ -338,6 +370,28 @@ def _parse_solve(parser: AttrParser) -> SolveInfo:
     return SolveInfo(interval, status, bound, kept)
 
 
+def _parse_auto(parser: AttrParser) -> AutoInfo:
+    chosen = parser.parse_identifier(" (a planner)")
+    pos = parser.pos
+    rule = parser.parse_identifier(f" ({', '.join(AUTO_RULES)})")
+    if rule not in AUTO_RULES:
+        parser.raise_error(f"expected one of {', '.join(AUTO_RULES)}", pos, parser.pos)
+    kind = parser.parse_identifier(" (a kind of loop)") if rule == "preferred" else None
+    faster = chosen if rule == "model" else None
+    if parser.parse_optional_keyword("faster") is not None:
+        faster = parser.parse_identifier(" (a planner)")
+    margin = error = None
+    if parser.parse_optional_keyword("margin") is not None:
+        margin = parser.parse_float()
+    if parser.parse_optional_keyword("error") is not None:
+        error = parser.parse_float()
+    failed = why = None
+    if parser.parse_optional_keyword("failed") is not None:
+        failed = parser.parse_identifier(" (a planner)")
+        why = parser.parse_str_literal(" (why it proposed nothing)")
+    return AutoInfo(chosen, rule, kind, faster, margin, error, failed, why)
+
+
 def _parse_tiles(parser: AttrParser) -> tuple[str, int | str]:
     pos = parser.pos
     kind = parser.parse_identifier(" (a tile order)")
@@ -362,6 +416,7 @@ _FIELDS = {
     "smem_bytes": _int,
     "planner": lambda p: p.parse_identifier(" (a planner)"),
     "solve": _parse_solve,
+    "auto": _parse_auto,
 }
 
 
@@ -369,12 +424,17 @@ def _role_text(r: RolePlan) -> str:
     return f"{r.role} wg {r.warp_groups}" + (f" regs {r.regs}" if r.regs else "")
 
 
+def _quoted(text: str) -> str:
+    """`text` as a string literal."""
+    return '"' + text.replace("\\", "\\\\").replace('"', '\\"') + '"'
+
+
 def _name_text(name: str) -> str:
     """A name as the schedule prints it: bare where it is an identifier, else quoted."""
     bare = name[:1].isalpha() or name[:1] == "_"
     if bare and all(c.isalnum() or c in "_$." for c in name):
         return name
-    return '"' + name.replace("\\", "\\\\").replace('"', '\\"') + '"'
+    return _quoted(name)
 
 
 def _aref_text(a: ArefPlan) -> str:
@@ -393,6 +453,19 @@ def _loop_text(lp: LoopPlan) -> str:
             items.append(f"{o.index} {o.op}" + (f" stage {o.stage}" if o.stage else ""))
     ops = ", ".join(items)
     return f"{lp.role} {lp.loop}" + (" expanded" if lp.expanded else "") + f": [{ops}]"
+
+
+def _auto_text(a: AutoInfo) -> str:
+    text = f"{a.chosen} {a.rule}" + (f" {a.kind}" if a.rule == "preferred" else "")
+    if a.faster is not None and a.rule != "model":
+        text += f" faster {a.faster}"
+    if a.margin is not None:
+        text += f" margin {a.margin:.1f}"
+    if a.error is not None:
+        text += f" error {a.error:.1f}"
+    if a.failed is not None:
+        text += f" failed {a.failed} {_quoted(a.why or '')}"
+    return text
 
 
 def _store_text(st: StorePlan) -> str:
@@ -429,6 +502,8 @@ class ScheduleAttr(Data[Schedule]):
         parts: list[str] = []
         if s.planner is not None:
             parts.append(f"planner = {s.planner}")
+        if s.auto is not None:
+            parts.append(f"auto = {_auto_text(s.auto)}")
         if s.solve is not None:
             v = s.solve
             text = f"solve = interval {v.interval} {v.status} bound {v.bound}"

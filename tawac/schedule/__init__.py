@@ -1,8 +1,9 @@
 """Schedule decisions as data: the kernel's `#tawac.schedule` (`of`, `update`,
-`loop_plan`), the planners that decide it (`planner`, `solver`) and the rules and checks
-they share (`waits`, `staging`, `check`), the steady state of the main loops as timeline
-lanes (`model`), the simulator that runs them on the cost model (`simulate`, on `cost`)
-and the shared-memory plan (`smem`). The IR facts they read are `tawac.analysis`'s."""
+`loop_plan`), the planners that decide it (`planner`, `solver`, and `auto`, which has
+both propose and the cost model pick) and the rules and checks they share (`waits`,
+`staging`, `check`), the steady state of the main loops as timeline lanes (`model`), the
+simulator that runs them on the cost model (`simulate`, on `cost`) and the shared-memory
+plan (`smem`). The IR facts they read are `tawac.analysis`'s."""
 
 from __future__ import annotations
 

@@ -34,6 +34,10 @@ streaming loops):
 - the tensor core, TMA, MUFU, FMA and shuffle units are per SM: the simulator shares them
   between the lanes (two consumer warp groups' dots queue on one tensor core).
 
+`model_intervals(kernel, plan)` simulates them (`TIMELINE_ITERATIONS` iterations) and
+returns each consumer main loop's steady-state interval: the model's price of a schedule
+(the `auto` planner's, the corpus benchmark's prediction).
+
 Not modelled: ops outside the main loops (prologue, epilogue, the persistent tile loop),
 scalar index math, the ping-pong turns of `pingpong` (the consumer warp groups are drawn
 splitting the rows of one tile), L2 misses and TMA bandwidth with several copies in
@@ -51,7 +55,11 @@ from tawac.dialects import aref, tile
 from tawac.dialects.schedule import LoopPlan, Schedule
 from tawac.schedule import loop_plan
 from tawac.schedule.cost import op_cost
-from tawac.schedule.simulate import Dep, Lane, Step
+from tawac.schedule.simulate import Dep, Lane, Step, simulate
+
+#: Iterations the timeline model simulates of a main loop to find its steady state
+#: (`tawac explain --timeline` draws 3 of them).
+TIMELINE_ITERATIONS = 24
 
 _SHORT = {"scf.if": "if", "tile.reduce": "reduce"}
 _PART_NAMES = {"tile.reduce": ("fold", "shfl")}
@@ -173,12 +181,17 @@ class _Body:
         return [i for i, o in enumerate(self.ops) if isinstance(o, kind) and o.operands[0] == r]
 
 
-def _streaming_loop(kernel: tile.KernelOp, role: str, k: int = 0) -> scf.ForOp | None:
+def role_loops(kernel: tile.KernelOp, role: str) -> list[scf.ForOp]:
+    """The main loops of the kernel's first partition of `role` (none without one)."""
     for part in kernel.body.block.ops:
         if isinstance(part, aref.PartitionOp) and part.role.data == role:
-            loops = main_loops(part)
-            return loops[k] if k < len(loops) else None
-    return None
+            return main_loops(part)
+    return []
+
+
+def _streaming_loop(kernel: tile.KernelOp, role: str, k: int = 0) -> scf.ForOp | None:
+    loops = role_loops(kernel, role)
+    return loops[k] if k < len(loops) else None
 
 
 def loop_lanes(kernel: tile.KernelOp, plan: Schedule, k: int = 0) -> list[Lane]:
@@ -275,3 +288,20 @@ def loop_lanes(kernel: tile.KernelOp, plan: Schedule, k: int = 0) -> list[Lane]:
     lanes = [lane("producer", "producer", producer)] if producer is not None else []
     lanes += [lane(name, "consumer", consumer) for name in names]
     return lanes
+
+
+def model_intervals(
+    kernel: tile.KernelOp, plan: Schedule, iterations: int = TIMELINE_ITERATIONS
+) -> list[float]:
+    """The timeline model's steady-state interval (cycles per iteration, `simulate`'s
+    `ii`) of each of the consumer's main loops under `plan`, in order, up to the first
+    one the model cannot build (`loop_lanes`'s error: a loop schedule that does not fit
+    its body); `tawac explain --timeline` draws the first."""
+    out = []
+    for k in range(len(role_loops(kernel, "consumer"))):
+        try:
+            lanes = loop_lanes(kernel, plan, k)
+        except CompileError:
+            break
+        out.append(simulate(lanes, iterations).ii)
+    return out

@@ -7,8 +7,9 @@ main loops, consumer turns, the thread block cluster and its multicast operands
 (`tawac.schedule.cluster`), and the persistent tile order and grid. The `plan` pass
 records it on the kernel; every pass after it applies its part and decides nothing.
 
-`HeuristicPlanner` holds the rules tawac has measured (docs/perf.md); a solver planner
-(Twill) implements the same interface.
+`HeuristicPlanner` holds the rules tawac has measured (docs/perf.md); the solver planner
+(Twill, `tawac.schedule.solver`) and the auto planner (`tawac.schedule.auto`: both
+propose, the cost model picks) implement the same interface.
 """
 
 from __future__ import annotations

@@ -1,17 +1,19 @@
 """The planners by name (the `schedule` knob: `plan{schedule=...}`, `--schedule`): the
-measured rules (`tawac.schedule.planner.HeuristicPlanner`) and Twill's constraint solver
+measured rules (`tawac.schedule.planner.HeuristicPlanner`), Twill's constraint solver
 (`tawac.schedule.solver.SolverPlanner`, imported on first use: it needs OR-Tools only
-when it solves)."""
+when it solves) and the auto planner, which has both propose and the cost model pick
+(`tawac.schedule.auto.AutoPlanner`)."""
 
 from __future__ import annotations
 
 from tawac.diagnostics import CompileError
+from tawac.schedule.auto import AutoPlanner
 from tawac.schedule.planner import HeuristicPlanner, Planner
 
-PLANNERS: dict[str, Planner] = {"heuristic": HeuristicPlanner()}
+PLANNERS: dict[str, Planner] = {"heuristic": HeuristicPlanner(), "auto": AutoPlanner()}
 
-#: Every planner's name, those made on first use included.
-NAMES = ("heuristic", "solver")
+#: Every planner's name, those made on first use included (the `schedule` knob's choices).
+NAMES = ("heuristic", "solver", "auto")
 
 
 def get_planner(name: str) -> Planner:

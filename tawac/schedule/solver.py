@@ -67,9 +67,9 @@ from tawac.dialects import aref, tile
 from tawac.dialects.schedule import ArefPlan, LoopPlan, OpPlan, Schedule, SolveInfo
 from tawac.options import PipelineOptions
 from tawac.schedule import modulo
-from tawac.schedule.model import loop_lanes
+from tawac.schedule.model import loop_lanes, model_intervals
 from tawac.schedule.planner import HeuristicPlanner, fits_registers, register_budgets
-from tawac.schedule.simulate import Lane, simulate
+from tawac.schedule.simulate import Lane
 from tawac.schedule.smem import kernel_plan
 from tawac.target import HOPPER
 
@@ -553,11 +553,10 @@ def _choose(
 
 
 def _simulated(kernel: tile.KernelOp, plan: Schedule) -> float | None:
-    """The steady state's interval of `plan` in the timeline model (None: no loop)."""
-    try:
-        return simulate(loop_lanes(kernel, plan)).ii
-    except CompileError:
-        return None
+    """The steady state's interval of `plan`'s main loop 0 in the timeline model (None:
+    no loop)."""
+    intervals = model_intervals(kernel, plan)
+    return intervals[0] if intervals else None
 
 
 class SolverPlanner:

@@ -111,6 +111,23 @@ class Target:
     #: warp groups (`contended`: one op at a time per SM; the others: per warp group).
     contended_units: tuple[str, ...] = ("tensor", "tma", "mufu", "fma", "shfl")
     units: tuple[str, ...] = ("tensor", "tma", "mufu", "fma", "shfl", "sync", "alu")
+    #: The cost model's measured median error, relative: the median over the corpus's
+    #: main loops of |predicted / measured - 1| of the timeline model's steady-state
+    #: interval (`benchmarks/bench_corpus.py`). A margin the model predicts between two
+    #: schedules below it is within its noise: the `auto` planner then goes by
+    #: `planner_preference`. 0.10 until the calibration (docs/design.md, issue 20) sets it.
+    model_error: float = 0.10
+    #: Per kind of consumer main loop (`tawac.analysis.kinds.KINDS`), the planner whose
+    #: schedules measured faster: what the `auto` planner picks when the model's margin is
+    #: within `model_error`. Every kind the heuristic's until the corpus is measured under
+    #: both planners.
+    planner_preference: tuple[tuple[str, str], ...] = (
+        ("gemm", "heuristic"),
+        ("attention", "heuristic"),
+        ("chained", "heuristic"),
+        ("elementwise", "heuristic"),
+        ("other", "heuristic"),
+    )
 
     @property
     def arch(self) -> str:
@@ -126,6 +143,13 @@ class Target:
         found = next((c for c in self.costs if c.op == op), None)
         if found is None:
             raise KeyError(f"no cost for '{op}' in the {self.name} target model")
+        return found
+
+    def preferred_planner(self, kind: str) -> str:
+        """The planner `planner_preference` names for consumer main loops of `kind`."""
+        found = next((p for k, p in self.planner_preference if k == kind), None)
+        if found is None:
+            raise KeyError(f"no planner preference for '{kind}' loops in the {self.name} model")
         return found
 
     def register_cap(self, warp_groups: int) -> int:

@@ -10,7 +10,7 @@
 // COOP: schedule-missing.mlir:[[# @LINE + 4]]:1: error: cooperative-consumers: the kernel has no #tawac.schedule
 // The register budgets are part of the schedule, applied with the roles.
 // AREF: error: lower-aref: the producer partition has no register budget; apply the schedule's roles first (plan, cooperative-consumers)
-// PLANNER: error: unknown planner 'magic' (known: heuristic, solver)
+// PLANNER: error: unknown planner 'magic' (known: heuristic, solver, auto)
 tile.kernel @gemm(%a: !tile.tensor<?x?xbf16>, %b: !tile.tensor<?x?xbf16>, %c: !tile.tensor<?x?xbf16>) {
   %c0 = arith.constant 0 : index
   %c64 = arith.constant 64 : index

@@ -1,0 +1,143 @@
+"""The auto planner (`--schedule auto`): both planners propose, the cost model picks, and
+where it cannot tell them apart, the target's measured preference decides.
+
+`AutoPlanner.plan`:
+
+1. Proposals: the heuristic's schedule (`HeuristicPlanner.plan`) and the solver's own
+   (`SolverPlanner.propose`: before the solver planner's arbitration, which this
+   replaces), each completed and checked as the `plan` pass does (`complete`, `check`).
+   A planner that raises a `CompileError` (the solver without OR-Tools, or finding no
+   schedule; a proposal the kernel cannot realize) proposes nothing, and the other's
+   schedule is taken (rule `only`, with the error). The heuristic's planning error is
+   the kernel's: the solver starts from the heuristic's decisions.
+2. Prices (`cost`): the sum over the consumer's main loops of the timeline model's
+   steady-state interval (`tawac.schedule.model.model_intervals`).
+3. The choice (`choose`): the cheaper proposal where its margin, (slow - fast) / slow in
+   percent to one decimal, is at least the target's `model_error` (rule `model`);
+   otherwise (a margin within the model's error, a tie, or nothing priced) the target's
+   `preferred_planner` for the kind of the kernel's consumer main loop
+   (`tawac.analysis.kinds`; rule `preferred`).
+
+The schedule chosen is recorded with `planner = auto` and the decision as its `auto`
+field (`tawac.dialects.schedule.AutoInfo`); a chosen solver schedule keeps its `solve`.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+
+from tawac.analysis.kinds import kernel_kind
+from tawac.diagnostics import CompileError
+from tawac.dialects import tile
+from tawac.dialects.schedule import AutoInfo, Schedule
+from tawac.options import PipelineOptions
+from tawac.schedule.check import check
+from tawac.schedule.model import model_intervals, role_loops
+from tawac.schedule.planner import HeuristicPlanner, complete
+from tawac.target import HOPPER, Target
+
+
+@dataclasses.dataclass(frozen=True)
+class Proposal:
+    """A planner's schedule for the kernel, completed and checked, with the model's
+    price in cycles (`cost`; None: not priced)."""
+
+    planner: str
+    schedule: Schedule
+    cost: float | None
+
+
+def cost(kernel: tile.KernelOp, s: Schedule) -> float | None:
+    """The model's price of `s`: the sum over the consumer's main loops of the timeline
+    model's steady-state interval (cycles); None where the kernel has no consumer main
+    loop or the model cannot build one of them."""
+    intervals = model_intervals(kernel, s)
+    if not intervals or len(intervals) < len(role_loops(kernel, "consumer")):
+        return None
+    return sum(intervals)
+
+
+def margin(fast: float | None, slow: float | None) -> float | None:
+    """How much cheaper `fast` is than `slow`, in percent of `slow`, to one decimal; None
+    where either is not priced."""
+    if fast is None or slow is None or slow <= 0:
+        return None
+    return round(100 * (slow - fast) / slow, 1)
+
+
+def choose(
+    proposals: list[Proposal],
+    kind: str,
+    target: Target = HOPPER,
+    failed: tuple[str, CompileError] | None = None,
+) -> tuple[Proposal, AutoInfo]:
+    """Of two proposals, the one the kernel gets and why (the module docstring, 3.); of
+    one, that one, the other planner having `failed` (its name and error)."""
+    if len(proposals) == 1:
+        name, err = failed if failed is not None else (None, None)
+        why = " ".join(err.message.split()) if err is not None else None
+        return proposals[0], AutoInfo(proposals[0].planner, "only", failed=name, why=why)
+    fast, slow = sorted(proposals, key=lambda p: math.inf if p.cost is None else p.cost)
+    m = margin(fast.cost, slow.cost)
+    error = round(100 * target.model_error, 1)
+    if m is not None and m > 0 and m >= error:
+        return fast, AutoInfo(fast.planner, "model", faster=fast.planner, margin=m, error=error)
+    preferred = target.preferred_planner(kind)
+    pick = next((p for p in proposals if p.planner == preferred), None)
+    if pick is None:
+        raise CompileError(
+            f"plan: the target prefers the planner '{preferred}' for {kind} loops, which "
+            f"is not one of the proposals ({', '.join(p.planner for p in proposals)})"
+        )
+    info = AutoInfo(
+        pick.planner,
+        "preferred",
+        kind=kind,
+        faster=fast.planner if m else None,
+        margin=m,
+        error=error if m is not None else None,
+    )
+    return pick, info
+
+
+class AutoPlanner:
+    """Both planners propose, the model picks (module docstring). `target`: the model's
+    error and the preferences; `time_limit`: the solver's (its default if None)."""
+
+    name = "auto"
+
+    def __init__(self, target: Target = HOPPER, time_limit: float | None = None):
+        self.target = target
+        self.time_limit = time_limit
+
+    def plan(self, kernel: tile.KernelOp, options: PipelineOptions) -> Schedule:
+        base = HeuristicPlanner().plan(kernel, options)
+        drafts = (
+            ("heuristic", lambda: base),
+            ("solver", lambda: self._solver().propose(kernel, options, base)),
+        )
+        proposals: list[Proposal] = []
+        failures: list[tuple[str, CompileError]] = []
+        for name, propose in drafts:
+            try:
+                s = complete(kernel, propose(), options)
+                check(kernel, s)
+            except CompileError as err:
+                failures.append((name, err))
+                continue
+            proposals.append(Proposal(name, s, cost(kernel, s)))
+        if not proposals:
+            raise failures[0][1]
+        failed = failures[0] if failures else None
+        chosen, info = choose(proposals, kernel_kind(kernel), self.target, failed)
+        return dataclasses.replace(chosen.schedule, planner=self.name, auto=info)
+
+    def _solver(self):
+        """The solver planner (imported on first use, as the registry does)."""
+        from tawac.schedule.solver import TIME_LIMIT, SolverPlanner
+
+        return SolverPlanner(self.time_limit if self.time_limit is not None else TIME_LIMIT)
+
+
+__all__ = ["AutoPlanner", "Proposal", "choose", "cost", "margin"]

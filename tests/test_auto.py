@@ -1,0 +1,300 @@
+"""The auto planner (`--schedule auto`): the kinds of loop its fallback is kept by, the
+choice between the two planners' proposals (the model's where its margin is at least its
+error, else the target's preference), the decision recorded in `#tawac.schedule` and
+shown by `tawac explain`, and what happens when a planner proposes nothing."""
+
+from __future__ import annotations
+
+import dataclasses
+import io
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from xdsl.printer import Printer
+
+from tawac import schedule
+from tawac.analysis.kinds import KINDS, kernel_kind
+from tawac.diagnostics import CompileError
+from tawac.dialects import tile
+from tawac.dialects.schedule import AutoInfo, Schedule
+from tawac.driver import parse_text, run_pipeline
+from tawac.explain import explain_module, planner_text
+from tawac.options import PipelineOptions, knob
+from tawac.parser import parse_file
+from tawac.schedule import auto, registry, solver
+from tawac.schedule.auto import AutoPlanner, Proposal, choose
+from tawac.schedule.model import model_intervals
+from tawac.schedule.planner import complete
+from tawac.target import HOPPER
+
+REPO = Path(__file__).resolve().parent.parent
+EXAMPLES = REPO / "examples"
+
+
+def _kernel(path: Path, passes: str = "warp-specialize") -> tile.KernelOp:
+    module = parse_file(path)
+    run_pipeline(module, passes)
+    return next(o for o in module.walk() if isinstance(o, tile.KernelOp))
+
+
+def _priced(monkeypatch, heuristic: float | None, solver_cost: float | None) -> None:
+    """The model prices the heuristic's proposal `heuristic` cycles and the solver's
+    `solver_cost` (whatever the schedules are)."""
+    costs = {"heuristic": heuristic, "solver": solver_cost}
+    monkeypatch.setattr(auto, "cost", lambda kernel, s: costs[s.planner])
+
+
+def _auto(path: Path = EXAMPLES / "gemm.mlir", **target) -> Schedule:
+    planner = AutoPlanner(dataclasses.replace(HOPPER, **target))
+    return planner.plan(_kernel(path), PipelineOptions(schedule="auto"))
+
+
+# -- kinds and the target's preference -----------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "path,kind",
+    [
+        (EXAMPLES / "gemm.mlir", "gemm"),
+        (EXAMPLES / "gemm_fp8.mlir", "gemm"),
+        (REPO / "tests/data/variants/two_dots_per_step_relu.mlir", "gemm"),
+        (REPO / "tests/data/variants/two_accumulators.mlir", "gemm"),
+        (REPO / "tests/data/chained_gemm.mlir", "gemm"),  # the second dot is after the loop
+        (EXAMPLES / "attention.mlir", "attention"),
+        (EXAMPLES / "attention_causal_d64.mlir", "attention"),
+        (REPO / "tests/data/attention_bias.mlir", "attention"),
+        (REPO / "corpus/mlp_b2b.mlir", "chained"),
+        (REPO / "tests/data/single_k_tile.mlir", "other"),  # no main loop
+    ],
+    ids=lambda v: v.name if isinstance(v, Path) else v,
+)
+def test_kernel_kind(path, kind):
+    assert kernel_kind(_kernel(path)) == kind
+
+
+def test_every_kind_has_a_preference():
+    """The target names a planner for every kind, a known one; the default model error
+    and preference are the uncalibrated ones (every kind: the heuristic)."""
+    assert [k for k, _ in HOPPER.planner_preference] == list(KINDS)
+    assert {HOPPER.preferred_planner(k) for k in KINDS} == {"heuristic"}
+    assert HOPPER.model_error == 0.10
+    with pytest.raises(KeyError, match="no planner preference for 'sparse'"):
+        HOPPER.preferred_planner("sparse")
+
+
+def test_registry_and_knob(monkeypatch):
+    """`auto` is a planner by name and a value of the `schedule` knob, not its default."""
+    monkeypatch.delenv("TAWAC_SCHEDULE", raising=False)
+    assert registry.NAMES == knob("schedule").choices
+    assert isinstance(registry.get_planner("auto"), AutoPlanner)
+    assert knob("schedule").default == PipelineOptions().schedule == "heuristic"
+    assert "plan{schedule=auto " in PipelineOptions(schedule="auto").pipeline()
+
+
+# -- the choice ----------------------------------------------------------------------------
+
+
+def _two(heuristic: float | None, solver_cost: float | None) -> list[Proposal]:
+    return [
+        Proposal("heuristic", Schedule(planner="heuristic"), heuristic),
+        Proposal("solver", Schedule(planner="solver"), solver_cost),
+    ]
+
+
+def test_choose_the_model_where_the_margin_is_large():
+    chosen, info = choose(_two(1000.0, 800.0), "gemm")
+    assert chosen.planner == "solver"
+    assert info == AutoInfo("solver", "model", faster="solver", margin=20.0, error=10.0)
+    chosen, info = choose(_two(700.0, 1000.0), "attention")
+    assert (chosen.planner, info.rule, info.margin) == ("heuristic", "model", 30.0)
+    # exactly the model's error is enough
+    assert choose(_two(1000.0, 900.0), "gemm")[1].rule == "model"
+
+
+def test_choose_the_preference_within_the_error():
+    chosen, info = choose(_two(1000.0, 950.0), "gemm")
+    assert chosen.planner == "heuristic"
+    assert info == AutoInfo(
+        "heuristic", "preferred", kind="gemm", faster="solver", margin=5.0, error=10.0
+    )
+    prefers_solver = dataclasses.replace(
+        HOPPER, planner_preference=(("gemm", "solver"), ("attention", "heuristic"))
+    )
+    assert choose(_two(950.0, 1000.0), "gemm", prefers_solver)[0].planner == "solver"
+    assert choose(_two(950.0, 1000.0), "attention", prefers_solver)[0].planner == "heuristic"
+    # a smaller model error lets the model decide
+    sharper = dataclasses.replace(HOPPER, model_error=0.04)
+    assert choose(_two(1000.0, 950.0), "gemm", sharper)[1].rule == "model"
+    # a tie, and nothing priced: the preference, saying so
+    _, tie = choose(_two(1000.0, 1000.0), "gemm")
+    assert (tie.rule, tie.faster, tie.margin, tie.error) == ("preferred", None, 0.0, 10.0)
+    _, unpriced = choose(_two(None, None), "other")
+    assert (unpriced.rule, unpriced.margin, unpriced.error) == ("preferred", None, None)
+    _, half = choose(_two(1000.0, None), "gemm")
+    assert (half.rule, half.margin) == ("preferred", None)
+
+
+def test_auto_plans_the_model_choice(monkeypatch):
+    """The planner: the solver's proposal where the model prices it 20% cheaper (the
+    schedule keeps its `solve`), the heuristic's (preferred for gemm) at 5%, and the
+    solver's again at 5% where the target prefers it or its model error is 4%."""
+    _priced(monkeypatch, 1000.0, 800.0)
+    s = _auto()
+    assert s.planner == "auto" and s.auto is not None
+    assert (s.auto.chosen, s.auto.rule, s.auto.margin) == ("solver", "model", 20.0)
+    _priced(monkeypatch, 1000.0, 950.0)
+    s = _auto()
+    assert s.auto == AutoInfo(
+        "heuristic", "preferred", kind="gemm", faster="solver", margin=5.0, error=10.0
+    )
+    assert s.solve is None
+    kernel = _kernel(EXAMPLES / "gemm.mlir")
+    heuristic = registry.get_planner("heuristic").plan(kernel, PipelineOptions())
+    assert s == complete(kernel, heuristic, PipelineOptions())
+    preference = tuple((k, "solver" if k == "gemm" else "heuristic") for k in KINDS)
+    assert _auto(planner_preference=preference).auto.chosen == "solver"
+    assert _auto(model_error=0.04).auto.rule == "model"
+
+
+def test_costs_are_the_model_intervals():
+    """The price of a proposal is the sum of its consumer main loops' simulated steady
+    state (one loop in the GEMM); a kernel without a main loop is not priced."""
+    kernel = _kernel(EXAMPLES / "gemm.mlir")
+    options = PipelineOptions()
+    s = complete(kernel, registry.get_planner("heuristic").plan(kernel, options), options)
+    (ii,) = model_intervals(kernel, s)
+    assert auto.cost(kernel, s) == ii > 0
+    single = _kernel(REPO / "tests/data/single_k_tile.mlir")
+    plain = registry.get_planner("heuristic").plan(single, options)
+    assert auto.cost(single, plain) is None
+
+
+# -- when a planner fails --------------------------------------------------------------------
+
+
+def test_a_failing_solver_leaves_the_heuristic(monkeypatch):
+    """The solver raising (no OR-Tools, no schedule found) or proposing a schedule the
+    kernel cannot realize: auto takes the heuristic's and says why."""
+
+    def missing(self, kernel, options, base=None):
+        raise CompileError("plan: the solver planner needs OR-Tools (pip install 'tawac[solver]')")
+
+    monkeypatch.setattr(solver.SolverPlanner, "propose", missing)
+    s = _auto()
+    assert s.auto == AutoInfo(
+        "heuristic",
+        "only",
+        failed="solver",
+        why="plan: the solver planner needs OR-Tools (pip install 'tawac[solver]')",
+    )
+    assert s.roles and s.planner == "auto"
+
+    def unrealizable(self, kernel, options, base=None):
+        return dataclasses.replace(base, roles=base.roles[:1], planner="solver")
+
+    monkeypatch.setattr(solver.SolverPlanner, "propose", unrealizable)
+    s = _auto()
+    assert (s.auto.chosen, s.auto.rule, s.auto.failed) == ("heuristic", "only", "solver")
+    assert "are not the kernel's partitions" in s.auto.why
+
+
+def test_a_failing_heuristic_is_the_kernels_error():
+    """The solver starts from the heuristic's decisions: an error of the heuristic's is
+    the error of the compilation."""
+    module = parse_file(EXAMPLES / "gemm.mlir")
+    kernel = next(o for o in module.walk() if isinstance(o, tile.KernelOp))
+    with pytest.raises(CompileError, match="run warp-specialize first"):
+        AutoPlanner().plan(kernel, PipelineOptions(schedule="auto"))
+
+
+# -- the record ------------------------------------------------------------------------------
+
+
+def _printed(kernel: tile.KernelOp) -> str:
+    buf = io.StringIO()
+    Printer(stream=buf).print_op(kernel.parent_op())
+    return buf.getvalue()
+
+
+@pytest.mark.parametrize(
+    "info",
+    [
+        AutoInfo("solver", "model", faster="solver", margin=21.7, error=10.0),
+        AutoInfo("heuristic", "preferred", kind="gemm", faster="solver", margin=3.1, error=10.0),
+        AutoInfo("heuristic", "preferred", kind="gemm", margin=0.0, error=10.0),
+        AutoInfo("heuristic", "preferred", kind="other"),
+        AutoInfo("heuristic", "only", failed="solver", why='plan: no "schedule" \\ found'),
+    ],
+    ids=lambda i: i.rule,
+)
+def test_the_decision_round_trips(info):
+    """`auto = ...` prints and parses back, and prints the same again."""
+    kernel = _kernel(EXAMPLES / "gemm.mlir", "warp-specialize,plan")
+    plan = dataclasses.replace(schedule.of(kernel), planner="auto", auto=info)
+    schedule.record(kernel, plan)
+    text = _printed(kernel)
+    assert "#tawac.schedule<planner = auto, auto = " in text
+    again = parse_text(text, "<test>")
+    k2 = next(o for o in again.walk() if isinstance(o, tile.KernelOp))
+    assert schedule.of(k2).auto == info
+    assert schedule.of(k2) == plan
+    assert _printed(k2) == text
+
+
+def test_other_planners_print_no_decision():
+    kernel = _kernel(EXAMPLES / "gemm.mlir", "warp-specialize,plan")
+    assert schedule.of(kernel).auto is None
+    assert "auto =" not in _printed(kernel)
+
+
+@pytest.mark.parametrize(
+    "text,message",
+    [
+        ("auto = solver maybe", "expected one of model, preferred, only"),
+        ("auto = heuristic preferred", "a kind of loop"),
+        ("auto = solver model margin 3", "float"),
+    ],
+)
+def test_bad_decisions_are_parse_errors(text, message):
+    kernel = _kernel(EXAMPLES / "gemm.mlir", "warp-specialize,plan")
+    source = _printed(kernel).replace("planner = heuristic", f"planner = auto, {text}")
+    with pytest.raises(CompileError, match=message):
+        parse_text(source, "<test>")
+
+
+# -- explain ---------------------------------------------------------------------------------
+
+
+def test_explain_says_which_planner_won(monkeypatch):
+    _priced(monkeypatch, 1000.0, 800.0)
+    info = explain_module(parse_file(EXAMPLES / "gemm.mlir"), PipelineOptions(schedule="auto"))
+    assert info["planner"] == "auto"
+    assert info["auto"]["chosen"] == "solver"
+    assert planner_text(info) == "auto -> solver (model: 20.0% faster; its error 10.0%)"
+    _priced(monkeypatch, 1000.0, 970.0)
+    info = explain_module(parse_file(EXAMPLES / "gemm.mlir"), PipelineOptions(schedule="auto"))
+    assert planner_text(info) == (
+        "auto -> heuristic (preferred for gemm loops; model: solver 3.0% faster, within its "
+        "error 10.0%)"
+    )
+    heuristic = explain_module(parse_file(EXAMPLES / "gemm.mlir"), PipelineOptions())
+    assert "auto" not in heuristic and planner_text(heuristic) == "heuristic"
+    only = {"planner": "auto", "auto": dataclasses.asdict(AutoInfo("heuristic", "only"))}
+    only["auto"].update(failed="solver", why="plan: no OR-Tools")
+    assert planner_text(only) == "auto -> heuristic (solver proposed nothing: plan: no OR-Tools)"
+    tie = {"planner": "auto", "auto": dataclasses.asdict(AutoInfo("heuristic", "preferred"))}
+    tie["auto"].update(kind="gemm", margin=0.0, error=10.0)
+    assert planner_text(tie) == "auto -> heuristic (preferred for gemm loops; model: a tie)"
+
+
+@pytest.mark.solver
+def test_explain_command_line():
+    """`tawac explain --schedule auto` prints the decision (the GEMM example: both
+    planners' schedules simulate alike, the heuristic's is preferred)."""
+    cmd = [sys.executable, "-m", "tawac.cli", "explain", str(EXAMPLES / "gemm.mlir")]
+    out = subprocess.run(
+        [*cmd, "--schedule", "auto"], capture_output=True, text=True, timeout=300, check=True
+    ).stdout
+    assert "planner: auto -> heuristic (preferred for gemm loops; model: a tie)" in out
