@@ -406,7 +406,10 @@ def table(rows: list[dict[str, Any]], planners: tuple[str, ...]) -> list[str]:
 
 
 def _write(path: Path, device: str, ghz: list[float], rows: list[dict[str, Any]]) -> None:
-    path.write_text(json.dumps({"device": device, "ghz": ghz, "rows": rows}, indent=1))
+    from tawac.target import HOPPER
+
+    doc = {"device": device, "ghz": ghz, "model": HOPPER.calibration, "rows": rows}
+    path.write_text(json.dumps(doc, indent=1))
 
 
 def main(argv: list[str] | None = None) -> int:

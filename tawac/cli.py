@@ -552,5 +552,57 @@ def tune(source, sizes, space, jobs, table, rep_ms, schedule, compile_only, no_c
     )
 
 
+@main.command()
+@click.option(
+    "--from",
+    "bench",
+    multiple=True,
+    type=click.Path(exists=True, dir_okay=False, path_type=Path),
+    help="fit to the traced loops of a `benchmarks/bench_corpus.py --json` run "
+    "(repeatable) instead of measuring here",
+)
+@click.option(
+    "--corpus",
+    default="corpus/corpus.json",
+    show_default=True,
+    type=click.Path(exists=True, dir_okay=False, path_type=Path),
+    help="the corpus manifest",
+)
+@click.option("--planners", default="heuristic,solver", show_default=True)
+@click.option("--only", default="", help="comma-separated program names")
+@click.option("--trace-every", default=8, show_default=True, help="sampled every N-th iteration")
+@click.option("--rounds", default=4, show_default=True, help="coordinate-descent rounds")
+@click.option(
+    "-o",
+    "--output",
+    default=None,
+    type=click.Path(dir_okay=False, path_type=Path),
+    help="write the calibration file here (tawac/target/calibration/sm_90a.json ships)",
+)
+@_guard
+def calibrate(bench, corpus, planners, only, trace_every, rounds, output):
+    """Fit the cost model to the GPU: measure each corpus program's consumer main loops
+    in a sampled instrumented build, under each planner (one worker process per local
+    GPU), fit the model's figures to them, print the model's error before and after and
+    write the calibration file every planner reads.
+
+    \b
+    Examples:
+      tawac calibrate -o h100.json
+      tawac calibrate --from bench.json -o tawac/target/calibration/sm_90a.json
+    """
+    from tawac.calibrate import calibrate_command
+
+    calibrate_command(
+        corpus,
+        list(bench),
+        tuple(planners.split(",")),
+        only=[n for n in only.split(",") if n],
+        trace_every=trace_every,
+        rounds=rounds,
+        output=output,
+    )
+
+
 if __name__ == "__main__":
     main()

@@ -36,6 +36,7 @@ from tawac.diagnostics import CompileError
 from tawac.files import read_source
 from tawac.options import DEFAULT_TIME_LIMIT, PipelineOptions
 from tawac.ptxas import assemble, find_ptxas, locate_ptxas
+from tawac.target import HOPPER
 from tawac.timelimit import TimeLimit, set_stage
 
 if TYPE_CHECKING:
@@ -122,7 +123,12 @@ def sidecar_text(sidecar: Mapping[str, Any]) -> str:
 
 def _ptx_key(text: str, params: Mapping[str, Any] | None, options: dict[str, Any]) -> str:
     """The key of the PTX of `text` with `params` and the full pipeline `options`."""
-    fields = {"source": text, "params": dict(sorted((params or {}).items())), "options": options}
+    fields = {
+        "source": text,
+        "params": dict(sorted((params or {}).items())),
+        "options": options,
+        "model": HOPPER.model_key,
+    }
     return cache.make_key("ptx", fields)
 
 

@@ -49,6 +49,7 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
             "tawac.runtime",
             "tawac.fuzz",
             "tawac.trace",
+            "tawac.calibrate",
         ),
     ),
 ]

@@ -190,11 +190,14 @@ def _dot(op: Operation, warp_groups: int, target: Target) -> OpCost:
     n_inst = n / chunks
     count = math.ceil(rows_wg / target.mma_m) * chunks * math.ceil(k / atom_k)
     interval, latency, source = wgmma_timing(round(n_inst), target)
+    group = target.mma_group_cycles
+    if group:
+        source += f"; + {group:g} per group (fitted: {target.calibration})"
     return OpCost(
         "tensor",
         issue=count * ASYNC_ISSUE,
-        occupancy=count * interval,
-        latency=(count - 1) * interval + latency,
+        occupancy=count * interval + group,
+        latency=(count - 1) * interval + latency + group,
         source=f"{count} x wgmma m64n{n_inst:g}k{atom_k}: {source}",
     )
 
@@ -204,7 +207,11 @@ def _rate_op(unit: str, row: str, ops: float, target: Target, what: str) -> OpCo
     c = target.cost(row)
     assert c.throughput and c.latency is not None
     busy = ops / c.throughput
-    return OpCost(unit, busy, busy, busy + c.latency, f"{what}: '{row}' ({ops:g} ops)")
+    issue = max(busy, ops / target.wg_issue_rate) if target.wg_issue_rate else busy
+    source = f"{what}: '{row}' ({ops:g} ops)"
+    if issue > busy:
+        source += f", issued at {target.wg_issue_rate:g} per cycle (fitted)"
+    return OpCost(unit, issue, busy, issue + c.latency, source)
 
 
 def _fma(ops: float, target: Target, what: str) -> OpCost:
@@ -310,6 +317,9 @@ def op_cost(op: Operation, warp_groups: int = 1, target: Target = HOPPER) -> OpC
         c = target.cost("handoff between warps")
         assert c.latency is not None
         return OpCost("sync", 0.0, 0.0, float(c.latency), f"arrive: '{c.op}'")
+    if name == "aref.get" and target.get_cycles:
+        c = target.get_cycles
+        return OpCost("sync", c, 0.0, c, f"a full slot's try_wait (fitted: {target.calibration})")
     if name in _FREE_SYNC:
         return _free("sync", f"{name}: a wait (the schedule shows its stall)")
     if name == "scf.yield":

@@ -56,6 +56,7 @@ from tawac.dialects.schedule import LoopPlan, Schedule
 from tawac.schedule import loop_plan
 from tawac.schedule.cost import op_cost
 from tawac.schedule.simulate import Dep, Lane, Step, simulate
+from tawac.target import HOPPER, Target
 
 #: Iterations the timeline model simulates of a main loop to find its steady state
 #: (`tawac explain --timeline` draws 3 of them).
@@ -109,7 +110,9 @@ def _used_values(op: Operation) -> list[SSAValue]:
 class _Body:
     """One main loop's body as steps: the ops in issue order, split into parts."""
 
-    def __init__(self, loop: scf.ForOp, lp: LoopPlan, warp_groups: int, arefs):
+    def __init__(
+        self, loop: scf.ForOp, lp: LoopPlan, warp_groups: int, arefs, target: Target = HOPPER
+    ):
         self.loop = loop
         ops = scheduled_ops(loop.body.block)
         if len(ops) != len({o.index for o in lp.ops}) or any(
@@ -126,7 +129,7 @@ class _Body:
         self.first: dict[Operation, int] = {}
         self.last: dict[Operation, int] = {}
         for pos, op in enumerate(self.ops):
-            cost = op_cost(op, warp_groups)
+            cost = op_cost(op, warp_groups, target)
             label = step_label(op, arefs)
             parts = cost.parts if cost.parts and op.name != "scf.if" else (cost,)
             names = _PART_NAMES.get(op.name, tuple(p.unit for p in parts))
@@ -194,8 +197,11 @@ def _streaming_loop(kernel: tile.KernelOp, role: str, k: int = 0) -> scf.ForOp |
     return loops[k] if k < len(loops) else None
 
 
-def loop_lanes(kernel: tile.KernelOp, plan: Schedule, k: int = 0) -> list[Lane]:
-    """The lanes of the producer's and consumer's main loop `k` (module docstring)."""
+def loop_lanes(
+    kernel: tile.KernelOp, plan: Schedule, k: int = 0, target: Target = HOPPER
+) -> list[Lane]:
+    """The lanes of the producer's and consumer's main loop `k` (module docstring), costed
+    by `target`'s model."""
     creates = [o for o in kernel.walk() if isinstance(o, aref.CreateOp)]
     index = {c.result: k for k, c in enumerate(creates)}
     decided = {c.result: plan.aref(c.ident) for c in creates}
@@ -207,7 +213,7 @@ def loop_lanes(kernel: tile.KernelOp, plan: Schedule, k: int = 0) -> list[Lane]:
     for role, groups in (("producer", 1), ("consumer", wgs)):
         loop = _streaming_loop(kernel, role, k)
         if loop is not None:
-            bodies[role] = _Body(loop, loop_plan(plan, role, k, loop), groups, index)
+            bodies[role] = _Body(loop, loop_plan(plan, role, k, loop), groups, index, target)
     if "consumer" not in bodies:
         raise CompileError("the consumer has no main loop to draw", kernel)
     for body in bodies.values():
@@ -291,16 +297,19 @@ def loop_lanes(kernel: tile.KernelOp, plan: Schedule, k: int = 0) -> list[Lane]:
 
 
 def model_intervals(
-    kernel: tile.KernelOp, plan: Schedule, iterations: int = TIMELINE_ITERATIONS
+    kernel: tile.KernelOp,
+    plan: Schedule,
+    iterations: int = TIMELINE_ITERATIONS,
+    target: Target = HOPPER,
 ) -> list[float]:
     """The timeline model's steady-state interval (cycles per iteration, `simulate`'s
     `ii`) of each of the consumer's main loops under `plan`, in order, up to the first
     one the model cannot build (`loop_lanes`'s error: a loop schedule that does not fit
-    its body); `tawac explain --timeline` draws the first."""
+    its body), costed by `target`'s model; `tawac explain --timeline` draws the first."""
     out = []
     for k in range(len(role_loops(kernel, "consumer"))):
         try:
-            lanes = loop_lanes(kernel, plan, k)
+            lanes = loop_lanes(kernel, plan, k, target)
         except CompileError:
             break
         out.append(simulate(lanes, iterations).ii)

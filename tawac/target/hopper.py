@@ -10,6 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from tawac.diagnostics import CompileError
+from tawac.target.calibration import calibrated
 
 
 @dataclass(frozen=True)
@@ -128,6 +129,28 @@ class Target:
         ("elementwise", "heuristic"),
         ("other", "heuristic"),
     )
+    #: Figures fitted by `tawac calibrate` to loops traced on a GPU (`calibrated()`;
+    #: docs/design.md, "Calibration"); 0 in the uncalibrated table model.
+    #: Tensor-core cycles each warp group's group of wgmmas (one `tile.dot`) costs on
+    #: top of its instructions' intervals: the fence, the commit and the hand-over of the
+    #: tensor core between warp groups.
+    mma_group_cycles: float = 0.0
+    #: Cycles a warp group spends in an `aref.get` whose slot is already full (the
+    #: mbarrier try_wait and the phase bookkeeping).
+    get_cycles: float = 0.0
+    #: Thread-level elementwise ops (FMA pipe, MUFU) one warp group issues per cycle: its
+    #: own instruction stream's rate, below the pipes' throughput (dependent
+    #: instructions, the other warp groups' turns at the issue slots); 0: the pipe's.
+    wg_issue_rate: float = 0.0
+    #: The device and date the fitted figures come from ("" when uncalibrated).
+    calibration: str = ""
+
+    @property
+    def model_key(self) -> str:
+        """The cost model's figures as text: part of a compiled kernel's cache key (a
+        recalibrated model plans anew)."""
+        rows = ",".join(f"{c.op}={c.latency}/{c.throughput}" for c in self.costs)
+        return f"{rows};{self.mma_group_cycles};{self.get_cycles};{self.wg_issue_rate}"
 
     @property
     def arch(self) -> str:
@@ -163,7 +186,9 @@ class Target:
         )
 
 
-HOPPER = Target()
+#: The target every pass reads: the table above, with the fitted figures of the
+#: calibration file `$TAWAC_TARGET_MODEL` names (tawac/target/calibration.py).
+HOPPER = calibrated(Target())
 
 
 @dataclass

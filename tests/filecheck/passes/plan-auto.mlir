@@ -1,6 +1,6 @@
 // The auto planner: the heuristic and the solver both propose, the timeline model prices
 // each (the sum of the consumer main loops' steady-state intervals) and picks the
-// cheaper where its margin is at least the target's model error (10%); within it, the
+// cheaper where its margin is at least the target's model error (10% uncalibrated; the calibration's median where one is in force); within it, the
 // target's preferred planner for the kind of loop (every kind: the heuristic, until
 // measured). The decision is the schedule's `auto` field; the other planners print none.
 // REQUIRES: ortools
@@ -11,11 +11,11 @@
 
 // For the GEMM the solver proposes the heuristic's schedule (a 3-slot ring, the K loop in
 // body order): a margin of 0.0%, within the error; the heuristic's, preferred for gemm.
-// GEMM: #tawac.schedule<planner = auto, auto = heuristic preferred gemm margin 0.0 error 10.0, roles = [producer wg 1 regs 24, consumer wg 2 regs 240], arefs = [a_b: depth 3], loops = [consumer 0: [0 aref.get, 1 tile.dot, wait 1 pending 0, 2 aref.consumed]], tiles = grouped 8, stores = [c: whole]
+// GEMM: #tawac.schedule<planner = auto, auto = heuristic preferred gemm margin 0.0 error {{[0-9.]+}}, roles = [producer wg 1 regs 24, consumer wg 2 regs 240], arefs = [a_b: depth 3], loops = [consumer 0: [0 aref.get, 1 tile.dot, wait 1 pending 0, 2 aref.consumed]], tiles = grouped 8, stores = [c: whole]
 
 // Causal attention at d64: the solver's two-stage schedule simulates more than 10%
 // faster; it keeps its `solve`.
-// CAUSAL: #tawac.schedule<planner = auto, auto = solver model margin {{[0-9]+\.[0-9]}} error 10.0, solve = interval {{[0-9]+}} optimal bound {{[0-9]+}}, roles = [producer wg 1 regs 24, consumer wg 2 regs 240]
+// CAUSAL: #tawac.schedule<planner = auto, auto = solver model margin {{[0-9]+\.[0-9]}} error {{[0-9.]+}}, solve = interval {{[0-9]+}} optimal bound {{[0-9]+}}, roles = [producer wg 1 regs 24, consumer wg 2 regs 240]
 
 // The default planner records no decision.
 // HEURISTIC: #tawac.schedule<planner = heuristic, roles =

@@ -1,0 +1,387 @@
+"""`tawac calibrate`: fit the cost model's figures to loops measured on the GPU.
+
+The ground truth is the steady-state interval of each consumer main loop, in SM cycles,
+of a corpus of programs under each planner, measured in a sampled instrumented build
+(`tawac.trace.loop_intervals`; docs/design.md, "Ground truth for the schedule"). The
+model's answer for the same schedule is `simulate(loop_lanes(kernel, plan, k, target))`.
+`fit` searches the figures of `tawac.target.calibration.PARAMS` for the target whose
+answers are nearest the measurements (the score: the mean of |log(model / measured)|
+plus a quarter of the worst), one figure at a time over a grid around the current value, until
+no step improves; `write` stores the result as a calibration file that every planner
+reads (`tawac.target.HOPPER`).
+
+Observations come from a GPU run (`measure`, one worker process per local GPU) or from
+the JSON rows of `benchmarks/bench_corpus.py --json` (`observations_from_bench`).
+A traced build whose registers spill is perturbed by its own instrumentation: its
+loops are left out.
+"""
+
+from __future__ import annotations
+
+import datetime
+import json
+import math
+import statistics
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from tawac.diagnostics import CompileError
+from tawac.target import HOPPER, Target
+from tawac.target.calibration import PARAMS, params_of, with_params
+
+ROOT = Path(__file__).resolve().parents[1]
+
+#: The grid of relative steps `fit` tries around a figure's current value.
+STEPS = (0.6, 0.8, 0.92, 1.08, 1.25, 1.6)
+#: Absolute steps for the figures that start at 0 (cycles).
+CYCLE_STEPS = (0.0, 16.0, 32.0, 64.0, 128.0)
+
+
+@dataclass(frozen=True)
+class Observation:
+    """One consumer main loop measured on the GPU: program, planner configuration, loop
+    index, and its cycles per iteration."""
+
+    name: str
+    source: str
+    defines: Mapping[str, Any]
+    config: str
+    k: int
+    cycles: float
+
+
+@dataclass
+class Prepared:
+    """A program planned as its measured build was: the kernel after `plan`, the
+    schedule, and the observations of its loops."""
+
+    kernel: Any
+    plan: Any
+    observations: list[Observation] = field(default_factory=list)
+
+    def predict(self, target: Target) -> list[float | None]:
+        """The model's interval (cycles) of each observed loop under `target`."""
+        from tawac.schedule.model import model_intervals
+
+        iis = model_intervals(self.kernel, self.plan, target=target)
+        return [iis[o.k] if o.k < len(iis) else None for o in self.observations]
+
+
+def plan_options(config: str):
+    """The pipeline options of a planner configuration ("solver", "heuristic:stages=5")."""
+    from tawac.options import KNOBS, PipelineOptions
+
+    planner, *opts = config.split(":")
+    fields: dict[str, Any] = {}
+    by_flag = {k.name.replace("_", "-"): k for k in KNOBS}
+    for item in opts:
+        name, sep, value = item.partition("=")
+        knob = by_flag.get(name)
+        if knob is None or not sep:
+            raise ValueError(f"bad option {item!r} in configuration {config!r}")
+        fields[knob.name] = (
+            value.lower() in ("1", "true") if knob.type is bool else knob.type(value)
+        )
+    return PipelineOptions(schedule=planner, **fields)
+
+
+def prepare(source: Path, defines: Mapping[str, Any] | None, config: str) -> Prepared:
+    """`source` planned under `config`, as far as the model reads it."""
+    from tawac import schedule
+    from tawac.compiler import run_pipeline
+    from tawac.driver import parse_source
+    from tawac.explain import _kernel
+
+    module = parse_source(source, params=dict(defines) if defines else None)
+    kernel = _kernel(module)
+    run_pipeline(module, plan_options(config).pipeline(stop="pipeline"))
+    return Prepared(kernel, schedule.of(kernel))
+
+
+def observations_from_bench(
+    docs: Iterable[Mapping[str, Any]], corpus: list[dict]
+) -> list[Observation]:
+    """The clean traced loops of `benchmarks/bench_corpus.py --json` documents."""
+    by_name = {e["name"]: e for e in corpus}
+    out = []
+    for doc in docs:
+        for row in doc["rows"]:
+            entry = by_name.get(row["name"])
+            if entry is None or "error" in row:
+                continue
+            for config, r in row["planners"].items():
+                if r.get("traced_spills"):
+                    continue
+                for t in r.get("trace", []):
+                    if t.get("cycles"):
+                        out.append(
+                            Observation(
+                                row["name"],
+                                entry["source"],
+                                entry.get("defines") or {},
+                                config,
+                                int(t["k"]),
+                                float(t["cycles"]),
+                            )
+                        )
+    return out
+
+
+def prepare_all(observations: list[Observation], root: Path = ROOT) -> list[Prepared]:
+    """Each (program, configuration) of `observations` planned once."""
+    groups: dict[tuple[str, str], Prepared] = {}
+    for o in observations:
+        key = (o.name, o.config)
+        if key not in groups:
+            groups[key] = prepare(root / o.source, o.defines, o.config)
+        groups[key].observations.append(o)
+    return list(groups.values())
+
+
+def errors(preps: list[Prepared], target: Target) -> list[tuple[Observation, float]]:
+    """(observation, model / measured - 1) of every loop the model can answer."""
+    out = []
+    for p in preps:
+        for o, ii in zip(p.observations, p.predict(target), strict=True):
+            if ii is not None:
+                out.append((o, ii / o.cycles - 1))
+    return out
+
+
+def score(errs: list[tuple[Observation, float]]) -> float:
+    """What `fit` minimizes: mean |log(model / measured)| plus a quarter of the worst."""
+    logs = [abs(math.log1p(e)) for _, e in errs]
+    return statistics.fmean(logs) + 0.25 * max(logs) if logs else math.inf
+
+
+def summary(errs: list[tuple[Observation, float]]) -> dict[str, float]:
+    """Median and worst |model / measured - 1| over the loops."""
+    a = [abs(e) for _, e in errs]
+    return {"loops": len(a), "median": statistics.median(a), "worst": max(a)} if a else {}
+
+
+def fit(
+    preps: list[Prepared],
+    base: Target = HOPPER,
+    params: tuple[str, ...] = PARAMS,
+    rounds: int = 6,
+    log=None,
+    start: Mapping[str, float] | None = None,
+) -> tuple[Target, dict[str, float]]:
+    """Coordinate descent over `params` from `base`'s figures, or from `start` where it
+    gives them (module docstring)."""
+    current = {**params_of(base), **(start or {})}
+    best_target = with_params(base, current, "fit")
+    best = score(errors(preps, best_target))
+    for r in range(rounds):
+        improved = False
+        for name in params:
+            value = current[name]
+            tries = [value * s for s in STEPS] if value else list(CYCLE_STEPS)
+            if name in ("mma_group_cycles", "get_cycles"):
+                tries += [value + d for d in (-8.0, -4.0, 4.0, 8.0) if value + d >= 0]
+            for v in tries:
+                trial = {**current, name: v}
+                t = with_params(base, trial, "fit")
+                s = score(errors(preps, t))
+                if s < best - 1e-9:
+                    best, current, best_target, improved = s, trial, t, True
+            if log is not None:
+                log(f"round {r + 1}, {name} = {current[name]:.4g}: score {best:.4f}")
+        if not improved:
+            break
+    return best_target, current
+
+
+def write(
+    path: Path,
+    params: Mapping[str, float],
+    device: str,
+    before: Mapping[str, float],
+    after: Mapping[str, float],
+    sources: list[str],
+) -> None:
+    """A calibration file (tawac/target/calibration.py)."""
+    doc = {
+        "device": device,
+        "date": f"{datetime.date.today():%Y-%m-%d}",
+        "params": {k: round(v, 4) for k, v in params.items()},
+        "fit": {
+            "loops": after.get("loops", 0),
+            "median_error": round(after.get("median", 0.0), 4),
+            "worst_error": round(after.get("worst", 0.0), 4),
+            "uncalibrated_median_error": round(before.get("median", 0.0), 4),
+            "uncalibrated_worst_error": round(before.get("worst", 0.0), 4),
+        },
+        "measurements": sources,
+    }
+    Path(path).write_text(json.dumps(doc, indent=1) + "\n")
+
+
+def traced_cycles(kernel, sidecar: Mapping[str, Any], args: list) -> dict[int, float]:
+    """The consumer's sampled main loops' cycles per iteration (loop index within the
+    sampled loops, in order -> cycles) from one traced launch after a warm-up launch."""
+    import torch
+
+    from tawac.trace import loop_intervals
+
+    table = sidecar["trace"]
+    for _ in range(2):
+        kernel(*args)
+    torch.cuda.synchronize()
+    sampled = sorted(
+        {e["loop"] for e in table["events"] if e.get("sampled") and e["role"] == "consumer"}
+    )
+    got = {(iv.role, iv.loop): iv for iv in loop_intervals(kernel.last_trace, table)}
+    out = {}
+    for k, loop in enumerate(sampled):
+        iv = got.get(("consumer", loop))
+        if iv is not None and iv.cycles:
+            out[k] = float(iv.cycles)
+    return out
+
+
+def _spills(report: str) -> bool:
+    import re
+
+    return re.search(r"\b0 bytes spill stores, 0 bytes spill loads", report) is None
+
+
+def measure_entry(entry: Mapping[str, Any], config: str, trace_every: int, root: Path = ROOT):
+    """One corpus program's observations under `config` on the current GPU (none when
+    its traced build spills)."""
+    import dataclasses
+
+    from tawac.analysis.args import kernel_arg_uses
+    from tawac.driver import compile_cached, kernel_op
+    from tawac.runtime import load_kernel
+    from tawac.runtime.runner import make_args
+
+    src = root / entry["source"]
+    params = entry.get("defines") or None
+    options = dataclasses.asdict(plan_options(config))
+    options.update(trace=True, trace_every=trace_every)
+    built = compile_cached(src, params=params, cubin=True, **options)
+    if _spills(built.ptxas_report):
+        return []
+    sidecar = json.loads(built.sidecar_text)
+    kernel = load_kernel(built.cubin, sidecar)
+    loads, stores = kernel_arg_uses(kernel_op(src, params=params))
+    args = make_args(sidecar, entry["sizes"], stores, loads)
+    return [
+        Observation(entry["name"], entry["source"], entry.get("defines") or {}, config, k, cycles)
+        for k, cycles in traced_cycles(kernel, sidecar, args).items()
+    ]
+
+
+def _worker(device: int, jobs: list, trace_every: int, queue) -> None:
+    """One GPU's share of the measurements (a spawned process: CUDA_VISIBLE_DEVICES is
+    set before torch starts)."""
+    import os
+
+    os.environ["CUDA_VISIBLE_DEVICES"] = str(device)
+    import torch
+
+    name = torch.cuda.get_device_name(0)
+    for entry, config in jobs:
+        try:
+            queue.put(("ok", name, measure_entry(entry, config, trace_every)))
+        except Exception as e:  # one program's failure is reported, not the end
+            queue.put(("error", name, f"{entry['name']} {config}: {type(e).__name__}: {e}"))
+    queue.put(("done", name, None))
+
+
+def measure(
+    corpus: list[dict], planners: tuple[str, ...], trace_every: int, log=print
+) -> tuple[str, list[Observation]]:
+    """Every (program, planner)'s observations, spread over the local GPUs (one worker
+    process per device). Returns (device name, observations)."""
+    import multiprocessing as mp
+
+    import torch
+
+    devices = torch.cuda.device_count()
+    if devices == 0:
+        raise CompileError("tawac calibrate needs a GPU (or --from a benchmark's JSON)")
+    jobs = [(e, p) for e in corpus for p in planners]
+    ctx = mp.get_context("spawn")
+    queue = ctx.Queue()
+    procs = [
+        ctx.Process(target=_worker, args=(d, jobs[d::devices], trace_every, queue))
+        for d in range(devices)
+    ]
+    for p in procs:
+        p.start()
+    out: list[Observation] = []
+    names: set[str] = set()
+    running = devices
+    while running:
+        kind, name, payload = queue.get()
+        names.add(name)
+        if kind == "done":
+            running -= 1
+        elif kind == "error":
+            log(f"calibrate: {payload}")
+        else:
+            out.extend(payload)
+    for p in procs:
+        p.join()
+    return " + ".join(sorted(names)), out
+
+
+def calibrate_command(
+    corpus_path: Path,
+    bench: list[Path],
+    planners: tuple[str, ...],
+    *,
+    only: list[str],
+    trace_every: int,
+    rounds: int,
+    output: Path | None,
+) -> None:
+    """`tawac calibrate` (cli.py)."""
+    from tawac.target import Target
+
+    corpus = json.loads(Path(corpus_path).read_text())["programs"]
+    if only:
+        corpus = [e for e in corpus if e["name"] in set(only)]
+    if bench:
+        docs = [json.loads(Path(p).read_text()) for p in bench]
+        for p, d in zip(bench, docs, strict=True):
+            if d.get("model", "") != HOPPER.calibration:
+                raise CompileError(
+                    f"tawac calibrate: {p} was measured under the model "
+                    f"'{d.get('model') or 'uncalibrated'}', this one is "
+                    f"'{HOPPER.calibration or 'uncalibrated'}': its schedules would not be "
+                    "planned again as they ran (set TAWAC_TARGET_MODEL to that model's "
+                    "file, or none)"
+                )
+        observations = observations_from_bench(docs, corpus)
+        device = " + ".join(sorted({d.get("device", "?") for d in docs}))
+        sources = [str(p) for p in bench]
+    else:
+        device, observations = measure(corpus, planners, trace_every)
+        sources = [f"tawac calibrate on {device}, {len(corpus)} programs x {planners}"]
+    if not observations:
+        raise CompileError("tawac calibrate: no loop was measured: nothing to fit")
+    preps = prepare_all(observations)
+    # The schedules were planned by the model in force; the fit starts from the table.
+    base = Target()
+    before = summary(errors(preps, base))
+    print(
+        f"{before['loops']} loops on {device}; uncalibrated model: median error "
+        f"{before['median']:.1%}, worst {before['worst']:.1%}"
+    )
+    target, params = fit(preps, base, rounds=rounds, log=print)
+    errs = errors(preps, target)
+    after = summary(errs)
+    print(f"calibrated: median error {after['median']:.1%}, worst {after['worst']:.1%}")
+    for name, value in params.items():
+        print(f"  {name} = {value:.4g}")
+    for o, e in sorted(errs, key=lambda x: -abs(x[1]))[:8]:
+        print(f"  {o.name} {o.config} loop {o.k}: measured {o.cycles:.0f} cycles, {e:+.0%}")
+    if output is not None:
+        write(output, params, device, before, after, sources)
+        print(f"wrote {output}")

@@ -1,0 +1,105 @@
+"""The cost model's fitted figures as data: what `tawac calibrate` writes and every
+planner reads.
+
+A calibration file (JSON, `tawac/target/calibration/<name>.json` ships with tawac) holds
+the device it was measured on, the date, the corpus and the fit's error, and `params`:
+
+- `mma_group_cycles`: tensor-core cycles per warp group's `tile.dot` on top of its wgmma
+  intervals (`Target.mma_group_cycles`);
+- `get_cycles`: a warp group's cycles in an `aref.get` that finds its slot full
+  (`Target.get_cycles`);
+- `wg_issue_rate`: thread-level elementwise ops one warp group issues per cycle
+  (`Target.wg_issue_rate`; 0: as fast as the pipe);
+- `fma_rate`, `mufu_rate`, `shfl_rate`: the effective throughput, per cycle per SM, of
+  the FMA pipe, the MUFU (ex2 and rcp) and the shuffles in the instruction stream the
+  compiler emits (the table's rows are the peak rates of one instruction in isolation);
+- `dram_rate`: bytes per cycle per SM a streamed operand arrives at.
+
+`calibrated(target, path)` is `target` with those figures in place of the table's and
+the fit's median error as its `model_error` (what the `auto` planner trusts). The model
+every pass reads (`tawac.target.HOPPER`) takes the file `$TAWAC_TARGET_MODEL` names
+(`shipped`: `SHIPPED`, the H100's); without it, the uncalibrated table. Not the default
+yet: under the H100 calibration the solver picks a two-stage d128 attention loop that
+spills (its register model does not see it) and runs 3% slower (docs/perf.md).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+# `Target` (tawac/target/hopper.py) imports this module: its type is named, not imported.
+Target = Any
+
+#: The file the default model reads.
+SHIPPED = Path(__file__).with_name("calibration") / "sm_90a.json"
+ENV = "TAWAC_TARGET_MODEL"
+
+#: Fitted figures that are fields of `Target`.
+FIELDS = ("mma_group_cycles", "get_cycles", "wg_issue_rate")
+#: Fitted rates and the cost-table rows whose throughput they replace.
+RATES: dict[str, tuple[str, ...]] = {
+    "fma_rate": ("fma.rn.f32",),
+    "mufu_rate": ("ex2.approx.ftz.f32", "rcp.approx.ftz.f32"),
+    "shfl_rate": ("shfl.sync.bfly.b32",),
+    "dram_rate": ("bytes",),
+}
+PARAMS = FIELDS + tuple(RATES)
+
+
+def params_of(target: Target) -> dict[str, float]:
+    """The figures a calibration sets, as `target` has them."""
+    out = {f: float(getattr(target, f)) for f in FIELDS}
+    for name, rows in RATES.items():
+        rate = target.cost(rows[0]).throughput
+        assert rate is not None
+        out[name] = float(rate)
+    return out
+
+
+def with_params(target: Target, params: dict[str, float], calibration: str) -> Target:
+    """`target` with `params` (any subset of `PARAMS`) in place of its figures."""
+    unknown = sorted(set(params) - set(PARAMS))
+    if unknown:
+        raise ValueError(f"unknown calibration parameters: {', '.join(unknown)}")
+    fields: dict[str, Any] = {f: float(params[f]) for f in FIELDS if f in params}
+    replaced = {row: float(params[n]) for n, rows in RATES.items() if n in params for row in rows}
+    if any(v <= 0 for v in replaced.values()):
+        raise ValueError("a calibrated rate must be positive")
+    costs = tuple(
+        dataclasses.replace(c, throughput=replaced[c.op], source=f"fitted: {calibration}")
+        if c.op in replaced
+        else c
+        for c in target.costs
+    )
+    return dataclasses.replace(target, costs=costs, calibration=calibration, **fields)
+
+
+def load(path: Path) -> dict[str, Any]:
+    """A calibration file's contents (checked: a `params` map of known names)."""
+    doc = json.loads(Path(path).read_text())
+    if not isinstance(doc, dict) or not isinstance(doc.get("params"), dict):
+        raise ValueError(f"{path}: not a calibration file (no 'params')")
+    return doc
+
+
+def label(doc: dict[str, Any]) -> str:
+    """How a calibration names itself: device and date."""
+    return f"{doc.get('device', '?')}, {doc.get('date', '?')}"
+
+
+def calibrated(target: Target, path: Path | None = None) -> Target:
+    """`target` with the figures of the calibration file at `path` (default: the one
+    `$TAWAC_TARGET_MODEL` names, `shipped` for `SHIPPED`; unset or `none`: `target`)."""
+    if path is None:
+        env = os.environ.get(ENV, "")
+        if not env or env.lower() == "none":
+            return target
+        path = SHIPPED if env.lower() == "shipped" else Path(env)
+    doc = load(path)
+    out = with_params(target, doc["params"], label(doc))
+    error = doc.get("fit", {}).get("median_error")
+    return dataclasses.replace(out, model_error=float(error)) if error else out

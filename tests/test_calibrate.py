@@ -1,0 +1,130 @@
+"""tawac calibrate: the fitted figures as data, the fit, the CLI (no GPU: observations
+synthesized from a known model, or a benchmark's JSON)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from tawac.calibrate import Observation, errors, fit, prepare, summary
+from tawac.cli import main
+from tawac.schedule.cost import op_cost
+from tawac.target import HOPPER, Target
+from tawac.target.calibration import calibrated, params_of, with_params
+
+ROOT = Path(__file__).resolve().parents[1]
+GEMM = "examples/gemm.mlir"
+
+
+def test_params_replace_the_table_rows_and_fields():
+    base = Target()
+    t = with_params(base, {"fma_rate": 100.0, "mufu_rate": 12.0, "mma_group_cycles": 20}, "x")
+    p = params_of(t)
+    assert p["fma_rate"] == 100.0 and p["mufu_rate"] == 12.0 and p["mma_group_cycles"] == 20.0
+    assert t.cost("rcp.approx.ftz.f32").throughput == 12.0  # the MUFU's rows move together
+    assert t.cost("fma.rn.f32").latency == base.cost("fma.rn.f32").latency
+    assert t.model_key != base.model_key and t.calibration == "x"
+    with pytest.raises(ValueError, match="unknown calibration parameters: bogus"):
+        with_params(base, {"bogus": 1.0}, "x")
+    with pytest.raises(ValueError, match="positive"):
+        with_params(base, {"fma_rate": 0.0}, "x")
+
+
+def test_the_calibration_file_is_read_and_can_be_turned_off(tmp_path, monkeypatch):
+    f = tmp_path / "m.json"
+    f.write_text(json.dumps({"device": "GPU", "date": "d", "params": {"get_cycles": 40}}))
+    assert calibrated(Target(), f).get_cycles == 40.0
+    assert calibrated(Target(), f).calibration == "GPU, d"
+    monkeypatch.setenv("TAWAC_TARGET_MODEL", "none")
+    assert calibrated(Target()) == Target()
+    monkeypatch.setenv("TAWAC_TARGET_MODEL", str(f))
+    assert calibrated(Target()).get_cycles == 40.0
+    monkeypatch.setenv("TAWAC_TARGET_MODEL", "shipped")
+    shipped = calibrated(Target())
+    assert shipped.calibration.startswith("NVIDIA H100") and 0 < shipped.model_error < 0.1
+    monkeypatch.delenv("TAWAC_TARGET_MODEL")
+    assert calibrated(Target()) == Target()  # not the default yet (docs/perf.md)
+    bad = tmp_path / "bad.json"
+    bad.write_text("{}")
+    with pytest.raises(ValueError, match="not a calibration file"):
+        calibrated(Target(), bad)
+
+
+def test_the_group_overhead_is_tensor_core_time():
+    prep = prepare(ROOT / GEMM, None, "heuristic")
+    dot = next(o for o in prep.kernel.walk() if o.name == "tile.dot")
+    plain = op_cost(dot, 2, Target())
+    fitted = op_cost(dot, 2, with_params(Target(), {"mma_group_cycles": 24}, "x"))
+    assert fitted.occupancy == plain.occupancy + 24 and fitted.latency == plain.latency + 24
+
+
+def _synthetic(truth: Target, configs=("heuristic",), source=GEMM, defines=None):
+    preps = []
+    for c in configs:
+        p = prepare(ROOT / source, defines, c)
+        p.observations = [Observation("g", source, defines or {}, c, 0, 1.0)]
+        (ii,) = p.predict(truth)
+        p.observations = [Observation("g", source, defines or {}, c, 0, ii)]
+        preps.append(p)
+    return preps
+
+
+def test_fit_recovers_a_known_figure():
+    truth = with_params(Target(), {"mma_group_cycles": 24.0}, "truth")
+    preps = _synthetic(truth)
+    assert summary(errors(preps, Target()))["worst"] > 0.03  # the table is off
+    got, params = fit(preps, Target(), params=("mma_group_cycles",))
+    assert params["mma_group_cycles"] == 24.0
+    assert summary(errors(preps, got))["worst"] < 1e-9
+
+
+def _bench_doc(cycles: float) -> dict:
+    return {
+        "device": "NVIDIA H100 80GB HBM3",
+        "ghz": [1.98],
+        "model": HOPPER.calibration,
+        "rows": [
+            {
+                "name": "gemm_bf16_128x256",
+                "planners": {
+                    "heuristic": {"trace": [{"k": 0, "cycles": cycles, "model": 1024.0}]},
+                    "solver": {"traced_spills": True, "trace": [{"k": 0, "cycles": 9.0}]},
+                },
+            }
+        ],
+    }
+
+
+def test_cli_fits_a_benchmark_run_and_writes_the_file(tmp_path):
+    bench = tmp_path / "bench.json"
+    bench.write_text(json.dumps(_bench_doc(1072.0)))
+    out = tmp_path / "cal.json"
+    res = CliRunner().invoke(
+        main, ["calibrate", "--from", str(bench), "-o", str(out), "--rounds", "2"]
+    )
+    assert res.exit_code == 0, res.output
+    assert "1 loops on NVIDIA H100 80GB HBM3" in res.output  # the spilling build is left out
+    doc = json.loads(out.read_text())
+    assert doc["device"] == "NVIDIA H100 80GB HBM3"
+    assert doc["fit"]["worst_error"] < doc["fit"]["uncalibrated_worst_error"]
+    assert calibrated(Target(), out).mma_group_cycles > 0
+
+
+def test_cli_without_observations_is_one_clear_error(tmp_path):
+    bench = tmp_path / "bench.json"
+    bench.write_text(json.dumps({"device": "x", "model": HOPPER.calibration, "rows": []}))
+    res = CliRunner().invoke(main, ["calibrate", "--from", str(bench)])
+    assert res.exit_code == 1
+    assert "no loop was measured" in res.output and "Traceback" not in res.output
+
+
+def test_cli_refuses_a_run_measured_under_another_model(tmp_path):
+    doc = {**_bench_doc(1072.0), "model": "some other GPU, 2020-01-01"}
+    bench = tmp_path / "bench.json"
+    bench.write_text(json.dumps(doc))
+    res = CliRunner().invoke(main, ["calibrate", "--from", str(bench)])
+    assert res.exit_code == 1
+    assert "was measured under the model 'some other GPU, 2020-01-01'" in res.output
