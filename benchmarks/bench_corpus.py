@@ -101,23 +101,13 @@ def model_intervals(src: Path, params, options) -> list[float]:
 
 
 def parse_config(text: str) -> tuple[str, dict[str, Any]]:
-    """A configuration: a planner, optionally with pipeline options, as
-    "heuristic" or "heuristic:stages=5:mma-depth=1" (option names as on the command
-    line). Returns (planner, PipelineOptions fields)."""
-    from tawac.options import KNOBS
+    """`tawac.calibrate.parse_config`, a bad option ending the run."""
+    from tawac.calibrate import parse_config as parse
 
-    planner, *opts = text.split(":")
-    fields: dict[str, Any] = {}
-    by_flag = {k.name.replace("_", "-"): k for k in KNOBS}
-    for item in opts:
-        name, sep, value = item.partition("=")
-        knob = by_flag.get(name)
-        if knob is None or not sep:
-            raise SystemExit(f"bench_corpus: bad option {item!r} in {text!r}")
-        fields[knob.name] = (
-            value.lower() in ("1", "true") if knob.type is bool else knob.type(value)
-        )
-    return planner, fields
+    try:
+        return parse(text)
+    except ValueError as e:
+        raise SystemExit(f"bench_corpus: {e}") from None
 
 
 class Build:
@@ -168,22 +158,11 @@ class Build:
     def measured_intervals(self, args: list) -> list[dict[str, Any]]:
         """The consumer's main loops' cycles per iteration, from one traced launch (after
         a warm-up launch) at `args`."""
-        import torch
-
-        from tawac.trace import loop_intervals
+        from tawac.calibrate import consumer_intervals
 
         assert self.traced is not None
-        table = self.traced_sidecar["trace"]
-        for _ in range(2):
-            self.traced(*args)
-        torch.cuda.synchronize()
-        sampled = sorted(
-            {e["loop"] for e in table["events"] if e.get("sampled") and e["role"] == "consumer"}
-        )
-        got = {(iv.role, iv.loop): iv for iv in loop_intervals(self.traced.last_trace, table)}
         out = []
-        for k, loop in enumerate(sampled):
-            iv = got.get(("consumer", loop))
+        for k, iv in enumerate(consumer_intervals(self.traced, self.traced_sidecar, args)):
             out.append(
                 {
                     "k": k,
@@ -278,6 +257,8 @@ def bench_program(
     import torch
 
     builds = {p: Build(entry, p, trace_every) for p in planners}
+    from tawac.calibrate import spills
+
     row: dict[str, Any] = {"name": entry["name"], "tags": entry.get("tags", []), "planners": {}}
     for p, b in builds.items():
         ok, err = b.check(entry["check_sizes"])
@@ -287,11 +268,11 @@ def bench_program(
             "ii": b.ii,
             "stages": b.stages,
             "planner": b.winner,
-            "spills": _spills(b.report),
+            "spills": spills(b.report),
             "model_iis": b.model_iis,
         }
         if b.traced is not None:
-            row["planners"][p]["traced_spills"] = _spills(b.traced_report)
+            row["planners"][p]["traced_spills"] = spills(b.traced_report)
     sizes = dict(entry["sizes"])
     loop = entry.get("loop")
     variants = {"": sizes}
@@ -326,12 +307,6 @@ def bench_program(
     del held, fns
     torch.cuda.empty_cache()
     return row
-
-
-def _spills(report: str) -> bool:
-    import re
-
-    return re.search(r"\b0 bytes spill stores, 0 bytes spill loads", report) is None
 
 
 def trace_errors(rows: list[dict[str, Any]], planners: tuple[str, ...]) -> list[dict[str, Any]]:

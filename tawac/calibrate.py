@@ -69,21 +69,31 @@ class Prepared:
         return [iis[o.k] if o.k < len(iis) else None for o in self.observations]
 
 
-def plan_options(config: str):
-    """The pipeline options of a planner configuration ("solver", "heuristic:stages=5")."""
-    from tawac.options import KNOBS, PipelineOptions
+def parse_config(text: str) -> tuple[str, dict[str, Any]]:
+    """A planner configuration: a planner, optionally with pipeline options, as
+    "heuristic" or "heuristic:stages=5:mma-depth=1" (option names as on the command
+    line). Returns (planner, `PipelineOptions` fields); ValueError on an unknown option."""
+    from tawac.options import KNOBS
 
-    planner, *opts = config.split(":")
+    planner, *opts = text.split(":")
     fields: dict[str, Any] = {}
     by_flag = {k.name.replace("_", "-"): k for k in KNOBS}
     for item in opts:
         name, sep, value = item.partition("=")
         knob = by_flag.get(name)
         if knob is None or not sep:
-            raise ValueError(f"bad option {item!r} in configuration {config!r}")
+            raise ValueError(f"bad option {item!r} in configuration {text!r}")
         fields[knob.name] = (
             value.lower() in ("1", "true") if knob.type is bool else knob.type(value)
         )
+    return planner, fields
+
+
+def plan_options(config: str):
+    """The pipeline options of a planner configuration (`parse_config`)."""
+    from tawac.options import PipelineOptions
+
+    planner, fields = parse_config(config)
     return PipelineOptions(schedule=planner, **fields)
 
 
@@ -220,9 +230,9 @@ def write(
     Path(path).write_text(json.dumps(doc, indent=1) + "\n")
 
 
-def traced_cycles(kernel, sidecar: Mapping[str, Any], args: list) -> dict[int, float]:
-    """The consumer's sampled main loops' cycles per iteration (loop index within the
-    sampled loops, in order -> cycles) from one traced launch after a warm-up launch."""
+def consumer_intervals(kernel, sidecar: Mapping[str, Any], args: list) -> list[Any]:
+    """The consumer's sampled main loops' `tawac.trace.LoopInterval`s, in order, from
+    one traced launch after a warm-up launch (None for a loop the trace did not catch)."""
     import torch
 
     from tawac.trace import loop_intervals
@@ -235,15 +245,11 @@ def traced_cycles(kernel, sidecar: Mapping[str, Any], args: list) -> dict[int, f
         {e["loop"] for e in table["events"] if e.get("sampled") and e["role"] == "consumer"}
     )
     got = {(iv.role, iv.loop): iv for iv in loop_intervals(kernel.last_trace, table)}
-    out = {}
-    for k, loop in enumerate(sampled):
-        iv = got.get(("consumer", loop))
-        if iv is not None and iv.cycles:
-            out[k] = float(iv.cycles)
-    return out
+    return [got.get(("consumer", loop)) for loop in sampled]
 
 
-def _spills(report: str) -> bool:
+def spills(report: str) -> bool:
+    """Whether ptxas's report of a kernel shows register spills."""
     import re
 
     return re.search(r"\b0 bytes spill stores, 0 bytes spill loads", report) is None
@@ -264,15 +270,18 @@ def measure_entry(entry: Mapping[str, Any], config: str, trace_every: int, root:
     options = dataclasses.asdict(plan_options(config))
     options.update(trace=True, trace_every=trace_every)
     built = compile_cached(src, params=params, cubin=True, **options)
-    if _spills(built.ptxas_report):
+    if spills(built.ptxas_report):
         return []
     sidecar = json.loads(built.sidecar_text)
     kernel = load_kernel(built.cubin, sidecar)
     loads, stores = kernel_arg_uses(kernel_op(src, params=params))
     args = make_args(sidecar, entry["sizes"], stores, loads)
     return [
-        Observation(entry["name"], entry["source"], entry.get("defines") or {}, config, k, cycles)
-        for k, cycles in traced_cycles(kernel, sidecar, args).items()
+        Observation(
+            entry["name"], entry["source"], entry.get("defines") or {}, config, k, float(iv.cycles)
+        )
+        for k, iv in enumerate(consumer_intervals(kernel, sidecar, args))
+        if iv is not None and iv.cycles
     ]
 
 

@@ -375,17 +375,15 @@ def test_run_trace_needs_a_gpu(tmp_path, monkeypatch):
 # --- on the GPU ------------------------------------------------------------------------------
 
 
-@pytest.mark.gpu
-@requires_gpu
-@pytest.mark.parametrize("persistent", [True, False])
-def test_traced_gemm_is_correct_and_its_trace_is_ordered(persistent, tmp_path):
+def _traced_gemm(res, m: int, n: int, k: int):
+    """The traced GEMM `res` loaded and launched once on random inputs (poisoned output),
+    its result checked against float32 torch; returns the kernel (its `last_trace`) and
+    the arguments."""
     import torch
 
     from tawac.runtime import load_kernel
 
-    res = compile_file(EXAMPLES / "gemm.mlir", cubin=True, trace=True, persistent=persistent)
     kern = load_kernel(res.cubin, res.sidecar)
-    m, n, k = 512, 768, 1024
     torch.manual_seed(0)
     a = torch.randn(m, k, device="cuda", dtype=torch.bfloat16)
     b = torch.randn(n, k, device="cuda", dtype=torch.bfloat16)
@@ -395,11 +393,22 @@ def test_traced_gemm_is_correct_and_its_trace_is_ordered(persistent, tmp_path):
     ref = a.float() @ b.float().T
     err = ((c.float() - ref).norm() / ref.norm()).item()
     assert err < 1e-2, err
+    return kern, (a, b, c)
+
+
+@pytest.mark.gpu
+@requires_gpu
+@pytest.mark.parametrize("persistent", [True, False])
+def test_traced_gemm_is_correct_and_its_trace_is_ordered(persistent, tmp_path):
+
+    res = compile_file(EXAMPLES / "gemm.mlir", cubin=True, trace=True, persistent=persistent)
+    m, n, k = 512, 768, 1024
+    kern, args = _traced_gemm(res, m, n, k)
     table = res.sidecar["trace"]
     buf = kern.last_trace
     assert buf is not None and buf.numel() == trace_bytes(table)
     events = table["events"]
-    grid = kern.grid(a, b, c)
+    grid = kern.grid(*args)
     ctas = min(grid[0] * grid[1] * grid[2], table["ctas"])
     sls = slices(buf.cpu().numpy().tobytes(), table)
     trips = k // 64
@@ -443,24 +452,13 @@ def test_sampled_trace_measures_the_steady_state():
     """A sampled build (every 8th iteration) of the GEMM at 4096^3: correct output, and
     its measured steady state per main-loop iteration is near the model's (the
     calibration's input; docs/perf.md has the corpus-wide comparison)."""
-    import torch
 
     from tawac.explain import explain_module
     from tawac.options import PipelineOptions
     from tawac.parser import parse_file
-    from tawac.runtime import load_kernel
 
     res = compile_file(EXAMPLES / "gemm.mlir", cubin=True, trace=True, trace_every=8)
-    kern = load_kernel(res.cubin, res.sidecar)
-    m = n = k = 4096
-    torch.manual_seed(0)
-    a = torch.randn(m, k, device="cuda", dtype=torch.bfloat16)
-    b = torch.randn(n, k, device="cuda", dtype=torch.bfloat16)
-    c = torch.full((m, n), float("nan"), device="cuda", dtype=torch.bfloat16)
-    kern(a, b, c)
-    torch.cuda.synchronize()
-    ref = a.float() @ b.float().T
-    assert ((c.float() - ref).norm() / ref.norm()).item() < 1e-2
+    kern, _ = _traced_gemm(res, 4096, 4096, 4096)
     got = {(iv.role, iv.loop): iv for iv in loop_intervals(kern.last_trace, res.sidecar["trace"])}
     assert set(got) == {("producer", 0), ("consumer", 0)}
     con = got[("consumer", 0)]

@@ -103,28 +103,8 @@ class _Sites:
     """Its main loops (indices) that hold no other main loop: the sampled ones."""
     every: int = 1
 
-    def span(self, first: Operation, last: Operation, role: str, op: str, label: str, loop):
-        name = f"{op} {label}".strip()
-        sampled = self.every > 1 and loop in self.innermost
-        base = {
-            "name": name,
-            "role": role,
-            "wg": self.wg,
-            "op": op,
-            "span": self.spans,
-            "loop": loop,
-            "sampled": sampled,
-        }
-        self.spans += 1
-        for edge, at, where in (("begin", first, "before"), ("end", last, "after")):
-            self.stamps.append((at, where, len(self.events)))
-            self.events.append({"id": len(self.events), **base, "edge": edge})
-        if len(self.events) > 1 << 16:
-            raise CompileError("trace: more than 65536 events in one kernel", None)
-
-    def tick(self, at: Operation, where: str, role: str, op: str, label: str, loop: int):
-        """One stamp `where` ("before" or "after") `at` (edge "at": an instant)."""
-        sampled = self.every > 1 and loop in self.innermost
+    def _stamp(self, at: Operation, where: str, role: str, op: str, label: str, loop, edge):
+        """One stamp `where` ("before" or "after") `at`, its event in the current span."""
         self.stamps.append((at, where, len(self.events)))
         self.events.append(
             {
@@ -135,10 +115,22 @@ class _Sites:
                 "op": op,
                 "span": self.spans,
                 "loop": loop,
-                "sampled": sampled,
-                "edge": "at",
+                "sampled": self.every > 1 and loop in self.innermost,
+                "edge": edge,
             }
         )
+        if len(self.events) > 1 << 16:
+            raise CompileError("trace: more than 65536 events in one kernel", None)
+
+    def span(self, first: Operation, last: Operation, role: str, op: str, label: str, loop):
+        """A span: a stamp before `first` (edge "begin") and after `last` ("end")."""
+        self._stamp(first, "before", role, op, label, loop, "begin")
+        self._stamp(last, "after", role, op, label, loop, "end")
+        self.spans += 1
+
+    def tick(self, at: Operation, where: str, role: str, op: str, label: str, loop: int):
+        """One stamp `where` ("before" or "after") `at` (edge "at": an instant)."""
+        self._stamp(at, where, role, op, label, loop, "at")
         self.spans += 1
 
 

@@ -95,8 +95,13 @@ def _sync(k: KernelLowering, st: TraceState, event: int) -> None:
     base = st.tracks * st.ring_bytes + 16 * event
     offset = k.r(ptx.AddOp("u32", track32, k.imm(base, "u32")))
     values = (lo, hi, clock, _tag(k, event))
-    idle = k.r(ptx.AndOp("b32", st.pos, k.imm(1, "b32")))
+    idle = _idle(k, st)
     k.emit(ptx.StGlobalV4B32Op(_address(k, offset), values, _stores(k, idle)))
+
+
+def _idle(k: KernelLowering, st: TraceState) -> SSAValue:
+    """1 where this thread does not record (bit 0 of `pos`), else 0."""
+    return k.r(ptx.AndOp("b32", st.pos, k.imm(1, "b32")))
 
 
 def _tag(k: KernelLowering, event: int) -> SSAValue:
@@ -142,7 +147,7 @@ def _trace(k: KernelLowering, op: hopper.TraceOp) -> None:
     step = int(ev.get("step", 0))
     if step:
         count = _iteration(k, op, step)
-    idle = k.r(ptx.AndOp("b32", st.pos, k.imm(1, "b32")))
+    idle = _idle(k, st)
     skip = idle
     if ev.get("sampled") and count is not None and st.every > 1:
         phase = k.r(ptx.AndOp("b32", count, k.imm(st.every - 1, "b32")))
@@ -155,9 +160,9 @@ def _trace(k: KernelLowering, op: hopper.TraceOp) -> None:
     k.emit(ptx.StGlobalV4B32Op(_address(k, offset), values, store))
     # the next slot of the ring (the idle bit is below the slot bits: it stays)
     wrap = st.ring_bytes - 1
-    step = k.r(
+    within = k.r(
         ptx.AndOp("b32", k.r(ptx.AddOp("u32", st.pos, k.imm(16, "u32"))), k.imm(wrap, "b32"))
     )
     ring = k.r(ptx.AndOp("b32", st.pos, k.imm(~wrap & 0xFFFFFFFF, "b32")))
-    moved = k.r(ptx.OrOp("b32", ring, step))
+    moved = k.r(ptx.OrOp("b32", ring, within))
     k.emit(ptx.AssignOp("b32", st.pos, k.r(ptx.SelpOp("u32", moved, st.pos, store))))
