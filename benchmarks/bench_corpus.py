@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import argparse
 import datetime
+import hashlib
 import json
 import math
 import statistics
@@ -84,20 +85,15 @@ def sm_clock_ghz() -> float:
     return cycles / (statistics.median(times) * 1e-3) / 1e9
 
 
-def model_intervals(src: Path, params, options) -> list[float]:
+def model_intervals(src: Path, params, config: str, sizes=None) -> list[float]:
     """The model's steady-state interval (cycles) of each of the consumer's main loops,
-    in order (`tawac.schedule.model.model_intervals`; `tawac explain --timeline` shows
-    the first)."""
-    from tawac import schedule
-    from tawac.compiler import run_pipeline
-    from tawac.driver import parse_source
-    from tawac.explain import _kernel
+    in order, at the dimension sizes `sizes` (`tawac.schedule.model.model_intervals`;
+    `tawac explain --timeline` shows the first)."""
+    from tawac.calibrate import prepare
     from tawac.schedule import model
 
-    module = parse_source(src, params=params)
-    kernel = _kernel(module)
-    run_pipeline(module, options.pipeline(stop="pipeline"))
-    return model.model_intervals(kernel, schedule.of(kernel))
+    p = prepare(src, params, config)
+    return model.model_intervals(p.kernel, p.plan, sizes=sizes)
 
 
 def parse_config(text: str) -> tuple[str, dict[str, Any]]:
@@ -146,13 +142,15 @@ class Build:
         self.stages = info["stages"]
         self.winner = info["planner"]
         self.step = main_loop_step(self.op)
-        self.model_iis = model_intervals(src, params, PipelineOptions(schedule=planner, **fields))
+        self.model_iis = model_intervals(src, params, config, entry.get("sizes"))
         self.traced = None
+        self.traced_cubin = b""
         if trace_every:
             fields = {**fields, "trace": True, "trace_every": trace_every}
             t = compile_cached(src, params=params, cubin=True, schedule=planner, **fields)
             self.traced_sidecar = json.loads(t.sidecar_text)
             self.traced = load_kernel(t.cubin, self.traced_sidecar)
+            self.traced_cubin = t.cubin
             self.traced_report = t.ptxas_report
 
     def measured_intervals(self, args: list) -> list[dict[str, Any]]:
@@ -237,6 +235,17 @@ class ClockSampler:
         return statistics.median(self.samples) if self.samples else None
 
 
+def same_builds(builds: Mapping[str, Any]) -> dict[str, str]:
+    """Per planner, the first planner (in order) whose cubin and traced cubin are
+    byte-identical to its own (itself when none is)."""
+    first: dict[tuple[bytes, bytes], str] = {}
+    out = {}
+    for p, b in builds.items():
+        key = (hashlib.sha256(b.cubin).digest(), hashlib.sha256(b.traced_cubin).digest())
+        out[p] = first.setdefault(key, p)
+    return out
+
+
 def time_round_robin(fns: Mapping[str, Callable[[], Any]], rounds: int) -> dict[str, float]:
     from tawac.runtime.runner import bench_ms, round_robin
 
@@ -280,15 +289,24 @@ def bench_program(
         variants["x2"] = {**sizes, loop: 2 * sizes[loop]}
     fns: dict[str, Callable[[], Any]] = {}
     held: dict[str, list] = {}
+    # Planners whose cubins are byte-identical run one kernel: it is timed once and its
+    # time is theirs (timing it twice measures only the noise between rounds).
+    same = same_builds(builds)
     for p, b in builds.items():
         for tag, sz in variants.items():
             args = b.args(sz)
             held[p + tag] = args
-            fns[p + tag] = (lambda k, a: lambda: k(*a))(b.kernel, args)
-        if b.traced is not None:
+            if same[p] == p:
+                fns[p + tag] = (lambda k, a: lambda: k(*a))(b.kernel, args)
+        if b.traced is not None and same[p] == p:
             fns[p + "@trace"] = (lambda k, a: lambda: k(*a))(b.traced, held[p])
     with ClockSampler() as clock:
-        times = time_round_robin(fns, rounds)
+        timed = time_round_robin(fns, rounds)
+    times = {p + tag: timed[same[p] + tag] for p in builds for tag in (*variants, "@trace")
+             if same[p] + tag in timed}  # fmt: skip
+    for p in builds:
+        if same[p] != p:
+            row["planners"][p]["same_as"] = same[p]
     # The clock the kernels ran at (nvidia-smi's samples during the timings), else the
     # clock of one busy SM right after them.
     row["ghz"] = clock.ghz or sm_clock_ghz()
@@ -307,6 +325,38 @@ def bench_program(
     del held, fns
     torch.cuda.empty_cache()
     return row
+
+
+def auto_summary(rows: list[dict[str, Any]], planners: tuple[str, ...]) -> None:
+    """With the heuristic, the solver and auto measured: auto's time against the faster of
+    the two per program (issue 20: at least 0.98x on each), and the geomeans over the
+    programs that are not examples of auto and of the faster (an oracle) against the
+    heuristic."""
+    if not {"heuristic", "solver", "auto"} <= set(planners) or not rows:
+        return
+    vs_best, vs_h, oracle = [], [], []
+    for r in rows:
+        t = {p: r["planners"][p]["ms"] for p in ("heuristic", "solver", "auto")}
+        best = min(t["heuristic"], t["solver"])
+        vs_best.append((best / t["auto"], r["name"], r["planners"]["auto"].get("same_as")))
+        if "example" not in r.get("tags", []):
+            vs_h.append(t["heuristic"] / t["auto"])
+            oracle.append(t["heuristic"] / best)
+
+    def geo(xs: list[float]) -> float:
+        return math.exp(statistics.fmean(math.log(x) for x in xs))
+
+    below = sorted(x for x in vs_best if x[0] < 0.98)
+    print(
+        f"auto / the faster of heuristic and solver: geomean {geo([x[0] for x in vs_best]):.3f}, "
+        f"lowest {min(x[0] for x in vs_best):.3f}, {len(below)} of {len(vs_best)} below 0.98"
+        + "".join(f"\n  {n}: {x:.3f} (auto = {s or 'its own'})" for x, n, s in below)
+    )
+    if vs_h:
+        print(
+            f"non-example programs ({len(vs_h)}), speed-up over the heuristic: auto "
+            f"{geo(vs_h):.3f}, the faster of the two (oracle) {geo(oracle):.3f}"
+        )
 
 
 def trace_errors(rows: list[dict[str, Any]], planners: tuple[str, ...]) -> list[dict[str, Any]]:
@@ -450,6 +500,7 @@ def main(argv: list[str] | None = None) -> int:
         ratios = [r["planners"][planners[0]]["ms"] / r["planners"][planners[1]]["ms"] for r in ok]
         geo = math.exp(statistics.fmean(math.log(x) for x in ratios))
         print(f"\ngeomean {planners[0]} time / {planners[1]} time: {geo:.3f} over {len(ok)}")
+    auto_summary(ok, planners)
     errs = [
         abs(r["planners"][p]["ii"] / r["ghz"] / r["planners"][p]["measured_ns_per_iter"] - 1)
         for r in ok

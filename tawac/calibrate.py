@@ -42,7 +42,7 @@ CYCLE_STEPS = (0.0, 16.0, 32.0, 64.0, 128.0)
 @dataclass(frozen=True)
 class Observation:
     """One consumer main loop measured on the GPU: program, planner configuration, loop
-    index, and its cycles per iteration."""
+    index, its cycles per iteration, and the dimension sizes it ran at."""
 
     name: str
     source: str
@@ -50,6 +50,7 @@ class Observation:
     config: str
     k: int
     cycles: float
+    sizes: Mapping[str, Any] | None = None
 
 
 @dataclass
@@ -60,12 +61,14 @@ class Prepared:
     kernel: Any
     plan: Any
     observations: list[Observation] = field(default_factory=list)
+    sizes: Mapping[str, Any] | None = None  # the sizes the loops ran at
 
     def predict(self, target: Target) -> list[float | None]:
-        """The model's interval (cycles) of each observed loop under `target`."""
+        """The model's interval (cycles) of each observed loop under `target`, at the
+        sizes they ran at."""
         from tawac.schedule.model import model_intervals
 
-        iis = model_intervals(self.kernel, self.plan, target=target)
+        iis = model_intervals(self.kernel, self.plan, target=target, sizes=self.sizes)
         return [iis[o.k] if o.k < len(iis) else None for o in self.observations]
 
 
@@ -134,6 +137,7 @@ def observations_from_bench(
                                 config,
                                 int(t["k"]),
                                 float(t["cycles"]),
+                                entry.get("sizes"),
                             )
                         )
     return out
@@ -146,6 +150,7 @@ def prepare_all(observations: list[Observation], root: Path = ROOT) -> list[Prep
         key = (o.name, o.config)
         if key not in groups:
             groups[key] = prepare(root / o.source, o.defines, o.config)
+            groups[key].sizes = o.sizes
         groups[key].observations.append(o)
     return list(groups.values())
 
@@ -278,7 +283,13 @@ def measure_entry(entry: Mapping[str, Any], config: str, trace_every: int, root:
     args = make_args(sidecar, entry["sizes"], stores, loads)
     return [
         Observation(
-            entry["name"], entry["source"], entry.get("defines") or {}, config, k, float(iv.cycles)
+            entry["name"],
+            entry["source"],
+            entry.get("defines") or {},
+            config,
+            k,
+            float(iv.cycles),
+            entry.get("sizes"),
         )
         for k, iv in enumerate(consumer_intervals(kernel, sidecar, args))
         if iv is not None and iv.cycles

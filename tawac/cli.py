@@ -328,8 +328,17 @@ def _opt(
     default=None,
     help="draw the main loop's steady state to this SVG (or .png) file",
 )
+@click.option(
+    "--measured",
+    "measured",
+    type=click.Path(dir_okay=False),
+    default=None,
+    help="a Chrome trace of SOURCE as built with these options and --trace-every 1 "
+    "(tawac run --trace-out): its measured steady state next to the model's, in the "
+    "text, the JSON and the --timeline picture",
+)
 @_guard
-def explain(source, defines, time_limit, as_json, timeline, **pipeline):
+def explain(source, defines, time_limit, as_json, timeline, measured, **pipeline):
     """Show what the compiler decides for SOURCE: warp groups and register budgets,
     arefs (payload, bytes, depth, release lag), the shared-memory map, the grid.
 
@@ -338,20 +347,22 @@ def explain(source, defines, time_limit, as_json, timeline, **pipeline):
       tawac explain examples/gemm.mlir
       tawac explain examples/attention.mlir --no-coarse-pipeline --json
       tawac explain examples/attention.mlir --timeline attention.svg
+      tawac explain examples/attention.mlir --timeline a.svg --measured a.trace.json
     """
     from rich.console import Console
 
     from tawac.driver import TimeLimit, parse_source
-    from tawac.explain import explain_module, render, timeline_svg
+    from tawac.explain import explain_module, measured_info, render, timeline_svg
 
     with TimeLimit(time_limit):
         info = explain_module(
             parse_source(source, params=_params(defines)),
             PipelineOptions(**pipeline),
-            timeline=timeline is not None,
+            timeline=timeline is not None or measured is not None,
         )
+    window = measured_info(info, measured) if measured is not None else None
     if timeline is not None:
-        svg = timeline_svg(info)
+        svg = timeline_svg(info, window)
         if timeline.lower().endswith(".png"):
             from tawac.timeline import write_png
 

@@ -13,6 +13,8 @@ schedule and the target model's costs into the simulator's lanes
 from __future__ import annotations
 
 import dataclasses
+import json
+from pathlib import Path
 from typing import Any
 
 from xdsl.dialects.builtin import ModuleOp
@@ -30,6 +32,7 @@ from tawac.schedule.model import TIMELINE_ITERATIONS, aref_name, loop_lanes
 from tawac.schedule.simulate import Dep, Lane, Step, simulate
 from tawac.target import HOPPER
 from tawac.timeline import render_svg
+from tawac.trace import Measured, measured_window
 
 
 def _kernel(module: ModuleOp) -> tile.KernelOp:
@@ -278,8 +281,44 @@ def planner_text(info: dict[str, Any]) -> str:
     return f"{info['planner']} -> {auto['chosen']} ({why})"
 
 
-def timeline_svg(info: dict[str, Any]) -> str:
-    """The picture of `explain_module(..., timeline=True)`'s timeline (SVG text)."""
+def measured_info(info: dict[str, Any], path: str) -> Measured:
+    """The measured steady state in the Chrome trace at `path` (`tawac.trace.measured_window`)
+    of the kernel `info` explains (`explain_module(..., timeline=True)`), recorded in
+    `info["measured"]` with the model's error on it; a `CompileError` when the file is
+    not such a trace or is another kernel's."""
+    try:
+        doc = json.loads(Path(path).read_text())
+    except (OSError, ValueError) as err:
+        raise CompileError(f"--measured {path}: not a readable trace ({err})") from None
+    if not isinstance(doc, dict) or "traceEvents" not in doc:
+        raise CompileError(f"--measured {path}: not a Chrome trace of tawac run --trace-out")
+    kernel = doc.get("otherData", {}).get("kernel")
+    if kernel is not None and kernel != info["kernel"]:
+        raise CompileError(
+            f"--measured {path}: a trace of kernel @{kernel}, not of @{info['kernel']}"
+        )
+    try:
+        window = measured_window(doc)
+    except ValueError as err:
+        raise CompileError(f"--measured {path}: {err}") from None
+    model = info["timeline"]["ii"]
+    info["measured"] = {
+        "trace": str(path),
+        "sm": window.sm,
+        "cta": window.cta,
+        "loop": window.loop,
+        "ghz": round(window.ghz, 4),
+        "ii": window.ii,
+        "iterations": window.iterations,
+        "model_ii": model,
+        "error": model / window.ii - 1,
+    }
+    return window
+
+
+def timeline_svg(info: dict[str, Any], measured: Measured | None = None) -> str:
+    """The picture of `explain_module(..., timeline=True)`'s timeline (SVG text), with a
+    measured window (`measured_info`) under the model's lanes when given."""
     tl = simulate(timeline_lanes(info), TIMELINE_ITERATIONS)
     solved = info.get("solve")
     found = (
@@ -292,7 +331,7 @@ def timeline_svg(info: dict[str, Any]) -> str:
         f"@{info['kernel']}: steady state of the main loops "
         f"(planner {planner_text(info)}, simulated II {tl.ii:,.0f} cycles{found})"
     )
-    return render_svg(tl, title=title)
+    return render_svg(tl, title=title, measured=measured)
 
 
 def explain_module(
@@ -465,6 +504,15 @@ def render(info: dict[str, Any], console) -> None:
         busy = ", ".join(f"{u} {100 * v:.0f}%" for u, v in tl["utilisation"].items())
         console.print(
             f"steady state: {tl['ii']:,.0f} cycles per iteration; units busy: {busy}",
+            markup=False,
+            highlight=False,
+        )
+    if "measured" in info:
+        m = info["measured"]
+        console.print(
+            f"measured: {m['ii']:,.0f} cycles per iteration (median of {m['iterations']} "
+            f"iterations of loop {m['loop']} at {m['ghz']:.2f} GHz, {m['trace']}); "
+            f"the model's error {100 * m['error']:+.1f}%",
             markup=False,
             highlight=False,
         )

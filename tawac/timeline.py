@@ -16,6 +16,7 @@ import xml.etree.ElementTree as ET
 from dataclasses import dataclass
 
 from tawac.schedule.simulate import CONTENDED, UNITS, Lane, Run, Timeline, Wait
+from tawac.trace import Measured, MeasuredLane
 
 #: Fill colour and name of each unit in the picture.
 UNIT_STYLE: dict[str, tuple[str, str]] = {
@@ -113,6 +114,9 @@ class _Chart:
     y_axis: float
     y_legend: float
     height: float
+    measured_y: dict[str, float]
+    y_measured_label: float
+    offset: float  # the predicted cycle where the measured window's first iteration starts
 
     def x(self, t: float) -> float:
         """The horizontal position of cycle `t`."""
@@ -123,22 +127,37 @@ class _Chart:
         return b >= self.t0 and a <= self.t1
 
 
-def _layout(timeline: Timeline, t0: float, t1: float, width: int) -> _Chart:
+def _layout(
+    timeline: Timeline,
+    t0: float,
+    t1: float,
+    width: int,
+    measured: Measured | None = None,
+    offset: float = 0.0,
+) -> _Chart:
     """The chart of `timeline` over [t0, t1]: the title and caption at the top, the
-    iteration labels, one lane per warp group, the units' heading and one lane per busy
-    unit, then the time axis and the legend."""
+    iteration labels, one lane per warp group, the measured heading and one lane per
+    measured warp group (with `measured`, drawn from cycle `offset`), the units' heading
+    and one lane per busy unit, then the time axis and the legend."""
     plot_w = width - _LEFT - _RIGHT
     units = [
         u
         for u in CONTENDED
         if any(r.unit == u and r.unit_end > r.unit_start for r in timeline.runs)
     ]
-    y_marks = 120
+    y_marks = 120 if measured is None else 140  # a fourth caption line: the measurement
     y = y_marks + 12
     lane_y: dict[str, float] = {}
     for lane in timeline.lanes:
         lane_y[lane.name] = y
         y += _WG_H + _WG_GAP
+    measured_y: dict[str, float] = {}
+    y_measured_label = y + 6
+    if measured is not None:
+        y += 16
+        for m in measured.lanes:
+            measured_y[m.name] = y
+            y += _WG_H + _WG_GAP
     y_units_label = y + 6
     y += 16
     unit_y: dict[str, float] = {}
@@ -162,7 +181,10 @@ def _layout(timeline: Timeline, t0: float, t1: float, width: int) -> _Chart:
         y_units_label=y_units_label,
         y_axis=y_axis,
         y_legend=y_legend,
-        height=y_legend + 40,
+        height=y_legend + (64 if measured is not None else 40),
+        measured_y=measured_y,
+        y_measured_label=y_measured_label,
+        offset=offset,
     )
 
 
@@ -272,6 +294,18 @@ def _canvas(chart: _Chart) -> ET.Element:
     return svg
 
 
+def _measured_caption(svg: ET.Element, m: Measured, ii: float) -> None:
+    """The fourth caption line: where the measurement comes from and the model's error."""
+    last = m.first_iteration + len(m.lanes[0].iteration_starts) - 1 if m.lanes else 0
+    text = (
+        f"Measured (trace): {_fmt(m.ii)} cycles/iteration, median of {m.iterations} "
+        f"iterations of loop {m.loop} at {m.ghz:.2f} GHz; the model's error "
+        f"{100 * (ii / m.ii - 1):+.0f}%. Below: SM {m.sm}, CTA {m.cta}, iterations "
+        f"{m.first_iteration}-{last}, from the model's first iteration shown"
+    )
+    _text(svg, _TEXT_X, 114, text, 13.5, **{"fill": "#1d1d1f", "class": "caption"})
+
+
 def _title(svg: ET.Element, chart: _Chart, title: str) -> None:
     """The title and three caption lines: the initiation interval (and the lanes whose
     own differs), the units' utilisation, each lane's share of waiting."""
@@ -349,6 +383,12 @@ def _lane_labels(svg: ET.Element, chart: _Chart) -> None:
         bold = {"fill": "#1d1d1f", "font-weight": "bold"}
         _text(svg, _LEFT - 12, ytop + _WG_H / 2 + 4.5, lane.name, 13, "end", **bold)
     italic = {"fill": "#6e6e73", "font-style": "italic"}
+    if chart.measured_y:
+        heading = "measured (trace)"
+        _text(svg, _LEFT - 12, chart.y_measured_label + 4, heading, 11, "end", **italic)
+        for name, ytop in chart.measured_y.items():
+            bold = {"fill": "#1d1d1f", "font-weight": "bold"}
+            _text(svg, _LEFT - 12, ytop + _WG_H / 2 + 4.5, name, 13, "end", **bold)
     _text(svg, _LEFT - 12, chart.y_units_label + 4, "units (per SM)", 11, "end", **italic)
     for u in chart.units:
         colour, name = UNIT_STYLE[u]
@@ -389,6 +429,95 @@ def _warp_group_lane(plot: ET.Element, chart: _Chart, index: int, lane: Lane) ->
             _run(g, chart, r, ytop)
         if r.unit in ("tensor", "tma") and (r.ready - r.issue_end) * chart.scale >= 6:
             _in_flight(g, chart, r, ytop, tracks)
+
+
+#: How a measured span is drawn: a unit's colour (what it issues) or a wait's hatch.
+_MEASURED_STYLE = {
+    "mma": ("tensor", None),
+    "put": ("tma", None),
+    "consumed": ("sync", None),
+    "epilogue": ("alu", None),
+    "get": (None, "aref"),
+    "acquire": (None, "aref"),
+    "mma.wait": (None, "dep"),
+}
+_MATH = ("fma", "between stamps (math)")
+
+
+def _measured_lane(plot: ET.Element, chart: _Chart, lane: MeasuredLane) -> None:
+    """A measured warp group's lane: its spans (waits hatched as the model's, the rest in
+    their unit's colour), a consumer's time between spans (its math) in a light FMA
+    colour, and a dashed tick where each of its iterations starts."""
+    ytop = chart.measured_y[lane.name]
+    g = ET.SubElement(
+        plot,
+        "g",
+        {"class": "lane", "data-lane": lane.name, "data-kind": "measured", "data-role": lane.role},
+    )
+    _lane_background(g, chart, ytop, _WG_H)
+    off = chart.offset
+    if lane.role == "consumer":
+        fill = _mix(UNIT_STYLE[_MATH[0]][0], 0.55)
+        for a, b in _gaps(lane.spans, 0.0, max((sp.end for sp in lane.spans), default=0.0)):
+            _measured_bar(g, chart, (off + a, off + b), ytop, (fill, fill), "math", "gap")
+    for sp in lane.spans:
+        unit, wait = _MEASURED_STYLE.get(sp.op, ("alu", None))
+        fills = (f"url(#hatch-{wait})", "#f0f0f0") if wait else (UNIT_STYLE[unit][0],) * 2
+        _measured_bar(g, chart, (off + sp.start, off + sp.end), ytop, fills, sp.name, sp.op)
+    dashed = {"stroke": "#1d1d1f", "stroke-dasharray": "3 2"}
+    for x in lane.iteration_starts:
+        xs = f"{chart.x(off + x):.1f}"
+        _line(g, xs, xs, ytop - 2, ytop + _WG_H - 4, **dashed)
+
+
+def _gaps(spans, lo: float, hi: float) -> list[tuple[float, float]]:
+    """The parts of [lo, hi] no span covers."""
+    out = []
+    at = lo
+    for sp in sorted(spans, key=lambda sp: sp.start):
+        if sp.start > at:
+            out.append((at, min(sp.start, hi)))
+        at = max(at, sp.end)
+    if at < hi:
+        out.append((at, hi))
+    return [(a, b) for a, b in out if b > a]
+
+
+def _measured_bar(
+    g: ET.Element,
+    chart: _Chart,
+    span: tuple[float, float],
+    ytop: float,
+    fills: tuple[str, str],
+    label: str,
+    op: str,
+) -> None:
+    """A measured span over the cycles `span`: filled with `fills[0]`, its label on
+    `fills[1]` when it fits, a tooltip with its length."""
+    a, b = span
+    if not chart.visible(a, b):
+        return
+    el = ET.SubElement(
+        g,
+        "rect",
+        {
+            "class": "measured",
+            "x": f"{chart.x(a):.2f}",
+            "y": f"{ytop + 2}",
+            "width": f"{max((b - a) * chart.scale, 1.0):.2f}",
+            "height": f"{_BAR_H}",
+            "rx": "2",
+            "fill": fills[0],
+            "stroke": "#ffffff",
+            "stroke-width": "0.6",
+            "data-op": op,
+            "data-label": label,
+            "data-start": f"{a - chart.offset:g}",
+            "data-end": f"{b - chart.offset:g}",
+        },
+    )
+    _tooltip(el, f"{label}: {_fmt(b - a)} cycles (measured)")
+    _bar_text(g, chart, (a, b), ytop + 2, _BAR_H, fills[1], [label, label.split()[-1]])
 
 
 def _wait(g: ET.Element, chart: _Chart, lane: Lane, w: Wait, ytop: float) -> None:
@@ -579,6 +708,17 @@ def _legend(svg: ET.Element, chart: _Chart) -> None:
     label = "async op in flight until its result is ready"
     _text(legend, lx + 28, y_legend, label, 12, **{"fill": "#1d1d1f"})
     lx += 28 + _text_w(label, 12) + 22
+    if chart.measured_y:
+        swatch = {"width": "22", "height": "14", "rx": "2", "stroke": "#6e6e73"}
+        fill = _mix(UNIT_STYLE[_MATH[0]][0], 0.55)
+        ET.SubElement(
+            legend, "rect", {"x": f"{lx}", "y": f"{y_legend - 11}", "fill": fill, **swatch}
+        )
+        label = f"measured: {_MATH[1]}"
+        _text(legend, lx + 28, y_legend, label, 12, **{"fill": "#1d1d1f"})
+        lx += 28 + _text_w(label, 12) + 22
+    if chart.measured_y:  # the note on a third row
+        lx, y_legend = _TEXT_X, y_legend + 24
     note = (
         f"| Bars: what each warp group issues, labelled with the iteration; unit lanes: "
         f"how long each unit is busy (shades: which warp group). Dashed: {tl.reference_lane} "
@@ -593,9 +733,13 @@ def render_svg(
     window: tuple[float, float] | None = None,
     width: int = 1400,
     shown: int = 3,
+    measured: Measured | None = None,
 ) -> str:
     """The timeline as an SVG Gantt chart (text). `window`: the cycles shown (default:
-    `shown` steady-state iterations, `default_window`).
+    `shown` steady-state iterations, `default_window`, widened to the measured ones).
+    `measured`: a measured window (`tawac.trace.measured_window`) drawn under the
+    warp groups' lanes on the same axis, its first iteration at the model's first shown
+    one (`data-kind` "measured" lanes of `<rect class="measured">`, `data-op`).
 
     Machine-readable structure: one `<g class="lane">` per lane, `data-kind` "warp-group"
     (`data-lane`, `data-role`) or "unit" (`data-lane` = the unit); in a warp group's lane
@@ -607,21 +751,36 @@ def render_svg(
     t0, t1 = window if window is not None else default_window(timeline, shown)
     if t1 <= t0:
         raise ValueError(f"empty window ({t0}, {t1})")
-    chart = _layout(timeline, t0, t1, width)
+    offset = 0.0
+    if measured is not None:
+        offset = _first_shown(timeline, t0, t1)
+        if window is None:
+            t1 = max(t1, offset + measured.span + 0.03 * (t1 - t0))
+    chart = _layout(timeline, t0, t1, width, measured, offset)
     svg = _canvas(chart)
     _title(svg, chart, title)
+    if measured is not None:
+        _measured_caption(svg, measured, timeline.ii)
     _axes(svg, chart)
     _iteration_marks(svg, chart)
     plot = ET.SubElement(svg, "g", {"clip-path": "url(#plot-area)"})
     _lane_labels(svg, chart)
     for index, lane in enumerate(timeline.lanes):
         _warp_group_lane(plot, chart, index, lane)
+    for m in measured.lanes if measured is not None else ():
+        _measured_lane(plot, chart, m)
     shade = _shades(chart)
     for u in chart.units:
         _unit_lane(plot, chart, u, shade)
     _legend(svg, chart)
     ET.indent(svg)
     return ET.tostring(svg, encoding="unicode")
+
+
+def _first_shown(timeline: Timeline, t0: float, t1: float) -> float:
+    """The first iteration start of the reference lane in [t0, t1] (else t0)."""
+    starts = timeline.iteration_starts[timeline.reference_lane]
+    return next((x for x in starts if t0 <= x <= t1), t0)
 
 
 def write_png(svg: str, path: str, scale: float = 1.0) -> None:

@@ -319,3 +319,164 @@ def _loop_runs(
         if loop >= 0 and ev.get("op") == "iteration" and ev.get("edge") in ("begin", "at"):
             runs[loop][-1].append((s.iteration, s.clock))
     return {loop: [r for r in rs if len(r) > 1] for loop, rs in runs.items()}
+
+
+# -- a measured window, for the timeline picture ----------------------------------------------
+
+
+@dataclass(frozen=True)
+class MeasuredSpan:
+    """One complete event of a Chrome trace, in SM cycles from the window's start."""
+
+    name: str  # "get k", "mma s", "put v", ...
+    op: str  # the event's category: get, put, acquire, mma, mma.wait, consumed, epilogue
+    start: float
+    end: float
+
+
+@dataclass(frozen=True)
+class MeasuredLane:
+    """One warp group's track in the window: its spans and where its iterations start."""
+
+    name: str  # "wg 1 consumer"
+    role: str
+    spans: tuple[MeasuredSpan, ...]
+    iteration_starts: tuple[float, ...]
+
+
+@dataclass(frozen=True)
+class Measured:
+    """`shown` consecutive steady-state iterations of one CTA's main loop as measured
+    (`measured_window`): the SM and CTA, the loop, the clock, the median interval of that
+    loop over every consumer track of the trace (`ii`, cycles; `iterations` it is over)
+    and the CTA's warp groups' lanes, cycles counted from the first shown iteration's
+    start on the reference lane (the first consumer)."""
+
+    sm: int
+    cta: int
+    loop: int
+    ghz: float
+    ii: float
+    iterations: int
+    first_iteration: int
+    span: float  # cycles from the first shown iteration's start to the last one's end
+    lanes: tuple[MeasuredLane, ...]
+
+
+def _track_names(events: Sequence[Mapping[str, Any]]) -> dict[tuple[int, int], str]:
+    return {
+        (e["pid"], e["tid"]): e["args"]["name"]
+        for e in events
+        if e.get("ph") == "M" and e.get("name") == "thread_name"
+    }
+
+
+def measured_window(doc: Mapping[str, Any], shown: int = 3, sm: int | None = None) -> Measured:
+    """`shown` steady-state iterations of the innermost main loop (the loop with the most
+    iteration spans) of one CTA, from a Chrome trace of an instrumented build stamped on
+    every iteration (`tawac run --trace-out` of a `--trace-every 1` build). The CTA: on
+    SM `sm` when given, else the consumer track with the most iterations of the loop; the
+    window: its run of consecutive iterations nearest the middle of the track, from its
+    second iteration (the first fills the rings). ValueError when the trace has no such
+    run (sampled stamps, a loop shorter than `shown + 1` iterations)."""
+    events: Sequence[Mapping[str, Any]] = doc.get("traceEvents") or []
+    names = _track_names(events)
+    iterations = [e for e in events if e.get("ph") == "X" and e.get("cat") == "iteration"]
+    if not iterations:
+        raise ValueError(
+            "the trace has no iteration spans: measure a build stamped on every iteration "
+            "(--trace-every 1)"
+        )
+    loops: dict[int, int] = {}
+    for e in iterations:
+        loops[e["args"]["loop"]] = loops.get(e["args"]["loop"], 0) + 1
+    loop = max(loops, key=lambda k: (loops[k], k))
+
+    def consumer(track: tuple[int, int]) -> bool:
+        return names.get(track, "").endswith("consumer")
+
+    per_track: dict[tuple[int, int], list[Mapping[str, Any]]] = {}
+    for e in iterations:
+        track = (e["pid"], e["tid"])
+        if e["args"]["loop"] == loop and consumer(track):
+            per_track.setdefault(track, []).append(e)
+    cycles = [e["args"]["cycles"] for es in per_track.values() for e in es]
+    candidates = [t for t in per_track if sm is None or t[0] == sm]
+    if not candidates:
+        raise ValueError(f"the trace has no consumer iterations of loop {loop} on SM {sm}")
+    ref = max(candidates, key=lambda t: (len(per_track[t]), -t[0], -t[1]))
+    runs = _consecutive(sorted(per_track[ref], key=lambda e: e["ts"]))
+    runs = [r for r in runs if len(r) >= shown + 1]
+    if not runs:
+        raise ValueError(
+            f"no run of {shown + 1} consecutive iterations of loop {loop} on SM {ref[0]}"
+        )
+    run = runs[len(runs) // 2]
+    window = run[1 : shown + 1]
+    ghz = _track_ghz(events, ref)
+    t0 = window[0]["ts"]
+    t1 = window[-1]["ts"] + window[-1]["dur"]
+    cta = window[0]["args"]["cta"]
+
+    def cyc(ts: float) -> float:
+        return round((ts - t0) * 1000.0 * ghz, 2)
+
+    lanes = []
+    for track in sorted(t for t in names if t[0] == ref[0]):
+        mine = [
+            e
+            for e in events
+            if (e.get("pid"), e.get("tid")) == track
+            and e.get("ph") == "X"
+            and e.get("cat") != "sync"
+            and e.get("args", {}).get("cta") == cta
+            and e["ts"] < t1
+            and e["ts"] + e["dur"] > t0
+        ]
+        spans = tuple(
+            MeasuredSpan(e["name"], e.get("cat", ""), cyc(e["ts"]), cyc(e["ts"] + e["dur"]))
+            for e in mine
+            if e.get("cat") != "iteration"
+        )
+        starts = tuple(cyc(e["ts"]) for e in mine if e.get("cat") == "iteration" and e["ts"] >= t0)
+        name = names[track]
+        lanes.append(MeasuredLane(name, name.split()[-1], spans, starts))
+    return Measured(
+        sm=ref[0],
+        cta=cta,
+        loop=loop,
+        ghz=ghz,
+        ii=statistics.median(cycles),
+        iterations=len(cycles),
+        first_iteration=window[0]["args"]["iteration"],
+        span=cyc(t1),
+        lanes=tuple(lanes),
+    )
+
+
+def _consecutive(its: list[Mapping[str, Any]]) -> list[list[Mapping[str, Any]]]:
+    """A track's iteration spans (in time order) cut into runs of one CTA's consecutive
+    iterations."""
+    runs: list[list[Mapping[str, Any]]] = []
+    for e in its:
+        last = runs[-1][-1] if runs else None
+        if (
+            last is not None
+            and e["args"]["cta"] == last["args"]["cta"]
+            and e["args"]["iteration"] == last["args"]["iteration"] + 1
+        ):
+            runs[-1].append(e)
+        else:
+            runs.append([e])
+    return runs
+
+
+def _track_ghz(events: Sequence[Mapping[str, Any]], track: tuple[int, int]) -> float:
+    """The SM clock of a track: its "warp group" event's (the sync pair), else
+    `DEFAULT_GHZ`."""
+    for e in events:
+        if (e.get("pid"), e.get("tid")) == track and e.get("cat") == "sync":
+            ghz = e.get("args", {}).get("ghz")
+            if ghz:
+                return float(ghz)
+    return DEFAULT_GHZ

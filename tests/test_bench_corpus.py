@@ -97,3 +97,42 @@ def test_configs_name_a_planner_and_knobs():
     )
     with pytest.raises(SystemExit, match="bad option"):
         bench.parse_config("heuristic:ring=5")
+
+
+def test_identical_cubins_are_timed_once():
+    class B:
+        def __init__(self, cubin, traced=b""):
+            self.cubin, self.traced_cubin = cubin, traced
+
+    builds = {"heuristic": B(b"x"), "solver": B(b"y"), "auto": B(b"x"), "other": B(b"x", b"t")}
+    assert bench.same_builds(builds) == {
+        "heuristic": "heuristic",
+        "solver": "solver",
+        "auto": "heuristic",
+        "other": "other",  # same plain cubin, another traced one: timed on its own
+    }
+
+
+def test_auto_summary(capsys):
+    def row(name, h, s, a, tags=(), same=None):
+        auto = {"ms": a, **({"same_as": same} if same else {})}
+        planners = {"heuristic": {"ms": h}, "solver": {"ms": s}, "auto": auto}
+        return {"name": name, "tags": list(tags), "planners": planners}
+
+    rows = [
+        row("e", 1.0, 2.0, 1.0, tags=["example"], same="heuristic"),
+        row("p", 1.0, 0.8, 0.8, same="solver"),
+        row("q", 1.0, 0.9, 1.0, same="heuristic"),  # picked the slower: 0.9x
+    ]
+    bench.auto_summary(rows, ("heuristic", "solver", "auto"))
+    out = capsys.readouterr().out.splitlines()
+    assert out[0].startswith("auto / the faster of heuristic and solver: geomean 0.965")
+    assert "lowest 0.900, 1 of 3 below 0.98" in out[0]
+    assert out[1] == "  q: 0.900 (auto = heuristic)"
+    # non-examples p and q: auto 1.25x and 1.0x over the heuristic, the oracle 1.25x, 1.11x
+    assert out[2] == (
+        "non-example programs (2), speed-up over the heuristic: auto 1.118, the faster of "
+        "the two (oracle) 1.179"
+    )
+    bench.auto_summary(rows, ("heuristic", "solver"))
+    assert capsys.readouterr().out == ""

@@ -45,8 +45,10 @@ def test_the_calibration_file_is_read_and_can_be_turned_off(tmp_path, monkeypatc
     monkeypatch.setenv("TAWAC_TARGET_MODEL", "shipped")
     shipped = calibrated(Target())
     assert shipped.calibration.startswith("NVIDIA H100") and 0 < shipped.model_error < 0.1
+    monkeypatch.setenv("TAWAC_TARGET_MODEL", "h200")
+    assert calibrated(Target()).calibration.startswith("NVIDIA H200")
     monkeypatch.delenv("TAWAC_TARGET_MODEL")
-    assert calibrated(Target()) == Target()  # not the default yet (docs/perf.md)
+    assert calibrated(Target()) == shipped  # the default
     bad = tmp_path / "bad.json"
     bad.write_text("{}")
     with pytest.raises(ValueError, match="not a calibration file"):

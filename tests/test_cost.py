@@ -184,3 +184,43 @@ def test_a_streaming_loop_is_bound_by_dram():
     )
     dram = HOPPER.cost("bytes").throughput  # the calibrated rate, where one ships
     assert info["timeline"]["ii"] == pytest.approx(16384 / dram, rel=0.01)
+
+
+def _planned(path: Path):
+    from tawac.calibrate import prepare
+
+    p = prepare(path, None, "heuristic")
+    return p.kernel, p.plan
+
+
+@pytest.mark.parametrize(
+    ("sizes", "lone"),
+    [
+        (None, frozenset()),
+        # the grid is cdiv(M, 128) x cdiv(N, 128) x 1: z always has one program
+        ({"M": 65536, "N": 128, "K": 4096}, frozenset({1, 2})),  # one column tile
+        ({"M": 65536, "N": 256, "K": 4096}, frozenset({2})),
+        ({"M": 100, "N": 100, "K": 64}, frozenset({0, 1, 2})),
+        ({"M": 65536}, frozenset({2})),  # N not given: unknown
+    ],
+)
+def test_lone_axes_follow_the_sizes(sizes, lone):
+    from tawac.analysis.grid import lone_axes
+
+    kernel, _ = _planned(REPO / "tests/data/row_softmax.mlir")
+    assert lone_axes(kernel, sizes) == lone
+
+
+def test_a_grid_of_one_column_streams_a_from_dram():
+    """row_softmax at N = 128: one program along y, so no other program reads A's row band:
+    16 KiB per iteration from DRAM (measured 1222-1361 cycles per iteration on the H100,
+    where the model without the sizes said 597: docs/perf.md). Without the sizes, or with
+    two column tiles, A comes from L2."""
+    from tawac.schedule.model import model_intervals
+
+    kernel, plan = _planned(REPO / "tests/data/row_softmax.mlir")
+    (alone,) = model_intervals(kernel, plan, target=TABLE)
+    (streamed,) = model_intervals(kernel, plan, target=TABLE, sizes={"M": 65536, "N": 128})
+    (shared,) = model_intervals(kernel, plan, target=TABLE, sizes={"M": 65536, "N": 256})
+    assert alone == shared < 16384 / 11.5
+    assert streamed == pytest.approx(16384 / 11.5, rel=0.01)

@@ -4,6 +4,7 @@ schedule and the target model's costs (`tawac.schedule.model`, `tawac.schedule.s
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 import xml.etree.ElementTree as ET
@@ -204,3 +205,98 @@ def test_png_with_cairosvg(tmp_path):
     proc = _cli(str(REPO / "examples" / "gemm.mlir"), "--timeline", str(out))
     assert proc.returncode == 0, proc.stderr
     assert out.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+# -- measured next to predicted (issue 20) ---------------------------------------------------
+
+
+def _measured_trace(kernel: str = "gemm", iterations: int = 6, ii_ns: float = 500.0) -> dict:
+    """A Chrome trace as `tawac run --trace-out` writes it: SM 7, a producer and a
+    consumer track of CTA 3, one run of `iterations` iterations of loop 1 (`ii_ns` each,
+    at 2 GHz: get 100 ns, mma 20 ns, mma.wait 200 ns), a put per iteration; iteration
+    spans of another loop (0) and of another SM too."""
+    ev: list[dict] = [
+        {"name": "thread_name", "ph": "M", "pid": 7, "tid": 0, "args": {"name": "wg 0 producer"}},
+        {"name": "thread_name", "ph": "M", "pid": 7, "tid": 1, "args": {"name": "wg 1 consumer"}},
+        {"name": "thread_name", "ph": "M", "pid": 9, "tid": 1, "args": {"name": "wg 1 consumer"}},
+    ]
+    for tid in (0, 1):
+        ev.append({"name": "warp group", "cat": "sync", "ph": "X", "ts": 0.0, "dur": 100.0,
+                   "pid": 7, "tid": tid, "args": {"cta": 3, "ghz": 2.0}})  # fmt: skip
+
+    def span(name, cat, pid, tid, t_ns, dur_ns, it, loop=1):
+        cycles = round(dur_ns * 2)
+        args = {"cta": 3, "loop": loop, "iteration": it, "cycles": cycles}
+        ev.append({"name": name, "cat": cat, "ph": "X", "ts": t_ns / 1000, "dur": dur_ns / 1000,
+                   "pid": pid, "tid": tid, "args": args})  # fmt: skip
+
+    span("iteration loop0", "iteration", 7, 1, 0.0, 50.0, 0, loop=0)
+    for i in range(iterations):
+        t = 1000.0 + i * ii_ns
+        span("iteration loop1", "iteration", 7, 1, t, ii_ns - 10, i)
+        span("get a_b", "get", 7, 1, t + 10, 100, i)
+        span("mma d", "mma", 7, 1, t + 120, 20, i)
+        span("mma.wait", "mma.wait", 7, 1, t + 150, 200, i)
+        span("put a_b", "put", 7, 0, t + 30, 40, i)
+    span("iteration loop1", "iteration", 9, 1, 0.0, 2 * ii_ns, 0)
+    ev.sort(key=lambda e: (e["pid"], e["tid"], e.get("ts", 0.0)))
+    return {"traceEvents": ev, "displayTimeUnit": "ns", "otherData": {"kernel": kernel}}
+
+
+def test_measured_window_of_a_trace():
+    from tawac.trace import measured_window
+
+    m = measured_window(_measured_trace())
+    assert (m.sm, m.cta, m.loop, m.ghz) == (7, 3, 1, 2.0)
+    # median over every consumer track's iterations of loop 1 (SM 9's one is longer)
+    assert m.ii == 980 and m.iterations == 7
+    # from the run's second iteration (the first fills the rings), three shown
+    assert m.first_iteration == 1
+    producer, consumer = m.lanes
+    assert (producer.role, consumer.role) == ("producer", "consumer")
+    assert consumer.iteration_starts == (0.0, 1000.0, 2000.0)
+    first = [(s.op, s.start, s.end) for s in consumer.spans][:3]
+    assert first == [("get", 20.0, 220.0), ("mma", 240.0, 280.0), ("mma.wait", 300.0, 700.0)]
+    assert [s.op for s in producer.spans] == ["put"] * 3
+
+
+def test_explain_draws_the_measured_window(tmp_path):
+    trace = tmp_path / "gemm.trace.json"
+    trace.write_text(json.dumps(_measured_trace()))
+    out = tmp_path / "t.svg"
+    proc = _cli(str(REPO / "examples/gemm.mlir"), "--timeline", str(out), "--measured",
+                str(trace), "--json")  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    info = json.loads(proc.stdout)
+    m = info["measured"]
+    assert (m["sm"], m["ii"], m["iterations"]) == (7, 980, 7)
+    assert m["error"] == pytest.approx(info["timeline"]["ii"] / 980 - 1)
+    root = ET.parse(out).getroot()
+    lanes = _lanes(root, "measured")
+    assert [g.get("data-lane") for g in lanes] == ["wg 0 producer", "wg 1 consumer"]
+    ops = Counter(r.get("data-op") for r in lanes[1].iter(f"{SVG}rect") if r.get("class"))
+    assert ops["mma"] == 3 and ops["get"] == 3 and ops["mma.wait"] == 3 and ops["gap"] >= 3
+    captions = [t.text or "" for t in root.iter(f"{SVG}text") if t.get("class") == "caption"]
+    assert any(c.startswith("Measured (trace): 980 cycles/iteration") for c in captions)
+    text = _cli(str(REPO / "examples/gemm.mlir"), "--measured", str(trace))
+    assert text.returncode == 0 and "measured: 980 cycles per iteration" in text.stdout
+
+
+@pytest.mark.parametrize(
+    ("doc", "message"),
+    [
+        (_measured_trace(kernel="attention"), "a trace of kernel @attention, not of @gemm"),
+        ({"traceEvents": []}, "no iteration spans"),
+        (_measured_trace(iterations=3), "no run of 4 consecutive iterations"),
+        ("not json", "not a readable trace"),
+    ],
+)
+def test_measured_trace_errors_are_one_line(tmp_path, doc, message):
+    trace = tmp_path / "t.json"
+    trace.write_text(doc if isinstance(doc, str) else json.dumps(doc))
+    out = tmp_path / "t.svg"
+    proc = _cli(str(REPO / "examples/gemm.mlir"), "--timeline", str(out), "--measured", str(trace))
+    assert proc.returncode == 1
+    lines = proc.stderr.strip().splitlines()
+    assert len(lines) == 1 and message in lines[0] and "Traceback" not in proc.stderr
+    assert not out.exists()

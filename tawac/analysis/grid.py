@@ -4,6 +4,7 @@ launch ABI on `ptx.entry`)."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 from xdsl.dialects import arith
@@ -98,3 +99,27 @@ def infer_grid(kernel: tile.KernelOp) -> list[dict[str, Any]]:
             )
         out.append({"const": 1})
     return out
+
+
+def lone_axes(kernel: tile.KernelOp, sizes: Mapping[str, int] | None) -> frozenset[int]:
+    """The program-id axes along which the grid (`infer_grid`) has one program at the
+    dimension sizes `sizes` (by the kernel arguments' dimension names, "M" -> 4096); none
+    without sizes, or where a size is not given. A tile that only such an axis would share
+    is read by one program (`tawac.analysis.program_ids.read_by_one_program`)."""
+    if not sizes:
+        return frozenset()
+    args = {a.name_hint: a for a in kernel.body.block.args if a.name_hint}
+    lone = set()
+    for axis, g in enumerate(infer_grid(kernel)):
+        cdiv = g.get("cdiv")
+        if g.get("const") == 1:
+            lone.add(axis)
+        arg = args.get(cdiv["arg"]) if isinstance(cdiv, dict) else None
+        if arg is None or not isinstance(arg.type, tile.GlobalTensorType):
+            continue
+        names = [n.data for n in arg.type.dim_names]
+        d = cdiv["dim"]
+        size = sizes.get(names[d]) if d < len(names) else None
+        if size is not None and -(-int(size) // int(g["by"])) == 1:
+            lone.add(axis)
+    return frozenset(lone)

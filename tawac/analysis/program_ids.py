@@ -49,12 +49,13 @@ def depends_on_program_id(v: SSAValue, axis: int, upper_bounds: bool = True) -> 
     return False
 
 
-def read_by_one_program(load: tile.LoadOp) -> bool:
+def read_by_one_program(load: tile.LoadOp, lone: frozenset[int] = frozenset()) -> bool:
     """Whether no two programs read the same tile through `load`: its coordinates depend
-    on every program id the kernel uses (a GEMM's A tile at `(pid_m * BM, k)` is shared
-    along program id y, unless the grid has no y; attention's K tile, not indexed by
-    the query block x, is shared by the query blocks of a head). Such a tile comes from
-    DRAM: no other program brings it into L2 first."""
+    on every program id the kernel uses, but those of the axes `lone` (where the grid has
+    one program: `tawac.analysis.grid.lone_axes` at a problem's sizes). A GEMM's A tile at
+    `(pid_m * BM, k)` is shared along program id y, unless the grid has one program along
+    y; attention's K tile, not indexed by the query block x, is shared by the query blocks
+    of a head. Such a tile comes from DRAM: no other program brings it into L2 first."""
     kernel = load.parent_op()
     while kernel is not None and not isinstance(kernel, tile.KernelOp):
         kernel = kernel.parent_op()
@@ -64,7 +65,8 @@ def read_by_one_program(load: tile.LoadOp) -> bool:
     if not used:
         return False
     return all(
-        any(depends_on_program_id(i, a, upper_bounds=False) for i in load.indices) for a in used
+        any(depends_on_program_id(i, a, upper_bounds=False) for i in load.indices)
+        for a in used - lone
     )
 
 

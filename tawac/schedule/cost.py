@@ -269,15 +269,16 @@ def _tma_bytes(t: TensorType) -> int:
     return hopper.smem_ring_type(t, 1).tile_type.tma_bytes
 
 
-def _streamed(v) -> bool:
-    """Whether the payload value comes from a `tile.load` no other program repeats."""
-    return isinstance(v.owner, tile.LoadOp) and read_by_one_program(v.owner)
+def _streamed(v, lone: frozenset[int]) -> bool:
+    """Whether the payload value comes from a `tile.load` no other program repeats (the
+    grid having one program along the axes `lone`)."""
+    return isinstance(v.owner, tile.LoadOp) and read_by_one_program(v.owner, lone)
 
 
-def _put(op: Operation, target: Target) -> OpCost:
+def _put(op: Operation, target: Target, lone: frozenset[int]) -> OpCost:
     payload = [(v, t) for v in op.operands if (t := _tensor(v.type)) is not None]
     total = sum(_tma_bytes(t) for _, t in payload)
-    streamed = sum(_tma_bytes(t) for v, t in payload if _streamed(v))
+    streamed = sum(_tma_bytes(t) for v, t in payload if _streamed(v, lone))
     row = target.cost("cp.async.bulk.tensor 16 KiB from L2")
     assert row.latency is not None
     transfer = row.latency * total / 16384
@@ -302,9 +303,16 @@ _FMA_TILE_OPS = ("tile.select", "tile.cmpi", "tile.iota", "tile.splat")
 _FREE_SYNC = ("hopper.wgmma_wait", "aref.get")
 
 
-def op_cost(op: Operation, warp_groups: int = 1, target: Target = HOPPER) -> OpCost:
+def op_cost(
+    op: Operation,
+    warp_groups: int = 1,
+    target: Target = HOPPER,
+    lone: frozenset[int] = frozenset(),
+) -> OpCost:
     """The cost of `op` for one of `warp_groups` warp groups that split its tile's rows
-    (the module docstring gives the model, op by op)."""
+    (the module docstring gives the model, op by op); `lone`: the program-id axes along
+    which the grid has one program, where a problem's sizes are known
+    (`tawac.analysis.grid.lone_axes`)."""
     if warp_groups < 1:
         raise ValueError(f"warp_groups must be at least 1, got {warp_groups}")
     name = op.name
@@ -312,7 +320,7 @@ def op_cost(op: Operation, warp_groups: int = 1, target: Target = HOPPER) -> OpC
     if name == "tile.dot":
         return _dot(op, warp_groups, target)
     if name == "aref.put":
-        return _put(op, target)
+        return _put(op, target, lone)
     if name == "aref.consumed":
         c = target.cost("handoff between warps")
         assert c.latency is not None
@@ -334,7 +342,7 @@ def op_cost(op: Operation, warp_groups: int = 1, target: Target = HOPPER) -> OpC
         if t is None or not any(_tensor(r.type) for r in op.results):
             return _free("alu", "scf.if without tile results")
         block = op.regions[0].block
-        parts = [op_cost(o, warp_groups, target) for o in block.ops]
+        parts = [op_cost(o, warp_groups, target, lone) for o in block.ops]
         return _combine([p for p in parts if p.issue or p.latency], "scf.if then-branch")
     if t is None:
         return _free("alu", f"{name}: scalar")

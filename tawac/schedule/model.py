@@ -46,9 +46,12 @@ flight (cost.py's TMA figure is one L2-hit copy at a time).
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 from xdsl.dialects import scf
 from xdsl.ir import Block, BlockArgument, Operation, SSAValue
 
+from tawac.analysis.grid import lone_axes
 from tawac.analysis.loops import main_loops, scheduled_ops
 from tawac.diagnostics import CompileError
 from tawac.dialects import aref, tile
@@ -111,7 +114,13 @@ class _Body:
     """One main loop's body as steps: the ops in issue order, split into parts."""
 
     def __init__(
-        self, loop: scf.ForOp, lp: LoopPlan, warp_groups: int, arefs, target: Target = HOPPER
+        self,
+        loop: scf.ForOp,
+        lp: LoopPlan,
+        warp_groups: int,
+        arefs,
+        target: Target = HOPPER,
+        lone: frozenset[int] = frozenset(),
     ):
         self.loop = loop
         ops = scheduled_ops(loop.body.block)
@@ -129,7 +138,7 @@ class _Body:
         self.first: dict[Operation, int] = {}
         self.last: dict[Operation, int] = {}
         for pos, op in enumerate(self.ops):
-            cost = op_cost(op, warp_groups, target)
+            cost = op_cost(op, warp_groups, target, lone)
             label = step_label(op, arefs)
             parts = cost.parts if cost.parts and op.name != "scf.if" else (cost,)
             names = _PART_NAMES.get(op.name, tuple(p.unit for p in parts))
@@ -198,10 +207,17 @@ def _streaming_loop(kernel: tile.KernelOp, role: str, k: int = 0) -> scf.ForOp |
 
 
 def loop_lanes(
-    kernel: tile.KernelOp, plan: Schedule, k: int = 0, target: Target = HOPPER
+    kernel: tile.KernelOp,
+    plan: Schedule,
+    k: int = 0,
+    target: Target = HOPPER,
+    sizes: Mapping[str, int] | None = None,
 ) -> list[Lane]:
     """The lanes of the producer's and consumer's main loop `k` (module docstring), costed
-    by `target`'s model."""
+    by `target`'s model; at the dimension sizes `sizes` where given (a grid of one program
+    along an axis makes the tiles only that axis would share streamed from DRAM:
+    `tawac.analysis.grid.lone_axes`)."""
+    lone = lone_axes(kernel, sizes)
     creates = [o for o in kernel.walk() if isinstance(o, aref.CreateOp)]
     index = {c.result: k for k, c in enumerate(creates)}
     decided = {c.result: plan.aref(c.ident) for c in creates}
@@ -213,7 +229,8 @@ def loop_lanes(
     for role, groups in (("producer", 1), ("consumer", wgs)):
         loop = _streaming_loop(kernel, role, k)
         if loop is not None:
-            bodies[role] = _Body(loop, loop_plan(plan, role, k, loop), groups, index, target)
+            lp = loop_plan(plan, role, k, loop)
+            bodies[role] = _Body(loop, lp, groups, index, target, lone)
     if "consumer" not in bodies:
         raise CompileError("the consumer has no main loop to draw", kernel)
     for body in bodies.values():
@@ -301,6 +318,7 @@ def model_intervals(
     plan: Schedule,
     iterations: int = TIMELINE_ITERATIONS,
     target: Target = HOPPER,
+    sizes: Mapping[str, int] | None = None,
 ) -> list[float]:
     """The timeline model's steady-state interval (cycles per iteration, `simulate`'s
     `ii`) of each of the consumer's main loops under `plan`, in order, up to the first
@@ -309,7 +327,7 @@ def model_intervals(
     out = []
     for k in range(len(role_loops(kernel, "consumer"))):
         try:
-            lanes = loop_lanes(kernel, plan, k, target)
+            lanes = loop_lanes(kernel, plan, k, target, sizes)
         except CompileError:
             break
         out.append(simulate(lanes, iterations).ii)

@@ -61,16 +61,19 @@ from xdsl.ir import Block, Operation, SSAValue
 from tawac.analysis.arefs import looped
 from tawac.analysis.loops import main_loops, scheduled_ops
 from tawac.analysis.mma import deferred_dots, releasing_dots, rows_problem
+from tawac.analysis.pressure import body_readers, loop_pressure, tile_registers
 from tawac.cache import cache_root
 from tawac.diagnostics import CompileError
 from tawac.dialects import aref, tile
 from tawac.dialects.schedule import ArefPlan, LoopPlan, OpPlan, Schedule, SolveInfo
 from tawac.options import PipelineOptions
 from tawac.schedule import modulo
+from tawac.schedule.check import lags
 from tawac.schedule.model import loop_lanes, model_intervals
 from tawac.schedule.planner import HeuristicPlanner, fits_registers, register_budgets
 from tawac.schedule.simulate import Lane
 from tawac.schedule.smem import kernel_plan
+from tawac.schedule.waits import plan_waits
 from tawac.target import HOPPER
 
 #: Seconds the solver may take per kernel (both steps, every warp-group count).
@@ -95,14 +98,6 @@ def cache_dir() -> Path:
     (`tawac.cache.cache_root()`: `$TAWAC_CACHE_DIR`, else `$XDG_CACHE_HOME/tawac`, else
     `~/.cache/tawac`)."""
     return cache_root() / "solver"
-
-
-def _regs(t: TensorType, warp_groups: int) -> int:
-    """32-bit registers per thread of a consumer warp group holding its share of the 2-d
-    tile `t` in the wgmma accumulator layout."""
-    rows, cols = t.get_shape()
-    elements = rows * cols // warp_groups // HOPPER.warp_group_size
-    return max(1, elements * t.element_type.bitwidth // 32)
 
 
 def lockstep(step, warp_groups: int) -> tuple[float, float, float]:
@@ -272,8 +267,9 @@ class _Body:
         return _Body(block, ops, {op: k for k, op in enumerate(ops)}, first, last)
 
     def uses(self, r: SSAValue) -> list[tuple[int, int]]:
-        """(node, distance) of every scheduled op reading `r` (`_uses`)."""
-        return _uses(r, self.block, self.number, self.first, self.block.last_op)
+        """(node, distance) of every scheduled op reading `r` (`body_readers`)."""
+        readers = body_readers(r, self.block, self.number)
+        return [(self.first[k], d) for k, d in readers if k in self.first]
 
 
 def _values(body: _Body, warp_groups: int) -> tuple[list[modulo.Value], int]:
@@ -289,7 +285,7 @@ def _values(body: _Body, warp_groups: int) -> tuple[list[modulo.Value], int]:
         for r in op.results:
             if not isinstance(r.type, TensorType) or len(r.type.get_shape()) != 2:
                 continue  # row vectors: a few registers, within WORKING_SET
-            regs = _regs(r.type, warp_groups)
+            regs = tile_registers(r.type, warp_groups)
             uses = body.uses(r)
             if not any(d for _, d in uses):
                 transient = max(transient, regs)
@@ -325,16 +321,17 @@ def _rings(
     )
 
 
-def _groups(roles, unpipelined: bool, transient: int) -> tuple[modulo.Group, ...]:
+def _groups(roles, unpipelined: bool, transient: int, extra: int = 0) -> tuple[modulo.Group, ...]:
     """The producer and the consumer with their register budgets; the consumer reserves
-    `WORKING_SET` and the largest transient tile (nothing when unpipelined)."""
+    `WORKING_SET`, the largest transient tile and `extra` (what an answer's register
+    pressure showed the linear count misses; nothing when unpipelined)."""
     consumer_role = next(r for r in roles if r.role == "consumer")
     return (
         modulo.Group("producer", next(r for r in roles if r.role == "producer").regs),
         modulo.Group(
             "consumer",
             consumer_role.regs,
-            0 if unpipelined else WORKING_SET + transient,
+            0 if unpipelined else WORKING_SET + transient + extra,
         ),
     )
 
@@ -346,11 +343,13 @@ def problem(
     options: PipelineOptions,
     staging: bool = True,
     unpipelined: bool = False,
+    extra: int = 0,
 ) -> Built | None:
     """The modulo-scheduling problem of main loop 0 with `warp_groups` consumer warp
     groups (module docstring); None when the consumer has no main loop. `unpipelined`:
     the consumer loop frozen and no register limit (it holds what the heuristic's
-    unpipelined loop holds)."""
+    unpipelined loop holds); `extra`: registers the consumer reserves besides
+    `WORKING_SET` and the transient tile."""
     loop = _consumer_main_loop(kernel)
     if loop is None:
         return None
@@ -374,7 +373,7 @@ def problem(
         modulo.Problem(
             nodes=tuple(nodes),
             edges=tuple(edges),
-            groups=_groups(roles, unpipelined, transient),
+            groups=_groups(roles, unpipelined, transient, extra),
             values=() if unpipelined else tuple(values),
             rings=_rings(rings, slots, [_aref(base, c).lag for c in creates], options),
             smem_bytes=capacity,
@@ -387,27 +386,6 @@ def problem(
         rings,
         frozen,
     )
-
-
-def _uses(r: SSAValue, body, number, first, yield_op) -> list[tuple[int, int]]:
-    """(node, distance) of every scheduled op reading `r` (also inside its regions), the
-    same iteration or, through the yield and an iteration argument, the next."""
-    out: list[tuple[int, int]] = []
-
-    def readers(v: SSAValue, distance: int) -> None:
-        for use in v.uses:
-            top = body.find_ancestor_op_in_block(use.operation)
-            if top is yield_op:
-                if distance == 0:
-                    readers(body.args[1 + use.index], 1)
-                continue
-            if top in number and number[top] in first:
-                item = (first[number[top]], distance)
-                if item not in out:
-                    out.append(item)
-
-    readers(r, 0)
-    return out
 
 
 # -- solving, with the disk cache ------------------------------------------------------------
@@ -538,6 +516,27 @@ def _loop_plan(b: Built, s: modulo.Solution) -> LoopPlan | None:
 MARGIN = 0.02
 
 
+#: Times the solver answers again with more registers reserved (`SolverPlanner._solve`).
+REGISTER_ROUNDS = 3
+
+
+def _excess(kernel: tile.KernelOp, base: Schedule, b: Built, s: modulo.Solution) -> int:
+    """Registers per consumer thread by which answer `s`'s loop, in its issue order,
+    holds more than the budget: its register pressure (`tawac.analysis.pressure`, which
+    sees tiles live together that the model's linear count does not) plus `WORKING_SET`;
+    0 when it fits, or when the loop is frozen (its order is the body's)."""
+    if b.frozen or not b.problem.values:
+        return 0
+    loop = _consumer_main_loop(kernel)
+    assert loop is not None
+    lp = _loop_plan(b, s)
+    if lp is not None:
+        lp = dataclasses.replace(lp, waits=plan_waits(loop, lp, lags(kernel, base)))
+    budget = next(g.regs for g in b.problem.groups if g.name == "consumer")
+    peak = loop_pressure(loop, lp, b.warp_groups).peak
+    return max(0, peak + WORKING_SET - budget)
+
+
 def _choose(
     answers: list[tuple[Built, modulo.Solution]], heuristic_w: int
 ) -> tuple[Built, modulo.Solution] | None:
@@ -619,18 +618,30 @@ class SolverPlanner:
     def _solve(self, kernel, base, w, options, share, unpipelined, failures):
         """The answer for `w` warp groups: with the epilogue's staging tiles in shared
         memory, else (when shared memory is what is short) without; None when there is
-        none, False when the kernel has no main loop."""
+        none, False when the kernel has no main loop. An answer whose loop holds more
+        registers than the budget (`_excess`) is solved again with the excess reserved,
+        up to `REGISTER_ROUNDS` times."""
         for staging in (True, False):
-            b = problem(kernel, base, w, options, staging, unpipelined)
-            if b is None:
-                return False
-            try:
-                return b, solve_cached(b.problem, share)
-            except modulo.Infeasible as err:
-                text = f"{w} consumer warp groups{' unpipelined' if unpipelined else ''}: {err}"
-                failures.append(text)
-                if "shared memory" not in str(err):
-                    return None
+            extra = 0
+            for _ in range(REGISTER_ROUNDS):
+                b = problem(kernel, base, w, options, staging, unpipelined, extra)
+                if b is None:
+                    return False
+                try:
+                    found = solve_cached(b.problem, share)
+                except modulo.Infeasible as err:
+                    text = f"{w} consumer warp groups{' unpipelined' if unpipelined else ''}"
+                    failures.append(f"{text}: {err}")
+                    if "shared memory" not in str(err) or extra:
+                        return None
+                    break
+                over = _excess(kernel, base, b, found)
+                if not over:
+                    return b, found
+                extra += over
+            else:
+                failures.append(f"{w} consumer warp groups: every answer over the register budget")
+                return None
         return None
 
     def _schedule(

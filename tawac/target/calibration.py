@@ -17,10 +17,11 @@ the device it was measured on, the date, the corpus and the fit's error, and `pa
 
 `calibrated(target, path)` is `target` with those figures in place of the table's and
 the fit's median error as its `model_error` (what the `auto` planner trusts). The model
-every pass reads (`tawac.target.HOPPER`) takes the file `$TAWAC_TARGET_MODEL` names
-(`shipped`: `SHIPPED`, the H100's); without it, the uncalibrated table. Not the default
-yet: under the H100 calibration the solver picks a two-stage d128 attention loop that
-spills (its register model does not see it) and runs 3% slower (docs/perf.md).
+every pass reads (`tawac.target.HOPPER`) takes the file `$TAWAC_TARGET_MODEL` names:
+unset or `shipped`, `SHIPPED` (the H100's: the default since the solver checks its
+answers' register pressure, `tawac.analysis.pressure`; before, under this model it chose
+a two-stage d128 attention loop that spilled); `h200`, `SHIPPED_H200`; a path, that
+file; `none`, the uncalibrated table (the measured rows of `tawac.target.hopper`).
 """
 
 from __future__ import annotations
@@ -36,6 +37,10 @@ Target = Any
 
 #: The file the default model reads.
 SHIPPED = Path(__file__).with_name("calibration") / "sm_90a.json"
+#: The H200's calibration (`TAWAC_TARGET_MODEL=h200`).
+SHIPPED_H200 = Path(__file__).with_name("calibration") / "sm_90a-h200.json"
+#: The names `$TAWAC_TARGET_MODEL` may give instead of a path.
+NAMED = {"shipped": SHIPPED, "h100": SHIPPED, "h200": SHIPPED_H200}
 ENV = "TAWAC_TARGET_MODEL"
 
 #: Fitted figures that are fields of `Target`.
@@ -93,12 +98,13 @@ def label(doc: dict[str, Any]) -> str:
 
 def calibrated(target: Target, path: Path | None = None) -> Target:
     """`target` with the figures of the calibration file at `path` (default: the one
-    `$TAWAC_TARGET_MODEL` names, `shipped` for `SHIPPED`; unset or `none`: `target`)."""
+    `$TAWAC_TARGET_MODEL` names, a `NAMED` file or a path; unset: `SHIPPED`; `none`:
+    `target` as it is)."""
     if path is None:
-        env = os.environ.get(ENV, "")
-        if not env or env.lower() == "none":
+        env = os.environ.get(ENV, "") or "shipped"
+        if env.lower() == "none":
             return target
-        path = SHIPPED if env.lower() == "shipped" else Path(env)
+        path = NAMED.get(env.lower(), Path(env))
     doc = load(path)
     out = with_params(target, doc["params"], label(doc))
     error = doc.get("fit", {}).get("median_error")
