@@ -130,3 +130,23 @@ def test_cli_refuses_a_run_measured_under_another_model(tmp_path):
     res = CliRunner().invoke(main, ["calibrate", "--from", str(bench)])
     assert res.exit_code == 1
     assert "was measured under the model 'some other GPU, 2020-01-01'" in res.output
+
+
+def test_perturbed_traced_builds_are_left_out():
+    from tawac.calibrate import PERTURBED_COST, perturbed
+
+    assert perturbed({"ms": 1.0, "traced_ms": 1.0, "traced_spills": True})
+    assert perturbed({"ms": 1.0, "traced_ms": PERTURBED_COST + 0.01})
+    assert not perturbed({"ms": 1.0, "traced_ms": PERTURBED_COST - 0.01})
+    assert not perturbed({"ms": 1.0})  # no traced build: nothing perturbed
+
+
+def test_serialized_wgmma_in_a_traced_build_is_perturbed():
+    from tawac.calibrate import perturbed, serialized
+
+    report = (
+        "ptxas info    : (C7514) Potential Performance Loss: wgmma.mma_async instructions "
+        "are serialized due to non wgmma instructions reading accumulator registers"
+    )
+    assert serialized(report) and not serialized("ptxas info    : Used 168 registers")
+    assert perturbed({"ms": 1.0, "traced_ms": 1.0, "traced_serialized": True})

@@ -224,3 +224,15 @@ def test_a_grid_of_one_column_streams_a_from_dram():
     (shared,) = model_intervals(kernel, plan, target=TABLE, sizes={"M": 65536, "N": 256})
     assert alone == shared < 16384 / 11.5
     assert streamed == pytest.approx(16384 / 11.5, rel=0.01)
+
+
+def test_tma_arrival_under_load():
+    """With the fitted figures a copy arrives `fixed + bytes / rate` after its issue; with
+    none, the table's one-copy latency (479 cycles per 16 KiB) scaled by the bytes."""
+    import dataclasses
+
+    (put,) = _producer_puts(REPO / "examples/gemm.mlir")  # A 128x64 + B 256x64: 48 KiB
+    assert _op_cost(put, 2, TABLE).latency == pytest.approx(479 * 3)
+    loaded = dataclasses.replace(TABLE, tma_fixed_cycles=1000.0, tma_bytes_per_cycle=64.0)
+    assert _op_cost(put, 2, loaded).latency == pytest.approx(1000 + 49152 / 64)
+    assert loaded.model_key != TABLE.model_key

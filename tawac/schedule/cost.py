@@ -282,6 +282,9 @@ def _put(op: Operation, target: Target, lone: frozenset[int]) -> OpCost:
     row = target.cost("cp.async.bulk.tensor 16 KiB from L2")
     assert row.latency is not None
     transfer = row.latency * total / 16384
+    if target.tma_fixed_cycles or target.tma_bytes_per_cycle:
+        per_byte = 1 / target.tma_bytes_per_cycle if target.tma_bytes_per_cycle else 0.0
+        transfer = target.tma_fixed_cycles + total * per_byte
     tiles = f"{len(payload)} tile" + ("s" if len(payload) > 1 else "")
     issue = len(payload) * ASYNC_ISSUE
     source = f"'{row.op}' x {total} B / 16 KiB ({tiles}; copies pipeline"

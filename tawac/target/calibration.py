@@ -14,6 +14,9 @@ the device it was measured on, the date, the corpus and the fit's error, and `pa
   the FMA pipe, the MUFU (ex2 and rcp) and the shuffles in the instruction stream the
   compiler emits (the table's rows are the peak rates of one instruction in isolation);
 - `dram_rate`: bytes per cycle per SM a streamed operand arrives at.
+- `tma_fixed_cycles`, `tma_bytes_per_cycle`: a TMA copy arrives `fixed + bytes / rate`
+  cycles after its issue under the corpus' load (`Target.tma_fixed_cycles`; 0 and 0: the
+  table's one-copy latency scaled by the bytes).
 
 `calibrated(target, path)` is `target` with those figures in place of the table's and
 the fit's median error as its `model_error` (what the `auto` planner trusts). The model
@@ -44,7 +47,13 @@ NAMED = {"shipped": SHIPPED, "h100": SHIPPED, "h200": SHIPPED_H200}
 ENV = "TAWAC_TARGET_MODEL"
 
 #: Fitted figures that are fields of `Target`.
-FIELDS = ("mma_group_cycles", "get_cycles", "wg_issue_rate")
+FIELDS = (
+    "mma_group_cycles",
+    "get_cycles",
+    "wg_issue_rate",
+    "tma_fixed_cycles",
+    "tma_bytes_per_cycle",
+)
 #: Fitted rates and the cost-table rows whose throughput they replace.
 RATES: dict[str, tuple[str, ...]] = {
     "fma_rate": ("fma.rn.f32",),

@@ -142,6 +142,11 @@ class Target:
     #: own instruction stream's rate, below the pipes' throughput (dependent
     #: instructions, the other warp groups' turns at the issue slots); 0: the pipe's.
     wg_issue_rate: float = 0.0
+    #: A TMA copy's arrival under load, `tma_fixed_cycles + bytes / tma_bytes_per_cycle`
+    #: cycles after its issue (the queues of a busy memory system, then the SM's share of
+    #: L2 bandwidth); 0 and 0: the table's one-copy L2-hit latency scaled by the bytes.
+    tma_fixed_cycles: float = 0.0
+    tma_bytes_per_cycle: float = 0.0
     #: The device and date the fitted figures come from ("" when uncalibrated).
     calibration: str = ""
 
@@ -150,7 +155,10 @@ class Target:
         """The cost model's figures as text: part of a compiled kernel's cache key (a
         recalibrated model plans anew)."""
         rows = ",".join(f"{c.op}={c.latency}/{c.throughput}" for c in self.costs)
-        return f"{rows};{self.mma_group_cycles};{self.get_cycles};{self.wg_issue_rate}"
+        key = f"{rows};{self.mma_group_cycles};{self.get_cycles};{self.wg_issue_rate}"
+        if self.tma_fixed_cycles or self.tma_bytes_per_cycle:
+            key += f";{self.tma_fixed_cycles};{self.tma_bytes_per_cycle}"
+        return key
 
     @property
     def arch(self) -> str:
