@@ -321,59 +321,35 @@ def measure_entry(entry: Mapping[str, Any], config: str, trace_every: int, root:
     ]
 
 
-def _worker(device: int, jobs: list, trace_every: int, queue) -> None:
-    """One GPU's share of the measurements (a spawned process: CUDA_VISIBLE_DEVICES is
-    set before torch starts)."""
-    import os
-
-    os.environ["CUDA_VISIBLE_DEVICES"] = str(device)
-    import torch
-
-    name = torch.cuda.get_device_name(0)
-    for entry, config in jobs:
-        try:
-            queue.put(("ok", name, measure_entry(entry, config, trace_every)))
-        except Exception as e:  # one program's failure is reported, not the end
-            queue.put(("error", name, f"{entry['name']} {config}: {type(e).__name__}: {e}"))
-    queue.put(("done", name, None))
-
-
 def measure(
     corpus: list[dict], planners: tuple[str, ...], trace_every: int, log=print
 ) -> tuple[str, list[Observation]]:
     """Every (program, planner)'s observations, spread over the local GPUs (one worker
-    process per device). Returns (device name, observations)."""
-    import multiprocessing as mp
+    process per device: `tawac.runtime.devices.per_device`). Returns (device name,
+    observations)."""
+    import functools
 
-    import torch
+    from tawac.runtime.devices import device_count, per_device
 
-    devices = torch.cuda.device_count()
+    devices = device_count()
     if devices == 0:
         raise CompileError("tawac calibrate needs a GPU (or --from a benchmark's JSON)")
     jobs = [(e, p) for e in corpus for p in planners]
-    ctx = mp.get_context("spawn")
-    queue = ctx.Queue()
-    procs = [
-        ctx.Process(target=_worker, args=(d, jobs[d::devices], trace_every, queue))
-        for d in range(devices)
-    ]
-    for p in procs:
-        p.start()
+    fn = functools.partial(_measure_job, trace_every=trace_every)
+    outcomes = per_device(fn, jobs, devices)
     out: list[Observation] = []
-    names: set[str] = set()
-    running = devices
-    while running:
-        kind, name, payload = queue.get()
-        names.add(name)
-        if kind == "done":
-            running -= 1
-        elif kind == "error":
-            log(f"calibrate: {payload}")
+    for job, o in zip(jobs, outcomes, strict=True):
+        if o.error is not None:
+            log(f"calibrate: {job[0]['name']} {job[1]}: {o.error}")
         else:
-            out.extend(payload)
-    for p in procs:
-        p.join()
+            out.extend(o.value)
+    names = {o.device for o in outcomes if o.device != "?"}
     return " + ".join(sorted(names)), out
+
+
+def _measure_job(job: tuple[Mapping[str, Any], str], trace_every: int) -> list[Observation]:
+    entry, config = job
+    return measure_entry(entry, config, trace_every)
 
 
 def calibrate_command(

@@ -533,10 +533,18 @@ def cache_clear_command() -> None:
 @click.option(
     "--compile-only", is_flag=True, help="compile the candidates (fills the cache); no GPU"
 )
+@click.option(
+    "--devices",
+    type=click.IntRange(min=1),
+    default=None,
+    help="GPUs timing sizes at once, one worker process each [every local GPU]",
+)
 @_no_cache
 @_defines
 @_guard
-def tune(source, sizes, space, jobs, table, rep_ms, schedule, compile_only, no_cache, defines):
+def tune(
+    source, sizes, space, jobs, table, rep_ms, schedule, compile_only, devices, no_cache, defines
+):
     """Find the fastest kernel parameters and pipeline options of SOURCE at each size:
     compile every candidate in parallel, check and time each on the GPU, write the best
     per size bucket to the tuning table.
@@ -560,6 +568,7 @@ def tune(source, sizes, space, jobs, table, rep_ms, schedule, compile_only, no_c
         schedule=schedule,
         defines=defines,
         use_cache=not no_cache,
+        devices=devices,
     )
 
 

@@ -14,8 +14,10 @@ Three phases:
    worker processes (forkserver or spawn: never a fork of a process that may hold CUDA)
    through the compile cache, so a second run starts at once. A candidate that does not
    compile (a tile too large for shared memory, ...) is rejected with its diagnostic.
-3. Timing, on the GPU, per size: random inputs, a float32 reference from the tile
-   interpreter (one per size: every candidate computes the same function), then each
+3. Timing, on the GPUs (every local one, `--devices N` fewer; one worker process per
+   device, each size wholly on one: `tawac.runtime.devices.per_device`), per size:
+   random inputs, a float32 reference from the tile interpreter (one per size: every
+   candidate computes the same function), then each
    distinct kernel runs once (a NaN or a relative error above 2e-2 rejects it as a wrong
    result) and the correct ones are timed in 3 round-robin rounds (the median of each;
    the machine's drift falls on every candidate alike). The fastest correct candidate
@@ -51,6 +53,7 @@ from tawac import tuning
 from tawac.diagnostics import CompileError
 from tawac.files import write_atomic
 from tawac.options import KNOBS, knob
+from tawac.runtime.devices import device_count, per_device
 from tawac.runtime.runner import parse_sizes, require_hopper
 from tawac.tuning import TABLE_FORMAT, bucket_of, load_table, source_sha256
 
@@ -717,13 +720,16 @@ def run_tune(
     base_params: Mapping[str, int] | None = None,
     compile_fn: Callable | None = None,
     measure_fn: Callable[..., Timings] | None = None,
+    devices: int | None = None,
     out=None,
     err=None,
 ) -> TuneResult:
     """Tune `source` over the space `axes` at each of `sizes` (see the module's doc);
-    prints to the rich consoles `out` (tables) and `err` (progress, notes). Raises a
-    CompileError when no candidate compiles, or after writing the table, when a size has
-    no correct candidate."""
+    prints to the rich consoles `out` (tables) and `err` (progress, notes). The sizes are
+    timed on `devices` GPUs at once (default: every local one with the real
+    `measure_size`, one otherwise), one worker process per device, each size wholly on
+    one device. Raises a CompileError when no candidate compiles, or after writing the
+    table, when a size has no correct candidate."""
     from rich.console import Console
 
     from tawac.files import read_source
@@ -784,13 +790,25 @@ def run_tune(
             f"candidate's ({unique[0].candidate.label()}), no speedups",
             markup=False,
         )
-    err.print(f"timing {len(unique)} kernel(s) at {len(sizes)} size(s)", markup=False)
+    if devices is None:
+        devices = device_count() if measure_fn is measure_size else 1
+    devices = max(1, min(devices, len(sizes)))
+    on = f" on {devices} GPUs" if devices > 1 else ""
+    err.print(f"timing {len(unique)} kernel(s) at {len(sizes)} size(s){on}", markup=False)
     with _progress(err) as progress:
         task = progress.add_task("time", total=len(sizes) * len(unique))
-        for dims in sizes:
-            timings = measure_fn(
-                source, dims, unique, rep_ms=rep_ms, advance=lambda: progress.advance(task)
+        if devices > 1:
+            every = time_on_devices(
+                measure_fn, source, sizes, unique, rep_ms, devices, progress, task
             )
+        else:
+            every = [
+                measure_fn(
+                    source, dims, unique, rep_ms=rep_ms, advance=lambda: progress.advance(task)
+                )
+                for dims in sizes
+            ]
+        for dims, timings in zip(sizes, every, strict=True):
             result.sizes.append(size_result(dims, result.compiled, timings))
     for r in result.sizes:
         print_size(r, out)
@@ -823,6 +841,31 @@ def run_tune(
     return result
 
 
+def _measure_job(dims: Mapping[str, int], measure_fn, source: str, unique, rep_ms: float):
+    return measure_fn(source, dims, unique, rep_ms=rep_ms, advance=_nothing)
+
+
+def _nothing() -> None:
+    return None
+
+
+def time_on_devices(
+    measure_fn, source: str, sizes, unique, rep_ms: float, devices: int, progress, task
+) -> list[Timings]:
+    """Each size's timings by `measure_fn` (a module-level function) in a worker process
+    per GPU (`tawac.runtime.devices.per_device`), in the sizes' order; the first size
+    that failed raises its error."""
+    fn = functools.partial(
+        _measure_job, measure_fn=measure_fn, source=source, unique=list(unique), rep_ms=rep_ms
+    )
+    outcomes = per_device(fn, list(sizes), devices, lambda o: progress.advance(task, len(unique)))
+    for o in outcomes:
+        if o.error is not None:
+            kind, _, text = o.error.partition(": ")
+            raise CompileError(text if kind == "CompileError" else o.error)
+    return [o.value for o in outcomes]
+
+
 def _sizes_text(sizes: Mapping[str, int]) -> str:
     return ",".join(f"{k}={v}" for k, v in sizes.items())
 
@@ -853,9 +896,11 @@ def tune_command(
     schedule: str | None,
     defines: Sequence[str] = (),
     use_cache: bool = True,
+    devices: int | None = None,
 ) -> TuneResult:
     """`tawac tune` from its command-line values (tawac/cli.py); `use_cache` False
-    (`--no-cache`) compiles every candidate afresh and stores none."""
+    (`--no-cache`) compiles every candidate afresh and stores none; `devices`: GPUs timing
+    at once (None: every local one)."""
     from rich.console import Console
 
     from tawac.params import parse_defines
@@ -882,6 +927,7 @@ def tune_command(
         base_options={"schedule": schedule} if schedule is not None else {},
         base_params=fixed,
         compile_fn=None if use_cache else functools.partial(compile_candidate, use_cache=False),
+        devices=devices,
         out=out,
         err=err,
     )

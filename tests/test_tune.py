@@ -649,3 +649,29 @@ def test_shipped_tuning_tables_match_their_examples():
         declared = substitute(text, str(source)).values
         for entry in table["entries"]:
             assert set(entry["params"]) <= set(declared), entry
+
+
+def measure_on_device(source, sizes, compiled, *, rep_ms, advance):
+    """A timing function run in a worker process: `TIMES` as `fake_measure`, the device
+    name says which worker timed the size."""
+    rows = []
+    for c in compiled:
+        t = TIMES.get(c.candidate.label(), 1.0) * sizes["M"] / 1024
+        rows.append(Measured(c.candidate, time_ms=t, tflops=1.0 / t, error=1e-3))
+        advance()
+    return Timings(f"GPU {os.environ.get('CUDA_VISIBLE_DEVICES')}", rows)
+
+
+def test_sizes_are_timed_on_every_device(tmp_path):
+    """With two devices each size is timed wholly by one worker process (dealt in turn)
+    and the results are those of timing them one after another."""
+    source = _source(tmp_path)
+    sizes = [{"M": 1024}, {"M": 2048}, {"M": 4096}]
+    space = ["BLOCK_N=128,256", "stages=3"]
+    res, out, err = _tune(source, sizes, space, measure_fn=measure_on_device, devices=2)
+    assert [r.device for r in res.sizes] == ["GPU 0", "GPU 1", "GPU 0"]
+    assert "on 2 GPUs" in err
+    one, _, _ = _tune(source, sizes, space, measure_fn=measure_on_device, devices=1)
+    assert [r.winner.candidate.label() for r in res.sizes] == [
+        r.winner.candidate.label() for r in one.sizes
+    ]
