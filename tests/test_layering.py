@@ -31,7 +31,7 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
             "tawac.params",
         ),
     ),
-    ("ir", ("tawac.dialects", "tawac.context", "tawac.parser", "tawac.verifier")),
+    ("ir", ("tawac.dialects", "tawac.context", "tawac.parser", "tawac.ttir", "tawac.verifier")),
     ("analysis", ("tawac.analysis",)),
     ("schedule", ("tawac.schedule",)),
     ("passes", ("tawac.passes",)),

@@ -1,0 +1,51 @@
+"""A Triton kernel's TTIR, as tawac reads it (issue 21): compile a `.py` of
+`examples/triton/` with Triton's front end (no GPU needed) and write the `.ttir` beside
+it, its source paths relative to the repository:
+
+    python3 scripts/ttir_dump.py examples/triton/matmul.py     # -> examples/triton/matmul.ttir
+
+The `.py` defines `TTIR = {"kernel": fn, "signature": {...}, "constexprs": {...}}`
+(Triton's `ASTSource` arguments). Needs `tawac[triton]` (triton 3.6).
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib.util
+import re
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def ttir_of(path: Path) -> str:
+    import triton
+    from triton.backends.compiler import GPUTarget
+    from triton.compiler import ASTSource
+
+    spec = importlib.util.spec_from_file_location(path.stem, path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    cfg = module.TTIR
+    src = ASTSource(fn=cfg["kernel"], signature=cfg["signature"], constexprs=cfg["constexprs"])
+    text = triton.compile(src, target=GPUTarget("cuda", 90, 32)).asm["ttir"]
+    text = text.replace(f"{ROOT}/", "")
+    # Triton's own library by its package path, not this machine's
+    return re.sub(r'"[^"]*/site-packages/(triton/[^"]*)"', r'"\1"', text)
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("sources", nargs="+")
+    args = ap.parse_args(argv)
+    for s in args.sources:
+        path = Path(s).resolve()
+        out = path.with_suffix(".ttir")
+        out.write_text(ttir_of(path))
+        print(f"{out.relative_to(ROOT)}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
