@@ -1,0 +1,348 @@
+"""Pointer arithmetic of a Triton kernel (TTIR, `tawac.dialects.tt`) read as blocks of
+tensors (issue 21, item 2): for each `tt.load` and `tt.store`, the pointer argument it
+reads or writes, and per dimension of its tile the stride it walks and the origin of
+the block along it.
+
+A pointer tensor is `base + offset`, the base a pointer argument (`tt.splat` of it) and
+the offset a polynomial (`Poly`) over:
+- `Range(d)`: the element index along the tile's dimension `d` (a `tt.make_range`
+  carried to its dimension through `tt.expand_dims` and `tt.broadcast`);
+- scalar symbols: the kernel's integer arguments (sizes, strides), program ids, loop
+  induction variables, and any other scalar (an opaque symbol: the `pid_m` of a grouped
+  order is one);
+built by `tt.splat`, `arith.addi`, `arith.subi`, `arith.muli` and constants; `tt.addptr`
+adds offsets. `arith.remsi x, M` (the tutorial's `% M` wrap of row indices) is read as
+`x`, with the wrap recorded: rows at or past `M` then read other rows' values, which
+only the rows of the output masked off use (the conversion checks that).
+A loop-carried pointer (`scf.for` iteration argument advanced by a loop-invariant
+`tt.addptr` each iteration) is its initial value plus `iteration x increment`, the
+iteration `(iv - lb) / step` written as the induction variable where `lb = 0, step = 1`.
+
+`access(op)` splits the offset of a load's or store's pointer into, per tile dimension
+`d`, the monomials with `Range(d)` (`Range(d) x stride_d`: the stride must be one
+monomial without ranges) and the rest (the origin), then divides the origin by the
+strides: `origin = sum_d origin_d x stride_d`. What does not fit raises
+`PointerError(message, op)`: the conversion reports it at the op's Python line.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+
+from xdsl.dialects import arith, scf
+from xdsl.dialects.builtin import DenseIntOrFPElementsAttr, IntegerAttr, TensorType
+from xdsl.ir import Block, BlockArgument, Operation, SSAValue
+
+from tawac.dialects import tt
+
+
+class PointerError(Exception):
+    """A pointer computation the analysis does not read as a block; `op` is where."""
+
+    def __init__(self, message: str, op: Operation | None = None):
+        super().__init__(message)
+        self.message = message
+        self.op = op
+
+
+@dataclass(frozen=True, order=True)
+class Range:
+    """The element index along tile dimension `dim`."""
+
+    dim: int
+
+    def __str__(self) -> str:
+        return f"range{self.dim}"
+
+
+Symbol = Range | SSAValue
+Monomial = tuple  # sorted symbol keys
+
+
+def _key(s: Symbol) -> tuple:
+    if isinstance(s, Range):
+        return (0, s.dim, "")
+    return (1, 0, _name(s))
+
+
+def _name(v: SSAValue) -> str:
+    if isinstance(v.owner, tt.GetProgramIdOp):
+        return f"pid_{'xyz'[v.owner.axis_index]}"
+    return v.name_hint or f"v{id(v) % 10000}"
+
+
+@dataclass(frozen=True)
+class Poly:
+    """A polynomial with integer coefficients over `Symbol`s: monomial (a tuple of
+    symbols, sorted) -> coefficient."""
+
+    terms: Mapping[tuple, int] = field(default_factory=dict)
+
+    @staticmethod
+    def const(c: int) -> Poly:
+        return Poly({(): c} if c else {})
+
+    @staticmethod
+    def sym(s: Symbol) -> Poly:
+        return Poly({(s,): 1})
+
+    def __add__(self, other: Poly) -> Poly:
+        out = dict(self.terms)
+        for m, c in other.terms.items():
+            out[m] = out.get(m, 0) + c
+            if out[m] == 0:
+                del out[m]
+        return Poly(out)
+
+    def scale(self, k: int) -> Poly:
+        return Poly({m: c * k for m, c in self.terms.items()} if k else {})
+
+    def __sub__(self, other: Poly) -> Poly:
+        return self + other.scale(-1)
+
+    def __mul__(self, other: Poly) -> Poly:
+        out: Poly = Poly()
+        for m1, c1 in self.terms.items():
+            for m2, c2 in other.terms.items():
+                mono = tuple(sorted((*m1, *m2), key=_key))
+                if sum(isinstance(s, Range) for s in mono) > 1:
+                    raise PointerError("a product of two index ranges")
+                out = out + Poly({mono: c1 * c2})
+        return out
+
+    def ranges(self) -> set[int]:
+        return {s.dim for m in self.terms for s in m if isinstance(s, Range)}
+
+    def __str__(self) -> str:
+        if not self.terms:
+            return "0"
+        parts = []
+        for m, c in sorted(self.terms.items(), key=lambda t: [_key(s) for s in t[0]]):
+            names = [str(s) if isinstance(s, Range) else _name(s) for s in m]
+            if not names:
+                parts.append(str(c))
+            elif c == 1:
+                parts.append("*".join(names))
+            else:
+                parts.append("*".join([str(c), *names]))
+        return " + ".join(parts)
+
+
+@dataclass(frozen=True)
+class Dim:
+    """One tile dimension of an access: the stride it walks (elements between neighbours)
+    and the block's origin along it, in units of that stride."""
+
+    stride: Poly
+    origin: Poly
+
+
+@dataclass(frozen=True)
+class Access:
+    """A load's or store's block: the pointer argument, its dimensions (tile order), and
+    the values whose `% size` wrap was read as the value itself."""
+
+    op: Operation
+    base: BlockArgument
+    dims: tuple[Dim, ...]
+    wraps: tuple[SSAValue, ...] = ()
+
+
+@dataclass
+class _Reader:
+    """The expressions of one function, memoized by value."""
+
+    memo: dict[SSAValue, Poly] = field(default_factory=dict)
+    wraps: list[SSAValue] = field(default_factory=list)
+
+    def int_poly(self, v: SSAValue) -> Poly:
+        """An integer scalar or tensor as a polynomial (tensor dims: `Range`s)."""
+        if v in self.memo:
+            return self.memo[v]
+        p = self._int_poly(v)
+        self.memo[v] = p
+        return p
+
+    def _int_poly(self, v: SSAValue) -> Poly:
+        op = v.owner
+        if isinstance(op, arith.ConstantOp):
+            value = op.value
+            if isinstance(value, IntegerAttr):
+                return Poly.const(value.value.data)
+            if isinstance(value, DenseIntOrFPElementsAttr) and value.is_splat():
+                return Poly.const(int(value.get_values()[0]))
+            raise PointerError("a constant tensor that is not one value", op)
+        if isinstance(op, tt.MakeRangeOp):
+            if op.start.value.data != 0:
+                return Poly.sym(Range(0)) + Poly.const(op.start.value.data)
+            return Poly.sym(Range(0))
+        if isinstance(op, tt.SplatOp):
+            return self.int_poly(op.src)
+        if isinstance(op, tt.BroadcastOp):
+            return self.int_poly(op.src)
+        if isinstance(op, tt.ExpandDimsOp):
+            return _shift(self.int_poly(op.src), op.axis.value.data)
+        if isinstance(op, arith.AddiOp):
+            return self.int_poly(op.lhs) + self.int_poly(op.rhs)
+        if isinstance(op, arith.SubiOp):
+            return self.int_poly(op.lhs) - self.int_poly(op.rhs)
+        if isinstance(op, arith.MuliOp):
+            try:
+                return self.int_poly(op.lhs) * self.int_poly(op.rhs)
+            except PointerError as e:
+                raise PointerError(e.message, op) from None
+        if isinstance(op, arith.RemSIOp) and self.int_poly(op.rhs).ranges() == set():
+            x = self.int_poly(op.lhs)
+            if x.ranges():
+                self.wraps.append(v)
+                return x
+        if isinstance(v.type, TensorType):
+            raise PointerError(f"an index tensor computed by {_op_name(op)}", _op_of(v))
+        return Poly.sym(v)  # a scalar: a symbol of its own
+
+
+def _op_name(op) -> str:
+    return op.name if isinstance(op, Operation) else "a block argument"
+
+
+def _op_of(v: SSAValue) -> Operation | None:
+    return v.owner if isinstance(v.owner, Operation) else None
+
+
+def _shift(p: Poly, axis: int) -> Poly:
+    """`p` with a new tile dimension at `axis` (later dimensions move up one)."""
+    out: dict[tuple, int] = {}
+    for m, c in p.terms.items():
+        mono = tuple(
+            sorted(
+                (Range(s.dim + 1) if isinstance(s, Range) and s.dim >= axis else s for s in m),
+                key=_key,
+            )
+        )
+        out[mono] = c
+    return Poly(out)
+
+
+def pointer(v: SSAValue, reader: _Reader) -> tuple[BlockArgument, Poly]:
+    """A pointer tensor's base argument and element offset."""
+    op = v.owner
+    if isinstance(op, tt.SplatOp) and isinstance(op.src, BlockArgument):
+        return op.src, Poly()
+    if isinstance(op, tt.BroadcastOp):
+        return pointer(op.src, reader)
+    if isinstance(op, tt.AddPtrOp):
+        base, off = pointer(op.ptr, reader)
+        return base, off + reader.int_poly(op.offset)
+    if isinstance(op, Block) and isinstance(v, BlockArgument):
+        return _carried(v, reader)
+    raise PointerError(f"a pointer computed by {_op_name(op)}", _op_of(v))
+
+
+def _carried(v: BlockArgument, reader: _Reader) -> tuple[BlockArgument, Poly]:
+    """A loop's iteration argument: its initial value plus the iteration count times the
+    loop-invariant increment its yield adds."""
+    block = v.owner
+    loop = block.parent_op()
+    if not isinstance(loop, scf.ForOp) or v.index == 0:
+        raise PointerError("a pointer that is an argument of no loop", None)
+    j = v.index - 1
+    base, init = pointer(loop.iter_args[j], reader)
+    step = loop.body.block.last_op.operands[j]
+    inc = Poly()
+    while step is not v:
+        if not isinstance(step.owner, tt.AddPtrOp):
+            raise PointerError("a loop-carried pointer not advanced by tt.addptr", _op_of(step))
+        inc = inc + reader.int_poly(step.owner.offset)
+        step = step.owner.ptr
+    if any(_defined_in(s, block) for m in inc.terms for s in m if not isinstance(s, Range)):
+        raise PointerError("a loop-carried pointer advanced by a loop-variant offset", loop)
+    count = _iteration(loop, reader)
+    return base, init + count * inc
+
+
+def _iteration(loop: scf.ForOp, reader: _Reader) -> Poly:
+    """The loop's iteration count so far as a polynomial: its induction variable where
+    the loop starts at 0 with step 1."""
+    lb, step = reader.int_poly(loop.lb), reader.int_poly(loop.step)
+    if lb.terms or step.terms != {(): 1}:
+        raise PointerError("a loop-carried pointer in a loop not from 0 by 1", loop)
+    return Poly.sym(loop.body.block.args[0])
+
+
+def _defined_in(s: SSAValue, block: Block) -> bool:
+    owner = s.owner
+    op = owner.parent_op() if isinstance(owner, Block) else owner
+    while op is not None:
+        if op.parent_block() is block:
+            return True
+        op = op.parent_op()
+    return isinstance(owner, Block) and owner is block
+
+
+def access(op: tt.LoadOp | tt.StoreOp, reader: _Reader | None = None) -> Access:
+    """The block `op` loads or stores (module docstring); `PointerError` otherwise."""
+    reader = reader if reader is not None else _Reader()
+    before = len(reader.wraps)
+    try:
+        base, offset = pointer(op.ptr, reader)
+    except PointerError as e:
+        raise PointerError(e.message, e.op or op) from None
+    t = op.ptr.type
+    rank = len(t.get_shape()) if isinstance(t, TensorType) else 0
+    strides: list[Poly] = []
+    rest = Poly({m: c for m, c in offset.terms.items() if not any(isinstance(s, Range) for s in m)})
+    for d in range(rank):
+        stride = Poly(
+            {
+                tuple(s for s in m if s != Range(d)): c
+                for m, c in offset.terms.items()
+                if Range(d) in m
+            }
+        )
+        if not stride.terms:
+            raise PointerError(f"dimension {d} of the pointer tile does not move", op)
+        if len(stride.terms) != 1:
+            raise PointerError(f"dimension {d} has the stride {stride}, not one term", op)
+        strides.append(stride)
+    if offset.ranges() - set(range(rank)):
+        raise PointerError("an index range of another shape", op)
+    origins = _divide(rest, strides, op)
+    dims = tuple(Dim(s, o) for s, o in zip(strides, origins, strict=True))
+    return Access(op, base, dims, tuple(reader.wraps[before:]))
+
+
+def _divide(rest: Poly, strides: list[Poly], op) -> list[Poly]:
+    """`rest` as `sum_d origin_d x stride_d`: each monomial goes to the dimension whose
+    stride (a monomial) divides it, the unit stride last."""
+    origins = [Poly() for _ in strides]
+    units = [i for i, s in enumerate(strides) if set(s.terms) == {()}]
+    for m, c in rest.terms.items():
+        placed = False
+        for i, s in enumerate(strides):
+            ((sm, sc),) = s.terms.items()
+            if not sm or c % sc:
+                continue
+            left = list(m)
+            if all(x in left and (left.remove(x) or True) for x in sm):
+                origins[i] = origins[i] + Poly({tuple(left): c // sc})
+                placed = True
+                break
+        if placed:
+            continue
+        if len(units) == 1 and c % next(iter(strides[units[0]].terms.values())) == 0:
+            sc = next(iter(strides[units[0]].terms.values()))
+            origins[units[0]] = origins[units[0]] + Poly({m: c // sc})
+            continue
+        raise PointerError(f"an offset term {Poly({m: c})} along no dimension's stride", op)
+    return origins
+
+
+def accesses(func: tt.FuncOp) -> list[Access]:
+    """Every load's and store's block, in walk order; the first that does not read as a
+    block raises its `PointerError`."""
+    reader = _Reader()
+    return [access(o, reader) for o in func.walk() if isinstance(o, tt.LoadOp | tt.StoreOp)]
+
+
+__all__ = ["Access", "Dim", "PointerError", "Poly", "Range", "access", "accesses"]
