@@ -41,6 +41,23 @@ def test_the_tutorial_matmul_reads_as_three_blocks():
     assert wraps == [["offs_am"], ["offs_bn"], []]
 
 
+def test_the_tutorial_matmul_masks_and_wraps_give_the_sizes():
+    """A's rows wrap % M and its K columns are masked < K; B's K rows masked, its columns
+    wrap % N; C masked < M and < N on its two dimensions."""
+    module = read_ttir(REPO / "examples/triton/matmul.ttir")
+
+    def sizes(a):
+        return [
+            (str(d.bound) if d.bound is not None else None, d.wrap.name_hint if d.wrap else None)
+            for d in a.dims
+        ]
+
+    a, b, c = accesses(_func(module))
+    assert sizes(a) == [(None, "M"), ("K", None)]
+    assert sizes(b) == [("K", None), (None, "N")]
+    assert sizes(c) == [("M", None), ("N", None)]
+
+
 def test_poly_arithmetic():
     r0 = Poly.sym(Range(0))
     assert str((r0 + Poly.const(3)) * Poly.const(2)) == "6 + 2*range0"
@@ -108,6 +125,21 @@ def test_what_is_not_a_block_is_refused_at_its_op(body, message, at):
     with pytest.raises(PointerError, match=message) as err:
         accesses(_func(module))
     assert err.value.op is not None and err.value.op.name == at
+
+
+def test_a_mask_on_a_scaled_index_is_refused():
+    body = (
+        "    %c2 = arith.constant dense<2> : tensor<64xi32>\n"
+        "    %i = arith.muli %r, %c2 : tensor<64xi32>\n"
+        "    %q = tt.addptr %ps, %r : tensor<64x!tt.ptr<f32>>, tensor<64xi32>\n"
+        "    %ss = tt.splat %s : i32 -> tensor<64xi32>\n"
+        "    %m = arith.cmpi slt, %i, %ss : tensor<64xi32>\n"
+        "    %v = tt.load %q, %m : tensor<64x!tt.ptr<f32>>\n"
+    )
+    module = parse_ttir(_kernel(body), "k.ttir")
+    with pytest.raises(PointerError, match="scaled index") as err:
+        accesses(_func(module))
+    assert err.value.op.name == "arith.cmpi"
 
 
 def test_a_loop_carried_pointer_advanced_by_the_loop_variable_is_refused():

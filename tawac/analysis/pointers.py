@@ -46,14 +46,19 @@ class PointerError(Exception):
         self.op = op
 
 
-@dataclass(frozen=True, order=True)
+@dataclass(frozen=True)
 class Range:
-    """The element index along tile dimension `dim`."""
+    """The element index along tile dimension `dim`; `wrap`: the scalar it was taken
+    modulo (`(... + tl.arange(...)) % M`), if any."""
 
     dim: int
+    wrap: SSAValue | None = None
 
     def __str__(self) -> str:
         return f"range{self.dim}"
+
+    def moved(self, dim: int) -> Range:
+        return Range(dim, self.wrap)
 
 
 Symbol = Range | SSAValue
@@ -62,8 +67,12 @@ Monomial = tuple  # sorted symbol keys
 
 def _key(s: Symbol) -> tuple:
     if isinstance(s, Range):
-        return (0, s.dim, "")
+        return (0, s.dim, _name(s.wrap) if s.wrap is not None else "")
     return (1, 0, _name(s))
+
+
+def _has_dim(m: tuple, d: int) -> bool:
+    return any(isinstance(s, Range) and s.dim == d for s in m)
 
 
 def _name(v: SSAValue) -> str:
@@ -131,11 +140,15 @@ class Poly:
 
 @dataclass(frozen=True)
 class Dim:
-    """One tile dimension of an access: the stride it walks (elements between neighbours)
-    and the block's origin along it, in units of that stride."""
+    """One tile dimension of an access: the stride it walks (elements between neighbours),
+    the block's origin along it (in units of that stride), the bound the mask puts on the
+    index (`origin + range < bound`; None: unmasked) and the scalar the index is taken
+    modulo (None: none)."""
 
     stride: Poly
     origin: Poly
+    bound: Poly | None = None
+    wrap: SSAValue | None = None
 
 
 @dataclass(frozen=True)
@@ -164,7 +177,7 @@ class _Reader:
         self.memo[v] = p
         return p
 
-    def _int_poly(self, v: SSAValue) -> Poly:
+    def _int_poly(self, v: SSAValue) -> Poly:  # noqa: C901 (one case per op)
         op = v.owner
         if isinstance(op, arith.ConstantOp):
             value = op.value
@@ -194,9 +207,10 @@ class _Reader:
                 raise PointerError(e.message, op) from None
         if isinstance(op, arith.RemSIOp) and self.int_poly(op.rhs).ranges() == set():
             x = self.int_poly(op.lhs)
-            if x.ranges():
+            size = _splat_source(op.rhs)
+            if x.ranges() and size is not None:
                 self.wraps.append(v)
-                return x
+                return _wrapped(x, size)
         if isinstance(v.type, TensorType):
             raise PointerError(f"an index tensor computed by {_op_name(op)}", _op_of(v))
         return Poly.sym(v)  # a scalar: a symbol of its own
@@ -210,13 +224,32 @@ def _op_of(v: SSAValue) -> Operation | None:
     return v.owner if isinstance(v.owner, Operation) else None
 
 
+def _splat_source(v: SSAValue) -> SSAValue | None:
+    """The scalar a `tt.splat` repeats (through broadcasts), or `v` if it is a scalar."""
+    while isinstance(v.owner, tt.SplatOp | tt.BroadcastOp):
+        v = v.owner.src
+    return None if isinstance(v.type, TensorType) else v
+
+
+def _wrapped(p: Poly, size: SSAValue) -> Poly:
+    """`p` with its ranges marked as taken modulo `size`."""
+    return Poly(
+        {
+            tuple(
+                sorted((Range(s.dim, size) if isinstance(s, Range) else s for s in m), key=_key)
+            ): c
+            for m, c in p.terms.items()
+        }
+    )
+
+
 def _shift(p: Poly, axis: int) -> Poly:
     """`p` with a new tile dimension at `axis` (later dimensions move up one)."""
     out: dict[tuple, int] = {}
     for m, c in p.terms.items():
         mono = tuple(
             sorted(
-                (Range(s.dim + 1) if isinstance(s, Range) and s.dim >= axis else s for s in m),
+                (s.moved(s.dim + 1) if isinstance(s, Range) and s.dim >= axis else s for s in m),
                 key=_key,
             )
         )
@@ -292,14 +325,17 @@ def access(op: tt.LoadOp | tt.StoreOp, reader: _Reader | None = None) -> Access:
     rank = len(t.get_shape()) if isinstance(t, TensorType) else 0
     strides: list[Poly] = []
     rest = Poly({m: c for m, c in offset.terms.items() if not any(isinstance(s, Range) for s in m)})
+    wraps: list[SSAValue | None] = []
     for d in range(rank):
         stride = Poly(
             {
-                tuple(s for s in m if s != Range(d)): c
+                tuple(s for s in m if not (isinstance(s, Range) and s.dim == d)): c
                 for m, c in offset.terms.items()
-                if Range(d) in m
+                if _has_dim(m, d)
             }
         )
+        found = {s.wrap for m in offset.terms for s in m if isinstance(s, Range) and s.dim == d}
+        wraps.append(next(iter(found)) if len(found) == 1 else None)
         if not stride.terms:
             raise PointerError(f"dimension {d} of the pointer tile does not move", op)
         if len(stride.terms) != 1:
@@ -308,8 +344,39 @@ def access(op: tt.LoadOp | tt.StoreOp, reader: _Reader | None = None) -> Access:
     if offset.ranges() - set(range(rank)):
         raise PointerError("an index range of another shape", op)
     origins = _divide(rest, strides, op)
-    dims = tuple(Dim(s, o) for s, o in zip(strides, origins, strict=True))
+    bounds = _mask_bounds(op.mask, origins, reader, op) if op.mask is not None else {}
+    dims = tuple(
+        Dim(s, o, bounds.get(d), w)
+        for d, (s, o, w) in enumerate(zip(strides, origins, wraps, strict=True))
+    )
     return Access(op, base, dims, tuple(reader.wraps[before:]))
+
+
+def _mask_bounds(mask: SSAValue, origins: list[Poly], reader: _Reader, at) -> dict[int, Poly]:
+    """Per tile dimension, the bound a mask puts on the index along it: the mask an
+    `arith.andi` of `arith.cmpi slt, L, R` (through broadcasts), each `L` one range with
+    unit coefficient plus scalars `l`: `origin + range < R - l + origin`."""
+    op = mask.owner
+    if isinstance(op, tt.BroadcastOp):
+        return _mask_bounds(op.src, origins, reader, at)
+    if isinstance(op, arith.AndIOp):
+        left = _mask_bounds(op.lhs, origins, reader, at)
+        right = _mask_bounds(op.rhs, origins, reader, at)
+        if set(left) & set(right):
+            raise PointerError("a mask that bounds one dimension twice", op)
+        return left | right
+    if isinstance(op, tt.CmpiOp) and op.predicate_name == "slt":
+        lhs, rhs = reader.int_poly(op.lhs), reader.int_poly(op.rhs)
+        dims = lhs.ranges()
+        if len(dims) != 1 or rhs.ranges():
+            raise PointerError("a mask comparison that is not one index against a scalar", op)
+        (d,) = dims
+        unit = [m for m in lhs.terms if _has_dim(m, d)]
+        if len(unit) != 1 or len(unit[0]) != 1 or lhs.terms[unit[0]] != 1:
+            raise PointerError("a mask on a scaled index", op)
+        scalar = Poly({m: c for m, c in lhs.terms.items() if not _has_dim(m, d)})
+        return {d: rhs - scalar + origins[d]}
+    raise PointerError(f"a mask computed by {_op_name(op)}", _op_of(mask) or at)
 
 
 def _divide(rest: Poly, strides: list[Poly], op) -> list[Poly]:
