@@ -27,8 +27,9 @@ from tawac.context import make_context
 from tawac.diagnostics import CompileError
 from tawac.dialects import tile
 from tawac.options import DEFAULT_TIME_LIMIT, PipelineOptions
-from tawac.parser import parse_file, parse_text
+from tawac.parser import parse_text as _parse_mlir
 from tawac.passes.coarse_pipeline import CoarsePipelinePass
+from tawac.passes.convert_ttir import ConvertTtir
 from tawac.passes.cooperative_consumers import CooperativeConsumersPass
 from tawac.passes.lower_aref import LowerArefPass
 from tawac.passes.persistent import PersistentPass
@@ -40,6 +41,7 @@ from tawac.passes.trace import TracePass
 from tawac.passes.warp_specialize import WarpSpecializePass
 from tawac.ptxas import assemble, find_ptxas
 from tawac.timelimit import TimeLimit, set_stage
+from tawac.ttir import parse_ttir
 from tawac.verifier import verify
 
 __all__ = [
@@ -73,8 +75,35 @@ PASSES: dict[str, Callable[[], type[ModulePass]]] = {
         TmaStorePass,
         TracePass,
         ConvertToPtxPass,
+        ConvertTtir,
     )
 }
+
+
+def parse_text(
+    text: str, filename: str, ctx=None, params: Mapping[str, object] | None = None
+) -> ModuleOp:
+    """Parse and verify a source: a `.mlir` file of the tile dialect (`tawac.parser`), or
+    a Triton kernel's `.ttir` (`tawac.ttir`), converted to a tile kernel (`convert-ttir`).
+    Every failure is one located `CompileError`."""
+    if not filename.endswith(".ttir"):
+        return _parse_mlir(text, filename, ctx, params)
+    if params:
+        raise CompileError(
+            f"{filename}: -D sets parameters of .mlir sources; a .ttir's constants are "
+            "Triton's constexprs, fixed when it was made"
+        )
+    module = parse_ttir(text, filename)
+    ConvertTtir().apply(make_context(), module)
+    verify(module)
+    return module
+
+
+def parse_file(path: str | Path, ctx=None, params: Mapping[str, object] | None = None):
+    """`parse_text` of a file."""
+    from tawac.files import read_source
+
+    return parse_text(read_source(path), str(path), ctx, params)
 
 
 def default_pipeline(**options: Any) -> str:
