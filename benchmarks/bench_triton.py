@@ -3,7 +3,8 @@ tutorial matmul of `examples/triton/matmul.py` launched by Triton (its tutorial'
 configuration for 128x256x64 tiles: 8 warps, 3 stages) and its TTIR
 (`examples/triton/matmul.ttir`) compiled by tawac, next to cuBLAS (`torch.mm`) and
 tawac's own tile-dialect kernel of the same shape (`corpus/gemm_nn_fp16.mlir`, B stored
-K x N, 128x256 tiles). Same run, round-robin, medians; every kernel checked against a
+K x N, 128x256 tiles), and the same source through `tawac.triton.compile` launched with
+Triton's own arguments. Same run, round-robin, medians; every kernel checked against a
 float32 torch reference first.
 
     python3 benchmarks/bench_triton.py [--rounds 5] [--sizes 4096x4096x4096,...]
@@ -43,6 +44,27 @@ def _triton_matmul():
     return run
 
 
+def _tawac_triton():
+    """The tutorial kernel through `tawac.triton.compile`, launched with Triton's
+    arguments (the adapter builds the tensors from pointers, sizes and strides)."""
+    import tawac.triton
+
+    spec = importlib.util.spec_from_file_location("tutorial", ROOT / "examples/triton/matmul.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    cfg = module.TTIR
+    k = tawac.triton.compile(
+        cfg["kernel"], signature=cfg["signature"], constexprs=cfg["constexprs"]
+    )
+
+    def run(a, b, c):
+        m, kk = a.shape
+        n = b.shape[1]
+        k[(1,)](a, b, c, m, n, kk, *a.stride(), *b.stride(), *c.stride())
+
+    return run
+
+
 def _tawac(source: Path, params=None):
     from tawac.driver import compile_cached
     from tawac.runtime import load_kernel
@@ -70,6 +92,7 @@ def main(argv: list[str] | None = None) -> int:
     systems = {
         "triton": _triton_matmul(),
         "tawac (ttir)": _tawac(ROOT / "examples/triton/matmul.ttir"),
+        "tawac.triton": _tawac_triton(),
         "tawac (tile)": _tawac(ROOT / "corpus/gemm_nn_fp16.mlir", {"BLOCK_N": 256}),
         "cublas": lambda a, b, c: torch.mm(a, b, out=c),
     }

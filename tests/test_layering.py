@@ -50,6 +50,7 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
             "tawac.fuzz",
             "tawac.trace",
             "tawac.calibrate",
+            "tawac.triton",
         ),
     ),
 ]
