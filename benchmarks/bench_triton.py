@@ -1,13 +1,19 @@
-"""Triton's compile against tawac's compile of the same Triton source (issue 21): the
-tutorial matmul of `examples/triton/matmul.py` launched by Triton (its tutorial's
-configuration for 128x256x64 tiles: 8 warps, 3 stages) and its TTIR
-(`examples/triton/matmul.ttir`) compiled by tawac, next to cuBLAS (`torch.mm`) and
-tawac's own tile-dialect kernel of the same shape (`corpus/gemm_nn_fp16.mlir`, B stored
-K x N, 128x256 tiles), and the same source through `tawac.triton.compile` launched with
-Triton's own arguments. Same run, round-robin, medians; every kernel checked against a
-float32 torch reference first.
+"""Triton's compile against tawac's compile of the same Triton source (issue 21).
 
-    python3 benchmarks/bench_triton.py [--rounds 5] [--sizes 4096x4096x4096,...]
+- `matmul`: the tutorial matmul of `examples/triton/matmul.py` launched by Triton (its
+  tutorial's configuration for 128x256x64 tiles: 8 warps, 3 stages), its TTIR
+  (`examples/triton/matmul.ttir`) compiled by tawac, the same source through
+  `tawac.triton.compile` launched with Triton's own arguments, tawac's own tile-dialect
+  kernel of the same shape (`corpus/gemm_nn_fp16.mlir`, B stored K x N, 128x256 tiles)
+  and cuBLAS (`torch.mm`).
+- `epilogue`: `examples/triton/matmul_epilogue.py`, relu(A @ B + bias) + R, by Triton,
+  by tawac (through `tawac.triton.compile`), and by torch (`addmm`, `relu_`, `add`).
+
+Same run, round-robin, medians; every kernel checked against a float32 torch reference
+first.
+
+    python3 benchmarks/bench_triton.py [--program matmul|epilogue] [--rounds 5]
+        [--sizes 4096x4096x4096,...]
 """
 
 from __future__ import annotations
@@ -15,6 +21,7 @@ from __future__ import annotations
 import argparse
 import datetime
 import importlib.util
+import json
 import statistics
 import sys
 from pathlib import Path
@@ -25,44 +32,50 @@ sys.path.insert(0, str(ROOT))
 SIZES = ["4096x4096x4096", "8192x8192x8192", "3000x5000x2000", "2304x4608x3072", "1000x1000x1000"]
 
 
-def _triton_matmul():
-    spec = importlib.util.spec_from_file_location("tutorial", ROOT / "examples/triton/matmul.py")
+def _module(name: str):
+    spec = importlib.util.spec_from_file_location(name, ROOT / f"examples/triton/{name}.py")
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
-    kernel, consts = module.matmul_kernel, module.TTIR["constexprs"]
+    return module
 
-    def run(a, b, c):
+
+def _strides(*ts):
+    return [s for t in ts for s in t.stride()]
+
+
+def _triton(name: str):
+    cfg = _module(name).TTIR
+    kernel, consts = cfg["kernel"], cfg["constexprs"]
+
+    def run(*args):
+        a, b, c = args[:3]
         m, k = a.shape
         n = b.shape[1]
         grid = (-(-m // consts["BLOCK_SIZE_M"]) * -(-n // consts["BLOCK_SIZE_N"]),)
-        kernel[grid](
-            a, b, c, m, n, k,
-            a.stride(0), a.stride(1), b.stride(0), b.stride(1), c.stride(0), c.stride(1),
-            **consts, num_warps=8, num_stages=3,
-        )  # fmt: skip
+        kernel[grid](*_call_args(name, *args), **consts, num_warps=8, num_stages=3)
 
     return run
 
 
-def _tawac_triton():
-    """The tutorial kernel through `tawac.triton.compile`, launched with Triton's
-    arguments (the adapter builds the tensors from pointers, sizes and strides)."""
+def _call_args(name: str, *args):
+    a, b, c = args[:3]
+    m, k = a.shape
+    n = b.shape[1]
+    if name == "matmul":
+        return (a, b, c, m, n, k, *_strides(a, b, c))
+    bias, r = args[3:]
+    return (a, b, c, bias, r, m, n, k, *_strides(a, b, c, r))
+
+
+def _tawac_triton(name: str):
+    """The kernel through `tawac.triton.compile`, launched with Triton's arguments."""
     import tawac.triton
 
-    spec = importlib.util.spec_from_file_location("tutorial", ROOT / "examples/triton/matmul.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    cfg = module.TTIR
+    cfg = _module(name).TTIR
     k = tawac.triton.compile(
         cfg["kernel"], signature=cfg["signature"], constexprs=cfg["constexprs"]
     )
-
-    def run(a, b, c):
-        m, kk = a.shape
-        n = b.shape[1]
-        k[(1,)](a, b, c, m, n, kk, *a.stride(), *b.stride(), *c.stride())
-
-    return run
+    return lambda *args: k[(1,)](*_call_args(name, *args))
 
 
 def _tawac(source: Path, params=None):
@@ -70,14 +83,47 @@ def _tawac(source: Path, params=None):
     from tawac.runtime import load_kernel
 
     built = compile_cached(source, params=params, cubin=True)
-    import json
-
     kernel = load_kernel(built.cubin, json.loads(built.sidecar_text))
     return lambda a, b, c: kernel(a, b, c)
 
 
-def _bound(fn, a, b, c):
-    return lambda: fn(a, b, c)
+def _bound(fn, args):
+    return lambda: fn(*args)
+
+
+def _systems(program: str):
+    import torch
+
+    if program == "matmul":
+        return {
+            "triton": _triton("matmul"),
+            "tawac (ttir)": _tawac(ROOT / "examples/triton/matmul.ttir"),
+            "tawac.triton": _tawac_triton("matmul"),
+            "tawac (tile)": _tawac(ROOT / "corpus/gemm_nn_fp16.mlir", {"BLOCK_N": 256}),
+            "cublas": lambda a, b, c: torch.mm(a, b, out=c),
+        }
+
+    def eager(a, b, c, bias, r):
+        c.copy_(torch.relu_(torch.mm(a, b).float() + bias).add_(r.float()))
+
+    return {
+        "triton": _triton("matmul_epilogue"),
+        "tawac.triton": _tawac_triton("matmul_epilogue"),
+        "torch": eager,
+    }
+
+
+def _inputs(program: str, m: int, n: int, k: int):
+    import torch
+
+    a = torch.randn(m, k, device="cuda", dtype=torch.float16)
+    b = torch.randn(k, n, device="cuda", dtype=torch.float16)
+    if program == "matmul":
+        return (a, b), a.float() @ b.float()
+    bias = torch.randn(n, device="cuda")
+    r = torch.randn(m, n, device="cuda", dtype=torch.float16)
+    ref = torch.relu(a.float() @ b.float() + bias) + r.float()
+    return (a, b, bias, r), ref
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -86,47 +132,43 @@ def main(argv: list[str] | None = None) -> int:
     from tawac.runtime.runner import bench_ms, round_robin
 
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--program", choices=("matmul", "epilogue"), default="matmul")
     ap.add_argument("--rounds", type=int, default=5)
     ap.add_argument("--sizes", default=",".join(SIZES))
     args = ap.parse_args(argv)
-    systems = {
-        "triton": _triton_matmul(),
-        "tawac (ttir)": _tawac(ROOT / "examples/triton/matmul.ttir"),
-        "tawac.triton": _tawac_triton(),
-        "tawac (tile)": _tawac(ROOT / "corpus/gemm_nn_fp16.mlir", {"BLOCK_N": 256}),
-        "cublas": lambda a, b, c: torch.mm(a, b, out=c),
-    }
+    systems = _systems(args.program)
+    names = list(systems)
     dev = torch.cuda.get_device_name(0)
-    print(f"# Triton vs tawac on the same Triton source, {datetime.date.today()}, {dev}")
+    print(f"# {args.program}: Triton vs tawac on the same Triton source, "
+          f"{datetime.date.today()}, {dev}")  # fmt: skip
     print(f"# {args.rounds} round-robin rounds, medians (ms); TFLOP/s in brackets")
-    print("| M x N x K | " + " | ".join(systems) + " | tawac (ttir) / triton |")
-    print("|---|" + "---:|" * (len(systems) + 1))
+    tawac_name = "tawac (ttir)" if "tawac (ttir)" in systems else "tawac.triton"
+    print("| M x N x K | " + " | ".join(names) + f" | {tawac_name} / triton |")
+    print("|---|" + "---:|" * (len(names) + 1))
     for size in args.sizes.split(","):
         m, n, k = (int(x) for x in size.split("x"))
         torch.manual_seed(0)
-        a = torch.randn(m, k, device="cuda", dtype=torch.float16)
-        b = torch.randn(k, n, device="cuda", dtype=torch.float16)
-        ref = a.float() @ b.float()
-        outs = {
-            s: torch.full((m, n), float("nan"), device="cuda", dtype=torch.float16) for s in systems
-        }
+        ins, ref = _inputs(args.program, m, n, k)
+        outs = {}
         for s, fn in systems.items():
-            fn(a, b, outs[s])
+            outs[s] = torch.full((m, n), float("nan"), device="cuda", dtype=torch.float16)
+            call = (*ins[:2], outs[s], *ins[2:])
+            fn(*call)
             torch.cuda.synchronize()
             err = ((outs[s].float() - ref).abs().max() / ref.abs().max()).item()
             if not err < 2e-3:
                 print(f"{s} at {size}: wrong result (max relative error {err})")
                 return 1
-        names = list(systems)
         samples: dict[str, list[float]] = {s: [] for s in names}
         for i in round_robin(len(names), args.rounds):
             s = names[i]
-            call = _bound(systems[s], a, b, outs[s])
+            call = _bound(systems[s], (*ins[:2], outs[s], *ins[2:]))
             samples[s].append(bench_ms(call, 25.0, 100.0)[0])
         ms = {s: statistics.median(v) for s, v in samples.items()}
         flops = 2.0 * m * n * k
         cells = [f"{ms[s]:.4f} ({flops / ms[s] / 1e9:.0f})" for s in names]
-        print(f"| {size} | " + " | ".join(cells) + f" | {ms['triton'] / ms['tawac (ttir)']:.2f}x |")
+        ratio = ms["triton"] / ms[tawac_name]
+        print(f"| {size} | " + " | ".join(cells) + f" | {ratio:.2f}x |")
     return 0
 
 

@@ -120,3 +120,32 @@ def test_refused_programs_are_one_error_at_the_python_line(body, message):
         parse_text(_ttir(body), "k.ttir")
     assert message in err.value.message
     assert err.value.location == "k.py:9:5"
+
+
+EPILOGUE = REPO / "examples/triton/matmul_epilogue.ttir"
+
+
+def test_a_fused_epilogue_converts_and_computes():
+    """relu(A @ B + bias[None, :]) + R: the bias a 1-d tensor broadcast over the rows
+    (`tile.broadcast`), `tl.maximum(x, 0.0)` (arith.maxnumf), the residual a second 2-d
+    load of the output's block."""
+    kernel = _kernel(parse_file(EPILOGUE))
+    args = {a.name_hint: str(a.type) for a in kernel.body.block.args}
+    assert args["bias"] == '!tile.tensor<?xf32, ["N"]>'
+    assert args["r"] == '!tile.tensor<?x?xf16, ["M", "N"]>'
+    names = [o.name for o in kernel.walk()]
+    assert "tile.broadcast" in names and "arith.maxnumf" in names
+    torch.manual_seed(0)
+    m, n, k = 200, 300, 130
+    t = {
+        "a": torch.randn(m, k, dtype=torch.float16),
+        "b": torch.randn(k, n, dtype=torch.float16),
+        "c": torch.full((m, n), float("nan"), dtype=torch.float16),
+        "bias": torch.randn(n),
+        "r": torch.randn(m, n, dtype=torch.float16),
+    }
+    interpret(kernel, [t[a.name_hint] for a in kernel.body.block.args], (2, 2, 1))
+    ref = torch.relu(t["a"].float() @ t["b"].float() + t["bias"][None, :]) + t["r"].float()
+    assert ((t["c"].float() - ref).abs().max() / ref.abs().max()).item() < 2e-3
+    res = compile_module(parse_file(EPILOGUE), cubin=True)
+    assert "0 bytes spill stores" in res.ptxas_report and "C75" not in res.ptxas_report

@@ -21,7 +21,8 @@ from tawac.target.layouts import AccLayout
 
 _ELEMENTWISE = (
     arith.ExtFOp, arith.TruncFOp, arith.AddfOp, arith.SubfOp, arith.MulfOp, arith.DivfOp,
-    arith.MaximumfOp, arith.MinimumfOp, arith.NegfOp, arith.CmpfOp, arith.SelectOp,
+    arith.MaximumfOp, arith.MinimumfOp, arith.MaxnumfOp, arith.MinnumfOp, arith.NegfOp,
+    arith.CmpfOp, arith.SelectOp,
     math.ExpOp, math.Exp2Op,
 )  # fmt: skip
 

@@ -41,6 +41,7 @@ from dataclasses import dataclass, field
 from xdsl.context import Context
 from xdsl.dialects import arith, scf
 from xdsl.dialects.builtin import (
+    AnyFloat,
     DenseIntOrFPElementsAttr,
     FloatAttr,
     IndexType,
@@ -248,6 +249,8 @@ class _Emitter:
     pids: list[SSAValue] = field(default_factory=list)
     ivs: dict[SSAValue, tuple[SSAValue, int]] = field(default_factory=dict)  # k -> (kk, B)
     consts: dict[int, SSAValue] = field(default_factory=dict)
+    #: float tiles given a size-1 dimension (`x[None, :]`): the new value and the axis
+    expanded: dict[SSAValue, tuple[SSAValue, int]] = field(default_factory=dict)
 
     def add(self, op: Operation) -> Operation:
         self.block.add_op(op)
@@ -350,6 +353,10 @@ def _body(em: _Emitter, block: Block) -> None:
         elif isinstance(op, tt.DotOp):
             v = [em.values[x] for x in (op.a, op.b, op.c)]
             em.values[op.result] = em.add(tile.DotOp(*v)).result
+        elif isinstance(op, tt.ExpandDimsOp) and _is_float(op.result):
+            em.expanded[op.result] = (em.values[op.src], op.axis.value.data)
+        elif isinstance(op, tt.BroadcastOp) and _is_float(op.result):
+            _broadcast(em, op)
         elif isinstance(op, scf.ForOp):
             _loop(em, op)
         elif isinstance(op, tt.ReturnOp):
@@ -377,6 +384,24 @@ def _is_data(op: Operation) -> bool:
     if isinstance(op, arith.ConstantOp):
         return isinstance(op.value, DenseIntOrFPElementsAttr | FloatAttr)
     return op.dialect_name() in ("arith", "math")
+
+
+def _is_float(v: SSAValue) -> bool:
+    t = v.type
+    elem = t.element_type if isinstance(t, TensorType) else t
+    return isinstance(elem, AnyFloat)
+
+
+def _broadcast(em: _Emitter, op: tt.BroadcastOp) -> None:
+    """`v[None, :]` or `v[:, None]` broadcast to a 2-d tile: `tile.broadcast` of the
+    vector along the result dimension it spans."""
+    found = em.expanded.get(op.src)
+    shape = op.result.type.get_shape()
+    if found is None or len(shape) != 2:
+        raise _error("a broadcast of a float tile other than a vector to 2-d", op)
+    src, axis = found
+    b = tile.BroadcastOp(src, 1 - axis, op.result.type)
+    em.values[op.result] = em.add(b).result
 
 
 def _only_other(op: Operation) -> bool:

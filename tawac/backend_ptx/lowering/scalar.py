@@ -166,6 +166,10 @@ _FLOAT_BINARY = {
     arith.DivfOp: ptx.DivOp,
     arith.MaximumfOp: ptx.MaxOp,
     arith.MinimumfOp: ptx.MinOp,
+    # max.f32 / min.f32 give the other operand where one is NaN: IEEE maxNum / minNum,
+    # which is what maxnumf / minnumf mean (PTX ISA 9.7.3.11, 9.7.3.12)
+    arith.MaxnumfOp: ptx.MaxOp,
+    arith.MinnumfOp: ptx.MinOp,
 }
 
 
