@@ -78,21 +78,29 @@ def _tawac_triton(name: str):
     return lambda *args: k[(1,)](*_call_args(name, *args))
 
 
-def _tawac(source: Path, params=None):
+def _tawac(source: Path, params=None, **options):
     from tawac.driver import compile_cached
     from tawac.runtime import load_kernel
 
-    built = compile_cached(source, params=params, cubin=True)
+    built = compile_cached(source, params=params, cubin=True, **options)
     kernel = load_kernel(built.cubin, json.loads(built.sidecar_text))
-    return lambda a, b, c: kernel(a, b, c)
+    return lambda *args: kernel(*args)
 
 
 def _bound(fn, args):
     return lambda: fn(*args)
 
 
-def _systems(program: str):
+def _systems(program: str, alts: list[str]):
     import torch
+
+    from tawac.calibrate import parse_config
+
+    ttir = ROOT / f"examples/triton/{'matmul' if program == 'matmul' else 'matmul_epilogue'}.ttir"
+    extra = {}
+    for alt in alts:  # "stages=3:tma-store=false": tawac's compile of the .ttir with knobs
+        _, fields = parse_config("heuristic:" + alt)
+        extra[f"tawac ({alt})"] = _tawac(ttir, **fields)
 
     if program == "matmul":
         return {
@@ -101,6 +109,7 @@ def _systems(program: str):
             "tawac.triton": _tawac_triton("matmul"),
             "tawac (tile)": _tawac(ROOT / "corpus/gemm_nn_fp16.mlir", {"BLOCK_N": 256}),
             "cublas": lambda a, b, c: torch.mm(a, b, out=c),
+            **extra,
         }
 
     def eager(a, b, c, bias, r):
@@ -110,6 +119,7 @@ def _systems(program: str):
         "triton": _triton("matmul_epilogue"),
         "tawac.triton": _tawac_triton("matmul_epilogue"),
         "torch": eager,
+        **extra,
     }
 
 
@@ -135,8 +145,12 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--program", choices=("matmul", "epilogue"), default="matmul")
     ap.add_argument("--rounds", type=int, default=5)
     ap.add_argument("--sizes", default=",".join(SIZES))
+    ap.add_argument(
+        "--alt", action="append", default=[], help="a tawac configuration of the .ttir too "
+        "(knobs as on the command line, ':'-separated: stages=3:tma-store=false)"
+    )  # fmt: skip
     args = ap.parse_args(argv)
-    systems = _systems(args.program)
+    systems = _systems(args.program, args.alt)
     names = list(systems)
     dev = torch.cuda.get_device_name(0)
     print(f"# {args.program}: Triton vs tawac on the same Triton source, "

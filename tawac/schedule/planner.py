@@ -23,6 +23,7 @@ from xdsl.ir import Operation, SSAValue
 
 from tawac.analysis.arefs import looped, per_tile
 from tawac.analysis.grid import infer_grid, to_attr
+from tawac.analysis.kinds import kernel_kind
 from tawac.analysis.loops import carried_values, main_loops, scheduled_ops
 from tawac.analysis.mma import (
     can_release_late,
@@ -39,7 +40,7 @@ from tawac.schedule import loop_plan
 from tawac.schedule.check import lags, ops_mismatch, register_problem
 from tawac.schedule.cluster import plan_cluster
 from tawac.schedule.smem import kernel_plan
-from tawac.schedule.staging import plan_stores
+from tawac.schedule.staging import chunk_buffers, plan_stores
 from tawac.schedule.waits import awaited_dots, plan_waits
 from tawac.target import HOPPER
 
@@ -116,6 +117,14 @@ def register_budgets(roles: list[tuple[str, int, int]]) -> list[RolePlan]:
 PREFERRED_DEPTH = 4
 
 
+#: A GEMM's operand ring below this depth, because the epilogue's staging tiles take the
+#: shared memory, stages in column chunks instead when that gives a deeper ring: measured
+#: on the H100 (docs/perf.md, 2026-11-26), a 128x256 GEMM with a residual epilogue ran
+#: 1.05-1.16x faster with 3 slots and one chunk buffer than with 2 slots and a whole
+#: staging tile.
+MIN_GEMM_DEPTH = 3
+
+
 def auto_stages(
     kernel: tile.KernelOp,
     warp_groups: int,
@@ -125,15 +134,31 @@ def auto_stages(
     """The deepest ring (at most `preferred`) whose shared-memory plan, with single-slot
     arefs and the epilogue tiles staged for TMA stores (`warp_groups` consumer warp
     groups), fits in one CTA; else the deepest that fits without the staging tiles (the
-    epilogue then goes in chunks, reuses the rings or stores from registers)."""
+    epilogue then goes in chunks, reuses the rings or stores from registers). A GEMM
+    whose ring that leaves below `MIN_GEMM_DEPTH` takes the deeper ring where its
+    epilogue fits in column chunks beside it."""
+    whole = _deepest(kernel, warp_groups, preferred, staging=True) if tma_store else 0
+    if whole and (whole >= MIN_GEMM_DEPTH or kernel_kind(kernel) != "gemm"):
+        return whole
+    bare = _deepest(kernel, warp_groups, preferred, staging=False)
+    if not whole:
+        return bare
     creates = [o for o in kernel.walk() if isinstance(o, aref.CreateOp)]
-    for staging in (True, False) if tma_store else (False,):
-        for d in range(preferred, 0, -1):
-            depths = {c: d if looped(c) else 1 for c in creates}
-            plan = kernel_plan(kernel, depths, staging, warp_groups=warp_groups)
-            if plan.fits():
-                return d
-    return 1
+    depths = {c: bare if looped(c) else 1 for c in creates}
+    if bare > whole and chunk_buffers(kernel, depths, warp_groups):
+        return bare
+    return whole
+
+
+def _deepest(kernel: tile.KernelOp, warp_groups: int, preferred: int, staging: bool) -> int:
+    """The deepest ring up to `preferred` whose plan fits (with or without the staging
+    tiles whole); 0 where none does (1 where only the bare plan is asked and none fits)."""
+    creates = [o for o in kernel.walk() if isinstance(o, aref.CreateOp)]
+    for d in range(preferred, 0, -1):
+        depths = {c: d if looped(c) else 1 for c in creates}
+        if kernel_plan(kernel, depths, staging, warp_groups=warp_groups).fits():
+            return d
+    return 0 if staging else 1
 
 
 # -- the loop schedule: coarse pipelining (Tawa 4.7, FlashAttention-3's overlap) ---------------
