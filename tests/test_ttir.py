@@ -123,3 +123,22 @@ def test_pointer_types_and_tensor_comparisons_print_as_triton_does():
     cmp = next(o for o in module.walk() if isinstance(o, tt.CmpiOp))
     assert str(cmp.result.type) == "tensor<64xi1>" and cmp.predicate_name == "slt"
     assert str(module) == str(parse_ttir(printed, "again.ttir"))
+
+
+def test_reduce_and_trans_parse_and_print_back():
+    text = (
+        "module {\n  tt.func public @k(%x: tensor<64x128xf32>) {\n"
+        '    %m = "tt.reduce"(%x) <{axis = 1 : i32}> ({\n'
+        "    ^bb0(%a: f32, %b: f32):\n"
+        "      %t = arith.maxnumf %a, %b : f32\n"
+        "      tt.reduce.return %t : f32\n"
+        "    }) : (tensor<64x128xf32>) -> tensor<64xf32>\n"
+        "    %t2 = tt.trans %x {order = array<i32: 1, 0>} : tensor<64x128xf32> -> "
+        "tensor<128x64xf32>\n"
+        "    tt.return\n  }\n}\n"
+    )
+    module = parse_ttir(text, "k.ttir")
+    (red,) = [o for o in module.walk() if isinstance(o, tt.ReduceOp)]
+    assert red.axis.value.data == 1 and red.combiner().name == "arith.maxnumf"
+    assert str(parse_ttir(str(module), "again.ttir")) == str(module)
+    assert any(isinstance(o, tt.TransOp) for o in module.walk())

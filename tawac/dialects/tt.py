@@ -20,6 +20,8 @@ Ops:
   through a tensor of pointers (elements whose mask is false read `other`, are not
   written).
 - `tt.dot a, b, c`: `a @ b + c` (`inputPrecision`, `maxNumImpreciseAcc` kept as given).
+- `tt.reduce` (generic form, a combining region ending in `tt.reduce.return`) and
+  `tt.trans {order}`: read, not converted yet.
 
 xDSL 0.74's `arith.cmpi`, `arith.cmpf` and `arith.select` take scalars only; TTIR
 compares and selects tensors (masks), so `ttir_arith()` is xDSL's arith with those three
@@ -33,6 +35,7 @@ from typing import ClassVar
 
 from xdsl.dialects.builtin import (
     ArrayAttr,
+    DenseArrayBase,
     DictionaryAttr,
     FunctionType,
     IntAttr,
@@ -43,7 +46,7 @@ from xdsl.dialects.builtin import (
     i32,
 )
 from xdsl.dialects.utils import parse_func_op_like, print_func_op_like
-from xdsl.ir import Attribute, Dialect, ParametrizedAttribute, Region, TypeAttribute
+from xdsl.ir import Attribute, Dialect, Operation, ParametrizedAttribute, Region, TypeAttribute
 from xdsl.irdl import (
     AnyAttr,
     AttrSizedOperandSegments,
@@ -60,6 +63,7 @@ from xdsl.irdl import (
     result_def,
     traits_def,
     var_operand_def,
+    var_result_def,
 )
 from xdsl.parser import AttrParser, Parser
 from xdsl.printer import Printer
@@ -459,6 +463,59 @@ class DotOp(IRDLOperation):
             )
 
 
+@irdl_op_definition
+class ReduceOp(IRDLOperation):
+    """`"tt.reduce"(srcs) <{axis = A}> ({ ^bb0(a, b, ...): ...; tt.reduce.return r })`: each
+    source reduced along `axis` by the combining region (scalars in, scalars out); Triton
+    prints it in the generic form (`tl.max`, `tl.sum`, `tl.reduce`)."""
+
+    name = "tt.reduce"
+
+    srcs = var_operand_def(TensorType)
+    axis = prop_def(IntegerAttr)
+    reduced = var_result_def()
+    combine_op = region_def("single_block")
+
+    def combiner(self) -> Operation | None:
+        """The region's one combining op (`arith.maxnumf`, `arith.addf`, ...) when it
+        reduces one source by one op of its two arguments; else None."""
+        block = self.combine_op.block
+        ops = list(block.ops)
+        if len(self.srcs) != 1 or len(ops) != 2 or not isinstance(ops[1], ReduceReturnOp):
+            return None
+        op = ops[0]
+        if set(op.operands) != set(block.args) or ops[1].operands[0] is not op.results[0]:
+            return None
+        return op
+
+
+@irdl_op_definition
+class ReduceReturnOp(IRDLOperation):
+    """The combined values of a `tt.reduce` region."""
+
+    name = "tt.reduce.return"
+
+    result = var_operand_def()
+
+    assembly_format = "$result attr-dict `:` type($result)"
+
+    traits = traits_def(IsTerminator())
+
+
+@irdl_op_definition
+class TransOp(IRDLOperation):
+    """`tt.trans %x {order = array<i32: 1, 0>} : A -> B`: dimensions permuted by `order`."""
+
+    name = "tt.trans"
+
+    src = operand_def(TensorType)
+    order = prop_def(DenseArrayBase)
+    result = result_def(TensorType)
+
+    assembly_format = "$src attr-dict `:` type($src) `->` type($result)"
+    irdl_options = (ParsePropInAttrDict(),)
+
+
 # -- the arith ops of TTIR that xDSL 0.74 does not take on tensors --------------------------
 
 _CMPI = ("eq", "ne", "slt", "sle", "sgt", "sge", "ult", "ule", "ugt", "uge")
@@ -600,6 +657,9 @@ TT = Dialect(
         LoadOp,
         StoreOp,
         DotOp,
+        ReduceOp,
+        ReduceReturnOp,
+        TransOp,
     ],
     [PointerType],
 )

@@ -27,7 +27,9 @@ wrap. The conversion:
   what `tile.load`'s zero fill and `tile.store`'s clipping already do; a `% size` wrap of
   a load's dimension is dropped when the output store masks that size (the wrapped rows
   reach only masked-off outputs), else refused.
-- **Compute.** `tt.dot` -> `tile.dot`; float arith and math ops are copied.
+- **Compute.** `tt.dot` -> `tile.dot`; `tt.reduce` by `maxnumf`/`maximumf`/`addf` of a 2-d
+  tile -> `tile.reduce max/sum`; a float vector given a size-1 dimension and broadcast ->
+  `tile.broadcast`; float arith and math ops are copied.
 
 Errors are `CompileError`s at the op's Python line (`tawac.ttir.python_location`).
 """
@@ -357,6 +359,8 @@ def _body(em: _Emitter, block: Block) -> None:
             em.expanded[op.result] = (em.values[op.src], op.axis.value.data)
         elif isinstance(op, tt.BroadcastOp) and _is_float(op.result):
             _broadcast(em, op)
+        elif isinstance(op, tt.ReduceOp):
+            _reduce(em, op)
         elif isinstance(op, scf.ForOp):
             _loop(em, op)
         elif isinstance(op, tt.ReturnOp):
@@ -402,6 +406,25 @@ def _broadcast(em: _Emitter, op: tt.BroadcastOp) -> None:
     src, axis = found
     b = tile.BroadcastOp(src, 1 - axis, op.result.type)
     em.values[op.result] = em.add(b).result
+
+
+#: Combining ops of `tt.reduce` and the `tile.reduce` kind each is.
+_REDUCE_KINDS = {
+    "arith.maxnumf": "max",
+    "arith.maximumf": "max",
+    "arith.addf": "sum",
+}
+
+
+def _reduce(em: _Emitter, op: tt.ReduceOp) -> None:
+    """`tl.max(x, axis)` / `tl.sum(x, axis)` of a 2-d float tile -> `tile.reduce`."""
+    comb = op.combiner()
+    kind = _REDUCE_KINDS.get(comb.name) if comb is not None else None
+    (src,) = op.srcs if len(op.srcs) == 1 else (None,)
+    if kind is None or src is None or len(src.type.get_shape()) != 2:
+        raise _error("a reduction other than tl.max or tl.sum of one 2-d tile", op)
+    red = tile.ReduceOp(kind, em.values[src], op.axis.value.data, op.reduced[0].type)
+    em.values[op.reduced[0]] = em.add(red).result
 
 
 def _only_other(op: Operation) -> bool:
