@@ -67,15 +67,20 @@ def hoist_aliases(text: str) -> str:
 
 def parse_ttir(text: str, filename: str = "<ttir>") -> ModuleOp:
     """Parse and verify a TTIR module; one located `CompileError` on failure."""
+    parser = Parser(ttir_context(), hoist_aliases(text), filename)
     try:
-        module = Parser(ttir_context(), hoist_aliases(text), filename).parse_module()
+        module = parser.parse_module()
     except ParseError as e:
         msg = e.msg.strip().splitlines()[0] if e.msg.strip() else "parse error"
         loc = e.span.get_location()
         raise CompileError(msg, location=f"{filename}:{loc.line}:{loc.col}") from None
+    except (VerifyException, ValueError) as e:  # a type's check, a value never defined
+        loc = parser._current_token.span.get_location()
+        msg = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
+        raise CompileError(msg, location=f"{filename}:{loc.line}:{loc.col}") from None
     try:
         module.verify()
-    except VerifyException as e:
+    except (VerifyException, ValueError) as e:  # ValueError: a value used, never defined
         op = _first_invalid(module)
         where = python_location(op) if op is not None else None
         raise CompileError(str(e).strip().splitlines()[0], location=where or filename) from None
@@ -87,7 +92,7 @@ def _first_invalid(module: ModuleOp) -> Operation | None:
     for op in module.walk():
         try:
             op.verify(verify_nested_ops=False)
-        except VerifyException:
+        except (VerifyException, ValueError):
             return op
     return None
 

@@ -168,12 +168,19 @@ class _Reader:
 
     memo: dict[SSAValue, Poly] = field(default_factory=dict)
     wraps: list[SSAValue] = field(default_factory=list)
+    active: set[SSAValue] = field(default_factory=set)
 
     def int_poly(self, v: SSAValue) -> Poly:
         """An integer scalar or tensor as a polynomial (tensor dims: `Range`s)."""
         if v in self.memo:
             return self.memo[v]
-        p = self._int_poly(v)
+        if v in self.active:  # only text that uses a value before defining it
+            raise PointerError("a value computed from itself", _op_of(v))
+        self.active.add(v)
+        try:
+            p = self._int_poly(v)
+        finally:
+            self.active.discard(v)
         self.memo[v] = p
         return p
 
@@ -257,15 +264,17 @@ def _shift(p: Poly, axis: int) -> Poly:
     return Poly(out)
 
 
-def pointer(v: SSAValue, reader: _Reader) -> tuple[BlockArgument, Poly]:
+def pointer(v: SSAValue, reader: _Reader, depth: int = 0) -> tuple[BlockArgument, Poly]:
     """A pointer tensor's base argument and element offset."""
+    if depth > 1000:  # a chain that never reaches an argument: a value from itself
+        raise PointerError("a pointer computed from itself", _op_of(v))
     op = v.owner
     if isinstance(op, tt.SplatOp) and isinstance(op.src, BlockArgument):
         return op.src, Poly()
     if isinstance(op, tt.BroadcastOp):
-        return pointer(op.src, reader)
+        return pointer(op.src, reader, depth + 1)
     if isinstance(op, tt.AddPtrOp):
-        base, off = pointer(op.ptr, reader)
+        base, off = pointer(op.ptr, reader, depth + 1)
         return base, off + reader.int_poly(op.offset)
     if isinstance(op, Block) and isinstance(v, BlockArgument):
         return _carried(v, reader)
@@ -283,11 +292,15 @@ def _carried(v: BlockArgument, reader: _Reader) -> tuple[BlockArgument, Poly]:
     base, init = pointer(loop.iter_args[j], reader)
     step = loop.body.block.last_op.operands[j]
     inc = Poly()
-    while step is not v:
+    for _ in range(1000):
+        if step is v:
+            break
         if not isinstance(step.owner, tt.AddPtrOp):
             raise PointerError("a loop-carried pointer not advanced by tt.addptr", _op_of(step))
         inc = inc + reader.int_poly(step.owner.offset)
         step = step.owner.ptr
+    else:
+        raise PointerError("a loop-carried pointer computed from itself", loop)
     if any(_defined_in(s, block) for m in inc.terms for s in m if not isinstance(s, Range)):
         raise PointerError("a loop-carried pointer advanced by a loop-variant offset", loop)
     count = _iteration(loop, reader)

@@ -76,7 +76,10 @@ def _eval(v: SSAValue, env: Mapping[SSAValue, int], memo: dict) -> int:
     if v in env:
         return env[v]
     if v in memo:
+        if memo[v] is None:  # only text that uses a value before defining it
+            raise PointerError("a program order computed from itself", _op(v))
         return memo[v]
+    memo[v] = None
     op = v.owner
     if isinstance(op, arith.ConstantOp) and isinstance(op.value, IntegerAttr):
         out = op.value.value.data
@@ -88,10 +91,14 @@ def _eval(v: SSAValue, env: Mapping[SSAValue, int], memo: dict) -> int:
             out = a - b
         elif isinstance(op, arith.MuliOp):
             out = a * b
+        elif b == 0:
+            raise PointerError("a program order that divides by zero", op)
         else:
             out = int(a / b)  # rounds toward zero, as divsi
     elif isinstance(op, arith.RemSIOp):
         a, b = _eval(op.lhs, env, memo), _eval(op.rhs, env, memo)
+        if b == 0:
+            raise PointerError("a program order that takes a remainder by zero", op)
         out = a - b * int(a / b)
     elif isinstance(op, arith.MinSIOp):
         out = min(_eval(op.lhs, env, memo), _eval(op.rhs, env, memo))
@@ -254,6 +261,15 @@ class _Emitter:
     #: float tiles given a size-1 dimension (`x[None, :]`): the new value and the axis
     expanded: dict[SSAValue, tuple[SSAValue, int]] = field(default_factory=dict)
 
+    def get(self, v: SSAValue, at: Operation) -> SSAValue:
+        """What `v` became in the tile kernel; an error where `at` reads a value the
+        conversion does not carry (an index tensor, a pointer, a value from later)."""
+        found = self.values.get(v)
+        if found is None:
+            what = v.owner.name if isinstance(v.owner, Operation) else "a block argument"
+            raise _error(f"{at.name} reads a value of {what} that tawac does not convert", at)
+        return found
+
     def add(self, op: Operation) -> Operation:
         self.block.add_op(op)
         return op
@@ -335,7 +351,7 @@ def convert(func: tt.FuncOp) -> tile.KernelOp:
 def _dim_of(em: _Emitter, name: str) -> SSAValue:
     for a, names in em.plan.args.items():
         if name in names:
-            return em.add(tile.DimOp(em.values[a], names.index(name))).result
+            return em.add(tile.DimOp(em.get(a, a.owner.parent_op()), names.index(name))).result
     raise _error(f"no tensor has a dimension {name}", None)
 
 
@@ -346,17 +362,17 @@ def _body(em: _Emitter, block: Block) -> None:
             _check_other(op)
             idx = [em.index(d.origin, op) for d in a.dims]
             em.values[op.result] = em.add(
-                tile.LoadOp(em.values[a.base], idx, op.result.type)
+                tile.LoadOp(em.get(a.base, op), idx, op.result.type)
             ).result
         elif isinstance(op, tt.StoreOp):
             a = em.plan.accesses[op]
             idx = [em.index(d.origin, op) for d in a.dims]
-            em.add(tile.StoreOp(em.values[op.value], em.values[a.base], idx))
+            em.add(tile.StoreOp(em.get(op.value, op), em.get(a.base, op), idx))
         elif isinstance(op, tt.DotOp):
-            v = [em.values[x] for x in (op.a, op.b, op.c)]
+            v = [em.get(x, op) for x in (op.a, op.b, op.c)]
             em.values[op.result] = em.add(tile.DotOp(*v)).result
         elif isinstance(op, tt.ExpandDimsOp) and _is_float(op.result):
-            em.expanded[op.result] = (em.values[op.src], op.axis.value.data)
+            em.expanded[op.result] = (em.get(op.src, op), op.axis.value.data)
         elif isinstance(op, tt.BroadcastOp) and _is_float(op.result):
             _broadcast(em, op)
         elif isinstance(op, tt.ReduceOp):
@@ -368,7 +384,7 @@ def _body(em: _Emitter, block: Block) -> None:
         elif isinstance(op, scf.YieldOp):
             continue
         elif _is_data(op) and not _only_other(op):
-            clone = op.clone(value_mapper={o: em.values[o] for o in op.operands})
+            clone = op.clone(value_mapper={o: em.get(o, op) for o in op.operands})
             em.add(clone)
             em.values.update(dict(zip(op.results, clone.results, strict=True)))
         elif _is_index_work(op):
@@ -423,7 +439,7 @@ def _reduce(em: _Emitter, op: tt.ReduceOp) -> None:
     (src,) = op.srcs if len(op.srcs) == 1 else (None,)
     if kind is None or src is None or len(src.type.get_shape()) != 2:
         raise _error("a reduction other than tl.max or tl.sum of one 2-d tile", op)
-    red = tile.ReduceOp(kind, em.values[src], op.axis.value.data, op.reduced[0].type)
+    red = tile.ReduceOp(kind, em.get(src, op), op.axis.value.data, op.reduced[0].type)
     em.values[op.reduced[0]] = em.add(red).result
 
 
@@ -472,7 +488,7 @@ def _loop(em: _Emitter, loop: scf.ForOp) -> None:
     """`for k in range(cdiv(S, B))` -> `for kk in range(0, S, B)`, data carried only."""
     size, step = _count_of(em, loop)
     keep = [j for j, a in enumerate(loop.iter_args) if not _is_pointer(a.type)]
-    inits = [em.values[loop.iter_args[j]] for j in keep]
+    inits = [em.get(loop.iter_args[j], loop) for j in keep]
     body = Block(arg_types=[IndexType(), *(v.type for v in inits)])
     new = scf.ForOp(em.const(0), size, em.const(step), inits, Region(body))
     em.add(new)
@@ -482,7 +498,7 @@ def _loop(em: _Emitter, loop: scf.ForOp) -> None:
         inner.values[loop.body.block.args[1 + j]] = arg
     _body(inner, loop.body.block)
     yielded = loop.body.block.last_op.operands
-    inner.add(scf.YieldOp(*[inner.values[yielded[j]] for j in keep]))
+    inner.add(scf.YieldOp(*[inner.get(yielded[j], loop) for j in keep]))
     for j, r in zip(keep, new.results, strict=True):
         em.values[loop.results[j]] = r
 
