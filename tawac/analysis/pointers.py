@@ -34,6 +34,7 @@ from xdsl.dialects import arith, scf
 from xdsl.dialects.builtin import DenseIntOrFPElementsAttr, IntegerAttr, TensorType
 from xdsl.ir import Block, BlockArgument, Operation, SSAValue
 
+from tawac.analysis.loops import in_body
 from tawac.dialects import tt
 
 
@@ -62,7 +63,6 @@ class Range:
 
 
 Symbol = Range | SSAValue
-Monomial = tuple  # sorted symbol keys
 
 
 def _key(s: Symbol) -> tuple:
@@ -184,7 +184,7 @@ class _Reader:
         self.memo[v] = p
         return p
 
-    def _int_poly(self, v: SSAValue) -> Poly:  # noqa: C901 (one case per op)
+    def _int_poly(self, v: SSAValue) -> Poly:
         op = v.owner
         if isinstance(op, arith.ConstantOp):
             value = op.value
@@ -301,7 +301,7 @@ def _carried(v: BlockArgument, reader: _Reader) -> tuple[BlockArgument, Poly]:
         step = step.owner.ptr
     else:
         raise PointerError("a loop-carried pointer computed from itself", loop)
-    if any(_defined_in(s, block) for m in inc.terms for s in m if not isinstance(s, Range)):
+    if any(in_body(s, block) for m in inc.terms for s in m if not isinstance(s, Range)):
         raise PointerError("a loop-carried pointer advanced by a loop-variant offset", loop)
     count = _iteration(loop, reader)
     return base, init + count * inc
@@ -314,16 +314,6 @@ def _iteration(loop: scf.ForOp, reader: _Reader) -> Poly:
     if lb.terms or step.terms != {(): 1}:
         raise PointerError("a loop-carried pointer in a loop not from 0 by 1", loop)
     return Poly.sym(loop.body.block.args[0])
-
-
-def _defined_in(s: SSAValue, block: Block) -> bool:
-    owner = s.owner
-    op = owner.parent_op() if isinstance(owner, Block) else owner
-    while op is not None:
-        if op.parent_block() is block:
-            return True
-        op = op.parent_op()
-    return isinstance(owner, Block) and owner is block
 
 
 def access(op: tt.LoadOp | tt.StoreOp, reader: _Reader | None = None) -> Access:

@@ -324,33 +324,19 @@ class LoadOp(IRDLOperation):
 
     @classmethod
     def parse(cls, parser: Parser) -> LoadOp:
-        operands = parser.parse_comma_separated_list(
-            parser.Delimiter.NONE, parser.parse_unresolved_operand
+        names, attrs, ptr = _parse_pointer_form(
+            parser, 1, 3, "tt.load takes a pointer, a mask and an other value"
         )
-        attrs = parser.parse_optional_attr_dict()
-        parser.parse_punctuation(":")
-        ptr_type = parser.parse_type()
-        if not 1 <= len(operands) <= 3:
-            parser.raise_error("tt.load takes a pointer, a mask and an other value")
-        types = [ptr_type]
-        if len(operands) > 1:
-            types.append(_mask_type(ptr_type))
-        if len(operands) > 2:
-            types.append(pointee_of(ptr_type))
-        values = parser.resolve_operands(operands, types, parser.pos)
+        types = [ptr, _i1_like(ptr), pointee_of(ptr)][: len(names)]
+        values = parser.resolve_operands(names, types, parser.pos)
         op = cls.build(
-            operands=[values[0], values[1:2], values[2:3]],
-            result_types=[pointee_of(ptr_type)],
+            operands=[values[0], values[1:2], values[2:3]], result_types=[pointee_of(ptr)]
         )
         op.attributes |= attrs
         return op
 
     def print(self, printer: Printer) -> None:
-        printer.print_string(" ")
-        printer.print_list(self.operands, printer.print_operand)
-        printer.print_op_attributes(self.attributes)
-        printer.print_string(" : ")
-        printer.print_attribute(self.ptr.type)
+        _print_pointer_form(self, printer)
 
 
 @irdl_op_definition
@@ -366,34 +352,40 @@ class StoreOp(IRDLOperation):
 
     @classmethod
     def parse(cls, parser: Parser) -> StoreOp:
-        operands = parser.parse_comma_separated_list(
-            parser.Delimiter.NONE, parser.parse_unresolved_operand
+        names, attrs, ptr = _parse_pointer_form(
+            parser, 2, 3, "tt.store takes a pointer, a value and a mask"
         )
-        attrs = parser.parse_optional_attr_dict()
-        parser.parse_punctuation(":")
-        ptr_type = parser.parse_type()
-        if not 2 <= len(operands) <= 3:
-            parser.raise_error("tt.store takes a pointer, a value and a mask")
-        types = [ptr_type, pointee_of(ptr_type)]
-        if len(operands) > 2:
-            types.append(_mask_type(ptr_type))
-        values = parser.resolve_operands(operands, types, parser.pos)
+        types = [ptr, pointee_of(ptr), _i1_like(ptr)][: len(names)]
+        values = parser.resolve_operands(names, types, parser.pos)
         op = cls.build(operands=[values[0], values[1], values[2:3]])
         op.attributes |= attrs
         return op
 
     def print(self, printer: Printer) -> None:
-        printer.print_string(" ")
-        printer.print_list(self.operands, printer.print_operand)
-        printer.print_op_attributes(self.attributes)
-        printer.print_string(" : ")
-        printer.print_attribute(self.ptr.type)
+        _print_pointer_form(self, printer)
 
 
-def _mask_type(ptr_type: Attribute) -> Attribute:
-    if isinstance(ptr_type, TensorType):
-        return TensorType(i1, ptr_type.get_shape())
-    return i1
+def _parse_pointer_form(parser: Parser, lo: int, hi: int, takes: str):
+    """`operands attr-dict : type(ptr)` of `tt.load` and `tt.store`: the unresolved
+    operands (`lo` to `hi` of them), the attributes and the pointer's type."""
+    pos = parser.pos
+    names = parser.parse_comma_separated_list(
+        parser.Delimiter.NONE, parser.parse_unresolved_operand
+    )
+    attrs = parser.parse_optional_attr_dict()
+    parser.parse_punctuation(":")
+    ptr = parser.parse_type()
+    if not lo <= len(names) <= hi:
+        parser.raise_error(f"{takes}, got {len(names)} operands", pos, parser.pos)
+    return names, attrs, ptr
+
+
+def _print_pointer_form(op: IRDLOperation, printer: Printer) -> None:
+    printer.print_string(" ")
+    printer.print_list(op.operands, printer.print_operand)
+    printer.print_op_attributes(op.attributes)
+    printer.print_string(" : ")
+    printer.print_attribute(op.operands[0].type)
 
 
 @irdl_op_definition

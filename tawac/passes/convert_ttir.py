@@ -36,6 +36,7 @@ Errors are `CompileError`s at the op's Python line (`tawac.ttir.python_location`
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -137,8 +138,6 @@ class _Plan:
     accesses: dict[Operation, Access]
     args: dict[BlockArgument, tuple[str, ...]]  # pointer argument -> dimension names
     q: list[Poly]  # per output dimension, its tile index as a polynomial
-    tiles: list[int]  # the output tile's sizes
-    loop_steps: dict[scf.ForOp, tuple[int, BlockArgument]] = field(default_factory=dict)
 
 
 def _size_name(d, at: Operation) -> BlockArgument:
@@ -177,8 +176,8 @@ def _arguments(acc: list[Access]) -> dict[BlockArgument, tuple[str, ...]]:
     return out
 
 
-def _grid(func: tt.FuncOp, store: Access, args: dict) -> tuple[list[Poly], list[int]]:
-    """Per output dimension its tile index polynomial `q_d` and tile size."""
+def _grid(func: tt.FuncOp, store: Access) -> list[Poly]:
+    """Per output dimension its tile index polynomial `q_d`."""
     shape = store.op.value.type.get_shape()
     q: list[Poly] = []
     for d, dim in enumerate(store.dims):
@@ -190,14 +189,14 @@ def _grid(func: tt.FuncOp, store: Access, args: dict) -> tuple[list[Poly], list[
     direct = [_single_symbol(p) for p in q]
     if all(s and isinstance(s[0].owner, tt.GetProgramIdOp) for s in direct):
         if len({s[0].owner.axis_index for s in direct}) == len(direct):
-            return q, list(shape)
+            return q
     if len({p.axis_index for p in pids}) != 1 or pids[0].axis_index != 0:
         raise _error("a program order from more than program id x", store.op)
-    _check_bijection(func, store, q, list(shape), pids[0].result)
-    return q, list(shape)
+    _check_bijection(store, q, list(shape), pids[0].result)
+    return q
 
 
-def _check_bijection(func, store: Access, q: list[Poly], tiles: list[int], pid) -> None:
+def _check_bijection(store: Access, q: list[Poly], tiles: list[int], pid) -> None:
     sizes = [_size_name(d, store.op) for d in store.dims]
     for values in itertools.product(CHECK_SIZES, repeat=len(sizes)):
         env = dict(zip(sizes, values, strict=True))
@@ -231,9 +230,9 @@ def plan(func: tt.FuncOp) -> _Plan:
     if not stores:
         raise _error("a kernel that stores nothing", func)
     args = _arguments(acc)
-    q, tiles = _grid(func, stores[-1], args)
+    q = _grid(func, stores[-1])
     _check_wraps(acc, stores[-1])
-    return _Plan(func, {a.op: a for a in acc}, args, q, tiles)
+    return _Plan(func, {a.op: a for a in acc}, args, q)
 
 
 def _check_wraps(acc: list[Access], out: Access) -> None:
@@ -257,7 +256,6 @@ class _Emitter:
     values: dict[SSAValue, SSAValue] = field(default_factory=dict)
     pids: list[SSAValue] = field(default_factory=list)
     ivs: dict[SSAValue, tuple[SSAValue, int]] = field(default_factory=dict)  # k -> (kk, B)
-    consts: dict[int, SSAValue] = field(default_factory=dict)
     #: float tiles given a size-1 dimension (`x[None, :]`): the new value and the axis
     expanded: dict[SSAValue, tuple[SSAValue, int]] = field(default_factory=dict)
 
@@ -397,9 +395,7 @@ def _is_data(op: Operation) -> bool:
     """An op on float tiles (or a float constant) the tile kernel keeps as it is."""
     if not op.results:
         return False
-    t = op.results[0].type
-    elem = t.element_type if isinstance(t, TensorType) else t
-    if not hasattr(elem, "bitwidth") or elem.__class__.__name__.startswith("IntegerType"):
+    if not _is_float(op.results[0]):
         return False
     if isinstance(op, arith.ConstantOp):
         return isinstance(op.value, DenseIntOrFPElementsAttr | FloatAttr)
@@ -492,7 +488,9 @@ def _loop(em: _Emitter, loop: scf.ForOp) -> None:
     body = Block(arg_types=[IndexType(), *(v.type for v in inits)])
     new = scf.ForOp(em.const(0), size, em.const(step), inits, Region(body))
     em.add(new)
-    inner = _Emitter(em.plan, body, dict(em.values), em.pids, dict(em.ivs), {})
+    inner = dataclasses.replace(
+        em, block=body, values=dict(em.values), ivs=dict(em.ivs), expanded=dict(em.expanded)
+    )
     inner.ivs[loop.body.block.args[0]] = (body.args[0], step)
     for j, arg in zip(keep, body.args[1:], strict=True):
         inner.values[loop.body.block.args[1 + j]] = arg
