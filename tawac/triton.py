@@ -28,12 +28,13 @@ from tawac.diagnostics import CompileError
 @dataclass(frozen=True)
 class TensorArg:
     """How one `!tile.tensor` argument is built from Triton's arguments: the pointer's
-    position, and per dimension the size argument's position and the stride (a position,
-    or the constant 1)."""
+    position, and per dimension (outermost first) the position of the argument that
+    sizes it (None: the size is taken from the tensor's storage, `storage_sizes`) and of
+    its stride (None: stride 1)."""
 
     pointer: int
-    sizes: tuple[int, ...]
-    strides: tuple[int | None, ...]  # None: stride 1
+    sizes: tuple[int | None, ...]
+    strides: tuple[int | None, ...]
     names: tuple[str, ...]
 
 
@@ -51,25 +52,48 @@ def abi_of(ttir: str, filename: str) -> tuple[list[str], list[TensorArg]]:
     names = [a.name_hint or f"arg{i}" for i, a in enumerate(args)]
     p = plan(func)
     out = []
-    for base, dims in p.args.items():
-        access = next(a for a in p.accesses.values() if a.base is base)
+    for base, t in p.tensors.items():
         strides: list[int | None] = []
-        for d in access.dims:
-            ((mono, c),) = d.stride.terms.items()
+        for st in t.strides:
+            ((mono, c),) = st.terms.items()
             if mono == () and c == 1:
                 strides.append(None)
             elif c == 1 and len(mono) == 1 and not isinstance(mono[0], Range) and mono[0] in args:
                 strides.append(args.index(mono[0]))
             else:
-                raise CompileError(f"argument {names[base.index]}: a stride {d.stride} tawac "
+                raise CompileError(f"argument {names[base.index]}: a stride {st} tawac "
                                    "cannot take from the arguments")  # fmt: skip
-        out.append(TensorArg(base.index, tuple(names.index(n) for n in dims), tuple(strides), dims))
+        sizes = tuple(None if a is None else args.index(a) for a in t.sizes)
+        out.append(TensorArg(base.index, sizes, tuple(strides), t.names))
     out.sort(key=lambda t: t.pointer)
     return names, out
 
 
+def storage_sizes(sizes: Sequence[int | None], strides: Sequence[int], extent: int) -> list[int]:
+    """Sizes for the dimensions no argument sizes (None), from the storage: such a
+    dimension reaches the next larger stride of the tensor (`stride_h / stride_m` rows
+    for a row index), the outermost one the rest of the storage (`extent` elements from
+    the tensor's first): the tensor as it lies in memory, which the accesses of a
+    correct Triton program stay in."""
+    out = list(sizes)
+    for d, size in enumerate(sizes):
+        if size is not None:
+            continue
+        larger = [s for e, s in enumerate(strides) if e != d and s > strides[d]]
+        if larger:
+            out[d] = max(1, min(larger) // max(strides[d], 1))
+            continue
+        below = sum((out[e] - 1) * strides[e] for e in range(len(sizes)) if e != d and out[e])
+        out[d] = max(1, (extent - below - 1) // max(strides[d], 1) + 1)
+    return [int(x) for x in out]
+
+
 class TritonKernel:
-    """A Triton kernel compiled by tawac: `k[grid](*args, **constexprs)` or `k(*args)`."""
+    """A Triton kernel compiled by tawac: `k[grid](*args, **constexprs)` or `k(*args)`.
+
+    `params` are the positional parameters the Python kernel is called with (default:
+    the TTIR's arguments); one that Triton specialized (an integer 1, a `constexprs`
+    entry) is not an argument of the TTIR and must be passed with its compiled value."""
 
     def __init__(
         self,
@@ -78,15 +102,33 @@ class TritonKernel:
         launch: Callable[..., Any],
         constexprs: Mapping[str, Any] | None = None,
         name: str = "kernel",
+        params: Sequence[str] | None = None,
     ):
         self.names = list(names)
         self.tensors = list(tensors)
         self.launch = launch
         self.constexprs = dict(constexprs or {})
         self.name = name
+        self.params = list(params) if params is not None else list(self.names)
 
     def __getitem__(self, grid) -> Callable[..., Any]:
         return self
+
+    def _ttir_args(self, args: Sequence[Any]) -> list[Any]:
+        from tawac.runtime.launcher import LaunchError
+
+        if len(args) != len(self.params):
+            raise LaunchError(
+                f"{self.name} takes {len(self.params)} arguments ({', '.join(self.params)}), "
+                f"got {len(args)}"
+            )
+        by_name = dict(zip(self.params, args, strict=True))
+        for k, v in by_name.items():
+            if k not in self.names and k in self.constexprs and self.constexprs[k] != v:
+                raise LaunchError(
+                    f"{self.name} was compiled with {k}={self.constexprs[k]}, called with {v}"
+                )
+        return [by_name[n] for n in self.names]
 
     def views(self, *args: Any) -> list[Any]:
         """The tile kernel's tensor arguments: a strided view of each pointer's tensor."""
@@ -94,26 +136,31 @@ class TritonKernel:
 
         from tawac.runtime.launcher import LaunchError
 
-        if len(args) != len(self.names):
-            raise LaunchError(
-                f"{self.name} takes {len(self.names)} arguments ({', '.join(self.names)}), "
-                f"got {len(args)}"
-            )
+        args = tuple(self._ttir_args(args))
         out = []
         for t in self.tensors:
             base = args[t.pointer]
             arg = self.names[t.pointer]
             if not isinstance(base, torch.Tensor):
                 raise LaunchError(f"argument {arg}: a torch tensor is needed for a pointer")
-            sizes = [int(args[i]) for i in t.sizes]
             strides = [1 if s is None else int(args[s]) for s in t.strides]
             if strides[-1] != 1:
                 raise LaunchError(
                     f"argument {arg}: its dimension {t.names[-1]} has stride {strides[-1]}; "
                     "tawac reads it as the contiguous one (TMA needs stride 1 there)"
                 )
+            extent = base.untyped_storage().nbytes() // base.element_size() - base.storage_offset()
+            given = [None if i is None else int(args[i]) for i in t.sizes]
+            sizes = storage_sizes(given, strides, extent)
             out.append(torch.as_strided(base, sizes, strides, base.storage_offset()))
         return out
+
+    def scalars(self, *args: Any) -> list[Any]:
+        """The tile kernel's float arguments (a softmax scale), in their order."""
+        args = tuple(self._ttir_args(args))
+        return [args[i] for i in self.floats]
+
+    floats: tuple[int, ...] = ()
 
     def __call__(self, *args: Any, **constexprs: Any) -> Any:
         from tawac.runtime.launcher import LaunchError
@@ -125,11 +172,31 @@ class TritonKernel:
                 raise LaunchError(
                     f"{self.name} was compiled with {k}={self.constexprs[k]}, called with {v}"
                 )
-        return self.launch(*self.views(*args))
+        return self.launch(*self.kernel_args(*args))
+
+    def kernel_args(self, *args: Any) -> list[Any]:
+        """The tile kernel's arguments in its order: tensors and float scalars."""
+        tensors = iter(self.views(*args))
+        ttir = self._ttir_args(args)
+        out = []
+        for kind, i in self.order:
+            out.append(next(tensors) if kind == "tensor" else float(ttir[i]))
+        return out
+
+    @property
+    def order(self) -> list[tuple[str, int]]:
+        """The tile kernel's arguments: ("tensor", pointer position) or ("float", its
+        position), in the TTIR's argument order (`convert-ttir`'s)."""
+        items = [("tensor", t.pointer) for t in self.tensors]
+        items += [("float", i) for i in self.floats]
+        return sorted(items, key=lambda x: x[1])
 
 
 def from_ttir(
-    ttir: str, filename: str = "kernel.ttir", constexprs: Mapping[str, Any] | None = None
+    ttir: str,
+    filename: str = "kernel.ttir",
+    constexprs: Mapping[str, Any] | None = None,
+    params: Sequence[str] | None = None,
 ) -> TritonKernel:
     """The TTIR compiled by tawac (through the compile cache) as a `TritonKernel`."""
     from tawac.driver import compile_cached
@@ -137,9 +204,24 @@ def from_ttir(
 
     names, tensors = abi_of(ttir, filename)
     built = compile_cached(filename, text=ttir, cubin=True)
-    kernel = load_kernel(built.cubin, json.loads(built.sidecar_text))
-    name = json.loads(built.sidecar_text).get("kernel", "kernel")
-    return TritonKernel(names, tensors, kernel, constexprs, name)
+    sidecar = json.loads(built.sidecar_text)
+    kernel = load_kernel(built.cubin, sidecar)
+    k = TritonKernel(names, tensors, kernel, constexprs, sidecar.get("kernel", "kernel"), params)
+    k.floats = float_args(ttir, filename)
+    return k
+
+
+def float_args(ttir: str, filename: str) -> tuple[int, ...]:
+    """Positions of the f32 arguments the tile kernel keeps (`convert-ttir`)."""
+    from xdsl.dialects.builtin import Float32Type
+
+    from tawac.dialects import tt
+    from tawac.ttir import parse_ttir
+
+    func = next(o for o in parse_ttir(ttir, filename).walk() if isinstance(o, tt.FuncOp))
+    return tuple(
+        i for i, a in enumerate(func.body.block.args) if isinstance(a.type, Float32Type) and a.uses
+    )
 
 
 def ttir_of(fn, signature: Mapping[str, str], constexprs: Mapping[str, Any]) -> str:
@@ -155,12 +237,67 @@ def ttir_of(fn, signature: Mapping[str, str], constexprs: Mapping[str, Any]) -> 
     return triton.compile(src, target=GPUTarget("cuda", 90, 32)).asm["ttir"]
 
 
+def _is_int(ty: str) -> bool:
+    return ty in ("i8", "i16", "i32", "i64", "u8", "u16", "u32", "u64")
+
+
+class TritonFunction:
+    """`tawac.triton.compile`'s result: compiled on its first call for the integer
+    arguments equal to 1, which Triton's launcher specializes as constants (a
+    contiguous stride), as Triton's own JIT does; then one `TritonKernel` per such
+    specialization."""
+
+    def __init__(self, fn, signature: Mapping[str, str], constexprs: Mapping[str, Any]):
+        self.fn = fn
+        self.signature = dict(signature)
+        self.constexprs = dict(constexprs)
+        self.params = [n for n in self.signature if n not in self.constexprs]
+        self.name = getattr(fn, "__name__", "kernel")
+        self.kernels: dict[tuple[str, ...], TritonKernel] = {}
+
+    def __getitem__(self, grid) -> Callable[..., Any]:
+        return self
+
+    def specialize(self, *args: Any) -> TritonKernel:
+        """The kernel for these arguments (compiled once per set of arguments equal to 1)."""
+        from tawac.runtime.launcher import LaunchError
+
+        if len(args) != len(self.params):
+            raise LaunchError(
+                f"{self.name} takes {len(self.params)} arguments ({', '.join(self.params)}), "
+                f"got {len(args)}"
+            )
+        ones = tuple(
+            n
+            for n, v in zip(self.params, args, strict=True)
+            if _is_int(self.signature[n]) and isinstance(v, int) and v == 1
+        )
+        k = self.kernels.get(ones)
+        if k is None:
+            consts = {**self.constexprs, **dict.fromkeys(ones, 1)}
+            ttir = ttir_of(self.fn, self.signature, consts)
+            k = from_ttir(ttir, f"{self.name}.ttir", consts, self.params)
+            self.kernels[ones] = k
+        return k
+
+    def __call__(self, *args: Any, **constexprs: Any) -> Any:
+        return self.specialize(*args)(*args, **constexprs)
+
+
 def compile(  # noqa: A001 (Triton's word)
     fn, *, signature: Mapping[str, str], constexprs: Mapping[str, Any]
-) -> TritonKernel:
-    """`fn` compiled by tawac from Triton's TTIR (module docstring)."""
-    name = getattr(fn, "__name__", "kernel")
-    return from_ttir(ttir_of(fn, signature, constexprs), f"{name}.ttir", constexprs)
+) -> TritonFunction:
+    """`fn` compiled by tawac from Triton's TTIR (module docstring), on its first call."""
+    return TritonFunction(fn, signature, constexprs)
 
 
-__all__ = ["TensorArg", "TritonKernel", "abi_of", "compile", "from_ttir", "ttir_of"]
+__all__ = [
+    "TensorArg",
+    "TritonFunction",
+    "TritonKernel",
+    "abi_of",
+    "compile",
+    "from_ttir",
+    "storage_sizes",
+    "ttir_of",
+]

@@ -106,14 +106,16 @@ def _ttir(body: str) -> str:
          "    %z = arith.constant dense<0.0> : tensor<64xf16> loc(#a)\n"
          "    tt.store %q2, %z, %m : tensor<64x!tt.ptr<f16>> loc(#b)\n",
          "not a permutation of the tile grid"),
-        # an unmasked store: its size is unknown
+        # a store masked by a constant: TMA clips at a tensor's sizes, which are arguments
         ("    %o = arith.muli %pid, %c64 : i32 loc(#a)\n"
          "    %os = tt.splat %o : i32 -> tensor<64xi32> loc(#a)\n"
          "    %i = arith.addi %os, %r : tensor<64xi32> loc(#a)\n"
          "    %q2 = tt.addptr %ps, %i : tensor<64x!tt.ptr<f16>>, tensor<64xi32> loc(#a)\n"
+         "    %c100 = arith.constant dense<100> : tensor<64xi32> loc(#a)\n"
+         "    %m = arith.cmpi slt, %i, %c100 : tensor<64xi32> loc(#a)\n"
          "    %z = arith.constant dense<0.0> : tensor<64xf16> loc(#a)\n"
-         "    tt.store %q2, %z : tensor<64x!tt.ptr<f16>> loc(#b)\n",
-         "bounded by no mask"),
+         "    tt.store %q2, %z, %m : tensor<64x!tt.ptr<f16>> loc(#b)\n",
+         "a mask bound 100 that is not a size argument"),
     ],
 )  # fmt: skip
 def test_refused_programs_are_one_error_at_the_python_line(body, message):

@@ -90,8 +90,15 @@ def can_release_late(consumed: aref.ConsumedOp) -> bool:
     block = consumed.parent_block()
     assert block is not None
     dots = releasing_dots(consumed)
+    shared = any(
+        isinstance(u.operation, aref.ConsumedOp) and u.operation.parent_block() is not block
+        for u in consumed.aref.uses
+    )  # a ring of loops one after the other: a later loop's producer would wait for it
     return (
-        isinstance(block.parent_op(), scf.ForOp) and len(dots) == 1 and accumulates(dots[0], block)
+        not shared
+        and isinstance(block.parent_op(), scf.ForOp)
+        and len(dots) == 1
+        and accumulates(dots[0], block)
     )
 
 

@@ -10,18 +10,24 @@ the offset a polynomial (`Poly`) over:
 - scalar symbols: the kernel's integer arguments (sizes, strides), program ids, loop
   induction variables, and any other scalar (an opaque symbol: the `pid_m` of a grouped
   order is one);
-built by `tt.splat`, `arith.addi`, `arith.subi`, `arith.muli` and constants; `tt.addptr`
-adds offsets. `arith.remsi x, M` (the tutorial's `% M` wrap of row indices) is read as
+built by `tt.splat`, `arith.addi`, `arith.subi`, `arith.muli`, the integer casts
+(`arith.extsi` of `.to(tl.int64)`) and constants; `tt.addptr` adds offsets, to a pointer
+tensor or to a scalar pointer that is then splat (a block pointer's base, as Triton 3.6
+rewrites block pointers). `arith.remsi x, M` (the tutorial's `% M` wrap of row indices) is read as
 `x`, with the wrap recorded: rows at or past `M` then read other rows' values, which
 only the rows of the output masked off use (the conversion checks that).
 A loop-carried pointer (`scf.for` iteration argument advanced by a loop-invariant
-`tt.addptr` each iteration) is its initial value plus `iteration x increment`, the
-iteration `(iv - lb) / step` written as the induction variable where `lb = 0, step = 1`.
+`tt.addptr` each iteration) or integer offset (advanced by `arith.addi`: a block
+pointer's offset) is its initial value plus `iteration x increment`, the iteration
+`(iv - lb) / step` of a loop with a constant step dividing the increment, so that the
+product is `(iv - lb) x (increment / step)`.
 
 `access(op)` splits the offset of a load's or store's pointer into, per tile dimension
 `d`, the monomials with `Range(d)` (`Range(d) x stride_d`: the stride must be one
 monomial without ranges) and the rest (the origin), then divides the origin by the
-strides: `origin = sum_d origin_d x stride_d`. What does not fit raises
+strides: `origin = sum_d origin_d x stride_d`; a monomial with one kernel argument that
+no tile stride divides (`off_z x stride_qz`) makes an outer dimension of that stride
+(`Access.outer`: one element along it). What does not fit raises
 `PointerError(message, op)`: the conversion reports it at the op's Python line.
 """
 
@@ -160,6 +166,9 @@ class Access:
     base: BlockArgument
     dims: tuple[Dim, ...]
     wraps: tuple[SSAValue, ...] = ()
+    #: dimensions of the tensor outside the tile (a block of one element along each,
+    #: unmasked), outermost first: `off_z x stride_qz` of a batch index
+    outer: tuple[Dim, ...] = ()
 
 
 @dataclass
@@ -197,7 +206,7 @@ class _Reader:
             if op.start.value.data != 0:
                 return Poly.sym(Range(0)) + Poly.const(op.start.value.data)
             return Poly.sym(Range(0))
-        if isinstance(op, tt.SplatOp):
+        if isinstance(op, tt.SplatOp | tt.ExtSIOp | tt.ExtUIOp | tt.TruncIOp):
             return self.int_poly(op.src)
         if isinstance(op, tt.BroadcastOp):
             return self.int_poly(op.src)
@@ -220,6 +229,8 @@ class _Reader:
                 return _wrapped(x, size)
         if isinstance(v.type, TensorType):
             raise PointerError(f"an index tensor computed by {_op_name(op)}", _op_of(v))
+        if isinstance(v, BlockArgument) and _is_iter_arg(v):
+            return _carried_int(v, self)
         return Poly.sym(v)  # a scalar: a symbol of its own
 
 
@@ -269,9 +280,9 @@ def pointer(v: SSAValue, reader: _Reader, depth: int = 0) -> tuple[BlockArgument
     if depth > 1000:  # a chain that never reaches an argument: a value from itself
         raise PointerError("a pointer computed from itself", _op_of(v))
     op = v.owner
-    if isinstance(op, tt.SplatOp) and isinstance(op.src, BlockArgument):
-        return op.src, Poly()
-    if isinstance(op, tt.BroadcastOp):
+    if isinstance(v, BlockArgument) and isinstance(v.type, tt.PointerType) and not _is_iter_arg(v):
+        return v, Poly()  # a pointer argument of the kernel
+    if isinstance(op, tt.SplatOp | tt.BroadcastOp):
         return pointer(op.src, reader, depth + 1)
     if isinstance(op, tt.AddPtrOp):
         base, off = pointer(op.ptr, reader, depth + 1)
@@ -281,9 +292,14 @@ def pointer(v: SSAValue, reader: _Reader, depth: int = 0) -> tuple[BlockArgument
     raise PointerError(f"a pointer computed by {_op_name(op)}", _op_of(v))
 
 
+def _is_iter_arg(v: BlockArgument) -> bool:
+    """`v` is an iteration argument of an `scf.for` (not its induction variable)."""
+    return isinstance(v.owner.parent_op(), scf.ForOp) and v.index > 0
+
+
 def _carried(v: BlockArgument, reader: _Reader) -> tuple[BlockArgument, Poly]:
-    """A loop's iteration argument: its initial value plus the iteration count times the
-    loop-invariant increment its yield adds."""
+    """A loop's pointer iteration argument: its initial value plus the iteration count
+    times the loop-invariant increment its yield adds (`tt.addptr`)."""
     block = v.owner
     loop = block.parent_op()
     if not isinstance(loop, scf.ForOp) or v.index == 0:
@@ -301,19 +317,48 @@ def _carried(v: BlockArgument, reader: _Reader) -> tuple[BlockArgument, Poly]:
         step = step.owner.ptr
     else:
         raise PointerError("a loop-carried pointer computed from itself", loop)
+    return base, init + _advanced(loop, inc, reader)
+
+
+def _carried_int(v: BlockArgument, reader: _Reader) -> Poly:
+    """A loop's integer iteration argument (a block pointer's offset, as Triton rewrites
+    them): its initial value plus the iteration count times the loop-invariant increment
+    its yield adds (`arith.addi`)."""
+    loop = v.owner.parent_op()
+    assert isinstance(loop, scf.ForOp)
+    j = v.index - 1
+    init = reader.int_poly(loop.iter_args[j])
+    step = loop.body.block.last_op.operands[j]
+    inc = Poly()
+    for _ in range(1000):
+        if step is v:
+            break
+        op = step.owner
+        if not isinstance(op, arith.AddiOp):
+            raise PointerError("a loop-carried offset not advanced by arith.addi", _op_of(step))
+        if op.lhs is v or isinstance(op.lhs.owner, arith.AddiOp):
+            inc, step = inc + reader.int_poly(op.rhs), op.lhs
+        else:
+            inc, step = inc + reader.int_poly(op.lhs), op.rhs
+    else:
+        raise PointerError("a loop-carried offset computed from itself", loop)
+    return init + _advanced(loop, inc, reader)
+
+
+def _advanced(loop: scf.ForOp, inc: Poly, reader: _Reader) -> Poly:
+    """`iterations x inc`, the iteration count `(iv - lb) / step` of a loop whose step is
+    a constant dividing `inc` (a loop from 0 by 1: the induction variable itself)."""
+    block = loop.body.block
     if any(in_body(s, block) for m in inc.terms for s in m if not isinstance(s, Range)):
         raise PointerError("a loop-carried pointer advanced by a loop-variant offset", loop)
-    count = _iteration(loop, reader)
-    return base, init + count * inc
-
-
-def _iteration(loop: scf.ForOp, reader: _Reader) -> Poly:
-    """The loop's iteration count so far as a polynomial: its induction variable where
-    the loop starts at 0 with step 1."""
     lb, step = reader.int_poly(loop.lb), reader.int_poly(loop.step)
-    if lb.terms or step.terms != {(): 1}:
-        raise PointerError("a loop-carried pointer in a loop not from 0 by 1", loop)
-    return Poly.sym(loop.body.block.args[0])
+    if set(step.terms) != {()} or step.terms[()] <= 0:
+        raise PointerError("a loop-carried pointer in a loop of no constant step", loop)
+    c = step.terms[()]
+    if any(k % c for k in inc.terms.values()):
+        raise PointerError(f"a loop-carried pointer advanced by {inc}, not a multiple of {c}", loop)
+    per = Poly({m: k // c for m, k in inc.terms.items()})
+    return (Poly.sym(block.args[0]) - lb) * per
 
 
 def access(op: tt.LoadOp | tt.StoreOp, reader: _Reader | None = None) -> Access:
@@ -346,13 +391,13 @@ def access(op: tt.LoadOp | tt.StoreOp, reader: _Reader | None = None) -> Access:
         strides.append(stride)
     if offset.ranges() - set(range(rank)):
         raise PointerError("an index range of another shape", op)
-    origins = _divide(rest, strides, op)
+    origins, outer = _divide(rest, strides, op)
     bounds = _mask_bounds(op.mask, origins, reader, op) if op.mask is not None else {}
     dims = tuple(
         Dim(s, o, bounds.get(d), w)
         for d, (s, o, w) in enumerate(zip(strides, origins, wraps, strict=True))
     )
-    return Access(op, base, dims, tuple(reader.wraps[before:]))
+    return Access(op, base, dims, tuple(reader.wraps[before:]), outer)
 
 
 def _mask_bounds(mask: SSAValue, origins: list[Poly], reader: _Reader, at) -> dict[int, Poly]:
@@ -382,10 +427,19 @@ def _mask_bounds(mask: SSAValue, origins: list[Poly], reader: _Reader, at) -> di
     raise PointerError(f"a mask computed by {_op_name(op)}", _op_of(mask) or at)
 
 
-def _divide(rest: Poly, strides: list[Poly], op) -> list[Poly]:
+def _is_argument(s: Symbol) -> bool:
+    """`s` is an integer argument of the kernel (a size or a stride)."""
+    return isinstance(s, BlockArgument) and isinstance(s.owner.parent_op(), tt.FuncOp)
+
+
+def _divide(rest: Poly, strides: list[Poly], op) -> tuple[list[Poly], tuple[Dim, ...]]:
     """`rest` as `sum_d origin_d x stride_d`: each monomial goes to the dimension whose
-    stride (a monomial) divides it, the unit stride last."""
+    stride (a monomial) divides it; a monomial with one kernel argument no tile stride
+    has (`off_z x stride_qz`) to an outer dimension of that stride; the rest to the unit
+    stride. The outer dimensions come outermost first (by their stride argument's
+    position, Triton's `stride_z, stride_h, ...` order)."""
     origins = [Poly() for _ in strides]
+    outer: dict[BlockArgument, Poly] = {}
     units = [i for i, s in enumerate(strides) if set(s.terms) == {()}]
     for m, c in rest.terms.items():
         placed = False
@@ -400,19 +454,31 @@ def _divide(rest: Poly, strides: list[Poly], op) -> list[Poly]:
                 break
         if placed:
             continue
-        if len(units) == 1 and c % next(iter(strides[units[0]].terms.values())) == 0:
+        args = [x for x in m if _is_argument(x)]
+        if len(args) == 1:
+            left = list(m)
+            left.remove(args[0])
+            outer[args[0]] = outer.get(args[0], Poly()) + Poly({tuple(left): c})
+            continue
+        if len(units) == 1 and not args and c % next(iter(strides[units[0]].terms.values())) == 0:
             sc = next(iter(strides[units[0]].terms.values()))
             origins[units[0]] = origins[units[0]] + Poly({m: c // sc})
             continue
         raise PointerError(f"an offset term {Poly({m: c})} along no dimension's stride", op)
-    return origins
+    dims = tuple(Dim(Poly.sym(a), o) for a, o in sorted(outer.items(), key=lambda t: t[0].index))
+    return origins, dims
 
 
-def accesses(func: tt.FuncOp) -> list[Access]:
+def accesses(func: tt.FuncOp, reader: _Reader | None = None) -> list[Access]:
     """Every load's and store's block, in walk order; the first that does not read as a
     block raises its `PointerError`."""
-    reader = _Reader()
+    reader = reader if reader is not None else _Reader()
     return [access(o, reader) for o in func.walk() if isinstance(o, tt.LoadOp | tt.StoreOp)]
 
 
-__all__ = ["Access", "Dim", "PointerError", "Poly", "Range", "access", "accesses"]
+def reader() -> _Reader:
+    """A fresh reader of integer expressions (`_Reader.int_poly`), memoized by value."""
+    return _Reader()
+
+
+__all__ = ["Access", "Dim", "PointerError", "Poly", "Range", "access", "accesses", "reader"]

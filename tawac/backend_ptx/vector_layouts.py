@@ -23,7 +23,7 @@ _ELEMENTWISE = (
     arith.ExtFOp, arith.TruncFOp, arith.AddfOp, arith.SubfOp, arith.MulfOp, arith.DivfOp,
     arith.MaximumfOp, arith.MinimumfOp, arith.MaxnumfOp, arith.MinnumfOp, arith.NegfOp,
     arith.CmpfOp, arith.SelectOp,
-    math.ExpOp, math.Exp2Op,
+    math.ExpOp, math.Exp2Op, math.Log2Op,
 )  # fmt: skip
 
 

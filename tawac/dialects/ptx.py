@@ -577,6 +577,21 @@ class Ex2Op(PtxInstruction):
 
 
 @irdl_op_definition
+class Lg2Op(PtxInstruction):
+    """`lg2.approx.ftz.f32 d, a;` the base-2 logarithm of a (PTX ISA 9.7.3.21)."""
+
+    name = "ptx.lg2"
+    src = operand_def(RegType)
+    result = result_def(RegType)
+
+    def __init__(self, src: SSAValue):
+        super().__init__(operands=[src], result_types=[F32])
+
+    def ptx_text(self, n: Names) -> str:
+        return f"lg2.approx.ftz.f32 {n(self.result)}, {n(self.src)};"
+
+
+@irdl_op_definition
 class RcpOp(PtxInstruction):
     """`rcp.rn.f32 d, a;` (IEEE round to nearest) or `rcp.approx.ftz.f32 d, a;` the
     reciprocal 1/a (PTX ISA 9.7.3.13 rcp, 9.7.3.14 rcp.approx)."""
@@ -1486,6 +1501,7 @@ Ptx = Dialect(
         FmaOp,
         NegOp,
         Ex2Op,
+        Lg2Op,
         ShflBflyOp,
         SetpOp,
         SelpOp,

@@ -624,11 +624,62 @@ class SelectOp(IRDLOperation):
         printer.print_attribute(self.result.type)
 
 
+class _IntCastOp(IRDLOperation):
+    """`arith.extsi %x : i32 to i64`, on scalars or tensors of integers."""
+
+    src = operand_def()
+    result = result_def()
+
+    @classmethod
+    def parse(cls, parser: Parser):
+        name = parser.parse_unresolved_operand()
+        attrs = parser.parse_optional_attr_dict()
+        parser.parse_punctuation(":")
+        src_type = parser.parse_type()
+        parser.parse_keyword("to")
+        result_type = parser.parse_type()
+        (src,) = parser.resolve_operands([name], [src_type], parser.pos)
+        op = cls.build(operands=[src], result_types=[result_type])
+        op.attributes |= attrs
+        return op
+
+    def print(self, printer: Printer) -> None:
+        printer.print_string(" ")
+        printer.print_operand(self.src)
+        printer.print_op_attributes(self.attributes)
+        printer.print_string(" : ")
+        printer.print_attribute(self.src.type)
+        printer.print_string(" to ")
+        printer.print_attribute(self.result.type)
+
+
+@irdl_op_definition
+class ExtSIOp(_IntCastOp):
+    """Sign extension of an integer, scalar or tensor (`.to(tl.int64)`)."""
+
+    name = "arith.extsi"
+
+
+@irdl_op_definition
+class ExtUIOp(_IntCastOp):
+    """Zero extension of an integer, scalar or tensor."""
+
+    name = "arith.extui"
+
+
+@irdl_op_definition
+class TruncIOp(_IntCastOp):
+    """Truncation of an integer, scalar or tensor."""
+
+    name = "arith.trunci"
+
+
 def ttir_arith() -> Dialect:
-    """xDSL's arith with the comparisons and the select of TTIR (on tensors)."""
+    """xDSL's arith with the comparisons, the select and the integer casts of TTIR (on
+    tensors)."""
     from xdsl.dialects.arith import Arith
 
-    mine = (CmpiOp, CmpfOp, SelectOp)
+    mine = (CmpiOp, CmpfOp, SelectOp, ExtSIOp, ExtUIOp, TruncIOp)
     names = {o.name for o in mine}
     ops = [o for o in Arith.operations if o.name not in names]
     return Dialect("arith", [*ops, *mine], list(Arith.attributes))

@@ -3,33 +3,54 @@
 
 The pointer analysis (`tawac.analysis.pointers`) reads every load and store as a block:
 the pointer argument, per tile dimension its stride, origin, mask bound and `% size`
-wrap. The conversion:
+wrap, and its outer dimensions (`off_z x stride_qz`: one element of a batch or head).
+The conversion:
 
-- **Arguments.** Each pointer argument becomes a `!tile.tensor` whose dimensions are the
-  tile dimensions of its accesses, named after the scalar argument that bounds (mask) or
-  wraps them (`["M", "K"]`); its last dimension is the contiguous one (stride 1 when
-  launched). Scalar arguments that are only sizes and strides disappear (the tensor's
-  shape and layout hold them); a float scalar stays; any other use of an integer argument
-  is refused.
-- **The grid.** The output store's origin along each dimension is its tile size times a
-  function `q_d` of the program ids. When `q_d` is a program id itself, it is that
-  program id; when the kernel has a one-dimensional grid and computes `(q_0, q_1)` from
-  it (the tutorial's grouped order), the map is checked to be a bijection from
-  `[0, P)` onto the tile grid at a set of sizes (evaluating the kernel's scalar code),
-  and `q_d` becomes `tile.program_id` d: programs are independent, so a permutation of
-  them computes the same result, and tawac chooses its own tile order.
-- **Origins** of every access are rebuilt as index arithmetic from `q_d` and the loop's
-  new induction variable; what else they would need is refused.
-- **The loop** `for k in range(cdiv(S, B))` with pointers advanced by `B` elements each
-  iteration becomes `scf.for %kk = 0 to S step B` over index (`k x B` is `%kk`); its
-  pointer iteration arguments disappear.
+- **Arguments.** Each pointer argument becomes a `!tile.tensor` whose dimensions are its
+  outer dimensions, then its tile dimensions with the contiguous one last (the one of
+  constant stride 1, as Triton's launcher specializes a unit stride; else the tile's
+  last). A dimension is named after the argument that sizes it: a mask's bound or a
+  `% size` wrap (`["M", "K"]`), the `S` of an origin `pid % S` (the heads `H` of
+  `off_hz % H`); else after its stride argument (`stride_qm` -> `"qm"`), and the launch
+  takes its size from the tensor's storage (`tawac.triton.storage_sizes`). Integer
+  arguments disappear (the tensors' shapes and layouts hold them); f32 arguments (a
+  softmax scale) stay.
+- **The grid.** The output store (the last of the largest rank) has, per tensor
+  dimension, a block index `q_d` (its origin over its block size) computed from one
+  program id. A `q_d` that is a program id itself keeps its axis; the dimensions one
+  program id is split into (the tutorial matmul's grouped order; attention's
+  `off_hz // H`, `off_hz % H`) are checked to cover their block grid once over the
+  programs (evaluating the kernel's scalar code at the sizes of `CHECK_SIZES` and
+  `FREE_COUNTS`) and take the free `tile.program_id` axes, the fastest-changing first:
+  programs are independent, so a permutation of them computes the same result.
+- **Origins** of every access, loop bounds and mask origins are rebuilt as index
+  arithmetic from the `q_d`, the loops' new induction variables and sizes (`tile.dim`);
+  a program id the output splits as `p / S`, `p % S` is `q_z x S + q_h` (the flat
+  `off_hz * N_CTX` of attention's log-sum-exp); what else they would need is refused.
+- **Loops.** `for k in range(cdiv(S, B))` with pointers advanced by `B` elements each
+  iteration becomes `scf.for %kk = 0 to S step B` over index (`k x B` is `%kk`); any other
+  loop with a constant step keeps its bounds (`range(lo, hi, BLOCK_N)`). Pointer and
+  integer iteration arguments (block pointers' offsets, as Triton 3.6 rewrites them)
+  disappear; float data is carried.
 - **Masks and wraps.** A mask that bounds a dimension by its size, and `other = 0`, is
   what `tile.load`'s zero fill and `tile.store`'s clipping already do; a `% size` wrap of
   a load's dimension is dropped when the output store masks that size (the wrapped rows
-  reach only masked-off outputs), else refused.
+  reach only masked-off outputs), else refused. `tl.where(mask, a, b)` of float tiles,
+  the mask one comparison of index tiles `origin + range_d` (causal attention's
+  `offs_m[:, None] >= start_n + offs_n[None, :]`), becomes `tile.iota`, `tile.cmpi` and
+  `tile.select`.
+- **Transposes.** A 2-d load whose tile order is the transpose of its tensor's (K read
+  through a block pointer of `order=(0, 1)`) loads the tensor's order, and `tt.dot` reads
+  it with `transpose_lhs` / `transpose_rhs`; `tt.trans` flips that; any other reader of
+  a transposed tile is refused.
+- **Division.** Triton's `/` on f32 is `div.full.f32` (within 2 ulp, not correctly
+  rounded; `tl.math.div_rn` is the exact one, `tt.precise_divf`, refused): the converted
+  `arith.divf` carries `fastmath<arcp>`, a reciprocal and a product, the same precision
+  class (a reciprocal per row where the divisor is a broadcast row statistic).
 - **Compute.** `tt.dot` -> `tile.dot`; `tt.reduce` by `maxnumf`/`maximumf`/`addf` of a 2-d
   tile -> `tile.reduce max/sum`; a float vector given a size-1 dimension and broadcast ->
-  `tile.broadcast`; float arith and math ops are copied.
+  `tile.broadcast`; a splat of an f32 -> `tile.splat`; float arith and math ops are
+  copied. A 1-d store (attention's log-sum-exp) is a `tile.store` of a row vector.
 
 Errors are `CompileError`s at the op's Python line (`tawac.ttir.python_location`).
 """
@@ -46,16 +67,20 @@ from xdsl.dialects import arith, scf
 from xdsl.dialects.builtin import (
     AnyFloat,
     DenseIntOrFPElementsAttr,
+    Float32Type,
     FloatAttr,
     IndexType,
     IntegerAttr,
     ModuleOp,
     TensorType,
+    i32,
 )
+from xdsl.dialects.utils import FastMathFlag
 from xdsl.ir import Block, BlockArgument, Operation, Region, SSAValue
 from xdsl.passes import ModulePass
 
-from tawac.analysis.pointers import Access, PointerError, Poly, Range, accesses
+from tawac.analysis import pointers
+from tawac.analysis.pointers import Access, Dim, PointerError, Poly, Range, accesses
 from tawac.diagnostics import CompileError
 from tawac.dialects import tile, tt
 from tawac.ttir import python_location
@@ -133,23 +158,31 @@ def _poly_value(p: Poly, env: Mapping[SSAValue, int], memo: dict) -> int:
 
 
 @dataclass
+class _Tensor:
+    """How a pointer argument becomes a `!tile.tensor`: per dimension (outermost first,
+    the contiguous one last) its name, its stride, and the argument that sizes it (a
+    mask's bound, a `% size` wrap, the `S` of a `pid % S` origin) or None (the launch
+    takes the size from the tensor's storage, `tawac.triton`)."""
+
+    arg: BlockArgument
+    names: tuple[str, ...]
+    strides: tuple[Poly, ...]
+    sizes: tuple[BlockArgument | None, ...]
+
+
+@dataclass
 class _Plan:
     func: tt.FuncOp
     accesses: dict[Operation, Access]
-    args: dict[BlockArgument, tuple[str, ...]]  # pointer argument -> dimension names
-    q: list[Poly]  # per output dimension, its tile index as a polynomial
+    tensors: dict[BlockArgument, _Tensor]
+    out: Access  # the output store: its program-indexed dimensions are the grid
+    q: list[Poly]  # per output tensor dimension, its block index as a polynomial
+    axes: list[int | None]  # per output tensor dimension, its tile.program_id axis
+    reader: object = None
 
-
-def _size_name(d, at: Operation) -> BlockArgument:
-    """The scalar argument a dimension's mask bound or wrap names."""
-    for cand in (d.wrap, *([] if d.bound is None else _single_symbol(d.bound))):
-        if isinstance(cand, BlockArgument):
-            return cand
-    raise _error(
-        "a dimension whose size is bounded by no mask and no % wrap of a size argument "
-        "(tawac describes each tensor to TMA by its sizes)",
-        at,
-    )
+    @property
+    def args(self) -> dict[BlockArgument, tuple[str, ...]]:
+        return {a: t.names for a, t in self.tensors.items()}
 
 
 def _single_symbol(p: Poly) -> list[SSAValue]:
@@ -160,79 +193,237 @@ def _single_symbol(p: Poly) -> list[SSAValue]:
     return []
 
 
-def _arguments(acc: list[Access]) -> dict[BlockArgument, tuple[str, ...]]:
-    out: dict[BlockArgument, tuple[str, ...]] = {}
-    strides: dict[BlockArgument, tuple[str, ...]] = {}
+def _is_arg(v: SSAValue) -> bool:
+    return isinstance(v, BlockArgument) and isinstance(v.owner.parent_op(), tt.FuncOp)
+
+
+def _rem_size(origin: Poly) -> BlockArgument | None:
+    """`S` where the origin is `x % S` of a scalar, `S` a kernel argument (the head of
+    `off_hz % H`): the dimension has `S` blocks."""
+    (sym,) = _single_symbol(origin) or (None,)
+    op = sym.owner if sym is not None else None
+    if isinstance(op, arith.RemSIOp) and _is_arg(op.rhs):
+        return op.rhs
+    return None
+
+
+def tensor_dims(a: Access) -> list[tuple[Dim, int | None]]:
+    """The tensor's dimensions an access walks, outermost first: its outer dimensions
+    (tile index None), then its tile dimensions with the contiguous one (constant stride
+    1, else the tile's last) moved last."""
+    rank = len(a.dims)
+    unit = [d for d, x in enumerate(a.dims) if x.stride.terms == {(): 1}]
+    last = unit[0] if unit else rank - 1
+    order = [d for d in range(rank) if d != last] + [last]
+    return [(d, None) for d in a.outer] + [(a.dims[d], d) for d in order]
+
+
+def _dim_name(
+    d: Dim, arg: BlockArgument, i: int, at: Operation
+) -> tuple[str, BlockArgument | None]:
+    """A tensor dimension's name and the argument that sizes it (module docstring)."""
+    for cand in (d.wrap, *([] if d.bound is None else _single_symbol(d.bound))):
+        if isinstance(cand, BlockArgument):
+            return cand.name_hint or "?", cand
+    if d.bound is not None:
+        raise _error(f"a mask bound {d.bound} that is not a size argument", at)
+    rem = _rem_size(d.origin)
+    if rem is not None:
+        return rem.name_hint or "?", rem
+    (stride,) = _single_symbol(d.stride) or (None,)
+    if stride is not None and _is_arg(stride) and stride.name_hint:
+        return stride.name_hint.removeprefix("stride_"), None
+    base = (arg.name_hint or "t").removesuffix("_ptr")
+    return f"{base}{i}", None
+
+
+def _tensors(acc: list[Access]) -> dict[BlockArgument, _Tensor]:
+    out: dict[BlockArgument, _Tensor] = {}
     for a in acc:
-        names = tuple(_size_name(d, a.op).name_hint or "?" for d in a.dims)
-        st = tuple(str(d.stride) for d in a.dims)
-        if a.base in out and (out[a.base] != names or strides[a.base] != st):
+        dims = tensor_dims(a)
+        named = [_dim_name(d, a.base, i, a.op) for i, (d, _) in enumerate(dims)]
+        t = _Tensor(
+            a.base,
+            tuple(n for n, _ in named),
+            tuple(d.stride for d, _ in dims),
+            tuple(s for _, s in named),
+        )
+        old = out.get(a.base)
+        if old is not None and (old.names != t.names or old.strides != t.strides):
             raise _error(
                 f"argument {a.base.name_hint} is accessed with two layouts "
-                f"({', '.join(out[a.base])} / {', '.join(names)})",
+                f"({', '.join(old.names)} / {', '.join(t.names)})",
                 a.op,
             )
-        out[a.base], strides[a.base] = names, st
+        if old is not None:  # a size one access names and another does not
+            t = dataclasses.replace(
+                t, sizes=tuple(x or y for x, y in zip(old.sizes, t.sizes, strict=True))
+            )
+        out[a.base] = t
     return out
 
 
-def _grid(func: tt.FuncOp, store: Access) -> list[Poly]:
-    """Per output dimension its tile index polynomial `q_d`."""
+def _pid_axes(p: Poly) -> set[int]:
+    """The program-id axes a block index depends on (through the scalar code)."""
+    found: set[int] = set()
+    for m in p.terms:
+        for s in m:
+            if not isinstance(s, Range):
+                found |= _axes_of(s, 0)
+    return found
+
+
+def _axes_of(v: SSAValue, depth: int) -> set[int]:
+    op = v.owner
+    if isinstance(op, tt.GetProgramIdOp):
+        return {op.axis_index}
+    if depth > 200 or not isinstance(op, Operation):
+        return set()
+    out: set[int] = set()
+    for x in op.operands:
+        out |= _axes_of(x, depth + 1)
+    return out
+
+
+def _grid(func: tt.FuncOp, store: Access, tensors: dict) -> tuple[list[Poly], list[int | None]]:
+    """Per output tensor dimension its block index polynomial `q_d` and the
+    `tile.program_id` axis it becomes (module docstring)."""
     shape = store.op.value.type.get_shape()
+    dims = tensor_dims(store)
     q: list[Poly] = []
-    for d, dim in enumerate(store.dims):
-        t = shape[d]
-        if any(c % t for c in dim.origin.terms.values()):
-            raise _error(f"the output's origin along dimension {d} is no multiple of {t}", store.op)
-        q.append(Poly({m: c // t for m, c in dim.origin.terms.items()}))
-    pids = [o for o in func.walk() if isinstance(o, tt.GetProgramIdOp)]
-    direct = [_single_symbol(p) for p in q]
-    if all(s and isinstance(s[0].owner, tt.GetProgramIdOp) for s in direct):
-        if len({s[0].owner.axis_index for s in direct}) == len(direct):
-            return q
-    if len({p.axis_index for p in pids}) != 1 or pids[0].axis_index != 0:
-        raise _error("a program order from more than program id x", store.op)
-    _check_bijection(store, q, list(shape), pids[0].result)
-    return q
+    for d, tile_index in dims:
+        t = 1 if tile_index is None else shape[tile_index]
+        if any(c % t for c in d.origin.terms.values()):
+            raise _error(f"the output's origin along a dimension is no multiple of {t}", store.op)
+        q.append(Poly({m: c // t for m, c in d.origin.terms.items()}))
+    groups: dict[int, list[int]] = {}
+    for i, qd in enumerate(q):
+        axes = _pid_axes(qd)
+        if len(axes) > 1:
+            raise _error("an output block index computed from two program ids", store.op)
+        if axes:
+            groups.setdefault(next(iter(axes)), []).append(i)
+        elif qd.terms:
+            raise _error(f"an output block index {qd} from no program id", store.op)
+    if sum(len(g) for g in groups.values()) > 3:
+        raise _error("an output indexed along more than three dimensions", store.op)
+    axes_of: list[int | None] = [None] * len(q)
+    speed: dict[int, int] = {}
+    for axis, members in groups.items():
+        direct = [i for i in members if _direct(q[i]) == axis]
+        if len(members) == 1 and direct:
+            axes_of[members[0]] = axis
+            continue
+        speed |= _check_bijection(store, dims, q, members, tensors[store.base], shape)
+    taken = {a for a in axes_of if a is not None}
+    free = [a for a in range(3) if a not in taken]
+    rest = [i for i, qd in enumerate(q) if qd.terms and axes_of[i] is None]
+    for i in sorted(rest, key=lambda i: (-speed.get(i, 0), i)):
+        axes_of[i] = free.pop(0)
+    return q, axes_of
 
 
-def _check_bijection(store: Access, q: list[Poly], tiles: list[int], pid) -> None:
-    sizes = [_size_name(d, store.op) for d in store.dims]
-    for values in itertools.product(CHECK_SIZES, repeat=len(sizes)):
-        env = dict(zip(sizes, values, strict=True))
-        counts = [-(-v // t) for v, t in zip(values, tiles, strict=True)]
+def _direct(qd: Poly) -> int | None:
+    """The axis where `qd` is a program id itself."""
+    (sym,) = _single_symbol(qd) or (None,)
+    if sym is not None and isinstance(sym.owner, tt.GetProgramIdOp):
+        return sym.owner.axis_index
+    return None
+
+
+#: Counts tried for an output dimension no size argument bounds.
+FREE_COUNTS = (1, 2, 3, 5)
+
+
+def _check_bijection(store, dims, q, members, tensor: _Tensor, shape) -> dict[int, int]:
+    """The dimensions `members` of the output, computed from one program id, cover their
+    block grid once over the programs (checked at sizes: `CHECK_SIZES`, `FREE_COUNTS`);
+    per dimension, how often it changes from one program to the next (the fastest gets
+    the lowest free `tile.program_id` axis, as Triton's order has it)."""
+    pid = None
+    for i in members:
+        for m in q[i].terms:
+            for s in m:
+                pid = pid or _pid_value(s)
+    choices = []
+    for i in members:
+        size = tensor.sizes[i]
+        d, tile_index = dims[i]
+        t = 1 if tile_index is None else shape[tile_index]
+        if size is not None and _rem_size(d.origin) is size:
+            choices.append([(size, v, v) for v in (1, 3, 8, 16)])
+        elif size is not None:
+            choices.append([(size, v, -(-v // t)) for v in CHECK_SIZES])
+        else:
+            choices.append([(None, None, c) for c in FREE_COUNTS])
+    changes = dict.fromkeys(members, 0)
+    for combo in itertools.product(*choices):
+        env = {s: v for s, v, _ in combo if s is not None}
+        counts = [c for _, _, c in combo]
         total = 1
         for c in counts:
             total *= c
-        seen = set()
+        seen, last = set(), None
         for p in range(total):
             memo: dict = {}
             env[pid] = p
             try:
-                point = tuple(_poly_value(x, env, memo) for x in q)
+                point = tuple(_poly_value(q[i], env, memo) for i in members)
             except PointerError as e:
                 raise _error(e.message, e.op) from None
             if point in seen or any(not 0 <= x < c for x, c in zip(point, counts, strict=True)):
                 raise _error(
-                    f"the program order is not a permutation of the tile grid at "
-                    f"{dict((s.name_hint, v) for s, v in zip(sizes, values, strict=True))}",
+                    "the program order is not a permutation of the tile grid at "
+                    + ", ".join(f"{s.name_hint}={v}" for s, v, _ in combo if s is not None),
                     store.op,
                 )
             seen.add(point)
+            if last is not None:
+                for i, a, b in zip(members, last, point, strict=True):
+                    changes[i] += a != b
+            last = point
+    return changes
+
+
+def _pid_value(s) -> SSAValue | None:
+    """The program id a scalar is computed from."""
+    if isinstance(s, Range):
+        return None
+    work, seen = [s], set()
+    while work:
+        v = work.pop()
+        if v in seen:
+            continue
+        seen.add(v)
+        if isinstance(v.owner, tt.GetProgramIdOp):
+            return v
+        if isinstance(v.owner, Operation):
+            work.extend(v.owner.operands)
+    return None
+
+
+def _output(acc: list[Access]) -> Access:
+    """The store whose blocks the programs partition: the last of the largest rank."""
+    stores = [a for a in acc if isinstance(a.op, tt.StoreOp)]
+    if not stores:
+        raise _error("a kernel that stores nothing", None)
+    rank = max(len(a.dims) for a in stores)
+    return [a for a in stores if len(a.dims) == rank][-1]
 
 
 def plan(func: tt.FuncOp) -> _Plan:
+    r = pointers.reader()
     try:
-        acc = accesses(func)
+        acc = accesses(func, r)
     except PointerError as e:
         raise _error(e.message, e.op) from None
-    stores = [a for a in acc if isinstance(a.op, tt.StoreOp)]
-    if not stores:
+    if not any(isinstance(a.op, tt.StoreOp) for a in acc):
         raise _error("a kernel that stores nothing", func)
-    args = _arguments(acc)
-    q = _grid(func, stores[-1])
-    _check_wraps(acc, stores[-1])
-    return _Plan(func, {a.op: a for a in acc}, args, q)
+    tensors = _tensors(acc)
+    out = _output(acc)
+    q, axes = _grid(func, out, tensors)
+    _check_wraps(acc, out)
+    return _Plan(func, {a.op: a for a in acc}, tensors, out, q, axes, r)
 
 
 def _check_wraps(acc: list[Access], out: Access) -> None:
@@ -254,10 +445,12 @@ class _Emitter:
     plan: _Plan
     block: Block
     values: dict[SSAValue, SSAValue] = field(default_factory=dict)
-    pids: list[SSAValue] = field(default_factory=list)
+    pids: dict[int, SSAValue] = field(default_factory=dict)  # output dim -> program id
     ivs: dict[SSAValue, tuple[SSAValue, int]] = field(default_factory=dict)  # k -> (kk, B)
     #: float tiles given a size-1 dimension (`x[None, :]`): the new value and the axis
     expanded: dict[SSAValue, tuple[SSAValue, int]] = field(default_factory=dict)
+    #: TTIR 2-d tiles whose tile-kernel value is held transposed (the tensor's order)
+    transposed: set[SSAValue] = field(default_factory=set)
 
     def get(self, v: SSAValue, at: Operation) -> SSAValue:
         """What `v` became in the tile kernel; an error where `at` reads a value the
@@ -266,6 +459,8 @@ class _Emitter:
         if found is None:
             what = v.owner.name if isinstance(v.owner, Operation) else "a block argument"
             raise _error(f"{at.name} reads a value of {what} that tawac does not convert", at)
+        if v in self.transposed and not isinstance(at, tt.DotOp | tt.TransOp):
+            raise _error(f"{at.name} reads a transposed tile (only tt.dot can)", at)
         return found
 
     def add(self, op: Operation) -> Operation:
@@ -277,7 +472,8 @@ class _Emitter:
         return op.result
 
     def index(self, p: Poly, at: Operation) -> SSAValue:
-        """An origin polynomial as index arithmetic over the program ids and loops."""
+        """A polynomial of the program ids, loop variables and sizes as index arithmetic
+        over the tile kernel's program ids and loops."""
         rest = p
         total: SSAValue | None = None
 
@@ -285,48 +481,118 @@ class _Emitter:
             nonlocal total
             total = v if total is None else self.add(arith.AddiOp(total, v)).result
 
-        for d, qd in enumerate(self.plan.q):
-            rest, k = _take(rest, qd)
-            if k:
-                plus(self._scaled(self.pids[d], k))
+        for attempt in range(2):
+            for d, qd in enumerate(self.plan.q):
+                if d not in self.pids:
+                    continue
+                cof, rest = _factor(rest, qd)
+                if cof.terms:
+                    plus(self._times(self.pids[d], cof, at))
+            if attempt == 0:
+                rest = self._pid_inverse(rest)
         for iv, (kk, step) in self.ivs.items():
-            c = rest.terms.get((iv,), 0)
-            if c:
-                if c % step:
-                    raise _error(f"an offset of {c} per iteration, not a multiple of {step}", at)
-                plus(self._scaled(kk, c // step))
-                rest = rest - Poly({(iv,): c})
+            cof, rest = _factor(rest, Poly.sym(iv))
+            if not cof.terms:
+                continue
+            if set(cof.terms) != {()} or cof.terms[()] % step:
+                raise _error(f"an offset of {cof} per iteration, not a multiple of {step}", at)
+            plus(self._scaled(kk, cof.terms[()] // step))
         c0 = rest.terms.get((), 0)
         rest = rest - Poly.const(c0)
         if rest.terms:
-            raise _error(f"a block origin with the term {rest} tawac cannot rebuild", at)
+            sized = self._sizes(rest, at)
+            if sized is None:
+                raise _error(f"a block origin with the term {rest} tawac cannot rebuild", at)
+            plus(sized)
         if c0 or total is None:
             plus(self.const(c0))
         assert total is not None
         return total
 
+    def _pid_inverse(self, rest: Poly) -> Poly:
+        """`rest` with a program id `p` the output splits as `p / S` and `p % S` written
+        as `(p / S) x S + p % S`, so that the blocks indices' factors take it."""
+        syms = {s for qd in self.plan.q for s in _single_symbol(qd)}
+        div = {(s.owner.lhs, s.owner.rhs): s for s in syms if isinstance(s.owner, arith.DivSIOp)}
+        rem = {(s.owner.lhs, s.owner.rhs): s for s in syms if isinstance(s.owner, arith.RemSIOp)}
+        for key, dsym in div.items():
+            if key in rem:
+                pid, size = key
+                rest = _substitute(rest, pid, Poly.sym(dsym) * Poly.sym(size) + Poly.sym(rem[key]))
+        return rest
+
+    def _times(self, v: SSAValue, cof: Poly, at: Operation) -> SSAValue:
+        if set(cof.terms) == {()}:
+            return self._scaled(v, cof.terms[()])
+        sized = self._sizes(cof, at)
+        if sized is None:
+            raise _error(f"a block origin scaled by {cof}, which tawac cannot rebuild", at)
+        return self.add(arith.MuliOp(v, sized)).result
+
+    def _sizes(self, p: Poly, at: Operation) -> SSAValue | None:
+        """A polynomial of size arguments and constants as index arithmetic (each size
+        a `tile.dim` of a tensor it sizes); None where another symbol is in it."""
+        total: SSAValue | None = None
+        for m, c in p.terms.items():
+            term: SSAValue = self.const(c)
+            for s in m:
+                d = self._dim_sized_by(s)
+                if d is None:
+                    return None
+                term = self.add(arith.MuliOp(term, d)).result
+            total = term if total is None else self.add(arith.AddiOp(total, term)).result
+        return total
+
+    def _dim_sized_by(self, s) -> SSAValue | None:
+        for a, t in self.plan.tensors.items():
+            if s in t.sizes:
+                src = self.values[a]
+                return self.add(tile.DimOp(src, t.sizes.index(s))).result
+        return None
+
     def _scaled(self, v: SSAValue, k: int) -> SSAValue:
         return v if k == 1 else self.add(arith.MuliOp(v, self.const(k))).result
 
 
-def _take(p: Poly, q: Poly) -> tuple[Poly, int]:
-    """`p - k q` for the `k` that removes `q`'s monomials from `p` (0 when absent)."""
+def _factor(p: Poly, q: Poly) -> tuple[Poly, Poly]:
+    """(`cof`, `rest`) with `p = q x cof + rest`: `cof` gathers the terms of `p` that
+    `q`'s first monomial divides (divided by it); the other monomials of `q` times `cof`
+    come off `rest` with them."""
     if not q.terms:
-        return p, 0
-    m, c = next(iter(q.terms.items()))
-    if m not in p.terms or p.terms[m] % c:
-        return p, 0
-    k = p.terms[m] // c
-    return p - q.scale(k), k
+        return Poly(), p
+    qm, qc = next(iter(q.terms.items()))
+    cof: dict[tuple, int] = {}
+    for m, c in p.terms.items():
+        left = list(m)
+        if c % qc == 0 and all(x in left and (left.remove(x) or True) for x in qm):
+            cof[tuple(left)] = cof.get(tuple(left), 0) + c // qc
+    cofactor = Poly(cof)
+    return cofactor, p - q * cofactor
 
 
-def _kernel_args(p: _Plan) -> tuple[list, list[BlockArgument | None]]:
+def _substitute(p: Poly, sym: SSAValue, by: Poly) -> Poly:
+    out = Poly()
+    for m, c in p.terms.items():
+        term = Poly.const(c)
+        for s in m:
+            term = term * (by if s is sym else Poly.sym(s))
+        out = out + term
+    return out
+
+
+def _kernel_args(p: _Plan) -> tuple[list, list[BlockArgument]]:
+    """The tile kernel's arguments: a tensor per pointer argument loaded or stored, and
+    each f32 argument (a scale) as it is."""
     types, source = [], []
     for a in p.func.body.block.args:
-        if a in p.args:
-            pointee = a.type.pointee
-            names = p.args[a]
-            types.append(tile.GlobalTensorType([tile.DYNAMIC] * len(names), pointee, names))
+        t = p.tensors.get(a)
+        if t is not None:
+            types.append(
+                tile.GlobalTensorType([tile.DYNAMIC] * len(t.names), a.type.pointee, t.names)
+            )
+            source.append(a)
+        elif isinstance(a.type, Float32Type) and a.uses:
+            types.append(a.type)
             source.append(a)
     return types, source
 
@@ -340,7 +606,9 @@ def convert(func: tt.FuncOp) -> tile.KernelOp:
         new.name_hint = old.name_hint.removesuffix("_ptr") if old.name_hint else None
     em = _Emitter(p, block)
     em.values.update(dict(zip(sources, block.args, strict=True)))
-    em.pids = [em.add(tile.ProgramIdOp(d)).result for d in range(len(p.q))]
+    for d, axis in enumerate(p.axes):
+        if axis is not None:
+            em.pids[d] = em.add(tile.ProgramIdOp(axis)).result
     _body(em, func.body.block)
     kernel = tile.KernelOp(func.sym_name.data, types, Region(block))
     return kernel
@@ -353,28 +621,55 @@ def _dim_of(em: _Emitter, name: str) -> SSAValue:
     raise _error(f"no tensor has a dimension {name}", None)
 
 
+def _indices(em: _Emitter, a: Access) -> list[SSAValue]:
+    return [em.index(d.origin, a.op) for d, _ in tensor_dims(a)]
+
+
+def _tile_order(a: Access) -> list[int]:
+    return [i for _, i in tensor_dims(a) if i is not None]
+
+
 def _body(em: _Emitter, block: Block) -> None:
     for op in block.ops:
         if isinstance(op, tt.LoadOp):
             a = em.plan.accesses[op]
             _check_other(op)
-            idx = [em.index(d.origin, op) for d in a.dims]
-            em.values[op.result] = em.add(
-                tile.LoadOp(em.get(a.base, op), idx, op.result.type)
-            ).result
+            order = _tile_order(a)
+            shape = op.result.type.get_shape()
+            t = TensorType(op.result.type.element_type, [shape[i] for i in order])
+            load = em.add(tile.LoadOp(em.get(a.base, op), _indices(em, a), t))
+            em.values[op.result] = load.result
+            if order != sorted(order):
+                if len(order) != 2:
+                    raise _error("a permuted load of more than two dimensions", op)
+                em.transposed.add(op.result)
         elif isinstance(op, tt.StoreOp):
             a = em.plan.accesses[op]
-            idx = [em.index(d.origin, op) for d in a.dims]
-            em.add(tile.StoreOp(em.get(op.value, op), em.get(a.base, op), idx))
+            if _tile_order(a) != sorted(_tile_order(a)):
+                raise _error("a store of a tile in the transpose of its tensor's order", op)
+            em.add(tile.StoreOp(em.get(op.value, op), em.get(a.base, op), _indices(em, a)))
         elif isinstance(op, tt.DotOp):
             v = [em.get(x, op) for x in (op.a, op.b, op.c)]
-            em.values[op.result] = em.add(tile.DotOp(*v)).result
+            if op.c in em.transposed:
+                raise _error("a tt.dot accumulating into a transposed tile", op)
+            flip = [x in em.transposed for x in (op.a, op.b)]
+            dot = tile.DotOp(*v, transpose_lhs=flip[0], transpose_rhs=flip[1])
+            em.values[op.result] = em.add(dot).result
+        elif isinstance(op, tt.TransOp):
+            _trans(em, op)
         elif isinstance(op, tt.ExpandDimsOp) and _is_float(op.result):
             em.expanded[op.result] = (em.get(op.src, op), op.axis.value.data)
         elif isinstance(op, tt.BroadcastOp) and _is_float(op.result):
             _broadcast(em, op)
+        elif isinstance(op, tt.SplatOp) and _is_float(op.result):
+            if not isinstance(op.src.type, Float32Type):
+                raise _error("a splat of a scalar other than f32", op)
+            splat = tile.SplatOp.build(operands=[em.get(op.src, op)], result_types=[op.result.type])
+            em.values[op.result] = em.add(splat).result
         elif isinstance(op, tt.ReduceOp):
             _reduce(em, op)
+        elif isinstance(op, tt.SelectOp) and isinstance(op.cond.type, TensorType):
+            _select(em, op)
         elif isinstance(op, scf.ForOp):
             _loop(em, op)
         elif isinstance(op, tt.ReturnOp):
@@ -383,12 +678,62 @@ def _body(em: _Emitter, block: Block) -> None:
             continue
         elif _is_data(op) and not _only_other(op):
             clone = op.clone(value_mapper={o: em.get(o, op) for o in op.operands})
+            if isinstance(clone, arith.DivfOp) and _is_f32(clone.result):
+                clone.fastmath = arith.FastMathFlagsAttr(
+                    [FastMathFlag.ALLOW_RECIP]
+                )  # Triton's `/`: 2 ulp
             em.add(clone)
             em.values.update(dict(zip(op.results, clone.results, strict=True)))
         elif _is_index_work(op):
             continue  # pointers, index tensors, masks, program order: rebuilt from the plan
         else:
             raise _error(f"{op.name} is not supported", op)
+
+
+def _trans(em: _Emitter, op: tt.TransOp) -> None:
+    """`tl.trans(x)` / `x.T` of a 2-d tile: the same tile, which `tt.dot` reads
+    transposed (or, transposed twice, as it is)."""
+    if len(op.result.type.get_shape()) != 2:
+        raise _error("a tt.trans of other than a 2-d tile", op)
+    em.values[op.result] = em.get(op.src, op)
+    if op.src not in em.transposed:
+        em.transposed.add(op.result)
+
+
+def _select(em: _Emitter, op: tt.SelectOp) -> None:
+    """`tl.where(mask, a, b)` of float tiles, the mask a comparison of two index tiles
+    `origin + range_d` (`offs_m[:, None] >= start_n + offs_n[None, :]`): `tile.iota` of
+    each side, `tile.cmpi`, `tile.select`."""
+    cond = op.cond
+    while isinstance(cond.owner, tt.BroadcastOp):
+        cond = cond.owner.src
+    cmp = cond.owner
+    shape = op.result.type.get_shape()
+    if not isinstance(cmp, tt.CmpiOp) or len(shape) != 2:
+        raise _error("a tl.where whose mask is not one comparison of 2-d index tiles", op)
+    pred = cmp.predicate_name
+    if pred not in tile.CMPI_PREDICATES:
+        raise _error(f"a tl.where mask compared by {pred}", cmp)
+    sides = [_iota(em, v, shape, cmp) for v in (cmp.lhs, cmp.rhs)]
+    mask = em.add(tile.CmpiOp(pred, *sides)).result
+    a, b = em.get(op.lhs, op), em.get(op.rhs, op)
+    em.values[op.result] = em.add(tile.SelectOp(mask, a, b)).result
+
+
+def _iota(em: _Emitter, v: SSAValue, shape, at: Operation) -> SSAValue:
+    """An index tile `origin + range_d` as `tile.iota d, origin`."""
+    try:
+        p = em.plan.reader.int_poly(v)
+    except PointerError as e:
+        raise _error(e.message, e.op or at) from None
+    dims = p.ranges()
+    unit = [m for m in p.terms if any(isinstance(s, Range) for s in m)]
+    if len(dims) != 1 or len(unit) != 1 or len(unit[0]) != 1 or p.terms[unit[0]] != 1:
+        raise _error(f"a mask side {p} that is not one index range plus a scalar", at)
+    (d,) = dims
+    origin = p - Poly({unit[0]: 1})
+    t = TensorType(i32, list(shape))
+    return em.add(tile.IotaOp(d, em.index(origin, at), t)).result
 
 
 def _is_data(op: Operation) -> bool:
@@ -400,6 +745,11 @@ def _is_data(op: Operation) -> bool:
     if isinstance(op, arith.ConstantOp):
         return isinstance(op.value, DenseIntOrFPElementsAttr | FloatAttr)
     return op.dialect_name() in ("arith", "math")
+
+
+def _is_f32(v: SSAValue) -> bool:
+    t = v.type
+    return isinstance(t.element_type if isinstance(t, TensorType) else t, Float32Type)
 
 
 def _is_float(v: SSAValue) -> bool:
@@ -467,7 +817,10 @@ def _is_index_work(op: Operation) -> bool:
         | arith.RemSIOp
         | arith.MinSIOp
         | arith.MaxSIOp
-        | arith.AndIOp,
+        | arith.AndIOp
+        | tt.ExtSIOp
+        | tt.ExtUIOp
+        | tt.TruncIOp,
     )
 
 
@@ -481,17 +834,24 @@ def _check_other(op: tt.LoadOp) -> None:
 
 
 def _loop(em: _Emitter, loop: scf.ForOp) -> None:
-    """`for k in range(cdiv(S, B))` -> `for kk in range(0, S, B)`, data carried only."""
-    size, step = _count_of(em, loop)
-    keep = [j for j, a in enumerate(loop.iter_args) if not _is_pointer(a.type)]
+    """`for k in range(cdiv(S, B))` -> `for kk in range(0, S, B)`, or `for i in
+    range(lo, hi, B)` (bounds of the program ids, sizes and constants) -> the same over
+    index; float data carried only (pointers and offsets are rebuilt from the plan)."""
+    lb, ub, step, scale = _bounds(em, loop)
+    keep = [j for j, a in enumerate(loop.iter_args) if _is_float(a)]
     inits = [em.get(loop.iter_args[j], loop) for j in keep]
     body = Block(arg_types=[IndexType(), *(v.type for v in inits)])
-    new = scf.ForOp(em.const(0), size, em.const(step), inits, Region(body))
+    new = scf.ForOp(lb, ub, em.const(step), inits, Region(body))
     em.add(new)
     inner = dataclasses.replace(
-        em, block=body, values=dict(em.values), ivs=dict(em.ivs), expanded=dict(em.expanded)
+        em,
+        block=body,
+        values=dict(em.values),
+        ivs=dict(em.ivs),
+        expanded=dict(em.expanded),
+        transposed=set(em.transposed),
     )
-    inner.ivs[loop.body.block.args[0]] = (body.args[0], step)
+    inner.ivs[loop.body.block.args[0]] = (body.args[0], scale)
     for j, arg in zip(keep, body.args[1:], strict=True):
         inner.values[loop.body.block.args[1 + j]] = arg
     _body(inner, loop.body.block)
@@ -501,24 +861,40 @@ def _loop(em: _Emitter, loop: scf.ForOp) -> None:
         em.values[loop.results[j]] = r
 
 
+def _bounds(em: _Emitter, loop: scf.ForOp) -> tuple[SSAValue, SSAValue, int, int]:
+    """(lower bound, upper bound, step, B) of the new loop: a loop `0 to cdiv(S, B) step 1`
+    runs `0 to S step B` (an old index k is the new one over B); any other loop with a
+    constant step keeps its bounds (B = 1)."""
+    counted = _count_of(em, loop)
+    if counted is not None:
+        size, step = counted
+        return em.const(0), size, step, step
+    try:
+        lb, ub, step = (em.plan.reader.int_poly(v) for v in (loop.lb, loop.ub, loop.step))
+    except PointerError as e:
+        raise _error(e.message, e.op or loop) from None
+    if set(step.terms) != {()} or step.terms[()] <= 0:
+        raise _error("a loop whose step is not a positive constant", loop)
+    return em.index(lb, loop), em.index(ub, loop), step.terms[()], 1
+
+
 def _is_pointer(t) -> bool:
     return isinstance(t, tt.PointerType) or (
         isinstance(t, TensorType) and isinstance(t.element_type, tt.PointerType)
     )
 
 
-def _count_of(em: _Emitter, loop: scf.ForOp) -> tuple[SSAValue, int]:
+def _count_of(em: _Emitter, loop: scf.ForOp) -> tuple[SSAValue, int] | None:
     """(S as an index tensor dimension, B) of a loop `0 to (S + B - 1) / B step 1`."""
     ub = loop.ub.owner
-    fail = _error("a loop that is not `for k in range(tl.cdiv(S, B))`", loop)
     if not isinstance(ub, arith.DivSIOp) or not isinstance(ub.lhs.owner, arith.AddiOp):
-        raise fail
+        return None
     step = _const(ub.rhs)
     add = ub.lhs.owner
     if step is None or _const(add.rhs) != step - 1 or not isinstance(add.lhs, BlockArgument):
-        raise fail
+        return None
     if _const(loop.lb) != 0 or _const(loop.step) != 1:
-        raise fail
+        return None
     return _dim_of(em, add.lhs.name_hint or "?"), step
 
 

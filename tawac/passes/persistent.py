@@ -11,9 +11,10 @@ once per tile, Q, a second slot where shared memory allows).  When a main loop's
 follow program id x (causal attention), the planner orders tiles longest-first instead
 (see `_longest_first`).
 
-aref iteration numbers continue across tiles: the loop carries one `%base` per main loop
-(a loop moving data through arefs), the number of its transfers before this tile, which
-is added to every aref index in it; after a main loop whose
+aref iteration numbers continue across tiles: the loop carries one `%base` per stream of
+transfers (the arefs of a main loop, a loop moving data through arefs; or of the main
+loops one after the other that share their rings), the number of its transfers before
+this tile, which is added to every aref index of the stream; after a main loop whose
 releases were deferred by `pipeline` (mma-depth P > 0), the consumer releases the last
 min(P, trips) slots, since the producer will wait for them.
 
@@ -179,12 +180,15 @@ def _make_persistent(
     zero = b.const(0)
 
     mains = main_loops(part)
-    body = Block(arg_types=[IndexType()] * (2 + len(mains)))
+    slot_ops = (aref.PutOp, aref.GetOp, aref.ConsumedOp)
+    streams = _streams(mains, slot_ops)
+    keys = list(dict.fromkeys(streams.values()))
+    body = Block(arg_types=[IndexType()] * (2 + len(keys)))
     t, count, bases = body.args[0], body.args[1], body.args[2:]
     t.name_hint, count.name_hint = "tile", "count"
     for base in bases:
         base.name_hint = "base"
-    loop = scf.ForOp(first, total, step, [zero] * (1 + len(mains)), Region(body))
+    loop = scf.ForOp(first, total, step, [zero] * (1 + len(keys)), Region(body))
     new.add_op(loop)
 
     ib = _Builder(body)
@@ -206,9 +210,9 @@ def _make_persistent(
         pid.result.replace_all_uses_with(pids[pid.axis.data])
         Rewriter.erase_op(pid)
 
-    # Each main loop numbers its transfers from its own base, carried across tiles; an
+    # Each stream of transfers (the arefs of a main loop, or of the loops one after the
+    # other that share them) is numbered from its own base, carried across tiles; an
     # aref used once per tile outside the main loops is numbered by the tile count.
-    slot_ops = (aref.PutOp, aref.GetOp, aref.ConsumedOp)
     in_mains = {o for m in mains for o in m.walk()}
     for a in [o for o in body.walk() if isinstance(o, slot_ops) and o not in in_mains]:
         g = arith.AddiOp(count, a.index)
@@ -217,21 +221,40 @@ def _make_persistent(
     one = _c(1)
     count_next = arith.AddiOp(count, one.result)
     nexts: list[SSAValue] = [count_next.result]
-    for main_loop, base in zip(mains, bases, strict=True):
+    base_of = dict(zip(keys, bases, strict=True))
+    done: dict[tuple[int, ...], SSAValue] = {}
+    for k, main_loop in enumerate(mains):
         for a in [o for o in main_loop.walk() if isinstance(o, slot_ops)]:
-            g = arith.AddiOp(base, a.index)
+            g = arith.AddiOp(base_of[streams[a.aref]], a.index)
             Rewriter.insert_op(g, InsertPoint.before(a))
             a.operands = [a.operands[0], g.result, *a.operands[2:]]
         trips_op, trips = _trip_count(main_loop, InsertPoint.after(main_loop))
         consumes = any(isinstance(o, aref.ConsumedOp) for o in main_loop.walk())
         if consumes and depth > 0:
-            _drain(main_loop, trips_op[-1], base, depth)
-        nxt = arith.AddiOp(base, trips)
-        body.add_op(nxt)
-        nexts.append(nxt.result)
+            # a release lag only on a ring of this loop alone (`can_release_late`)
+            _drain(main_loop, trips_op[-1], base_of.get((k,), bases[0]), depth)
+        for key in keys:
+            if k not in key:
+                continue
+            nxt = arith.AddiOp(done.get(key, base_of[key]), trips)
+            body.add_op(nxt)
+            done[key] = nxt.result
+    nexts += [done[key] for key in keys]
     body.add_ops([one, count_next, scf.YieldOp(*nexts)])
     part.body.detach_block(old)
     part.body.add_block(new)
+
+
+def _streams(mains: list[scf.ForOp], slot_ops: tuple) -> dict[SSAValue, tuple[int, ...]]:
+    """Per aref of the main loops, the loops (by index) that move data through it: its
+    stream of transfers, numbered on across those loops (`warp-specialize` shares rings
+    between loops one after the other)."""
+    used: dict[SSAValue, list[int]] = {}
+    for k, m in enumerate(mains):
+        for o in m.walk():
+            if isinstance(o, slot_ops) and k not in used.setdefault(o.aref, []):
+                used[o.aref].append(k)
+    return {r: tuple(ks) for r, ks in used.items()}
 
 
 def _drain(main_loop: scf.ForOp, trips_op: Operation, base: SSAValue, depth: int) -> None:

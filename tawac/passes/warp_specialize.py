@@ -23,6 +23,11 @@ Which op goes where is derived from the data flow, nothing in the input says it:
   producer; in the consumer one `get` where the first load was and one `consumed` after
   the last direct use of the payload.  `%it` is the iteration number of the enclosing
   `scf.for`, `(iv - lb) / step`, or 0 outside a loop.
+- Loops of the kernel's body one after the other share rings: a group of a later loop
+  with the same kind and payload types as a group of an earlier one uses its aref (the
+  second key loop of causal attention reuses the first's K and V rings, where rings of
+  their own would halve every ring's depth); its `%it` adds the earlier loops' trip
+  counts, so the ring's stream of transfers is numbered on across the loops.
 """
 
 from __future__ import annotations
@@ -123,14 +128,66 @@ def _producer_slice(kernel: tile.KernelOp, groups: list[_Group]) -> set[Operatio
     return keep
 
 
+def _top_loop(g: _Group, kernel: tile.KernelOp) -> scf.ForOp | None:
+    """The loop of the kernel's body whose body holds the group's loads, if any."""
+    loop = g.block.parent_op()
+    if isinstance(loop, scf.ForOp) and loop.parent_block() is kernel.body.block:
+        return loop
+    return None
+
+
+def _shared_rings(kernel: tile.KernelOp, groups: list[_Group]) -> list[int]:
+    """Per group, the index of the group whose aref it uses (itself, or a group of an
+    earlier loop of the kernel's body with the same kind and payload types, which no
+    other group of its loop took: the K and V of causal attention's second loop reuse
+    the first loop's rings). Both partitions run the loops in the same order, so the
+    ring carries one stream of transfers, numbered on across the loops."""
+    out = list(range(len(groups)))
+    loops = {i: _top_loop(g, kernel) for i, g in enumerate(groups)}
+    for i, g in enumerate(groups):
+        if loops[i] is None:
+            continue
+        key = (g.kind, [ld.result.type for ld in g.loads])
+        taken = {out[j] for j in range(i) if loops[j] is loops[i]}
+        for j in range(i):
+            if out[j] != j or j in taken or loops[j] is None or loops[j] is loops[i]:
+                continue
+            if (groups[j].kind, [ld.result.type for ld in groups[j].loads]) == key:
+                out[i] = j
+                break
+    return out
+
+
+def _earlier_loops(groups: list[_Group], arefs: list[SSAValue]) -> dict[int, list[scf.ForOp]]:
+    """Per group (by id), the earlier loops whose transfers go through its aref: the
+    group's transfers are numbered after theirs."""
+    out: dict[int, list[scf.ForOp]] = {}
+    for i, g in enumerate(groups):
+        loops = []
+        for j in range(i):
+            if arefs[j] is not arefs[i]:
+                continue
+            loop = groups[j].block.parent_op()
+            if (
+                isinstance(loop, scf.ForOp)
+                and loop is not g.block.parent_op()
+                and loop not in loops
+            ):
+                loops.append(loop)
+        out[id(g)] = loops
+    return out
+
+
 def _contains(op: Operation, keep: set[Operation]) -> bool:
     return any(o in keep for o in op.walk())
 
 
 def _iteration_index(
-    block: Block, mapping: dict[SSAValue, SSAValue]
+    block: Block, mapping: dict[SSAValue, SSAValue], before: list[scf.ForOp] = ()
 ) -> tuple[list[Operation], SSAValue]:
-    """Ops computing `(iv - lb) / step` of the (cloned) loop owning `block`, or 0."""
+    """Ops computing `(iv - lb) / step` of the (cloned) loop owning `block`, or 0; plus
+    the trip counts of the loops `before` (original loops whose bounds `mapping` maps to
+    this partition's) that move data through the same aref."""
     loop = block.parent_op()
     if not isinstance(loop, scf.ForOp):
         c0 = arith.ConstantOp.from_int_and_width(0, IndexType())
@@ -140,7 +197,19 @@ def _iteration_index(
     div = arith.DivUIOp(sub.result, loop.step)
     sub.result.name_hint = "rel"
     div.result.name_hint = "it"
-    return [sub, div], div.result
+    ops: list[Operation] = [sub, div]
+    it = div.result
+    for prev in before:
+        zero = arith.ConstantOp.from_int_and_width(0, IndexType())
+        lb, ub, step = (mapping.get(v, v) for v in (prev.lb, prev.ub, prev.step))
+        span = arith.SubiOp(ub, lb)
+        trips = arith.CeilDivSIOp(span.result, step)
+        clamped = arith.MaxSIOp(trips.result, zero.result)
+        total = arith.AddiOp(it, clamped.result)
+        total.result.name_hint = "it"
+        ops += [zero, span, trips, clamped, total]
+        it = total.result
+    return ops, it
 
 
 class _ProducerBuilder:
@@ -148,6 +217,7 @@ class _ProducerBuilder:
         self.keep = keep
         self.put_after = {g.loads[-1]: (g, r) for g, r in zip(groups, arefs, strict=True)}
         self.mapping: dict[SSAValue, SSAValue] = {}
+        self.before = _earlier_loops(groups, arefs)
 
     def clone_block(self, src: Block, dst: Block) -> None:
         for op in src.ops:
@@ -178,7 +248,7 @@ class _ProducerBuilder:
         return new
 
     def _put(self, g: _Group, ref: SSAValue, dst: Block) -> None:
-        ops, it = _iteration_index(dst, self.mapping)
+        ops, it = _iteration_index(dst, self.mapping, self.before[id(g)])
         for o in ops:
             dst.add_op(o)
         dst.add_op(aref.PutOp(ref, it, [self.mapping[ld.result] for ld in g.loads]))
@@ -186,6 +256,7 @@ class _ProducerBuilder:
 
 def _consumer(kernel: tile.KernelOp, groups: list[_Group], arefs: list[SSAValue]) -> Block:
     mapping: dict[SSAValue, SSAValue] = {}
+    before = _earlier_loops(groups, arefs)
     dst = Block()
     for op in kernel.body.block.ops:
         if isinstance(op, tile.ReturnOp | aref.CreateOp):
@@ -203,7 +274,7 @@ def _consumer(kernel: tile.KernelOp, groups: list[_Group], arefs: list[SSAValue]
             block.find_ancestor_op_in_block(u.operation) for ld in loads for u in ld.results[0].uses
         ]
         at = min((u for u in users if u is not None), key=block.get_operation_index)
-        ops, it = _iteration_index(block, mapping)
+        ops, it = _iteration_index(block, mapping, before[id(g)])
         get = aref.GetOp(ref, it)
         get.location = first.location
         Rewriter.insert_op([*ops, get], InsertPoint.before(at))
@@ -279,16 +350,19 @@ def specialize(kernel: tile.KernelOp) -> None:
             )
     keep = _producer_slice(kernel, group_list)
 
-    names = unique_names(joined((ld.source for ld in g.loads), kernel) for g in group_list)
+    ring = _shared_rings(kernel, group_list)
+    firsts = [g for i, g in enumerate(group_list) if ring[i] == i]
+    names = unique_names(joined((ld.source for ld in g.loads), kernel) for g in firsts)
     creates = [
         aref.CreateOp(aref.ArefType([ld.result.type for ld in g.loads], 1), name)
-        for g, name in zip(group_list, names, strict=True)
+        for g, name in zip(firsts, names, strict=True)
     ]
-    for c, g in zip(creates, group_list, strict=True):
+    for c, g in zip(creates, firsts, strict=True):
         c.location = g.loads[0].location  # diagnostics about the aref point at its loads
-    refs = [c.result for c in creates]
-    for i, r in enumerate(refs):
-        r.name_hint = f"aref{i}"
+    for i, c in enumerate(creates):
+        c.result.name_hint = f"aref{i}"
+    by_first = {id(g): c.result for g, c in zip(firsts, creates, strict=True)}
+    refs = [by_first[id(group_list[ring[i]])] for i in range(len(group_list))]
 
     producer = Block()
     _ProducerBuilder(keep, group_list, refs).clone_block(body, producer)

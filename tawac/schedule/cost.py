@@ -350,6 +350,8 @@ def op_cost(
     if t is None:
         return _free("alu", f"{name}: scalar")
     ops = thread_ops(t, warp_groups)
+    if name == "math.log2":
+        return _mufu(ops, target, name)
     if name in ("math.exp2", "math.exp"):
         cost = _mufu(ops, target, name)
         if name == "math.exp":

@@ -260,6 +260,11 @@ def _exp2(k: KernelLowering, op: math.Exp2Op) -> None:
     _f32_unary(k, op, lambda x: k.r(ptx.Ex2Op(x)))
 
 
+@handles(math.Log2Op)
+def _log2(k: KernelLowering, op: math.Log2Op) -> None:
+    _f32_unary(k, op, lambda x: k.r(ptx.Lg2Op(x)))
+
+
 @handles(math.ExpOp)
 def _exp(k: KernelLowering, op: math.ExpOp) -> None:
     """exp(x) = 2^(x * log2 e) (`ex2.approx.ftz.f32`, relative error ~2^-22)."""

@@ -178,8 +178,11 @@ def _store(k: KernelLowering, op: tile.StoreOp) -> None:
     dest = op.dest
     gt = dest.type
     assert isinstance(gt, tile.GlobalTensorType)
+    if f.dim is not None:
+        _store_vector(k, op, f)
+        return
     if gt.rank != 2:
-        raise CompileError("convert-to-ptx: only 2-d tile.store is supported yet", op)
+        raise CompileError("convert-to-ptx: a 2-d tile.store from registers needs a 2-d tensor", op)
     nbytes = elem_bytes(gt.element_type)
     st_ty = mov_type(f.dtype)
     base = k.r(ptx.LdParamOp("u64", k.params.pointer(dest)))
@@ -208,3 +211,35 @@ def _store(k: KernelLowering, op: tile.StoreOp) -> None:
         ok = k.r(ptx.AndOp("pred", rok, cok))
         addr = k.r(ptx.AddOp("s64", raddr, coff))
         k.guarded(ok, lambda a=addr, v=reg: k.emit(ptx.StGlobalOp(st_ty, a, v)))
+
+
+def _store_vector(k: KernelLowering, op: tile.StoreOp, f: Frag) -> None:
+    """A 1-d tile (a row statistic: a vector in the slice layout of its 2-d tile) stored
+    along the destination's last dimension, the other indices scalars; each element
+    written once, by the threads whose other coordinate is 0 (`st.global`, PTX ISA
+    9.7.9.10), the elements at or past the last dimension's size skipped."""
+    gt = op.dest.type
+    assert isinstance(gt, tile.GlobalTensorType)
+    layout, dim = f.layout, f.dim
+    assert dim is not None
+    last = gt.rank - 1
+    nbytes = elem_bytes(gt.element_type)
+    base = k.r(ptx.LdParamOp("u64", k.params.pointer(op.dest)))
+    for d in range(last):
+        stride = k.r(ptx.LdParamOp("s64", k.params.stride(op.dest, d)))
+        idx = k.r(ptx.CvtOp("s64", "s32", k.scalar(op.indices[d])))
+        off = k.r(ptx.MulOp("s64", idx, stride, mode="lo"))
+        base = k.r(
+            ptx.AddOp("s64", base, k.r(ptx.MulOp("s64", off, k.imm(nbytes, "s64"), mode="lo")))
+        )
+    size = k.r(ptx.LdParamOp("s32", k.params.dim(op.dest, last)))
+    row0, col0 = k.thread_coords(layout)
+    mine, other = (row0, col0) if dim == 0 else (col0, row0)
+    first = k.r(ptx.SetpOp("eq", "s32", other, k.imm(0)))
+    start = k.add(mine, k.scalar(op.indices[last]))
+    offsets = layout.row_offsets() if dim == 0 else layout.col_offsets()
+    for reg, off in zip(f.regs, offsets, strict=True):
+        idx = k.add_imm(start, off)
+        ok = k.r(ptx.AndOp("pred", first, k.r(ptx.SetpOp("lt", "s32", idx, size))))
+        addr = k.r(ptx.AddOp("s64", base, k.r(ptx.MulOp("s32", idx, k.imm(nbytes), mode="wide"))))
+        k.guarded(ok, lambda a=addr, v=reg: k.emit(ptx.StGlobalOp(mov_type(f.dtype), a, v)))

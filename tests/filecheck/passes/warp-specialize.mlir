@@ -152,3 +152,49 @@ tile.kernel @single(%a: !tile.tensor<?x?xbf16>, %b: !tile.tensor<?x?xbf16>, %c: 
   tile.store %d, %c[%c0, %c0] : tensor<64x64xf32> -> !tile.tensor<?x?xf32>
   tile.return
 }
+
+// -----
+
+// Two key loops one after the other (causal attention's off-diagonal and diagonal
+// blocks): the second loop's K reuses the first's ring, its transfers numbered on after
+// the first loop's trip count, ceil((ub - lb) / step) clamped at 0.
+// CHECK-LABEL: tile.kernel @two_loops(
+// CHECK-NEXT:    aref.create "q"
+// CHECK-NEXT:    %[[R:.*]] = aref.create "k" : !aref.aref<[tensor<64x64xbf16>], 1>
+// CHECK-NOT:     aref.create
+// CHECK:         aref.partition producer
+// CHECK:         scf.for %[[I:.*]] = %[[LB1:.*]] to %[[UB1:.*]] step %[[S1:.*]] {
+// CHECK:           aref.put %[[R]][%{{.*}}]
+// CHECK:         scf.for %[[J:.*]] = %[[LB2:.*]] to %{{.*}} step %[[S2:.*]] {
+// CHECK:           %[[REL:.*]] = arith.subi %[[J]], %[[LB2]] : index
+// CHECK-NEXT:      %[[IT:.*]] = arith.divui %[[REL]], %[[S2]] : index
+// CHECK-NEXT:      %[[ZERO:.*]] = arith.constant 0 : index
+// CHECK-NEXT:      %[[SPAN:.*]] = arith.subi %[[UB1]], %[[LB1]] : index
+// CHECK-NEXT:      %[[TRIPS:.*]] = arith.ceildivsi %[[SPAN]], %[[S1]] : index
+// CHECK-NEXT:      %[[CLAMP:.*]] = arith.maxsi %[[TRIPS]], %[[ZERO]] : index
+// CHECK-NEXT:      %[[IT2:.*]] = arith.addi %[[IT]], %[[CLAMP]] : index
+// CHECK-NEXT:      aref.put %[[R]][%[[IT2]]]
+// CHECK:         aref.partition consumer
+// CHECK:           aref.get %[[R]]
+// CHECK:           aref.get %[[R]]
+tile.kernel @two_loops(%q: !tile.tensor<?x?xbf16>, %k: !tile.tensor<?x?xbf16>, %o: !tile.tensor<?x?xf32>) {
+  %c0 = arith.constant 0 : index
+  %c64 = arith.constant 64 : index
+  %pid = tile.program_id x
+  %m0 = arith.muli %pid, %c64 : index
+  %end = arith.addi %m0, %c64 : index
+  %zero = arith.constant dense<0.0> : tensor<64x64xf32>
+  %qt = tile.load %q[%m0, %c0] : !tile.tensor<?x?xbf16> -> tensor<64x64xbf16>
+  %a = scf.for %n = %c0 to %m0 step %c64 iter_args(%acc = %zero) -> (tensor<64x64xf32>) {
+    %kt = tile.load %k[%n, %c0] : !tile.tensor<?x?xbf16> -> tensor<64x64xbf16>
+    %s = tile.dot %qt, %kt, %acc transpose_rhs : tensor<64x64xbf16>, tensor<64x64xbf16> -> tensor<64x64xf32>
+    scf.yield %s : tensor<64x64xf32>
+  }
+  %b = scf.for %n = %m0 to %end step %c64 iter_args(%acc = %a) -> (tensor<64x64xf32>) {
+    %kt = tile.load %k[%n, %c0] : !tile.tensor<?x?xbf16> -> tensor<64x64xbf16>
+    %s = tile.dot %qt, %kt, %acc transpose_rhs : tensor<64x64xbf16>, tensor<64x64xbf16> -> tensor<64x64xf32>
+    scf.yield %s : tensor<64x64xf32>
+  }
+  tile.store %b, %o[%m0, %c0] : tensor<64x64xf32> -> !tile.tensor<?x?xf32>
+  tile.return
+}

@@ -1,0 +1,202 @@
+"""Triton's compile against tawac's compile of the Triton tutorial's fused attention
+forward (`examples/triton/attention.py`, block pointers, fp16, head dim 128, 128x128
+blocks, issue 21), not causal and causal:
+
+- `triton`: the tutorial kernel launched by Triton (its H100 configuration for these
+  blocks: 8 warps, 3 stages);
+- `tawac (ttir)`: the shipped `.ttir` (N_CTX = 4096 compiled in) compiled by tawac, at
+  that length only;
+- `tawac.triton`: the same Python source through `tawac.triton.compile`, launched with
+  Triton's own arguments and grid;
+- `tawac (tile)`: tawac's own tile-dialect kernel of the same blocks
+  (`examples/attention.mlir` / `attention_causal.mlir`, bf16: the same tensor-core rate;
+  it writes no log-sum-exp);
+- `sdpa`: `torch.nn.functional.scaled_dot_product_attention` (its flash backend).
+
+Same run, round-robin, medians; every kernel's O checked against a float32 torch
+reference first (and M, the base-2 log-sum-exp, for the Triton-source kernels).
+
+    python3 benchmarks/bench_triton_attention.py [--causal] [--rounds 5]
+        [--shapes 4x32x4096,...]   # Z x H x N_CTX
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import importlib.util
+import json
+import math
+import statistics
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+SHAPES = ["4x32x1024", "4x32x2048", "4x32x4096", "2x32x8192"]
+D = 128
+BLOCK = 128
+UNIT = ("stride_qk", "stride_kk", "stride_vn", "stride_on")
+
+
+def _module():
+    path = ROOT / "examples/triton/attention.py"
+    spec = importlib.util.spec_from_file_location("attention", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def _args(q, k, v, scale, m, o):
+    z, h = q.shape[:2]
+    return (q, k, v, scale, m, o, *q.stride(), *k.stride(), *v.stride(), *o.stride(), z, h)
+
+
+def _triton(causal: bool):
+    kernel = _module()._attn_fwd
+
+    def run(q, k, v, scale, m, o):
+        z, h, n = q.shape[:3]
+        grid = (n // BLOCK, z * h, 1)
+        kernel[grid](*_args(q, k, v, scale, m, o), N_CTX=n, BLOCK_M=BLOCK, BLOCK_N=BLOCK,
+                     HEAD_DIM=D, STAGE=3 if causal else 1, num_warps=8, num_stages=3)  # fmt: skip
+
+    return run
+
+
+def _tawac_triton(causal: bool):
+    import tawac.triton
+
+    cfg = _module().TTIR
+    kernels = {}
+
+    def run(q, k, v, scale, m, o):
+        z, h, n = q.shape[:3]
+        if n not in kernels:
+            consts = {"N_CTX": n, "BLOCK_M": BLOCK, "BLOCK_N": BLOCK, "HEAD_DIM": D,
+                      "STAGE": 3 if causal else 1}  # fmt: skip
+            kernels[n] = tawac.triton.compile(
+                cfg["kernel"], signature=cfg["signature"], constexprs=consts
+            )
+        kernels[n][(n // BLOCK, z * h)](*_args(q, k, v, scale, m, o))
+
+    return run
+
+
+def _tawac_ttir(causal: bool):
+    from tawac.triton import from_ttir
+
+    path = ROOT / f"examples/triton/attention{'_causal' if causal else ''}.ttir"
+    params = [n for n in _module().TTIR["signature"]]
+    k = from_ttir(path.read_text(), str(path), dict.fromkeys(UNIT, 1), params)
+
+    def run(q, kk, v, scale, m, o):
+        if q.shape[2] != 4096:
+            return None  # N_CTX is compiled in
+        z, h = q.shape[:2]
+        return k[(4096 // BLOCK, z * h)](*_args(q, kk, v, scale, m, o))
+
+    return run
+
+
+def _tawac_tile(causal: bool):
+    from tawac.driver import compile_cached
+    from tawac.runtime import load_kernel
+
+    path = ROOT / f"examples/attention{'_causal' if causal else ''}.mlir"
+    params = None if causal else {"BLOCK_M": BLOCK, "BLOCK_N": BLOCK}
+    built = compile_cached(path, params=params, cubin=True)
+    kernel = load_kernel(built.cubin, json.loads(built.sidecar_text))
+
+    def run(q, k, v, scale, m, o):
+        kernel(q, k, v, o, scale * 1.44269504)
+
+    return run
+
+
+def _sdpa(causal: bool):
+    import torch.nn.functional as F
+
+    def run(q, k, v, scale, m, o):
+        o.copy_(F.scaled_dot_product_attention(q, k, v, is_causal=causal, scale=scale))
+
+    return run
+
+
+def _reference(q, k, v, scale, causal):
+    import torch
+
+    s = (q.float() @ k.float().transpose(-1, -2)) * scale
+    if causal:
+        n = q.shape[2]
+        s = s.masked_fill(~torch.ones(n, n, dtype=torch.bool, device=q.device).tril(), -math.inf)
+    return torch.softmax(s, -1) @ v.float(), torch.logsumexp(s, -1) / math.log(2)
+
+
+def main(argv: list[str] | None = None) -> int:
+    import torch
+
+    from tawac.runtime.runner import bench_ms, round_robin
+
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--causal", action="store_true")
+    ap.add_argument("--rounds", type=int, default=5)
+    ap.add_argument("--shapes", default=",".join(SHAPES))
+    args = ap.parse_args(argv)
+    c = args.causal
+    systems = {
+        "triton": _triton(c),
+        "tawac (ttir)": _tawac_ttir(c),
+        "tawac.triton": _tawac_triton(c),
+        "tawac (tile)": _tawac_tile(c),
+        "sdpa": _sdpa(c),
+    }
+    dev = torch.cuda.get_device_name(0)
+    kind = "fused attention forward" + (" (causal)" if c else "")
+    print(f"# {kind}, fp16, d={D}, {BLOCK}x{BLOCK} blocks: Triton vs tawac on the same "
+          f"Triton source, {datetime.date.today()}, {dev}")  # fmt: skip
+    print(f"# {args.rounds} round-robin rounds, medians (ms); TFLOP/s in brackets")
+    names = list(systems)
+    print("| Z x H x N | " + " | ".join(names) + " | tawac.triton / triton | "
+          "tawac.triton / tawac (tile) |")  # fmt: skip
+    print("|---|" + "---:|" * (len(names) + 2))
+    for shape in args.shapes.split(","):
+        z, h, n = (int(x) for x in shape.split("x"))
+        torch.manual_seed(0)
+        q, k, v = (torch.randn(z, h, n, D, device="cuda", dtype=torch.float16) for _ in range(3))
+        scale = 1 / math.sqrt(D)
+        ref, lse = _reference(q, k, v, scale, c)
+        outs, live = {}, []
+        for s, fn in systems.items():
+            dt = torch.bfloat16 if s == "tawac (tile)" else torch.float16
+            ins = (q, k, v) if dt == torch.float16 else tuple(x.to(dt) for x in (q, k, v))
+            o = torch.full((z, h, n, D), float("nan"), device="cuda", dtype=dt)
+            m = torch.full((z, h, n), float("nan"), device="cuda")
+            if fn(*ins, scale, m, o) is None and s == "tawac (ttir)" and n != 4096:
+                continue
+            torch.cuda.synchronize()
+            err = (o.float() - ref).abs().max().item()
+            bad = not err < 2e-2
+            if s in ("triton", "tawac (ttir)", "tawac.triton"):
+                bad = bad or not (m - lse).abs().max().item() < 1e-2
+            if bad:
+                print(f"{s} at {shape}: wrong result (max error {err})")
+                return 1
+            outs[s] = (fn, (*ins, scale, m, o))
+            live.append(s)
+        samples: dict[str, list[float]] = {s: [] for s in live}
+        for i in round_robin(len(live), args.rounds):
+            fn, call = outs[live[i]]
+            samples[live[i]].append(bench_ms(lambda f=fn, a=call: f(*a), 25.0, 100.0)[0])
+        ms = {s: statistics.median(v) for s, v in samples.items()}
+        flops = 4.0 * z * h * n * n * D * (0.5 if c else 1.0)
+        cells = [f"{ms[s]:.4f} ({flops / ms[s] / 1e9:.0f})" if s in ms else "-" for s in names]
+        r1 = ms["triton"] / ms["tawac.triton"]
+        r2 = ms["tawac (tile)"] / ms["tawac.triton"]
+        print(f"| {shape} | " + " | ".join(cells) + f" | {r1:.2f}x | {r2:.2f}x |")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
