@@ -91,9 +91,12 @@ def parse_ttir(text: str, filename: str = "<ttir>") -> ModuleOp:
         msg = e.msg.strip().splitlines()[0] if e.msg.strip() else "parse error"
         loc = e.span.get_location()
         raise CompileError(msg, location=f"{filename}:{loc.line}:{loc.col}") from None
-    except (VerifyException, ValueError) as e:  # a type's check, a value never defined
+    except (VerifyException, ValueError, OverflowError) as e:  # a type's check, a value
+        # never defined, a float that does not fit its type (xDSL packs with `struct`)
         loc = parser._current_token.span.get_location()
         msg = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
+        if isinstance(e, OverflowError):
+            msg = "value out of range for its type"
         raise CompileError(msg, location=f"{filename}:{loc.line}:{loc.col}") from None
     try:
         module.verify()

@@ -323,11 +323,13 @@ def _mutant(text: str, rng) -> str:
 def test_mutated_ttir_gives_a_located_error_or_a_kernel():
     """Mutants of the shipped `.ttir` files (fixed seed): each converts or is one
     `CompileError`, never an internal error (found: a division by zero in a program
-    order, a value used before its definition, a type's check while parsing)."""
+    order, a value used before its definition, a type's check while parsing, a float
+    constant out of its type's range)."""
     import random
 
     rng = random.Random(20261126)
-    sources = [MATMUL.read_text(), EPILOGUE.read_text()]
+    sources = [p.read_text() for p in sorted((REPO / "examples/triton").glob("*.ttir"))]
+    assert len(sources) >= 4
     outcomes = {"kernel": 0, "error": 0}
     for _ in range(100):
         text = _mutant(rng.choice(sources), rng)
@@ -338,3 +340,15 @@ def test_mutated_ttir_gives_a_located_error_or_a_kernel():
             assert "\n" not in str(e)
             outcomes["error"] += 1
     assert outcomes["kernel"] and outcomes["error"]
+
+
+def test_a_float_constant_out_of_range_is_one_located_error():
+    """Found by a mutant of attention.ttir: `dense<1.0e+128> : tensor<128xf32>` (xDSL
+    packs floats with `struct`, which overflows)."""
+    text = (REPO / "examples/triton/attention.ttir").read_text()
+    bad = text.replace("dense<1.000000e+00> : tensor<128xf32>", "dense<1.0e+128> : tensor<128xf32>")
+    assert bad != text
+    with pytest.raises(CompileError) as err:
+        parse_text(bad, "a.ttir")
+    assert "value out of range for its type" in err.value.message
+    assert str(err.value.location).startswith("a.ttir:")
