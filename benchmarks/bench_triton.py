@@ -8,11 +8,15 @@
   and cuBLAS (`torch.mm`).
 - `epilogue`: `examples/triton/matmul_epilogue.py`, relu(A @ B + bias) + R, by Triton,
   by tawac (through `tawac.triton.compile`), and by torch (`addmm`, `relu_`, `add`).
+- `persistent`: the tutorial's persistent matmul with host-side tensor descriptors
+  (`examples/triton/matmul_persistent.py`, C = A B^T, 128x256x64 tiles, 132 programs)
+  by Triton (8 warps, 3 stages), its `.ttir` and its source by tawac, tawac's tile GEMM
+  of the same shape (`examples/gemm_fp16.mlir`) and cuBLAS.
 
 Same run, round-robin, medians; every kernel checked against a float32 torch reference
 first.
 
-    python3 benchmarks/bench_triton.py [--program matmul|epilogue] [--rounds 5]
+    python3 benchmarks/bench_triton.py [--program matmul|epilogue|persistent] [--rounds 5]
         [--sizes 4096x4096x4096,...]
 """
 
@@ -50,17 +54,34 @@ def _triton(name: str):
     def run(*args):
         a, b, c = args[:3]
         m, k = a.shape
-        n = b.shape[1]
+        n = c.shape[1]
         grid = (-(-m // consts["BLOCK_SIZE_M"]) * -(-n // consts["BLOCK_SIZE_N"]),)
+        if name == "matmul_persistent":
+            grid = (min(consts["NUM_SMS"], grid[0]),)
+            kernel[grid](*_call_args(name, *args), **consts, num_warps=8, num_stages=3)
+            return
         kernel[grid](*_call_args(name, *args), **consts, num_warps=8, num_stages=3)
 
     return run
 
 
+def _descriptors(a, b, c):
+    """Host-side tensor descriptors of the persistent matmul's A [M, K], B [N, K], C."""
+    from triton.tools.tensor_descriptor import TensorDescriptor
+
+    return (
+        TensorDescriptor.from_tensor(a, [128, 64]),
+        TensorDescriptor.from_tensor(b, [256, 64]),
+        TensorDescriptor.from_tensor(c, [128, 256]),
+    )
+
+
 def _call_args(name: str, *args):
     a, b, c = args[:3]
     m, k = a.shape
-    n = b.shape[1]
+    n = c.shape[1]
+    if name == "matmul_persistent":
+        return (*_descriptors(a, b, c), m, n, k)
     if name == "matmul":
         return (a, b, c, m, n, k, *_strides(a, b, c))
     bias, r = args[3:]
@@ -87,6 +108,14 @@ def _tawac(source: Path, params=None, **options):
     return lambda *args: kernel(*args)
 
 
+def _tawac_ttir_persistent(ttir: Path):
+    """The shipped `.ttir` through `tawac.triton.from_ttir`, called with descriptors."""
+    from tawac.triton import from_ttir
+
+    k = from_ttir(ttir.read_text(), str(ttir))
+    return lambda *args: k[(132,)](*_call_args("matmul_persistent", *args))
+
+
 def _bound(fn, args):
     return lambda: fn(*args)
 
@@ -102,6 +131,16 @@ def _systems(program: str, alts: list[str]):
         _, fields = parse_config("heuristic:" + alt)
         extra[f"tawac ({alt})"] = _tawac(ttir, **fields)
 
+    if program == "persistent":
+        ttir = ROOT / "examples/triton/matmul_persistent.ttir"
+        return {
+            "triton": _triton("matmul_persistent"),
+            "tawac (ttir)": _tawac_ttir_persistent(ttir),
+            "tawac.triton": _tawac_triton("matmul_persistent"),
+            "tawac (tile)": _tawac(ROOT / "examples/gemm_fp16.mlir"),
+            "cublas": lambda a, b, c: torch.mm(a, b.T, out=c),
+            **extra,
+        }
     if program == "matmul":
         return {
             "triton": _triton("matmul"),
@@ -127,6 +166,9 @@ def _inputs(program: str, m: int, n: int, k: int):
     import torch
 
     a = torch.randn(m, k, device="cuda", dtype=torch.float16)
+    if program == "persistent":  # B stored N x K, C = A B^T
+        b = torch.randn(n, k, device="cuda", dtype=torch.float16)
+        return (a, b), a.float() @ b.float().T
     b = torch.randn(k, n, device="cuda", dtype=torch.float16)
     if program == "matmul":
         return (a, b), a.float() @ b.float()
@@ -142,7 +184,7 @@ def main(argv: list[str] | None = None) -> int:
     from tawac.runtime.runner import bench_ms, round_robin
 
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--program", choices=("matmul", "epilogue"), default="matmul")
+    ap.add_argument("--program", choices=("matmul", "epilogue", "persistent"), default="matmul")
     ap.add_argument("--rounds", type=int, default=5)
     ap.add_argument("--sizes", default=",".join(SIZES))
     ap.add_argument(

@@ -9,11 +9,14 @@ nvidia-smi --query-gpu=name --format=csv,noheader
 part="${1:-all}"
 if [[ $part == all || $part == tests ]]; then
   timeout 300 python3 -m pytest -q -p no:cacheprovider -m gpu -n 4 tests/test_triton_attention.py \
-    tests/test_convert_ttir.py tests/test_triton_abi.py 2>&1 | tail -15
+    tests/test_triton_persistent.py tests/test_convert_ttir.py tests/test_triton_abi.py 2>&1 | tail -15
 fi
 if [[ $part == all || $part == attention ]]; then
   timeout 240 python3 benchmarks/bench_triton_attention.py --rounds 5 2>&1 | tee $OUT/attention.log
   timeout 240 python3 benchmarks/bench_triton_attention.py --causal --rounds 5 2>&1 | tee $OUT/attention-causal.log
+fi
+if [[ $part == all || $part == persistent ]]; then
+  timeout 200 python3 benchmarks/bench_triton.py --program persistent --rounds 5 2>&1 | tee $OUT/persistent.log
 fi
 if [[ $part == all || $part == matmul ]]; then
   timeout 200 python3 benchmarks/bench_triton.py --program matmul --rounds 5 2>&1 | tee $OUT/matmul.log

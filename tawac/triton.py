@@ -38,9 +38,25 @@ class TensorArg:
     names: tuple[str, ...]
 
 
-def abi_of(ttir: str, filename: str) -> tuple[list[str], list[TensorArg]]:
-    """The TTIR kernel's argument names and, in the tile kernel's argument order, how
-    each tensor argument is built from them."""
+@dataclass(frozen=True)
+class Abi:
+    """How Triton's arguments become the tile kernel's (`kernel_abi`): the TTIR's
+    argument names; per tensor argument how it is built (`TensorArg`); the scalars the
+    tile kernel keeps, ("float" | "index", position); per host-side descriptor (by
+    position) its block shape (its sizes and strides follow it in the TTIR); and the
+    integer arguments the program order ties to an output size, (position, position)."""
+
+    names: tuple[str, ...]
+    tensors: tuple[TensorArg, ...]
+    scalars: tuple[tuple[str, int], ...] = ()
+    descs: tuple[tuple[int, tuple[int, ...]], ...] = ()
+    ties: tuple[tuple[int, int], ...] = ()
+
+
+def kernel_abi(ttir: str, filename: str) -> Abi:
+    """The ABI of a TTIR kernel as `convert-ttir` converts it."""
+    from xdsl.dialects.builtin import Float32Type
+
     from tawac.analysis.pointers import Range
     from tawac.dialects import tt
     from tawac.passes.convert_ttir import plan
@@ -66,7 +82,22 @@ def abi_of(ttir: str, filename: str) -> tuple[list[str], list[TensorArg]]:
         sizes = tuple(None if a is None else args.index(a) for a in t.sizes)
         out.append(TensorArg(base.index, sizes, tuple(strides), t.names))
     out.sort(key=lambda t: t.pointer)
-    return names, out
+    scalars = [("float", a.index) for a in args if isinstance(a.type, Float32Type) and a.uses]
+    scalars += [("index", a.index) for a in p.scalars]
+    descs = tuple(
+        (a.index, tuple(a.type.block.get_shape()))
+        for a in args
+        if isinstance(a.type, tt.TensorDescType)
+    )
+    ties = tuple((a.index, b.index) for a, b in p.ties.items())
+    return Abi(tuple(names), tuple(out), tuple(sorted(scalars, key=lambda x: x[1])), descs, ties)
+
+
+def abi_of(ttir: str, filename: str) -> tuple[list[str], list[TensorArg]]:
+    """The TTIR kernel's argument names and, in the tile kernel's argument order, how
+    each tensor argument is built from them."""
+    abi = kernel_abi(ttir, filename)
+    return list(abi.names), list(abi.tensors)
 
 
 def storage_sizes(sizes: Sequence[int | None], strides: Sequence[int], extent: int) -> list[int]:
@@ -93,7 +124,10 @@ class TritonKernel:
 
     `params` are the positional parameters the Python kernel is called with (default:
     the TTIR's arguments); one that Triton specialized (an integer 1, a `constexprs`
-    entry) is not an argument of the TTIR and must be passed with its compiled value."""
+    entry) is not an argument of the TTIR and must be passed with its compiled value. A
+    host-side `TensorDescriptor` passed for a descriptor parameter gives its tensor, its
+    sizes and strides (the TTIR's arguments after it), and must have the compiled block
+    shape."""
 
     def __init__(
         self,
@@ -103,16 +137,37 @@ class TritonKernel:
         constexprs: Mapping[str, Any] | None = None,
         name: str = "kernel",
         params: Sequence[str] | None = None,
+        abi: Abi | None = None,
     ):
         self.names = list(names)
         self.tensors = list(tensors)
         self.launch = launch
         self.constexprs = dict(constexprs or {})
         self.name = name
-        self.params = list(params) if params is not None else list(self.names)
+        self.abi = abi if abi is not None else Abi(tuple(names), tuple(tensors))
+        default = [n for i, n in enumerate(self.names) if self._part(i) is None]
+        self.params = list(params) if params is not None else default
+
+    @classmethod
+    def from_abi(
+        cls,
+        abi: Abi,
+        launch: Callable[..., Any],
+        constexprs: Mapping[str, Any] | None = None,
+        name: str = "kernel",
+        params: Sequence[str] | None = None,
+    ) -> TritonKernel:
+        return cls(abi.names, abi.tensors, launch, constexprs, name, params, abi)
 
     def __getitem__(self, grid) -> Callable[..., Any]:
         return self
+
+    def _part(self, pos: int) -> tuple[int, int] | None:
+        """(descriptor position, k) where TTIR argument `pos` is part k of a descriptor."""
+        for d, block in self.abi.descs:
+            if d < pos <= d + 2 * len(block):
+                return d, pos - d - 1
+        return None
 
     def _ttir_args(self, args: Sequence[Any]) -> list[Any]:
         from tawac.runtime.launcher import LaunchError
@@ -128,7 +183,35 @@ class TritonKernel:
                 raise LaunchError(
                     f"{self.name} was compiled with {k}={self.constexprs[k]}, called with {v}"
                 )
-        return [by_name[n] for n in self.names]
+        blocks = dict(self.abi.descs)
+        out: list[Any] = []
+        for pos, n in enumerate(self.names):
+            part = self._part(pos)
+            if part is None and pos not in blocks:
+                out.append(by_name[n])
+                continue
+            d, k = part if part is not None else (pos, -1)
+            desc = by_name[self.names[d]]
+            if not all(hasattr(desc, f) for f in ("base", "shape", "strides", "block_shape")):
+                raise LaunchError(f"argument {self.names[d]}: a TensorDescriptor is needed")
+            if list(desc.block_shape) != list(blocks[d]):
+                raise LaunchError(
+                    f"argument {self.names[d]}: block shape {list(desc.block_shape)}, "
+                    f"compiled for {list(blocks[d])}"
+                )
+            rank = len(blocks[d])
+            if k < 0:
+                out.append(desc.base)
+            else:
+                out.append(desc.shape[k] if k < rank else desc.strides[k - rank])
+        for a, b in self.abi.ties:
+            if int(out[a]) != int(out[b]):
+                raise LaunchError(
+                    f"argument {self.names[a]} = {int(out[a])}, but the output's size it "
+                    f"orders the tiles of is {int(out[b])} ({_part_name(self, b)}): tawac's "
+                    "tiles follow the output's shape"
+                )
+        return out
 
     def views(self, *args: Any) -> list[Any]:
         """The tile kernel's tensor arguments: a strided view of each pointer's tensor."""
@@ -155,13 +238,6 @@ class TritonKernel:
             out.append(torch.as_strided(base, sizes, strides, base.storage_offset()))
         return out
 
-    def scalars(self, *args: Any) -> list[Any]:
-        """The tile kernel's float arguments (a softmax scale), in their order."""
-        args = tuple(self._ttir_args(args))
-        return [args[i] for i in self.floats]
-
-    floats: tuple[int, ...] = ()
-
     def __call__(self, *args: Any, **constexprs: Any) -> Any:
         from tawac.runtime.launcher import LaunchError
 
@@ -175,21 +251,31 @@ class TritonKernel:
         return self.launch(*self.kernel_args(*args))
 
     def kernel_args(self, *args: Any) -> list[Any]:
-        """The tile kernel's arguments in its order: tensors and float scalars."""
+        """The tile kernel's arguments in its order: tensors, f32 and index scalars."""
         tensors = iter(self.views(*args))
         ttir = self._ttir_args(args)
-        out = []
+        out: list[Any] = []
         for kind, i in self.order:
-            out.append(next(tensors) if kind == "tensor" else float(ttir[i]))
+            if kind == "tensor":
+                out.append(next(tensors))
+            else:
+                out.append(float(ttir[i]) if kind == "float" else int(ttir[i]))
         return out
 
     @property
     def order(self) -> list[tuple[str, int]]:
-        """The tile kernel's arguments: ("tensor", pointer position) or ("float", its
-        position), in the TTIR's argument order (`convert-ttir`'s)."""
-        items = [("tensor", t.pointer) for t in self.tensors]
-        items += [("float", i) for i in self.floats]
+        """The tile kernel's arguments: ("tensor", pointer position), ("float" | "index",
+        its position), in the TTIR's argument order (`convert-ttir`'s)."""
+        items = [("tensor", t.pointer) for t in self.tensors] + list(self.abi.scalars)
         return sorted(items, key=lambda x: x[1])
+
+
+def _part_name(k: TritonKernel, pos: int) -> str:
+    part = k._part(pos)
+    if part is None:
+        return k.names[pos]
+    d, i = part
+    return f"{k.names[d]}.shape[{i}]"
 
 
 def from_ttir(
@@ -202,26 +288,11 @@ def from_ttir(
     from tawac.driver import compile_cached
     from tawac.runtime import load_kernel
 
-    names, tensors = abi_of(ttir, filename)
+    abi = kernel_abi(ttir, filename)
     built = compile_cached(filename, text=ttir, cubin=True)
     sidecar = json.loads(built.sidecar_text)
     kernel = load_kernel(built.cubin, sidecar)
-    k = TritonKernel(names, tensors, kernel, constexprs, sidecar.get("kernel", "kernel"), params)
-    k.floats = float_args(ttir, filename)
-    return k
-
-
-def float_args(ttir: str, filename: str) -> tuple[int, ...]:
-    """Positions of the f32 arguments the tile kernel keeps (`convert-ttir`)."""
-    from xdsl.dialects.builtin import Float32Type
-
-    from tawac.dialects import tt
-    from tawac.ttir import parse_ttir
-
-    func = next(o for o in parse_ttir(ttir, filename).walk() if isinstance(o, tt.FuncOp))
-    return tuple(
-        i for i, a in enumerate(func.body.block.args) if isinstance(a.type, Float32Type) and a.uses
-    )
+    return TritonKernel.from_abi(abi, kernel, constexprs, sidecar.get("kernel", "kernel"), params)
 
 
 def ttir_of(fn, signature: Mapping[str, str], constexprs: Mapping[str, Any]) -> str:
@@ -292,12 +363,14 @@ def compile(  # noqa: A001 (Triton's word)
 
 
 __all__ = [
+    "Abi",
     "TensorArg",
     "TritonFunction",
     "TritonKernel",
     "abi_of",
     "compile",
     "from_ttir",
+    "kernel_abi",
     "storage_sizes",
     "ttir_of",
 ]

@@ -16,7 +16,7 @@ from gpu_util import requires_gpu
 from tawac.compiler import compile_module, parse_file
 from tawac.dialects import tile
 from tawac.runtime.interpret import interpret
-from tawac.triton import TritonKernel, abi_of, float_args, storage_sizes
+from tawac.triton import TritonKernel, abi_of, kernel_abi, storage_sizes
 
 REPO = Path(__file__).resolve().parent.parent
 SOURCES = {
@@ -36,10 +36,8 @@ def _params() -> list[str]:
 
 def _kernel(causal: bool, launch) -> TritonKernel:
     path = SOURCES[causal]
-    names, tensors = abi_of(path.read_text(), str(path))
-    k = TritonKernel(names, tensors, launch, dict.fromkeys(UNIT, 1), "_attn_fwd", _params())
-    k.floats = float_args(path.read_text(), str(path))
-    return k
+    abi = kernel_abi(path.read_text(), str(path))
+    return TritonKernel.from_abi(abi, launch, dict.fromkeys(UNIT, 1), "_attn_fwd", _params())
 
 
 def _args(q, k, v, scale, m, o):

@@ -37,7 +37,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from xdsl.dialects import arith, scf
-from xdsl.dialects.builtin import DenseIntOrFPElementsAttr, IntegerAttr, TensorType
+from xdsl.dialects.builtin import DenseIntOrFPElementsAttr, IntegerAttr, IntegerType, TensorType
 from xdsl.ir import Block, BlockArgument, Operation, SSAValue
 
 from tawac.analysis.loops import in_body
@@ -469,11 +469,67 @@ def _divide(rest: Poly, strides: list[Poly], op) -> tuple[list[Poly], tuple[Dim,
     return origins, dims
 
 
-def accesses(func: tt.FuncOp, reader: _Reader | None = None) -> list[Access]:
-    """Every load's and store's block, in walk order; the first that does not read as a
-    block raises its `PointerError`."""
+def descriptor_parts(desc: BlockArgument) -> tuple[list[BlockArgument], list[BlockArgument]]:
+    """The shape (`i32`) and stride (`i64`) arguments that follow a host-side tensor
+    descriptor argument, as Triton's launcher passes them."""
+    t = desc.type
+    assert isinstance(t, tt.TensorDescType)
+    rank = t.block.get_num_dims()
+    args = list(desc.owner.args)
+    parts = args[desc.index + 1 : desc.index + 1 + 2 * rank]
+    if len(parts) != 2 * rank or any(not isinstance(a.type, IntegerType) for a in parts):
+        raise PointerError(
+            f"tensor descriptor {desc.name_hint}: not followed by its {rank} sizes and "
+            f"{rank} strides (the arguments Triton's launcher passes for a host-side "
+            "descriptor)",
+            None,
+        )
+    return parts[:rank], parts[rank:]
+
+
+def descriptor_access(
+    op: tt.DescriptorLoadOp | tt.DescriptorStoreOp, reader: _Reader | None = None
+) -> Access:
+    """The block a descriptor load or store moves: per dimension the descriptor's stride
+    and size arguments and the index as the origin (elements along it)."""
     reader = reader if reader is not None else _Reader()
-    return [access(o, reader) for o in func.walk() if isinstance(o, tt.LoadOp | tt.StoreOp)]
+    desc = op.desc
+    if not isinstance(desc, BlockArgument) or not isinstance(desc.owner.parent_op(), tt.FuncOp):
+        raise PointerError(
+            "a tensor descriptor made in the kernel (tl.make_tensor_descriptor) is not "
+            "supported yet; pass a host-side TensorDescriptor",
+            op,
+        )
+    try:
+        sizes, strides = descriptor_parts(desc)
+    except PointerError as e:
+        raise PointerError(e.message, op) from None
+    dims = []
+    for i, size, stride in zip(op.indices, sizes, strides, strict=True):
+        try:
+            origin = reader.int_poly(i)
+        except PointerError as e:
+            raise PointerError(e.message, e.op or op) from None
+        if origin.ranges():
+            raise PointerError("a descriptor index that is a tensor", op)
+        dims.append(Dim(Poly.sym(stride), origin, Poly.sym(size)))
+    return Access(op, desc, tuple(dims))
+
+
+_ACCESSES = (tt.LoadOp, tt.StoreOp, tt.DescriptorLoadOp, tt.DescriptorStoreOp)
+
+
+def accesses(func: tt.FuncOp, reader: _Reader | None = None) -> list[Access]:
+    """Every load's and store's block (pointers or descriptors), in walk order; the
+    first that does not read as a block raises its `PointerError`."""
+    reader = reader if reader is not None else _Reader()
+    out = []
+    for o in func.walk():
+        if isinstance(o, tt.LoadOp | tt.StoreOp):
+            out.append(access(o, reader))
+        elif isinstance(o, tt.DescriptorLoadOp | tt.DescriptorStoreOp):
+            out.append(descriptor_access(o, reader))
+    return out
 
 
 def reader() -> _Reader:
@@ -481,4 +537,15 @@ def reader() -> _Reader:
     return _Reader()
 
 
-__all__ = ["Access", "Dim", "PointerError", "Poly", "Range", "access", "accesses", "reader"]
+__all__ = [
+    "Access",
+    "Dim",
+    "PointerError",
+    "Poly",
+    "Range",
+    "access",
+    "accesses",
+    "descriptor_access",
+    "descriptor_parts",
+    "reader",
+]

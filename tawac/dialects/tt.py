@@ -105,6 +105,31 @@ class PointerType(ParametrizedAttribute, TypeAttribute):
         printer.print_string(">")
 
 
+@irdl_attr_definition
+class TensorDescType(ParametrizedAttribute, TypeAttribute):
+    """`!tt.tensordesc<tensor<128x64xf16>>`: a tensor descriptor (TMA's tensor map) whose
+    loads and stores move blocks of the given shape (`triton.language.tensor_descriptor`).
+    A host-side descriptor argument is followed in the kernel's arguments by its shape
+    (`i32` each) and its strides (`i64` each), as Triton's launcher passes them."""
+
+    name = "tt.tensordesc"
+
+    block: TensorType
+
+    @classmethod
+    def parse_parameters(cls, parser: AttrParser) -> Sequence[Attribute]:
+        with parser.in_angle_brackets():
+            block = parser.parse_type()
+        if not isinstance(block, TensorType):
+            parser.raise_error(f"a tensor descriptor of a tensor type, got {block}")
+        return (block,)
+
+    def print_parameters(self, printer: Printer) -> None:
+        printer.print_string("<")
+        printer.print_attribute(self.block)
+        printer.print_string(">")
+
+
 def pointee_of(t: Attribute) -> Attribute:
     """The type a pointer (or a tensor of pointers) points to, as a value (or a tensor of
     values): what `tt.load` through it gives."""
@@ -363,6 +388,112 @@ class StoreOp(IRDLOperation):
 
     def print(self, printer: Printer) -> None:
         _print_pointer_form(self, printer)
+
+
+def _parse_desc_indices(parser: Parser):
+    """`%desc[%i, %j]`: the descriptor's and the indices' unresolved operands."""
+    desc = parser.parse_unresolved_operand()
+    idx = parser.parse_comma_separated_list(
+        parser.Delimiter.SQUARE, parser.parse_unresolved_operand
+    )
+    return desc, idx
+
+
+@irdl_op_definition
+class DescriptorLoadOp(IRDLOperation):
+    """`tt.descriptor_load %desc[%i, %j] : !tt.tensordesc<T> -> T`: the block of the
+    descriptor's tensor at element coordinates (i, j) (TMA: out-of-bounds elements 0)."""
+
+    name = "tt.descriptor_load"
+
+    desc = operand_def(TensorDescType)
+    indices = var_operand_def()
+    result = result_def(TensorType)
+
+    @classmethod
+    def parse(cls, parser: Parser) -> DescriptorLoadOp:
+        desc, idx = _parse_desc_indices(parser)
+        attrs = parser.parse_optional_attr_dict()
+        parser.parse_punctuation(":")
+        dt = parser.parse_type()
+        parser.parse_punctuation("->")
+        rt = parser.parse_type()
+        (d,) = parser.resolve_operands([desc], [dt], parser.pos)
+        ops = parser.resolve_operands(idx, [i32] * len(idx), parser.pos)
+        op = cls.build(operands=[d, ops], result_types=[rt])
+        op.attributes |= attrs
+        return op
+
+    def print(self, printer: Printer) -> None:
+        printer.print_string(" ")
+        printer.print_operand(self.desc)
+        printer.print_string("[")
+        printer.print_list(self.indices, printer.print_operand)
+        printer.print_string("]")
+        printer.print_op_attributes(self.attributes)
+        printer.print_string(" : ")
+        printer.print_attribute(self.desc.type)
+        printer.print_string(" -> ")
+        printer.print_attribute(self.result.type)
+
+    def verify_(self) -> None:
+        dt = self.desc.type
+        assert isinstance(dt, TensorDescType)
+        if len(self.indices) != dt.block.get_num_dims():
+            raise VerifyException("tt.descriptor_load: one index per dimension of the block")
+        if self.result.type.get_shape() != dt.block.get_shape():
+            raise VerifyException("tt.descriptor_load: the result is the descriptor's block")
+
+
+@irdl_op_definition
+class DescriptorStoreOp(IRDLOperation):
+    """`tt.descriptor_store %desc[%i, %j], %v : !tt.tensordesc<T>, T`: the block written
+    at element coordinates (i, j) (TMA: elements out of bounds are not written)."""
+
+    name = "tt.descriptor_store"
+
+    desc = operand_def(TensorDescType)
+    indices = var_operand_def()
+    src = operand_def(TensorType)
+
+    irdl_options = (AttrSizedOperandSegments(as_property=True),)
+
+    @classmethod
+    def parse(cls, parser: Parser) -> DescriptorStoreOp:
+        desc, idx = _parse_desc_indices(parser)
+        parser.parse_punctuation(",")
+        src = parser.parse_unresolved_operand()
+        attrs = parser.parse_optional_attr_dict()
+        parser.parse_punctuation(":")
+        dt = parser.parse_type()
+        parser.parse_punctuation(",")
+        st = parser.parse_type()
+        d, v = parser.resolve_operands([desc, src], [dt, st], parser.pos)
+        ops = parser.resolve_operands(idx, [i32] * len(idx), parser.pos)
+        op = cls.build(operands=[d, ops, v])
+        op.attributes |= attrs
+        return op
+
+    def print(self, printer: Printer) -> None:
+        printer.print_string(" ")
+        printer.print_operand(self.desc)
+        printer.print_string("[")
+        printer.print_list(self.indices, printer.print_operand)
+        printer.print_string("], ")
+        printer.print_operand(self.src)
+        printer.print_op_attributes(self.attributes, reserved_attr_names=("operandSegmentSizes",))
+        printer.print_string(" : ")
+        printer.print_attribute(self.desc.type)
+        printer.print_string(", ")
+        printer.print_attribute(self.src.type)
+
+    def verify_(self) -> None:
+        dt = self.desc.type
+        assert isinstance(dt, TensorDescType)
+        if len(self.indices) != dt.block.get_num_dims():
+            raise VerifyException("tt.descriptor_store: one index per dimension of the block")
+        if self.src.type.get_shape() != dt.block.get_shape():
+            raise VerifyException("tt.descriptor_store: the value is the descriptor's block")
 
 
 def _parse_pointer_form(parser: Parser, lo: int, hi: int, takes: str):
@@ -703,8 +834,10 @@ TT = Dialect(
         ReduceOp,
         ReduceReturnOp,
         TransOp,
+        DescriptorLoadOp,
+        DescriptorStoreOp,
     ],
-    [PointerType],
+    [PointerType, TensorDescType],
 )
 
 __all__ = ["TT", "PointerType", "pointee_of", "ttir_arith"]

@@ -71,6 +71,7 @@ from xdsl.dialects.builtin import (
     FloatAttr,
     IndexType,
     IntegerAttr,
+    IntegerType,
     ModuleOp,
     TensorType,
     i32,
@@ -97,8 +98,9 @@ def _error(message: str, op: Operation | None) -> CompileError:
 # -- scalar evaluation (the grid check) ------------------------------------------------------
 
 
-def _eval(v: SSAValue, env: Mapping[SSAValue, int], memo: dict) -> int:
-    """The integer value of a scalar of the kernel's integer code at `env`."""
+def _eval(v: SSAValue, env: Mapping[SSAValue, int], memo: dict, reader=None) -> int:
+    """The integer value of a scalar of the kernel's integer code at `env` (a loop's
+    integer iteration argument through its polynomial, `reader.int_poly`)."""
     if v in env:
         return env[v]
     if v in memo:
@@ -107,10 +109,19 @@ def _eval(v: SSAValue, env: Mapping[SSAValue, int], memo: dict) -> int:
         return memo[v]
     memo[v] = None
     op = v.owner
-    if isinstance(op, arith.ConstantOp) and isinstance(op.value, IntegerAttr):
+    if reader is not None and _is_iter_arg(v):
+        try:
+            out = _poly_value(reader.int_poly(v), env, memo, reader)
+        except PointerError as e:
+            raise PointerError(e.message, e.op) from None
+        memo[v] = out
+        return out
+    if isinstance(op, tt.ExtSIOp | tt.ExtUIOp | tt.TruncIOp):
+        out = _eval(op.src, env, memo, reader)
+    elif isinstance(op, arith.ConstantOp) and isinstance(op.value, IntegerAttr):
         out = op.value.value.data
     elif isinstance(op, arith.AddiOp | arith.SubiOp | arith.MuliOp | arith.DivSIOp):
-        a, b = _eval(op.lhs, env, memo), _eval(op.rhs, env, memo)
+        a, b = _eval(op.lhs, env, memo, reader), _eval(op.rhs, env, memo, reader)
         if isinstance(op, arith.AddiOp):
             out = a + b
         elif isinstance(op, arith.SubiOp):
@@ -122,18 +133,53 @@ def _eval(v: SSAValue, env: Mapping[SSAValue, int], memo: dict) -> int:
         else:
             out = int(a / b)  # rounds toward zero, as divsi
     elif isinstance(op, arith.RemSIOp):
-        a, b = _eval(op.lhs, env, memo), _eval(op.rhs, env, memo)
+        a, b = _eval(op.lhs, env, memo, reader), _eval(op.rhs, env, memo, reader)
         if b == 0:
             raise PointerError("a program order that takes a remainder by zero", op)
         out = a - b * int(a / b)
     elif isinstance(op, arith.MinSIOp):
-        out = min(_eval(op.lhs, env, memo), _eval(op.rhs, env, memo))
+        out = min(_eval(op.lhs, env, memo, reader), _eval(op.rhs, env, memo, reader))
     elif isinstance(op, arith.MaxSIOp):
-        out = max(_eval(op.lhs, env, memo), _eval(op.rhs, env, memo))
+        out = max(_eval(op.lhs, env, memo, reader), _eval(op.rhs, env, memo, reader))
     else:
         raise PointerError(f"a program order computed by {_name(op)}", _op(v))
     memo[v] = out
     return out
+
+
+def _is_iter_arg(v: SSAValue) -> bool:
+    return (
+        isinstance(v, BlockArgument) and isinstance(v.owner.parent_op(), scf.ForOp) and v.index > 0
+    )
+
+
+def _grid_stride(loop: Operation) -> int | None:
+    """The program-id axis of a persistent loop over tiles, `for t in range(pid, T, S)`
+    in the kernel's body (S a constant or `tl.num_programs`): its `t` takes each tile
+    id once over the programs when the grid has S programs, as Triton's persistent
+    kernels launch; tawac runs the body once per tile id instead (its own grid, its own
+    persistence). None for any other loop."""
+    if not isinstance(loop, scf.ForOp) or not isinstance(loop.parent_op(), tt.FuncOp):
+        return None
+    lb = loop.lb.owner
+    if not isinstance(lb, tt.GetProgramIdOp):
+        return None
+    step = loop.step.owner
+    const = isinstance(step, arith.ConstantOp) and isinstance(step.value, IntegerAttr)
+    if const and step.value.value.data > 0:
+        return lb.axis_index
+    if isinstance(step, tt.GetNumProgramsOp) and step.axis_index == lb.axis_index:
+        return lb.axis_index
+    return None
+
+
+def _program_axis(v: SSAValue) -> int | None:
+    """The axis of a program symbol: a program id, or the tile id of a persistent loop."""
+    if isinstance(v.owner, tt.GetProgramIdOp):
+        return v.owner.axis_index
+    if isinstance(v, BlockArgument) and v.index == 0:
+        return _grid_stride(v.owner.parent_op())
+    return None
 
 
 def _name(op) -> str:
@@ -144,12 +190,12 @@ def _op(v: SSAValue) -> Operation | None:
     return v.owner if isinstance(v.owner, Operation) else None
 
 
-def _poly_value(p: Poly, env: Mapping[SSAValue, int], memo: dict) -> int:
+def _poly_value(p: Poly, env: Mapping[SSAValue, int], memo: dict, reader=None) -> int:
     total = 0
     for m, c in p.terms.items():
         term = c
         for s in m:
-            term *= _eval(s, env, memo)
+            term *= _eval(s, env, memo, reader)
         total += term
     return total
 
@@ -179,6 +225,12 @@ class _Plan:
     q: list[Poly]  # per output tensor dimension, its block index as a polynomial
     axes: list[int | None]  # per output tensor dimension, its tile.program_id axis
     reader: object = None
+    #: integer arguments tied to the output size they must equal (`_Check`)
+    ties: dict[BlockArgument, BlockArgument] = field(default_factory=dict)
+    #: integer arguments the tile kernel keeps as `index` scalars (loop bounds no
+    #: tensor dimension is sized by)
+    scalars: list[BlockArgument] = field(default_factory=list)
+    canon: object = None
 
     @property
     def args(self) -> dict[BlockArgument, tuple[str, ...]]:
@@ -218,13 +270,27 @@ def tensor_dims(a: Access) -> list[tuple[Dim, int | None]]:
     return [(d, None) for d in a.outer] + [(a.dims[d], d) for d in order]
 
 
+def _desc_dim_name(a: BlockArgument) -> str | None:
+    """`a_desc0` for the first size argument of descriptor `a_desc` (None for another
+    argument)."""
+    args = list(a.owner.args)
+    for k in range(a.index - 1, -1, -1):
+        t = args[k].type
+        if isinstance(t, tt.TensorDescType):
+            d = a.index - k - 1
+            return f"{args[k].name_hint}{d}" if d < t.block.get_num_dims() else None
+        if not isinstance(t, IntegerType):
+            return None
+    return None
+
+
 def _dim_name(
     d: Dim, arg: BlockArgument, i: int, at: Operation
 ) -> tuple[str, BlockArgument | None]:
     """A tensor dimension's name and the argument that sizes it (module docstring)."""
     for cand in (d.wrap, *([] if d.bound is None else _single_symbol(d.bound))):
         if isinstance(cand, BlockArgument):
-            return cand.name_hint or "?", cand
+            return _desc_dim_name(cand) or cand.name_hint or "?", cand
     if d.bound is not None:
         raise _error(f"a mask bound {d.bound} that is not a size argument", at)
     rem = _rem_size(d.origin)
@@ -269,26 +335,76 @@ def _pid_axes(p: Poly) -> set[int]:
     for m in p.terms:
         for s in m:
             if not isinstance(s, Range):
-                found |= _axes_of(s, 0)
+                found |= {a for v in _program_symbols(s) if (a := _program_axis(v)) is not None}
     return found
 
 
-def _axes_of(v: SSAValue, depth: int) -> set[int]:
-    op = v.owner
-    if isinstance(op, tt.GetProgramIdOp):
-        return {op.axis_index}
-    if depth > 200 or not isinstance(op, Operation):
-        return set()
-    out: set[int] = set()
-    for x in op.operands:
-        out |= _axes_of(x, depth + 1)
+def _program_symbols(v: SSAValue) -> set[SSAValue]:
+    """The program symbols (`_program_axis`) a scalar is computed from, through the
+    kernel's integer code; an iteration argument of a persistent loop stands for its
+    tile id (the loop's `t`)."""
+    out: set[SSAValue] = set()
+    work, seen = [v], set()
+    while work and len(seen) < 10000:
+        x = work.pop()
+        if x in seen:
+            continue
+        seen.add(x)
+        if _program_axis(x) is not None:
+            out.add(x)
+            continue
+        if _is_iter_arg(x):
+            loop = x.owner.parent_op()
+            if _grid_stride(loop) is not None:
+                out.add(loop.body.block.args[0])
+                continue
+            work.append(loop.iter_args[x.index - 1])
+            continue
+        if isinstance(x.owner, Operation):
+            work.extend(x.owner.operands)
     return out
 
 
-def _grid(func: tt.FuncOp, store: Access, tensors: dict) -> tuple[list[Poly], list[int | None]]:
+def _arguments_of(v: SSAValue) -> set[BlockArgument]:
+    """The kernel's integer arguments a scalar is computed from."""
+    out: set[BlockArgument] = set()
+    work, seen = [v], set()
+    while work and len(seen) < 10000:
+        x = work.pop()
+        if x in seen:
+            continue
+        seen.add(x)
+        if _is_arg(x):
+            out.add(x)
+        elif _is_iter_arg(x):
+            work.append(x.owner.parent_op().iter_args[x.index - 1])
+        elif isinstance(x.owner, Operation):
+            work.extend(x.owner.operands)
+    return out
+
+
+def _stored(op: Operation) -> SSAValue:
+    return op.src if isinstance(op, tt.DescriptorStoreOp) else op.value
+
+
+def _is_store(op: Operation) -> bool:
+    return isinstance(op, tt.StoreOp | tt.DescriptorStoreOp)
+
+
+@dataclass
+class _Grid:
+    q: list[Poly]
+    axes: list[int | None]
+    #: integer arguments the program order computes the tile grid from, tied to the
+    #: output dimension's size they must equal (`M` of a persistent matmul to the
+    #: output descriptor's rows): checked at launch
+    ties: dict[BlockArgument, BlockArgument] = field(default_factory=dict)
+
+
+def _grid(func: tt.FuncOp, store: Access, tensors: dict, reader) -> _Grid:
     """Per output tensor dimension its block index polynomial `q_d` and the
     `tile.program_id` axis it becomes (module docstring)."""
-    shape = store.op.value.type.get_shape()
+    shape = _stored(store.op).type.get_shape()
     dims = tensor_dims(store)
     q: list[Poly] = []
     for d, tile_index in dims:
@@ -309,102 +425,137 @@ def _grid(func: tt.FuncOp, store: Access, tensors: dict) -> tuple[list[Poly], li
         raise _error("an output indexed along more than three dimensions", store.op)
     axes_of: list[int | None] = [None] * len(q)
     speed: dict[int, int] = {}
+    ties: dict[BlockArgument, BlockArgument] = {}
     for axis, members in groups.items():
         direct = [i for i in members if _direct(q[i]) == axis]
         if len(members) == 1 and direct:
             axes_of[members[0]] = axis
             continue
-        speed |= _check_bijection(store, dims, q, members, tensors[store.base], shape)
+        check = _Check(store, dims, q, members, tensors[store.base], shape, reader)
+        changes, tied = check.run()
+        speed |= changes
+        ties |= tied
     taken = {a for a in axes_of if a is not None}
     free = [a for a in range(3) if a not in taken]
     rest = [i for i, qd in enumerate(q) if qd.terms and axes_of[i] is None]
     for i in sorted(rest, key=lambda i: (-speed.get(i, 0), i)):
         axes_of[i] = free.pop(0)
-    return q, axes_of
+    return _Grid(q, axes_of, ties)
 
 
 def _direct(qd: Poly) -> int | None:
-    """The axis where `qd` is a program id itself."""
+    """The axis where `qd` is a program symbol itself."""
     (sym,) = _single_symbol(qd) or (None,)
-    if sym is not None and isinstance(sym.owner, tt.GetProgramIdOp):
-        return sym.owner.axis_index
-    return None
+    return _program_axis(sym) if sym is not None else None
 
 
 #: Counts tried for an output dimension no size argument bounds.
 FREE_COUNTS = (1, 2, 3, 5)
 
 
-def _check_bijection(store, dims, q, members, tensor: _Tensor, shape) -> dict[int, int]:
-    """The dimensions `members` of the output, computed from one program id, cover their
-    block grid once over the programs (checked at sizes: `CHECK_SIZES`, `FREE_COUNTS`);
-    per dimension, how often it changes from one program to the next (the fastest gets
-    the lowest free `tile.program_id` axis, as Triton's order has it)."""
-    pid = None
-    for i in members:
-        for m in q[i].terms:
-            for s in m:
-                pid = pid or _pid_value(s)
-    choices = []
-    for i in members:
-        size = tensor.sizes[i]
-        d, tile_index = dims[i]
-        t = 1 if tile_index is None else shape[tile_index]
-        if size is not None and _rem_size(d.origin) is size:
-            choices.append([(size, v, v) for v in (1, 3, 8, 16)])
-        elif size is not None:
-            choices.append([(size, v, -(-v // t)) for v in CHECK_SIZES])
-        else:
-            choices.append([(None, None, c) for c in FREE_COUNTS])
-    changes = dict.fromkeys(members, 0)
-    for combo in itertools.product(*choices):
-        env = {s: v for s, v, _ in combo if s is not None}
-        counts = [c for _, _, c in combo]
-        total = 1
-        for c in counts:
-            total *= c
-        seen, last = set(), None
-        for p in range(total):
-            memo: dict = {}
-            env[pid] = p
+@dataclass
+class _Check:
+    """The dimensions `members` of the output, computed from one program symbol, cover
+    their block grid once over the programs (checked at sizes: `CHECK_SIZES`,
+    `FREE_COUNTS`); a persistent loop's tile count is that grid's. Integer arguments the
+    order reads that no dimension is sized by (the `M`, `N` of a persistent matmul whose
+    tensors are descriptors) are tied to the members' sizes: the first assignment under
+    which the order checks is kept, and the launch checks it."""
+
+    store: Access
+    dims: list
+    q: list[Poly]
+    members: list[int]
+    tensor: _Tensor
+    shape: tuple
+    reader: object
+
+    def run(self) -> tuple[dict[int, int], dict[BlockArgument, BlockArgument]]:
+        syms = {v for i in self.members for m in self.q[i].terms for s in m
+                for v in _program_symbols(s)}  # fmt: skip
+        if len(syms) != 1:
+            raise _error("an output block index computed from two program symbols", self.store.op)
+        (pid,) = syms
+        loop = pid.owner.parent_op() if isinstance(pid, BlockArgument) else None
+        sizes = {self.tensor.sizes[i] for i in self.members} - {None}
+        needed = set()
+        for i in self.members:
+            for m in self.q[i].terms:
+                for s in m:
+                    needed |= _arguments_of(s)
+        if loop is not None:
+            needed |= _arguments_of(loop.ub)
+        free = sorted(needed - sizes, key=lambda a: a.index)
+        targets = [self.tensor.sizes[i] for i in self.members if self.tensor.sizes[i] is not None]
+        first: CompileError | None = None
+        for chosen in itertools.permutations(targets, len(free)) if free else [()]:
+            tie = dict(zip(free, chosen, strict=True))
             try:
-                point = tuple(_poly_value(q[i], env, memo) for i in members)
-            except PointerError as e:
-                raise _error(e.message, e.op) from None
-            if point in seen or any(not 0 <= x < c for x, c in zip(point, counts, strict=True)):
+                return self._check(pid, loop, tie), tie
+            except CompileError as e:
+                first = first or e
+        assert first is not None
+        raise first
+
+    def _choices(self):
+        out = []
+        for i in self.members:
+            size = self.tensor.sizes[i]
+            d, tile_index = self.dims[i]
+            t = 1 if tile_index is None else self.shape[tile_index]
+            if size is not None and _rem_size(d.origin) is size:
+                out.append([(size, v, v) for v in (1, 3, 8, 16)])
+            elif size is not None:
+                out.append([(size, v, -(-v // t)) for v in CHECK_SIZES])
+            else:
+                out.append([(None, None, c) for c in FREE_COUNTS])
+        return out
+
+    def _check(self, pid, loop, tie) -> dict[int, int]:
+        changes = dict.fromkeys(self.members, 0)
+        for combo in itertools.product(*self._choices()):
+            env = {s: v for s, v, _ in combo if s is not None}
+            env |= {a: env[b] for a, b in tie.items()}
+            counts = [c for _, _, c in combo]
+            total = 1
+            for c in counts:
+                total *= c
+            where = ", ".join(f"{s.name_hint}={v}" for s, v, _ in combo if s is not None)
+            if loop is not None and self._value(loop.ub, env) != total:
                 raise _error(
-                    "the program order is not a permutation of the tile grid at "
-                    + ", ".join(f"{s.name_hint}={v}" for s, v, _ in combo if s is not None),
-                    store.op,
+                    f"the persistent loop's tile count is not the output's tile grid at {where}",
+                    loop,
                 )
-            seen.add(point)
-            if last is not None:
-                for i, a, b in zip(members, last, point, strict=True):
-                    changes[i] += a != b
-            last = point
-    return changes
+            seen, last = set(), None
+            for p in range(total):
+                env[pid] = p
+                point = tuple(self._value(self.q[i], env) for i in self.members)
+                bad = any(not 0 <= x < c for x, c in zip(point, counts, strict=True))
+                if point in seen or bad:
+                    raise _error(
+                        f"the program order is not a permutation of the tile grid at {where}",
+                        self.store.op,
+                    )
+                seen.add(point)
+                if last is not None:
+                    for i, a, b in zip(self.members, last, point, strict=True):
+                        changes[i] += a != b
+                last = point
+        return changes
 
-
-def _pid_value(s) -> SSAValue | None:
-    """The program id a scalar is computed from."""
-    if isinstance(s, Range):
-        return None
-    work, seen = [s], set()
-    while work:
-        v = work.pop()
-        if v in seen:
-            continue
-        seen.add(v)
-        if isinstance(v.owner, tt.GetProgramIdOp):
-            return v
-        if isinstance(v.owner, Operation):
-            work.extend(v.owner.operands)
-    return None
+    def _value(self, x, env) -> int:
+        memo: dict = {}
+        try:
+            if isinstance(x, Poly):
+                return _poly_value(x, env, memo, self.reader)
+            return _eval(x, env, memo, self.reader)
+        except PointerError as e:
+            raise _error(e.message, e.op) from None
 
 
 def _output(acc: list[Access]) -> Access:
     """The store whose blocks the programs partition: the last of the largest rank."""
-    stores = [a for a in acc if isinstance(a.op, tt.StoreOp)]
+    stores = [a for a in acc if _is_store(a.op)]
     if not stores:
         raise _error("a kernel that stores nothing", None)
     rank = max(len(a.dims) for a in stores)
@@ -417,13 +568,87 @@ def plan(func: tt.FuncOp) -> _Plan:
         acc = accesses(func, r)
     except PointerError as e:
         raise _error(e.message, e.op) from None
-    if not any(isinstance(a.op, tt.StoreOp) for a in acc):
+    if not any(_is_store(a.op) for a in acc):
         raise _error("a kernel that stores nothing", func)
     tensors = _tensors(acc)
     out = _output(acc)
-    q, axes = _grid(func, out, tensors)
+    g = _grid(func, out, tensors, r)
     _check_wraps(acc, out)
-    return _Plan(func, {a.op: a for a in acc}, tensors, out, q, axes, r)
+    p = _Plan(func, {a.op: a for a in acc}, tensors, out, g.q, g.axes, r, g.ties)
+    p.scalars = _scalars(p)
+    p.canon = _Canon(r)
+    return p
+
+
+class _Canon:
+    """Scalars of the kernel's integer code up to equal computation: a key per value
+    (its polynomial over opaque symbols, each opaque symbol keyed by its op and its
+    operands' keys) and one representative per key. The tutorial's persistent matmul
+    computes `pid_m` twice, from the tile id and from a counter equal to it; both are
+    one symbol here."""
+
+    def __init__(self, reader):
+        self.reader = reader
+        self.keys: dict[SSAValue, object] = {}
+        self.reps: dict[object, SSAValue] = {}
+
+    def key(self, v: SSAValue, depth: int = 0):
+        if v in self.keys:
+            return self.keys[v]
+        if depth > 200:
+            return ("value", id(v))
+        try:
+            p = self.reader.int_poly(v)
+        except PointerError:
+            p = None
+        single = _single_symbol(p) if p is not None else []
+        if p is None or single == [v] or isinstance(v.type, TensorType):
+            k = self._opaque(v, depth)
+        elif single:
+            k = self.key(single[0], depth + 1)  # equal to another value: its key
+        else:
+            k = ("poly", frozenset(
+                (tuple(sorted(repr(self.key(x, depth + 1)) for x in m)), c)
+                for m, c in p.terms.items()
+            ))  # fmt: skip
+        self.keys[v] = k
+        self.reps.setdefault(k, v)
+        return k
+
+    def _opaque(self, v: SSAValue, depth: int):
+        axis = _program_axis(v)
+        if axis is not None:
+            return ("program", axis, isinstance(v, BlockArgument))
+        op = v.owner
+        if isinstance(op, arith.ConstantOp) and isinstance(op.value, IntegerAttr):
+            return ("const", op.value.value.data)
+        if not isinstance(op, Operation) or isinstance(op, scf.ForOp):
+            return ("value", id(v))
+        return (op.name, tuple(self.key(o, depth + 1) for o in op.operands))
+
+    def poly(self, p: Poly) -> Poly:
+        """`p` with each scalar symbol replaced by its key's representative."""
+        out: dict[tuple, int] = {}
+        for m, c in p.terms.items():
+            mono = []
+            for x in m:
+                mono.append(x if isinstance(x, Range) else self.reps[self.key(x)])
+            mono_t = tuple(sorted(mono, key=pointers._key))
+            out[mono_t] = out.get(mono_t, 0) + c
+        return Poly({m: c for m, c in out.items() if c})
+
+
+def _scalars(p: _Plan) -> list[BlockArgument]:
+    """The integer arguments loop bounds read that no tensor dimension is sized by (the
+    `K` of a K loop over descriptor loads): the tile kernel takes them as `index`."""
+    sized = {a for t in p.tensors.values() for a in t.sizes if a is not None}
+    found: set[BlockArgument] = set()
+    for loop in p.func.walk():
+        if not isinstance(loop, scf.ForOp) or _grid_stride(loop) is not None:
+            continue
+        for v in (loop.lb, loop.ub, loop.step):
+            found |= {a for a in _arguments_of(v) if isinstance(a.type, IntegerType)}
+    return sorted(found - sized, key=lambda a: a.index)
 
 
 def _check_wraps(acc: list[Access], out: Access) -> None:
@@ -451,6 +676,8 @@ class _Emitter:
     expanded: dict[SSAValue, tuple[SSAValue, int]] = field(default_factory=dict)
     #: TTIR 2-d tiles whose tile-kernel value is held transposed (the tensor's order)
     transposed: set[SSAValue] = field(default_factory=set)
+    #: integer arguments kept as `index` scalars of the tile kernel
+    scalars: dict[SSAValue, SSAValue] = field(default_factory=dict)
 
     def get(self, v: SSAValue, at: Operation) -> SSAValue:
         """What `v` became in the tile kernel; an error where `at` reads a value the
@@ -474,7 +701,8 @@ class _Emitter:
     def index(self, p: Poly, at: Operation) -> SSAValue:
         """A polynomial of the program ids, loop variables and sizes as index arithmetic
         over the tile kernel's program ids and loops."""
-        rest = p
+        canon = self.plan.canon
+        rest = canon.poly(p)
         total: SSAValue | None = None
 
         def plus(v: SSAValue) -> None:
@@ -485,13 +713,13 @@ class _Emitter:
             for d, qd in enumerate(self.plan.q):
                 if d not in self.pids:
                     continue
-                cof, rest = _factor(rest, qd)
+                cof, rest = _factor(rest, canon.poly(qd))
                 if cof.terms:
                     plus(self._times(self.pids[d], cof, at))
             if attempt == 0:
                 rest = self._pid_inverse(rest)
         for iv, (kk, step) in self.ivs.items():
-            cof, rest = _factor(rest, Poly.sym(iv))
+            cof, rest = _factor(rest, canon.poly(Poly.sym(iv)))
             if not cof.terms:
                 continue
             if set(cof.terms) != {()} or cof.terms[()] % step:
@@ -512,7 +740,7 @@ class _Emitter:
     def _pid_inverse(self, rest: Poly) -> Poly:
         """`rest` with a program id `p` the output splits as `p / S` and `p % S` written
         as `(p / S) x S + p % S`, so that the blocks indices' factors take it."""
-        syms = {s for qd in self.plan.q for s in _single_symbol(qd)}
+        syms = {s for qd in self.plan.q for s in _single_symbol(self.plan.canon.poly(qd))}
         div = {(s.owner.lhs, s.owner.rhs): s for s in syms if isinstance(s.owner, arith.DivSIOp)}
         rem = {(s.owner.lhs, s.owner.rhs): s for s in syms if isinstance(s.owner, arith.RemSIOp)}
         for key, dsym in div.items():
@@ -544,6 +772,8 @@ class _Emitter:
         return total
 
     def _dim_sized_by(self, s) -> SSAValue | None:
+        if s in self.scalars:
+            return self.scalars[s]
         for a, t in self.plan.tensors.items():
             if s in t.sizes:
                 src = self.values[a]
@@ -580,6 +810,12 @@ def _substitute(p: Poly, sym: SSAValue, by: Poly) -> Poly:
     return out
 
 
+def _element(a: BlockArgument):
+    """The element type of a pointer or tensor descriptor argument."""
+    t = a.type
+    return t.block.element_type if isinstance(t, tt.TensorDescType) else t.pointee
+
+
 def _kernel_args(p: _Plan) -> tuple[list, list[BlockArgument]]:
     """The tile kernel's arguments: a tensor per pointer argument loaded or stored, and
     each f32 argument (a scale) as it is."""
@@ -587,12 +823,13 @@ def _kernel_args(p: _Plan) -> tuple[list, list[BlockArgument]]:
     for a in p.func.body.block.args:
         t = p.tensors.get(a)
         if t is not None:
-            types.append(
-                tile.GlobalTensorType([tile.DYNAMIC] * len(t.names), a.type.pointee, t.names)
-            )
+            types.append(tile.GlobalTensorType([tile.DYNAMIC] * len(t.names), _element(a), t.names))
             source.append(a)
         elif isinstance(a.type, Float32Type) and a.uses:
             types.append(a.type)
+            source.append(a)
+        elif a in p.scalars:
+            types.append(IndexType())
             source.append(a)
     return types, source
 
@@ -606,6 +843,7 @@ def convert(func: tt.FuncOp) -> tile.KernelOp:
         new.name_hint = old.name_hint.removesuffix("_ptr") if old.name_hint else None
     em = _Emitter(p, block)
     em.values.update(dict(zip(sources, block.args, strict=True)))
+    em.scalars = {a: em.values[a] for a in p.scalars}
     for d, axis in enumerate(p.axes):
         if axis is not None:
             em.pids[d] = em.add(tile.ProgramIdOp(axis)).result
@@ -614,11 +852,13 @@ def convert(func: tt.FuncOp) -> tile.KernelOp:
     return kernel
 
 
-def _dim_of(em: _Emitter, name: str) -> SSAValue:
-    for a, names in em.plan.args.items():
-        if name in names:
-            return em.add(tile.DimOp(em.get(a, a.owner.parent_op()), names.index(name))).result
-    raise _error(f"no tensor has a dimension {name}", None)
+def _dim_of(em: _Emitter, arg: BlockArgument) -> SSAValue:
+    """The size argument `arg` in the tile kernel: a tensor dimension it sizes, or the
+    kernel's `index` scalar."""
+    found = em._dim_sized_by(arg)
+    if found is None:
+        raise _error(f"no tensor dimension is sized by {arg.name_hint}", None)
+    return found
 
 
 def _indices(em: _Emitter, a: Access) -> list[SSAValue]:
@@ -631,9 +871,10 @@ def _tile_order(a: Access) -> list[int]:
 
 def _body(em: _Emitter, block: Block) -> None:
     for op in block.ops:
-        if isinstance(op, tt.LoadOp):
+        if isinstance(op, tt.LoadOp | tt.DescriptorLoadOp):
             a = em.plan.accesses[op]
-            _check_other(op)
+            if isinstance(op, tt.LoadOp):
+                _check_other(op)
             order = _tile_order(a)
             shape = op.result.type.get_shape()
             t = TensorType(op.result.type.element_type, [shape[i] for i in order])
@@ -643,11 +884,11 @@ def _body(em: _Emitter, block: Block) -> None:
                 if len(order) != 2:
                     raise _error("a permuted load of more than two dimensions", op)
                 em.transposed.add(op.result)
-        elif isinstance(op, tt.StoreOp):
+        elif _is_store(op):
             a = em.plan.accesses[op]
             if _tile_order(a) != sorted(_tile_order(a)):
                 raise _error("a store of a tile in the transpose of its tensor's order", op)
-            em.add(tile.StoreOp(em.get(op.value, op), em.get(a.base, op), _indices(em, a)))
+            em.add(tile.StoreOp(em.get(_stored(op), op), em.get(a.base, op), _indices(em, a)))
         elif isinstance(op, tt.DotOp):
             v = [em.get(x, op) for x in (op.a, op.b, op.c)]
             if op.c in em.transposed:
@@ -670,6 +911,8 @@ def _body(em: _Emitter, block: Block) -> None:
             _reduce(em, op)
         elif isinstance(op, tt.SelectOp) and isinstance(op.cond.type, TensorType):
             _select(em, op)
+        elif isinstance(op, scf.ForOp) and _grid_stride(op) is not None:
+            _tiles(em, op)
         elif isinstance(op, scf.ForOp):
             _loop(em, op)
         elif isinstance(op, tt.ReturnOp):
@@ -861,6 +1104,18 @@ def _loop(em: _Emitter, loop: scf.ForOp) -> None:
         em.values[loop.results[j]] = r
 
 
+def _tiles(em: _Emitter, loop: scf.ForOp) -> None:
+    """A persistent loop over tiles (`_grid_stride`): its body once, its tile id the
+    program symbol the plan's block indices are computed from (tawac's grid visits each
+    tile once; its own `persistent` pass makes the kernel persistent again)."""
+    if any(_is_float(a) for a in loop.iter_args):
+        raise _error("a persistent loop that carries data from one tile to the next", loop)
+    for r in loop.results:
+        if r.uses:
+            raise _error("a value of a persistent loop used after it", loop)
+    _body(em, loop.body.block)
+
+
 def _bounds(em: _Emitter, loop: scf.ForOp) -> tuple[SSAValue, SSAValue, int, int]:
     """(lower bound, upper bound, step, B) of the new loop: a loop `0 to cdiv(S, B) step 1`
     runs `0 to S step B` (an old index k is the new one over B); any other loop with a
@@ -895,7 +1150,7 @@ def _count_of(em: _Emitter, loop: scf.ForOp) -> tuple[SSAValue, int] | None:
         return None
     if _const(loop.lb) != 0 or _const(loop.step) != 1:
         return None
-    return _dim_of(em, add.lhs.name_hint or "?"), step
+    return _dim_of(em, add.lhs), step
 
 
 def _const(v: SSAValue) -> int | None:
