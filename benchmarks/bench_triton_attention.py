@@ -18,6 +18,7 @@ reference first (and M, the base-2 log-sum-exp, for the Triton-source kernels).
 
     python3 benchmarks/bench_triton_attention.py [--causal] [--rounds 5]
         [--shapes 4x32x4096,...]   # Z x H x N_CTX
+        [--alt solver --alt heuristic:persistent=false ...]
 """
 
 from __future__ import annotations
@@ -100,6 +101,30 @@ def _tawac_ttir(causal: bool):
     return run
 
 
+def _tawac_alt(causal: bool, config: str):
+    """The shipped `.ttir` compiled by tawac under a planner configuration
+    ("solver", "heuristic:persistent=false", ...), at N_CTX = 4096 only."""
+    from tawac.calibrate import parse_config
+    from tawac.driver import compile_cached
+    from tawac.runtime import load_kernel
+    from tawac.triton import TritonKernel, kernel_abi
+
+    path = ROOT / f"examples/triton/attention{'_causal' if causal else ''}.ttir"
+    planner, fields = parse_config(config)
+    built = compile_cached(path, cubin=True, schedule=planner, **fields)
+    launch = load_kernel(built.cubin, json.loads(built.sidecar_text))
+    params = list(_module().TTIR["signature"])
+    abi = kernel_abi(path.read_text(), str(path))
+    k = TritonKernel.from_abi(abi, launch, dict.fromkeys(UNIT, 1), "_attn_fwd", params)
+
+    def run(q, kk, v, scale, m, o):
+        if q.shape[2] != 4096:
+            return None
+        return k(*_args(q, kk, v, scale, m, o))
+
+    return run
+
+
 def _tawac_tile(causal: bool):
     from tawac.driver import compile_cached
     from tawac.runtime import load_kernel
@@ -143,6 +168,10 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--causal", action="store_true")
     ap.add_argument("--rounds", type=int, default=5)
     ap.add_argument("--shapes", default=",".join(SHAPES))
+    ap.add_argument(
+        "--alt", action="append", default=[], help="the .ttir under another planner "
+        "configuration too, at N_CTX 4096 (solver, heuristic:persistent=false, ...)"
+    )  # fmt: skip
     args = ap.parse_args(argv)
     c = args.causal
     systems = {
@@ -151,7 +180,9 @@ def main(argv: list[str] | None = None) -> int:
         "tawac.triton": _tawac_triton(c),
         "tawac (tile)": _tawac_tile(c),
         "sdpa": _sdpa(c),
+        **{f"tawac ({a})": _tawac_alt(c, a) for a in args.alt},
     }
+    only_4096 = {"tawac (ttir)", *(f"tawac ({a})" for a in args.alt)}  # N_CTX compiled in
     dev = torch.cuda.get_device_name(0)
     kind = "fused attention forward" + (" (causal)" if c else "")
     print(f"# {kind}, fp16, d={D}, {BLOCK}x{BLOCK} blocks: Triton vs tawac on the same "
@@ -173,7 +204,8 @@ def main(argv: list[str] | None = None) -> int:
             ins = (q, k, v) if dt == torch.float16 else tuple(x.to(dt) for x in (q, k, v))
             o = torch.full((z, h, n, D), float("nan"), device="cuda", dtype=dt)
             m = torch.full((z, h, n), float("nan"), device="cuda")
-            if fn(*ins, scale, m, o) is None and s == "tawac (ttir)" and n != 4096:
+            fn(*ins, scale, m, o)
+            if s in only_4096 and n != 4096:
                 continue
             torch.cuda.synchronize()
             err = (o.float() - ref).abs().max().item()

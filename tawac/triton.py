@@ -215,11 +215,13 @@ class TritonKernel:
 
     def views(self, *args: Any) -> list[Any]:
         """The tile kernel's tensor arguments: a strided view of each pointer's tensor."""
+        return self._views(self._ttir_args(args))
+
+    def _views(self, args: Sequence[Any]) -> list[Any]:
         import torch
 
         from tawac.runtime.launcher import LaunchError
 
-        args = tuple(self._ttir_args(args))
         out = []
         for t in self.tensors:
             base = args[t.pointer]
@@ -252,8 +254,8 @@ class TritonKernel:
 
     def kernel_args(self, *args: Any) -> list[Any]:
         """The tile kernel's arguments in its order: tensors, f32 and index scalars."""
-        tensors = iter(self.views(*args))
         ttir = self._ttir_args(args)
+        tensors = iter(self._views(ttir))
         out: list[Any] = []
         for kind, i in self.order:
             if kind == "tensor":

@@ -118,3 +118,21 @@ def test_the_tutorial_attention_on_the_gpu_from_ttir(causal, z, h):
     ref, lse = _reference(q, kk, v, 0.08, causal)
     assert (o.float() - ref).abs().max().item() < 2e-2
     assert (m - lse).abs().max().item() < 1e-3
+
+
+def test_the_causal_kernel_under_the_solver_expands_both_loops():
+    """Found by the attention benchmark's `--alt solver`: the solver gives key loop 0
+    three stages, whose expansion adds loops of its own, and coarse-pipeline then took
+    the wrong loop as loop 1 (an internal IndexError). Loops are now found first."""
+    from tawac import schedule
+    from tawac.compiler import default_pipeline, run_pipeline
+
+    module = parse_file(SOURCES[True])
+    spec = default_pipeline(schedule="solver")
+    run_pipeline(module, spec[: spec.index(",cooperative-consumers")])
+    kernel = next(o for o in module.walk() if isinstance(o, tile.KernelOp))
+    loops = [lp for lp in schedule.of(kernel).loops if lp.role == "consumer"]
+    assert [lp.loop for lp in loops] == [0, 1] and all(lp.expanded for lp in loops)
+    assert max(lp.stages for lp in loops) >= 3
+    res = compile_module(parse_file(SOURCES[True]), schedule="solver")
+    assert "wgmma.mma_async" in res.ptx

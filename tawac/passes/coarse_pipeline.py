@@ -471,12 +471,17 @@ class CoarsePipelinePass(ModulePass):
             if not todo:
                 continue
             parts = [p for p in kernel.body.block.ops if isinstance(p, aref.PartitionOp)]
+            # Every plan's loop is found before any is expanded: an expansion of three or
+            # more stages adds loops of its own, which would shift the later loops' numbers.
+            loops = {}
+            for lp in todo:
+                part = next(p for p in parts if p.role.data == lp.role)
+                loops[(lp.role, lp.loop)] = main_loops(part)[lp.loop]  # `plan` checked it
             done = []
             for lp in plan.loops:
                 if lp.expanded:
                     done.append(lp)
                     continue
-                part = next(p for p in parts if p.role.data == lp.role)
-                _Expansion(main_loops(part)[lp.loop], lp).apply()  # `plan` checked it exists
+                _Expansion(loops[(lp.role, lp.loop)], lp).apply()
                 done.append(dataclasses.replace(lp, expanded=True))
             schedule.update(kernel, loops=tuple(done))
