@@ -111,3 +111,18 @@ def test_the_persistent_matmul_on_the_gpu(m, n, k):
     torch.cuda.synchronize()
     ref = a.float() @ b.float().T
     assert ((c.float() - ref).abs().max() / ref.abs().max()).item() < 2e-3
+
+
+def test_a_program_order_of_more_sizes_than_output_dimensions_is_one_error():
+    """Found by a mutant (the constant 128 made 0, so the order reads M, N and K): more
+    integer arguments than output sizes to tie them to was an internal error."""
+    from tawac.compiler import parse_text
+    from tawac.diagnostics import CompileError
+
+    text = SOURCE.read_text()
+    bad = text.replace("%c128_i32 = arith.constant 128 : i32", "%c128_i32 = arith.constant 0 : i32")
+    assert bad != text
+    with pytest.raises(CompileError) as err:
+        parse_text(bad, "p.ttir")
+    assert "\n" not in str(err.value)
+    assert "matmul_persistent.py:" in str(err.value.location)

@@ -494,7 +494,12 @@ class _Check:
                 return self._check(pid, loop, tie), tie
             except CompileError as e:
                 first = first or e
-        assert first is not None
+        if first is None:  # more such arguments than output dimensions to tie them to
+            names = ", ".join(a.name_hint or "?" for a in free)
+            raise _error(
+                f"the program order reads {names}, which no output dimension is sized by",
+                self.store.op,
+            )
         raise first
 
     def _choices(self):
