@@ -31,6 +31,7 @@ from tawac.parser import parse_text as _parse_mlir
 from tawac.passes.coarse_pipeline import CoarsePipelinePass
 from tawac.passes.convert_ttir import ConvertTtir
 from tawac.passes.cooperative_consumers import CooperativeConsumersPass
+from tawac.passes.fuse_loops import FuseLoopsPass
 from tawac.passes.lower_aref import LowerArefPass
 from tawac.passes.persistent import PersistentPass
 from tawac.passes.pingpong import PingpongPass
@@ -76,6 +77,7 @@ PASSES: dict[str, Callable[[], type[ModulePass]]] = {
         TracePass,
         ConvertToPtxPass,
         ConvertTtir,
+        FuseLoopsPass,
     )
 }
 
