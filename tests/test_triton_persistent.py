@@ -126,3 +126,53 @@ def test_a_program_order_of_more_sizes_than_output_dimensions_is_one_error():
         parse_text(bad, "p.ttir")
     assert "\n" not in str(err.value)
     assert "matmul_persistent.py:" in str(err.value.location)
+
+
+DEVICE = REPO / "examples/triton/matmul_descriptor_persistent.ttir"
+
+
+def test_device_side_descriptors_are_tensors_of_their_pointers():
+    """`tl.make_tensor_descriptor(a_ptr, shape=[M, K], strides=[K, 1], ...)`: the tensor
+    of `a_ptr` with sizes M, K and strides K, 1: the ABI takes them from the arguments."""
+    abi = kernel_abi(DEVICE.read_text(), str(DEVICE))
+    names = abi.names
+    got = [
+        ([names[i] for i in t.sizes], [names[i] if i is not None else 1 for i in t.strides])
+        for t in abi.tensors
+    ]
+    assert got == [(["M", "K"], ["K", 1]), (["N", "K"], ["K", 1]), (["M", "N"], ["N", 1])]
+    assert abi.ties == () and abi.descs == ()
+
+
+@pytest.mark.parametrize(("m", "n", "k"), [(300, 520, 200), (1000, 100, 70)])
+def test_the_device_descriptor_matmul_matches_torch(m, n, k):
+    op = next(o for o in parse_file(DEVICE).walk() if isinstance(o, tile.KernelOp))
+
+    def launch(*args):
+        interpret(op, list(args), (-(-m // BM), -(-n // BN), 1))
+
+    torch.manual_seed(1)
+    a = torch.randn(m, k, dtype=torch.float16)
+    b = torch.randn(n, k, dtype=torch.float16)
+    c = torch.full((m, n), float("nan"), dtype=torch.float16)
+    kern = TritonKernel.from_abi(kernel_abi(DEVICE.read_text(), str(DEVICE)), launch)
+    kern[(132,)](a, b, c, m, n, k)
+    ref = a.float() @ b.float().T
+    assert ((c.float() - ref).abs().max() / ref.abs().max()).item() < 2e-3
+
+
+@pytest.mark.gpu
+@requires_gpu
+@pytest.mark.parametrize(("m", "n", "k"), [(4096, 4096, 4096), (200, 300, 130)])
+def test_the_device_descriptor_matmul_on_the_gpu(m, n, k):
+    from tawac.triton import from_ttir
+
+    kern = from_ttir(DEVICE.read_text(), str(DEVICE))
+    torch.manual_seed(0)
+    a = torch.randn(m, k, device="cuda", dtype=torch.float16)
+    b = torch.randn(n, k, device="cuda", dtype=torch.float16)
+    c = torch.full((m, n), float("nan"), device="cuda", dtype=torch.float16)
+    kern[(132,)](a, b, c, m, n, k)
+    torch.cuda.synchronize()
+    ref = a.float() @ b.float().T
+    assert ((c.float() - ref).abs().max() / ref.abs().max()).item() < 2e-3

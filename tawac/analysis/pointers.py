@@ -494,16 +494,18 @@ def descriptor_access(
     and size arguments and the index as the origin (elements along it)."""
     reader = reader if reader is not None else _Reader()
     desc = op.desc
-    if not isinstance(desc, BlockArgument) or not isinstance(desc.owner.parent_op(), tt.FuncOp):
-        raise PointerError(
-            "a tensor descriptor made in the kernel (tl.make_tensor_descriptor) is not "
-            "supported yet; pass a host-side TensorDescriptor",
-            op,
-        )
-    try:
-        sizes, strides = descriptor_parts(desc)
-    except PointerError as e:
-        raise PointerError(e.message, op) from None
+    made = desc.owner
+    if isinstance(made, tt.MakeTensorDescOp):
+        base, sizes, strides = _made_descriptor(made, reader)
+    elif isinstance(desc, BlockArgument) and isinstance(desc.owner.parent_op(), tt.FuncOp):
+        try:
+            args = descriptor_parts(desc)
+        except PointerError as e:
+            raise PointerError(e.message, op) from None
+        base = desc
+        sizes, strides = ([Poly.sym(a) for a in part] for part in args)
+    else:
+        raise PointerError(f"a tensor descriptor computed by {_op_name(made)}", op)
     dims = []
     for i, size, stride in zip(op.indices, sizes, strides, strict=True):
         try:
@@ -512,8 +514,31 @@ def descriptor_access(
             raise PointerError(e.message, e.op or op) from None
         if origin.ranges():
             raise PointerError("a descriptor index that is a tensor", op)
-        dims.append(Dim(Poly.sym(stride), origin, Poly.sym(size)))
-    return Access(op, desc, tuple(dims))
+        dims.append(Dim(stride, origin, size))
+    return Access(op, base, tuple(dims))
+
+
+def _made_descriptor(
+    made: tt.MakeTensorDescOp, reader: _Reader
+) -> tuple[BlockArgument, list[Poly], list[Poly]]:
+    """The pointer argument, sizes and strides of `tl.make_tensor_descriptor(ptr, shape,
+    strides)`: the pointer an argument itself, each size an argument, each stride one
+    term (an argument or a constant)."""
+    base, offset = pointer(made.base, reader)
+    if offset.terms:
+        raise PointerError(f"a tensor descriptor of a pointer moved by {offset}", made)
+    sizes, strides = [], []
+    for v in made.shape:
+        p = reader.int_poly(v)
+        if len(p.terms) != 1 or next(iter(p.terms.values())) != 1:
+            raise PointerError(f"a tensor descriptor's size {p} that is not an argument", made)
+        sizes.append(p)
+    for v in made.strides:
+        p = reader.int_poly(v)
+        if len(p.terms) != 1:
+            raise PointerError(f"a tensor descriptor's stride {p} of more than one term", made)
+        strides.append(p)
+    return base, sizes, strides
 
 
 _ACCESSES = (tt.LoadOp, tt.StoreOp, tt.DescriptorLoadOp, tt.DescriptorStoreOp)

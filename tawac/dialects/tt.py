@@ -44,6 +44,7 @@ from xdsl.dialects.builtin import (
     TensorType,
     i1,
     i32,
+    i64,
 )
 from xdsl.dialects.utils import parse_func_op_like, print_func_op_like
 from xdsl.ir import Attribute, Dialect, Operation, ParametrizedAttribute, Region, TypeAttribute
@@ -388,6 +389,110 @@ class StoreOp(IRDLOperation):
 
     def print(self, printer: Printer) -> None:
         _print_pointer_form(self, printer)
+
+
+@irdl_op_definition
+class FpToFpOp(IRDLOperation):
+    """`tt.fp_to_fp %x[, rounding = rtne] : A -> B`: a float conversion Triton spells this
+    way for fp8 (`x.to(tl.float8e4nv)`); a narrowing one names its rounding."""
+
+    name = "tt.fp_to_fp"
+
+    src = operand_def()
+    result = result_def()
+    rounding = opt_prop_def(StringAttr)
+
+    @classmethod
+    def parse(cls, parser: Parser) -> FpToFpOp:
+        src = parser.parse_unresolved_operand()
+        rounding = None
+        if parser.parse_optional_punctuation(",") is not None:
+            parser.parse_keyword("rounding")
+            parser.parse_punctuation("=")
+            rounding = parser.parse_identifier()
+        attrs = parser.parse_optional_attr_dict()
+        parser.parse_punctuation(":")
+        st = parser.parse_type()
+        parser.parse_punctuation("->")
+        rt = parser.parse_type()
+        (v,) = parser.resolve_operands([src], [st], parser.pos)
+        props = {"rounding": StringAttr(rounding)} if rounding is not None else {}
+        op = cls.build(operands=[v], result_types=[rt], properties=props)
+        op.attributes |= attrs
+        return op
+
+    def print(self, printer: Printer) -> None:
+        printer.print_string(" ")
+        printer.print_operand(self.src)
+        if self.rounding is not None:
+            printer.print_string(f", rounding = {self.rounding.data}")
+        printer.print_op_attributes(self.attributes)
+        printer.print_string(" : ")
+        printer.print_attribute(self.src.type)
+        printer.print_string(" -> ")
+        printer.print_attribute(self.result.type)
+
+
+@irdl_op_definition
+class MakeTensorDescOp(IRDLOperation):
+    """`tt.make_tensor_descriptor %ptr, [%M, %K], [%sm, %sk] : <f16>, <tensor<128x64xf16>>`:
+    a tensor descriptor made in the kernel (`tl.make_tensor_descriptor`) of the tensor at
+    `ptr` with the given sizes (`i32`) and strides (`i64`), moving blocks of the result's
+    block shape."""
+
+    name = "tt.make_tensor_descriptor"
+
+    base = operand_def(PointerType)
+    shape = var_operand_def()
+    strides = var_operand_def()
+    result = result_def(TensorDescType)
+
+    irdl_options = (AttrSizedOperandSegments(as_property=True),)
+
+    @classmethod
+    def parse(cls, parser: Parser) -> MakeTensorDescOp:
+        base = parser.parse_unresolved_operand()
+        parser.parse_punctuation(",")
+        shape = parser.parse_comma_separated_list(
+            parser.Delimiter.SQUARE, parser.parse_unresolved_operand
+        )
+        parser.parse_punctuation(",")
+        strides = parser.parse_comma_separated_list(
+            parser.Delimiter.SQUARE, parser.parse_unresolved_operand
+        )
+        attrs = parser.parse_optional_attr_dict()
+        parser.parse_punctuation(":")
+        pointee = PointerType.parse_parameters(parser)[0]
+        parser.parse_punctuation(",")
+        (block,) = TensorDescType.parse_parameters(parser)
+        (b,) = parser.resolve_operands([base], [PointerType(pointee)], parser.pos)
+        sh = parser.resolve_operands(shape, [i32] * len(shape), parser.pos)
+        st = parser.resolve_operands(strides, [i64] * len(strides), parser.pos)
+        op = cls.build(operands=[b, sh, st], result_types=[TensorDescType(block)])
+        op.attributes |= attrs
+        return op
+
+    def print(self, printer: Printer) -> None:
+        printer.print_string(" ")
+        printer.print_operand(self.base)
+        printer.print_string(", [")
+        printer.print_list(self.shape, printer.print_operand)
+        printer.print_string("], [")
+        printer.print_list(self.strides, printer.print_operand)
+        printer.print_string("]")
+        printer.print_op_attributes(self.attributes, reserved_attr_names=("operandSegmentSizes",))
+        printer.print_string(" : <")
+        printer.print_attribute(self.base.type.pointee)
+        printer.print_string(">, <")
+        printer.print_attribute(self.result.type.block)
+        printer.print_string(">")
+
+    def verify_(self) -> None:
+        rank = self.result.type.block.get_num_dims()
+        if len(self.shape) != rank or len(self.strides) != rank:
+            raise VerifyException(
+                "tt.make_tensor_descriptor: one size and one stride per dimension of the block"
+            )
 
 
 def _parse_desc_indices(parser: Parser):
@@ -836,6 +941,8 @@ TT = Dialect(
         TransOp,
         DescriptorLoadOp,
         DescriptorStoreOp,
+        MakeTensorDescOp,
+        FpToFpOp,
     ],
     [PointerType, TensorDescType],
 )

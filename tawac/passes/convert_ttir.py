@@ -903,6 +903,8 @@ def _body(em: _Emitter, block: Block) -> None:
             em.values[op.result] = em.add(dot).result
         elif isinstance(op, tt.TransOp):
             _trans(em, op)
+        elif isinstance(op, tt.FpToFpOp):
+            _fp_to_fp(em, op)
         elif isinstance(op, tt.ExpandDimsOp) and _is_float(op.result):
             em.expanded[op.result] = (em.get(op.src, op), op.axis.value.data)
         elif isinstance(op, tt.BroadcastOp) and _is_float(op.result):
@@ -946,6 +948,25 @@ def _trans(em: _Emitter, op: tt.TransOp) -> None:
     em.values[op.result] = em.get(op.src, op)
     if op.src not in em.transposed:
         em.transposed.add(op.result)
+
+
+def _fp_to_fp(em: _Emitter, op: tt.FpToFpOp) -> None:
+    """`x.to(tl.float8e4nv)` and back: `arith.truncf` (round to nearest even, the only
+    rounding tawac emits) or `arith.extf`."""
+    src = em.get(op.src, op)
+    bits = [_elem(t).bitwidth for t in (op.src.type, op.result.type)]
+    if bits[1] < bits[0]:
+        if op.rounding is not None and op.rounding.data != "rtne":
+            raise _error(f"an fp8 conversion rounding {op.rounding.data} (tawac rounds rtne)", op)
+        new = arith.TruncFOp(src, op.result.type)
+    else:
+        new = arith.ExtFOp(src, op.result.type)
+    new.location = op.location
+    em.values[op.result] = em.add(new).result
+
+
+def _elem(t):
+    return t.element_type if isinstance(t, TensorType) else t
 
 
 def _select(em: _Emitter, op: tt.SelectOp) -> None:
@@ -1068,7 +1089,8 @@ def _is_index_work(op: Operation) -> bool:
         | arith.AndIOp
         | tt.ExtSIOp
         | tt.ExtUIOp
-        | tt.TruncIOp,
+        | tt.TruncIOp
+        | tt.MakeTensorDescOp,
     )
 
 
