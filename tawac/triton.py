@@ -169,6 +169,25 @@ class TritonKernel:
                 return d, pos - d - 1
         return None
 
+    def _plan(self) -> list[tuple]:
+        """Per TTIR argument where it comes from: ("param", i) the i-th parameter, or
+        ("desc", i, k) part k of the descriptor in parameter i (-1: its tensor)."""
+        plan = getattr(self, "_plan_cache", None)
+        if plan is not None:
+            return plan
+        index = {n: i for i, n in enumerate(self.params)}
+        blocks = dict(self.abi.descs)
+        plan = []
+        for pos, n in enumerate(self.names):
+            part = self._part(pos)
+            if part is None and pos not in blocks:
+                plan.append(("param", index[n]))
+                continue
+            d, k = part if part is not None else (pos, -1)
+            plan.append(("desc", index[self.names[d]], k, d))
+        self._plan_cache = plan
+        return plan
+
     def _ttir_args(self, args: Sequence[Any]) -> list[Any]:
         from tawac.runtime.launcher import LaunchError
 
@@ -177,33 +196,31 @@ class TritonKernel:
                 f"{self.name} takes {len(self.params)} arguments ({', '.join(self.params)}), "
                 f"got {len(args)}"
             )
-        by_name = dict(zip(self.params, args, strict=True))
-        for k, v in by_name.items():
+        for k, v in zip(self.params, args, strict=True):
             if k not in self.names and k in self.constexprs and self.constexprs[k] != v:
                 raise LaunchError(
                     f"{self.name} was compiled with {k}={self.constexprs[k]}, called with {v}"
                 )
         blocks = dict(self.abi.descs)
         out: list[Any] = []
-        for pos, n in enumerate(self.names):
-            part = self._part(pos)
-            if part is None and pos not in blocks:
-                out.append(by_name[n])
+        for entry in self._plan():
+            if entry[0] == "param":
+                out.append(args[entry[1]])
                 continue
-            d, k = part if part is not None else (pos, -1)
-            desc = by_name[self.names[d]]
-            if not all(hasattr(desc, f) for f in ("base", "shape", "strides", "block_shape")):
-                raise LaunchError(f"argument {self.names[d]}: a TensorDescriptor is needed")
-            if list(desc.block_shape) != list(blocks[d]):
-                raise LaunchError(
-                    f"argument {self.names[d]}: block shape {list(desc.block_shape)}, "
-                    f"compiled for {list(blocks[d])}"
-                )
-            rank = len(blocks[d])
+            _, i, k, d = entry
+            desc = args[i]
             if k < 0:
+                if not all(hasattr(desc, f) for f in ("base", "shape", "strides", "block_shape")):
+                    raise LaunchError(f"argument {self.names[d]}: a TensorDescriptor is needed")
+                if list(desc.block_shape) != list(blocks[d]):
+                    raise LaunchError(
+                        f"argument {self.names[d]}: block shape {list(desc.block_shape)}, "
+                        f"compiled for {list(blocks[d])}"
+                    )
                 out.append(desc.base)
-            else:
-                out.append(desc.shape[k] if k < rank else desc.strides[k - rank])
+                continue
+            rank = len(blocks[d])
+            out.append(desc.shape[k] if k < rank else desc.strides[k - rank])
         for a, b in self.abi.ties:
             if int(out[a]) != int(out[b]):
                 raise LaunchError(
@@ -218,6 +235,8 @@ class TritonKernel:
         return self._views(self._ttir_args(args))
 
     def _views(self, args: Sequence[Any]) -> list[Any]:
+        """The tensor arguments: the tensor itself where it already has the sizes and
+        strides the arguments give, else a strided view of it."""
         import torch
 
         from tawac.runtime.launcher import LaunchError
@@ -225,19 +244,24 @@ class TritonKernel:
         out = []
         for t in self.tensors:
             base = args[t.pointer]
-            arg = self.names[t.pointer]
             if not isinstance(base, torch.Tensor):
+                arg = self.names[t.pointer]
                 raise LaunchError(f"argument {arg}: a torch tensor is needed for a pointer")
             strides = [1 if s is None else int(args[s]) for s in t.strides]
             if strides[-1] != 1:
                 raise LaunchError(
-                    f"argument {arg}: its dimension {t.names[-1]} has stride {strides[-1]}; "
-                    "tawac reads it as the contiguous one (TMA needs stride 1 there)"
+                    f"argument {self.names[t.pointer]}: its dimension {t.names[-1]} has "
+                    f"stride {strides[-1]}; tawac reads it as the contiguous one (TMA needs "
+                    "stride 1 there)"
                 )
-            extent = base.untyped_storage().nbytes() // base.element_size() - base.storage_offset()
-            given = [None if i is None else int(args[i]) for i in t.sizes]
-            sizes = storage_sizes(given, strides, extent)
-            out.append(torch.as_strided(base, sizes, strides, base.storage_offset()))
+            sizes = [None if i is None else int(args[i]) for i in t.sizes]
+            if None in sizes:
+                extent = base.untyped_storage().nbytes() // base.element_size()
+                sizes = storage_sizes(sizes, strides, extent - base.storage_offset())
+            if list(base.shape) == sizes and list(base.stride()) == strides:
+                out.append(base)
+            else:
+                out.append(torch.as_strided(base, sizes, strides, base.storage_offset()))
         return out
 
     def __call__(self, *args: Any, **constexprs: Any) -> Any:
@@ -268,8 +292,11 @@ class TritonKernel:
     def order(self) -> list[tuple[str, int]]:
         """The tile kernel's arguments: ("tensor", pointer position), ("float" | "index",
         its position), in the TTIR's argument order (`convert-ttir`'s)."""
-        items = [("tensor", t.pointer) for t in self.tensors] + list(self.abi.scalars)
-        return sorted(items, key=lambda x: x[1])
+        found = getattr(self, "_order_cache", None)
+        if found is None:
+            items = [("tensor", t.pointer) for t in self.tensors] + list(self.abi.scalars)
+            found = self._order_cache = sorted(items, key=lambda x: x[1])
+        return found
 
 
 def _part_name(k: TritonKernel, pos: int) -> str:
@@ -325,6 +352,7 @@ class TritonFunction:
         self.signature = dict(signature)
         self.constexprs = dict(constexprs)
         self.params = [n for n in self.signature if n not in self.constexprs]
+        self.ints = [i for i, n in enumerate(self.params) if _is_int(self.signature[n])]
         self.name = getattr(fn, "__name__", "kernel")
         self.kernels: dict[tuple[str, ...], TritonKernel] = {}
 
@@ -340,11 +368,7 @@ class TritonFunction:
                 f"{self.name} takes {len(self.params)} arguments ({', '.join(self.params)}), "
                 f"got {len(args)}"
             )
-        ones = tuple(
-            n
-            for n, v in zip(self.params, args, strict=True)
-            if _is_int(self.signature[n]) and isinstance(v, int) and v == 1
-        )
+        ones = tuple(self.params[i] for i in self.ints if isinstance(args[i], int) and args[i] == 1)
         k = self.kernels.get(ones)
         if k is None:
             consts = {**self.constexprs, **dict.fromkeys(ones, 1)}
