@@ -8,7 +8,8 @@ A `.mlir` file is compiled with the default pipeline; a `.ptx` file is assembled
 same ptxas and launched with the `.json` sidecar beside it (as `tawac compile -o x.ptx`
 writes it), so it must keep the kernel's name and parameters. Each kernel is checked
 against SDPA (relative error printed) and the kernels are timed round-robin at seq
-1k/4k/16k: the median of `--rounds` rounds of triton's do_bench.
+1k/4k/16k: the median of `--rounds` rounds of triton's do_bench. Inputs are in each
+kernel's own element type (bf16 or f16, from its sidecar), the same random values.
 """
 
 from __future__ import annotations
@@ -49,7 +50,7 @@ def main() -> None:
             b = max(1, 32768 // s)
             torch.manual_seed(0)
             q, k, v = (
-                torch.randn(b, h, s, d, device="cuda", dtype=torch.bfloat16) for _ in range(3)
+                torch.randn(b, h, s, d, device="cuda").to(_dtype(kern)) for _ in range(3)
             )
             o = torch.full_like(q, float("nan"))
             a = (q, k, v, o, d**-0.5 * LOG2E)
@@ -67,6 +68,12 @@ def main() -> None:
             for (flops, _), t, e in zip(calls, times, errs, strict=True)
         ]
         print(str(s).rjust(6), *(x.rjust(24) for x in row))
+
+
+def _dtype(kern) -> torch.dtype:
+    """The element type of the kernel's first tensor argument (bf16 or f16)."""
+    first = next(a for a in kern.sidecar["args"] if a["kind"] == "tensor")
+    return {"bf16": torch.bfloat16, "f16": torch.float16}[first["dtype"]]
 
 
 def _load(path: str, head_dim: int):
