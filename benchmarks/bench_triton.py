@@ -12,11 +12,14 @@
   (`examples/triton/matmul_persistent.py`, C = A B^T, 128x256x64 tiles, 132 programs)
   by Triton (8 warps, 3 stages), its `.ttir` and its source by tawac, tawac's tile GEMM
   of the same shape (`examples/gemm_fp16.mlir`) and cuBLAS.
+- `descriptor`: the same with device-side descriptors (`tl.make_tensor_descriptor`,
+  `matmul_descriptor_persistent.ttir`), Triton launching it with a scratch allocator.
 
 Same run, round-robin, medians; every kernel checked against a float32 torch reference
 first.
 
-    python3 benchmarks/bench_triton.py [--program matmul|epilogue|persistent] [--rounds 5]
+    python3 benchmarks/bench_triton.py [--program matmul|epilogue|persistent|descriptor]
+        [--rounds 5]
         [--sizes 4096x4096x4096,...]
 """
 
@@ -37,9 +40,12 @@ SIZES = ["4096x4096x4096", "8192x8192x8192", "3000x5000x2000", "2304x4608x3072",
 
 
 def _module(name: str):
-    spec = importlib.util.spec_from_file_location(name, ROOT / f"examples/triton/{name}.py")
+    file = "matmul_persistent" if name == "matmul_descriptor_persistent" else name
+    spec = importlib.util.spec_from_file_location(file, ROOT / f"examples/triton/{file}.py")
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
+    if name == "matmul_descriptor_persistent":
+        module.TTIR = module.TTIR_VARIANTS[name]
     return module
 
 
@@ -56,7 +62,7 @@ def _triton(name: str):
         m, k = a.shape
         n = c.shape[1]
         grid = (-(-m // consts["BLOCK_SIZE_M"]) * -(-n // consts["BLOCK_SIZE_N"]),)
-        if name == "matmul_persistent":
+        if name in ("matmul_persistent", "matmul_descriptor_persistent"):
             grid = (min(consts["NUM_SMS"], grid[0]),)
             kernel[grid](*_call_args(name, *args), **consts, num_warps=8, num_stages=3)
             return
@@ -82,6 +88,8 @@ def _call_args(name: str, *args):
     n = c.shape[1]
     if name == "matmul_persistent":
         return (*_descriptors(a, b, c), m, n, k)
+    if name == "matmul_descriptor_persistent":
+        return (a, b, c, m, n, k)
     if name == "matmul":
         return (a, b, c, m, n, k, *_strides(a, b, c))
     bias, r = args[3:]
@@ -116,6 +124,14 @@ def _tawac_ttir_persistent(ttir: Path):
     return lambda *args: k[(132,)](*_call_args("matmul_persistent", *args))
 
 
+def _tawac_ttir_desc(ttir: Path):
+    """The shipped device-side descriptor `.ttir` through `tawac.triton.from_ttir`."""
+    from tawac.triton import from_ttir
+
+    k = from_ttir(ttir.read_text(), str(ttir))
+    return lambda *args: k[(132,)](*_call_args("matmul_descriptor_persistent", *args))
+
+
 def _bound(fn, args):
     return lambda: fn(*args)
 
@@ -131,6 +147,22 @@ def _systems(program: str, alts: list[str]):
         _, fields = parse_config("heuristic:" + alt)
         extra[f"tawac ({alt})"] = _tawac(ttir, **fields)
 
+    if program == "descriptor":
+        import triton
+
+        # device-side descriptors need Triton's scratch allocator to launch under Triton
+        triton.set_allocator(
+            lambda size, align, stream: torch.empty(size, device="cuda", dtype=torch.int8)
+        )
+        ttir = ROOT / "examples/triton/matmul_descriptor_persistent.ttir"
+        return {
+            "triton": _triton("matmul_descriptor_persistent"),
+            "tawac (ttir)": _tawac_ttir_desc(ttir),
+            "tawac.triton": _tawac_triton("matmul_descriptor_persistent"),
+            "tawac (tile)": _tawac(ROOT / "examples/gemm_fp16.mlir"),
+            "cublas": lambda a, b, c: torch.mm(a, b.T, out=c),
+            **extra,
+        }
     if program == "persistent":
         ttir = ROOT / "examples/triton/matmul_persistent.ttir"
         return {
@@ -166,7 +198,7 @@ def _inputs(program: str, m: int, n: int, k: int):
     import torch
 
     a = torch.randn(m, k, device="cuda", dtype=torch.float16)
-    if program == "persistent":  # B stored N x K, C = A B^T
+    if program in ("persistent", "descriptor"):  # B stored N x K, C = A B^T
         b = torch.randn(n, k, device="cuda", dtype=torch.float16)
         return (a, b), a.float() @ b.float().T
     b = torch.randn(k, n, device="cuda", dtype=torch.float16)
@@ -184,7 +216,9 @@ def main(argv: list[str] | None = None) -> int:
     from tawac.runtime.runner import bench_ms, round_robin
 
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--program", choices=("matmul", "epilogue", "persistent"), default="matmul")
+    ap.add_argument(
+        "--program", choices=("matmul", "epilogue", "persistent", "descriptor"), default="matmul"
+    )
     ap.add_argument("--rounds", type=int, default=5)
     ap.add_argument("--sizes", default=",".join(SIZES))
     ap.add_argument(

@@ -49,9 +49,7 @@ def main() -> None:
             h = 16 if d == 128 else 32
             b = max(1, 32768 // s)
             torch.manual_seed(0)
-            q, k, v = (
-                torch.randn(b, h, s, d, device="cuda").to(_dtype(kern)) for _ in range(3)
-            )
+            q, k, v = (torch.randn(b, h, s, d, device="cuda").to(_dtype(kern)) for _ in range(3))
             o = torch.full_like(q, float("nan"))
             a = (q, k, v, o, d**-0.5 * LOG2E)
             kern(*a)

@@ -17,6 +17,7 @@ if [[ $part == all || $part == attention ]]; then
 fi
 if [[ $part == all || $part == persistent ]]; then
   timeout 200 python3 benchmarks/bench_triton.py --program persistent --rounds 5 2>&1 | tee $OUT/persistent.log
+  timeout 200 python3 benchmarks/bench_triton.py --program descriptor --rounds 5 2>&1 | tee $OUT/descriptor.log
 fi
 if [[ $part == all || $part == matmul ]]; then
   timeout 200 python3 benchmarks/bench_triton.py --program matmul --rounds 5 2>&1 | tee $OUT/matmul.log
