@@ -352,3 +352,42 @@ def test_a_float_constant_out_of_range_is_one_located_error():
         parse_text(bad, "a.ttir")
     assert "value out of range for its type" in err.value.message
     assert str(err.value.location).startswith("a.ttir:")
+
+
+LEAKY = REPO / "examples/triton/matmul_leaky_relu.ttir"
+
+
+def test_the_tutorial_leaky_relu_matches_torch():
+    """The tutorial matmul's fused activation, `tl.where(x >= 0, x, 0.01 * x)`: a float
+    comparison and a select of tiles (arith.cmpf / arith.select as tile programs write
+    them), on the interpreter at a ragged size."""
+    kernel = _kernel(parse_file(LEAKY))
+    names = [o.name for o in kernel.walk()]
+    assert "arith.cmpf" in names and "arith.select" in names
+    torch.manual_seed(2)
+    m, n, k = 200, 300, 130
+    a = torch.randn(m, k, dtype=torch.float16)
+    b = torch.randn(k, n, dtype=torch.float16)
+    c = torch.full((m, n), float("nan"), dtype=torch.float16)
+    interpret(kernel, [a, b, c], (-(-m // 128), -(-n // 256), 1))
+    x = a.float() @ b.float()
+    ref = torch.where(x >= 0, x, 0.01 * x)
+    assert ((c.float() - ref).abs().max() / ref.abs().max()).item() < 2e-3
+
+
+@pytest.mark.gpu
+@requires_gpu
+def test_the_tutorial_leaky_relu_on_the_gpu():
+    from tawac.triton import from_ttir
+
+    kern = from_ttir(LEAKY.read_text(), str(LEAKY))
+    torch.manual_seed(0)
+    m, n, k = 1000, 3000, 700
+    a = torch.randn(m, k, device="cuda", dtype=torch.float16)
+    b = torch.randn(k, n, device="cuda", dtype=torch.float16)
+    c = torch.full((m, n), float("nan"), device="cuda", dtype=torch.float16)
+    kern[(1,)](a, b, c, m, n, k, *a.stride(), *b.stride(), *c.stride())
+    torch.cuda.synchronize()
+    x = a.float() @ b.float()
+    ref = torch.where(x >= 0, x, 0.01 * x)
+    assert ((c.float() - ref).abs().max() / ref.abs().max()).item() < 2e-3

@@ -1,9 +1,16 @@
 """The Triton tutorial's matrix multiplication (pointer style): grouped program order for
-L2 reuse, masks on K and on the output's edges, fp16 in, fp32 accumulation, fp16 out.
-`TTIR` says how `scripts/ttir_dump.py` compiles it to `matmul.ttir` (issue 21)."""
+L2 reuse, masks on K and on the output's edges, fp16 in, fp32 accumulation, fp16 out,
+and the tutorial's optional fused activation (`ACTIVATION="leaky_relu"`). `TTIR` says how
+`scripts/ttir_dump.py` compiles it to `matmul.ttir`, and `TTIR_VARIANTS` the
+leaky-ReLU kernel to `matmul_leaky_relu.ttir` (issue 21)."""
 
 import triton
 import triton.language as tl
+
+
+@triton.jit
+def leaky_relu(x):
+    return tl.where(x >= 0, x, 0.01 * x)
 
 
 @triton.jit
@@ -15,6 +22,7 @@ def matmul_kernel(
     stride_cm, stride_cn,
     BLOCK_SIZE_M: tl.constexpr, BLOCK_SIZE_N: tl.constexpr, BLOCK_SIZE_K: tl.constexpr,
     GROUP_SIZE_M: tl.constexpr,
+    ACTIVATION: tl.constexpr,
 ):  # fmt: skip
     pid = tl.program_id(axis=0)
     num_pid_m = tl.cdiv(M, BLOCK_SIZE_M)
@@ -39,6 +47,10 @@ def matmul_kernel(
         accumulator = tl.dot(a, b, accumulator)
         a_ptrs += BLOCK_SIZE_K * stride_ak
         b_ptrs += BLOCK_SIZE_K * stride_bk
+    # You can fuse arbitrary activation functions here
+    # while the accumulator is still in FP32!
+    if ACTIVATION == "leaky_relu":
+        accumulator = leaky_relu(accumulator)
     c = accumulator.to(tl.float16)
 
     offs_cm = pid_m * BLOCK_SIZE_M + tl.arange(0, BLOCK_SIZE_M)
@@ -56,5 +68,12 @@ TTIR = {
         "stride_am": "i32", "stride_ak": "i32", "stride_bk": "i32", "stride_bn": "i32",
         "stride_cm": "i32", "stride_cn": "i32",
     },
-    "constexprs": {"BLOCK_SIZE_M": 128, "BLOCK_SIZE_N": 256, "BLOCK_SIZE_K": 64, "GROUP_SIZE_M": 8},
+    "constexprs": {"BLOCK_SIZE_M": 128, "BLOCK_SIZE_N": 256, "BLOCK_SIZE_K": 64, "GROUP_SIZE_M": 8,
+                   "ACTIVATION": ""},
 }  # fmt: skip
+
+#: The tutorial's fused activation (`ACTIVATION="leaky_relu"`: `tl.where(x >= 0, x,
+#: 0.01 * x)` on the fp32 accumulator) -> `matmul_leaky_relu.ttir`.
+TTIR_VARIANTS = {
+    "matmul_leaky_relu": {**TTIR, "constexprs": {**TTIR["constexprs"], "ACTIVATION": "leaky_relu"}},
+}

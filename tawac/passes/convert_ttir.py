@@ -918,6 +918,10 @@ def _body(em: _Emitter, block: Block) -> None:
             _reduce(em, op)
         elif isinstance(op, tt.SelectOp) and isinstance(op.cond.type, TensorType):
             _select(em, op)
+        elif isinstance(op, tt.CmpfOp) and all(
+            isinstance(u.operation, tt.SelectOp) and u.index == 0 for u in op.result.uses
+        ):
+            continue  # a float mask: built where its select reads it (`_select_by_value`)
         elif isinstance(op, scf.ForOp) and _grid_stride(op) is not None:
             _tiles(em, op)
         elif isinstance(op, scf.ForOp):
@@ -978,6 +982,9 @@ def _select(em: _Emitter, op: tt.SelectOp) -> None:
         cond = cond.owner.src
     cmp = cond.owner
     shape = op.result.type.get_shape()
+    if isinstance(cmp, tt.CmpfOp) and cond is op.cond:
+        _select_by_value(em, op, cmp)
+        return
     if not isinstance(cmp, tt.CmpiOp) or len(shape) != 2:
         raise _error("a tl.where whose mask is not one comparison of 2-d index tiles", op)
     pred = cmp.predicate_name
@@ -987,6 +994,18 @@ def _select(em: _Emitter, op: tt.SelectOp) -> None:
     mask = em.add(tile.CmpiOp(pred, *sides)).result
     a, b = em.get(op.lhs, op), em.get(op.rhs, op)
     em.values[op.result] = em.add(tile.SelectOp(mask, a, b)).result
+
+
+def _select_by_value(em: _Emitter, op: tt.SelectOp, cmp: tt.CmpfOp) -> None:
+    """`tl.where(x >= 0, x, 0.01 * x)` (the tutorial's leaky ReLU): a comparison of float
+    tiles and the select, as xDSL's `arith.cmpf` and `arith.select` on tiles."""
+    pred = cmp.PREDICATES[cmp.predicate.value.data]
+    a, b = em.get(cmp.lhs, cmp), em.get(cmp.rhs, cmp)
+    # as tile programs write it: xDSL's arith.cmpf types its result i1, the backend and
+    # the interpreter compare element by element
+    mask = em.add(arith.CmpfOp(a, b, pred))
+    x, y = em.get(op.lhs, op), em.get(op.rhs, op)
+    em.values[op.result] = em.add(arith.SelectOp(mask.result, x, y)).result
 
 
 def _iota(em: _Emitter, v: SSAValue, shape, at: Operation) -> SSAValue:
