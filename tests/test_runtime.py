@@ -66,6 +66,17 @@ def test_grid_ragged_rounds_up():
     assert compute_grid(SIDECAR["grid"], {"c": (0, 5)}) == (0, 1, 1)
 
 
+def test_a_persistent_grid_of_no_programs_launches_no_cta():
+    """An empty output (M = 0) under a persistent grid: no CTA, so the launcher returns
+    before describing any tensor (issue 22: empty problems behave as torch does)."""
+    grid = [{"persistent": 1}, {"const": 1}, {"const": 1}]
+    program_grid = [{"cdiv": {"arg": "c", "dim": 0}, "by": 128}, {"const": 1}, {"const": 1}]
+    got = compute_grid(grid, {"c": (0, 5)}, program_grid=program_grid, sm_count=132)
+    assert got == (0, 1, 1)
+    got = compute_grid(grid, {"c": (300, 5)}, program_grid=program_grid, sm_count=132)
+    assert got == (3, 1, 1)
+
+
 def test_grid_errors():
     with pytest.raises(LaunchError, match="unknown tensor argument"):
         compute_grid(SIDECAR["grid"], {"a": (1, 1)})

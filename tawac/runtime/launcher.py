@@ -96,6 +96,11 @@ class TensorView:
     strides: tuple[int, ...]
     data_ptr: int
     elem_size: int
+    #: an empty tensor's stand-in for TMA (which cannot describe a dimension of size 0):
+    #: the sizes and strides of a zero buffer of at least one element per dimension at
+    #: `data_ptr`; `shape` keeps the true sizes, which the kernel's loops and bounds read
+    map_shape: tuple[int, ...] | None = None
+    map_strides: tuple[int, ...] | None = None
 
 
 def cdiv(a: int, b: int) -> int:
@@ -142,6 +147,9 @@ def compute_grid(
             programs = math.prod(
                 cdiv(p, c) * c for p, c in zip(compute_grid(program_grid, shapes), pc, strict=True)
             )
+            if programs == 0:  # an empty output: no CTA at all
+                out.append(0)
+                continue
             ctas = min(programs, int(entry["persistent"]) * sm_count)
             out.append(max(size, ctas // size * size))
             continue
@@ -203,8 +211,10 @@ def tensor_map_dims(
             f"tensor_map for {param['arg']!r}: box {box} has {len(box)} entries, "
             f"tensor has rank {rank}"
         )
-    global_dim = [int(d) for d in reversed(view.shape)]
-    global_strides = [int(view.strides[i]) * view.elem_size for i in reversed(range(rank - 1))]
+    shape = view.map_shape if view.map_shape is not None else view.shape
+    strides = view.map_strides if view.map_strides is not None else view.strides
+    global_dim = [int(d) for d in reversed(shape)]
+    global_strides = [int(strides[i]) * view.elem_size for i in reversed(range(rank - 1))]
     return global_dim, global_strides, box, [1] * rank
 
 
@@ -517,6 +527,7 @@ class Kernel:
         validate_sidecar(sidecar)
         self.cubin = bytes(cubin)
         self.sidecar = dict(sidecar)
+        self._empties: dict = {}
         self.name: str = sidecar["kernel"]
         self.args: list[Mapping[str, Any]] = list(sidecar["args"])
         self.params: list[Mapping[str, Any]] = list(sidecar["params"])
@@ -680,19 +691,24 @@ class Kernel:
                 raise LaunchError(
                     f"argument {a['name']!r} is on {v.device}, the current device is cuda:{dev}"
                 )
-            if a["name"] in self._map_args and v.numel() == 0:
-                raise LaunchError(f"argument {a['name']!r} is empty: TMA cannot describe it")
         grid = self.grid(*args)
+        if 0 in grid:
+            return  # an empty output (M or N = 0): nothing to compute, as torch
         if any(g % c != 0 for g, c in zip(grid, self.cluster, strict=True)):
             raise LaunchError(f"grid {grid} is not a multiple of the cluster shape {self.cluster}")
-        if 0 in grid:
-            return
         func = self.load()
         values: dict[str, TensorView | int | float] = {}
         pad = []
+        empty = False
         for a, v in zip(self.args, args, strict=True):
             if a["kind"] == "scalar":
                 values[a["name"]] = v
+                continue
+            if v.numel() == 0:
+                # K = 0: the loops over the empty dimension run no step; TMA, which cannot
+                # describe a size of 0, reads a zero stand-in (the result is 0, as torch's)
+                values[a["name"]] = self._empty_view(v)
+                empty = True
                 continue
             view = _view(v)
             if a["name"] in self._map_args and needs_padding(view, a["name"] in self._stored_maps):
@@ -709,9 +725,10 @@ class Kernel:
                     orig.copy_(padded)
             return
         # Parameters only depend on addresses, shapes, strides and scalars: keep them for
-        # calls with the same key (not with padded copies, which live at new addresses),
-        # and a plan for calls with the same shapes at other addresses.
-        if key is None:
+        # calls with the same key (not with padded copies, which live at new addresses,
+        # nor with empty tensors' stand-ins), and a plan for calls with the same shapes at
+        # other addresses.
+        if key is None or empty:
             return
         self._remember(key, (func, grid))
         if self._map_slots is None and self._map_args:
@@ -719,6 +736,23 @@ class Kernel:
         self._plans[shape_key] = _ShapePlan(self, func, grid, values)
         if len(self._plans) > SHAPE_PLANS:
             del self._plans[next(iter(self._plans))]
+
+    def _empty_view(self, t) -> TensorView:
+        """An empty tensor's view: its true sizes and strides (the kernel's loops and bounds
+        read them), and for TMA a zero buffer of one element per empty dimension, rows
+        padded to 16 bytes, kept alive by this kernel (`TensorView.map_shape`)."""
+        import torch
+
+        shape = tuple(max(1, d) for d in t.shape)
+        inner = padded_inner_size(shape[-1], t.element_size())
+        key = (shape[:-1] + (inner,), t.dtype, t.device)
+        buf = self._empties.get(key)
+        if buf is None:
+            buf = self._empties[key] = torch.zeros(key[0], dtype=t.dtype, device=t.device)
+        return TensorView(
+            tuple(t.shape), tuple(buf.stride()), buf.data_ptr(), t.element_size(),
+            shape, tuple(buf.stride()),
+        )  # fmt: skip
 
     def _trace_buffer(self, stream) -> int:
         """The trace buffer (`last_trace`), allocated at the first launch and zeroed on
