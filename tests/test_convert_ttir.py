@@ -56,11 +56,12 @@ def test_the_converted_matmul_computes_a_times_b(m, n, k):
     assert ((c.float() - ref).abs().max() / ref.abs().max()).item() < 2e-3
 
 
-def test_the_converted_matmul_assembles_without_spills():
-    res = compile_module(parse_file(MATMUL), cubin=True)
+@pytest.mark.parametrize("name", ["matmul", "matmul_leaky_relu", "matmul_epilogue"])
+def test_the_converted_matmul_assembles_without_spills(name):
+    res = compile_module(parse_file(REPO / f"examples/triton/{name}.ttir"), cubin=True)
     assert "0 bytes spill stores" in res.ptxas_report
     assert "C75" not in res.ptxas_report
-    assert res.sidecar["kernel"] == "matmul_kernel"
+    assert res.sidecar["kernel"] == name.replace("_leaky_relu", "") + "_kernel"
 
 
 def test_tawac_compile_reads_ttir(tmp_path):

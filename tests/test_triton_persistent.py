@@ -90,8 +90,11 @@ def test_descriptor_launch_errors_are_one_line():
         k(da, b, dc, 256, 256, 64)
 
 
-def test_the_converted_persistent_matmul_assembles_without_spills():
-    res = compile_module(parse_file(SOURCE), cubin=True)
+@pytest.mark.parametrize(
+    "path", [SOURCE, REPO / "examples/triton/matmul_descriptor_persistent.ttir"]
+)
+def test_the_converted_persistent_matmuls_assemble_without_spills(path):
+    res = compile_module(parse_file(path), cubin=True)
     assert "0 bytes spill stores" in res.ptxas_report
     assert "C75" not in res.ptxas_report
 
