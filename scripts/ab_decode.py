@@ -1,0 +1,78 @@
+"""Decode-sized GEMMs (issue 22): examples/gemm.mlir under several tile parameter sets
+against cuBLAS (`torch.mm`), same run, round-robin, medians, with the bandwidth of
+reading B. Which tiles the tuning table should give small M before any new
+decomposition exists.
+
+    python3 scripts/ab_decode.py [--ms 1,16,64,128] [--rounds 5]
+        [--configs 128x256x64,64x32x64,...]   # BLOCK_M x BLOCK_N x BLOCK_K
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+NK = [(4096, 4096), (14336, 4096), (4096, 14336), (8192, 8192)]
+
+
+def main() -> int:
+    import torch
+
+    from tawac.driver import compile_cached
+    from tawac.runtime import load_kernel
+    from tawac.runtime.runner import bench_ms, round_robin
+
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--ms", default="1,16,64,128")
+    ap.add_argument("--rounds", type=int, default=5)
+    ap.add_argument("--configs", default="128x256x64,64x64x64,64x32x64,64x32x128")
+    args = ap.parse_args()
+    import json
+
+    kernels = {}
+    for cfg in args.configs.split(","):
+        bm, bn, bk = (int(x) for x in cfg.split("x"))
+        built = compile_cached(
+            ROOT / "examples/gemm.mlir", params={"BLOCK_M": bm, "BLOCK_N": bn, "BLOCK_K": bk}
+        )
+        kernels[cfg] = load_kernel(built.cubin, json.loads(built.sidecar_text))
+    names = [*kernels, "cublas"]
+    print(f"# decode GEMMs, bf16, {torch.cuda.get_device_name(0)}; us (TB/s of B)")
+    print("| M x N x K | " + " | ".join(names) + " | best tawac / cublas |")
+    print("|---|" + "---:|" * (len(names) + 1))
+    for m in (int(x) for x in args.ms.split(",")):
+        for n, k in NK:
+            torch.manual_seed(0)
+            a = torch.randn(m, k, device="cuda", dtype=torch.bfloat16)
+            b = torch.randn(n, k, device="cuda", dtype=torch.bfloat16)
+            ref = a.float() @ b.float().T
+            calls = {}
+            for cfg, kern in kernels.items():
+                c = torch.full((m, n), float("nan"), device="cuda", dtype=torch.bfloat16)
+                kern(a, b, c)
+                torch.cuda.synchronize()
+                err = ((c.float() - ref).abs().max() / ref.abs().max()).item()
+                if not err < 1e-2:
+                    print(f"{cfg} at {m}x{n}x{k}: wrong (max relative error {err})")
+                    return 1
+                calls[cfg] = lambda kern=kern, a=a, b=b, c=c: kern(a, b, c)
+            out = torch.empty(m, n, device="cuda", dtype=torch.bfloat16)
+            calls["cublas"] = lambda a=a, b=b, out=out: torch.mm(a, b.T, out=out)
+            samples = {s: [] for s in names}
+            for i in round_robin(len(names), args.rounds):
+                samples[names[i]].append(bench_ms(calls[names[i]], 10.0, 50.0)[0])
+            us = {s: 1000 * statistics.median(v) for s, v in samples.items()}
+            tbs = {s: n * k * 2 / (us[s] * 1e-6) / 1e12 for s in names}
+            best = min(us[s] for s in kernels)
+            cells = [f"{us[s]:.1f} ({tbs[s]:.2f})" for s in names]
+            print(f"| {m}x{n}x{k} | " + " | ".join(cells) + f" | {us['cublas'] / best:.2f}x |")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
