@@ -10,6 +10,7 @@ decomposition exists.
 from __future__ import annotations
 
 import argparse
+import math
 import statistics
 import sys
 from pathlib import Path
@@ -41,10 +42,14 @@ def main() -> int:
             ROOT / "examples/gemm.mlir", params={"BLOCK_M": bm, "BLOCK_N": bn, "BLOCK_K": bk}
         )
         kernels[cfg] = load_kernel(built.cubin, json.loads(built.sidecar_text))
-    names = [*kernels, "cublas"]
+    import tawac.torch
+
+    table = tawac.torch.kernel(ROOT / "examples/gemm.mlir")  # with the shipped tuning table
+    names = [*kernels, "tawac.torch (table)", "cublas"]
     print(f"# decode GEMMs, bf16, {torch.cuda.get_device_name(0)}; us (TB/s of B)")
-    print("| M x N x K | " + " | ".join(names) + " | best tawac / cublas |")
-    print("|---|" + "---:|" * (len(names) + 1))
+    print("| M x N x K | " + " | ".join(names) + " | best tile set / cublas | table / cublas |")
+    print("|---|" + "---:|" * (len(names) + 2))
+    ratios: list[float] = []
     for m in (int(x) for x in args.ms.split(",")):
         for n, k in NK:
             torch.manual_seed(0)
@@ -63,6 +68,12 @@ def main() -> int:
                 calls[cfg] = lambda kern=kern, a=a, b=b, c=c: kern(a, b, c)
             out = torch.empty(m, n, device="cuda", dtype=torch.bfloat16)
             calls["cublas"] = lambda a=a, b=b, out=out: torch.mm(a, b.T, out=out)
+            got = table(a, b)
+            err = ((got.float() - ref).abs().max() / ref.abs().max()).item()
+            if not err < 1e-2:
+                print(f"tawac.torch at {m}x{n}x{k}: wrong (max relative error {err})")
+                return 1
+            calls["tawac.torch (table)"] = lambda a=a, b=b: table(a, b)
             samples = {s: [] for s in names}
             for i in round_robin(len(names), args.rounds):
                 samples[names[i]].append(bench_ms(calls[names[i]], 10.0, 50.0)[0])
@@ -70,7 +81,12 @@ def main() -> int:
             tbs = {s: n * k * 2 / (us[s] * 1e-6) / 1e12 for s in names}
             best = min(us[s] for s in kernels)
             cells = [f"{us[s]:.1f} ({tbs[s]:.2f})" for s in names]
-            print(f"| {m}x{n}x{k} | " + " | ".join(cells) + f" | {us['cublas'] / best:.2f}x |")
+            ratio = us["cublas"] / us["tawac.torch (table)"]
+            ratios.append(ratio)
+            print(f"| {m}x{n}x{k} | " + " | ".join(cells) + f" | {us['cublas'] / best:.2f}x "
+                  f"| {ratio:.2f}x |")  # fmt: skip
+    geo = math.exp(sum(math.log(r) for r in ratios) / len(ratios))
+    print(f"# tawac.torch (table) / cublas: geomean {geo:.2f}x, lowest {min(ratios):.2f}x")
     return 0
 
 
