@@ -5,6 +5,7 @@ decomposition exists.
 
     python3 scripts/ab_decode.py [--ms 1,16,64,128] [--rounds 5]
         [--configs 128x256x64,64x32x64,...]   # BLOCK_M x BLOCK_N x BLOCK_K
+        [--shapes 3000x5000x2000,...]         # other shapes than --ms x the (N, K)s
 """
 
 from __future__ import annotations
@@ -32,6 +33,7 @@ def main() -> int:
     ap.add_argument("--ms", default="1,16,64,128")
     ap.add_argument("--rounds", type=int, default=5)
     ap.add_argument("--configs", default="128x256x64,64x64x64,64x32x64,64x32x128")
+    ap.add_argument("--shapes", default="", help="MxNxK,... instead of --ms x the (N, K)s")
     args = ap.parse_args()
     import json
 
@@ -50,8 +52,10 @@ def main() -> int:
     print("| M x N x K | " + " | ".join(names) + " | best tile set / cublas | table / cublas |")
     print("|---|" + "---:|" * (len(names) + 2))
     ratios: list[float] = []
-    for m in (int(x) for x in args.ms.split(",")):
-        for n, k in NK:
+    shapes = [tuple(int(x) for x in t.split("x")) for t in args.shapes.split(",") if t]
+    shapes = shapes or [(int(m), n, k) for m in args.ms.split(",") for n, k in NK]
+    for m, n, k in shapes:
+        if True:
             torch.manual_seed(0)
             a = torch.randn(m, k, device="cuda", dtype=torch.bfloat16)
             b = torch.randn(n, k, device="cuda", dtype=torch.bfloat16)
