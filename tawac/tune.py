@@ -22,8 +22,9 @@ Three phases:
    result) and the correct ones are timed in 3 round-robin rounds (the median of each;
    the machine's drift falls on every candidate alike). The fastest correct candidate
    of each size is written to the tuning table (`<source>.tune.json`), keyed by the
-   size's bucket (`tawac.tuning.bucket_of`); the table's entries of other buckets are
-   kept.
+   size's bucket (`tawac.tuning.bucket_of`) and whether the size is ragged
+   (`tawac.tuning.ragged_of`: 1000^3 and 1024^3 share a bucket, each with its entry);
+   the table's entries of other buckets are kept.
 
 The parts that need no GPU (space, candidates, ranking, the table) are pure functions,
 and compiling and timing are injected (`compile_fn`, `measure_fn`): the tests run them
@@ -55,7 +56,7 @@ from tawac.files import write_atomic
 from tawac.options import KNOBS, knob
 from tawac.runtime.devices import device_count, per_device
 from tawac.runtime.runner import parse_sizes, require_hopper
-from tawac.tuning import TABLE_FORMAT, bucket_of, load_table, source_sha256
+from tawac.tuning import TABLE_FORMAT, bucket_of, load_table, ragged_of, source_sha256
 
 #: More candidates than this is a space to split (each one is a compile and a timing).
 MAX_CANDIDATES = 512
@@ -543,6 +544,7 @@ def table_entry(
     assert w is not None
     return {
         "bucket": dict(bucket_of(result.sizes)),
+        "ragged": ragged_of(result.sizes),
         "params": {**(base_params or {}), **w.candidate.params},
         "options": {**base_options, **w.candidate.options},
         "time_ms": w.time_ms,
@@ -552,8 +554,10 @@ def table_entry(
     }
 
 
-def _bucket_key(bucket: Mapping[str, Any]) -> tuple:
-    return tuple(sorted((str(k), v) for k, v in dict(bucket).items()))
+def _bucket_key(entry: Mapping[str, Any]) -> tuple:
+    """An entry's place in the table: its bucket and whether it is for ragged sizes."""
+    bucket = entry.get("bucket", {})
+    return (tuple(sorted((str(k), v) for k, v in dict(bucket).items())), entry.get("ragged"))
 
 
 def merge_table(
@@ -571,11 +575,11 @@ def merge_table(
     stale = old is not None and (
         old.get("format") != TABLE_FORMAT or old.get("source_sha256") != sha256
     )
-    new = {_bucket_key(e["bucket"]): dict(e) for e in entries}
+    new = {_bucket_key(e): dict(e) for e in entries}
     merged: list[dict[str, Any]] = []
     if old is not None and not stale:
         for e in old.get("entries", []):
-            k = _bucket_key(e.get("bucket", {}))
+            k = _bucket_key(e)
             merged.append(new.pop(k) if k in new else dict(e))
     merged.extend(new.values())
     table = {
@@ -831,7 +835,7 @@ def run_tune(
             )
         write_table(path, table)
         result.table_path, result.table, result.stale = path, table, stale
-        tuned = len({_bucket_key(e["bucket"]) for e in entries})
+        tuned = len({_bucket_key(e) for e in entries})
         kept = len(table["entries"]) - tuned
         out.print(f"table: {path} ({tuned} bucket(s) tuned, {kept} kept)", markup=False)
     lost = [r for r in result.sizes if r.winner is None]
@@ -874,7 +878,7 @@ def _note_shared_buckets(won: Sequence[SizeResult], entries: Sequence[dict], err
     """Say when two tuned sizes fall in one bucket (the table keeps the later one)."""
     seen: dict[tuple, SizeResult] = {}
     for r, e in zip(won, entries, strict=True):
-        k = _bucket_key(e["bucket"])
+        k = _bucket_key(e)
         if k in seen:
             err.print(
                 f"note: {_sizes_text(seen[k].sizes)} and {_sizes_text(r.sizes)} share a "

@@ -11,7 +11,9 @@ shape, the configuration of the nearest bucket. The format:
                   "time_ms": 0.01, "tflops": 500.0, "device": "NVIDIA H100 ..."}]}
 
 A bucket maps each dimension name to its size rounded up to a power of two
-(`bucket_size`). This module imports neither torch nor xDSL.
+(`bucket_size`). An entry may say whether the sizes it was tuned at were ragged
+(`"ragged": true`, `ragged_of`): a bucket can hold one entry of each kind. This module
+imports neither torch nor xDSL.
 """
 
 from __future__ import annotations
@@ -42,6 +44,18 @@ def bucket_size(n: int) -> int:
 def bucket_of(sizes: Mapping[str, int]) -> dict[str, int]:
     """Each dimension's size rounded up to a power of two."""
     return {name: bucket_size(int(n)) for name, n in sizes.items()}
+
+
+#: A dimension size that is a multiple of this (or at most this) is tile-aligned.
+ALIGNED = 64
+
+
+def ragged_of(sizes: Mapping[str, int]) -> bool:
+    """Whether some dimension is ragged: larger than `ALIGNED` and not a multiple of it
+    (1000 is; 1024, 4096 and a batch of 4 are not). Sizes of one bucket that differ in
+    this may want other tiles (1000^3 against 1024^3): an entry records it, and `pick`
+    prefers an entry of the call's kind among the nearest."""
+    return any(int(n) > ALIGNED and int(n) % ALIGNED for n in sizes.values())
 
 
 def source_sha256(text: str) -> str:
@@ -85,6 +99,8 @@ def validate_table(table: Any, where: str = "tuning table") -> None:
         for key in ("params", "options"):
             if not isinstance(entry.get(key, {}), dict):
                 raise TuningTableError(f"{at}: {key!r} must be an object")
+        if not isinstance(entry.get("ragged", False), bool):
+            raise TuningTableError(f"{at}: 'ragged' must be true or false")
         for name, value in entry.get("options", {}).items():
             k = knob(name)
             if k is None or k.name != name:
@@ -126,18 +142,20 @@ def pick(
     table: Mapping[str, Any], sizes: Mapping[str, int]
 ) -> tuple[dict[str, Any], dict[str, Any]] | None:
     """The (params, options) of the entry whose bucket holds `sizes`, else of the nearest
-    bucket (sum of |log2 differences| over its dimensions; ties: the first entry); None when
-    no entry's dimensions are all in `sizes`."""
-    best: tuple[float, Mapping[str, Any]] | None = None
+    bucket (sum of |log2 differences| over its dimensions); among entries as near, one
+    tuned at sizes as ragged as these (`ragged_of`; an entry without the mark counts for
+    either, after a match), then the first. None when no entry's dimensions are all in
+    `sizes`."""
+    ragged = ragged_of(sizes)
+    best: tuple[tuple[float, int], Mapping[str, Any]] | None = None
     for entry in table["entries"]:
         d = _distance(entry["bucket"], sizes)
         if d is None:
             continue
-        if d == 0:
-            best = (d, entry)
-            break
-        if best is None or d < best[0]:
-            best = (d, entry)
+        kind = entry.get("ragged")
+        rank = (d, 0 if kind == ragged else 1 if kind is None else 2)
+        if best is None or rank < best[0]:
+            best = (rank, entry)
     if best is None:
         return None
     entry = best[1]

@@ -19,7 +19,7 @@ from tawac import cli
 from tawac import tune as tn
 from tawac.diagnostics import CompileError
 from tawac.tune import Axis, Candidate, Compiled, Measured, Timings
-from tawac.tuning import load_table, source_sha256
+from tawac.tuning import load_table, pick, source_sha256
 
 REPO = Path(__file__).resolve().parent.parent
 GEMM = REPO / "examples" / "gemm.mlir"
@@ -413,11 +413,19 @@ def test_tune_merges_into_the_existing_table(tmp_path):
         source, [{"M": 1000}], ["BLOCK_N=128,256", "stages=3"], measure_fn=fake_measure(faster)
     )
     table = load_table(tmp_path / "k.tune.json")
-    assert [(e["bucket"], e["params"], e["options"]) for e in table["entries"]] == [
-        ({"M": 1024}, {}, {}),  # M=1000 is in bucket 1024: replaced (the default won)
-        ({"M": 4096}, {"BLOCK_N": 128}, {"stages": 3}),  # kept
+    assert [(e["bucket"], e["ragged"], e["params"], e["options"]) for e in table["entries"]] == [
+        ({"M": 1024}, False, {"BLOCK_N": 128}, {"stages": 3}),  # kept: M=1000 is ragged
+        ({"M": 4096}, False, {"BLOCK_N": 128}, {"stages": 3}),  # kept
+        ({"M": 1024}, True, {}, {}),  # M=1000's own entry in bucket 1024 (the default won)
     ]
-    assert "(1 bucket(s) tuned, 1 kept)" in out and "another version" not in err
+    assert "(1 bucket(s) tuned, 2 kept)" in out and "another version" not in err
+    # a ragged size of the bucket gets the ragged entry, an aligned one the other
+    assert pick(table, {"M": 1000}) == ({}, {})
+    assert pick(table, {"M": 1024}) == ({"BLOCK_N": 128}, {"stages": 3})
+    # tuning M=1000 again replaces its own entry only
+    _tune(source, [{"M": 1000}], ["BLOCK_N=128,256", "stages=3"])
+    table = load_table(tmp_path / "k.tune.json")
+    assert len(table["entries"]) == 3
     # the source changes: the old entries go
     Path(source).write_text("// a kernel, edited\n")
     res, out, err = _tune(source, [{"M": 512}], ["BLOCK_N=128,256", "stages=3"])
@@ -675,3 +683,13 @@ def test_sizes_are_timed_on_every_device(tmp_path):
     assert [r.winner.candidate.label() for r in res.sizes] == [
         r.winner.candidate.label() for r in one.sizes
     ]
+
+
+def test_ragged_sizes_are_told_from_aligned_ones():
+    from tawac.tuning import ragged_of
+
+    assert ragged_of({"M": 1000, "N": 1024, "K": 1024})
+    assert ragged_of({"M": 3000, "N": 5000, "K": 2000})
+    assert not ragged_of({"M": 1024, "N": 4096, "K": 14336})
+    assert not ragged_of({"M": 1, "N": 4096, "K": 4096})  # decode rows: not a tile's worth
+    assert not ragged_of({"B": 4, "H": 16, "S": 4096, "D": 128})
