@@ -1,9 +1,10 @@
-"""Decode-sized GEMMs (issue 22): examples/gemm.mlir under several tile parameter sets
-against cuBLAS (`torch.mm`), same run, round-robin, medians, with the bandwidth of
-reading B. Which tiles the tuning table should give small M before any new
-decomposition exists.
+"""GEMMs of the shapes a language model runs (issue 22): decode (M 1 to 128) and ragged
+sizes. `examples/gemm.mlir` runs under fixed tile parameter sets and through
+`tawac.torch` with the shipped tuning table, against cuBLAS (`torch.mm`): same run,
+round-robin, medians, with the bandwidth of reading B. Each result is checked against a
+float32 reference first.
 
-    python3 scripts/ab_decode.py [--ms 1,16,64,128] [--rounds 5]
+    python3 benchmarks/bench_gemm_shapes.py [--ms 1,16,64,128] [--rounds 5]
         [--configs 128x256x64,64x32x64,...]   # BLOCK_M x BLOCK_N x BLOCK_K
         [--shapes 3000x5000x2000,...]         # other shapes than --ms x the (N, K)s
 """
@@ -11,6 +12,7 @@ decomposition exists.
 from __future__ import annotations
 
 import argparse
+import datetime
 import math
 import statistics
 import sys
@@ -48,7 +50,8 @@ def main() -> int:
 
     table = tawac.torch.kernel(ROOT / "examples/gemm.mlir")  # with the shipped tuning table
     names = [*kernels, "tawac.torch (table)", "cublas"]
-    print(f"# decode GEMMs, bf16, {torch.cuda.get_device_name(0)}; us (TB/s of B)")
+    print(f"# GEMM shapes, bf16, {datetime.date.today()}, {torch.cuda.get_device_name(0)}; "
+          "us (TB/s of B)")  # fmt: skip
     print("| M x N x K | " + " | ".join(names) + " | best tile set / cublas | table / cublas |")
     print("|---|" + "---:|" * (len(names) + 2))
     ratios: list[float] = []
