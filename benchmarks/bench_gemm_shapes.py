@@ -36,6 +36,10 @@ def main() -> int:
     ap.add_argument("--rounds", type=int, default=5)
     ap.add_argument("--configs", default="128x256x64,64x64x64,64x32x64,64x32x128")
     ap.add_argument("--shapes", default="", help="MxNxK,... instead of --ms x the (N, K)s")
+    ap.add_argument(
+        "--splitk", default="", help="K chunk lengths (1024,2048): the split-K experiment "
+        "(benchmarks/data/gemm_splitk_partial.mlir, partials summed by torch) too"
+    )  # fmt: skip
     args = ap.parse_args()
     import json
 
@@ -49,7 +53,14 @@ def main() -> int:
     import tawac.torch
 
     table = tawac.torch.kernel(ROOT / "examples/gemm.mlir")  # with the shipped tuning table
-    names = [*kernels, "tawac.torch (table)", "cublas"]
+    splits = {}
+    for kc in (int(x) for x in args.splitk.split(",") if x):
+        built = compile_cached(
+            ROOT / "benchmarks/data/gemm_splitk_partial.mlir",
+            params={"BLOCK_M": 64, "BLOCK_N": 128, "BLOCK_K": 128, "KC": kc},
+        )
+        splits[f"split-K {kc}"] = (kc, load_kernel(built.cubin, json.loads(built.sidecar_text)))
+    names = [*kernels, *splits, "tawac.torch (table)", "cublas"]
     print(f"# GEMM shapes, bf16, {datetime.date.today()}, {torch.cuda.get_device_name(0)}; "
           "us (TB/s of B)")  # fmt: skip
     print("| M x N x K | " + " | ".join(names) + " | best tile set / cublas | table / cublas |")
@@ -73,6 +84,21 @@ def main() -> int:
                     print(f"{cfg} at {m}x{n}x{k}: wrong (max relative error {err})")
                     return 1
                 calls[cfg] = lambda kern=kern, a=a, b=b, c=c: kern(a, b, c)
+            for name, (kc, kern) in splits.items():
+                w = torch.empty(-(-k // kc), m, n, device="cuda", dtype=torch.float32)
+                c = torch.empty(m, n, device="cuda", dtype=torch.bfloat16)
+
+                def split(kern=kern, a=a, b=b, w=w, c=c):
+                    kern(a, b, w)
+                    c.copy_(w.sum(0))
+
+                split()
+                torch.cuda.synchronize()
+                err = ((c.float() - ref).abs().max() / ref.abs().max()).item()
+                if not err < 1e-2:
+                    print(f"{name} at {m}x{n}x{k}: wrong (max relative error {err})")
+                    return 1
+                calls[name] = split
             out = torch.empty(m, n, device="cuda", dtype=torch.bfloat16)
             calls["cublas"] = lambda a=a, b=b, out=out: torch.mm(a, b.T, out=out)
             got = table(a, b)

@@ -209,3 +209,28 @@ def test_empty_problems_behave_as_torch(m, n, k):
     kern(*full)
     torch.cuda.synchronize()
     assert _err(*full) < 1e-2
+
+
+@pytest.mark.gpu
+@requires_gpu
+def test_attention_without_tma_stores_writes_its_4d_output_from_registers():
+    """`--no-tma-store` on the attention example: its [B, H, S, D] output tile stored
+    from registers at leading indices (b, h), the tile along (S, D). Before: "a 2-d
+    tile.store from registers needs a 2-d tensor" (32 option sets of the test kernels)."""
+    import math
+
+    import torch
+
+    from tawac.runtime import load_kernel
+
+    r = compile_file(EXAMPLES / "attention.mlir", tma_store=False)
+    kern = load_kernel(r.cubin, r.sidecar)
+    torch.manual_seed(0)
+    b, h, s, d = 2, 3, 640, 128
+    q, k, v = (torch.randn(b, h, s, d, device="cuda", dtype=torch.bfloat16) for _ in range(3))
+    o = torch.full_like(q, float("nan"))
+    kern(q, k, v, o, d**-0.5 * 1.4426950408889634)
+    torch.cuda.synchronize()
+    ref = torch.nn.functional.scaled_dot_product_attention(q.float(), k.float(), v.float())
+    assert not o.isnan().any()
+    assert (o.float() - ref).abs().max().item() < 2e-2 * math.sqrt(2)

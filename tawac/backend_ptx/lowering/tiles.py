@@ -181,17 +181,18 @@ def _store(k: KernelLowering, op: tile.StoreOp) -> None:
     if f.dim is not None:
         _store_vector(k, op, f)
         return
-    if gt.rank != 2:
-        raise CompileError("convert-to-ptx: a 2-d tile.store from registers needs a 2-d tensor", op)
+    if gt.rank < 2:
+        raise CompileError("convert-to-ptx: a 2-d tile.store needs a tensor of rank 2 or more", op)
     nbytes = elem_bytes(gt.element_type)
     st_ty = mov_type(f.dtype)
-    base = k.r(ptx.LdParamOp("u64", k.params.pointer(dest)))
-    stride = k.r(ptx.LdParamOp("s64", k.params.stride(dest, 0)))
-    rows = k.r(ptx.LdParamOp("s32", k.params.dim(dest, 0)))
-    cols = k.r(ptx.LdParamOp("s32", k.params.dim(dest, 1)))
+    r, c = gt.rank - 2, gt.rank - 1  # the tile's dimensions: the last two
+    base = _leading_base(k, op, r, nbytes)
+    stride = k.r(ptx.LdParamOp("s64", k.params.stride(dest, r)))
+    rows = k.r(ptx.LdParamOp("s32", k.params.dim(dest, r)))
+    cols = k.r(ptx.LdParamOp("s32", k.params.dim(dest, c)))
     row0, col0 = k.thread_coords(layout)
-    row0 = k.add(row0, k.scalar(op.indices[0]))
-    col0 = k.add(col0, k.scalar(op.indices[1]))
+    row0 = k.add(row0, k.scalar(op.indices[r]))
+    col0 = k.add(col0, k.scalar(op.indices[c]))
     row_addr: dict[int, tuple[SSAValue, SSAValue]] = {}
     for dr in layout.row_offsets():
         row = k.add_imm(row0, dr)
@@ -224,14 +225,7 @@ def _store_vector(k: KernelLowering, op: tile.StoreOp, f: Frag) -> None:
     assert dim is not None
     last = gt.rank - 1
     nbytes = elem_bytes(gt.element_type)
-    base = k.r(ptx.LdParamOp("u64", k.params.pointer(op.dest)))
-    for d in range(last):
-        stride = k.r(ptx.LdParamOp("s64", k.params.stride(op.dest, d)))
-        idx = k.r(ptx.CvtOp("s64", "s32", k.scalar(op.indices[d])))
-        off = k.r(ptx.MulOp("s64", idx, stride, mode="lo"))
-        base = k.r(
-            ptx.AddOp("s64", base, k.r(ptx.MulOp("s64", off, k.imm(nbytes, "s64"), mode="lo")))
-        )
+    base = _leading_base(k, op, last, nbytes)
     size = k.r(ptx.LdParamOp("s32", k.params.dim(op.dest, last)))
     row0, col0 = k.thread_coords(layout)
     mine, other = (row0, col0) if dim == 0 else (col0, row0)
@@ -243,3 +237,16 @@ def _store_vector(k: KernelLowering, op: tile.StoreOp, f: Frag) -> None:
         ok = k.r(ptx.AndOp("pred", first, k.r(ptx.SetpOp("lt", "s32", idx, size))))
         addr = k.r(ptx.AddOp("s64", base, k.r(ptx.MulOp("s32", idx, k.imm(nbytes), mode="wide"))))
         k.guarded(ok, lambda a=addr, v=reg: k.emit(ptx.StGlobalOp(mov_type(f.dtype), a, v)))
+
+
+def _leading_base(k: KernelLowering, op: tile.StoreOp, count: int, nbytes: int) -> SSAValue:
+    """The address of the destination's element at the store's first `count` indices
+    (dimensions outside the stored tile, one element each) and 0 along the others."""
+    base = k.r(ptx.LdParamOp("u64", k.params.pointer(op.dest)))
+    for d in range(count):
+        stride = k.r(ptx.LdParamOp("s64", k.params.stride(op.dest, d)))
+        idx = k.r(ptx.CvtOp("s64", "s32", k.scalar(op.indices[d])))
+        off = k.r(ptx.MulOp("s64", idx, stride, mode="lo"))
+        scaled = k.r(ptx.MulOp("s64", off, k.imm(nbytes, "s64"), mode="lo"))
+        base = k.r(ptx.AddOp("s64", base, scaled))
+    return base
