@@ -11,6 +11,7 @@ from xdsl.dialects import arith
 from xdsl.dialects.builtin import ArrayAttr, DictionaryAttr, IntAttr, IntegerAttr, StringAttr, i64
 from xdsl.ir import Attribute, BlockArgument, SSAValue
 
+from tawac.analysis.scalars import constant_int
 from tawac.diagnostics import CompileError
 from tawac.dialects import hopper, tile
 
@@ -44,13 +45,6 @@ def from_attr(a: Attribute) -> Any:
     raise TypeError(a)
 
 
-def _const(v: SSAValue) -> int | None:
-    op = v.owner
-    if isinstance(op, arith.ConstantOp) and isinstance(op.value, IntegerAttr):
-        return op.value.value.data
-    return None
-
-
 def _pid_times(v: SSAValue) -> tuple[int, int] | None:
     """(axis, c) if v = program_id(axis) * c (or program_id(axis) itself: c = 1)."""
     op = v.owner
@@ -59,7 +53,7 @@ def _pid_times(v: SSAValue) -> tuple[int, int] | None:
     if not isinstance(op, arith.MuliOp):
         return None
     for a, b in ((op.lhs, op.rhs), (op.rhs, op.lhs)):
-        c = _const(b)
+        c = constant_int(b)
         if isinstance(a.owner, tile.ProgramIdOp) and c is not None:
             return a.owner.axis.data, c
     return None

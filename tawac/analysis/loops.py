@@ -15,7 +15,7 @@ that apply its loop schedules, the cost model and `tawac explain`.
 
 from __future__ import annotations
 
-from xdsl.dialects import scf
+from xdsl.dialects import arith, scf
 from xdsl.dialects.builtin import IndexType, TensorType
 from xdsl.ir import Block, Operation, SSAValue
 
@@ -133,3 +133,13 @@ def carried_values(
                 carried.append(v)
     index_ops.sort(key=ops.index)
     return index_ops, carried
+
+
+def trip_count(lb: SSAValue, ub: SSAValue, step: SSAValue) -> list[Operation]:
+    """Ops computing max(0, ceil((ub - lb) / step)), the iterations of a loop over
+    [lb, ub) by step; the last op's result is the count."""
+    zero = arith.ConstantOp.from_int_and_width(0, IndexType())
+    span = arith.SubiOp(ub, lb)
+    trips = arith.CeilDivSIOp(span.result, step)
+    clamped = arith.MaxSIOp(trips.result, zero.result)
+    return [zero, span, trips, clamped]

@@ -8,6 +8,8 @@ and the planner's loop schedules do not list them.
 from __future__ import annotations
 
 from xdsl.dialects import arith
+from xdsl.dialects.builtin import IntegerAttr
+from xdsl.ir import SSAValue
 
 from tawac.dialects import tile
 
@@ -35,3 +37,11 @@ SCALAR_OPS = (
     tile.ProgramIdOp,
     tile.DimOp,
 )
+
+
+def constant_int(v: SSAValue) -> int | None:
+    """The value of an integer `arith.constant`; None for any other value."""
+    op = v.owner
+    if isinstance(op, arith.ConstantOp) and isinstance(op.value, IntegerAttr):
+        return op.value.value.data
+    return None

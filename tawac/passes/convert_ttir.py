@@ -82,6 +82,7 @@ from xdsl.passes import ModulePass
 
 from tawac.analysis import pointers
 from tawac.analysis.pointers import Access, Dim, PointerError, Poly, Range, accesses
+from tawac.analysis.scalars import constant_int
 from tawac.diagnostics import CompileError
 from tawac.dialects import tile, tt
 from tawac.ttir import python_location
@@ -1190,20 +1191,13 @@ def _count_of(em: _Emitter, loop: scf.ForOp) -> tuple[SSAValue, int] | None:
     ub = loop.ub.owner
     if not isinstance(ub, arith.DivSIOp) or not isinstance(ub.lhs.owner, arith.AddiOp):
         return None
-    step = _const(ub.rhs)
+    step = constant_int(ub.rhs)
     add = ub.lhs.owner
-    if step is None or _const(add.rhs) != step - 1 or not isinstance(add.lhs, BlockArgument):
+    if step is None or constant_int(add.rhs) != step - 1 or not isinstance(add.lhs, BlockArgument):
         return None
-    if _const(loop.lb) != 0 or _const(loop.step) != 1:
+    if constant_int(loop.lb) != 0 or constant_int(loop.step) != 1:
         return None
     return _dim_of(em, add.lhs), step
-
-
-def _const(v: SSAValue) -> int | None:
-    op = v.owner
-    if isinstance(op, arith.ConstantOp) and isinstance(op.value, IntegerAttr):
-        return op.value.value.data
-    return None
 
 
 class ConvertTtir(ModulePass):

@@ -39,25 +39,19 @@ from dataclasses import dataclass
 
 from xdsl.context import Context
 from xdsl.dialects import arith, scf
-from xdsl.dialects.builtin import IntegerAttr, ModuleOp
+from xdsl.dialects.builtin import ModuleOp
 from xdsl.ir import Block, BlockArgument, Operation, Region, SSAValue
 from xdsl.passes import ModulePass
 
+from tawac.analysis.scalars import constant_int
 from tawac.dialects import tile
-
-
-def _const(v: SSAValue) -> int | None:
-    op = v.owner
-    if isinstance(op, arith.ConstantOp) and isinstance(op.value, IntegerAttr):
-        return op.value.value.data
-    return None
 
 
 def _same_value(a: SSAValue, b: SSAValue, depth: int = 0) -> bool:
     """Equal computations of index values outside the loops (constants by value)."""
     if a is b:
         return True
-    ca, cb = _const(a), _const(b)
+    ca, cb = constant_int(a), constant_int(b)
     if ca is not None or cb is not None:
         return ca == cb
     oa, ob = a.owner, b.owner
@@ -75,12 +69,14 @@ def _same_value(a: SSAValue, b: SSAValue, depth: int = 0) -> bool:
 def _multiple_of(v: SSAValue, step: int) -> bool:
     """`v` is a non-negative multiple of `step`: a constant, or a product with a
     constant multiple of it (of program ids, sizes)."""
-    c = _const(v)
+    c = constant_int(v)
     if c is not None:
         return c >= 0 and c % step == 0
     op = v.owner
     if isinstance(op, arith.MuliOp):
-        return any((k := _const(x)) is not None and k >= 0 and k % step == 0 for x in op.operands)
+        return any(
+            (k := constant_int(x)) is not None and k >= 0 and k % step == 0 for x in op.operands
+        )
     if isinstance(op, arith.AddiOp):
         return all(_multiple_of(x, step) for x in op.operands)
     return False
@@ -186,10 +182,10 @@ def _tail(
 
 
 def _fusable(l1: scf.ForOp, l2: scf.ForOp) -> bool:
-    step1, step2 = _const(l1.step), _const(l2.step)
+    step1, step2 = constant_int(l1.step), constant_int(l2.step)
     if step1 is None or step1 != step2 or step1 <= 0:
         return False
-    if _const(l1.lb) != 0 or not _multiple_of(l1.ub, step1) or not _same_value(l1.ub, l2.lb):
+    if constant_int(l1.lb) != 0 or not _multiple_of(l1.ub, step1) or not _same_value(l1.ub, l2.lb):
         return False
     if list(l2.iter_args) != list(l1.results):
         return False

@@ -45,7 +45,7 @@ from xdsl.rewriter import InsertPoint, Rewriter
 
 from tawac import schedule
 from tawac.analysis.grid import from_attr
-from tawac.analysis.loops import main_loops
+from tawac.analysis.loops import main_loops, trip_count
 from tawac.diagnostics import CompileError
 from tawac.dialects import aref, hopper, tile
 
@@ -77,13 +77,9 @@ def _grid_extent(b: _Builder, kernel: tile.KernelOp, entry: dict) -> SSAValue:
 
 def _trip_count(loop: scf.ForOp, at: InsertPoint) -> tuple[list[Operation], SSAValue]:
     """max(0, ceil((ub - lb) / step)) before `at`."""
-    zero = _c(0)
-    span = arith.SubiOp(loop.ub, loop.lb)
-    trips = arith.CeilDivSIOp(span.result, loop.step)
-    clamped = arith.MaxSIOp(trips.result, zero.result)
-    ops = [zero, span, trips, clamped]
+    ops = trip_count(loop.lb, loop.ub, loop.step)
     Rewriter.insert_op(ops, at)
-    return ops, clamped.result
+    return ops, ops[-1].results[0]
 
 
 def _tile_coords(

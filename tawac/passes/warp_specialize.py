@@ -43,6 +43,7 @@ from xdsl.rewriter import InsertPoint, Rewriter
 from xdsl.transforms.dead_code_elimination import region_dce
 
 from tawac.analysis.identity import argument_name, joined, unique_names
+from tawac.analysis.loops import trip_count
 from tawac.analysis.mma import is_consumer_tile_load, is_mma_operand_load, mma_uses
 from tawac.analysis.scalars import SCALAR_OPS
 from tawac.diagnostics import CompileError
@@ -200,14 +201,10 @@ def _iteration_index(
     ops: list[Operation] = [sub, div]
     it = div.result
     for prev in before:
-        zero = arith.ConstantOp.from_int_and_width(0, IndexType())
-        lb, ub, step = (mapping.get(v, v) for v in (prev.lb, prev.ub, prev.step))
-        span = arith.SubiOp(ub, lb)
-        trips = arith.CeilDivSIOp(span.result, step)
-        clamped = arith.MaxSIOp(trips.result, zero.result)
-        total = arith.AddiOp(it, clamped.result)
+        trips = trip_count(*(mapping.get(v, v) for v in (prev.lb, prev.ub, prev.step)))
+        total = arith.AddiOp(it, trips[-1].results[0])
         total.result.name_hint = "it"
-        ops += [zero, span, trips, clamped, total]
+        ops += [*trips, total]
         it = total.result
     return ops, it
 
