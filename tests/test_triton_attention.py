@@ -127,20 +127,15 @@ def test_the_causal_kernel_under_the_solver_expands_both_loops():
     from tawac import schedule
     from tawac.compiler import default_pipeline, run_pipeline
 
-    module = _unfused(SOURCES[True])
+    module = parse_file(SOURCES[True])  # the tutorial's two key loops
     spec = default_pipeline(schedule="solver")
     run_pipeline(module, spec[: spec.index(",cooperative-consumers")])
     kernel = next(o for o in module.walk() if isinstance(o, tile.KernelOp))
     loops = [lp for lp in schedule.of(kernel).loops if lp.role == "consumer"]
     assert [lp.loop for lp in loops] == [0, 1] and all(lp.expanded for lp in loops)
     assert max(lp.stages for lp in loops) >= 3
-    res = compile_module(_unfused(SOURCES[True]), schedule="solver")
+    res = compile_module(parse_file(SOURCES[True]), schedule="solver")
     assert "wgmma.mma_async" in res.ptx
-
-
-def _unfused(path: Path):
-    """The converted kernel: the tutorial's two key loops."""
-    return parse_file(path)
 
 
 def test_the_fused_causal_kernel_matches_torch_too():

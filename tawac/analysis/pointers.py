@@ -304,19 +304,8 @@ def _carried(v: BlockArgument, reader: _Reader) -> tuple[BlockArgument, Poly]:
     loop = block.parent_op()
     if not isinstance(loop, scf.ForOp) or v.index == 0:
         raise PointerError("a pointer that is an argument of no loop", None)
-    j = v.index - 1
-    base, init = pointer(loop.iter_args[j], reader)
-    step = loop.body.block.last_op.operands[j]
-    inc = Poly()
-    for _ in range(1000):
-        if step is v:
-            break
-        if not isinstance(step.owner, tt.AddPtrOp):
-            raise PointerError("a loop-carried pointer not advanced by tt.addptr", _op_of(step))
-        inc = inc + reader.int_poly(step.owner.offset)
-        step = step.owner.ptr
-    else:
-        raise PointerError("a loop-carried pointer computed from itself", loop)
+    base, init = pointer(loop.iter_args[v.index - 1], reader)
+    inc = _increment(v, reader, "pointer", tt.AddPtrOp, lambda op: (op.offset, op.ptr))
     return base, init + _advanced(loop, inc, reader)
 
 
@@ -326,23 +315,31 @@ def _carried_int(v: BlockArgument, reader: _Reader) -> Poly:
     its yield adds (`arith.addi`)."""
     loop = v.owner.parent_op()
     assert isinstance(loop, scf.ForOp)
-    j = v.index - 1
-    init = reader.int_poly(loop.iter_args[j])
-    step = loop.body.block.last_op.operands[j]
+    init = reader.int_poly(loop.iter_args[v.index - 1])
+
+    def split(op: arith.AddiOp) -> tuple[SSAValue, SSAValue]:
+        if op.lhs is v or isinstance(op.lhs.owner, arith.AddiOp):
+            return op.rhs, op.lhs
+        return op.lhs, op.rhs
+
+    inc = _increment(v, reader, "offset", arith.AddiOp, split)
+    return init + _advanced(loop, inc, reader)
+
+
+def _increment(v: BlockArgument, reader: _Reader, what: str, kind: type, split) -> Poly:
+    """What the chain of `kind` ops from the loop's yield back to its iteration argument
+    `v` adds per iteration; `split(op)` is (the amount an op adds, the value it adds to)."""
+    loop = v.owner.parent_op()
+    step = loop.body.block.last_op.operands[v.index - 1]
     inc = Poly()
     for _ in range(1000):
         if step is v:
-            break
-        op = step.owner
-        if not isinstance(op, arith.AddiOp):
-            raise PointerError("a loop-carried offset not advanced by arith.addi", _op_of(step))
-        if op.lhs is v or isinstance(op.lhs.owner, arith.AddiOp):
-            inc, step = inc + reader.int_poly(op.rhs), op.lhs
-        else:
-            inc, step = inc + reader.int_poly(op.lhs), op.rhs
-    else:
-        raise PointerError("a loop-carried offset computed from itself", loop)
-    return init + _advanced(loop, inc, reader)
+            return inc
+        if not isinstance(step.owner, kind):
+            raise PointerError(f"a loop-carried {what} not advanced by {kind.name}", _op_of(step))
+        delta, step = split(step.owner)
+        inc = inc + reader.int_poly(delta)
+    raise PointerError(f"a loop-carried {what} computed from itself", loop)
 
 
 def _advanced(loop: scf.ForOp, inc: Poly, reader: _Reader) -> Poly:

@@ -59,7 +59,7 @@ from __future__ import annotations
 
 import dataclasses
 import itertools
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 
 from xdsl.context import Context
@@ -233,10 +233,6 @@ class _Plan:
     scalars: list[BlockArgument] = field(default_factory=list)
     canon: object = None
 
-    @property
-    def args(self) -> dict[BlockArgument, tuple[str, ...]]:
-        return {a: t.names for a, t in self.tensors.items()}
-
 
 def _single_symbol(p: Poly) -> list[SSAValue]:
     if len(p.terms) == 1:
@@ -340,10 +336,9 @@ def _pid_axes(p: Poly) -> set[int]:
     return found
 
 
-def _program_symbols(v: SSAValue) -> set[SSAValue]:
-    """The program symbols (`_program_axis`) a scalar is computed from, through the
-    kernel's integer code; an iteration argument of a persistent loop stands for its
-    tile id (the loop's `t`)."""
+def _sources(v: SSAValue, leaf: Callable[[SSAValue], SSAValue | None]) -> set[SSAValue]:
+    """What `leaf` picks out of the kernel's integer code `v` is computed from: walking
+    operands, and from a loop's iteration argument to its initial value."""
     out: set[SSAValue] = set()
     work, seen = [v], set()
     while work and len(seen) < 10000:
@@ -351,37 +346,34 @@ def _program_symbols(v: SSAValue) -> set[SSAValue]:
         if x in seen:
             continue
         seen.add(x)
-        if _program_axis(x) is not None:
-            out.add(x)
-            continue
-        if _is_iter_arg(x):
-            loop = x.owner.parent_op()
-            if _grid_stride(loop) is not None:
-                out.add(loop.body.block.args[0])
-                continue
-            work.append(loop.iter_args[x.index - 1])
-            continue
-        if isinstance(x.owner, Operation):
-            work.extend(x.owner.operands)
-    return out
-
-
-def _arguments_of(v: SSAValue) -> set[BlockArgument]:
-    """The kernel's integer arguments a scalar is computed from."""
-    out: set[BlockArgument] = set()
-    work, seen = [v], set()
-    while work and len(seen) < 10000:
-        x = work.pop()
-        if x in seen:
-            continue
-        seen.add(x)
-        if _is_arg(x):
-            out.add(x)
+        found = leaf(x)
+        if found is not None:
+            out.add(found)
         elif _is_iter_arg(x):
             work.append(x.owner.parent_op().iter_args[x.index - 1])
         elif isinstance(x.owner, Operation):
             work.extend(x.owner.operands)
     return out
+
+
+def _program_symbols(v: SSAValue) -> set[SSAValue]:
+    """The program symbols (`_program_axis`) a scalar is computed from; an iteration
+    argument of a persistent loop stands for its tile id (the loop's `t`)."""
+
+    def leaf(x: SSAValue) -> SSAValue | None:
+        if _program_axis(x) is not None:
+            return x
+        loop = x.owner.parent_op() if _is_iter_arg(x) else None
+        return (
+            loop.body.block.args[0] if loop is not None and _grid_stride(loop) is not None else None
+        )
+
+    return _sources(v, leaf)
+
+
+def _arguments_of(v: SSAValue) -> set[BlockArgument]:
+    """The kernel's integer arguments a scalar is computed from."""
+    return _sources(v, lambda x: x if _is_arg(x) else None)
 
 
 def _stored(op: Operation) -> SSAValue:
@@ -1037,14 +1029,11 @@ def _is_data(op: Operation) -> bool:
 
 
 def _is_f32(v: SSAValue) -> bool:
-    t = v.type
-    return isinstance(t.element_type if isinstance(t, TensorType) else t, Float32Type)
+    return isinstance(_elem(v.type), Float32Type)
 
 
 def _is_float(v: SSAValue) -> bool:
-    t = v.type
-    elem = t.element_type if isinstance(t, TensorType) else t
-    return isinstance(elem, AnyFloat)
+    return isinstance(_elem(v.type), AnyFloat)
 
 
 def _broadcast(em: _Emitter, op: tt.BroadcastOp) -> None:
@@ -1178,12 +1167,6 @@ def _bounds(em: _Emitter, loop: scf.ForOp) -> tuple[SSAValue, SSAValue, int, int
     if set(step.terms) != {()} or step.terms[()] <= 0:
         raise _error("a loop whose step is not a positive constant", loop)
     return em.index(lb, loop), em.index(ub, loop), step.terms[()], 1
-
-
-def _is_pointer(t) -> bool:
-    return isinstance(t, tt.PointerType) or (
-        isinstance(t, TensorType) and isinstance(t.element_type, tt.PointerType)
-    )
 
 
 def _count_of(em: _Emitter, loop: scf.ForOp) -> tuple[SSAValue, int] | None:

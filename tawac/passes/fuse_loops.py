@@ -82,40 +82,40 @@ def _multiple_of(v: SSAValue, step: int) -> bool:
     return False
 
 
-@dataclass
-class _Match:
-    """Positional matching of two bodies: ops[i] of body 2 corresponds to ops[i] of
-    body 1 (head) or from the end (tail); `to1` maps body 2's values to body 1's."""
+def _alike(o1: Operation, o2: Operation) -> bool:
+    """The same op up to its operands: name, properties, attributes, result types, no
+    regions, as many operands."""
+    return (
+        o1.name == o2.name
+        and o1.properties == o2.properties
+        and o1.attributes == o2.attributes
+        and [r.type for r in o1.results] == [r.type for r in o2.results]
+        and not o1.regions
+        and not o2.regions
+        and len(o1.operands) == len(o2.operands)
+    )
 
-    ops1: list[Operation]
-    ops2: list[Operation]
-    to1: dict[SSAValue, SSAValue]
 
-    def same_op(self, o1: Operation, o2: Operation, defined2: set[SSAValue]) -> bool:
-        if o1.name != o2.name or o1.properties != o2.properties or o1.attributes != o2.attributes:
-            return False
-        if [r.type for r in o1.results] != [r.type for r in o2.results]:
-            return False
-        if o1.regions or o2.regions or len(o1.operands) != len(o2.operands):
-            return False
-        for a1, a2 in zip(o1.operands, o2.operands, strict=True):
-            if a2 in self.to1:
-                if self.to1[a2] is not a1:
-                    return False
-            elif a2 in defined2:
-                return False  # a value of the other body's middle: not the same op
-            elif not (a1 is a2 or _same_value(a1, a2)):
+def _same_head_op(o1: Operation, o2: Operation, to1: dict, defined2: set[SSAValue]) -> bool:
+    """`o2` computes what `o1` does: alike, its operands mapped by `to1` or equal outside
+    the bodies (none from the other body's ops not yet matched)."""
+    if not _alike(o1, o2):
+        return False
+    for a1, a2 in zip(o1.operands, o2.operands, strict=True):
+        if a2 in to1:
+            if to1[a2] is not a1:
                 return False
-        return True
+        elif a2 in defined2 or not (a1 is a2 or _same_value(a1, a2)):
+            return False
+    return True
 
 
 def _head(b1: Block, b2: Block, to1: dict) -> int:
     """The number of leading ops the two bodies share."""
     ops1, ops2 = list(b1.ops)[:-1], list(b2.ops)[:-1]
     defined2 = {r for o in ops2 for r in o.results}
-    m = _Match(ops1, ops2, to1)
     n = 0
-    while n < min(len(ops1), len(ops2)) and m.same_op(ops1[n], ops2[n], defined2):
+    while n < min(len(ops1), len(ops2)) and _same_head_op(ops1[n], ops2[n], to1, defined2):
         to1.update(zip(ops2[n].results, ops1[n].results, strict=True))
         defined2 -= set(ops2[n].results)
         n += 1
@@ -149,11 +149,7 @@ def _tail(
     n = 0
     while n < min(len(ops1), len(ops2)):
         o1, o2 = ops1[-1 - n], ops2[-1 - n]
-        if o1.name != o2.name or o1.properties != o2.properties or o1.regions or o2.regions:
-            break
-        if [r.type for r in o1.results] != [r.type for r in o2.results]:
-            break
-        if len(o1.operands) != len(o2.operands):
+        if not _alike(o1, o2):
             break
         if any(
             pending.get(r2, r1) is not r1 for r1, r2 in zip(o1.results, o2.results, strict=True)
