@@ -5,7 +5,8 @@ round-robin, medians, with the bandwidth of reading B. Each result is checked ag
 float32 reference first.
 
     python3 benchmarks/bench_gemm_shapes.py [--ms 1,16,64,128] [--rounds 5]
-        [--configs 128x256x64,64x32x64,...]   # BLOCK_M x BLOCK_N x BLOCK_K
+        [--configs 128x256x64,64x64x128/s4/d6,...]   # BLOCK_M x BLOCK_N x BLOCK_K,
+                                              # /sS: split-K by S, /dD: D stages
         [--shapes 3000x5000x2000,...]         # other shapes than --ms x the (N, K)s
 """
 
@@ -45,9 +46,16 @@ def main() -> int:
 
     kernels = {}
     for cfg in args.configs.split(","):
-        bm, bn, bk = (int(x) for x in cfg.split("x"))
+        tiles, _, opts = cfg.partition("/")
+        bm, bn, bk = (int(x) for x in tiles.split("x"))
+        options = {}
+        for item in (o for o in opts.split("/") if o):
+            name, value = item[0], int(item[1:])
+            options[{"s": "split_k", "d": "stages"}[name]] = value
         built = compile_cached(
-            ROOT / "examples/gemm.mlir", params={"BLOCK_M": bm, "BLOCK_N": bn, "BLOCK_K": bk}
+            ROOT / "examples/gemm.mlir",
+            params={"BLOCK_M": bm, "BLOCK_N": bn, "BLOCK_K": bk},
+            **options,
         )
         kernels[cfg] = load_kernel(built.cubin, json.loads(built.sidecar_text))
     import tawac.torch

@@ -337,8 +337,21 @@ def _opt(
     "(tawac run --trace-out): its measured steady state next to the model's, in the "
     "text, the JSON and the --timeline picture",
 )
+@click.option(
+    "--size",
+    "sizes",
+    default=None,
+    help="dimension sizes by name (M=16,N=4096,K=4096): the decisions for that size, "
+    "from SOURCE's tuning table (x.tune.json beside x.mlir, or --table) where it has one",
+)
+@click.option(
+    "--table",
+    type=click.Path(dir_okay=False, exists=True),
+    default=None,
+    help="the tuning table --size picks from (default: the one beside SOURCE)",
+)
 @_guard
-def explain(source, defines, time_limit, as_json, timeline, measured, **pipeline):
+def explain(source, defines, time_limit, as_json, timeline, measured, sizes, table, **pipeline):
     """Show what the compiler decides for SOURCE: warp groups and register budgets,
     arefs (payload, bytes, depth, release lag), the shared-memory map, the grid.
 
@@ -354,12 +367,20 @@ def explain(source, defines, time_limit, as_json, timeline, measured, **pipeline
     from tawac.driver import TimeLimit, parse_source
     from tawac.explain import explain_module, measured_info, render, timeline_svg
 
+    params = _params(defines)
+    why = None
+    if sizes is not None:
+        from tawac.runtime.runner import parse_sizes
+
+        params, why = _tuned_for(source, table, parse_sizes(sizes), params, pipeline)
     with TimeLimit(time_limit):
         info = explain_module(
-            parse_source(source, params=_params(defines)),
+            parse_source(source, params=params),
             PipelineOptions(**pipeline),
             timeline=timeline is not None or measured is not None,
         )
+    if why is not None:
+        info["decomposition"]["why"] = why
     window = measured_info(info, measured) if measured is not None else None
     if timeline is not None:
         svg = timeline_svg(info, window)
@@ -379,6 +400,35 @@ def explain(source, defines, time_limit, as_json, timeline, measured, **pipeline
     if not out.is_terminal:
         out = Console(highlight=False, emoji=False, width=120)
     render(info, out)
+
+
+def _tuned_for(source, table, sizes, params, pipeline) -> tuple[dict, str]:
+    """The kernel parameters and pipeline knobs (updated in place) of the tuning-table
+    entry for `sizes`, where neither -D nor a flag on the command line set them; and
+    where the decisions came from, in words."""
+    from click.core import ParameterSource
+
+    from tawac import tuning
+
+    path = Path(table) if table is not None else tuning.table_path(source)
+    if not path.exists():
+        return params, f"no tuning table at {path}: the defaults and flags"
+    try:
+        entry = tuning.pick_entry(tuning.load_table(path), sizes)
+    except tuning.TuningTableError as e:
+        raise CompileError(str(e)) from None
+    if entry is None:
+        return params, f"{path} has no entry for these dimensions: the defaults and flags"
+    ctx = click.get_current_context()
+    for name, value in entry.get("options", {}).items():
+        if ctx.get_parameter_source(name) != ParameterSource.COMMANDLINE:
+            pipeline[name] = value
+    params = {**entry.get("params", {}), **(params or {})}
+    bucket = ",".join(f"{k}={v}" for k, v in entry["bucket"].items())
+    timed = ""
+    if entry.get("time_ms") is not None:
+        timed = f", {entry['time_ms'] * 1000:.1f} us on {entry.get('device', 'a GPU')}"
+    return params, f"tuning table {path}, the entry of bucket {bucket}{timed}"
 
 
 def _require_gpu() -> None:

@@ -37,6 +37,7 @@ from tawac.passes.persistent import PersistentPass
 from tawac.passes.pingpong import PingpongPass
 from tawac.passes.pipeline import PipelinePass
 from tawac.passes.plan import PlanPass
+from tawac.passes.split_k import SplitKPass
 from tawac.passes.tma_store import TmaStorePass
 from tawac.passes.trace import TracePass
 from tawac.passes.warp_specialize import WarpSpecializePass
@@ -65,6 +66,7 @@ __all__ = [
 PASSES: dict[str, Callable[[], type[ModulePass]]] = {
     p.name: (lambda p=p: p)
     for p in (
+        SplitKPass,
         WarpSpecializePass,
         PlanPass,
         PipelinePass,

@@ -21,12 +21,14 @@ from xdsl.dialects.builtin import ModuleOp
 from xdsl.ir import Operation
 
 from tawac import schedule
+from tawac.analysis.grid import from_attr
 from tawac.analysis.loops import main_loops, scheduled_ops
 from tawac.compiler import run_pipeline
 from tawac.diagnostics import CompileError
 from tawac.dialects import aref, hopper, tile
 from tawac.dialects.schedule import Schedule
 from tawac.options import PipelineOptions
+from tawac.passes.split_k import DECOMPOSITION_ATTR
 from tawac.schedule import loop_plan
 from tawac.schedule.model import TIMELINE_ITERATIONS, aref_name, loop_lanes
 from tawac.schedule.simulate import Dep, Lane, Step, simulate
@@ -379,6 +381,7 @@ def explain_module(
             "regions": _smem_map(kernel, arefs),
         },
     }
+    info["decomposition"] = decomposition_of(kernel)
     if plan.auto is not None:
         info["auto"] = dataclasses.asdict(plan.auto)
     if plan.cluster_axis is not None:
@@ -391,6 +394,27 @@ def explain_module(
     if steady is not None:
         info["timeline"] = steady
     return info
+
+
+def decomposition_of(kernel: tile.KernelOp) -> dict[str, Any]:
+    """How the work is divided among programs: `{"kind": "data_parallel"}` (one program
+    per output tile) or the `tawac.decomposition` a pass recorded (`split-k`)."""
+    attr = kernel.attributes.get(DECOMPOSITION_ATTR)
+    if attr is None:
+        return {"kind": "data_parallel"}
+    return from_attr(attr)
+
+
+def decomposition_text(info: dict[str, Any]) -> str:
+    d = info["decomposition"]
+    why = f" ({d['why']})" if d.get("why") else ""
+    if d["kind"] == "split_k":
+        return (
+            f"decomposition: split-K by {d['splits']}: {d['splits']} programs per output tile "
+            "along z, each a chunk of the K steps; the last to finish adds the partials in "
+            f"split order (deterministic) and runs the epilogue{why}"
+        )
+    return f"decomposition: data-parallel, one program per output tile{why}"
 
 
 #: How `render` says each store staging (`#tawac.schedule`'s `stores`).
@@ -441,6 +465,7 @@ def render(info: dict[str, Any], console) -> None:
             f"cluster: {cx}x{cy}, {cluster['pairs']}; each CTA loads 1/{cluster['ctas']} of "
             f"the rows of the {', '.join(shared) or 'no'} {tiles} and multicasts them to all"
         )
+    lines.append(decomposition_text(info))
     lines.append(f"planner: {planner_text(info)}")
     solved = info.get("solve")
     if solved is not None:

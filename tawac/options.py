@@ -177,6 +177,17 @@ KNOBS: tuple[Knob, ...] = (
         max=HOPPER.max_consumer_warp_groups,
     ),
     Knob(
+        "split_k",
+        int,
+        1,
+        "split-K: S programs per output tile, each summing a chunk of the K steps; the "
+        "last to finish adds the S partial tiles in a fixed order and runs the epilogue "
+        "(deterministic)",
+        where="split-k",
+        min=1,
+        max=64,
+    ),
+    Knob(
         "persistent",
         bool,
         True,
@@ -264,6 +275,7 @@ class _Options:
         made by `plan`; the passes after it apply the schedule (and do nothing where it
         says so)."""
         passes = [
+            f"split-k{{splits={self.split_k}}}" if self.split_k > 1 else "",
             "warp-specialize",
             self.plan_spec(),
             "pipeline",
@@ -277,7 +289,8 @@ class _Options:
             "convert-to-ptx",
         ]
         # an optional pass that is off ("") is named by where it would run
-        names = [p.split("{")[0] or "trace" for p in passes]
+        names = [p.split("{")[0] for p in passes]
+        names[0], names[-2] = "split-k", "trace"
         lo = names.index(start) if start is not None else 0
         hi = names.index(stop) if stop is not None else len(passes)
         return ",".join(p for p in passes[lo:hi] if p)

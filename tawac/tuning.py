@@ -141,11 +141,18 @@ def _distance(bucket: Mapping[str, int], sizes: Mapping[str, int]) -> float | No
 def pick(
     table: Mapping[str, Any], sizes: Mapping[str, int]
 ) -> tuple[dict[str, Any], dict[str, Any]] | None:
-    """The (params, options) of the entry whose bucket holds `sizes`, else of the nearest
-    bucket (sum of |log2 differences| over its dimensions); among entries as near, one
-    tuned at sizes as ragged as these (`ragged_of`; an entry without the mark counts for
-    either, after a match), then the first. None when no entry's dimensions are all in
-    `sizes`."""
+    """The (params, options) of `pick_entry`'s entry; None where it finds none."""
+    entry = pick_entry(table, sizes)
+    if entry is None:
+        return None
+    return dict(entry.get("params", {})), dict(entry.get("options", {}))
+
+
+def pick_entry(table: Mapping[str, Any], sizes: Mapping[str, int]) -> Mapping[str, Any] | None:
+    """The entry whose bucket holds `sizes`, else of the nearest bucket (sum of |log2
+    differences| over its dimensions); among entries as near, one tuned at sizes as
+    ragged as these (`ragged_of`; an entry without the mark counts for either, after a
+    match), then the first. None when no entry's dimensions are all in `sizes`."""
     ragged = ragged_of(sizes)
     best: tuple[tuple[float, int], Mapping[str, Any]] | None = None
     for entry in table["entries"]:
@@ -156,7 +163,4 @@ def pick(
         rank = (d, 0 if kind == ragged else 1 if kind is None else 2)
         if best is None or rank < best[0]:
             best = (rank, entry)
-    if best is None:
-        return None
-    entry = best[1]
-    return dict(entry.get("params", {})), dict(entry.get("options", {}))
+    return best[1] if best is not None else None

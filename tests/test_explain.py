@@ -77,3 +77,36 @@ def test_cli_error_is_one_line(tmp_path):
     proc = subprocess.run(cmd, capture_output=True, text=True, timeout=120)
     assert proc.returncode == 1
     assert proc.stderr.strip() == f"{bad}:2:3: error: Operation tile.fence is not registered"
+
+
+def test_decomposition_for_a_size_comes_from_the_tuning_table(tmp_path):
+    """`--size` picks the tuning table's entry for that size: its split-K, and why."""
+    from click.testing import CliRunner
+
+    from tawac.cli import main
+
+    table = json.loads((REPO / "examples" / "gemm.tune.json").read_text())
+    table["entries"] = [
+        {
+            "bucket": {"M": 16, "N": 4096, "K": 16384},
+            "params": {"BLOCK_M": 64, "BLOCK_N": 64, "BLOCK_K": 128},
+            "options": {"stages": 4, "split_k": 2},
+            "time_ms": 0.0577,
+            "device": "NVIDIA H100 80GB HBM3",
+        }
+    ]
+    path = tmp_path / "t.tune.json"
+    path.write_text(json.dumps(table))
+    args = ["explain", str(REPO / "examples" / "gemm.mlir"), "--size", "M=16,N=4096,K=14336"]
+    out = CliRunner().invoke(main, [*args, "--table", str(path), "--json"])
+    assert out.exit_code == 0, out.output
+    info = json.loads(out.output)
+    assert info["decomposition"]["kind"] == "split_k"
+    assert info["decomposition"]["splits"] == 2
+    assert "the entry of bucket M=16,N=4096,K=16384, 57.7 us" in info["decomposition"]["why"]
+    assert info["grid"][2] == {"const": 2}
+    # a flag on the command line wins over the table
+    out = CliRunner().invoke(main, [*args, "--table", str(path), "--split-k", "1", "--json"])
+    assert json.loads(out.output)["decomposition"]["kind"] == "data_parallel"
+    text = CliRunner().invoke(main, [*args, "--table", str(path)]).output
+    assert "decomposition: split-K by 2" in text

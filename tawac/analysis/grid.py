@@ -59,11 +59,30 @@ def _pid_times(v: SSAValue) -> tuple[int, int] | None:
     return None
 
 
+#: The kernel attribute listing the workspace arguments a pass added, by argument name:
+#: {dtype, zero, shape (a grid entry per dimension)} (`split-k`; docs/abi.md).
+WORKSPACE_ATTR = "tawac.workspace"
+
+
+def workspace_of(kernel: tile.KernelOp) -> dict[str, Any]:
+    """The kernel's workspace arguments (`WORKSPACE_ATTR`), {} where it has none."""
+    attr = kernel.attributes.get(WORKSPACE_ATTR)
+    return from_attr(attr) if attr is not None else {}
+
+
+def _scaled(entry: dict[str, Any], by: int) -> dict[str, Any]:
+    """A workspace dimension's grid entry divided by `by` (tiles of `by` along it)."""
+    if "const" in entry:
+        return {"const": -(-int(entry["const"]) // by)}
+    return {"cdiv": entry["cdiv"], "by": int(entry["by"]) * by}
+
+
 def infer_grid(kernel: tile.KernelOp) -> list[dict[str, Any]]:
     """The grid of programs from the stores: a store at `program_id(a) * T` along
     dimension d of tensor X means axis a spans ceil(size(X, d) / T) programs (the launch
     ABI's grid form, docs/abi.md)."""
     names = [a.name_hint or f"arg{i}" for i, a in enumerate(kernel.body.block.args)]
+    workspace = workspace_of(kernel)
     grid: list[dict[str, Any] | None] = [None, None, None]
     used = {op.axis.data for op in kernel.walk() if isinstance(op, tile.ProgramIdOp)}
     for st in kernel.walk():
@@ -77,6 +96,9 @@ def infer_grid(kernel: tile.KernelOp) -> list[dict[str, Any]]:
                 continue
             axis, by = found
             entry = {"cdiv": {"arg": names[dest.index], "dim": d}, "by": by}
+            sized = workspace.get(names[dest.index])
+            if sized is not None:
+                entry = _scaled(sized["shape"][d], by)
             if grid[axis] is None:
                 grid[axis] = entry
     out: list[dict[str, Any]] = []

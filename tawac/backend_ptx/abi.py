@@ -12,7 +12,7 @@ from xdsl.dialects.builtin import (
 )
 from xdsl.ir import Attribute, BlockArgument, SSAValue
 
-from tawac.analysis.grid import from_attr, to_attr
+from tawac.analysis.grid import from_attr, to_attr, workspace_of
 from tawac.diagnostics import CompileError
 from tawac.dialects import ptx, tile
 from tawac.target import HOPPER
@@ -108,9 +108,12 @@ class ParamTable:
         cluster shape, whose extents the runtime rounds the grid up to; a persistent
         kernel's one-dimensional grid has clusters of cx * cy CTAs along x, and
         `"program_cluster"` says which programs a cluster computes together."""
+        workspace = workspace_of(self.kernel)
         args = []
         for a, name in zip(self.args, self.names, strict=True):
             t = a.type
+            if name in workspace:
+                continue  # allocated by the launcher (its "workspace" entry)
             if isinstance(t, tile.GlobalTensorType):
                 args.append(
                     {
@@ -132,6 +135,11 @@ class ParamTable:
             "grid": grid,
             "args": args,
         }
+        if workspace:
+            launch["workspace"] = [
+                {"name": n, "dtype": w["dtype"], "zero": bool(w["zero"]), "shape": w["shape"]}
+                for n, w in workspace.items()
+            ]
         if persistent:
             launch["grid"] = [{"persistent": 1}, {"const": 1}, {"const": 1}]
             launch["program_grid"] = grid
@@ -146,6 +154,8 @@ class ParamTable:
 def sidecar(entry: ptx.EntryOp) -> dict[str, Any]:
     """The JSON sidecar of an entry (docs/abi.md)."""
     launch = from_attr(entry.launch)
+    for w in launch.get("workspace", []):
+        w["zero"] = bool(w["zero"])  # an attribute holds it as an integer
     return {
         "format": 1,
         "kernel": entry.sym_name.data,

@@ -687,22 +687,55 @@ class SelpOp(PtxInstruction):
 
 @irdl_op_definition
 class LdGlobalOp(PtxInstruction):
-    """`ld.global.type d, [addr];` (PTX ISA 9.7.9.8)."""
+    """`ld.global{.cop}.type d, [addr];` (PTX ISA 9.7.9.8); the cache operator `cg`
+    caches in L2 only (data other SMs wrote during the launch)."""
 
     name = "ptx.ld_global"
     type = prop_def(StringAttr)
+    cache = opt_prop_def(StringAttr)
     addr = operand_def(RegType)
     result = result_def(RegType)
 
-    def __init__(self, ptx_type: str, addr: SSAValue):
-        super().__init__(
-            operands=[addr],
-            properties={"type": StringAttr(ptx_type)},
-            result_types=[reg_of(ptx_type)],
-        )
+    def __init__(self, ptx_type: str, addr: SSAValue, cache: str | None = None):
+        props: dict[str, Attribute] = {"type": StringAttr(ptx_type)}
+        if cache is not None:
+            props["cache"] = StringAttr(cache)
+        super().__init__(operands=[addr], properties=props, result_types=[reg_of(ptx_type)])
 
     def ptx_text(self, n: Names) -> str:
-        return f"ld.global.{_s(self.type)} {n(self.result)}, [{n(self.addr)}];"
+        cop = f".{_s(self.cache)}" if self.cache is not None else ""
+        return f"ld.global{cop}.{_s(self.type)} {n(self.result)}, [{n(self.addr)}];"
+
+
+@irdl_op_definition
+class FenceGpuOp(PtxInstruction):
+    """`fence.acq_rel.gpu;`: this thread's memory accesses before it are ordered before
+    those after it for every thread of the GPU (PTX ISA 9.7.13.4, membar/fence)."""
+
+    name = "ptx.fence_gpu"
+
+    def ptx_text(self, n: Names) -> str:
+        return "fence.acq_rel.gpu;"
+
+
+@irdl_op_definition
+class AtomAddOp(PtxInstruction):
+    """`atom.acq_rel.gpu.global.add.u32 d, [addr], b;`: adds b to the 32-bit word at
+    addr and returns its old value, as a release and an acquire at GPU scope (PTX ISA
+    9.7.13.5)."""
+
+    name = "ptx.atom_add"
+    addr = operand_def(RegType)
+    value = operand_def(RegType)
+    result = result_def(RegType)
+
+    def __init__(self, addr: SSAValue, value: SSAValue):
+        super().__init__(operands=[addr, value], result_types=[reg_of("u32")])
+
+    def ptx_text(self, n: Names) -> str:
+        return (
+            f"atom.acq_rel.gpu.global.add.u32 {n(self.result)}, [{n(self.addr)}], {n(self.value)};"
+        )
 
 
 @irdl_op_definition
@@ -927,6 +960,31 @@ class BarSyncRegOp(PtxInstruction):
 
     def ptx_text(self, n: Names) -> str:
         return f"bar.sync {n(self.id)}, {_i(self.count)};"
+
+
+@irdl_op_definition
+class BarRedOrOp(PtxInstruction):
+    """`bar.red.or.pred p, id, count, c;`: a named barrier that also ORs the predicate c
+    over the `count` threads arriving, every one of them getting the result p (PTX ISA
+    9.7.12.1, bar.red)."""
+
+    name = "ptx.bar_red_or"
+    id = prop_def(IntegerAttr[I64])
+    count = prop_def(IntegerAttr[I64])
+    value = operand_def(RegType)
+    result = result_def(RegType)
+
+    def __init__(self, bar_id: int, count: int, value: SSAValue):
+        super().__init__(
+            operands=[value],
+            properties={"id": IntegerAttr(bar_id, i64), "count": IntegerAttr(count, i64)},
+            result_types=[PRED],
+        )
+
+    def ptx_text(self, n: Names) -> str:
+        return (
+            f"bar.red.or.pred {n(self.result)}, {_i(self.id)}, {_i(self.count)}, {n(self.value)};"
+        )
 
 
 @irdl_op_definition
@@ -1506,6 +1564,8 @@ Ptx = Dialect(
         SetpOp,
         SelpOp,
         LdGlobalOp,
+        FenceGpuOp,
+        AtomAddOp,
         StGlobalOp,
         StGlobalV4B32Op,
         StSharedOp,
@@ -1521,6 +1581,7 @@ Ptx = Dialect(
         BarWarpSyncOp,
         BarSyncOp,
         BarSyncRegOp,
+        BarRedOrOp,
         BarArriveRegOp,
         MbarrierInitOp,
         FenceMbarrierInitOp,

@@ -116,9 +116,9 @@ class GlobalTensorType(ParametrizedAttribute, TypeAttribute):
         printer.print_string(">")
 
     def verify(self) -> None:
-        if not isinstance(self.element_type, AnyFloat):
+        if not isinstance(self.element_type, AnyFloat) and self.element_type != i32:
             raise VerifyException(
-                f"!tile.tensor element type must be a float type, got {self.element_type}"
+                f"!tile.tensor element type must be a float type or i32, got {self.element_type}"
             )
         if self.element_type.bitwidth < 16 and not isinstance(self.element_type, FP8_TYPES):
             raise VerifyException(
@@ -319,6 +319,11 @@ def _check_access(op: IRDLOperation, gt: Attribute, tile: Attribute, n_idx: int)
     assert isinstance(gt, GlobalTensorType)
     if not isinstance(tile, TensorType):
         raise VerifyException(f"{op.name}: expected a ranked tensor tile, got {tile}")
+    if not isinstance(gt.element_type, AnyFloat):
+        raise VerifyException(
+            f"{op.name}: tiles of {gt.element_type} tensors are not supported yet (an i32 "
+            "tensor holds tile.arrive's counters)"
+        )
     if tile.get_num_dims() > gt.rank:
         raise VerifyException(
             f"{op.name}: tile {type_str(tile)} has rank {tile.get_num_dims()} but "
@@ -430,6 +435,133 @@ class StoreOp(IRDLOperation):
         `warp-specialize`."""
         attr = self.attributes.get(STORE_ID)
         return attr.data if isinstance(attr, StringAttr) else None
+
+
+@irdl_op_definition
+class ArriveOp(IRDLOperation):
+    """Counts this program's arrival at one counter of a global `i32` tensor and says
+    whether it was the last of `count` programs to arrive there.
+
+    The program's global stores made before the op are released at GPU scope first, and
+    the one program whose arrival is the `count`-th acquires: its reads after the op see
+    every store the other `count` - 1 programs made before their arrivals.  The last
+    arrival sets the counter back to 0, so a tensor of zeros is zeros again when every
+    program of the launch has arrived (split-K's tickets: `split-k`).  Models a fence
+    (PTX ISA 9.7.13.4, `fence.acq_rel.gpu`) around an atomic add (9.7.13.5, `atom.add`).
+
+    `%last = tile.arrive %tickets[%px, %py] count 4 : !tile.tensor<?x?xi32>`
+    """
+
+    name = "tile.arrive"
+    counters = operand_def(GlobalTensorType)
+    indices = var_operand_def(IndexType)
+    count = prop_def(IntAttr)
+    result = result_def(i1)
+
+    def __init__(self, counters: SSAValue, indices: Sequence[SSAValue], count: int):
+        super().__init__(
+            operands=[counters, indices],
+            properties={"count": IntAttr(count)},
+            result_types=[i1],
+        )
+
+    @classmethod
+    def parse(cls, parser: Parser) -> ArriveOp:
+        src, idx = _parse_indexed(parser)
+        parser.parse_keyword("count")
+        count = parser.parse_integer(allow_boolean=False, allow_negative=False)
+        parser.parse_punctuation(":")
+        t = parser.parse_type()
+        op = cls(parser.resolve_operand(src, t), idx, count)
+        op.attributes |= parser.parse_optional_attr_dict()
+        return op
+
+    def print(self, printer: Printer) -> None:
+        printer.print_string(" ")
+        _print_indexed(printer, self.counters, self.indices)
+        printer.print_string(f" count {self.count.data} : ")
+        printer.print_attribute(self.counters.type)
+        printer.print_op_attributes(self.attributes)
+
+    def verify_(self) -> None:
+        t = self.counters.type
+        assert isinstance(t, GlobalTensorType)
+        if t.element_type != i32:
+            raise VerifyException(f"tile.arrive: counters must be i32, got {t.element_type}")
+        if len(self.indices) != t.rank:
+            raise VerifyException(
+                f"tile.arrive: {len(self.indices)} coordinates given for {t} of rank {t.rank}"
+            )
+        if self.count.data < 1:
+            raise VerifyException(f"tile.arrive: count must be at least 1, got {self.count.data}")
+
+
+@irdl_op_definition
+class SplitSumOp(IRDLOperation):
+    """The sum over the leading dimension of `count` tiles of an f32 tensor, in order
+    (`p[0] + p[1] + ... + p[count - 1]`, added left to right: the same bits whichever
+    program computes it), each read straight from global memory into the registers of
+    the threads that add it (no shared memory, no producer: the partials are written by
+    other programs and read once, after a `tile.arrive`).  The tile lies along the last
+    two dimensions at the given coordinates; the first coordinate is the first slice.
+    Elements outside the tensor read as zero.  Models `ld.global.cg` (PTX ISA 9.7.9.8):
+    cached in L2 only, where the other SMs' stores are.
+
+    `%s = tile.split_sum %w[%c0, %m0, %n0] count 4 : !tile.tensor<?x?x?xf32> -> tensor<64x128xf32>`
+    """
+
+    name = "tile.split_sum"
+    source = operand_def(GlobalTensorType)
+    indices = var_operand_def(IndexType)
+    count = prop_def(IntAttr)
+    result = result_def(TensorType)
+
+    def __init__(
+        self, source: SSAValue, indices: Sequence[SSAValue], count: int, result_type: Attribute
+    ):
+        super().__init__(
+            operands=[source, indices],
+            properties={"count": IntAttr(count)},
+            result_types=[result_type],
+        )
+
+    @classmethod
+    def parse(cls, parser: Parser) -> SplitSumOp:
+        src, idx = _parse_indexed(parser)
+        parser.parse_keyword("count")
+        count = parser.parse_integer(allow_boolean=False, allow_negative=False)
+        parser.parse_punctuation(":")
+        st = parser.parse_type()
+        parser.parse_punctuation("->")
+        rt = parser.parse_type()
+        op = cls(parser.resolve_operand(src, st), idx, count, rt)
+        op.attributes |= parser.parse_optional_attr_dict()
+        return op
+
+    def print(self, printer: Printer) -> None:
+        printer.print_string(" ")
+        _print_indexed(printer, self.source, self.indices)
+        printer.print_string(f" count {self.count.data} : ")
+        printer.print_attribute(self.source.type)
+        printer.print_string(" -> ")
+        printer.print_attribute(self.result.type)
+        printer.print_op_attributes(self.attributes)
+
+    def verify_(self) -> None:
+        t, rt = self.source.type, self.result.type
+        _check_access(self, t, rt, len(self.indices))
+        assert isinstance(t, GlobalTensorType) and isinstance(rt, TensorType)
+        if not isinstance(rt.element_type, Float32Type) or rt.get_num_dims() != 2:
+            raise VerifyException(f"tile.split_sum: expected a 2-d f32 tile, got {type_str(rt)}")
+        if t.rank < 3:
+            raise VerifyException(
+                f"tile.split_sum: the partials need a leading dimension beyond the tile's "
+                f"two, got {t} of rank {t.rank}"
+            )
+        if self.count.data < 1:
+            raise VerifyException(
+                f"tile.split_sum: count must be at least 1, got {self.count.data}"
+            )
 
 
 MMA_INPUT_TYPES = (BFloat16Type, Float16Type, Float8E4M3FNType, Float8E5M2Type)
@@ -821,6 +953,8 @@ Tile = Dialect(
         IotaOp,
         CmpiOp,
         SelectOp,
+        ArriveOp,
+        SplitSumOp,
     ],
     [GlobalTensorType],
 )

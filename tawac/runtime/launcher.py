@@ -47,6 +47,15 @@ SWIZZLES: dict[str, str] = {
     "128B": "CU_TENSOR_MAP_SWIZZLE_128B",
 }
 
+# workspace buffer dtype -> (torch dtype attribute, bytes per element) (docs/abi.md,
+# "Workspace buffers")
+WORKSPACE_DTYPES: dict[str, tuple[str, int]] = {
+    "f32": ("float32", 4),
+    "i32": ("int32", 4),
+}
+#: The parameter kinds that may name a workspace buffer.
+WORKSPACE_PARAM_KINDS = frozenset({"pointer", "dim", "stride"})
+
 FLOAT_SCALAR_DTYPES = frozenset({"f32"})
 INT_SCALAR_DTYPES = frozenset({"index", "s32", "i32", "s64", "i64"})
 
@@ -108,6 +117,27 @@ def cdiv(a: int, b: int) -> int:
     return -(-a // b)
 
 
+def extent(entry: Mapping[str, Any], shapes: Mapping[str, Sequence[int]], what: str) -> int:
+    """Evaluates one size of the sidecar (a "grid" axis, a "workspace" dimension) against
+    argument shapes: `{"const": n}` is n, `{"cdiv": {"arg": name, "dim": d}, "by": n}` is
+    ceil(size of dimension d of tensor argument `name` / n). `what` names the entry in
+    errors ("grid axis x")."""
+    if "const" in entry:
+        return int(entry["const"])
+    if "cdiv" not in entry:
+        raise LaunchError(f"{what}: sidecar entry {entry} is not understood")
+    ref = entry["cdiv"]
+    name, dim, by = ref["arg"], int(ref["dim"]), int(entry["by"])
+    if name not in shapes:
+        raise LaunchError(f"{what} refers to unknown tensor argument {name!r}")
+    shape = shapes[name]
+    if not 0 <= dim < len(shape):
+        raise LaunchError(f"{what} refers to dimension {dim} of {name!r} of rank {len(shape)}")
+    if by <= 0:
+        raise LaunchError(f"{what}: divisor must be positive, got {by}")
+    return cdiv(int(shape[dim]), by)
+
+
 def compute_grid(
     grid_spec: Sequence[Mapping[str, Any]],
     shapes: Mapping[str, Sequence[int]],
@@ -137,9 +167,6 @@ def compute_grid(
     size = math.prod(int(c) for c in cluster)
     out: list[int] = []
     for axis, entry in zip("xyz", grid_spec, strict=True):
-        if "const" in entry:
-            out.append(int(entry["const"]))
-            continue
         if "persistent" in entry:
             if program_grid is None or sm_count is None:
                 raise LaunchError("a persistent grid needs program_grid and the SM count")
@@ -153,20 +180,9 @@ def compute_grid(
             ctas = min(programs, int(entry["persistent"]) * sm_count)
             out.append(max(size, ctas // size * size))
             continue
-        if "cdiv" not in entry:
+        if "const" not in entry and "cdiv" not in entry:
             raise LaunchError(f"sidecar grid entry for axis {axis} is not understood: {entry}")
-        ref = entry["cdiv"]
-        name, dim, by = ref["arg"], int(ref["dim"]), int(entry["by"])
-        if name not in shapes:
-            raise LaunchError(f"grid axis {axis} refers to unknown tensor argument {name!r}")
-        shape = shapes[name]
-        if not 0 <= dim < len(shape):
-            raise LaunchError(
-                f"grid axis {axis} refers to dimension {dim} of {name!r} of rank {len(shape)}"
-            )
-        if by <= 0:
-            raise LaunchError(f"grid axis {axis}: divisor must be positive, got {by}")
-        out.append(cdiv(int(shape[dim]), by))
+        out.append(extent(entry, shapes, f"grid axis {axis}"))
     if size > 1:
         out = [
             g if "persistent" in e else cdiv(g, int(c)) * int(c)
@@ -176,6 +192,35 @@ def compute_grid(
     if x > MAX_GRID_X or y > MAX_GRID_YZ or z > MAX_GRID_YZ:
         raise LaunchError(f"grid {tuple(out)} exceeds the CUDA limits (2^31-1, 65535, 65535)")
     return x, y, z
+
+
+def workspace_shapes(
+    workspace: Sequence[Mapping[str, Any]], shapes: Mapping[str, Sequence[int]]
+) -> list[tuple[int, ...]]:
+    """Each buffer's shape of the sidecar "workspace" (in its order), evaluated against
+    the argument shapes (every dimension an `extent` entry)."""
+    return [
+        tuple(
+            extent(entry, shapes, f"workspace buffer {w['name']!r} dimension {d}")
+            for d, entry in enumerate(w["shape"])
+        )
+        for w in workspace
+    ]
+
+
+def workspace_nbytes(buffer: Mapping[str, Any], shape: Sequence[int]) -> int:
+    """Bytes the launcher allocates for a workspace buffer of this shape: at least one
+    element (the kernel reads no element of a buffer with a size of 0)."""
+    return max(1, math.prod(shape)) * WORKSPACE_DTYPES[buffer["dtype"]][1]
+
+
+def row_major_strides(shape: Sequence[int]) -> tuple[int, ...]:
+    """The strides (elements) of a contiguous, row-major tensor; a size of 0 counts as 1,
+    as in torch."""
+    strides = [1] * len(shape)
+    for d in reversed(range(len(shape) - 1)):
+        strides[d] = strides[d + 1] * max(1, int(shape[d + 1]))
+    return tuple(strides)
 
 
 def needs_padding(view: TensorView, stored: bool = False) -> bool:
@@ -338,12 +383,26 @@ def validate_sidecar(sidecar: Mapping[str, Any]) -> None:
         if a["kind"] not in ("tensor", "scalar"):
             raise LaunchError(f"argument {a['name']!r}: unknown kind {a['kind']!r}")
     _validate_trace(sidecar)
+    workspace = _validate_workspace(sidecar, args)
     for p in sidecar["params"]:
         kind, name = p.get("kind"), p.get("arg")
         if kind == TRACE_KIND:
             continue
         if kind not in PARAM_KINDS:
             raise LaunchError(f"unknown parameter kind {kind!r}")
+        if name in workspace:
+            if kind not in WORKSPACE_PARAM_KINDS:
+                raise LaunchError(
+                    f"parameter {kind} cannot refer to workspace buffer {name!r} "
+                    "(only pointer, dim and stride parameters can)"
+                )
+            rank = len(workspace[name]["shape"])
+            if kind != "pointer" and not _is_int(p.get("dim"), 0, rank - 1):
+                raise LaunchError(
+                    f"parameter {kind} refers to dimension {p.get('dim')!r} of workspace "
+                    f"buffer {name!r} of rank {rank}"
+                )
+            continue
         if name not in args:
             raise LaunchError(f"parameter {kind} refers to unknown argument {name!r}")
         want = "scalar" if kind == "scalar" else "tensor"
@@ -351,6 +410,69 @@ def validate_sidecar(sidecar: Mapping[str, Any]) -> None:
             raise LaunchError(f"parameter {kind} needs a {want} argument, {name!r} is not")
         if kind == "tensor_map" and p.get("swizzle", "none") not in SWIZZLES:
             raise LaunchError(f"tensor_map for {name!r}: unknown swizzle {p.get('swizzle')!r}")
+
+
+def _is_int(v: Any, low: int, high: int | None = None) -> bool:
+    """True for a python int (not a bool) in [low, high] (no upper bound: high is None)."""
+    if not isinstance(v, int) or isinstance(v, bool):
+        return False
+    return low <= v and (high is None or v <= high)
+
+
+def _validate_workspace(
+    sidecar: Mapping[str, Any], args: Mapping[str, Mapping[str, Any]]
+) -> dict[str, Mapping[str, Any]]:
+    """The sidecar's "workspace" buffers (docs/abi.md, "Workspace buffers"), by name,
+    checked: dtype, a shape of "grid"-like entries over tensor arguments, names unique
+    and unlike every argument's."""
+    entries = sidecar.get("workspace", [])
+    if not isinstance(entries, list):
+        raise LaunchError('sidecar "workspace" must be a list of buffers')
+    out: dict[str, Mapping[str, Any]] = {}
+    for w in entries:
+        name = w.get("name") if isinstance(w, Mapping) else None
+        if not isinstance(name, str) or not name:
+            raise LaunchError(f'sidecar "workspace": every buffer needs a "name", got {w!r}')
+        if name in args:
+            raise LaunchError(f"workspace buffer {name!r} has the name of an argument")
+        if name in out:
+            raise LaunchError(f"workspace buffer names are not unique: {name!r}")
+        if w.get("dtype") not in WORKSPACE_DTYPES:
+            raise LaunchError(
+                f"workspace buffer {name!r}: unsupported dtype {w.get('dtype')!r} "
+                f"(expected one of {', '.join(WORKSPACE_DTYPES)})"
+            )
+        if not isinstance(w.get("zero", False), bool):
+            raise LaunchError(f'workspace buffer {name!r}: "zero" must be true or false')
+        shape = w.get("shape")
+        if not isinstance(shape, list) or not shape:
+            raise LaunchError(f'workspace buffer {name!r}: "shape" must be a non-empty list')
+        for d, entry in enumerate(shape):
+            _validate_extent(entry, args, f"workspace buffer {name!r} dimension {d}")
+        out[name] = w
+    return out
+
+
+def _validate_extent(entry: Any, args: Mapping[str, Mapping[str, Any]], what: str) -> None:
+    """Checks one `extent` entry's structure: `{"const": n}` with n >= 0, or a "cdiv" of a
+    dimension of a tensor argument by a positive integer."""
+    if isinstance(entry, Mapping) and "const" in entry:
+        if not _is_int(entry["const"], 0):
+            raise LaunchError(f"{what}: const must be a non-negative integer, got {entry!r}")
+        return
+    ref = entry.get("cdiv") if isinstance(entry, Mapping) else None
+    if not isinstance(ref, Mapping):
+        raise LaunchError(f"{what}: sidecar entry {entry!r} is not understood")
+    arg = args.get(ref.get("arg"))
+    if arg is None or arg["kind"] != "tensor":
+        raise LaunchError(f"{what} refers to unknown tensor argument {ref.get('arg')!r}")
+    rank = int(arg.get("rank", 0))
+    if not _is_int(ref.get("dim"), 0, rank - 1):
+        raise LaunchError(
+            f"{what} refers to dimension {ref.get('dim')!r} of {arg['name']!r} of rank {rank}"
+        )
+    if not _is_int(entry.get("by"), 1):
+        raise LaunchError(f"{what}: divisor must be a positive integer, got {entry.get('by')!r}")
 
 
 def _validate_trace(sidecar: Mapping[str, Any]) -> None:
@@ -535,6 +657,12 @@ class Kernel:
         self.cluster = tuple(int(c) for c in sidecar.get("cluster", (1, 1, 1)))
         self.dynamic_smem = int(sidecar.get("dynamic_smem", 0))
         self._map_args = {p["arg"] for p in self.params if p["kind"] == "tensor_map"}
+        self.workspace: list[Mapping[str, Any]] = list(sidecar.get("workspace", ()))
+        """The sidecar's "workspace" buffers (docs/abi.md), which the launcher allocates."""
+        self._workspace_names = frozenset(w["name"] for w in self.workspace)
+        # Workspace buffers (torch tensors) by (name, shape, dtype, device), kept for the
+        # kernel's lifetime: a CUDA graph captured earlier may hold their addresses.
+        self._workspaces: dict[tuple, Any] = {}
         self.trace: Mapping[str, Any] | None = sidecar.get("trace")
         """An instrumented build's "trace" entry (docs/abi.md); None otherwise."""
         self.last_trace = None
@@ -605,13 +733,19 @@ class Kernel:
 
     # ---- launching
 
-    def grid(self, *args) -> tuple[int, int, int]:
-        """The launch grid for these arguments."""
-        shapes = {
+    def _shapes(self, args: Sequence[Any]) -> dict[str, tuple[int, ...]]:
+        """The tensor arguments' shapes, by name."""
+        if len(args) != len(self.args):
+            raise LaunchError(f"kernel takes {len(self.args)} arguments, got {len(args)}")
+        return {
             a["name"]: tuple(v.shape)
             for a, v in zip(self.args, args, strict=True)
             if a["kind"] == "tensor"
         }
+
+    def grid(self, *args) -> tuple[int, int, int]:
+        """The launch grid for these arguments."""
+        shapes = self._shapes(args)
         program_grid = self.sidecar.get("program_grid")
         sm_count = None
         if program_grid is not None:
@@ -626,6 +760,12 @@ class Kernel:
             cluster=self.cluster,
             program_cluster=self.sidecar.get("program_cluster"),
         )
+
+    def workspace_bytes(self, *args) -> int:
+        """Bytes of the workspace buffers (docs/abi.md, "Workspace buffers") that a launch
+        with these arguments uses; 0 for a kernel without any."""
+        shapes = workspace_shapes(self.workspace, self._shapes(args))
+        return sum(workspace_nbytes(w, s) for w, s in zip(self.workspace, shapes, strict=True))
 
     def _launch_config(self, driver, grid, stream_handle: int):
         config = driver.CUlaunchConfig()
@@ -653,7 +793,10 @@ class Kernel:
         without checking or encoding anything again. A call at new addresses with shapes,
         strides, dtypes and alignment seen before (one of `SHAPE_PLANS`) skips the checks
         and the grid: it writes the addresses and scalars into that shape's parameters and
-        encodes the tensor maps with their sizes set up already. Tensors that TMA
+        encodes the tensor maps with their sizes set up already. The sidecar's workspace
+        buffers are allocated at the first launch with their shapes and kept for the
+        kernel's lifetime: concurrent launches on several streams would share them, which
+        is not supported for a kernel with a workspace. Tensors that TMA
         cannot address in place are copied into padded buffers first and copied back after
         the launch (on the same stream); that needs allocations, so it is refused during
         CUDA graph capture. Not for concurrent calls of one Kernel from several threads.
@@ -715,6 +858,8 @@ class Kernel:
                 pad.append((a["name"], v))
             values[a["name"]] = view
         copy_back = self._pad_all(pad, values, stream) if pad else []
+        if self.workspace:
+            values.update(self._workspace_views(args, dev, stream))
         if self.trace is not None:
             values[TRACE_VALUE] = self._trace_buffer(stream)
         self._layout.fill(values, self._encode_map)
@@ -727,7 +872,8 @@ class Kernel:
         # Parameters only depend on addresses, shapes, strides and scalars: keep them for
         # calls with the same key (not with padded copies, which live at new addresses,
         # nor with empty tensors' stand-ins), and a plan for calls with the same shapes at
-        # other addresses.
+        # other addresses. Workspace buffers are fixed by the shapes and the device (both
+        # in the keys) and live as long as the kernel.
         if key is None or empty:
             return
         self._remember(key, (func, grid))
@@ -753,6 +899,39 @@ class Kernel:
             tuple(t.shape), tuple(buf.stride()), buf.data_ptr(), t.element_size(),
             shape, tuple(buf.stride()),
         )  # fmt: skip
+
+    def _workspace_views(self, args: Sequence[Any], dev: int, stream) -> dict[str, TensorView]:
+        """The views of the workspace buffers for these arguments, by name. A buffer is
+        allocated at the first launch with its shape on device `dev` and kept for the
+        kernel's lifetime (docs/abi.md, "Workspace buffers")."""
+        shapes = workspace_shapes(self.workspace, self._shapes(args))
+        views = {}
+        for w, shape in zip(self.workspace, shapes, strict=True):
+            key = (w["name"], shape, w["dtype"], dev)
+            buf = self._workspaces.get(key)
+            if buf is None:
+                buf = self._workspaces[key] = self._allocate_workspace(w, shape, dev, stream)
+            elem = WORKSPACE_DTYPES[w["dtype"]][1]
+            views[w["name"]] = TensorView(shape, row_major_strides(shape), buf.data_ptr(), elem)
+        return views
+
+    def _allocate_workspace(self, w: Mapping[str, Any], shape: tuple[int, ...], dev: int, stream):
+        """A new workspace buffer (a flat torch tensor of at least one element) on device
+        `dev`; a "zero" one is zeroed on the launch stream, once: the kernel leaves it
+        zero. Refused during CUDA graph capture (the zeroing would only be captured)."""
+        import torch
+
+        with torch.cuda.stream(_torch_stream(stream)):
+            if torch.cuda.is_current_stream_capturing():
+                raise LaunchError(
+                    f"workspace buffer {w['name']!r} of shape {shape} would be allocated "
+                    "during CUDA graph capture; launch the kernel once with these shapes "
+                    "before capturing"
+                )
+            make = torch.zeros if w.get("zero", False) else torch.empty
+            dtype = getattr(torch, WORKSPACE_DTYPES[w["dtype"]][0])
+            numel = max(1, math.prod(shape))
+            return make(numel, dtype=dtype, device=torch.device("cuda", dev))
 
     def _trace_buffer(self, stream) -> int:
         """The trace buffer (`last_trace`), allocated at the first launch and zeroed on
@@ -854,6 +1033,8 @@ class _ShapePlan:
         self.writes: list[tuple[int, str, int]] = []
         self.maps: list[tuple] = []
         for i, p in enumerate(kernel.params):
+            if p["arg"] in kernel._workspace_names:
+                continue  # a workspace buffer: fixed by the shape key, alive as the kernel
             j = index[p["arg"]]
             if p["kind"] == "pointer":
                 self.writes.append((layout.shift + layout.offsets[i], "<Q", j))

@@ -7,6 +7,8 @@ loads and 2-d stores between registers and global memory (predicated `ld`/`st.gl
 
 from __future__ import annotations
 
+from collections.abc import Iterator, Sequence
+
 from xdsl.dialects.builtin import Float32Type, TensorType
 from xdsl.ir import SSAValue
 
@@ -19,9 +21,12 @@ from tawac.backend_ptx.lowering.state import (
     handles,
     map2,
     mov_type,
+    wg_local,
 )
 from tawac.diagnostics import CompileError
-from tawac.dialects import ptx, tile
+from tawac.dialects import hopper, ptx, tile
+from tawac.target import HOPPER, layouts
+from tawac.target.layouts import AccLayout
 
 
 @handles(tile.SplatOp)
@@ -174,25 +179,42 @@ def _load_vector(k: KernelLowering, op: tile.LoadOp) -> None:
 @handles(tile.StoreOp)
 def _store(k: KernelLowering, op: tile.StoreOp) -> None:
     f = k.frag(op.value)
-    layout = f.layout
-    dest = op.dest
-    gt = dest.type
-    assert isinstance(gt, tile.GlobalTensorType)
     if f.dim is not None:
         _store_vector(k, op, f)
         return
+    gt = op.dest.type
+    assert isinstance(gt, tile.GlobalTensorType)
     if gt.rank < 2:
         raise CompileError("convert-to-ptx: a 2-d tile.store needs a tensor of rank 2 or more", op)
     nbytes = elem_bytes(gt.element_type)
     st_ty = mov_type(f.dtype)
-    r, c = gt.rank - 2, gt.rank - 1  # the tile's dimensions: the last two
-    base = _leading_base(k, op, r, nbytes)
+    base = _leading_base(k, op.dest, op.indices, gt.rank - 2, nbytes)
+    for reg, (ok, addr) in zip(
+        f.regs, _tile_addresses(k, op.dest, op.indices, f.layout, base, nbytes), strict=True
+    ):
+        k.guarded(ok, lambda a=addr, v=reg: k.emit(ptx.StGlobalOp(st_ty, a, v)))
+
+
+def _tile_addresses(
+    k: KernelLowering,
+    dest: SSAValue,
+    indices: Sequence[SSAValue],
+    layout: AccLayout,
+    base: SSAValue,
+    nbytes: int,
+) -> Iterator[tuple[SSAValue, SSAValue]]:
+    """Per register of a 2-d tile in `layout` at `indices` of `dest` (its last two
+    dimensions, from `base`, the address of the leading indices' element): whether the
+    element is inside the tensor, and its address; each pair emitted as it is taken."""
+    gt = dest.type
+    assert isinstance(gt, tile.GlobalTensorType)
+    r, c = gt.rank - 2, gt.rank - 1
     stride = k.r(ptx.LdParamOp("s64", k.params.stride(dest, r)))
     rows = k.r(ptx.LdParamOp("s32", k.params.dim(dest, r)))
     cols = k.r(ptx.LdParamOp("s32", k.params.dim(dest, c)))
     row0, col0 = k.thread_coords(layout)
-    row0 = k.add(row0, k.scalar(op.indices[r]))
-    col0 = k.add(col0, k.scalar(op.indices[c]))
+    row0 = k.add(row0, k.scalar(indices[r]))
+    col0 = k.add(col0, k.scalar(indices[c]))
     row_addr: dict[int, tuple[SSAValue, SSAValue]] = {}
     for dr in layout.row_offsets():
         row = k.add_imm(row0, dr)
@@ -205,13 +227,87 @@ def _store(k: KernelLowering, op: tile.StoreOp) -> None:
         col = k.add_imm(col0, dc)
         ok = k.r(ptx.SetpOp("lt", "s32", col, cols))
         col_off[dc] = (ok, k.r(ptx.MulOp("s32", col, k.imm(nbytes), mode="wide")))
-    for i, reg in enumerate(f.regs):
+    for i in range(layout.num_regs):
         dr, dc = layout.reg_offset(i)
         rok, raddr = row_addr[dr]
         cok, coff = col_off[dc]
-        ok = k.r(ptx.AndOp("pred", rok, cok))
-        addr = k.r(ptx.AddOp("s64", raddr, coff))
-        k.guarded(ok, lambda a=addr, v=reg: k.emit(ptx.StGlobalOp(st_ty, a, v)))
+        yield k.r(ptx.AndOp("pred", rok, cok)), k.r(ptx.AddOp("s64", raddr, coff))
+
+
+@handles(tile.SplitSumOp)
+def _split_sum(k: KernelLowering, op: tile.SplitSumOp) -> None:
+    """The sum of `count` f32 tiles along the leading dimension, in order: each thread
+    reads its registers' elements of slice s (`ld.global.cg`: written by other SMs, read
+    from L2) and adds them to the sum of the slices before."""
+    gt = op.source.type
+    t = op.result.type
+    assert isinstance(gt, tile.GlobalTensorType) and isinstance(t, TensorType)
+    layout = k.layout_for(t, op)
+    base = _leading_base(k, op.source, op.indices, gt.rank - 2, 4)
+    lead = k.r(ptx.LdParamOp("s64", k.params.stride(op.source, 0)))
+    step = k.r(ptx.MulOp("s64", lead, k.imm(4, "s64"), mode="lo"))
+    total: list[SSAValue] = []
+    # Element by element (slice 0 + slice 1 + ...): one element's partials live at a time.
+    for ok, addr in _tile_addresses(k, op.source, op.indices, layout, base, 4):
+        acc: SSAValue | None = None
+        for s in range(op.count.data):
+            val = k.r(ptx.MovImmOp("f32", 0.0))
+            k.guarded(
+                ok,
+                lambda a=addr, v=val: k.emit(
+                    ptx.AssignOp("f32", v, k.r(ptx.LdGlobalOp("f32", a, cache="cg")))
+                ),
+            )
+            acc = val if acc is None else k.r(ptx.AddOp("f32", acc, val))
+            if s + 1 < op.count.data:
+                addr = k.r(ptx.AddOp("s64", addr, step))
+        assert acc is not None
+        total.append(acc)
+    k.vals[op.result] = Frag(layout, total, "f32")
+
+
+@handles(tile.ArriveOp)
+def _arrive(k: KernelLowering, op: tile.ArriveOp) -> None:
+    """Every thread of the consumer partition releases its stores (`fence.acq_rel.gpu`)
+    and meets the others (`bar.sync`); the partition's first thread adds 1 to the counter
+    (`atom.acq_rel.gpu.add`, skipped where the coordinates are outside the tensor: a
+    cluster's padding program) and, if it was the `count`-th, sets it back to 0; a
+    `bar.red.or` hands that answer to every thread, which then acquires (a second fence)."""
+    part = k.part
+    assert part is not None
+    if any(isinstance(o, hopper.TurnOp) for o in k.kernel.walk()):
+        raise CompileError(
+            "convert-to-ptx: tile.arrive (split-k) with ping-pong consumers is not supported "
+            "yet; compile with --no-pingpong",
+            op,
+        )
+    gt = op.counters.type
+    assert isinstance(gt, tile.GlobalTensorType)
+    threads = HOPPER.warp_group_size * part.warp_groups
+    bar = k.barriers.get("consumer partition", preferred=HOPPER.named_barriers - 1)
+    k.emit(ptx.FenceGpuOp())
+    k.emit(ptx.BarSyncOp(bar, threads))
+    addr = k.r(ptx.LdParamOp("u64", k.params.pointer(op.counters)))
+    inside = k.r(ptx.SetpOp("eq", "u32", k.index(layouts.THREAD_IN_GROUP), k.imm(0, "u32")))
+    inside = k.r(ptx.AndOp("pred", inside, k.r(ptx.SetpOp("eq", "s32", wg_local(k), k.imm(0)))))
+    for d, index in enumerate(op.indices):
+        i = k.scalar(index)
+        size = k.r(ptx.LdParamOp("s32", k.params.dim(op.counters, d)))
+        inside = k.r(ptx.AndOp("pred", inside, k.r(ptx.SetpOp("lt", "s32", i, size))))
+        stride = k.r(ptx.LdParamOp("s64", k.params.stride(op.counters, d)))
+        off = k.r(ptx.MulOp("s64", k.r(ptx.CvtOp("s64", "s32", i)), stride, mode="lo"))
+        addr = k.r(ptx.AddOp("s64", addr, k.r(ptx.MulOp("s64", off, k.imm(4, "s64"), mode="lo"))))
+    old = k.r(ptx.MovImmOp("u32", 0))
+    k.guarded(
+        inside,
+        lambda: k.emit(ptx.AssignOp("u32", old, k.r(ptx.AtomAddOp(addr, k.imm(1, "u32"))))),
+    )
+    last = k.r(ptx.SetpOp("eq", "u32", old, k.imm(op.count.data - 1, "u32")))
+    mine = k.r(ptx.AndOp("pred", inside, last))
+    k.guarded(mine, lambda: k.emit(ptx.StGlobalOp("u32", addr, k.imm(0, "u32"))))
+    result = k.r(ptx.BarRedOrOp(bar, threads, mine))
+    k.emit(ptx.FenceGpuOp())
+    k.vals[op.result] = result
 
 
 def _store_vector(k: KernelLowering, op: tile.StoreOp, f: Frag) -> None:
@@ -225,7 +321,7 @@ def _store_vector(k: KernelLowering, op: tile.StoreOp, f: Frag) -> None:
     assert dim is not None
     last = gt.rank - 1
     nbytes = elem_bytes(gt.element_type)
-    base = _leading_base(k, op, last, nbytes)
+    base = _leading_base(k, op.dest, op.indices, last, nbytes)
     size = k.r(ptx.LdParamOp("s32", k.params.dim(op.dest, last)))
     row0, col0 = k.thread_coords(layout)
     mine, other = (row0, col0) if dim == 0 else (col0, row0)
@@ -239,13 +335,15 @@ def _store_vector(k: KernelLowering, op: tile.StoreOp, f: Frag) -> None:
         k.guarded(ok, lambda a=addr, v=reg: k.emit(ptx.StGlobalOp(mov_type(f.dtype), a, v)))
 
 
-def _leading_base(k: KernelLowering, op: tile.StoreOp, count: int, nbytes: int) -> SSAValue:
-    """The address of the destination's element at the store's first `count` indices
-    (dimensions outside the stored tile, one element each) and 0 along the others."""
-    base = k.r(ptx.LdParamOp("u64", k.params.pointer(op.dest)))
+def _leading_base(
+    k: KernelLowering, dest: SSAValue, indices: Sequence[SSAValue], count: int, nbytes: int
+) -> SSAValue:
+    """The address of the tensor's element at the first `count` indices (dimensions
+    outside the tile, one element each) and 0 along the others."""
+    base = k.r(ptx.LdParamOp("u64", k.params.pointer(dest)))
     for d in range(count):
-        stride = k.r(ptx.LdParamOp("s64", k.params.stride(op.dest, d)))
-        idx = k.r(ptx.CvtOp("s64", "s32", k.scalar(op.indices[d])))
+        stride = k.r(ptx.LdParamOp("s64", k.params.stride(dest, d)))
+        idx = k.r(ptx.CvtOp("s64", "s32", k.scalar(indices[d])))
         off = k.r(ptx.MulOp("s64", idx, stride, mode="lo"))
         scaled = k.r(ptx.MulOp("s64", off, k.imm(nbytes, "s64"), mode="lo"))
         base = k.r(ptx.AddOp("s64", base, scaled))

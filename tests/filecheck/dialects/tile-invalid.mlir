@@ -281,10 +281,10 @@ tile.kernel @dim_names(%a: !tile.tensor<?x?xbf16, ["M"]>) {
 
 // -----
 
-tile.kernel @int_elements(%a: !tile.tensor<?x?xi32>) {
+tile.kernel @int_elements(%a: !tile.tensor<?x?xi64>) {
   tile.return
 }
-// CHECK:      {{.*}}tile-invalid.mlir{{(:[0-9]+:[0-9]+)?}}: error: !tile.tensor element type must be a float type, got i32
+// CHECK:      {{.*}}tile-invalid.mlir{{(:[0-9]+:[0-9]+)?}}: error: !tile.tensor element type must be a float type or i32, got i64
 // CHECK-NEXT: {{^//}} -----
 
 // -----
@@ -328,5 +328,51 @@ tile.kernel @dot_fp8_acc(%a: !tile.tensor<?x?xf8E5M2>) {
   %z = arith.constant dense<0.0> : tensor<128x128xf16>
   %d = tile.dot %x, %x, %z transpose_rhs : tensor<128x64xf8E5M2>, tensor<128x64xf8E5M2> -> tensor<128x128xf16>
 // CHECK:      {{.*}}tile-invalid.mlir:[[# @LINE - 1]]:8: error: tile.dot: accumulator must be f32, got tensor<128x128xf16>
+  tile.return
+}
+
+// -----
+
+// An i32 tensor holds tile.arrive's counters; its tiles are not read yet.
+tile.kernel @int_tile_load(%a: !tile.tensor<?x?xi32>) {
+  %c0 = arith.constant 0 : index
+  %x = tile.load %a[%c0, %c0] : !tile.tensor<?x?xi32> -> tensor<64x64xi32>
+// CHECK:      {{.*}}tile-invalid.mlir:[[# @LINE - 1]]:8: error: tile.load: tiles of i32 tensors are not supported yet (an i32 tensor holds tile.arrive's counters)
+  tile.return
+}
+
+// -----
+
+tile.kernel @arrive_float_counters(%a: !tile.tensor<?x?xf32>) {
+  %c0 = arith.constant 0 : index
+  %l = tile.arrive %a[%c0, %c0] count 2 : !tile.tensor<?x?xf32>
+// CHECK:      {{.*}}tile-invalid.mlir:[[# @LINE - 1]]:8: error: tile.arrive: counters must be i32, got f32
+  tile.return
+}
+
+// -----
+
+tile.kernel @arrive_count(%a: !tile.tensor<?xi32>) {
+  %c0 = arith.constant 0 : index
+  %l = tile.arrive %a[%c0] count 0 : !tile.tensor<?xi32>
+// CHECK:      {{.*}}tile-invalid.mlir:[[# @LINE - 1]]:8: error: tile.arrive: count must be at least 1, got 0
+  tile.return
+}
+
+// -----
+
+tile.kernel @split_sum_rank(%a: !tile.tensor<?x?xf32>) {
+  %c0 = arith.constant 0 : index
+  %s = tile.split_sum %a[%c0, %c0] count 2 : !tile.tensor<?x?xf32> -> tensor<64x64xf32>
+// CHECK:      {{.*}}tile-invalid.mlir:[[# @LINE - 1]]:8: error: tile.split_sum: the partials need a leading dimension beyond the tile's two, got !tile.tensor<?x?xf32> of rank 2
+  tile.return
+}
+
+// -----
+
+tile.kernel @split_sum_bf16(%a: !tile.tensor<?x?x?xbf16>) {
+  %c0 = arith.constant 0 : index
+  %s = tile.split_sum %a[%c0, %c0, %c0] count 2 : !tile.tensor<?x?x?xbf16> -> tensor<64x64xbf16>
+// CHECK:      {{.*}}tile-invalid.mlir:[[# @LINE - 1]]:8: error: tile.split_sum: expected a 2-d f32 tile, got tensor<64x64xbf16>
   tile.return
 }

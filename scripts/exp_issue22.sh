@@ -1,0 +1,19 @@
+#!/usr/bin/env bash
+# Issue 22 on the GPU machine (run from the repository root, .whl carried): the GPU tests
+# of split-K and the workspace, then decode GEMMs with split-K configurations next to the
+# tuning table and cuBLAS (same run). Results to $OUT.
+#   scripts/exp_issue22.sh [tests|decode|all]
+set -uo pipefail
+python3 -m pip install -q --no-index --no-deps --no-compile --target /tmp/site .whl/*.whl >/dev/null 2>&1
+export PYTHONPATH=/tmp/site:$PWD PATH=/usr/local/cuda/bin:/tmp/site/bin:$PATH TAWAC_CACHE_DIR=$PWD/.bench-cache
+nvidia-smi --query-gpu=name --format=csv,noheader
+part="${1:-all}"
+if [[ $part == all || $part == tests ]]; then
+  timeout 400 python3 -m pytest -q -p no:cacheprovider -m gpu -n 8 tests/test_gpu_splitk.py \
+    tests/test_workspace_launch.py tests/test_gpu_launch.py 2>&1 | tail -25
+fi
+if [[ $part == all || $part == decode ]]; then
+  timeout 500 python3 benchmarks/bench_gemm_shapes.py --ms 1,8,16,32,64,128 --rounds 5 \
+    --configs "${CONFIGS:-64x64x128/d6,64x64x128/s2/d6,64x64x128/s4/d6,64x32x128/s2/d6,64x128x128/s4/d4}" \
+    2>&1 | tee $OUT/decode-splitk.log
+fi

@@ -1,0 +1,316 @@
+"""`split-k{splits=S}`: split-K, a work decomposition (issue 22), as a rewrite of the tile
+program.  Runs first, before `warp-specialize`, when the decomposition splits (S > 1).
+
+Input: a `tile.kernel` whose body has one loop that adds `tile.dot` products into a tile
+that starts at zero (a GEMM's K loop), followed by its epilogue.  Output: the same kernel
+over a grid with S times the programs, along program id z:
+
+    %z = tile.program_id z                      (split z of S)
+    %acc = scf.for %k = lb' to ub' step ...      (the z-th of S chunks of whole steps)
+    tile.store %acc, %partials[%z, %i, %j]      (the f32 partial tile, straight from
+                                                 registers)
+    %last = tile.arrive %tickets[%px, %py] count S
+    scf.if %last {
+      %sum = tile.split_sum %partials[0, %i, %j] count S
+      ... the epilogue, reading %sum where it read %acc ...
+    }
+
+Every program of one output tile writes its partial sum and arrives at the tile's ticket;
+the one that arrives last adds the S partials in split order (0, 1, ..., S - 1, so the
+result has the same bits whichever program is last: deterministic) and runs the epilogue.
+No program waits for another, so any order of the programs on the machine is correct.
+The epilogue's ops that do not read the accumulator move under the `scf.if` too where
+only it reads them and the consumer computes them (a bias vector, a splat); the others
+(index math, a residual tile that the producer loads) stay before it, where every
+program runs them.
+
+`%i, %j` are the last two coordinates of the epilogue's store of a tile of the
+accumulator's shape; `%partials` (f32, [S, rows, cols] of that store's tensor) and
+`%tickets` (i32, one counter per program (x, y), zero before and after a launch) are two
+kernel arguments the pass adds.  The user does not pass them: the kernel's attribute
+`tawac.workspace` (a dict by argument name: dtype, zero, shape in the launch ABI's grid
+entries) becomes the sidecar's `"workspace"`, and the launcher allocates them
+(docs/abi.md).  `tawac.decomposition` records the decision for `explain`.
+
+A chunk is `ceil(ceil((ub - lb) / step) / S)` whole steps; splits past the last step run
+no step and add zeros (K not a multiple of the split is correct).  The kernel must leave
+program id z free, and the loop must only accumulate products (a rescaled accumulator, as
+attention's, is not a sum of per-split parts): both are checked, with a located error.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from xdsl.context import Context
+from xdsl.dialects import arith, scf
+from xdsl.dialects.builtin import (
+    DenseIntOrFPElementsAttr,
+    Float32Type,
+    FunctionType,
+    IndexType,
+    ModuleOp,
+    TensorType,
+    i32,
+)
+from xdsl.ir import Block, Operation, Region, SSAValue
+from xdsl.passes import ModulePass
+from xdsl.rewriter import InsertPoint, Rewriter
+
+from tawac.analysis.grid import WORKSPACE_ATTR, infer_grid, to_attr
+from tawac.diagnostics import CompileError
+from tawac.dialects import tile
+
+#: The kernel attribute recording the work decomposition (`explain`).
+DECOMPOSITION_ATTR = "tawac.decomposition"
+PARTIALS = "tawac_splitk_partials"
+TICKETS = "tawac_splitk_tickets"
+#: The most splits: each one is a program and an f32 partial tile.
+MAX_SPLITS = 64
+
+
+def _fail(msg: str, op: Operation | None) -> CompileError:
+    return CompileError(f"split-k: {msg}", op)
+
+
+def _main_loop(kernel: tile.KernelOp) -> scf.ForOp:
+    loops = [
+        op
+        for op in kernel.body.block.ops
+        if isinstance(op, scf.ForOp) and any(isinstance(o, tile.DotOp) for o in op.walk())
+    ]
+    if len(loops) != 1:
+        raise _fail(
+            f"needs exactly one loop of tile.dot in the kernel's body, found {len(loops)}",
+            kernel if not loops else loops[1],
+        )
+    return loops[0]
+
+
+def _is_zero(v: SSAValue) -> bool:
+    op = v.owner
+    if not isinstance(op, arith.ConstantOp):
+        return False
+    value = op.value
+    if not isinstance(value, DenseIntOrFPElementsAttr):
+        return False
+    return all(x == 0 for x in value.get_values())
+
+
+def _check_accumulates(loop: scf.ForOp) -> TensorType:
+    """The accumulator's type, after checking that the loop only adds products into one
+    tile that starts at zero."""
+    if len(loop.iter_args) != 1 or len(loop.results) != 1:
+        raise _fail(
+            f"the loop must carry one accumulator tile, it carries {len(loop.iter_args)} values",
+            loop,
+        )
+    t = loop.results[0].type
+    if not isinstance(t, TensorType) or not isinstance(t.element_type, Float32Type):
+        raise _fail("the loop's accumulator must be an f32 tile", loop)
+    if t.get_num_dims() != 2:
+        raise _fail("the loop's accumulator must be a 2-d tile", loop)
+    if not _is_zero(loop.iter_args[0]):
+        raise _fail(
+            "the accumulator must start at zero (arith.constant dense<0.0>): each split "
+            "would add its initial value",
+            loop,
+        )
+    carried = loop.body.block.args[1]
+    yielded = loop.body.block.last_op
+    assert isinstance(yielded, scf.YieldOp)
+    v = yielded.operands[0]
+    while v is not carried:
+        dot = v.owner
+        if not isinstance(dot, tile.DotOp) or v.uses.get_length() != 1:
+            raise _fail(
+                "the loop must only add tile.dot products into its accumulator (each split "
+                "sums its own steps, and the partial sums are added)",
+                dot if isinstance(dot, Operation) else loop,
+            )
+        v = dot.acc
+    if carried.uses.get_length() != 1:
+        raise _fail("the accumulator must be read only by the first tile.dot of a step", loop)
+    return t
+
+
+def _after(kernel: tile.KernelOp, loop: scf.ForOp) -> tuple[list[Operation], list[Operation]]:
+    """The ops after the loop (not the return): (those reading the accumulator, directly
+    or not: the epilogue proper; the others)."""
+    dep: list[Operation] = []
+    rest: list[Operation] = []
+    reached = {loop.results[0]}
+    op = loop.next_op
+    while op is not None and not isinstance(op, tile.ReturnOp):
+        inner = [o for o in op.walk()]
+        reads = any(x in reached for o in inner for x in o.operands)
+        if reads:
+            dep.append(op)
+            reached.update(op.results)
+        else:
+            rest.append(op)
+        op = op.next_op
+    return dep, rest
+
+
+def _only_for(rest: list[Operation], dep: list[Operation]) -> list[Operation]:
+    """The ops of `rest` that only the epilogue reads (directly or through one another)
+    and that the consumer computes itself: they move under the `scf.if` with it, so the
+    programs that are not last skip them and nothing they make lives across the ticket.
+    A 2-d `tile.load` stays (`warp-specialize` gives it to the producer, which does not
+    know which program is last), and so does any op with an effect."""
+    inside = {o for op in dep for o in op.walk()}
+    moved: list[Operation] = []
+    for op in reversed(rest):
+        t = op.results[0].type if len(op.results) == 1 else None
+        two_d = isinstance(t, TensorType) and t.get_num_dims() == 2
+        if isinstance(op, tile.LoadOp) and two_d:
+            continue
+        if not op.results or isinstance(op, tile.StoreOp) or op.regions:
+            continue
+        if all(u.operation in inside for r in op.results for u in r.uses):
+            moved.append(op)
+            inside.update(op.walk())
+    return [op for op in rest if op in moved]
+
+
+def _output_store(dep: list[Operation], acc: TensorType) -> tile.StoreOp:
+    for op in dep:
+        for o in op.walk():
+            if not isinstance(o, tile.StoreOp):
+                continue
+            vt = o.value.type
+            if isinstance(vt, TensorType) and vt.get_shape() == acc.get_shape():
+                return o
+    raise _fail(
+        "the epilogue stores no tile of the accumulator's shape, which would place the "
+        "partial sums",
+        dep[0] if dep else None,
+    )
+
+
+def split_kernel(kernel: tile.KernelOp, splits: int) -> None:
+    """Rewrites `kernel` into its split-K form (the module docstring)."""
+    if any(isinstance(o, tile.ProgramIdOp) and o.axis.data == 2 for o in kernel.walk()):
+        raise _fail("needs program id z free (the splits go along it)", kernel)
+    loop = _main_loop(kernel)
+    acc_t = _check_accumulates(loop)
+    dep, rest = _after(kernel, loop)
+    dep = sorted(dep + _only_for(rest, dep), key=lambda o: o.parent_block().get_operation_index(o))
+    store = _output_store(dep, acc_t)
+    dest = store.dest
+    gt = dest.type
+    assert isinstance(gt, tile.GlobalTensorType)
+    if gt.rank < 2:
+        raise _fail("the output store needs a tensor of rank 2 or more", store)
+    grid = infer_grid(kernel)
+    names = [a.name_hint or f"arg{i}" for i, a in enumerate(kernel.body.block.args)]
+    dest_name = names[dest.index]  # type: ignore[attr-defined]
+    r, c = gt.rank - 2, gt.rank - 1
+    index_ops = {o for i in (store.indices[r], store.indices[c]) for o in _slice(i)}
+    if index_ops & set(dep):
+        raise _fail("the output store's coordinates depend on the accumulator", store)
+
+    block = kernel.body.block
+    dims = [n.data for n in gt.dim_names]
+    partials_t = tile.GlobalTensorType(
+        [tile.DYNAMIC] * 3,
+        Float32Type(),
+        ["tawac_splits", dims[r], dims[c]] if dims else [],
+    )
+    tickets_t = tile.GlobalTensorType([tile.DYNAMIC] * 2, i32)
+    partials = block.insert_arg(partials_t, len(block.args))
+    partials.name_hint = PARTIALS
+    tickets = block.insert_arg(tickets_t, len(block.args))
+    tickets.name_hint = TICKETS
+    kernel.function_type = FunctionType.from_lists([a.type for a in block.args], [])
+    kernel.attributes[WORKSPACE_ATTR] = to_attr(
+        {
+            PARTIALS: {
+                "dtype": "f32",
+                "zero": False,
+                "shape": [
+                    {"const": splits},
+                    {"cdiv": {"arg": dest_name, "dim": r}, "by": 1},
+                    {"cdiv": {"arg": dest_name, "dim": c}, "by": 1},
+                ],
+            },
+            TICKETS: {"dtype": "i32", "zero": True, "shape": [grid[0], grid[1]]},
+        }
+    )
+    kernel.attributes[DECOMPOSITION_ATTR] = to_attr({"kind": "split_k", "splits": splits})
+
+    # The z-th chunk of whole steps: [lb + z * chunk, min(lb + (z + 1) * chunk, ub)).
+    def add(op: Operation) -> SSAValue:
+        Rewriter.insert_op(op, InsertPoint.before(loop))
+        return op.results[0]
+
+    idx = IndexType()
+    z = add(tile.ProgramIdOp(2))
+    z.name_hint = "split"
+    lb, ub, step = loop.lb, loop.ub, loop.step
+    steps = add(arith.CeilDivSIOp(add(arith.SubiOp(ub, lb)), step))
+    per = add(arith.CeilDivSIOp(steps, add(arith.ConstantOp.from_int_and_width(splits, idx))))
+    chunk = add(arith.MuliOp(per, step))
+    lo = add(arith.AddiOp(lb, add(arith.MuliOp(z, chunk))))
+    hi = add(arith.MinSIOp(add(arith.AddiOp(lo, chunk)), ub))
+    lo.name_hint, hi.name_hint = "k_lo", "k_hi"
+    loop.operands[0] = lo
+    loop.operands[1] = hi
+
+    # After the loop: the partial, the ticket, and the epilogue under the last arrival.
+    acc = loop.results[0]
+    zero = arith.ConstantOp.from_int_and_width(0, idx)
+    px, py = tile.ProgramIdOp(0), tile.ProgramIdOp(1)
+    part = tile.StoreOp(acc, partials, [z, store.indices[r], store.indices[c]])
+    tx = px.result if grid[0].get("const") != 1 else zero.result
+    ty = py.result if grid[1].get("const") != 1 else zero.result
+    arrive = tile.ArriveOp(tickets, [tx, ty], splits)
+    arrive.result.name_hint = "last"
+    then = Block()
+    total = tile.SplitSumOp(
+        partials, [zero.result, store.indices[r], store.indices[c]], splits, acc_t
+    )
+    total.result.name_hint = "sum"
+    then.add_op(total)
+    for op in dep:
+        op.detach()
+        then.add_op(op)
+    then.add_op(scf.YieldOp())
+    branch = scf.IfOp(arrive.result, [], Region(then))
+    Rewriter.insert_op([zero, px, py, part, arrive], InsertPoint.after(loop))
+    ret = block.last_op
+    assert ret is not None
+    Rewriter.insert_op(branch, InsertPoint.before(ret))
+    for use in list(acc.uses):
+        if branch.is_ancestor(use.operation):
+            use.operation.operands[use.index] = total.result
+
+
+def _slice(v: SSAValue) -> set[Operation]:
+    """The ops `v` is computed from (in the kernel's body)."""
+    seen: set[Operation] = set()
+    work = [v]
+    while work:
+        owner = work.pop().owner
+        if not isinstance(owner, Operation) or owner in seen:
+            continue
+        seen.add(owner)
+        work.extend(owner.operands)
+    return seen
+
+
+@dataclass(frozen=True)
+class SplitKPass(ModulePass):
+    name = "split-k"
+
+    splits: int = 1
+    """Programs per output tile, each adding the products of a chunk of the K steps."""
+
+    def apply(self, ctx: Context, op: ModuleOp) -> None:
+        if not 1 <= self.splits <= MAX_SPLITS:
+            raise CompileError(f"split-k: splits must be 1..{MAX_SPLITS}, got {self.splits}")
+        if self.splits == 1:
+            return
+        for kernel in [o for o in op.body.block.ops if isinstance(o, tile.KernelOp)]:
+            split_kernel(kernel, self.splits)

@@ -1,0 +1,106 @@
+"""The `split-k` pass and its ABI without a GPU: the sidecar's workspace and grid, the
+compiled kernels' registers, and the errors of kernels it cannot split."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from tawac.diagnostics import CompileError
+from tawac.driver import compile_file, parse_text
+from tawac.options import PipelineOptions
+
+EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
+
+
+def test_the_pass_runs_first_only_when_splitting():
+    assert PipelineOptions(split_k=4).pipeline().startswith("split-k{splits=4},warp-specialize,")
+    assert PipelineOptions().pipeline().startswith("warp-specialize,")
+    assert (
+        PipelineOptions(split_k=4).pipeline(start="warp-specialize").startswith("warp-specialize,")
+    )
+    assert PipelineOptions(split_k=4).pipeline(stop="warp-specialize") == "split-k{splits=4}"
+
+
+def test_sidecar_workspace_and_grid():
+    r = compile_file(
+        EXAMPLES / "gemm.mlir",
+        params={"BLOCK_M": 64, "BLOCK_N": 64, "BLOCK_K": 128},
+        split_k=3,
+        cubin=False,
+    )
+    side = r.sidecar
+    assert [a["name"] for a in side["args"]] == ["a", "b", "c"]
+    assert side["workspace"] == [
+        {
+            "name": "tawac_splitk_partials",
+            "dtype": "f32",
+            "zero": False,
+            "shape": [
+                {"const": 3},
+                {"cdiv": {"arg": "c", "dim": 0}, "by": 1},
+                {"cdiv": {"arg": "c", "dim": 1}, "by": 1},
+            ],
+        },
+        {
+            "name": "tawac_splitk_tickets",
+            "dtype": "i32",
+            "zero": True,
+            "shape": [
+                {"cdiv": {"arg": "c", "dim": 0}, "by": 64},
+                {"cdiv": {"arg": "c", "dim": 1}, "by": 64},
+            ],
+        },
+    ]
+    assert [w["zero"] for w in side["workspace"]] == [False, True]
+    assert all(isinstance(w["zero"], bool) for w in side["workspace"])  # JSON true/false
+    assert side["program_grid"][2] == {"const": 3}
+    kinds = {(p["kind"], p["arg"]) for p in side["params"] if p.get("arg", "").startswith("tawac")}
+    assert ("pointer", "tawac_splitk_partials") in kinds
+    assert ("pointer", "tawac_splitk_tickets") in kinds
+
+
+def test_plain_gemm_has_no_workspace():
+    r = compile_file(EXAMPLES / "gemm.mlir", cubin=False)
+    assert "workspace" not in r.sidecar
+    assert "atom." not in r.ptx and "bar.red" not in r.ptx
+
+
+@pytest.mark.parametrize("splits", [2, 8])
+@pytest.mark.parametrize(
+    ("example", "params"),
+    [
+        ("gemm.mlir", {}),
+        ("gemm.mlir", {"BLOCK_M": 64, "BLOCK_N": 64, "BLOCK_K": 128}),
+        ("gemm.mlir", {"BLOCK_M": 64, "BLOCK_N": 32, "BLOCK_K": 128}),
+        ("gemm_bias.mlir", {}),
+    ],
+)
+def test_split_kernels_assemble_without_spills(example, params, splits):
+    pytest.importorskip("tawac.ptxas")
+    r = compile_file(EXAMPLES / example, params=params or None, split_k=splits)
+    assert "0 bytes spill stores, 0 bytes spill loads" in r.ptxas_report, r.ptxas_report
+
+
+def test_splits_out_of_range_is_one_error():
+    with pytest.raises(CompileError, match=r"split-k.* must be 1\.\.64, got 65"):
+        compile_file(EXAMPLES / "gemm.mlir", split_k=65, cubin=False)
+
+
+def test_attention_cannot_be_split():
+    with pytest.raises(CompileError, match="split-k: ") as e:
+        compile_file(EXAMPLES / "attention.mlir", split_k=2, cubin=False)
+    assert "attention.mlir:" in str(e.value)
+
+
+def test_split_sum_round_trips():
+    text = """tile.kernel @k(%w: !tile.tensor<?x?x?xf32>, %t: !tile.tensor<?x?xi32>) {
+  %c0 = arith.constant 0 : index
+  %l = tile.arrive %t[%c0, %c0] count 4 : !tile.tensor<?x?xi32>
+  %s = tile.split_sum %w[%c0, %c0, %c0] count 4 : !tile.tensor<?x?x?xf32> -> tensor<64x64xf32>
+  tile.return
+}"""
+    printed = str(parse_text(text, "k.mlir"))
+    assert "tile.arrive %t[%c0, %c0] count 4 : !tile.tensor<?x?xi32>" in printed
+    assert "tile.split_sum %w[%c0, %c0, %c0] count 4" in printed
