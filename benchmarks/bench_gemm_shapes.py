@@ -6,7 +6,8 @@ float32 reference first.
 
     python3 benchmarks/bench_gemm_shapes.py [--ms 1,16,64,128] [--rounds 5]
         [--configs 128x256x64,64x64x128/s4/d6,...]   # BLOCK_M x BLOCK_N x BLOCK_K,
-                                              # /sS: split-K by S, /dD: D stages
+                                              # /sS: split-K by S, /kS: stream-K (at
+                                              # most S per tile), /dD: D stages
         [--shapes 3000x5000x2000,...]         # other shapes than --ms x the (N, K)s
 """
 
@@ -51,7 +52,7 @@ def main() -> int:
         options = {}
         for item in (o for o in opts.split("/") if o):
             name, value = item[0], int(item[1:])
-            options[{"s": "split_k", "d": "stages"}[name]] = value
+            options[{"s": "split_k", "k": "stream_k", "d": "stages"}[name]] = value
         built = compile_cached(
             ROOT / "examples/gemm.mlir",
             params={"BLOCK_M": bm, "BLOCK_N": bn, "BLOCK_K": bk},

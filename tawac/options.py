@@ -188,6 +188,17 @@ KNOBS: tuple[Knob, ...] = (
         max=64,
     ),
     Knob(
+        "stream_k",
+        int,
+        0,
+        "stream-K: the tiles of the last, partly filled wave are split among all the SMs, "
+        "at most N programs per tile (the persistent loop decides how many from the tile "
+        "and CTA counts; ordered in-kernel sum, deterministic); 0: off",
+        where="split-k",
+        min=0,
+        max=64,
+    ),
+    Knob(
         "persistent",
         bool,
         True,
@@ -269,13 +280,19 @@ class _Options:
         text = " ".join(f"{k.option}={k.spell(getattr(self, k.name))}" for k in self.knobs)
         return f"plan{{{text}}}"
 
+    def _split_k_spec(self) -> str:
+        """The `split-k` pass of these options, "" where no decomposition splits."""
+        if self.stream_k:
+            return f"split-k{{splits={self.split_k} stream={self.stream_k}}}"
+        return f"split-k{{splits={self.split_k}}}" if self.split_k > 1 else ""
+
     def pipeline(self, start: str | None = None, stop: str | None = None) -> str:
         """The pass pipeline, in `tawac opt -p` syntax; with `start` / `stop` (pass
         names), only the passes from `start` on and before `stop`.  Every decision is
         made by `plan`; the passes after it apply the schedule (and do nothing where it
         says so)."""
         passes = [
-            f"split-k{{splits={self.split_k}}}" if self.split_k > 1 else "",
+            self._split_k_spec(),
             "warp-specialize",
             self.plan_spec(),
             "pipeline",

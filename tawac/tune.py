@@ -542,9 +542,12 @@ def table_entry(
     """The table entry of a size's winner (with the fixed options and parameters)."""
     w = result.winner
     assert w is not None
+    bucket = dict(bucket_of(result.sizes))
+    exact = {k: int(v) for k, v in result.sizes.items() if k in bucket}
     return {
-        "bucket": dict(bucket_of(result.sizes)),
+        "bucket": bucket,
         "ragged": ragged_of(result.sizes),
+        **({"sizes": exact} if exact != bucket else {}),
         "params": {**(base_params or {}), **w.candidate.params},
         "options": {**base_options, **w.candidate.options},
         "time_ms": w.time_ms,
@@ -555,9 +558,15 @@ def table_entry(
 
 
 def _entry_key(entry: Mapping[str, Any]) -> tuple:
-    """An entry's place in the table: its bucket and whether it is for ragged sizes."""
+    """An entry's place in the table: its bucket, whether it is for ragged sizes, and the
+    sizes it was tuned at where they are not the bucket's own."""
     bucket = entry.get("bucket", {})
-    return (tuple(sorted((str(k), v) for k, v in dict(bucket).items())), entry.get("ragged"))
+    exact = entry.get("sizes") or {}
+    return (
+        tuple(sorted((str(k), v) for k, v in dict(bucket).items())),
+        entry.get("ragged"),
+        tuple(sorted((str(k), v) for k, v in dict(exact).items())),
+    )
 
 
 def merge_table(

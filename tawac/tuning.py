@@ -101,6 +101,17 @@ def validate_table(table: Any, where: str = "tuning table") -> None:
                 raise TuningTableError(f"{at}: {key!r} must be an object")
         if not isinstance(entry.get("ragged", False), bool):
             raise TuningTableError(f"{at}: 'ragged' must be true or false")
+        exact = entry.get("sizes")
+        if exact is not None and (
+            not isinstance(exact, dict)
+            or set(exact) != set(bucket)
+            or any(not isinstance(v, int) or isinstance(v, bool) or v < 1 for v in exact.values())
+            or bucket_of(exact) != bucket
+        ):
+            raise TuningTableError(
+                f"{at}: 'sizes' must give each of the bucket's dimensions a positive size "
+                "in that bucket"
+            )
         for name, value in entry.get("options", {}).items():
             k = knob(name)
             if k is None or k.name != name:
@@ -152,15 +163,19 @@ def pick_entry(table: Mapping[str, Any], sizes: Mapping[str, int]) -> Mapping[st
     """The entry whose bucket holds `sizes`, else of the nearest bucket (sum of |log2
     differences| over its dimensions); among entries as near, one tuned at sizes as
     ragged as these (`ragged_of`; an entry without the mark counts for either, after a
-    match), then the first. None when no entry's dimensions are all in `sizes`."""
+    match), then the one tuned at the nearest sizes (an entry's `sizes`, else its
+    bucket: 5120^2 x 8192 and 8192^3 share a bucket and keep their own entries), then
+    the first. None when no entry's dimensions are all in `sizes`."""
     ragged = ragged_of(sizes)
-    best: tuple[tuple[float, int], Mapping[str, Any]] | None = None
+    best: tuple[tuple[float, int, float], Mapping[str, Any]] | None = None
     for entry in table["entries"]:
         d = _distance(entry["bucket"], sizes)
         if d is None:
             continue
         kind = entry.get("ragged")
-        rank = (d, 0 if kind == ragged else 1 if kind is None else 2)
+        point = entry.get("sizes") or entry["bucket"]
+        near = sum(abs(math.log2(v) - math.log2(max(1, int(sizes[k])))) for k, v in point.items())
+        rank = (d, 0 if kind == ragged else 1 if kind is None else 2, near)
         if best is None or rank < best[0]:
             best = (rank, entry)
     return best[1] if best is not None else None

@@ -97,10 +97,51 @@ def test_attention_cannot_be_split():
 def test_split_sum_round_trips():
     text = """tile.kernel @k(%w: !tile.tensor<?x?x?xf32>, %t: !tile.tensor<?x?xi32>) {
   %c0 = arith.constant 0 : index
-  %l = tile.arrive %t[%c0, %c0] count 4 : !tile.tensor<?x?xi32>
-  %s = tile.split_sum %w[%c0, %c0, %c0] count 4 : !tile.tensor<?x?x?xf32> -> tensor<64x64xf32>
+  %c4 = arith.constant 4 : index
+  %l = tile.arrive %t[%c0, %c0] count %c4 : !tile.tensor<?x?xi32>
+  %s = tile.split_sum %w[%c0, %c0, %c0] count %c4 max 4 : !tile.tensor<?x?x?xf32>
+    -> tensor<64x64xf32>
+  %n, %z, %b = tile.split_info
   tile.return
 }"""
     printed = str(parse_text(text, "k.mlir"))
-    assert "tile.arrive %t[%c0, %c0] count 4 : !tile.tensor<?x?xi32>" in printed
-    assert "tile.split_sum %w[%c0, %c0, %c0] count 4" in printed
+    assert "tile.arrive %t[%c0, %c0] count %c4 : !tile.tensor<?x?xi32>" in printed
+    assert "tile.split_sum %w[%c0, %c0, %c0] count %c4 max 4" in printed
+    assert "%n, %z, %b = tile.split_info" in printed
+
+
+def test_stream_k_sidecar_fills_every_sm():
+    r = compile_file(EXAMPLES / "gemm.mlir", stream_k=8, cubin=False)
+    side = r.sidecar
+    assert side["grid"][0] == {"persistent": 1, "fill": True}
+    ws = {w["name"]: w for w in side["workspace"]}
+    assert ws["tawac_splitk_partials"]["shape"] == [{"sms": 1}, {"const": 128}, {"const": 256}]
+    assert ws["tawac_splitk_tickets"]["shape"] == [{"sms": 1}]
+    assert "tile.split_info" not in r.ptx and "atom.acq_rel.gpu" in r.ptx
+
+
+def test_stream_k_needs_a_persistent_kernel():
+    with pytest.raises(CompileError, match="stream-K .* compile with --persistent"):
+        compile_file(EXAMPLES / "gemm.mlir", stream_k=4, persistent=False, cubin=False)
+
+
+def test_split_k_and_stream_k_are_one_choice():
+    with pytest.raises(CompileError, match="choose one"):
+        compile_file(EXAMPLES / "gemm.mlir", stream_k=4, split_k=2, cubin=False)
+
+
+def test_stream_k_grid_counts_every_sm():
+    from tawac.runtime.launcher import compute_grid
+
+    shapes = {"c": (100, 300)}
+    program_grid = [
+        {"cdiv": {"arg": "c", "dim": 0}, "by": 64},
+        {"cdiv": {"arg": "c", "dim": 1}, "by": 64},
+        {"const": 1},
+    ]
+    plain = [{"persistent": 1}, {"const": 1}, {"const": 1}]
+    fill = [{"persistent": 1, "fill": True}, {"const": 1}, {"const": 1}]
+    kw = {"program_grid": program_grid, "sm_count": 132}
+    assert compute_grid(plain, shapes, **kw) == (10, 1, 1)
+    assert compute_grid(fill, shapes, **kw) == (132, 1, 1)
+    assert compute_grid(fill, {"c": (0, 300)}, **kw) == (0, 1, 1)

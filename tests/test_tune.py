@@ -693,3 +693,33 @@ def test_ragged_sizes_are_told_from_aligned_ones():
     assert not ragged_of({"M": 1024, "N": 4096, "K": 14336})
     assert not ragged_of({"M": 1, "N": 4096, "K": 4096})  # decode rows: not a tile's worth
     assert not ragged_of({"B": 4, "H": 16, "S": 4096, "D": 128})
+
+
+def test_entries_tuned_at_other_sizes_of_a_bucket_keep_their_own_place():
+    """5120^2 x 8192 and 8192^3 share a bucket: an entry tuned at 5120 records its sizes,
+    is replaced only by a tuning at the same sizes, and serves the sizes nearest to it;
+    the bucket's own entry keeps serving 8192^3."""
+    from tawac.tuning import pick_entry, validate_table
+
+    bucket = {"M": 8192, "N": 8192, "K": 8192}
+    own = {"bucket": bucket, "ragged": False, "params": {"BLOCK_N": 256}, "options": {}}
+    at_5120 = {
+        "bucket": bucket,
+        "ragged": False,
+        "sizes": {"M": 5120, "N": 5120, "K": 8192},
+        "params": {"BLOCK_N": 256},
+        "options": {"stream_k": 4},
+    }
+    head = {"format": 1, "kernel": "gemm", "source_sha256": "0", "args": []}
+    table = {**head, "entries": [own, at_5120]}
+    validate_table(table)
+    assert pick_entry(table, {"M": 8192, "N": 8192, "K": 8192}) is own
+    assert pick_entry(table, {"M": 5120, "N": 5120, "K": 8192}) is at_5120
+    assert pick_entry(table, {"M": 6000, "N": 5000, "K": 8192}) is at_5120
+    assert pick_entry(table, {"M": 7800, "N": 8000, "K": 8192}) is own
+    assert tn._entry_key(own) != tn._entry_key(at_5120)
+    retuned = {**at_5120, "options": {"stream_k": 2}}
+    assert tn._entry_key(retuned) == tn._entry_key(at_5120)
+    bad = {**at_5120, "sizes": {"M": 3000, "N": 5120, "K": 8192}}  # 3000 is not in bucket 8192
+    with pytest.raises(Exception, match="'sizes' must give"):
+        validate_table({**head, "entries": [bad]})

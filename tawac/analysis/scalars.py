@@ -13,8 +13,8 @@ from xdsl.ir import SSAValue
 
 from tawac.dialects import tile
 
-#: The ops of scalar index math (integer arithmetic, comparisons, selects, program ids
-#: and tensor dimensions).
+#: The ops of scalar index math (integer arithmetic, comparisons, selects, program ids,
+#: a program's share of a split tile and tensor dimensions).
 SCALAR_OPS = (
     arith.ConstantOp,
     arith.AddiOp,
@@ -35,6 +35,7 @@ SCALAR_OPS = (
     arith.CmpiOp,
     arith.SelectOp,
     tile.ProgramIdOp,
+    tile.SplitInfoOp,
     tile.DimOp,
 )
 

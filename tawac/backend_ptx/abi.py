@@ -141,7 +141,8 @@ class ParamTable:
                 for n, w in workspace.items()
             ]
         if persistent:
-            launch["grid"] = [{"persistent": 1}, {"const": 1}, {"const": 1}]
+            every = {"fill": True} if decomposition_of(self.kernel) == "stream_k" else {}
+            launch["grid"] = [{"persistent": 1, **every}, {"const": 1}, {"const": 1}]
             launch["program_grid"] = grid
         if cluster != (1, 1):
             cx, cy = cluster
@@ -151,11 +152,21 @@ class ParamTable:
         return to_attr(launch)  # type: ignore[return-value]
 
 
+def decomposition_of(kernel: tile.KernelOp) -> str:
+    """The kind of work decomposition a pass recorded on the kernel ("split_k",
+    "stream_k"), "data_parallel" where none did."""
+    attr = kernel.attributes.get("tawac.decomposition")
+    return from_attr(attr)["kind"] if attr is not None else "data_parallel"
+
+
 def sidecar(entry: ptx.EntryOp) -> dict[str, Any]:
     """The JSON sidecar of an entry (docs/abi.md)."""
     launch = from_attr(entry.launch)
     for w in launch.get("workspace", []):
-        w["zero"] = bool(w["zero"])  # an attribute holds it as an integer
+        w["zero"] = bool(w["zero"])  # an attribute holds a boolean as an integer
+    for axis in launch["grid"]:
+        if "fill" in axis:
+            axis["fill"] = bool(axis["fill"])
     return {
         "format": 1,
         "kernel": entry.sym_name.data,

@@ -842,6 +842,43 @@ class LdSharedV2Op(PtxInstruction):
 
 
 @irdl_op_definition
+class LdGlobalV2Op(PtxInstruction):
+    """`{@p} ld.global.cg.v2.f32 {d0, d1}, [addr];`: two adjacent f32 elements, 8-byte
+    aligned, cached in L2 only, into two existing registers (which keep their values where
+    the guard is false), optionally predicated (PTX ISA 9.7.9.8, vector loads)."""
+
+    name = "ptx.ld_global_v2"
+    addr = operand_def(RegType)
+    lo = operand_def(RegType)
+    hi = operand_def(RegType)
+    guard = var_operand_def(RegType)
+
+    def __init__(self, addr: SSAValue, lo: SSAValue, hi: SSAValue, guard: SSAValue | None = None):
+        super().__init__(operands=[addr, lo, hi, [guard] if guard is not None else []])
+
+    def ptx_text(self, n: Names) -> str:
+        pred = f"@{n(self.guard[0])} " if self.guard else ""
+        return f"{pred}ld.global.cg.v2.f32 {{{n(self.lo)}, {n(self.hi)}}}, [{n(self.addr)}];"
+
+
+@irdl_op_definition
+class StGlobalV2Op(PtxInstruction):
+    """`st.global.v2.f32 [addr], {a, b};`: two adjacent f32 elements, 8-byte aligned
+    (PTX ISA 9.7.9.10, vector stores)."""
+
+    name = "ptx.st_global_v2"
+    addr = operand_def(RegType)
+    a = operand_def(RegType)
+    b = operand_def(RegType)
+
+    def __init__(self, addr: SSAValue, a: SSAValue, b: SSAValue):
+        super().__init__(operands=[addr, a, b])
+
+    def ptx_text(self, n: Names) -> str:
+        return f"st.global.v2.f32 [{n(self.addr)}], {{{n(self.a)}, {n(self.b)}}};"
+
+
+@irdl_op_definition
 class FenceProxyAsyncOp(PtxInstruction):
     """`fence.proxy.async.shared::cta;` orders generic-proxy shared-memory writes before
     async-proxy (TMA, wgmma) reads (PTX ISA 9.7.12.4)."""
@@ -1564,6 +1601,8 @@ Ptx = Dialect(
         SetpOp,
         SelpOp,
         LdGlobalOp,
+        LdGlobalV2Op,
+        StGlobalV2Op,
         FenceGpuOp,
         AtomAddOp,
         StGlobalOp,

@@ -448,28 +448,25 @@ class ArriveOp(IRDLOperation):
     arrival sets the counter back to 0, so a tensor of zeros is zeros again when every
     program of the launch has arrived (split-K's tickets: `split-k`).  Models a fence
     (PTX ISA 9.7.13.4, `fence.acq_rel.gpu`) around an atomic add (9.7.13.5, `atom.add`).
+    A counter outside the tensor counts nothing and the answer is false.
 
-    `%last = tile.arrive %tickets[%px, %py] count 4 : !tile.tensor<?x?xi32>`
+    `%last = tile.arrive %tickets[%px, %py] count %n : !tile.tensor<?x?xi32>`
     """
 
     name = "tile.arrive"
     counters = operand_def(GlobalTensorType)
+    count = operand_def(IndexType)
     indices = var_operand_def(IndexType)
-    count = prop_def(IntAttr)
     result = result_def(i1)
 
-    def __init__(self, counters: SSAValue, indices: Sequence[SSAValue], count: int):
-        super().__init__(
-            operands=[counters, indices],
-            properties={"count": IntAttr(count)},
-            result_types=[i1],
-        )
+    def __init__(self, counters: SSAValue, indices: Sequence[SSAValue], count: SSAValue):
+        super().__init__(operands=[counters, count, indices], result_types=[i1])
 
     @classmethod
     def parse(cls, parser: Parser) -> ArriveOp:
         src, idx = _parse_indexed(parser)
         parser.parse_keyword("count")
-        count = parser.parse_integer(allow_boolean=False, allow_negative=False)
+        count = parser.resolve_operand(parser.parse_unresolved_operand(), IndexType())
         parser.parse_punctuation(":")
         t = parser.parse_type()
         op = cls(parser.resolve_operand(src, t), idx, count)
@@ -479,7 +476,9 @@ class ArriveOp(IRDLOperation):
     def print(self, printer: Printer) -> None:
         printer.print_string(" ")
         _print_indexed(printer, self.counters, self.indices)
-        printer.print_string(f" count {self.count.data} : ")
+        printer.print_string(" count ")
+        printer.print_operand(self.count)
+        printer.print_string(" : ")
         printer.print_attribute(self.counters.type)
         printer.print_op_attributes(self.attributes)
 
@@ -492,8 +491,6 @@ class ArriveOp(IRDLOperation):
             raise VerifyException(
                 f"tile.arrive: {len(self.indices)} coordinates given for {t} of rank {t.rank}"
             )
-        if self.count.data < 1:
-            raise VerifyException(f"tile.arrive: count must be at least 1, got {self.count.data}")
 
 
 @irdl_op_definition
@@ -502,26 +499,34 @@ class SplitSumOp(IRDLOperation):
     (`p[0] + p[1] + ... + p[count - 1]`, added left to right: the same bits whichever
     program computes it), each read straight from global memory into the registers of
     the threads that add it (no shared memory, no producer: the partials are written by
-    other programs and read once, after a `tile.arrive`).  The tile lies along the last
-    two dimensions at the given coordinates; the first coordinate is the first slice.
-    Elements outside the tensor read as zero.  Models `ld.global.cg` (PTX ISA 9.7.9.8):
-    cached in L2 only, where the other SMs' stores are.
+    other programs and read once, after a `tile.arrive`).  `count` is at most `max`
+    (a count known only at run time reads its slices under a predicate).  The tile lies
+    along the last two dimensions at the given coordinates; the first coordinate is the
+    first slice.  Elements outside the tensor read as zero.  Models `ld.global.cg` (PTX
+    ISA 9.7.9.8): cached in L2 only, where the other SMs' stores are.
 
-    `%s = tile.split_sum %w[%c0, %m0, %n0] count 4 : !tile.tensor<?x?x?xf32> -> tensor<64x128xf32>`
+    `%s = tile.split_sum %w[%c0, %m0, %n0] count %n max 4 : !tile.tensor<?x?x?xf32>
+    -> tensor<64x128xf32>`
     """
 
     name = "tile.split_sum"
     source = operand_def(GlobalTensorType)
+    count = operand_def(IndexType)
     indices = var_operand_def(IndexType)
-    count = prop_def(IntAttr)
+    max = prop_def(IntAttr)
     result = result_def(TensorType)
 
     def __init__(
-        self, source: SSAValue, indices: Sequence[SSAValue], count: int, result_type: Attribute
+        self,
+        source: SSAValue,
+        indices: Sequence[SSAValue],
+        count: SSAValue,
+        max_count: int,
+        result_type: Attribute,
     ):
         super().__init__(
-            operands=[source, indices],
-            properties={"count": IntAttr(count)},
+            operands=[source, count, indices],
+            properties={"max": IntAttr(max_count)},
             result_types=[result_type],
         )
 
@@ -529,19 +534,23 @@ class SplitSumOp(IRDLOperation):
     def parse(cls, parser: Parser) -> SplitSumOp:
         src, idx = _parse_indexed(parser)
         parser.parse_keyword("count")
-        count = parser.parse_integer(allow_boolean=False, allow_negative=False)
+        count = parser.resolve_operand(parser.parse_unresolved_operand(), IndexType())
+        parser.parse_keyword("max")
+        most = parser.parse_integer(allow_boolean=False, allow_negative=False)
         parser.parse_punctuation(":")
         st = parser.parse_type()
         parser.parse_punctuation("->")
         rt = parser.parse_type()
-        op = cls(parser.resolve_operand(src, st), idx, count, rt)
+        op = cls(parser.resolve_operand(src, st), idx, count, most, rt)
         op.attributes |= parser.parse_optional_attr_dict()
         return op
 
     def print(self, printer: Printer) -> None:
         printer.print_string(" ")
         _print_indexed(printer, self.source, self.indices)
-        printer.print_string(f" count {self.count.data} : ")
+        printer.print_string(" count ")
+        printer.print_operand(self.count)
+        printer.print_string(f" max {self.max.data} : ")
         printer.print_attribute(self.source.type)
         printer.print_string(" -> ")
         printer.print_attribute(self.result.type)
@@ -558,10 +567,30 @@ class SplitSumOp(IRDLOperation):
                 f"tile.split_sum: the partials need a leading dimension beyond the tile's "
                 f"two, got {t} of rank {t.rank}"
             )
-        if self.count.data < 1:
-            raise VerifyException(
-                f"tile.split_sum: count must be at least 1, got {self.count.data}"
-            )
+        if self.max.data < 1:
+            raise VerifyException(f"tile.split_sum: max must be at least 1, got {self.max.data}")
+
+
+@irdl_op_definition
+class SplitInfoOp(IRDLOperation):
+    """This program's share of its output tile under the launch's work decomposition
+    (stream-K, `split-k{stream=...}`): `n` programs share the tile (1: it is not split),
+    this one is the `z`-th of them, and their partial tiles are the workspace's slots
+    `base` .. `base + n - 1`.  The tile order decides it: `persistent` replaces the op
+    with what its loop over tiles computes.
+
+    `%n, %z, %base = tile.split_info`
+    """
+
+    name = "tile.split_info"
+    count = result_def(IndexType)
+    index = result_def(IndexType)
+    base = result_def(IndexType)
+    traits = traits_def(Pure())
+    assembly_format = "attr-dict"
+
+    def __init__(self):
+        super().__init__(result_types=[IndexType(), IndexType(), IndexType()])
 
 
 MMA_INPUT_TYPES = (BFloat16Type, Float16Type, Float8E4M3FNType, Float8E5M2Type)
@@ -955,6 +984,7 @@ Tile = Dialect(
         SelectOp,
         ArriveOp,
         SplitSumOp,
+        SplitInfoOp,
     ],
     [GlobalTensorType],
 )

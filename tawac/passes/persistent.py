@@ -48,6 +48,7 @@ from tawac.analysis.grid import from_attr
 from tawac.analysis.loops import main_loops, trip_count
 from tawac.diagnostics import CompileError
 from tawac.dialects import aref, hopper, tile
+from tawac.passes.split_k import DECOMPOSITION_ATTR
 
 
 def _c(v: int) -> arith.ConstantOp:
@@ -149,6 +150,41 @@ def _grouped(
     return x, y, z
 
 
+def _stream_plan(
+    b: _Builder, tiles: SSAValue, ctas: SSAValue, max_splits: int
+) -> tuple[SSAValue, SSAValue, SSAValue]:
+    """Stream-K's programs (the split-k pass's `stream`): the tiles of the whole waves
+    (`dp` = tiles - tiles mod ctas) are one program each; the `rest` tiles of the last,
+    partly filled wave are split `splits` = min(max_splits, ctas / rest) ways (at least
+    1), so that they fill the CTAs again. Returns (dp, splits, programs)."""
+    dp = b.add(arith.MuliOp(b.add(arith.DivUIOp(tiles, ctas)), ctas))
+    rest = b.add(arith.SubiOp(tiles, dp))
+    per = b.add(arith.DivUIOp(ctas, b.add(arith.MaxUIOp(rest, b.const(1)))))
+    splits = b.add(arith.MaxUIOp(b.add(arith.MinUIOp(per, b.const(max_splits))), b.const(1)))
+    programs = b.add(arith.AddiOp(dp, b.add(arith.MuliOp(rest, splits))))
+    dp.name_hint, splits.name_hint, programs.name_hint = "dp_tiles", "tail_splits", "programs"
+    return dp, splits, programs
+
+
+def _stream_share(
+    ib: _Builder, t: SSAValue, stream: tuple[SSAValue, SSAValue, SSAValue]
+) -> tuple[SSAValue, tuple[SSAValue, SSAValue, SSAValue]]:
+    """Program t of stream-K -> (its tile number, (n, z, base) of `tile.split_info`): a
+    program of the whole waves is tile t alone (1, 0, 0); program dp + j of the tail is
+    split z = j mod splits of tile dp + j / splits, whose partials are the slots
+    j - z .. j - z + splits - 1 (one per program of the tail: fewer than the CTAs)."""
+    dp, splits, _ = stream
+    tail = ib.add(arith.CmpiOp(t, dp, "uge"))
+    j = ib.add(arith.SelectOp(tail, ib.add(arith.SubiOp(t, dp)), ib.const(0)))
+    z = ib.add(arith.RemUIOp(j, splits))
+    number = ib.add(
+        arith.SelectOp(tail, ib.add(arith.AddiOp(dp, ib.add(arith.DivUIOp(j, splits)))), t)
+    )
+    count = ib.add(arith.SelectOp(tail, splits, ib.const(1)))
+    base = ib.add(arith.SubiOp(j, z))
+    return number, (count, z, base)
+
+
 def _make_persistent(
     kernel: tile.KernelOp,
     part: aref.PartitionOp,
@@ -157,6 +193,7 @@ def _make_persistent(
     depth: int,
     order: str | None,
     cluster: tuple[int | None, int] = (None, 1),
+    max_splits: int = 0,
 ) -> None:
     old = part.body.block
     new = Block()
@@ -174,6 +211,9 @@ def _make_persistent(
     first = b.add(hopper.CtaIdOp() if axis is None else hopper.ClusterIdOp())
     step = b.add(hopper.NumCtasOp() if axis is None else hopper.NumClustersOp())
     zero = b.const(0)
+    stream = _stream_plan(b, total, step, max_splits) if max_splits else None
+    if stream is not None:
+        total = stream[-1]
 
     mains = main_loops(part)
     slot_ops = (aref.PutOp, aref.GetOp, aref.ConsumedOp)
@@ -188,7 +228,12 @@ def _make_persistent(
     new.add_op(loop)
 
     ib = _Builder(body)
-    x, y, z = _tile_coords(ib, t, (gx, gy, gz), group_m, order)
+    share = None
+    if stream is not None:
+        t_tile, share = _stream_share(ib, t, stream)
+        x, y, z = _tile_coords(ib, t_tile, (gx, gy, gz), group_m, order)
+    else:
+        x, y, z = _tile_coords(ib, t, (gx, gy, gz), group_m, order)
     if axis is not None:
         # program id = ctas * (the cluster's tile) + the CTA's rank in the cluster
         rank = ib.add(hopper.ClusterCtaRankOp())
@@ -205,6 +250,12 @@ def _make_persistent(
     for pid in [o for o in body.walk() if isinstance(o, tile.ProgramIdOp)]:
         pid.result.replace_all_uses_with(pids[pid.axis.data])
         Rewriter.erase_op(pid)
+    for info in [o for o in body.walk() if isinstance(o, tile.SplitInfoOp)]:
+        if share is None:
+            raise CompileError("persistent: tile.split_info needs the stream-K tile order", info)
+        for res, v in zip(info.results, share, strict=True):
+            res.replace_all_uses_with(v)
+        Rewriter.erase_op(info)
 
     # Each stream of transfers (the arefs of a main loop, or of the loops one after the
     # other that share them) is numbered from its own base, carried across tiles; an
@@ -277,6 +328,15 @@ def _drain(main_loop: scf.ForOp, trips_op: Operation, base: SSAValue, depth: int
     Rewriter.insert_op([zero, p, one, back, start, drain], InsertPoint.after(trips_op))
 
 
+def _stream_k(kernel: tile.KernelOp) -> int:
+    """The most programs per tile of a stream-K kernel (`split-k{stream=...}`), else 0."""
+    attr = kernel.attributes.get(DECOMPOSITION_ATTR)
+    if attr is None:
+        return 0
+    decision = from_attr(attr)
+    return int(decision.get("max_splits", 0)) if decision.get("kind") == "stream_k" else 0
+
+
 @dataclass(frozen=True)
 class PersistentPass(ModulePass):
     """Applies the tile order and program grid of `#tawac.schedule` (nothing to do for a
@@ -288,6 +348,12 @@ class PersistentPass(ModulePass):
         for kernel in [o for o in op.walk() if isinstance(o, tile.KernelOp)]:
             plan = schedule.planned(kernel, "persistent")
             if plan.tiles is None or plan.program_grid is None:
+                if _stream_k(kernel):
+                    raise CompileError(
+                        "persistent: stream-K splits the last wave's tiles among the CTAs of "
+                        "a persistent kernel; compile with --persistent",
+                        kernel,
+                    )
                 continue
             parts = [p for p in kernel.body.block.ops if isinstance(p, aref.PartitionOp)]
             if not all(main_loops(p) for p in parts):
@@ -306,5 +372,20 @@ class PersistentPass(ModulePass):
                     "longest-first order does not do; use tiles = grouped",
                     kernel,
                 )
+            max_splits = _stream_k(kernel)
+            if max_splits and (plan.cluster_axis is not None or order is not None):
+                raise CompileError(
+                    "persistent: stream-K takes the grouped tile order without clusters",
+                    kernel,
+                )
             for part in parts:
-                _make_persistent(kernel, part, grid, group_m, depth, order, cluster)  # type: ignore[arg-type]
+                _make_persistent(
+                    kernel,
+                    part,
+                    grid,
+                    group_m,
+                    depth,
+                    order,
+                    cluster,
+                    max_splits,  # type: ignore[arg-type]
+                )

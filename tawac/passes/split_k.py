@@ -189,8 +189,9 @@ def _output_store(dep: list[Operation], acc: TensorType) -> tile.StoreOp:
     )
 
 
-def split_kernel(kernel: tile.KernelOp, splits: int) -> None:
-    """Rewrites `kernel` into its split-K form (the module docstring)."""
+def split_kernel(kernel: tile.KernelOp, splits: int, stream: int = 0) -> None:
+    """Rewrites `kernel` into its split-K form (the module docstring): `splits` programs
+    per output tile along program id z; or, with `stream` > 0, the stream-K form."""
     if any(isinstance(o, tile.ProgramIdOp) and o.axis.data == 2 for o in kernel.walk()):
         raise _fail("needs program id z free (the splits go along it)", kernel)
     loop = _main_loop(kernel)
@@ -213,12 +214,29 @@ def split_kernel(kernel: tile.KernelOp, splits: int) -> None:
 
     block = kernel.body.block
     dims = [n.data for n in gt.dim_names]
-    partials_t = tile.GlobalTensorType(
-        [tile.DYNAMIC] * 3,
-        Float32Type(),
-        ["tawac_splits", dims[r], dims[c]] if dims else [],
-    )
-    tickets_t = tile.GlobalTensorType([tile.DYNAMIC] * 2, i32)
+    rows, cols = acc_t.get_shape()
+    if stream:
+        # one slot per CTA (a CTA runs at most one split program of the tail), a tile each
+        partials_t = tile.GlobalTensorType([tile.DYNAMIC, rows, cols], Float32Type())
+        tickets_t = tile.GlobalTensorType([tile.DYNAMIC], i32)
+        shapes = {
+            PARTIALS: [{"sms": 1}, {"const": rows}, {"const": cols}],
+            TICKETS: [{"sms": 1}],
+        }
+        decision = {"kind": "stream_k", "max_splits": stream}
+    else:
+        names3 = ["tawac_splits", dims[r], dims[c]] if dims else []
+        partials_t = tile.GlobalTensorType([tile.DYNAMIC] * 3, Float32Type(), names3)
+        tickets_t = tile.GlobalTensorType([tile.DYNAMIC] * 2, i32)
+        shapes = {
+            PARTIALS: [
+                {"const": splits},
+                {"cdiv": {"arg": dest_name, "dim": r}, "by": 1},
+                {"cdiv": {"arg": dest_name, "dim": c}, "by": 1},
+            ],
+            TICKETS: [grid[0], grid[1]],
+        }
+        decision = {"kind": "split_k", "splits": splits}
     partials = block.insert_arg(partials_t, len(block.args))
     partials.name_hint = PARTIALS
     tickets = block.insert_arg(tickets_t, len(block.args))
@@ -226,31 +244,32 @@ def split_kernel(kernel: tile.KernelOp, splits: int) -> None:
     kernel.function_type = FunctionType.from_lists([a.type for a in block.args], [])
     kernel.attributes[WORKSPACE_ATTR] = to_attr(
         {
-            PARTIALS: {
-                "dtype": "f32",
-                "zero": False,
-                "shape": [
-                    {"const": splits},
-                    {"cdiv": {"arg": dest_name, "dim": r}, "by": 1},
-                    {"cdiv": {"arg": dest_name, "dim": c}, "by": 1},
-                ],
-            },
-            TICKETS: {"dtype": "i32", "zero": True, "shape": [grid[0], grid[1]]},
+            PARTIALS: {"dtype": "f32", "zero": False, "shape": shapes[PARTIALS]},
+            TICKETS: {"dtype": "i32", "zero": True, "shape": shapes[TICKETS]},
         }
     )
-    kernel.attributes[DECOMPOSITION_ATTR] = to_attr({"kind": "split_k", "splits": splits})
+    kernel.attributes[DECOMPOSITION_ATTR] = to_attr(decision)
 
-    # The z-th chunk of whole steps: [lb + z * chunk, min(lb + (z + 1) * chunk, ub)).
     def add(op: Operation) -> SSAValue:
         Rewriter.insert_op(op, InsertPoint.before(loop))
         return op.results[0]
 
     idx = IndexType()
-    z = add(tile.ProgramIdOp(2))
-    z.name_hint = "split"
+    if stream:
+        info = tile.SplitInfoOp()
+        Rewriter.insert_op(info, InsertPoint.before(loop))
+        count, z, base = info.results
+        count.name_hint, z.name_hint, base.name_hint = "splits", "split", "slot0"
+    else:
+        count = add(arith.ConstantOp.from_int_and_width(splits, idx))
+        count.name_hint = "splits"
+        z = add(tile.ProgramIdOp(2))
+        z.name_hint = "split"
+        base = None
+    # The z-th chunk of whole steps: [lb + z * chunk, min(lb + (z + 1) * chunk, ub)).
     lb, ub, step = loop.lb, loop.ub, loop.step
     steps = add(arith.CeilDivSIOp(add(arith.SubiOp(ub, lb)), step))
-    per = add(arith.CeilDivSIOp(steps, add(arith.ConstantOp.from_int_and_width(splits, idx))))
+    per = add(arith.CeilDivSIOp(steps, count))
     chunk = add(arith.MuliOp(per, step))
     lo = add(arith.AddiOp(lb, add(arith.MuliOp(z, chunk))))
     hi = add(arith.MinSIOp(add(arith.AddiOp(lo, chunk)), ub))
@@ -258,33 +277,64 @@ def split_kernel(kernel: tile.KernelOp, splits: int) -> None:
     loop.operands[0] = lo
     loop.operands[1] = hi
 
-    # After the loop: the partial, the ticket, and the epilogue under the last arrival.
     acc = loop.results[0]
     zero = arith.ConstantOp.from_int_and_width(0, idx)
-    px, py = tile.ProgramIdOp(0), tile.ProgramIdOp(1)
-    part = tile.StoreOp(acc, partials, [z, store.indices[r], store.indices[c]])
-    tx = px.result if grid[0].get("const") != 1 else zero.result
-    ty = py.result if grid[1].get("const") != 1 else zero.result
-    arrive = tile.ArriveOp(tickets, [tx, ty], splits)
+    ret = block.last_op
+    assert ret is not None
+    if not stream:
+        # After the loop: the partial, the ticket, and the epilogue under the last arrival.
+        px, py = tile.ProgramIdOp(0), tile.ProgramIdOp(1)
+        part = tile.StoreOp(acc, partials, [z, store.indices[r], store.indices[c]])
+        tx = px.result if grid[0].get("const") != 1 else zero.result
+        ty = py.result if grid[1].get("const") != 1 else zero.result
+        arrive = tile.ArriveOp(tickets, [tx, ty], count)
+        arrive.result.name_hint = "last"
+        first = [zero.result, store.indices[r], store.indices[c]]
+        total = tile.SplitSumOp(partials, first, count, splits, acc_t)
+        total.result.name_hint = "sum"
+        branch = _under(arrive.result, [total], dep, acc, total.result)
+        Rewriter.insert_op([zero, px, py, part, arrive], InsertPoint.after(loop))
+        Rewriter.insert_op(branch, InsertPoint.before(ret))
+        return
+    # Stream-K: a tile of one program runs the epilogue itself; a split one stores its
+    # partial at slot base + z and the last of its programs adds the n partials.
+    assert base is not None
+    one = arith.ConstantOp.from_int_and_width(1, idx)
+    shared = arith.CmpiOp(count, one.result, "ugt")
+    shared.result.name_hint = "shared"
+    slot = arith.AddiOp(base, z)
+    part = tile.StoreOp(acc, partials, [slot.result, zero.result, zero.result])
+    arrive = tile.ArriveOp(tickets, [base], count)
     arrive.result.name_hint = "last"
-    then = Block()
-    total = tile.SplitSumOp(
-        partials, [zero.result, store.indices[r], store.indices[c]], splits, acc_t
-    )
+    total = tile.SplitSumOp(partials, [base, zero.result, zero.result], count, stream, acc_t)
     total.result.name_hint = "sum"
-    then.add_op(total)
+    alone = Block()
+    mapping = {}
+    for op in dep:
+        alone.add_op(op.clone(mapping))
+    alone.add_op(scf.YieldOp())
+    last = _under(arrive.result, [total], dep, acc, total.result)
+    split_block = Block([slot, part, arrive, last, scf.YieldOp()])
+    branch = scf.IfOp(shared.result, [], Region(split_block), Region(alone))
+    Rewriter.insert_op([zero, one, shared], InsertPoint.after(loop))
+    Rewriter.insert_op(branch, InsertPoint.before(ret))
+
+
+def _under(
+    cond: SSAValue, first: list[Operation], dep: list[Operation], acc: SSAValue, total: SSAValue
+) -> scf.IfOp:
+    """`scf.if cond { first; dep (moved here, reading total where they read acc) }`."""
+    then = Block()
+    then.add_ops(first)
     for op in dep:
         op.detach()
         then.add_op(op)
     then.add_op(scf.YieldOp())
-    branch = scf.IfOp(arrive.result, [], Region(then))
-    Rewriter.insert_op([zero, px, py, part, arrive], InsertPoint.after(loop))
-    ret = block.last_op
-    assert ret is not None
-    Rewriter.insert_op(branch, InsertPoint.before(ret))
+    branch = scf.IfOp(cond, [], Region(then))
     for use in list(acc.uses):
         if branch.is_ancestor(use.operation):
-            use.operation.operands[use.index] = total.result
+            use.operation.operands[use.index] = total
+    return branch
 
 
 def _slice(v: SSAValue) -> set[Operation]:
@@ -306,11 +356,18 @@ class SplitKPass(ModulePass):
 
     splits: int = 1
     """Programs per output tile, each adding the products of a chunk of the K steps."""
+    stream: int = 0
+    """Stream-K (> 0): the tiles of the last, partly filled wave split among the CTAs,
+    at most `stream` programs per tile (`persistent` decides how many); 0: off."""
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         if not 1 <= self.splits <= MAX_SPLITS:
             raise CompileError(f"split-k: splits must be 1..{MAX_SPLITS}, got {self.splits}")
-        if self.splits == 1:
+        if not 0 <= self.stream <= MAX_SPLITS:
+            raise CompileError(f"split-k: stream must be 0..{MAX_SPLITS}, got {self.stream}")
+        if self.splits > 1 and self.stream:
+            raise CompileError("split-k: split-K and stream-K are two decompositions; choose one")
+        if self.splits == 1 and not self.stream:
             return
         for kernel in [o for o in op.body.block.ops if isinstance(o, tile.KernelOp)]:
-            split_kernel(kernel, self.splits)
+            split_kernel(kernel, self.splits, self.stream)

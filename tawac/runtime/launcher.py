@@ -117,13 +117,23 @@ def cdiv(a: int, b: int) -> int:
     return -(-a // b)
 
 
-def extent(entry: Mapping[str, Any], shapes: Mapping[str, Sequence[int]], what: str) -> int:
+def extent(
+    entry: Mapping[str, Any],
+    shapes: Mapping[str, Sequence[int]],
+    what: str,
+    sm_count: int | None = None,
+) -> int:
     """Evaluates one size of the sidecar (a "grid" axis, a "workspace" dimension) against
     argument shapes: `{"const": n}` is n, `{"cdiv": {"arg": name, "dim": d}, "by": n}` is
-    ceil(size of dimension d of tensor argument `name` / n). `what` names the entry in
+    ceil(size of dimension d of tensor argument `name` / n), and (a workspace dimension)
+    `{"sms": k}` is k times the device's multiprocessors. `what` names the entry in
     errors ("grid axis x")."""
     if "const" in entry:
         return int(entry["const"])
+    if "sms" in entry:
+        if sm_count is None:
+            raise LaunchError(f"{what}: a size in multiprocessors needs the device's count")
+        return int(entry["sms"]) * sm_count
     if "cdiv" not in entry:
         raise LaunchError(f"{what}: sidecar entry {entry} is not understood")
     ref = entry["cdiv"]
@@ -177,7 +187,9 @@ def compute_grid(
             if programs == 0:  # an empty output: no CTA at all
                 out.append(0)
                 continue
-            ctas = min(programs, int(entry["persistent"]) * sm_count)
+            ctas = int(entry["persistent"]) * sm_count
+            if not entry.get("fill", False):  # "fill": every CTA (stream-K splits to fit)
+                ctas = min(programs, ctas)
             out.append(max(size, ctas // size * size))
             continue
         if "const" not in entry and "cdiv" not in entry:
@@ -195,13 +207,16 @@ def compute_grid(
 
 
 def workspace_shapes(
-    workspace: Sequence[Mapping[str, Any]], shapes: Mapping[str, Sequence[int]]
+    workspace: Sequence[Mapping[str, Any]],
+    shapes: Mapping[str, Sequence[int]],
+    sm_count: int | None = None,
 ) -> list[tuple[int, ...]]:
     """Each buffer's shape of the sidecar "workspace" (in its order), evaluated against
-    the argument shapes (every dimension an `extent` entry)."""
+    the argument shapes and the device's multiprocessors (every dimension an `extent`
+    entry)."""
     return [
         tuple(
-            extent(entry, shapes, f"workspace buffer {w['name']!r} dimension {d}")
+            extent(entry, shapes, f"workspace buffer {w['name']!r} dimension {d}", sm_count)
             for d, entry in enumerate(w["shape"])
         )
         for w in workspace
@@ -459,6 +474,10 @@ def _validate_extent(entry: Any, args: Mapping[str, Mapping[str, Any]], what: st
     if isinstance(entry, Mapping) and "const" in entry:
         if not _is_int(entry["const"], 0):
             raise LaunchError(f"{what}: const must be a non-negative integer, got {entry!r}")
+        return
+    if isinstance(entry, Mapping) and "sms" in entry:
+        if not _is_int(entry["sms"], 1):
+            raise LaunchError(f"{what}: sms must be a positive integer, got {entry!r}")
         return
     ref = entry.get("cdiv") if isinstance(entry, Mapping) else None
     if not isinstance(ref, Mapping):
@@ -761,10 +780,23 @@ class Kernel:
             program_cluster=self.sidecar.get("program_cluster"),
         )
 
+    @property
+    def _by_sms(self) -> bool:
+        """Whether a workspace size is counted in multiprocessors (`{"sms": k}`)."""
+        return any("sms" in e for w in self.workspace for e in w["shape"])
+
+    def _sms(self) -> int | None:
+        """The current device's multiprocessors where a workspace size needs them."""
+        if not self._by_sms:
+            return None
+        import torch
+
+        return _sm_count(torch.cuda.current_device())
+
     def workspace_bytes(self, *args) -> int:
         """Bytes of the workspace buffers (docs/abi.md, "Workspace buffers") that a launch
         with these arguments uses; 0 for a kernel without any."""
-        shapes = workspace_shapes(self.workspace, self._shapes(args))
+        shapes = workspace_shapes(self.workspace, self._shapes(args), self._sms())
         return sum(workspace_nbytes(w, s) for w, s in zip(self.workspace, shapes, strict=True))
 
     def _launch_config(self, driver, grid, stream_handle: int):
@@ -904,7 +936,8 @@ class Kernel:
         """The views of the workspace buffers for these arguments, by name. A buffer is
         allocated at the first launch with its shape on device `dev` and kept for the
         kernel's lifetime (docs/abi.md, "Workspace buffers")."""
-        shapes = workspace_shapes(self.workspace, self._shapes(args))
+        sms = _sm_count(dev) if self._by_sms else None
+        shapes = workspace_shapes(self.workspace, self._shapes(args), sms)
         views = {}
         for w, shape in zip(self.workspace, shapes, strict=True):
             key = (w["name"], shape, w["dtype"], dev)

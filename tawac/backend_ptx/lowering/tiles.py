@@ -12,6 +12,7 @@ from collections.abc import Iterator, Sequence
 from xdsl.dialects.builtin import Float32Type, TensorType
 from xdsl.ir import SSAValue
 
+from tawac.analysis.scalars import constant_int
 from tawac.backend_ptx.lowering.scalar import select_frags
 from tawac.backend_ptx.lowering.state import (
     Frag,
@@ -189,6 +190,13 @@ def _store(k: KernelLowering, op: tile.StoreOp) -> None:
     nbytes = elem_bytes(gt.element_type)
     st_ty = mov_type(f.dtype)
     base = _leading_base(k, op.dest, op.indices, gt.rank - 2, nbytes)
+    pairs = _whole_pairs(op.dest, op.indices, f.layout) if f.dtype == "f32" else None
+    if pairs is not None:
+        places = _tile_addresses(k, op.dest, op.indices, f.layout, base, 4, lazy=True)
+        for i, (_ok, addr) in enumerate(places):
+            if i in pairs:
+                k.emit(ptx.StGlobalV2Op(addr, f.regs[i], f.regs[i + 1]))
+        return
     for reg, (ok, addr) in zip(
         f.regs, _tile_addresses(k, op.dest, op.indices, f.layout, base, nbytes), strict=True
     ):
@@ -202,10 +210,13 @@ def _tile_addresses(
     layout: AccLayout,
     base: SSAValue,
     nbytes: int,
+    lazy: bool = False,
 ) -> Iterator[tuple[SSAValue, SSAValue]]:
     """Per register of a 2-d tile in `layout` at `indices` of `dest` (its last two
     dimensions, from `base`, the address of the leading indices' element): whether the
-    element is inside the tensor, and its address; each pair emitted as it is taken."""
+    element is inside the tensor, and its address; each pair emitted as it is taken.
+    `lazy`: a column's bound and offset computed where its first register is taken, not
+    all up front (the live registers of a sum over many slices)."""
     gt = dest.type
     assert isinstance(gt, tile.GlobalTensorType)
     r, c = gt.rank - 2, gt.rank - 1
@@ -223,15 +234,42 @@ def _tile_addresses(
         off = k.r(ptx.MulOp("s64", off, k.imm(nbytes, "s64"), mode="lo"))
         row_addr[dr] = (ok, k.r(ptx.AddOp("s64", base, off)))
     col_off: dict[int, tuple[SSAValue, SSAValue]] = {}
-    for dc in layout.col_offsets():
+
+    def column(dc: int) -> tuple[SSAValue, SSAValue]:
         col = k.add_imm(col0, dc)
         ok = k.r(ptx.SetpOp("lt", "s32", col, cols))
-        col_off[dc] = (ok, k.r(ptx.MulOp("s32", col, k.imm(nbytes), mode="wide")))
+        return ok, k.r(ptx.MulOp("s32", col, k.imm(nbytes), mode="wide"))
+
+    if not lazy:
+        col_off = {dc: column(dc) for dc in layout.col_offsets()}
     for i in range(layout.num_regs):
         dr, dc = layout.reg_offset(i)
         rok, raddr = row_addr[dr]
+        if dc not in col_off:
+            col_off = {dc: column(dc)}  # lazy: one column's values live at a time
         cok, coff = col_off[dc]
         yield k.r(ptx.AndOp("pred", rok, cok)), k.r(ptx.AddOp("s64", raddr, coff))
+
+
+def _whole_pairs(dest: SSAValue, indices: Sequence[SSAValue], layout: AccLayout) -> set[int] | None:
+    """Where a 2-d f32 tile at `indices` of `dest` is the whole of the tensor's last two
+    dimensions (static sizes equal to the tile's, coordinates 0) and its registers come in
+    pairs of adjacent columns: the first register of each pair (one 8-byte access each,
+    no bounds to check). None otherwise. The workspace of stream-K is such a tensor."""
+    gt = dest.type
+    assert isinstance(gt, tile.GlobalTensorType)
+    r, c = gt.rank - 2, gt.rank - 1
+    dims = [d.data for d in gt.shape]
+    if (dims[r], dims[c]) != (layout.m, layout.n):
+        return None
+    if constant_int(indices[r]) != 0 or constant_int(indices[c]) != 0:
+        return None
+    firsts = set(range(0, layout.num_regs, 2))
+    for i in firsts:
+        dr, dc = layout.reg_offset(i)
+        if i + 1 >= layout.num_regs or layout.reg_offset(i + 1) != (dr, dc + 1) or dc % 2:
+            return None
+    return firsts
 
 
 @handles(tile.SplitSumOp)
@@ -248,21 +286,71 @@ def _split_sum(k: KernelLowering, op: tile.SplitSumOp) -> None:
     step = k.r(ptx.MulOp("s64", lead, k.imm(4, "s64"), mode="lo"))
     total: list[SSAValue] = []
     # Element by element (slice 0 + slice 1 + ...): one element's partials live at a time.
-    for ok, addr in _tile_addresses(k, op.source, op.indices, layout, base, 4):
+    # A count known only at run time reads slice s >= 1 under s < count.
+    fixed = constant_int(op.count)
+    most = op.max.data if fixed is None else min(fixed, op.max.data)
+    count = k.scalar(op.count) if fixed is None else None
+    pairs = _whole_pairs(op.source, op.indices, layout)
+    if pairs is not None:
+        _split_sum_pairs(k, op, layout, base, step, most, count, pairs)
+        return
+    for ok, addr in _tile_addresses(k, op.source, op.indices, layout, base, 4, lazy=True):
         acc: SSAValue | None = None
-        for s in range(op.count.data):
+        for s in range(most):
             val = k.r(ptx.MovImmOp("f32", 0.0))
+            guard = ok
+            if count is not None and s > 0:  # compared where it is used: few live predicates
+                guard = k.r(ptx.AndOp("pred", ok, k.r(ptx.SetpOp("lt", "s32", k.imm(s), count))))
             k.guarded(
-                ok,
+                guard,
                 lambda a=addr, v=val: k.emit(
                     ptx.AssignOp("f32", v, k.r(ptx.LdGlobalOp("f32", a, cache="cg")))
                 ),
             )
             acc = val if acc is None else k.r(ptx.AddOp("f32", acc, val))
-            if s + 1 < op.count.data:
+            if s + 1 < most:
                 addr = k.r(ptx.AddOp("s64", addr, step))
         assert acc is not None
         total.append(acc)
+    k.vals[op.result] = Frag(layout, total, "f32")
+
+
+def _split_sum_pairs(
+    k: KernelLowering,
+    op: tile.SplitSumOp,
+    layout: AccLayout,
+    base: SSAValue,
+    step: SSAValue,
+    most: int,
+    count: SSAValue | None,
+    pairs: set[int],
+) -> None:
+    """`_split_sum` of a whole tile (`_whole_pairs`): one `ld.global.cg.v2.f32` per
+    register pair and slice, no bounds; a count known only at run time predicates the
+    slices after the first (`@p`, no branch)."""
+    total: list[SSAValue] = []
+    places = _tile_addresses(k, op.source, op.indices, layout, base, 4, lazy=True)
+    for i, (_ok, addr) in enumerate(places):
+        if i not in pairs:
+            continue
+        sums: list[SSAValue] = []
+        for s in range(most):
+            guard = None
+            if count is not None and s > 0:
+                guard = k.r(ptx.SetpOp("lt", "s32", k.imm(s), count))
+            if guard is None:  # written by the load itself
+                lo, hi = k.r(ptx.DeclareRegOp("f32")), k.r(ptx.DeclareRegOp("f32"))
+            else:  # zero where the slice is past the count
+                lo, hi = k.r(ptx.MovImmOp("f32", 0.0)), k.r(ptx.MovImmOp("f32", 0.0))
+            k.emit(ptx.LdGlobalV2Op(addr, lo, hi, guard))
+            sums = (
+                [lo, hi]
+                if not sums
+                else [k.r(ptx.AddOp("f32", sums[0], lo)), k.r(ptx.AddOp("f32", sums[1], hi))]
+            )
+            if s + 1 < most:
+                addr = k.r(ptx.AddOp("s64", addr, step))
+        total += sums
     k.vals[op.result] = Frag(layout, total, "f32")
 
 
@@ -302,7 +390,8 @@ def _arrive(k: KernelLowering, op: tile.ArriveOp) -> None:
         inside,
         lambda: k.emit(ptx.AssignOp("u32", old, k.r(ptx.AtomAddOp(addr, k.imm(1, "u32"))))),
     )
-    last = k.r(ptx.SetpOp("eq", "u32", old, k.imm(op.count.data - 1, "u32")))
+    count = k.scalar(op.count)
+    last = k.r(ptx.SetpOp("eq", "u32", k.r(ptx.AddOp("u32", old, k.imm(1, "u32"))), count))
     mine = k.r(ptx.AndOp("pred", inside, last))
     k.guarded(mine, lambda: k.emit(ptx.StGlobalOp("u32", addr, k.imm(0, "u32"))))
     result = k.r(ptx.BarRedOrOp(bar, threads, mine))

@@ -345,17 +345,18 @@ tile.kernel @int_tile_load(%a: !tile.tensor<?x?xi32>) {
 
 tile.kernel @arrive_float_counters(%a: !tile.tensor<?x?xf32>) {
   %c0 = arith.constant 0 : index
-  %l = tile.arrive %a[%c0, %c0] count 2 : !tile.tensor<?x?xf32>
+  %c2 = arith.constant 2 : index
+  %l = tile.arrive %a[%c0, %c0] count %c2 : !tile.tensor<?x?xf32>
 // CHECK:      {{.*}}tile-invalid.mlir:[[# @LINE - 1]]:8: error: tile.arrive: counters must be i32, got f32
   tile.return
 }
 
 // -----
 
-tile.kernel @arrive_count(%a: !tile.tensor<?xi32>) {
+tile.kernel @split_sum_max(%a: !tile.tensor<?x?x?xf32>) {
   %c0 = arith.constant 0 : index
-  %l = tile.arrive %a[%c0] count 0 : !tile.tensor<?xi32>
-// CHECK:      {{.*}}tile-invalid.mlir:[[# @LINE - 1]]:8: error: tile.arrive: count must be at least 1, got 0
+  %s = tile.split_sum %a[%c0, %c0, %c0] count %c0 max 0 : !tile.tensor<?x?x?xf32> -> tensor<64x64xf32>
+// CHECK:      {{.*}}tile-invalid.mlir:[[# @LINE - 1]]:8: error: tile.split_sum: max must be at least 1, got 0
   tile.return
 }
 
@@ -363,7 +364,7 @@ tile.kernel @arrive_count(%a: !tile.tensor<?xi32>) {
 
 tile.kernel @split_sum_rank(%a: !tile.tensor<?x?xf32>) {
   %c0 = arith.constant 0 : index
-  %s = tile.split_sum %a[%c0, %c0] count 2 : !tile.tensor<?x?xf32> -> tensor<64x64xf32>
+  %s = tile.split_sum %a[%c0, %c0] count %c0 max 2 : !tile.tensor<?x?xf32> -> tensor<64x64xf32>
 // CHECK:      {{.*}}tile-invalid.mlir:[[# @LINE - 1]]:8: error: tile.split_sum: the partials need a leading dimension beyond the tile's two, got !tile.tensor<?x?xf32> of rank 2
   tile.return
 }
@@ -372,7 +373,7 @@ tile.kernel @split_sum_rank(%a: !tile.tensor<?x?xf32>) {
 
 tile.kernel @split_sum_bf16(%a: !tile.tensor<?x?x?xbf16>) {
   %c0 = arith.constant 0 : index
-  %s = tile.split_sum %a[%c0, %c0, %c0] count 2 : !tile.tensor<?x?x?xbf16> -> tensor<64x64xbf16>
+  %s = tile.split_sum %a[%c0, %c0, %c0] count %c0 max 2 : !tile.tensor<?x?x?xbf16> -> tensor<64x64xbf16>
 // CHECK:      {{.*}}tile-invalid.mlir:[[# @LINE - 1]]:8: error: tile.split_sum: expected a 2-d f32 tile, got tensor<64x64xbf16>
   tile.return
 }

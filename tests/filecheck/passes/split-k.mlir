@@ -5,16 +5,18 @@
 // RUN: tawac opt %S/../../../examples/gemm_bias.mlir -p 'split-k{splits=3}' | filecheck %s --check-prefix=BIAS
 // RUN: tawac opt %S/../../../examples/gemm.mlir --emit ptx -D BLOCK_M=64 -D BLOCK_N=64 -D BLOCK_K=128 -p 'split-k{splits=2},warp-specialize,plan,pipeline,persistent,coarse-pipeline,cooperative-consumers,lower-aref,pingpong,tma-store,convert-to-ptx' | filecheck %s --check-prefix=PTX
 // RUN: not tawac opt %s -p 'split-k{splits=2}' --split-input-file 2>&1 | filecheck %s --check-prefix=ERR
+// RUN: tawac opt %S/../../../examples/gemm.mlir -p 'split-k{stream=4}' | filecheck %s --check-prefix=STREAM
+// RUN: tawac opt %S/../../../examples/gemm.mlir -p 'split-k{stream=4},warp-specialize,plan,pipeline,persistent' | filecheck %s --check-prefix=TAIL
 
 // The workspace is two kernel arguments the launcher allocates (the sidecar's "workspace").
 // CHECK:      tile.kernel @gemm({{.*}}, %tawac_splitk_partials: !tile.tensor<?x?x?xf32, ["tawac_splits", "M", "N"]>, %tawac_splitk_tickets: !tile.tensor<?x?xi32>)
 // CHECK-SAME: tawac.workspace = {tawac_splitk_partials = {dtype = "f32", zero = 0 : i64, shape = [{const = 4 : i64}, {cdiv = {arg = "c", dim = 0 : i64}, by = 1 : i64}, {cdiv = {arg = "c", dim = 1 : i64}, by = 1 : i64}]}, tawac_splitk_tickets = {dtype = "i32", zero = 1 : i64, shape = [{cdiv = {arg = "c", dim = 0 : i64}, by = 128 : i64}, {cdiv = {arg = "c", dim = 1 : i64}, by = 256 : i64}]}}
 // CHECK-SAME: tawac.decomposition = {kind = "split_k", splits = 4 : i64}
 // The z-th chunk of whole steps.
+// CHECK:      %splits = arith.constant 4 : index
 // CHECK:      %split = tile.program_id z
 // CHECK:      %[[STEPS:.*]] = arith.ceildivsi %{{.*}}, %bk : index
-// CHECK:      %[[S:.*]] = arith.constant 4 : index
-// CHECK:      %[[PER:.*]] = arith.ceildivsi %[[STEPS]], %[[S]] : index
+// CHECK:      %[[PER:.*]] = arith.ceildivsi %[[STEPS]], %splits : index
 // CHECK:      %[[CHUNK:.*]] = arith.muli %[[PER]], %bk : index
 // CHECK:      %[[OFF:.*]] = arith.muli %split, %[[CHUNK]] : index
 // CHECK:      %k_lo = arith.addi %c0, %[[OFF]] : index
@@ -22,9 +24,9 @@
 // CHECK:      %k_hi = arith.minsi %[[END]], %K : index
 // CHECK:      %acc = scf.for %k = %k_lo to %k_hi step %bk
 // CHECK:      tile.store %acc, %tawac_splitk_partials[%split, %m0, %n0]
-// CHECK:      %last = tile.arrive %tawac_splitk_tickets[%{{.*}}, %{{.*}}] count 4 : !tile.tensor<?x?xi32>
+// CHECK:      %last = tile.arrive %tawac_splitk_tickets[%{{.*}}, %{{.*}}] count %splits : !tile.tensor<?x?xi32>
 // CHECK:      scf.if %last {
-// CHECK-NEXT:   %sum = tile.split_sum %tawac_splitk_partials[%{{.*}}, %m0, %n0] count 4
+// CHECK-NEXT:   %sum = tile.split_sum %tawac_splitk_partials[%{{.*}}, %m0, %n0] count %splits max 4
 // CHECK-NEXT:   %o = arith.truncf %sum
 // CHECK-NEXT:   tile.store %o, %c[%m0, %n0]
 // CHECK-NEXT: }
@@ -35,9 +37,9 @@
 // (the programs that are not last skip them).
 // BIAS:      %acc = scf.for
 // BIAS:      tile.store %acc, %tawac_splitk_partials
-// BIAS:      %last = tile.arrive {{.*}} count 3
+// BIAS:      %last = tile.arrive {{.*}} count %splits
 // BIAS-NEXT: scf.if %last {
-// BIAS-NEXT:   %sum = tile.split_sum {{.*}} count 3
+// BIAS-NEXT:   %sum = tile.split_sum {{.*}} count %splits max 3
 // BIAS-NEXT:   %s = tile.splat %alpha
 // BIAS-NEXT:   %scaled = arith.mulf %sum, %s
 // BIAS-NEXT:   %bv = tile.load %bias
@@ -51,7 +53,8 @@
 // PTX-NEXT: bar.sync [[BAR:[0-9]+]], 128;
 // PTX:      atom.acq_rel.gpu.global.add.u32 [[NEW:%r[0-9]+]], [[[ADDR:%rd[0-9]+]]], {{%r[0-9]+}};
 // PTX-NEXT: mov.u32 [[OLD:%r[0-9]+]], [[NEW]];
-// PTX:      setp.eq.u32 {{%p[0-9]+}}, [[OLD]], {{%r[0-9]+}};
+// PTX:      add.u32 [[NEXT:%r[0-9]+]], [[OLD]], {{%r[0-9]+}};
+// PTX-NEXT: setp.eq.u32 {{%p[0-9]+}}, [[NEXT]], {{%r[0-9]+}};
 // PTX:      st.global.u32 [[[ADDR]]], {{%r[0-9]+}};
 // PTX:      bar.red.or.pred [[LAST:%p[0-9]+]], [[BAR]], 128, {{%p[0-9]+}};
 // PTX-NEXT: fence.acq_rel.gpu;
@@ -59,6 +62,35 @@
 // PTX:      ld.global.cg.f32
 // PTX:      ld.global.cg.f32
 // PTX:      add.f32
+
+// Stream-K: the share comes from the tile order (tile.split_info); a tile of one program
+// runs the epilogue itself, a split one stores its partial at its slot.
+// STREAM:      tile.kernel @gemm({{.*}}%tawac_splitk_partials: !tile.tensor<?x128x256xf32>, %tawac_splitk_tickets: !tile.tensor<?xi32>)
+// STREAM-SAME: tawac.workspace = {tawac_splitk_partials = {dtype = "f32", zero = 0 : i64, shape = [{sms = 1 : i64}, {const = 128 : i64}, {const = 256 : i64}]}, tawac_splitk_tickets = {dtype = "i32", zero = 1 : i64, shape = [{sms = 1 : i64}]}}
+// STREAM-SAME: tawac.decomposition = {kind = "stream_k", max_splits = 4 : i64}
+// STREAM:      %splits, %split, %slot0 = tile.split_info
+// STREAM:      %acc = scf.for %k = %k_lo to %k_hi
+// STREAM:      %shared = arith.cmpi ugt, %splits, %{{.*}} : index
+// STREAM-NEXT: scf.if %shared {
+// STREAM-NEXT:   %[[SLOT:.*]] = arith.addi %slot0, %split : index
+// STREAM-NEXT:   tile.store %acc, %tawac_splitk_partials[%[[SLOT]], %[[Z:.*]], %[[Z]]]
+// STREAM-NEXT:   %last = tile.arrive %tawac_splitk_tickets[%slot0] count %splits
+// STREAM-NEXT:   scf.if %last {
+// STREAM-NEXT:     %sum = tile.split_sum %tawac_splitk_partials[%slot0, %[[Z]], %[[Z]]] count %splits max 4
+// STREAM:        }
+// STREAM-NEXT: } else {
+// STREAM-NEXT:   %{{.*}} = arith.truncf %acc
+// STREAM-NEXT:   tile.store
+
+// The tile loop: whole waves' tiles alone, the last wave's split min(4, ctas / rest) ways.
+// TAIL:      %[[CTAS:.*]] = hopper.num_ctas
+// TAIL:      %[[WAVES:.*]] = arith.divui %[[T:.*]], %[[CTAS]] : index
+// TAIL-NEXT: %dp_tiles = arith.muli %[[WAVES]], %[[CTAS]] : index
+// TAIL-NEXT: %[[REST:.*]] = arith.subi %[[T]], %dp_tiles : index
+// TAIL:      %tail_splits = arith.maxui
+// TAIL:      %programs = arith.addi %dp_tiles
+// TAIL:      scf.for %tile = %{{.*}} to %programs step %[[CTAS]]
+// TAIL-NOT:  tile.split_info
 
 // -----
 
