@@ -229,6 +229,11 @@ def compile_job(
         return Compiled(
             candidate, error=f"internal compiler error: {type(e).__name__}: {_one_line(e)}"
         )
+    report = getattr(r, "ptxas_report", "") or ""
+    spilled = re.search(r"(\d+) bytes spill stores", report)
+    if spilled is not None and int(spilled.group(1)) > 0:
+        # a spilling kernel is not a configuration to ship, however fast it times
+        return Compiled(candidate, error=f"ptxas spills registers ({spilled.group(0)})")
     return Compiled(
         candidate,
         cubin=r.cubin,

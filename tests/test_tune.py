@@ -723,3 +723,22 @@ def test_entries_tuned_at_other_sizes_of_a_bucket_keep_their_own_place():
     bad = {**at_5120, "sizes": {"M": 3000, "N": 5120, "K": 8192}}  # 3000 is not in bucket 8192
     with pytest.raises(Exception, match="'sizes' must give"):
         validate_table({**head, "entries": [bad]})
+
+
+def test_a_candidate_that_spills_is_rejected():
+    """ptxas's report of spills rejects a candidate at compile time (a table never ships
+    one), with the report's numbers in the diagnostic."""
+    report = "    8 bytes stack frame, 4 bytes spill stores, 4 bytes spill loads\n"
+    clean = "ptxas info    :\n    0 bytes stack frame, 0 bytes spill stores, 0 bytes spill loads\n"
+
+    def fake(report_text):
+        def compile_fn(source, params, options):
+            return SimpleNamespace(cubin=b"\x7fELF", sidecar={}, ptxas_report=report_text)
+
+        return compile_fn
+
+    cand = Candidate(params={"BLOCK_N": 128}, options={})
+    bad = tn.compile_job(fake(report), "k.mlir", cand, {})
+    assert bad.error == "ptxas spills registers (4 bytes spill stores)"
+    good = tn.compile_job(fake(clean), "k.mlir", cand, {})
+    assert good.error is None and good.cubin == b"\x7fELF"

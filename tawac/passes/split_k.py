@@ -49,6 +49,7 @@ from xdsl.dialects.builtin import (
     Float32Type,
     FunctionType,
     IndexType,
+    IntegerType,
     ModuleOp,
     TensorType,
     i32,
@@ -189,31 +190,20 @@ def _output_store(dep: list[Operation], acc: TensorType) -> tile.StoreOp:
     )
 
 
-def split_kernel(kernel: tile.KernelOp, splits: int, stream: int = 0) -> None:
-    """Rewrites `kernel` into its split-K form (the module docstring): `splits` programs
-    per output tile along program id z; or, with `stream` > 0, the stream-K form."""
-    if any(isinstance(o, tile.ProgramIdOp) and o.axis.data == 2 for o in kernel.walk()):
-        raise _fail("needs program id z free (the splits go along it)", kernel)
-    loop = _main_loop(kernel)
-    acc_t = _check_accumulates(loop)
-    dep, rest = _after(kernel, loop)
-    dep = sorted(dep + _only_for(rest, dep), key=lambda o: o.parent_block().get_operation_index(o))
-    store = _output_store(dep, acc_t)
-    dest = store.dest
-    gt = dest.type
-    assert isinstance(gt, tile.GlobalTensorType)
-    if gt.rank < 2:
-        raise _fail("the output store needs a tensor of rank 2 or more", store)
-    grid = infer_grid(kernel)
-    names = [a.name_hint or f"arg{i}" for i, a in enumerate(kernel.body.block.args)]
-    dest_name = names[dest.index]  # type: ignore[attr-defined]
-    r, c = gt.rank - 2, gt.rank - 1
-    index_ops = {o for i in (store.indices[r], store.indices[c]) for o in _slice(i)}
-    if index_ops & set(dep):
-        raise _fail("the output store's coordinates depend on the accumulator", store)
-
+def _add_workspace(
+    kernel: tile.KernelOp,
+    acc_t: TensorType,
+    gt: tile.GlobalTensorType,
+    dest_name: str,
+    grid: list,
+    splits: int,
+    stream: int,
+) -> tuple[SSAValue, SSAValue]:
+    """The partials and tickets: two kernel arguments the launcher allocates (the
+    kernel's `tawac.workspace`), and the decision recorded for `explain`."""
     block = kernel.body.block
     dims = [n.data for n in gt.dim_names]
+    r, c = gt.rank - 2, gt.rank - 1
     rows, cols = acc_t.get_shape()
     if stream:
         # one slot per CTA (a CTA runs at most one split program of the tail), a tile each
@@ -249,6 +239,38 @@ def split_kernel(kernel: tile.KernelOp, splits: int, stream: int = 0) -> None:
         }
     )
     kernel.attributes[DECOMPOSITION_ATTR] = to_attr(decision)
+    return partials, tickets
+
+
+def split_kernel(kernel: tile.KernelOp, splits: int, stream: int = 0) -> None:
+    """Rewrites `kernel` into its split-K form (the module docstring): `splits` programs
+    per output tile along program id z; or, with `stream` > 0, the stream-K form."""
+    if any(isinstance(o, tile.ProgramIdOp) and o.axis.data == 2 for o in kernel.walk()):
+        raise _fail("needs program id z free (the splits go along it)", kernel)
+    loop = _main_loop(kernel)
+    acc_t = _check_accumulates(loop)
+    dep, rest = _after(kernel, loop)
+    store = _output_store(dep, acc_t)
+    dest = store.dest
+    gt = dest.type
+    assert isinstance(gt, tile.GlobalTensorType)
+    if gt.rank < 2:
+        raise _fail("the output store needs a tensor of rank 2 or more", store)
+    grid = infer_grid(kernel)
+    names = [a.name_hint or f"arg{i}" for i, a in enumerate(kernel.body.block.args)]
+    dest_name = names[dest.index]  # type: ignore[attr-defined]
+    r, c = gt.rank - 2, gt.rank - 1
+    index_ops = {o for i in (store.indices[r], store.indices[c]) for o in _slice(i)}
+    if index_ops & set(dep):
+        raise _fail("the output store's coordinates depend on the accumulator", store)
+    # the partial's coordinates are the store's: they stay where every program has them
+    movable = [op for op in rest if op not in index_ops]
+    dep = sorted(
+        dep + _only_for(movable, dep), key=lambda o: o.parent_block().get_operation_index(o)
+    )
+
+    block = kernel.body.block
+    partials, tickets = _add_workspace(kernel, acc_t, gt, dest_name, grid, splits, stream)
 
     def add(op: Operation) -> SSAValue:
         Rewriter.insert_op(op, InsertPoint.before(loop))
@@ -293,30 +315,53 @@ def split_kernel(kernel: tile.KernelOp, splits: int, stream: int = 0) -> None:
         total = tile.SplitSumOp(partials, first, count, splits, acc_t)
         total.result.name_hint = "sum"
         branch = _under(arrive.result, [total], dep, acc, total.result)
-        Rewriter.insert_op([zero, px, py, part, arrive], InsertPoint.after(loop))
+        # as early as the store's coordinates allow (a Triton kernel computes them after
+        # the loop): before the epilogue's other tiles (a residual) are in registers
+        after: Operation = loop
+        for o in block.ops:
+            if o in index_ops and block.get_operation_index(o) > block.get_operation_index(after):
+                after = o
+        Rewriter.insert_op([zero, px, py, part, arrive], InsertPoint.after(after))
         Rewriter.insert_op(branch, InsertPoint.before(ret))
         return
-    # Stream-K: a tile of one program runs the epilogue itself; a split one stores its
-    # partial at slot base + z and the last of its programs adds the n partials.
+    # Stream-K: a split program stores its partial at slot base + z and takes the
+    # tile's ticket; the value the epilogue reads is the ordered sum for the last of a
+    # split tile's programs and the accumulator itself for a tile of one program; the
+    # other split programs skip the epilogue. One copy of the epilogue, and the partial
+    # is stored before the epilogue's other tiles (a residual) are in registers.
     assert base is not None
+    i1 = IntegerType(1)
     one = arith.ConstantOp.from_int_and_width(1, idx)
+    no = arith.ConstantOp.from_int_and_width(0, i1)
     shared = arith.CmpiOp(count, one.result, "ugt")
     shared.result.name_hint = "shared"
     slot = arith.AddiOp(base, z)
     part = tile.StoreOp(acc, partials, [slot.result, zero.result, zero.result])
     arrive = tile.ArriveOp(tickets, [base], count)
-    arrive.result.name_hint = "last"
+    ticket = scf.IfOp(
+        shared.result,
+        [i1],
+        Region(Block([slot, part, arrive, scf.YieldOp(arrive.result)])),
+        Region(Block([scf.YieldOp(no.result)])),
+    )
+    last = ticket.results[0]
+    last.name_hint = "last"
     total = tile.SplitSumOp(partials, [base, zero.result, zero.result], count, stream, acc_t)
     total.result.name_hint = "sum"
-    alone = Block()
-    mapping = {}
-    for op in dep:
-        alone.add_op(op.clone(mapping))
-    alone.add_op(scf.YieldOp())
-    last = _under(arrive.result, [total], dep, acc, total.result)
-    split_block = Block([slot, part, arrive, last, scf.YieldOp()])
-    branch = scf.IfOp(shared.result, [], Region(split_block), Region(alone))
-    Rewriter.insert_op([zero, one, shared], InsertPoint.after(loop))
+    value = scf.IfOp(
+        last,
+        [acc_t],
+        Region(Block([total, scf.YieldOp(total.result)])),
+        Region(Block([scf.YieldOp(acc)])),
+    )
+    value.results[0].name_hint = "tile_sum"
+    alone = arith.XOrIOp(shared.result, arith.ConstantOp.from_int_and_width(1, i1).result)
+    Rewriter.insert_op([zero, one, no, shared, ticket, value], InsertPoint.after(loop))
+    true = alone.operands[1].owner
+    run = arith.OrIOp(last, alone.result)
+    run.result.name_hint = "epilogue"
+    Rewriter.insert_op([true, alone, run], InsertPoint.after(value))
+    branch = _under(run.result, [], dep, acc, value.results[0])
     Rewriter.insert_op(branch, InsertPoint.before(ret))
 
 

@@ -63,24 +63,34 @@
 // PTX:      ld.global.cg.f32
 // PTX:      add.f32
 
-// Stream-K: the share comes from the tile order (tile.split_info); a tile of one program
-// runs the epilogue itself, a split one stores its partial at its slot.
+// Stream-K: the share comes from the tile order (tile.split_info). A split program
+// stores its partial at its slot and takes the ticket; the epilogue reads the ordered sum
+// (the last of a split tile's programs) or the accumulator (a tile of one program), and
+// the other split programs skip it.
 // STREAM:      tile.kernel @gemm({{.*}}%tawac_splitk_partials: !tile.tensor<?x128x256xf32>, %tawac_splitk_tickets: !tile.tensor<?xi32>)
 // STREAM-SAME: tawac.workspace = {tawac_splitk_partials = {dtype = "f32", zero = 0 : i64, shape = [{sms = 1 : i64}, {const = 128 : i64}, {const = 256 : i64}]}, tawac_splitk_tickets = {dtype = "i32", zero = 1 : i64, shape = [{sms = 1 : i64}]}}
 // STREAM-SAME: tawac.decomposition = {kind = "stream_k", max_splits = 4 : i64}
 // STREAM:      %splits, %split, %slot0 = tile.split_info
 // STREAM:      %acc = scf.for %k = %k_lo to %k_hi
 // STREAM:      %shared = arith.cmpi ugt, %splits, %{{.*}} : index
-// STREAM-NEXT: scf.if %shared {
+// STREAM-NEXT: %last = scf.if %shared -> (i1) {
 // STREAM-NEXT:   %[[SLOT:.*]] = arith.addi %slot0, %split : index
 // STREAM-NEXT:   tile.store %acc, %tawac_splitk_partials[%[[SLOT]], %[[Z:.*]], %[[Z]]]
-// STREAM-NEXT:   %last = tile.arrive %tawac_splitk_tickets[%slot0] count %splits
-// STREAM-NEXT:   scf.if %last {
-// STREAM-NEXT:     %sum = tile.split_sum %tawac_splitk_partials[%slot0, %[[Z]], %[[Z]]] count %splits max 4
-// STREAM:        }
+// STREAM-NEXT:   %[[T:.*]] = tile.arrive %tawac_splitk_tickets[%slot0] count %splits
+// STREAM-NEXT:   scf.yield %[[T]] : i1
 // STREAM-NEXT: } else {
-// STREAM-NEXT:   %{{.*}} = arith.truncf %acc
-// STREAM-NEXT:   tile.store
+// STREAM:      %tile_sum = scf.if %last -> (tensor<128x256xf32>) {
+// STREAM-NEXT:   %sum = tile.split_sum %tawac_splitk_partials[%slot0, %[[Z]], %[[Z]]] count %splits max 4
+// STREAM-NEXT:   scf.yield %sum
+// STREAM-NEXT: } else {
+// STREAM-NEXT:   scf.yield %acc
+// STREAM-NEXT: }
+// STREAM-NEXT: %[[TRUE:.*]] = arith.constant true
+// STREAM-NEXT: %[[ALONE:.*]] = arith.xori %shared, %[[TRUE]]
+// STREAM-NEXT: %epilogue = arith.ori %last, %[[ALONE]] : i1
+// STREAM-NEXT: scf.if %epilogue {
+// STREAM-NEXT:   %o = arith.truncf %tile_sum
+// STREAM-NEXT:   tile.store %o, %c[%m0, %n0]
 
 // The tile loop: whole waves' tiles alone, the last wave's split min(4, ctas / rest) ways.
 // TAIL:      %[[CTAS:.*]] = hopper.num_ctas
