@@ -425,6 +425,9 @@ def _tuned_for(source, table, sizes, params, pipeline) -> tuple[dict, str]:
             pipeline[name] = value
     params = {**entry.get("params", {}), **(params or {})}
     bucket = ",".join(f"{k}={v}" for k, v in entry["bucket"].items())
+    if entry.get("sizes"):
+        tuned = ",".join(f"{k}={v}" for k, v in entry["sizes"].items())
+        bucket = f"{bucket} tuned at {tuned}"
     timed = ""
     if entry.get("time_ms") is not None:
         timed = f", {entry['time_ms'] * 1000:.1f} us on {entry.get('device', 'a GPU')}"

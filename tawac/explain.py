@@ -414,6 +414,12 @@ def decomposition_text(info: dict[str, Any]) -> str:
             "along z, each a chunk of the K steps; the last to finish adds the partials in "
             f"split order (deterministic) and runs the epilogue{why}"
         )
+    if d["kind"] == "stream_k":
+        return (
+            f"decomposition: stream-K: the tiles of the last, partly filled wave split among "
+            f"the SMs, at most {d['max_splits']} programs per tile (the tile loop decides from "
+            f"the tile and CTA counts); ordered sum of the partials (deterministic){why}"
+        )
     return f"decomposition: data-parallel, one program per output tile{why}"
 
 

@@ -110,3 +110,11 @@ def test_decomposition_for_a_size_comes_from_the_tuning_table(tmp_path):
     assert json.loads(out.output)["decomposition"]["kind"] == "data_parallel"
     text = CliRunner().invoke(main, [*args, "--table", str(path)]).output
     assert "decomposition: split-K by 2" in text
+
+
+def test_stream_k_decomposition_is_said():
+    info = _explain(REPO / "examples" / "gemm.mlir", stream_k=4)
+    assert info["decomposition"] == {"kind": "stream_k", "max_splits": 4}
+    from tawac.explain import decomposition_text
+
+    assert decomposition_text(info).startswith("decomposition: stream-K: the tiles of the last")
