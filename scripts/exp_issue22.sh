@@ -2,7 +2,7 @@
 # Issue 22 on the GPU machine (run from the repository root, .whl carried): the GPU tests
 # of split-K and the workspace, then decode GEMMs with split-K configurations next to the
 # tuning table and cuBLAS (same run). Results to $OUT.
-#   scripts/exp_issue22.sh [tests|decode|ragged|all]
+#   scripts/exp_issue22.sh [tests|decode|ragged|grouped|all]
 set -uo pipefail
 python3 -m pip install -q --no-index --no-deps --no-compile --target /tmp/site .whl/*.whl >/dev/null 2>&1
 export PYTHONPATH=/tmp/site:$PWD PATH=/usr/local/cuda/bin:/tmp/site/bin:$PATH TAWAC_CACHE_DIR=$PWD/.bench-cache
@@ -22,4 +22,9 @@ if [[ $part == all || $part == ragged ]]; then
     --shapes "${SHAPES:-3000x5000x2000,2304x4608x3072,1000x1000x1000,5120x5120x8192,6144x3072x4096}" \
     --configs "${CONFIGS:-128x256x64,128x256x64/k8,128x128x64,128x128x64/k8,128x192x64,128x192x64/k4}" \
     2>&1 | tee $OUT/ragged-streamk.log
+fi
+if [[ $part == all || $part == grouped ]]; then
+  timeout 200 python3 -m pytest -q -p no:cacheprovider -m gpu -n 4 tests/test_gpu_grouped.py 2>&1 | tail -3
+  timeout 300 python3 benchmarks/bench_gemm_grouped.py --rounds 5 2>&1 | tee $OUT/grouped.log
+  timeout 200 python3 benchmarks/bench_gemm_grouped.py --fp8 --rounds 5 2>&1 | tee $OUT/grouped-fp8.log
 fi

@@ -41,6 +41,7 @@ TAGS = frozenset(
         "chained",
         "causal",
         "gqa",
+        "grouped",
     }
 )
 #: The origin tags: exactly one per entry (an example or test kernel compiled with

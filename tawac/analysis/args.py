@@ -9,11 +9,12 @@ from tawac.dialects import tile
 
 
 def kernel_arg_uses(kernel: tile.KernelOp) -> tuple[set[int], set[int]]:
-    """(indices of kernel arguments read by tile.load, indices written by tile.store)."""
+    """(indices of kernel arguments read by tile.load or tile.load_index, indices written
+    by tile.store)."""
     loads: set[int] = set()
     stores: set[int] = set()
     for op in kernel.walk():
-        if isinstance(op, tile.LoadOp) and isinstance(op.source, BlockArgument):
+        if isinstance(op, tile.LoadOp | tile.LoadIndexOp) and isinstance(op.source, BlockArgument):
             loads.add(op.source.index)
         if isinstance(op, tile.StoreOp) and isinstance(op.dest, BlockArgument):
             stores.add(op.dest.index)

@@ -11,14 +11,18 @@ from tawac.analysis.loops import main_loops
 from tawac.dialects import aref, tile
 
 
-def depends_on_program_id(v: SSAValue, axis: int, upper_bounds: bool = True) -> bool:
+def depends_on_program_id(
+    v: SSAValue, axis: int, upper_bounds: bool = True, through_data: bool = True
+) -> bool:
     """Whether scalar `v` may differ between programs that differ only in program id
     `axis`: its backward slice reaches `tile.program_id axis`. Conservative: a value
     made by an op with regions (an `scf.if` result) or carried by a loop counts as
     dependent; a loop's induction variable depends on what its bounds depend on, or,
     with `upper_bounds=False` (which values it takes, not how many), on its lower bound
     and step only: a causal loop's keys `0, 128, ...` up to the diagonal are the same
-    sequence in every query block."""
+    sequence in every query block. With `through_data=False`, a value read from memory
+    (`tile.load_index`) does not follow the program id whose coordinates read it: how it
+    varies with them is the data's, not the program order's."""
     work, seen = [v], set()
     while work:
         x = work.pop()
@@ -42,6 +46,8 @@ def depends_on_program_id(v: SSAValue, axis: int, upper_bounds: bool = True) -> 
                 )
                 continue
             return True
+        if isinstance(owner, tile.LoadIndexOp) and not through_data:
+            continue
         if isinstance(owner, Operation):
             if owner.regions:
                 return True
@@ -73,10 +79,11 @@ def read_by_one_program(load: tile.LoadOp, lone: frozenset[int] = frozenset()) -
 def work_order(part: aref.PartitionOp) -> str | None:
     """How a tile's work varies with program id x, from its main loops' bounds: "up" when
     an upper bound follows x (causal attention's key loop ends at the diagonal), "down"
-    when only a lower bound does, None when neither."""
+    when only a lower bound does, None when neither (a bound read from memory, as a
+    grouped GEMM's, has no order in x: the grouped order serves it)."""
     loops = main_loops(part)
-    if any(depends_on_program_id(lp.ub, 0) for lp in loops):
+    if any(depends_on_program_id(lp.ub, 0, through_data=False) for lp in loops):
         return "up"
-    if any(depends_on_program_id(lp.lb, 0) for lp in loops):
+    if any(depends_on_program_id(lp.lb, 0, through_data=False) for lp in loops):
         return "down"
     return None

@@ -14,7 +14,8 @@ from xdsl.ir import SSAValue
 from tawac.dialects import tile
 
 #: The ops of scalar index math (integer arithmetic, comparisons, selects, program ids,
-#: a program's share of a split tile and tensor dimensions).
+#: a program's share of a split tile, indices read from i32 tensors and tensor
+#: dimensions).
 SCALAR_OPS = (
     arith.ConstantOp,
     arith.AddiOp,
@@ -36,6 +37,7 @@ SCALAR_OPS = (
     arith.SelectOp,
     tile.ProgramIdOp,
     tile.SplitInfoOp,
+    tile.LoadIndexOp,
     tile.DimOp,
 )
 

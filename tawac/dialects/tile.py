@@ -593,6 +593,52 @@ class SplitInfoOp(IRDLOperation):
         super().__init__(result_types=[IndexType(), IndexType(), IndexType()])
 
 
+@irdl_op_definition
+class LoadIndexOp(IRDLOperation):
+    """Reads one element of an `i32` tensor as an index: a value that other coordinates,
+    loop bounds and loads may use (an expert's id for a grouped GEMM's tile, a page of a
+    paged cache).  Every partition that needs the value reads it (the producer too: its
+    loads' coordinates may depend on it).  Coordinates outside the tensor read -1.  Models
+    `ld.global.s32` (PTX ISA 9.7.9.8).
+
+    `%e = tile.load_index %ids[%pid_m] : !tile.tensor<?xi32>`
+    """
+
+    name = "tile.load_index"
+    source = operand_def(GlobalTensorType)
+    indices = var_operand_def(IndexType)
+    result = result_def(IndexType)
+
+    def __init__(self, source: SSAValue, indices: Sequence[SSAValue]):
+        super().__init__(operands=[source, indices], result_types=[IndexType()])
+
+    @classmethod
+    def parse(cls, parser: Parser) -> LoadIndexOp:
+        src, idx = _parse_indexed(parser)
+        parser.parse_punctuation(":")
+        t = parser.parse_type()
+        op = cls(parser.resolve_operand(src, t), idx)
+        op.attributes |= parser.parse_optional_attr_dict()
+        return op
+
+    def print(self, printer: Printer) -> None:
+        printer.print_string(" ")
+        _print_indexed(printer, self.source, self.indices)
+        printer.print_string(" : ")
+        printer.print_attribute(self.source.type)
+        printer.print_op_attributes(self.attributes)
+
+    def verify_(self) -> None:
+        t = self.source.type
+        assert isinstance(t, GlobalTensorType)
+        if t.element_type != i32:
+            raise VerifyException(f"tile.load_index: expected an i32 tensor, got {t}")
+        if len(self.indices) != t.rank:
+            raise VerifyException(
+                f"tile.load_index: {len(self.indices)} coordinates given for {t} of rank {t.rank}"
+            )
+
+
 MMA_INPUT_TYPES = (BFloat16Type, Float16Type, Float8E4M3FNType, Float8E5M2Type)
 
 
@@ -985,6 +1031,7 @@ Tile = Dialect(
         ArriveOp,
         SplitSumOp,
         SplitInfoOp,
+        LoadIndexOp,
     ],
     [GlobalTensorType],
 )

@@ -277,6 +277,18 @@ class _Interpreter:
         out = torch.where(mask, vals, torch.zeros((), device=self.device))
         return _round(out.reshape(self.n, *shape), t)
 
+    def load_index(self, op: tile.LoadIndexOp) -> Value:
+        """Each program's element of the i32 tensor as an index; -1 outside it."""
+        t = self.get(op.source)
+        coords = [self.get(i) for i in op.indices]
+        inside = torch.ones(self.n, dtype=torch.bool, device=self.device)
+        for d, c in enumerate(coords):
+            inside &= (c >= 0) & (c < t.shape[d])
+        clamped = tuple(c.clamp(0, max(0, t.shape[d] - 1)) for d, c in enumerate(coords))
+        if t.numel() == 0:
+            return self.full_index(-1)
+        return torch.where(inside, t[clamped].to(torch.int64), -1)
+
     def store(self, op: tile.StoreOp, active: Value) -> None:
         g = self.get(op.dest)
         value = self.get(op.value)
@@ -398,6 +410,8 @@ class _Interpreter:
             return self.program_ids(op.axis.data)
         if isinstance(op, tile.DimOp):
             return self.full_index(int(self.get(op.source).shape[op.dim.data]))
+        if isinstance(op, tile.LoadIndexOp):
+            return self.load_index(op)
         if isinstance(op, tile.LoadOp):
             return self.load(op)
         if isinstance(op, tile.StoreOp):

@@ -37,6 +37,7 @@ TENSOR_DTYPES: dict[str, tuple[str, str, int]] = {
     "f32": ("float32", "CU_TENSOR_MAP_DATA_TYPE_FLOAT32", 4),
     "f8E4M3FN": ("float8_e4m3fn", "CU_TENSOR_MAP_DATA_TYPE_UINT8", 1),
     "f8E5M2": ("float8_e5m2", "CU_TENSOR_MAP_DATA_TYPE_UINT8", 1),
+    "i32": ("int32", "CU_TENSOR_MAP_DATA_TYPE_INT32", 4),
 }
 FP8_DTYPES = frozenset({"f8E4M3FN", "f8E5M2"})
 

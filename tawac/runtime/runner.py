@@ -173,7 +173,8 @@ def make_args(
     device: str = "cuda",
 ) -> list:
     """Kernel arguments in sidecar order: random tensors (scale * N(0, 1), drawn in float32;
-    fp8 ones clamped to the format's finite range, then rounded), NaN-filled pure outputs,
+    fp8 ones clamped to the format's finite range, then rounded; i32 index tensors all 0,
+    an index valid for any tensor), NaN-filled pure outputs,
     scalars from `sizes` when named there, else 0.5 (f32) or 1 (integers)."""
     import torch
 
@@ -192,6 +193,9 @@ def make_args(
         dtype = getattr(torch, TENSOR_DTYPES[spec["dtype"]][0])
         if i in outputs and i not in inputs:
             args.append(torch.full(shape, math.nan, dtype=dtype, device=device))
+            continue
+        if spec["dtype"] == "i32":  # indices (tile.load_index): 0, valid for any tensor
+            args.append(torch.zeros(shape, dtype=dtype, device=device))
             continue
         t = torch.randn(shape, generator=gen, device=device, dtype=torch.float32) * scale
         if spec["dtype"] in FP8_DTYPES:

@@ -338,6 +338,27 @@ def _special_reg(k: KernelLowering, name: str) -> SSAValue:
     return k.cached(("sreg", name), lambda: k.r(ptx.SpecialRegOp(name)))
 
 
+@handles(tile.LoadIndexOp)
+def _load_index(k: KernelLowering, op: tile.LoadIndexOp) -> None:
+    """One `ld.global.s32` of the element at the coordinates (every thread of the
+    partition reads the same word), -1 where a coordinate is outside the tensor."""
+    addr = k.r(ptx.LdParamOp("u64", k.params.pointer(op.source)))
+    inside: SSAValue | None = None
+    for d, index in enumerate(op.indices):
+        i = k.scalar(index)
+        size = k.r(ptx.LdParamOp("s32", k.params.dim(op.source, d)))
+        ok = k.r(ptx.AndOp("pred", k.r(ptx.SetpOp("lt", "s32", i, size)),
+                           k.r(ptx.SetpOp("ge", "s32", i, k.imm(0)))))  # fmt: skip
+        inside = ok if inside is None else k.r(ptx.AndOp("pred", inside, ok))
+        stride = k.r(ptx.LdParamOp("s64", k.params.stride(op.source, d)))
+        off = k.r(ptx.MulOp("s64", k.r(ptx.CvtOp("s64", "s32", i)), stride, mode="lo"))
+        addr = k.r(ptx.AddOp("s64", addr, k.r(ptx.MulOp("s64", off, k.imm(4, "s64"), mode="lo"))))
+    value = k.r(ptx.MovImmOp("s32", -1))
+    assert inside is not None
+    k.guarded(inside, lambda: k.emit(ptx.AssignOp("s32", value, k.r(ptx.LdGlobalOp("s32", addr)))))
+    k.vals[op.result] = value
+
+
 @handles(tile.DimOp)
 def _dim(k: KernelLowering, op: tile.DimOp) -> None:
     name = k.params.dim(op.source, op.dim.data)
