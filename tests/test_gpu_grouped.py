@@ -98,3 +98,35 @@ def test_fp8_grouped_gemm_matches_scaled_mm_per_expert():
             got = c[start : start + m].float()
             assert ((got - ref).norm() / ref.norm()).item() < 1e-2, e
         start += nb * block
+
+
+@pytest.mark.gpu
+@requires_gpu
+def test_grouped_gemm_through_tawac_torch():
+    """`tawac.torch.kernel` takes the i32 expert ids like any tensor: functional (C
+    allocated from the sizes) and in place, eagerly and in a CUDA graph."""
+    import torch
+
+    import tawac.torch
+
+    gemm = tawac.torch.kernel(EXAMPLES / "gemm_grouped.mlir", params={"BLOCK_M": 64})
+    g = torch.Generator(device="cuda").manual_seed(3)
+    a = torch.randn(4 * 64, 256, device="cuda", dtype=torch.bfloat16, generator=g)
+    w = torch.randn(2, 192, 256, device="cuda", dtype=torch.bfloat16, generator=g)
+    ids = torch.tensor([1, 1, 0, -1], device="cuda", dtype=torch.int32)
+    ref = torch.cat(
+        [a[:128].float() @ w[1].float().T, a[128:192].float() @ w[0].float().T,
+         torch.zeros(64, 192, device="cuda")]
+    )  # fmt: skip
+    c = gemm(a, w, ids)
+    torch.cuda.synchronize()
+    assert ((c.float() - ref).norm() / ref.norm()).item() < 1e-2
+    out = torch.full_like(c, float("nan"))
+    graph = torch.cuda.CUDAGraph()
+    gemm(a, w, ids, out)  # warm-up before the capture
+    with torch.cuda.graph(graph):
+        gemm(a, w, ids, out)
+    out.fill_(float("nan"))
+    graph.replay()
+    torch.cuda.synchronize()
+    assert torch.equal(out, c)
