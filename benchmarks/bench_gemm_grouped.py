@@ -57,7 +57,26 @@ def aligned(a, counts, block: int):
     return a_pad, ids.to(torch.int32).to(a.device), starts, pstarts
 
 
+def blocks_of(counts, block: int, device):
+    """The row blocks of the unpadded layout (`examples/gemm_grouped_offsets.mlir`): per
+    block its expert, first row and the end of its expert's rows."""
+    import torch
+
+    experts, starts, ends = [], [], []
+    row = 0
+    for e, m in enumerate(int(x) for x in counts):
+        for first in range(row, row + m, block):
+            experts.append(e)
+            starts.append(first)
+            ends.append(row + m)
+        row += m
+    as_t = lambda v: torch.tensor(v, dtype=torch.int32, device=device)  # noqa: E731
+    return as_t(experts), as_t(starts), as_t(ends)
+
+
 def main() -> int:
+    import json
+
     import torch
 
     from tawac.driver import compile_cached
@@ -74,12 +93,12 @@ def main() -> int:
     if args.fp8:
         return fp8(args)
     grouped_mm = getattr(torch, "_grouped_mm", None)
-    names = ["tawac", "torch._grouped_mm", "loop of torch.mm"]
+    names = ["tawac", "tawac (offsets)", "torch._grouped_mm", "loop of torch.mm"]
     print(f"# grouped GEMM, bf16, {datetime.date.today()}, {torch.cuda.get_device_name(0)}; "
           "ms (TFLOP/s of the routed tokens' products)")  # fmt: skip
     print("| E | T | N x K | tokens per expert (min-max) | " + " | ".join(names)
-          + " | tawac / grouped_mm | tawac / loop |")  # fmt: skip
-    print("|---|---|---|---|" + "---:|" * (len(names) + 2))
+          + " | tawac / grouped_mm | tawac / loop | offsets / grouped_mm |")  # fmt: skip
+    print("|---|---|---|---|" + "---:|" * (len(names) + 3))
     kernels = {}
     for experts in (int(x) for x in args.experts.split(",")):
         for tokens in (int(x) for x in args.tokens.split(",")):
@@ -90,10 +109,16 @@ def main() -> int:
                     built = compile_cached(
                         ROOT / "examples/gemm_grouped.mlir", params={"BLOCK_M": block}
                     )
-                    import json
-
                     kernels[block] = load_kernel(built.cubin, json.loads(built.sidecar_text))
                 kern = kernels[block]
+                if ("offsets", block) not in kernels:
+                    built = compile_cached(
+                        ROOT / "examples/gemm_grouped_offsets.mlir", params={"BLOCK_M": block}
+                    )
+                    kernels[("offsets", block)] = load_kernel(
+                        built.cubin, json.loads(built.sidecar_text)
+                    )
+                unpadded = kernels[("offsets", block)]
                 counts = route(tokens, experts, experts * tokens + n)
                 torch.manual_seed(0)
                 a = torch.randn(tokens, k, device="cuda", dtype=torch.bfloat16)
@@ -116,6 +141,11 @@ def main() -> int:
                     ),
                     "loop of torch.mm": loop,
                 }
+                blk = blocks_of(counts, block, a.device)
+                c_off = torch.full((tokens, n), float("nan"), device="cuda", dtype=torch.bfloat16)
+                calls["tawac (offsets)"] = lambda k=unpadded, a=a, w=w, blk=blk, c=c_off: k(
+                    a, w, *blk, c
+                )
                 if grouped_mm is not None:
                     calls["torch._grouped_mm"] = lambda a=a, w=w, offs=offs: grouped_mm(
                         a, w.transpose(-2, -1), offs=offs
@@ -134,6 +164,12 @@ def main() -> int:
                 if not worst < 1e-2 or c_pad.isnan().any():
                     print(f"tawac wrong at E={experts} T={tokens} {nk}: error {worst}")
                     return 1
+                calls["tawac (offsets)"]()
+                torch.cuda.synchronize()
+                err = ((c_off.float() - out.float()).norm() / out.float().norm()).item()
+                if not err < 1e-2 or c_off.isnan().any():
+                    print(f"tawac (offsets) wrong at E={experts} T={tokens} {nk}: error {err}")
+                    return 1
                 if grouped_mm is not None:
                     g = calls["torch._grouped_mm"]()
                     err = ((g.float() - out.float()).norm() / out.float().norm()).item()
@@ -149,10 +185,14 @@ def main() -> int:
                     for s in names
                 ]
                 vs_g = f"{ms['torch._grouped_mm'] / ms['tawac']:.2f}x" if grouped_mm else "-"
+                off_g = (
+                    f"{ms['torch._grouped_mm'] / ms['tawac (offsets)']:.2f}x" if grouped_mm else "-"
+                )
                 nz = counts[counts > 0]
                 print(f"| {experts} | {tokens} | {n}x{k} | {int(nz.min())}-{int(nz.max())} "
                       f"(BLOCK_M {block}) | " + " | ".join(cells)
-                      + f" | {vs_g} | {ms['loop of torch.mm'] / ms['tawac']:.2f}x |")  # fmt: skip
+                      + f" | {vs_g} | {ms['loop of torch.mm'] / ms['tawac']:.2f}x"
+                      + f" | {off_g} |")  # fmt: skip
     return 0
 
 

@@ -192,3 +192,46 @@ def test_interpreter_runs_the_grouped_gemm():
         rows = slice(block * 64, block * 64 + 64)
         want = torch.zeros(64, 128) if e < 0 else a[rows].float() @ w[e].float().T
         assert torch.allclose(c[rows].float(), want, rtol=2e-2, atol=2e-1), block
+
+
+def test_bounded_store_round_trips_and_checks_its_bounds():
+    text = """tile.kernel @k(%c: !tile.tensor<?x?xbf16>) {
+  %c0 = arith.constant 0 : index
+  %z = arith.constant dense<0.0> : tensor<64x64xbf16>
+  tile.store %z, %c[%c0, %c0] bounds [%c0, %c0] : tensor<64x64xbf16> -> !tile.tensor<?x?xbf16>
+  tile.return
+}"""
+    assert "bounds [%c0, %c0] :" in str(parse_text(text, "k.mlir"))
+    with pytest.raises(CompileError, match="1 bounds given for 2 coordinates"):
+        parse_text(text.replace("bounds [%c0, %c0]", "bounds [%c0]"), "k.mlir")
+
+
+def test_unpadded_grouped_gemm_leaves_from_registers_and_sizes_its_grid_by_blocks():
+    r = compile_file(EXAMPLES / "gemm_grouped_offsets.mlir", cubin=False)
+    assert r.sidecar["program_grid"][0] == {"cdiv": {"arg": "experts", "dim": 0}, "by": 1}
+    assert "cp.async.bulk.tensor" in r.ptx  # the loads
+    assert "st.global.b16" in r.ptx and "cp.async.bulk.tensor.2d.global.shared" not in r.ptx
+
+
+def test_interpreter_runs_the_unpadded_grouped_gemm():
+    """Blocks read the next expert's rows and store only their own (bounds)."""
+    torch = pytest.importorskip("torch")
+    from tawac.runtime.interpret import interpret
+
+    module = parse_text(
+        (EXAMPLES / "gemm_grouped_offsets.mlir").read_text(),
+        "gemm_grouped_offsets.mlir",
+        params={"BLOCK_M": 64, "BLOCK_N": 64, "BLOCK_K": 64},
+    )
+    kernel = next(o for o in module.body.block.ops if o.name == "tile.kernel")
+    g = torch.Generator().manual_seed(1)
+
+    a = torch.randn(100, 128, generator=g).bfloat16()
+    w = torch.randn(2, 64, 128, generator=g).bfloat16()
+    experts = torch.tensor([0, 0, 1], dtype=torch.int32)
+    starts = torch.tensor([0, 64, 70], dtype=torch.int32)
+    ends = torch.tensor([70, 70, 100], dtype=torch.int32)
+    c = torch.full((100, 64), float("nan")).bfloat16()
+    interpret(kernel, [a, w, experts, starts, ends, c], (3, 1, 1))
+    want = torch.cat([a[:70].float() @ w[0].float().T, a[70:].float() @ w[1].float().T])
+    assert torch.allclose(c.float(), want, rtol=2e-2, atol=2e-1)

@@ -80,7 +80,8 @@ def _scaled(entry: dict[str, Any], by: int) -> dict[str, Any]:
 def infer_grid(kernel: tile.KernelOp) -> list[dict[str, Any]]:
     """The grid of programs from the stores: a store at `program_id(a) * T` along
     dimension d of tensor X means axis a spans ceil(size(X, d) / T) programs (the launch
-    ABI's grid form, docs/abi.md)."""
+    ABI's grid form, docs/abi.md). An axis no store places is sized by an index tensor
+    it reads at `program_id(a) * T` (`tile.load_index`), the same way."""
     names = [a.name_hint or f"arg{i}" for i, a in enumerate(kernel.body.block.args)]
     workspace = workspace_of(kernel)
     grid: list[dict[str, Any] | None] = [None, None, None]
@@ -101,6 +102,15 @@ def infer_grid(kernel: tile.KernelOp) -> list[dict[str, Any]]:
                 entry = _scaled(sized["shape"][d], by)
             if grid[axis] is None:
                 grid[axis] = entry
+    # An axis no store places: the elements of an index tensor it reads one each (a
+    # grouped GEMM's row blocks, whose rows come from the tensor, not the program id).
+    for ld in kernel.walk():
+        if not isinstance(ld, tile.LoadIndexOp) or not isinstance(ld.source, BlockArgument):
+            continue
+        for d, idx in enumerate(ld.indices):
+            found = _pid_times(idx)
+            if found is not None and grid[found[0]] is None:
+                grid[found[0]] = {"cdiv": {"arg": names[ld.source.index], "dim": d}, "by": found[1]}
     out: list[dict[str, Any]] = []
     for axis in range(3):
         g = grid[axis]

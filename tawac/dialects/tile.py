@@ -391,27 +391,64 @@ STORE_ID = "tawac.store"
 class StoreOp(IRDLOperation):
     """Writes a tile at the given element coordinates; out-of-bounds elements are dropped.
 
+    With `bounds` (one per tensor dimension), elements at or past a bound are dropped as
+    well: a tile that ends inside a tensor's rows (a grouped GEMM's block of one expert's
+    tokens, followed by the next expert's) writes only its own. A bounded store leaves
+    from registers (predicated global stores), never through a TMA bulk store.
+
     `tile.store %o, %c[%m0, %n0] : tensor<128x256xbf16> -> !tile.tensor<?x?xbf16>`
+    `tile.store %o, %c[%m0, %n0] bounds [%end, %n] : ...`
     """
 
     name = "tile.store"
     value = operand_def(TensorType)
     dest = operand_def(GlobalTensorType)
-    indices = var_operand_def(IndexType)
+    coords = var_operand_def(IndexType)
+    """The coordinates, then (with `bounded`) as many bounds: one operand list, so that
+    the generic form of an unbounded store is what it always was."""
+    bounded = opt_prop_def(UnitAttr)
 
-    def __init__(self, value: SSAValue, dest: SSAValue, indices: Sequence[SSAValue]):
-        super().__init__(operands=[value, dest, indices])
+    def __init__(
+        self,
+        value: SSAValue,
+        dest: SSAValue,
+        indices: Sequence[SSAValue],
+        bounds: Sequence[SSAValue] = (),
+    ):
+        props = {"bounded": UnitAttr()} if bounds else {}
+        super().__init__(operands=[value, dest, [*indices, *bounds]], properties=props)
+
+    @property
+    def indices(self) -> tuple[SSAValue, ...]:
+        """The tile's origin, one coordinate per tensor dimension."""
+        coords = tuple(self.coords)
+        return coords[: len(coords) // 2] if self.bounded is not None else coords
+
+    @property
+    def bounds(self) -> tuple[SSAValue, ...]:
+        """Per tensor dimension, the coordinate from which elements are dropped; () for
+        a store clipped only by the tensor."""
+        coords = tuple(self.coords)
+        return coords[len(coords) // 2 :] if self.bounded is not None else ()
 
     @classmethod
     def parse(cls, parser: Parser) -> StoreOp:
         val = parser.parse_unresolved_operand()
         parser.parse_punctuation(",")
         dst, idx = _parse_indexed(parser)
+        bounds = []
+        if parser.parse_optional_keyword("bounds") is not None:
+            bounds = [
+                parser.resolve_operand(b, IndexType())
+                for b in parser.parse_comma_separated_list(
+                    parser.Delimiter.SQUARE, parser.parse_unresolved_operand
+                )
+            ]
         parser.parse_punctuation(":")
         vt = parser.parse_type()
         parser.parse_punctuation("->")
         dt = parser.parse_type()
-        op = cls(parser.resolve_operand(val, vt), parser.resolve_operand(dst, dt), idx)
+        op = cls(parser.resolve_operand(val, vt), parser.resolve_operand(dst, dt), idx, bounds)
         op.attributes |= parser.parse_optional_attr_dict()
         return op
 
@@ -420,6 +457,10 @@ class StoreOp(IRDLOperation):
         printer.print_operand(self.value)
         printer.print_string(", ")
         _print_indexed(printer, self.dest, self.indices)
+        if self.bounds:
+            printer.print_string(" bounds [")
+            printer.print_list(self.bounds, printer.print_operand)
+            printer.print_string("]")
         printer.print_string(" : ")
         printer.print_attribute(self.value.type)
         printer.print_string(" -> ")
@@ -427,6 +468,13 @@ class StoreOp(IRDLOperation):
         printer.print_op_attributes(self.attributes)
 
     def verify_(self) -> None:
+        gt = self.dest.type
+        assert isinstance(gt, GlobalTensorType)
+        if self.bounded is not None and len(self.coords) != 2 * gt.rank:
+            raise VerifyException(
+                f"tile.store: {len(self.coords) - gt.rank} bounds given for {gt.rank} "
+                "coordinates (one per tensor dimension)"
+            )
         _check_access(self, self.dest.type, self.value.type, len(self.indices))
 
     @property

@@ -295,6 +295,9 @@ class _Interpreter:
         shape = (1,) * (g.dim() - (value.dim() - 1)) + tuple(value.shape[1:])
         value = value.reshape(self.n, *shape)
         idx, mask = self.tile_indices([self.get(i) for i in op.indices], shape, g.shape)
+        for i, bound in zip(idx, op.bounds, strict=False):
+            b = self.get(bound).view(-1, *([1] * len(shape)))
+            mask = mask & (i < b).expand(self.n, *shape)
         mask = mask & _bcast(active, mask)
         full = [i.expand(self.n, *shape)[mask] for i in idx]
         g[tuple(full)] = value[mask].to(g.dtype)

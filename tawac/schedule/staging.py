@@ -80,8 +80,8 @@ def _mode(
     """The staging of one store, placing its region in `layout`; None: from registers."""
     vt = st.value.type
     assert isinstance(vt, TensorType)
-    if not tma_storable(vt, warp_groups):
-        return None
+    if not tma_storable(vt, warp_groups) or st.bounds:
+        return None  # a bounded store clips inside the tensor: TMA clips only at its end
     if chunks and chunk_ring_fits(vt, chunks):
         if layout.try_tiles("staging", staging_ring_type(vt, chunks)) is not None:
             return "chunks"

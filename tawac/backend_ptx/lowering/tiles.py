@@ -181,6 +181,10 @@ def _load_vector(k: KernelLowering, op: tile.LoadOp) -> None:
 def _store(k: KernelLowering, op: tile.StoreOp) -> None:
     f = k.frag(op.value)
     if f.dim is not None:
+        if op.bounds:
+            raise CompileError(
+                "convert-to-ptx: a 1-d tile.store with bounds is not supported yet", op
+            )
         _store_vector(k, op, f)
         return
     gt = op.dest.type
@@ -190,6 +194,9 @@ def _store(k: KernelLowering, op: tile.StoreOp) -> None:
     nbytes = elem_bytes(gt.element_type)
     st_ty = mov_type(f.dtype)
     base = _leading_base(k, op.dest, op.indices, gt.rank - 2, nbytes)
+    if op.bounds:
+        _store_bounded(k, op, f, base, nbytes, st_ty)
+        return
     pairs = _whole_pairs(op.dest, op.indices, f.layout) if f.dtype == "f32" else None
     if pairs is not None:
         places = _tile_addresses(k, op.dest, op.indices, f.layout, base, 4, lazy=True)
@@ -200,6 +207,46 @@ def _store(k: KernelLowering, op: tile.StoreOp) -> None:
     for reg, (ok, addr) in zip(
         f.regs, _tile_addresses(k, op.dest, op.indices, f.layout, base, nbytes), strict=True
     ):
+        k.guarded(ok, lambda a=addr, v=reg: k.emit(ptx.StGlobalOp(st_ty, a, v)))
+
+
+def _store_bounded(
+    k: KernelLowering, op: tile.StoreOp, f: Frag, base: SSAValue, nbytes: int, st_ty: str
+) -> None:
+    """A 2-d store with `bounds`: each element written where it is inside the tensor and
+    below the bound of each dimension (the leading dimensions' single element too)."""
+    gt = op.dest.type
+    assert isinstance(gt, tile.GlobalTensorType)
+    r, c = gt.rank - 2, gt.rank - 1
+    row0, col0 = k.thread_coords(f.layout)
+    row0 = k.add(row0, k.scalar(op.indices[r]))
+    col0 = k.add(col0, k.scalar(op.indices[c]))
+    lead: SSAValue | None = None
+    for d in range(r):
+        ok = k.r(ptx.SetpOp("lt", "s32", k.scalar(op.indices[d]), k.scalar(op.bounds[d])))
+        lead = ok if lead is None else k.r(ptx.AndOp("pred", lead, ok))
+
+    def limit(d: int) -> SSAValue:
+        size = k.r(ptx.LdParamOp("s32", k.params.dim(op.dest, d)))
+        return k.r(ptx.MinOp("s32", size, k.scalar(op.bounds[d])))
+
+    rows, cols = limit(r), limit(c)
+    stride = k.r(ptx.LdParamOp("s64", k.params.stride(op.dest, r)))
+    row_addr: dict[int, tuple[SSAValue, SSAValue]] = {}
+    for dr in f.layout.row_offsets():
+        row = k.add_imm(row0, dr)
+        ok = k.r(ptx.SetpOp("lt", "s32", row, rows))
+        if lead is not None:
+            ok = k.r(ptx.AndOp("pred", ok, lead))
+        off = k.r(ptx.MulOp("s64", k.r(ptx.CvtOp("s64", "s32", row)), stride, mode="lo"))
+        off = k.r(ptx.MulOp("s64", off, k.imm(nbytes, "s64"), mode="lo"))
+        row_addr[dr] = (ok, k.r(ptx.AddOp("s64", base, off)))
+    for i, reg in enumerate(f.regs):
+        dr, dc = f.layout.reg_offset(i)
+        rok, raddr = row_addr[dr]
+        col = k.add_imm(col0, dc)
+        ok = k.r(ptx.AndOp("pred", rok, k.r(ptx.SetpOp("lt", "s32", col, cols))))
+        addr = k.r(ptx.AddOp("s64", raddr, k.r(ptx.MulOp("s32", col, k.imm(nbytes), mode="wide"))))
         k.guarded(ok, lambda a=addr, v=reg: k.emit(ptx.StGlobalOp(st_ty, a, v)))
 
 
