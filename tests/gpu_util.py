@@ -45,3 +45,23 @@ cuda_available = gpu_available
 requires_gpu = pytest.mark.skipif(
     not gpu_available(), reason="needs torch and an NVIDIA GPU of compute capability 9.x"
 )
+
+
+def gemm_operands(m: int, n: int, k: int, seed: int):
+    """A GEMM's bf16 A (m x k) and B (n x k) from a seeded generator, and its output C
+    (m x n) poisoned with NaN: a launch that leaves an element unwritten shows."""
+    import torch
+
+    g = torch.Generator(device="cuda").manual_seed(seed)
+    a = torch.randn(m, k, device="cuda", dtype=torch.bfloat16, generator=g)
+    b = torch.randn(n, k, device="cuda", dtype=torch.bfloat16, generator=g)
+    c = torch.full((m, n), float("nan"), device="cuda", dtype=torch.bfloat16)
+    return a, b, c
+
+
+def gemm_error(a, b, c) -> float:
+    """‖C - A Bᵀ‖ / ‖A Bᵀ‖ against the float32 product, after checking that no
+    poisoned element of C remains."""
+    ref = a.float() @ b.float().T
+    assert not c.isnan().any(), "unwritten (poisoned) output elements remain"
+    return ((c.float() - ref).norm() / ref.norm()).item()

@@ -12,6 +12,8 @@ import functools
 from pathlib import Path
 
 import pytest
+from gpu_util import gemm_error as _err
+from gpu_util import gemm_operands as _operands
 from gpu_util import requires_gpu
 
 from tawac.driver import compile_file
@@ -27,22 +29,6 @@ def _kernel(example: str, splits: int, **params):
     r = compile_file(EXAMPLES / example, params=params or None, split_k=splits)
     assert "0 bytes spill stores, 0 bytes spill loads" in r.ptxas_report, r.ptxas_report
     return load_kernel(r.cubin, r.sidecar)
-
-
-def _operands(m, n, k, seed):
-    import torch
-
-    g = torch.Generator(device="cuda").manual_seed(seed)
-    a = torch.randn(m, k, device="cuda", dtype=torch.bfloat16, generator=g)
-    b = torch.randn(n, k, device="cuda", dtype=torch.bfloat16, generator=g)
-    c = torch.full((m, n), float("nan"), device="cuda", dtype=torch.bfloat16)
-    return a, b, c
-
-
-def _err(a, b, c) -> float:
-    ref = a.float() @ b.float().T
-    assert not c.isnan().any(), "unwritten (poisoned) output elements remain"
-    return ((c.float() - ref).norm() / ref.norm()).item()
 
 
 @pytest.mark.gpu

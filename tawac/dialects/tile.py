@@ -485,6 +485,34 @@ class StoreOp(IRDLOperation):
         return attr.data if isinstance(attr, StringAttr) else None
 
 
+def _check_i32_element(op: IRDLOperation, t: Attribute, n_idx: int, wrong: str) -> None:
+    """One element of an i32 tensor at `n_idx` coordinates (`tile.arrive`'s counter,
+    `tile.load_index`'s index): the element type and one coordinate per dimension."""
+    assert isinstance(t, GlobalTensorType)
+    if t.element_type != i32:
+        raise VerifyException(f"{op.name}: {wrong}, got {t.element_type}")
+    if n_idx != t.rank:
+        raise VerifyException(f"{op.name}: {n_idx} coordinates given for {t} of rank {t.rank}")
+
+
+def _print_element_op(
+    printer: Printer,
+    op: IRDLOperation,
+    src: SSAValue,
+    indices: Sequence[SSAValue],
+    count: SSAValue | None = None,
+) -> None:
+    """` %src[%i, ...] [count %n] : <src type>` and the op's attributes."""
+    printer.print_string(" ")
+    _print_indexed(printer, src, indices)
+    if count is not None:
+        printer.print_string(" count ")
+        printer.print_operand(count)
+    printer.print_string(" : ")
+    printer.print_attribute(src.type)
+    printer.print_op_attributes(op.attributes)
+
+
 @irdl_op_definition
 class ArriveOp(IRDLOperation):
     """Counts this program's arrival at one counter of a global `i32` tensor and says
@@ -522,23 +550,10 @@ class ArriveOp(IRDLOperation):
         return op
 
     def print(self, printer: Printer) -> None:
-        printer.print_string(" ")
-        _print_indexed(printer, self.counters, self.indices)
-        printer.print_string(" count ")
-        printer.print_operand(self.count)
-        printer.print_string(" : ")
-        printer.print_attribute(self.counters.type)
-        printer.print_op_attributes(self.attributes)
+        _print_element_op(printer, self, self.counters, self.indices, self.count)
 
     def verify_(self) -> None:
-        t = self.counters.type
-        assert isinstance(t, GlobalTensorType)
-        if t.element_type != i32:
-            raise VerifyException(f"tile.arrive: counters must be i32, got {t.element_type}")
-        if len(self.indices) != t.rank:
-            raise VerifyException(
-                f"tile.arrive: {len(self.indices)} coordinates given for {t} of rank {t.rank}"
-            )
+        _check_i32_element(self, self.counters.type, len(self.indices), "counters must be i32")
 
 
 @irdl_op_definition
@@ -670,21 +685,10 @@ class LoadIndexOp(IRDLOperation):
         return op
 
     def print(self, printer: Printer) -> None:
-        printer.print_string(" ")
-        _print_indexed(printer, self.source, self.indices)
-        printer.print_string(" : ")
-        printer.print_attribute(self.source.type)
-        printer.print_op_attributes(self.attributes)
+        _print_element_op(printer, self, self.source, self.indices)
 
     def verify_(self) -> None:
-        t = self.source.type
-        assert isinstance(t, GlobalTensorType)
-        if t.element_type != i32:
-            raise VerifyException(f"tile.load_index: expected an i32 tensor, got {t}")
-        if len(self.indices) != t.rank:
-            raise VerifyException(
-                f"tile.load_index: {len(self.indices)} coordinates given for {t} of rank {t.rank}"
-            )
+        _check_i32_element(self, self.source.type, len(self.indices), "expected an i32 tensor")
 
 
 MMA_INPUT_TYPES = (BFloat16Type, Float16Type, Float8E4M3FNType, Float8E5M2Type)
