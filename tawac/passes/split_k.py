@@ -1,5 +1,6 @@
-"""`split-k{splits=S}`: split-K, a work decomposition (issue 22), as a rewrite of the tile
-program.  Runs first, before `warp-specialize`, when the decomposition splits (S > 1).
+"""`split-k{splits=S}` and `split-k{stream=S}`: split-K and stream-K, work decompositions
+(issue 22), as rewrites of the tile program.  Runs first, before `warp-specialize`, when
+a decomposition splits (splits > 1 or stream > 0).
 
 Input: a `tile.kernel` whose body has one loop that adds `tile.dot` products into a tile
 that starts at zero (a GEMM's K loop), followed by its epilogue.  Output: the same kernel
@@ -36,6 +37,21 @@ A chunk is `ceil(ceil((ub - lb) / step) / S)` whole steps; splits past the last 
 no step and add zeros (K not a multiple of the split is correct).  The kernel must leave
 program id z free, and the loop must only accumulate products (a rescaled accumulator, as
 attention's, is not a sum of per-split parts): both are checked, with a located error.
+
+Stream-K (`stream=S`) splits only the tiles of the last, partly filled wave, as the tile
+order decides at run time:
+
+    %n, %z, %base = tile.split_info             (`persistent` computes it per program)
+    %acc = scf.for %k = lb' to ub' step ...      (the z-th of n chunks)
+    %last = scf.if (%n > 1) -> i1 {              (a split tile: partial at slot base + z,
+      tile.store %acc, %partials[%base + %z, 0, 0]    one tile per SM; the ticket)
+      scf.yield tile.arrive %tickets[%base] count %n
+    } else { scf.yield false }
+    %value = scf.if %last -> tensor { tile.split_sum %partials[%base, 0, 0] count %n }
+             else { %acc }
+    scf.if (%last or %n == 1) { ... the epilogue, reading %value ... }
+
+one copy of the epilogue, which the programs of a split tile other than the last skip.
 """
 
 from __future__ import annotations
