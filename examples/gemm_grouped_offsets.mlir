@@ -2,8 +2,10 @@
 // expert and no padding, W is E x N x K (K-major), C is T x N. Each row block x is one
 // expert's: experts[x] its expert (-1: no work), starts[x] its first row, ends[x] the end
 // of that expert's rows. A block reads BLOCK_M rows from its start (rows past the end are
-// the next expert's tokens: computed, never stored) and stores only rows below the end
-// (tile.store bounds: from registers, since a TMA store clips only at the tensor's end).
+// the next expert's tokens: computed, never stored). A block whole inside its expert's
+// rows leaves through a TMA store; the last block of an expert stores only the rows
+// below the end (tile.store bounds: from registers, since a TMA store clips only at the
+// tensor's end).
 // The routing step gives the three vectors (ceil(tokens / BLOCK_M) blocks per expert).
 tile.kernel @gemm_grouped_offsets(%a: !tile.tensor<?x?xbf16, ["T", "K"]>, %w: !tile.tensor<?x?x?xbf16, ["E", "N", "K"]>, %experts: !tile.tensor<?xi32, ["BLOCKS"]>, %starts: !tile.tensor<?xi32, ["BLOCKS"]>, %ends: !tile.tensor<?xi32, ["BLOCKS"]>, %c: !tile.tensor<?x?xbf16, ["T", "N"]>) attributes {params = {BLOCK_M = 128, BLOCK_N = 256, BLOCK_K = 64}} {
   %c0 = arith.constant 0 : index
@@ -27,6 +29,13 @@ tile.kernel @gemm_grouped_offsets(%a: !tile.tensor<?x?xbf16, ["T", "K"]>, %w: !t
     scf.yield %d : tensor<$BLOCK_Mx$BLOCK_Nxf32>
   }
   %o = arith.truncf %acc : tensor<$BLOCK_Mx$BLOCK_Nxf32> to tensor<$BLOCK_Mx$BLOCK_Nxbf16>
-  tile.store %o, %c[%m0, %n0] bounds [%end, %N] : tensor<$BLOCK_Mx$BLOCK_Nxbf16> -> !tile.tensor<?x?xbf16, ["T", "N"]>
+  %bm = arith.constant $BLOCK_M : index
+  %m1 = arith.addi %m0, %bm : index
+  %whole = arith.cmpi sle, %m1, %end : index
+  scf.if %whole {
+    tile.store %o, %c[%m0, %n0] : tensor<$BLOCK_Mx$BLOCK_Nxbf16> -> !tile.tensor<?x?xbf16, ["T", "N"]>
+  } else {
+    tile.store %o, %c[%m0, %n0] bounds [%end, %N] : tensor<$BLOCK_Mx$BLOCK_Nxbf16> -> !tile.tensor<?x?xbf16, ["T", "N"]>
+  }
   tile.return
 }

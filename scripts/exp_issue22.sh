@@ -26,5 +26,7 @@ fi
 if [[ $part == all || $part == grouped ]]; then
   timeout 200 python3 -m pytest -q -p no:cacheprovider -m gpu -n 4 tests/test_gpu_grouped.py 2>&1 | tail -3
   timeout 300 python3 benchmarks/bench_gemm_grouped.py --rounds 5 2>&1 | tee $OUT/grouped.log
-  timeout 200 python3 benchmarks/bench_gemm_grouped.py --fp8 --rounds 5 2>&1 | tee $OUT/grouped-fp8.log
+  if [[ ${FP8:-1} == 1 ]]; then
+    timeout 200 python3 benchmarks/bench_gemm_grouped.py --fp8 --rounds 5 2>&1 | tee $OUT/grouped-fp8.log
+  fi
 fi

@@ -353,7 +353,11 @@ def _load_index(k: KernelLowering, op: tile.LoadIndexOp) -> None:
         stride = k.r(ptx.LdParamOp("s64", k.params.stride(op.source, d)))
         off = k.r(ptx.MulOp("s64", k.r(ptx.CvtOp("s64", "s32", i)), stride, mode="lo"))
         addr = k.r(ptx.AddOp("s64", addr, k.r(ptx.MulOp("s64", off, k.imm(4, "s64"), mode="lo"))))
-    value = k.r(ptx.MovImmOp("s32", -1))
+    # -1 written into a declared register, not a `mov` of a constant: the integer
+    # folding (`int_arith`) takes a register made by `mov imm` for that constant, and
+    # this one is overwritten by the load
+    value = k.r(ptx.DeclareRegOp("b32"))
+    k.emit(ptx.AssignImmOp("s32", value, -1))
     assert inside is not None
     k.guarded(inside, lambda: k.emit(ptx.AssignOp("s32", value, k.r(ptx.LdGlobalOp("s32", addr)))))
     k.vals[op.result] = value

@@ -432,7 +432,8 @@ def _arrive(k: KernelLowering, op: tile.ArriveOp) -> None:
         stride = k.r(ptx.LdParamOp("s64", k.params.stride(op.counters, d)))
         off = k.r(ptx.MulOp("s64", k.r(ptx.CvtOp("s64", "s32", i)), stride, mode="lo"))
         addr = k.r(ptx.AddOp("s64", addr, k.r(ptx.MulOp("s64", off, k.imm(4, "s64"), mode="lo"))))
-    old = k.r(ptx.MovImmOp("u32", 0))
+    old = k.r(ptx.DeclareRegOp("b32"))  # not `mov imm`: the load overwrites it
+    k.emit(ptx.AssignImmOp("u32", old, 0))
     k.guarded(
         inside,
         lambda: k.emit(ptx.AssignOp("u32", old, k.r(ptx.AtomAddOp(addr, k.imm(1, "u32"))))),
