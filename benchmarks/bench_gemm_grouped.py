@@ -74,14 +74,60 @@ def blocks_of(counts, block: int, device):
     return as_t(experts), as_t(starts), as_t(ends)
 
 
-def main() -> int:
-    import json
+def cases(args):
+    """(experts, tokens, n, k, BLOCK_M) of the command line's product; 64-row blocks
+    where the groups average under 256 tokens."""
+    for experts in (int(x) for x in args.experts.split(",")):
+        for tokens in (int(x) for x in args.tokens.split(",")):
+            for nk in args.nk.split(","):
+                n, k = (int(x) for x in nk.split("x"))
+                yield experts, tokens, n, k, 64 if tokens // experts < 256 else 128
 
-    import torch
+
+def kernel_for(kernels: dict, source: str, block: int):
+    """`examples/<source>` at BLOCK_M = `block`, compiled (through the cache) once."""
+    import json
 
     from tawac.driver import compile_cached
     from tawac.runtime import load_kernel
+
+    if (source, block) not in kernels:
+        built = compile_cached(ROOT / "examples" / source, params={"BLOCK_M": block})
+        kernels[(source, block)] = load_kernel(built.cubin, json.loads(built.sidecar_text))
+    return kernels[(source, block)]
+
+
+def padded_error(c_pad, pstarts, bounds, reference) -> float:
+    """The worst relative error of each expert's rows of the padded output against
+    `reference(e, first, rows)`; NaN where the output kept a poisoned element."""
+    if c_pad.isnan().any():
+        return float("nan")
+    worst = 0.0
+    for e, (s, m) in enumerate(bounds):
+        if not m:
+            continue
+        ref = reference(e, s, m)
+        got = c_pad[int(pstarts[e]) : int(pstarts[e]) + m].float()
+        worst = max(worst, ((got - ref).norm() / ref.norm()).item())
+    return worst
+
+
+def medians(calls: dict, names: list[str], rounds: int) -> dict[str, float]:
+    """Milliseconds per call of each of `names`, timed round-robin, medians."""
     from tawac.runtime.runner import bench_ms, round_robin
+
+    samples: dict[str, list[float]] = {s: [] for s in names}
+    for i in round_robin(len(names), rounds):
+        samples[names[i]].append(bench_ms(calls[names[i]], 10.0, 50.0)[0])
+    return {s: statistics.median(v) for s, v in samples.items()}
+
+
+def rate(ms: float, flops: float) -> str:
+    return f"{ms:.3f} ({flops / (ms * 1e-3) / 1e12:.0f})"
+
+
+def main() -> int:
+    import torch
 
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--experts", default="8,64")
@@ -99,112 +145,68 @@ def main() -> int:
     print("| E | T | N x K | tokens per expert (min-max) | " + " | ".join(names)
           + " | tawac / grouped_mm | tawac / loop | offsets / grouped_mm |")  # fmt: skip
     print("|---|---|---|---|" + "---:|" * (len(names) + 3))
-    kernels = {}
-    for experts in (int(x) for x in args.experts.split(",")):
-        for tokens in (int(x) for x in args.tokens.split(",")):
-            for nk in args.nk.split(","):
-                n, k = (int(x) for x in nk.split("x"))
-                block = 64 if tokens // experts < 256 else 128
-                if block not in kernels:
-                    built = compile_cached(
-                        ROOT / "examples/gemm_grouped.mlir", params={"BLOCK_M": block}
-                    )
-                    kernels[block] = load_kernel(built.cubin, json.loads(built.sidecar_text))
-                kern = kernels[block]
-                if ("offsets", block) not in kernels:
-                    built = compile_cached(
-                        ROOT / "examples/gemm_grouped_offsets.mlir", params={"BLOCK_M": block}
-                    )
-                    kernels[("offsets", block)] = load_kernel(
-                        built.cubin, json.loads(built.sidecar_text)
-                    )
-                unpadded = kernels[("offsets", block)]
-                counts = route(tokens, experts, experts * tokens + n)
-                torch.manual_seed(0)
-                a = torch.randn(tokens, k, device="cuda", dtype=torch.bfloat16)
-                w = torch.randn(experts, n, k, device="cuda", dtype=torch.bfloat16) * 0.1
-                a_pad, ids, starts, pstarts = aligned(a, counts, block)
-                c_pad = torch.full((a_pad.shape[0], n), float("nan"), device="cuda",
-                                   dtype=torch.bfloat16)  # fmt: skip
-                offs = torch.cumsum(counts, 0).to(torch.int32).cuda()
-                out = torch.empty(tokens, n, device="cuda", dtype=torch.bfloat16)
-                bounds = [(int(starts[e]), int(counts[e])) for e in range(experts)]
+    kernels: dict = {}
+    for experts, tokens, n, k, block in cases(args):
+        kern = kernel_for(kernels, "gemm_grouped.mlir", block)
+        unpadded = kernel_for(kernels, "gemm_grouped_offsets.mlir", block)
+        counts = route(tokens, experts, experts * tokens + n)
+        torch.manual_seed(0)
+        a = torch.randn(tokens, k, device="cuda", dtype=torch.bfloat16)
+        w = torch.randn(experts, n, k, device="cuda", dtype=torch.bfloat16) * 0.1
+        a_pad, ids, starts, pstarts = aligned(a, counts, block)
+        c_pad = torch.full((a_pad.shape[0], n), float("nan"), device="cuda", dtype=torch.bfloat16)
+        c_off = torch.full((tokens, n), float("nan"), device="cuda", dtype=torch.bfloat16)
+        blk = blocks_of(counts, block, a.device)
+        offs = torch.cumsum(counts, 0).to(torch.int32).cuda()
+        out = torch.empty(tokens, n, device="cuda", dtype=torch.bfloat16)
+        bounds = [(int(starts[e]), int(counts[e])) for e in range(experts)]
 
-                def loop(a=a, w=w, out=out, bounds=bounds):
-                    for e, (s, m) in enumerate(bounds):
-                        if m:
-                            torch.mm(a[s : s + m], w[e].T, out=out[s : s + m])
+        def loop(a=a, w=w, out=out, bounds=bounds):
+            for e, (s, m) in enumerate(bounds):
+                if m:
+                    torch.mm(a[s : s + m], w[e].T, out=out[s : s + m])
 
-                calls = {
-                    "tawac": lambda kern=kern, a_pad=a_pad, w=w, ids=ids, c=c_pad: kern(
-                        a_pad, w, ids, c
-                    ),
-                    "loop of torch.mm": loop,
-                }
-                blk = blocks_of(counts, block, a.device)
-                c_off = torch.full((tokens, n), float("nan"), device="cuda", dtype=torch.bfloat16)
-                calls["tawac (offsets)"] = lambda k=unpadded, a=a, w=w, blk=blk, c=c_off: k(
-                    a, w, *blk, c
-                )
-                if grouped_mm is not None:
-                    calls["torch._grouped_mm"] = lambda a=a, w=w, offs=offs: grouped_mm(
-                        a, w.transpose(-2, -1), offs=offs
-                    )
-                # correctness first: the float32 loop against tawac's rows and grouped_mm
-                loop()
-                calls["tawac"]()
-                torch.cuda.synchronize()
-                worst = 0.0
-                for e, (s, m) in enumerate(bounds):
-                    if not m:
-                        continue
-                    ref = a[s : s + m].float() @ w[e].float().T
-                    got = c_pad[int(pstarts[e]) : int(pstarts[e]) + m].float()
-                    worst = max(worst, ((got - ref).norm() / ref.norm()).item())
-                if not worst < 1e-2 or c_pad.isnan().any():
-                    print(f"tawac wrong at E={experts} T={tokens} {nk}: error {worst}")
-                    return 1
-                calls["tawac (offsets)"]()
-                torch.cuda.synchronize()
-                err = ((c_off.float() - out.float()).norm() / out.float().norm()).item()
-                if not err < 1e-2 or c_off.isnan().any():
-                    print(f"tawac (offsets) wrong at E={experts} T={tokens} {nk}: error {err}")
-                    return 1
-                if grouped_mm is not None:
-                    g = calls["torch._grouped_mm"]()
-                    err = ((g.float() - out.float()).norm() / out.float().norm()).item()
-                    assert err < 1e-2, err
-                here = [s for s in names if s in calls]
-                samples = {s: [] for s in here}
-                for i in round_robin(len(here), args.rounds):
-                    samples[here[i]].append(bench_ms(calls[here[i]], 10.0, 50.0)[0])
-                ms = {s: statistics.median(v) for s, v in samples.items()}
-                flops = 2 * tokens * n * k
-                cells = [
-                    f"{ms[s]:.3f} ({flops / (ms[s] * 1e-3) / 1e12:.0f})" if s in ms else "-"
-                    for s in names
-                ]
-                vs_g = f"{ms['torch._grouped_mm'] / ms['tawac']:.2f}x" if grouped_mm else "-"
-                off_g = (
-                    f"{ms['torch._grouped_mm'] / ms['tawac (offsets)']:.2f}x" if grouped_mm else "-"
-                )
-                nz = counts[counts > 0]
-                print(f"| {experts} | {tokens} | {n}x{k} | {int(nz.min())}-{int(nz.max())} "
-                      f"(BLOCK_M {block}) | " + " | ".join(cells)
-                      + f" | {vs_g} | {ms['loop of torch.mm'] / ms['tawac']:.2f}x"
-                      + f" | {off_g} |")  # fmt: skip
+        calls = {
+            "tawac": lambda kern=kern, a_pad=a_pad, w=w, ids=ids, c=c_pad: kern(a_pad, w, ids, c),
+            "tawac (offsets)": lambda k=unpadded, a=a, w=w, blk=blk, c=c_off: k(a, w, *blk, c),
+            "loop of torch.mm": loop,
+        }
+        if grouped_mm is not None:
+            calls["torch._grouped_mm"] = lambda a=a, w=w, offs=offs: grouped_mm(
+                a, w.transpose(-2, -1), offs=offs
+            )
+        # correctness first: tawac's rows against the float32 products, the offsets
+        # kernel and grouped_mm against the loop
+        for name in ("loop of torch.mm", "tawac", "tawac (offsets)"):
+            calls[name]()
+        torch.cuda.synchronize()
+        worst = padded_error(
+            c_pad, pstarts, bounds, lambda e, s, m, a=a, w=w: a[s : s + m].float() @ w[e].float().T
+        )
+        err = ((c_off.float() - out.float()).norm() / out.float().norm()).item()
+        if not (worst < 1e-2 and err < 1e-2) or c_off.isnan().any():
+            print(f"tawac wrong at E={experts} T={tokens} {n}x{k}: padded {worst}, offsets {err}")
+            return 1
+        if grouped_mm is not None:
+            g = calls["torch._grouped_mm"]()
+            err = ((g.float() - out.float()).norm() / out.float().norm()).item()
+            assert err < 1e-2, err
+        ms = medians(calls, [s for s in names if s in calls], args.rounds)
+        flops = 2 * tokens * n * k
+        cells = [rate(ms[s], flops) if s in ms else "-" for s in names]
+        vs_g = f"{ms['torch._grouped_mm'] / ms['tawac']:.2f}x" if grouped_mm else "-"
+        off_g = f"{ms['torch._grouped_mm'] / ms['tawac (offsets)']:.2f}x" if grouped_mm else "-"
+        nz = counts[counts > 0]
+        print(f"| {experts} | {tokens} | {n}x{k} | {int(nz.min())}-{int(nz.max())} "
+              f"(BLOCK_M {block}) | " + " | ".join(cells)
+              + f" | {vs_g} | {ms['loop of torch.mm'] / ms['tawac']:.2f}x"
+              + f" | {off_g} |")  # fmt: skip
     return 0
 
 
 def fp8(args) -> int:
     """The fp8 grouped GEMM against the loop of `torch._scaled_mm` (per-tensor scales)."""
-    import json
-
     import torch
-
-    from tawac.driver import compile_cached
-    from tawac.runtime import load_kernel
-    from tawac.runtime.runner import bench_ms, round_robin
 
     f8 = torch.float8_e4m3fn
     names = ["tawac fp8", "loop of torch._scaled_mm"]
@@ -212,67 +214,49 @@ def fp8(args) -> int:
           "ms (TFLOP/s of the routed tokens' products)")  # fmt: skip
     print("| E | T | N x K | " + " | ".join(names) + " | tawac / loop |")
     print("|---|---|---|" + "---:|" * (len(names) + 1))
-    kernels = {}
-    for experts in (int(x) for x in args.experts.split(",")):
-        for tokens in (int(x) for x in args.tokens.split(",")):
-            for nk in args.nk.split(","):
-                n, k = (int(x) for x in nk.split("x"))
-                block = 64 if tokens // experts < 256 else 128
-                if block not in kernels:
-                    built = compile_cached(
-                        ROOT / "examples/gemm_grouped_fp8.mlir", params={"BLOCK_M": block}
-                    )
-                    kernels[block] = load_kernel(built.cubin, json.loads(built.sidecar_text))
-                kern = kernels[block]
-                counts = route(tokens, experts, experts * tokens + n)
-                torch.manual_seed(0)
-                a = (torch.randn(tokens, k, device="cuda") * 0.5).to(f8)
-                w = (torch.randn(experts, n, k, device="cuda") * 0.5).to(f8)
-                a_pad, ids, starts, pstarts = aligned(a.view(torch.uint8), counts, block)
-                a_pad = a_pad.view(f8)
-                c_pad = torch.full((a_pad.shape[0], n), float("nan"), device="cuda",
-                                   dtype=torch.bfloat16)  # fmt: skip
-                out = torch.empty(tokens, n, device="cuda", dtype=torch.bfloat16)
-                bounds = [(int(starts[e]), int(counts[e])) for e in range(experts)]
-                one = torch.tensor(1.0, device="cuda")
-                scale_a, scale_w = one * 0.5, one * 0.25  # the kernel's 0.5, 0.25
+    kernels: dict = {}
+    one = torch.tensor(1.0, device="cuda")
+    scale_a, scale_w = one * 0.5, one * 0.25  # the kernel's 0.5 and 0.25 below
+    for experts, tokens, n, k, block in cases(args):
+        kern = kernel_for(kernels, "gemm_grouped_fp8.mlir", block)
+        counts = route(tokens, experts, experts * tokens + n)
+        torch.manual_seed(0)
+        a = (torch.randn(tokens, k, device="cuda") * 0.5).to(f8)
+        w = (torch.randn(experts, n, k, device="cuda") * 0.5).to(f8)
+        a_pad, ids, starts, pstarts = aligned(a.view(torch.uint8), counts, block)
+        a_pad = a_pad.view(f8)
+        c_pad = torch.full((a_pad.shape[0], n), float("nan"), device="cuda", dtype=torch.bfloat16)
+        out = torch.empty(tokens, n, device="cuda", dtype=torch.bfloat16)
+        bounds = [(int(starts[e]), int(counts[e])) for e in range(experts)]
 
-                def loop(a=a, w=w, out=out, bounds=bounds, scale_a=scale_a, scale_w=scale_w):
-                    for e, (s, m) in enumerate(bounds):
-                        if m:
-                            out[s : s + m] = torch._scaled_mm(
-                                a[s : s + m], w[e].T, scale_a=scale_a, scale_b=scale_w,
-                                out_dtype=torch.bfloat16,
-                            )  # fmt: skip
+        def loop(a=a, w=w, out=out, bounds=bounds):
+            for e, (s, m) in enumerate(bounds):
+                if m:
+                    out[s : s + m] = torch._scaled_mm(
+                        a[s : s + m], w[e].T, scale_a=scale_a, scale_b=scale_w,
+                        out_dtype=torch.bfloat16,
+                    )  # fmt: skip
 
-                calls = {
-                    "tawac fp8": lambda kern=kern, a_pad=a_pad, w=w, ids=ids, c=c_pad: kern(
-                        a_pad, w, ids, c, 0.5, 0.25
-                    ),
-                    "loop of torch._scaled_mm": loop,
-                }
-                loop()
-                calls["tawac fp8"]()
-                torch.cuda.synchronize()
-                worst = 0.0
-                for e, (s, m) in enumerate(bounds):
-                    if not m:
-                        continue
-                    ref = out[s : s + m].float()
-                    got = c_pad[int(pstarts[e]) : int(pstarts[e]) + m].float()
-                    worst = max(worst, ((got - ref).norm() / ref.norm()).item())
-                if not worst < 1e-2 or c_pad.isnan().any():
-                    print(f"tawac fp8 wrong at E={experts} T={tokens} {nk}: error {worst}")
-                    return 1
-                samples = {s: [] for s in names}
-                for i in round_robin(len(names), args.rounds):
-                    samples[names[i]].append(bench_ms(calls[names[i]], 10.0, 50.0)[0])
-                ms = {s: statistics.median(v) for s, v in samples.items()}
-                flops = 2 * tokens * n * k
-                cells = [f"{ms[s]:.3f} ({flops / (ms[s] * 1e-3) / 1e12:.0f})" for s in names]
-                speedup = ms["loop of torch._scaled_mm"] / ms["tawac fp8"]
-                print(f"| {experts} | {tokens} | {n}x{k} | " + " | ".join(cells)
-                      + f" | {speedup:.2f}x |")  # fmt: skip
+        calls = {
+            "tawac fp8": lambda kern=kern, a_pad=a_pad, w=w, ids=ids, c=c_pad: kern(
+                a_pad, w, ids, c, 0.5, 0.25
+            ),
+            "loop of torch._scaled_mm": loop,
+        }
+        loop()
+        calls["tawac fp8"]()
+        torch.cuda.synchronize()
+        worst = padded_error(
+            c_pad, pstarts, bounds, lambda e, s, m, out=out: out[s : s + m].float()
+        )
+        if not worst < 1e-2:
+            print(f"tawac fp8 wrong at E={experts} T={tokens} {n}x{k}: error {worst}")
+            return 1
+        ms = medians(calls, names, args.rounds)
+        flops = 2 * tokens * n * k
+        speedup = ms["loop of torch._scaled_mm"] / ms["tawac fp8"]
+        print(f"| {experts} | {tokens} | {n}x{k} | "
+              + " | ".join(rate(ms[s], flops) for s in names) + f" | {speedup:.2f}x |")  # fmt: skip
     return 0
 
 

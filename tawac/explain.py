@@ -21,14 +21,13 @@ from xdsl.dialects.builtin import ModuleOp
 from xdsl.ir import Operation
 
 from tawac import schedule
-from tawac.analysis.grid import from_attr
+from tawac.analysis.grid import decomposition_of
 from tawac.analysis.loops import main_loops, scheduled_ops
 from tawac.compiler import run_pipeline
 from tawac.diagnostics import CompileError
 from tawac.dialects import aref, hopper, tile
 from tawac.dialects.schedule import Schedule
 from tawac.options import PipelineOptions
-from tawac.passes.split_k import DECOMPOSITION_ATTR
 from tawac.schedule import loop_plan
 from tawac.schedule.model import TIMELINE_ITERATIONS, aref_name, loop_lanes
 from tawac.schedule.simulate import Dep, Lane, Step, simulate
@@ -394,15 +393,6 @@ def explain_module(
     if steady is not None:
         info["timeline"] = steady
     return info
-
-
-def decomposition_of(kernel: tile.KernelOp) -> dict[str, Any]:
-    """How the work is divided among programs: `{"kind": "data_parallel"}` (one program
-    per output tile) or the `tawac.decomposition` a pass recorded (`split-k`)."""
-    attr = kernel.attributes.get(DECOMPOSITION_ATTR)
-    if attr is None:
-        return {"kind": "data_parallel"}
-    return from_attr(attr)
 
 
 def decomposition_text(info: dict[str, Any]) -> str:

@@ -64,6 +64,18 @@ def _pid_times(v: SSAValue) -> tuple[int, int] | None:
 WORKSPACE_ATTR = "tawac.workspace"
 
 
+#: The kernel attribute recording the work decomposition a pass chose (`split-k`):
+#: {kind: "split_k", splits} or {kind: "stream_k", max_splits}.
+DECOMPOSITION_ATTR = "tawac.decomposition"
+
+
+def decomposition_of(kernel: tile.KernelOp) -> dict[str, Any]:
+    """The kernel's work decomposition (`DECOMPOSITION_ATTR`); `{"kind":
+    "data_parallel"}` (one program per output tile) where no pass recorded one."""
+    attr = kernel.attributes.get(DECOMPOSITION_ATTR)
+    return from_attr(attr) if attr is not None else {"kind": "data_parallel"}
+
+
 def workspace_of(kernel: tile.KernelOp) -> dict[str, Any]:
     """The kernel's workspace arguments (`WORKSPACE_ATTR`), {} where it has none."""
     attr = kernel.attributes.get(WORKSPACE_ATTR)

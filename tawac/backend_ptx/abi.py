@@ -12,7 +12,7 @@ from xdsl.dialects.builtin import (
 )
 from xdsl.ir import Attribute, BlockArgument, SSAValue
 
-from tawac.analysis.grid import from_attr, to_attr, workspace_of
+from tawac.analysis.grid import decomposition_of, from_attr, to_attr, workspace_of
 from tawac.diagnostics import CompileError
 from tawac.dialects import ptx, tile
 from tawac.target import HOPPER
@@ -141,7 +141,8 @@ class ParamTable:
                 for n, w in workspace.items()
             ]
         if persistent:
-            every = {"fill": True} if decomposition_of(self.kernel) == "stream_k" else {}
+            stream_k = decomposition_of(self.kernel)["kind"] == "stream_k"
+            every = {"fill": True} if stream_k else {}
             launch["grid"] = [{"persistent": 1, **every}, {"const": 1}, {"const": 1}]
             launch["program_grid"] = grid
         if cluster != (1, 1):
@@ -150,13 +151,6 @@ class ParamTable:
             if persistent:
                 launch["program_cluster"] = [cx, cy, 1]
         return to_attr(launch)  # type: ignore[return-value]
-
-
-def decomposition_of(kernel: tile.KernelOp) -> str:
-    """The kind of work decomposition a pass recorded on the kernel ("split_k",
-    "stream_k"), "data_parallel" where none did."""
-    attr = kernel.attributes.get("tawac.decomposition")
-    return from_attr(attr)["kind"] if attr is not None else "data_parallel"
 
 
 def sidecar(entry: ptx.EntryOp) -> dict[str, Any]:

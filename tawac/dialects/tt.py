@@ -47,7 +47,15 @@ from xdsl.dialects.builtin import (
     i64,
 )
 from xdsl.dialects.utils import parse_func_op_like, print_func_op_like
-from xdsl.ir import Attribute, Dialect, Operation, ParametrizedAttribute, Region, TypeAttribute
+from xdsl.ir import (
+    Attribute,
+    Dialect,
+    Operation,
+    ParametrizedAttribute,
+    Region,
+    SSAValue,
+    TypeAttribute,
+)
 from xdsl.irdl import (
     AnyAttr,
     AttrSizedOperandSegments,
@@ -530,11 +538,7 @@ class DescriptorLoadOp(IRDLOperation):
         return op
 
     def print(self, printer: Printer) -> None:
-        printer.print_string(" ")
-        printer.print_operand(self.desc)
-        printer.print_string("[")
-        printer.print_list(self.indices, printer.print_operand)
-        printer.print_string("]")
+        _print_desc_indices(printer, self.desc, self.indices)
         printer.print_op_attributes(self.attributes)
         printer.print_string(" : ")
         printer.print_attribute(self.desc.type)
@@ -542,12 +546,7 @@ class DescriptorLoadOp(IRDLOperation):
         printer.print_attribute(self.result.type)
 
     def verify_(self) -> None:
-        dt = self.desc.type
-        assert isinstance(dt, TensorDescType)
-        if len(self.indices) != dt.block.get_num_dims():
-            raise VerifyException("tt.descriptor_load: one index per dimension of the block")
-        if self.result.type.get_shape() != dt.block.get_shape():
-            raise VerifyException("tt.descriptor_load: the result is the descriptor's block")
+        _check_block(self, self.desc, self.indices, self.result.type, "the result")
 
 
 @irdl_op_definition
@@ -580,11 +579,8 @@ class DescriptorStoreOp(IRDLOperation):
         return op
 
     def print(self, printer: Printer) -> None:
-        printer.print_string(" ")
-        printer.print_operand(self.desc)
-        printer.print_string("[")
-        printer.print_list(self.indices, printer.print_operand)
-        printer.print_string("], ")
+        _print_desc_indices(printer, self.desc, self.indices)
+        printer.print_string(", ")
         printer.print_operand(self.src)
         printer.print_op_attributes(self.attributes, reserved_attr_names=("operandSegmentSizes",))
         printer.print_string(" : ")
@@ -593,12 +589,28 @@ class DescriptorStoreOp(IRDLOperation):
         printer.print_attribute(self.src.type)
 
     def verify_(self) -> None:
-        dt = self.desc.type
-        assert isinstance(dt, TensorDescType)
-        if len(self.indices) != dt.block.get_num_dims():
-            raise VerifyException("tt.descriptor_store: one index per dimension of the block")
-        if self.src.type.get_shape() != dt.block.get_shape():
-            raise VerifyException("tt.descriptor_store: the value is the descriptor's block")
+        _check_block(self, self.desc, self.indices, self.src.type, "the value")
+
+
+def _print_desc_indices(printer: Printer, desc: SSAValue, indices) -> None:
+    """` %desc[%i, %j]` of `tt.descriptor_load` and `tt.descriptor_store`."""
+    printer.print_string(" ")
+    printer.print_operand(desc)
+    printer.print_string("[")
+    printer.print_list(indices, printer.print_operand)
+    printer.print_string("]")
+
+
+def _check_block(op: IRDLOperation, desc: SSAValue, indices, tile: Attribute, what: str) -> None:
+    """One index per dimension of the descriptor's block, and `tile` (`what`: the loaded
+    result, the stored value) of the block's shape."""
+    dt = desc.type
+    assert isinstance(dt, TensorDescType)
+    if len(indices) != dt.block.get_num_dims():
+        raise VerifyException(f"{op.name}: one index per dimension of the block")
+    assert isinstance(tile, TensorType)
+    if tile.get_shape() != dt.block.get_shape():
+        raise VerifyException(f"{op.name}: {what} is the descriptor's block")
 
 
 def _parse_pointer_form(parser: Parser, lo: int, hi: int, takes: str):

@@ -44,11 +44,10 @@ from xdsl.passes import ModulePass
 from xdsl.rewriter import InsertPoint, Rewriter
 
 from tawac import schedule
-from tawac.analysis.grid import from_attr
+from tawac.analysis.grid import decomposition_of, from_attr
 from tawac.analysis.loops import main_loops, trip_count
 from tawac.diagnostics import CompileError
 from tawac.dialects import aref, hopper, tile
-from tawac.passes.split_k import DECOMPOSITION_ATTR
 
 
 def _c(v: int) -> arith.ConstantOp:
@@ -330,11 +329,8 @@ def _drain(main_loop: scf.ForOp, trips_op: Operation, base: SSAValue, depth: int
 
 def _stream_k(kernel: tile.KernelOp) -> int:
     """The most programs per tile of a stream-K kernel (`split-k{stream=...}`), else 0."""
-    attr = kernel.attributes.get(DECOMPOSITION_ATTR)
-    if attr is None:
-        return 0
-    decision = from_attr(attr)
-    return int(decision.get("max_splits", 0)) if decision.get("kind") == "stream_k" else 0
+    decision = decomposition_of(kernel)
+    return int(decision["max_splits"]) if decision["kind"] == "stream_k" else 0
 
 
 @dataclass(frozen=True)

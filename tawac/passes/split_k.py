@@ -74,12 +74,10 @@ from xdsl.ir import Block, Operation, Region, SSAValue
 from xdsl.passes import ModulePass
 from xdsl.rewriter import InsertPoint, Rewriter
 
-from tawac.analysis.grid import WORKSPACE_ATTR, infer_grid, to_attr
+from tawac.analysis.grid import DECOMPOSITION_ATTR, WORKSPACE_ATTR, infer_grid, to_attr
 from tawac.diagnostics import CompileError
 from tawac.dialects import tile
 
-#: The kernel attribute recording the work decomposition (`explain`).
-DECOMPOSITION_ATTR = "tawac.decomposition"
 PARTIALS = "tawac_splitk_partials"
 TICKETS = "tawac_splitk_tickets"
 #: The most splits: each one is a program and an f32 partial tile.

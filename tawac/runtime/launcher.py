@@ -956,12 +956,11 @@ class Kernel:
         import torch
 
         with torch.cuda.stream(_torch_stream(stream)):
-            if torch.cuda.is_current_stream_capturing():
-                raise LaunchError(
-                    f"workspace buffer {w['name']!r} of shape {shape} would be allocated "
-                    "during CUDA graph capture; launch the kernel once with these shapes "
-                    "before capturing"
-                )
+            _refuse_during_capture(
+                f"workspace buffer {w['name']!r} of shape {shape} would be allocated "
+                "during CUDA graph capture; launch the kernel once with these shapes "
+                "before capturing"
+            )
             make = torch.zeros if w.get("zero", False) else torch.empty
             dtype = getattr(torch, WORKSPACE_DTYPES[w["dtype"]][0])
             numel = max(1, math.prod(shape))
@@ -996,12 +995,11 @@ class Kernel:
 
         copy_back = []
         with torch.cuda.stream(_torch_stream(stream)):
-            if torch.cuda.is_current_stream_capturing():
-                raise LaunchError(
-                    f"argument {pad[0][0]!r} needs a padded copy (TMA needs a 16-byte aligned "
-                    "address and rows that are multiples of 16 bytes), which cannot be made "
-                    "during CUDA graph capture; pass such a tensor"
-                )
+            _refuse_during_capture(
+                f"argument {pad[0][0]!r} needs a padded copy (TMA needs a 16-byte aligned "
+                "address and rows that are multiples of 16 bytes), which cannot be made "
+                "during CUDA graph capture; pass such a tensor"
+            )
             for name, v in pad:
                 padded = _pad(v)
                 copy_back.append((v, padded))
@@ -1117,6 +1115,15 @@ def _shape_key(call_key: tuple) -> tuple:
         (k[1], k[2], k[3], k[4], k[0] % TMA_ALIGN == 0) if len(k) == 5 else k[0]
         for k in call_key[2:]
     )
+
+
+def _refuse_during_capture(why: str) -> None:
+    """A LaunchError saying `why` when the current stream is capturing a CUDA graph: an
+    allocation or copy made now would exist only in the graph."""
+    import torch
+
+    if torch.cuda.is_current_stream_capturing():
+        raise LaunchError(why)
 
 
 def _lib():

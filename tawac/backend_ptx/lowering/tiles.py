@@ -194,59 +194,18 @@ def _store(k: KernelLowering, op: tile.StoreOp) -> None:
     nbytes = elem_bytes(gt.element_type)
     st_ty = mov_type(f.dtype)
     base = _leading_base(k, op.dest, op.indices, gt.rank - 2, nbytes)
-    if op.bounds:
-        _store_bounded(k, op, f, base, nbytes, st_ty)
-        return
-    pairs = _whole_pairs(op.dest, op.indices, f.layout) if f.dtype == "f32" else None
+    whole = f.dtype == "f32" and not op.bounds
+    pairs = _whole_pairs(op.dest, op.indices, f.layout) if whole else None
     if pairs is not None:
         places = _tile_addresses(k, op.dest, op.indices, f.layout, base, 4, lazy=True)
         for i, (_ok, addr) in enumerate(places):
             if i in pairs:
                 k.emit(ptx.StGlobalV2Op(addr, f.regs[i], f.regs[i + 1]))
         return
-    for reg, (ok, addr) in zip(
-        f.regs, _tile_addresses(k, op.dest, op.indices, f.layout, base, nbytes), strict=True
-    ):
-        k.guarded(ok, lambda a=addr, v=reg: k.emit(ptx.StGlobalOp(st_ty, a, v)))
-
-
-def _store_bounded(
-    k: KernelLowering, op: tile.StoreOp, f: Frag, base: SSAValue, nbytes: int, st_ty: str
-) -> None:
-    """A 2-d store with `bounds`: each element written where it is inside the tensor and
-    below the bound of each dimension (the leading dimensions' single element too)."""
-    gt = op.dest.type
-    assert isinstance(gt, tile.GlobalTensorType)
-    r, c = gt.rank - 2, gt.rank - 1
-    row0, col0 = k.thread_coords(f.layout)
-    row0 = k.add(row0, k.scalar(op.indices[r]))
-    col0 = k.add(col0, k.scalar(op.indices[c]))
-    lead: SSAValue | None = None
-    for d in range(r):
-        ok = k.r(ptx.SetpOp("lt", "s32", k.scalar(op.indices[d]), k.scalar(op.bounds[d])))
-        lead = ok if lead is None else k.r(ptx.AndOp("pred", lead, ok))
-
-    def limit(d: int) -> SSAValue:
-        size = k.r(ptx.LdParamOp("s32", k.params.dim(op.dest, d)))
-        return k.r(ptx.MinOp("s32", size, k.scalar(op.bounds[d])))
-
-    rows, cols = limit(r), limit(c)
-    stride = k.r(ptx.LdParamOp("s64", k.params.stride(op.dest, r)))
-    row_addr: dict[int, tuple[SSAValue, SSAValue]] = {}
-    for dr in f.layout.row_offsets():
-        row = k.add_imm(row0, dr)
-        ok = k.r(ptx.SetpOp("lt", "s32", row, rows))
-        if lead is not None:
-            ok = k.r(ptx.AndOp("pred", ok, lead))
-        off = k.r(ptx.MulOp("s64", k.r(ptx.CvtOp("s64", "s32", row)), stride, mode="lo"))
-        off = k.r(ptx.MulOp("s64", off, k.imm(nbytes, "s64"), mode="lo"))
-        row_addr[dr] = (ok, k.r(ptx.AddOp("s64", base, off)))
-    for i, reg in enumerate(f.regs):
-        dr, dc = f.layout.reg_offset(i)
-        rok, raddr = row_addr[dr]
-        col = k.add_imm(col0, dc)
-        ok = k.r(ptx.AndOp("pred", rok, k.r(ptx.SetpOp("lt", "s32", col, cols))))
-        addr = k.r(ptx.AddOp("s64", raddr, k.r(ptx.MulOp("s32", col, k.imm(nbytes), mode="wide"))))
+    places = _tile_addresses(
+        k, op.dest, op.indices, f.layout, base, nbytes, lazy=bool(op.bounds), bounds=op.bounds
+    )
+    for reg, (ok, addr) in zip(f.regs, places, strict=True):
         k.guarded(ok, lambda a=addr, v=reg: k.emit(ptx.StGlobalOp(st_ty, a, v)))
 
 
@@ -258,18 +217,27 @@ def _tile_addresses(
     base: SSAValue,
     nbytes: int,
     lazy: bool = False,
+    bounds: Sequence[SSAValue] = (),
 ) -> Iterator[tuple[SSAValue, SSAValue]]:
     """Per register of a 2-d tile in `layout` at `indices` of `dest` (its last two
     dimensions, from `base`, the address of the leading indices' element): whether the
     element is inside the tensor, and its address; each pair emitted as it is taken.
     `lazy`: a column's bound and offset computed where its first register is taken, not
-    all up front (the live registers of a sum over many slices)."""
+    all up front (the live registers of a sum over many slices). `bounds` (a bounded
+    `tile.store`'s, one per dimension): an element at or past one is outside too."""
     gt = dest.type
     assert isinstance(gt, tile.GlobalTensorType)
     r, c = gt.rank - 2, gt.rank - 1
     stride = k.r(ptx.LdParamOp("s64", k.params.stride(dest, r)))
     rows = k.r(ptx.LdParamOp("s32", k.params.dim(dest, r)))
     cols = k.r(ptx.LdParamOp("s32", k.params.dim(dest, c)))
+    lead: SSAValue | None = None
+    if bounds:
+        rows = k.r(ptx.MinOp("s32", rows, k.scalar(bounds[r])))
+        cols = k.r(ptx.MinOp("s32", cols, k.scalar(bounds[c])))
+        for d in range(r):  # the leading dimensions' one element each
+            ok = k.r(ptx.SetpOp("lt", "s32", k.scalar(indices[d]), k.scalar(bounds[d])))
+            lead = ok if lead is None else k.r(ptx.AndOp("pred", lead, ok))
     row0, col0 = k.thread_coords(layout)
     row0 = k.add(row0, k.scalar(indices[r]))
     col0 = k.add(col0, k.scalar(indices[c]))
@@ -277,6 +245,8 @@ def _tile_addresses(
     for dr in layout.row_offsets():
         row = k.add_imm(row0, dr)
         ok = k.r(ptx.SetpOp("lt", "s32", row, rows))
+        if lead is not None:
+            ok = k.r(ptx.AndOp("pred", ok, lead))
         off = k.r(ptx.MulOp("s64", k.r(ptx.CvtOp("s64", "s32", row)), stride, mode="lo"))
         off = k.r(ptx.MulOp("s64", off, k.imm(nbytes, "s64"), mode="lo"))
         row_addr[dr] = (ok, k.r(ptx.AddOp("s64", base, off)))
