@@ -32,6 +32,7 @@ from tawac.passes.coarse_pipeline import CoarsePipelinePass
 from tawac.passes.convert_ttir import ConvertTtir
 from tawac.passes.cooperative_consumers import CooperativeConsumersPass
 from tawac.passes.fuse_loops import FuseLoopsPass
+from tawac.passes.group_heads import GroupHeadsPass
 from tawac.passes.lower_aref import LowerArefPass
 from tawac.passes.persistent import PersistentPass
 from tawac.passes.pingpong import PingpongPass
@@ -67,6 +68,7 @@ PASSES: dict[str, Callable[[], type[ModulePass]]] = {
     p.name: (lambda p=p: p)
     for p in (
         SplitKPass,
+        GroupHeadsPass,
         WarpSpecializePass,
         PlanPass,
         PipelinePass,

@@ -404,6 +404,13 @@ def decomposition_text(info: dict[str, Any]) -> str:
             "along z, each a chunk of the K steps; the last to finish adds the partials in "
             f"split order (deterministic) and runs the epilogue{why}"
         )
+    if d["kind"] == "split_keys":
+        return (
+            f"decomposition: split keys by {d['splits']} (flash-decoding): {d['splits']} "
+            "programs per query tile along x, each a chunk of the key loop; the last to finish "
+            "combines their (O, row max, row sum) in split order (deterministic) and runs the "
+            f"epilogue{why}"
+        )
     if d["kind"] == "stream_k":
         return (
             f"decomposition: stream-K: the tiles of the last, partly filled wave split among "
@@ -426,7 +433,8 @@ def _grid_text(grid: list[Any]) -> str:
     def axis(a: Any) -> str:
         if isinstance(a, dict) and "cdiv" in a:
             c = a["cdiv"]
-            return f"cdiv({c['arg']}.shape[{c['dim']}], {a['by']})"
+            text = f"cdiv({c['arg']}.shape[{c['dim']}], {a['by']})"
+            return text if int(a.get("times", 1)) == 1 else f"{text}*{a['times']}"
         if isinstance(a, dict) and "const" in a:
             return str(a["const"])
         return str(a)

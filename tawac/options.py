@@ -177,6 +177,15 @@ KNOBS: tuple[Knob, ...] = (
         max=HOPPER.max_consumer_warp_groups,
     ),
     Knob(
+        "group_heads",
+        bool,
+        True,
+        "grouped-query attention: one program per group of query heads that share a K/V "
+        "head (the K/V loads read h / G), their query rows stacked as one tile, so each K/V "
+        "block is loaded once per group",
+        where="group-heads",
+    ),
+    Knob(
         "split_k",
         int,
         1,
@@ -292,6 +301,7 @@ class _Options:
         made by `plan`; the passes after it apply the schedule (and do nothing where it
         says so)."""
         passes = [
+            "group-heads" if self.group_heads else "",
             self._split_k_spec(),
             "warp-specialize",
             self.plan_spec(),
@@ -307,7 +317,7 @@ class _Options:
         ]
         # an optional pass that is off ("") is named by where it would run
         names = [p.split("{")[0] for p in passes]
-        names[0], names[-2] = "split-k", "trace"
+        names[0], names[1], names[-2] = "group-heads", "split-k", "trace"
         lo = names.index(start) if start is not None else 0
         hi = names.index(stop) if stop is not None else len(passes)
         return ",".join(p for p in passes[lo:hi] if p)

@@ -15,12 +15,20 @@ EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
 
 
 def test_the_pass_runs_first_only_when_splitting():
-    assert PipelineOptions(split_k=4).pipeline().startswith("split-k{splits=4},warp-specialize,")
-    assert PipelineOptions().pipeline().startswith("warp-specialize,")
+    assert (
+        PipelineOptions(split_k=4)
+        .pipeline()
+        .startswith("group-heads,split-k{splits=4},warp-specialize,")
+    )
+    assert PipelineOptions().pipeline().startswith("group-heads,warp-specialize,")
+    assert PipelineOptions(group_heads=False).pipeline().startswith("warp-specialize,")
     assert (
         PipelineOptions(split_k=4).pipeline(start="warp-specialize").startswith("warp-specialize,")
     )
-    assert PipelineOptions(split_k=4).pipeline(stop="warp-specialize") == "split-k{splits=4}"
+    assert (
+        PipelineOptions(split_k=4).pipeline(stop="warp-specialize")
+        == "group-heads,split-k{splits=4}"
+    )
 
 
 def test_sidecar_workspace_and_grid():
@@ -88,9 +96,19 @@ def test_splits_out_of_range_is_one_error():
         compile_file(EXAMPLES / "gemm.mlir", split_k=65, cubin=False)
 
 
-def test_attention_cannot_be_split():
-    with pytest.raises(CompileError, match="split-k: ") as e:
-        compile_file(EXAMPLES / "attention.mlir", split_k=2, cubin=False)
+def test_attention_splits_its_keys():
+    """An online-softmax loop splits as flash-decoding: splits along x (the grid's x
+    extent times S), partial (O, m, l) in the workspace, combined by the last program."""
+    r = compile_file(EXAMPLES / "attention.mlir", split_k=3, cubin=False)
+    assert r.sidecar["program_grid"][0] == {"cdiv": {"arg": "o", "dim": 2}, "by": 128, "times": 3}
+    names = [w["name"] for w in r.sidecar["workspace"]]
+    assert names == ["tawac_splitk_partials", "tawac_splitk_stats", "tawac_splitk_tickets"]
+    assert "ex2.approx" in r.ptx and "ld.global.cg.v2.f32" in r.ptx
+
+
+def test_attention_cannot_be_stream_k():
+    with pytest.raises(CompileError, match="split-k: stream-K of an attention loop") as e:
+        compile_file(EXAMPLES / "attention.mlir", stream_k=2, persistent=True, cubin=False)
     assert "attention.mlir:" in str(e.value)
 
 

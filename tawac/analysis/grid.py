@@ -82,6 +82,19 @@ def workspace_of(kernel: tile.KernelOp) -> dict[str, Any]:
     return from_attr(attr) if attr is not None else {}
 
 
+#: The kernel attribute fixing the grid where its stores no longer imply it (a pass that
+#: folds splits into a program id: `split-k` of attention, a query block's splits along
+#: x): the grid entries, which `infer_grid` returns as they are.
+GRID_ATTR = "tawac.grid"
+
+
+def times(entry: dict[str, Any], n: int) -> dict[str, Any]:
+    """A grid entry n times as large (`{"const": c}` or a "cdiv" with `"times"`)."""
+    if "const" in entry:
+        return {"const": int(entry["const"]) * n}
+    return {**entry, "times": int(entry.get("times", 1)) * n}
+
+
 def _scaled(entry: dict[str, Any], by: int) -> dict[str, Any]:
     """A workspace dimension's grid entry divided by `by` (tiles of `by` along it)."""
     if "const" in entry:
@@ -90,10 +103,14 @@ def _scaled(entry: dict[str, Any], by: int) -> dict[str, Any]:
 
 
 def infer_grid(kernel: tile.KernelOp) -> list[dict[str, Any]]:
-    """The grid of programs from the stores: a store at `program_id(a) * T` along
-    dimension d of tensor X means axis a spans ceil(size(X, d) / T) programs (the launch
+    """The grid of programs (`GRID_ATTR` where a pass fixed it), else from the stores: a
+    store at `program_id(a) * T` along dimension d of tensor X means axis a spans
+    ceil(size(X, d) / T) programs (the launch
     ABI's grid form, docs/abi.md). An axis no store places is sized by an index tensor
     it reads at `program_id(a) * T` (`tile.load_index`), the same way."""
+    fixed = kernel.attributes.get(GRID_ATTR)
+    if fixed is not None:
+        return from_attr(fixed)
     names = [a.name_hint or f"arg{i}" for i, a in enumerate(kernel.body.block.args)]
     workspace = workspace_of(kernel)
     grid: list[dict[str, Any] | None] = [None, None, None]
@@ -158,6 +175,6 @@ def lone_axes(kernel: tile.KernelOp, sizes: Mapping[str, int] | None) -> frozens
         names = [n.data for n in arg.type.dim_names]
         d = cdiv["dim"]
         size = sizes.get(names[d]) if d < len(names) else None
-        if size is not None and -(-int(size) // int(g["by"])) == 1:
+        if size is not None and -(-int(size) // int(g["by"])) * int(g.get("times", 1)) == 1:
             lone.add(axis)
     return frozenset(lone)

@@ -84,6 +84,11 @@ class VectorLayouts:
             rt = op.result.type
             assert isinstance(rt, TensorType)
             self._fix(op.source, (_acc(rt, wgs, op), op.dim.data))
+        elif isinstance(op, tile.SplitSoftmaxOp):
+            ot = op.out.type
+            assert isinstance(ot, TensorType)
+            for v in (op.row_max, op.row_sum):
+                self._fix(v, (_acc(ot, wgs, op), 0))
         elif isinstance(op, _ELEMENTWISE):
             vecs = [v for v in (*op.operands, *op.results) if _is_vector(v)]
             for v in vecs[1:]:

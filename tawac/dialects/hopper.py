@@ -294,7 +294,8 @@ class MbarrierArriveExpectTxOp(IRDLOperation):
 class TmaLoadOp(IRDLOperation):
     """Copies the tile of `source` at the element coordinates into slot `slot` of the
     ring, completing on `bars[slot]` (`cp.async.bulk.tensor...mbarrier::complete_tx`).
-    Out-of-bounds elements are zero-filled."""
+    Out-of-bounds elements are zero-filled.  `stack`: a stacked tile (`tile.load`'s),
+    one box spanning the rows' dimension and the one before it."""
 
     name = "hopper.tma_load"
     source = operand_def(GlobalTensorType)
@@ -302,9 +303,10 @@ class TmaLoadOp(IRDLOperation):
     ring = operand_def(SmemRingType)
     bars = operand_def(MbarriersType)
     slot = operand_def(IndexType)
+    stack = opt_prop_def(IntAttr)
     assembly_format = (
-        "$source `[` $indices `]` `,` $ring `[` $slot `]` `,` $bars attr-dict "
-        "`:` type($source) `,` type($ring) `,` type($bars)"
+        "$source `[` $indices `]` (`stack` $stack^)? `,` $ring `[` $slot `]` `,` $bars "
+        "attr-dict `:` type($source) `,` type($ring) `,` type($bars)"
     )
 
     def __init__(
@@ -314,8 +316,10 @@ class TmaLoadOp(IRDLOperation):
         ring: SSAValue,
         bars: SSAValue,
         slot: SSAValue,
+        stack: int | None = None,
     ):
-        super().__init__(operands=[source, indices, ring, bars, slot])
+        props = {"stack": IntAttr(stack)} if stack is not None and stack > 1 else {}
+        super().__init__(operands=[source, indices, ring, bars, slot], properties=props)
 
     def verify_(self) -> None:
         st, rt = self.source.type, self.ring.type
@@ -566,16 +570,28 @@ class TmaStoreOp(IRDLOperation):
     (`cp.async.bulk.tensor...global.shared::cta.bulk_group`); out-of-bounds elements are
     dropped.  Each warp group of the partition stores the rows it owns once all of its
     threads have written them (named barrier), and waits until the copy has read the
-    shared memory (`cp.async.bulk.wait_group.read 0`)."""
+    shared memory (`cp.async.bulk.wait_group.read 0`).  `stack`: a stacked tile
+    (`tile.store`'s)."""
 
     name = "hopper.tma_store"
     tile = operand_def(SmemTileType)
     dest = operand_def(GlobalTensorType)
     indices = var_operand_def(IndexType)
-    assembly_format = "$tile `,` $dest `[` $indices `]` attr-dict `:` type($tile) `,` type($dest)"
+    stack = opt_prop_def(IntAttr)
+    assembly_format = (
+        "$tile `,` $dest `[` $indices `]` (`stack` $stack^)? attr-dict `:` type($tile) `,` "
+        "type($dest)"
+    )
 
-    def __init__(self, tile: SSAValue, dest: SSAValue, indices: Sequence[SSAValue]):
-        super().__init__(operands=[tile, dest, indices])
+    def __init__(
+        self,
+        tile: SSAValue,
+        dest: SSAValue,
+        indices: Sequence[SSAValue],
+        stack: int | None = None,
+    ):
+        props = {"stack": IntAttr(stack)} if stack is not None and stack > 1 else {}
+        super().__init__(operands=[tile, dest, indices], properties=props)
 
 
 # --- thread block clusters (issue 11) ----------------------------------------------------

@@ -708,6 +708,24 @@ class LdGlobalOp(PtxInstruction):
 
 
 @irdl_op_definition
+class LdGlobalIntoOp(PtxInstruction):
+    """`@p ld.global.cg.f32 d, [addr];` into an existing register, which keeps its value
+    where the guard is false (PTX ISA 9.7.9.8; a predicated load, not a branch around
+    one, so that the loads of a sum stay in flight together)."""
+
+    name = "ptx.ld_global_into"
+    addr = operand_def(RegType)
+    dst = operand_def(RegType)
+    guard = operand_def(RegType)
+
+    def __init__(self, addr: SSAValue, dst: SSAValue, guard: SSAValue):
+        super().__init__(operands=[addr, dst, guard])
+
+    def ptx_text(self, n: Names) -> str:
+        return f"@{n(self.guard)} ld.global.cg.f32 {n(self.dst)}, [{n(self.addr)}];"
+
+
+@irdl_op_definition
 class FenceGpuOp(PtxInstruction):
     """`fence.acq_rel.gpu;`: this thread's memory accesses before it are ordered before
     those after it for every thread of the GPU (PTX ISA 9.7.13.4, membar/fence)."""
@@ -870,12 +888,14 @@ class StGlobalV2Op(PtxInstruction):
     addr = operand_def(RegType)
     a = operand_def(RegType)
     b = operand_def(RegType)
+    guard = var_operand_def(RegType)
 
-    def __init__(self, addr: SSAValue, a: SSAValue, b: SSAValue):
-        super().__init__(operands=[addr, a, b])
+    def __init__(self, addr: SSAValue, a: SSAValue, b: SSAValue, guard: SSAValue | None = None):
+        super().__init__(operands=[addr, a, b, [guard] if guard is not None else []])
 
     def ptx_text(self, n: Names) -> str:
-        return f"st.global.v2.f32 [{n(self.addr)}], {{{n(self.a)}, {n(self.b)}}};"
+        pred = f"@{n(self.guard[0])} " if self.guard else ""
+        return f"{pred}st.global.v2.f32 [{n(self.addr)}], {{{n(self.a)}, {n(self.b)}}};"
 
 
 @irdl_op_definition
@@ -1602,6 +1622,7 @@ Ptx = Dialect(
         SelpOp,
         LdGlobalOp,
         LdGlobalV2Op,
+        LdGlobalIntoOp,
         StGlobalV2Op,
         FenceGpuOp,
         AtomAddOp,

@@ -37,7 +37,15 @@ from xdsl.dialects.builtin import (
     i32,
 )
 from xdsl.dialects.utils import parse_func_op_like, print_func_op_like
-from xdsl.ir import Attribute, Dialect, ParametrizedAttribute, Region, SSAValue, TypeAttribute
+from xdsl.ir import (
+    Attribute,
+    Dialect,
+    Operation,
+    ParametrizedAttribute,
+    Region,
+    SSAValue,
+    TypeAttribute,
+)
 from xdsl.irdl import (
     IRDLOperation,
     VarConstraint,
@@ -339,6 +347,45 @@ def _check_access(op: IRDLOperation, gt: Attribute, tile: Attribute, n_idx: int)
         raise VerifyException(f"{op.name}: tile shape must be static, got {type_str(tile)}")
 
 
+def _parse_stack(parser: Parser) -> int | None:
+    """` stack N` after a load's or store's coordinates, or None."""
+    if parser.parse_optional_keyword("stack") is None:
+        return None
+    return parser.parse_integer(allow_negative=False, allow_boolean=False)
+
+
+def _print_stack(printer: Printer, stack: IntAttr | None) -> None:
+    if stack is not None:
+        printer.print_string(f" stack {stack.data}")
+
+
+def _check_stack(op: IRDLOperation, stack: IntAttr | None, gt: Attribute, t: Attribute) -> None:
+    """A stacked tile: 2-d, of a tensor of rank 3 or more (a 1-d one, a row statistic:
+    rank 2 or more), its rows a multiple of the stack."""
+    if stack is None:
+        return
+    assert isinstance(gt, GlobalTensorType) and isinstance(t, TensorType)
+    n = stack.data
+    dims = t.get_num_dims()
+    if dims not in (1, 2) or gt.rank < dims + 1:
+        raise VerifyException(
+            f"{op.name}: a stacked tile is 2-d (1-d), of a tensor of rank 3 (2) or more "
+            f"(got {type_str(t)} of {gt})"
+        )
+    if n < 1 or t.get_shape()[0] % n:
+        raise VerifyException(
+            f"{op.name}: stack {n} must divide the tile's {t.get_shape()[0]} rows"
+        )
+
+
+def stack_of(op: Operation) -> int:
+    """How many consecutive indices of the dimension before its rows' the tile of a
+    (stacked) load or store covers (rank-3 for a 2-d tile, rank-2 for a 1-d one): its
+    `stack`, 1 for an ordinary one."""
+    stack = op.properties.get("stack")
+    return stack.data if isinstance(stack, IntAttr) else 1
+
+
 @irdl_op_definition
 class LoadOp(IRDLOperation):
     """Reads the tile whose origin is at the given element coordinates.
@@ -347,30 +394,46 @@ class LoadOp(IRDLOperation):
     tensor covers one element of each leading dimension (`%q[%b, %h, %m0, %c0]` ->
     `tensor<128x64xbf16>` reads rows m0.. of head h of batch b).
     `%x = tile.load %a[%m0, %k] : !tile.tensor<?x?xbf16> -> tensor<128x64xbf16>`
+
+    With `stack G`, the tile's rows are G blocks of rows/G rows each, block g from index
+    h + g of dimension rank-3 (rows m0 .. m0 + rows/G of heads h .. h + G - 1, stacked):
+    the query rows of the G heads that share one K/V head, as one tile (`group-heads`).
+    TMA reads it as one box (a multi-dimensional box, PTX ISA 5.5.1 tensor copies).
+    `%q = tile.load %q[%b, %h0, %m0, %c0] stack 8 : ... -> tensor<64x128xbf16>`
     """
 
     name = "tile.load"
     source = operand_def(GlobalTensorType)
     indices = var_operand_def(IndexType)
     result = result_def(TensorType)
+    stack = opt_prop_def(IntAttr)
 
-    def __init__(self, source: SSAValue, indices: Sequence[SSAValue], result_type: Attribute):
-        super().__init__(operands=[source, indices], result_types=[result_type])
+    def __init__(
+        self,
+        source: SSAValue,
+        indices: Sequence[SSAValue],
+        result_type: Attribute,
+        stack: int | None = None,
+    ):
+        props = {"stack": IntAttr(stack)} if stack is not None else {}
+        super().__init__(operands=[source, indices], result_types=[result_type], properties=props)
 
     @classmethod
     def parse(cls, parser: Parser) -> LoadOp:
         src, idx = _parse_indexed(parser)
+        stack = _parse_stack(parser)
         parser.parse_punctuation(":")
         st = parser.parse_type()
         parser.parse_punctuation("->")
         rt = parser.parse_type()
-        op = cls(parser.resolve_operand(src, st), idx, rt)
+        op = cls(parser.resolve_operand(src, st), idx, rt, stack)
         op.attributes |= parser.parse_optional_attr_dict()
         return op
 
     def print(self, printer: Printer) -> None:
         printer.print_string(" ")
         _print_indexed(printer, self.source, self.indices)
+        _print_stack(printer, self.stack)
         printer.print_string(" : ")
         printer.print_attribute(self.source.type)
         printer.print_string(" -> ")
@@ -379,6 +442,10 @@ class LoadOp(IRDLOperation):
 
     def verify_(self) -> None:
         _check_access(self, self.source.type, self.result.type, len(self.indices))
+        _check_stack(self, self.stack, self.source.type, self.result.type)
+        rt = self.result.type
+        if self.stack is not None and isinstance(rt, TensorType) and rt.get_num_dims() != 2:
+            raise VerifyException("tile.load: a stacked load reads a 2-d tile")
 
 
 #: The attribute naming a consumer's store (`{tawac.store = "c"}`: the tensor it writes,
@@ -398,6 +465,9 @@ class StoreOp(IRDLOperation):
 
     `tile.store %o, %c[%m0, %n0] : tensor<128x256xbf16> -> !tile.tensor<?x?xbf16>`
     `tile.store %o, %c[%m0, %n0] bounds [%end, %n] : ...`
+
+    With `stack G` the tile's rows go to G consecutive indices of dimension rank-3, as
+    `tile.load`'s `stack` reads them.
     """
 
     name = "tile.store"
@@ -407,6 +477,7 @@ class StoreOp(IRDLOperation):
     """The coordinates, then (with `bounded`) as many bounds: one operand list, so that
     the generic form of an unbounded store is what it always was."""
     bounded = opt_prop_def(UnitAttr)
+    stack = opt_prop_def(IntAttr)
 
     def __init__(
         self,
@@ -414,8 +485,11 @@ class StoreOp(IRDLOperation):
         dest: SSAValue,
         indices: Sequence[SSAValue],
         bounds: Sequence[SSAValue] = (),
+        stack: int | None = None,
     ):
-        props = {"bounded": UnitAttr()} if bounds else {}
+        props: dict[str, Attribute] = {"bounded": UnitAttr()} if bounds else {}
+        if stack is not None:
+            props["stack"] = IntAttr(stack)
         super().__init__(operands=[value, dest, [*indices, *bounds]], properties=props)
 
     @property
@@ -436,6 +510,7 @@ class StoreOp(IRDLOperation):
         val = parser.parse_unresolved_operand()
         parser.parse_punctuation(",")
         dst, idx = _parse_indexed(parser)
+        stack = _parse_stack(parser)
         bounds = []
         if parser.parse_optional_keyword("bounds") is not None:
             bounds = [
@@ -448,7 +523,9 @@ class StoreOp(IRDLOperation):
         vt = parser.parse_type()
         parser.parse_punctuation("->")
         dt = parser.parse_type()
-        op = cls(parser.resolve_operand(val, vt), parser.resolve_operand(dst, dt), idx, bounds)
+        op = cls(
+            parser.resolve_operand(val, vt), parser.resolve_operand(dst, dt), idx, bounds, stack
+        )
         op.attributes |= parser.parse_optional_attr_dict()
         return op
 
@@ -457,6 +534,7 @@ class StoreOp(IRDLOperation):
         printer.print_operand(self.value)
         printer.print_string(", ")
         _print_indexed(printer, self.dest, self.indices)
+        _print_stack(printer, self.stack)
         if self.bounds:
             printer.print_string(" bounds [")
             printer.print_list(self.bounds, printer.print_operand)
@@ -476,6 +554,9 @@ class StoreOp(IRDLOperation):
                 "coordinates (one per tensor dimension)"
             )
         _check_access(self, self.dest.type, self.value.type, len(self.indices))
+        _check_stack(self, self.stack, self.dest.type, self.value.type)
+        if self.stack is not None and self.bounded is not None:
+            raise VerifyException("tile.store: a stacked store cannot be bounded yet")
 
     @property
     def ident(self) -> str | None:
@@ -632,6 +713,154 @@ class SplitSumOp(IRDLOperation):
             )
         if self.max.data < 1:
             raise VerifyException(f"tile.split_sum: max must be at least 1, got {self.max.data}")
+
+
+SOFTMAX_BASES = ("exp2", "exp")
+
+
+@irdl_op_definition
+class SplitSoftmaxOp(IRDLOperation):
+    """Combines `count` partial online softmaxes (split-key attention, flash-decoding),
+    in order: slice s along the leading dimension of `partials` holds a program's
+    un-normalised output O_s (an f32 tile at the coordinates, as the epilogue stores its
+    output: `stack` too), of `row_maxes` and `row_sums` its row maximum m_s and row sum
+    l_s (1-d, at the coordinates but the last, along the last dimension).  With
+    M = max_s m_s and w_s = base(m_s - M) (`exp2` or `exp`, the loop's rescale):
+
+        O = sum_s w_s O_s,   M,   L = sum_s w_s l_s      (added in split order)
+
+    the (O, m, l) one program over all the keys would have had, up to rounding, and the
+    same bits whichever program combines.  A slice at or past `count` (at most `max`)
+    counts as empty (m = -inf); elements outside the tensors read as O = 0, m = -inf,
+    l = 0 (rows the output does not have).  Read as `tile.split_sum` reads
+    (`ld.global.cg`, PTX ISA 9.7.9.8, straight into the registers that combine them).
+
+    `%o, %m, %l = tile.split_softmax %po[%c0, %b, %h0, %m0, %c0], %pm, %pl count %n max 16
+    exp2 stack 8 : !tile.tensor<?x?x?x?x?xf32>, !tile.tensor<?x?x?x?xf32>,
+    !tile.tensor<?x?x?x?xf32> -> tensor<64x128xf32>, tensor<64xf32>`
+    """
+
+    name = "tile.split_softmax"
+    partials = operand_def(GlobalTensorType)
+    row_maxes = operand_def(GlobalTensorType)
+    row_sums = operand_def(GlobalTensorType)
+    count = operand_def(IndexType)
+    indices = var_operand_def(IndexType)
+    max = prop_def(IntAttr)
+    base = prop_def(StringAttr)
+    stack = opt_prop_def(IntAttr)
+    out = result_def(TensorType)
+    row_max = result_def(TensorType)
+    row_sum = result_def(TensorType)
+
+    def __init__(
+        self,
+        partials: SSAValue,
+        stats: tuple[SSAValue, SSAValue],
+        indices: Sequence[SSAValue],
+        count: SSAValue,
+        max_count: int,
+        base: str,
+        out_type: TensorType,
+        stack: int | None = None,
+    ):
+        rows = TensorType(Float32Type(), [out_type.get_shape()[0]])
+        props: dict[str, Attribute] = {"max": IntAttr(max_count), "base": StringAttr(base)}
+        if stack is not None and stack > 1:
+            props["stack"] = IntAttr(stack)
+        super().__init__(
+            operands=[partials, stats[0], stats[1], count, indices],
+            properties=props,
+            result_types=[out_type, rows, rows],
+        )
+
+    @classmethod
+    def parse(cls, parser: Parser) -> SplitSoftmaxOp:
+        src, idx = _parse_indexed(parser)
+        parser.parse_punctuation(",")
+        maxes = parser.parse_unresolved_operand()
+        parser.parse_punctuation(",")
+        sums = parser.parse_unresolved_operand()
+        parser.parse_keyword("count")
+        count = parser.resolve_operand(parser.parse_unresolved_operand(), IndexType())
+        parser.parse_keyword("max")
+        most = parser.parse_integer(allow_boolean=False, allow_negative=False)
+        pos = parser.pos
+        base = parser.parse_identifier()
+        if base not in SOFTMAX_BASES:
+            parser.raise_error("expected exp2 or exp", pos, parser.pos)
+        stack = _parse_stack(parser)
+        parser.parse_punctuation(":")
+        types = [parser.parse_type()]
+        for _ in range(2):
+            parser.parse_punctuation(",")
+            types.append(parser.parse_type())
+        parser.parse_punctuation("->")
+        ot = parser.parse_type()
+        parser.parse_punctuation(",")
+        parser.parse_type()
+        if not isinstance(ot, TensorType) or ot.get_num_dims() != 2:
+            parser.raise_error("tile.split_softmax: expected a 2-d tile", pos, parser.pos)
+        op = cls(
+            parser.resolve_operand(src, types[0]),
+            (parser.resolve_operand(maxes, types[1]), parser.resolve_operand(sums, types[2])),
+            idx,
+            count,
+            most,
+            base,
+            ot,
+            stack,
+        )
+        op.attributes |= parser.parse_optional_attr_dict()
+        return op
+
+    def print(self, printer: Printer) -> None:
+        printer.print_string(" ")
+        _print_indexed(printer, self.partials, self.indices)
+        printer.print_string(", ")
+        printer.print_operand(self.row_maxes)
+        printer.print_string(", ")
+        printer.print_operand(self.row_sums)
+        printer.print_string(" count ")
+        printer.print_operand(self.count)
+        printer.print_string(f" max {self.max.data} {self.base.data}")
+        _print_stack(printer, self.stack)
+        printer.print_string(" : ")
+        printer.print_list(
+            (self.partials.type, self.row_maxes.type, self.row_sums.type), printer.print_attribute
+        )
+        printer.print_string(" -> ")
+        printer.print_attribute(self.out.type)
+        printer.print_string(", ")
+        printer.print_attribute(self.row_max.type)
+        printer.print_op_attributes(self.attributes)
+
+    def verify_(self) -> None:
+        pt, ot = self.partials.type, self.out.type
+        _check_access(self, pt, ot, len(self.indices))
+        assert isinstance(pt, GlobalTensorType) and isinstance(ot, TensorType)
+        if not isinstance(ot.element_type, Float32Type) or ot.get_num_dims() != 2:
+            raise VerifyException(
+                f"tile.split_softmax: expected a 2-d f32 tile, got {type_str(ot)}"
+            )
+        if pt.rank < 3:
+            raise VerifyException(
+                "tile.split_softmax: the partials need a leading dimension beyond the tile's two"
+            )
+        for st in (self.row_maxes.type, self.row_sums.type):
+            assert isinstance(st, GlobalTensorType)
+            if st.rank != pt.rank - 1 or not isinstance(st.element_type, Float32Type):
+                raise VerifyException(
+                    "tile.split_softmax: the row statistics are f32 tensors of one dimension "
+                    f"less than the partials, got {st}"
+                )
+        _check_stack(self, self.stack, pt, ot)
+        if self.base.data not in SOFTMAX_BASES:
+            raise VerifyException(f"tile.split_softmax: unknown base {self.base.data!r}")
+        if self.max.data < 1:
+            raise VerifyException(
+                f"tile.split_softmax: max must be at least 1, got {self.max.data}"
+            )
 
 
 @irdl_op_definition
@@ -1082,6 +1311,7 @@ Tile = Dialect(
         SelectOp,
         ArriveOp,
         SplitSumOp,
+        SplitSoftmaxOp,
         SplitInfoOp,
         LoadIndexOp,
     ],

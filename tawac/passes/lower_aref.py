@@ -248,6 +248,13 @@ def _lower_put(put: aref.PutOp, low: _Lowered) -> None:
             raise CompileError(
                 "lower-aref: an aref.put payload must come from tile.load (a TMA copy)", put
             )
+        stacked = tile.stack_of(ld) > 1
+        if stacked and low.cluster is not None and i in low.multicast:
+            raise CompileError(
+                "lower-aref: a stacked tile (tile.load ... stack) cannot be multicast to a "
+                "cluster yet; compile with --cluster 1x1",
+                ld,
+            )
         if low.cluster is not None and i in low.multicast:
             # each CTA copies its band of rows into every CTA's slot: the whole tile
             # lands in each, as the expect_tx above counts
@@ -257,7 +264,11 @@ def _lower_put(put: aref.PutOp, low: _Lowered) -> None:
             )
             ops.append(load)
         else:
-            ops.append(hopper.TmaLoadOp(ld.source, list(ld.indices), ring, low.full, slot))
+            ops.append(
+                hopper.TmaLoadOp(
+                    ld.source, list(ld.indices), ring, low.full, slot, tile.stack_of(ld)
+                )
+            )
         loads.append(ld)
     Rewriter.insert_op(ops, InsertPoint.before(put))
     Rewriter.erase_op(put)

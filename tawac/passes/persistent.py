@@ -72,7 +72,10 @@ def _grid_extent(b: _Builder, kernel: tile.KernelOp, entry: dict) -> SSAValue:
     ref = entry["cdiv"]
     arg = next(a for a in kernel.body.block.args if a.name_hint == ref["arg"])
     size = b.add(tile.DimOp(arg, ref["dim"]))
-    return b.add(arith.CeilDivUIOp(size, b.const(entry["by"])))
+    blocks = b.add(arith.CeilDivUIOp(size, b.const(entry["by"])))
+    if int(entry.get("times", 1)) == 1:
+        return blocks
+    return b.add(arith.MuliOp(blocks, b.const(entry["times"])))
 
 
 def _trip_count(loop: scf.ForOp, at: InsertPoint) -> tuple[list[Operation], SSAValue]:

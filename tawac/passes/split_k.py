@@ -59,7 +59,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from xdsl.context import Context
-from xdsl.dialects import arith, scf
+from xdsl.dialects import arith, math, scf
 from xdsl.dialects.builtin import (
     DenseIntOrFPElementsAttr,
     Float32Type,
@@ -74,7 +74,14 @@ from xdsl.ir import Block, Operation, Region, SSAValue
 from xdsl.passes import ModulePass
 from xdsl.rewriter import InsertPoint, Rewriter
 
-from tawac.analysis.grid import DECOMPOSITION_ATTR, WORKSPACE_ATTR, infer_grid, to_attr
+from tawac.analysis.grid import (
+    DECOMPOSITION_ATTR,
+    GRID_ATTR,
+    WORKSPACE_ATTR,
+    infer_grid,
+    times,
+    to_attr,
+)
 from tawac.diagnostics import CompileError
 from tawac.dialects import tile
 
@@ -150,11 +157,11 @@ def _check_accumulates(loop: scf.ForOp) -> TensorType:
 
 
 def _after(kernel: tile.KernelOp, loop: scf.ForOp) -> tuple[list[Operation], list[Operation]]:
-    """The ops after the loop (not the return): (those reading the accumulator, directly
+    """The ops after the loop (not the return): (those reading its results, directly
     or not: the epilogue proper; the others)."""
     dep: list[Operation] = []
     rest: list[Operation] = []
-    reached = {loop.results[0]}
+    reached = set(loop.results)
     op = loop.next_op
     while op is not None and not isinstance(op, tile.ReturnOp):
         inner = [o for o in op.walk()]
@@ -259,9 +266,19 @@ def _add_workspace(
 def split_kernel(kernel: tile.KernelOp, splits: int, stream: int = 0) -> None:
     """Rewrites `kernel` into its split-K form (the module docstring): `splits` programs
     per output tile along program id z; or, with `stream` > 0, the stream-K form."""
+    loop = _main_loop(kernel)
+    softmax = online_softmax(loop)
+    if softmax is not None:
+        if stream:
+            raise _fail(
+                "stream-K of an attention loop (an online softmax) is not supported; split "
+                "its keys with --split-k",
+                loop,
+            )
+        _split_keys(kernel, loop, softmax, splits)
+        return
     if any(isinstance(o, tile.ProgramIdOp) and o.axis.data == 2 for o in kernel.walk()):
         raise _fail("needs program id z free (the splits go along it)", kernel)
-    loop = _main_loop(kernel)
     acc_t = _check_accumulates(loop)
     dep, rest = _after(kernel, loop)
     store = _output_store(dep, acc_t)
@@ -379,10 +396,242 @@ def split_kernel(kernel: tile.KernelOp, splits: int, stream: int = 0) -> None:
     Rewriter.insert_op(branch, InsertPoint.before(ret))
 
 
+@dataclass(frozen=True)
+class OnlineSoftmax:
+    """An attention loop's carried values (`online_softmax`): their positions among the
+    loop's results, and the base of its rescale."""
+
+    acc: int
+    row_max: int
+    row_sum: int
+    base: str
+
+
+def _carried(loop: scf.ForOp, i: int) -> tuple[SSAValue, SSAValue]:
+    """(the block argument, the yielded value) of loop-carried value i."""
+    y = loop.body.block.last_op
+    assert isinstance(y, scf.YieldOp)
+    return loop.body.block.args[1 + i], y.operands[i]
+
+
+def _operands_are(op: Operation | None, kind: type, a: SSAValue, b: SSAValue) -> bool:
+    """Whether `op` is a `kind` of a and b, in either order."""
+    if not isinstance(op, kind):
+        return False
+    x, y = op.operands
+    return (x is a and y is b) or (x is b and y is a)
+
+
+def online_softmax(loop: scf.ForOp) -> OnlineSoftmax | None:
+    """The loop's online softmax (FlashAttention's), or None: it carries an f32 tile acc,
+    a row max m and a row sum l, each step with alpha = exp2(m - m') (or exp) where
+    m' = max(m, ...), l' = l * alpha + ..., and acc' = tile.dot(..., acc * broadcast(alpha))
+    (through any chain of dots); acc and l start at zero."""
+    if len(loop.results) != 3:
+        return None
+    kinds = [r.type for r in loop.results]
+    if not all(
+        isinstance(t, TensorType) and isinstance(t.element_type, Float32Type) for t in kinds
+    ):
+        return None
+    dims = [t.get_num_dims() for t in kinds]  # type: ignore[union-attr]
+    if sorted(dims) != [1, 1, 2]:
+        return None
+    acc = dims.index(2)
+    vecs = [i for i in range(3) if dims[i] == 1]
+    row_max = next(
+        (
+            i
+            for i in vecs
+            if isinstance(_carried(loop, i)[1].owner, arith.MaximumfOp | arith.MaxnumfOp)
+            and _carried(loop, i)[0] in _carried(loop, i)[1].owner.operands  # type: ignore[union-attr]
+        ),
+        None,
+    )
+    if row_max is None:
+        return None
+    row_sum = next(i for i in vecs if i != row_max)
+    m, m_new = _carried(loop, row_max)
+    alpha, base = None, ""
+    for op in loop.body.block.ops:
+        if not isinstance(op, math.Exp2Op | math.ExpOp):
+            continue
+        sub = op.operand.owner
+        if isinstance(sub, arith.SubfOp) and sub.lhs is m and sub.rhs is m_new:
+            alpha, base = op.result, "exp2" if isinstance(op, math.Exp2Op) else "exp"
+            break
+    if alpha is None:
+        return None
+    l_, l_new = _carried(loop, row_sum)
+    added = l_new.owner
+    if not isinstance(added, arith.AddfOp) or not any(
+        _operands_are(x.owner, arith.MulfOp, l_, alpha) for x in added.operands
+    ):
+        return None
+    a, v = _carried(loop, acc)
+    while isinstance(v.owner, tile.DotOp):
+        v = v.owner.acc
+    scaled = v.owner
+    if not isinstance(scaled, arith.MulfOp) or a not in scaled.operands:
+        return None
+    other = scaled.rhs if scaled.lhs is a else scaled.lhs
+    if not isinstance(other.owner, tile.BroadcastOp) or other.owner.source is not alpha:
+        return None
+    if not (_is_zero(loop.iter_args[acc]) and _is_zero(loop.iter_args[row_sum])):
+        return None
+    return OnlineSoftmax(acc, row_max, row_sum, base)
+
+
+ROW_MAXES = "tawac_splitk_row_max"
+ROW_SUMS = "tawac_splitk_row_sum"
+
+
+def _keys_workspace(
+    kernel: tile.KernelOp, store: tile.StoreOp, grid: list, splits: int
+) -> tuple[SSAValue, SSAValue, SSAValue, SSAValue]:
+    """Split-key attention's workspace: the partial outputs, shaped as the output with
+    the splits first (its last dimension the tile's columns: whole 8-byte pairs), the row
+    maxima and sums (one dimension less), and one ticket per query tile; and the
+    decision, recorded for `explain`."""
+    block = kernel.body.block
+    dest = store.dest
+    gt = dest.type
+    assert isinstance(gt, tile.GlobalTensorType)
+    names = [a.name_hint or f"arg{i}" for i, a in enumerate(block.args)]
+    out = names[dest.index]  # type: ignore[attr-defined]
+    r = gt.rank
+    dims = [{"cdiv": {"arg": out, "dim": d}, "by": 1} for d in range(r - 1)]
+    acc_t = store.value.type
+    assert isinstance(acc_t, TensorType)
+    cols = acc_t.get_shape()[1]
+    last = {"const": cols}  # whole rows of the tile: 8-byte pairs, no column bound
+    split = {"const": splits}
+    per_tile = [grid[2], grid[1], grid[0]]
+    args = [
+        (PARTIALS, tile.GlobalTensorType([tile.DYNAMIC] * r + [cols], Float32Type())),
+        (ROW_MAXES, tile.GlobalTensorType([tile.DYNAMIC] * r, Float32Type())),
+        (ROW_SUMS, tile.GlobalTensorType([tile.DYNAMIC] * r, Float32Type())),
+        (TICKETS, tile.GlobalTensorType([tile.DYNAMIC] * 3, i32)),
+    ]
+    values = []
+    for name, t in args:
+        v = block.insert_arg(t, len(block.args))
+        v.name_hint = name
+        values.append(v)
+    kernel.function_type = FunctionType.from_lists([a.type for a in block.args], [])
+    f32 = {"dtype": "f32", "zero": False}
+    kernel.attributes[WORKSPACE_ATTR] = to_attr(
+        {
+            PARTIALS: {**f32, "shape": [split, *dims, last]},
+            ROW_MAXES: {**f32, "shape": [split, *dims]},
+            ROW_SUMS: {**f32, "shape": [split, *dims]},
+            TICKETS: {"dtype": "i32", "zero": True, "shape": per_tile},
+        }
+    )
+    kernel.attributes[GRID_ATTR] = to_attr([times(grid[0], splits), grid[1], grid[2]])
+    kernel.attributes[DECOMPOSITION_ATTR] = to_attr({"kind": "split_keys", "splits": splits})
+    return values[0], values[1], values[2], values[3]
+
+
+def _split_keys(kernel: tile.KernelOp, loop: scf.ForOp, sm: OnlineSoftmax, splits: int) -> None:
+    """Split-key attention (flash-decoding): the module docstring's form for a loop with
+    an online softmax, its splits along program id x (x = block * S + split: the other
+    axes keep their meaning, and a decode step has one query block).  The partial
+    (O, m, l) is stored where, and as, the epilogue stores the output (a stacked tile
+    too), so rows the output does not have (a decode step's padding) are neither
+    stored nor read back."""
+    grid = infer_grid(kernel)
+    acc_t = loop.results[sm.acc].type
+    assert isinstance(acc_t, TensorType)
+    dep, rest = _after(kernel, loop)
+    store = _output_store(dep, acc_t)
+    coords = list(store.indices)
+    index_ops = {o for i in coords for o in _slice(i)}
+    if index_ops & set(dep):
+        raise _fail("the output store's coordinates depend on the loop's results", store)
+    stack = tile.stack_of(store)
+    idx = IndexType()
+    block = kernel.body.block
+    first = block.first_op
+    assert first is not None
+
+    def at_top(op: Operation) -> SSAValue:
+        Rewriter.insert_op(op, InsertPoint.before(first))
+        return op.results[0]
+
+    count = at_top(arith.ConstantOp.from_int_and_width(splits, idx))
+    count.name_hint = "splits"
+    zero = at_top(arith.ConstantOp.from_int_and_width(0, idx))
+    xs = at_top(tile.ProgramIdOp(0))
+    px = at_top(arith.DivUIOp(xs, count))
+    z = at_top(arith.RemUIOp(xs, count))
+    px.name_hint, z.name_hint = "block", "split"
+    for old in [o for o in kernel.walk() if isinstance(o, tile.ProgramIdOp)]:
+        if old.axis.data == 0 and old.result is not xs:
+            old.result.replace_all_uses_with(px)
+            Rewriter.erase_op(old)
+    used = {o.axis.data for o in kernel.walk() if isinstance(o, tile.ProgramIdOp)}
+    py = at_top(tile.ProgramIdOp(1)) if 1 in used else zero
+    pz = at_top(tile.ProgramIdOp(2)) if 2 in used else zero
+    partials, maxes, sums, tickets = _keys_workspace(kernel, store, grid, splits)
+
+    def add(op: Operation) -> SSAValue:
+        Rewriter.insert_op(op, InsertPoint.before(loop))
+        return op.results[0]
+
+    lb, ub, step = loop.lb, loop.ub, loop.step
+    steps = add(arith.CeilDivSIOp(add(arith.SubiOp(ub, lb)), step))
+    chunk = add(arith.MuliOp(add(arith.CeilDivSIOp(steps, count)), step))
+    lo = add(arith.AddiOp(lb, add(arith.MuliOp(z, chunk))))
+    hi = add(arith.MinSIOp(add(arith.AddiOp(lo, chunk)), ub))
+    lo.name_hint, hi.name_hint = "key_lo", "key_hi"
+    loop.operands[0] = lo
+    loop.operands[1] = hi
+
+    movable = [op for op in rest if op not in index_ops]
+    dep = sorted(dep + _only_for(movable, dep), key=lambda o: block.get_operation_index(o))
+    acc, m, l_ = (loop.results[i] for i in (sm.acc, sm.row_max, sm.row_sum))
+    st = stack if stack > 1 else None
+    ops: list[Operation] = [
+        tile.StoreOp(acc, partials, [z, *coords], stack=st),
+        tile.StoreOp(m, maxes, [z, *coords[:-1]], stack=st),
+        tile.StoreOp(l_, sums, [z, *coords[:-1]], stack=st),
+    ]
+    arrive = tile.ArriveOp(tickets, [pz, py, px], count)
+    arrive.result.name_hint = "last"
+    ops.append(arrive)
+    merged = tile.SplitSoftmaxOp(
+        partials, (maxes, sums), [zero, *coords], count, splits, sm.base, acc_t, stack
+    )
+    merged.out.name_hint, merged.row_max.name_hint, merged.row_sum.name_hint = "o", "m", "l"
+    # after the loop and the output's coordinates (a Triton kernel computes them late)
+    after: Operation = loop
+    for o in block.ops:
+        if o in index_ops and block.get_operation_index(o) > block.get_operation_index(after):
+            after = o
+    Rewriter.insert_op(ops, InsertPoint.after(after))
+    branch = _under_all(
+        arrive.result,
+        [merged],
+        dep,
+        {acc: merged.out, m: merged.row_max, l_: merged.row_sum},
+    )
+    ret = block.last_op
+    assert ret is not None
+    Rewriter.insert_op(branch, InsertPoint.before(ret))
+
+
 def _under(
     cond: SSAValue, first: list[Operation], dep: list[Operation], acc: SSAValue, total: SSAValue
 ) -> scf.IfOp:
     """`scf.if cond { first; dep (moved here, reading total where they read acc) }`."""
+    return _under_all(cond, first, dep, {acc: total})
+
+
+def _under_all(
+    cond: SSAValue, first: list[Operation], dep: list[Operation], new: dict[SSAValue, SSAValue]
+) -> scf.IfOp:
+    """`scf.if cond { first; dep (moved here, reading new[v] where they read v) }`."""
     then = Block()
     then.add_ops(first)
     for op in dep:
@@ -390,9 +639,10 @@ def _under(
         then.add_op(op)
     then.add_op(scf.YieldOp())
     branch = scf.IfOp(cond, [], Region(then))
-    for use in list(acc.uses):
-        if branch.is_ancestor(use.operation):
-            use.operation.operands[use.index] = total
+    for old, value in new.items():
+        for use in list(old.uses):
+            if branch.is_ancestor(use.operation):
+                use.operation.operands[use.index] = value
     return branch
 
 

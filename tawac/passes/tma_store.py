@@ -74,7 +74,7 @@ def _stage_in_chunks(st: tile.StoreOp, part: aref.PartitionOp, offset: int, chun
             add = arith.AddiOp(col, off.result)
             ops += [off, add]
             at = add.result
-        tma = hopper.TmaStoreOp(view, st.dest, [*lead, at])
+        tma = hopper.TmaStoreOp(view, st.dest, [*lead, at], tile.stack_of(st))
         tma.location = st.location
         ops.append(tma)
     Rewriter.insert_op(ops, InsertPoint.before(st))
@@ -92,7 +92,7 @@ def _stage_whole(st: tile.StoreOp, part: aref.PartitionOp, offset: int, aliased:
     zero = arith.ConstantOp.from_int_and_width(0, IndexType())
     view = hopper.SmemSlotOp(alloc.result, zero.result)
     frag = hopper.StoreFragmentOp(st.value, view.result)
-    tma = hopper.TmaStoreOp(view.result, st.dest, list(st.indices))
+    tma = hopper.TmaStoreOp(view.result, st.dest, list(st.indices), tile.stack_of(st))
     tma.location = st.location
     ops: list[Operation] = [zero, view, frag, tma]
     if aliased:

@@ -44,6 +44,16 @@ from xdsl.ir import Attribute, Block, Operation, SSAValue
 from tawac.dialects import tile
 
 
+def _spanned(rank: int, shape: tuple[int, ...], stack: int) -> tuple[int, ...]:
+    """The extent of a tile of `shape` in each dimension of a tensor of `rank`: one
+    element of the leading dimensions; a stacked tile (`stack` > 1) takes `stack`
+    indices of the one before its rows, rows / stack rows each."""
+    if stack > 1:
+        rows, cols = shape
+        return (1,) * (rank - 3) + (stack, rows // stack, cols)
+    return (1,) * (rank - len(shape)) + shape
+
+
 class InterpretError(RuntimeError):
     """The interpreter met an op or a value it does not support."""
 
@@ -269,8 +279,9 @@ class _Interpreter:
         shape = tuple(t.get_shape())
         if g.numel() == 0:
             return torch.zeros((self.n, *shape), device=self.device)
-        # A tile of lower rank than the tensor spans one element of the leading dimensions.
-        full = (1,) * (g.dim() - len(shape)) + shape
+        # A tile of lower rank than the tensor spans one element of the leading dimensions
+        # (a stacked one, `stack` of the dimension before its rows).
+        full = _spanned(g.dim(), shape, tile.stack_of(op))
         idx, mask = self.tile_indices([self.get(i) for i in op.indices], full, g.shape)
         clamped = [i.clamp(0, size - 1) for i, size in zip(idx, g.shape, strict=True)]
         vals = g[tuple(clamped)].to(torch.float32)
@@ -292,7 +303,7 @@ class _Interpreter:
     def store(self, op: tile.StoreOp, active: Value) -> None:
         g = self.get(op.dest)
         value = self.get(op.value)
-        shape = (1,) * (g.dim() - (value.dim() - 1)) + tuple(value.shape[1:])
+        shape = _spanned(g.dim(), tuple(value.shape[1:]), tile.stack_of(op))
         value = value.reshape(self.n, *shape)
         idx, mask = self.tile_indices([self.get(i) for i in op.indices], shape, g.shape)
         for i, bound in zip(idx, op.bounds, strict=False):

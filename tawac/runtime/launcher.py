@@ -126,7 +126,8 @@ def extent(
 ) -> int:
     """Evaluates one size of the sidecar (a "grid" axis, a "workspace" dimension) against
     argument shapes: `{"const": n}` is n, `{"cdiv": {"arg": name, "dim": d}, "by": n}` is
-    ceil(size of dimension d of tensor argument `name` / n), and (a workspace dimension)
+    ceil(size of dimension d of tensor argument `name` / n) (times m with `"times": m`: a
+    query block's splits), and (a workspace dimension)
     `{"sms": k}` is k times the device's multiprocessors. `what` names the entry in
     errors ("grid axis x")."""
     if "const" in entry:
@@ -146,7 +147,7 @@ def extent(
         raise LaunchError(f"{what} refers to dimension {dim} of {name!r} of rank {len(shape)}")
     if by <= 0:
         raise LaunchError(f"{what}: divisor must be positive, got {by}")
-    return cdiv(int(shape[dim]), by)
+    return cdiv(int(shape[dim]), by) * int(entry.get("times", 1))
 
 
 def compute_grid(
@@ -493,6 +494,8 @@ def _validate_extent(entry: Any, args: Mapping[str, Mapping[str, Any]], what: st
         )
     if not _is_int(entry.get("by"), 1):
         raise LaunchError(f"{what}: divisor must be a positive integer, got {entry.get('by')!r}")
+    if not _is_int(entry.get("times", 1), 1):
+        raise LaunchError(f"{what}: times must be a positive integer, got {entry.get('times')!r}")
 
 
 def _validate_trace(sidecar: Mapping[str, Any]) -> None:

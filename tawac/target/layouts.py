@@ -431,6 +431,20 @@ class SwizzledTile:
         """The box of one TMA copy of `rows` rows of a chunk, innermost dimension first."""
         return [self.chunk_cols, rows]
 
+    def stacked_box(self, rows: int, per: int, lead: int) -> list[int]:
+        """The box of one TMA copy of `rows` rows of a chunk of a stacked tile (`per` rows
+        of each index of the dimension before the rows': `tile.load ... stack`), with
+        `lead` dimensions before the rows' (rank - 2), innermost first. `rows` a multiple
+        of `per` spans rows / per of those indices; a part of one (`per` a multiple of
+        `rows`, a warp group's share) is an ordinary box."""
+        if per >= rows:
+            if per % rows:
+                raise ValueError(f"{rows} rows are not a part of the stack's {per} rows")
+            return self.tma_box(rows) + [1] * lead
+        if rows % per:
+            raise ValueError(f"{rows} rows are not whole blocks of the stack's {per} rows")
+        return self.tma_box(per) + [rows // per] + [1] * (lead - 1)
+
     def chunks(self) -> list[tuple[int, int]]:
         """(byte offset, first column) of each chunk: one cp.async.bulk.tensor each."""
         return [(c * self.chunk_bytes, c * self.chunk_cols) for c in range(self.num_chunks)]

@@ -102,15 +102,25 @@ def _tma_store(k: KernelLowering, op: hopper.TmaStoreOp) -> None:
     bar_id = k.add_imm(wg, first)
     k.emit(ptx.BarSyncRegOp(bar_id, HOPPER.warp_group_size))
     lead = list(op.indices)[:-2]  # leading dimensions of a rank-reducing store: box 1
-    name = k.params.tensor_map(op.dest, tile.tma_box(rows) + [1] * len(lead), tile.swizzle)
+    # a stacked tile (`stack`): `per` rows of each index of dimension rank-3
+    per = tt.rows // (op.stack.data if op.stack is not None else 1)
+    try:
+        box = tile.stacked_box(rows, per, len(lead))
+    except ValueError as e:
+        raise CompileError(f"convert-to-ptx: a warp group's share of the store: {e}", op) from None
+    name = k.params.tensor_map(op.dest, box, tile.swizzle)
 
     def issue() -> None:
         tmap = k.r(ptx.CvtaParamOp(k.r(ptx.ParamAddrOp(name))))
         row_off = k.r(ptx.MulOp("s32", wg, k.imm(rows), mode="lo"))
         src0 = k.r(ptx.FmaOp("s32", row_off, k.imm(tile.row_bytes), t.addr))
-        row = k.add(k.scalar(op.indices[-2]), row_off)
-        col = k.scalar(op.indices[-1])
         outer = [k.scalar(i) for i in reversed(lead)]
+        if per == tt.rows:
+            row = k.add(k.scalar(op.indices[-2]), row_off)
+        else:  # the warp group's first row is row row_off % per of index row_off / per
+            row = k.add(k.scalar(op.indices[-2]), k.r(ptx.RemOp("u32", row_off, k.imm(per))))
+            outer[0] = k.add(outer[0], k.r(ptx.DivOp("u32", row_off, k.imm(per))))
+        col = k.scalar(op.indices[-1])
         for offset, col0 in tile.chunks():
             src = k.add_imm(src0, offset, "u32")
             coords = [k.add_imm(col, col0), row, *outer]

@@ -106,7 +106,8 @@ def _tma_load(k: KernelLowering, op: hopper.TmaLoadOp) -> None:
     slot = k.scalar(op.slot)
     lead = list(op.indices)[:-2]  # leading dimensions of a rank-reducing load: box 1
     tile = tt.layout
-    box = tile.tma_box(tt.rows) + [1] * len(lead)
+    per = tt.rows // (op.stack.data if op.stack is not None else 1)
+    box = tile.stacked_box(tt.rows, per, len(lead))  # a stacked tile: box `stack` before rows
     name = k.params.tensor_map(op.source, box, tt.swizzle.data)
     tmap = k.cached(("tmap", name), lambda: k.r(ptx.CvtaParamOp(k.r(ptx.ParamAddrOp(name)))))
     dst0 = k.ring_slot_addr(ring, slot)

@@ -13,7 +13,7 @@ from xdsl.dialects.builtin import Float32Type, TensorType
 from xdsl.ir import SSAValue
 
 from tawac.analysis.scalars import constant_int
-from tawac.backend_ptx.lowering.scalar import select_frags
+from tawac.backend_ptx.lowering.scalar import _LOG2E, select_frags
 from tawac.backend_ptx.lowering.state import (
     Frag,
     KernelLowering,
@@ -202,8 +202,26 @@ def _store(k: KernelLowering, op: tile.StoreOp) -> None:
             if i in pairs:
                 k.emit(ptx.StGlobalV2Op(addr, f.regs[i], f.regs[i + 1]))
         return
+    if whole and _row_pairs(op.dest, op.indices, f.layout) is not None:
+        # whole rows (the last dimension is the tile's columns): 8-byte pairs, each
+        # under its row's bound (split-key attention's partials)
+        places = _tile_addresses(
+            k, op.dest, op.indices, f.layout, base, 4, lazy=True, stack=tile.stack_of(op)
+        )
+        for i, (ok, addr) in enumerate(places):
+            if i % 2 == 0:
+                k.emit(ptx.StGlobalV2Op(addr, f.regs[i], f.regs[i + 1], ok))
+        return
     places = _tile_addresses(
-        k, op.dest, op.indices, f.layout, base, nbytes, lazy=bool(op.bounds), bounds=op.bounds
+        k,
+        op.dest,
+        op.indices,
+        f.layout,
+        base,
+        nbytes,
+        lazy=bool(op.bounds),
+        bounds=op.bounds,
+        stack=tile.stack_of(op),
     )
     for reg, (ok, addr) in zip(f.regs, places, strict=True):
         k.guarded(ok, lambda a=addr, v=reg: k.emit(ptx.StGlobalOp(st_ty, a, v)))
@@ -218,13 +236,16 @@ def _tile_addresses(
     nbytes: int,
     lazy: bool = False,
     bounds: Sequence[SSAValue] = (),
+    stack: int = 1,
 ) -> Iterator[tuple[SSAValue, SSAValue]]:
     """Per register of a 2-d tile in `layout` at `indices` of `dest` (its last two
     dimensions, from `base`, the address of the leading indices' element): whether the
     element is inside the tensor, and its address; each pair emitted as it is taken.
     `lazy`: a column's bound and offset computed where its first register is taken, not
     all up front (the live registers of a sum over many slices). `bounds` (a bounded
-    `tile.store`'s, one per dimension): an element at or past one is outside too."""
+    `tile.store`'s, one per dimension): an element at or past one is outside too.
+    `stack` > 1 (a stacked store): row t of the tile is row t % per of index t / per of
+    dimension rank-3 (per = rows / stack), also bounded by that dimension."""
     gt = dest.type
     assert isinstance(gt, tile.GlobalTensorType)
     r, c = gt.rank - 2, gt.rank - 1
@@ -239,15 +260,29 @@ def _tile_addresses(
             ok = k.r(ptx.SetpOp("lt", "s32", k.scalar(indices[d]), k.scalar(bounds[d])))
             lead = ok if lead is None else k.r(ptx.AndOp("pred", lead, ok))
     row0, col0 = k.thread_coords(layout)
+    tile_row0 = row0
     row0 = k.add(row0, k.scalar(indices[r]))
     col0 = k.add(col0, k.scalar(indices[c]))
     row_addr: dict[int, tuple[SSAValue, SSAValue]] = {}
     for dr in layout.row_offsets():
         row = k.add_imm(row0, dr)
+        heads = None
+        if stack > 1:  # row t of the tile: row t % per of index t / per of dimension r - 1
+            per = layout.m // stack
+            t = k.add_imm(tile_row0, dr)
+            row = k.add(k.r(ptx.RemOp("u32", t, k.imm(per))), k.scalar(indices[r]))
+            heads = k.r(ptx.DivOp("u32", t, k.imm(per)))
         ok = k.r(ptx.SetpOp("lt", "s32", row, rows))
         if lead is not None:
             ok = k.r(ptx.AndOp("pred", ok, lead))
         off = k.r(ptx.MulOp("s64", k.r(ptx.CvtOp("s64", "s32", row)), stride, mode="lo"))
+        if heads is not None:
+            head = k.add(heads, k.scalar(indices[r - 1]))
+            size = k.r(ptx.LdParamOp("s32", k.params.dim(dest, r - 1)))
+            ok = k.r(ptx.AndOp("pred", ok, k.r(ptx.SetpOp("lt", "s32", head, size))))
+            hstride = k.r(ptx.LdParamOp("s64", k.params.stride(dest, r - 1)))
+            hoff = k.r(ptx.MulOp("s64", k.r(ptx.CvtOp("s64", "s32", heads)), hstride, mode="lo"))
+            off = k.r(ptx.AddOp("s64", off, hoff))
         off = k.r(ptx.MulOp("s64", off, k.imm(nbytes, "s64"), mode="lo"))
         row_addr[dr] = (ok, k.r(ptx.AddOp("s64", base, off)))
     col_off: dict[int, tuple[SSAValue, SSAValue]] = {}
@@ -281,6 +316,23 @@ def _whole_pairs(dest: SSAValue, indices: Sequence[SSAValue], layout: AccLayout)
         return None
     if constant_int(indices[r]) != 0 or constant_int(indices[c]) != 0:
         return None
+    return _pairs(layout)
+
+
+def _row_pairs(dest: SSAValue, indices: Sequence[SSAValue], layout: AccLayout) -> set[int] | None:
+    """`_pairs` where a 2-d f32 tile at `indices` of `dest` spans whole rows of the
+    tensor (its last dimension static, the tile's columns, coordinate 0): each pair
+    inside wherever its row is. None otherwise."""
+    gt = dest.type
+    assert isinstance(gt, tile.GlobalTensorType)
+    if gt.shape.data[-1].data != layout.n or constant_int(indices[-1]) != 0:
+        return None
+    return _pairs(layout)
+
+
+def _pairs(layout: AccLayout) -> set[int] | None:
+    """The first register of each pair of adjacent columns (an even one and the next),
+    where the layout's registers all come in such pairs; None otherwise."""
     firsts = set(range(0, layout.num_regs, 2))
     for i in firsts:
         dr, dc = layout.reg_offset(i)
@@ -371,6 +423,152 @@ def _split_sum_pairs(
     k.vals[op.result] = Frag(layout, total, "f32")
 
 
+@handles(tile.SplitSoftmaxOp)
+def _split_softmax(k: KernelLowering, op: tile.SplitSoftmaxOp) -> None:
+    """The combination of `count` partial softmaxes (the op's formula), per thread, as
+    two loops over the slices (few values live at a time, whatever the count): the
+    maxima M of its rows; then slice by slice, its rows' weights w_s = 2^(m_s - M)
+    (base e: 2^((m_s - M) log2 e)), their parts of L = sum w_s l_s, and O = sum w_s O_s
+    over its register pairs (`ld.global.cg.v2.f32` from its row's address: the partials
+    are whole rows), in split order.  Loads are predicated on the row's bounds: a row
+    outside the tensors reads as empty (m = -inf, l = 0, O = 0)."""
+    pt = op.partials.type
+    t = op.out.type
+    assert isinstance(pt, tile.GlobalTensorType) and isinstance(t, TensorType)
+    layout = k.layout_for(t, op)
+    pairs = _row_pairs(op.partials, op.indices, layout)
+    if pairs is None:
+        raise CompileError(
+            "convert-to-ptx: tile.split_softmax needs partials of whole rows (the last "
+            "dimension the tile's columns, coordinate 0)",
+            op,
+        )
+    stack = tile.stack_of(op)
+    idx = list(op.indices)
+    fixed = constant_int(op.count)
+    count = k.imm(min(fixed, op.max.data)) if fixed is not None else k.scalar(op.count)
+
+    def step_of(v: SSAValue) -> SSAValue:
+        st = k.r(ptx.LdParamOp("s64", k.params.stride(v, 0)))
+        return k.r(ptx.MulOp("s64", st, k.imm(4, "s64"), mode="lo"))
+
+    def at(addr: SSAValue, step: SSAValue, s: SSAValue) -> SSAValue:
+        off = k.r(ptx.MulOp("s64", k.r(ptx.CvtOp("s64", "s32", s)), step, mode="lo"))
+        return k.r(ptx.AddOp("s64", addr, off))
+
+    def load(ok: SSAValue, addr: SSAValue, empty: float) -> SSAValue:
+        v = k.r(ptx.MovImmOp("f32", empty))
+        k.emit(ptx.LdGlobalIntoOp(addr, v, ok))
+        return v
+
+    stats = [
+        (_row_places(k, v, idx[:-1], layout, stack), step_of(v))
+        for v in (op.row_maxes, op.row_sums)
+    ]
+    (m_rows, m_step), (l_rows, l_step) = stats
+    offsets = layout.row_offsets()
+    maxes = [k.r(ptx.MovImmOp("f32", float("-inf"))) for _ in offsets]
+
+    def row_max(s: SSAValue) -> None:
+        for j, (ok, addr) in enumerate(m_rows):
+            m = load(ok, at(addr, m_step, s), float("-inf"))
+            k.emit(ptx.AssignOp("f32", maxes[j], k.r(ptx.MaxOp("f32", maxes[j], m))))
+
+    _slice_loop(k, count, row_max)
+    base = _leading_base(k, op.partials, idx, pt.rank - 2, 4)
+    step = step_of(op.partials)
+    first: dict[int, tuple[SSAValue, SSAValue, int]] = {}
+    places = _tile_addresses(k, op.partials, idx, layout, base, 4, lazy=True, stack=stack)
+    for i, (ok, addr) in enumerate(places):
+        dr, dc = layout.reg_offset(i)
+        first.setdefault(dr, (ok, addr, dc))
+    sums = [k.r(ptx.MovImmOp("f32", 0.0)) for _ in offsets]
+    out = [k.r(ptx.MovImmOp("f32", 0.0)) for _ in range(layout.num_regs)]
+
+    def combine(s: SSAValue) -> None:
+        ws: dict[int, SSAValue] = {}
+        for j, dr in enumerate(offsets):
+            ok, m_addr = m_rows[j]
+            x = k.r(ptx.SubOp("f32", load(ok, at(m_addr, m_step, s), float("-inf")), maxes[j]))
+            if op.base.data == "exp":
+                x = k.r(ptx.MulOp("f32", x, k.fimm(_LOG2E), mode="rn"))
+            w = ws[dr] = k.r(ptx.Ex2Op(x))
+            part = load(ok, at(l_rows[j][1], l_step, s), 0.0)
+            k.emit(ptx.AssignOp("f32", sums[j], k.r(ptx.FmaOp("f32", w, part, sums[j]))))
+        row_at = {dr: at(addr, step, s) for dr, (_ok, addr, _dc) in first.items()}
+        for i in sorted(pairs):
+            dr, dc = layout.reg_offset(i)
+            ok, _addr, dc0 = first[dr]
+            addr = k.add_imm(row_at[dr], (dc - dc0) * 4, "s64")
+            lo, hi = k.r(ptx.MovImmOp("f32", 0.0)), k.r(ptx.MovImmOp("f32", 0.0))
+            k.emit(ptx.LdGlobalV2Op(addr, lo, hi, ok))
+            for r, x in ((i, lo), (i + 1, hi)):
+                k.emit(ptx.AssignOp("f32", out[r], k.r(ptx.FmaOp("f32", ws[dr], x, out[r]))))
+
+    _slice_loop(k, count, combine)
+    k.vals[op.out] = Frag(layout, out, "f32")
+    k.vals[op.row_max] = Frag(layout, maxes, "f32", 0)
+    k.vals[op.row_sum] = Frag(layout, sums, "f32", 0)
+
+
+def _slice_loop(k: KernelLowering, n: SSAValue, body) -> None:
+    """`body(s)` for s = 0 .. n - 1 (n >= 1) as a PTX loop; the registers it assigns
+    carry from one iteration to the next."""
+    iv = k.r(ptx.MovOp("b32", k.imm(0)))
+    top = k.label("slices")
+    k.emit(ptx.LabelOp(top))
+    with k.scope():
+        body(iv)
+        k.emit(ptx.AssignOp("b32", iv, k.add_imm(iv, 1)))
+    k.emit(ptx.BraOp(top, k.r(ptx.SetpOp("lt", "s32", iv, n)), uni=True))
+
+
+def _row_places(
+    k: KernelLowering,
+    dest: SSAValue,
+    indices: Sequence[SSAValue],
+    layout: AccLayout,
+    stack: int,
+) -> list[tuple[SSAValue, SSAValue]]:
+    """Per row of this thread (`layout.row_offsets()` order), whether a 1-d row vector's
+    element at `indices` of `dest` (along its last dimension) is inside, and its address.
+    `stack` > 1: row t is element t % per of index t / per of the dimension before the
+    last (per = rows / stack), as a stacked tile's rows."""
+    gt = dest.type
+    assert isinstance(gt, tile.GlobalTensorType)
+    last = gt.rank - 1
+    base = _leading_base(k, dest, indices, last, 4)
+    size = k.r(ptx.LdParamOp("s32", k.params.dim(dest, last)))
+    row0, _ = k.thread_coords(layout)
+    start = k.scalar(indices[last])
+    places = []
+    for dr in layout.row_offsets():
+        t = k.add_imm(row0, dr)
+        if stack == 1:
+            row = k.add(t, start)
+            places.append(
+                (
+                    k.r(ptx.SetpOp("lt", "s32", row, size)),
+                    k.r(ptx.AddOp("s64", base, k.r(ptx.MulOp("s32", row, k.imm(4), mode="wide")))),
+                )
+            )
+            continue
+        per = layout.m // stack
+        row = k.add(k.r(ptx.RemOp("u32", t, k.imm(per))), start)
+        heads = k.r(ptx.DivOp("u32", t, k.imm(per)))
+        hsize = k.r(ptx.LdParamOp("s32", k.params.dim(dest, last - 1)))
+        head = k.add(heads, k.scalar(indices[last - 1]))
+        ok = k.r(ptx.SetpOp("lt", "s32", row, size))
+        ok = k.r(ptx.AndOp("pred", ok, k.r(ptx.SetpOp("lt", "s32", head, hsize))))
+        hstride = k.r(ptx.LdParamOp("s64", k.params.stride(dest, last - 1)))
+        hoff = k.r(ptx.MulOp("s64", k.r(ptx.CvtOp("s64", "s32", heads)), hstride, mode="lo"))
+        off = k.r(ptx.MulOp("s64", hoff, k.imm(4, "s64"), mode="lo"))
+        addr = k.r(ptx.AddOp("s64", base, off))
+        addr = k.r(ptx.AddOp("s64", addr, k.r(ptx.MulOp("s32", row, k.imm(4), mode="wide"))))
+        places.append((ok, addr))
+    return places
+
+
 @handles(tile.ArriveOp)
 def _arrive(k: KernelLowering, op: tile.ArriveOp) -> None:
     """Every thread of the consumer partition releases its stores (`fence.acq_rel.gpu`)
@@ -428,6 +626,18 @@ def _store_vector(k: KernelLowering, op: tile.StoreOp, f: Frag) -> None:
     assert dim is not None
     last = gt.rank - 1
     nbytes = elem_bytes(gt.element_type)
+    if tile.stack_of(op) > 1:  # a stacked row statistic (split-key attention's partials)
+        if dim != 0 or nbytes != 4:
+            raise CompileError(
+                "convert-to-ptx: a stacked 1-d tile.store stores an f32 row statistic", op
+            )
+        _, col0 = k.thread_coords(layout)
+        first = k.r(ptx.SetpOp("eq", "s32", col0, k.imm(0)))
+        places = _row_places(k, op.dest, op.indices, layout, tile.stack_of(op))
+        for reg, (ok, addr) in zip(f.regs, places, strict=True):
+            ok = k.r(ptx.AndOp("pred", first, ok))
+            k.guarded(ok, lambda a=addr, v=reg: k.emit(ptx.StGlobalOp("f32", a, v)))
+        return
     base = _leading_base(k, op.dest, op.indices, last, nbytes)
     size = k.r(ptx.LdParamOp("s32", k.params.dim(op.dest, last)))
     row0, col0 = k.thread_coords(layout)

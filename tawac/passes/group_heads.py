@@ -1,0 +1,173 @@
+"""`group-heads`: one program per group of query heads that share a K/V head (grouped
+query attention, issue 23), as a rewrite of the tile program.  Runs first, before
+`split-k` and `warp-specialize`; does nothing to a kernel whose heads it cannot group.
+
+Input: a kernel whose program id `a` is a query head `h` used only
+  * as the coordinate before the rows of 2-d tile loads and stores (Q, O) whose rows are
+    `program_id(x') * BM` (the query block; that product used only there), and
+  * through `h / G` (`arith.divui` / `arith.divsi` by one constant G that divides BM): the
+    K/V head, in any op (the K/V loads).
+Output: program id `a` numbers the groups, each program takes `BM / G` query rows of each
+of the group's G heads, stacked as the rows of one tile:
+
+    %g = tile.program_id y                   (the group: the K/V head)
+    %h0 = arith.muli %g, G                   (its first query head)
+    %m0 = arith.muli %pid_m, BM / G           (rows per head)
+    %q = tile.load %q[%b, %h0, %m0, %c0] stack G : ... -> tensor<BMx...>
+    ... %kvh is %g ...
+    tile.store %o, %o[%b, %h0, %m0, %c0] stack G : ...
+
+so each K/V block is loaded once per group instead of once per query head, and a decode
+step's few query rows fill the MMA's rows (8 heads x 8 rows of a 64-row tile instead of
+1 row of 64).  The softmax is per row, so rows of other heads in one tile change nothing.
+The grid follows from the stores (`infer_grid`): heads / G groups, query rows / (BM / G)
+blocks.  Any other use of `h` or of the query block (a causal mask's row positions, a
+per-head scalar) keeps the kernel as it is; `tawac.group_heads` records the decision
+(`explain`).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from xdsl.context import Context
+from xdsl.dialects import arith
+from xdsl.dialects.builtin import IndexType, ModuleOp, TensorType
+from xdsl.ir import Operation, SSAValue
+from xdsl.passes import ModulePass
+from xdsl.rewriter import InsertPoint, Rewriter
+
+from tawac.analysis.grid import to_attr
+from tawac.analysis.scalars import constant_int
+from tawac.dialects import tile
+
+#: The kernel attribute recording the grouping: {group: G, rows_per_head: BM / G}.
+GROUP_ATTR = "tawac.group_heads"
+
+
+@dataclass
+class _Grouping:
+    head: tile.ProgramIdOp
+    group: int
+    divs: list[Operation]
+    accesses: list[tile.LoadOp | tile.StoreOp]
+    block: arith.MuliOp
+    rows: int
+
+
+def _access_of(op: Operation, value: SSAValue) -> bool:
+    """Whether `op` is a 2-d tile load or store that reads `value` only as the coordinate
+    before its rows."""
+    if not isinstance(op, tile.LoadOp | tile.StoreOp) or tile.stack_of(op) > 1:
+        return False
+    t = op.result.type if isinstance(op, tile.LoadOp) else op.value.type
+    idx = list(op.indices)
+    if not isinstance(t, TensorType) or t.get_num_dims() != 2 or len(idx) < 3:
+        return False
+    if isinstance(op, tile.StoreOp) and op.bounds:
+        return False
+    return idx[-3] is value and all(i is not value for i in idx[:-3] + idx[-2:])
+
+
+def _block_rows(accesses: list[tile.LoadOp | tile.StoreOp]) -> tuple[arith.MuliOp, int] | None:
+    """The query block's `program_id * BM` all the accesses take their rows from, and BM
+    (each access a tile of BM rows), where that product is read by them only."""
+    rows = {a.indices[-2] for a in accesses}
+    if len(rows) != 1:
+        return None
+    (v,) = rows
+    mul = v.owner
+    if not isinstance(mul, arith.MuliOp):
+        return None
+    bm = constant_int(mul.rhs)
+    if bm is None or not isinstance(mul.lhs.owner, tile.ProgramIdOp):
+        return None
+    if any(u.operation not in accesses for u in v.uses):
+        return None
+    for a in accesses:
+        t = a.result.type if isinstance(a, tile.LoadOp) else a.value.type
+        assert isinstance(t, TensorType)
+        if t.get_shape()[0] != bm:
+            return None
+    return mul, bm
+
+
+def _grouping(kernel: tile.KernelOp, head: tile.ProgramIdOp) -> _Grouping | None:
+    """How program id `head` groups, or None where it does not (the module docstring)."""
+    divs: list[Operation] = []
+    accesses: list[tile.LoadOp | tile.StoreOp] = []
+    groups: set[int] = set()
+    for use in head.result.uses:
+        op = use.operation
+        if isinstance(op, arith.DivUIOp | arith.DivSIOp) and op.lhs is head.result:
+            g = constant_int(op.rhs)
+            if g is None or g < 2:
+                return None
+            groups.add(g)
+            divs.append(op)
+        elif _access_of(op, head.result):
+            assert isinstance(op, tile.LoadOp | tile.StoreOp)
+            accesses.append(op)
+        else:
+            return None
+    if len(groups) != 1 or not accesses:
+        return None
+    (g,) = groups
+    found = _block_rows(accesses)
+    if found is None:
+        return None
+    mul, bm = found
+    if bm % g:
+        return None
+    return _Grouping(head, g, divs, accesses, mul, bm)
+
+
+def group_kernel(kernel: tile.KernelOp) -> bool:
+    """Groups the query heads of `kernel` where it can (the module docstring); whether it
+    did."""
+    for head in [o for o in kernel.walk() if isinstance(o, tile.ProgramIdOp)]:
+        found = _grouping(kernel, head)
+        if found is None:
+            continue
+        _rewrite(found)
+        kernel.attributes[GROUP_ATTR] = to_attr(
+            {"group": found.group, "rows_per_head": found.rows // found.group}
+        )
+        return True
+    return False
+
+
+def _rewrite(g: _Grouping) -> None:
+    idx = IndexType()
+    group = g.head.result
+    size = arith.ConstantOp.from_int_and_width(g.group, idx)
+    first = arith.MuliOp(group, size.result)
+    first.result.name_hint = "head0"
+    Rewriter.insert_op([size, first], InsertPoint.after(g.head))
+    per = arith.ConstantOp.from_int_and_width(g.rows // g.group, idx)
+    rows = arith.MuliOp(g.block.lhs, per.result)
+    rows.result.name_hint = g.block.result.name_hint
+    Rewriter.insert_op([per, rows], InsertPoint.before(g.block))
+    for div in g.divs:
+        div.results[0].replace_all_uses_with(group)
+        Rewriter.erase_op(div)
+    for a in g.accesses:
+        coords = list(a.indices)
+        coords[-3], coords[-2] = first.result, rows.result
+        if isinstance(a, tile.LoadOp):
+            new: Operation = tile.LoadOp(a.source, coords, a.result.type, g.group)
+        else:
+            new = tile.StoreOp(a.value, a.dest, coords, stack=g.group)
+        new.attributes |= a.attributes
+        new.location = a.location
+        Rewriter.replace_op(a, new)
+    Rewriter.erase_op(g.block)
+
+
+@dataclass(frozen=True)
+class GroupHeadsPass(ModulePass):
+    name = "group-heads"
+
+    def apply(self, ctx: Context, op: ModuleOp) -> None:
+        for kernel in [o for o in op.body.block.ops if isinstance(o, tile.KernelOp)]:
+            group_kernel(kernel)
