@@ -5,8 +5,9 @@ cache (bytes of K and V / time). Each tawac result is checked against SDPA first
 
     python3 benchmarks/bench_attention_decode.py [--rows 1,4,16] [--batches 1,8,32]
         [--keys 8192,32768,131072] [--kv-heads 4,8] [--heads 32]
-        [--splits 1,2,4,8,16]      # tawac configurations: keys split S ways
+        [--configs 64s1,64s4,128s2]  # tawac configurations: BLOCK_M, keys split S ways
         [--table]                  # also through tawac.torch with the shipped table
+        [--write-table PATH]       # a tuning table of each shape's best configuration
         [--rounds 3]
 
 Prints one row per shape: tawac's best split and its time, each SDPA backend, the best
@@ -52,8 +53,9 @@ def main() -> int:
     ap.add_argument("--keys", default="8192,32768,131072")
     ap.add_argument("--kv-heads", default="4,8")
     ap.add_argument("--heads", type=int, default=32)
-    ap.add_argument("--splits", default="1,2,4,8,16")
+    ap.add_argument("--configs", default="64s1,64s2,64s4,64s8,64s16,64s32,128s1,128s2,128s4")
     ap.add_argument("--table", action="store_true")
+    ap.add_argument("--write-table", default="")
     ap.add_argument("--rounds", type=int, default=3)
     args = ap.parse_args()
 
@@ -65,15 +67,17 @@ def main() -> int:
     h = args.heads
     dev = torch.cuda.get_device_name()
     print(f"# {datetime.date.today()} {dev}; d128 bf16, H={h}; times in us (medians)")
-    kernels: dict[tuple[int, int], object] = {}
+    kernels: dict[tuple[str, int], object] = {}
 
-    def kern(split: int, group: int):
-        if (split, group) not in kernels:
-            r = compile_cached(EXAMPLE, params={"GROUP": group}, split_k=split)
+    def kern(config: str, group: int):
+        if (config, group) not in kernels:
+            bm, split = (int(x) for x in config.split("s"))
+            params = {"GROUP": group, "BLOCK_M": bm}
+            r = compile_cached(EXAMPLE, params=params, split_k=split)
             if "0 bytes spill stores, 0 bytes spill loads" not in r.ptxas_report:
-                print(f"# split {split} group {group}: spills", file=sys.stderr)
-            kernels[split, group] = load_kernel(r.cubin, r.sidecar)
-        return kernels[split, group]
+                print(f"# {config} group {group}: spills", file=sys.stderr)
+            kernels[config, group] = load_kernel(r.cubin, r.sidecar)
+        return kernels[config, group]
 
     table = None
     if args.table:
@@ -87,25 +91,69 @@ def main() -> int:
     )
     print("|---" * (8 + len(backends)) + "|")
     ratios = []
+    best: list[tuple[tuple, str, float]] = []
     for hk in _ints(args.kv_heads):
         for b in _ints(args.batches):
             for keys in _ints(args.keys):
                 for rows in _ints(args.rows):
                     shape = (b, h, hk, rows, keys)
-                    r = _shape(shape, kern, table, backends, _ints(args.splits), args.rounds)
+                    configs = args.configs.split(",")
+                    r = _shape(shape, kern, table, backends, configs, args.rounds)
                     if r is not None:
-                        ratios.append(r)
+                        ratios.append(r[0])
+                        best.append((shape, r[1], r[2]))
     if ratios:
         geo = math.exp(sum(math.log(r) for r in ratios) / len(ratios))
         print(
             f"# geomean tawac / best SDPA: {geo:.3f}x over {len(ratios)} shapes; "
             f"lowest {min(ratios):.2f}x"
         )
+    if args.write_table:
+        _write_table(Path(args.write_table), best, dev)
     return 0
 
 
-def _shape(shape, kern, table, backends, splits, rounds) -> float | None:
-    """One row of the table; tawac / best SDPA (time ratio, > 1 faster)."""
+def _write_table(path: Path, best, device: str) -> None:
+    """A tuning table (`tawac.tuning`'s format) of each shape's best configuration."""
+    import json
+
+    from tawac import tuning
+    from tawac.driver import compile_file
+
+    args = compile_file(EXAMPLE, cubin=False).sidecar["args"]
+    entries = []
+    for (b, h, hk, rows, keys), config, us in best:
+        if config == "table":
+            continue
+        bm, split = (int(x) for x in config.split("s"))
+        sizes = {"B": b, "H": h, "L": rows, "HK": hk, "S": keys, "D": 128}
+        entries.append(
+            {
+                "bucket": tuning.bucket_of(sizes),
+                "ragged": tuning.ragged_of(sizes),
+                "sizes": sizes,
+                "params": {"GROUP": h // hk, "BLOCK_M": bm},
+                "options": {"split_k": split} if split > 1 else {},
+                "time_ms": us / 1e3,
+                "device": device,
+                "date": str(datetime.date.today()),
+            }
+        )
+    table = {
+        "format": tuning.TABLE_FORMAT,
+        "kernel": "attention_decode",
+        "source_sha256": tuning.source_sha256(EXAMPLE.read_text()),
+        "args": args,
+        "entries": entries,
+    }
+    tuning.validate_table(table)
+    path.write_text(json.dumps(table, indent=2) + "\n")
+    print(f"# wrote {path} ({len(entries)} entries)")
+
+
+def _shape(shape, kern, table, backends, configs, rounds) -> tuple[float, str, float] | None:
+    """One row of the table; (tawac / best SDPA (time ratio, > 1 faster), tawac's best
+    configuration, its time in us)."""
     import torch
     from torch.nn.attention import SDPBackend
 
@@ -120,9 +168,9 @@ def _shape(shape, kern, table, backends, splits, rounds) -> float | None:
     o = torch.empty_like(q)
     scale = math.log2(math.e) / math.sqrt(128)
     systems = {}
-    for s in splits:
-        kk = kern(s, h // hk)
-        systems[f"s{s}"] = lambda kk=kk: kk(q, k, v, o, scale)
+    for c in configs:
+        kk = kern(c, h // hk)
+        systems[c] = lambda kk=kk: kk(q, k, v, o, scale)
     if table is not None:
         systems["table"] = lambda: table(q, k, v, o, scale)
     ref = _sdpa(SDPBackend.FLASH_ATTENTION, q, k, v).float()
@@ -160,7 +208,7 @@ def _shape(shape, kern, table, backends, splits, rounds) -> float | None:
         flush=True,
     )
     print("#   " + " ".join(f"{n}={t:.0f}" for n, t in sorted(ours.items())), flush=True)
-    return ratio
+    return ratio, best, ours[best]
 
 
 if __name__ == "__main__":

@@ -21,13 +21,14 @@ from xdsl.dialects.builtin import ModuleOp
 from xdsl.ir import Operation
 
 from tawac import schedule
-from tawac.analysis.grid import decomposition_of
+from tawac.analysis.grid import decomposition_of, from_attr
 from tawac.analysis.loops import main_loops, scheduled_ops
 from tawac.compiler import run_pipeline
 from tawac.diagnostics import CompileError
 from tawac.dialects import aref, hopper, tile
 from tawac.dialects.schedule import Schedule
 from tawac.options import PipelineOptions
+from tawac.passes.group_heads import GROUP_ATTR
 from tawac.schedule import loop_plan
 from tawac.schedule.model import TIMELINE_ITERATIONS, aref_name, loop_lanes
 from tawac.schedule.simulate import Dep, Lane, Step, simulate
@@ -381,6 +382,9 @@ def explain_module(
         },
     }
     info["decomposition"] = decomposition_of(kernel)
+    grouped = kernel.attributes.get(GROUP_ATTR)
+    if grouped is not None:
+        info["group_heads"] = from_attr(grouped)
     if plan.auto is not None:
         info["auto"] = dataclasses.asdict(plan.auto)
     if plan.cluster_axis is not None:
@@ -468,6 +472,13 @@ def render(info: dict[str, Any], console) -> None:
         lines.append(
             f"cluster: {cx}x{cy}, {cluster['pairs']}; each CTA loads 1/{cluster['ctas']} of "
             f"the rows of the {', '.join(shared) or 'no'} {tiles} and multicasts them to all"
+        )
+    if "group_heads" in info:
+        g = info["group_heads"]
+        lines.append(
+            f"query heads: grouped by {g['group']} (one program per K/V head, "
+            f"{g['rows_per_head']} query rows of each of its {g['group']} heads stacked as one "
+            "tile: each K/V block loaded once per group)"
         )
     lines.append(decomposition_text(info))
     lines.append(f"planner: {planner_text(info)}")

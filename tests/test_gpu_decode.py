@@ -23,10 +23,11 @@ EXAMPLE = Path(__file__).resolve().parent.parent / "examples" / "attention_decod
 
 
 @functools.cache
-def _kernel(splits: int, group: int, grouped: bool = True):
+def _kernel(splits: int, group: int, grouped: bool = True, block_m: int = 64):
     from tawac.runtime import load_kernel
 
-    r = compile_file(EXAMPLE, params={"GROUP": group}, split_k=splits, group_heads=grouped)
+    params = {"GROUP": group, "BLOCK_M": block_m}
+    r = compile_file(EXAMPLE, params=params, split_k=splits, group_heads=grouped)
     assert "0 bytes spill stores, 0 bytes spill loads" in r.ptxas_report, r.ptxas_report
     return load_kernel(r.cubin, r.sidecar)
 
@@ -106,3 +107,42 @@ def test_split_keys_are_deterministic_and_tickets_reset():
         o.fill_(float("nan"))
         _run(kern, q, k, v, o)
         assert torch.equal(o, first)
+
+
+@pytest.mark.gpu
+@requires_gpu
+@pytest.mark.parametrize("splits", [1, 4])
+@pytest.mark.parametrize(("rows", "keys"), [(16, 1000), (5, 4097), (33, 300)])
+def test_decode_with_128_row_tiles(splits, rows, keys):
+    """BLOCK_M = 128: two consumer warp groups, each storing its half of the stacked
+    tile (4 of the 8 heads, 16 rows each)."""
+    kern = _kernel(splits, 8, block_m=128)
+    q, k, v, o = _case(2, 16, 2, rows, keys, rows + splits)
+    _run(kern, q, k, v, o)
+    assert _error(q, k, v, o) < 2e-2
+
+
+@pytest.mark.gpu
+@requires_gpu
+def test_decode_refuses_another_ratio_of_heads():
+    from tawac.runtime.launcher import LaunchError
+
+    kern = _kernel(1, 8)
+    q, k, v, o = _case(1, 32, 2, 1, 256, 0)  # 16 query heads per K/V head, not 8
+    with pytest.raises(LaunchError, match="needs 8 times as many"):
+        _run(kern, q, k, v, o)
+    assert o.isnan().all()  # nothing was launched
+
+
+@pytest.mark.gpu
+@requires_gpu
+@pytest.mark.parametrize(("hk", "rows", "keys"), [(4, 1, 5000), (8, 16, 20000), (4, 3, 131072)])
+def test_decode_through_tawac_torch_with_the_shipped_table(hk, rows, keys):
+    """`tawac.torch` picks the configuration of the call's sizes from
+    examples/attention_decode.tune.json: the group size (a parameter) and the split."""
+    import tawac.torch
+
+    kern = tawac.torch.kernel(EXAMPLE)
+    q, k, v, o = _case(1, 32, hk, rows, keys, hk + rows)
+    _run(kern, q, k, v, o)
+    assert _error(q, k, v, o) < 2e-2

@@ -69,6 +69,22 @@ WORKSPACE_ATTR = "tawac.workspace"
 DECOMPOSITION_ATTR = "tawac.decomposition"
 
 
+#: The kernel attribute recording `group-heads`' decision: {group: G, rows_per_head}.
+GROUP_ATTR = "tawac.group_heads"
+
+
+#: The kernel attribute listing shape relations a launch must satisfy (`group-heads`:
+#: H query heads = G times the K/V heads): {"arg", "dim", "equals": {"arg", "dim",
+#: "times"}} each, copied into the sidecar's "checks" (docs/abi.md).
+CHECKS_ATTR = "tawac.checks"
+
+
+def checks_of(kernel: tile.KernelOp) -> list[dict[str, Any]]:
+    """The kernel's launch checks (`CHECKS_ATTR`), [] where it has none."""
+    attr = kernel.attributes.get(CHECKS_ATTR)
+    return from_attr(attr) if attr is not None else []
+
+
 def decomposition_of(kernel: tile.KernelOp) -> dict[str, Any]:
     """The kernel's work decomposition (`DECOMPOSITION_ATTR`); `{"kind":
     "data_parallel"}` (one program per output tile) where no pass recorded one."""

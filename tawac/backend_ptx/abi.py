@@ -12,7 +12,7 @@ from xdsl.dialects.builtin import (
 )
 from xdsl.ir import Attribute, BlockArgument, SSAValue
 
-from tawac.analysis.grid import decomposition_of, from_attr, to_attr, workspace_of
+from tawac.analysis.grid import checks_of, decomposition_of, from_attr, to_attr, workspace_of
 from tawac.diagnostics import CompileError
 from tawac.dialects import ptx, tile
 from tawac.target import HOPPER
@@ -140,6 +140,9 @@ class ParamTable:
                 {"name": n, "dtype": w["dtype"], "zero": bool(w["zero"]), "shape": w["shape"]}
                 for n, w in workspace.items()
             ]
+        checks = checks_of(self.kernel)
+        if checks:
+            launch["checks"] = checks
         if persistent:
             stream_k = decomposition_of(self.kernel)["kind"] == "stream_k"
             every = {"fill": True} if stream_k else {}

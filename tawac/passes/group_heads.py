@@ -33,16 +33,13 @@ from dataclasses import dataclass
 from xdsl.context import Context
 from xdsl.dialects import arith
 from xdsl.dialects.builtin import IndexType, ModuleOp, TensorType
-from xdsl.ir import Operation, SSAValue
+from xdsl.ir import BlockArgument, Operation, SSAValue
 from xdsl.passes import ModulePass
 from xdsl.rewriter import InsertPoint, Rewriter
 
-from tawac.analysis.grid import to_attr
+from tawac.analysis.grid import CHECKS_ATTR, GROUP_ATTR, to_attr
 from tawac.analysis.scalars import constant_int
 from tawac.dialects import tile
-
-#: The kernel attribute recording the grouping: {group: G, rows_per_head: BM / G}.
-GROUP_ATTR = "tawac.group_heads"
 
 
 @dataclass
@@ -129,12 +126,44 @@ def group_kernel(kernel: tile.KernelOp) -> bool:
         found = _grouping(kernel, head)
         if found is None:
             continue
+        checks = _checks(kernel, found)
         _rewrite(found)
         kernel.attributes[GROUP_ATTR] = to_attr(
             {"group": found.group, "rows_per_head": found.rows // found.group}
         )
+        if checks:
+            kernel.attributes[CHECKS_ATTR] = to_attr(checks)
         return True
     return False
+
+
+def _checks(kernel: tile.KernelOp, g: _Grouping) -> list[dict]:
+    """The launch checks the grouping states (the sidecar's "checks"): each query-head
+    tensor (the grouped loads' and stores') has G times the heads of each tensor read at
+    `h / G`. A launch with other shapes (the G of another model) is refused instead of
+    reading K/V heads that are not there."""
+    names = [a.name_hint or f"arg{i}" for i, a in enumerate(kernel.body.block.args)]
+    heads = []
+    for a in g.accesses:
+        t = a.source if isinstance(a, tile.LoadOp) else a.dest
+        gt = t.type
+        if isinstance(t, BlockArgument) and isinstance(gt, tile.GlobalTensorType):
+            heads.append((names[t.index], gt.rank - 3))
+    shared = []
+    for div in g.divs:
+        for use in div.results[0].uses:
+            op = use.operation
+            if not isinstance(op, tile.LoadOp) or not isinstance(op.source, BlockArgument):
+                continue
+            d = list(op.indices).index(div.results[0])
+            shared.append((names[op.source.index], d))
+    out: list[dict] = []
+    for arg, dim in sorted(dict.fromkeys(heads), key=lambda x: names.index(x[0])):
+        for other, d in sorted(dict.fromkeys(shared), key=lambda x: names.index(x[0])):
+            out.append(
+                {"arg": arg, "dim": dim, "equals": {"arg": other, "dim": d, "times": g.group}}
+            )
+    return out
 
 
 def _rewrite(g: _Grouping) -> None:
@@ -145,12 +174,16 @@ def _rewrite(g: _Grouping) -> None:
     first.result.name_hint = "head0"
     Rewriter.insert_op([size, first], InsertPoint.after(g.head))
     per = arith.ConstantOp.from_int_and_width(g.rows // g.group, idx)
+    per.result.name_hint = "rows_per_head"
     rows = arith.MuliOp(g.block.lhs, per.result)
     rows.result.name_hint = g.block.result.name_hint
     Rewriter.insert_op([per, rows], InsertPoint.before(g.block))
     for div in g.divs:
+        divisor = div.operands[1].owner
         div.results[0].replace_all_uses_with(group)
         Rewriter.erase_op(div)
+        if isinstance(divisor, arith.ConstantOp) and not divisor.result.uses:
+            Rewriter.erase_op(divisor)
     for a in g.accesses:
         coords = list(a.indices)
         coords[-3], coords[-2] = first.result, rows.result

@@ -400,6 +400,7 @@ def validate_sidecar(sidecar: Mapping[str, Any]) -> None:
         if a["kind"] not in ("tensor", "scalar"):
             raise LaunchError(f"argument {a['name']!r}: unknown kind {a['kind']!r}")
     _validate_trace(sidecar)
+    _validate_checks(sidecar, args)
     workspace = _validate_workspace(sidecar, args)
     for p in sidecar["params"]:
         kind, name = p.get("kind"), p.get("arg")
@@ -427,6 +428,45 @@ def validate_sidecar(sidecar: Mapping[str, Any]) -> None:
             raise LaunchError(f"parameter {kind} needs a {want} argument, {name!r} is not")
         if kind == "tensor_map" and p.get("swizzle", "none") not in SWIZZLES:
             raise LaunchError(f"tensor_map for {name!r}: unknown swizzle {p.get('swizzle')!r}")
+
+
+def _validate_checks(sidecar: Mapping[str, Any], args: Mapping[str, Mapping[str, Any]]) -> None:
+    """The "checks" entries' structure: a tensor argument's dimension, equal to another's
+    times a positive integer."""
+    for c in sidecar.get("checks", []):
+        other = c.get("equals") if isinstance(c, Mapping) else None
+        if not isinstance(other, Mapping) or not _is_int(other.get("times"), 1):
+            raise LaunchError(f"sidecar check {c!r} is not understood")
+        for ref in (c, other):
+            arg = args.get(ref.get("arg"))
+            if arg is None or arg["kind"] != "tensor":
+                raise LaunchError(f"sidecar check refers to unknown tensor {ref.get('arg')!r}")
+            if not _is_int(ref.get("dim"), 0, int(arg.get("rank", 0)) - 1):
+                raise LaunchError(f"sidecar check refers to a dimension {arg['name']!r} lacks")
+
+
+def check_shapes(
+    checks: Sequence[Mapping[str, Any]],
+    shapes: Mapping[str, Sequence[int]],
+    args: Sequence[Mapping[str, Any]],
+) -> None:
+    """Raises LaunchError where the arguments' shapes break one of the sidecar's
+    "checks" (grouped query heads: q has G times the heads of k)."""
+    dims = {a["name"]: a.get("dims") or [] for a in args}
+
+    def name(arg: str, d: int) -> str:
+        n = dims[arg][d] if d < len(dims[arg]) else ""
+        return f"{arg}.shape[{d}]" + (f" ({n})" if n else "")
+
+    for c in checks:
+        o = c["equals"]
+        have, base, times = shapes[c["arg"]][c["dim"]], shapes[o["arg"]][o["dim"]], o["times"]
+        if have != base * times:
+            raise LaunchError(
+                f"{name(c['arg'], c['dim'])} is {have}, {name(o['arg'], o['dim'])} is {base}: "
+                f"the kernel needs {times} times as many (it was compiled for {times} query "
+                f"heads per K/V head; recompile for {have}/{base})"
+            )
 
 
 def _is_int(v: Any, low: int, high: int | None = None) -> bool:
@@ -870,6 +910,8 @@ class Kernel:
                 raise LaunchError(
                     f"argument {a['name']!r} is on {v.device}, the current device is cuda:{dev}"
                 )
+        if self.sidecar.get("checks"):
+            check_shapes(self.sidecar["checks"], self._shapes(args), self.args)
         grid = self.grid(*args)
         if 0 in grid:
             return  # an empty output (M or N = 0): nothing to compute, as torch

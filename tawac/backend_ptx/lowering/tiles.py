@@ -423,15 +423,21 @@ def _split_sum_pairs(
     k.vals[op.result] = Frag(layout, total, "f32")
 
 
+#: Slices whose loads `tile.split_softmax` issues together (one L2 round trip each).
+SPLIT_SOFTMAX_UNROLL = 2
+
+
 @handles(tile.SplitSoftmaxOp)
 def _split_softmax(k: KernelLowering, op: tile.SplitSoftmaxOp) -> None:
     """The combination of `count` partial softmaxes (the op's formula), per thread, as
-    two loops over the slices (few values live at a time, whatever the count): the
-    maxima M of its rows; then slice by slice, its rows' weights w_s = 2^(m_s - M)
-    (base e: 2^((m_s - M) log2 e)), their parts of L = sum w_s l_s, and O = sum w_s O_s
-    over its register pairs (`ld.global.cg.v2.f32` from its row's address: the partials
-    are whole rows), in split order.  Loads are predicated on the row's bounds: a row
-    outside the tensors reads as empty (m = -inf, l = 0, O = 0)."""
+    one loop over the slices in split order, `SPLIT_SOFTMAX_UNROLL` at a time (their
+    loads issued together): for each of its rows, the running maximum M' = max(M, m_s),
+    a = 2^(M - M'), w = 2^(m_s - M') (base e: times log2 e), L = L a + w l_s, and over
+    its register pairs O = O a + w O_s (`ld.global.cg.v2.f32` from the row's address:
+    the partials are whole rows).  The exponents go through max(x, -inf), which maps
+    NaN (-inf - -inf: nothing seen yet, an empty slice) to -inf: weight 0.  Loads are
+    predicated on the row's bounds and the count: a row outside the tensors reads as
+    empty (m = -inf, l = 0, O = 0)."""
     pt = op.partials.type
     t = op.out.type
     assert isinstance(pt, tile.GlobalTensorType) and isinstance(t, TensorType)
@@ -447,6 +453,7 @@ def _split_softmax(k: KernelLowering, op: tile.SplitSoftmaxOp) -> None:
     idx = list(op.indices)
     fixed = constant_int(op.count)
     count = k.imm(min(fixed, op.max.data)) if fixed is not None else k.scalar(op.count)
+    unroll = min(SPLIT_SOFTMAX_UNROLL, op.max.data)
 
     def step_of(v: SSAValue) -> SSAValue:
         st = k.r(ptx.LdParamOp("s64", k.params.stride(v, 0)))
@@ -461,20 +468,17 @@ def _split_softmax(k: KernelLowering, op: tile.SplitSoftmaxOp) -> None:
         k.emit(ptx.LdGlobalIntoOp(addr, v, ok))
         return v
 
-    stats = [
+    def exp(x: SSAValue) -> SSAValue:
+        x = k.r(ptx.MaxOp("f32", x, k.fimm(float("-inf"))))  # NaN -> -inf
+        if op.base.data == "exp":
+            x = k.r(ptx.MulOp("f32", x, k.fimm(_LOG2E), mode="rn"))
+        return k.r(ptx.Ex2Op(x))
+
+    (m_rows, m_step), (l_rows, l_step) = (
         (_row_places(k, v, idx[:-1], layout, stack), step_of(v))
         for v in (op.row_maxes, op.row_sums)
-    ]
-    (m_rows, m_step), (l_rows, l_step) = stats
+    )
     offsets = layout.row_offsets()
-    maxes = [k.r(ptx.MovImmOp("f32", float("-inf"))) for _ in offsets]
-
-    def row_max(s: SSAValue) -> None:
-        for j, (ok, addr) in enumerate(m_rows):
-            m = load(ok, at(addr, m_step, s), float("-inf"))
-            k.emit(ptx.AssignOp("f32", maxes[j], k.r(ptx.MaxOp("f32", maxes[j], m))))
-
-    _slice_loop(k, count, row_max)
     base = _leading_base(k, op.partials, idx, pt.rank - 2, 4)
     step = step_of(op.partials)
     first: dict[int, tuple[SSAValue, SSAValue, int]] = {}
@@ -482,44 +486,72 @@ def _split_softmax(k: KernelLowering, op: tile.SplitSoftmaxOp) -> None:
     for i, (ok, addr) in enumerate(places):
         dr, dc = layout.reg_offset(i)
         first.setdefault(dr, (ok, addr, dc))
+    maxes = [k.r(ptx.MovImmOp("f32", float("-inf"))) for _ in offsets]
     sums = [k.r(ptx.MovImmOp("f32", 0.0)) for _ in offsets]
     out = [k.r(ptx.MovImmOp("f32", 0.0)) for _ in range(layout.num_regs)]
 
-    def combine(s: SSAValue) -> None:
-        ws: dict[int, SSAValue] = {}
-        for j, dr in enumerate(offsets):
-            ok, m_addr = m_rows[j]
-            x = k.r(ptx.SubOp("f32", load(ok, at(m_addr, m_step, s), float("-inf")), maxes[j]))
-            if op.base.data == "exp":
-                x = k.r(ptx.MulOp("f32", x, k.fimm(_LOG2E), mode="rn"))
-            w = ws[dr] = k.r(ptx.Ex2Op(x))
-            part = load(ok, at(l_rows[j][1], l_step, s), 0.0)
-            k.emit(ptx.AssignOp("f32", sums[j], k.r(ptx.FmaOp("f32", w, part, sums[j]))))
-        row_at = {dr: at(addr, step, s) for dr, (_ok, addr, _dc) in first.items()}
-        for i in sorted(pairs):
-            dr, dc = layout.reg_offset(i)
-            ok, _addr, dc0 = first[dr]
-            addr = k.add_imm(row_at[dr], (dc - dc0) * 4, "s64")
-            lo, hi = k.r(ptx.MovImmOp("f32", 0.0)), k.r(ptx.MovImmOp("f32", 0.0))
-            k.emit(ptx.LdGlobalV2Op(addr, lo, hi, ok))
-            for r, x in ((i, lo), (i + 1, hi)):
-                k.emit(ptx.AssignOp("f32", out[r], k.r(ptx.FmaOp("f32", ws[dr], x, out[r]))))
+    def slice_loads(s: SSAValue, live: SSAValue | None):
+        """Slice s's m and l per row and its pairs, where `live` (s < count) too."""
+        rows = []
+        for j in range(len(offsets)):
+            ok = m_rows[j][0] if live is None else k.r(ptx.AndOp("pred", m_rows[j][0], live))
+            rows.append(
+                (
+                    load(ok, at(m_rows[j][1], m_step, s), float("-inf")),
+                    load(ok, at(l_rows[j][1], l_step, s), 0.0),
+                )
+            )
+        tiles = {}
+        for dr, (ok, addr, dc0) in first.items():
+            row_ok = ok if live is None else k.r(ptx.AndOp("pred", ok, live))
+            row_at = at(addr, step, s)
+            for i in sorted(pairs):
+                if layout.reg_offset(i)[0] != dr:
+                    continue
+                a = k.add_imm(row_at, (layout.reg_offset(i)[1] - dc0) * 4, "s64")
+                lo, hi = k.r(ptx.MovImmOp("f32", 0.0)), k.r(ptx.MovImmOp("f32", 0.0))
+                k.emit(ptx.LdGlobalV2Op(a, lo, hi, row_ok))
+                tiles[i] = (lo, hi)
+        return rows, tiles
 
-    _slice_loop(k, count, combine)
+    def combine(s0: SSAValue) -> None:
+        loaded = []
+        for u in range(unroll):
+            s = s0 if u == 0 else k.add_imm(s0, u)
+            live = None if u == 0 else k.r(ptx.SetpOp("lt", "s32", s, count))
+            loaded.append(slice_loads(s, live))
+        for rows, tiles in loaded:
+            scale: dict[int, tuple[SSAValue, SSAValue]] = {}
+            for j, dr in enumerate(offsets):
+                m, part = rows[j]
+                top = k.r(ptx.MaxOp("f32", maxes[j], m))
+                a = exp(k.r(ptx.SubOp("f32", maxes[j], top)))
+                w = exp(k.r(ptx.SubOp("f32", m, top)))
+                scale[dr] = (a, w)
+                weighted = k.r(ptx.MulOp("f32", w, part, mode="rn"))
+                k.emit(ptx.AssignOp("f32", sums[j], k.r(ptx.FmaOp("f32", sums[j], a, weighted))))
+                k.emit(ptx.AssignOp("f32", maxes[j], top))
+            for i, (lo, hi) in tiles.items():
+                a, w = scale[layout.reg_offset(i)[0]]
+                for r, x in ((i, lo), (i + 1, hi)):
+                    wx = k.r(ptx.MulOp("f32", w, x, mode="rn"))
+                    k.emit(ptx.AssignOp("f32", out[r], k.r(ptx.FmaOp("f32", out[r], a, wx))))
+
+    _slice_loop(k, count, combine, unroll)
     k.vals[op.out] = Frag(layout, out, "f32")
     k.vals[op.row_max] = Frag(layout, maxes, "f32", 0)
     k.vals[op.row_sum] = Frag(layout, sums, "f32", 0)
 
 
-def _slice_loop(k: KernelLowering, n: SSAValue, body) -> None:
-    """`body(s)` for s = 0 .. n - 1 (n >= 1) as a PTX loop; the registers it assigns
-    carry from one iteration to the next."""
+def _slice_loop(k: KernelLowering, n: SSAValue, body, by: int = 1) -> None:
+    """`body(s)` for s = 0, by, 2 by, ... below n (n >= 1) as a PTX loop; the registers
+    it assigns carry from one iteration to the next."""
     iv = k.r(ptx.MovOp("b32", k.imm(0)))
     top = k.label("slices")
     k.emit(ptx.LabelOp(top))
     with k.scope():
         body(iv)
-        k.emit(ptx.AssignOp("b32", iv, k.add_imm(iv, 1)))
+        k.emit(ptx.AssignOp("b32", iv, k.add_imm(iv, by)))
     k.emit(ptx.BraOp(top, k.r(ptx.SetpOp("lt", "s32", iv, n)), uni=True))
 
 
