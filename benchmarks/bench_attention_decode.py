@@ -6,6 +6,7 @@ cache (bytes of K and V / time). Each tawac result is checked against SDPA first
     python3 benchmarks/bench_attention_decode.py [--rows 1,4,16] [--batches 1,8,32]
         [--keys 8192,32768,131072] [--kv-heads 4,8] [--heads 32]
         [--configs 64s1,64s4,128s2]  # tawac configurations: BLOCK_M, keys split S ways
+                                     # (64s8n64: BLOCK_N 64)
         [--table]                  # also through tawac.torch with the shipped table
         [--write-table PATH]       # a tuning table of each shape's best configuration
         [--rounds 3]
@@ -30,6 +31,18 @@ EXAMPLE = ROOT / "examples" / "attention_decode.mlir"
 
 def _ints(text: str) -> list[int]:
     return [int(x) for x in text.split(",") if x]
+
+
+def _config(text: str) -> tuple[int, int, int, int]:
+    """(BLOCK_M, splits, BLOCK_N, stages) of a configuration `64s4`, `64s4n64` or
+    `64s4n64d8` (BLOCK_N 128 and the planner's ring depth (0) unless given)."""
+    import re
+
+    m = re.fullmatch(r"(\d+)s(\d+)(?:n(\d+))?(?:d(\d+))?", text)
+    if m is None:
+        raise SystemExit(f"bad configuration {text!r} (expected e.g. 64s4, 64s4n64d8)")
+    bm, split, bn, depth = m.groups()
+    return int(bm), int(split), int(bn or 128), int(depth or 0)
 
 
 def _sdpa(backend, q, k, v):
@@ -71,9 +84,9 @@ def main() -> int:
 
     def kern(config: str, group: int):
         if (config, group) not in kernels:
-            bm, split = (int(x) for x in config.split("s"))
-            params = {"GROUP": group, "BLOCK_M": bm}
-            r = compile_cached(EXAMPLE, params=params, split_k=split)
+            bm, split, bn, depth = _config(config)
+            params = {"GROUP": group, "BLOCK_M": bm, "BLOCK_N": bn}
+            r = compile_cached(EXAMPLE, params=params, split_k=split, stages=depth)
             if "0 bytes spill stores, 0 bytes spill loads" not in r.ptxas_report:
                 print(f"# {config} group {group}: spills", file=sys.stderr)
             kernels[config, group] = load_kernel(r.cubin, r.sidecar)
@@ -125,15 +138,18 @@ def _write_table(path: Path, best, device: str) -> None:
     for (b, h, hk, rows, keys), config, us in best:
         if config == "table":
             continue
-        bm, split = (int(x) for x in config.split("s"))
+        bm, split, bn, depth = _config(config)
         sizes = {"B": b, "H": h, "L": rows, "HK": hk, "S": keys, "D": 128}
         entries.append(
             {
                 "bucket": tuning.bucket_of(sizes),
                 "ragged": tuning.ragged_of(sizes),
                 "sizes": sizes,
-                "params": {"GROUP": h // hk, "BLOCK_M": bm},
-                "options": {"split_k": split} if split > 1 else {},
+                "params": {"GROUP": h // hk, "BLOCK_M": bm, "BLOCK_N": bn},
+                "options": {
+                    **({"split_k": split} if split > 1 else {}),
+                    **({"stages": depth} if depth else {}),
+                },
                 "time_ms": us / 1e3,
                 "device": device,
                 "date": str(datetime.date.today()),

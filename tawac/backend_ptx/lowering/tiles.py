@@ -423,21 +423,23 @@ def _split_sum_pairs(
     k.vals[op.result] = Frag(layout, total, "f32")
 
 
-#: Slices whose loads `tile.split_softmax` issues together (one L2 round trip each).
+#: Slices whose loads `tile.split_softmax` issues together (one L2 round trip each):
+#: for the maxima (a value per row), for the sums (a tile each).
+MAX_UNROLL = 8
 SPLIT_SOFTMAX_UNROLL = 2
 
 
 @handles(tile.SplitSoftmaxOp)
 def _split_softmax(k: KernelLowering, op: tile.SplitSoftmaxOp) -> None:
     """The combination of `count` partial softmaxes (the op's formula), per thread, as
-    one loop over the slices in split order, `SPLIT_SOFTMAX_UNROLL` at a time (their
-    loads issued together): for each of its rows, the running maximum M' = max(M, m_s),
-    a = 2^(M - M'), w = 2^(m_s - M') (base e: times log2 e), L = L a + w l_s, and over
-    its register pairs O = O a + w O_s (`ld.global.cg.v2.f32` from the row's address:
-    the partials are whole rows).  The exponents go through max(x, -inf), which maps
-    NaN (-inf - -inf: nothing seen yet, an empty slice) to -inf: weight 0.  Loads are
-    predicated on the row's bounds and the count: a row outside the tensors reads as
-    empty (m = -inf, l = 0, O = 0)."""
+    two loops over the slices in split order, several slices at a time (their loads
+    issued together): the maxima M of its rows (`MAX_UNROLL` slices at a time); then
+    (`SPLIT_SOFTMAX_UNROLL` at a time) each slice's weights w = 2^(m_s - M) (base e:
+    times log2 e), L += w l_s and, over its register pairs, O += w O_s: one FMA per
+    element and slice (`ld.global.cg.v2.f32` from the row's address: the partials are
+    whole rows).  The exponent goes through max(x, -inf), which maps NaN (-inf - -inf:
+    a row no slice has) to -inf: weight 0.  Loads are predicated on the row's bounds
+    and the count: a row outside the tensors reads as empty (m = -inf, l = 0, O = 0)."""
     pt = op.partials.type
     t = op.out.type
     assert isinstance(pt, tile.GlobalTensorType) and isinstance(t, TensorType)
@@ -514,6 +516,15 @@ def _split_softmax(k: KernelLowering, op: tile.SplitSoftmaxOp) -> None:
                 tiles[i] = (lo, hi)
         return rows, tiles
 
+    def row_max(s0: SSAValue) -> None:
+        for u in range(MAX_UNROLL):
+            s = s0 if u == 0 else k.add_imm(s0, u)
+            live = None if u == 0 else k.r(ptx.SetpOp("lt", "s32", s, count))
+            for j, (ok, addr) in enumerate(m_rows):
+                ok = ok if live is None else k.r(ptx.AndOp("pred", ok, live))
+                m = load(ok, at(addr, m_step, s), float("-inf"))
+                k.emit(ptx.AssignOp("f32", maxes[j], k.r(ptx.MaxOp("f32", maxes[j], m))))
+
     def combine(s0: SSAValue) -> None:
         loaded = []
         for u in range(unroll):
@@ -521,22 +532,17 @@ def _split_softmax(k: KernelLowering, op: tile.SplitSoftmaxOp) -> None:
             live = None if u == 0 else k.r(ptx.SetpOp("lt", "s32", s, count))
             loaded.append(slice_loads(s, live))
         for rows, tiles in loaded:
-            scale: dict[int, tuple[SSAValue, SSAValue]] = {}
+            ws: dict[int, SSAValue] = {}
             for j, dr in enumerate(offsets):
                 m, part = rows[j]
-                top = k.r(ptx.MaxOp("f32", maxes[j], m))
-                a = exp(k.r(ptx.SubOp("f32", maxes[j], top)))
-                w = exp(k.r(ptx.SubOp("f32", m, top)))
-                scale[dr] = (a, w)
-                weighted = k.r(ptx.MulOp("f32", w, part, mode="rn"))
-                k.emit(ptx.AssignOp("f32", sums[j], k.r(ptx.FmaOp("f32", sums[j], a, weighted))))
-                k.emit(ptx.AssignOp("f32", maxes[j], top))
+                w = ws[dr] = exp(k.r(ptx.SubOp("f32", m, maxes[j])))
+                k.emit(ptx.AssignOp("f32", sums[j], k.r(ptx.FmaOp("f32", w, part, sums[j]))))
             for i, (lo, hi) in tiles.items():
-                a, w = scale[layout.reg_offset(i)[0]]
+                w = ws[layout.reg_offset(i)[0]]
                 for r, x in ((i, lo), (i + 1, hi)):
-                    wx = k.r(ptx.MulOp("f32", w, x, mode="rn"))
-                    k.emit(ptx.AssignOp("f32", out[r], k.r(ptx.FmaOp("f32", out[r], a, wx))))
+                    k.emit(ptx.AssignOp("f32", out[r], k.r(ptx.FmaOp("f32", w, x, out[r]))))
 
+    _slice_loop(k, count, row_max, MAX_UNROLL)
     _slice_loop(k, count, combine, unroll)
     k.vals[op.out] = Frag(layout, out, "f32")
     k.vals[op.row_max] = Frag(layout, maxes, "f32", 0)
