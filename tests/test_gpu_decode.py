@@ -146,3 +146,80 @@ def test_decode_through_tawac_torch_with_the_shipped_table(hk, rows, keys):
     q, k, v, o = _case(1, 32, hk, rows, keys, hk + rows)
     _run(kern, q, k, v, o)
     assert _error(q, k, v, o) < 2e-2
+
+
+PAGED = Path(__file__).resolve().parent.parent / "examples" / "attention_paged.mlir"
+
+
+@functools.cache
+def _paged_kernel(splits: int, group: int):
+    from tawac.runtime import load_kernel
+
+    r = compile_file(PAGED, params={"GROUP": group}, split_k=splits)
+    assert "0 bytes spill stores, 0 bytes spill loads" in r.ptxas_report, r.ptxas_report
+    return load_kernel(r.cubin, r.sidecar)
+
+
+def paged_case(lens: list[int], h: int, hk: int, rows: int, seed: int, page: int = 128):
+    """A paged KV cache: each sequence's pages drawn at random from a shared pool (more
+    pages than needed), its table padded with -1; and the same keys and values laid out
+    contiguously per sequence, for the reference."""
+    import torch
+
+    g = torch.Generator(device="cuda").manual_seed(seed)
+    need = [-(-n // page) for n in lens]
+    pool = sum(need) + 3
+    kc = torch.randn(pool, hk, page, 128, device="cuda", dtype=torch.bfloat16, generator=g)
+    vc = torch.randn(pool, hk, page, 128, device="cuda", dtype=torch.bfloat16, generator=g)
+    order = torch.randperm(pool, generator=g, device="cuda").to(torch.int32)
+    table = torch.full((len(lens), max(need + [1])), -1, device="cuda", dtype=torch.int32)
+    at = 0
+    for b, n in enumerate(need):
+        table[b, :n] = order[at : at + n]
+        at += n
+    q = torch.randn(len(lens), h, rows, 128, device="cuda", dtype=torch.bfloat16, generator=g)
+    o = torch.full_like(q, float("nan"))
+    seq_lens = torch.tensor(lens, device="cuda", dtype=torch.int32)
+    return q, kc, vc, table, seq_lens, o
+
+
+def paged_error(q, kc, vc, table, lens, o) -> float:
+    worst = 0.0
+    for b, n in enumerate(lens.tolist()):
+        pages = table[b, : -(-n // kc.shape[2])].long()
+        k = kc[pages].permute(1, 0, 2, 3).reshape(kc.shape[1], -1, 128)[:, :n][None]
+        v = vc[pages].permute(1, 0, 2, 3).reshape(vc.shape[1], -1, 128)[:, :n][None]
+        worst = max(worst, _error(q[b : b + 1], k, v, o[b : b + 1]))
+    return worst
+
+
+@pytest.mark.gpu
+@requires_gpu
+@pytest.mark.parametrize("splits", [1, 4])
+@pytest.mark.parametrize(
+    ("lens", "rows"),
+    [
+        ([1000, 5, 2048, 129], 1),  # ragged: a part page, one key, whole pages
+        ([300, 7000], 4),  # uneven lengths: most splits of the short one run no page
+        ([128], 16),
+    ],
+)
+def test_paged_decode_matches_the_reference(splits, lens, rows):
+    kern = _paged_kernel(splits, 8)
+    q, kc, vc, table, seq_lens, o = paged_case(lens, 16, 2, rows, splits + rows)
+    kern(q, kc, vc, table, seq_lens, o, math.log2(math.e) / math.sqrt(128))
+    import torch
+
+    torch.cuda.synchronize()
+    assert paged_error(q, kc, vc, table, seq_lens, o) < 2e-2
+
+
+@pytest.mark.gpu
+@requires_gpu
+def test_paged_decode_refuses_another_page_size():
+    from tawac.runtime.launcher import LaunchError
+
+    kern = _paged_kernel(1, 8)
+    q, kc, vc, table, seq_lens, o = paged_case([100], 16, 2, 1, 0, page=64)
+    with pytest.raises(LaunchError, match=r"kc.shape\[2\] \(PAGE\) is 64: the kernel needs 128"):
+        kern(q, kc, vc, table, seq_lens, o, 0.1)

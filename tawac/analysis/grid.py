@@ -80,9 +80,41 @@ CHECKS_ATTR = "tawac.checks"
 
 
 def checks_of(kernel: tile.KernelOp) -> list[dict[str, Any]]:
-    """The kernel's launch checks (`CHECKS_ATTR`), [] where it has none."""
+    """The kernel's launch checks (`CHECKS_ATTR`), [] where it has none; a located
+    error where one is not of the form `{arg, dim, equals: {arg, dim, times} | {const}}`
+    over the kernel's tensor arguments (a source may state its own)."""
     attr = kernel.attributes.get(CHECKS_ATTR)
-    return from_attr(attr) if attr is not None else []
+    if attr is None:
+        return []
+    ranks = {
+        a.name_hint: a.type.rank
+        for a in kernel.body.block.args
+        if isinstance(a.type, tile.GlobalTensorType)
+    }
+
+    def tensor_dim(ref: Any) -> bool:
+        return (
+            isinstance(ref, dict)
+            and ref.get("arg") in ranks
+            and isinstance(ref.get("dim"), int)
+            and 0 <= ref["dim"] < ranks[ref["arg"]]
+        )
+
+    try:
+        checks = from_attr(attr)
+    except TypeError:
+        checks = None
+    for c in checks if isinstance(checks, list) else [None]:
+        other = c.get("equals") if isinstance(c, dict) else None
+        constant = isinstance(other, dict) and isinstance(other.get("const"), int)
+        scaled = tensor_dim(other) and isinstance(other.get("times", 1), int)
+        if not (tensor_dim(c) and (constant or scaled)):
+            raise CompileError(
+                f"{CHECKS_ATTR}: expected a list of {{arg, dim, equals = {{arg, dim, times}} "
+                f"or {{const}}}} over the kernel's tensor arguments, got {c}",
+                kernel,
+            )
+    return checks
 
 
 def decomposition_of(kernel: tile.KernelOp) -> dict[str, Any]:

@@ -37,7 +37,7 @@ from xdsl.ir import BlockArgument, Operation, SSAValue
 from xdsl.passes import ModulePass
 from xdsl.rewriter import InsertPoint, Rewriter
 
-from tawac.analysis.grid import CHECKS_ATTR, GROUP_ATTR, to_attr
+from tawac.analysis.grid import CHECKS_ATTR, GROUP_ATTR, checks_of, to_attr
 from tawac.analysis.scalars import constant_int
 from tawac.dialects import tile
 
@@ -132,7 +132,10 @@ def group_kernel(kernel: tile.KernelOp) -> bool:
             {"group": found.group, "rows_per_head": found.rows // found.group}
         )
         if checks:
-            kernel.attributes[CHECKS_ATTR] = to_attr(checks)
+            stated = checks_of(kernel)  # the source's own come first
+            kernel.attributes[CHECKS_ATTR] = to_attr(
+                stated + [c for c in checks if c not in stated]
+            )
         return True
     return False
 

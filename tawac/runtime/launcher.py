@@ -432,12 +432,16 @@ def validate_sidecar(sidecar: Mapping[str, Any]) -> None:
 
 def _validate_checks(sidecar: Mapping[str, Any], args: Mapping[str, Mapping[str, Any]]) -> None:
     """The "checks" entries' structure: a tensor argument's dimension, equal to another's
-    times a positive integer."""
+    times a positive integer, or to a constant."""
     for c in sidecar.get("checks", []):
         other = c.get("equals") if isinstance(c, Mapping) else None
-        if not isinstance(other, Mapping) or not _is_int(other.get("times"), 1):
+        if isinstance(other, Mapping) and _is_int(other.get("const"), 0):
+            refs = [c]
+        elif isinstance(other, Mapping) and _is_int(other.get("times", 1), 1):
+            refs = [c, other]
+        else:
             raise LaunchError(f"sidecar check {c!r} is not understood")
-        for ref in (c, other):
+        for ref in refs:
             arg = args.get(ref.get("arg"))
             if arg is None or arg["kind"] != "tensor":
                 raise LaunchError(f"sidecar check refers to unknown tensor {ref.get('arg')!r}")
@@ -451,7 +455,8 @@ def check_shapes(
     args: Sequence[Mapping[str, Any]],
 ) -> None:
     """Raises LaunchError where the arguments' shapes break one of the sidecar's
-    "checks" (grouped query heads: q has G times the heads of k)."""
+    "checks" (grouped query heads: q has G times the heads of k; a paged cache's page
+    size: the key block)."""
     dims = {a["name"]: a.get("dims") or [] for a in args}
 
     def name(arg: str, d: int) -> str:
@@ -460,7 +465,15 @@ def check_shapes(
 
     for c in checks:
         o = c["equals"]
-        have, base, times = shapes[c["arg"]][c["dim"]], shapes[o["arg"]][o["dim"]], o["times"]
+        have = shapes[c["arg"]][c["dim"]]
+        if "const" in o:
+            if have != o["const"]:
+                raise LaunchError(
+                    f"{name(c['arg'], c['dim'])} is {have}: the kernel needs {o['const']} "
+                    "(a size it was compiled for)"
+                )
+            continue
+        base, times = shapes[o["arg"]][o["dim"]], int(o.get("times", 1))
         if have != base * times:
             raise LaunchError(
                 f"{name(c['arg'], c['dim'])} is {have}, {name(o['arg'], o['dim'])} is {base}: "
