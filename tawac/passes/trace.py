@@ -14,7 +14,9 @@ It inserts a `hopper.trace` stamp before and after each
 
 and at the start and end of each iteration of every main loop (an `scf.for` whose body
 holds one of those ops directly): `iteration <loop>`, and around a consumer's epilogue
-(the ops after its main loops in the tile body): `epilogue`.
+(the ops after its main loops in the tile body): `epilogue`; around a split tile's
+ticket (`tile.arrive`): `arrive`, and its last program's sum or combine
+(`tile.split_sum`, `tile.split_softmax`): `combine`.
 
 Each stamp carries an event id; the event table goes on the kernel as the attribute
 `tawac.trace` ({slots, ctas, every, roles, events}), which `convert-to-ptx` copies into
@@ -248,6 +250,10 @@ def _partition_sites(p: aref.PartitionOp, names: dict[SSAValue, str], sites: _Si
             i = j + 1
     if role == "consumer" and loops:
         _epilogue(loops, p, role, sites)
+    for o in p.walk():  # a split tile's ticket and its last program's combine
+        if isinstance(o, tile.ArriveOp | tile.SplitSumOp | tile.SplitSoftmaxOp):
+            what = "arrive" if isinstance(o, tile.ArriveOp) else "combine"
+            sites.span(o, o, role, what, "", -1)
 
 
 def _constant_step(lp: scf.ForOp) -> int:

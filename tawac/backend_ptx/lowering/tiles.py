@@ -609,11 +609,15 @@ def _row_places(
 
 @handles(tile.ArriveOp)
 def _arrive(k: KernelLowering, op: tile.ArriveOp) -> None:
-    """Every thread of the consumer partition releases its stores (`fence.acq_rel.gpu`)
-    and meets the others (`bar.sync`); the partition's first thread adds 1 to the counter
-    (`atom.acq_rel.gpu.add`, skipped where the coordinates are outside the tensor: a
-    cluster's padding program) and, if it was the `count`-th, sets it back to 0; a
-    `bar.red.or` hands that answer to every thread, which then acquires (a second fence)."""
+    """The threads of the consumer partition meet (`bar.sync`: their stores ordered
+    before what follows it); the partition's first thread releases them at GPU scope
+    (`fence.acq_rel.gpu`, cumulative over what the barrier ordered) and adds 1 to the
+    counter (`atom.acq_rel.gpu.add`, skipped where the coordinates are outside the
+    tensor: a cluster's padding program), and, if it was the `count`-th, sets it back to
+    0; a `bar.red.or` hands that answer to every thread, after the first thread's
+    acquire (the atomic), so the last program's reads of the partials see every
+    program's stores. One thread fences, not all: the pattern of a grid-wide barrier
+    (PTX ISA 8.9, the memory consistency model's causality order)."""
     part = k.part
     assert part is not None
     if any(isinstance(o, hopper.TurnOp) for o in k.kernel.walk()):
@@ -626,7 +630,6 @@ def _arrive(k: KernelLowering, op: tile.ArriveOp) -> None:
     assert isinstance(gt, tile.GlobalTensorType)
     threads = HOPPER.warp_group_size * part.warp_groups
     bar = k.barriers.get("consumer partition", preferred=HOPPER.named_barriers - 1)
-    k.emit(ptx.FenceGpuOp())
     k.emit(ptx.BarSyncOp(bar, threads))
     addr = k.r(ptx.LdParamOp("u64", k.params.pointer(op.counters)))
     inside = k.r(ptx.SetpOp("eq", "u32", k.index(layouts.THREAD_IN_GROUP), k.imm(0, "u32")))
@@ -640,17 +643,17 @@ def _arrive(k: KernelLowering, op: tile.ArriveOp) -> None:
         addr = k.r(ptx.AddOp("s64", addr, k.r(ptx.MulOp("s64", off, k.imm(4, "s64"), mode="lo"))))
     old = k.r(ptx.DeclareRegOp("b32"))  # not `mov imm`: the load overwrites it
     k.emit(ptx.AssignImmOp("u32", old, 0))
-    k.guarded(
-        inside,
-        lambda: k.emit(ptx.AssignOp("u32", old, k.r(ptx.AtomAddOp(addr, k.imm(1, "u32"))))),
-    )
+
+    def take() -> None:
+        k.emit(ptx.FenceGpuOp())
+        k.emit(ptx.AssignOp("u32", old, k.r(ptx.AtomAddOp(addr, k.imm(1, "u32")))))
+
+    k.guarded(inside, take)
     count = k.scalar(op.count)
     last = k.r(ptx.SetpOp("eq", "u32", k.r(ptx.AddOp("u32", old, k.imm(1, "u32"))), count))
     mine = k.r(ptx.AndOp("pred", inside, last))
     k.guarded(mine, lambda: k.emit(ptx.StGlobalOp("u32", addr, k.imm(0, "u32"))))
-    result = k.r(ptx.BarRedOrOp(bar, threads, mine))
-    k.emit(ptx.FenceGpuOp())
-    k.vals[op.result] = result
+    k.vals[op.result] = k.r(ptx.BarRedOrOp(bar, threads, mine))
 
 
 def _store_vector(k: KernelLowering, op: tile.StoreOp, f: Frag) -> None:

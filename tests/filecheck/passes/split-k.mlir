@@ -46,18 +46,18 @@
 // BIAS:        tile.store %o, %c
 // BIAS-NEXT: }
 
-// The ticket: release, meet, one atomic add by the partition's first thread (reset to 0
-// by the last), the answer to every thread, acquire; the partials read from L2, in order.
+// The ticket: meet; the partition's first thread releases (one fence, cumulative over
+// what the barrier ordered) and adds 1 (reset to 0 by the last); the answer to every
+// thread after its acquire; the partials read from L2, in order.
 // PTX:      st.global.f32
+// PTX:      bar.sync [[BAR:[0-9]+]], 128;
 // PTX:      fence.acq_rel.gpu;
-// PTX-NEXT: bar.sync [[BAR:[0-9]+]], 128;
-// PTX:      atom.acq_rel.gpu.global.add.u32 [[NEW:%r[0-9]+]], [[[ADDR:%rd[0-9]+]]], {{%r[0-9]+}};
+// PTX-NEXT: atom.acq_rel.gpu.global.add.u32 [[NEW:%r[0-9]+]], [[[ADDR:%rd[0-9]+]]], {{%r[0-9]+}};
 // PTX-NEXT: mov.u32 [[OLD:%r[0-9]+]], [[NEW]];
 // PTX:      add.u32 [[NEXT:%r[0-9]+]], [[OLD]], {{%r[0-9]+}};
 // PTX-NEXT: setp.eq.u32 {{%p[0-9]+}}, [[NEXT]], {{%r[0-9]+}};
 // PTX:      st.global.u32 [[[ADDR]]], {{%r[0-9]+}};
 // PTX:      bar.red.or.pred [[LAST:%p[0-9]+]], [[BAR]], 128, {{%p[0-9]+}};
-// PTX-NEXT: fence.acq_rel.gpu;
 // PTX-NEXT: @![[LAST]] bra.uni
 // PTX:      ld.global.cg.f32
 // PTX:      ld.global.cg.f32
