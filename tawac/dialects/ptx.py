@@ -637,72 +637,6 @@ class ShflBflyOp(PtxInstruction):
 
 
 @irdl_op_definition
-class ShflIdxOp(PtxInstruction):
-    """`shfl.sync.idx.b32 d, a, lane, 0x1f, 0xffffffff;`: the value of `a` in lane `lane`
-    of the warp (a register: each lane may read another), PTX ISA 9.7.9.6."""
-
-    name = "ptx.shfl_idx"
-    src = operand_def(RegType)
-    lane = operand_def(RegType)
-    result = result_def(RegType)
-
-    def __init__(self, src: SSAValue, lane: SSAValue):
-        super().__init__(operands=[src, lane], result_types=[src.type])
-
-    def ptx_text(self, n: Names) -> str:
-        return (
-            f"shfl.sync.idx.b32 {n(self.result)}, {n(self.src)}, {n(self.lane)}, 0x1f, 0xffffffff;"
-        )
-
-
-@irdl_op_definition
-class VoteBallotOp(PtxInstruction):
-    """`vote.sync.ballot.b32 d, p, 0xffffffff;`: bit i of d is lane i's predicate (PTX ISA
-    9.7.13.10)."""
-
-    name = "ptx.vote_ballot"
-    pred = operand_def(RegType)
-    result = result_def(RegType)
-
-    def __init__(self, pred: SSAValue):
-        super().__init__(operands=[pred], result_types=[reg_of("b32")])
-
-    def ptx_text(self, n: Names) -> str:
-        return f"vote.sync.ballot.b32 {n(self.result)}, {n(self.pred)}, 0xffffffff;"
-
-
-@irdl_op_definition
-class PopcOp(PtxInstruction):
-    """`popc.b32 d, a;`: the number of set bits (PTX ISA 9.7.1.12), as a u32."""
-
-    name = "ptx.popc"
-    src = operand_def(RegType)
-    result = result_def(RegType)
-
-    def __init__(self, src: SSAValue):
-        super().__init__(operands=[src], result_types=[reg_of("u32")])
-
-    def ptx_text(self, n: Names) -> str:
-        return f"popc.b32 {n(self.result)}, {n(self.src)};"
-
-
-@irdl_op_definition
-class BfindOp(PtxInstruction):
-    """`bfind.u32 d, a;`: the position of the most significant set bit of a, 0xffffffff
-    where none is (PTX ISA 9.7.1.15)."""
-
-    name = "ptx.bfind"
-    src = operand_def(RegType)
-    result = result_def(RegType)
-
-    def __init__(self, src: SSAValue):
-        super().__init__(operands=[src], result_types=[reg_of("u32")])
-
-    def ptx_text(self, n: Names) -> str:
-        return f"bfind.u32 {n(self.result)}, {n(self.src)};"
-
-
-@irdl_op_definition
 class SetpOp(PtxInstruction):
     """`setp.cmp.type p, a, b;` (PTX ISA 9.7.6.1)."""
 
@@ -1684,10 +1618,6 @@ Ptx = Dialect(
         Ex2Op,
         Lg2Op,
         ShflBflyOp,
-        ShflIdxOp,
-        VoteBallotOp,
-        PopcOp,
-        BfindOp,
         SetpOp,
         SelpOp,
         LdGlobalOp,

@@ -424,30 +424,22 @@ def _split_sum_pairs(
 
 
 #: Slices whose loads `tile.split_softmax` issues together (one L2 round trip each):
-#: for the maxima (a value per row), for the sums (a tile each), and for the sums when
-#: the lanes of a warp share its few rows (a few values each).
+#: for the maxima (a value per row), for the sums (a tile each).
 MAX_UNROLL = 8
 SPLIT_SOFTMAX_UNROLL = 2
-ROW_UNROLL = 8
-#: A warp with at most this many rows inside the output combines them together (every
-#: lane a few columns of each row), else each lane its own rows.
-FEW_ROWS = 8
 
 
 @handles(tile.SplitSoftmaxOp)
 def _split_softmax(k: KernelLowering, op: tile.SplitSoftmaxOp) -> None:
-    """The combination of `count` partial softmaxes (the op's formula) into the
-    registers of the output's layout, in split order: M = max m_s, then w_s =
-    2^(m_s - M) (base e: times log2 e), L = sum w_s l_s, O = sum w_s O_s, one FMA per
-    element and slice, the partials read with `ld.global.cg` (predicated: a row outside
-    the tensors reads as empty, m = -inf, l = 0, O = 0; the exponent goes through
-    max(x, -inf), which maps NaN, -inf - -inf, to -inf: weight 0).
-
-    Two ways, chosen per warp (a uniform branch): a warp with few rows inside the output
-    (a decode step's: one query row of each head) combines them one at a time with all
-    its lanes, each a few columns of the row with many slices' loads in flight, and hands
-    the results to the rows' lanes (`shfl.sync.idx`); a warp with more combines each
-    lane's own rows (`_CombineRows.per_lane`)."""
+    """The combination of `count` partial softmaxes (the op's formula), per thread, as
+    two loops over the slices in split order, several slices at a time (their loads
+    issued together): the maxima M of its rows (`MAX_UNROLL` slices at a time); then
+    (`SPLIT_SOFTMAX_UNROLL` at a time) each slice's weights w = 2^(m_s - M) (base e:
+    times log2 e), L += w l_s and, over its register pairs, O += w O_s: one FMA per
+    element and slice (`ld.global.cg.v2.f32` from the row's address: the partials are
+    whole rows).  The exponent goes through max(x, -inf), which maps NaN (-inf - -inf:
+    a row no slice has) to -inf: weight 0.  Loads are predicated on the row's bounds
+    and the count: a row outside the tensors reads as empty (m = -inf, l = 0, O = 0)."""
     pt = op.partials.type
     t = op.out.type
     assert isinstance(pt, tile.GlobalTensorType) and isinstance(t, TensorType)
@@ -459,237 +451,102 @@ def _split_softmax(k: KernelLowering, op: tile.SplitSoftmaxOp) -> None:
             "dimension the tile's columns, coordinate 0)",
             op,
         )
+    stack = tile.stack_of(op)
+    idx = list(op.indices)
     fixed = constant_int(op.count)
     count = k.imm(min(fixed, op.max.data)) if fixed is not None else k.scalar(op.count)
-    c = _CombineRows(k, op, layout, pairs, count)
-    if layout.n not in (64, 128):  # the shared way gives each lane n / 32 columns
-        c.per_lane()
-    else:
-        shared, other, done = c.few_rows(), k.label("own_rows"), k.label("combined")
-        k.emit(ptx.BraOp(other, shared, negate=True, uni=True))
-        with k.scope():
-            c.shared()
-        k.emit(ptx.BraOp(done, uni=True))
-        k.emit(ptx.LabelOp(other))
-        with k.scope():
-            c.per_lane()
-        k.emit(ptx.LabelOp(done))
-    k.vals[op.out] = Frag(layout, c.out, "f32")
-    k.vals[op.row_max] = Frag(layout, c.maxes, "f32", 0)
-    k.vals[op.row_sum] = Frag(layout, c.sums, "f32", 0)
+    unroll = min(SPLIT_SOFTMAX_UNROLL, op.max.data)
 
-
-class _CombineRows:
-    """`_split_softmax`'s two ways, writing the same registers."""
-
-    def __init__(self, k: KernelLowering, op: tile.SplitSoftmaxOp, layout, pairs, count):
-        self.k, self.op, self.layout, self.pairs, self.count = k, op, layout, pairs, count
-        self.stack = tile.stack_of(op)
-        self.idx = list(op.indices)
-        self.offsets = layout.row_offsets()
-        self.steps = [self.step_of(v) for v in (op.row_maxes, op.row_sums, op.partials)]
-        self.maxes = [k.r(ptx.MovImmOp("f32", float("-inf"))) for _ in self.offsets]
-        self.sums = [k.r(ptx.MovImmOp("f32", 0.0)) for _ in self.offsets]
-        self.out = [k.r(ptx.MovImmOp("f32", 0.0)) for _ in range(layout.num_regs)]
-
-    def step_of(self, v: SSAValue) -> SSAValue:
-        k = self.k
+    def step_of(v: SSAValue) -> SSAValue:
         st = k.r(ptx.LdParamOp("s64", k.params.stride(v, 0)))
         return k.r(ptx.MulOp("s64", st, k.imm(4, "s64"), mode="lo"))
 
-    def at(self, addr: SSAValue, step: SSAValue, s: SSAValue) -> SSAValue:
-        k = self.k
+    def at(addr: SSAValue, step: SSAValue, s: SSAValue) -> SSAValue:
         off = k.r(ptx.MulOp("s64", k.r(ptx.CvtOp("s64", "s32", s)), step, mode="lo"))
         return k.r(ptx.AddOp("s64", addr, off))
 
-    def load(self, ok: SSAValue, addr: SSAValue, empty: float) -> SSAValue:
-        v = self.k.r(ptx.MovImmOp("f32", empty))
-        self.k.emit(ptx.LdGlobalIntoOp(addr, v, ok))
+    def load(ok: SSAValue, addr: SSAValue, empty: float) -> SSAValue:
+        v = k.r(ptx.MovImmOp("f32", empty))
+        k.emit(ptx.LdGlobalIntoOp(addr, v, ok))
         return v
 
-    def exp(self, x: SSAValue) -> SSAValue:
-        k = self.k
+    def exp(x: SSAValue) -> SSAValue:
         x = k.r(ptx.MaxOp("f32", x, k.fimm(float("-inf"))))  # NaN -> -inf
-        if self.op.base.data == "exp":
+        if op.base.data == "exp":
             x = k.r(ptx.MulOp("f32", x, k.fimm(_LOG2E), mode="rn"))
         return k.r(ptx.Ex2Op(x))
 
-    def live(self, s0: SSAValue, u: int, ok: SSAValue) -> tuple[SSAValue, SSAValue]:
-        """(slice s0 + u, `ok` and that slice below the count)."""
-        k = self.k
-        if u == 0:
-            return s0, ok
-        s = k.add_imm(s0, u)
-        return s, k.r(ptx.AndOp("pred", ok, k.r(ptx.SetpOp("lt", "s32", s, self.count))))
+    (m_rows, m_step), (l_rows, l_step) = (
+        (_row_places(k, v, idx[:-1], layout, stack), step_of(v))
+        for v in (op.row_maxes, op.row_sums)
+    )
+    offsets = layout.row_offsets()
+    base = _leading_base(k, op.partials, idx, pt.rank - 2, 4)
+    step = step_of(op.partials)
+    first: dict[int, tuple[SSAValue, SSAValue, int]] = {}
+    places = _tile_addresses(k, op.partials, idx, layout, base, 4, lazy=True, stack=stack)
+    for i, (ok, addr) in enumerate(places):
+        dr, dc = layout.reg_offset(i)
+        first.setdefault(dr, (ok, addr, dc))
+    maxes = [k.r(ptx.MovImmOp("f32", float("-inf"))) for _ in offsets]
+    sums = [k.r(ptx.MovImmOp("f32", 0.0)) for _ in offsets]
+    out = [k.r(ptx.MovImmOp("f32", 0.0)) for _ in range(layout.num_regs)]
 
-    def own_rows(self) -> list[tuple[SSAValue, SSAValue]]:
-        return _row_places(self.k, self.op.row_maxes, self.idx[:-1], self.layout, self.stack)
-
-    def few_rows(self) -> SSAValue:
-        """Whether this warp has at most `FEW_ROWS` rows inside the output (uniform)."""
-        k = self.k
-        total: SSAValue | None = None
-        for ok, _addr in self.own_rows():
-            firsts = k.r(ptx.AndOp("b32", k.r(ptx.VoteBallotOp(ok)), k.imm(0x11111111, "b32")))
-            n = k.r(ptx.PopcOp(firsts))
-            total = n if total is None else k.r(ptx.AddOp("u32", total, n))
-        assert total is not None
-        return k.r(ptx.SetpOp("le", "u32", total, k.imm(FEW_ROWS, "u32")))
-
-    def per_lane(self) -> None:
-        """Each lane its own rows: the maxima (`MAX_UNROLL` slices at a time), then
-        `SPLIT_SOFTMAX_UNROLL` slices at a time, its pairs from its rows' addresses."""
-        k, layout, op = self.k, self.layout, self.op
-        m_rows = self.own_rows()
-        l_rows = _row_places(k, op.row_sums, self.idx[:-1], layout, self.stack)
-        m_step, l_step, step = self.steps
-        base = _leading_base(k, op.partials, self.idx, op.partials.type.rank - 2, 4)
-        first: dict[int, tuple[SSAValue, SSAValue, int]] = {}
-        places = _tile_addresses(
-            k, op.partials, self.idx, layout, base, 4, lazy=True, stack=self.stack
-        )
-        for i, (ok, addr) in enumerate(places):
-            dr, dc = layout.reg_offset(i)
-            first.setdefault(dr, (ok, addr, dc))
-
-        def row_max(s0: SSAValue) -> None:
-            for u in range(MAX_UNROLL):
-                for j, (ok, addr) in enumerate(m_rows):
-                    s, ok = self.live(s0, u, ok)
-                    m = self.load(ok, self.at(addr, m_step, s), float("-inf"))
-                    k.emit(
-                        ptx.AssignOp("f32", self.maxes[j], k.r(ptx.MaxOp("f32", self.maxes[j], m)))
-                    )
-
-        def combine(s0: SSAValue) -> None:
-            loaded = []
-            for u in range(min(SPLIT_SOFTMAX_UNROLL, op.max.data)):
-                rows, tiles = [], {}
-                for j in range(len(self.offsets)):
-                    s, ok = self.live(s0, u, m_rows[j][0])
-                    m = self.load(ok, self.at(m_rows[j][1], m_step, s), float("-inf"))
-                    rows.append((m, self.load(ok, self.at(l_rows[j][1], l_step, s), 0.0)))
-                for dr, (ok, addr, dc0) in first.items():
-                    s, ok = self.live(s0, u, ok)
-                    row_at = self.at(addr, step, s)
-                    for i in sorted(self.pairs):
-                        if layout.reg_offset(i)[0] != dr:
-                            continue
-                        a = k.add_imm(row_at, (layout.reg_offset(i)[1] - dc0) * 4, "s64")
-                        lo, hi = k.r(ptx.MovImmOp("f32", 0.0)), k.r(ptx.MovImmOp("f32", 0.0))
-                        k.emit(ptx.LdGlobalV2Op(a, lo, hi, ok))
-                        tiles[i] = (lo, hi)
-                loaded.append((rows, tiles))
-            for rows, tiles in loaded:
-                ws: dict[int, SSAValue] = {}
-                for j, dr in enumerate(self.offsets):
-                    m, part = rows[j]
-                    w = ws[dr] = self.exp(k.r(ptx.SubOp("f32", m, self.maxes[j])))
-                    total = k.r(ptx.FmaOp("f32", w, part, self.sums[j]))
-                    k.emit(ptx.AssignOp("f32", self.sums[j], total))
-                for i, (lo, hi) in tiles.items():
-                    w = ws[layout.reg_offset(i)[0]]
-                    for r, x in ((i, lo), (i + 1, hi)):
-                        k.emit(
-                            ptx.AssignOp(
-                                "f32", self.out[r], k.r(ptx.FmaOp("f32", w, x, self.out[r]))
-                            )
-                        )
-
-        _slice_loop(k, self.count, row_max, MAX_UNROLL)
-        _slice_loop(k, self.count, combine, min(SPLIT_SOFTMAX_UNROLL, op.max.data))
-
-    def shared(self) -> None:
-        """All lanes of the warp, one row inside the output at a time (a uniform loop
-        over the set bits of a ballot): lane l combines columns [l c, l c + c) of the
-        row (c = n / 32) over `ROW_UNROLL` slices at a time, then each of the row's
-        lanes takes its registers' pairs from the lanes holding them."""
-        k, layout = self.k, self.layout
-        lane = k.lane()
-        group = k.r(ptx.ShrOp("u32", lane, k.imm(2, "u32")))
-        row0, col0 = k.thread_coords(layout)
-        warp_row = k.r(ptx.SubOp("s32", row0, group))
-        for j, (ok, _addr) in enumerate(self.own_rows()):
-            mask = k.r(ptx.DeclareRegOp("b32"))
-            firsts = k.r(ptx.AndOp("b32", k.r(ptx.VoteBallotOp(ok)), k.imm(0x11111111, "b32")))
-            k.emit(ptx.AssignOp("b32", mask, firsts))
-            top, end = k.label("rows"), k.label("rows_end")
-            k.emit(ptx.LabelOp(top))
-            k.emit(ptx.BraOp(end, k.r(ptx.SetpOp("eq", "u32", mask, k.imm(0, "u32"))), uni=True))
-            with k.scope():
-                at_bit = k.r(ptx.BfindOp(mask))
-                bit = k.r(ptx.ShlOp("b32", k.imm(1, "b32"), at_bit))
-                k.emit(ptx.AssignOp("b32", mask, k.r(ptx.XorOp("b32", mask, bit))))
-                g = k.r(ptx.ShrOp("u32", at_bit, k.imm(2, "u32")))
-                t = k.add_imm(k.add(warp_row, g), self.offsets[j])
-                self.shared_row(j, t, g, group, col0, lane)
-            k.emit(ptx.BraOp(top, uni=True))
-            k.emit(ptx.LabelOp(end))
-
-    def shared_row(self, j, t, g, group, col0, lane) -> None:
-        """Tile row t (the row of lanes 4g .. 4g + 3, this warp's row offset j)."""
-        k, layout, op = self.k, self.layout, self.op
-        per = layout.n // 32
-        m_step, l_step, step = self.steps
-        ok, m_addr = _row_place(k, op.row_maxes, self.idx[:-1], layout.m, self.stack, t)
-        _, l_addr = _row_place(k, op.row_sums, self.idx[:-1], layout.m, self.stack, t)
-        _, o_addr = _tile_row(k, op.partials, self.idx, layout.m, self.stack, t)
-        mine = k.r(ptx.MulOp("u32", lane, k.imm(per * 4, "u32"), mode="lo"))
-        o_addr = k.r(ptx.AddOp("s64", o_addr, k.r(ptx.CvtOp("s64", "u32", mine))))
-        top = k.r(ptx.MovImmOp("f32", float("-inf")))
-
-        def row_max(s0: SSAValue) -> None:
-            for u in range(ROW_UNROLL * 2):
-                s, live = self.live(s0, u, ok)
-                m = self.load(live, self.at(m_addr, m_step, s), float("-inf"))
-                k.emit(ptx.AssignOp("f32", top, k.r(ptx.MaxOp("f32", top, m))))
-
-        total = k.r(ptx.MovImmOp("f32", 0.0))
-        part = [k.r(ptx.MovImmOp("f32", 0.0)) for _ in range(per)]
-
-        def combine(s0: SSAValue) -> None:
-            loaded = []
-            for u in range(ROW_UNROLL):
-                s, live = self.live(s0, u, ok)
-                m = self.load(live, self.at(m_addr, m_step, s), float("-inf"))
-                l_s = self.load(live, self.at(l_addr, l_step, s), 0.0)
-                row_at = self.at(o_addr, step, s)
-                xs: list[SSAValue] = []
-                for e in range(0, per, 2):
-                    lo, hi = k.r(ptx.MovImmOp("f32", 0.0)), k.r(ptx.MovImmOp("f32", 0.0))
-                    k.emit(ptx.LdGlobalV2Op(k.add_imm(row_at, e * 4, "s64"), lo, hi, live))
-                    xs += [lo, hi]
-                loaded.append((m, l_s, xs))
-            for m, l_s, xs in loaded:
-                w = self.exp(k.r(ptx.SubOp("f32", m, top)))
-                k.emit(ptx.AssignOp("f32", total, k.r(ptx.FmaOp("f32", w, l_s, total))))
-                for e, x in enumerate(xs):
-                    k.emit(ptx.AssignOp("f32", part[e], k.r(ptx.FmaOp("f32", w, x, part[e]))))
-
-        _slice_loop(k, self.count, row_max, ROW_UNROLL * 2)
-        _slice_loop(k, self.count, combine, ROW_UNROLL)
-        owner = k.r(ptx.SetpOp("eq", "u32", group, g))
-        dr = self.offsets[j]
-        for v, reg in ((top, self.maxes[j]), (total, self.sums[j])):
-            k.emit(ptx.AssignOp("f32", reg, k.r(ptx.SelpOp("f32", v, reg, owner))))
-        for i in sorted(self.pairs):
-            row, dc = layout.reg_offset(i)
-            if row != dr:
-                continue
-            col = k.add_imm(col0, dc)  # the pair's column: lane col / per, element col % per
-            src = k.r(ptx.ShrOp("u32", col, k.imm(per.bit_length() - 1, "u32")))
-            got = [k.r(ptx.ShflIdxOp(x, src)) for x in part]
-            if per == 4:  # element 0 or 2 of the source lane
-                odd = k.r(
-                    ptx.SetpOp(
-                        "ne", "u32", k.r(ptx.AndOp("b32", col, k.imm(2, "b32"))), k.imm(0, "u32")
-                    )
+    def slice_loads(s: SSAValue, live: SSAValue | None):
+        """Slice s's m and l per row and its pairs, where `live` (s < count) too."""
+        rows = []
+        for j in range(len(offsets)):
+            ok = m_rows[j][0] if live is None else k.r(ptx.AndOp("pred", m_rows[j][0], live))
+            rows.append(
+                (
+                    load(ok, at(m_rows[j][1], m_step, s), float("-inf")),
+                    load(ok, at(l_rows[j][1], l_step, s), 0.0),
                 )
-                got = [k.r(ptx.SelpOp("f32", got[2 + h], got[h], odd)) for h in (0, 1)]
-            for r, v in zip((i, i + 1), got[:2], strict=True):
-                k.emit(
-                    ptx.AssignOp("f32", self.out[r], k.r(ptx.SelpOp("f32", v, self.out[r], owner)))
-                )
+            )
+        tiles = {}
+        for dr, (ok, addr, dc0) in first.items():
+            row_ok = ok if live is None else k.r(ptx.AndOp("pred", ok, live))
+            row_at = at(addr, step, s)
+            for i in sorted(pairs):
+                if layout.reg_offset(i)[0] != dr:
+                    continue
+                a = k.add_imm(row_at, (layout.reg_offset(i)[1] - dc0) * 4, "s64")
+                lo, hi = k.r(ptx.MovImmOp("f32", 0.0)), k.r(ptx.MovImmOp("f32", 0.0))
+                k.emit(ptx.LdGlobalV2Op(a, lo, hi, row_ok))
+                tiles[i] = (lo, hi)
+        return rows, tiles
+
+    def row_max(s0: SSAValue) -> None:
+        for u in range(MAX_UNROLL):
+            s = s0 if u == 0 else k.add_imm(s0, u)
+            live = None if u == 0 else k.r(ptx.SetpOp("lt", "s32", s, count))
+            for j, (ok, addr) in enumerate(m_rows):
+                ok = ok if live is None else k.r(ptx.AndOp("pred", ok, live))
+                m = load(ok, at(addr, m_step, s), float("-inf"))
+                k.emit(ptx.AssignOp("f32", maxes[j], k.r(ptx.MaxOp("f32", maxes[j], m))))
+
+    def combine(s0: SSAValue) -> None:
+        loaded = []
+        for u in range(unroll):
+            s = s0 if u == 0 else k.add_imm(s0, u)
+            live = None if u == 0 else k.r(ptx.SetpOp("lt", "s32", s, count))
+            loaded.append(slice_loads(s, live))
+        for rows, tiles in loaded:
+            ws: dict[int, SSAValue] = {}
+            for j, dr in enumerate(offsets):
+                m, part = rows[j]
+                w = ws[dr] = exp(k.r(ptx.SubOp("f32", m, maxes[j])))
+                k.emit(ptx.AssignOp("f32", sums[j], k.r(ptx.FmaOp("f32", w, part, sums[j]))))
+            for i, (lo, hi) in tiles.items():
+                w = ws[layout.reg_offset(i)[0]]
+                for r, x in ((i, lo), (i + 1, hi)):
+                    k.emit(ptx.AssignOp("f32", out[r], k.r(ptx.FmaOp("f32", w, x, out[r]))))
+
+    _slice_loop(k, count, row_max, MAX_UNROLL)
+    _slice_loop(k, count, combine, unroll)
+    k.vals[op.out] = Frag(layout, out, "f32")
+    k.vals[op.row_max] = Frag(layout, maxes, "f32", 0)
+    k.vals[op.row_sum] = Frag(layout, sums, "f32", 0)
 
 
 def _slice_loop(k: KernelLowering, n: SSAValue, body, by: int = 1) -> None:
@@ -712,88 +569,42 @@ def _row_places(
     stack: int,
 ) -> list[tuple[SSAValue, SSAValue]]:
     """Per row of this thread (`layout.row_offsets()` order), whether a 1-d row vector's
-    element at `indices` of `dest` (along its last dimension) is inside, and its address
-    (`_row_place`)."""
-    row0, _ = k.thread_coords(layout)
-    return [
-        _row_place(k, dest, indices, layout.m, stack, k.add_imm(row0, dr))
-        for dr in layout.row_offsets()
-    ]
-
-
-def _row_place(
-    k: KernelLowering,
-    dest: SSAValue,
-    indices: Sequence[SSAValue],
-    rows: int,
-    stack: int,
-    t: SSAValue,
-) -> tuple[SSAValue, SSAValue]:
-    """Whether element t of a 1-d row vector of `rows` elements at `indices` of `dest`
-    (along its last dimension) is inside, and its address. `stack` > 1: element t is
-    element t % per of index t / per of the dimension before the last (per = rows /
-    stack), as a stacked tile's rows."""
+    element at `indices` of `dest` (along its last dimension) is inside, and its address.
+    `stack` > 1: row t is element t % per of index t / per of the dimension before the
+    last (per = rows / stack), as a stacked tile's rows."""
     gt = dest.type
     assert isinstance(gt, tile.GlobalTensorType)
     last = gt.rank - 1
     base = _leading_base(k, dest, indices, last, 4)
     size = k.r(ptx.LdParamOp("s32", k.params.dim(dest, last)))
+    row0, _ = k.thread_coords(layout)
     start = k.scalar(indices[last])
-    if stack == 1:
-        row = k.add(t, start)
-        addr = k.r(ptx.AddOp("s64", base, k.r(ptx.MulOp("s32", row, k.imm(4), mode="wide"))))
-        return k.r(ptx.SetpOp("lt", "s32", row, size)), addr
-    per = rows // stack
-    row = k.add(k.r(ptx.RemOp("u32", t, k.imm(per))), start)
-    heads = k.r(ptx.DivOp("u32", t, k.imm(per)))
-    hsize = k.r(ptx.LdParamOp("s32", k.params.dim(dest, last - 1)))
-    head = k.add(heads, k.scalar(indices[last - 1]))
-    ok = k.r(ptx.SetpOp("lt", "s32", row, size))
-    ok = k.r(ptx.AndOp("pred", ok, k.r(ptx.SetpOp("lt", "s32", head, hsize))))
-    hstride = k.r(ptx.LdParamOp("s64", k.params.stride(dest, last - 1)))
-    hoff = k.r(ptx.MulOp("s64", k.r(ptx.CvtOp("s64", "s32", heads)), hstride, mode="lo"))
-    off = k.r(ptx.MulOp("s64", hoff, k.imm(4, "s64"), mode="lo"))
-    addr = k.r(ptx.AddOp("s64", base, off))
-    addr = k.r(ptx.AddOp("s64", addr, k.r(ptx.MulOp("s32", row, k.imm(4), mode="wide"))))
-    return ok, addr
-
-
-def _tile_row(
-    k: KernelLowering,
-    dest: SSAValue,
-    indices: Sequence[SSAValue],
-    rows: int,
-    stack: int,
-    t: SSAValue,
-) -> tuple[SSAValue, SSAValue]:
-    """Whether row t of a 2-d f32 tile of `rows` rows at `indices` of `dest` is inside
-    (a stacked tile's row t: row t % per of index t / per), and the address of its
-    element at the tile's first column."""
-    gt = dest.type
-    assert isinstance(gt, tile.GlobalTensorType)
-    r, c = gt.rank - 2, gt.rank - 1
-    base = _leading_base(k, dest, indices, r, 4)
-    stride = k.r(ptx.LdParamOp("s64", k.params.stride(dest, r)))
-    size = k.r(ptx.LdParamOp("s32", k.params.dim(dest, r)))
-    if stack == 1:
-        row, heads = k.add(t, k.scalar(indices[r])), None
-    else:
-        per = rows // stack
-        row = k.add(k.r(ptx.RemOp("u32", t, k.imm(per))), k.scalar(indices[r]))
+    places = []
+    for dr in layout.row_offsets():
+        t = k.add_imm(row0, dr)
+        if stack == 1:
+            row = k.add(t, start)
+            places.append(
+                (
+                    k.r(ptx.SetpOp("lt", "s32", row, size)),
+                    k.r(ptx.AddOp("s64", base, k.r(ptx.MulOp("s32", row, k.imm(4), mode="wide")))),
+                )
+            )
+            continue
+        per = layout.m // stack
+        row = k.add(k.r(ptx.RemOp("u32", t, k.imm(per))), start)
         heads = k.r(ptx.DivOp("u32", t, k.imm(per)))
-    ok = k.r(ptx.SetpOp("lt", "s32", row, size))
-    off = k.r(ptx.MulOp("s64", k.r(ptx.CvtOp("s64", "s32", row)), stride, mode="lo"))
-    if heads is not None:
-        hsize = k.r(ptx.LdParamOp("s32", k.params.dim(dest, r - 1)))
-        head = k.add(heads, k.scalar(indices[r - 1]))
+        hsize = k.r(ptx.LdParamOp("s32", k.params.dim(dest, last - 1)))
+        head = k.add(heads, k.scalar(indices[last - 1]))
+        ok = k.r(ptx.SetpOp("lt", "s32", row, size))
         ok = k.r(ptx.AndOp("pred", ok, k.r(ptx.SetpOp("lt", "s32", head, hsize))))
-        hstride = k.r(ptx.LdParamOp("s64", k.params.stride(dest, r - 1)))
+        hstride = k.r(ptx.LdParamOp("s64", k.params.stride(dest, last - 1)))
         hoff = k.r(ptx.MulOp("s64", k.r(ptx.CvtOp("s64", "s32", heads)), hstride, mode="lo"))
-        off = k.r(ptx.AddOp("s64", off, hoff))
-    col = k.r(ptx.CvtOp("s64", "s32", k.scalar(indices[c])))
-    off = k.r(ptx.AddOp("s64", off, col))
-    addr = k.r(ptx.AddOp("s64", base, k.r(ptx.MulOp("s64", off, k.imm(4, "s64"), mode="lo"))))
-    return ok, addr
+        off = k.r(ptx.MulOp("s64", hoff, k.imm(4, "s64"), mode="lo"))
+        addr = k.r(ptx.AddOp("s64", base, off))
+        addr = k.r(ptx.AddOp("s64", addr, k.r(ptx.MulOp("s32", row, k.imm(4), mode="wide"))))
+        places.append((ok, addr))
+    return places
 
 
 @handles(tile.ArriveOp)
