@@ -248,6 +248,17 @@ KNOBS: tuple[Knob, ...] = (
         "one global store per element)",
     ),
     Knob(
+        "exp2_fma",
+        int,
+        0,
+        "every N-th exp2 of a tile computed on the FMA pipe (a cubic in the fraction, the "
+        "integer part into the exponent bits) instead of the MUFU unit, whose rate bounds "
+        "attention's softmax at head dim 64; 0: all on MUFU",
+        where="convert-to-ptx",
+        min=0,
+        max=8,
+    ),
+    Knob(
         "trace",
         bool,
         False,
@@ -313,7 +324,7 @@ class _Options:
             "pingpong",
             "tma-store",
             f"trace{{every={self.trace_every}}}" if self.trace else "",
-            "convert-to-ptx",
+            f"convert-to-ptx{{exp2-fma={self.exp2_fma}}}" if self.exp2_fma else "convert-to-ptx",
         ]
         # an optional pass that is off ("") is named by where it would run
         names = [p.split("{")[0] for p in passes]

@@ -162,3 +162,16 @@ def test_attention_parameters_match_sdpa(name, d, params, b, h, s):
         r = compile_file(EXAMPLES / name, params=params)
         _cache[key] = load_kernel(r.cubin, r.sidecar)
     _check(_cache[key], b, h, s, d, False, b * 100 + h * 10 + s)
+
+
+@pytest.mark.gpu
+@requires_gpu
+@pytest.mark.parametrize("every", [1, 2, 4])
+@pytest.mark.parametrize(
+    ("name", "d", "causal"),
+    [("attention_d64.mlir", 64, False), ("attention_causal.mlir", 128, True)],
+)
+def test_attention_with_exp2_on_the_fma_pipe_matches_sdpa(every, name, d, causal):
+    """`exp2_fma`: every N-th exponential of the softmax by the cubic (N = 1: all)."""
+    kern = _kernel(name, exp2_fma=every)
+    _check(kern, 2, 4, 1000, d, causal, every)

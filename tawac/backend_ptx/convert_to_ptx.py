@@ -51,13 +51,18 @@ from tawac.dialects import hopper, tile
 class ConvertToPtxPass(ModulePass):
     name = "convert-to-ptx"
 
+    exp2_fma: int = 0
+    """Every N-th exp2 of a tile on the FMA pipe (the knob `exp2_fma`); 0: none."""
+
     def apply(self, ctx: Context, op: ModuleOp) -> None:
+        if not 0 <= self.exp2_fma <= 8:
+            raise CompileError(f"convert-to-ptx: exp2-fma must be 0..8, got {self.exp2_fma}")
         cse(op)
         region_dce(op.body)
         for kern in [o for o in op.body.block.ops if isinstance(o, tile.KernelOp)]:
             _check_applied(kern)
             _check_no_fp8_registers(kern)
-            module = KernelLowering(kern).run()
+            module = KernelLowering(kern, exp2_fma=self.exp2_fma).run()
             Rewriter.replace_op(kern, module)
 
 

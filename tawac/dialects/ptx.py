@@ -637,6 +637,25 @@ class ShflBflyOp(PtxInstruction):
 
 
 @irdl_op_definition
+class BitcastOp(PtxInstruction):
+    """`mov.b32 d, a;` between register classes (f32 <-> b32): the same 32 bits, read as
+    the other type (PTX ISA 9.7.9.1)."""
+
+    name = "ptx.bitcast"
+    type = prop_def(StringAttr)
+    src = operand_def(RegType)
+    result = result_def(RegType)
+
+    def __init__(self, to_type: str, src: SSAValue):
+        super().__init__(
+            operands=[src], properties={"type": StringAttr(to_type)}, result_types=[reg_of(to_type)]
+        )
+
+    def ptx_text(self, n: Names) -> str:
+        return f"mov.b32 {n(self.result)}, {n(self.src)};"
+
+
+@irdl_op_definition
 class SetpOp(PtxInstruction):
     """`setp.cmp.type p, a, b;` (PTX ISA 9.7.6.1)."""
 
@@ -1618,6 +1637,7 @@ Ptx = Dialect(
         Ex2Op,
         Lg2Op,
         ShflBflyOp,
+        BitcastOp,
         SetpOp,
         SelpOp,
         LdGlobalOp,

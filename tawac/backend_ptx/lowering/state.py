@@ -99,8 +99,9 @@ class _Partition:
 
 
 class KernelLowering:
-    def __init__(self, kernel: tile.KernelOp):
+    def __init__(self, kernel: tile.KernelOp, exp2_fma: int = 0):
         self.kernel = kernel
+        self.exp2_fma = exp2_fma  # every N-th exp2 of a tile on the FMA pipe (0: none)
         self.block = Block()
         self.vals: dict[SSAValue, object] = {}
         self.params = abi.ParamTable(kernel)
