@@ -66,7 +66,7 @@ def _run(kern, q, k, v, o) -> None:
 
 @pytest.mark.gpu
 @requires_gpu
-@pytest.mark.parametrize("splits", [1, 3, 8])
+@pytest.mark.parametrize("splits", [1, 3, 8, 20])  # 20: two levels of combine, 3 groups
 @pytest.mark.parametrize(
     ("b", "h", "hk", "rows", "keys"),
     [
@@ -95,10 +95,11 @@ def test_decode_without_grouping_matches_the_reference():
 
 @pytest.mark.gpu
 @requires_gpu
-def test_split_keys_are_deterministic_and_tickets_reset():
+@pytest.mark.parametrize("splits", [8, 32])  # one level of combine; two (4 groups of 8)
+def test_split_keys_are_deterministic_and_tickets_reset(splits):
     import torch
 
-    kern = _kernel(8, 8)
+    kern = _kernel(splits, 8)
     q, k, v, o = _case(4, 32, 4, 1, 20000, 3)
     _run(kern, q, k, v, o)
     first = o.clone()

@@ -486,13 +486,27 @@ ROW_MAXES = "tawac_splitk_row_max"
 ROW_SUMS = "tawac_splitk_row_sum"
 
 
+#: The second level of split-key attention's combine (`_split_keys`): its workspace
+#: names end with this.
+LEVEL2 = "2"
+
+
+def _group_size(splits: int) -> int:
+    """Splits per first-level group of the combine: 2^ceil(log2(S) / 2) from 16 splits
+    (16 -> 4 groups of 4, 32 -> 4 of 8, 64 -> 8 of 8), else all in one (one level)."""
+    if splits < 16:
+        return splits
+    return 1 << -(-(splits - 1).bit_length() // 2)
+
+
 def _keys_workspace(
-    kernel: tile.KernelOp, store: tile.StoreOp, grid: list, splits: int
-) -> tuple[SSAValue, SSAValue, SSAValue, SSAValue]:
-    """Split-key attention's workspace: the partial outputs, shaped as the output with
-    the splits first (its last dimension the tile's columns: whole 8-byte pairs), the row
-    maxima and sums (one dimension less), and one ticket per query tile; and the
-    decision, recorded for `explain`."""
+    kernel: tile.KernelOp, store: tile.StoreOp, grid: list, splits: int, groups: int
+) -> dict[str, SSAValue]:
+    """Split-key attention's workspace, by name: the partial outputs, shaped as the
+    output with the splits first (its last dimension the tile's columns: whole 8-byte
+    pairs), the row maxima and sums (one dimension less), and one ticket per query tile
+    (and group); with `groups` > 1, the same again for the groups' combined partials
+    (names ending in `LEVEL2`). And the decision, recorded for `explain`."""
     block = kernel.body.block
     dest = store.dest
     gt = dest.type
@@ -505,32 +519,40 @@ def _keys_workspace(
     assert isinstance(acc_t, TensorType)
     cols = acc_t.get_shape()[1]
     last = {"const": cols}  # whole rows of the tile: 8-byte pairs, no column bound
-    split = {"const": splits}
     per_tile = [grid[2], grid[1], grid[0]]
-    args = [
-        (PARTIALS, tile.GlobalTensorType([tile.DYNAMIC] * r + [cols], Float32Type())),
-        (ROW_MAXES, tile.GlobalTensorType([tile.DYNAMIC] * r, Float32Type())),
-        (ROW_SUMS, tile.GlobalTensorType([tile.DYNAMIC] * r, Float32Type())),
-        (TICKETS, tile.GlobalTensorType([tile.DYNAMIC] * 3, i32)),
-    ]
-    values = []
-    for name, t in args:
+    f32 = {"dtype": "f32", "zero": False}
+    levels = [("", splits, per_tile + ([{"const": groups}] if groups > 1 else []))]
+    if groups > 1:
+        levels.append((LEVEL2, groups, per_tile))
+    shapes: dict[str, tuple[tile.GlobalTensorType, dict]] = {}
+    for suffix, n, tickets in levels:
+        lead = {"const": n}
+        shapes[PARTIALS + suffix] = (
+            tile.GlobalTensorType([tile.DYNAMIC] * r + [cols], Float32Type()),
+            {**f32, "shape": [lead, *dims, last]},
+        )
+        for name in (ROW_MAXES, ROW_SUMS):
+            shapes[name + suffix] = (
+                tile.GlobalTensorType([tile.DYNAMIC] * r, Float32Type()),
+                {**f32, "shape": [lead, *dims]},
+            )
+        shapes[TICKETS + suffix] = (
+            tile.GlobalTensorType([tile.DYNAMIC] * len(tickets), i32),
+            {"dtype": "i32", "zero": True, "shape": tickets},
+        )
+    values = {}
+    for name, (t, _w) in shapes.items():
         v = block.insert_arg(t, len(block.args))
         v.name_hint = name
-        values.append(v)
+        values[name] = v
     kernel.function_type = FunctionType.from_lists([a.type for a in block.args], [])
-    f32 = {"dtype": "f32", "zero": False}
-    kernel.attributes[WORKSPACE_ATTR] = to_attr(
-        {
-            PARTIALS: {**f32, "shape": [split, *dims, last]},
-            ROW_MAXES: {**f32, "shape": [split, *dims]},
-            ROW_SUMS: {**f32, "shape": [split, *dims]},
-            TICKETS: {"dtype": "i32", "zero": True, "shape": per_tile},
-        }
-    )
+    kernel.attributes[WORKSPACE_ATTR] = to_attr({n: w for n, (_t, w) in shapes.items()})
     kernel.attributes[GRID_ATTR] = to_attr([times(grid[0], splits), grid[1], grid[2]])
-    kernel.attributes[DECOMPOSITION_ATTR] = to_attr({"kind": "split_keys", "splits": splits})
-    return values[0], values[1], values[2], values[3]
+    decision = {"kind": "split_keys", "splits": splits}
+    if groups > 1:
+        decision["groups"] = groups
+    kernel.attributes[DECOMPOSITION_ATTR] = to_attr(decision)
+    return values
 
 
 def _split_keys(kernel: tile.KernelOp, loop: scf.ForOp, sm: OnlineSoftmax, splits: int) -> None:
@@ -573,7 +595,9 @@ def _split_keys(kernel: tile.KernelOp, loop: scf.ForOp, sm: OnlineSoftmax, split
     used = {o.axis.data for o in kernel.walk() if isinstance(o, tile.ProgramIdOp)}
     py = at_top(tile.ProgramIdOp(1)) if 1 in used else zero
     pz = at_top(tile.ProgramIdOp(2)) if 2 in used else zero
-    partials, maxes, sums, tickets = _keys_workspace(kernel, store, grid, splits)
+    size = _group_size(splits)
+    groups = -(-splits // size)
+    ws = _keys_workspace(kernel, store, grid, splits, groups)
 
     def add(op: Operation) -> SSAValue:
         Rewriter.insert_op(op, InsertPoint.before(loop))
@@ -591,34 +615,78 @@ def _split_keys(kernel: tile.KernelOp, loop: scf.ForOp, sm: OnlineSoftmax, split
     movable = [op for op in rest if op not in index_ops]
     dep = sorted(dep + _only_for(movable, dep), key=lambda o: block.get_operation_index(o))
     acc, m, l_ = (loop.results[i] for i in (sm.acc, sm.row_max, sm.row_sum))
-    st = stack if stack > 1 else None
-    ops: list[Operation] = [
-        tile.StoreOp(acc, partials, [z, *coords], stack=st),
-        tile.StoreOp(m, maxes, [z, *coords[:-1]], stack=st),
-        tile.StoreOp(l_, sums, [z, *coords[:-1]], stack=st),
-    ]
-    arrive = tile.ArriveOp(tickets, [pz, py, px], count)
-    arrive.result.name_hint = "last"
-    ops.append(arrive)
-    merged = tile.SplitSoftmaxOp(
-        partials, (maxes, sums), [zero, *coords], count, splits, sm.base, acc_t, stack
-    )
-    merged.out.name_hint, merged.row_max.name_hint, merged.row_sum.name_hint = "o", "m", "l"
+    ops = _partial_stores((acc, m, l_), ws, "", z, coords, stack)
+    if groups == 1:
+        tile_ops, arrive = _ticket(ws[TICKETS], [pz, py, px], count)
+        merged = _combine(ws, "", zero, coords, count, splits, sm.base, acc_t, stack)
+        outer = _under_all(arrive, [merged], dep, _results(acc, m, l_, merged))
+    else:
+        # two levels: the last of each group of `size` splits combines the group's (a
+        # slot of the second level), the last of the groups combines theirs
+        k = arith.ConstantOp.from_int_and_width(size, idx)
+        g = arith.ConstantOp.from_int_and_width(groups, idx)
+        grp = arith.DivUIOp(z, k.result)
+        z0 = arith.MuliOp(grp.result, k.result)
+        left = arith.SubiOp(count, z0.result)
+        n1 = arith.MinSIOp(k.result, left.result)
+        grp.result.name_hint, z0.result.name_hint, n1.result.name_hint = "group", "first", "n"
+        tile_ops, arrive = _ticket(ws[TICKETS], [pz, py, px, grp.result], n1.result)
+        tile_ops = [k, g, grp, z0, left, n1, *tile_ops]
+        part = _combine(ws, "", z0.result, coords, n1.result, size, sm.base, acc_t, stack)
+        second = _partial_stores(
+            (part.out, part.row_max, part.row_sum), ws, LEVEL2, grp.result, coords, stack
+        )
+        second_ops, arrive2 = _ticket(ws[TICKETS + LEVEL2], [pz, py, px], g.result)
+        merged = _combine(ws, LEVEL2, zero, coords, g.result, groups, sm.base, acc_t, stack)
+        inner = _under_all(arrive2, [merged], dep, _results(acc, m, l_, merged))
+        then = Block([part, *second, *second_ops, inner, scf.YieldOp()])
+        outer = scf.IfOp(arrive, [], Region(then))
     # after the loop and the output's coordinates (a Triton kernel computes them late)
     after: Operation = loop
     for o in block.ops:
         if o in index_ops and block.get_operation_index(o) > block.get_operation_index(after):
             after = o
-    Rewriter.insert_op(ops, InsertPoint.after(after))
-    branch = _under_all(
-        arrive.result,
-        [merged],
-        dep,
-        {acc: merged.out, m: merged.row_max, l_: merged.row_sum},
-    )
+    Rewriter.insert_op(ops + tile_ops, InsertPoint.after(after))
     ret = block.last_op
     assert ret is not None
-    Rewriter.insert_op(branch, InsertPoint.before(ret))
+    Rewriter.insert_op(outer, InsertPoint.before(ret))
+
+
+def _partial_stores(values, ws, suffix, slot, coords, stack) -> list[Operation]:
+    """Stores of a partial (O, m, l) at `slot` of the workspace `suffix`, where and as
+    the output is stored."""
+    o, m, l_ = values
+    st = stack if stack > 1 else None
+    return [
+        tile.StoreOp(o, ws[PARTIALS + suffix], [slot, *coords], stack=st),
+        tile.StoreOp(m, ws[ROW_MAXES + suffix], [slot, *coords[:-1]], stack=st),
+        tile.StoreOp(l_, ws[ROW_SUMS + suffix], [slot, *coords[:-1]], stack=st),
+    ]
+
+
+def _ticket(tickets, at, count) -> tuple[list[Operation], SSAValue]:
+    arrive = tile.ArriveOp(tickets, at, count)
+    arrive.result.name_hint = "last"
+    return [arrive], arrive.result
+
+
+def _combine(ws, suffix, first, coords, count, most, base, acc_t, stack) -> tile.SplitSoftmaxOp:
+    merged = tile.SplitSoftmaxOp(
+        ws[PARTIALS + suffix],
+        (ws[ROW_MAXES + suffix], ws[ROW_SUMS + suffix]),
+        [first, *coords],
+        count,
+        most,
+        base,
+        acc_t,
+        stack,
+    )
+    merged.out.name_hint, merged.row_max.name_hint, merged.row_sum.name_hint = "o", "m", "l"
+    return merged
+
+
+def _results(acc, m, l_, merged) -> dict[SSAValue, SSAValue]:
+    return {acc: merged.out, m: merged.row_max, l_: merged.row_sum}
 
 
 def _under(

@@ -6,6 +6,7 @@
 // RUN: tawac opt %S/../../../examples/attention.mlir -p 'split-k{splits=2}' | filecheck %s --check-prefix=FLAT
 // RUN: tawac compile %S/../../../examples/attention_decode.mlir --split-k 4 -o %t.ptx && filecheck %s --check-prefix=PTX < %t.ptx
 // RUN: not tawac compile %S/../../../examples/attention_decode.mlir --stream-k 4 -o %t2.ptx 2>&1 | filecheck %s --check-prefix=ERR
+// RUN: tawac opt %S/../../../examples/attention_decode.mlir -p 'group-heads,split-k{splits=20}' | filecheck %s --check-prefix=TWO
 
 // The workspace: partial outputs shaped as o with the splits first (whole rows of the
 // tile's 128 columns), row maxima and sums, one ticket per query tile; the grid's x
@@ -44,3 +45,24 @@
 // PTX:      bra.uni $L_slices
 
 // ERR: split-k: stream-K of an attention loop (an online softmax) is not supported; split its keys with --split-k
+
+// From 16 splits the combine has two levels: the last of each group of 2^ceil(log2(S)/2)
+// splits combines the group's partials into a slot of the second level, the last of the
+// groups combines those (in order: deterministic; about 2 sqrt(S) slices on the
+// critical path instead of S).
+// TWO:      tawac.decomposition = {kind = "split_keys", splits = 20 : i64, groups = 3 : i64}
+// TWO:      tile.store %l_i, %tawac_splitk_row_sum[%split,
+// TWO-NEXT: %[[K:.*]] = arith.constant 8 : index
+// TWO-NEXT: %[[G:.*]] = arith.constant 3 : index
+// TWO-NEXT: %group = arith.divui %split, %[[K]] : index
+// TWO-NEXT: %first = arith.muli %group, %[[K]] : index
+// TWO-NEXT: %[[LEFT:.*]] = arith.subi %splits, %first : index
+// TWO-NEXT: %n{{.*}} = arith.minsi %[[K]], %[[LEFT]] : index
+// TWO-NEXT: %last = tile.arrive %tawac_splitk_tickets[%{{.*}}, %{{.*}}, %block, %group] count %n
+// TWO-NEXT: scf.if %last {
+// TWO-NEXT:   tile.split_softmax %tawac_splitk_partials[%first, {{.*}} count %n{{.*}} max 8 exp2 stack 8
+// TWO:        tile.store %{{.*}}, %tawac_splitk_partials2[%group,
+// TWO:        %last_1 = tile.arrive %tawac_splitk_tickets2[{{.*}}] count %[[G]]
+// TWO-NEXT:   scf.if %last_1 {
+// TWO-NEXT:     tile.split_softmax %tawac_splitk_partials2[{{.*}} count %[[G]] max 3 exp2 stack 8
+// TWO:          tile.store %out16, %o[
