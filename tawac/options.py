@@ -248,6 +248,15 @@ KNOBS: tuple[Knob, ...] = (
         "one global store per element)",
     ),
     Knob(
+        "skip_rescale",
+        bool,
+        False,
+        "a loop-carried tile multiplied by a row vector (attention's rescale of O by "
+        "2^(m - m')) is left as it is in a warp whose factors are all exactly 1 (the row "
+        "maxima did not grow): the same bits, fewer multiplies",
+        where="convert-to-ptx",
+    ),
+    Knob(
         "exp2_fma",
         int,
         0,
@@ -306,6 +315,15 @@ class _Options:
             return f"split-k{{splits={self.split_k} stream={self.stream_k}}}"
         return f"split-k{{splits={self.split_k}}}" if self.split_k > 1 else ""
 
+    def _convert_spec(self) -> str:
+        """`convert-to-ptx` with the options of these knobs that differ from its defaults."""
+        opts = []
+        if self.exp2_fma:
+            opts.append(f"exp2-fma={self.exp2_fma}")
+        if self.skip_rescale:
+            opts.append("skip-rescale=true")
+        return f"convert-to-ptx{{{' '.join(opts)}}}" if opts else "convert-to-ptx"
+
     def pipeline(self, start: str | None = None, stop: str | None = None) -> str:
         """The pass pipeline, in `tawac opt -p` syntax; with `start` / `stop` (pass
         names), only the passes from `start` on and before `stop`.  Every decision is
@@ -324,7 +342,7 @@ class _Options:
             "pingpong",
             "tma-store",
             f"trace{{every={self.trace_every}}}" if self.trace else "",
-            f"convert-to-ptx{{exp2-fma={self.exp2_fma}}}" if self.exp2_fma else "convert-to-ptx",
+            self._convert_spec(),
         ]
         # an optional pass that is off ("") is named by where it would run
         names = [p.split("{")[0] for p in passes]

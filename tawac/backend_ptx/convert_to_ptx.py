@@ -53,6 +53,8 @@ class ConvertToPtxPass(ModulePass):
 
     exp2_fma: int = 0
     """Every N-th exp2 of a tile on the FMA pipe (the knob `exp2_fma`); 0: none."""
+    skip_rescale: bool = False
+    """Skip a warp's rescale of a loop-carried tile by all-one factors (the knob)."""
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         if not 0 <= self.exp2_fma <= 8:
@@ -62,7 +64,9 @@ class ConvertToPtxPass(ModulePass):
         for kern in [o for o in op.body.block.ops if isinstance(o, tile.KernelOp)]:
             _check_applied(kern)
             _check_no_fp8_registers(kern)
-            module = KernelLowering(kern, exp2_fma=self.exp2_fma).run()
+            module = KernelLowering(
+                kern, exp2_fma=self.exp2_fma, skip_rescale=self.skip_rescale
+            ).run()
             Rewriter.replace_op(kern, module)
 
 

@@ -656,6 +656,22 @@ class BitcastOp(PtxInstruction):
 
 
 @irdl_op_definition
+class VoteAllOp(PtxInstruction):
+    """`vote.sync.all.pred d, p, 0xffffffff;`: whether p holds in every lane of the warp
+    (PTX ISA 9.7.13.10)."""
+
+    name = "ptx.vote_all"
+    pred = operand_def(RegType)
+    result = result_def(RegType)
+
+    def __init__(self, pred: SSAValue):
+        super().__init__(operands=[pred], result_types=[reg_of("pred")])
+
+    def ptx_text(self, n: Names) -> str:
+        return f"vote.sync.all.pred {n(self.result)}, {n(self.pred)}, 0xffffffff;"
+
+
+@irdl_op_definition
 class SetpOp(PtxInstruction):
     """`setp.cmp.type p, a, b;` (PTX ISA 9.7.6.1)."""
 
@@ -1637,6 +1653,7 @@ Ptx = Dialect(
         Ex2Op,
         Lg2Op,
         ShflBflyOp,
+        VoteAllOp,
         BitcastOp,
         SetpOp,
         SelpOp,

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from xdsl.dialects import arith, math
+from xdsl.dialects import arith, math, scf
 from xdsl.dialects.builtin import (
     DenseIntOrFPElementsAttr,
     Float32Type,
@@ -191,11 +191,48 @@ def _float_binary(k: KernelLowering, op: Operation) -> None:
             raise CompileError(
                 "convert-to-ptx: elementwise math needs f32 operands in the same layout", op
             )
+        if isinstance(op, arith.MulfOp) and _rescale_in_place(k, op, a, b):
+            return
         k.vals[op.results[0]] = a.like(
             map2(k, a, b, lambda x, y: cls("f32", x, y, mode=mode)), "f32"
         )
         return
     raise CompileError(f"convert-to-ptx: operands of {op.name} must both be tiles or scalars", op)
+
+
+def _rescale_in_place(k: KernelLowering, op: arith.MulfOp, a: Frag, b: Frag) -> bool:
+    """With `skip_rescale`: a loop-carried 2-d tile read only here, times a tile whose
+    registers repeat (a broadcast row vector: attention's 2^(m - m')), multiplied in its
+    own registers, and not at all in a warp where every factor is exactly 1
+    (`vote.sync.all`, a uniform branch): x * 1 is x, bit for bit. Whether it applied."""
+    lhs = op.lhs
+    if not k.skip_rescale or a.dim is not None or b.dim is not None:
+        return False
+    if not isinstance(lhs, BlockArgument) or not isinstance(lhs.owner.parent_op(), scf.ForOp):
+        return False
+    if lhs.uses.get_length() != 1 or len(set(a.regs)) != len(a.regs):
+        return False
+    factors = list(dict.fromkeys(b.regs))
+    if len(factors) * 2 > len(b.regs):  # not a broadcast: nothing shared to test
+        return False
+    one = k.fimm(1.0)
+    same = None
+    for f in factors:
+        eq = k.r(ptx.SetpOp("eq", "f32", f, one))
+        same = eq if same is None else k.r(ptx.AndOp("pred", same, eq))
+    assert same is not None
+
+    def scale() -> None:
+        for x, y in zip(a.regs, b.regs, strict=True):
+            k.emit(ptx.AssignOp("f32", x, k.r(ptx.MulOp("f32", x, y))))
+
+    done = k.label("rescaled")
+    k.emit(ptx.BraOp(done, k.r(ptx.VoteAllOp(same)), uni=True))
+    with k.scope():
+        scale()
+    k.emit(ptx.LabelOp(done))
+    k.vals[op.results[0]] = a
+    return True
 
 
 def _operand(k: KernelLowering, v: SSAValue) -> object:

@@ -99,9 +99,10 @@ class _Partition:
 
 
 class KernelLowering:
-    def __init__(self, kernel: tile.KernelOp, exp2_fma: int = 0):
+    def __init__(self, kernel: tile.KernelOp, exp2_fma: int = 0, skip_rescale: bool = False):
         self.kernel = kernel
         self.exp2_fma = exp2_fma  # every N-th exp2 of a tile on the FMA pipe (0: none)
+        self.skip_rescale = skip_rescale  # a warp's all-one rescale of a carried tile skipped
         self.block = Block()
         self.vals: dict[SSAValue, object] = {}
         self.params = abi.ParamTable(kernel)
