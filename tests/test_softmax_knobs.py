@@ -1,6 +1,8 @@
-"""`exp2_fma` (a pipeline knob): every N-th exp2 of a tile computed on the FMA and integer
-pipes. The algorithm, step by step in float32 as the PTX does it, is within 2e-4 of 2^x
-over the softmax's range and exact at 0; the PTX has it where asked and nowhere else."""
+"""The softmax's code-generation knobs. `exp2_fma`: every N-th exp2 of a tile computed on
+the FMA and integer pipes; the algorithm, step by step in float32 as the PTX does it, is
+within 2e-4 of 2^x over the softmax's range and exact at 0, and the PTX has it where
+asked and nowhere else. `skip_rescale`: the rescale of the loop-carried O behind a
+warp-uniform test of its factors, in the loop only."""
 
 from __future__ import annotations
 
@@ -62,3 +64,15 @@ def test_every_nth_exponential_of_a_tile_moves_to_the_fma_pipe():
 def test_exp2_fma_out_of_range_is_refused():
     with pytest.raises(CompileError, match="exp2-fma must be"):
         compile_file(EXAMPLES / "attention_d64.mlir", cubin=False, exp2_fma=9)
+
+
+def test_skip_rescale_guards_the_loops_rescale_only():
+    base = compile_file(EXAMPLES / "attention.mlir", cubin=False).ptx
+    skip = compile_file(EXAMPLES / "attention.mlir", cubin=False, skip_rescale=True).ptx
+    assert "vote.sync.all" not in base
+    assert skip.count("vote.sync.all.pred") == 1  # the loop's; not the peeled last one
+    at = skip.index("vote.sync.all.pred")
+    assert re.search(r"@%p\d+ bra\.uni \$L_rescaled_\d+;", skip[at : at + 200])
+    assert "convert-to-ptx{skip-rescale=true}" in PipelineOptions(skip_rescale=True).pipeline()
+    both = PipelineOptions(skip_rescale=True, exp2_fma=2).pipeline()
+    assert both.endswith("convert-to-ptx{exp2-fma=2 skip-rescale=true}")
