@@ -20,7 +20,6 @@ from __future__ import annotations
 import argparse
 import datetime
 import math
-import statistics
 import sys
 from pathlib import Path
 
@@ -173,7 +172,7 @@ def _shape(shape, kern, table, backends, configs, rounds) -> tuple[float, str, f
     import torch
     from torch.nn.attention import SDPBackend
 
-    from tawac.runtime.runner import bench_ms, round_robin
+    from tawac.runtime.runner import round_robin_medians
 
     b, h, hk, rows, keys = shape
     g = torch.Generator(device="cuda").manual_seed(b * 7 + keys + rows)
@@ -203,11 +202,7 @@ def _shape(shape, kern, table, backends, configs, rounds) -> tuple[float, str, f
         except RuntimeError:
             continue
         systems[name] = lambda be=be: _sdpa(be, q, k, v)
-    names = list(systems)
-    times: dict[str, list[float]] = {n: [] for n in names}
-    for i in round_robin(len(names), rounds):
-        times[names[i]].append(bench_ms(systems[names[i]])[0] * 1e3)
-    med = {n: statistics.median(t) for n, t in times.items()}
+    med = {n: ms * 1e3 for n, ms in round_robin_medians(systems, rounds).items()}
     ours = {n: t for n, t in med.items() if n not in backends}
     theirs = {n: med[n] for n in backends if n in med}
     if not ours or not theirs:

@@ -16,7 +16,6 @@ from __future__ import annotations
 import argparse
 import datetime
 import math
-import statistics
 import sys
 from pathlib import Path
 
@@ -91,10 +90,10 @@ def main() -> int:
 def _shape(shape, kern, backends, splits, rounds) -> None:
     """One row of the table."""
     import torch
-    from torch.nn.attention import sdpa_kernel
+    from bench_attention_decode import _sdpa
     from torch.nn.functional import scaled_dot_product_attention as sdpa
 
-    from tawac.runtime.runner import bench_ms, round_robin
+    from tawac.runtime.runner import round_robin_medians
 
     b, h, hk, keys = shape
     scale = math.log2(math.e) / math.sqrt(128)
@@ -114,21 +113,12 @@ def _shape(shape, kern, backends, splits, rounds) -> None:
             print(f"# {name} wrong at {(b, hk, keys)}", file=sys.stderr)
             del systems[name]
     for name, be in backends.items():
-
-        def run(be=be):
-            with sdpa_kernel(be):
-                return sdpa(q, k, v, enable_gqa=True)
-
         try:
-            run()
+            _sdpa(be, q, k, v)
         except RuntimeError:
             continue
-        systems[name] = run
-    names = list(systems)
-    times: dict[str, list[float]] = {n: [] for n in names}
-    for i in round_robin(len(names), rounds):
-        times[names[i]].append(bench_ms(systems[names[i]])[0] * 1e3)
-    med = {n: statistics.median(t) for n, t in times.items()}
+        systems[name] = lambda be=be: _sdpa(be, q, k, v)
+    med = {n: ms * 1e3 for n, ms in round_robin_medians(systems, rounds).items()}
     paged = {n: t for n, t in med.items() if n.startswith("paged")}
     flat = {n: t for n, t in med.items() if n.startswith("contiguous")}
     best_sdpa = min(med[n] for n in backends if n in med)

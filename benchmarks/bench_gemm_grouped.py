@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import argparse
 import datetime
-import statistics
 import sys
 from pathlib import Path
 
@@ -114,12 +113,9 @@ def padded_error(c_pad, pstarts, bounds, reference) -> float:
 
 def medians(calls: dict, names: list[str], rounds: int) -> dict[str, float]:
     """Milliseconds per call of each of `names`, timed round-robin, medians."""
-    from tawac.runtime.runner import bench_ms, round_robin
+    from tawac.runtime.runner import round_robin_medians
 
-    samples: dict[str, list[float]] = {s: [] for s in names}
-    for i in round_robin(len(names), rounds):
-        samples[names[i]].append(bench_ms(calls[names[i]], 10.0, 50.0)[0])
-    return {s: statistics.median(v) for s, v in samples.items()}
+    return round_robin_medians({n: calls[n] for n in names}, rounds, 10.0, 50.0)
 
 
 def rate(ms: float, flops: float) -> str:

@@ -413,3 +413,20 @@ def test_round_robin_rotates_the_start_of_each_round():
     assert all(order.count(i) == 4 for i in range(4))
     assert round_robin(2, 0) == [0, 1]  # at least one round
     assert round_robin(0, 3) == []
+
+
+def test_round_robin_medians_times_each_call_in_rotation(monkeypatch):
+    """Each call timed `rounds` times in the rotation's order, its median kept."""
+    from tawac.runtime import runner
+
+    order: list[str] = []
+    times = {"a": iter([3.0, 1.0, 2.0]), "b": iter([5.0, 4.0, 6.0])}
+
+    def fake(fn, warmup_ms, rep_ms):
+        order.append(fn())
+        return next(times[order[-1]]), "fake"
+
+    monkeypatch.setattr(runner, "bench_ms", fake)
+    med = runner.round_robin_medians({"a": lambda: "a", "b": lambda: "b"}, 3)
+    assert med == {"a": 2.0, "b": 5.0}
+    assert order == ["a", "b", "b", "a", "a", "b"]

@@ -11,6 +11,7 @@ from xdsl.dialects import arith
 from xdsl.dialects.builtin import ArrayAttr, DictionaryAttr, IntAttr, IntegerAttr, StringAttr, i64
 from xdsl.ir import Attribute, BlockArgument, SSAValue
 
+from tawac.analysis.identity import argument_name
 from tawac.analysis.scalars import constant_int
 from tawac.diagnostics import CompileError
 from tawac.dialects import hopper, tile
@@ -87,7 +88,7 @@ def checks_of(kernel: tile.KernelOp) -> list[dict[str, Any]]:
     if attr is None:
         return []
     ranks = {
-        a.name_hint: a.type.rank
+        argument_name(a, kernel): a.type.rank
         for a in kernel.body.block.args
         if isinstance(a.type, tile.GlobalTensorType)
     }

@@ -115,6 +115,11 @@ class PtxInstruction(IRDLOperation):
         raise NotImplementedError
 
 
+def _guard(n: Names, guard: Sequence[SSAValue]) -> str:
+    """`@p ` before a predicated instruction (an optional `guard` operand), else ""."""
+    return f"@{n(guard[0])} " if guard else ""
+
+
 def _s(attr: StringAttr) -> str:
     return attr.data
 
@@ -831,7 +836,7 @@ class StGlobalV4B32Op(PtxInstruction):
         super().__init__(operands=[addr, *values, [guard] if guard is not None else []])
 
     def ptx_text(self, n: Names) -> str:
-        pred = f"@{n(self.guard[0])} " if self.guard else ""
+        pred = _guard(n, self.guard)
         vals = ", ".join(n(v) for v in (self.a, self.b, self.c, self.d))
         return f"{pred}st.global.v4.b32 [{n(self.addr)}], {{{vals}}};"
 
@@ -910,7 +915,7 @@ class LdGlobalV2Op(PtxInstruction):
         super().__init__(operands=[addr, lo, hi, [guard] if guard is not None else []])
 
     def ptx_text(self, n: Names) -> str:
-        pred = f"@{n(self.guard[0])} " if self.guard else ""
+        pred = _guard(n, self.guard)
         return f"{pred}ld.global.cg.v2.f32 {{{n(self.lo)}, {n(self.hi)}}}, [{n(self.addr)}];"
 
 
@@ -929,7 +934,7 @@ class StGlobalV2Op(PtxInstruction):
         super().__init__(operands=[addr, a, b, [guard] if guard is not None else []])
 
     def ptx_text(self, n: Names) -> str:
-        pred = f"@{n(self.guard[0])} " if self.guard else ""
+        pred = _guard(n, self.guard)
         return f"{pred}st.global.v2.f32 [{n(self.addr)}], {{{n(self.a)}, {n(self.b)}}};"
 
 
@@ -1133,7 +1138,7 @@ class MbarrierArriveOp(PtxInstruction):
         super().__init__(operands=[addr, [guard] if guard is not None else []])
 
     def ptx_text(self, n: Names) -> str:
-        pred = f"@{n(self.guard[0])} " if self.guard else ""
+        pred = _guard(n, self.guard)
         return f"{pred}mbarrier.arrive.shared::cta.b64 _, [{n(self.addr)}];"
 
 
@@ -1207,7 +1212,7 @@ class MbarrierArriveClusterOp(PtxInstruction):
         super().__init__(operands=[addr, [guard] if guard is not None else []])
 
     def ptx_text(self, n: Names) -> str:
-        pred = f"@{n(self.guard[0])} " if self.guard else ""
+        pred = _guard(n, self.guard)
         return f"{pred}mbarrier.arrive.shared::cluster.b64 _, [{n(self.addr)}];"
 
 

@@ -38,6 +38,7 @@ from xdsl.passes import ModulePass
 from xdsl.rewriter import InsertPoint, Rewriter
 
 from tawac.analysis.grid import CHECKS_ATTR, GROUP_ATTR, checks_of, to_attr
+from tawac.analysis.identity import argument_name
 from tawac.analysis.scalars import constant_int
 from tawac.dialects import tile
 
@@ -145,28 +146,32 @@ def _checks(kernel: tile.KernelOp, g: _Grouping) -> list[dict]:
     tensor (the grouped loads' and stores') has G times the heads of each tensor read at
     `h / G`. A launch with other shapes (the G of another model) is refused instead of
     reading K/V heads that are not there."""
-    names = [a.name_hint or f"arg{i}" for i, a in enumerate(kernel.body.block.args)]
-    heads = []
+    heads: list[tuple[BlockArgument, int]] = []
     for a in g.accesses:
         t = a.source if isinstance(a, tile.LoadOp) else a.dest
         gt = t.type
         if isinstance(t, BlockArgument) and isinstance(gt, tile.GlobalTensorType):
-            heads.append((names[t.index], gt.rank - 3))
-    shared = []
+            heads.append((t, gt.rank - 3))
+    shared: list[tuple[BlockArgument, int]] = []
     for div in g.divs:
         for use in div.results[0].uses:
             op = use.operation
             if not isinstance(op, tile.LoadOp) or not isinstance(op.source, BlockArgument):
                 continue
-            d = list(op.indices).index(div.results[0])
-            shared.append((names[op.source.index], d))
-    out: list[dict] = []
-    for arg, dim in sorted(dict.fromkeys(heads), key=lambda x: names.index(x[0])):
-        for other, d in sorted(dict.fromkeys(shared), key=lambda x: names.index(x[0])):
-            out.append(
-                {"arg": arg, "dim": dim, "equals": {"arg": other, "dim": d, "times": g.group}}
-            )
-    return out
+            shared.append((op.source, list(op.indices).index(div.results[0])))
+
+    def ordered(refs: list[tuple[BlockArgument, int]]) -> list[tuple[str, int]]:
+        """Distinct (argument name, dimension), in argument order."""
+        return [
+            (argument_name(v, kernel), d)
+            for v, d in sorted(set(refs), key=lambda x: (x[0].index, x[1]))
+        ]
+
+    return [
+        {"arg": arg, "dim": dim, "equals": {"arg": other, "dim": d, "times": g.group}}
+        for arg, dim in ordered(heads)
+        for other, d in ordered(shared)
+    ]
 
 
 def _rewrite(g: _Grouping) -> None:

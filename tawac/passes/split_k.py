@@ -86,6 +86,7 @@ from tawac.analysis.grid import (
     times,
     to_attr,
 )
+from tawac.analysis.identity import argument_name
 from tawac.diagnostics import CompileError
 from tawac.dialects import tile
 
@@ -224,9 +225,8 @@ def _add_workspace(
     splits: int,
     stream: int,
 ) -> tuple[SSAValue, SSAValue]:
-    """The partials and tickets: two kernel arguments the launcher allocates (the
-    kernel's `tawac.workspace`), and the decision recorded for `explain`."""
-    block = kernel.body.block
+    """The partials and tickets: two kernel arguments the launcher allocates
+    (`_insert_workspace`)."""
     dims = [n.data for n in gt.dim_names]
     r, c = gt.rank - 2, gt.rank - 1
     rows, cols = acc_t.get_shape()
@@ -252,19 +252,33 @@ def _add_workspace(
             TICKETS: [grid[0], grid[1]],
         }
         decision = {"kind": "split_k", "splits": splits}
-    partials = block.insert_arg(partials_t, len(block.args))
-    partials.name_hint = PARTIALS
-    tickets = block.insert_arg(tickets_t, len(block.args))
-    tickets.name_hint = TICKETS
-    kernel.function_type = FunctionType.from_lists([a.type for a in block.args], [])
-    kernel.attributes[WORKSPACE_ATTR] = to_attr(
+    ws = _insert_workspace(
+        kernel,
         {
-            PARTIALS: {"dtype": "f32", "zero": False, "shape": shapes[PARTIALS]},
-            TICKETS: {"dtype": "i32", "zero": True, "shape": shapes[TICKETS]},
-        }
+            PARTIALS: (partials_t, {"dtype": "f32", "zero": False, "shape": shapes[PARTIALS]}),
+            TICKETS: (tickets_t, {"dtype": "i32", "zero": True, "shape": shapes[TICKETS]}),
+        },
+        decision,
     )
+    return ws[PARTIALS], ws[TICKETS]
+
+
+def _insert_workspace(
+    kernel: tile.KernelOp, buffers: dict[str, tuple[tile.GlobalTensorType, dict]], decision: dict
+) -> dict[str, SSAValue]:
+    """The workspace buffers as kernel arguments, by name, in order (the kernel's
+    `tawac.workspace`, which the launcher allocates: {name: (type, {dtype, zero,
+    shape})}), and the decision recorded for `explain`."""
+    block = kernel.body.block
+    values = {}
+    for name, (t, _entry) in buffers.items():
+        v = block.insert_arg(t, len(block.args))
+        v.name_hint = name
+        values[name] = v
+    kernel.function_type = FunctionType.from_lists([a.type for a in block.args], [])
+    kernel.attributes[WORKSPACE_ATTR] = to_attr({n: e for n, (_t, e) in buffers.items()})
     kernel.attributes[DECOMPOSITION_ATTR] = to_attr(decision)
-    return partials, tickets
+    return values
 
 
 def split_kernel(kernel: tile.KernelOp, splits: int, stream: int = 0) -> None:
@@ -292,8 +306,7 @@ def split_kernel(kernel: tile.KernelOp, splits: int, stream: int = 0) -> None:
     if gt.rank < 2:
         raise _fail("the output store needs a tensor of rank 2 or more", store)
     grid = infer_grid(kernel)
-    names = [a.name_hint or f"arg{i}" for i, a in enumerate(kernel.body.block.args)]
-    dest_name = names[dest.index]  # type: ignore[attr-defined]
+    dest_name = argument_name(dest, kernel)
     r, c = gt.rank - 2, gt.rank - 1
     index_ops = {o for i in (store.indices[r], store.indices[c]) for o in _slice(i)}
     if index_ops & set(dep):
@@ -323,16 +336,7 @@ def split_kernel(kernel: tile.KernelOp, splits: int, stream: int = 0) -> None:
         z = add(tile.ProgramIdOp(2))
         z.name_hint = "split"
         base = None
-    # The z-th chunk of whole steps: [lb + z * chunk, min(lb + (z + 1) * chunk, ub)).
-    lb, ub, step = loop.lb, loop.ub, loop.step
-    steps = add(arith.CeilDivSIOp(add(arith.SubiOp(ub, lb)), step))
-    per = add(arith.CeilDivSIOp(steps, count))
-    chunk = add(arith.MuliOp(per, step))
-    lo = add(arith.AddiOp(lb, add(arith.MuliOp(z, chunk))))
-    hi = add(arith.MinSIOp(add(arith.AddiOp(lo, chunk)), ub))
-    lo.name_hint, hi.name_hint = "k_lo", "k_hi"
-    loop.operands[0] = lo
-    loop.operands[1] = hi
+    _chunk(loop, z, count, "k")
 
     acc = loop.results[0]
     zero = arith.ConstantOp.from_int_and_width(0, idx)
@@ -511,12 +515,10 @@ def _keys_workspace(
     pairs), the row maxima and sums (one dimension less), and one ticket per query tile
     (and group); with `groups` > 1, the same again for the groups' combined partials
     (names ending in `LEVEL2`). And the decision, recorded for `explain`."""
-    block = kernel.body.block
     dest = store.dest
     gt = dest.type
     assert isinstance(gt, tile.GlobalTensorType)
-    names = [a.name_hint or f"arg{i}" for i, a in enumerate(block.args)]
-    out = names[dest.index]  # type: ignore[attr-defined]
+    out = argument_name(dest, kernel)
     r = gt.rank
     dims = [{"cdiv": {"arg": out, "dim": d}, "by": 1} for d in range(r - 1)]
     acc_t = store.value.type
@@ -544,19 +546,31 @@ def _keys_workspace(
             tile.GlobalTensorType([tile.DYNAMIC] * len(tickets), i32),
             {"dtype": "i32", "zero": True, "shape": tickets},
         )
-    values = {}
-    for name, (t, _w) in shapes.items():
-        v = block.insert_arg(t, len(block.args))
-        v.name_hint = name
-        values[name] = v
-    kernel.function_type = FunctionType.from_lists([a.type for a in block.args], [])
-    kernel.attributes[WORKSPACE_ATTR] = to_attr({n: w for n, (_t, w) in shapes.items()})
     kernel.attributes[GRID_ATTR] = to_attr([times(grid[0], splits), grid[1], grid[2]])
     decision = {"kind": "split_keys", "splits": splits}
     if groups > 1:
         decision["groups"] = groups
-    kernel.attributes[DECOMPOSITION_ATTR] = to_attr(decision)
-    return values
+    return _insert_workspace(kernel, shapes, decision)
+
+
+def _chunk(loop: scf.ForOp, z: SSAValue, count: SSAValue, hint: str) -> None:
+    """`loop` runs the z-th of `count` chunks of its whole steps: [lb + z * chunk,
+    min(lb + (z + 1) * chunk, ub)), chunk = ceil(ceil((ub - lb) / step) / count) steps;
+    its bounds named `<hint>_lo`, `<hint>_hi`."""
+
+    def add(op: Operation) -> SSAValue:
+        Rewriter.insert_op(op, InsertPoint.before(loop))
+        return op.results[0]
+
+    lb, ub, step = loop.lb, loop.ub, loop.step
+    steps = add(arith.CeilDivSIOp(add(arith.SubiOp(ub, lb)), step))
+    per = add(arith.CeilDivSIOp(steps, count))
+    chunk = add(arith.MuliOp(per, step))
+    lo = add(arith.AddiOp(lb, add(arith.MuliOp(z, chunk))))
+    hi = add(arith.MinSIOp(add(arith.AddiOp(lo, chunk)), ub))
+    lo.name_hint, hi.name_hint = f"{hint}_lo", f"{hint}_hi"
+    loop.operands[0] = lo
+    loop.operands[1] = hi
 
 
 def _split_keys(kernel: tile.KernelOp, loop: scf.ForOp, sm: OnlineSoftmax, splits: int) -> None:
@@ -602,19 +616,7 @@ def _split_keys(kernel: tile.KernelOp, loop: scf.ForOp, sm: OnlineSoftmax, split
     size = _group_size(splits)
     groups = -(-splits // size)
     ws = _keys_workspace(kernel, store, grid, splits, groups)
-
-    def add(op: Operation) -> SSAValue:
-        Rewriter.insert_op(op, InsertPoint.before(loop))
-        return op.results[0]
-
-    lb, ub, step = loop.lb, loop.ub, loop.step
-    steps = add(arith.CeilDivSIOp(add(arith.SubiOp(ub, lb)), step))
-    chunk = add(arith.MuliOp(add(arith.CeilDivSIOp(steps, count)), step))
-    lo = add(arith.AddiOp(lb, add(arith.MuliOp(z, chunk))))
-    hi = add(arith.MinSIOp(add(arith.AddiOp(lo, chunk)), ub))
-    lo.name_hint, hi.name_hint = "key_lo", "key_hi"
-    loop.operands[0] = lo
-    loop.operands[1] = hi
+    _chunk(loop, z, count, "key")
 
     movable = [op for op in rest if op not in index_ops]
     dep = sorted(dep + _only_for(movable, dep), key=lambda o: block.get_operation_index(o))

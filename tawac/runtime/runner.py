@@ -119,6 +119,21 @@ def round_robin(n: int, rounds: int) -> list[int]:
     return [(r + i) % n for r in range(max(1, rounds)) for i in range(n)]
 
 
+def round_robin_medians(
+    calls: Mapping[str, Callable[[], Any]],
+    rounds: int,
+    warmup_ms: float = 25.0,
+    rep_ms: float = 100.0,
+) -> dict[str, float]:
+    """Milliseconds per call of each of `calls`, timed `rounds` times round-robin
+    (`round_robin`, `bench_ms`), medians."""
+    names = list(calls)
+    samples: dict[str, list[float]] = {n: [] for n in names}
+    for i in round_robin(len(names), rounds):
+        samples[names[i]].append(bench_ms(calls[names[i]], warmup_ms, rep_ms)[0])
+    return {n: statistics.median(v) for n, v in samples.items()}
+
+
 def bench_ms(fn: Callable[[], Any], warmup_ms: float = 25.0, rep_ms: float = 100.0) -> tuple:
     """(median milliseconds per call, timer name).
 

@@ -22,6 +22,7 @@ from tawac.backend_ptx.lowering.state import (
 )
 from tawac.diagnostics import CompileError
 from tawac.dialects import hopper, ptx
+from tawac.dialects.tile import stack_of
 from tawac.target import HOPPER
 from tawac.target.layouts import SwizzledTile
 
@@ -103,7 +104,7 @@ def _tma_store(k: KernelLowering, op: hopper.TmaStoreOp) -> None:
     k.emit(ptx.BarSyncRegOp(bar_id, HOPPER.warp_group_size))
     lead = list(op.indices)[:-2]  # leading dimensions of a rank-reducing store: box 1
     # a stacked tile (`stack`): `per` rows of each index of dimension rank-3
-    per = tt.rows // (op.stack.data if op.stack is not None else 1)
+    per = tt.rows // stack_of(op)
     try:
         box = tile.stacked_box(rows, per, len(lead))
     except ValueError as e:

@@ -13,6 +13,7 @@ from __future__ import annotations
 from tawac.backend_ptx.lowering.state import Bars, KernelLowering, Ring, SmemTile, handles, wg_local
 from tawac.diagnostics import CompileError
 from tawac.dialects import hopper, ptx
+from tawac.dialects.tile import stack_of
 from tawac.target import HOPPER
 
 
@@ -106,7 +107,7 @@ def _tma_load(k: KernelLowering, op: hopper.TmaLoadOp) -> None:
     slot = k.scalar(op.slot)
     lead = list(op.indices)[:-2]  # leading dimensions of a rank-reducing load: box 1
     tile = tt.layout
-    per = tt.rows // (op.stack.data if op.stack is not None else 1)
+    per = tt.rows // stack_of(op)
     box = tile.stacked_box(tt.rows, per, len(lead))  # a stacked tile: box `stack` before rows
     name = k.params.tensor_map(op.source, box, tt.swizzle.data)
     tmap = k.cached(("tmap", name), lambda: k.r(ptx.CvtaParamOp(k.r(ptx.ParamAddrOp(name)))))

@@ -268,10 +268,8 @@ def _tile_addresses(
         row = k.add_imm(row0, dr)
         heads = None
         if stack > 1:  # row t of the tile: row t % per of index t / per of dimension r - 1
-            per = layout.m // stack
             t = k.add_imm(tile_row0, dr)
-            row = k.add(k.r(ptx.RemOp("u32", t, k.imm(per))), k.scalar(indices[r]))
-            heads = k.r(ptx.DivOp("u32", t, k.imm(per)))
+            row, heads = _stack_split(k, t, layout.m // stack, k.scalar(indices[r]))
         ok = k.r(ptx.SetpOp("lt", "s32", row, rows))
         if lead is not None:
             ok = k.r(ptx.AndOp("pred", ok, lead))
@@ -492,11 +490,21 @@ def _split_softmax(k: KernelLowering, op: tile.SplitSoftmaxOp) -> None:
     sums = [k.r(ptx.MovImmOp("f32", 0.0)) for _ in offsets]
     out = [k.r(ptx.MovImmOp("f32", 0.0)) for _ in range(layout.num_regs)]
 
+    def nth(s0: SSAValue, u: int) -> tuple[SSAValue, SSAValue | None]:
+        """Slice s0 + u, and (u > 0) whether it is below the count."""
+        if u == 0:
+            return s0, None
+        s = k.add_imm(s0, u)
+        return s, k.r(ptx.SetpOp("lt", "s32", s, count))
+
+    def both(ok: SSAValue, live: SSAValue | None) -> SSAValue:
+        return ok if live is None else k.r(ptx.AndOp("pred", ok, live))
+
     def slice_loads(s: SSAValue, live: SSAValue | None):
         """Slice s's m and l per row and its pairs, where `live` (s < count) too."""
         rows = []
         for j in range(len(offsets)):
-            ok = m_rows[j][0] if live is None else k.r(ptx.AndOp("pred", m_rows[j][0], live))
+            ok = both(m_rows[j][0], live)
             rows.append(
                 (
                     load(ok, at(m_rows[j][1], m_step, s), float("-inf")),
@@ -505,7 +513,7 @@ def _split_softmax(k: KernelLowering, op: tile.SplitSoftmaxOp) -> None:
             )
         tiles = {}
         for dr, (ok, addr, dc0) in first.items():
-            row_ok = ok if live is None else k.r(ptx.AndOp("pred", ok, live))
+            row_ok = both(ok, live)
             row_at = at(addr, step, s)
             for i in sorted(pairs):
                 if layout.reg_offset(i)[0] != dr:
@@ -518,19 +526,15 @@ def _split_softmax(k: KernelLowering, op: tile.SplitSoftmaxOp) -> None:
 
     def row_max(s0: SSAValue) -> None:
         for u in range(MAX_UNROLL):
-            s = s0 if u == 0 else k.add_imm(s0, u)
-            live = None if u == 0 else k.r(ptx.SetpOp("lt", "s32", s, count))
+            s, live = nth(s0, u)
             for j, (ok, addr) in enumerate(m_rows):
-                ok = ok if live is None else k.r(ptx.AndOp("pred", ok, live))
-                m = load(ok, at(addr, m_step, s), float("-inf"))
+                m = load(both(ok, live), at(addr, m_step, s), float("-inf"))
                 k.emit(ptx.AssignOp("f32", maxes[j], k.r(ptx.MaxOp("f32", maxes[j], m))))
 
     def combine(s0: SSAValue) -> None:
         loaded = []
         for u in range(unroll):
-            s = s0 if u == 0 else k.add_imm(s0, u)
-            live = None if u == 0 else k.r(ptx.SetpOp("lt", "s32", s, count))
-            loaded.append(slice_loads(s, live))
+            loaded.append(slice_loads(*nth(s0, u)))
         for rows, tiles in loaded:
             ws: dict[int, SSAValue] = {}
             for j, dr in enumerate(offsets):
@@ -559,6 +563,13 @@ def _slice_loop(k: KernelLowering, n: SSAValue, body, by: int = 1) -> None:
         body(iv)
         k.emit(ptx.AssignOp("b32", iv, k.add_imm(iv, by)))
     k.emit(ptx.BraOp(top, k.r(ptx.SetpOp("lt", "s32", iv, n)), uni=True))
+
+
+def _stack_split(k: KernelLowering, t: SSAValue, per: int, start: SSAValue):
+    """Row t of a stacked tile (`per` rows of each index of the dimension before the
+    rows'): (its row, `start` + t % per; its index's offset there, t / per)."""
+    row = k.add(k.r(ptx.RemOp("u32", t, k.imm(per))), start)
+    return row, k.r(ptx.DivOp("u32", t, k.imm(per)))
 
 
 def _row_places(
@@ -591,9 +602,7 @@ def _row_places(
                 )
             )
             continue
-        per = layout.m // stack
-        row = k.add(k.r(ptx.RemOp("u32", t, k.imm(per))), start)
-        heads = k.r(ptx.DivOp("u32", t, k.imm(per)))
+        row, heads = _stack_split(k, t, layout.m // stack, start)
         hsize = k.r(ptx.LdParamOp("s32", k.params.dim(dest, last - 1)))
         head = k.add(heads, k.scalar(indices[last - 1]))
         ok = k.r(ptx.SetpOp("lt", "s32", row, size))
