@@ -219,6 +219,17 @@ LAT_OPS = {
     ' : "+f"(@V@) : "f"(y));',
     "shfl": 'asm volatile("shfl.sync.bfly.b32 %0, %0, 1, 0x1f, 0xffffffff;" : "+f"(@V@));',
     "lds": 'asm volatile("ld.shared.u32 %0, [%0];" : "+r"(p) :: "memory");',
+    "max": 'asm volatile("max.f32 %0, %0, %1;" : "+f"(@V@) : "f"(y));',
+    "mul": 'asm volatile("mul.f32 %0, %0, %1;" : "+f"(@V@) : "f"(y));',
+    # one instruction packs two floats; its bits feed the chain back as a float
+    "cvt_bf16x2": 'asm volatile("{\\n.reg .b32 r;\\ncvt.rn.bf16x2.f32 r, %0, %1;\\n'
+    'mov.b32 %0, r;\\n}" : "+f"(@V@) : "f"(y));',
+    "cvt_f16x2": 'asm volatile("{\\n.reg .b32 r;\\ncvt.rn.f16x2.f32 r, %0, %1;\\n'
+    'mov.b32 %0, r;\\n}" : "+f"(@V@) : "f"(y));',
+    # softmax's mix: one ex2 and four FMA-pipe ops per element (scale, subtract, sum, max)
+    "ex2_fma4": 'asm volatile("ex2.approx.ftz.f32 %0, %0;\\n\\tfma.rn.f32 %0, %0, %1, %1;'
+    "\\n\\tfma.rn.f32 %0, %0, %1, %1;\\n\\tfma.rn.f32 %0, %0, %1, %1;"
+    '\\n\\tfma.rn.f32 %0, %0, %1, %1;" : "+f"(@V@) : "f"(y));',
     "mbar": 'asm volatile("{\\n.reg .b64 st;\\n.reg .pred P;\\n'
     "mbarrier.arrive.shared::cta.b64 st, [%0];\\nW:\\n"
     'mbarrier.try_wait.shared::cta.b64 P, [%0], st;\\n@!P bra W;\\n}" :: "r"(b) : "memory");',
@@ -335,6 +346,25 @@ def bench_shfl() -> list[dict]:
     ]
 
 
+def bench_convert() -> list[dict]:
+    """The FMA-pipe-adjacent ops softmax emits besides fma: max, mul, the packing
+    conversions, and ex2 mixed with four FMAs (does the MUFU overlap the FMA pipe?)."""
+    out = []
+    for op, what in (
+        ("max", "max.f32"),
+        ("mul", "mul.f32"),
+        ("cvt_bf16x2", "cvt.rn.bf16x2.f32 (instructions)"),
+        ("cvt_f16x2", "cvt.rn.f16x2.f32 (instructions)"),
+    ):
+        out.append(row("fma", f"{what} throughput", throughput(op, 1024)[0], "ops/clk/SM", MANY))
+    out.append(row("fma", "cvt.rn.bf16x2.f32 latency", latency("cvt_bf16x2"), "cycles", CHAIN))
+    mix = throughput("ex2_fma4", 512)[0]
+    out.append(
+        row("mufu", "ex2 + 4 fma per element", mix, "elements/clk/SM", MANY + " (5 ops each)")
+    )
+    return out
+
+
 def bench_lds() -> list[dict]:
     lat = latency("lds")
     return [row("smem", "ld.shared.u32 latency", lat, "cycles", "pointer chase, 32 lanes")]
@@ -447,6 +477,7 @@ GROUPS = {
     "fma": bench_fma,
     "mufu": bench_mufu,
     "shfl": bench_shfl,
+    "convert": bench_convert,
     "lds": bench_lds,
     "mbarrier": bench_mbarrier,
     "wgmma64": lambda: bench_wgmma(64),

@@ -2,7 +2,7 @@
 parallel, so that `benchmarks/bench_corpus.py` (which compiles one at a time) starts warm:
 
     python3 scripts/prefill_corpus.py --planners heuristic,solver --trace-every 8 [--cubin]
-        [--only NAME,...] [-j N]
+        [--only NAME,...] [--part I/N] [-j N]
 
 Without `--cubin` only the PTX (the expensive part: the passes and the solver) is cached;
 with it, the cubin too (ptxas's version is in the key: run it where the benchmark runs).
@@ -51,10 +51,14 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--cubin", action="store_true")
     ap.add_argument("-j", type=int, default=os.cpu_count() or 1)
     ap.add_argument("--only", default="", help="comma-separated program names")
+    ap.add_argument("--part", default="", help="I/N: the I-th of N slices, as bench_corpus's")
     args = ap.parse_args(argv)
     entries = load_corpus()
     if args.only:
         entries = [e for e in entries if e["name"] in set(args.only.split(","))]
+    if args.part:
+        i, n = (int(x) for x in args.part.split("/"))
+        entries = entries[(i - 1) * len(entries) // n : i * len(entries) // n]
     jobs = [
         (e, c, t, args.cubin)
         for e in entries

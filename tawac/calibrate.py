@@ -162,6 +162,40 @@ def observations_from_bench(
     return out
 
 
+def planner_errors(
+    docs: Iterable[Mapping[str, Any]], corpus: list[dict], root: Path = ROOT
+) -> dict[str, float]:
+    """Per kind of consumer main loop (`tawac.analysis.kinds`), the model's error in
+    comparing the two planners' schedules of one program: the median over the programs
+    of that kind whose heuristic and solver builds differ of |(predicted solver /
+    heuristic) / (measured solver / heuristic) - 1|, the prediction being what the `auto`
+    planner prices at compile time (`tawac.schedule.auto.cost`) and the measurement the
+    benchmark's whole-kernel times."""
+    from tawac.analysis.kinds import kernel_kind
+    from tawac.schedule.auto import cost
+
+    by_name = {e["name"]: e for e in corpus}
+    found: dict[str, list[float]] = {}
+    for doc in docs:
+        for row in doc["rows"]:
+            entry = by_name.get(row["name"])
+            if entry is None or "error" in row:
+                continue
+            h, s = row["planners"].get("heuristic"), row["planners"].get("solver")
+            if not h or not s or s.get("same_as") == "heuristic":
+                continue
+            if not h.get("ms") or not s.get("ms"):
+                continue
+            src, defines = root / entry["source"], entry.get("defines") or {}
+            ph, ps = prepare(src, defines, "heuristic"), prepare(src, defines, "solver")
+            ch, cs = cost(ph.kernel, ph.plan), cost(ps.kernel, ps.plan)
+            if not ch or not cs:
+                continue
+            error = abs((cs / ch) / (s["ms"] / h["ms"]) - 1)
+            found.setdefault(kernel_kind(ph.kernel), []).append(error)
+    return {k: round(statistics.median(v), 4) for k, v in sorted(found.items())}
+
+
 def prepare_all(observations: list[Observation], root: Path = ROOT) -> list[Prepared]:
     """Each (program, configuration) of `observations` planned once."""
     groups: dict[tuple[str, str], Prepared] = {}
@@ -236,8 +270,9 @@ def write(
     before: Mapping[str, float],
     after: Mapping[str, float],
     sources: list[str],
+    kinds: Mapping[str, float] | None = None,
 ) -> None:
-    """A calibration file (tawac/target/calibration.py)."""
+    """A calibration file (tawac/target/calibration.py); `kinds`: `planner_errors`."""
     doc = {
         "device": device,
         "date": f"{datetime.date.today():%Y-%m-%d}",
@@ -251,6 +286,8 @@ def write(
         },
         "measurements": sources,
     }
+    if kinds:
+        doc["planner_errors"] = dict(kinds)
     Path(path).write_text(json.dumps(doc, indent=1) + "\n")
 
 
@@ -403,6 +440,9 @@ def calibrate_command(
         print(f"  {name} = {value:.4g}")
     for o, e in sorted(errs, key=lambda x: -abs(x[1]))[:8]:
         print(f"  {o.name} {o.config} loop {o.k}: measured {o.cycles:.0f} cycles, {e:+.0%}")
+    kinds = planner_errors(docs, corpus) if bench else {}
+    for kind, e in kinds.items():
+        print(f"  {kind} loops: the two planners' schedules compared within {e:.1%}")
     if output is not None:
-        write(output, params, device, before, after, sources)
+        write(output, params, device, before, after, sources, kinds)
         print(f"wrote {output}")

@@ -150,3 +150,50 @@ def test_serialized_wgmma_in_a_traced_build_is_perturbed():
     )
     assert serialized(report) and not serialized("ptxas info    : Used 168 registers")
     assert perturbed({"ms": 1.0, "traced_ms": 1.0, "traced_serialized": True})
+
+
+def test_planner_errors_are_read_and_checked(tmp_path):
+    """A calibration's per-kind error in comparing the two planners' schedules: what the
+    auto planner's margin must exceed for loops of that kind (`model_error_for`)."""
+    f = tmp_path / "m.json"
+    doc = {"device": "GPU", "date": "d", "params": {}, "fit": {"median_error": 0.03}}
+    f.write_text(json.dumps({**doc, "planner_errors": {"attention": 0.19}}))
+    t = calibrated(Target(), f)
+    assert t.model_error_for("attention") == 0.19
+    assert t.model_error_for("gemm") == t.model_error == 0.03
+    assert t.model_key != calibrated(Target(), _write(tmp_path, doc)).model_key
+    f.write_text(json.dumps({**doc, "planner_errors": {"attention": 1.5}}))
+    with pytest.raises(ValueError, match="planner_errors"):
+        calibrated(Target(), f)
+
+
+def _write(tmp_path: Path, doc: dict) -> Path:
+    f = tmp_path / "plain.json"
+    f.write_text(json.dumps(doc))
+    return f
+
+
+def test_planner_errors_compare_predicted_and_measured_ratios(monkeypatch):
+    """The model prices the solver's schedule 20% below the heuristic's and the run
+    measures it 10% faster: that kind's error is |0.8 / 0.9 - 1| = 11.1%. A program whose
+    two builds are one is left out."""
+    import tawac.calibrate as cal
+    from tawac.dialects.schedule import Schedule
+    from tawac.schedule import auto
+
+    real = prepare(ROOT / "examples/gemm.mlir", None, "heuristic")
+    monkeypatch.setattr(
+        cal, "prepare", lambda src, d, config: cal.Prepared(real.kernel, Schedule(planner=config))
+    )
+    monkeypatch.setattr(
+        auto, "cost", lambda k, s: {"heuristic": 1000.0, "solver": 800.0}[s.planner]
+    )
+    corpus = [{"name": "g", "source": "examples/gemm.mlir"}, {"name": "same", "source": "x"}]
+    rows = [
+        {"name": "g", "planners": {"heuristic": {"ms": 1.0}, "solver": {"ms": 0.9}}},
+        {
+            "name": "same",
+            "planners": {"heuristic": {"ms": 1.0}, "solver": {"same_as": "heuristic"}},
+        },
+    ]
+    assert cal.planner_errors([{"rows": rows}], corpus) == {"gemm": round(abs(0.8 / 0.9 - 1), 4)}

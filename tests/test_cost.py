@@ -91,17 +91,27 @@ def test_elementwise_reduce_and_sync():
     row = _value(TensorType(f32, [128]))
     # A row vector: each row's value lives in the 4 threads of a quad: 64 x 4 ops.
     assert op_cost(arith.MulfOp(row, row), 2).occupancy == 2.0
-    red = tile.ReduceOp("max", s, 1, TensorType(f32, [128]))
+    red = tile.ReduceOp("sum", s, 1, TensorType(f32, [128]))
     c = op_cost(red, 2)
     # fold 8192/128 = 64; 2 rounds of (256 lanes / 32 shuffle + 256 / 128 fma) = 20
     assert (c.unit, c.issue, c.occupancy) == ("fma", 84.0, 64.0)
     assert c.latency == 68.0 + 2 * (10 + 24 + 4)
     assert [p.unit for p in c.parts] == ["fma", "shfl"] and c.parts[1].occupancy == 16.0
+    # max and min (FMNMX) run at half the FMA rate (the measured max.f32 row)
+    c = op_cost(tile.ReduceOp("max", s, 1, TensorType(f32, [128])), 2)
+    assert (c.issue, c.occupancy) == (148.0, 128.0)
+    assert op_cost(arith.MaximumfOp(s, s), 2).occupancy == 128.0
     ring = _value(aref.ArefType([TensorType(bf16, [128, 128])], 2))
     idx = _value(IndexType())
     assert op_cost(aref.ConsumedOp(ring, idx), 2).latency == 72.0
     get = op_cost(aref.GetOp(ring, idx), 2)
     assert (get.unit, get.issue, get.latency) == ("sync", 0.0, 0.0)
+    # A payload read into registers (not a dot's operand): its ld.shared words on the MIO
+    # pipe, 128 x 128 bf16 over 2 warp groups = 4096 words at 32 lanes per cycle.
+    read = aref.GetOp(ring, idx)
+    arith.AddfOp(read.results[0], read.results[0])
+    c = op_cost(read, 2)
+    assert (c.unit, c.issue, c.occupancy, c.latency) == ("shfl", 128.0, 128.0, 128.0 + 23)
     scalar = op_cost(arith.AddiOp(idx, idx), 2)
     assert (scalar.unit, scalar.issue, scalar.latency) == ("alu", 0.0, 0.0)
 
@@ -236,3 +246,57 @@ def test_tma_arrival_under_load():
     loaded = dataclasses.replace(TABLE, tma_fixed_cycles=1000.0, tma_bytes_per_cycle=64.0)
     assert _op_cost(put, 2, loaded).latency == pytest.approx(1000 + 49152 / 64)
     assert loaded.model_key != TABLE.model_key
+
+
+def test_fewer_programs_than_sms_share_dram_among_fewer():
+    """A decode step of 32 programs (8 sequences x 4 K/V head groups) streams its K/V
+    cache from DRAM at 132 / 32 times an SM's share of the bandwidth, up to the most one
+    SM reads (the `bytes to one SM` row); at 64 sequences (256 programs) at the share."""
+    from tawac.analysis.grid import problem_at
+    from tawac.schedule.cost import _dram_share
+
+    kernel, _ = _planned(REPO / "examples/attention_decode.mlir")
+    sizes = {"B": 8, "H": 32, "L": 1, "HK": 4, "S": 8192, "D": 128}
+    few = problem_at(kernel, sizes)
+    assert few is not None and few.programs == 32 and 0 in few.lone
+    many = problem_at(kernel, {**sizes, "B": 64})
+    assert many is not None and many.programs == 256
+    share = TABLE.cost("bytes").throughput
+    assert _dram_share(TABLE, many.programs)[0] == share
+    assert _dram_share(TABLE, few.programs)[0] == min(share * 132 / 32, 31.0)
+    assert _dram_share(TABLE, 1)[0] == TABLE.cost("bytes to one SM").throughput == 31.0
+
+
+@pytest.mark.parametrize(
+    ("path", "sizes", "streamed"),
+    [
+        # 64 row blocks read the weights of 8 experts: shared (pigeonhole); A's row block
+        # is shared along y
+        ("examples/gemm_grouped.mlir", {"T": 8192, "N": 4096, "K": 4096, "E": 8, "BLOCKS": 64}, 0),
+        # as many experts as row blocks: each block may have its own expert's weights
+        (
+            "examples/gemm_grouped.mlir",
+            {"T": 8192, "N": 4096, "K": 4096, "E": 64, "BLOCKS": 64},
+            256 * 64 * 2,
+        ),
+        # a paged cache: more pages than sequences, so a page is one sequence's (one query
+        # block per sequence: Q, then K and V from DRAM; 32 programs: 31 B/cycle each)
+        (
+            "examples/attention_paged.mlir",
+            {"B": 8, "H": 32, "L": 1, "HK": 4, "P": 1024, "PAGE": 128, "D": 128, "MAXP": 128},
+            (16384 + 2 * 128 * 128 * 2) / 31.0 * 11.5,
+        ),
+    ],
+)
+def test_coordinates_read_from_memory_are_shared_by_pigeonhole(path, sizes, streamed):
+    """A tile whose coordinate is read from memory is shared where the programs along
+    the index's axis outnumber the values it indexes (`read_by_one_program`); the bytes
+    streamed from DRAM, in the units of the table's per-SM share (11.5 B/cycle)."""
+    from tawac.analysis.grid import problem_at
+
+    kernel, _ = _planned(REPO / path)
+    problem = problem_at(kernel, sizes)
+    puts = [o for o in kernel.walk() if isinstance(o, aref.PutOp)]
+    costs = [_op_cost(p, 2, TABLE, problem) for p in puts]
+    dram = sum(c.occupancy - c.issue for c in costs)
+    assert dram == pytest.approx(streamed / TABLE.cost("bytes").throughput)

@@ -48,14 +48,42 @@ def test_waits_on_arefs_are_recorded():
 
 
 def test_resource_bound_initiation_interval():
-    mma = Step("mma", "tensor", 5, 60, 60)
-    lanes = [Lane(f"consumer wg{i}", "consumer", (mma,)) for i in range(2)]
+    # Two consumers fed by one producer through a 2-deep ring share the tensor core.
+    put = Step("put", "tma", 1, 1, 10, (Dep("consumer wg0", 1, 2), Dep("consumer wg1", 1, 2)))
+    get = Step("get", "sync", 0, 0, 0, (Dep("producer", 0, 0),))
+    mma = Step("mma", "tensor", 5, 60, 60, (Dep("", 0, 0),))
+    lanes = [Lane("producer", "producer", (put,))]
+    lanes += [Lane(f"consumer wg{i}", "consumer", (get, mma)) for i in range(2)]
     tl = simulate(lanes, 24)
     assert tl.ii == pytest.approx(120.0)
     assert tl.utilisation["tensor"] == pytest.approx(1.0)
     assert any(w.kind == "unit" and w.label == "tensor busy" for w in tl.waits)
     # One lane alone is bound by the unit's occupancy, not by its issue.
-    assert simulate(lanes[:1], 24).ii == pytest.approx(60.0)
+    alone = Lane("consumer wg0", "consumer", (Step("mma", "tensor", 5, 60, 60),))
+    assert simulate([alone], 24).ii == pytest.approx(60.0)
+
+
+def test_waiting_lanes_are_served_with_a_head_start_in_lane_order():
+    """A unit that frees while two lanes wait goes to the first in lane order unless the
+    other has waited `HEAD_START` cycles longer (a greedy-then-oldest warp scheduler)."""
+    from tawac.schedule.simulate import HEAD_START
+
+    assert HEAD_START == 64.0
+    hold = Step("hold", "fma", 0, 100, 100)  # the pipe is busy until 100
+    late = Step("late", "fma", 1, 50, 50)
+
+    def first_served(delay: float) -> str:
+        wait = Step("wait", "alu", delay, 0, delay)
+        lanes = [
+            Lane("producer", "producer", (hold,)),
+            Lane("consumer wg0", "consumer", (wait, late)),  # asks at `delay`
+            Lane("consumer wg1", "consumer", (late,)),  # asks at 0
+        ]
+        runs = [r for r in simulate(lanes, 2).runs if r.label == "late" and r.iteration == 0]
+        return min(runs, key=lambda r: r.start).lane
+
+    assert first_served(30.0) == "consumer wg0"  # wg1 waited 30 cycles longer: < 64
+    assert first_served(80.0) == "consumer wg1"  # 80 > 64
 
 
 def test_recurrence_bound_initiation_interval():

@@ -5,6 +5,7 @@ launch ABI on `ptx.entry`)."""
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Any
 
 from xdsl.dialects import arith
@@ -205,25 +206,73 @@ def infer_grid(kernel: tile.KernelOp) -> list[dict[str, Any]]:
     return out
 
 
-def lone_axes(kernel: tile.KernelOp, sizes: Mapping[str, int] | None) -> frozenset[int]:
-    """The program-id axes along which the grid (`infer_grid`) has one program at the
-    dimension sizes `sizes` (by the kernel arguments' dimension names, "M" -> 4096); none
-    without sizes, or where a size is not given. A tile that only such an axis would share
-    is read by one program (`tawac.analysis.program_ids.read_by_one_program`)."""
-    if not sizes:
-        return frozenset()
+def axis_extents(kernel: tile.KernelOp, sizes: Mapping[str, int] | None) -> list[int | None]:
+    """Programs along each axis of the grid (`infer_grid`) at the dimension sizes `sizes`
+    (by the kernel arguments' dimension names, "M" -> 4096); None where a size is not
+    given (or without sizes)."""
     args = {a.name_hint: a for a in kernel.body.block.args if a.name_hint}
-    lone = set()
-    for axis, g in enumerate(infer_grid(kernel)):
+    out: list[int | None] = []
+    for g in infer_grid(kernel):
+        if "const" in g:
+            out.append(int(g["const"]))
+            continue
         cdiv = g.get("cdiv")
-        if g.get("const") == 1:
-            lone.add(axis)
         arg = args.get(cdiv["arg"]) if isinstance(cdiv, dict) else None
-        if arg is None or not isinstance(arg.type, tile.GlobalTensorType):
+        if not sizes or arg is None or not isinstance(arg.type, tile.GlobalTensorType):
+            out.append(None)
             continue
         names = [n.data for n in arg.type.dim_names]
         d = cdiv["dim"]
         size = sizes.get(names[d]) if d < len(names) else None
-        if size is not None and -(-int(size) // int(g["by"])) * int(g.get("times", 1)) == 1:
-            lone.add(axis)
-    return frozenset(lone)
+        by = int(g["by"])
+        out.append(None if size is None else -(-int(size) // by) * int(g.get("times", 1)))
+    return out
+
+
+def lone_axes(kernel: tile.KernelOp, sizes: Mapping[str, int] | None) -> frozenset[int]:
+    """The program-id axes along which the grid (`infer_grid`) has one program at the
+    dimension sizes `sizes` (`axis_extents`); none without sizes, or where a size is not
+    given. A tile that only such an axis would share is read by one program
+    (`tawac.analysis.program_ids.read_by_one_program`)."""
+    if not sizes:
+        return frozenset()
+    return frozenset(a for a, n in enumerate(axis_extents(kernel, sizes)) if n == 1)
+
+
+@dataclass(frozen=True)
+class Problem:
+    """A kernel's grid at one problem's dimension sizes, as the cost model reads it:
+    `sizes` by dimension name, `extents` the programs along each axis (None: unknown)."""
+
+    sizes: Mapping[str, int]
+    extents: tuple[int | None, ...]
+
+    @property
+    def lone(self) -> frozenset[int]:
+        """The axes with one program (`lone_axes`)."""
+        return frozenset(a for a, n in enumerate(self.extents) if n == 1)
+
+    @property
+    def programs(self) -> int | None:
+        """The programs of the grid; None where an extent is unknown."""
+        total = 1
+        for n in self.extents:
+            if n is None:
+                return None
+            total *= n
+        return total
+
+    def size(self, arg: SSAValue, dim: int) -> int | None:
+        """Dimension `dim` of the tensor argument `arg` at these sizes (None: unknown)."""
+        t = arg.type
+        if not isinstance(t, tile.GlobalTensorType) or dim >= len(t.dim_names):
+            return None
+        size = self.sizes.get(t.dim_names.data[dim].data)
+        return None if size is None else int(size)
+
+
+def problem_at(kernel: tile.KernelOp, sizes: Mapping[str, int] | None) -> Problem | None:
+    """The kernel's `Problem` at `sizes`; None without sizes."""
+    if not sizes:
+        return None
+    return Problem(dict(sizes), tuple(axis_extents(kernel, sizes)))

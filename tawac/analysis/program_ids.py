@@ -4,11 +4,16 @@ how a tile's amount of work follows program id x (the persistent tile order)."""
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from xdsl.dialects import scf
 from xdsl.ir import Block, BlockArgument, Operation, SSAValue
 
 from tawac.analysis.loops import main_loops
 from tawac.dialects import aref, tile
+
+if TYPE_CHECKING:
+    from tawac.analysis.grid import Problem
 
 
 def depends_on_program_id(
@@ -55,13 +60,21 @@ def depends_on_program_id(
     return False
 
 
-def read_by_one_program(load: tile.LoadOp, lone: frozenset[int] = frozenset()) -> bool:
+def read_by_one_program(
+    load: tile.LoadOp, lone: frozenset[int] = frozenset(), problem=None
+) -> bool:
     """Whether no two programs read the same tile through `load`: its coordinates depend
     on every program id the kernel uses, but those of the axes `lone` (where the grid has
     one program: `tawac.analysis.grid.lone_axes` at a problem's sizes). A GEMM's A tile at
     `(pid_m * BM, k)` is shared along program id y, unless the grid has one program along
     y; attention's K tile, not indexed by the query block x, is shared by the query blocks
-    of a head. Such a tile comes from DRAM: no other program brings it into L2 first."""
+    of a head. Such a tile comes from DRAM: no other program brings it into L2 first.
+
+    A coordinate read from memory (`tile.load_index`) follows the program ids its index
+    depends on, unless `problem` (`tawac.analysis.grid.Problem`) shows more programs
+    along that axis than the values the coordinate indexes: a grouped GEMM's 64 row
+    blocks read the weights of 8 experts, so some share them (pigeonhole); the pages of a
+    paged KV cache outnumber the sequences, so each may have its own."""
     kernel = load.parent_op()
     while kernel is not None and not isinstance(kernel, tile.KernelOp):
         kernel = kernel.parent_op()
@@ -70,10 +83,23 @@ def read_by_one_program(load: tile.LoadOp, lone: frozenset[int] = frozenset()) -
     used = {op.axis.data for op in kernel.walk() if isinstance(op, tile.ProgramIdOp)}
     if not used:
         return False
-    return all(
-        any(depends_on_program_id(i, a, upper_bounds=False) for i in load.indices)
-        for a in used - lone
-    )
+    return all(_varies_along(load, a, problem) for a in used - lone)
+
+
+def _varies_along(load: tile.LoadOp, axis: int, problem: Problem | None) -> bool:
+    """Whether `load`'s tile may differ between every two programs along `axis`."""
+    indices = list(load.indices)
+    if any(depends_on_program_id(i, axis, False, through_data=False) for i in indices):
+        return True
+    read = [d for d, i in enumerate(indices) if depends_on_program_id(i, axis, False)]
+    if not read:
+        return False
+    n = problem.extents[axis] if problem is not None and axis < len(problem.extents) else None
+    for d in read:
+        values = problem.size(load.source, d) if problem is not None else None
+        if n is None or values is None or n <= values:
+            return True
+    return False
 
 
 def work_order(part: aref.PartitionOp) -> str | None:

@@ -13,7 +13,10 @@ where it cannot tell them apart, the target's measured preference decides.
 2. Prices (`cost`): the sum over the consumer's main loops of the timeline model's
    steady-state interval (`tawac.schedule.model.model_intervals`).
 3. The choice (`choose`): the cheaper proposal where its margin, (slow - fast) / slow in
-   percent to one decimal, is at least the target's `model_error` (rule `model`);
+   percent to one decimal, is at least the model's measured error for the kind of the
+   kernel's consumer main loop (`Target.model_error_for`: the calibration's error in
+   comparing the two planners' schedules of such loops, else its median error; rule
+   `model`);
    otherwise (a margin within the model's error, a tie, or nothing priced) the target's
    `preferred_planner` for the kind of the kernel's consumer main loop
    (`tawac.analysis.kinds`; rule `preferred`).
@@ -80,7 +83,7 @@ def choose(
         return proposals[0], AutoInfo(proposals[0].planner, "only", failed=name, why=why)
     fast, slow = sorted(proposals, key=lambda p: math.inf if p.cost is None else p.cost)
     m = margin(fast.cost, slow.cost)
-    error = round(100 * target.model_error, 1)
+    error = round(100 * target.model_error_for(kind), 1)
     if m is not None and m > 0 and m >= error:
         return fast, AutoInfo(fast.planner, "model", faster=fast.planner, margin=m, error=error)
     preferred = target.preferred_planner(kind)

@@ -22,17 +22,20 @@ over them, so a warp group works on `rows / W` rows):
 - `math.exp2`, `math.exp` (MUFU, `ex2.approx`: 16 per cycle per SM; `math.exp` is a multiply
   by log2(e) and an ex2): the warp group issues its share itself, so issue = occupancy =
   `elements_wg / 16`; latency = that + 17.
-- elementwise `arith` ops on tiles (`arith.addf`, `mulf`, `subf`, `maximumf`, `truncf`,
-  integer ops, ...), `tile.select`, `tile.cmpi`, `tile.iota`, `tile.splat` (FMA/ALU pipe at the
-  fma row's 128 per cycle per SM; the integer and conversion rows are not measured, so they
-  are assumed to run at the same rate): issue = occupancy = `elements_wg / 128`; latency =
-  that + 4. `arith.divf` is an rcp (MUFU) and a multiply: priced as the MUFU part plus the
-  FMA part, on the MUFU.
+- elementwise `arith` ops on tiles (`arith.addf`, `mulf`, `subf`, `truncf`, integer ops,
+  ...), `tile.select`, `tile.cmpi`, `tile.iota`, `tile.splat` (FMA/ALU pipe at the fma row's
+  128 per cycle per SM; `mul.f32` measures the same, and `cvt.rn.bf16x2.f32` 64
+  instructions of two elements each; the integer rows are not measured, so they are
+  assumed to run at the same rate): issue = occupancy = `elements_wg / 128`; latency =
+  that + 4. `arith.maximumf` / `minimumf` (FMNMX) run at the `max.f32` row's 64 per cycle
+  (measured: half the FMA rate). `arith.divf` is an rcp (MUFU) and a multiply: priced as
+  the MUFU part plus the FMA part, on the MUFU.
 - `tile.reduce` along the rows (FMA work, then 2 shuffle rounds): each thread first folds
   its elements of a row (`elements_wg / 128` cycles on the FMA pipe), then the 4 threads of a
   quad that share a row combine their partials with 2 `shfl.bfly` rounds. Per round every
   warp group shuffles `4 x rows_wg` lanes at 32 lanes per cycle and adds one FMA-pipe op.
-  `parts` lists the two pieces (fma, then shfl); the aggregate is on the FMA pipe.
+  `parts` lists the two pieces (fma, then shfl); the aggregate is on the FMA pipe. A max
+  reduction folds at the `max.f32` row's rate.
 - `tile.broadcast` of a row vector: free (in the wgmma accumulator layout each thread
   already holds its rows' values: no instruction), unit "alu".
 - a 1-d row vector (`tensor<128xf32>`) is held by the 4 threads of the quad that owns each
@@ -42,6 +45,9 @@ over them, so a warp group works on `rows / W` rows):
   of their latencies), on the unit with the most occupancy.
 - `aref.get` (wait on the full barrier): nothing to issue; the time it takes is the stall
   the schedule shows (the TMA's measured latency already ends when an mbarrier wait passes).
+  A payload tile the consumer reads into registers (no `tile.dot` takes it as an operand:
+  a score bias, an epilogue's matrix) adds its `ld.shared` words, on the MIO pipe that
+  shuffles use too (32 lanes per cycle per SM; latency the `ld.shared.u32` row's).
 - `aref.consumed` (arrive on the empty barrier): nothing to issue; the producer's wait passes
   one mbarrier handoff (72 cycles) later: latency 72.
 - `aref.put` (TMA): payload bytes `B`; latency = the L2-hit figure (479 cycles for 16 KiB)
@@ -52,7 +58,12 @@ over them, so a warp group works on `rows / W` rows):
   plus, for the bytes of tiles no other program reads (`read_by_one_program`: they come
   from DRAM, not L2), those bytes at the SM's share of DRAM bandwidth (the `dram` row,
   11.5 B/cycle): a loop streaming an operand is bound by DRAM (measured on the corpus:
-  `chained_gemm`, `row_softmax` at 3.0-3.2 TB/s, docs/perf.md).
+  `chained_gemm`, `row_softmax` at 3.0-3.2 TB/s, docs/perf.md). Where the grid has fewer
+  programs than SMs at the problem's sizes, each gets SMs / programs times that share, up
+  to the `bytes to one SM` row (31 B/cycle, measured: a decode step on 32 SMs). A tile
+  whose coordinates come from memory (`tile.load_index`: an expert's weights, a page of a
+  KV cache) is shared where the index tensor's entries outnumber what they index
+  (`read_by_one_program`).
 - `tile.load` in a producer loop feeds an `aref.put` (one TMA copy): its cost is in the put.
 - `hopper.wgmma_wait`: a wait on the tensor core's result: nothing to issue (the schedule's
   dependence on the dot shows the time).
@@ -71,6 +82,7 @@ from dataclasses import dataclass
 from xdsl.dialects.builtin import TensorType
 from xdsl.ir import Attribute, Operation
 
+from tawac.analysis.grid import Problem
 from tawac.analysis.program_ids import read_by_one_program
 from tawac.dialects import hopper, tile
 from tawac.target import HOPPER, Target
@@ -244,7 +256,9 @@ def _reduce(op: Operation, warp_groups: int, target: Target) -> OpCost:
     src = _tensor(op.operands[0].type)
     res = _tensor(op.results[0].type)
     assert src is not None and res is not None
-    fold = _fma(thread_ops(src, warp_groups), target, "fold in-thread")
+    assert isinstance(op, tile.ReduceOp)
+    row = _ROWS.get(op.kind.data, "fma.rn.f32")
+    fold = _rate_op("fma", row, thread_ops(src, warp_groups), target, "fold in-thread")
     rows_wg = math.prod(res.get_shape()) / warp_groups
     shfl = target.cost("shfl.sync.bfly.b32")
     fma = target.cost("fma.rn.f32")
@@ -264,21 +278,78 @@ def _reduce(op: Operation, warp_groups: int, target: Target) -> OpCost:
     return OpCost("fma", whole.issue, fold.occupancy, whole.latency, whole.source, whole.parts)
 
 
+def _get(op: Operation, warp_groups: int, target: Target) -> OpCost:
+    """The wait on a full slot (fitted, else free: the schedule shows its stall), then the
+    loads of the payload tiles the consumer reads into registers."""
+    c = target.get_cycles
+    what = f"a full slot's try_wait (fitted: {target.calibration})"
+    wait = OpCost("sync", c, 0.0, c, what) if c else _free("sync", "aref.get: a wait")
+    read = _read_payload(op, warp_groups, target)
+    if read is None:
+        return wait
+    return _combine([wait, read] if c else [read], "aref.get")
+
+
+def _read_payload(op: Operation, warp_groups: int, target: Target) -> OpCost | None:
+    """The consumer's loads of the payload tiles it reads into registers (no `tile.dot`
+    takes them as an A or B operand: an epilogue's second matrix, a score bias): 32-bit
+    `ld.shared` on the MIO pipe that shuffles use too (32 lanes per cycle per SM)."""
+    words = 0.0
+    for v in op.results:
+        t = _tensor(v.type)
+        uses = list(v.uses)
+        if t is None or not uses:
+            continue
+        if any(isinstance(u.operation, tile.DotOp) and u.index in (0, 1) for u in uses):
+            continue
+        words += thread_ops(t, warp_groups) * _bits(t.element_type) / 32
+    if not words:
+        return None
+    shfl = target.cost("shfl.sync.bfly.b32")
+    lds = target.cost("ld.shared.u32")
+    assert shfl.throughput and lds.latency is not None
+    busy = words / shfl.throughput
+    return OpCost(
+        "shfl", busy, busy, busy + lds.latency, f"ld.shared of {words:g} words, as shfl lanes"
+    )
+
+
+def _bits(t: Attribute) -> int:
+    width = getattr(t, "bitwidth", None)
+    return width if isinstance(width, int) else 16
+
+
 def _tma_bytes(t: TensorType) -> int:
     """The bytes a copy of tile `t` delivers, as lower-aref's expect_tx counts them."""
     return hopper.smem_ring_type(t, 1).tile_type.tma_bytes
 
 
-def _streamed(v, lone: frozenset[int]) -> bool:
-    """Whether the payload value comes from a `tile.load` no other program repeats (the
-    grid having one program along the axes `lone`)."""
-    return isinstance(v.owner, tile.LoadOp) and read_by_one_program(v.owner, lone)
+def _streamed(v, problem: Problem | None) -> bool:
+    """Whether the payload value comes from a `tile.load` no other program repeats (at
+    the problem's sizes, where given)."""
+    lone = problem.lone if problem is not None else frozenset()
+    return isinstance(v.owner, tile.LoadOp) and read_by_one_program(v.owner, lone, problem)
 
 
-def _put(op: Operation, target: Target, lone: frozenset[int]) -> OpCost:
+def _dram_share(target: Target, programs: int | None) -> tuple[float, str]:
+    """The DRAM bytes per cycle one SM's copies get: its share of the `bytes` row, more
+    where fewer programs than SMs run (the grid of `programs` at the problem's sizes),
+    up to the `bytes to one SM` row."""
+    dram = target.cost("bytes")
+    assert dram.unit == "dram" and dram.throughput is not None
+    rate, what = dram.throughput, f"at the SM's share, {dram.throughput:g} B/cycle"
+    if programs is None or programs >= target.sm_count:
+        return rate, what
+    one = target.cost("bytes to one SM")
+    assert one.throughput is not None
+    rate = min(rate * target.sm_count / max(programs, 1), one.throughput)
+    return rate, f"{programs} programs on {target.sm_count} SMs: {rate:.4g} B/cycle each"
+
+
+def _put(op: Operation, target: Target, problem: Problem | None) -> OpCost:
     payload = [(v, t) for v in op.operands if (t := _tensor(v.type)) is not None]
     total = sum(_tma_bytes(t) for _, t in payload)
-    streamed = sum(_tma_bytes(t) for v, t in payload if _streamed(v, lone))
+    streamed = sum(_tma_bytes(t) for v, t in payload if _streamed(v, problem))
     row = target.cost("cp.async.bulk.tensor 16 KiB from L2")
     assert row.latency is not None
     transfer = row.latency * total / 16384
@@ -290,32 +361,38 @@ def _put(op: Operation, target: Target, lone: frozenset[int]) -> OpCost:
     source = f"'{row.op}' x {total} B / 16 KiB ({tiles}; copies pipeline"
     if not streamed:
         return OpCost("tma", issue, issue, transfer, source + ", L2 bandwidth not modelled)")
-    dram = target.cost("bytes")
-    assert dram.unit == "dram" and dram.throughput is not None
+    rate, what = _dram_share(target, problem.programs if problem is not None else None)
     return OpCost(
         "tma",
         issue=issue,
-        occupancy=issue + streamed / dram.throughput,
+        occupancy=issue + streamed / rate,
         latency=transfer,
-        source=source + f"); {streamed} B read by this program only: from DRAM at the SM's "
-        f"share, {dram.throughput} B/cycle",
+        source=source + f"); {streamed} B read by this program only: from DRAM {what}",
     )
 
 
 _FMA_TILE_OPS = ("tile.select", "tile.cmpi", "tile.iota", "tile.splat")
-_FREE_SYNC = ("hopper.wgmma_wait", "aref.get")
+#: FMA-pipe ops (and `tile.reduce` kinds) priced by a cost-table row of their own: max
+#: and min run at half the FMA rate (FMNMX, measured).
+_ROWS = {
+    "max": "max.f32",
+    "arith.maximumf": "max.f32",
+    "arith.minimumf": "max.f32",
+    "arith.maxnumf": "max.f32",
+    "arith.minnumf": "max.f32",
+}
+_FREE_SYNC = ("hopper.wgmma_wait",)
 
 
 def op_cost(
     op: Operation,
     warp_groups: int = 1,
     target: Target = HOPPER,
-    lone: frozenset[int] = frozenset(),
+    problem: Problem | None = None,
 ) -> OpCost:
     """The cost of `op` for one of `warp_groups` warp groups that split its tile's rows
-    (the module docstring gives the model, op by op); `lone`: the program-id axes along
-    which the grid has one program, where a problem's sizes are known
-    (`tawac.analysis.grid.lone_axes`)."""
+    (the module docstring gives the model, op by op), at the grid of `problem` where a
+    problem's sizes are known (`tawac.analysis.grid.problem_at`)."""
     if warp_groups < 1:
         raise ValueError(f"warp_groups must be at least 1, got {warp_groups}")
     name = op.name
@@ -323,14 +400,13 @@ def op_cost(
     if name == "tile.dot":
         return _dot(op, warp_groups, target)
     if name == "aref.put":
-        return _put(op, target, lone)
+        return _put(op, target, problem)
     if name == "aref.consumed":
         c = target.cost("handoff between warps")
         assert c.latency is not None
         return OpCost("sync", 0.0, 0.0, float(c.latency), f"arrive: '{c.op}'")
-    if name == "aref.get" and target.get_cycles:
-        c = target.get_cycles
-        return OpCost("sync", c, 0.0, c, f"a full slot's try_wait (fitted: {target.calibration})")
+    if name == "aref.get":
+        return _get(op, warp_groups, target)
     if name in _FREE_SYNC:
         return _free("sync", f"{name}: a wait (the schedule shows its stall)")
     if name == "scf.yield":
@@ -345,7 +421,7 @@ def op_cost(
         if t is None or not any(_tensor(r.type) for r in op.results):
             return _free("alu", "scf.if without tile results")
         block = op.regions[0].block
-        parts = [op_cost(o, warp_groups, target, lone) for o in block.ops]
+        parts = [op_cost(o, warp_groups, target, problem) for o in block.ops]
         return _combine([p for p in parts if p.issue or p.latency], "scf.if then-branch")
     if t is None:
         return _free("alu", f"{name}: scalar")
@@ -363,6 +439,8 @@ def op_cost(
         )
     if name == "arith.constant":
         return _free("alu", "arith.constant: materialised before the loop")
+    if name in _ROWS:
+        return _rate_op("fma", _ROWS[name], ops, target, name)
     if name.startswith("arith.") or name in _FMA_TILE_OPS:
         return _fma(ops, target, name)
     raise ValueError(f"no cost model for '{name}' on tiles")

@@ -51,7 +51,7 @@ from collections.abc import Mapping
 from xdsl.dialects import scf
 from xdsl.ir import Block, BlockArgument, Operation, SSAValue
 
-from tawac.analysis.grid import lone_axes
+from tawac.analysis.grid import Problem, problem_at
 from tawac.analysis.loops import main_loops, scheduled_ops
 from tawac.diagnostics import CompileError
 from tawac.dialects import aref, tile
@@ -120,7 +120,7 @@ class _Body:
         warp_groups: int,
         arefs,
         target: Target = HOPPER,
-        lone: frozenset[int] = frozenset(),
+        problem: Problem | None = None,
     ):
         self.loop = loop
         ops = scheduled_ops(loop.body.block)
@@ -138,7 +138,7 @@ class _Body:
         self.first: dict[Operation, int] = {}
         self.last: dict[Operation, int] = {}
         for pos, op in enumerate(self.ops):
-            cost = op_cost(op, warp_groups, target, lone)
+            cost = op_cost(op, warp_groups, target, problem)
             label = step_label(op, arefs)
             parts = cost.parts if cost.parts and op.name != "scf.if" else (cost,)
             names = _PART_NAMES.get(op.name, tuple(p.unit for p in parts))
@@ -217,7 +217,7 @@ def loop_lanes(
     by `target`'s model; at the dimension sizes `sizes` where given (a grid of one program
     along an axis makes the tiles only that axis would share streamed from DRAM:
     `tawac.analysis.grid.lone_axes`)."""
-    lone = lone_axes(kernel, sizes)
+    problem = problem_at(kernel, sizes)
     creates = [o for o in kernel.walk() if isinstance(o, aref.CreateOp)]
     index = {c.result: k for k, c in enumerate(creates)}
     decided = {c.result: plan.aref(c.ident) for c in creates}
@@ -230,7 +230,7 @@ def loop_lanes(
         loop = _streaming_loop(kernel, role, k)
         if loop is not None:
             lp = loop_plan(plan, role, k, loop)
-            bodies[role] = _Body(loop, lp, groups, index, target, lone)
+            bodies[role] = _Body(loop, lp, groups, index, target, problem)
     if "consumer" not in bodies:
         raise CompileError("the consumer has no main loop to draw", kernel)
     for body in bodies.values():

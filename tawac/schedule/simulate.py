@@ -19,9 +19,15 @@ Simulation rules (all times in cycles, floats):
   ready at time 0, and (3) its unit is free: "tensor", "tma", "mufu", "fma" and "shfl" are per
   SM, shared by all lanes, busy from a step's start for its `occupancy`; "sync" and "alu" are
   never contended.
-- Among the lanes' next steps, the one that can start earliest goes first; on a tie, the
-  one that has waited longest (then lane order): each unit serves its requests first come,
-  first served, and two lanes sharing a unit take turns.
+- Among the lanes' next steps, the one that can start earliest goes first. On a tie (a
+  unit frees while several lanes wait for it), the one that has waited longest, where each
+  lane counts `HEAD_START` cycles of waiting more than the lane after it in lane order (the
+  producer, then consumer wg0, wg1, ...), then lane order: as a greedy-then-oldest warp
+  scheduler, the first consumer warp group keeps a shared pipe and the others fill its
+  gaps, but one that has waited long enough goes first. (Taking turns strictly, the longest
+  waiting first, kept two consumer warp groups in a convoy, both in their softmax at once,
+  where the measured ones run out of phase: d64 attention with 128-row blocks was priced
+  25-35% slow; docs/perf.md.)
 - A lane that cannot start its next step as soon as it is free waits: first for the latest
   dep (a wait labelled with the dep's label; an aref wait when the label names a full or
   empty barrier or an aref), then for the unit (labelled "<unit> busy").
@@ -46,6 +52,8 @@ UNITS = HOPPER.units
 
 _AREF_WAIT = re.compile(r"\b(full|empty)\b|aref", re.IGNORECASE)
 _PERIOD = 12  # the steady window spans a multiple of this many iterations when it can
+#: Cycles of priority each lane has over the next in lane order (module docstring).
+HEAD_START = 64.0
 
 
 @dataclass(frozen=True)
@@ -208,8 +216,8 @@ def _steady_window(iterations: int) -> tuple[int, int]:
 class _Next:
     """The step a lane would start next: step `k` of `lane` on iteration `iteration` in
     trip `trip`, at `start`. `key` orders the candidates (start, when the lane wanted to
-    start, lane order); `deps`: (ready, dep, awaited lane) per dep, the latest at
-    `dep_ready`."""
+    start less its head start, lane order); `deps`: (ready, dep, awaited lane) per dep,
+    the latest at `dep_ready`."""
 
     key: tuple[float, float, int]
     lane: Lane
@@ -304,12 +312,13 @@ def _candidate(m: _Machine, order: int, lane: Lane) -> _Next | None:
     unit_ready = m.unit_free.get(step.unit, 0.0)
     wanted = max(m.lane_free[lane.name], dep_ready)
     start = max(wanted, unit_ready)
-    return _Next((start, wanted, order), lane, trip, k, it, deps, dep_ready)
+    rank = wanted + order * HEAD_START
+    return _Next((start, rank, order), lane, trip, k, it, deps, dep_ready)
 
 
 def _next(m: _Machine) -> _Next:
-    """The step that starts next (the earliest; on a tie, the longest waiting, then lane
-    order); a deadlock is an error naming what each lane waits for."""
+    """The step that starts next (the earliest; a tie as the module docstring says); a
+    deadlock is an error naming what each lane waits for."""
     best = None
     for order, lane in enumerate(m.lanes):
         c = _candidate(m, order, lane)

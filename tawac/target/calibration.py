@@ -117,4 +117,13 @@ def calibrated(target: Target, path: Path | None = None) -> Target:
     doc = load(path)
     out = with_params(target, doc["params"], label(doc))
     error = doc.get("fit", {}).get("median_error")
-    return dataclasses.replace(out, model_error=float(error)) if error else out
+    if error:
+        out = dataclasses.replace(out, model_error=float(error))
+    kinds = doc.get("planner_errors") or {}
+    if not isinstance(kinds, dict) or not all(
+        isinstance(v, (int, float)) and 0 <= v < 1 for v in kinds.values()
+    ):
+        raise ValueError(f"{path}: 'planner_errors' must map loop kinds to fractions in [0, 1)")
+    if kinds:
+        out = dataclasses.replace(out, planner_errors=tuple(sorted(kinds.items())))
+    return out

@@ -68,6 +68,7 @@ COSTS: tuple[Cost, ...] = (
     Cost("mufu", "ex2.approx.ftz.f32", 17, 16, _MEASURED),
     Cost("mufu", "rcp.approx.ftz.f32", 19, 16, _MEASURED + "; throughput: CUDA guide, cc 9.0"),
     Cost("fma", "fma.rn.f32", 4, 128, _MEASURED + " (4.09, 125 with loop overhead)"),
+    Cost("fma", "max.f32", 4, 64, _MEASURED + " (63.4: half the FMA rate, 2026-11-26)"),
     Cost("shfl", "shfl.sync.bfly.b32", 24, 32, _MEASURED + " (lanes per cycle)"),
     Cost("smem", "ld.shared.u32", 23, None, _MEASURED),
     Cost("mbarrier", "arrive + try_wait", 70, None, _MEASURED),
@@ -75,6 +76,14 @@ COSTS: tuple[Cost, ...] = (
     Cost("tma", "cp.async.bulk.tensor 16 KiB from DRAM", 1290, None, _MEASURED),
     Cost("tma", "cp.async.bulk.tensor 16 KiB from L2", 479, None, _MEASURED),
     Cost("dram", "bytes", None, 11.5, _MEASURED + ": 3.0 TB/s copy, 132 SMs, 1.98 GHz"),
+    Cost(
+        "dram",
+        "bytes to one SM",
+        None,
+        31.0,
+        "measured, H100: the most one SM's TMA stream reads (decode attention on 32 of 132 "
+        "SMs: 64 KiB per 2109-cycle iteration, docs/perf.md 2026-11-26)",
+    ),
 )
 
 
@@ -118,6 +127,12 @@ class Target:
     #: schedules below it is within its noise: the `auto` planner then goes by
     #: `planner_preference`. 0.10 until the calibration (docs/design.md, issue 20) sets it.
     model_error: float = 0.10
+    #: Per kind of consumer main loop, the model's measured error in comparing the two
+    #: planners' schedules of one loop: the median over the corpus's programs of that kind
+    #: of |(predicted solver / heuristic) / (measured solver / heuristic) - 1|
+    #: (`tawac.calibrate.planner_errors`). Where a kind has one, the `auto` planner needs
+    #: a margin above it, not `model_error`, before the model decides (`model_error_for`).
+    planner_errors: tuple[tuple[str, float], ...] = ()
     #: Per kind of consumer main loop (`tawac.analysis.kinds.KINDS`), the planner whose
     #: schedules measured faster: what the `auto` planner picks when the model's margin is
     #: within `model_error`. Every kind the heuristic's until the corpus is measured under
@@ -158,6 +173,8 @@ class Target:
         key = f"{rows};{self.mma_group_cycles};{self.get_cycles};{self.wg_issue_rate}"
         if self.tma_fixed_cycles or self.tma_bytes_per_cycle:
             key += f";{self.tma_fixed_cycles};{self.tma_bytes_per_cycle}"
+        if self.planner_errors:  # what the auto planner trusts
+            key += f";{self.model_error};{self.planner_errors}"
         return key
 
     @property
@@ -175,6 +192,11 @@ class Target:
         if found is None:
             raise KeyError(f"no cost for '{op}' in the {self.name} target model")
         return found
+
+    def model_error_for(self, kind: str) -> float:
+        """The error a margin between the two planners' schedules of a `kind` loop must
+        exceed: the kind's `planner_errors` figure, else `model_error`."""
+        return next((e for k, e in self.planner_errors if k == kind), self.model_error)
 
     def preferred_planner(self, kind: str) -> str:
         """The planner `planner_preference` names for consumer main loops of `kind`."""
