@@ -369,15 +369,18 @@ def explain(source, defines, time_limit, as_json, timeline, measured, sizes, tab
 
     params = _params(defines)
     why = None
+    dims = None
     if sizes is not None:
         from tawac.runtime.runner import parse_sizes
 
-        params, why = _tuned_for(source, table, parse_sizes(sizes), params, pipeline)
+        dims = parse_sizes(sizes)
+        params, why = _tuned_for(source, table, dims, params, pipeline)
     with TimeLimit(time_limit):
         info = explain_module(
             parse_source(source, params=params),
             PipelineOptions(**pipeline),
             timeline=timeline is not None or measured is not None,
+            sizes=dims,
         )
     if why is not None:
         info["decomposition"]["why"] = why

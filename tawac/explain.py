@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -248,9 +249,12 @@ def timeline_lanes(info: dict[str, Any]) -> list[Lane]:
     ]
 
 
-def _timeline(kernel: tile.KernelOp, plan: Schedule) -> dict[str, Any]:
-    """The steady state of the main loops (`tawac.schedule.model`), simulated."""
-    lanes = loop_lanes(kernel, plan)
+def _timeline(
+    kernel: tile.KernelOp, plan: Schedule, sizes: Mapping[str, int] | None = None
+) -> dict[str, Any]:
+    """The steady state of the main loops (`tawac.schedule.model`), simulated at `sizes`
+    where given."""
+    lanes = loop_lanes(kernel, plan, sizes=sizes)
     tl = simulate(lanes, TIMELINE_ITERATIONS)
     return {
         "ii": tl.ii,
@@ -337,17 +341,21 @@ def timeline_svg(info: dict[str, Any], measured: Measured | None = None) -> str:
 
 
 def explain_module(
-    module: ModuleOp, options: PipelineOptions, timeline: bool = False
+    module: ModuleOp,
+    options: PipelineOptions,
+    timeline: bool = False,
+    sizes: Mapping[str, int] | None = None,
 ) -> dict[str, Any]:
     """The decisions of the default pipeline for the module's kernel, as plain data;
     with `timeline`, also the simulated steady state of its main loops ("timeline": its
-    initiation interval, units' utilisation, the lanes' stalls and steps)."""
+    initiation interval, units' utilisation, the lanes' stalls and steps), priced at the
+    dimension sizes `sizes` where given (`tawac.schedule.model.loop_lanes`)."""
     kernel = _kernel(module)
     run_pipeline(module, options.pipeline(stop="pipeline"))
     plan = schedule.of(kernel)
     arefs = _arefs(kernel, plan)
     loops = _loops(kernel, plan)
-    steady = _timeline(kernel, plan) if timeline else None
+    steady = _timeline(kernel, plan, sizes) if timeline else None
     grid = schedule.launch_grid(kernel)
     run_pipeline(module, options.pipeline(start="pipeline", stop="convert-to-ptx"))
     smem_bytes = schedule.of(kernel).smem_bytes

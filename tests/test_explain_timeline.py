@@ -300,3 +300,34 @@ def test_measured_trace_errors_are_one_line(tmp_path, doc, message):
     lines = proc.stderr.strip().splitlines()
     assert len(lines) == 1 and message in lines[0] and "Traceback" not in proc.stderr
     assert not out.exists()
+
+
+def test_the_timeline_is_priced_at_the_sizes_given():
+    """`tawac explain --size` prices the steady state at those sizes: the grouped GEMM's
+    expert weights, read through the routing table, are shared by the 64 row blocks of
+    8 experts (L2, tensor-bound); without sizes nothing shows them shared, and the model
+    streams them from DRAM."""
+    from click.testing import CliRunner
+
+    from tawac.cli import main
+
+    src = REPO / "examples/gemm_grouped.mlir"
+    sizes = {"T": 8192, "N": 4096, "K": 4096, "E": 8, "BLOCKS": 64}
+    at = explain_module(parse_file(src), PipelineOptions(), timeline=True, sizes=sizes)
+    blind = explain_module(parse_file(src), PipelineOptions(), timeline=True)
+    assert at["timeline"]["utilisation"]["tensor"] > 0.95
+    assert blind["timeline"]["ii"] > 2 * at["timeline"]["ii"]
+    res = CliRunner().invoke(
+        main,
+        [
+            "explain",
+            str(src),
+            "--size",
+            "T=8192,N=4096,K=4096,E=8,BLOCKS=64",
+            "--json",
+            "--timeline",
+            "/dev/null",
+        ],
+    )
+    assert res.exit_code == 0, res.output
+    assert json.loads(res.output)["timeline"]["ii"] == pytest.approx(at["timeline"]["ii"])
