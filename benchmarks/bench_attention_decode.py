@@ -52,6 +52,28 @@ def _sdpa(backend, q, k, v):
         return sdpa(q, k, v, enable_gqa=True)
 
 
+def checked(systems: dict, out, ref, where) -> None:
+    """Run each system once on the poisoned output and drop (saying so) those whose result
+    is not within 2e-2 of the fp32 reference `ref`."""
+    for name, fn in list(systems.items()):
+        out.fill_(float("nan"))
+        fn()
+        err = (out.float() - ref).abs().max().item()
+        if not err < 2e-2:
+            print(f"# {name} wrong at {where}: {err}", file=sys.stderr)
+            del systems[name]
+
+
+def add_sdpa(systems: dict, backends: dict, q, k, v) -> None:
+    """Add each SDPA backend that accepts these inputs (`enable_gqa=True`)."""
+    for name, be in backends.items():
+        try:
+            _sdpa(be, q, k, v)
+        except RuntimeError:
+            continue
+        systems[name] = lambda be=be: _sdpa(be, q, k, v)
+
+
 def main() -> int:
     import torch
     from torch.nn.attention import SDPBackend
@@ -189,19 +211,8 @@ def _shape(shape, kern, table, backends, configs, rounds) -> tuple[float, str, f
     if table is not None:
         systems["table"] = lambda: table(q, k, v, o, scale)
     ref = _sdpa(SDPBackend.FLASH_ATTENTION, q, k, v).float()
-    for name, fn in list(systems.items()):
-        o.fill_(float("nan"))
-        fn()
-        err = (o.float() - ref).abs().max().item()
-        if not err < 2e-2:
-            print(f"# {name} wrong at {shape}: {err}", file=sys.stderr)
-            del systems[name]
-    for name, be in backends.items():
-        try:
-            _sdpa(be, q, k, v)
-        except RuntimeError:
-            continue
-        systems[name] = lambda be=be: _sdpa(be, q, k, v)
+    checked(systems, o, ref, shape)
+    add_sdpa(systems, backends, q, k, v)
     med = {n: ms * 1e3 for n, ms in round_robin_medians(systems, rounds).items()}
     ours = {n: t for n, t in med.items() if n not in backends}
     theirs = {n: med[n] for n in backends if n in med}

@@ -90,7 +90,7 @@ def main() -> int:
 def _shape(shape, kern, backends, splits, rounds) -> None:
     """One row of the table."""
     import torch
-    from bench_attention_decode import _sdpa
+    from bench_attention_decode import add_sdpa, checked
     from torch.nn.functional import scaled_dot_product_attention as sdpa
 
     from tawac.runtime.runner import round_robin_medians
@@ -106,18 +106,8 @@ def _shape(shape, kern, backends, splits, rounds) -> None:
         pk, dk = kern(PAGED, s, h // hk), kern(DECODE, s, h // hk)
         systems[f"paged s{s}"] = lambda pk=pk: pk(q, kc, vc, table, lens, o, scale)
         systems[f"contiguous s{s}"] = lambda dk=dk: dk(q, k, v, o, scale)
-    for name, fn in list(systems.items()):
-        o.fill_(float("nan"))
-        fn()
-        if not (o.float() - ref).abs().max().item() < 2e-2:
-            print(f"# {name} wrong at {(b, hk, keys)}", file=sys.stderr)
-            del systems[name]
-    for name, be in backends.items():
-        try:
-            _sdpa(be, q, k, v)
-        except RuntimeError:
-            continue
-        systems[name] = lambda be=be: _sdpa(be, q, k, v)
+    checked(systems, o, ref, (b, hk, keys))
+    add_sdpa(systems, backends, q, k, v)
     med = {n: ms * 1e3 for n, ms in round_robin_medians(systems, rounds).items()}
     paged = {n: t for n, t in med.items() if n.startswith("paged")}
     flat = {n: t for n, t in med.items() if n.startswith("contiguous")}

@@ -218,15 +218,20 @@ def axis_extents(kernel: tile.KernelOp, sizes: Mapping[str, int] | None) -> list
             continue
         cdiv = g.get("cdiv")
         arg = args.get(cdiv["arg"]) if isinstance(cdiv, dict) else None
-        if not sizes or arg is None or not isinstance(arg.type, tile.GlobalTensorType):
-            out.append(None)
-            continue
-        names = [n.data for n in arg.type.dim_names]
-        d = cdiv["dim"]
-        size = sizes.get(names[d]) if d < len(names) else None
+        size = dim_size(arg, cdiv["dim"], sizes) if arg is not None else None
         by = int(g["by"])
-        out.append(None if size is None else -(-int(size) // by) * int(g.get("times", 1)))
+        out.append(None if size is None else -(-size // by) * int(g.get("times", 1)))
     return out
+
+
+def dim_size(arg: SSAValue, dim: int, sizes: Mapping[str, int] | None) -> int | None:
+    """Dimension `dim` of the tensor argument `arg` at `sizes` (by its dimension names);
+    None where not given."""
+    t = arg.type
+    if not sizes or not isinstance(t, tile.GlobalTensorType) or dim >= len(t.dim_names):
+        return None
+    size = sizes.get(t.dim_names.data[dim].data)
+    return None if size is None else int(size)
 
 
 def lone_axes(kernel: tile.KernelOp, sizes: Mapping[str, int] | None) -> frozenset[int]:
@@ -234,9 +239,8 @@ def lone_axes(kernel: tile.KernelOp, sizes: Mapping[str, int] | None) -> frozens
     dimension sizes `sizes` (`axis_extents`); none without sizes, or where a size is not
     given. A tile that only such an axis would share is read by one program
     (`tawac.analysis.program_ids.read_by_one_program`)."""
-    if not sizes:
-        return frozenset()
-    return frozenset(a for a, n in enumerate(axis_extents(kernel, sizes)) if n == 1)
+    problem = problem_at(kernel, sizes)
+    return problem.lone if problem is not None else frozenset()
 
 
 @dataclass(frozen=True)
@@ -264,11 +268,7 @@ class Problem:
 
     def size(self, arg: SSAValue, dim: int) -> int | None:
         """Dimension `dim` of the tensor argument `arg` at these sizes (None: unknown)."""
-        t = arg.type
-        if not isinstance(t, tile.GlobalTensorType) or dim >= len(t.dim_names):
-            return None
-        size = self.sizes.get(t.dim_names.data[dim].data)
-        return None if size is None else int(size)
+        return dim_size(arg, dim, self.sizes)
 
 
 def problem_at(kernel: tile.KernelOp, sizes: Mapping[str, int] | None) -> Problem | None:

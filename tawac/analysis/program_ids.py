@@ -60,12 +60,10 @@ def depends_on_program_id(
     return False
 
 
-def read_by_one_program(
-    load: tile.LoadOp, lone: frozenset[int] = frozenset(), problem=None
-) -> bool:
+def read_by_one_program(load: tile.LoadOp, problem: Problem | None = None) -> bool:
     """Whether no two programs read the same tile through `load`: its coordinates depend
-    on every program id the kernel uses, but those of the axes `lone` (where the grid has
-    one program: `tawac.analysis.grid.lone_axes` at a problem's sizes). A GEMM's A tile at
+    on every program id the kernel uses, but those of the axes where the grid has one
+    program at `problem`'s sizes (`tawac.analysis.grid.Problem.lone`). A GEMM's A tile at
     `(pid_m * BM, k)` is shared along program id y, unless the grid has one program along
     y; attention's K tile, not indexed by the query block x, is shared by the query blocks
     of a head. Such a tile comes from DRAM: no other program brings it into L2 first.
@@ -83,6 +81,7 @@ def read_by_one_program(
     used = {op.axis.data for op in kernel.walk() if isinstance(op, tile.ProgramIdOp)}
     if not used:
         return False
+    lone = problem.lone if problem is not None else frozenset()
     return all(_varies_along(load, a, problem) for a in used - lone)
 
 

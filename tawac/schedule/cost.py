@@ -83,6 +83,7 @@ from xdsl.dialects.builtin import TensorType
 from xdsl.ir import Attribute, Operation
 
 from tawac.analysis.grid import Problem
+from tawac.analysis.mma import is_mma_operand
 from tawac.analysis.program_ids import read_by_one_program
 from tawac.dialects import hopper, tile
 from tawac.target import HOPPER, Target
@@ -291,18 +292,15 @@ def _get(op: Operation, warp_groups: int, target: Target) -> OpCost:
 
 
 def _read_payload(op: Operation, warp_groups: int, target: Target) -> OpCost | None:
-    """The consumer's loads of the payload tiles it reads into registers (no `tile.dot`
-    takes them as an A or B operand: an epilogue's second matrix, a score bias): 32-bit
-    `ld.shared` on the MIO pipe that shuffles use too (32 lanes per cycle per SM)."""
-    words = 0.0
-    for v in op.results:
-        t = _tensor(v.type)
-        uses = list(v.uses)
-        if t is None or not uses:
-            continue
-        if any(isinstance(u.operation, tile.DotOp) and u.index in (0, 1) for u in uses):
-            continue
-        words += thread_ops(t, warp_groups) * _bits(t.element_type) / 32
+    """The consumer's loads of the payload tiles it reads into registers (a use that is
+    no `tile.dot`'s A or B operand: an epilogue's second matrix, a score bias, as
+    `tawac.analysis.arefs.read_by_math`): 32-bit `ld.shared` on the MIO pipe that
+    shuffles use too (32 lanes per cycle per SM)."""
+    words = sum(
+        _tma_bytes(t) / warp_groups / 4
+        for v in op.results
+        if (t := _tensor(v.type)) is not None and any(not is_mma_operand(u) for u in v.uses)
+    )
     if not words:
         return None
     shfl = target.cost("shfl.sync.bfly.b32")
@@ -314,11 +312,6 @@ def _read_payload(op: Operation, warp_groups: int, target: Target) -> OpCost | N
     )
 
 
-def _bits(t: Attribute) -> int:
-    width = getattr(t, "bitwidth", None)
-    return width if isinstance(width, int) else 16
-
-
 def _tma_bytes(t: TensorType) -> int:
     """The bytes a copy of tile `t` delivers, as lower-aref's expect_tx counts them."""
     return hopper.smem_ring_type(t, 1).tile_type.tma_bytes
@@ -327,8 +320,7 @@ def _tma_bytes(t: TensorType) -> int:
 def _streamed(v, problem: Problem | None) -> bool:
     """Whether the payload value comes from a `tile.load` no other program repeats (at
     the problem's sizes, where given)."""
-    lone = problem.lone if problem is not None else frozenset()
-    return isinstance(v.owner, tile.LoadOp) and read_by_one_program(v.owner, lone, problem)
+    return isinstance(v.owner, tile.LoadOp) and read_by_one_program(v.owner, problem)
 
 
 def _dram_share(target: Target, programs: int | None) -> tuple[float, str]:
