@@ -51,7 +51,7 @@ from tawac.analysis.arefs import read_by_math
 from tawac.analysis.mma import is_mma_operand
 from tawac.diagnostics import CompileError
 from tawac.dialects import aref, hopper, tile
-from tawac.schedule.smem import SmemPlan
+from tawac.schedule.smem import SmemPlan, aref_type
 from tawac.target import HOPPER
 
 
@@ -149,11 +149,11 @@ def lower_kernel(kernel: tile.KernelOp) -> None:
     plan = SmemPlan()
     lowered: dict[SSAValue, _Lowered] = {}
     inits: list[Operation] = []
-    for create in [o for o in body.ops if isinstance(o, aref.CreateOp)]:
-        t = create.result.type
-        assert isinstance(t, aref.ArefType)
+    creates = [o for o in body.ops if isinstance(o, aref.CreateOp)]
+    regions = plan.arefs([(aref_type(c), None) for c in creates])
+    for create, (ring_regions, full_region, empty_region) in zip(creates, regions, strict=True):
+        t = aref_type(create)
         depth = t.depth.data
-        *ring_regions, full_region, empty_region = plan.aref(t)
         rings: list[SSAValue] = []
         new_ops: list[Operation] = []
         tx = 0

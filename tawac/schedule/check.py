@@ -20,7 +20,7 @@ from tawac.analysis.stores import store_after_loops, tma_storable
 from tawac.diagnostics import CompileError
 from tawac.dialects import aref, hopper, tile
 from tawac.dialects.schedule import LoopPlan, Schedule
-from tawac.schedule.smem import SmemPlan, chunk_ring_fits, staging_ring_type
+from tawac.schedule.smem import SmemPlan, aref_type, chunk_ring_fits, staging_ring_type
 from tawac.schedule.waits import awaited_dots, due
 from tawac.target import HOPPER
 
@@ -250,11 +250,14 @@ def check_stores(kernel: tile.KernelOp, parts: list[aref.PartitionOp], s: Schedu
                 kernel,
             )
     layout = SmemPlan()
-    for create in [o for o in kernel.walk() if isinstance(o, aref.CreateOp)]:
-        t = create.result.type
-        assert isinstance(t, aref.ArefType)
-        a = s.aref(create.ident)
-        layout.aref(t, a.depth if a is not None else None)
+    creates = [o for o in kernel.walk() if isinstance(o, aref.CreateOp)]
+    decided = [s.aref(c.ident) for c in creates]
+    layout.arefs(
+        [
+            (aref_type(c), a.depth if a is not None else None)
+            for c, a in zip(creates, decided, strict=True)
+        ]
+    )
     # where the rings alone do not fit, lower-aref, which lays them out, says so
     rings_fit = layout.fits()
     for st, part, w in stores:

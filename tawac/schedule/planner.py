@@ -259,6 +259,23 @@ def two_stage_plan(
 # -- the heuristic planner ------------------------------------------------------------------
 
 
+def _faster(kernel: tile.KernelOp, a: Schedule, b: Schedule, options: PipelineOptions) -> bool:
+    """Whether the timeline model prices schedule `a`'s consumer main loops (completed as
+    `plan` completes them) below `b`'s. It decides the heuristic's one choice the corpus
+    showed going either way: the coarse pipeline's second slot where shared memory is
+    short (H200, same run: attention with a 128x128 bias tile at head dim 128, 1.40 ->
+    1.23 ms, priced 5530 -> 4277 cycles; head dim 256 with 64-key blocks, 0.46 -> 0.50 ms,
+    priced 2984 -> 3362; docs/perf.md)."""
+    from tawac.schedule.model import model_intervals
+
+    try:
+        ia = model_intervals(kernel, complete(kernel, a, options))
+        ib = model_intervals(kernel, complete(kernel, b, options))
+    except CompileError:
+        return False
+    return bool(ia) and bool(ib) and sum(ia) < sum(ib)
+
+
 class HeuristicPlanner:
     """Today's measured rules (docs/design.md, docs/perf.md)."""
 
@@ -283,6 +300,29 @@ class HeuristicPlanner:
             )
         depths = {c: stages if looped(c) else 1 for c in creates}
         lags = {c: self._lag(c, options.mma_depth) for c in creates}
+        plan = self._schedule(kernel, parts, roles, creates, depths, lags, options)
+        if options.stages or not options.coarse_pipeline:
+            return plan
+        split = self._split_rings(kernel, parts, creates, depths, lags, consumer_wgs, options)
+        if split is None:
+            return plan
+        other = self._schedule(kernel, parts, roles, creates, split, lags, options)
+        return other if _faster(kernel, other, plan, options) else plan
+
+    def _schedule(
+        self,
+        kernel: tile.KernelOp,
+        parts: list[aref.PartitionOp],
+        roles: list[RolePlan],
+        creates: list[aref.CreateOp],
+        depths: dict,
+        lags: dict,
+        options: PipelineOptions,
+    ) -> Schedule:
+        """The schedule at the looped rings' `depths`: the cluster, the tile order, the
+        per-tile prefetch and the coarse pipeline follow from them."""
+        depths = dict(depths)
+        consumer_wgs = sum(r.warp_groups for r in roles if r.role == "consumer")
         cluster, multicast = plan_cluster(kernel, options.cluster)
         persistent = options.persistent and all(main_loops(p) for p in parts)
         tiles = grid = None
@@ -323,6 +363,42 @@ class HeuristicPlanner:
         if mma_depth and releases and all(can_release_late(o) for o in releases):
             return mma_depth
         return 0
+
+    def _split_rings(
+        self,
+        kernel: tile.KernelOp,
+        parts: list[aref.PartitionOp],
+        creates: list[aref.CreateOp],
+        depths: dict,
+        lags: dict,
+        wgs: int,
+        options: PipelineOptions,
+    ) -> dict | None:
+        """Where shared memory leaves the looped rings one slot deep: `depths` with a
+        second slot for the arefs that a consumer loop's two-stage split reads in its stage
+        B (the deferred MMA's operands: attention's V) where it fits, before the per-tile
+        prefetch; None where there is none. With one slot the split would deadlock
+        (`two_stage_split`) and the loop runs unpipelined, its loads exposed."""
+        if any(depths[c] > 1 for c in creates if looped(c)):
+            return None
+        two = {c.result: 2 if looped(c) else depths[c] for c in creates}
+        deferred = deferred_dots(creates, [lags[c] for c in creates])
+        by_aref = {c.result: c for c in creates}
+        trial = dict(depths)
+        for part in parts:
+            if part.role.data != "consumer":
+                continue
+            for loop in main_loops(part):
+                found = two_stage_split(loop, deferred, two)
+                if found is None:
+                    continue
+                for op in found[0]:
+                    if isinstance(op, aref.GetOp):
+                        trial[by_aref[op.aref]] = 2
+        if trial == depths:
+            return None
+        fits = kernel_plan(kernel, trial, options.tma_store, warp_groups=wgs).fits()
+        return trial if fits else None
 
     def _prefetch(
         self,

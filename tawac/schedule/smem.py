@@ -7,7 +7,12 @@ so an estimate and the layout are the same computation.
 
 Layout rules: a tile region (a ring of swizzled tiles, a staging tile) starts on the
 target's swizzle alignment (1024 bytes for 128B swizzle); mbarriers are 8 bytes each,
-8-byte aligned; regions follow each other in the order they are placed.
+8-byte aligned; regions follow each other in the order they are placed. The arefs' rings
+come first, one after another, then all their mbarriers (`SmemPlan.arefs`): a ring of
+swizzled tiles is a whole number of alignments, so the rings pack without padding, and
+only a staging tile placed after the mbarriers pays one alignment pad. (Each aref's
+mbarriers after its own rings cost up to 1008 bytes of padding per aref: 4 arefs of
+32 KiB slots at depth 2 then missed the limit by 32 bytes.)
 """
 
 from __future__ import annotations
@@ -74,12 +79,28 @@ class SmemPlan:
         self.regions.pop()
         return None
 
-    def aref(self, t: aref.ArefType, depth: int | None = None) -> list[SmemRegion]:
-        """One aref's rings (one per payload tile) and its full and empty mbarriers, as
-        `lower-aref` lays them out; `depth` overrides the aref's own."""
-        d = depth if depth is not None else t.depth.data
-        rings = [self.tiles("ring", hopper.smem_ring_type(p, d)) for p in t.payload]
-        return [*rings, self.barriers("full", d), self.barriers("empty", d)]
+    def arefs(
+        self, arefs: list[tuple[aref.ArefType, int | None]]
+    ) -> list[tuple[list[SmemRegion], SmemRegion, SmemRegion]]:
+        """The arefs' rings (one per payload tile), then their full and empty mbarriers
+        (module docstring), as `lower-aref` lays them out: per aref, (rings, full,
+        empty). A depth given beside an aref's type overrides its own."""
+        depths = [d if d is not None else t.depth.data for t, d in arefs]
+        rings = [
+            [self.tiles("ring", hopper.smem_ring_type(p, d)) for p in t.payload]
+            for (t, _), d in zip(arefs, depths, strict=True)
+        ]
+        return [
+            (r, self.barriers("full", d), self.barriers("empty", d))
+            for r, d in zip(rings, depths, strict=True)
+        ]
+
+
+def aref_type(create: aref.CreateOp) -> aref.ArefType:
+    """The type of the aref `create` makes."""
+    t = create.result.type
+    assert isinstance(t, aref.ArefType)
+    return t
 
 
 def staging_ring_type(value: TensorType, chunks: int = 0) -> hopper.SmemRingType:
@@ -113,10 +134,8 @@ def kernel_plan(
     consumer warp groups (`staged_stores`: whole tiles, or rings of `chunks` column
     chunks)."""
     plan = SmemPlan()
-    for create in [o for o in kernel.walk() if isinstance(o, aref.CreateOp)]:
-        t = create.result.type
-        assert isinstance(t, aref.ArefType)
-        plan.aref(t, (depths or {}).get(create))
+    creates = [o for o in kernel.walk() if isinstance(o, aref.CreateOp)]
+    plan.arefs([(aref_type(c), (depths or {}).get(c)) for c in creates])
     for st in staged_stores(kernel, warp_groups) if staging else []:
         assert isinstance(st.value.type, TensorType)
         plan.tiles("staging", staging_ring_type(st.value.type, chunks))

@@ -35,10 +35,10 @@
 // WS-NEXT:      arith.addf %[[ACC]], %[[CS]]
 
 // LA-LABEL: tile.kernel @residual(
-// LA-SAME:    smem_bytes = 99344
-// LA:         %[[RING:.*]] = hopper.smem_alloc offset 66560 : !hopper.smem<1x128x128xbf16, swizzle 128>
-// LA-NEXT:    %[[FULL:.*]] = hopper.mbarrier_alloc offset 99328 : !hopper.mbarriers<1>
-// LA-NEXT:    %[[EMPTY:.*]] = hopper.mbarrier_alloc offset 99336 : !hopper.mbarriers<1>
+// LA-SAME:    smem_bytes = 98352
+// LA:         %[[RING:.*]] = hopper.smem_alloc offset 65536 : !hopper.smem<1x128x128xbf16, swizzle 128>
+// LA-NEXT:    %[[FULL:.*]] = hopper.mbarrier_alloc offset 98336 : !hopper.mbarriers<1>
+// LA-NEXT:    %[[EMPTY:.*]] = hopper.mbarrier_alloc offset 98344 : !hopper.mbarriers<1>
 // LA:         hopper.mbarrier_init %[[FULL]] count 1 : !hopper.mbarriers<1>
 // LA-NEXT:    hopper.mbarrier_init %[[EMPTY]] count 8 : !hopper.mbarriers<1>
 // LA-NEXT:    hopper.cta_sync
@@ -121,7 +121,7 @@ tile.kernel @residual(%a: !tile.tensor<?x?xbf16>, %b: !tile.tensor<?x?xbf16>, %c
 // WS-NEXT:      aref.consumed %[[RC]]
 
 // LA-LABEL: tile.kernel @residual_f32(
-// LA:         hopper.smem_alloc offset 66560 : !hopper.smem<1x128x128xf32, swizzle 128>
+// LA:         hopper.smem_alloc offset 65536 : !hopper.smem<1x128x128xf32, swizzle 128>
 // LA:           hopper.mbarrier_arrive_expect_tx %{{.*}}, 65536 : !hopper.mbarriers<1>
 // LA:           hopper.load_fragment %{{.*}} : !hopper.smem_tile<128x128xf32, swizzle 128> -> tensor<128x128xf32>
 
