@@ -167,6 +167,58 @@ def test_planner_errors_are_read_and_checked(tmp_path):
         calibrated(Target(), f)
 
 
+def test_planner_preference_is_read_and_checked(tmp_path):
+    """A calibration's measured preference per kind of loop replaces the table's for the
+    kinds it names (and enters the cache key); an unknown kind or planner is an error."""
+    f = tmp_path / "m.json"
+    doc = {"device": "GPU", "date": "d", "params": {}, "fit": {"median_error": 0.03}}
+    f.write_text(json.dumps({**doc, "planner_preference": {"attention-1wg": "solver"}}))
+    t = calibrated(Target(), f)
+    assert t.preferred_planner("attention-1wg") == "solver"
+    assert t.preferred_planner("attention") == "heuristic"
+    assert t.model_key != calibrated(Target(), _write(tmp_path, doc)).model_key
+    for bad in ({"sparse": "solver"}, {"gemm": "oracle"}):
+        f.write_text(json.dumps({**doc, "planner_preference": bad}))
+        with pytest.raises(ValueError, match="planner_preference"):
+            calibrated(Target(), f)
+
+
+def test_the_margin_threshold_separates_the_measured_winners():
+    """The model prices the solver cheaper on every program (by 14-28%, a biased
+    model); the solver measured faster exactly where the margin is at least 20: the
+    median error (about 20.5%) would send the 20.0% program to the preferred heuristic,
+    so the threshold is the midpoint of the interval that loses nothing, (17, 20]. Where
+    the median loses least it is kept."""
+    from tawac.calibrate import _threshold
+
+    cases = [  # (margin, model's faster, heuristic ms, solver ms)
+        (14.0, "solver", 1.00, 1.08),
+        (17.0, "solver", 1.00, 1.04),
+        (20.0, "solver", 1.07, 1.00),
+        (22.0, "solver", 1.10, 1.00),
+        (28.0, "solver", 1.04, 1.00),
+    ]
+    assert _threshold(cases, "heuristic", 20.5) == 18.5
+    assert _threshold(cases, "heuristic", 19.0) == 19.0
+    # every choice alike (the preferred planner is the model's faster): the median
+    assert _threshold(cases, "solver", 20.5) == 20.5
+
+
+def test_planner_preference_is_the_measured_faster(monkeypatch):
+    """Per kind, the solver where the geometric mean of heuristic / solver time over the
+    programs whose builds differ is above 1, else the heuristic."""
+    import tawac.calibrate as cal
+
+    found = [
+        ("gemm", None, None, 1.00, 0.90),
+        ("gemm", None, None, 1.00, 1.05),
+        ("attention", None, None, 1.00, 1.10),
+        ("attention", None, None, 1.00, 0.95),
+    ]
+    monkeypatch.setattr(cal, "_compared", lambda docs, corpus, root: found)
+    assert cal.planner_preference([], []) == {"attention": "heuristic", "gemm": "solver"}
+
+
 def _write(tmp_path: Path, doc: dict) -> Path:
     f = tmp_path / "plain.json"
     f.write_text(json.dumps(doc))

@@ -8,7 +8,11 @@ The kinds (`KINDS`), of one iteration of the loop's body:
   accumulating: a K loop unrolled, two accumulators), with no exponential or row
   reduction in the body;
 - `attention`: an MMA's A or B operand is computed from another MMA's result through an
-  exponential and a row reduction (softmax: FlashAttention's P V after Q K^T);
+  exponential and a row reduction (softmax: FlashAttention's P V after Q K^T), run by
+  several consumer warp groups; `attention-1wg`, the same loop run by one (64-row query
+  blocks: no other warp group's MMAs fill the tensor core while one computes its
+  softmax, so the order within the warp group's own iteration decides, and the two
+  planners' schedules measure differently: docs/perf.md, 2026-11-26);
 - `chained`: an MMA's A or B operand is computed from another MMA's result otherwise
   (back-to-back GEMMs, an MLP's two layers);
 - `elementwise`: no MMA in the loop (consumer math on streamed tiles);
@@ -28,7 +32,7 @@ from tawac.analysis.loops import main_loops
 from tawac.dialects import aref, tile
 
 #: Every kind, in the order of `Target.planner_preference`.
-KINDS = ("gemm", "attention", "chained", "elementwise", "other")
+KINDS = ("gemm", "attention", "attention-1wg", "chained", "elementwise", "other")
 
 _EXP = (math.ExpOp, math.Exp2Op)
 
@@ -77,11 +81,20 @@ def loop_kind(loop: scf.ForOp) -> str:
     return "other" if _softmax_like(list(body.ops)) else "gemm"
 
 
-def kernel_kind(kernel: tile.KernelOp) -> str:
+def kernel_kind(kernel: tile.KernelOp, warp_groups: int | None = None) -> str:
     """The kind of the partitioned kernel's first consumer main loop; `other` without
-    one."""
+    one. `warp_groups`: the consumer warp groups the schedule gives it, where known
+    (an attention loop on one is `attention-1wg`)."""
     for part in kernel.body.block.ops:
         if isinstance(part, aref.PartitionOp) and part.role.data == "consumer":
             loops = main_loops(part)
-            return loop_kind(loops[0]) if loops else "other"
+            kind = loop_kind(loops[0]) if loops else "other"
+            return "attention-1wg" if kind == "attention" and warp_groups == 1 else kind
     return "other"
+
+
+def schedule_kind(kernel: tile.KernelOp, s) -> str:
+    """`kernel_kind` with the consumer warp groups of schedule `s` (a
+    `tawac.dialects.schedule.Schedule`)."""
+    consumer = s.role("consumer")
+    return kernel_kind(kernel, consumer.warp_groups if consumer is not None else None)

@@ -14,12 +14,13 @@ where it cannot tell them apart, the target's measured preference decides.
    steady-state interval (`tawac.schedule.model.model_intervals`).
 3. The choice (`choose`): the cheaper proposal where its margin, (slow - fast) / slow in
    percent to one decimal, is at least the model's measured error for the kind of the
-   kernel's consumer main loop (`Target.model_error_for`: the calibration's error in
-   comparing the two planners' schedules of such loops, else its median error; rule
-   `model`);
+   kernel's consumer main loop (`Target.model_error_for`: the calibration's figure for
+   comparing the two planners' schedules of such loops, `tawac.calibrate.planner_errors`,
+   else its median error; rule `model`);
    otherwise (a margin within the model's error, a tie, or nothing priced) the target's
    `preferred_planner` for the kind of the kernel's consumer main loop
-   (`tawac.analysis.kinds`; rule `preferred`).
+   (`tawac.analysis.kinds.schedule_kind`, with the heuristic's consumer warp groups:
+   attention on one is a kind of its own; rule `preferred`).
 
 The schedule chosen is recorded with `planner = auto` and the decision as its `auto`
 field (`tawac.dialects.schedule.AutoInfo`); a chosen solver schedule keeps its `solve`.
@@ -30,7 +31,7 @@ from __future__ import annotations
 import dataclasses
 import math
 
-from tawac.analysis.kinds import kernel_kind
+from tawac.analysis.kinds import schedule_kind
 from tawac.diagnostics import CompileError
 from tawac.dialects import tile
 from tawac.dialects.schedule import AutoInfo, Schedule
@@ -133,7 +134,7 @@ class AutoPlanner:
         if not proposals:
             raise failures[0][1]
         failed = failures[0] if failures else None
-        chosen, info = choose(proposals, kernel_kind(kernel), self.target, failed)
+        chosen, info = choose(proposals, schedule_kind(kernel, base), self.target, failed)
         return dataclasses.replace(chosen.schedule, planner=self.name, auto=info)
 
     def _solver(self):

@@ -19,7 +19,9 @@ the device it was measured on, the date, the corpus and the fit's error, and `pa
   table's one-copy latency scaled by the bytes).
 
 `calibrated(target, path)` is `target` with those figures in place of the table's and
-the fit's median error as its `model_error` (what the `auto` planner trusts). The model
+the fit's median error as its `model_error` (what the `auto` planner trusts), and, where
+the file has them, per kind of loop the error in comparing the planners' schedules
+(`planner_errors`) and the planner the corpus measured faster (`planner_preference`). The model
 every pass reads (`tawac.target.HOPPER`) takes the file `$TAWAC_TARGET_MODEL` names:
 unset or `shipped`, `SHIPPED` (the H100's: the default since the solver checks its
 answers' register pressure, `tawac.analysis.pressure`; before, under this model it chose
@@ -126,4 +128,16 @@ def calibrated(target: Target, path: Path | None = None) -> Target:
         raise ValueError(f"{path}: 'planner_errors' must map loop kinds to fractions in [0, 1)")
     if kinds:
         out = dataclasses.replace(out, planner_errors=tuple(sorted(kinds.items())))
+    preference = doc.get("planner_preference") or {}
+    known = dict(out.planner_preference)
+    if not isinstance(preference, dict) or not all(
+        k in known and p in ("heuristic", "solver") for k, p in preference.items()
+    ):
+        raise ValueError(
+            f"{path}: 'planner_preference' must map kinds of loop ({', '.join(known)}) to "
+            "'heuristic' or 'solver'"
+        )
+    if preference:
+        merged = tuple((k, preference.get(k, p)) for k, p in out.planner_preference)
+        out = dataclasses.replace(out, planner_preference=merged)
     return out

@@ -140,6 +140,7 @@ class Target:
     planner_preference: tuple[tuple[str, str], ...] = (
         ("gemm", "heuristic"),
         ("attention", "heuristic"),
+        ("attention-1wg", "heuristic"),
         ("chained", "heuristic"),
         ("elementwise", "heuristic"),
         ("other", "heuristic"),
@@ -175,6 +176,8 @@ class Target:
             key += f";{self.tma_fixed_cycles};{self.tma_bytes_per_cycle}"
         if self.planner_errors:  # what the auto planner trusts
             key += f";{self.model_error};{self.planner_errors}"
+        if self.planner_preference != Target.planner_preference:
+            key += f";{self.planner_preference}"
         return key
 
     @property
