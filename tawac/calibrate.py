@@ -371,22 +371,54 @@ def write(
     Path(path).write_text(json.dumps(doc, indent=1) + "\n")
 
 
+#: Milliseconds of back-to-back launches before a traced measurement: the SM clock ramps
+#: to its loaded state. Without them, the first of a program's traced launches ran after
+#: the host's work between benchmarks at 1.39 GHz where the next ran at 1.63 (H100,
+#: docs/perf.md, 2026-11-26), and a loop that waits on memory took 12-18% fewer cycles.
+WARM_MS = 30.0
+#: Traced launches measured; each loop's interval is their median.
+TRACED_LAUNCHES = 3
+
+
 def consumer_intervals(kernel, sidecar: Mapping[str, Any], args: list) -> list[Any]:
-    """The consumer's sampled main loops' `tawac.trace.LoopInterval`s, in order, from
-    one traced launch after a warm-up launch (None for a loop the trace did not catch)."""
+    """The consumer's sampled main loops' `tawac.trace.LoopInterval`s, in order (None for
+    a loop the trace did not catch): per loop, the median-cycles one of
+    `TRACED_LAUNCHES` traced launches, after `WARM_MS` of launches."""
+    import time
+
     import torch
 
     from tawac.trace import loop_intervals
 
     table = sidecar["trace"]
-    for _ in range(2):
-        kernel(*args)
-    torch.cuda.synchronize()
+    start = time.perf_counter()
+    while True:
+        for _ in range(4):
+            kernel(*args)
+        torch.cuda.synchronize()
+        if (time.perf_counter() - start) * 1e3 >= WARM_MS:
+            break
     sampled = sorted(
         {e["loop"] for e in table["events"] if e.get("sampled") and e["role"] == "consumer"}
     )
-    got = {(iv.role, iv.loop): iv for iv in loop_intervals(kernel.last_trace, table)}
-    return [got.get(("consumer", loop)) for loop in sampled]
+    runs: dict[int, list[Any]] = {loop: [] for loop in sampled}
+    for _ in range(TRACED_LAUNCHES):
+        kernel(*args)
+        torch.cuda.synchronize()
+        got = {(iv.role, iv.loop): iv for iv in loop_intervals(kernel.last_trace, table)}
+        for loop in sampled:
+            if ("consumer", loop) in got:
+                runs[loop].append(got["consumer", loop])
+    return [_median_interval(runs[loop]) for loop in sampled]
+
+
+def _median_interval(found: list[Any]) -> Any:
+    """The interval of median cycles (the lower middle one of an even count); None of
+    none."""
+    if not found:
+        return None
+    ordered = sorted(found, key=lambda iv: iv.cycles)
+    return ordered[(len(ordered) - 1) // 2]
 
 
 def serialized(report: str) -> bool:

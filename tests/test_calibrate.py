@@ -249,3 +249,17 @@ def test_planner_errors_compare_predicted_and_measured_ratios(monkeypatch):
         },
     ]
     assert cal.planner_errors([{"rows": rows}], corpus) == {"gemm": round(abs(0.8 / 0.9 - 1), 4)}
+
+
+def test_a_loop_interval_is_the_median_of_the_traced_launches():
+    """Of the traced launches' intervals of one loop, the one of median cycles (the lower
+    middle of an even count); none where no launch caught the loop."""
+    from tawac.calibrate import _median_interval
+    from tawac.trace import LoopInterval
+
+    def iv(c):
+        return LoopInterval("consumer", 0, c, c / 1.7, 10, 1.7)
+
+    assert _median_interval([iv(900.0), iv(700.0), iv(800.0)]).cycles == 800.0
+    assert _median_interval([iv(900.0), iv(700.0)]).cycles == 700.0
+    assert _median_interval([]) is None
