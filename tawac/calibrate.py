@@ -131,34 +131,42 @@ def perturbed(r: Mapping[str, Any]) -> bool:
     return bool(ms and traced and traced / ms > PERTURBED_COST)
 
 
+def _bench_rows(
+    docs: Iterable[Mapping[str, Any]], corpus: list[dict]
+) -> Iterable[tuple[dict, Mapping[str, Any]]]:
+    """(corpus entry, row) of every benchmarked program of `benchmarks/bench_corpus.py
+    --json` documents that the corpus names and that did not fail."""
+    by_name = {e["name"]: e for e in corpus}
+    for doc in docs:
+        for row in doc["rows"]:
+            entry = by_name.get(row["name"])
+            if entry is not None and "error" not in row:
+                yield entry, row
+
+
 def observations_from_bench(
     docs: Iterable[Mapping[str, Any]], corpus: list[dict]
 ) -> list[Observation]:
     """The traced loops of `benchmarks/bench_corpus.py --json` documents, but those of
     perturbed builds (`perturbed`)."""
-    by_name = {e["name"]: e for e in corpus}
     out = []
-    for doc in docs:
-        for row in doc["rows"]:
-            entry = by_name.get(row["name"])
-            if entry is None or "error" in row:
+    for entry, row in _bench_rows(docs, corpus):
+        for config, r in row["planners"].items():
+            if perturbed(r):
                 continue
-            for config, r in row["planners"].items():
-                if perturbed(r):
-                    continue
-                for t in r.get("trace", []):
-                    if t.get("cycles"):
-                        out.append(
-                            Observation(
-                                row["name"],
-                                entry["source"],
-                                entry.get("defines") or {},
-                                config,
-                                int(t["k"]),
-                                float(t["cycles"]),
-                                entry.get("sizes"),
-                            )
+            for t in r.get("trace", []):
+                if t.get("cycles"):
+                    out.append(
+                        Observation(
+                            row["name"],
+                            entry["source"],
+                            entry.get("defines") or {},
+                            config,
+                            int(t["k"]),
+                            float(t["cycles"]),
+                            entry.get("sizes"),
                         )
+                    )
     return out
 
 
@@ -171,21 +179,16 @@ def _compared(
     measured whole-kernel times (heuristic, solver)."""
     from tawac.analysis.kinds import schedule_kind
 
-    by_name = {e["name"]: e for e in corpus}
     out = []
-    for doc in docs:
-        for row in doc["rows"]:
-            entry = by_name.get(row["name"])
-            if entry is None or "error" in row:
-                continue
-            h, s = row["planners"].get("heuristic"), row["planners"].get("solver")
-            if not h or not s or s.get("same_as") == "heuristic":
-                continue
-            if not h.get("ms") or not s.get("ms"):
-                continue
-            src, defines = root / entry["source"], entry.get("defines") or {}
-            ph, ps = prepare(src, defines, "heuristic"), prepare(src, defines, "solver")
-            out.append((schedule_kind(ph.kernel, ph.plan), ph, ps, h["ms"], s["ms"]))
+    for entry, row in _bench_rows(docs, corpus):
+        h, s = row["planners"].get("heuristic"), row["planners"].get("solver")
+        if not h or not s or s.get("same_as") == "heuristic":
+            continue
+        if not h.get("ms") or not s.get("ms"):
+            continue
+        src, defines = root / entry["source"], entry.get("defines") or {}
+        ph, ps = prepare(src, defines, "heuristic"), prepare(src, defines, "solver")
+        out.append((schedule_kind(ph.kernel, ph.plan), ph, ps, h["ms"], s["ms"]))
     return out
 
 

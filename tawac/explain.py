@@ -52,8 +52,7 @@ def _arefs(kernel: tile.KernelOp, plan: Schedule) -> list[dict[str, Any]]:
     for i, create in enumerate(creates):
         a = plan.aref(create.ident)
         assert a is not None  # `plan` checked every aref has an entry
-        t = create.result.type
-        assert isinstance(t, aref.ArefType)
+        t = create.aref_type
         slot = sum(hopper.smem_ring_type(p, 1).tile_type.nbytes for p in t.payload)
         entry = {
             "name": create.ident or f"aref{i}",

@@ -124,6 +124,13 @@ class CreateOp(IRDLOperation):
         """The aref's identity, or None when it has none."""
         return self.id.data if self.id is not None else None
 
+    @property
+    def aref_type(self) -> ArefType:
+        """The type of the aref it makes (payload and depth)."""
+        t = self.result.type
+        assert isinstance(t, ArefType)
+        return t
+
     @classmethod
     def parse(cls, parser: Parser) -> CreateOp:
         ident = parser.parse_optional_str_literal()

@@ -51,7 +51,7 @@ from tawac.analysis.arefs import read_by_math
 from tawac.analysis.mma import is_mma_operand
 from tawac.diagnostics import CompileError
 from tawac.dialects import aref, hopper, tile
-from tawac.schedule.smem import SmemPlan, aref_type
+from tawac.schedule.smem import SmemPlan
 from tawac.target import HOPPER
 
 
@@ -110,8 +110,7 @@ def _ring_sizes(kernel: tile.KernelOp) -> str:
     (an epilogue's tile), for the diagnostic of a plan that does not fit."""
     out = []
     for n, create in enumerate(o for o in kernel.walk() if isinstance(o, aref.CreateOp)):
-        t = create.result.type
-        assert isinstance(t, aref.ArefType)
+        t = create.aref_type
         depth = t.depth.data
         size = sum(hopper.ring_bytes(hopper.smem_ring_type(p, depth)) for p in t.payload)  # type: ignore[arg-type]
         payload = ", ".join(tile.type_str(p) for p in t.payload)  # type: ignore[arg-type]
@@ -150,9 +149,9 @@ def lower_kernel(kernel: tile.KernelOp) -> None:
     lowered: dict[SSAValue, _Lowered] = {}
     inits: list[Operation] = []
     creates = [o for o in body.ops if isinstance(o, aref.CreateOp)]
-    regions = plan.arefs([(aref_type(c), None) for c in creates])
+    regions = plan.arefs([(c.aref_type, None) for c in creates])
     for create, (ring_regions, full_region, empty_region) in zip(creates, regions, strict=True):
-        t = aref_type(create)
+        t = create.aref_type
         depth = t.depth.data
         rings: list[SSAValue] = []
         new_ops: list[Operation] = []

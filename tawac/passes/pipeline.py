@@ -44,8 +44,7 @@ from tawac.dialects.schedule import Schedule
 
 def set_depth(create: aref.CreateOp, depth: int) -> aref.CreateOp:
     """Replace `create` by an aref of the same payload and identity with `depth` slots."""
-    t = create.result.type
-    assert isinstance(t, aref.ArefType)
+    t = create.aref_type
     new = aref.CreateOp(aref.ArefType(list(t.payload.data), depth), create.ident)
     new.location = create.location
     new.result.name_hint = create.result.name_hint

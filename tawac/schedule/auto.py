@@ -10,8 +10,8 @@ where it cannot tell them apart, the target's measured preference decides.
    schedule; a proposal the kernel cannot realize) proposes nothing, and the other's
    schedule is taken (rule `only`, with the error). The heuristic's planning error is
    the kernel's: the solver starts from the heuristic's decisions.
-2. Prices (`cost`): the sum over the consumer's main loops of the timeline model's
-   steady-state interval (`tawac.schedule.model.model_intervals`).
+2. Prices (`cost`, `tawac.schedule.model.schedule_cost`): the sum over the consumer's
+   main loops of the timeline model's steady-state interval.
 3. The choice (`choose`): the cheaper proposal where its margin, (slow - fast) / slow in
    percent to one decimal, is at least the model's measured error for the kind of the
    kernel's consumer main loop (`Target.model_error_for`: the calibration's figure for
@@ -37,7 +37,7 @@ from tawac.dialects import tile
 from tawac.dialects.schedule import AutoInfo, Schedule
 from tawac.options import PipelineOptions
 from tawac.schedule.check import check
-from tawac.schedule.model import model_intervals, role_loops
+from tawac.schedule.model import schedule_cost as cost
 from tawac.schedule.planner import HeuristicPlanner, complete
 from tawac.target import HOPPER, Target
 
@@ -50,16 +50,6 @@ class Proposal:
     planner: str
     schedule: Schedule
     cost: float | None
-
-
-def cost(kernel: tile.KernelOp, s: Schedule) -> float | None:
-    """The model's price of `s`: the sum over the consumer's main loops of the timeline
-    model's steady-state interval (cycles); None where the kernel has no consumer main
-    loop or the model cannot build one of them."""
-    intervals = model_intervals(kernel, s)
-    if not intervals or len(intervals) < len(role_loops(kernel, "consumer")):
-        return None
-    return sum(intervals)
 
 
 def margin(fast: float | None, slow: float | None) -> float | None:

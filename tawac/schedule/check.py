@@ -20,7 +20,7 @@ from tawac.analysis.stores import store_after_loops, tma_storable
 from tawac.diagnostics import CompileError
 from tawac.dialects import aref, hopper, tile
 from tawac.dialects.schedule import LoopPlan, Schedule
-from tawac.schedule.smem import SmemPlan, aref_type, chunk_ring_fits, staging_ring_type
+from tawac.schedule.smem import SmemPlan, chunk_ring_fits, staging_ring_type
 from tawac.schedule.waits import awaited_dots, due
 from tawac.target import HOPPER
 
@@ -254,7 +254,7 @@ def check_stores(kernel: tile.KernelOp, parts: list[aref.PartitionOp], s: Schedu
     decided = [s.aref(c.ident) for c in creates]
     layout.arefs(
         [
-            (aref_type(c), a.depth if a is not None else None)
+            (c.aref_type, a.depth if a is not None else None)
             for c, a in zip(creates, decided, strict=True)
         ]
     )

@@ -332,3 +332,13 @@ def model_intervals(
             break
         out.append(simulate(lanes, iterations).ii)
     return out
+
+
+def schedule_cost(kernel: tile.KernelOp, plan: Schedule) -> float | None:
+    """The model's price of `plan`: the sum over the consumer's main loops of their
+    steady-state intervals (cycles); None where the kernel has no consumer main loop or
+    the model cannot build one of them (the `auto` planner's `cost`)."""
+    intervals = model_intervals(kernel, plan)
+    if not intervals or len(intervals) < len(role_loops(kernel, "consumer")):
+        return None
+    return sum(intervals)

@@ -39,6 +39,7 @@ from tawac.options import PipelineOptions
 from tawac.schedule import loop_plan
 from tawac.schedule.check import lags, ops_mismatch, register_problem
 from tawac.schedule.cluster import plan_cluster
+from tawac.schedule.model import schedule_cost
 from tawac.schedule.smem import kernel_plan
 from tawac.schedule.staging import chunk_buffers, plan_stores
 from tawac.schedule.waits import awaited_dots, plan_waits
@@ -260,20 +261,18 @@ def two_stage_plan(
 
 
 def _faster(kernel: tile.KernelOp, a: Schedule, b: Schedule, options: PipelineOptions) -> bool:
-    """Whether the timeline model prices schedule `a`'s consumer main loops (completed as
-    `plan` completes them) below `b`'s. It decides the heuristic's one choice the corpus
-    showed going either way: the coarse pipeline's second slot where shared memory is
-    short (H200, same run: attention with a 128x128 bias tile at head dim 128, 1.40 ->
-    1.23 ms, priced 5530 -> 4277 cycles; head dim 256 with 64-key blocks, 0.46 -> 0.50 ms,
-    priced 2984 -> 3362; docs/perf.md)."""
-    from tawac.schedule.model import model_intervals
-
+    """Whether the model's price (`schedule_cost`, the `auto` planner's) of schedule `a`,
+    completed as `plan` completes it, is below `b`'s. It decides the heuristic's one
+    choice the corpus showed going either way: the coarse pipeline's second slot where
+    shared memory is short (H200, same run: attention with a 128x128 bias tile at head dim
+    128, 1.40 -> 1.23 ms, priced 5530 -> 4277 cycles; head dim 256 with 64-key blocks,
+    0.46 -> 0.50 ms, priced 2984 -> 3362; docs/perf.md)."""
     try:
-        ia = model_intervals(kernel, complete(kernel, a, options))
-        ib = model_intervals(kernel, complete(kernel, b, options))
+        ca = schedule_cost(kernel, complete(kernel, a, options))
+        cb = schedule_cost(kernel, complete(kernel, b, options))
     except CompileError:
         return False
-    return bool(ia) and bool(ib) and sum(ia) < sum(ib)
+    return ca is not None and cb is not None and ca < cb
 
 
 class HeuristicPlanner:
@@ -481,6 +480,4 @@ def _depth(s: Schedule, create: aref.CreateOp) -> int:
     plan = s.aref(create.ident)
     if plan is not None:
         return plan.depth
-    t = create.result.type
-    assert isinstance(t, aref.ArefType)
-    return t.depth.data
+    return create.aref_type.depth.data

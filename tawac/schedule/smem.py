@@ -96,13 +96,6 @@ class SmemPlan:
         ]
 
 
-def aref_type(create: aref.CreateOp) -> aref.ArefType:
-    """The type of the aref `create` makes."""
-    t = create.result.type
-    assert isinstance(t, aref.ArefType)
-    return t
-
-
 def staging_ring_type(value: TensorType, chunks: int = 0) -> hopper.SmemRingType:
     """The staging buffers of an epilogue store of `value` (`tma-store`): one tile of the
     value's shape, or with `chunks` (the schedule's `staging`) a ring of that many buffers
@@ -135,7 +128,7 @@ def kernel_plan(
     chunks)."""
     plan = SmemPlan()
     creates = [o for o in kernel.walk() if isinstance(o, aref.CreateOp)]
-    plan.arefs([(aref_type(c), (depths or {}).get(c)) for c in creates])
+    plan.arefs([(c.aref_type, (depths or {}).get(c)) for c in creates])
     for st in staged_stores(kernel, warp_groups) if staging else []:
         assert isinstance(st.value.type, TensorType)
         plan.tiles("staging", staging_ring_type(st.value.type, chunks))
