@@ -239,6 +239,51 @@ def test_frozen_nodes_keep_their_order_against_the_rows():
     assert len(set(s.stage[1:])) == 1
 
 
+def _exp_after_mma(not_ahead=()) -> Problem:
+    # get -> mma (6 cycles) -> exp (16 cycles), one warp group issuing all three (2 + 1 + 4
+    # issue cycles); the tensor node bounds II at 10. The shortest schedule starts them
+    # at 0, 6, 22: exp two stages after the MMA, at row 2, ahead of the MMA's row 6 (the
+    # softmax's exponential ahead of the next MMA, `tawac.schedule.solver._not_ahead`).
+    nodes = (
+        _node("get", issue=2, op=0),
+        _node("mma", "tensor", 10, op=1),
+        _node("exp", issue=4, op=2),
+    )
+    edges = (Edge(0, 1, 6), Edge(1, 2, 16))
+    return Problem(nodes, edges, (Group("g", 255),), not_ahead=not_ahead)
+
+
+def test_a_later_stage_is_issued_ahead_without_not_ahead():
+    s = solve(_exp_after_mma())
+    assert s.interval == 10
+    assert s.status == "optimal"
+    assert s.start == (0, 6, 22)
+    assert s.stage == (0, 0, 2)
+    rows = [t % s.interval for t in s.start]
+    assert rows[2] < rows[1]
+
+
+def test_not_ahead_keeps_the_later_stage_behind():
+    """exp not ahead of the MMA: at II = 10 the MMA cannot share a stage with get (get's
+    2 issue cycles, 6 before the MMA, and exp's 4 after it do not fit one body), so it
+    moves to stage 1, row 0, and exp to t = 26 (stage 2, row 6): the same II, a longer
+    schedule."""
+    s = solve(_exp_after_mma(not_ahead=((2, 1),)))
+    assert s.interval == 10
+    assert s.status == "optimal"
+    assert s.start[1:] == (10, 26)
+    assert s.stage == (0, 1, 2)
+    rows = [t % s.interval for t in s.start]
+    assert s.stage[2] > s.stage[1] and rows[2] >= rows[1]
+
+
+def test_not_ahead_binds_only_the_later_stage():
+    # (mma, exp): the MMA is never of a later stage than exp, so the pair changes nothing
+    bound = solve(_exp_after_mma(not_ahead=((1, 2),)))
+    free = solve(_exp_after_mma())
+    assert dataclasses.replace(bound, seconds=0) == dataclasses.replace(free, seconds=0)
+
+
 def test_drain_completes_within_the_body():
     # Three 10-cycle MMAs bound II at 30; one has latency 40 and is awaited in its body.
     nodes = list(_three_mmas(1).nodes)

@@ -188,6 +188,10 @@ class Problem:
     same_stage: tuple[tuple[int, int], ...] = ()
     """Pairs of nodes that must share a stage (a slot's `aref.get` and its readers: the
     expanded loop cannot carry a slot to a later body)."""
+    not_ahead: tuple[tuple[int, int], ...] = ()
+    """Pairs (a, b): where node a is of a later stage than node b, a is not issued ahead
+    of b in the body (`row[a] >= row[b]`; the solver's exponentials of a tile against
+    the MMAs, `tawac.schedule.solver`)."""
 
 
 @dataclass(frozen=True)
@@ -486,6 +490,15 @@ def _node_vars(s: _Scope, stage: list[Any]) -> tuple[list[Any], list[Any], list[
     return row, t, x
 
 
+def _not_ahead(s: _Scope, row: list[Any], stage: list[Any]) -> None:
+    """`Problem.not_ahead`: row[a] >= row[b] where stage[a] > stage[b]."""
+    for a, b in s.problem.not_ahead:
+        later = s.model.new_bool_var(f"later_{a}_{b}")
+        s.model.add(stage[a] > stage[b]).only_enforce_if(later)
+        s.model.add(stage[a] <= stage[b]).only_enforce_if(later.negated())
+        s.model.add(row[a] >= row[b]).only_enforce_if(later)
+
+
 def _phase_vars(s: _Scope) -> dict[str, list[Any]]:
     """Per group the offsets of its copies (copy 0 at 0, the others non-decreasing)."""
     phase: dict[str, list[Any]] = {}
@@ -690,6 +703,7 @@ def _build(
     depth = _depth_vars(s)
     _edges(s, t, x, phase, depth, handoff)
     _frozen_order(s, row, x)
+    _not_ahead(s, row, stage)
     copies = _registers(s, stage, x) if registers else []
     if smem and problem.rings:
         used = sum(depth[r.name] * r.slot_bytes for r in problem.rings)
