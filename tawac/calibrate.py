@@ -207,8 +207,9 @@ def planner_errors(
       `auto` prices at compile time, `tawac.schedule.auto.cost`; the measurement: the
       whole-kernel times), its median over the programs;
     - unless a threshold on the margin separates the programs better: the margins where
-      `auto`, taking the model's faster proposal at or above them and the kind's
-      `preference` below, loses least time against the faster build (the sum of
+      `auto`, deciding by them (`tawac.schedule.auto.decide`: the model's faster
+      proposal at or above them, the kind's `preference` below where the solver's is
+      priced cheaper), loses least time against the faster build (the sum of
       log(chosen / faster) over the programs) form intervals; where the median lies in
       none of them, the midpoint of the one nearest it. (On the H100 corpus the model
       prices the solver's attention schedules 13-28% cheaper on every program, 20% more
@@ -241,10 +242,12 @@ def _threshold(
     """`planner_errors`' margin (percent) for one kind: `median` where it loses least,
     else the midpoint of the least-losing interval of margins nearest it."""
 
+    from tawac.schedule.auto import decide
+
     def loss(tau: float) -> float:
         total = 0.0
         for m, faster, h_ms, s_ms in cases:
-            pick = faster if m is not None and m > 0 and m >= tau else preferred
+            _, pick = decide(m, faster, tau, preferred)
             total += math.log((h_ms if pick == "heuristic" else s_ms) / min(h_ms, s_ms))
         return total
 

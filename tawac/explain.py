@@ -274,6 +274,13 @@ def planner_text(info: dict[str, Any]) -> str:
         why = f"{auto['failed']} proposed nothing: {auto['why']}"
     elif auto["rule"] == "model":
         why = f"model: {auto['margin']:.1f}% faster; its error {auto['error']:.1f}%"
+    elif auto["rule"] == "kept" and auto["faster"] is None:
+        why = "kept: the model prices both alike"
+    elif auto["rule"] == "kept":
+        why = (
+            f"kept: the model prices the {auto['faster']}'s {auto['margin']:.1f}% faster, "
+            f"within its error {auto['error']:.1f}%"
+        )
     elif auto["margin"] is None:
         why = f"preferred for {auto['kind']} loops; model: no loop priced"
     elif auto["faster"] is None:

@@ -13,6 +13,12 @@ The kinds (`KINDS`), of one iteration of the loop's body:
   blocks: no other warp group's MMAs fill the tensor core while one computes its
   softmax, so the order within the warp group's own iteration decides, and the two
   planners' schedules measure differently: docs/perf.md, 2026-11-26);
+  `attention-narrow`, the same loop on several warp groups with narrow heads: its MMAs'
+  multiply-adds per exponential at most the tensor core's rate over the MUFU's
+  (`narrow`: each unit as long busy per iteration, head dim 64 at 16-bit inputs on
+  Hopper), where the H100 corpus measured the two planners the other way round from
+  wider heads, whose MMAs outlast the exponentials (docs/perf.md, 2026-11-26, eighth
+  part);
 - `chained`: an MMA's A or B operand is computed from another MMA's result otherwise
   (back-to-back GEMMs, an MLP's two layers);
 - `elementwise`: no MMA in the loop (consumer math on streamed tiles);
@@ -25,14 +31,25 @@ leaves the loop a `gemm`.
 
 from __future__ import annotations
 
+from math import prod as math_prod
+
 from xdsl.dialects import math, scf
 from xdsl.ir import Block, Operation
 
 from tawac.analysis.loops import main_loops
 from tawac.dialects import aref, tile
+from tawac.target import HOPPER, Target
 
 #: Every kind, in the order of `Target.planner_preference`.
-KINDS = ("gemm", "attention", "attention-1wg", "chained", "elementwise", "other")
+KINDS = (
+    "gemm",
+    "attention",
+    "attention-1wg",
+    "attention-narrow",
+    "chained",
+    "elementwise",
+    "other",
+)
 
 _EXP = (math.ExpOp, math.Exp2Op)
 
@@ -67,15 +84,46 @@ def _is_dot(op: Operation) -> bool:
     return any(isinstance(o, tile.DotOp) for o in op.walk())
 
 
+def _macs(dot: tile.DotOp) -> int:
+    """`dot`'s multiply-adds: M x N x K."""
+    m, n = dot.result.type.get_shape()
+    lhs = dot.lhs.type.get_shape()
+    return m * n * (lhs[0] if dot.transpose_lhs is not None else lhs[1])
+
+
+def narrow(body: Block, target: Target = HOPPER) -> bool:
+    """Whether an attention body's MMAs do at most as many multiply-adds per element of
+    its tile exponentials as the tensor core does per MUFU exponential (`target`'s
+    rates: wgmma m64n256k16 at 16-bit inputs, twice that at 8-bit; ex2): the MMAs take
+    the tensor core no longer than the exponentials take the MUFU."""
+    dots = [o for top in body.ops for o in top.walk() if isinstance(o, tile.DotOp)]
+    exps = [
+        o
+        for top in body.ops
+        for o in top.walk()
+        if isinstance(o, _EXP) and len(o.result.type.get_shape()) == 2
+    ]
+    elements = sum(math_prod(o.result.type.get_shape()) for o in exps)
+    if not dots or not elements:
+        return False
+    wgmma = target.cost("wgmma m64n256k16 bf16")
+    rate = 64 * 256 * 16 * wgmma.throughput
+    if dots[0].lhs.type.element_type.bitwidth == 8:
+        rate *= 2  # k32 per wgmma at 8-bit inputs (PTX ISA 9.7.15.5.1)
+    ex2 = target.cost("ex2.approx.ftz.f32").throughput
+    return sum(map(_macs, dots)) * ex2 <= rate * elements
+
+
 def loop_kind(loop: scf.ForOp) -> str:
-    """The kind of a consumer main loop (module docstring)."""
+    """The kind of a consumer main loop (module docstring; `attention-1wg` is told by the
+    schedule's warp groups, `kernel_kind`)."""
     body = loop.body.block
     dots = [o for top in body.ops for o in top.walk() if isinstance(o, tile.DotOp)]
     if not dots:
         return "elementwise"
     chains = [s for s in (_operand_slice(d, body) for d in dots) if any(map(_is_dot, s))]
     if any(_softmax_like(s) for s in chains):
-        return "attention"
+        return "attention-narrow" if narrow(body) else "attention"
     if chains:
         return "chained"
     return "other" if _softmax_like(list(body.ops)) else "gemm"
@@ -89,7 +137,8 @@ def kernel_kind(kernel: tile.KernelOp, warp_groups: int | None = None) -> str:
         if isinstance(part, aref.PartitionOp) and part.role.data == "consumer":
             loops = main_loops(part)
             kind = loop_kind(loops[0]) if loops else "other"
-            return "attention-1wg" if kind == "attention" and warp_groups == 1 else kind
+            attention = kind in ("attention", "attention-narrow")
+            return "attention-1wg" if attention and warp_groups == 1 else kind
     return "other"
 
 

@@ -17,10 +17,18 @@ where it cannot tell them apart, the target's measured preference decides.
    kernel's consumer main loop (`Target.model_error_for`: the calibration's figure for
    comparing the two planners' schedules of such loops, `tawac.calibrate.planner_errors`,
    else its median error; rule `model`);
-   otherwise (a margin within the model's error, a tie, or nothing priced) the target's
-   `preferred_planner` for the kind of the kernel's consumer main loop
+   where the solver's schedule is not priced cheaper by at least `TIE_MARGIN` (a tie,
+   or the heuristic's priced cheaper within the model's error), the heuristic's (rule
+   `kept`), as the solver planner keeps it: the preferences are measured on the solver
+   planner's builds, which differ from the heuristic's only where the model prices the
+   solver's schedule cheaper by more than that, and say nothing of the others (a GEMM
+   with two dots per step ran 1-5% slower under the solver's equally priced schedule:
+   docs/perf.md, 2026-11-26, eighth part);
+   otherwise (the solver's priced cheaper within the model's error, or nothing priced)
+   the target's `preferred_planner` for the kind of the kernel's consumer main loop
    (`tawac.analysis.kinds.schedule_kind`, with the heuristic's consumer warp groups:
    attention on one is a kind of its own; rule `preferred`).
+   `decide` is that rule on the figures alone (`tawac.calibrate` replays it).
 
 The schedule chosen is recorded with `planner = auto` and the decision as its `auto`
 field (`tawac.dialects.schedule.AutoInfo`); a chosen solver schedule keeps its `solve`.
@@ -39,7 +47,12 @@ from tawac.options import PipelineOptions
 from tawac.schedule.check import check
 from tawac.schedule.model import schedule_cost as cost
 from tawac.schedule.planner import HeuristicPlanner, complete
+from tawac.schedule.solver import MARGIN
 from tawac.target import HOPPER, Target
+
+#: A margin (percent) below which two proposals tie: the solver planner's own `MARGIN`,
+#: under which it keeps the heuristic's schedule.
+TIE_MARGIN = 100 * MARGIN
 
 
 @dataclasses.dataclass(frozen=True)
@@ -60,6 +73,17 @@ def margin(fast: float | None, slow: float | None) -> float | None:
     return round(100 * (slow - fast) / slow, 1)
 
 
+def decide(m: float | None, faster: str, error: float, preferred: str) -> tuple[str, str]:
+    """(rule, planner) of `choose` (module docstring, 3.) for a margin `m` (percent, None:
+    unpriced) by which planner `faster`'s proposal is priced cheaper, the model's `error`
+    (percent) and the kind's `preferred` planner."""
+    if m is not None and m > 0 and m >= error:
+        return "model", faster
+    if m is not None and (faster == "heuristic" or m < TIE_MARGIN):
+        return "kept", "heuristic"
+    return "preferred", preferred
+
+
 def choose(
     proposals: list[Proposal],
     kind: str,
@@ -75,15 +99,19 @@ def choose(
     fast, slow = sorted(proposals, key=lambda p: math.inf if p.cost is None else p.cost)
     m = margin(fast.cost, slow.cost)
     error = round(100 * target.model_error_for(kind), 1)
-    if m is not None and m > 0 and m >= error:
-        return fast, AutoInfo(fast.planner, "model", faster=fast.planner, margin=m, error=error)
     preferred = target.preferred_planner(kind)
-    pick = next((p for p in proposals if p.planner == preferred), None)
+    rule, planner = decide(m, fast.planner, error, preferred)
+    pick = next((p for p in proposals if p.planner == planner), None)
     if pick is None:
         raise CompileError(
             f"plan: the target prefers the planner '{preferred}' for {kind} loops, which "
             f"is not one of the proposals ({', '.join(p.planner for p in proposals)})"
         )
+    if rule == "model":
+        return pick, AutoInfo(pick.planner, "model", faster=pick.planner, margin=m, error=error)
+    if rule == "kept":
+        faster = fast.planner if m else None
+        return pick, AutoInfo(pick.planner, "kept", faster=faster, margin=m, error=error)
     info = AutoInfo(
         pick.planner,
         "preferred",
@@ -134,4 +162,4 @@ class AutoPlanner:
         return SolverPlanner(self.time_limit if self.time_limit is not None else TIME_LIMIT)
 
 
-__all__ = ["AutoPlanner", "Proposal", "choose", "cost", "margin"]
+__all__ = ["TIE_MARGIN", "AutoPlanner", "Proposal", "choose", "cost", "decide", "margin"]

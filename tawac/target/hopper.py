@@ -141,6 +141,7 @@ class Target:
         ("gemm", "heuristic"),
         ("attention", "heuristic"),
         ("attention-1wg", "heuristic"),
+        ("attention-narrow", "heuristic"),
         ("chained", "heuristic"),
         ("elementwise", "heuristic"),
         ("other", "heuristic"),
