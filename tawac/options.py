@@ -143,7 +143,7 @@ KNOBS: tuple[Knob, ...] = (
     Knob(
         "schedule",
         str,
-        "heuristic",
+        "auto",
         "who decides the schedule: measured rules, the constraint solver (Twill; needs "
         "tawac[solver]), or auto: both propose and the cost model picks (within its "
         f"error, the target's preference for the kind of loop); ${SCHEDULE_ENV} sets the "

@@ -153,11 +153,11 @@ def test_every_kind_has_a_preference():
 
 
 def test_registry_and_knob(monkeypatch):
-    """`auto` is a planner by name and a value of the `schedule` knob, not its default."""
+    """`auto` is a planner by name and the `schedule` knob's default (issue 20)."""
     monkeypatch.delenv("TAWAC_SCHEDULE", raising=False)
     assert registry.NAMES == knob("schedule").choices
     assert isinstance(registry.get_planner("auto"), AutoPlanner)
-    assert knob("schedule").default == PipelineOptions().schedule == "heuristic"
+    assert knob("schedule").default == PipelineOptions().schedule == "auto"
     assert "plan{schedule=auto " in PipelineOptions(schedule="auto").pipeline()
 
 
@@ -343,7 +343,7 @@ def _printed(kernel: tile.KernelOp) -> str:
 )
 def test_the_decision_round_trips(info):
     """`auto = ...` prints and parses back, and prints the same again."""
-    kernel = _kernel(EXAMPLES / "gemm.mlir", "warp-specialize,plan")
+    kernel = _kernel(EXAMPLES / "gemm.mlir", "warp-specialize,plan{schedule=heuristic}")
     plan = dataclasses.replace(schedule.of(kernel), planner="auto", auto=info)
     schedule.record(kernel, plan)
     text = _printed(kernel)
@@ -356,7 +356,7 @@ def test_the_decision_round_trips(info):
 
 
 def test_other_planners_print_no_decision():
-    kernel = _kernel(EXAMPLES / "gemm.mlir", "warp-specialize,plan")
+    kernel = _kernel(EXAMPLES / "gemm.mlir", "warp-specialize,plan{schedule=heuristic}")
     assert schedule.of(kernel).auto is None
     assert "auto =" not in _printed(kernel)
 
@@ -370,7 +370,7 @@ def test_other_planners_print_no_decision():
     ],
 )
 def test_bad_decisions_are_parse_errors(text, message):
-    kernel = _kernel(EXAMPLES / "gemm.mlir", "warp-specialize,plan")
+    kernel = _kernel(EXAMPLES / "gemm.mlir", "warp-specialize,plan{schedule=heuristic}")
     source = _printed(kernel).replace("planner = heuristic", f"planner = auto, {text}")
     with pytest.raises(CompileError, match=message):
         parse_text(source, "<test>")
@@ -392,7 +392,9 @@ def test_explain_says_which_planner_won(monkeypatch):
         f"auto -> {pref} (preferred for gemm loops; model: solver {HALF}% faster, within "
         f"its error {ERR}%)"
     )
-    heuristic = explain_module(parse_file(EXAMPLES / "gemm.mlir"), PipelineOptions())
+    heuristic = explain_module(
+        parse_file(EXAMPLES / "gemm.mlir"), PipelineOptions(schedule="heuristic")
+    )
     assert "auto" not in heuristic and planner_text(heuristic) == "heuristic"
     only = {"planner": "auto", "auto": dataclasses.asdict(AutoInfo("heuristic", "only"))}
     only["auto"].update(failed="solver", why="plan: no OR-Tools")

@@ -212,7 +212,8 @@ def _other(field: dataclasses.Field):
         return not default
     if isinstance(default, int):
         return default + 1
-    return {"heuristic": "solver", "solver": "heuristic", "1x1": "2x1"}[default]
+    other = {"heuristic": "solver", "solver": "heuristic", "auto": "heuristic", "1x1": "2x1"}
+    return other[default]
 
 
 @pytest.mark.parametrize("field", dataclasses.fields(PipelineOptions), ids=lambda f: f.name)

@@ -23,6 +23,7 @@ def _explain(path: Path, **options) -> dict:
     return explain_module(parse_file(path), PipelineOptions(**options))
 
 
+@pytest.mark.solver  # the default planner, auto, has both planners propose
 @pytest.mark.parametrize("name", ["gemm", "attention"])
 def test_golden(name):
     """The decisions for the examples; a change here is a change of schedule (update the
@@ -58,6 +59,7 @@ def test_options_change_the_decisions():
     assert base["arefs"][0]["release_lag"] == 0
 
 
+@pytest.mark.solver  # the golden file's decision is auto's
 def test_cli_tables_and_json(tmp_path):
     cmd = [sys.executable, "-m", "tawac.cli", "explain", str(REPO / "examples" / "gemm.mlir")]
     text = subprocess.run(cmd, capture_output=True, text=True, timeout=120, check=True).stdout

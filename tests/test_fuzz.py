@@ -34,7 +34,7 @@ def test_fuzz_campaign_has_no_findings(tmp_path, shard):
         first=shard * size,
         seconds=SECONDS,
         seed=SEED,
-        timeout=15,
+        timeout=45,  # the default planner (auto) runs the solver: up to 30 s a kernel
         out=tmp_path,
         progress=None,
     )

@@ -403,7 +403,7 @@ def test_schedule_environment_variable(monkeypatch):
     with pytest.raises(CompileError, match="unknown planner 'magic'"):
         get_planner(PipelineOptions().schedule).plan(kernel, PipelineOptions())
     monkeypatch.delenv("TAWAC_SCHEDULE")
-    assert PipelineOptions().schedule == "heuristic"
+    assert PipelineOptions().schedule == "auto"
 
 
 @pytest.mark.solver

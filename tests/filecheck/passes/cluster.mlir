@@ -6,13 +6,13 @@
 // B with a multicast per CTA (its band of rows), releases on its own and the peer's
 // `empty`, and brackets the partitions with cluster barriers; persistent hands the two
 // CTAs of a cluster the programs x = 2i, 2i + 1 of one cluster tile, in lockstep.
-// RUN: tawac opt %s -p 'warp-specialize,plan{stages=2 consumer-warp-groups=1 cluster=2x1}' | filecheck %s --check-prefix=PLAN
-// RUN: tawac opt %s -p 'warp-specialize,plan{stages=2 consumer-warp-groups=1 cluster=1x2}' | filecheck %s --check-prefix=PLAN12
-// RUN: tawac opt %s -p 'warp-specialize,plan{stages=2 consumer-warp-groups=1}' | filecheck %s --check-prefix=PLAN11
-// RUN: tawac opt %s -p 'warp-specialize,plan{stages=2 consumer-warp-groups=1 persistent=false cluster=2x1},pipeline,cooperative-consumers,lower-aref' | filecheck %s --check-prefix=AREF
-// RUN: tawac opt %s -p 'warp-specialize,plan{stages=2 consumer-warp-groups=1 cluster=2x1},pipeline,persistent' | filecheck %s --check-prefix=PERS
-// RUN: tawac opt %s -p 'warp-specialize,plan{stages=2 consumer-warp-groups=1 cluster=1x2},pipeline,persistent' | filecheck %s --check-prefix=PERS12
-// RUN: tawac opt %s --emit ptx -p 'warp-specialize,plan{stages=2 consumer-warp-groups=1 persistent=false cluster=2x1},pipeline,cooperative-consumers,lower-aref,convert-to-ptx' | filecheck %s --check-prefix=PTX
+// RUN: tawac opt %s -p 'warp-specialize,plan{schedule=heuristic stages=2 consumer-warp-groups=1 cluster=2x1}' | filecheck %s --check-prefix=PLAN
+// RUN: tawac opt %s -p 'warp-specialize,plan{schedule=heuristic stages=2 consumer-warp-groups=1 cluster=1x2}' | filecheck %s --check-prefix=PLAN12
+// RUN: tawac opt %s -p 'warp-specialize,plan{schedule=heuristic stages=2 consumer-warp-groups=1}' | filecheck %s --check-prefix=PLAN11
+// RUN: tawac opt %s -p 'warp-specialize,plan{schedule=heuristic stages=2 consumer-warp-groups=1 persistent=false cluster=2x1},pipeline,cooperative-consumers,lower-aref' | filecheck %s --check-prefix=AREF
+// RUN: tawac opt %s -p 'warp-specialize,plan{schedule=heuristic stages=2 consumer-warp-groups=1 cluster=2x1},pipeline,persistent' | filecheck %s --check-prefix=PERS
+// RUN: tawac opt %s -p 'warp-specialize,plan{schedule=heuristic stages=2 consumer-warp-groups=1 cluster=1x2},pipeline,persistent' | filecheck %s --check-prefix=PERS12
+// RUN: tawac opt %s --emit ptx -p 'warp-specialize,plan{schedule=heuristic stages=2 consumer-warp-groups=1 persistent=false cluster=2x1},pipeline,cooperative-consumers,lower-aref,convert-to-ptx' | filecheck %s --check-prefix=PTX
 
 // PLAN:   #tawac.schedule<planner = heuristic, roles = [producer wg 1 regs 24, consumer wg 1 regs 256], arefs = [a_b: depth 2 multicast [1]], loops = [consumer 0: [0 aref.get, 1 tile.dot, wait 1 pending 0, 2 aref.consumed]], cluster = [2, 1], tiles = grouped 8,
 // PLAN12: #tawac.schedule<planner = heuristic, roles = [producer wg 1 regs 24, consumer wg 1 regs 256], arefs = [a_b: depth 2 multicast [0]], loops = [consumer 0: [0 aref.get, 1 tile.dot, wait 1 pending 0, 2 aref.consumed]], cluster = [1, 2], tiles = grouped 8,

@@ -1,7 +1,7 @@
 // coarse-pipeline on loops unlike attention's.
-// RUN: tawac opt %S/../../data/variants/two_accumulators.mlir -p 'warp-specialize,plan{stages=2 mma-depth=0 persistent=false},pipeline,coarse-pipeline' | filecheck %s --check-prefix=TWO
-// RUN: tawac opt %S/../../data/variants/two_accumulators_shared_a.mlir -p 'warp-specialize,plan{stages=2 mma-depth=0 persistent=false},pipeline,coarse-pipeline' | filecheck %s --check-prefix=SHARED
-// RUN: tawac opt %S/../../../examples/attention.mlir -p 'warp-specialize,plan{stages=1 mma-depth=0 persistent=false},pipeline,coarse-pipeline' | filecheck %s --check-prefix=ONESLOT
+// RUN: tawac opt %S/../../data/variants/two_accumulators.mlir -p 'warp-specialize,plan{schedule=heuristic stages=2 mma-depth=0 persistent=false},pipeline,coarse-pipeline' | filecheck %s --check-prefix=TWO
+// RUN: tawac opt %S/../../data/variants/two_accumulators_shared_a.mlir -p 'warp-specialize,plan{schedule=heuristic stages=2 mma-depth=0 persistent=false},pipeline,coarse-pipeline' | filecheck %s --check-prefix=SHARED
+// RUN: tawac opt %S/../../../examples/attention.mlir -p 'warp-specialize,plan{schedule=heuristic stages=1 mma-depth=0 persistent=false},pipeline,coarse-pipeline' | filecheck %s --check-prefix=ONESLOT
 
 // Two accumulators with separate operands: the first dot (acc1) is deferred under the
 // second; the loop made is not pipelined again (one `pending 1`).

@@ -14,7 +14,8 @@
 // RUN: tawac opt %S/../../../examples/attention_causal_d64.mlir -p 'warp-specialize,plan{schedule=auto}' | filecheck %s --check-prefix=CAUSAL
 // RUN: tawac opt %S/../../../examples/attention.mlir -D BLOCK_N=64 -p 'warp-specialize,plan{schedule=auto}' | filecheck %s --check-prefix=KEYS64
 // RUN: tawac opt %S/../../../examples/attention_d64.mlir -D BLOCK_M=128 -D BLOCK_N=64 -p 'warp-specialize,plan{schedule=auto}' | filecheck %s --check-prefix=NARROW
-// RUN: tawac opt %S/../../../examples/gemm.mlir -p 'warp-specialize,plan' | filecheck %s --check-prefix=HEURISTIC
+// RUN: tawac opt %S/../../../examples/gemm.mlir -p 'warp-specialize,plan{schedule=heuristic}' | filecheck %s --check-prefix=HEURISTIC
+// RUN: tawac opt %S/../../../examples/attention_d64.mlir -D BLOCK_M=128 -D BLOCK_N=64 -p 'warp-specialize,plan' | filecheck %s --check-prefix=NARROW
 
 // For the GEMM the solver proposes the heuristic's schedule (a 3-slot ring, the K loop in
 // body order): a margin of 0.0%, a tie: the heuristic's kept.
@@ -33,6 +34,7 @@
 // simulates faster by more than the model's error on such loops; it keeps its `solve`.
 // NARROW: #tawac.schedule<planner = auto, auto = solver model margin {{[0-9]+\.[0-9]}} error {{[0-9.]+}}, solve = interval {{[0-9]+}} optimal bound {{[0-9]+}}, roles = [producer wg 1 regs 24, consumer wg 2 regs 240]
 
-// The default planner records no decision.
+// The default planner is auto (the last NARROW run: no planner named); the heuristic
+// records no decision.
 // HEURISTIC: #tawac.schedule<planner = heuristic, roles =
 // HEURISTIC-NOT: auto =

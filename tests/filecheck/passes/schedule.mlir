@@ -1,16 +1,16 @@
 // The planner decides the whole #tawac.schedule once (plan); each pass after it applies
 // its part, and the passes that lay out shared memory record its size.
-// RUN: tawac opt %s -p 'warp-specialize,plan' | filecheck %s --check-prefix=PLAN
-// RUN: tawac opt %s -p 'warp-specialize,plan{stages=3 mma-depth=1 persistent=false coarse-pipeline=false},pipeline' | filecheck %s --check-prefix=PIPE
-// RUN: tawac opt %s -p 'warp-specialize,plan{stages=2 mma-depth=0 coarse-pipeline=false},pipeline,persistent' | filecheck %s --check-prefix=PERS
-// RUN: tawac opt %s -p 'warp-specialize,plan{stages=2 group-m=4},pipeline,persistent' | filecheck %s --check-prefix=GROUP4
-// RUN: tawac opt %s -p 'warp-specialize,plan{persistent=false},pipeline,persistent' | filecheck %s --check-prefix=PLAIN
-// RUN: tawac opt %s -p 'warp-specialize,plan{stages=3 mma-depth=0 consumer-warp-groups=1 persistent=false coarse-pipeline=false},pipeline,cooperative-consumers' | filecheck %s --check-prefix=ROLES
-// RUN: tawac opt %s -p 'warp-specialize,plan{stages=3 mma-depth=0 consumer-warp-groups=2 persistent=false coarse-pipeline=false},pipeline,cooperative-consumers,lower-aref' | filecheck %s --check-prefix=AREF
-// RUN: tawac opt %s -p 'warp-specialize,plan{stages=3 mma-depth=0 consumer-warp-groups=2 persistent=false coarse-pipeline=false},pipeline,cooperative-consumers,lower-aref,tma-store' | filecheck %s --check-prefix=STORE
-// RUN: tawac opt %s -p 'warp-specialize,plan{stages=3 mma-depth=0 consumer-warp-groups=2 persistent=false coarse-pipeline=false tma-store=false},pipeline,cooperative-consumers,lower-aref,tma-store' | filecheck %s --check-prefix=NOTMA
-// RUN: tawac opt %s -p 'warp-specialize,plan{stages=4 mma-depth=0 consumer-warp-groups=2 coarse-pipeline=false},pipeline,persistent,cooperative-consumers,lower-aref,tma-store' | filecheck %s --check-prefix=CHUNKS
-// RUN: tawac opt %s --emit ptx -p 'warp-specialize,plan{stages=4 mma-depth=0 consumer-warp-groups=2 coarse-pipeline=false},pipeline,persistent,cooperative-consumers,lower-aref,tma-store,convert-to-ptx' | filecheck %s --check-prefix=CHUNKS-PTX
+// RUN: tawac opt %s -p 'warp-specialize,plan{schedule=heuristic}' | filecheck %s --check-prefix=PLAN
+// RUN: tawac opt %s -p 'warp-specialize,plan{schedule=heuristic stages=3 mma-depth=1 persistent=false coarse-pipeline=false},pipeline' | filecheck %s --check-prefix=PIPE
+// RUN: tawac opt %s -p 'warp-specialize,plan{schedule=heuristic stages=2 mma-depth=0 coarse-pipeline=false},pipeline,persistent' | filecheck %s --check-prefix=PERS
+// RUN: tawac opt %s -p 'warp-specialize,plan{schedule=heuristic stages=2 group-m=4},pipeline,persistent' | filecheck %s --check-prefix=GROUP4
+// RUN: tawac opt %s -p 'warp-specialize,plan{schedule=heuristic persistent=false},pipeline,persistent' | filecheck %s --check-prefix=PLAIN
+// RUN: tawac opt %s -p 'warp-specialize,plan{schedule=heuristic stages=3 mma-depth=0 consumer-warp-groups=1 persistent=false coarse-pipeline=false},pipeline,cooperative-consumers' | filecheck %s --check-prefix=ROLES
+// RUN: tawac opt %s -p 'warp-specialize,plan{schedule=heuristic stages=3 mma-depth=0 consumer-warp-groups=2 persistent=false coarse-pipeline=false},pipeline,cooperative-consumers,lower-aref' | filecheck %s --check-prefix=AREF
+// RUN: tawac opt %s -p 'warp-specialize,plan{schedule=heuristic stages=3 mma-depth=0 consumer-warp-groups=2 persistent=false coarse-pipeline=false},pipeline,cooperative-consumers,lower-aref,tma-store' | filecheck %s --check-prefix=STORE
+// RUN: tawac opt %s -p 'warp-specialize,plan{schedule=heuristic stages=3 mma-depth=0 consumer-warp-groups=2 persistent=false coarse-pipeline=false tma-store=false},pipeline,cooperative-consumers,lower-aref,tma-store' | filecheck %s --check-prefix=NOTMA
+// RUN: tawac opt %s -p 'warp-specialize,plan{schedule=heuristic stages=4 mma-depth=0 consumer-warp-groups=2 coarse-pipeline=false},pipeline,persistent,cooperative-consumers,lower-aref,tma-store' | filecheck %s --check-prefix=CHUNKS
+// RUN: tawac opt %s --emit ptx -p 'warp-specialize,plan{schedule=heuristic stages=4 mma-depth=0 consumer-warp-groups=2 coarse-pipeline=false},pipeline,persistent,cooperative-consumers,lower-aref,tma-store,convert-to-ptx' | filecheck %s --check-prefix=CHUNKS-PTX
 
 // The default plan of a 128x256 GEMM: two consumer warp groups at 240 registers, a
 // 3-slot ring (the aref named after the tensors it carries tiles of) released at once,
