@@ -584,7 +584,7 @@ def cache_clear_command() -> None:
     knob("schedule"),
     default=None,
     show_default=False,
-    help="the planner of every candidate (default: $TAWAC_SCHEDULE, else heuristic)",
+    help="the planner of every candidate (default: $TAWAC_SCHEDULE, else auto)",
 )
 @click.option(
     "--compile-only", is_flag=True, help="compile the candidates (fills the cache); no GPU"
