@@ -123,6 +123,7 @@ class Build:
         self.planner = planner
         compiled = compile_cached(src, params=params, cubin=True, schedule=planner, **fields)
         self.name = entry["name"]
+        self.indices = entry.get("indices")
         self.cubin = compiled.cubin
         self.sidecar = json.loads(compiled.sidecar_text)
         self.kernel = load_kernel(compiled.cubin, self.sidecar)
@@ -177,7 +178,7 @@ class Build:
         from tawac.runtime.runner import make_args
 
         loads, stores = kernel_arg_uses(self.op)
-        return make_args(self.sidecar, sizes, stores, loads, seed=seed)
+        return make_args(self.sidecar, sizes, stores, loads, seed=seed, indices=self.indices)
 
     def check(self, sizes: Mapping[str, Any]) -> tuple[bool, float]:
         """(ok, max relative error) at `sizes` against the float32 interpreter."""

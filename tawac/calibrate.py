@@ -460,7 +460,7 @@ def measure_entry(entry: Mapping[str, Any], config: str, trace_every: int, root:
     sidecar = json.loads(built.sidecar_text)
     kernel = load_kernel(built.cubin, sidecar)
     loads, stores = kernel_arg_uses(kernel_op(src, params=params))
-    args = make_args(sidecar, entry["sizes"], stores, loads)
+    args = make_args(sidecar, entry["sizes"], stores, loads, indices=entry.get("indices"))
     return [
         Observation(
             entry["name"],

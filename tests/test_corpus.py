@@ -24,6 +24,9 @@ REPO = Path(__file__).resolve().parent.parent
 MANIFEST = REPO / "corpus" / "corpus.json"
 
 KEYS = {"name", "source", "defines", "sizes", "check_sizes", "loop", "tags"}
+#: Keys an entry may have: "indices", the values of i32 index arguments the benchmark
+#: gives (`tawac.runtime.runner.index_values`) instead of zeros.
+OPTIONAL = {"indices"}
 TAGS = frozenset(
     {
         "example",
@@ -67,7 +70,7 @@ def test_manifest_is_well_formed():
     seen = {}
     for e in PROGRAMS:
         name = e.get("name")
-        assert set(e) == KEYS, (name, sorted(set(e) ^ KEYS))
+        assert KEYS <= set(e) <= KEYS | OPTIONAL, (name, sorted(set(e) ^ KEYS))
         assert isinstance(name, str) and name, e
         src = e["source"]
         assert isinstance(src, str) and not Path(src).is_absolute() and src.endswith(".mlir"), name
@@ -144,6 +147,15 @@ def test_entry_compiles_and_its_sizes_name_every_argument(name):
             elif spec["dtype"] != "f32":
                 assert isinstance(sizes[spec["name"]], int), (field, spec["name"])
     tensors = [s for s in side["args"] if s["kind"] == "tensor"]
+    indices = e.get("indices", {})
+    assert set(indices) <= {s["name"] for s in tensors if s["dtype"] == "i32"}, indices
+    if indices:
+        from tawac.runtime.runner import index_values
+
+        for spec in (s for s in tensors if s["name"] in indices):
+            for field in ("sizes", "check_sizes"):
+                values = index_values(indices[spec["name"]], tensor_shape(spec, e[field]), e[field])
+                assert values.min() >= 0, (field, spec["name"])
     dtypes = {s["dtype"] for s in tensors}
     for tag, names in DTYPES.items():
         if tag in e["tags"]:

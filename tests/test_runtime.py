@@ -379,6 +379,31 @@ def test_runner_shapes_and_args():
     assert math.isnan(relative_error(torch.tensor([1.0, float("nan"), 5.0]), ref))
 
 
+def test_runner_index_arguments_a_benchmark_names():
+    """i32 index tensors are zeros (valid for any tensor) unless named: `arange` (a
+    paged cache's block table, each sequence its own pages) or a product of sizes (each
+    sequence's full length); anything else is an error."""
+    torch = pytest.importorskip("torch")
+    from tawac.runtime.runner import index_values, make_args
+
+    sidecar = {
+        "args": [
+            {"name": "table", "kind": "tensor", "dtype": "i32", "rank": 2, "dims": ["B", "MAXP"]},
+            {"name": "lens", "kind": "tensor", "dtype": "i32", "rank": 1, "dims": ["B"]},
+        ]
+    }
+    sizes = {"B": 2, "MAXP": 3, "PAGE": 128}
+    zeros = make_args(sidecar, sizes, outputs=set(), inputs={0, 1}, device="cpu")
+    assert all(int(a.abs().sum()) == 0 for a in zeros)
+    named = {"table": "arange", "lens": "MAXP*PAGE"}
+    table, lens = make_args(sidecar, sizes, set(), {0, 1}, device="cpu", indices=named)
+    assert table.dtype == torch.int32 and table.tolist() == [[0, 1, 2], [3, 4, 5]]
+    assert lens.dtype == torch.int32 and lens.tolist() == [384, 384]
+    assert index_values("2*B", (1,), sizes).tolist() == [4]
+    with pytest.raises(ValueError, match="'Q' is no size"):
+        index_values("Q*PAGE", (2,), sizes)
+
+
 def test_runner_finds_loads_and_stores():
     from pathlib import Path
 

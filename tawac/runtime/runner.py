@@ -177,6 +177,27 @@ def bench_ms(fn: Callable[[], Any], warmup_ms: float = 25.0, rep_ms: float = 100
     return statistics.median(s.elapsed_time(e) for s, e in times), "cuda events"
 
 
+def index_values(spec: str, shape: tuple[int, ...], sizes: Mapping[str, int]):
+    """An i32 index tensor of `shape` a benchmark names (a corpus entry's `indices`):
+    `arange`, 0, 1, 2, ... in row-major order (a paged cache's block table: each
+    sequence its own pages); else a product of dimension names and integers
+    (`MAXP*PAGE`: each sequence's full length), every element that value."""
+    import torch
+
+    if spec == "arange":
+        return torch.arange(math.prod(shape), dtype=torch.int64).reshape(shape)
+    value = 1
+    for factor in spec.split("*"):
+        factor = factor.strip()
+        if factor.isdigit():
+            value *= int(factor)
+        elif factor in sizes:
+            value *= int(sizes[factor])
+        else:
+            raise ValueError(f"index values '{spec}': '{factor}' is no size nor integer")
+    return torch.full(shape, value, dtype=torch.int64)
+
+
 def make_args(
     sidecar: Mapping[str, Any],
     sizes: Mapping[str, int],
@@ -186,11 +207,13 @@ def make_args(
     seed: int = 0,
     scale: float = 0.5,
     device: str = "cuda",
+    indices: Mapping[str, str] | None = None,
 ) -> list:
     """Kernel arguments in sidecar order: random tensors (scale * N(0, 1), drawn in float32;
     fp8 ones clamped to the format's finite range, then rounded; i32 index tensors all 0,
-    an index valid for any tensor), NaN-filled pure outputs,
-    scalars from `sizes` when named there, else 0.5 (f32) or 1 (integers)."""
+    an index valid for any tensor, unless `indices` names them: `index_values`),
+    NaN-filled pure outputs, scalars from `sizes` when named there, else 0.5 (f32) or 1
+    (integers)."""
     import torch
 
     gen = torch.Generator(device=device).manual_seed(seed)
@@ -208,6 +231,10 @@ def make_args(
         dtype = getattr(torch, TENSOR_DTYPES[spec["dtype"]][0])
         if i in outputs and i not in inputs:
             args.append(torch.full(shape, math.nan, dtype=dtype, device=device))
+            continue
+        if spec["dtype"] == "i32" and spec["name"] in (indices or {}):
+            values = index_values(indices[spec["name"]], shape, sizes)
+            args.append(values.to(dtype=dtype, device=device))
             continue
         if spec["dtype"] == "i32":  # indices (tile.load_index): 0, valid for any tensor
             args.append(torch.zeros(shape, dtype=dtype, device=device))
