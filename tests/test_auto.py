@@ -107,6 +107,25 @@ def test_attention_with_narrow_heads_is_a_kind_of_its_own():
     assert narrow(loop.body.block, slow_mufu)
 
 
+def test_tile_exponentials_are_those_of_2d_tiles():
+    """The softmax's `exp2` of the scores counts (the solver's order constraint and
+    `narrow` read it); a row vector's or a scalar's does not, and a scalar's is no
+    error."""
+    from xdsl.dialects import math
+    from xdsl.dialects.builtin import f32
+    from xdsl.ir import Block
+
+    from tawac.analysis.kinds import tile_exponentials
+
+    d128 = _kernel(EXAMPLES / "attention.mlir")
+    (loop,) = [o for o in d128.walk() if isinstance(o, scf.ForOp) and _has_exp(o)][:1]
+    found = [o for top in loop.body.block.ops for o in tile_exponentials(top)]
+    assert [o.result.type.get_shape() for o in found] == [(128, 128)]
+    assert len([o for o in loop.walk() if isinstance(o, math.Exp2Op)]) == 2  # and alpha's
+    scalar = math.Exp2Op(Block(arg_types=[f32]).args[0])
+    assert tile_exponentials(scalar) == []
+
+
 def _has_exp(loop) -> bool:
     from xdsl.dialects import math
 

@@ -34,6 +34,7 @@ from __future__ import annotations
 from math import prod as math_prod
 
 from xdsl.dialects import math, scf
+from xdsl.dialects.builtin import TensorType
 from xdsl.ir import Block, Operation
 
 from tawac.analysis.loops import main_loops
@@ -84,6 +85,18 @@ def _is_dot(op: Operation) -> bool:
     return any(isinstance(o, tile.DotOp) for o in op.walk())
 
 
+def tile_exponentials(op: Operation) -> list[Operation]:
+    """The exponentials of a 2-D tile among `op` and the ops nested in it (a softmax's
+    `exp2` of the scores; not a row vector's, nor a scalar's)."""
+    return [
+        o
+        for o in op.walk()
+        if isinstance(o, _EXP)
+        and isinstance(o.result.type, TensorType)
+        and len(o.result.type.get_shape()) == 2
+    ]
+
+
 def _macs(dot: tile.DotOp) -> int:
     """`dot`'s multiply-adds: M x N x K."""
     m, n = dot.result.type.get_shape()
@@ -97,12 +110,7 @@ def narrow(body: Block, target: Target = HOPPER) -> bool:
     rates: wgmma m64n256k16 at 16-bit inputs, twice that at 8-bit; ex2): the MMAs take
     the tensor core no longer than the exponentials take the MUFU."""
     dots = [o for top in body.ops for o in top.walk() if isinstance(o, tile.DotOp)]
-    exps = [
-        o
-        for top in body.ops
-        for o in top.walk()
-        if isinstance(o, _EXP) and len(o.result.type.get_shape()) == 2
-    ]
+    exps = [o for top in body.ops for o in tile_exponentials(top)]
     elements = sum(math_prod(o.result.type.get_shape()) for o in exps)
     if not dots or not elements:
         return False

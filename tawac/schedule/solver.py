@@ -54,11 +54,12 @@ import json
 import os
 from pathlib import Path
 
-from xdsl.dialects import math, scf
+from xdsl.dialects import scf
 from xdsl.dialects.builtin import TensorType
 from xdsl.ir import Block, Operation, SSAValue
 
 from tawac.analysis.arefs import looped
+from tawac.analysis.kinds import tile_exponentials
 from tawac.analysis.loops import main_loops, scheduled_ops
 from tawac.analysis.mma import deferred_dots, releasing_dots, rows_problem
 from tawac.analysis.pressure import body_readers, loop_pressure, tile_registers
@@ -317,14 +318,9 @@ def _not_ahead(body: _Body) -> list[tuple[int, int]]:
             continue
         if isinstance(op, tile.DotOp):
             mmas.append(body.first[n])
-        inner = [o for o in op.walk() if isinstance(o, math.ExpOp | math.Exp2Op)]
-        if any(_tile_2d(o.result.type) for o in inner):
+        if tile_exponentials(op):
             exps.append(body.first[n])
     return [(e, m) for e in exps for m in mmas]
-
-
-def _tile_2d(t) -> bool:
-    return isinstance(t, TensorType) and len(t.get_shape()) == 2
 
 
 def _rings(
