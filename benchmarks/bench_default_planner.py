@@ -33,8 +33,8 @@ def compiled(source: Path, params: dict, options: dict, planner: str):
     from tawac.tune import Candidate, Compiled, compile_candidate
 
     r = compile_candidate(str(source), params, {**options, "schedule": planner})
-    label = Candidate(params={"planner": planner})
-    return Compiled(label, r.cubin, r.sidecar, dict(params)), r.ptx
+    candidate = Candidate(dict(params), {**options, "schedule": planner})
+    return Compiled(candidate, r.cubin, r.sidecar, dict(params)), r.ptx
 
 
 def main(argv: list[str] | None = None) -> int:

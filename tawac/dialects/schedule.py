@@ -49,8 +49,8 @@ solver) can write a schedule by hand. The fields:
   least its 10% error), `heuristic preferred gemm faster solver margin 3.1 error 10.0`
   (a margin within the model's error: the target's preferred planner for the kind of
   loop), `heuristic kept margin 0.0 error 10.0` (the solver's not priced at least 2%
-  cheaper: as the solver planner keeps the heuristic's), `heuristic only
-  failed solver "..."` (the other planner proposed nothing);
+  cheaper: as the solver planner keeps the heuristic's), `heuristic only failed solver
+  "..."` (the other planner proposed nothing);
 - `solve`: with the solver planner, the main loop's initiation interval (cycles), whether
   it is proven optimal, the proven lower bound, and whose schedule was kept;
 - `smem_bytes`: the CTA's dynamic shared memory, the end of the shared-memory plan
@@ -192,8 +192,8 @@ class AutoInfo:
     model's error), "preferred" (the margin is within the model's error, or nothing was
     priced: the target's preferred planner for the `kind` of the consumer main loop,
     `tawac.analysis.kinds`), "kept" (the solver's not priced at least 2% cheaper: the
-    heuristic's, as the solver planner keeps it), "only" (the
-    planner `failed` proposed no schedule, for the reason `why`)."""
+    heuristic's, as the solver planner keeps it), "only" (the planner `failed` proposed
+    no schedule, for the reason `why`)."""
 
     chosen: str
     rule: str
