@@ -423,7 +423,7 @@ def _tuned_for(source, table, sizes, params, pipeline) -> tuple[dict, str]:
     if entry is None:
         return params, f"{path} has no entry for these dimensions: the defaults and flags"
     ctx = click.get_current_context()
-    for name, value in entry.get("options", {}).items():
+    for name, value in tuning.entry_options(entry).items():
         if ctx.get_parameter_source(name) != ParameterSource.COMMANDLINE:
             pipeline[name] = value
     params = {**entry.get("params", {}), **(params or {})}

@@ -42,6 +42,7 @@ from tawac.passes.split_k import SplitKPass
 from tawac.passes.tma_store import TmaStorePass
 from tawac.passes.trace import TracePass
 from tawac.passes.warp_specialize import WarpSpecializePass
+from tawac.passes.widen import WidenPass
 from tawac.ptxas import assemble, find_ptxas
 from tawac.timelimit import TimeLimit, set_stage
 from tawac.ttir import parse_ttir
@@ -69,6 +70,7 @@ PASSES: dict[str, Callable[[], type[ModulePass]]] = {
     for p in (
         SplitKPass,
         GroupHeadsPass,
+        WidenPass,
         WarpSpecializePass,
         PlanPass,
         PipelinePass,

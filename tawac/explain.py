@@ -30,6 +30,7 @@ from tawac.dialects import aref, hopper, tile
 from tawac.dialects.schedule import Schedule
 from tawac.options import PipelineOptions
 from tawac.passes.group_heads import GROUP_ATTR
+from tawac.passes.widen import WIDEN_ATTR
 from tawac.schedule import loop_plan
 from tawac.schedule.model import TIMELINE_ITERATIONS, aref_name, loop_lanes
 from tawac.schedule.simulate import Dep, Lane, Step, simulate
@@ -399,6 +400,9 @@ def explain_module(
     grouped = kernel.attributes.get(GROUP_ATTR)
     if grouped is not None:
         info["group_heads"] = from_attr(grouped)
+    widened = kernel.attributes.get(WIDEN_ATTR)
+    if widened is not None:
+        info["widen"] = from_attr(widened)
     if plan.auto is not None:
         info["auto"] = dataclasses.asdict(plan.auto)
     if plan.cluster_axis is not None:
@@ -493,6 +497,13 @@ def render(info: dict[str, Any], console) -> None:
             f"query heads: grouped by {g['group']} (one program per K/V head, "
             f"{g['rows_per_head']} query rows of each of its {g['group']} heads stacked as one "
             "tile: each K/V block loaded once per group)"
+        )
+    if "widen" in info:
+        w = info["widen"]
+        lines.append(
+            f"programs per tile: {w['programs']} along x as one {w['rows']}-row tile (a "
+            f"{w['rows'] // w['programs']}-row tile has one consumer warp group; --widen 1 "
+            "keeps them apart)"
         )
     lines.append(decomposition_text(info))
     lines.append(f"planner: {planner_text(info)}")

@@ -208,6 +208,18 @@ KNOBS: tuple[Knob, ...] = (
         max=64,
     ),
     Knob(
+        "widen",
+        int,
+        0,
+        "programs of grid axis x per tile: neighbouring programs' rows as one tile (two "
+        "64-row programs as one 128-row tile on two consumer warp groups, sharing the "
+        "operands both read); 0: two where a tile has one m64 block of rows and the plan "
+        "is the planner's (no stages, consumer warp groups, cluster or split given); 1: off",
+        where="widen",
+        min=0,
+        max=4,
+    ),
+    Knob(
         "persistent",
         bool,
         True,
@@ -315,6 +327,20 @@ class _Options:
             return f"split-k{{splits={self.split_k} stream={self.stream_k}}}"
         return f"split-k{{splits={self.split_k}}}" if self.split_k > 1 else ""
 
+    def _widen_spec(self) -> str:
+        """The `widen` pass of these options, "" where it is off: `widen=1`, or `widen=0`
+        (the rule decides) where the plan is not all the planner's: a ring depth, consumer
+        warp groups or a cluster given, or a split decomposition (a given plan was chosen
+        for the tiles as written)."""
+        if self.widen == 1:
+            return ""
+        if self.widen > 1:
+            return f"widen{{by={self.widen}}}"
+        given = self.stages or self.consumer_warp_groups or self.cluster != "1x1"
+        if given or self.split_k > 1 or self.stream_k:
+            return ""
+        return "widen"
+
     def _convert_spec(self) -> str:
         """`convert-to-ptx` with the options of these knobs that differ from its defaults."""
         opts = []
@@ -332,6 +358,7 @@ class _Options:
         passes = [
             "group-heads" if self.group_heads else "",
             self._split_k_spec(),
+            self._widen_spec(),
             "warp-specialize",
             self.plan_spec(),
             "pipeline",
@@ -346,7 +373,7 @@ class _Options:
         ]
         # an optional pass that is off ("") is named by where it would run
         names = [p.split("{")[0] for p in passes]
-        names[0], names[1], names[-2] = "group-heads", "split-k", "trace"
+        names[0], names[1], names[2], names[-2] = "group-heads", "split-k", "widen", "trace"
         lo = names.index(start) if start is not None else 0
         hi = names.index(stop) if stop is not None else len(passes)
         return ",".join(p for p in passes[lo:hi] if p)

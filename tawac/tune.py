@@ -56,7 +56,14 @@ from tawac.files import write_atomic
 from tawac.options import KNOBS, knob
 from tawac.runtime.devices import device_count, per_device
 from tawac.runtime.runner import parse_sizes, require_hopper
-from tawac.tuning import TABLE_FORMAT, bucket_of, load_table, ragged_of, source_sha256
+from tawac.tuning import (
+    TABLE_FORMAT,
+    UNSTATED,
+    bucket_of,
+    load_table,
+    ragged_of,
+    source_sha256,
+)
 
 #: More candidates than this is a space to split (each one is a compile and a timing).
 MAX_CANDIDATES = 512
@@ -554,7 +561,11 @@ def table_entry(
         "ragged": ragged_of(result.sizes),
         **({"sizes": exact} if exact != bucket else {}),
         "params": {**(base_params or {}), **w.candidate.params},
-        "options": {**base_options, **w.candidate.options},
+        "options": {
+            **{k: knob(k).default for k in UNSTATED},  # type: ignore[union-attr]
+            **base_options,
+            **w.candidate.options,
+        },
         "time_ms": w.time_ms,
         "tflops": w.tflops,
         "device": result.device,

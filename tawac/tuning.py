@@ -156,7 +156,18 @@ def pick(
     entry = pick_entry(table, sizes)
     if entry is None:
         return None
-    return dict(entry.get("params", {})), dict(entry.get("options", {}))
+    return dict(entry.get("params", {})), entry_options(entry)
+
+
+#: Options an entry that does not name them was measured with: the knobs added after
+#: tables were written, at the value that compiles as the code did then (`widen`: one
+#: program per tile). `tawac tune` names them in every entry it writes.
+UNSTATED: dict[str, Any] = {"widen": 1}
+
+
+def entry_options(entry: Mapping[str, Any]) -> dict[str, Any]:
+    """The pipeline options of a table entry, those it does not name at `UNSTATED`."""
+    return {**UNSTATED, **entry.get("options", {})}
 
 
 def pick_entry(table: Mapping[str, Any], sizes: Mapping[str, int]) -> Mapping[str, Any] | None:

@@ -144,7 +144,7 @@ def test_attention_on_one_consumer_warp_group_is_a_kind_of_its_own():
     assert kernel_kind(_kernel(EXAMPLES / "gemm.mlir"), 1) == "gemm"
     path = EXAMPLES / "attention.mlir"
     module = parse_text(path.read_text(), path.name, params={"BLOCK_M": 64, "BLOCK_N": 64})
-    run_pipeline(module, PipelineOptions().pipeline(stop="pipeline"))
+    run_pipeline(module, PipelineOptions(widen=1).pipeline(stop="pipeline"))
     (k,) = [o for o in module.walk() if isinstance(o, tile.KernelOp)]
     assert schedule.of(k).role("consumer").warp_groups == 1
     assert schedule_kind(k, schedule.of(k)) == "attention-1wg"

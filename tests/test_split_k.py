@@ -20,8 +20,9 @@ def test_the_pass_runs_first_only_when_splitting():
         .pipeline()
         .startswith("group-heads,split-k{splits=4},warp-specialize,")
     )
-    assert PipelineOptions().pipeline().startswith("group-heads,warp-specialize,")
-    assert PipelineOptions(group_heads=False).pipeline().startswith("warp-specialize,")
+    assert PipelineOptions().pipeline().startswith("group-heads,widen,warp-specialize,")
+    assert PipelineOptions(group_heads=False).pipeline().startswith("widen,warp-specialize,")
+    assert PipelineOptions(widen=1).pipeline().startswith("group-heads,warp-specialize,")
     assert (
         PipelineOptions(split_k=4).pipeline(start="warp-specialize").startswith("warp-specialize,")
     )

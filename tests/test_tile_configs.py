@@ -56,6 +56,9 @@ tile.kernel @gemm_{bm}x{bn}x{bk}_{dt}(%a: {a}, %b: {b}, %c: {c}) {{
 
 
 def compile_config(bm, bn, bk, dt, **options):
+    """The tile as written (`widen=1`: a 64-row tile stays one program; tests/test_widen.py
+    checks the widening)."""
+    options.setdefault("widen", 1)
     text = gemm_text(bm, bn, bk, dt)
     return compile_module(parse_text(text, f"gemm_{bm}x{bn}x{bk}_{dt}.mlir"), **options)
 

@@ -469,13 +469,14 @@ TABLE_ENTRIES = [
 
 def test_pick_exact_nearest_and_none():
     table = _table(TABLE_ENTRIES)
+    # an entry that does not name `widen` was measured before it existed: widen 1
     assert tuning.pick(table, {"M": 1000, "N": 1024, "K": 700}) == (
         {"BLOCK_N": 128},
-        {"stages": 4},
+        {"widen": 1, "stages": 4},
     )
     assert tuning.pick(table, {"M": 4000, "N": 3000, "K": 4096}) == (
         {"BLOCK_N": 256},
-        {"stages": 3},
+        {"widen": 1, "stages": 3},
     )
     # 1024 x 1024 x 8192: distance 3 to 1024^3, 5 to 4096^3, 1 to (1024, 1024, 4096)
     assert tuning.pick(table, {"M": 1024, "N": 1000, "K": 8000})[0] == {"BLOCK_N": 64}
@@ -528,8 +529,8 @@ def test_auto_table_picks_per_bucket_and_compiles_lazily(backend, source):
     gemm(_bf16(1000, 1000), _bf16(1000, 1000), 1.0)
     gemm(_bf16(4096, 64), _bf16(4000, 64), 1.0)  # nearest: 4096^3 (distance 6)
     assert [c[1:] for c in backend.calls] == [
-        ({"BLOCK_N": 128}, {"stages": 4}),
-        ({"BLOCK_N": 256}, {"stages": 3}),
+        ({"BLOCK_N": 128}, {"widen": 1, "stages": 4}),
+        ({"BLOCK_N": 256}, {"widen": 1, "stages": 3}),
     ]
     gemm(_bf16(600, 1000), _bf16(1000, 1000), 1.0)  # the first bucket again
     assert len(backend.calls) == 2 and len(gemm.kernels) == 2
@@ -540,12 +541,12 @@ def test_user_params_and_options_override_the_table(backend, source):
     gemm = tt.kernel(source, params={"BLOCK_N": 32, "BLOCK_M": 64}, persistent=False)
     assert gemm.config({"M": 4096, "N": 4096, "K": 4096}) == (
         {"BLOCK_N": 32, "BLOCK_M": 64},
-        {"stages": 3, "persistent": False},
+        {"widen": 1, "stages": 3, "persistent": False},
     )
     gemm(_bf16(1000, 1000), _bf16(1000, 1000), 1.0)
     assert backend.calls[0][1:] == (
         {"BLOCK_N": 32, "BLOCK_M": 64},
-        {"stages": 4, "persistent": False},
+        {"widen": 1, "stages": 4, "persistent": False},
     )
 
 

@@ -392,7 +392,7 @@ def test_tune_picks_the_fastest_correct_candidate_per_size(tmp_path):
     assert e1["bucket"] == {"M": 1024, "N": 1024, "K": 64}
     assert e2["bucket"] == {"M": 2048, "N": 2048, "K": 64}
     assert e1["params"] == {"BLOCK_N": 128}
-    assert e1["options"] == {"schedule": "solver", "stages": 3}
+    assert e1["options"] == {"widen": 0, "schedule": "solver", "stages": 3}
     assert e1["time_ms"] == 1.2 and e1["tflops"] == pytest.approx(1 / 1.2)
     assert e1["device"] == "Fake H100"
     assert re.fullmatch(r"\d{4}-\d\d-\d\d", e1["date"])
@@ -414,14 +414,14 @@ def test_tune_merges_into_the_existing_table(tmp_path):
     )
     table = load_table(tmp_path / "k.tune.json")
     assert [(e["bucket"], e["ragged"], e["params"], e["options"]) for e in table["entries"]] == [
-        ({"M": 1024}, False, {"BLOCK_N": 128}, {"stages": 3}),  # kept: M=1000 is ragged
-        ({"M": 4096}, False, {"BLOCK_N": 128}, {"stages": 3}),  # kept
-        ({"M": 1024}, True, {}, {}),  # M=1000's own entry in bucket 1024 (the default won)
+        ({"M": 1024}, False, {"BLOCK_N": 128}, {"widen": 0, "stages": 3}),  # kept: 1000 ragged
+        ({"M": 4096}, False, {"BLOCK_N": 128}, {"widen": 0, "stages": 3}),  # kept
+        ({"M": 1024}, True, {}, {"widen": 0}),  # M=1000's own entry (the default won)
     ]
     assert "(1 bucket(s) tuned, 2 kept)" in out and "another version" not in err
     # a ragged size of the bucket gets the ragged entry, an aligned one the other
-    assert pick(table, {"M": 1000}) == ({}, {})
-    assert pick(table, {"M": 1024}) == ({"BLOCK_N": 128}, {"stages": 3})
+    assert pick(table, {"M": 1000}) == ({}, {"widen": 0})
+    assert pick(table, {"M": 1024}) == ({"BLOCK_N": 128}, {"widen": 0, "stages": 3})
     # tuning M=1000 again replaces its own entry only
     _tune(source, [{"M": 1000}], ["BLOCK_N=128,256", "stages=3"])
     table = load_table(tmp_path / "k.tune.json")

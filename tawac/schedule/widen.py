@@ -1,0 +1,26 @@
+"""How many programs of grid axis x one tile takes (the `widen` pass applies it).
+
+A tile of one m64 block of rows gets one consumer warp group, and a single warp group
+issuing the MMAs leaves the tensor core idle whenever it waits (measured on the corpus:
+64-row GEMM and attention tiles run 1.35-1.5x slower than the same program at 128 rows,
+docs/perf.md).  Two neighbouring programs as one 128-row tile get two warp groups with
+the same registers per thread each, and the operands they share (B, K, V) are loaded
+once.  Wider tiles need more shared memory: the rule keeps the programs apart where the
+widened tiles, loaded once each, would take more than half of it (room for a ring of two
+slots).
+"""
+
+from __future__ import annotations
+
+MAX_PROGRAMS = 4
+M64 = 64  # wgmma's M: the rows one consumer warp group issues
+
+
+def programs_per_tile(rows: int, loaded: tuple[int, int], smem_budget: int) -> int:
+    """Programs of x per tile for a kernel whose tiles have `rows` rows and whose loads
+    take `loaded` = (bytes as written, bytes with the rows doubled) of shared memory."""
+    if rows != M64:
+        return 1
+    if 2 * loaded[1] > smem_budget:
+        return 1
+    return 2
