@@ -134,21 +134,27 @@ def test_grouped_gemm_through_tawac_torch():
 
 @pytest.mark.gpu
 @requires_gpu
-@pytest.mark.parametrize("block", [64, 128])
-def test_grouped_gemm_over_unpadded_offsets(block):
+@pytest.mark.parametrize(
+    ("block", "block_n", "n"), [(64, 256, 320), (128, 256, 320), (128, 128, 328)]
+)
+def test_grouped_gemm_over_unpadded_offsets(block, block_n, n):
     """`gemm_grouped_offsets.mlir`: torch._grouped_mm's layout (no padding), blocks
     clipped at their expert's last row by a bounded store; the rows of the next expert a
-    block reads are never written by it, whatever order the blocks run in."""
+    block reads are never written by it, whatever order the blocks run in. The clipped
+    blocks leave as 16-byte vectors (eight columns per lane after a quad transpose):
+    N = 328 ends inside a group of 32 columns, at a vector's edge."""
     import torch
 
     from tawac.runtime import load_kernel
 
-    r = compile_file(EXAMPLES / "gemm_grouped_offsets.mlir", params={"BLOCK_M": block})
+    params = {"BLOCK_M": block, "BLOCK_N": block_n}
+    r = compile_file(EXAMPLES / "gemm_grouped_offsets.mlir", params=params)
     assert "0 bytes spill stores, 0 bytes spill loads" in r.ptxas_report, r.ptxas_report
+    assert "st.global.v4.b32" in r.ptx and "st.global.b16" not in r.ptx
     kern = load_kernel(r.cubin, r.sidecar)
     g = torch.Generator(device="cuda").manual_seed(block)
     counts = [130, 0, 7, block, 300, 1]
-    experts, n, k = len(counts), 320, 256
+    experts, k = len(counts), 256
     tokens = sum(counts)
     a = torch.randn(tokens, k, device="cuda", dtype=torch.bfloat16, generator=g)
     w = torch.randn(experts, n, k, device="cuda", dtype=torch.bfloat16, generator=g)

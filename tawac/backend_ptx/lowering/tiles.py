@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
 
+from xdsl.dialects import arith
 from xdsl.dialects.builtin import Float32Type, TensorType
 from xdsl.ir import SSAValue
 
@@ -212,6 +213,9 @@ def _store(k: KernelLowering, op: tile.StoreOp) -> None:
             if i % 2 == 0:
                 k.emit(ptx.StGlobalV2Op(addr, f.regs[i], f.regs[i + 1], ok))
         return
+    if nbytes == 2 and _quad_vectors(k, op, f.layout):
+        _store_quads(k, op, f, base)
+        return
     places = _tile_addresses(
         k,
         op.dest,
@@ -225,6 +229,95 @@ def _store(k: KernelLowering, op: tile.StoreOp) -> None:
     )
     for reg, (ok, addr) in zip(f.regs, places, strict=True):
         k.guarded(ok, lambda a=addr, v=reg: k.emit(ptx.StGlobalOp(st_ty, a, v)))
+
+
+def _multiple_of(v: SSAValue, m: int) -> bool:
+    """Whether the index value `v` is a multiple of `m` by its definition: a constant, a
+    product with such a factor, a sum of such terms."""
+    c = constant_int(v)
+    if c is not None:
+        return c % m == 0
+    op = v.owner
+    if isinstance(op, arith.MuliOp):
+        return _multiple_of(op.lhs, m) or _multiple_of(op.rhs, m)
+    if isinstance(op, arith.AddiOp):
+        return _multiple_of(op.lhs, m) and _multiple_of(op.rhs, m)
+    return False
+
+
+def _quad_vectors(k: KernelLowering, op: tile.StoreOp, layout: AccLayout) -> bool:
+    """Whether a 16-bit 2-d store from registers may leave as 16-byte vectors, eight
+    columns of one row per thread after a transpose within each quad
+    (`_store_quads`): the tile's columns in groups of 32; the destination also written
+    by a TMA store, so the launcher gives it a 16-byte aligned base, strides and rows
+    of whole 16-byte pieces (`tawac.runtime.launcher.needs_padding`); its column
+    coordinate a multiple of 8 and its column bound, if any, the tensor's own size, so
+    a group of eight columns is inside or outside as a whole."""
+    if layout.n % 32 or tile.stack_of(op) > 1:
+        return False
+    gt = op.dest.type
+    assert isinstance(gt, tile.GlobalTensorType)
+    c = gt.rank - 1
+    if not _multiple_of(op.indices[c], 8):
+        return False
+    if op.bounds:
+        bound = op.bounds[c].owner
+        if not isinstance(bound, tile.DimOp) or bound.source is not op.dest:
+            return False
+        if bound.dim.data != c:
+            return False
+    return any(isinstance(o, hopper.TmaStoreOp) and o.dest is op.dest for o in k.kernel.walk())
+
+
+def _store_quads(k: KernelLowering, op: tile.StoreOp, f: Frag, base: SSAValue) -> None:
+    """A 16-bit tile in the wgmma accumulator layout stored as 16-byte vectors. In each
+    row a quad's four lanes hold columns 8b + 2q, 8b + 2q + 1 of every 8-column block b
+    (PTX ISA 9.7.15.5.1, the D fragment). Per four blocks 4g .. 4g + 3 the lanes pack
+    their pairs into 32-bit words and transpose them as a 4 x 4 matrix with two
+    butterfly shuffles (lane masks 2, then 1: each lane swaps the two words whose index
+    differs from its own in that bit), after which lane q holds the eight columns of
+    block 4g + q in order: one `st.global.v4.b32` per lane, under its row's and block's
+    bounds. A warp's store then covers whole 32-byte sectors of eight rows, where 16
+    two-byte stores each wrote pieces of them (scattered sub-sector writes cost little
+    on an idle memory system and much under a streaming load, docs/perf.md)."""
+    layout = f.layout
+    gt = op.dest.type
+    assert isinstance(gt, tile.GlobalTensorType)
+    c = gt.rank - 1
+    row_addr, cols, _ = _tile_rows(k, op.dest, op.indices, layout, base, 2, op.bounds)
+    quad = k.r(ptx.AndOp("b32", k.lane(), k.imm(3, "b32")))
+    bit = {
+        m: k.r(
+            ptx.SetpOp("ne", "b32", k.r(ptx.AndOp("b32", quad, k.imm(m, "b32"))), k.imm(0, "b32"))
+        )
+        for m in (2, 1)
+    }
+    first = k.add(k.scalar(op.indices[c]), k.r(ptx.ShlOp("b32", quad, k.imm(3, "b32"))))
+
+    def swap(x: list[SSAValue], mask: int, pairs: tuple[tuple[int, int], ...]) -> None:
+        own = bit[mask]  # set: this lane keeps the words whose index has the bit set
+        for lo, hi in pairs:
+            send = k.r(ptx.SelpOp("b32", x[lo], x[hi], own))
+            got = k.r(ptx.ShflBflyOp(send, mask))
+            x[lo] = k.r(ptx.SelpOp("b32", got, x[lo], own))
+            x[hi] = k.r(ptx.SelpOp("b32", x[hi], got, own))
+
+    per = layout.regs_per_block
+    for mi in range(layout.m_reps):
+        for s in (0, 1):
+            rok, raddr = row_addr[64 * mi + 8 * s]
+            for g in range(layout.n // 32):
+                x = []
+                for b in range(4 * g, 4 * g + 4):
+                    i = mi * per + 4 * b + 2 * s
+                    x.append(k.r(ptx.PackB16Op(f.regs[i], f.regs[i + 1])))
+                swap(x, 2, ((0, 2), (1, 3)))
+                swap(x, 1, ((0, 1), (2, 3)))
+                col = k.add_imm(first, 32 * g)
+                ok = k.r(ptx.AndOp("pred", rok, k.r(ptx.SetpOp("lt", "s32", col, cols))))
+                off = k.r(ptx.MulOp("s32", col, k.imm(2), mode="wide"))
+                addr = k.r(ptx.AddOp("s64", raddr, off))
+                k.emit(ptx.StGlobalV4B32Op(addr, (x[0], x[1], x[2], x[3]), ok))
 
 
 def _tile_addresses(
@@ -246,6 +339,38 @@ def _tile_addresses(
     `tile.store`'s, one per dimension): an element at or past one is outside too.
     `stack` > 1 (a stacked store): row t of the tile is row t % per of index t / per of
     dimension rank-3 (per = rows / stack), also bounded by that dimension."""
+    row_addr, cols, col0 = _tile_rows(k, dest, indices, layout, base, nbytes, bounds, stack)
+    col_off: dict[int, tuple[SSAValue, SSAValue]] = {}
+
+    def column(dc: int) -> tuple[SSAValue, SSAValue]:
+        col = k.add_imm(col0, dc)
+        ok = k.r(ptx.SetpOp("lt", "s32", col, cols))
+        return ok, k.r(ptx.MulOp("s32", col, k.imm(nbytes), mode="wide"))
+
+    if not lazy:
+        col_off = {dc: column(dc) for dc in layout.col_offsets()}
+    for i in range(layout.num_regs):
+        dr, dc = layout.reg_offset(i)
+        rok, raddr = row_addr[dr]
+        if dc not in col_off:
+            col_off = {dc: column(dc)}  # lazy: one column's values live at a time
+        cok, coff = col_off[dc]
+        yield k.r(ptx.AndOp("pred", rok, cok)), k.r(ptx.AddOp("s64", raddr, coff))
+
+
+def _tile_rows(
+    k: KernelLowering,
+    dest: SSAValue,
+    indices: Sequence[SSAValue],
+    layout: AccLayout,
+    base: SSAValue,
+    nbytes: int,
+    bounds: Sequence[SSAValue] = (),
+    stack: int = 1,
+) -> tuple[dict[int, tuple[SSAValue, SSAValue]], SSAValue, SSAValue]:
+    """The row part of `_tile_addresses`: per register row offset, whether the row is
+    inside (and the leading coordinates under their bounds) and the row's address; the
+    column bound; the thread's first column (coordinate included)."""
     gt = dest.type
     assert isinstance(gt, tile.GlobalTensorType)
     r, c = gt.rank - 2, gt.rank - 1
@@ -283,22 +408,7 @@ def _tile_addresses(
             off = k.r(ptx.AddOp("s64", off, hoff))
         off = k.r(ptx.MulOp("s64", off, k.imm(nbytes, "s64"), mode="lo"))
         row_addr[dr] = (ok, k.r(ptx.AddOp("s64", base, off)))
-    col_off: dict[int, tuple[SSAValue, SSAValue]] = {}
-
-    def column(dc: int) -> tuple[SSAValue, SSAValue]:
-        col = k.add_imm(col0, dc)
-        ok = k.r(ptx.SetpOp("lt", "s32", col, cols))
-        return ok, k.r(ptx.MulOp("s32", col, k.imm(nbytes), mode="wide"))
-
-    if not lazy:
-        col_off = {dc: column(dc) for dc in layout.col_offsets()}
-    for i in range(layout.num_regs):
-        dr, dc = layout.reg_offset(i)
-        rok, raddr = row_addr[dr]
-        if dc not in col_off:
-            col_off = {dc: column(dc)}  # lazy: one column's values live at a time
-        cok, coff = col_off[dc]
-        yield k.r(ptx.AndOp("pred", rok, cok)), k.r(ptx.AddOp("s64", raddr, coff))
+    return row_addr, cols, col0
 
 
 def _whole_pairs(dest: SSAValue, indices: Sequence[SSAValue], layout: AccLayout) -> set[int] | None:
