@@ -232,12 +232,13 @@ def test_bounded_store_round_trips_and_checks_its_bounds():
 
 def test_unpadded_grouped_gemm_stores_both_ways_and_sizes_its_grid_by_blocks():
     """A block whole inside its expert's rows leaves through a TMA store, an expert's
-    last block through the bounded store from registers; the grid is one program per
-    block (the index tensor's length) along x."""
+    last block through the bounded store from registers (as 16-byte vectors: the tensor
+    is TMA-stored too, so its rows are aligned); the grid is one program per block (the
+    index tensor's length) along x."""
     r = compile_file(EXAMPLES / "gemm_grouped_offsets.mlir", cubin=False)
     assert r.sidecar["program_grid"][0] == {"cdiv": {"arg": "experts", "dim": 0}, "by": 1}
     assert "cp.async.bulk.tensor.2d.global.shared" in r.ptx
-    assert "st.global.b16" in r.ptx
+    assert "st.global.v4.b32" in r.ptx
 
 
 def test_interpreter_runs_the_unpadded_grouped_gemm():
