@@ -62,6 +62,14 @@ class ParamTable:
         arg = self._arg(v)
         return self._add(f"{arg}_ptr", ".u64", {"kind": "pointer", "arg": arg})
 
+    def aligned(self, v: SSAValue) -> None:
+        """The kernel stores whole 8- or 16-byte vectors into this tensor's rows: its
+        pointer entry says `"align": 16`, and the launcher gives it a 16-byte aligned
+        base, strides and rows (a padded copy otherwise, as for a TMA-stored tensor,
+        docs/abi.md)."""
+        name = self.pointer(v)
+        self.entries[name][1]["align"] = 16
+
     def dim(self, v: SSAValue, d: int) -> str:
         arg = self._arg(v)
         return self._add(

@@ -733,6 +733,11 @@ class Kernel:
         self.cluster = tuple(int(c) for c in sidecar.get("cluster", (1, 1, 1)))
         self.dynamic_smem = int(sidecar.get("dynamic_smem", 0))
         self._map_args = {p["arg"] for p in self.params if p["kind"] == "tensor_map"}
+        # Tensors the kernel stores as 16-byte vectors (a pointer's "align"): aligned like
+        # a TMA-stored tensor, rows of whole 16-byte pieces.
+        self._aligned_args = {
+            p["arg"] for p in self.params if p["kind"] == "pointer" and p.get("align")
+        }
         self.workspace: list[Mapping[str, Any]] = list(sidecar.get("workspace", ()))
         """The sidecar's "workspace" buffers (docs/abi.md), which the launcher allocates."""
         self._workspace_names = frozenset(w["name"] for w in self.workspace)
@@ -945,8 +950,12 @@ class Kernel:
                 empty = True
                 continue
             view = _view(v)
-            if a["name"] in self._map_args and needs_padding(view, a["name"] in self._stored_maps):
-                pad.append((a["name"], v))
+            name = a["name"]
+            aligned = name in self._aligned_args
+            if (name in self._map_args or aligned) and needs_padding(
+                view, aligned or name in self._stored_maps
+            ):
+                pad.append((name, v))
             values[a["name"]] = view
         copy_back = self._pad_all(pad, values, stream) if pad else []
         if self.workspace:

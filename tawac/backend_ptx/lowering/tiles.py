@@ -11,8 +11,10 @@ from collections.abc import Iterator, Sequence
 
 from xdsl.dialects import arith
 from xdsl.dialects.builtin import Float32Type, TensorType
-from xdsl.ir import SSAValue
+from xdsl.ir import BlockArgument, SSAValue
 
+from tawac.analysis.grid import workspace_of
+from tawac.analysis.identity import argument_name
 from tawac.analysis.scalars import constant_int
 from tawac.backend_ptx.lowering.scalar import _LOG2E, select_frags
 from tawac.backend_ptx.lowering.state import (
@@ -213,8 +215,11 @@ def _store(k: KernelLowering, op: tile.StoreOp) -> None:
             if i % 2 == 0:
                 k.emit(ptx.StGlobalV2Op(addr, f.regs[i], f.regs[i + 1], ok))
         return
-    if nbytes == 2 and _quad_vectors(k, op, f.layout):
+    if nbytes == 2 and f.layout.n % 32 == 0 and _vectors_fit(op, 8):
         _store_quads(k, op, f, base)
+        return
+    if f.dtype == "f32" and _vectors_fit(op, 2) and not _workspace(k, op.dest):
+        _store_pairs(k, op, f, base)
         return
     places = _tile_addresses(
         k,
@@ -245,28 +250,53 @@ def _multiple_of(v: SSAValue, m: int) -> bool:
     return False
 
 
-def _quad_vectors(k: KernelLowering, op: tile.StoreOp, layout: AccLayout) -> bool:
-    """Whether a 16-bit 2-d store from registers may leave as 16-byte vectors, eight
-    columns of one row per thread after a transpose within each quad
-    (`_store_quads`): the tile's columns in groups of 32; the destination also written
-    by a TMA store, so the launcher gives it a 16-byte aligned base, strides and rows
-    of whole 16-byte pieces (`tawac.runtime.launcher.needs_padding`); its column
-    coordinate a multiple of 8 and its column bound, if any, the tensor's own size, so
-    a group of eight columns is inside or outside as a whole."""
-    if layout.n % 32 or tile.stack_of(op) > 1:
+def _workspace(k: KernelLowering, dest: SSAValue) -> bool:
+    """Whether `dest` is a buffer the launcher allocates (split-K's partial tiles): its
+    f32 stores stay per element (as pairs they cost split-K by 8 a spill)."""
+    names = workspace_of(k.kernel)
+    return isinstance(dest, BlockArgument) and argument_name(dest, k.kernel) in names
+
+
+def _vectors_fit(op: tile.StoreOp, columns: int) -> bool:
+    """Whether a 2-d store from registers may write `columns` adjacent columns of a row
+    per vector (eight 16-bit ones, two f32 ones): its column coordinate a multiple of
+    `columns` and its column bound, if any, the tensor's own size. With rows of whole
+    16-byte pieces (what `Params.aligned` asks of the launcher), a vector is then
+    inside or outside as a whole. Not for a stacked store."""
+    if tile.stack_of(op) > 1:
         return False
     gt = op.dest.type
     assert isinstance(gt, tile.GlobalTensorType)
     c = gt.rank - 1
-    if not _multiple_of(op.indices[c], 8):
+    if not _multiple_of(op.indices[c], columns):
         return False
-    if op.bounds:
-        bound = op.bounds[c].owner
-        if not isinstance(bound, tile.DimOp) or bound.source is not op.dest:
-            return False
-        if bound.dim.data != c:
-            return False
-    return any(isinstance(o, hopper.TmaStoreOp) and o.dest is op.dest for o in k.kernel.walk())
+    if not op.bounds:
+        return True
+    bound = op.bounds[c].owner
+    return isinstance(bound, tile.DimOp) and bound.source is op.dest and bound.dim.data == c
+
+
+def _store_pairs(k: KernelLowering, op: tile.StoreOp, f: Frag, base: SSAValue) -> None:
+    """An f32 tile in the wgmma accumulator layout stored as 8-byte pairs: each thread's
+    two adjacent columns of an 8-column block (PTX ISA 9.7.15.5.1, the D fragment) with
+    one `st.global.v2.f32`, so a warp's store writes whole 32-byte sectors of eight rows
+    (two 4-byte stores each wrote half of them: sub-sector writes, costly under a
+    streaming load, docs/perf.md). The destination is `aligned` (8-byte pairs need an
+    8-byte aligned address)."""
+    k.params.aligned(op.dest)
+    layout = f.layout
+    row_addr, cols, col0 = _tile_rows(k, op.dest, op.indices, layout, base, 4, op.bounds)
+    col_off: dict[int, tuple[SSAValue, SSAValue]] = {}
+    for i in range(0, layout.num_regs, 2):
+        dr, dc = layout.reg_offset(i)
+        rok, raddr = row_addr[dr]
+        if dc not in col_off:  # one column's offset live at a time
+            col = k.add_imm(col0, dc)
+            ok = k.r(ptx.SetpOp("lt", "s32", col, cols))
+            col_off = {dc: (ok, k.r(ptx.MulOp("s32", col, k.imm(4), mode="wide")))}
+        cok, coff = col_off[dc]
+        ok = k.r(ptx.AndOp("pred", rok, cok))
+        k.emit(ptx.StGlobalV2Op(k.r(ptx.AddOp("s64", raddr, coff)), f.regs[i], f.regs[i + 1], ok))
 
 
 def _store_quads(k: KernelLowering, op: tile.StoreOp, f: Frag, base: SSAValue) -> None:
@@ -279,7 +309,9 @@ def _store_quads(k: KernelLowering, op: tile.StoreOp, f: Frag, base: SSAValue) -
     block 4g + q in order: one `st.global.v4.b32` per lane, under its row's and block's
     bounds. A warp's store then covers whole 32-byte sectors of eight rows, where 16
     two-byte stores each wrote pieces of them (scattered sub-sector writes cost little
-    on an idle memory system and much under a streaming load, docs/perf.md)."""
+    on an idle memory system and much under a streaming load, docs/perf.md). The
+    destination is `aligned` (16-byte vectors need a 16-byte aligned address)."""
+    k.params.aligned(op.dest)
     layout = f.layout
     gt = op.dest.type
     assert isinstance(gt, tile.GlobalTensorType)

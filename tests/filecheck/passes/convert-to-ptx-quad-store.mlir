@@ -1,10 +1,12 @@
 // convert-to-ptx: a 16-bit tile stored from registers under bounds (an expert's last
 // block of rows) leaves as 16-byte vectors after a transpose within each quad (two
 // butterfly shuffles, lane masks 2 and 1), one predicated st.global.v4.b32 per four
-// 8-column blocks and row, where the destination is also written by a TMA store (so the
-// launcher gives it 16-byte aligned rows). Otherwise: one st.global.b16 per element.
+// 8-column blocks and row; the destination's pointer asks the launcher for 16-byte
+// aligned rows ("align": 16, docs/abi.md). An f32 tile leaves as 8-byte pairs.
 // RUN: tawac compile %S/../../../examples/gemm_grouped_offsets.mlir -o %t.ptx && filecheck %s < %t.ptx
 // RUN: tawac compile %s -o %t2.ptx && filecheck %s --check-prefix=PLAIN < %t2.ptx
+// RUN: python3 -c "import json, sys; print(*[json.dumps(p) for p in json.load(open(sys.argv[1]))['params'] if p['kind'] == 'pointer'], sep='\n')" %t2.json | filecheck %s --check-prefix=ABI
+// RUN: tawac compile %S/../../data/variants/swapped_axes_f32_out.mlir -o %t3.ptx && filecheck %s --check-prefix=F32 < %t3.ptx
 
 // CHECK:     cp.async.bulk.tensor.2d.global.shared::cta.bulk_group
 // CHECK:     shfl.sync.bfly.b32 {{%r[0-9]+}}, {{%r[0-9]+}}, 2, 0x1f, 0xffffffff;
@@ -14,9 +16,13 @@
 // CHECK:     @{{%p[0-9]+}} st.global.v4.b32 [{{%rd[0-9]+}}], {{{%r[0-9]+}}, {{%r[0-9]+}}, {{%r[0-9]+}}, {{%r[0-9]+}}};
 // CHECK-NOT: st.global.b16
 
-// A destination without a TMA store: the launcher promises nothing about its alignment.
-// PLAIN-NOT: st.global.v4.b32
-// PLAIN:     st.global.b16
+// A destination without a TMA store: the same vectors, its pointer marked aligned.
+// PLAIN:     shfl.sync.bfly.b32
+// PLAIN:     @{{%p[0-9]+}} st.global.v4.b32
+// PLAIN-NOT: st.global.b16
+// ABI:       {"kind": "pointer", "arg": "c", "align": 16}
+// F32:       @{{%p[0-9]+}} st.global.v2.f32 [{{%rd[0-9]+}}], {{{%f[0-9]+}}, {{%f[0-9]+}}};
+// F32-NOT:   st.global.f32
 tile.kernel @bounded_only(%a: !tile.tensor<?x?xbf16, ["M", "K"]>, %b: !tile.tensor<?x?xbf16, ["N", "K"]>, %c: !tile.tensor<?x?xbf16, ["M", "N"]>, %end: index) {
   %c0 = arith.constant 0 : index
   %bk = arith.constant 64 : index

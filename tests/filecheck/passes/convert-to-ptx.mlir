@@ -48,7 +48,9 @@
 //   The slot of the previous iteration is released (one arrival per warp, lane 0).
 // CHECK:      mbarrier.arrive.shared::cta.b64 _, [%r{{[0-9]+}}];
 // CHECK:      wgmma.wait_group.sync.aligned 0;
-// CHECK:      st.global.b16
+//   Without tma-store, the tile leaves from registers: 16-byte vectors after a quad
+//   transpose (the pointer marked aligned, docs/abi.md).
+// CHECK:      st.global.v4.b32
 // CHECK:      exit;
 // CHECK-NOT:  wgmma.mma_async
 
