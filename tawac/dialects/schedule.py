@@ -61,6 +61,14 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from xdsl.dialects.builtin import (
+    ArrayAttr,
+    DictionaryAttr,
+    IndexType,
+    IntegerAttr,
+    IntegerType,
+    StringAttr,
+)
 from xdsl.ir import Attribute, Data, Dialect
 from xdsl.irdl import irdl_attr_definition
 from xdsl.parser import AttrParser
@@ -570,6 +578,13 @@ class ScheduleAttr(Data[Schedule]):
                 )
         if s.tiles is not None and s.program_grid is None:
             raise VerifyException("#tawac.schedule: a tile order needs its program_grid")
+        if s.program_grid is not None:
+            bad = _not_grid_data(s.program_grid)
+            if bad is not None:
+                raise VerifyException(
+                    f"#tawac.schedule: program_grid holds {bad}: expected a list of "
+                    "entries of integers and names (docs/abi.md's grid form)"
+                )
         if s.cluster not in HOPPER.cluster_shapes:
             shapes = ", ".join(f"[{x}, {y}]" for x, y in HOPPER.cluster_shapes)
             raise VerifyException(
@@ -579,6 +594,21 @@ class ScheduleAttr(Data[Schedule]):
             raise VerifyException(
                 "#tawac.schedule: a multicast payload needs a cluster of more than one CTA"
             )
+
+
+def _not_grid_data(a: Attribute) -> Attribute | None:
+    """The first part of a `program_grid` that is not plain grid data (integers, names,
+    lists and dictionaries of them); None where all of it is."""
+    if isinstance(a, IntegerAttr) and isinstance(a.type, IntegerType | IndexType):
+        return None
+    if isinstance(a, StringAttr):
+        return None
+    parts = a.data if isinstance(a, ArrayAttr) else None
+    if isinstance(a, DictionaryAttr):
+        parts = tuple(a.data.values())
+    if parts is None:
+        return a
+    return next((b for b in (_not_grid_data(p) for p in parts) if b is not None), None)
 
 
 TawacDialect = Dialect("tawac", [], [ScheduleAttr])
