@@ -7,7 +7,9 @@ float32 reference first.
     python3 benchmarks/bench_gemm_shapes.py [--ms 1,16,64,128] [--rounds 5]
         [--configs 128x256x64,64x64x128/s4/d6,...]   # BLOCK_M x BLOCK_N x BLOCK_K,
                                               # /sS: split-K by S, /kS: stream-K (at
-                                              # most S per tile), /dD: D stages
+                                              # most S per tile), /dD: D stages, /wN:
+                                              # N programs of x per tile (default 1:
+                                              # the tile as named, not widened)
         [--shapes 3000x5000x2000,...]         # other shapes than --ms x the (N, K)s
 """
 
@@ -49,10 +51,10 @@ def main() -> int:
     for cfg in args.configs.split(","):
         tiles, _, opts = cfg.partition("/")
         bm, bn, bk = (int(x) for x in tiles.split("x"))
-        options = {}
+        options = {"widen": 1}  # a fixed tile set is measured as named
         for item in (o for o in opts.split("/") if o):
             name, value = item[0], int(item[1:])
-            options[{"s": "split_k", "k": "stream_k", "d": "stages"}[name]] = value
+            options[{"s": "split_k", "k": "stream_k", "d": "stages", "w": "widen"}[name]] = value
         built = compile_cached(
             ROOT / "examples/gemm.mlir",
             params={"BLOCK_M": bm, "BLOCK_N": bn, "BLOCK_K": bk},
