@@ -102,11 +102,11 @@ def test_a_reduction_over_the_rows_is_not_widened():
 
 
 def test_the_rule_widens_one_m64_block_that_fits():
-    assert programs_per_tile(64, (32768, 49152), 232448) == 2
-    assert programs_per_tile(128, (32768, 49152), 232448) == 1
-    assert programs_per_tile(192, (32768, 49152), 232448) == 1
+    assert programs_per_tile(64, 49152, 232448) == 2
+    assert programs_per_tile(128, 49152, 232448) == 1
+    assert programs_per_tile(192, 49152, 232448) == 1
     # d256 attention with 64-row blocks: Q, K and V widened take more than half
-    assert programs_per_tile(64, (163840, 196608), 232448) == 1
+    assert programs_per_tile(64, 196608, 232448) == 1
 
 
 def test_the_pipeline_widens_only_a_plan_the_planner_makes():

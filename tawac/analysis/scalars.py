@@ -48,3 +48,18 @@ def constant_int(v: SSAValue) -> int | None:
     if isinstance(op, arith.ConstantOp) and isinstance(op.value, IntegerAttr):
         return op.value.value.data
     return None
+
+
+def multiple_of(v: SSAValue, m: int) -> bool:
+    """Whether the index value `v` is a non-negative multiple of `m` by its definition: a
+    constant, a product with such a factor (the other factors are program ids, sizes or
+    loop values: non-negative), a sum of such terms."""
+    c = constant_int(v)
+    if c is not None:
+        return c >= 0 and c % m == 0
+    op = v.owner
+    if isinstance(op, arith.MuliOp):
+        return multiple_of(op.lhs, m) or multiple_of(op.rhs, m)
+    if isinstance(op, arith.AddiOp):
+        return multiple_of(op.lhs, m) and multiple_of(op.rhs, m)
+    return False

@@ -43,7 +43,7 @@ from xdsl.dialects.builtin import ModuleOp
 from xdsl.ir import Block, BlockArgument, Operation, Region, SSAValue
 from xdsl.passes import ModulePass
 
-from tawac.analysis.scalars import constant_int
+from tawac.analysis.scalars import constant_int, multiple_of
 from tawac.dialects import tile
 
 
@@ -64,22 +64,6 @@ def _same_value(a: SSAValue, b: SSAValue, depth: int = 0) -> bool:
     ):
         return False
     return all(_same_value(x, y, depth + 1) for x, y in zip(oa.operands, ob.operands, strict=True))
-
-
-def _multiple_of(v: SSAValue, step: int) -> bool:
-    """`v` is a non-negative multiple of `step`: a constant, or a product with a
-    constant multiple of it (of program ids, sizes)."""
-    c = constant_int(v)
-    if c is not None:
-        return c >= 0 and c % step == 0
-    op = v.owner
-    if isinstance(op, arith.MuliOp):
-        return any(
-            (k := constant_int(x)) is not None and k >= 0 and k % step == 0 for x in op.operands
-        )
-    if isinstance(op, arith.AddiOp):
-        return all(_multiple_of(x, step) for x in op.operands)
-    return False
 
 
 def _alike(o1: Operation, o2: Operation) -> bool:
@@ -181,7 +165,7 @@ def _fusable(l1: scf.ForOp, l2: scf.ForOp) -> bool:
     step1, step2 = constant_int(l1.step), constant_int(l2.step)
     if step1 is None or step1 != step2 or step1 <= 0:
         return False
-    if constant_int(l1.lb) != 0 or not _multiple_of(l1.ub, step1) or not _same_value(l1.ub, l2.lb):
+    if constant_int(l1.lb) != 0 or not multiple_of(l1.ub, step1) or not _same_value(l1.ub, l2.lb):
         return False
     if list(l2.iter_args) != list(l1.results):
         return False

@@ -35,15 +35,16 @@ from dataclasses import dataclass, field
 from xdsl.context import Context
 from xdsl.dialects import arith, scf
 from xdsl.dialects.builtin import DenseIntOrFPElementsAttr, IndexType, ModuleOp, TensorType
-from xdsl.ir import Operation, SSAValue
+from xdsl.ir import SSAValue
 from xdsl.passes import ModulePass
 from xdsl.rewriter import InsertPoint, Rewriter
 
-from tawac.analysis.grid import GRID_ATTR, to_attr
+from tawac.analysis.grid import DECOMPOSITION_ATTR, GRID_ATTR, GROUP_ATTR, to_attr
 from tawac.analysis.scalars import constant_int
 from tawac.diagnostics import CompileError
 from tawac.dialects import tile
 from tawac.schedule import widen as rule
+from tawac.target.hopper import HOPPER
 
 WIDEN_ATTR = "tawac.widen"
 
@@ -92,12 +93,13 @@ class _Facts:
 
     axes: _Axes = field(default_factory=_Axes)
     # (value, dim) of a tile dimension placed by a coordinate, and that coordinate
-    placed: list[tuple[_Key, SSAValue, Operation]] = field(default_factory=list)
+    placed: list[tuple[_Key, SSAValue]] = field(default_factory=list)
     # leading coordinates of loads and stores (one element of that dimension)
-    leading: list[tuple[SSAValue, Operation]] = field(default_factory=list)
+    leading: list[SSAValue] = field(default_factory=list)
     iotas: list[tile.IotaOp] = field(default_factory=list)
-    forbidden: list[tuple[_Key, str, Operation]] = field(default_factory=list)
-    refused: tuple[str, Operation] | None = None
+    # dimensions rows must not be, and what they are instead
+    forbidden: list[tuple[_Key, str]] = field(default_factory=list)
+    refused: str | None = None
 
 
 def _tie_same(axes: _Axes, values: list[SSAValue]) -> bool:
@@ -122,16 +124,15 @@ def _access(facts: _Facts, op: tile.LoadOp | tile.StoreOp) -> None:
     if rank is None:
         return
     lead = len(idx) - rank
-    for i in idx[:lead]:
-        facts.leading.append((i, op))
-    if op.stack is not None and op.stack.data > 1:
+    facts.leading.extend(idx[:lead])
+    if tile.stack_of(op) > 1:
         # a stacked tile's rows come from several heads: only its columns are plain
-        facts.leading.append((idx[lead], op))
-        facts.forbidden.append(((value, 0), "the rows of a stacked load", op))
-        facts.placed.append(((value, 1), idx[lead + 1], op))
+        facts.leading.append(idx[lead])
+        facts.forbidden.append(((value, 0), "the rows of a stacked load"))
+        facts.placed.append(((value, 1), idx[lead + 1]))
         return
     for d in range(rank):
-        facts.placed.append(((value, d), idx[lead + d], op))
+        facts.placed.append(((value, d), idx[lead + d]))
 
 
 def _walk(kernel: tile.KernelOp) -> _Facts:
@@ -151,13 +152,13 @@ def _walk(kernel: tile.KernelOp) -> _Facts:
             axes.union((op.rhs, rhs_n), (op.acc, 1))
             axes.union((op.acc, 1), (op.result, 1))
             axes.union((op.lhs, lhs_k), (op.rhs, rhs_k))
-            facts.forbidden.append(((op.lhs, lhs_k), "a dot's K", op))
-            facts.forbidden.append(((op.result, 1), "a dot's N", op))
+            facts.forbidden.append(((op.lhs, lhs_k), "a dot's K"))
+            facts.forbidden.append(((op.result, 1), "a dot's N"))
         elif isinstance(op, tile.ReduceOp):
             d = op.dim.data
             kept = 1 - d
             axes.union((op.source, kept), (op.result, 0))
-            facts.forbidden.append(((op.source, d), "a reduced dimension", op))
+            facts.forbidden.append(((op.source, d), "a reduced dimension"))
         elif isinstance(op, tile.BroadcastOp):
             axes.union((op.source, 0), (op.result, op.dim.data))
         elif isinstance(op, tile.IotaOp):
@@ -165,30 +166,30 @@ def _walk(kernel: tile.KernelOp) -> _Facts:
         elif isinstance(op, _FREE):
             if isinstance(op, arith.ConstantOp) and _rank(op.result) is not None:
                 if not isinstance(op.value, DenseIntOrFPElementsAttr) or not op.value.is_splat():
-                    facts.forbidden.append(((op.result, 0), "a constant tile", op))
-                    facts.forbidden.append(((op.result, 1), "a constant tile", op))
+                    facts.forbidden.append(((op.result, 0), "a constant tile"))
+                    facts.forbidden.append(((op.result, 1), "a constant tile"))
         elif isinstance(op, scf.ForOp):
             body = op.body.block
             for i, (init, res) in enumerate(zip(op.iter_args, op.results, strict=True)):
                 if not _tie_same(axes, [init, res, body.args[i + 1]]):
-                    facts.refused = ("a loop-carried value changes shape", op)
+                    facts.refused = "a loop-carried value changes shape"
         elif isinstance(op, scf.YieldOp):
             parent = op.parent_op()
             if not isinstance(parent, scf.ForOp | scf.IfOp):
-                facts.refused = (f"a yield in {parent.name if parent else 'nothing'}", op)
+                facts.refused = f"a yield in {parent.name if parent else 'nothing'}"
                 continue
             for v, res in zip(op.operands, parent.results, strict=True):
                 if not _tie_same(axes, [v, res]):
-                    facts.refused = ("a yielded value changes shape", op)
+                    facts.refused = "a yielded value changes shape"
         elif isinstance(op, scf.IfOp):
             continue
         elif not tensors:
             continue
         elif op.name.startswith(_ELEMENTWISE_DIALECTS) or isinstance(op, _ELEMENTWISE_TILE):
             if not _tie_same(axes, tensors):
-                facts.refused = (f"{op.name} mixes tile shapes", op)
+                facts.refused = f"{op.name} mixes tile shapes"
         else:
-            facts.refused = (f"{op.name} on a tile", op)
+            facts.refused = f"{op.name} on a tile"
     return facts
 
 
@@ -226,7 +227,7 @@ def _row_products(kernel: tile.KernelOp) -> tuple[list[arith.MuliOp], int] | str
 
 def analyse(kernel: tile.KernelOp) -> Widening | str:
     """How `kernel` widens along x (the module docstring), or why it does not."""
-    for attr in (GRID_ATTR, "tawac.group_heads", "tawac.decomposition", WIDEN_ATTR):
+    for attr in (GRID_ATTR, GROUP_ATTR, DECOMPOSITION_ATTR, WIDEN_ATTR):
         if attr in kernel.attributes:
             return f"the kernel is already decomposed ({attr})"
     found = _row_products(kernel)
@@ -236,30 +237,30 @@ def analyse(kernel: tile.KernelOp) -> Widening | str:
     m0s = {m.result for m in muls}
     facts = _walk(kernel)
     if facts.refused is not None:
-        return facts.refused[0]
+        return facts.refused
     axes = facts.axes
     for mul in muls:
         for use in mul.result.uses:
             op = use.operation
             if not isinstance(op, tile.LoadOp | tile.StoreOp | tile.IotaOp):
                 return f"the rows' origin is used by {op.name}"
-    if any(i in m0s for i, _ in facts.leading):
+    if any(i in m0s for i in facts.leading):
         return "the rows' origin is a leading coordinate"
-    seeds = [key for key, idx, _ in facts.placed if idx in m0s]
+    seeds = [key for key, idx in facts.placed if idx in m0s]
     if not seeds:
         return "no tile is placed at the rows' origin"
     root = axes.find(seeds[0])
     for key in seeds[1:]:
         axes.union(key, root)
     root = axes.find(root)
-    for key, idx, _ in facts.placed:
+    for key, idx in facts.placed:
         if axes.find(key) == root and idx not in m0s:
             return "a row dimension is placed at another coordinate"
     for it in facts.iotas:
         along = axes.find((it.result, it.dim.data)) == root
         if along != (it.offset in m0s):
             return "a tile.iota mixes the rows with other positions"
-    for key, what, _ in facts.forbidden:
+    for key, what in facts.forbidden:
         if axes.find(key) == root:
             return f"the rows are {what}"
     for v, d in list(axes.parent):
@@ -325,16 +326,16 @@ def widen_kernel(kernel: tile.KernelOp, by: int, smem_budget: int) -> int:
             raise CompileError(f"widen: cannot give one tile {by} programs of x: {found}", kernel)
         return 1
     if by == 0:
-        by = rule.programs_per_tile(found.rows, _loaded_bytes(kernel, found), smem_budget)
+        by = rule.programs_per_tile(found.rows, _widened_bytes(kernel, found), smem_budget)
         if by == 1:
             return 1
     rewrite(kernel, found, by)
     return by
 
 
-def _loaded_bytes(kernel: tile.KernelOp, w: Widening) -> tuple[int, int]:
-    """The bytes of every tile the kernel loads, as it is and with its rows doubled."""
-    now = wide = 0
+def _widened_bytes(kernel: tile.KernelOp, w: Widening) -> int:
+    """The bytes of every tile the kernel loads, with the rows doubled."""
+    wide = 0
     for op in kernel.walk():
         if not isinstance(op, tile.LoadOp) or _rank(op.result) is None:
             continue
@@ -342,9 +343,8 @@ def _loaded_bytes(kernel: tile.KernelOp, w: Widening) -> tuple[int, int]:
         assert isinstance(t, TensorType)
         n = t.element_count() * max(t.element_type.bitwidth // 8, 1)  # type: ignore[union-attr]
         rows = any(w.axes.find((op.result, d)) == w.root for d in range(t.get_num_dims()))
-        now += n
         wide += 2 * n if rows else n
-    return now, wide
+    return wide
 
 
 @dataclass(frozen=True)
@@ -356,8 +356,6 @@ class WidenPass(ModulePass):
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         if self.by < 0 or self.by > rule.MAX_PROGRAMS:
             raise CompileError(f"widen: by must be 0..{rule.MAX_PROGRAMS}, got {self.by}")
-        from tawac.target.hopper import HOPPER
-
         for kernel in [o for o in op.body.block.ops if isinstance(o, tile.KernelOp)]:
             widen_kernel(kernel, self.by, HOPPER.smem_per_block)
 

@@ -16,11 +16,11 @@ MAX_PROGRAMS = 4
 M64 = 64  # wgmma's M: the rows one consumer warp group issues
 
 
-def programs_per_tile(rows: int, loaded: tuple[int, int], smem_budget: int) -> int:
-    """Programs of x per tile for a kernel whose tiles have `rows` rows and whose loads
-    take `loaded` = (bytes as written, bytes with the rows doubled) of shared memory."""
+def programs_per_tile(rows: int, widened_bytes: int, smem_budget: int) -> int:
+    """Programs of x per tile for a kernel whose tiles have `rows` rows and whose loads,
+    with the rows doubled, take `widened_bytes` of shared memory."""
     if rows != M64:
         return 1
-    if 2 * loaded[1] > smem_budget:
+    if 2 * widened_bytes > smem_budget:
         return 1
     return 2

@@ -9,13 +9,12 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
 
-from xdsl.dialects import arith
 from xdsl.dialects.builtin import Float32Type, TensorType
 from xdsl.ir import BlockArgument, SSAValue
 
 from tawac.analysis.grid import workspace_of
 from tawac.analysis.identity import argument_name
-from tawac.analysis.scalars import constant_int
+from tawac.analysis.scalars import constant_int, multiple_of
 from tawac.backend_ptx.lowering.scalar import _LOG2E, select_frags
 from tawac.backend_ptx.lowering.state import (
     Frag,
@@ -236,20 +235,6 @@ def _store(k: KernelLowering, op: tile.StoreOp) -> None:
         k.guarded(ok, lambda a=addr, v=reg: k.emit(ptx.StGlobalOp(st_ty, a, v)))
 
 
-def _multiple_of(v: SSAValue, m: int) -> bool:
-    """Whether the index value `v` is a multiple of `m` by its definition: a constant, a
-    product with such a factor, a sum of such terms."""
-    c = constant_int(v)
-    if c is not None:
-        return c % m == 0
-    op = v.owner
-    if isinstance(op, arith.MuliOp):
-        return _multiple_of(op.lhs, m) or _multiple_of(op.rhs, m)
-    if isinstance(op, arith.AddiOp):
-        return _multiple_of(op.lhs, m) and _multiple_of(op.rhs, m)
-    return False
-
-
 def _workspace(k: KernelLowering, dest: SSAValue) -> bool:
     """Whether `dest` is a buffer the launcher allocates (split-K's partial tiles): its
     f32 stores stay per element (as pairs they cost split-K by 8 a spill)."""
@@ -268,7 +253,7 @@ def _vectors_fit(op: tile.StoreOp, columns: int) -> bool:
     gt = op.dest.type
     assert isinstance(gt, tile.GlobalTensorType)
     c = gt.rank - 1
-    if not _multiple_of(op.indices[c], columns):
+    if not multiple_of(op.indices[c], columns):
         return False
     if not op.bounds:
         return True
@@ -284,19 +269,11 @@ def _store_pairs(k: KernelLowering, op: tile.StoreOp, f: Frag, base: SSAValue) -
     streaming load, docs/perf.md). The destination is `aligned` (8-byte pairs need an
     8-byte aligned address)."""
     k.params.aligned(op.dest)
-    layout = f.layout
-    row_addr, cols, col0 = _tile_rows(k, op.dest, op.indices, layout, base, 4, op.bounds)
-    col_off: dict[int, tuple[SSAValue, SSAValue]] = {}
-    for i in range(0, layout.num_regs, 2):
-        dr, dc = layout.reg_offset(i)
-        rok, raddr = row_addr[dr]
-        if dc not in col_off:  # one column's offset live at a time
-            col = k.add_imm(col0, dc)
-            ok = k.r(ptx.SetpOp("lt", "s32", col, cols))
-            col_off = {dc: (ok, k.r(ptx.MulOp("s32", col, k.imm(4), mode="wide")))}
-        cok, coff = col_off[dc]
-        ok = k.r(ptx.AndOp("pred", rok, cok))
-        k.emit(ptx.StGlobalV2Op(k.r(ptx.AddOp("s64", raddr, coff)), f.regs[i], f.regs[i + 1], ok))
+    places = _tile_addresses(
+        k, op.dest, op.indices, f.layout, base, 4, lazy=True, bounds=op.bounds, step=2
+    )
+    for i, (ok, addr) in zip(range(0, f.layout.num_regs, 2), places, strict=True):
+        k.emit(ptx.StGlobalV2Op(addr, f.regs[i], f.regs[i + 1], ok))
 
 
 def _store_quads(k: KernelLowering, op: tile.StoreOp, f: Frag, base: SSAValue) -> None:
@@ -362,6 +339,7 @@ def _tile_addresses(
     lazy: bool = False,
     bounds: Sequence[SSAValue] = (),
     stack: int = 1,
+    step: int = 1,
 ) -> Iterator[tuple[SSAValue, SSAValue]]:
     """Per register of a 2-d tile in `layout` at `indices` of `dest` (its last two
     dimensions, from `base`, the address of the leading indices' element): whether the
@@ -370,7 +348,8 @@ def _tile_addresses(
     all up front (the live registers of a sum over many slices). `bounds` (a bounded
     `tile.store`'s, one per dimension): an element at or past one is outside too.
     `stack` > 1 (a stacked store): row t of the tile is row t % per of index t / per of
-    dimension rank-3 (per = rows / stack), also bounded by that dimension."""
+    dimension rank-3 (per = rows / stack), also bounded by that dimension. `step` 2:
+    only every other register (the first of each pair of adjacent columns)."""
     row_addr, cols, col0 = _tile_rows(k, dest, indices, layout, base, nbytes, bounds, stack)
     col_off: dict[int, tuple[SSAValue, SSAValue]] = {}
 
@@ -381,7 +360,7 @@ def _tile_addresses(
 
     if not lazy:
         col_off = {dc: column(dc) for dc in layout.col_offsets()}
-    for i in range(layout.num_regs):
+    for i in range(0, layout.num_regs, step):
         dr, dc = layout.reg_offset(i)
         rok, raddr = row_addr[dr]
         if dc not in col_off:
