@@ -11,6 +11,10 @@ float32 reference first.
                                               # N programs of x per tile (default 1:
                                               # the tile as named, not widened)
         [--shapes 3000x5000x2000,...]         # other shapes than --ms x the (N, K)s
+        [--l2 dirty|clean]   # how the L2 is emptied before each timed call: dirty
+                             # (default: triton's do_bench, a 256 MB memset, so the call
+                             # also writes back up to 50 MB of dirty lines) or clean
+                             # (256 MB read first: only the call's own traffic is timed)
 """
 
 from __future__ import annotations
@@ -33,13 +37,14 @@ def main() -> int:
 
     from tawac.driver import compile_cached
     from tawac.runtime import load_kernel
-    from tawac.runtime.runner import bench_ms, round_robin
+    from tawac.runtime.runner import FLUSH_BYTES, bench_clean_ms, bench_ms, round_robin
 
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--ms", default="1,16,64,128")
     ap.add_argument("--rounds", type=int, default=5)
     ap.add_argument("--configs", default="128x256x64,64x64x64,64x32x64,64x32x128")
     ap.add_argument("--shapes", default="", help="MxNxK,... instead of --ms x the (N, K)s")
+    ap.add_argument("--l2", choices=("dirty", "clean"), default="dirty")
     ap.add_argument(
         "--splitk", default="", help="K chunk lengths (1024,2048): the split-K experiment "
         "(benchmarks/data/gemm_splitk_partial.mlir, partials summed by torch) too"
@@ -73,7 +78,14 @@ def main() -> int:
         splits[f"split-K {kc}"] = (kc, load_kernel(built.cubin, json.loads(built.sidecar_text)))
     names = [*kernels, *splits, "tawac.torch (table)", "cublas"]
     print(f"# GEMM shapes, bf16, {datetime.date.today()}, {torch.cuda.get_device_name(0)}; "
-          "us (TB/s of B)")  # fmt: skip
+          f"us (TB/s of B); L2 emptied {args.l2} before each call")  # fmt: skip
+    flush = torch.ones(FLUSH_BYTES // 4, device="cuda") if args.l2 == "clean" else None
+
+    def timed(fn) -> float:
+        if flush is not None:
+            return bench_clean_ms(fn, 50.0, flush)
+        return bench_ms(fn, 10.0, 50.0)[0]
+
     print("| M x N x K | " + " | ".join(names) + " | best tile set / cublas | table / cublas |")
     print("|---|" + "---:|" * (len(names) + 2))
     ratios: list[float] = []
@@ -120,7 +132,7 @@ def main() -> int:
             calls["tawac.torch (table)"] = lambda a=a, b=b: table(a, b)
             samples = {s: [] for s in names}
             for i in round_robin(len(names), args.rounds):
-                samples[names[i]].append(bench_ms(calls[names[i]], 10.0, 50.0)[0])
+                samples[names[i]].append(timed(calls[names[i]]))
             us = {s: 1000 * statistics.median(v) for s, v in samples.items()}
             tbs = {s: n * k * 2 / (us[s] * 1e-6) / 1e12 for s in names}
             best = min(us[s] for s in kernels)

@@ -177,6 +177,43 @@ def bench_ms(fn: Callable[[], Any], warmup_ms: float = 25.0, rep_ms: float = 100
     return statistics.median(s.elapsed_time(e) for s, e in times), "cuda events"
 
 
+#: Bytes read before each call of `bench_clean_ms`: five times the H100's 50 MB L2.
+FLUSH_BYTES = 256 << 20
+
+
+def bench_clean_ms(fn: Callable[[], Any], rep_ms: float = 50.0, flush=None) -> float:
+    """Median milliseconds per call of `fn` with a cold and clean L2: before each call the
+    L2 is emptied by reading `FLUSH_BYTES` (a sum into a preallocated scalar), not by
+    writing them as `triton.testing.do_bench` does (a 256 MB memset: the L2 is then full
+    of dirty lines, which the timed call writes back to memory as it evicts them, about
+    50 MB of writes on top of its own traffic). CUDA events around the call only. `flush`:
+    the buffer to read (float32, at least `FLUSH_BYTES`), to share one between calls."""
+    import torch
+
+    if flush is None:
+        flush = torch.ones(FLUSH_BYTES // 4, device="cuda", dtype=torch.float32)
+    sink = torch.empty((), device="cuda", dtype=torch.float32)
+    fn()
+    torch.sum(flush, dim=0, out=sink)
+    torch.cuda.synchronize()
+    start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+    start.record()
+    fn()
+    end.record()
+    torch.cuda.synchronize()
+    est = max(start.elapsed_time(end), 1e-3)
+    times = []
+    for _ in range(max(10, int(rep_ms / est))):
+        s, e = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        torch.sum(flush, dim=0, out=sink)
+        s.record()
+        fn()
+        e.record()
+        times.append((s, e))
+    torch.cuda.synchronize()
+    return statistics.median(s.elapsed_time(e) for s, e in times)
+
+
 def index_values(spec: str, shape: tuple[int, ...], sizes: Mapping[str, int]):
     """An i32 index tensor of `shape` a benchmark names (a corpus entry's `indices`):
     `arange`, 0, 1, 2, ... in row-major order (a paged cache's block table: each
