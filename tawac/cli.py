@@ -590,6 +590,15 @@ def cache_clear_command() -> None:
     "--compile-only", is_flag=True, help="compile the candidates (fills the cache); no GPU"
 )
 @click.option(
+    "--l2",
+    type=click.Choice(["dirty", "clean"]),
+    default="dirty",
+    show_default=True,
+    help="how the L2 is emptied before each timed call: dirty (triton's do_bench, a 256 MB "
+    "memset: the call also writes back the dirty lines it evicts) or clean (a 256 MB read: "
+    "the call's own traffic only, as in a decode step); clean is recorded in the table",
+)
+@click.option(
     "--devices",
     type=click.IntRange(min=1),
     default=None,
@@ -599,7 +608,18 @@ def cache_clear_command() -> None:
 @_defines
 @_guard
 def tune(
-    source, sizes, space, jobs, table, rep_ms, schedule, compile_only, devices, no_cache, defines
+    source,
+    sizes,
+    space,
+    jobs,
+    table,
+    rep_ms,
+    schedule,
+    compile_only,
+    l2,
+    devices,
+    no_cache,
+    defines,
 ):
     """Find the fastest kernel parameters and pipeline options of SOURCE at each size:
     compile every candidate in parallel, check and time each on the GPU, write the best
@@ -625,6 +645,7 @@ def tune(
         defines=defines,
         use_cache=not no_cache,
         devices=devices,
+        l2=l2,
     )
 
 

@@ -69,6 +69,11 @@ from tawac.tuning import (
 MAX_CANDIDATES = 512
 #: Relative error to the float32 reference above which a candidate is a wrong result.
 TOLERANCE = 2e-2
+#: How the L2 is emptied before each timed call: "dirty", `triton.testing.do_bench`'s
+#: 256 MB memset (the call also writes back the dirty lines it evicts, about 50 MB on
+#: an H100), or "clean", a 256 MB read (`tawac.runtime.runner.bench_clean_ms`: only the
+#: call's own traffic; a decode step's L2 holds clean weights, not dirty lines).
+L2_MODES = ("dirty", "clean")
 
 #: Kernel parameter names, as tawac.params declares them.
 _PARAM_NAME = re.compile(r"[A-Z][A-Z0-9_]*\Z")
@@ -380,11 +385,13 @@ def measure_size(
     seed: int = 0,
     advance: Callable[[], None] = lambda: None,
     rounds: int = 3,
+    l2: str = "dirty",
 ) -> Timings:
     """Run, check and time each compiled kernel at `sizes` on the current CUDA device.
     The correct kernels are timed `rounds` times round-robin, each round starting one
     kernel later, and keep the median: the machine's drift (clocks under power limits)
-    falls on every candidate alike rather than on the last ones.
+    falls on every candidate alike rather than on the last ones. `l2`: how the L2 is
+    emptied before each timed call (`L2_MODES`).
 
     The reference is the interpreter in float32 over the first kernel's (the default
     configuration's, when it compiled) tile program; every kernel starts from the same
@@ -394,6 +401,7 @@ def measure_size(
     from tawac.runtime.interpret import interpret
     from tawac.runtime.launcher import LaunchError, load_kernel
     from tawac.runtime.runner import (
+        bench_clean_ms,
         bench_ms,
         logical_grid,
         make_args,
@@ -451,7 +459,10 @@ def measure_size(
     samples: list[list[float]] = [[] for _ in timed]
     order = round_robin(len(timed), rounds)
     for pos, j in enumerate(order):
-        samples[j].append(bench_ms(timed[j][1], rep_ms=rep_ms)[0])
+        if l2 == "clean":
+            samples[j].append(bench_clean_ms(timed[j][1], rep_ms=rep_ms))
+        else:
+            samples[j].append(bench_ms(timed[j][1], rep_ms=rep_ms)[0])
         if pos >= len(order) - len(timed):  # its last round
             advance()
     for (i, _, worst), times in zip(timed, samples, strict=True):
@@ -550,8 +561,10 @@ def table_entry(
     base_options: Mapping[str, Any],
     base_params: Mapping[str, int] | None = None,
     date: str | None = None,
+    l2: str = "dirty",
 ) -> dict[str, Any]:
-    """The table entry of a size's winner (with the fixed options and parameters)."""
+    """The table entry of a size's winner (with the fixed options and parameters); `l2`
+    "clean" is recorded (`"l2": "clean"`: its time was measured with a clean L2)."""
     w = result.winner
     assert w is not None
     bucket = dict(bucket_of(result.sizes))
@@ -567,6 +580,7 @@ def table_entry(
             **w.candidate.options,
         },
         "time_ms": w.time_ms,
+        **({"l2": l2} if l2 != "dirty" else {}),
         "tflops": w.tflops,
         "device": result.device,
         "date": date if date is not None else datetime.date.today().isoformat(),
@@ -750,6 +764,7 @@ def run_tune(
     compile_fn: Callable | None = None,
     measure_fn: Callable[..., Timings] | None = None,
     devices: int | None = None,
+    l2: str = "dirty",
     out=None,
     err=None,
 ) -> TuneResult:
@@ -811,7 +826,12 @@ def run_tune(
         raise CompileError(f"table folder {path.parent} does not exist")
     old = read_table(path)
 
+    if l2 not in L2_MODES:
+        raise CompileError(f"--l2 {l2!r}: one of {', '.join(L2_MODES)}")
     measure_fn = measure_fn if measure_fn is not None else measure_size
+    real = measure_fn is measure_size
+    if l2 != "dirty":
+        measure_fn = functools.partial(measure_fn, l2=l2)
     unique, _ = unique_kernels(result.compiled)
     if not result.compiled[0].ok:
         err.print(
@@ -820,7 +840,7 @@ def run_tune(
             markup=False,
         )
     if devices is None:
-        devices = device_count() if measure_fn is measure_size else 1
+        devices = device_count() if real else 1
     devices = max(1, min(devices, len(sizes)))
     on = f" on {devices} GPUs" if devices > 1 else ""
     err.print(f"timing {len(unique)} kernel(s) at {len(sizes)} size(s){on}", markup=False)
@@ -844,7 +864,7 @@ def run_tune(
 
     won = [r for r in result.sizes if r.winner is not None]
     if won:
-        entries = [table_entry(r, base, fixed) for r in won]
+        entries = [table_entry(r, base, fixed, l2=l2) for r in won]
         _note_shared_buckets(won, entries, err)
         table, stale = merge_table(
             old,
@@ -926,6 +946,7 @@ def tune_command(
     defines: Sequence[str] = (),
     use_cache: bool = True,
     devices: int | None = None,
+    l2: str = "dirty",
 ) -> TuneResult:
     """`tawac tune` from its command-line values (tawac/cli.py); `use_cache` False
     (`--no-cache`) compiles every candidate afresh and stores none; `devices`: GPUs timing
@@ -957,6 +978,7 @@ def tune_command(
         base_params=fixed,
         compile_fn=None if use_cache else functools.partial(compile_candidate, use_cache=False),
         devices=devices,
+        l2=l2,
         out=out,
         err=err,
     )

@@ -742,3 +742,25 @@ def test_a_candidate_that_spills_is_rejected():
     assert bad.error == "ptxas spills registers (4 bytes spill stores)"
     good = tn.compile_job(fake(clean), "k.mlir", cand, {})
     assert good.error is None and good.cubin == b"\x7fELF"
+
+
+def test_tune_with_a_clean_l2_times_that_way_and_records_it(tmp_path):
+    """`--l2 clean` reaches the timing function (every size) and the table's entries say
+    so; the default records nothing (the entries of older tables read as dirty)."""
+    source = _source(tmp_path)
+    seen = []
+
+    def measure(source, sizes, compiled, *, rep_ms, advance, l2="dirty"):
+        seen.append(l2)
+        return fake_measure(TIMES)(source, sizes, compiled, rep_ms=rep_ms, advance=advance)
+
+    sizes = [{"M": 1024}, {"M": 4096}]
+    res, _, _ = _tune(source, sizes, ["stages=3"], measure_fn=measure, l2="clean")
+    assert seen == ["clean", "clean"]
+    assert [e["l2"] for e in load_table(res.table_path)["entries"]] == ["clean", "clean"]
+    res, _, _ = _tune(source, [{"M": 1024}], ["stages=3"], measure_fn=measure)
+    assert seen[-1] == "dirty"
+    entries = load_table(res.table_path)["entries"]
+    assert "l2" not in entries[0] and entries[1]["l2"] == "clean"
+    with pytest.raises(CompileError, match="--l2 'warm'"):
+        _tune(source, [{"M": 1024}], ["stages=3"], measure_fn=measure, l2="warm")
