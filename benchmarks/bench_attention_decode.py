@@ -10,6 +10,8 @@ cache (bytes of K and V / time). Each tawac result is checked against SDPA first
         [--table]                  # also through tawac.torch with the shipped table
         [--write-table PATH]       # a tuning table of each shape's best configuration
         [--rounds 3]
+        [--l2 dirty|clean]         # the L2 emptied before each timed call by do_bench's
+                                   # 256 MB memset (default) or by a 256 MB read
 
 Prints one row per shape: tawac's best split and its time, each SDPA backend, the best
 SDPA, tawac / best SDPA (time ratio inverted: > 1 is faster), and the KV read rates.
@@ -91,6 +93,7 @@ def main() -> int:
     ap.add_argument("--table", action="store_true")
     ap.add_argument("--write-table", default="")
     ap.add_argument("--rounds", type=int, default=3)
+    ap.add_argument("--l2", choices=("dirty", "clean"), default="dirty")
     args = ap.parse_args()
 
     backends = {
@@ -100,7 +103,8 @@ def main() -> int:
     }
     h = args.heads
     dev = torch.cuda.get_device_name()
-    print(f"# {datetime.date.today()} {dev}; d128 bf16, H={h}; times in us (medians)")
+    print(f"# {datetime.date.today()} {dev}; d128 bf16, H={h}; times in us (medians); "
+          f"L2 emptied {args.l2} before each call")  # fmt: skip
     kernels: dict[tuple[str, int], object] = {}
 
     def kern(config: str, group: int):
@@ -132,7 +136,7 @@ def main() -> int:
                 for rows in _ints(args.rows):
                     shape = (b, h, hk, rows, keys)
                     configs = args.configs.split(",")
-                    r = _shape(shape, kern, table, backends, configs, args.rounds)
+                    r = _shape(shape, kern, table, backends, configs, args.rounds, args.l2)
                     if r is not None:
                         ratios.append(r[0])
                         best.append((shape, r[1], r[2]))
@@ -188,7 +192,9 @@ def _write_table(path: Path, best, device: str) -> None:
     print(f"# wrote {path} ({len(entries)} entries)")
 
 
-def _shape(shape, kern, table, backends, configs, rounds) -> tuple[float, str, float] | None:
+def _shape(
+    shape, kern, table, backends, configs, rounds, l2="dirty"
+) -> tuple[float, str, float] | None:
     """One row of the table; (tawac / best SDPA (time ratio, > 1 faster), tawac's best
     configuration, its time in us)."""
     import torch
@@ -213,7 +219,7 @@ def _shape(shape, kern, table, backends, configs, rounds) -> tuple[float, str, f
     ref = _sdpa(SDPBackend.FLASH_ATTENTION, q, k, v).float()
     checked(systems, o, ref, shape)
     add_sdpa(systems, backends, q, k, v)
-    med = {n: ms * 1e3 for n, ms in round_robin_medians(systems, rounds).items()}
+    med = {n: ms * 1e3 for n, ms in round_robin_medians(systems, rounds, l2=l2).items()}
     ours = {n: t for n, t in med.items() if n not in backends}
     theirs = {n: med[n] for n in backends if n in med}
     if not ours or not theirs:

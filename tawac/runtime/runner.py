@@ -124,13 +124,22 @@ def round_robin_medians(
     rounds: int,
     warmup_ms: float = 25.0,
     rep_ms: float = 100.0,
+    l2: str = "dirty",
 ) -> dict[str, float]:
     """Milliseconds per call of each of `calls`, timed `rounds` times round-robin
-    (`round_robin`, `bench_ms`), medians."""
+    (`round_robin`; `bench_ms`, or `bench_clean_ms` where `l2` is "clean"), medians."""
+    flush = None
+    if l2 == "clean":
+        import torch
+
+        flush = torch.ones(FLUSH_BYTES // 4, device="cuda", dtype=torch.float32)
     names = list(calls)
     samples: dict[str, list[float]] = {n: [] for n in names}
     for i in round_robin(len(names), rounds):
-        samples[names[i]].append(bench_ms(calls[names[i]], warmup_ms, rep_ms)[0])
+        if flush is not None:
+            samples[names[i]].append(bench_clean_ms(calls[names[i]], rep_ms, flush))
+        else:
+            samples[names[i]].append(bench_ms(calls[names[i]], warmup_ms, rep_ms)[0])
     return {n: statistics.median(v) for n, v in samples.items()}
 
 
