@@ -420,3 +420,26 @@ def test_every_example_assembles_under_the_solver(path):
     assert "0 bytes spill stores, 0 bytes spill loads" in report, report
     assert "0 bytes stack frame" in report, report
     assert "warning" not in report.lower(), report
+
+
+def test_mma_mufu_hold_holds_the_tensor_core_for_the_exponentials_after_an_mma():
+    """ptxas spreads the exponentials a schedule issues after an MMA that does not feed
+    them between its wgmmas. With `mma_mufu_hold` the MMA's tensor occupancy grows by
+    their issue time: the solver's bias schedule issues S = QK^T, then the previous
+    iteration's exponentials. The PV MMA before it meets an `scf.if` first and is left
+    alone. At 0 (the default) the lanes are as they were."""
+    from tawac.calibrate import prepare
+
+    p = prepare(REPO / "tests/data/attention_bias.mlir", {"BLOCK_N": 64}, "solver")
+    base = loop_lanes(p.kernel, p.plan)
+    held = loop_lanes(p.kernel, p.plan, target=dataclasses.replace(HOPPER, mma_mufu_hold=1.0))
+    assert HOPPER.mma_mufu_hold == 0.0
+    one, two = (next(ln for ln in lanes if ln.name == "consumer wg0") for lanes in (base, held))
+    steps = {s.label: (i, s) for i, s in enumerate(one.steps)}
+    s_dot, pv_dot, p_exp = steps["%s dot"], steps["%acc_new dot"], steps["%p exp2"]
+    assert s_dot[0] < p_exp[0]  # the exponentials come after S = QK^T in issue order
+    assert two.steps[s_dot[0]].occupancy == pytest.approx(s_dot[1].occupancy + p_exp[1].issue)
+    assert two.steps[pv_dot[0]].occupancy == pv_dot[1].occupancy
+    changed = [i for i, (a, b) in enumerate(zip(one.steps, two.steps, strict=True)) if a != b]
+    assert changed == [s_dot[0]]
+    assert simulate(held).ii > simulate(base).ii

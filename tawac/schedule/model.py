@@ -32,7 +32,13 @@ streaming loops):
   for the release of iteration j - D, given by every consumer lane's `aref.consumed` of
   iteration j - D + L: distance D - L ("empty %r"; `pipeline` guarantees L < D);
 - the tensor core, TMA, MUFU, FMA and shuffle units are per SM: the simulator shares them
-  between the lanes (two consumer warp groups' dots queue on one tensor core).
+  between the lanes (two consumer warp groups' dots queue on one tensor core);
+- ptxas spreads a consumer's exponentials between the wgmma instructions of the MMA
+  issued before them when they do not need its result (the SASS of the solver's
+  attention schedules: `1 HGMMA, 8 EX2, 1 HGMMA, ...`), so that MMA holds the tensor
+  core for `target.mma_mufu_hold` of their issue time on top of its own (`hold_mma`:
+  the MUFU steps after it in issue order, up to the next MMA or `scf.if`, that do not
+  depend on it within the trip; docs/perf.md, 2026-11-27).
 
 `model_intervals(kernel, plan)` simulates them (`TIMELINE_ITERATIONS` iterations) and
 returns each consumer main loop's steady-state interval: the model's price of a schedule
@@ -46,6 +52,7 @@ flight (cost.py's TMA figure is one L2-hit copy at a time).
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Mapping
 
 from xdsl.dialects import scf
@@ -189,6 +196,48 @@ class _Body:
                 )
                 self.steps[self.first[op]]["deps"].append(Dep("", key[0], distance, label))
 
+    def trip_dependents(self, i: int) -> set[int]:
+        """The steps that need step `i`'s result in the same trip of the loop (a dep of
+        distance d on a step of stage s' from a step of stage s is in the same trip when
+        d = s' - s), transitively; with `i`."""
+        found = {i}
+        grew = True
+        while grew:
+            grew = False
+            for j, st in enumerate(self.steps):
+                if j in found:
+                    continue
+                for d in st["deps"]:
+                    if d.lane or d.step not in found:
+                        continue
+                    if d.distance == self.steps[d.step]["stage"] - st["stage"]:
+                        found.add(j)
+                        grew = True
+                        break
+        return found
+
+    def hold_mma(self, share: float) -> None:
+        """Each MMA's tensor occupancy grows by `share` of the issue time of the MUFU
+        steps after it, up to the next MMA or `scf.if`, that do not need it within the
+        trip (module docstring: ptxas interleaves them into its wgmmas)."""
+        if share <= 0:
+            return
+        op_of = {k: op for op in self.ops for k in range(self.first[op], self.last[op] + 1)}
+        for i, st in enumerate(self.steps):
+            if st["cost"].unit != "tensor":
+                continue
+            needs = self.trip_dependents(i)
+            held = 0.0
+            for j in range(i + 1, len(self.steps)):
+                unit = self.steps[j]["cost"].unit
+                if unit == "tensor" or isinstance(op_of[j], scf.IfOp):
+                    break
+                if unit == "mufu" and j not in needs:
+                    held += self.steps[j]["cost"].issue
+            if held:
+                cost = st["cost"]
+                st["cost"] = dataclasses.replace(cost, occupancy=cost.occupancy + share * held)
+
     def positions(self, kind: type, r: SSAValue) -> list[int]:
         return [i for i, o in enumerate(self.ops) if isinstance(o, kind) and o.operands[0] == r]
 
@@ -236,6 +285,7 @@ def loop_lanes(
     for body in bodies.values():
         body.add_data_deps()
     consumer = bodies["consumer"]
+    consumer.hold_mma(target.mma_mufu_hold)
     producer = bodies.get("producer")
     names = [f"consumer wg{i}" for i in range(wgs)]
 

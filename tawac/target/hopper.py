@@ -164,6 +164,15 @@ class Target:
     #: L2 bandwidth); 0 and 0: the table's one-copy L2-hit latency scaled by the bytes.
     tma_fixed_cycles: float = 0.0
     tma_bytes_per_cycle: float = 0.0
+    #: The share of the issue time of a consumer's MUFU work that ptxas moves between
+    #: the wgmma instructions of the MMA issued before it (work that does not need the
+    #: MMA's result) during which the tensor core stays with that MMA
+    #: (`tawac.schedule.model`). 0: off. Replayed on the H100 corpus
+    #: (`scripts/replay_mma_mufu_hold.py`), 1.0 prices the bias attention's solver loop
+    #: within 3% (was -21%) and leaves one loop over 20% instead of three, but moves
+    #: `auto` onto the slower build of that program (docs/perf.md, 2026-11-27): off
+    #: until the corpus is measured under it.
+    mma_mufu_hold: float = 0.0
     #: The device and date the fitted figures come from ("" when uncalibrated).
     calibration: str = ""
 
@@ -173,6 +182,8 @@ class Target:
         recalibrated model plans anew)."""
         rows = ",".join(f"{c.op}={c.latency}/{c.throughput}" for c in self.costs)
         key = f"{rows};{self.mma_group_cycles};{self.get_cycles};{self.wg_issue_rate}"
+        if self.mma_mufu_hold:
+            key += f";hold={self.mma_mufu_hold}"
         if self.tma_fixed_cycles or self.tma_bytes_per_cycle:
             key += f";{self.tma_fixed_cycles};{self.tma_bytes_per_cycle}"
         if self.planner_errors:  # what the auto planner trusts
