@@ -1,0 +1,27 @@
+#!/usr/bin/env bash
+# Issue 23: tuning tables for the four prefill attention examples at the benchmark's
+# sizes (32k tokens; 16 heads at d128, 32 at d64; 1k, 4k, 16k keys) over the knobs
+# measured to win on some shapes (skip_rescale, exp2_fma, BLOCK_N), then
+# bench_attention.py --tuned against the defaults and cuDNN in the same run. The tables
+# go to $OUT (.whl carried).
+set -uo pipefail
+python3 -m pip install -q --no-index --no-deps --no-compile --target /tmp/site .whl/*.whl >/dev/null 2>&1
+export PYTHONPATH=/tmp/site:$PWD PATH=/usr/local/cuda/bin:/tmp/site/bin:$PATH TAWAC_CACHE_DIR=$PWD/.bench-cache
+nvidia-smi --query-gpu=name,clocks.sm --format=csv,noheader
+sizes() {  # D H
+  for s in 1024 4096 16384; do echo "--size B=$((32768 / s)),H=$2,S=$s,D=$1"; done
+}
+tune() {  # example D H [--space BLOCK_N=...] (the causal examples declare no parameters)
+  local ex=$1 d=$2 h=$3; shift 3
+  timeout ${TUNE_S:-170} python3 -m tawac.cli tune examples/$ex $(sizes $d $h) --rep-ms 50 "$@" \
+    --space skip_rescale=0,1 --space exp2_fma=0,4 2>&1 | grep -E "^table|rror" | tail -3
+}
+# PART=1: the d128 examples; 2: the d64 ones; 3: the benchmark (a call each: 10 minutes)
+case ${PART:-1} in
+1) tune attention.mlir 128 16 --space BLOCK_N=128,160
+   tune attention_causal.mlir 128 16 ;;
+2) tune attention_d64.mlir 64 32 --space BLOCK_N=64,128
+   tune attention_causal_d64.mlir 64 32 ;;
+3) timeout 500 python3 benchmarks/bench_attention.py --markdown --repeat 5 --tuned examples 2>&1 | tail -16 ;;
+esac
+cp examples/*.tune.json $OUT/
