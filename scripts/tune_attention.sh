@@ -11,17 +11,25 @@ nvidia-smi --query-gpu=name,clocks.sm --format=csv,noheader
 sizes() {  # D H
   for s in 1024 4096 16384; do echo "--size B=$((32768 / s)),H=$2,S=$s,D=$1"; done
 }
-tune() {  # example D H [--space BLOCK_N=...] (the causal examples declare no parameters)
+tune() {  # example D H [--space ...] (the causal examples declare no parameters)
   local ex=$1 d=$2 h=$3; shift 3
   timeout ${TUNE_S:-170} python3 -m tawac.cli tune examples/$ex $(sizes $d $h) --rep-ms 50 "$@" \
-    --space skip_rescale=0,1 --space exp2_fma=0,4 2>&1 | grep -E "^table|rror" | tail -3
+    2>&1 | grep -E "^table|rror" | tail -3
 }
+KNOBS="--space skip_rescale=0,1 --space exp2_fma=0,4"
 # PART=1: the d128 examples; 2: the d64 ones; 3: the benchmark (a call each: 10 minutes)
 case ${PART:-1} in
-1) tune attention.mlir 128 16 --space BLOCK_N=128,160
-   tune attention_causal.mlir 128 16 ;;
-2) tune attention_d64.mlir 64 32 --space BLOCK_N=64,128
-   tune attention_causal_d64.mlir 64 32 ;;
+1) tune attention.mlir 128 16 --space BLOCK_N=128,160 $KNOBS
+   tune attention_causal.mlir 128 16 $KNOBS ;;
+2) tune attention_d64.mlir 64 32 --space BLOCK_N=64,128 $KNOBS
+   tune attention_causal_d64.mlir 64 32 $KNOBS ;;
+# PART=4: a second pass with the planner and wider blocks in the space
+4) tune attention.mlir 128 16 --space BLOCK_N=128,160,176,192 --space skip_rescale=0,1 \
+     --space schedule=heuristic,solver
+   tune attention_causal.mlir 128 16 --space skip_rescale=0,1 --space schedule=heuristic,solver
+   tune attention_d64.mlir 64 32 --space BLOCK_M=128,192 --space BLOCK_N=64,128 \
+     --space schedule=heuristic,solver
+   tune attention_causal_d64.mlir 64 32 --space skip_rescale=0,1 --space schedule=heuristic,solver ;;
 3) timeout 500 python3 benchmarks/bench_attention.py --markdown --repeat 5 --tuned examples 2>&1 | tail -16 ;;
 esac
 cp examples/*.tune.json $OUT/
