@@ -137,7 +137,9 @@ def test_decode_refuses_another_ratio_of_heads():
 
 @pytest.mark.gpu
 @requires_gpu
-@pytest.mark.parametrize(("hk", "rows", "keys"), [(4, 1, 5000), (8, 16, 20000), (4, 3, 131072)])
+@pytest.mark.parametrize(
+    ("hk", "rows", "keys"), [(4, 1, 5000), (8, 16, 20000), (4, 3, 131072), (4, 1, 30000)]
+)
 def test_decode_through_tawac_torch_with_the_shipped_table(hk, rows, keys):
     """`tawac.torch` picks the configuration of the call's sizes from
     examples/attention_decode.tune.json: the group size (a parameter) and the split."""
