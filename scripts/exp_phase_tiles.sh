@@ -9,7 +9,7 @@ run() {  # name size source options...
   timeout 120 python3 -m tawac.cli run "$@" --size $size --trace-out /tmp/$name.json > /tmp/$name.log 2>&1 || tail -3 /tmp/$name.log
   timeout 60 python3 scripts/trace_excerpt.py /tmp/$name.json -o $OUT/$name.trace.json
 }
-for e in 1 8; do
+for e in ${EVERY:-1 8}; do
 run causal_heur_e$e B=8,H=16,S=4096,D=64 tests/data/attention_causal_d64_bn64.mlir --schedule heuristic --trace-every $e
 run d64_heur_e$e B=4,H=16,S=4096,D=64 examples/attention_d64.mlir -D BLOCK_M=128 -D BLOCK_N=64 --schedule heuristic --widen 1 --trace-every $e
 done

@@ -1,0 +1,67 @@
+"""How far the second consumer warp group runs ahead of the first, tile by tile, from a
+sampled trace (`tawac run --trace-every N --trace-out`): per SM, each tile's key loop
+(its iteration count restarts), the difference of the two groups' stamps of the same
+iteration, in iterations (negative: the second group ahead). Prints, for the k-th tile
+an SM runs, the quartiles over the SMs: is a lead there from the first tile, or does
+it build up from tile to tile? (issue 20, docs/perf.md 2026-11-27)
+
+    python3 scripts/phase_by_tile.py trace.json [--tiles 6]
+"""
+
+from __future__ import annotations
+
+import argparse
+import collections
+import json
+import statistics
+from pathlib import Path
+
+
+def tiles_of(events: list[dict]) -> list[list[tuple[int, float]]]:
+    """One track's iteration stamps (iteration, ts), split where the iteration restarts."""
+    out: list[list[tuple[int, float]]] = []
+    for e in sorted(events, key=lambda e: e["ts"]):
+        it = e["args"]["iteration"]
+        if not out or it <= out[-1][-1][0]:
+            out.append([])
+        out[-1].append((it, e["ts"]))
+    return out
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("trace")
+    ap.add_argument("--tiles", type=int, default=6)
+    args = ap.parse_args()
+    doc = json.loads(Path(args.trace).read_text())
+    tracks: dict[tuple, list[dict]] = collections.defaultdict(list)
+    for e in doc["traceEvents"]:
+        a = e.get("args", {})
+        stamp = e.get("ph") in ("X", "i") and e.get("name", "").startswith("iteration")
+        if stamp and "iteration" in a:
+            tracks[(e["pid"], e["name"], e["tid"])].append(e)
+    by_k: dict[int, list[float]] = collections.defaultdict(list)
+    for (pid, name, tid), evs in tracks.items():
+        if tid != 1 or (pid, name, 2) not in tracks:
+            continue
+        one, two = tiles_of(evs), tiles_of(tracks[(pid, name, 2)])
+        for k, (a, b) in enumerate(zip(one, two, strict=False)):
+            da, db = dict(a), dict(b)
+            common = sorted(set(da) & set(db))
+            if len(common) < 2:
+                continue
+            period = (da[common[-1]] - da[common[0]]) / (common[-1] - common[0])
+            if period <= 0:
+                continue
+            first = common[0]
+            by_k[k].append((db[first] - da[first]) / period)
+    for k in sorted(by_k)[: args.tiles]:
+        v = by_k[k]
+        q = statistics.quantiles(v, n=4) if len(v) > 3 else v
+        print(f"tile {k}: {len(v)} SMs, second - first at the first stamp (iterations): "
+              f"quartiles {', '.join(f'{x:+.2f}' for x in q)}")  # fmt: skip
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
