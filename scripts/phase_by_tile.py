@@ -5,7 +5,10 @@ iteration, in iterations (negative: the second group ahead). Prints, for the k-t
 an SM runs, the quartiles over the SMs: is a lead there from the first tile, or does
 it build up from tile to tile? (issue 20, docs/perf.md 2026-11-27)
 
-    python3 scripts/phase_by_tile.py trace.json [--tiles 6]
+    python3 scripts/phase_by_tile.py trace.json [--tiles 6] [--within 6]
+
+`--within N`: also the offset at each of the first tile's last N stamps and the second
+tile's first N (medians over the SMs): where in the first tile the lead appears.
 """
 
 from __future__ import annotations
@@ -32,6 +35,7 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("trace")
     ap.add_argument("--tiles", type=int, default=6)
+    ap.add_argument("--within", type=int, default=0)
     args = ap.parse_args()
     doc = json.loads(Path(args.trace).read_text())
     tracks: dict[tuple, list[dict]] = collections.defaultdict(list)
@@ -41,6 +45,7 @@ def main() -> int:
         if stamp and "iteration" in a:
             tracks[(e["pid"], e["name"], e["tid"])].append(e)
     by_k: dict[int, list[float]] = collections.defaultdict(list)
+    within: dict[tuple[int, int], list[float]] = collections.defaultdict(list)
     for (pid, name, tid), evs in tracks.items():
         if tid != 1 or (pid, name, 2) not in tracks:
             continue
@@ -55,11 +60,19 @@ def main() -> int:
                 continue
             first = common[0]
             by_k[k].append((db[first] - da[first]) / period)
+            if k < 2 and args.within:
+                picked = common[-args.within :] if k == 0 else common[: args.within]
+                for pos, it in enumerate(picked):
+                    key = (k, pos - len(picked) if k == 0 else pos)
+                    within[key].append((db[it] - da[it]) / period)
     for k in sorted(by_k)[: args.tiles]:
         v = by_k[k]
         q = statistics.quantiles(v, n=4) if len(v) > 3 else v
         print(f"tile {k}: {len(v)} SMs, second - first at the first stamp (iterations): "
               f"quartiles {', '.join(f'{x:+.2f}' for x in q)}")  # fmt: skip
+    for (k, pos), v in sorted(within.items()):
+        where = f"tile 0, stamp {pos} from the end" if k == 0 else f"tile 1, stamp {pos}"
+        print(f"{where}: median {statistics.median(v):+.2f} iterations over {len(v)} SMs")
     return 0
 
 
