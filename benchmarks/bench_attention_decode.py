@@ -82,6 +82,7 @@ def main() -> int:
 
     from tawac.driver import compile_cached
     from tawac.runtime import load_kernel
+    from tawac.runtime.runner import L2_MODES
 
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--rows", default="1,4,16")
@@ -93,7 +94,7 @@ def main() -> int:
     ap.add_argument("--table", action="store_true")
     ap.add_argument("--write-table", default="")
     ap.add_argument("--rounds", type=int, default=3)
-    ap.add_argument("--l2", choices=("dirty", "clean"), default="dirty")
+    ap.add_argument("--l2", choices=L2_MODES, default="dirty")
     args = ap.parse_args()
 
     backends = {

@@ -37,14 +37,14 @@ def main() -> int:
 
     from tawac.driver import compile_cached
     from tawac.runtime import load_kernel
-    from tawac.runtime.runner import FLUSH_BYTES, bench_clean_ms, bench_ms, round_robin
+    from tawac.runtime.runner import L2_MODES, round_robin, timer
 
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--ms", default="1,16,64,128")
     ap.add_argument("--rounds", type=int, default=5)
     ap.add_argument("--configs", default="128x256x64,64x64x64,64x32x64,64x32x128")
     ap.add_argument("--shapes", default="", help="MxNxK,... instead of --ms x the (N, K)s")
-    ap.add_argument("--l2", choices=("dirty", "clean"), default="dirty")
+    ap.add_argument("--l2", choices=L2_MODES, default="dirty")
     ap.add_argument(
         "--splitk", default="", help="K chunk lengths (1024,2048): the split-K experiment "
         "(benchmarks/data/gemm_splitk_partial.mlir, partials summed by torch) too"
@@ -79,12 +79,7 @@ def main() -> int:
     names = [*kernels, *splits, "tawac.torch (table)", "cublas"]
     print(f"# GEMM shapes, bf16, {datetime.date.today()}, {torch.cuda.get_device_name(0)}; "
           f"us (TB/s of B); L2 emptied {args.l2} before each call")  # fmt: skip
-    flush = torch.ones(FLUSH_BYTES // 4, device="cuda") if args.l2 == "clean" else None
-
-    def timed(fn) -> float:
-        if flush is not None:
-            return bench_clean_ms(fn, 50.0, flush)
-        return bench_ms(fn, 10.0, 50.0)[0]
+    time = timer(args.l2)
 
     print("| M x N x K | " + " | ".join(names) + " | best tile set / cublas | table / cublas |")
     print("|---|" + "---:|" * (len(names) + 2))
@@ -132,7 +127,7 @@ def main() -> int:
             calls["tawac.torch (table)"] = lambda a=a, b=b: table(a, b)
             samples = {s: [] for s in names}
             for i in round_robin(len(names), args.rounds):
-                samples[names[i]].append(timed(calls[names[i]]))
+                samples[names[i]].append(time(calls[names[i]], 10.0, 50.0))
             us = {s: 1000 * statistics.median(v) for s, v in samples.items()}
             tbs = {s: n * k * 2 / (us[s] * 1e-6) / 1e12 for s in names}
             best = min(us[s] for s in kernels)

@@ -130,18 +130,15 @@ def _tawac_alt(causal: bool, config: str):
 
 
 def _tawac_tile(causal: bool, fp16: bool = False):
-    import tempfile
-
     from tawac.driver import compile_cached
     from tawac.runtime import load_kernel
 
     path = ROOT / f"examples/attention{'_causal' if causal else ''}.mlir"
     params = None if causal else {"BLOCK_M": BLOCK, "BLOCK_N": BLOCK}
+    text = path.read_text()
     if fp16:  # the example with every bf16 tile and tensor as f16
-        path_16 = Path(tempfile.mkdtemp()) / path.name.replace(".mlir", "_f16.mlir")
-        path_16.write_text(path.read_text().replace("bf16", "f16"))
-        path = path_16
-    built = compile_cached(path, params=params, cubin=True)
+        text = text.replace("bf16", "f16")
+    built = compile_cached(path, params=params, text=text, cubin=True)
     kernel = load_kernel(built.cubin, json.loads(built.sidecar_text))
 
     def run(q, k, v, scale, m, o):

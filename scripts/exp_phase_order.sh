@@ -2,19 +2,13 @@
 # Issue 20: does the tile order put the heuristic's attention loops in a convoy? Loop
 # cycles and the consumer warp groups' phase under other orders (group_m, persistent).
 set -uo pipefail
-python3 -m pip install -q --no-index --no-deps --no-compile --target /tmp/site .whl/*.whl >/dev/null 2>&1
-export PYTHONPATH=/tmp/site:$PWD PATH=/usr/local/cuda/bin:/tmp/site/bin:$PATH TAWAC_CACHE_DIR=$PWD/.bench-cache
+. scripts/phase_env.sh
 nvidia-smi --query-gpu=name,clocks.sm --format=csv,noheader
-run() {  # name size source options...
-  local name=$1 size=$2; shift 2
-  timeout 120 python3 -m tawac.cli run "$@" --size $size --trace-every 8 --trace-out /tmp/$name.json > /tmp/$name.log 2>&1 || tail -3 /tmp/$name.log
-  echo "$name: $(python3 scripts/phase_offsets.py /tmp/$name.json)"
-}
 D64=B=4,H=16,S=4096,D=64
 C64=B=8,H=16,S=4096,D=64
 for o in "--group-m 1" "--group-m 64" "--no-persistent"; do
-  run "d64_heur$o" $D64 examples/attention_d64.mlir -D BLOCK_M=128 -D BLOCK_N=64 --schedule heuristic --widen 1 $o
-  run "causal_heur$o" $C64 tests/data/attention_causal_d64_bn64.mlir --schedule heuristic $o
+  phased "d64_heur$o" $D64 examples/attention_d64.mlir -D BLOCK_M=128 -D BLOCK_N=64 --schedule heuristic --widen 1 $o
+  phased "causal_heur$o" $C64 tests/data/attention_causal_d64_bn64.mlir --schedule heuristic $o
 done
 timeout 300 python3 benchmarks/bench_corpus.py --only attention_d64_128x64,attention_bias_d128_128x64,attention_causal_d64_128x64 \
   --planners heuristic,heuristic:group-m=1,heuristic:group-m=64,heuristic:persistent=0 --trace-every 8 --rounds 5 \

@@ -55,7 +55,7 @@ from tawac.diagnostics import CompileError
 from tawac.files import write_atomic
 from tawac.options import KNOBS, knob
 from tawac.runtime.devices import device_count, per_device
-from tawac.runtime.runner import parse_sizes, require_hopper
+from tawac.runtime.runner import L2_MODES, parse_sizes, require_hopper
 from tawac.tuning import (
     TABLE_FORMAT,
     UNSTATED,
@@ -69,11 +69,6 @@ from tawac.tuning import (
 MAX_CANDIDATES = 512
 #: Relative error to the float32 reference above which a candidate is a wrong result.
 TOLERANCE = 2e-2
-#: How the L2 is emptied before each timed call: "dirty", `triton.testing.do_bench`'s
-#: 256 MB memset (the call also writes back the dirty lines it evicts, about 50 MB on
-#: an H100), or "clean", a 256 MB read (`tawac.runtime.runner.bench_clean_ms`: only the
-#: call's own traffic; a decode step's L2 holds clean weights, not dirty lines).
-L2_MODES = ("dirty", "clean")
 
 #: Kernel parameter names, as tawac.params declares them.
 _PARAM_NAME = re.compile(r"[A-Z][A-Z0-9_]*\Z")
@@ -391,7 +386,7 @@ def measure_size(
     The correct kernels are timed `rounds` times round-robin, each round starting one
     kernel later, and keep the median: the machine's drift (clocks under power limits)
     falls on every candidate alike rather than on the last ones. `l2`: how the L2 is
-    emptied before each timed call (`L2_MODES`).
+    emptied before each timed call (`tawac.runtime.runner.timer`).
 
     The reference is the interpreter in float32 over the first kernel's (the default
     configuration's, when it compiled) tile program; every kernel starts from the same
@@ -401,12 +396,11 @@ def measure_size(
     from tawac.runtime.interpret import interpret
     from tawac.runtime.launcher import LaunchError, load_kernel
     from tawac.runtime.runner import (
-        bench_clean_ms,
-        bench_ms,
         logical_grid,
         make_args,
         relative_error,
         round_robin,
+        timer,
     )
 
     ref = compiled[0]
@@ -458,11 +452,9 @@ def measure_size(
         rows.append(Measured(c.candidate, error=worst))
     samples: list[list[float]] = [[] for _ in timed]
     order = round_robin(len(timed), rounds)
+    time = timer(l2)
     for pos, j in enumerate(order):
-        if l2 == "clean":
-            samples[j].append(bench_clean_ms(timed[j][1], rep_ms=rep_ms))
-        else:
-            samples[j].append(bench_ms(timed[j][1], rep_ms=rep_ms)[0])
+        samples[j].append(time(timed[j][1], 25.0, rep_ms))
         if pos >= len(order) - len(timed):  # its last round
             advance()
     for (i, _, worst), times in zip(timed, samples, strict=True):

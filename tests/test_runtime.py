@@ -455,3 +455,21 @@ def test_round_robin_medians_times_each_call_in_rotation(monkeypatch):
     med = runner.round_robin_medians({"a": lambda: "a", "b": lambda: "b"}, 3)
     assert med == {"a": 2.0, "b": 5.0}
     assert order == ["a", "b", "b", "a", "a", "b"]
+
+
+def test_timer_times_through_bench_ms_unless_the_l2_is_clean(monkeypatch):
+    """`timer("dirty")` is `bench_ms` (its median, the warm-up and repetitions passed on);
+    a mode other than dirty or clean is refused before anything is allocated."""
+    from tawac.runtime import runner
+
+    seen = []
+
+    def fake(fn, warmup_ms, rep_ms):
+        seen.append((fn(), warmup_ms, rep_ms))
+        return 1.5, "fake"
+
+    monkeypatch.setattr(runner, "bench_ms", fake)
+    assert runner.timer("dirty")(lambda: "x", 10.0, 50.0) == 1.5
+    assert seen == [("x", 10.0, 50.0)]
+    with pytest.raises(ValueError, match="l2 'warm': one of dirty, clean"):
+        runner.timer("warm")

@@ -127,19 +127,12 @@ def round_robin_medians(
     l2: str = "dirty",
 ) -> dict[str, float]:
     """Milliseconds per call of each of `calls`, timed `rounds` times round-robin
-    (`round_robin`; `bench_ms`, or `bench_clean_ms` where `l2` is "clean"), medians."""
-    flush = None
-    if l2 == "clean":
-        import torch
-
-        flush = torch.ones(FLUSH_BYTES // 4, device="cuda", dtype=torch.float32)
+    (`round_robin`; `timer(l2)`), medians."""
+    time = timer(l2)
     names = list(calls)
     samples: dict[str, list[float]] = {n: [] for n in names}
     for i in round_robin(len(names), rounds):
-        if flush is not None:
-            samples[names[i]].append(bench_clean_ms(calls[names[i]], rep_ms, flush))
-        else:
-            samples[names[i]].append(bench_ms(calls[names[i]], warmup_ms, rep_ms)[0])
+        samples[names[i]].append(time(calls[names[i]], warmup_ms, rep_ms))
     return {n: statistics.median(v) for n, v in samples.items()}
 
 
@@ -221,6 +214,27 @@ def bench_clean_ms(fn: Callable[[], Any], rep_ms: float = 50.0, flush=None) -> f
         times.append((s, e))
     torch.cuda.synchronize()
     return statistics.median(s.elapsed_time(e) for s, e in times)
+
+
+#: How the L2 is emptied before each timed call (`timer`): "dirty", `bench_ms`
+#: (`triton.testing.do_bench`'s 256 MB memset: the call also writes back the dirty lines
+#: it evicts, about 50 MB on an H100), or "clean", `bench_clean_ms` (a 256 MB read: only
+#: the call's own traffic; a decode step's L2 holds clean weights, not dirty lines).
+L2_MODES = ("dirty", "clean")
+
+
+def timer(l2: str = "dirty") -> Callable[[Callable[[], Any], float, float], float]:
+    """`time(fn, warmup_ms, rep_ms)`: milliseconds per call of `fn` (a median), with the L2
+    emptied before each call as `l2` says (`L2_MODES`); "clean" reads one flush buffer,
+    allocated here, for every call it times."""
+    if l2 not in L2_MODES:
+        raise ValueError(f"l2 {l2!r}: one of {', '.join(L2_MODES)}")
+    if l2 == "dirty":
+        return lambda fn, warmup_ms, rep_ms: bench_ms(fn, warmup_ms, rep_ms)[0]
+    import torch
+
+    flush = torch.ones(FLUSH_BYTES // 4, device="cuda", dtype=torch.float32)
+    return lambda fn, warmup_ms, rep_ms: bench_clean_ms(fn, rep_ms, flush)
 
 
 def index_values(spec: str, shape: tuple[int, ...], sizes: Mapping[str, int]):
