@@ -1,11 +1,14 @@
-"""Replay of `Target.mma_mufu_hold` (an MMA holds the tensor core while ptxas spreads
-the independent exponentials issued after it between its wgmmas) on a stored corpus run:
-the model's error on every traced loop, and the build the `auto` planner would pick for
-each program against the run's measured heuristic and solver times, without and with the
-rule (docs/perf.md, 2026-11-27).
+"""Replay of cost-model figures on a stored corpus run: the model's error on every traced
+loop, and the build the `auto` planner would pick for each program against the run's
+measured heuristic and solver times, for the shipped target and for each variant given
+(`--set` of `Target` fields, e.g. `Target.mma_mufu_hold`: an MMA holds the tensor core
+while ptxas spreads the independent exponentials issued after it between its wgmmas;
+`Target.phase_leads`: the starts the consumer warp groups are priced from; docs/perf.md,
+2026-11-27).
 
-    python3 scripts/replay_mma_mufu_hold.py [--hold 1.0] [RUN.json ...]
-        # default: the four parts of docs/data/corpus-h100-2026-11-26-s13
+    python3 scripts/replay_model.py [--set mma_mufu_hold=1.0 --set phase_leads=0,1 ...]
+        [--variant "mma_mufu_hold=1.0;phase_leads=0,1"] [--no-picks] [RUN.json ...]
+        # default runs: the four parts of docs/data/corpus-h100-2026-11-26-s13
 """
 
 from __future__ import annotations
@@ -40,12 +43,28 @@ def _auto_picks(corpus: list[dict], rows: dict) -> list[tuple[str, str, float, f
     return out
 
 
+def _variant(text: str) -> dict:
+    """`field=value;field=value` as `Target` field values (a tuple field: commas)."""
+    from tawac.target import HOPPER
+
+    out: dict = {}
+    for item in filter(None, text.split(";")):
+        name, _, value = item.partition("=")
+        kept = getattr(HOPPER, name.strip())
+        if isinstance(kept, tuple):
+            out[name.strip()] = tuple(float(v) for v in value.split(","))
+        else:
+            out[name.strip()] = type(kept)(value)
+    return out
+
+
 def main() -> None:
     from tawac import calibrate
     from tawac.target import HOPPER
 
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--hold", type=float, default=1.0)
+    ap.add_argument("--variant", action="append", default=[])
+    ap.add_argument("--no-picks", action="store_true")
     ap.add_argument("runs", nargs="*")
     args = ap.parse_args()
     files = args.runs or sorted(
@@ -55,23 +74,28 @@ def main() -> None:
     corpus = json.loads((ROOT / "corpus/corpus.json").read_text())["programs"]
     rows = {r["name"]: r for d in docs for r in d["rows"]}
     preps = calibrate.prepare_all(calibrate.observations_from_bench(docs, corpus))
-    for hold in (HOPPER.mma_mufu_hold, args.hold):
-        target = dataclasses.replace(HOPPER, mma_mufu_hold=hold)
+    for text in ["", *args.variant]:
+        changes = _variant(text)
+        target = dataclasses.replace(HOPPER, **changes)
         errs = calibrate.errors(preps, target)
         s = calibrate.summary(errs)
         over = sorted((o for o in errs if abs(o[1]) > 0.2), key=lambda x: -abs(x[1]))
-        print(f"hold {hold}: loops {s['loops']}, median {s['median']:.1%}, worst "
+        print(f"{text or 'shipped'}: loops {s['loops']}, median {s['median']:.1%}, worst "
               f"{s['worst']:.1%}, score {calibrate.score(errs):.4f}")  # fmt: skip
         for o, e in over:
             print(f"    over 20%: {o.name} {o.config} loop {o.k}: {e:+.1%}")
+        if args.no_picks:
+            continue
         # The auto planner prices with the shared target (its default argument): the
-        # replay sets the figure on it for the picks, then puts it back.
-        kept = HOPPER.mma_mufu_hold
-        object.__setattr__(HOPPER, "mma_mufu_hold", hold)
+        # replay sets the figures on it for the picks, then puts them back.
+        kept = {k: getattr(HOPPER, k) for k in changes}
+        for k, v in changes.items():
+            object.__setattr__(HOPPER, k, v)
         try:
             picks = _auto_picks(corpus, rows)
         finally:
-            object.__setattr__(HOPPER, "mma_mufu_hold", kept)
+            for k, v in kept.items():
+                object.__setattr__(HOPPER, k, v)
         ratios = []
         for name, chosen, h, sv in picks:
             ratio = min(h, sv) / (sv if chosen == "solver" else h)

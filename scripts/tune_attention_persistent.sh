@@ -2,9 +2,11 @@
 # Issue 23: the prefill tables with the persistent loop over tiles in the space. Without it
 # the heuristic's two consumer warp groups left their lockstep and a d64 128x64 kernel ran
 # 9% faster (docs/perf.md, 2026-11-27, "The phase and the tile order"). Tunes the four
-# examples at the benchmark's sizes over persistent=0,1 with the knobs the shipped tables
-# chose between (PART=1: d128, PART=2: d64), then PART=3 times the tables against the
-# defaults and cuDNN in one run. The tables go to $OUT (.whl carried).
+# examples at the benchmark's sizes over persistent, tile_prefetch and tma_store (what
+# the shared memory holds besides the K/V rings; scripts/exp_persistent_lock.sh) with the
+# knobs the shipped tables chose between (PART=1: d128, PART=2: d64), then PART=3 times
+# the tables against the defaults and cuDNN in one run. The tables go to $OUT (.whl
+# carried).
 set -uo pipefail
 python3 -m pip install -q --no-index --no-deps --no-compile --target /tmp/site .whl/*.whl >/dev/null 2>&1
 export PYTHONPATH=/tmp/site:$PWD PATH=/usr/local/cuda/bin:/tmp/site/bin:$PATH TAWAC_CACHE_DIR=$PWD/.bench-cache
@@ -14,8 +16,9 @@ sizes() {  # D H
 }
 tune() {  # example D H [--space ...]
   local ex=$1 d=$2 h=$3; shift 3
-  timeout ${TUNE_S:-280} python3 -m tawac.cli tune examples/$ex $(sizes $d $h) --rep-ms 50 \
-    --space persistent=0,1 "$@" 2>&1 | grep -vE "^\s*$" | tail -12
+  timeout ${TUNE_S:-290} python3 -m tawac.cli tune examples/$ex $(sizes $d $h) --rep-ms 100 \
+    --space persistent=0,1 --space tile_prefetch=0,1 --space tma_store=0,1 "$@" 2>&1 \
+    | grep -E "best|^table|rror" | tail -8
 }
 case ${PART:-1} in
 1) tune attention.mlir 128 16 --space BLOCK_N=128,160 --space skip_rescale=0,1

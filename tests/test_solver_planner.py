@@ -443,3 +443,32 @@ def test_mma_mufu_hold_holds_the_tensor_core_for_the_exponentials_after_an_mma()
     changed = [i for i, (a, b) in enumerate(zip(one.steps, two.steps, strict=True)) if a != b]
     assert changed == [s_dot[0]]
     assert simulate(held).ii > simulate(base).ii
+
+
+def test_phase_leads_price_a_loop_whose_trips_vary_from_both_starts():
+    """`Target.phase_leads` prices a main loop whose trip count changes from tile to tile
+    (a causal key loop ends at the diagonal: `trips_vary`) at the mean of its
+    steady-state intervals from those starts of the first consumer warp group; the
+    heuristic's d64 128x64 loop has two (in phase, and one iteration apart: the
+    measured causal kernel's). A loop of fixed trips keeps the in-phase price, and the
+    default, (0.0,), leaves every price as it was (docs/perf.md, 2026-11-27)."""
+    from tawac.calibrate import prepare
+    from tawac.schedule.model import model_intervals, role_loops, trips_vary
+
+    leads = dataclasses.replace(HOPPER, phase_leads=(0.0, 1.0))
+    assert HOPPER.phase_leads == (0.0,)
+    assert "leads=" in leads.model_key and "leads=" not in HOPPER.model_key
+    causal = prepare(REPO / "tests/data/attention_causal_d64_bn64.mlir", {}, "heuristic")
+    plain = prepare(REPO / "examples/attention_d64.mlir",
+                    {"BLOCK_M": 128, "BLOCK_N": 64}, "heuristic")  # fmt: skip
+    assert trips_vary(role_loops(causal.kernel, "consumer")[0])
+    assert not trips_vary(role_loops(plain.kernel, "consumer")[0])
+    (in_phase,) = model_intervals(causal.kernel, causal.plan)
+    (mean,) = model_intervals(causal.kernel, causal.plan, target=leads)
+    lanes = loop_lanes(causal.kernel, causal.plan)
+    apart = simulate(lanes, 24, {"consumer wg0": in_phase}).ii
+    assert apart < 0.9 * in_phase  # the second steady state is faster
+    assert mean == pytest.approx((in_phase + apart) / 2)
+    assert model_intervals(plain.kernel, plain.plan, target=leads) == model_intervals(
+        plain.kernel, plain.plan
+    )

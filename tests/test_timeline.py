@@ -121,6 +121,20 @@ def test_invalid_lanes():
         simulate([Lane("wg", "consumer", (Step("a", "alu", 1, 1, 1, (Dep("x", 0),)),))], 4)
 
 
+def test_a_delayed_lane_starts_late_and_the_delay_names_a_lane():
+    """`delays` holds a lane back at the start (the phase two warp groups enter a loop
+    at): its first step starts at the delay, the others at 0; naming no lane is an
+    error."""
+    work = Step("work", "alu", 10, 0, 10)  # never contended
+    lanes = [Lane(f"consumer wg{i}", "consumer", (work,)) for i in (0, 1)]
+    tl = simulate(lanes, 4, {"consumer wg0": 25.0})
+    first = {ln: min(r.start for r in tl.runs_of(ln)) for ln in ("consumer wg0", "consumer wg1")}
+    assert first == {"consumer wg0": 25.0, "consumer wg1": 0.0}
+    assert simulate(lanes, 4).runs_of("consumer wg0")[0].start == 0.0
+    with pytest.raises(ValueError, match="delays name no lane: wg9"):
+        simulate(lanes, 4, {"wg9": 1.0})
+
+
 def _toy_attention() -> list[Lane]:
     def consumer(name: str) -> Lane:
         return Lane(

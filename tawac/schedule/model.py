@@ -42,7 +42,10 @@ streaming loops):
 
 `model_intervals(kernel, plan)` simulates them (`TIMELINE_ITERATIONS` iterations) and
 returns each consumer main loop's steady-state interval: the model's price of a schedule
-(the `auto` planner's, the corpus benchmark's prediction).
+(the `auto` planner's, the corpus benchmark's prediction). Both warp groups start in
+phase, but for a loop whose trip count changes from tile to tile (`trips_vary`) with
+`target.phase_leads`: then the price is the mean over those starts (the first warp group
+entering that many in-phase intervals late).
 
 Not modelled: ops outside the main loops (prologue, epilogue, the persistent tile loop),
 scalar index math, the ping-pong turns of `pingpong` (the consumer warp groups are drawn
@@ -60,6 +63,7 @@ from xdsl.ir import Block, BlockArgument, Operation, SSAValue
 
 from tawac.analysis.grid import Problem, problem_at
 from tawac.analysis.loops import main_loops, scheduled_ops
+from tawac.analysis.program_ids import depends_on_program_id
 from tawac.diagnostics import CompileError
 from tawac.dialects import aref, tile
 from tawac.dialects.schedule import LoopPlan, Schedule
@@ -380,8 +384,33 @@ def model_intervals(
             lanes = loop_lanes(kernel, plan, k, target, sizes)
         except CompileError:
             break
-        out.append(simulate(lanes, iterations).ii)
+        loop = _streaming_loop(kernel, "consumer", k)
+        leads = target.phase_leads if loop is not None and trips_vary(loop) else (0.0,)
+        out.append(_phase_priced(lanes, iterations, leads))
     return out
+
+
+def trips_vary(loop: scf.ForOp) -> bool:
+    """Whether the loop's trip count may change from one tile to the next: a bound or
+    the step depends on a program id (a causal key loop ends at the diagonal) or on
+    data (`tawac.analysis.program_ids.depends_on_program_id`)."""
+    return any(
+        depends_on_program_id(v, axis) for v in (loop.lb, loop.ub, loop.step) for axis in range(3)
+    )
+
+
+def _phase_priced(lanes: list[Lane], iterations: int, leads: tuple[float, ...]) -> float:
+    """The mean steady-state interval over the starts `leads` gives the first consumer
+    warp group (`Target.phase_leads`); the in-phase one with one consumer warp group."""
+    in_phase = simulate(lanes, iterations).ii
+    consumers = [ln.name for ln in lanes if ln.role == "consumer"]
+    if len(consumers) < 2 or not leads:
+        return in_phase
+    iis = [
+        in_phase if lead == 0 else simulate(lanes, iterations, {consumers[0]: lead * in_phase}).ii
+        for lead in leads
+    ]
+    return sum(iis) / len(iis)
 
 
 def schedule_cost(kernel: tile.KernelOp, plan: Schedule) -> float | None:

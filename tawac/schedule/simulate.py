@@ -41,6 +41,7 @@ from __future__ import annotations
 
 import math
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from tawac.target import HOPPER
@@ -249,14 +250,15 @@ class _Machine:
     waits: list[Wait] = field(default_factory=list)
 
     @staticmethod
-    def initial(lanes: tuple[Lane, ...], iterations: int) -> _Machine:
-        """Every lane at the start of its first trip, every unit free at time 0."""
+    def initial(lanes: tuple[Lane, ...], iterations: int, delays: Mapping[str, float]) -> _Machine:
+        """Every lane at the start of its first trip, free from its delay (0 where not
+        given), every unit free at time 0."""
         return _Machine(
             lanes=lanes,
             by_name=_validate(lanes),
             queues={lane.name: _queue(lane, iterations) for lane in lanes},
             head={ln.name: 0 for ln in lanes},
-            lane_free={ln.name: 0.0 for ln in lanes},
+            lane_free={ln.name: float(delays.get(ln.name, 0.0)) for ln in lanes},
             unit_free={u: 0.0 for u in CONTENDED},
         )
 
@@ -452,14 +454,24 @@ def _summary(m: _Machine, iterations: int) -> Timeline:
     )
 
 
-def simulate(lanes: list[Lane] | tuple[Lane, ...], iterations: int = 24) -> Timeline:
-    """Run every lane's loop body `iterations` times (module docstring: the rules)."""
+def simulate(
+    lanes: list[Lane] | tuple[Lane, ...],
+    iterations: int = 24,
+    delays: Mapping[str, float] | None = None,
+) -> Timeline:
+    """Run every lane's loop body `iterations` times (module docstring: the rules); a
+    lane named in `delays` starts its first step no earlier than that many cycles (a
+    warp group that enters the loop late: the phase it starts the steady state in)."""
     lanes = tuple(lanes)
     if not lanes:
         raise ValueError("no lanes to simulate")
     if iterations < 2:
         raise ValueError("simulate needs at least 2 iterations")
-    m = _Machine.initial(lanes, iterations)
+    delays = delays or {}
+    unknown = sorted(set(delays) - {ln.name for ln in lanes})
+    if unknown:
+        raise ValueError(f"delays name no lane: {', '.join(unknown)}")
+    m = _Machine.initial(lanes, iterations, delays)
     total = m.total
     while len(m.runs) < total:
         n = _next(m)

@@ -168,11 +168,22 @@ class Target:
     #: the wgmma instructions of the MMA issued before it (work that does not need the
     #: MMA's result) during which the tensor core stays with that MMA
     #: (`tawac.schedule.model`). 0: off. Replayed on the H100 corpus
-    #: (`scripts/replay_mma_mufu_hold.py`), 1.0 prices the bias attention's solver loop
+    #: (`scripts/replay_model.py`), 1.0 prices the bias attention's solver loop
     #: within 3% (was -21%) and leaves one loop over 20% instead of three, but moves
     #: `auto` onto the slower build of that program (docs/perf.md, 2026-11-27): off
     #: until the corpus is measured under it.
     mma_mufu_hold: float = 0.0
+    #: Starts the model gives the consumer warp groups of a main loop whose trip count
+    #: changes from tile to tile (`tawac.schedule.model.trips_vary`: a causal key loop),
+    #: in iterations of its in-phase interval by which the first warp group enters late:
+    #: such a loop with several consumer warp groups is priced at the mean of its
+    #: steady-state intervals from these starts. The machine keeps two warp groups in
+    #: whatever steady state a loop starts in; the causal kernels' tile boundaries put
+    #: them out of phase, what else does is not modelled. (0.0,): in phase only.
+    #: Replayed on the H100 corpus with `mma_mufu_hold = 1.0`, (0.0, 1.0) leaves the
+    #: worst loop error at 16.6% (was 22.2%), but `auto` then takes the 4% slower build
+    #: of one program, so both stay off (docs/perf.md, 2026-11-27, second part).
+    phase_leads: tuple[float, ...] = (0.0,)
     #: The device and date the fitted figures come from ("" when uncalibrated).
     calibration: str = ""
 
@@ -184,6 +195,8 @@ class Target:
         key = f"{rows};{self.mma_group_cycles};{self.get_cycles};{self.wg_issue_rate}"
         if self.mma_mufu_hold:
             key += f";hold={self.mma_mufu_hold}"
+        if self.phase_leads != (0.0,):
+            key += f";leads={self.phase_leads}"
         if self.tma_fixed_cycles or self.tma_bytes_per_cycle:
             key += f";{self.tma_fixed_cycles};{self.tma_bytes_per_cycle}"
         if self.planner_errors:  # what the auto planner trusts
