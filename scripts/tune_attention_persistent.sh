@@ -6,7 +6,9 @@
 # the shared memory holds besides the K/V rings; scripts/exp_persistent_lock.sh) with the
 # knobs the shipped tables chose between (PART=1: d128, PART=2: d64), then PART=3 times
 # the tables against the defaults and cuDNN in one run. The tables go to $OUT (.whl
-# carried).
+# carried). This is the second pass; the first had only persistent=0,1 beside the knobs,
+# 50 ms windows. Neither pass's picks are shipped as they came: candidates within 2% of
+# each other swap between runs (docs/perf.md, 2026-11-27, second part).
 set -uo pipefail
 python3 -m pip install -q --no-index --no-deps --no-compile --target /tmp/site .whl/*.whl >/dev/null 2>&1
 export PYTHONPATH=/tmp/site:$PWD PATH=/usr/local/cuda/bin:/tmp/site/bin:$PATH TAWAC_CACHE_DIR=$PWD/.bench-cache

@@ -86,9 +86,15 @@ def parse_config(text: str) -> tuple[str, dict[str, Any]]:
         knob = by_flag.get(name)
         if knob is None or not sep:
             raise ValueError(f"bad option {item!r} in configuration {text!r}")
-        fields[knob.name] = (
-            value.lower() in ("1", "true") if knob.type is bool else knob.type(value)
-        )
+        if knob.type is bool:
+            if value.lower() not in ("0", "1", "false", "true"):
+                raise ValueError(
+                    f"bad option {item!r} in configuration {text!r}: {knob.name} takes "
+                    "0, 1, false or true (options go one per ':')"
+                )
+            fields[knob.name] = value.lower() in ("1", "true")
+            continue
+        fields[knob.name] = knob.type(value)
     return planner, fields
 
 

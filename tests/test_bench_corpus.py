@@ -97,6 +97,10 @@ def test_configs_name_a_planner_and_knobs():
     )
     with pytest.raises(SystemExit, match="bad option"):
         bench.parse_config("heuristic:ring=5")
+    # Options go one per colon; a comma list (or any other word) is no boolean value.
+    for text in ("auto:persistent=false,tma-store=false", "auto:persistent=no"):
+        with pytest.raises(SystemExit, match="bad option"):
+            bench.parse_config(text)
 
 
 def test_identical_cubins_are_timed_once():

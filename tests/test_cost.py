@@ -3,6 +3,7 @@ Hopper table, and a cost for every op of the example kernels' loop bodies."""
 
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
 
 import pytest
@@ -149,6 +150,12 @@ def test_attention_masking_branch_costs_its_then_branch():
     c = op_cost(branch, 2)
     # iota, cmpi, select on 128x128 over 2 warp groups: 3 x 64 cycles on the FMA pipe.
     assert (c.unit, c.issue, len(c.parts)) == ("fma", 192.0, 3)
+    # `Target.if_taken` charges that share of it per iteration (0: a branch never taken).
+    half = _op_cost(branch, 2, dataclasses.replace(TABLE, if_taken=0.5))
+    assert (half.issue, half.occupancy, half.latency) == pytest.approx(
+        (c.issue / 2, c.occupancy / 2, c.latency / 2)
+    )
+    assert _op_cost(branch, 2, dataclasses.replace(TABLE, if_taken=0.0)).issue == 0.0
 
 
 def _producer_puts(path: Path) -> list:

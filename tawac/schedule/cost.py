@@ -42,7 +42,9 @@ over them, so a warp group works on `rows / W` rows):
   row, so elementwise work on it counts `4 x rows_wg` thread-ops.
 - `scf.if` with tensor results: the cost of its then-branch, its ops in order (`parts`);
   issue and occupancy add up, and the latency is that of the ops as a dependent chain (the sum
-  of their latencies), on the unit with the most occupancy.
+  of their latencies), on the unit with the most occupancy; `target.if_taken` of it (1.0:
+  as if taken on every iteration; a ragged tail's mask is taken on one iteration at most,
+  a causal diagonal's on a few per tile, but the fitted figures were fitted with 1.0).
 - `aref.get` (wait on the full barrier): nothing to issue; the time it takes is the stall
   the schedule shows (the TMA's measured latency already ends when an mbarrier wait passes).
   A payload tile the consumer reads into registers (no `tile.dot` takes it as an operand:
@@ -77,7 +79,7 @@ from __future__ import annotations
 
 import math
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from xdsl.dialects.builtin import TensorType
 from xdsl.ir import Attribute, Operation
@@ -414,6 +416,15 @@ def op_cost(
             return _free("alu", "scf.if without tile results")
         block = op.regions[0].block
         parts = [op_cost(o, warp_groups, target, problem) for o in block.ops]
+        share = target.if_taken
+        if share != 1.0:
+            parts = [
+                replace(
+                    p, issue=p.issue * share, occupancy=p.occupancy * share,
+                    latency=p.latency * share, parts=(),
+                )
+                for p in parts
+            ]  # fmt: skip
         return _combine([p for p in parts if p.issue or p.latency], "scf.if then-branch")
     if t is None:
         return _free("alu", f"{name}: scalar")

@@ -184,6 +184,9 @@ class Target:
     #: worst loop error at 16.6% (was 22.2%), but `auto` then takes the 4% slower build
     #: of one program, so both stay off (docs/perf.md, 2026-11-27, second part).
     phase_leads: tuple[float, ...] = (0.0,)
+    #: The share of an `scf.if`'s then-branch (a ragged or causal mask) the steady state
+    #: is charged per iteration: 1.0 prices it as taken on every iteration.
+    if_taken: float = 1.0
     #: The device and date the fitted figures come from ("" when uncalibrated).
     calibration: str = ""
 
@@ -197,6 +200,8 @@ class Target:
             key += f";hold={self.mma_mufu_hold}"
         if self.phase_leads != (0.0,):
             key += f";leads={self.phase_leads}"
+        if self.if_taken != 1.0:
+            key += f";if={self.if_taken}"
         if self.tma_fixed_cycles or self.tma_bytes_per_cycle:
             key += f";{self.tma_fixed_cycles};{self.tma_bytes_per_cycle}"
         if self.planner_errors:  # what the auto planner trusts

@@ -1,0 +1,126 @@
+"""Refit the calibrated figures to a stored corpus run under a model variant, then replay
+what the `auto` planner would do with them (docs/perf.md, 2026-11-27, second part).
+
+    python3 scripts/refit_model.py --variant '{"mma_mufu_hold": 1.0, "if_taken": 0.0}' \\
+        [--rounds 2] [--params mma_group_cycles,get_cycles,...] [--start PARAMS.json]
+        [--no-fit] [RUN.json ...]    # default runs: docs/data/corpus-h100-2026-11-26-s13
+
+Prints the loop errors before and after the fit; then, with the fitted figures, the
+planner errors and preferences re-derived from the runs, which plans change, and the
+build `auto` would take per program against the run's measured heuristic and solver
+times. A program whose solver schedule changes under the variant was not measured: its
+replay says nothing (marked).
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import glob
+import json
+import math
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+
+def _plans(corpus: list[dict]) -> dict:
+    """(program, planner) -> (the schedule's loops and arefs as text, auto's choice)."""
+    from tawac import calibrate
+
+    out = {}
+    for p in corpus:
+        for planner in ("solver", "auto"):
+            try:
+                s = calibrate.prepare(ROOT / p["source"], p.get("defines") or {}, planner).plan
+            except Exception as e:  # noqa: BLE001 (a replay reports, it does not stop)
+                out[(p["name"], planner)] = (f"error: {e}", None)
+                continue
+            chosen = s.auto.chosen if s.auto is not None else None
+            out[(p["name"], planner)] = (str(s.loops) + str(s.arefs), chosen)
+    return out
+
+
+def main() -> None:
+    from tawac import calibrate
+    from tawac.target import HOPPER
+    from tawac.target.calibration import PARAMS, with_params
+
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--variant", default="{}", help="Target fields as JSON")
+    ap.add_argument("--rounds", type=int, default=2)
+    ap.add_argument("--params", default=",".join(PARAMS))
+    ap.add_argument("--start", help="fitted figures to start from (JSON file)")
+    ap.add_argument("--no-fit", action="store_true", help="replay the start figures only")
+    ap.add_argument("runs", nargs="*")
+    args = ap.parse_args()
+    files = args.runs or sorted(
+        glob.glob(str(ROOT / "docs/data/corpus-h100-2026-11-26-s13-part*.json"))
+    )
+    docs = [json.loads(Path(f).read_text()) for f in files]
+    corpus = json.loads((ROOT / "corpus/corpus.json").read_text())["programs"]
+    rows = {r["name"]: r for d in docs for r in d["rows"]}
+    preps = calibrate.prepare_all(calibrate.observations_from_bench(docs, corpus))
+    variant = {
+        k: tuple(v) if isinstance(v, list) else v for k, v in json.loads(args.variant).items()
+    }
+    base = dataclasses.replace(HOPPER, **variant)
+    start = json.loads(Path(args.start).read_text()) if args.start else {}
+    if start:
+        base = with_params(base, start, HOPPER.calibration)
+    errs = calibrate.errors(preps, base)
+    s = calibrate.summary(errs)
+    print(f"variant: median {s['median']:.1%}, worst {s['worst']:.1%}, "
+          f"score {calibrate.score(errs):.4f}")  # fmt: skip
+    target = base
+    if not args.no_fit:
+        t0 = time.time()
+        target, got = calibrate.fit(
+            preps, base, tuple(args.params.split(",")), args.rounds,
+            log=lambda m: print(f"  {time.time() - t0:5.0f} s  {m}", flush=True),
+        )  # fmt: skip
+        print("fitted:", json.dumps(got))
+    errs = calibrate.errors(preps, target)
+    s = calibrate.summary(errs)
+    print(f"fitted: median {s['median']:.1%}, worst {s['worst']:.1%}, "
+          f"score {calibrate.score(errs):.4f}")  # fmt: skip
+    for o, e in sorted(errs, key=lambda x: -abs(x[1]))[:6]:
+        print(f"    {o.name} {o.config} loop {o.k}: {e:+.1%}")
+
+    before = _plans(corpus)
+    # The planners read the shared target: the replay puts the fitted one in its place
+    # (this process only).
+    for f in dataclasses.fields(target):
+        object.__setattr__(HOPPER, f.name, getattr(target, f.name))
+    preference = calibrate.planner_preference(docs, corpus)
+    kinds = calibrate.planner_errors(docs, corpus, preference=preference)
+    print("preference", preference, "planner errors", kinds)
+    object.__setattr__(HOPPER, "planner_errors", tuple(sorted(kinds.items())))
+    merged = tuple((k, preference.get(k, p)) for k, p in HOPPER.planner_preference)
+    object.__setattr__(HOPPER, "planner_preference", merged)
+    after = _plans(corpus)
+    ratios = []
+    for p in corpus:
+        timed = rows.get(p["name"], {}).get("planners", {})
+        h, sv = (timed.get(c, {}).get("ms") for c in ("heuristic", "solver"))
+        if not h or not sv:
+            continue
+        chosen = after[(p["name"], "auto")][1] or "heuristic"
+        ratio = min(h, sv) / (sv if chosen == "solver" else h)
+        moved = after[(p["name"], "solver")][0] != before[(p["name"], "solver")][0]
+        if not moved:
+            ratios.append(ratio)
+        if ratio < 0.98 or moved:
+            note = " (its solver schedule changed: not measured)" if moved else ""
+            print(f"    auto takes the {chosen}'s {p['name']}: {ratio:.3f}{note}")
+    if ratios:
+        geo = math.exp(sum(map(math.log, ratios)) / len(ratios))
+        print(f"auto / the faster build over {len(ratios)} measured programs: "
+              f"geomean {geo:.4f}, lowest {min(ratios):.3f}")  # fmt: skip
+
+
+if __name__ == "__main__":
+    main()
