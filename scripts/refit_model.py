@@ -55,6 +55,8 @@ def main() -> None:
     ap.add_argument("--params", default=",".join(PARAMS))
     ap.add_argument("--start", help="fitted figures to start from (JSON file)")
     ap.add_argument("--no-fit", action="store_true", help="replay the start figures only")
+    ap.add_argument("--write", help="a calibration file of the variant, the fitted figures "
+                    "and the re-derived planner errors and preferences")  # fmt: skip
     ap.add_argument("runs", nargs="*")
     args = ap.parse_args()
     files = args.runs or sorted(
@@ -99,6 +101,14 @@ def main() -> None:
     kinds = calibrate.planner_errors(docs, corpus, preference=preference)
     print("preference", preference, "planner errors", kinds)
     object.__setattr__(HOPPER, "planner_errors", tuple(sorted(kinds.items())))
+    if args.write:
+        device = " + ".join(sorted({d.get("device", "?") for d in docs}))
+        params = {**calibrate.params_of(target)}
+        calibrate.write(
+            Path(args.write), params, f"{device} (refit: scripts/refit_model.py)",
+            {}, s, [*files, f"variant {args.variant}"], kinds, preference, variant,
+        )  # fmt: skip
+        print(f"wrote {args.write}")
     merged = tuple((k, preference.get(k, p)) for k, p in HOPPER.planner_preference)
     object.__setattr__(HOPPER, "planner_preference", merged)
     after = _plans(corpus)

@@ -360,9 +360,10 @@ def write(
     sources: list[str],
     kinds: Mapping[str, float] | None = None,
     preference: Mapping[str, str] | None = None,
+    model: Mapping[str, Any] | None = None,
 ) -> None:
     """A calibration file (tawac/target/calibration.py); `kinds`: `planner_errors`;
-    `preference`: `planner_preference`."""
+    `preference`: `planner_preference`; `model`: the rules fitted under (`MODEL_FIELDS`)."""
     doc = {
         "device": device,
         "date": f"{datetime.date.today():%Y-%m-%d}",
@@ -376,6 +377,8 @@ def write(
         },
         "measurements": sources,
     }
+    if model:
+        doc["model"] = {k: list(v) if isinstance(v, tuple) else v for k, v in model.items()}
     if kinds:
         doc["planner_errors"] = dict(kinds)
     if preference:

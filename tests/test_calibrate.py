@@ -183,6 +183,24 @@ def test_planner_preference_is_read_and_checked(tmp_path):
             calibrated(Target(), f)
 
 
+def test_the_model_rules_are_read_and_checked(tmp_path):
+    """A calibration's `model` section sets the rules its figures were fitted under
+    (`MODEL_FIELDS`); they enter the cache key; anything else is an error."""
+    f = tmp_path / "m.json"
+    doc = {"device": "GPU", "date": "d", "params": {}, "fit": {"median_error": 0.03}}
+    rules = {"mma_mufu_hold": 1.0, "phase_leads": [0, 1], "if_taken": 0.0}
+    f.write_text(json.dumps({**doc, "model": rules}))
+    t = calibrated(Target(), f)
+    assert (t.mma_mufu_hold, t.phase_leads, t.if_taken) == (1.0, (0.0, 1.0), 0.0)
+    plain = calibrated(Target(), _write(tmp_path, doc))
+    assert (plain.mma_mufu_hold, plain.phase_leads, plain.if_taken) == (0.0, (0.0,), 1.0)
+    assert t.model_key != plain.model_key
+    for bad in ({"head_start": 64}, {"if_taken": 2.0}, {"phase_leads": 1.0}):
+        f.write_text(json.dumps({**doc, "model": bad}))
+        with pytest.raises(ValueError, match="model|if_taken|phase_leads"):
+            calibrated(Target(), f)
+
+
 def test_the_margin_threshold_separates_the_measured_winners():
     """The model prices the solver cheaper on every program (by 14-28%, a biased
     model); the solver measured faster exactly where the margin is at least 20: the

@@ -18,6 +18,10 @@ the device it was measured on, the date, the corpus and the fit's error, and `pa
   cycles after its issue under the corpus' load (`Target.tma_fixed_cycles`; 0 and 0: the
   table's one-copy latency scaled by the bytes).
 
+and, optionally, `model`: the rules the figures were fitted under, fields of `Target`
+(`MODEL_FIELDS`: `mma_mufu_hold`, `phase_leads`, `if_taken`; absent: the `Target`'s
+defaults).
+
 `calibrated(target, path)` is `target` with those figures in place of the table's and
 the fit's median error as its `model_error` (what the `auto` planner trusts), and, where
 the file has them, per kind of loop the error in comparing the planners' schedules
@@ -64,6 +68,30 @@ RATES: dict[str, tuple[str, ...]] = {
     "dram_rate": ("bytes",),
 }
 PARAMS = FIELDS + tuple(RATES)
+#: The model's rules a calibration file may set (its `model` section): `Target` fields.
+MODEL_FIELDS = ("mma_mufu_hold", "phase_leads", "if_taken")
+
+
+def model_rules(doc: dict[str, Any], path: Path) -> dict[str, Any]:
+    """A calibration file's `model` section as `Target` field values (checked)."""
+    rules = doc.get("model") or {}
+    if not isinstance(rules, dict) or not set(rules) <= set(MODEL_FIELDS):
+        raise ValueError(f"{path}: 'model' may set {', '.join(MODEL_FIELDS)} only")
+    out: dict[str, Any] = {}
+    for name, value in rules.items():
+        if name == "phase_leads":
+            if (
+                not isinstance(value, list)
+                or not value
+                or not all(isinstance(v, (int, float)) and v >= 0 for v in value)
+            ):
+                raise ValueError(f"{path}: 'phase_leads' must be a list of leads >= 0")
+            out[name] = tuple(float(v) for v in value)
+            continue
+        if not isinstance(value, (int, float)) or not 0 <= value <= 1:
+            raise ValueError(f"{path}: '{name}' must be a number in [0, 1]")
+        out[name] = float(value)
+    return out
 
 
 def params_of(target: Target) -> dict[str, float]:
@@ -118,6 +146,7 @@ def calibrated(target: Target, path: Path | None = None) -> Target:
         path = NAMED.get(env.lower(), Path(env))
     doc = load(path)
     out = with_params(target, doc["params"], label(doc))
+    out = dataclasses.replace(out, **model_rules(doc, path))
     error = doc.get("fit", {}).get("median_error")
     if error:
         out = dataclasses.replace(out, model_error=float(error))
