@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
-import glob
 import json
 import math
 import sys
@@ -45,6 +44,8 @@ def _plans(corpus: list[dict]) -> dict:
 
 
 def main() -> None:
+    from replay_model import load_runs
+
     from tawac import calibrate
     from tawac.target import HOPPER
     from tawac.target.calibration import PARAMS, with_params
@@ -59,13 +60,7 @@ def main() -> None:
                     "and the re-derived planner errors and preferences")  # fmt: skip
     ap.add_argument("runs", nargs="*")
     args = ap.parse_args()
-    files = args.runs or sorted(
-        glob.glob(str(ROOT / "docs/data/corpus-h100-2026-11-26-s13-part*.json"))
-    )
-    docs = [json.loads(Path(f).read_text()) for f in files]
-    corpus = json.loads((ROOT / "corpus/corpus.json").read_text())["programs"]
-    rows = {r["name"]: r for d in docs for r in d["rows"]}
-    preps = calibrate.prepare_all(calibrate.observations_from_bench(docs, corpus))
+    files, docs, corpus, rows, preps = load_runs(args.runs)
     variant = {
         k: tuple(v) if isinstance(v, list) else v for k, v in json.loads(args.variant).items()
     }

@@ -43,6 +43,24 @@ def _auto_picks(corpus: list[dict], rows: dict) -> list[tuple[str, str, float, f
     return out
 
 
+#: The stored corpus run the replays default to (H100, 2026-11-26, s13).
+DEFAULT_RUNS = "docs/data/corpus-h100-2026-11-26-s13-part*.json"
+
+
+def load_runs(runs: list[str]) -> tuple[list[str], list[dict], list[dict], dict, list]:
+    """The run files (`DEFAULT_RUNS` where none is given), their documents, the corpus
+    manifest's programs, the runs' rows by program, and every traced loop planned as it
+    ran (`tawac.calibrate.prepare_all`)."""
+    from tawac import calibrate
+
+    files = runs or sorted(glob.glob(str(ROOT / DEFAULT_RUNS)))
+    docs = [json.loads(Path(f).read_text()) for f in files]
+    corpus = json.loads((ROOT / "corpus/corpus.json").read_text())["programs"]
+    rows = {r["name"]: r for d in docs for r in d["rows"]}
+    preps = calibrate.prepare_all(calibrate.observations_from_bench(docs, corpus))
+    return files, docs, corpus, rows, preps
+
+
 def _variant(text: str) -> dict:
     """`field=value;field=value` as `Target` field values (a tuple field: commas)."""
     from tawac.target import HOPPER
@@ -67,13 +85,7 @@ def main() -> None:
     ap.add_argument("--no-picks", action="store_true")
     ap.add_argument("runs", nargs="*")
     args = ap.parse_args()
-    files = args.runs or sorted(
-        glob.glob(str(ROOT / "docs/data/corpus-h100-2026-11-26-s13-part*.json"))
-    )
-    docs = [json.loads(Path(f).read_text()) for f in files]
-    corpus = json.loads((ROOT / "corpus/corpus.json").read_text())["programs"]
-    rows = {r["name"]: r for d in docs for r in d["rows"]}
-    preps = calibrate.prepare_all(calibrate.observations_from_bench(docs, corpus))
+    files, docs, corpus, rows, preps = load_runs(args.runs)
     for text in ["", *args.variant]:
         changes = _variant(text)
         target = dataclasses.replace(HOPPER, **changes)

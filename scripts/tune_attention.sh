@@ -31,5 +31,17 @@ case ${PART:-1} in
      --space schedule=heuristic,solver
    tune attention_causal_d64.mlir 64 32 --space skip_rescale=0,1 --space schedule=heuristic,solver ;;
 3) timeout 500 python3 benchmarks/bench_attention.py --markdown --repeat 5 --tuned examples 2>&1 | tail -16 ;;
+# PART=5 (d128) and 6 (d64): the launch and what shared memory holds besides the K/V
+# rings (persistent, tile_prefetch, tma_store; docs/perf.md, 2026-11-27 second part),
+# 100 ms windows. The shipped 16k entries came from `scripts/exp_persistent.sh`'s longer
+# windows: candidates within 2% of each other swap between runs.
+5|6) LAUNCH="--space persistent=0,1 --space tile_prefetch=0,1 --space tma_store=0,1"
+   if [ "$PART" = 5 ]; then
+     TUNE_S=290 tune attention.mlir 128 16 --rep-ms 100 --space BLOCK_N=128,160 --space skip_rescale=0,1 $LAUNCH
+     TUNE_S=290 tune attention_causal.mlir 128 16 --rep-ms 100 --space skip_rescale=0,1 $LAUNCH
+   else
+     TUNE_S=290 tune attention_d64.mlir 64 32 --rep-ms 100 --space BLOCK_N=64,128 --space skip_rescale=0,1 $LAUNCH
+     TUNE_S=290 tune attention_causal_d64.mlir 64 32 --rep-ms 100 --space skip_rescale=0,1 $LAUNCH
+   fi ;;
 esac
 cp examples/*.tune.json $OUT/
