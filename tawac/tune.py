@@ -21,7 +21,8 @@ Three phases:
    distinct kernel runs once (a NaN or a relative error above 2e-2 rejects it as a wrong
    result) and the correct ones are timed in 3 round-robin rounds (the median of each;
    the machine's drift falls on every candidate alike). The fastest correct candidate
-   of each size is written to the tuning table (`<source>.tune.json`), keyed by the
+   that is faster than the default configuration in every round (`beats`; else the
+   default) of each size is written to the tuning table (`<source>.tune.json`), keyed by the
    size's bucket (`tawac.tuning.bucket_of`) and whether the size is ragged
    (`tawac.tuning.ragged_of`: 1000^3 and 1024^3 share a bucket, each with its entry);
    the table's entries of other buckets are kept.
@@ -328,6 +329,7 @@ class Measured:
     error: float | None = None  # relative error to the reference
     reject: str | None = None  # "compile: ...", "wrong result: ...", "launch failed: ..."
     note: str | None = None  # e.g. "same kernel as default"
+    rounds: tuple[float, ...] = ()  # each round-robin round's time (ms), in round order
 
     @property
     def ok(self) -> bool:
@@ -460,7 +462,9 @@ def measure_size(
     for (i, _, worst), times in zip(timed, samples, strict=True):
         time_ms = statistics.median(times)
         tflops = flops / (time_ms * 1e-3) / 1e12 if flops else None
-        rows[i] = Measured(rows[i].candidate, time_ms=time_ms, tflops=tflops, error=worst)
+        rows[i] = Measured(
+            rows[i].candidate, time_ms=time_ms, tflops=tflops, error=worst, rounds=tuple(times)
+        )
     return Timings(torch.cuda.get_device_name(), rows)
 
 
@@ -487,10 +491,26 @@ def rank(rows: Sequence[Measured]) -> list[Measured]:
     return good + [r for r in rows if not r.ok]
 
 
+def beats(row: Measured, default: Measured) -> bool:
+    """Whether `row` is faster than the default configuration in every round-robin round
+    (each round times both within moments of each other); by the medians where the
+    rounds were not recorded."""
+    if not row.rounds or len(row.rounds) != len(default.rounds):
+        return row.time_ms < default.time_ms
+    return all(a < b for a, b in zip(row.rounds, default.rounds, strict=True))
+
+
 def winner(rows: Sequence[Measured]) -> Measured | None:
-    """The fastest correct row; a rejected one (wrong result, ...) never wins."""
-    ranked = rank(rows)
-    return ranked[0] if ranked and ranked[0].ok else None
+    """The fastest correct row that `beats` the default configuration, else the default
+    (a candidate faster by the median in some rounds only is within the machine's noise:
+    on the H100, prefill attention candidates within 2% swapped places between runs,
+    docs/perf.md 2026-11-27); without a correct default, the fastest correct row. A
+    rejected row (wrong result, ...) never wins."""
+    good = [r for r in rank(rows) if r.ok]
+    default = next((r for r in rows if r.candidate.is_default and r.ok), None)
+    if default is None:
+        return good[0] if good else None
+    return next((r for r in good if r is default or beats(r, default)), default)
 
 
 def speedup(row: Measured, default: Measured | None) -> float | None:
@@ -722,15 +742,17 @@ def print_size(result: SizeResult, out) -> None:
     t.add_column("vs default", justify="right")
     t.add_column("status")
     for i, r in enumerate(result.rows, 1):
+        s = speedup(r, result.default)
         if r is result.winner:
             status = "best"
+        elif s is not None and s > 1.0 and not beats(r, result.default):
+            status = "ok (not faster than the default in every round)"
         elif r.ok:
             status = "ok"
         else:
             status = r.reject or "rejected"
         if r.note:
             status += f" ({r.note})"
-        s = speedup(r, result.default)
         t.add_row(
             str(i) if r.ok else "-",
             r.candidate.label(),

@@ -4,6 +4,7 @@ the no-GPU error). Timing is faked; tests/test_gpu_tune.py tunes on a GPU."""
 
 from __future__ import annotations
 
+import dataclasses
 import io
 import json
 import os
@@ -264,6 +265,32 @@ def test_ranking_and_winner():
     assert tn.speedup(best, None) is None
     assert tn.winner([rows[1], rows[4]]) is None
     assert tn.winner([]) is None
+
+
+def test_the_winner_beats_the_default_in_every_round():
+    """A candidate faster by the median but not in every round-robin round is within
+    the machine's noise: the next one that is faster in every round wins, else the
+    default; the table printout says why the faster one lost."""
+
+    def row(label, rounds):
+        params = {} if label == "default" else {"BLOCK_N": int(label)}
+        return Measured(Candidate(params), time_ms=sorted(rounds)[1], rounds=rounds)
+
+    default = row("default", (1.00, 1.02, 0.99))
+    lucky = row("64", (0.95, 1.03, 0.96))  # median 0.96, but slower in round 2
+    steady = row("128", (0.98, 1.00, 0.97))  # median 0.98, faster in all three
+    assert tn.winner([default, lucky, steady]) is steady
+    assert tn.winner([default, lucky]) is default
+    assert tn.beats(steady, default) and not tn.beats(lucky, default)
+    # without a correct default: the fastest correct row
+    broken = dataclasses.replace(default, reject="wrong result: NaN in c")
+    assert tn.winner([broken, lucky, steady]) is lucky
+    res = tn.SizeResult({"M": 64}, tn.rank([default, lucky, steady]), default, steady, "dev")
+    out = io.StringIO()
+    tn.print_size(res, Console(file=out, width=200))
+    text = out.getvalue()
+    assert "not faster than the default in every round" in text
+    assert text.count("best") == 1
 
 
 def test_same_kernel_is_timed_once():
