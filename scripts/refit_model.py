@@ -9,7 +9,8 @@ Prints the loop errors before and after the fit; then, with the fitted figures, 
 planner errors and preferences re-derived from the runs, which plans change, and the
 build `auto` would take per program against the run's measured heuristic and solver
 times. A program whose solver schedule changes under the variant was not measured: its
-replay says nothing (marked).
+replay says nothing unless the runs given were measured under the variant (marked: its
+solver schedule differs from the shipped model's; `scripts/exp_model_variant.sh`).
 """
 
 from __future__ import annotations
@@ -119,7 +120,7 @@ def main() -> None:
         if not moved:
             ratios.append(ratio)
         if ratio < 0.98 or moved:
-            note = " (its solver schedule changed: not measured)" if moved else ""
+            note = " (its solver schedule differs from the shipped model's)" if moved else ""
             print(f"    auto takes the {chosen}'s {p['name']}: {ratio:.3f}{note}")
     if ratios:
         geo = math.exp(sum(map(math.log, ratios)) / len(ratios))
