@@ -604,6 +604,14 @@ def cache_clear_command() -> None:
     default=None,
     help="GPUs timing sizes at once, one worker process each [every local GPU]",
 )
+@click.option(
+    "--rounds",
+    type=click.IntRange(min=1),
+    default=3,
+    show_default=True,
+    help="round-robin rounds per size: a candidate replaces the default only when faster "
+    "in every round",
+)
 @_no_cache
 @_defines
 @_guard
@@ -618,12 +626,14 @@ def tune(
     compile_only,
     l2,
     devices,
+    rounds,
     no_cache,
     defines,
 ):
     """Find the fastest kernel parameters and pipeline options of SOURCE at each size:
     compile every candidate in parallel, check and time each on the GPU, write the best
-    per size bucket to the tuning table.
+    per size bucket to the tuning table (a candidate only when it beats the default
+    configuration in every round-robin round).
 
     \b
     Examples:
@@ -646,6 +656,7 @@ def tune(
         use_cache=not no_cache,
         devices=devices,
         l2=l2,
+        rounds=rounds,
     )
 
 

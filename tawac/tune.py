@@ -19,7 +19,7 @@ Three phases:
    random inputs, a float32 reference from the tile interpreter (one per size: every
    candidate computes the same function), then each
    distinct kernel runs once (a NaN or a relative error above 2e-2 rejects it as a wrong
-   result) and the correct ones are timed in 3 round-robin rounds (the median of each;
+   result) and the correct ones are timed in 3 round-robin rounds (`--rounds`; the median of each;
    the machine's drift falls on every candidate alike). The fastest correct candidate
    that is faster than the default configuration in every round (`beats`; else the
    default) of each size is written to the tuning table (`<source>.tune.json`), keyed by the
@@ -779,6 +779,7 @@ def run_tune(
     measure_fn: Callable[..., Timings] | None = None,
     devices: int | None = None,
     l2: str = "dirty",
+    rounds: int = 3,
     out=None,
     err=None,
 ) -> TuneResult:
@@ -844,8 +845,12 @@ def run_tune(
         raise CompileError(f"--l2 {l2!r}: one of {', '.join(L2_MODES)}")
     measure_fn = measure_fn if measure_fn is not None else measure_size
     real = measure_fn is measure_size
+    if rounds < 1:
+        raise CompileError(f"--rounds {rounds}: at least 1")
     if l2 != "dirty":
         measure_fn = functools.partial(measure_fn, l2=l2)
+    if rounds != 3:
+        measure_fn = functools.partial(measure_fn, rounds=rounds)
     unique, _ = unique_kernels(result.compiled)
     if not result.compiled[0].ok:
         err.print(
@@ -961,6 +966,7 @@ def tune_command(
     use_cache: bool = True,
     devices: int | None = None,
     l2: str = "dirty",
+    rounds: int = 3,
 ) -> TuneResult:
     """`tawac tune` from its command-line values (tawac/cli.py); `use_cache` False
     (`--no-cache`) compiles every candidate afresh and stores none; `devices`: GPUs timing
@@ -993,6 +999,7 @@ def tune_command(
         compile_fn=None if use_cache else functools.partial(compile_candidate, use_cache=False),
         devices=devices,
         l2=l2,
+        rounds=rounds,
         out=out,
         err=err,
     )

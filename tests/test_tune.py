@@ -791,3 +791,22 @@ def test_tune_with_a_clean_l2_times_that_way_and_records_it(tmp_path):
     assert "l2" not in entries[0] and entries[1]["l2"] == "clean"
     with pytest.raises(CompileError, match="--l2 'warm'"):
         _tune(source, [{"M": 1024}], ["stages=3"], measure_fn=measure, l2="warm")
+
+
+def test_tune_rounds_reach_the_timing_function(tmp_path):
+    """`--rounds N` reaches the timing function; fewer than 1 is an error, and the CLI
+    refuses it too."""
+    source = _source(tmp_path)
+    seen = []
+
+    def measure(source, sizes, compiled, *, rep_ms, advance, rounds=3):
+        seen.append(rounds)
+        return fake_measure(TIMES)(source, sizes, compiled, rep_ms=rep_ms, advance=advance)
+
+    _tune(source, [{"M": 1024}], ["stages=3"], measure_fn=measure, rounds=7)
+    _tune(source, [{"M": 1024}], ["stages=3"], measure_fn=measure)
+    assert seen == [7, 3]
+    with pytest.raises(CompileError, match="--rounds 0"):
+        _tune(source, [{"M": 1024}], ["stages=3"], measure_fn=measure, rounds=0)
+    res = CliRunner().invoke(cli.main, ["tune", str(source), "--rounds", "0", "--compile-only"])
+    assert res.exit_code != 0 and "--rounds" in res.output
