@@ -8,9 +8,9 @@ what the `auto` planner would do with them (docs/perf.md, 2026-11-27, second par
 Prints the loop errors before and after the fit; then, with the fitted figures, the
 planner errors and preferences re-derived from the runs, which plans change, and the
 build `auto` would take per program against the run's measured heuristic and solver
-times. A program whose solver schedule changes under the variant was not measured: its
-replay says nothing unless the runs given were measured under the variant (marked: its
-solver schedule differs from the shipped model's; `scripts/exp_model_variant.sh`).
+times. A program whose solver schedule changes under the variant is marked: its replay
+says nothing unless the runs given were measured under the variant
+(`scripts/exp_model_variant.sh`).
 """
 
 from __future__ import annotations
@@ -18,7 +18,6 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import json
-import math
 import sys
 import time
 from pathlib import Path
@@ -27,25 +26,13 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 
-def _plans(corpus: list[dict]) -> dict:
-    """(program, planner) -> (the schedule's loops and arefs as text, auto's choice)."""
-    from tawac import calibrate
-
-    out = {}
-    for p in corpus:
-        for planner in ("solver", "auto"):
-            try:
-                s = calibrate.prepare(ROOT / p["source"], p.get("defines") or {}, planner).plan
-            except Exception as e:  # noqa: BLE001 (a replay reports, it does not stop)
-                out[(p["name"], planner)] = (f"error: {e}", None)
-                continue
-            chosen = s.auto.chosen if s.auto is not None else None
-            out[(p["name"], planner)] = (str(s.loops) + str(s.arefs), chosen)
-    return out
+def _shape(plan) -> str | None:
+    """What of a schedule a variant may change: its loops and arefs."""
+    return None if plan is None else str(plan.loops) + str(plan.arefs)
 
 
 def main() -> None:
-    from replay_model import load_runs
+    from replay_model import load_runs, report_picks, schedules, shared_target
 
     from tawac import calibrate
     from tawac.target import HOPPER
@@ -88,44 +75,26 @@ def main() -> None:
     for o, e in sorted(errs, key=lambda x: -abs(x[1]))[:6]:
         print(f"    {o.name} {o.config} loop {o.k}: {e:+.1%}")
 
-    before = _plans(corpus)
-    # The planners read the shared target: the replay puts the fitted one in its place
-    # (this process only).
-    for f in dataclasses.fields(target):
-        object.__setattr__(HOPPER, f.name, getattr(target, f.name))
-    preference = calibrate.planner_preference(docs, corpus)
-    kinds = calibrate.planner_errors(docs, corpus, preference=preference)
-    print("preference", preference, "planner errors", kinds)
-    object.__setattr__(HOPPER, "planner_errors", tuple(sorted(kinds.items())))
-    if args.write:
-        device = " + ".join(sorted({d.get("device", "?") for d in docs}))
-        params = {**calibrate.params_of(target)}
-        calibrate.write(
-            Path(args.write), params, f"{device} (refit: scripts/refit_model.py)",
-            {}, s, [*files, f"variant {args.variant}"], kinds, preference, variant,
-        )  # fmt: skip
-        print(f"wrote {args.write}")
-    merged = tuple((k, preference.get(k, p)) for k, p in HOPPER.planner_preference)
-    object.__setattr__(HOPPER, "planner_preference", merged)
-    after = _plans(corpus)
-    ratios = []
-    for p in corpus:
-        timed = rows.get(p["name"], {}).get("planners", {})
-        h, sv = (timed.get(c, {}).get("ms") for c in ("heuristic", "solver"))
-        if not h or not sv:
-            continue
-        chosen = after[(p["name"], "auto")][1] or "heuristic"
-        ratio = min(h, sv) / (sv if chosen == "solver" else h)
-        moved = after[(p["name"], "solver")][0] != before[(p["name"], "solver")][0]
-        if not moved:
-            ratios.append(ratio)
-        if ratio < 0.98 or moved:
-            note = " (its solver schedule differs from the shipped model's)" if moved else ""
-            print(f"    auto takes the {chosen}'s {p['name']}: {ratio:.3f}{note}")
-    if ratios:
-        geo = math.exp(sum(map(math.log, ratios)) / len(ratios))
-        print(f"auto / the faster build over {len(ratios)} measured programs: "
-              f"geomean {geo:.4f}, lowest {min(ratios):.3f}")  # fmt: skip
+    before = {n: _shape(plan) for n, plan in schedules(corpus, "solver").items()}
+    fitted = {f.name: getattr(target, f.name) for f in dataclasses.fields(target)}
+    with shared_target(fitted):
+        preference = calibrate.planner_preference(docs, corpus)
+        kinds = calibrate.planner_errors(docs, corpus, preference=preference)
+        print("preference", preference, "planner errors", kinds)
+        if args.write:
+            device = " + ".join(sorted({d.get("device", "?") for d in docs}))
+            calibrate.write(
+                Path(args.write), calibrate.params_of(target),
+                f"{device} (refit: scripts/refit_model.py)", {}, s,
+                [*files, f"variant {args.variant}"], kinds, preference, variant,
+            )  # fmt: skip
+            print(f"wrote {args.write}")
+        merged = tuple((k, preference.get(k, p)) for k, p in target.planner_preference)
+        decided = {"planner_errors": tuple(sorted(kinds.items())), "planner_preference": merged}
+        with shared_target(decided):
+            after = schedules(corpus, "solver")
+            moved = frozenset(n for n, plan in after.items() if _shape(plan) != before[n])
+            report_picks(corpus, rows, moved)
 
 
 if __name__ == "__main__":

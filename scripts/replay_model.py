@@ -1,46 +1,92 @@
 """Replay of cost-model figures on a stored corpus run: the model's error on every traced
 loop, and the build the `auto` planner would pick for each program against the run's
 measured heuristic and solver times, for the shipped target and for each variant given
-(`--set` of `Target` fields, e.g. `Target.mma_mufu_hold`: an MMA holds the tensor core
-while ptxas spreads the independent exponentials issued after it between its wgmmas;
-`Target.phase_leads`: the starts the consumer warp groups are priced from; docs/perf.md,
-2026-11-27).
+(`--variant` sets `Target` fields, e.g. `Target.mma_mufu_hold`: an MMA holds the tensor
+core while ptxas spreads the independent exponentials issued after it between its
+wgmmas; `Target.phase_leads`: the starts the consumer warp groups are priced from;
+docs/perf.md, 2026-11-27).
 
-    python3 scripts/replay_model.py [--set mma_mufu_hold=1.0 --set phase_leads=0,1 ...]
-        [--variant "mma_mufu_hold=1.0;phase_leads=0,1"] [--no-picks] [RUN.json ...]
+    python3 scripts/replay_model.py [--variant "mma_mufu_hold=1.0;phase_leads=0,1" ...]
+        [--no-picks] [RUN.json ...]
         # default runs: the four parts of docs/data/corpus-h100-2026-11-26-s13
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import dataclasses
 import glob
 import json
 import math
 import sys
+from collections.abc import Mapping
 from pathlib import Path
+from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 
-def _auto_picks(corpus: list[dict], rows: dict) -> list[tuple[str, str, float, float]]:
-    """(program, the planner auto takes, heuristic ms, solver ms) where the run has both."""
-    from tawac.calibrate import prepare
+@contextlib.contextmanager
+def shared_target(fields: Mapping[str, Any]):
+    """`fields` set on `tawac.target.HOPPER` for the block, then put back: the planners
+    read that shared target (their default argument)."""
+    from tawac.target import HOPPER
 
-    out = []
+    kept = {k: getattr(HOPPER, k) for k in fields}
+    for k, v in fields.items():
+        object.__setattr__(HOPPER, k, v)
+    try:
+        yield
+    finally:
+        for k, v in kept.items():
+            object.__setattr__(HOPPER, k, v)
+
+
+def schedules(corpus: list[dict], planner: str) -> dict[str, Any]:
+    """Each program's schedule under `planner` and the shared target (None where it does
+    not plan)."""
+    from tawac.calibrate import prepare
+    from tawac.diagnostics import CompileError
+
+    out: dict[str, Any] = {}
     for p in corpus:
-        r = rows.get(p["name"])
-        if r is None:
-            continue
-        h, s = (r["planners"].get(c, {}).get("ms") for c in ("heuristic", "solver"))
-        if not h or not s:
-            continue
-        plan = prepare(ROOT / p["source"], p.get("defines") or {}, "auto").plan
-        chosen = plan.auto.chosen if plan.auto is not None else "heuristic"
-        out.append((p["name"], chosen, h, s))
+        try:
+            out[p["name"]] = prepare(ROOT / p["source"], p.get("defines") or {}, planner).plan
+        except CompileError:
+            out[p["name"]] = None
     return out
+
+
+#: What `report_picks` says of a marked program.
+MARK = "its solver schedule differs from the shipped model's"
+
+
+def report_picks(corpus: list[dict], rows: dict, marked: frozenset[str] = frozenset()) -> None:
+    """The build `auto` takes (under the shared target) per program the run timed under
+    both planners, against the faster of the two: the programs below 0.98 and the
+    `marked` ones printed, the geomean and the lowest over all."""
+    auto = schedules(corpus, "auto")
+    ratios = []
+    for p in corpus:
+        name = p["name"]
+        timed = rows.get(name, {}).get("planners", {})
+        h, sv = (timed.get(c, {}).get("ms") for c in ("heuristic", "solver"))
+        if not h or not sv:
+            continue
+        plan = auto[name]
+        chosen = plan.auto.chosen if plan is not None and plan.auto is not None else "heuristic"
+        ratio = min(h, sv) / (sv if chosen == "solver" else h)
+        ratios.append(ratio)
+        if ratio < 0.98 or name in marked:
+            mark = f" ({MARK})" if name in marked else ""
+            print(f"    auto takes the {chosen}'s {name}: {ratio:.3f} of the faster "
+                  f"(heuristic {h:.4f} ms, solver {sv:.4f} ms){mark}")  # fmt: skip
+    if ratios:
+        geo = math.exp(sum(map(math.log, ratios)) / len(ratios))
+        print(f"  auto / the faster build over {len(ratios)} programs: geomean {geo:.4f}, "
+              f"lowest {min(ratios):.3f}")  # fmt: skip
 
 
 #: The stored corpus run the replays default to (H100, 2026-11-26, s13).
@@ -98,26 +144,8 @@ def main() -> None:
             print(f"    over 20%: {o.name} {o.config} loop {o.k}: {e:+.1%}")
         if args.no_picks:
             continue
-        # The auto planner prices with the shared target (its default argument): the
-        # replay sets the figures on it for the picks, then puts them back.
-        kept = {k: getattr(HOPPER, k) for k in changes}
-        for k, v in changes.items():
-            object.__setattr__(HOPPER, k, v)
-        try:
-            picks = _auto_picks(corpus, rows)
-        finally:
-            for k, v in kept.items():
-                object.__setattr__(HOPPER, k, v)
-        ratios = []
-        for name, chosen, h, sv in picks:
-            ratio = min(h, sv) / (sv if chosen == "solver" else h)
-            ratios.append(ratio)
-            if ratio < 0.98:
-                print(f"    auto below 0.98: {name} takes the {chosen}'s ({ratio:.3f}; "
-                      f"heuristic {h:.4f} ms, solver {sv:.4f} ms)")  # fmt: skip
-        geo = math.exp(sum(math.log(r) for r in ratios) / len(ratios))
-        print(f"  auto / the faster build over {len(ratios)} programs: geomean {geo:.4f}, "
-              f"lowest {min(ratios):.3f}")  # fmt: skip
+        with shared_target(changes):
+            report_picks(corpus, rows)
 
 
 if __name__ == "__main__":

@@ -607,7 +607,7 @@ def cache_clear_command() -> None:
 @click.option(
     "--rounds",
     type=click.IntRange(min=1),
-    default=3,
+    default=3,  # tawac.tune.ROUNDS (imported when the command runs)
     show_default=True,
     help="round-robin rounds per size: a candidate replaces the default only when faster "
     "in every round",

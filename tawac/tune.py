@@ -319,6 +319,10 @@ def check_declared(axes: Sequence[Axis], compiled: Sequence[Compiled]) -> None:
 # --------------------------------------------------------------------------- timing
 
 
+#: Round-robin rounds per size (`--rounds`): a candidate must beat the default in each.
+ROUNDS = 3
+
+
 @dataclass
 class Measured:
     """A candidate at one size: its time, or why it was rejected."""
@@ -381,7 +385,7 @@ def measure_size(
     tol: float = TOLERANCE,
     seed: int = 0,
     advance: Callable[[], None] = lambda: None,
-    rounds: int = 3,
+    rounds: int = ROUNDS,
     l2: str = "dirty",
 ) -> Timings:
     """Run, check and time each compiled kernel at `sizes` on the current CUDA device.
@@ -779,7 +783,7 @@ def run_tune(
     measure_fn: Callable[..., Timings] | None = None,
     devices: int | None = None,
     l2: str = "dirty",
-    rounds: int = 3,
+    rounds: int = ROUNDS,
     out=None,
     err=None,
 ) -> TuneResult:
@@ -849,7 +853,7 @@ def run_tune(
         raise CompileError(f"--rounds {rounds}: at least 1")
     if l2 != "dirty":
         measure_fn = functools.partial(measure_fn, l2=l2)
-    if rounds != 3:
+    if rounds != ROUNDS:
         measure_fn = functools.partial(measure_fn, rounds=rounds)
     unique, _ = unique_kernels(result.compiled)
     if not result.compiled[0].ok:
@@ -966,7 +970,7 @@ def tune_command(
     use_cache: bool = True,
     devices: int | None = None,
     l2: str = "dirty",
-    rounds: int = 3,
+    rounds: int = ROUNDS,
 ) -> TuneResult:
     """`tawac tune` from its command-line values (tawac/cli.py); `use_cache` False
     (`--no-cache`) compiles every candidate afresh and stores none; `devices`: GPUs timing
