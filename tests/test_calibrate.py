@@ -201,6 +201,18 @@ def test_the_model_rules_are_read_and_checked(tmp_path):
             calibrated(Target(), f)
 
 
+def test_the_shipped_h100_calibration_sets_the_hold_and_the_phase(monkeypatch):
+    """The H100 calibration ships the two rules it was checked under on the corpus
+    (docs/perf.md, 2026-11-27, third part); the H200's, fitted without them, does not."""
+    monkeypatch.setenv("TAWAC_TARGET_MODEL", "shipped")
+    shipped = calibrated(Target())
+    assert (shipped.mma_mufu_hold, shipped.phase_leads) == (0.3, (0.0, 1.0))
+    assert "hold=0.3" in shipped.model_key and "leads=(0.0, 1.0)" in shipped.model_key
+    monkeypatch.setenv("TAWAC_TARGET_MODEL", "h200")
+    h200 = calibrated(Target())
+    assert (h200.mma_mufu_hold, h200.phase_leads) == (0.0, (0.0,))
+
+
 def test_the_margin_threshold_separates_the_measured_winners():
     """The model prices the solver cheaper on every program (by 14-28%, a biased
     model); the solver measured faster exactly where the margin is at least 20: the

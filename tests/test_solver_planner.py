@@ -23,7 +23,7 @@ from tawac.schedule import modulo, solver
 from tawac.schedule.model import loop_lanes
 from tawac.schedule.planner import HeuristicPlanner
 from tawac.schedule.simulate import simulate
-from tawac.target import HOPPER
+from tawac.target import HOPPER, Target
 
 REPO = Path(__file__).resolve().parent.parent
 EXAMPLES = REPO / "examples"
@@ -427,13 +427,13 @@ def test_mma_mufu_hold_holds_the_tensor_core_for_the_exponentials_after_an_mma()
     them between its wgmmas. With `mma_mufu_hold` the MMA's tensor occupancy grows by
     their issue time: the solver's bias schedule issues S = QK^T, then the previous
     iteration's exponentials. The PV MMA before it meets an `scf.if` first and is left
-    alone. At 0 (the default) the lanes are as they were."""
+    alone. At 0 (an uncalibrated target's) the lanes are as they were."""
     from tawac.calibrate import prepare
 
     p = prepare(REPO / "tests/data/attention_bias.mlir", {"BLOCK_N": 64}, "solver")
-    base = loop_lanes(p.kernel, p.plan)
+    base = loop_lanes(p.kernel, p.plan, target=dataclasses.replace(HOPPER, mma_mufu_hold=0.0))
     held = loop_lanes(p.kernel, p.plan, target=dataclasses.replace(HOPPER, mma_mufu_hold=1.0))
-    assert HOPPER.mma_mufu_hold == 0.0
+    assert Target().mma_mufu_hold == 0.0
     one, two = (next(ln for ln in lanes if ln.name == "consumer wg0") for lanes in (base, held))
     steps = {s.label: (i, s) for i, s in enumerate(one.steps)}
     s_dot, pv_dot, p_exp = steps["%s dot"], steps["%acc_new dot"], steps["%p exp2"]
@@ -456,19 +456,20 @@ def test_phase_leads_price_a_loop_whose_trips_vary_from_both_starts():
     from tawac.schedule.model import model_intervals, role_loops, trips_vary
 
     leads = dataclasses.replace(HOPPER, phase_leads=(0.0, 1.0))
-    assert HOPPER.phase_leads == (0.0,)
-    assert "leads=" in leads.model_key and "leads=" not in HOPPER.model_key
+    one = dataclasses.replace(HOPPER, phase_leads=(0.0,))
+    assert Target().phase_leads == (0.0,)
+    assert "leads=" in leads.model_key and "leads=" not in one.model_key
     causal = prepare(REPO / "tests/data/attention_causal_d64_bn64.mlir", {}, "heuristic")
     plain = prepare(REPO / "examples/attention_d64.mlir",
                     {"BLOCK_M": 128, "BLOCK_N": 64}, "heuristic")  # fmt: skip
     assert trips_vary(role_loops(causal.kernel, "consumer")[0])
     assert not trips_vary(role_loops(plain.kernel, "consumer")[0])
-    (in_phase,) = model_intervals(causal.kernel, causal.plan)
+    (in_phase,) = model_intervals(causal.kernel, causal.plan, target=one)
     (mean,) = model_intervals(causal.kernel, causal.plan, target=leads)
-    lanes = loop_lanes(causal.kernel, causal.plan)
+    lanes = loop_lanes(causal.kernel, causal.plan, target=one)
     apart = simulate(lanes, 24, {"consumer wg0": in_phase}).ii
     assert apart < 0.9 * in_phase  # the second steady state is faster
     assert mean == pytest.approx((in_phase + apart) / 2)
     assert model_intervals(plain.kernel, plain.plan, target=leads) == model_intervals(
-        plain.kernel, plain.plan
+        plain.kernel, plain.plan, target=one
     )

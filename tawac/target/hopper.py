@@ -167,11 +167,13 @@ class Target:
     #: The share of the issue time of a consumer's MUFU work that ptxas moves between
     #: the wgmma instructions of the MMA issued before it (work that does not need the
     #: MMA's result) during which the tensor core stays with that MMA
-    #: (`tawac.schedule.model`). 0: off. Replayed on the H100 corpus
-    #: (`scripts/replay_model.py`), 1.0 prices the bias attention's solver loop
-    #: within 3% (was -21%) and leaves one loop over 20% instead of three, but moves
-    #: `auto` onto the slower build of that program (docs/perf.md, 2026-11-27): off
-    #: until the corpus is measured under it.
+    #: (`tawac.schedule.model`). 0: off (an uncalibrated target). The shipped H100
+    #: calibration sets 0.3 (its `model` section). Replayed on the H100 corpus, shares
+    #: from 0.15 to 0.5 keep every loop within 20% and `auto` at 0.98 of the faster
+    #: build on every program; 0.1 leaves the bias attention's solver loop at -20.2%,
+    #: and 0.6 or more price that program's two builds closer than the attention
+    #: kind's planner error, so `auto` takes the slower (docs/perf.md, 2026-11-27,
+    #: third part).
     mma_mufu_hold: float = 0.0
     #: Starts the model gives the consumer warp groups of a main loop whose trip count
     #: changes from tile to tile (`tawac.schedule.model.trips_vary`: a causal key loop),
@@ -180,9 +182,8 @@ class Target:
     #: steady-state intervals from these starts. The machine keeps two warp groups in
     #: whatever steady state a loop starts in; the causal kernels' tile boundaries put
     #: them out of phase, what else does is not modelled. (0.0,): in phase only.
-    #: Replayed on the H100 corpus with `mma_mufu_hold = 1.0`, (0.0, 1.0) leaves the
-    #: worst loop error at 16.6% (was 22.2%), but `auto` then takes the 4% slower build
-    #: of one program, so both stay off (docs/perf.md, 2026-11-27, second part).
+    #: The shipped H100 calibration sets (0.0, 1.0): the causal d64 128x64 heuristic
+    #: loop, +22% in phase, is then priced within 9% (docs/perf.md, 2026-11-27).
     phase_leads: tuple[float, ...] = (0.0,)
     #: The share of an `scf.if`'s then-branch (a ragged or causal mask) the steady state
     #: is charged per iteration: 1.0 prices it as taken on every iteration.
