@@ -143,6 +143,8 @@ def _tile_order(plan: Schedule) -> str | None:
     if plan.tiles is None:
         return None
     kind, arg = plan.tiles
+    if kind == "grouped" and arg == 0:
+        return "along x: the programs of one (y, z) run together (they stream the same data: L2)"
     if kind == "grouped":
         return f"grouped: {arg} rows of program id x share a column band (L2)"
     return f"longest first ({'x descending' if arg == 'up' else 'x ascending'}), snake over rounds"

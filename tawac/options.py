@@ -225,7 +225,16 @@ KNOBS: tuple[Knob, ...] = (
         True,
         "one CTA per SM looping over tiles (grouped order for L2)",
     ),
-    Knob("group_m", int, 8, "tile-order group size", where="persistent", min=1),
+    Knob(
+        "group_m",
+        int,
+        0,
+        "tile-order group: values of program id x that share a y (Triton's grouped order); "
+        "0: the planner's choice (8, or the whole x axis where the main loops' loads do not "
+        "depend on x, as attention's K/V)",
+        where="persistent",
+        min=0,
+    ),
     Knob(
         "tile_prefetch",
         bool,

@@ -102,7 +102,7 @@ def test_every_knob_is_a_flag(command):
             {"consumer_warp_groups": 4},
             "cooperative-consumers: consumer-warp-groups must be 0..3, got 4",
         ),
-        ({"group_m": 0}, "persistent: group-m must be >= 1, got 0"),
+        ({"group_m": -1}, "persistent: group-m must be >= 0, got -1"),
         ({"stages": -1}, "pipeline: stages must be >= 0, got -1"),
         ({"mma_depth": -1}, "pipeline: mma-depth must be >= 0, got -1"),
         ({"cluster": "3x1"}, "plan: cluster must be one of 1x1, 2x1, 1x2, got '3x1'"),

@@ -112,3 +112,21 @@ def work_order(part: aref.PartitionOp) -> str | None:
     if any(depends_on_program_id(lp.lb, 0, through_data=False) for lp in loops):
         return "down"
     return None
+
+
+def streams_along_x(parts: list[aref.PartitionOp]) -> bool:
+    """Whether a load in a main loop of `parts` reads coordinates that depend on program
+    id x: its programs along x stream different data (a GEMM's A band). Where none does
+    (attention's K and V follow the head and the batch, y and z; only the query tile,
+    loaded once per tile, follows x), every program of one (y, z) streams the same data,
+    and running them together keeps that data in L2 (`HeuristicPlanner`'s tile order).
+    A loop bound that follows x changes how much of the data a program streams, not
+    which (a causal key loop reads a prefix of the same keys)."""
+    for part in parts:
+        for loop in main_loops(part):
+            for op in loop.walk():
+                if isinstance(op, tile.LoadOp) and any(
+                    depends_on_program_id(v, 0, upper_bounds=False) for v in op.indices
+                ):
+                    return True
+    return False

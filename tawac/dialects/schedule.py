@@ -34,9 +34,9 @@ solver) can write a schedule by hand. The fields:
   once for both (an aref's `multicast` payloads: each CTA copies its band of the tile's
   rows into every CTA of the cluster); absent for `[1, 1]`;
 - `tiles` and `program_grid`: a persistent kernel's tile order (`grouped G`: groups of G
-  rows of program id x; `longest_first up|down`: longest tiles first, for work that
-  grows with x) over its grid of programs (the launch ABI's grid form); absent for a
-  plain grid;
+  rows of program id x, `grouped 0` the whole x axis; `longest_first up|down`: longest
+  tiles first, for work that grows with x) over its grid of programs (the launch ABI's
+  grid form); absent for a plain grid;
 - `stores`: per consumer store, named by its `tawac.store` identity, how it leaves
   (`tma-store`): `whole` (registers -> one shared staging tile -> TMA bulk stores),
   `chunks N` (a ring of N buffers of one 64-column chunk each, the chunks of a tile

@@ -136,12 +136,13 @@ def _longest_first(
 def _grouped(
     ib: _Builder, t: SSAValue, g: tuple[SSAValue, SSAValue, SSAValue], group_m: int
 ) -> tuple[SSAValue, SSAValue, SSAValue]:
-    """Groups of group_m values of x share y (Triton's grouped order, for L2)."""
+    """Groups of group_m values of x share y (Triton's grouped order, for L2); group_m 0:
+    the whole x axis is one group (x fastest, the programs of one (y, z) together)."""
     gx, gy, _ = g
     gxy = ib.add(arith.MuliOp(gx, gy))
     z = ib.add(arith.DivUIOp(t, gxy))
     r = ib.add(arith.RemUIOp(t, gxy))
-    gm = ib.const(group_m)
+    gm = gx if group_m == 0 else ib.const(group_m)
     per_group = ib.add(arith.MuliOp(gm, gy))
     group = ib.add(arith.DivUIOp(r, per_group))
     first_x = ib.add(arith.MuliOp(group, gm))
@@ -206,7 +207,7 @@ def _make_persistent(
         # A cluster's CTAs take the programs 2i, 2i + 1 along `axis` together: the loop
         # runs over the clusters' tiles, in lockstep in the CTAs of each cluster.
         g[axis] = b.add(arith.CeilDivUIOp(g[axis], b.const(ctas)))
-        if axis == 0:
+        if axis == 0 and group_m:
             group_m = max(1, group_m // ctas)
     gx, gy, gz = g
     total = b.add(arith.MuliOp(b.add(arith.MuliOp(gx, gy)), gz))

@@ -31,7 +31,7 @@ from tawac.analysis.mma import (
     dots_in,
     rows_problem,
 )
-from tawac.analysis.program_ids import work_order
+from tawac.analysis.program_ids import streams_along_x, work_order
 from tawac.diagnostics import CompileError
 from tawac.dialects import aref, tile
 from tawac.dialects.schedule import ArefPlan, LoopPlan, OpPlan, RolePlan, Schedule
@@ -109,6 +109,13 @@ def register_budgets(roles: list[tuple[str, int, int]]) -> list[RolePlan]:
 
 # -- rings ----------------------------------------------------------------------------------
 
+
+#: The persistent tile order's group of program-id-x values sharing a y (Triton's
+#: grouped order, for L2) where the main loops stream data that depends on x (a GEMM's A
+#: band). Where they do not (attention's K and V follow the head), the whole x axis is
+#: one group (0): the grouped order ran 16-32 heads' K/V at once, 128 MB at 16k keys,
+#: and the x-fastest order measured 1.08-1.11x at 16k keys (docs/perf.md, 2026-11-27).
+GROUP_M = 8
 
 #: The ring depth the heuristic aims for where shared memory allows. Measured on the
 #: corpus (benchmarks/bench_corpus.py, H100, docs/perf.md 2026-11-25): against 3, depth 4
@@ -328,7 +335,8 @@ class HeuristicPlanner:
         if persistent:
             consumers = [p for p in parts if p.role.data == "consumer"]
             order = next((o for o in map(work_order, consumers) if o is not None), None)
-            tiles = ("longest_first", order) if order is not None else ("grouped", options.group_m)
+            group = options.group_m or (GROUP_M if streams_along_x(parts) else 0)
+            tiles = ("longest_first", order) if order is not None else ("grouped", group)
             grid = to_attr(infer_grid(kernel))
             if options.tile_prefetch:
                 self._prefetch(kernel, creates, depths, consumer_wgs, options.tma_store)

@@ -6,12 +6,14 @@
 // multicasts K and V (each CTA a 64-row band of the 128x128 tile: a 4-d box of
 // [64, 64, 1, 1] per 64-column chunk) and releases K and V slots also on the peer's
 // barrier, Q's only locally.
+// The clusters run in the x-fastest order (`tiles = grouped 0`): the query blocks of one
+// head together, since the streamed K and V do not depend on x.
 // RUN: tawac opt %S/../../../examples/attention.mlir -p 'warp-specialize,plan{cluster=2x1}' | filecheck %s --check-prefix=PLAN
 // RUN: tawac opt %S/../../../examples/attention.mlir -p 'warp-specialize,plan{cluster=2x1 persistent=false},pipeline,coarse-pipeline,cooperative-consumers,lower-aref' | filecheck %s --check-prefix=AREF
 // RUN: tawac opt %S/../../../examples/attention.mlir --emit ptx -p 'warp-specialize,plan{cluster=2x1 persistent=false},pipeline,coarse-pipeline,cooperative-consumers,lower-aref,tma-store,convert-to-ptx' | filecheck %s --check-prefix=PTX
 // RUN: tawac opt %s -p 'warp-specialize,plan{stages=2 consumer-warp-groups=1 cluster=2x1}' | filecheck %s --check-prefix=DOTS
 
-// PLAN: arefs = [q: depth 2, k: depth 2 multicast [0], v: depth 2 multicast [0]], loops = [consumer 0: {{.*}}, cluster = [2, 1], tiles = grouped 8,
+// PLAN: arefs = [q: depth 2, k: depth 2 multicast [0], v: depth 2 multicast [0]], loops = [consumer 0: {{.*}}, cluster = [2, 1], tiles = grouped 0,
 
 // AREF:      hopper.mbarrier_init %[[QFULL:.*]] count 1 : !hopper.mbarriers<1>
 // AREF-NEXT: hopper.mbarrier_init %[[QEMPTY:.*]] count 8 : !hopper.mbarriers<1>

@@ -1,5 +1,6 @@
 // persistent: each partition loops over tiles t = cta_id, cta_id + num_ctas, ...
 // RUN: tawac opt %S/../../../examples/gemm.mlir -p 'warp-specialize,plan{stages=3 mma-depth=0 group-m=8 coarse-pipeline=false},pipeline,persistent' | filecheck %s --check-prefix=GEMM
+// RUN: tawac opt %S/../../../examples/attention.mlir -p 'warp-specialize,plan{stages=2 mma-depth=0 coarse-pipeline=false},pipeline,persistent' | filecheck %s --check-prefix=ALONGX
 // RUN: tawac opt %S/../../../examples/attention_causal.mlir -p 'warp-specialize,plan{stages=2 mma-depth=0 coarse-pipeline=false},pipeline,persistent' | filecheck %s --check-prefix=CAUSAL
 // RUN: tawac opt %S/../../../examples/attention_causal.mlir -p 'warp-specialize,plan{stages=2 mma-depth=0 tile-prefetch=false coarse-pipeline=false},pipeline,persistent' | filecheck %s --check-prefix=NOPREFETCH
 
@@ -12,6 +13,18 @@
 // GEMM:          %[[GM:.*]] = arith.constant 8 : index
 // GEMM:          arith.minui {{.*}}, %[[GM]]
 // GEMM:          %pid_x_1 = arith.addi
+
+// Attention (not causal): the key loop streams K and V at [b, h, n, 0], no program id
+// x, so every query block of a head streams the same K/V: the whole x axis is one group
+// (`tiles = grouped 0`), x fastest; the group's size is gx itself, not a constant.
+// ALONGX:      aref.partition consumer
+// ALONGX:        scf.for %tile_1 = %{{.*}} to %{{.*}} step %{{.*}} iter_args
+// ALONGX:          %[[GXY:.*]] = arith.muli %[[GX:.*]], %[[GY:.*]] : index
+// ALONGX-NEXT:     %pid_z_1 = arith.divui %tile_1, %[[GXY]] : index
+// ALONGX-NEXT:     %[[R:.*]] = arith.remui %tile_1, %[[GXY]] : index
+// ALONGX:          arith.minui %{{.*}}, %[[GX]] : index
+// ALONGX-NOT:      arith.constant 8 : index
+// ALONGX:          %pid_x_1 = arith.addi
 
 // Causal attention: Q is written once per tile and gets a second slot (the next tile's
 // Q loads while this one runs); the key loop's bound follows program id x, so tiles go
