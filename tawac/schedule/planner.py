@@ -107,15 +107,17 @@ def register_budgets(roles: list[tuple[str, int, int]]) -> list[RolePlan]:
     ]
 
 
-# -- rings ----------------------------------------------------------------------------------
-
-
 #: The persistent tile order's group of program-id-x values sharing a y (Triton's
 #: grouped order, for L2) where the main loops stream data that depends on x (a GEMM's A
 #: band). Where they do not (attention's K and V follow the head), the whole x axis is
 #: one group (0): the grouped order ran 16-32 heads' K/V at once, 128 MB at 16k keys,
-#: and the x-fastest order measured 1.08-1.11x at 16k keys (docs/perf.md, 2026-11-27).
+#: and the x-fastest order measured 1.02-1.11x at 16k keys in three runs (docs/perf.md,
+#: 2026-11-27).
 GROUP_M = 8
+
+
+# -- rings ----------------------------------------------------------------------------------
+
 
 #: The ring depth the heuristic aims for where shared memory allows. Measured on the
 #: corpus (benchmarks/bench_corpus.py, H100, docs/perf.md 2026-11-25): against 3, depth 4
