@@ -32,10 +32,10 @@ def _shape(plan) -> str | None:
 
 
 def main() -> None:
-    from replay_model import load_runs, report_picks, schedules, shared_target
+    from replay_model import load_runs, report_picks, schedules
 
     from tawac import calibrate
-    from tawac.target import HOPPER
+    from tawac.target import HOPPER, overridden
     from tawac.target.calibration import PARAMS, with_params
 
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
@@ -77,7 +77,7 @@ def main() -> None:
 
     before = {n: _shape(plan) for n, plan in schedules(corpus, "solver").items()}
     fitted = {f.name: getattr(target, f.name) for f in dataclasses.fields(target)}
-    with shared_target(fitted):
+    with overridden(fitted):
         preference = calibrate.planner_preference(docs, corpus)
         kinds = calibrate.planner_errors(docs, corpus, preference=preference)
         print("preference", preference, "planner errors", kinds)
@@ -91,7 +91,7 @@ def main() -> None:
             print(f"wrote {args.write}")
         merged = tuple((k, preference.get(k, p)) for k, p in target.planner_preference)
         decided = {"planner_errors": tuple(sorted(kinds.items())), "planner_preference": merged}
-        with shared_target(decided):
+        with overridden(decided):
             after = schedules(corpus, "solver")
             moved = frozenset(n for n, plan in after.items() if _shape(plan) != before[n])
             report_picks(corpus, rows, moved)

@@ -14,34 +14,16 @@ docs/perf.md, 2026-11-27).
 from __future__ import annotations
 
 import argparse
-import contextlib
 import dataclasses
 import glob
 import json
 import math
 import sys
-from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
-
-
-@contextlib.contextmanager
-def shared_target(fields: Mapping[str, Any]):
-    """`fields` set on `tawac.target.HOPPER` for the block, then put back: the planners
-    read that shared target (their default argument)."""
-    from tawac.target import HOPPER
-
-    kept = {k: getattr(HOPPER, k) for k in fields}
-    for k, v in fields.items():
-        object.__setattr__(HOPPER, k, v)
-    try:
-        yield
-    finally:
-        for k, v in kept.items():
-            object.__setattr__(HOPPER, k, v)
 
 
 def schedules(corpus: list[dict], planner: str) -> dict[str, Any]:
@@ -131,7 +113,7 @@ def _variant(text: str) -> dict:
 
 def main() -> None:
     from tawac import calibrate
-    from tawac.target import HOPPER
+    from tawac.target import HOPPER, overridden
 
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--variant", action="append", default=[])
@@ -151,7 +133,7 @@ def main() -> None:
             print(f"    over 20%: {o.name} {o.config} loop {o.k}: {e:+.1%}")
         if args.no_picks:
             continue
-        with shared_target(changes):
+        with overridden(changes):
             report_picks(corpus, rows)
 
 

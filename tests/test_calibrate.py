@@ -293,3 +293,17 @@ def test_a_loop_interval_is_the_median_of_the_traced_launches():
     assert _median_interval([iv(900.0), iv(700.0), iv(800.0)]).cycles == 800.0
     assert _median_interval([iv(900.0), iv(700.0)]).cycles == 700.0
     assert _median_interval([]) is None
+
+
+def test_overridden_sets_the_shared_target_for_a_block_only():
+    """`tawac.target.overridden`: the planners' shared target with other figures inside
+    the block, as it was after it, an exception included."""
+    from tawac.target import HOPPER, overridden
+
+    before = HOPPER.mma_mufu_hold, HOPPER.phase_leads
+    with overridden({"mma_mufu_hold": 0.9, "phase_leads": (0.0, 2.0)}) as t:
+        assert t is HOPPER and (HOPPER.mma_mufu_hold, HOPPER.phase_leads) == (0.9, (0.0, 2.0))
+    assert (HOPPER.mma_mufu_hold, HOPPER.phase_leads) == before
+    with pytest.raises(RuntimeError), overridden({"mma_mufu_hold": 0.5}):
+        raise RuntimeError("inside")
+    assert (HOPPER.mma_mufu_hold, HOPPER.phase_leads) == before

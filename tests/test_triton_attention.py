@@ -128,20 +128,13 @@ def test_the_causal_kernel_under_the_solver_expands_both_loops():
     (the H100 calibration's since 2026-11-27), so the test plans under that model."""
     from tawac import schedule
     from tawac.compiler import default_pipeline, run_pipeline
-    from tawac.target import HOPPER
+    from tawac.target import overridden
 
-    rules = {"mma_mufu_hold": 0.0, "phase_leads": (0.0,)}
-    kept = {k: getattr(HOPPER, k) for k in rules}
-    for k, v in rules.items():
-        object.__setattr__(HOPPER, k, v)  # the planners read the shared target
-    try:
+    with overridden({"mma_mufu_hold": 0.0, "phase_leads": (0.0,)}):
         module = parse_file(SOURCES[True])  # the tutorial's two key loops
         spec = default_pipeline(schedule="solver")
         run_pipeline(module, spec[: spec.index(",cooperative-consumers")])
         res = compile_module(parse_file(SOURCES[True]), schedule="solver")
-    finally:
-        for k, v in kept.items():
-            object.__setattr__(HOPPER, k, v)
     kernel = next(o for o in module.walk() if isinstance(o, tile.KernelOp))
     loops = [lp for lp in schedule.of(kernel).loops if lp.role == "consumer"]
     assert [lp.loop for lp in loops] == [0, 1] and all(lp.expanded for lp in loops)

@@ -7,7 +7,10 @@ compute-capability 9.0 table, and measurements on the lent H100
 
 from __future__ import annotations
 
+import contextlib
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
+from typing import Any
 
 from tawac.diagnostics import CompileError
 from tawac.target.calibration import calibrated
@@ -253,6 +256,21 @@ class Target:
 #: The target every pass reads: the table above, with the fitted figures of the
 #: calibration file `$TAWAC_TARGET_MODEL` names (tawac/target/calibration.py).
 HOPPER = calibrated(Target())
+
+
+@contextlib.contextmanager
+def overridden(fields: Mapping[str, Any]) -> Iterator[Target]:
+    """`HOPPER` with `fields` (`Target` field values) for the block, then as it was: the
+    planners and the cost model read that shared target by default (a replay of other
+    model figures, a test that plans under a given model)."""
+    kept = {k: getattr(HOPPER, k) for k in fields}
+    for k, v in fields.items():
+        object.__setattr__(HOPPER, k, v)
+    try:
+        yield HOPPER
+    finally:
+        for k, v in kept.items():
+            object.__setattr__(HOPPER, k, v)
 
 
 @dataclass
