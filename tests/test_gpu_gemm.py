@@ -328,3 +328,29 @@ def test_chained_gemm_register_a_operand(persistent):
     ref = p @ v[:128].float()
     assert not torch.isnan(o).any()
     assert ((o - ref).norm() / ref.norm()).item() < 5e-3
+
+
+@pytest.mark.gpu
+@requires_gpu
+@pytest.mark.parametrize(
+    "params",
+    [
+        {"BLOCK_M": 256, "BLOCK_N": 152},  # 19 column blocks: 4 groups of 4, 3 pairs
+        {"BLOCK_M": 128, "BLOCK_N": 24},  # no whole group of four blocks
+        {"BLOCK_M": 256, "BLOCK_N": 160},
+    ],
+    ids=lambda p: f"{p['BLOCK_M']}x{p['BLOCK_N']}",
+)
+@pytest.mark.parametrize(("m", "n", "k"), [(3000, 5000, 200), (129, 200, 64), (300, 40, 128)])
+def test_gemm_tile_widths_not_a_multiple_of_32(params, m, n, k):
+    """16-bit stores from a tile whose width is not a multiple of 32 columns: the blocks
+    past the groups of four go out as packed pairs (`st.global.b32`), each under the
+    column bound (ragged N, a tile wider than N)."""
+    import torch
+
+    from tawac.runtime import load_kernel
+
+    r = compile_file(EXAMPLES / "gemm.mlir", params=params)
+    assert "st.global.b16" not in r.ptx
+    err = _run_abt(load_kernel(r.cubin, r.sidecar), m, n, k, torch.bfloat16)
+    assert err < 1e-2, f"relative error {err:.3e} for {m}x{n}x{k}"

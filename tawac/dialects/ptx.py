@@ -842,6 +842,25 @@ class StGlobalV4B32Op(PtxInstruction):
 
 
 @irdl_op_definition
+class StGlobalB32Op(PtxInstruction):
+    """`{@p} st.global.b32 [addr], a;` (PTX ISA 9.7.9.10 st): one 32-bit value (two packed
+    16-bit elements) to a 4-byte aligned address, optionally predicated like
+    `st_global_v4_b32` (no branch around it)."""
+
+    name = "ptx.st_global_b32"
+    addr = operand_def(RegType)
+    value = operand_def(RegType)
+    guard = var_operand_def(RegType)
+
+    def __init__(self, addr: SSAValue, value: SSAValue, guard: SSAValue | None = None):
+        super().__init__(operands=[addr, value, [guard] if guard is not None else []])
+
+    def ptx_text(self, n: Names) -> str:
+        pred = _guard(n, self.guard)
+        return f"{pred}st.global.b32 [{n(self.addr)}], {n(self.value)};"
+
+
+@irdl_op_definition
 class StSharedOp(PtxInstruction):
     """`st.shared.type [addr], a;` (PTX ISA 9.7.9.10)."""
 
@@ -1670,6 +1689,7 @@ Ptx = Dialect(
         AtomAddOp,
         StGlobalOp,
         StGlobalV4B32Op,
+        StGlobalB32Op,
         StSharedOp,
         LdSharedOp,
         LdSharedV2Op,

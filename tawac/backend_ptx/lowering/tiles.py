@@ -214,7 +214,7 @@ def _store(k: KernelLowering, op: tile.StoreOp) -> None:
             if i % 2 == 0:
                 k.emit(ptx.StGlobalV2Op(addr, f.regs[i], f.regs[i + 1], ok))
         return
-    if nbytes == 2 and f.layout.n % 32 == 0 and _vectors_fit(op, 8):
+    if nbytes == 2 and f.layout.n % 8 == 0 and _vectors_fit(op, 8):
         _store_quads(k, op, f, base)
         return
     if f.dtype == "f32" and _vectors_fit(op, 2) and not _workspace(k, op.dest):
@@ -286,8 +286,11 @@ def _store_quads(k: KernelLowering, op: tile.StoreOp, f: Frag, base: SSAValue) -
     block 4g + q in order: one `st.global.v4.b32` per lane, under its row's and block's
     bounds. A warp's store then covers whole 32-byte sectors of eight rows, where 16
     two-byte stores each wrote pieces of them (scattered sub-sector writes cost little
-    on an idle memory system and much under a streaming load, docs/perf.md). The
-    destination is `aligned` (16-byte vectors need a 16-byte aligned address)."""
+    on an idle memory system and much under a streaming load, docs/perf.md). Blocks
+    past the last whole group of four (a tile of 152 columns has 19) go out as each
+    lane's packed pair, one predicated `st.global.b32`: a row's block in one 16-byte
+    piece. The destination is `aligned` (16-byte vectors need a 16-byte aligned
+    address)."""
     k.params.aligned(op.dest)
     layout = f.layout
     gt = op.dest.type
@@ -302,6 +305,9 @@ def _store_quads(k: KernelLowering, op: tile.StoreOp, f: Frag, base: SSAValue) -
         for m in (2, 1)
     }
     first = k.add(k.scalar(op.indices[c]), k.r(ptx.ShlOp("b32", quad, k.imm(3, "b32"))))
+    pair = None  # the column of the lane's pair in block 0 (for the blocks past the groups)
+    if layout.n % 32:
+        pair = k.add(k.scalar(op.indices[c]), k.r(ptx.ShlOp("b32", quad, k.imm(1, "b32"))))
 
     def swap(x: list[SSAValue], mask: int, pairs: tuple[tuple[int, int], ...]) -> None:
         own = bit[mask]  # set: this lane keeps the words whose index has the bit set
@@ -327,6 +333,14 @@ def _store_quads(k: KernelLowering, op: tile.StoreOp, f: Frag, base: SSAValue) -
                 off = k.r(ptx.MulOp("s32", col, k.imm(2), mode="wide"))
                 addr = k.r(ptx.AddOp("s64", raddr, off))
                 k.emit(ptx.StGlobalV4B32Op(addr, (x[0], x[1], x[2], x[3]), ok))
+            for b in range(4 * (layout.n // 32), layout.n // 8):
+                i = mi * per + 4 * b + 2 * s
+                word = k.r(ptx.PackB16Op(f.regs[i], f.regs[i + 1]))
+                assert pair is not None
+                col = k.add_imm(pair, 8 * b)
+                ok = k.r(ptx.AndOp("pred", rok, k.r(ptx.SetpOp("lt", "s32", col, cols))))
+                off = k.r(ptx.MulOp("s32", col, k.imm(2), mode="wide"))
+                k.emit(ptx.StGlobalB32Op(k.r(ptx.AddOp("s64", raddr, off)), word, ok))
 
 
 def _tile_addresses(
