@@ -9,7 +9,8 @@ float32 reference first.
                                               # /sS: split-K by S, /kS: stream-K (at
                                               # most S per tile), /dD: D stages, /wN:
                                               # N programs of x per tile (default 1:
-                                              # the tile as named, not widened)
+                                              # the tile as named, not widened), /a1:
+                                              # swap-AB (C^T = B A^T)
         [--shapes 3000x5000x2000,...]         # other shapes than --ms x the (N, K)s
         [--l2 dirty|clean]   # how the L2 is emptied before each timed call: dirty
                              # (default: triton's do_bench, a 256 MB memset, so the call
@@ -59,7 +60,8 @@ def main() -> int:
         options = {"widen": 1}  # a fixed tile set is measured as named
         for item in (o for o in opts.split("/") if o):
             name, value = item[0], int(item[1:])
-            options[{"s": "split_k", "k": "stream_k", "d": "stages", "w": "widen"}[name]] = value
+            key = {"s": "split_k", "k": "stream_k", "d": "stages", "w": "widen", "a": "swap_ab"}
+            options[key[name]] = bool(value) if name == "a" else value
         built = compile_cached(
             ROOT / "examples/gemm.mlir",
             params={"BLOCK_M": bm, "BLOCK_N": bn, "BLOCK_K": bk},

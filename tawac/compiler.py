@@ -39,6 +39,7 @@ from tawac.passes.pingpong import PingpongPass
 from tawac.passes.pipeline import PipelinePass
 from tawac.passes.plan import PlanPass
 from tawac.passes.split_k import SplitKPass
+from tawac.passes.swap_ab import SwapAbPass
 from tawac.passes.tma_store import TmaStorePass
 from tawac.passes.trace import TracePass
 from tawac.passes.warp_specialize import WarpSpecializePass
@@ -69,6 +70,7 @@ PASSES: dict[str, Callable[[], type[ModulePass]]] = {
     p.name: (lambda p=p: p)
     for p in (
         SplitKPass,
+        SwapAbPass,
         GroupHeadsPass,
         WidenPass,
         WarpSpecializePass,

@@ -441,6 +441,12 @@ def decomposition_text(info: dict[str, Any]) -> str:
             f"the SMs, at most {d['max_splits']} programs per tile (the tile loop decides from "
             f"the tile and CTA counts); ordered sum of the partials (deterministic){why}"
         )
+    if d["kind"] == "swap_ab":
+        return (
+            "decomposition: swap-AB: each tile computed transposed (C^T = B A^T), its rows "
+            "the MMA's N and the weights' rows its M; stored transposed from registers"
+            f"{why}"
+        )
     return f"decomposition: data-parallel, one program per output tile{why}"
 
 

@@ -186,6 +186,15 @@ KNOBS: tuple[Knob, ...] = (
         where="group-heads",
     ),
     Knob(
+        "swap_ab",
+        bool,
+        False,
+        "swap-AB: a GEMM's tile computed transposed (C^T = B A^T), so that its few rows "
+        "(a decode step's tokens) are the MMA's N and the weights' rows its M; the tile is "
+        "stored from registers (not with split-K)",
+        where="swap-ab",
+    ),
+    Knob(
         "split_k",
         int,
         1,
@@ -346,7 +355,7 @@ class _Options:
         if self.widen > 1:
             return f"widen{{by={self.widen}}}"
         given = self.stages or self.consumer_warp_groups or self.cluster != "1x1"
-        if given or self.split_k > 1 or self.stream_k:
+        if given or self.split_k > 1 or self.stream_k or self.swap_ab:
             return ""
         return "widen"
 
@@ -366,6 +375,7 @@ class _Options:
         says so)."""
         passes = [
             "group-heads" if self.group_heads else "",
+            "swap-ab" if self.swap_ab else "",
             self._split_k_spec(),
             self._widen_spec(),
             "warp-specialize",
@@ -382,7 +392,8 @@ class _Options:
         ]
         # an optional pass that is off ("") is named by where it would run
         names = [p.split("{")[0] for p in passes]
-        names[0], names[1], names[2], names[-2] = "group-heads", "split-k", "widen", "trace"
+        names[:4] = ["group-heads", "swap-ab", "split-k", "widen"]
+        names[-2] = "trace"
         lo = names.index(start) if start is not None else 0
         hi = names.index(stop) if stop is not None else len(passes)
         return ",".join(p for p in passes[lo:hi] if p)

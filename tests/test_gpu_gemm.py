@@ -354,3 +354,33 @@ def test_gemm_tile_widths_not_a_multiple_of_32(params, m, n, k):
     assert "st.global.b16" not in r.ptx
     err = _run_abt(load_kernel(r.cubin, r.sidecar), m, n, k, torch.bfloat16)
     assert err < 1e-2, f"relative error {err:.3e} for {m}x{n}x{k}"
+
+
+@pytest.mark.gpu
+@requires_gpu
+@pytest.mark.parametrize(
+    ("example", "params"),
+    [
+        ("gemm.mlir", {"BLOCK_M": 16, "BLOCK_N": 64, "BLOCK_K": 128}),
+        ("gemm.mlir", {"BLOCK_M": 32, "BLOCK_N": 128, "BLOCK_K": 64}),
+        ("gemm.mlir", {"BLOCK_M": 8, "BLOCK_N": 64, "BLOCK_K": 128}),
+        ("gemm_fp16.mlir", {"BLOCK_M": 64, "BLOCK_N": 64, "BLOCK_K": 64}),
+    ],
+    ids=lambda p: p if isinstance(p, str) else "x".join(str(v) for v in p.values()),
+)
+@pytest.mark.parametrize(
+    ("m", "n", "k"), [(1, 4096, 4096), (16, 200, 136), (33, 4160, 512), (100, 96, 64)]
+)
+def test_gemm_swap_ab(example, params, m, n, k):
+    """swap-AB (the tile computed as C^T = B A^T and stored transposed): decode-sized
+    and ragged M, N and K (rows of the token tile past M, a weight tile past N, a last K
+    step past K), against the float32 reference."""
+    import torch
+
+    from tawac.runtime import load_kernel
+
+    r = compile_file(EXAMPLES / example, params=params, swap_ab=True)
+    assert f"m64n{params['BLOCK_M']}k" in r.ptx
+    dtype = torch.float16 if "fp16" in example else torch.bfloat16
+    err = _run_abt(load_kernel(r.cubin, r.sidecar), m, n, k, dtype)
+    assert err < 1e-2, f"relative error {err:.3e} for {m}x{n}x{k}"

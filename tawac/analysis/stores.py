@@ -36,6 +36,8 @@ def staged_stores(kernel: tile.KernelOp, warp_groups: int) -> list[tile.StoreOp]
             continue
         for st in [o for o in part.walk() if isinstance(o, tile.StoreOp)]:
             vt = st.value.type
-            if isinstance(vt, TensorType) and tma_storable(vt, warp_groups) and not st.bounds:
+            if st.transposed is not None or st.bounds:
+                continue
+            if isinstance(vt, TensorType) and tma_storable(vt, warp_groups):
                 stores.append(st)
     return stores

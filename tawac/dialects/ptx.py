@@ -798,18 +798,25 @@ class AtomAddOp(PtxInstruction):
 
 @irdl_op_definition
 class StGlobalOp(PtxInstruction):
-    """`st.global.type [addr], a;` (PTX ISA 9.7.9.10)."""
+    """`{@p} st.global.type [addr], a;` (PTX ISA 9.7.9.10), optionally predicated."""
 
     name = "ptx.st_global"
     type = prop_def(StringAttr)
     addr = operand_def(RegType)
     value = operand_def(RegType)
+    guard = var_operand_def(RegType)
 
-    def __init__(self, ptx_type: str, addr: SSAValue, value: SSAValue):
-        super().__init__(operands=[addr, value], properties={"type": StringAttr(ptx_type)})
+    def __init__(
+        self, ptx_type: str, addr: SSAValue, value: SSAValue, guard: SSAValue | None = None
+    ):
+        super().__init__(
+            operands=[addr, value, [guard] if guard is not None else []],
+            properties={"type": StringAttr(ptx_type)},
+        )
 
     def ptx_text(self, n: Names) -> str:
-        return f"st.global.{_s(self.type)} [{n(self.addr)}], {n(self.value)};"
+        pred = _guard(n, self.guard)
+        return f"{pred}st.global.{_s(self.type)} [{n(self.addr)}], {n(self.value)};"
 
 
 @irdl_op_definition

@@ -468,6 +468,13 @@ class StoreOp(IRDLOperation):
 
     With `stack G` the tile's rows go to G consecutive indices of dimension rank-3, as
     `tile.load`'s `stack` reads them.
+
+    With `transposed` the tile holds the destination's block transposed: its rows run
+    along the last dimension and its columns along the one before (`swap-ab` computes a
+    GEMM's tile as C^T = B A^T and stores it so).
+
+    `tile.store %ot, %c[%m0, %n0] transposed : tensor<64x16xbf16> -> ...` writes
+    c[m0 + j, n0 + i] = ot[i, j].
     """
 
     name = "tile.store"
@@ -478,6 +485,7 @@ class StoreOp(IRDLOperation):
     the generic form of an unbounded store is what it always was."""
     bounded = opt_prop_def(UnitAttr)
     stack = opt_prop_def(IntAttr)
+    transposed = opt_prop_def(UnitAttr)
 
     def __init__(
         self,
@@ -486,10 +494,13 @@ class StoreOp(IRDLOperation):
         indices: Sequence[SSAValue],
         bounds: Sequence[SSAValue] = (),
         stack: int | None = None,
+        transposed: bool = False,
     ):
         props: dict[str, Attribute] = {"bounded": UnitAttr()} if bounds else {}
         if stack is not None:
             props["stack"] = IntAttr(stack)
+        if transposed:
+            props["transposed"] = UnitAttr()
         super().__init__(operands=[value, dest, [*indices, *bounds]], properties=props)
 
     @property
@@ -519,12 +530,18 @@ class StoreOp(IRDLOperation):
                     parser.Delimiter.SQUARE, parser.parse_unresolved_operand
                 )
             ]
+        transposed = parser.parse_optional_keyword("transposed") is not None
         parser.parse_punctuation(":")
         vt = parser.parse_type()
         parser.parse_punctuation("->")
         dt = parser.parse_type()
         op = cls(
-            parser.resolve_operand(val, vt), parser.resolve_operand(dst, dt), idx, bounds, stack
+            parser.resolve_operand(val, vt),
+            parser.resolve_operand(dst, dt),
+            idx,
+            bounds,
+            stack,
+            transposed,
         )
         op.attributes |= parser.parse_optional_attr_dict()
         return op
@@ -539,6 +556,8 @@ class StoreOp(IRDLOperation):
             printer.print_string(" bounds [")
             printer.print_list(self.bounds, printer.print_operand)
             printer.print_string("]")
+        if self.transposed is not None:
+            printer.print_string(" transposed")
         printer.print_string(" : ")
         printer.print_attribute(self.value.type)
         printer.print_string(" -> ")
@@ -557,6 +576,13 @@ class StoreOp(IRDLOperation):
         _check_stack(self, self.stack, self.dest.type, self.value.type)
         if self.stack is not None and self.bounded is not None:
             raise VerifyException("tile.store: a stacked store cannot be bounded yet")
+        if self.transposed is not None and (self.stack is not None or self.bounded is not None):
+            raise VerifyException("tile.store: a transposed store cannot be stacked or bounded yet")
+        vt = self.value.type
+        if self.transposed is not None and (
+            not isinstance(vt, TensorType) or vt.get_num_dims() != 2
+        ):
+            raise VerifyException("tile.store: a transposed store writes a 2-d tile")
 
     @property
     def ident(self) -> str | None:

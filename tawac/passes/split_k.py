@@ -82,6 +82,7 @@ from tawac.analysis.grid import (
     DECOMPOSITION_ATTR,
     GRID_ATTR,
     WORKSPACE_ATTR,
+    decomposition_of,
     infer_grid,
     times,
     to_attr,
@@ -753,4 +754,10 @@ class SplitKPass(ModulePass):
         if self.splits == 1 and not self.stream:
             return
         for kernel in [o for o in op.body.block.ops if isinstance(o, tile.KernelOp)]:
+            if decomposition_of(kernel)["kind"] == "swap_ab":
+                raise CompileError(
+                    "split-k: the tile is computed transposed (swap-ab); split-K and "
+                    "stream-K do not combine with swap-AB yet",
+                    kernel,
+                )
             split_kernel(kernel, self.splits, self.stream)

@@ -292,6 +292,8 @@ def _staging_problem(
 ) -> str | None:
     vt = st.value.type
     assert isinstance(vt, TensorType)
+    if st.transposed is not None:
+        return "through shared memory: a transposed store (swap-ab) leaves from registers"
     if not tma_storable(vt, w):
         return (
             "through shared memory: TMA stores take 16-bit 2-d tiles of whole 64-column "

@@ -82,6 +82,8 @@ def _mode(
     assert isinstance(vt, TensorType)
     if not tma_storable(vt, warp_groups) or st.bounds:
         return None  # a bounded store clips inside the tensor: TMA clips only at its end
+    if st.transposed is not None:
+        return None  # swap-ab's transposed tile: written from registers
     if chunks and chunk_ring_fits(vt, chunks):
         if layout.try_tiles("staging", staging_ring_type(vt, chunks)) is not None:
             return "chunks"

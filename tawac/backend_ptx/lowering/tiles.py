@@ -196,6 +196,9 @@ def _store(k: KernelLowering, op: tile.StoreOp) -> None:
     nbytes = elem_bytes(gt.element_type)
     st_ty = mov_type(f.dtype)
     base = _leading_base(k, op.dest, op.indices, gt.rank - 2, nbytes)
+    if op.transposed is not None:
+        _store_transposed(k, op, f, base, nbytes, st_ty)
+        return
     whole = f.dtype == "f32" and not op.bounds
     pairs = _whole_pairs(op.dest, op.indices, f.layout) if whole else None
     if pairs is not None:
@@ -233,6 +236,43 @@ def _store(k: KernelLowering, op: tile.StoreOp) -> None:
     )
     for reg, (ok, addr) in zip(f.regs, places, strict=True):
         k.guarded(ok, lambda a=addr, v=reg: k.emit(ptx.StGlobalOp(st_ty, a, v)))
+
+
+def _store_transposed(
+    k: KernelLowering, op: tile.StoreOp, f: Frag, base: SSAValue, nbytes: int, st_ty: str
+) -> None:
+    """A tile stored transposed (`swap-ab`'s C^T): its element (i, j) to row j, column i
+    of the block at the store's coordinates, one predicated store per register. A
+    register's tile row is a destination column: the eight rows a warp's lanes hold at
+    one register offset (lane / 4) are eight adjacent elements of a destination row."""
+    layout = f.layout
+    gt = op.dest.type
+    assert isinstance(gt, tile.GlobalTensorType)
+    r, c = gt.rank - 2, gt.rank - 1
+    stride = k.r(ptx.LdParamOp("s64", k.params.stride(op.dest, r)))
+    rows = k.r(ptx.LdParamOp("s32", k.params.dim(op.dest, r)))
+    cols = k.r(ptx.LdParamOp("s32", k.params.dim(op.dest, c)))
+    trow0, tcol0 = k.thread_coords(layout)
+    col0 = k.add(trow0, k.scalar(op.indices[c]))  # the tile's rows run along c
+    row0 = k.add(tcol0, k.scalar(op.indices[r]))  # its columns along r
+    dest_cols: dict[int, tuple[SSAValue, SSAValue]] = {}
+    for dr in layout.row_offsets():
+        col = k.add_imm(col0, dr)
+        ok = k.r(ptx.SetpOp("lt", "s32", col, cols))
+        dest_cols[dr] = ok, k.r(ptx.MulOp("s32", col, k.imm(nbytes), mode="wide"))
+    dest_rows: dict[int, tuple[SSAValue, SSAValue]] = {}
+    for dc in layout.col_offsets():
+        row = k.add_imm(row0, dc)
+        ok = k.r(ptx.SetpOp("lt", "s32", row, rows))
+        off = k.r(ptx.MulOp("s64", k.r(ptx.CvtOp("s64", "s32", row)), stride, mode="lo"))
+        off = k.r(ptx.MulOp("s64", off, k.imm(nbytes, "s64"), mode="lo"))
+        dest_rows[dc] = ok, k.r(ptx.AddOp("s64", base, off))
+    for i, reg in enumerate(f.regs):
+        dr, dc = layout.reg_offset(i)
+        cok, coff = dest_cols[dr]
+        rok, raddr = dest_rows[dc]
+        ok = k.r(ptx.AndOp("pred", rok, cok))
+        k.emit(ptx.StGlobalOp(st_ty, k.r(ptx.AddOp("s64", raddr, coff)), reg, ok))
 
 
 def _workspace(k: KernelLowering, dest: SSAValue) -> bool:

@@ -1,0 +1,22 @@
+#!/usr/bin/env bash
+# Issue 22: the decode buckets M = 1, 8, 16, 32 tuned over swap-AB tiles (the token
+# tile as wgmma's N: 16 or 32 tokens x 64 or 128 weight rows, 128-deep steps, 6 or 8
+# stages; clean L2 like the other decode entries), then the issue's 24 decode shapes
+# through tawac.torch against cuBLAS under both flushes. The updated table goes to $OUT
+# (.whl carried).
+set -uo pipefail
+python3 -m pip install -q --no-index --no-deps --no-compile --target /tmp/site .whl/*.whl >/dev/null 2>&1
+export PYTHONPATH=/tmp/site:$PWD PATH=/usr/local/cuda/bin:/tmp/site/bin:$PATH TAWAC_CACHE_DIR=$PWD/.bench-cache
+nvidia-smi --query-gpu=name --format=csv,noheader
+nk_all="N=4096,K=4096 N=14336,K=4096 N=4096,K=14336 N=8192,K=8192"
+sizes=()
+for m in ${MS:-1 8 16 32}; do for nk in $nk_all; do sizes+=(--size "M=$m,$nk"); done; done
+timeout 330 python3 -m tawac.cli tune examples/gemm.mlir "${sizes[@]}" --l2 clean --rep-ms 50 \
+  --space BLOCK_M=16,32 --space BLOCK_N=64,128 --space BLOCK_K=128 --space stages=6,8 \
+  --space swap_ab=true 2>&1 | grep -E "^table|error|Error|rejected" | tail -5
+cp examples/gemm.tune.json "$OUT/gemm.tune.json"
+for l2 in dirty clean; do
+  timeout 120 python3 benchmarks/bench_gemm_shapes.py --ms 1,8,16,32,64,128 --configs 16x64x128/d6/a1 \
+    --rounds 5 --l2 $l2 > $OUT/decode-$l2.log 2>&1
+  tail -1 $OUT/decode-$l2.log
+done
