@@ -423,8 +423,19 @@ def _tuned_for(source, table, sizes, params, pipeline) -> tuple[dict, str]:
     if entry is None:
         return params, f"{path} has no entry for these dimensions: the defaults and flags"
     ctx = click.get_current_context()
-    for name, value in tuning.entry_options(entry).items():
-        if ctx.get_parameter_source(name) != ParameterSource.COMMANDLINE:
+    given = {
+        name: pipeline[name]
+        for name in pipeline
+        if ctx.get_parameter_source(name) == ParameterSource.COMMANDLINE
+    }
+    options = tuning.entry_options(entry)
+    if tuning.overrides_decomposition(options, given):
+        return params, (
+            f"the flags choose another decomposition than {path}'s entry for these sizes: "
+            "the defaults and flags"
+        )
+    for name, value in options.items():
+        if name not in given:
             pipeline[name] = value
     params = {**entry.get("params", {}), **(params or {})}
     bucket = ",".join(f"{k}={v}" for k, v in entry["bucket"].items())

@@ -340,6 +340,8 @@ class TorchKernel:
         if picked is None:
             return dict(self.params), dict(self.options)
         params, options = picked
+        if tuning.overrides_decomposition(options, self.options):
+            return dict(self.params), dict(self.options)
         return {**params, **self.params}, {**options, **self.options}
 
     def _kernel_for(self, sizes: Mapping[str, int]) -> Kernel:

@@ -170,6 +170,23 @@ def entry_options(entry: Mapping[str, Any]) -> dict[str, Any]:
     return {**UNSTATED, **entry.get("options", {})}
 
 
+#: The knobs that choose a work decomposition.
+DECOMPOSITION_KNOBS = ("swap_ab", "split_k", "stream_k")
+
+
+def overrides_decomposition(entry: Mapping[str, Any], given: Mapping[str, Any]) -> bool:
+    """Whether options a caller gave choose another work decomposition than a table
+    entry's options `entry` (a decomposition knob at another value). The entry was tuned
+    with its decomposition, its tile included (a 16-token swap-AB tile is no plain tile),
+    so it then does not apply at all."""
+    for name in DECOMPOSITION_KNOBS:
+        k = knob(name)
+        assert k is not None
+        if name in given and given[name] != entry.get(name, k.default):
+            return True
+    return False
+
+
 def pick_entry(table: Mapping[str, Any], sizes: Mapping[str, int]) -> Mapping[str, Any] | None:
     """The entry whose bucket holds `sizes`, else of the nearest bucket (sum of |log2
     differences| over its dimensions); among entries as near, one tuned at sizes as

@@ -114,6 +114,37 @@ def test_decomposition_for_a_size_comes_from_the_tuning_table(tmp_path):
     assert "decomposition: split-K by 2" in text
 
 
+def test_swap_ab_entry_and_a_flag_choosing_another_decomposition(tmp_path):
+    """A table entry with swap-AB (a 16-token tile) is explained as such; a flag that
+    chooses another decomposition drops the whole entry (its tile was tuned with it),
+    and says so."""
+    from click.testing import CliRunner
+
+    from tawac.cli import main
+
+    table = json.loads((REPO / "examples" / "gemm.tune.json").read_text())
+    table["entries"] = [
+        {
+            "bucket": {"M": 16, "N": 4096, "K": 4096},
+            "params": {"BLOCK_M": 16, "BLOCK_N": 64, "BLOCK_K": 128},
+            "options": {"stages": 6, "swap_ab": True},
+        }
+    ]
+    path = tmp_path / "t.tune.json"
+    path.write_text(json.dumps(table))
+    args = ["explain", str(REPO / "examples" / "gemm.mlir"), "--size", "M=16,N=4096,K=4096"]
+    out = CliRunner().invoke(main, [*args, "--table", str(path), "--json"])
+    assert out.exit_code == 0, out.output
+    assert json.loads(out.output)["decomposition"]["kind"] == "swap_ab"
+    text = CliRunner().invoke(main, [*args, "--table", str(path)]).output
+    assert "decomposition: swap-AB: each tile computed transposed" in text
+    out = CliRunner().invoke(main, [*args, "--table", str(path), "--split-k", "2", "--json"])
+    assert out.exit_code == 0, out.output
+    info = json.loads(out.output)
+    assert info["decomposition"]["kind"] == "split_k"
+    assert "the flags choose another decomposition" in info["decomposition"]["why"]
+
+
 def test_stream_k_decomposition_is_said():
     info = _explain(REPO / "examples" / "gemm.mlir", stream_k=4)
     assert info["decomposition"] == {"kind": "stream_k", "max_splits": 4}

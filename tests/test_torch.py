@@ -550,6 +550,25 @@ def test_user_params_and_options_override_the_table(backend, source):
     )
 
 
+def test_another_decomposition_drops_the_whole_entry(backend, source):
+    """An entry tuned with swap-AB (its 16-token tile too) does not apply to a kernel
+    asked for split-K; one asked for the entry's own decomposition keeps the entry."""
+    entries = [
+        {
+            "bucket": {"M": 16, "N": 4096, "K": 4096},
+            "params": {"BLOCK_M": 16, "BLOCK_N": 64},
+            "options": {"stages": 6, "swap_ab": True},
+        }
+    ]
+    split = tt.kernel(source, tuning=_table(entries), split_k=2)
+    assert split.config({"M": 16, "N": 4096, "K": 4096}) == ({}, {"split_k": 2})
+    same = tt.kernel(source, tuning=_table(entries), swap_ab=True, stages=4)
+    assert same.config({"M": 16, "N": 4096, "K": 4096}) == (
+        {"BLOCK_M": 16, "BLOCK_N": 64},
+        {"widen": 1, "stages": 4, "swap_ab": True},
+    )
+
+
 def test_no_entry_applies_uses_the_base_configuration(backend, source):
     entries = [{"bucket": {"Q": 8}, "params": {"BLOCK_N": 8}, "options": {}}]
     gemm = tt.kernel(source, tuning=_table(entries), stages=2)

@@ -484,6 +484,8 @@ OPTION_CHOICES = [
     ["--no-tile-prefetch"],
     ["--no-coarse-pipeline"],
     ["--pingpong"],
+    ["--swap-ab"],
+    ["--split-k", "1", "2", "4"],
 ]
 
 
