@@ -303,6 +303,8 @@ class _Interpreter:
     def store(self, op: tile.StoreOp, active: Value) -> None:
         g = self.get(op.dest)
         value = self.get(op.value)
+        if op.transposed is not None:  # swap-ab's C^T: element (i, j) to (j, i)
+            value = value.transpose(1, 2)
         shape = _spanned(g.dim(), tuple(value.shape[1:]), tile.stack_of(op))
         value = value.reshape(self.n, *shape)
         idx, mask = self.tile_indices([self.get(i) for i in op.indices], shape, g.shape)
