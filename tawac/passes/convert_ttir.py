@@ -256,6 +256,20 @@ def _rem_size(origin: Poly) -> BlockArgument | None:
     return None
 
 
+def _rem_count(origin: Poly) -> int | None:
+    """`C` where the origin is `x % C` of a scalar, `C` a positive constant (the head of
+    `off_hz % H` with H a constexpr): the dimension has `C` blocks."""
+    (sym,) = _single_symbol(origin) or (None,)
+    op = sym.owner if sym is not None else None
+    if not isinstance(op, arith.RemSIOp | arith.RemUIOp):
+        return None
+    c = op.rhs.owner
+    if not isinstance(c, arith.ConstantOp) or not isinstance(c.value, IntegerAttr):
+        return None
+    value = c.value.value.data
+    return value if value > 0 else None
+
+
 def tensor_dims(a: Access) -> list[tuple[Dim, int | None]]:
     """The tensor's dimensions an access walks, outermost first: its outer dimensions
     (tile index None), then its tile dimensions with the contiguous one (constant stride
@@ -505,6 +519,8 @@ class _Check:
                 out.append([(size, v, v) for v in (1, 3, 8, 16)])
             elif size is not None:
                 out.append([(size, v, -(-v // t)) for v in CHECK_SIZES])
+            elif _rem_count(d.origin) is not None:
+                out.append([(None, None, _rem_count(d.origin))])
             else:
                 out.append([(None, None, c) for c in FREE_COUNTS])
         return out
@@ -519,6 +535,7 @@ class _Check:
             for c in counts:
                 total *= c
             where = ", ".join(f"{s.name_hint}={v}" for s, v, _ in combo if s is not None)
+            where = where or f"block counts {tuple(counts)}"
             if loop is not None and self._value(loop.ub, env) != total:
                 raise _error(
                     f"the persistent loop's tile count is not the output's tile grid at {where}",
@@ -757,17 +774,33 @@ class _Emitter:
 
     def _sizes(self, p: Poly, at: Operation) -> SSAValue | None:
         """A polynomial of size arguments and constants as index arithmetic (each size
-        a `tile.dim` of a tensor it sizes); None where another symbol is in it."""
+        a `tile.dim` of a tensor it sizes, a min or max of such polynomials as the same
+        of theirs); None where another symbol is in it."""
         total: SSAValue | None = None
         for m, c in p.terms.items():
             term: SSAValue = self.const(c)
             for s in m:
                 d = self._dim_sized_by(s)
                 if d is None:
+                    d = self._min_max(s, at)
+                if d is None:
                     return None
                 term = self.add(arith.MuliOp(term, d)).result
             total = term if total is None else self.add(arith.AddiOp(total, term)).result
         return total
+
+    def _min_max(self, s, at: Operation) -> SSAValue | None:
+        """`tl.minimum(a, b)` / `tl.maximum(a, b)` of scalars tawac can rebuild (a causal
+        loop's end, `min((start_m + 1) * BLOCK_M, seqlen)`): the same over index."""
+        op = s.owner if isinstance(s, SSAValue) else None
+        if not isinstance(op, arith.MinSIOp | arith.MaxSIOp):
+            return None
+        try:
+            sides = [self.plan.reader.int_poly(v) for v in (op.lhs, op.rhs)]
+        except PointerError:
+            return None
+        a, b = (self.index(x, at) for x in sides)
+        return self.add(type(op)(a, b)).result
 
     def _dim_sized_by(self, s) -> SSAValue | None:
         if s in self.scalars:
@@ -923,6 +956,8 @@ def _body(em: _Emitter, block: Block) -> None:
             em.add(tile.ReturnOp())
         elif isinstance(op, scf.YieldOp):
             continue
+        elif _is_data(op) and _on_expanded(em, op) is not None:
+            _expanded_math(em, op)
         elif _is_data(op) and not _only_other(op):
             clone = op.clone(value_mapper={o: em.get(o, op) for o in op.operands})
             if isinstance(clone, arith.DivfOp) and _is_f32(clone.result):
@@ -978,15 +1013,31 @@ def _select(em: _Emitter, op: tt.SelectOp) -> None:
     if isinstance(cmp, tt.CmpfOp) and cond is op.cond:
         _select_by_value(em, op, cmp)
         return
-    if not isinstance(cmp, tt.CmpiOp) or len(shape) != 2:
+    if len(shape) != 2:
         raise _error("a tl.where whose mask is not one comparison of 2-d index tiles", op)
+    a, b = em.get(op.lhs, op), em.get(op.rhs, op)
+    em.values[op.result] = _where(em, op.cond, a, b, shape, op)
+
+
+def _where(em: _Emitter, cond: SSAValue, a: SSAValue, b: SSAValue, shape, at) -> SSAValue:
+    """`tl.where(cond, a, b)` for a mask of comparisons of index tiles joined by `&`
+    (`(offs_n < seqlen) & (offs_m >= offs_n)`): where(m1 & m2, a, b) is where(m1,
+    where(m2, a, b), b), one `tile.select` per comparison."""
+    while isinstance(cond.owner, tt.BroadcastOp | tt.ExpandDimsOp):
+        cond = cond.owner.src
+    both = cond.owner
+    if isinstance(both, arith.AndIOp):
+        inner = _where(em, both.rhs, a, b, shape, at)
+        return _where(em, both.lhs, inner, b, shape, at)
+    cmp = both
+    if not isinstance(cmp, tt.CmpiOp):
+        raise _error("a tl.where whose mask is not comparisons of 2-d index tiles", at)
     pred = cmp.predicate_name
     if pred not in tile.CMPI_PREDICATES:
         raise _error(f"a tl.where mask compared by {pred}", cmp)
     sides = [_iota(em, v, shape, cmp) for v in (cmp.lhs, cmp.rhs)]
     mask = em.add(tile.CmpiOp(pred, *sides)).result
-    a, b = em.get(op.lhs, op), em.get(op.rhs, op)
-    em.values[op.result] = em.add(tile.SelectOp(mask, a, b)).result
+    return em.add(tile.SelectOp(mask, a, b)).result
 
 
 def _select_by_value(em: _Emitter, op: tt.SelectOp, cmp: tt.CmpfOp) -> None:
@@ -1002,12 +1053,17 @@ def _select_by_value(em: _Emitter, op: tt.SelectOp, cmp: tt.CmpfOp) -> None:
 
 
 def _iota(em: _Emitter, v: SSAValue, shape, at: Operation) -> SSAValue:
-    """An index tile `origin + range_d` as `tile.iota d, origin`."""
+    """An index tile `origin + range_d` as `tile.iota d, origin`; a scalar as
+    `tile.splat`."""
     try:
         p = em.plan.reader.int_poly(v)
     except PointerError as e:
         raise _error(e.message, e.op or at) from None
     dims = p.ranges()
+    if not dims:  # a scalar side (`offs_n[None, :] < seqlen`): the scalar everywhere
+        t = TensorType(i32, list(shape))
+        splat = tile.SplatOp.build(operands=[em.index(p, at)], result_types=[t])
+        return em.add(splat).result
     unit = [m for m in p.terms if any(isinstance(s, Range) for s in m)]
     if len(dims) != 1 or len(unit) != 1 or len(unit[0]) != 1 or p.terms[unit[0]] != 1:
         raise _error(f"a mask side {p} that is not one index range plus a scalar", at)
@@ -1034,6 +1090,40 @@ def _is_f32(v: SSAValue) -> bool:
 
 def _is_float(v: SSAValue) -> bool:
     return isinstance(_elem(v.type), AnyFloat)
+
+
+def _on_expanded(em: _Emitter, op: Operation) -> int | None:
+    """The axis where every tensor operand of an elementwise op is a vector given a unit
+    dimension (`v[None, :]` then `.to(tl.float32)`, or a product of two such): the op
+    then works on the vectors; None otherwise."""
+    axes = {em.expanded[o][1] for o in op.operands if o in em.expanded}
+    tensors = [o for o in op.operands if isinstance(o.type, TensorType)]
+    if len(axes) != 1 or not all(o in em.expanded for o in tensors):
+        return None
+    return axes.pop()
+
+
+def _expanded_math(em: _Emitter, op: Operation) -> None:
+    """An elementwise op on vectors with a unit dimension, done on the vectors; its result
+    keeps the unit dimension for the broadcast that reads it (`_broadcast`)."""
+    axis = _on_expanded(em, op)
+    assert axis is not None
+    operands = [em.expanded[o][0] if o in em.expanded else em.get(o, op) for o in op.operands]
+    types = []
+    for r in op.results:
+        t = r.type
+        assert isinstance(t, TensorType)
+        shape = [d for i, d in enumerate(t.get_shape()) if i != axis]
+        types.append(TensorType(t.element_type, shape))
+    new = type(op).create(
+        operands=operands,
+        result_types=types,
+        properties=dict(op.properties),
+        attributes=dict(op.attributes),
+    )
+    em.add(new)
+    for r, v in zip(op.results, new.results, strict=True):
+        em.expanded[r] = (v, axis)
 
 
 def _broadcast(em: _Emitter, op: tt.BroadcastOp) -> None:

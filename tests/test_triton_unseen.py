@@ -1,0 +1,249 @@
+"""Triton GEMMs written as users write them, not as the tutorials do
+(`tests/data/triton/unseen_gemms.py`, issue 21): converted from their `.ttir`, checked
+against torch on the CPU interpreter at ragged sizes, assembled without spills, and run
+through `tawac.triton` on the GPU with Triton's arguments (pointers, sizes, strides)."""
+
+from __future__ import annotations
+
+import math
+import re
+from pathlib import Path
+
+import pytest
+from gpu_util import requires_gpu
+
+torch = pytest.importorskip("torch")
+
+from tawac.analysis.grid import infer_grid  # noqa: E402
+from tawac.compiler import compile_module, parse_file  # noqa: E402
+from tawac.dialects import tile  # noqa: E402
+from tawac.runtime.interpret import interpret  # noqa: E402
+
+DATA = Path(__file__).resolve().parent / "data" / "triton"
+SILU = DATA / "unseen_gemms.ttir"  # bias[None, :].to(tl.float32), SiLU, `+=` accumulation
+BMM = DATA / "unseen_bmm.ttir"  # batch on grid axis z, 3-d strides
+SCALED = DATA / "unseen_f32_scaled.ttir"  # row-major program order, f32 out, runtime scale
+SIZES = [(200, 300, 130), (1, 17, 70), (129, 128, 64)]
+
+
+def _kernel(path: Path) -> tile.KernelOp:
+    return next(o for o in parse_file(path).walk() if isinstance(o, tile.KernelOp))
+
+
+def _grid(kern: tile.KernelOp, shapes: dict[str, tuple[int, ...]]) -> tuple[int, int, int]:
+    """The logical grid the conversion inferred, at these tensor shapes."""
+    out = []
+    for g in infer_grid(kern):
+        if "const" in g:
+            out.append(g["const"])
+            continue
+        ref = g["cdiv"]
+        out.append(math.ceil(shapes[ref["arg"]][ref["dim"]] / g["by"]))
+    return tuple(out)  # type: ignore[return-value]
+
+
+def _err(got, ref) -> float:
+    return ((got.float() - ref).abs().max() / ref.abs().max()).item()
+
+
+@pytest.mark.parametrize(("m", "n", "k"), SIZES)
+def test_bias_after_the_expand_and_silu(m, n, k):
+    """`bias[None, :].to(tl.float32)`: the conversion applies to the bias vector, which
+    the broadcast then reads (it used to be refused: extf of a tt.expand_dims)."""
+    kern = _kernel(SILU)
+    g = torch.Generator().manual_seed(m + n + k)
+    a, b = torch.randn(m, k, generator=g).half(), torch.randn(k, n, generator=g).half()
+    bias = torch.randn(n, generator=g).half()
+    c = torch.full((m, n), float("nan")).half()
+    interpret(kern, [a, b, bias, c], _grid(kern, {"c": (m, n)}))
+    ref = a.float() @ b.float() + bias.float()
+    ref = ref * torch.sigmoid(ref)
+    assert not torch.isnan(c).any() and _err(c, ref) < 2e-3
+
+
+@pytest.mark.parametrize(("m", "n", "k"), SIZES)
+def test_batched_matmul_on_axis_z(m, n, k):
+    kern = _kernel(BMM)
+    assert _grid(kern, {"c": (3, m, n)})[2] == 3
+    g = torch.Generator().manual_seed(m * n + k)
+    a, b = (
+        torch.randn(3, m, k, generator=g).bfloat16(),
+        torch.randn(3, k, n, generator=g).bfloat16(),
+    )
+    c = torch.full((3, m, n), float("nan")).bfloat16()
+    interpret(kern, [a, b, c], _grid(kern, {"c": (3, m, n)}))
+    assert not torch.isnan(c.float()).any() and _err(c, a.float() @ b.float()) < 1e-2
+
+
+@pytest.mark.parametrize(("m", "n", "k"), SIZES)
+def test_row_major_program_order_f32_out_and_a_scale(m, n, k):
+    """`pid // num_n, pid % num_n`: program id x runs along N (the conversion's 2-d grid
+    keeps Triton's order of the linear id); B is read through its strides as K x N."""
+    kern = _kernel(SCALED)
+    grid = _grid(kern, {"c": (m, n)})
+    assert grid[:2] == (math.ceil(n / 128), math.ceil(m / 128))
+    g = torch.Generator().manual_seed(m - n + k)
+    a, bt = torch.randn(m, k, generator=g).bfloat16(), torch.randn(n, k, generator=g).bfloat16()
+    c = torch.full((m, n), float("nan"))
+    interpret(kern, [a, bt.T, c, 0.5], grid)
+    assert not torch.isnan(c).any() and _err(c, 0.5 * (a.float() @ bt.float().T)) < 1e-5
+
+
+@pytest.mark.parametrize("path", [SILU, BMM, SCALED], ids=lambda p: p.stem)
+def test_they_assemble_without_spills(path):
+    res = compile_module(parse_file(path), cubin=True)
+    assert re.search(r"\b0 bytes spill stores", res.ptxas_report)
+    assert "wgmma.mma_async" in res.ptx
+
+
+def _source():
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("unseen_gemms", DATA / "unseen_gemms.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_a_unit_stride_specialized_b_is_read_transposed():
+    """Through `tawac.triton.compile` a stride argument equal to 1 is a constant, as in
+    Triton's JIT: B passed as the transpose of an N x K tensor (`stride_bk` = 1) becomes
+    an N x K tile tensor that the dot reads transposed."""
+    pytest.importorskip("triton")
+    from tawac.compiler import parse_text
+    from tawac.triton import ttir_of
+
+    cfg = _source().TTIR_VARIANTS["unseen_f32_scaled"]
+    ones = {"stride_ak": 1, "stride_bk": 1, "stride_cn": 1}
+    text = ttir_of(cfg["kernel"], cfg["signature"], {**cfg["constexprs"], **ones})
+    kern = next(o for o in parse_text(text, "s.ttir").walk() if isinstance(o, tile.KernelOp))
+    assert str(kern.body.block.args[1].type) == '!tile.tensor<?x?xbf16, ["bn", "K"]>'
+    (dot,) = [o for o in kern.walk() if isinstance(o, tile.DotOp)]
+    assert dot.transpose_rhs is not None
+    m, n, k = 200, 300, 130
+    g = torch.Generator().manual_seed(7)
+    a, bt = torch.randn(m, k, generator=g).bfloat16(), torch.randn(n, k, generator=g).bfloat16()
+    c = torch.full((m, n), float("nan"))
+    interpret(kern, [a, bt, c, 0.5], _grid(kern, {"c": (m, n)}))
+    assert _err(c, 0.5 * (a.float() @ bt.float().T)) < 1e-5
+
+
+@pytest.mark.gpu
+@requires_gpu
+@pytest.mark.parametrize(("m", "n", "k"), [(1000, 3000, 520), (256, 384, 4096)])
+def test_silu_bias_and_bmm_run_with_tritons_arguments(m, n, k):
+    from tawac.triton import from_ttir
+
+    dev = "cuda"
+    g = torch.Generator(device=dev).manual_seed(m + k)
+    a = torch.randn(m, k, generator=g, device=dev).half()
+    b = torch.randn(k, n, generator=g, device=dev).half()
+    bias = torch.randn(n, generator=g, device=dev).half()
+    c = torch.full((m, n), float("nan"), device=dev).half()
+    kern = from_ttir(SILU.read_text(), str(SILU))
+    kern(a, b, bias, c, m, n, k, *a.stride(), *b.stride(), *c.stride())
+    torch.cuda.synchronize()
+    ref = a.float() @ b.float() + bias.float()
+    assert _err(c, ref * torch.sigmoid(ref)) < 2e-3
+
+    a3 = torch.randn(2, m, k, generator=g, device=dev).bfloat16()
+    b3 = torch.randn(2, k, n, generator=g, device=dev).bfloat16()
+    c3 = torch.full((2, m, n), float("nan"), device=dev).bfloat16()
+    kern = from_ttir(BMM.read_text(), str(BMM))
+    kern(a3, b3, c3, m, n, k, *a3.stride(), *b3.stride(), *c3.stride())
+    torch.cuda.synchronize()
+    assert _err(c3, a3.float() @ b3.float()) < 1e-2
+
+
+@pytest.mark.gpu
+@requires_gpu
+def test_b_through_its_strides_from_python_and_the_generic_ttir_refusing_it():
+    """From Python (`tawac.triton.compile`), B = the transpose of an N x K tensor runs;
+    the unspecialized `.ttir` reads B's last dimension as the contiguous one and refuses
+    that call with one LaunchError naming the argument."""
+    pytest.importorskip("triton")
+    import tawac.triton
+    from tawac.runtime.launcher import LaunchError
+
+    cfg = _source().TTIR_VARIANTS["unseen_f32_scaled"]
+    m, n, k = 1000, 3000, 520
+    dev = "cuda"
+    a = torch.randn(m, k, device=dev).bfloat16()
+    bt = torch.randn(n, k, device=dev).bfloat16()
+    b = bt.T
+    c = torch.full((m, n), float("nan"), device=dev)
+    fn = tawac.triton.compile(
+        cfg["kernel"], signature=cfg["signature"], constexprs=cfg["constexprs"]
+    )
+    args = (a, b, c, m, n, k, 0.5, *a.stride(), b.stride(1), b.stride(0), *c.stride())
+    fn[(1,)](*args)
+    torch.cuda.synchronize()
+    assert _err(c, 0.5 * (a.float() @ bt.float().T)) < 1e-5
+    generic = tawac.triton.from_ttir(SCALED.read_text(), str(SCALED))
+    with pytest.raises(LaunchError, match="argument b_ptr: its dimension"):
+        generic(*args)
+
+
+ATTN = DATA / "unseen_attention.ttir"
+ATTN_CAUSAL = DATA / "unseen_attention_causal.ttir"
+
+
+def _attention_ref(q, k, v, causal: bool):
+    s = q.float() @ k.float().transpose(-1, -2) / math.sqrt(q.shape[-1])
+    if causal:
+        n = s.shape[-1]
+        s = s.masked_fill(torch.ones(n, n, dtype=torch.bool).triu(1).to(s.device), float("-inf"))
+    return torch.softmax(s, -1) @ v.float()
+
+
+@pytest.mark.parametrize("causal", [False, True])
+@pytest.mark.parametrize("seqlen", [200, 128, 1])
+def test_an_attention_written_otherwise_computes_attention(causal, seqlen):
+    """The head count a constexpr (`off_bh % H`: 4 heads per batch entry on grid axis
+    y), every key block masked against `seqlen` with `tl.where` (a scalar side:
+    `tile.splat`), the causal mask joined with `&` (two selects), and the causal loop's
+    end a `tl.minimum` (rebuilt as `arith.minsi`)."""
+    kern = _kernel(ATTN_CAUSAL if causal else ATTN)
+    b, h, d = 2, 4, 128
+    grid = _grid(kern, {"Out": (b, h, seqlen, d)})
+    assert grid == (math.ceil(seqlen / 128), h, b)
+    g = torch.Generator().manual_seed(seqlen + causal)
+    q, k, v = (torch.randn(b, h, seqlen, d, generator=g).bfloat16() for _ in range(3))
+    o = torch.full((b, h, seqlen, d), float("nan")).bfloat16()
+    interpret(kern, [q, k, v, o, 1 / math.sqrt(d)], grid)
+    ref = _attention_ref(q, k, v, causal)
+    assert not torch.isnan(o.float()).any()
+    assert (o.float() - ref).abs().max().item() < 2e-2
+
+
+@pytest.mark.parametrize("path", [ATTN, ATTN_CAUSAL], ids=lambda p: p.stem)
+def test_the_attentions_assemble_without_spills(path):
+    res = compile_module(parse_file(path), cubin=True)
+    assert re.search(r"\b0 bytes spill stores", res.ptxas_report)
+    assert res.ptx.count("wgmma.mma_async") >= 2
+
+
+@pytest.mark.gpu
+@requires_gpu
+@pytest.mark.parametrize("causal", [False, True])
+def test_the_attention_from_python_on_the_gpu(causal):
+    pytest.importorskip("triton")
+    import importlib.util
+
+    import tawac.triton
+
+    spec = importlib.util.spec_from_file_location("ua", DATA / "unseen_attention.py")
+    assert spec is not None and spec.loader is not None
+    src = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(src)
+    consts = {"H": 4, "BLOCK_M": 128, "BLOCK_N": 128, "D": 128, "CAUSAL": causal}
+    fn = tawac.triton.compile(src.flash_fwd, signature=src.SIGNATURE, constexprs=consts)
+    b, h, s, d = 2, 4, 1000, 128
+    q, k, v = (torch.randn(b, h, s, d, device="cuda").bfloat16() for _ in range(3))
+    o = torch.full_like(q, float("nan"))
+    fn[(math.ceil(s / 128), b * h)](
+        q, k, v, o, 1 / math.sqrt(d), s, *q.stride(), *k.stride(), *v.stride(), *o.stride()
+    )
+    torch.cuda.synchronize()
+    assert (o.float() - _attention_ref(q, k, v, causal)).abs().max().item() < 2e-2
