@@ -247,3 +247,71 @@ def test_the_attention_from_python_on_the_gpu(causal):
     )
     torch.cuda.synchronize()
     assert (o.float() - _attention_ref(q, k, v, causal)).abs().max().item() < 2e-2
+
+
+GELU = DATA / "unseen_block_ptr_gelu.ttir"
+SWIZZLE = DATA / "unseen_swizzle_residual.ttir"
+SOFTMAX = DATA / "unseen_softmax.ttir"
+
+
+@pytest.mark.parametrize(("m", "n", "k"), SIZES)
+def test_block_pointers_and_exact_gelu(m, n, k):
+    """Triton 3 lowers block pointers to pointer tensors masked by `index >= 0` and
+    `index < size`: the first bounds nothing (tile accesses clip at 0)."""
+    kern = _kernel(GELU)
+    g = torch.Generator().manual_seed(m * 3 + k)
+    a, b = torch.randn(m, k, generator=g).half(), torch.randn(k, n, generator=g).half()
+    c = torch.full((m, n), float("nan")).half()
+    interpret(kern, [a, b, c], _grid(kern, {"c": (m, n)}))
+    ref = torch.nn.functional.gelu(a.float() @ b.float())
+    assert not torch.isnan(c).any() and _err(c, ref) < 2e-3
+
+
+@pytest.mark.parametrize(("m", "n", "k"), SIZES)
+def test_a_swizzle2d_order_and_a_residual(m, n, k):
+    kern = _kernel(SWIZZLE)
+    g = torch.Generator().manual_seed(m * 5 + k)
+    a, b = torch.randn(m, k, generator=g).half(), torch.randn(k, n, generator=g).half()
+    r = torch.randn(m, n, generator=g).half()
+    c = torch.full((m, n), float("nan")).half()
+    interpret(kern, [a, b, r, c], _grid(kern, {"c": (m, n)}))
+    assert not torch.isnan(c).any() and _err(c, a.float() @ b.float() + r.float()) < 2e-3
+
+
+def test_the_gelu_and_residual_kernels_assemble_without_spills():
+    for path in (GELU, SWIZZLE):
+        res = compile_module(parse_file(path), cubin=True)
+        assert re.search(r"\b0 bytes spill stores", res.ptxas_report), path.name
+    gelu = compile_module(parse_file(GELU), cubin=False).ptx
+    assert "rcp.rn.f32" in gelu and "selp.f32" in gelu  # erf: no PTX instruction
+
+
+def test_the_row_softmax_is_refused_at_its_python_line():
+    from tawac.diagnostics import CompileError
+
+    with pytest.raises(CompileError, match=r"unseen_gemms\.py:\d+:\d+: .*other value is not 0"):
+        parse_file(SOFTMAX)
+
+
+@pytest.mark.gpu
+@requires_gpu
+def test_gelu_and_residual_from_python_on_the_gpu():
+    pytest.importorskip("triton")
+    import tawac.triton
+
+    src = _source()
+    m, n, k = 1000, 3000, 520
+    a = torch.randn(m, k, device="cuda").half()
+    b = torch.randn(k, n, device="cuda").half()
+    r = torch.randn(m, n, device="cuda").half()
+    consts = {"BM": 128, "BN": 128, "BK": 64}
+    for name, extra, ref in (
+        ("unseen_block_ptr_gelu", (), torch.nn.functional.gelu(a.float() @ b.float())),
+        ("unseen_swizzle_residual", (r,), a.float() @ b.float() + r.float()),
+    ):
+        cfg = src.TTIR_VARIANTS[name]
+        fn = tawac.triton.compile(cfg["kernel"], signature=cfg["signature"], constexprs=consts)
+        c = torch.full((m, n), float("nan"), device="cuda").half()
+        fn[(1,)](a, b, *extra, c, m, n, k, *a.stride(), *b.stride(), *c.stride())
+        torch.cuda.synchronize()
+        assert _err(c, ref) < 2e-3, name

@@ -400,7 +400,8 @@ def access(op: tt.LoadOp | tt.StoreOp, reader: _Reader | None = None) -> Access:
 def _mask_bounds(mask: SSAValue, origins: list[Poly], reader: _Reader, at) -> dict[int, Poly]:
     """Per tile dimension, the bound a mask puts on the index along it: the mask an
     `arith.andi` of `arith.cmpi slt, L, R` (through broadcasts), each `L` one range with
-    unit coefficient plus scalars `l`: `origin + range < R - l + origin`."""
+    unit coefficient plus scalars `l`: `origin + range < R - l + origin`; and of `L >= 0`,
+    which bounds nothing (tile accesses clip at index 0)."""
     op = mask.owner
     if isinstance(op, tt.BroadcastOp):
         return _mask_bounds(op.src, origins, reader, at)
@@ -421,6 +422,13 @@ def _mask_bounds(mask: SSAValue, origins: list[Poly], reader: _Reader, at) -> di
             raise PointerError("a mask on a scaled index", op)
         scalar = Poly({m: c for m, c in lhs.terms.items() if not _has_dim(m, d)})
         return {d: rhs - scalar + origins[d]}
+    if isinstance(op, tt.CmpiOp) and op.predicate_name == "sge":
+        # `index >= 0` (a block pointer's boundary check, as Triton 3 lowers it): every
+        # tile access reads zeros and drops stores before index 0, so it bounds nothing
+        lhs, rhs = reader.int_poly(op.lhs), reader.int_poly(op.rhs)
+        if len(lhs.ranges()) != 1 or rhs.terms:
+            raise PointerError("a mask's lower bound other than index >= 0", op)
+        return {}
     raise PointerError(f"a mask computed by {_op_name(op)}", _op_of(mask) or at)
 
 

