@@ -189,14 +189,14 @@ CASES = {
         None,
         r" error: Operation tile\.fence is not registered",
     ),
-    "math-tanh-epilogue": (
+    "math-sin-epilogue": (
         GEMM_HEAD
         + GEMM_LOOP
-        + "  %e = math.tanh %acc : tensor<128x128xf32>\n"
+        + "  %e = math.sin %acc : tensor<128x128xf32>\n"
         + EPILOGUE.replace("arith.truncf %acc", "arith.truncf %e"),
         17,
         None,
-        r" error: .*'math\.tanh' is not supported.*",
+        r" error: .*'math\.sin' is not supported.*",
     ),
     "math-sqrt-epilogue": (
         GEMM_HEAD
