@@ -784,6 +784,8 @@ class _Emitter:
                 if d is None:
                     d = self._min_max(s, at)
                 if d is None:
+                    d = self._quotient(s, at)
+                if d is None:
                     return None
                 term = self.add(arith.MuliOp(term, d)).result
             total = term if total is None else self.add(arith.AddiOp(total, term)).result
@@ -801,6 +803,24 @@ class _Emitter:
             return None
         a, b = (self.index(x, at) for x in sides)
         return self.add(type(op)(a, b)).result
+
+    def _quotient(self, s, at: Operation) -> SSAValue | None:
+        """`a // c` of a scalar tawac can rebuild and a positive constant (grouped-query
+        attention's K/V head, `off_h // G`): `arith.divui` over index (the indices are
+        not negative)."""
+        op = s.owner if isinstance(s, SSAValue) else None
+        if not isinstance(op, arith.DivSIOp | arith.DivUIOp):
+            return None
+        c = op.rhs.owner
+        if not isinstance(c, arith.ConstantOp) or not isinstance(c.value, IntegerAttr):
+            return None
+        if c.value.value.data <= 0:
+            return None
+        try:
+            num = self.plan.reader.int_poly(op.lhs)
+        except PointerError:
+            return None
+        return self.add(arith.DivUIOp(self.index(num, at), self.const(c.value.value.data))).result
 
     def _dim_sized_by(self, s) -> SSAValue | None:
         if s in self.scalars:

@@ -49,7 +49,7 @@ class _Grouping:
     group: int
     divs: list[Operation]
     accesses: list[tile.LoadOp | tile.StoreOp]
-    block: arith.MuliOp
+    blocks: list[arith.MuliOp]
     rows: int
 
 
@@ -67,27 +67,37 @@ def _access_of(op: Operation, value: SSAValue) -> bool:
     return idx[-3] is value and all(i is not value for i in idx[:-3] + idx[-2:])
 
 
-def _block_rows(accesses: list[tile.LoadOp | tile.StoreOp]) -> tuple[arith.MuliOp, int] | None:
-    """The query block's `program_id * BM` all the accesses take their rows from, and BM
-    (each access a tile of BM rows), where that product is read by them only."""
-    rows = {a.indices[-2] for a in accesses}
-    if len(rows) != 1:
+def _block_rows(
+    accesses: list[tile.LoadOp | tile.StoreOp],
+) -> tuple[list[arith.MuliOp], int] | None:
+    """The query block's products `program_id * BM` the accesses take their rows from
+    (one, or one per access as a converted Triton kernel computes them: the same program
+    id and BM, each in the kernel's body), in program order, and BM (each access a tile
+    of BM rows), where those products are read by the accesses only."""
+    muls: list[arith.MuliOp] = []
+    for a in accesses:
+        mul = a.indices[-2].owner
+        if not isinstance(mul, arith.MuliOp) or not isinstance(mul.lhs.owner, tile.ProgramIdOp):
+            return None
+        if mul not in muls:
+            muls.append(mul)
+    if len({m.lhs for m in muls}) != 1 or len({constant_int(m.rhs) for m in muls}) != 1:
         return None
-    (v,) = rows
-    mul = v.owner
-    if not isinstance(mul, arith.MuliOp):
+    bm = constant_int(muls[0].rhs)
+    if bm is None:
         return None
-    bm = constant_int(mul.rhs)
-    if bm is None or not isinstance(mul.lhs.owner, tile.ProgramIdOp):
+    body = muls[0].lhs.owner.parent_block()
+    if any(m.parent_block() is not body for m in muls):
         return None
-    if any(u.operation not in accesses for u in v.uses):
+    if any(u.operation not in accesses for m in muls for u in m.result.uses):
         return None
     for a in accesses:
         t = a.result.type if isinstance(a, tile.LoadOp) else a.value.type
         assert isinstance(t, TensorType)
         if t.get_shape()[0] != bm:
             return None
-    return mul, bm
+    assert body is not None
+    return sorted(muls, key=body.get_operation_index), bm
 
 
 def _grouping(kernel: tile.KernelOp, head: tile.ProgramIdOp) -> _Grouping | None:
@@ -114,10 +124,10 @@ def _grouping(kernel: tile.KernelOp, head: tile.ProgramIdOp) -> _Grouping | None
     found = _block_rows(accesses)
     if found is None:
         return None
-    mul, bm = found
+    muls, bm = found
     if bm % g:
         return None
-    return _Grouping(head, g, divs, accesses, mul, bm)
+    return _Grouping(head, g, divs, accesses, muls, bm)
 
 
 def group_kernel(kernel: tile.KernelOp) -> bool:
@@ -183,9 +193,10 @@ def _rewrite(g: _Grouping) -> None:
     Rewriter.insert_op([size, first], InsertPoint.after(g.head))
     per = arith.ConstantOp.from_int_and_width(g.rows // g.group, idx)
     per.result.name_hint = "rows_per_head"
-    rows = arith.MuliOp(g.block.lhs, per.result)
-    rows.result.name_hint = g.block.result.name_hint
-    Rewriter.insert_op([per, rows], InsertPoint.before(g.block))
+    block = g.blocks[0]
+    rows = arith.MuliOp(block.lhs, per.result)
+    rows.result.name_hint = block.result.name_hint
+    Rewriter.insert_op([per, rows], InsertPoint.before(block))
     for div in g.divs:
         divisor = div.operands[1].owner
         div.results[0].replace_all_uses_with(group)
@@ -202,7 +213,8 @@ def _rewrite(g: _Grouping) -> None:
         new.attributes |= a.attributes
         new.location = a.location
         Rewriter.replace_op(a, new)
-    Rewriter.erase_op(g.block)
+    for b in g.blocks:
+        Rewriter.erase_op(b)
 
 
 @dataclass(frozen=True)

@@ -5,7 +5,8 @@ masked against the sequence length with `tl.where(..., float("-inf"))`, the caus
 joined with `&`, and the causal key loop ending at `tl.minimum((start_m + 1) * BLOCK_M,
 seqlen)`. `TTIR` (not causal) and `TTIR_VARIANTS` (causal) say how
 `scripts/ttir_dump.py` writes the `.ttir`; the head-dimension strides are 1, as
-`tawac.triton.compile` (and Triton's JIT) specialize a unit stride."""
+`tawac.triton.compile` (and Triton's JIT) specialize a unit stride. Also a grouped-query
+attention (`gqa_fwd`: the K/V head `off_h // G`)."""
 
 import triton
 import triton.language as tl
@@ -64,6 +65,43 @@ def flash_fwd(Q, K, V, Out, sm_scale, seqlen,
     tl.store(o_ptrs, acc.to(Out.dtype.element_ty), mask=offs_m[:, None] < seqlen)
 
 
+@triton.jit
+def gqa_fwd(Q, K, V, Out, sm_scale, seqlen_q, seqlen_k,
+            stride_qb, stride_qh, stride_qm, stride_kb, stride_kh, stride_kn,
+            stride_vb, stride_vh, stride_vn, stride_ob, stride_oh, stride_om,
+            G: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
+            D: tl.constexpr):  # fmt: skip
+    start_m = tl.program_id(0)
+    off_h = tl.program_id(1)
+    off_b = tl.program_id(2)
+    off_kh = off_h // G
+    offs_m = start_m * BLOCK_M + tl.arange(0, BLOCK_M)
+    offs_n = tl.arange(0, BLOCK_N)
+    offs_d = tl.arange(0, D)
+    q = tl.load(Q + off_b * stride_qb + off_h * stride_qh + offs_m[:, None] * stride_qm
+                + offs_d[None, :], mask=offs_m[:, None] < seqlen_q, other=0.0)  # fmt: skip
+    m_i = tl.full([BLOCK_M], float("-inf"), dtype=tl.float32)
+    l_i = tl.zeros([BLOCK_M], dtype=tl.float32)
+    acc = tl.zeros([BLOCK_M, D], dtype=tl.float32)
+    for start_n in range(0, seqlen_k, BLOCK_N):
+        cols = start_n + offs_n
+        k = tl.load(K + off_b * stride_kb + off_kh * stride_kh + cols[:, None] * stride_kn
+                    + offs_d[None, :], mask=cols[:, None] < seqlen_k, other=0.0)  # fmt: skip
+        s = tl.dot(q, tl.trans(k)) * sm_scale
+        s = tl.where(cols[None, :] < seqlen_k, s, float("-inf"))
+        m_new = tl.maximum(m_i, tl.max(s, 1))
+        p = tl.exp(s - m_new[:, None])
+        alpha = tl.exp(m_i - m_new)
+        l_i = l_i * alpha + tl.sum(p, 1)
+        v = tl.load(V + off_b * stride_vb + off_kh * stride_vh + cols[:, None] * stride_vn
+                    + offs_d[None, :], mask=cols[:, None] < seqlen_k, other=0.0)  # fmt: skip
+        acc = acc * alpha[:, None] + tl.dot(p.to(tl.bfloat16), v)
+        m_i = m_new
+    acc = acc / l_i[:, None]
+    tl.store(Out + off_b * stride_ob + off_h * stride_oh + offs_m[:, None] * stride_om
+             + offs_d[None, :], acc.to(tl.bfloat16), mask=offs_m[:, None] < seqlen_q)  # fmt: skip
+
+
 _ROWS = zip("qkvo", "mnnm", strict=True)
 STRIDES = [f"stride_{t}{d}" for t, n in _ROWS for d in ("b", "h", n, "d")]
 SIGNATURE = {
@@ -84,4 +122,25 @@ TTIR_VARIANTS = {
         "signature": SIGNATURE,
         "constexprs": {**_C, "CAUSAL": True, **UNIT},
     }
+}
+GQA_SIGNATURE = {
+    "Q": "*bf16",
+    "K": "*bf16",
+    "V": "*bf16",
+    "Out": "*bf16",
+    "sm_scale": "fp32",
+    "seqlen_q": "i32",
+    "seqlen_k": "i32",
+    **dict.fromkeys(
+        [f"stride_{t}{d}" for t, n in zip("qkvo", "mnnm", strict=True) for d in ("b", "h", n)],
+        "i32",
+    ),
+}
+# grouped-query attention as users write it: the K/V head `off_h // G` (G constexpr),
+# `tl.trans(k)`, natural `tl.exp`; tawac groups the G query heads of a K/V head into
+# one program (`group-heads`), as for its own decode example
+TTIR_VARIANTS["unseen_gqa"] = {
+    "kernel": gqa_fwd,
+    "signature": GQA_SIGNATURE,
+    "constexprs": {"G": 8, "BLOCK_M": 64, "BLOCK_N": 128, "D": 128},
 }
