@@ -21,7 +21,9 @@ over them, so a warp group works on `rows / W` rows):
   asynchronous; the warp group goes on).
 - `math.exp2`, `math.exp` (MUFU, `ex2.approx`: 16 per cycle per SM; `math.exp` is a multiply
   by log2(e) and an ex2): the warp group issues its share itself, so issue = occupancy =
-  `elements_wg / 16`; latency = that + 17.
+  `elements_wg / 16`; latency = that + 17. `math.erf` and `math.tanh` are priced as the
+  sequences they lower to (`_MUFU_FMA`: an ex2 and an rcp on the MUFU, the rest on the
+  FMA pipe; not measured as a whole).
 - elementwise `arith` ops on tiles (`arith.addf`, `mulf`, `subf`, `truncf`, integer ops,
   ...), `tile.select`, `tile.cmpi`, `tile.iota`, `tile.splat` (FMA/ALU pipe at the fma row's
   128 per cycle per SM; `mul.f32` measures the same, and `cvt.rn.bf16x2.f32` 64
@@ -227,6 +229,19 @@ def _rate_op(unit: str, row: str, ops: float, target: Target, what: str) -> OpCo
     if issue > busy:
         source += f", issued at {target.wg_issue_rate:g} per cycle (fitted)"
     return OpCost(unit, issue, busy, issue + c.latency, source)
+
+
+class NoCostModel(ValueError):
+    """An op on tiles the model has no price for (nor, then, the backend a lowering)."""
+
+
+#: The math ops lowered to a sequence (`tawac.backend_ptx.lowering.scalar`): per element,
+#: its ex2 and rcp (MUFU) and its FMA-pipe instructions (erf: |x|, the fma chain of its
+#: polynomial, the sign; tanh: the scale, the add, the final fma).
+_MUFU_FMA: dict[str, tuple[int, int, int]] = {
+    "math.erf": (1, 1, 19),
+    "math.tanh": (1, 1, 3),
+}
 
 
 def _fma(ops: float, target: Target, what: str) -> OpCost:
@@ -440,10 +455,20 @@ def op_cost(
         return _combine(
             [_mufu(ops, target, "rcp", "rcp.approx.ftz.f32"), _fma(ops, target, "mul")], name
         )
+    if name in _MUFU_FMA:
+        ex2, rcp, fma = _MUFU_FMA[name]
+        return _combine(
+            [
+                _mufu(rcp * ops, target, "rcp", "rcp.approx.ftz.f32"),
+                _fma(fma * ops, target, "its FMA-pipe instructions"),
+                _mufu(ex2 * ops, target, "ex2"),
+            ],
+            name,
+        )
     if name == "arith.constant":
         return _free("alu", "arith.constant: materialised before the loop")
     if name in _ROWS:
         return _rate_op("fma", _ROWS[name], ops, target, name)
     if name.startswith("arith.") or name in _FMA_TILE_OPS:
         return _fma(ops, target, name)
-    raise ValueError(f"no cost model for '{name}' on tiles")
+    raise NoCostModel(f"no cost model for '{name}' on tiles")

@@ -68,7 +68,7 @@ from tawac.diagnostics import CompileError
 from tawac.dialects import aref, tile
 from tawac.dialects.schedule import LoopPlan, Schedule
 from tawac.schedule import loop_plan
-from tawac.schedule.cost import op_cost
+from tawac.schedule.cost import NoCostModel, op_cost
 from tawac.schedule.simulate import Dep, Lane, Step, simulate
 from tawac.target import HOPPER, Target
 
@@ -149,7 +149,13 @@ class _Body:
         self.first: dict[Operation, int] = {}
         self.last: dict[Operation, int] = {}
         for pos, op in enumerate(self.ops):
-            cost = op_cost(op, warp_groups, target, problem)
+            try:
+                cost = op_cost(op, warp_groups, target, problem)
+            except NoCostModel:
+                raise CompileError(
+                    f"plan: '{op.name}' on tiles is not supported (no lowering, no cost model)",
+                    op,
+                ) from None
             label = step_label(op, arefs)
             parts = cost.parts if cost.parts and op.name != "scf.if" else (cost,)
             names = _PART_NAMES.get(op.name, tuple(p.unit for p in parts))
