@@ -46,45 +46,39 @@ def _reference(q, k, v, causal: bool):
     return torch.softmax(s, -1) @ v
 
 
+def _launcher(fn, signature: dict, consts: dict, tawac: bool, num_warps: int):
+    """`launch(grid, *args)` of the Triton kernel `fn` compiled by Triton (its
+    constexprs and warps at each launch) or by `tawac.triton.compile` (constexprs
+    compiled in; the grid is Triton's, which tawac takes and does not use)."""
+    if not tawac:
+        return lambda grid, *args: fn[grid](*args, **consts, num_warps=num_warps)
+    import tawac.triton
+
+    compiled = tawac.triton.compile(fn, signature=signature, constexprs=consts)
+    return lambda grid, *args: compiled[grid](*args)
+
+
 def _flash(src, causal: bool, tawac: bool, h: int):
     consts = {"H": h, "BLOCK_M": 128, "BLOCK_N": 128, "D": D, "CAUSAL": causal}
-    if tawac:
-        import tawac.triton
-
-        fn = tawac.triton.compile(src.flash_fwd, signature=src.SIGNATURE, constexprs=consts)
-    else:
-        fn = src.flash_fwd
+    launch = _launcher(src.flash_fwd, src.SIGNATURE, consts, tawac, num_warps=8)
 
     def call(q, k, v, o):
         z, hh, n, _ = q.shape
-        grid = (math.ceil(n / 128), z * hh)
         strides = [*q.stride(), *k.stride(), *v.stride(), *o.stride()]
-        if tawac:
-            fn[grid](q, k, v, o, 1 / math.sqrt(D), n, *strides)
-        else:
-            fn[grid](q, k, v, o, 1 / math.sqrt(D), n, *strides, **consts, num_warps=8)
+        launch((math.ceil(n / 128), z * hh), q, k, v, o, 1 / math.sqrt(D), n, *strides)
 
     return call
 
 
 def _gqa(src, tawac: bool, g: int):
     consts = {"G": g, "BLOCK_M": 64, "BLOCK_N": 128, "D": D}
-    if tawac:
-        import tawac.triton
-
-        fn = tawac.triton.compile(src.gqa_fwd, signature=src.GQA_SIGNATURE, constexprs=consts)
-    else:
-        fn = src.gqa_fwd
+    launch = _launcher(src.gqa_fwd, src.GQA_SIGNATURE, consts, tawac, num_warps=4)
 
     def call(q, k, v, o):
         b, h, rows, _ = q.shape
-        grid = (math.ceil(rows / 64), h, b)
         strides = [*q.stride()[:3], *k.stride()[:3], *v.stride()[:3], *o.stride()[:3]]
         args = (q, k, v, o, 1 / math.sqrt(D), rows, k.shape[2], *strides)
-        if tawac:
-            fn[grid](*args)
-        else:
-            fn[grid](*args, **consts, num_warps=4)
+        launch((math.ceil(rows / 64), h, b), *args)
 
     return call
 

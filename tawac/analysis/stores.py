@@ -18,6 +18,16 @@ def tma_storable(t: TensorType, warp_groups: int) -> bool:
     return len(shape) == 2 and shape[0] % (64 * warp_groups) == 0 and shape[1] % 64 == 0
 
 
+def stageable(st: tile.StoreOp, warp_groups: int) -> bool:
+    """A consumer's store that may leave through shared memory and a TMA bulk store: its
+    tile is `tma_storable`, and it is neither bounded (a bounded store clips inside the
+    tensor, TMA only at its end) nor transposed (swap-ab's C^T leaves from registers)."""
+    vt = st.value.type
+    if st.bounds or st.transposed is not None or not isinstance(vt, TensorType):
+        return False
+    return tma_storable(vt, warp_groups)
+
+
 def store_after_loops(st: tile.StoreOp, part: aref.PartitionOp) -> bool:
     """The store is at the partition's top level, after every loop of the partition."""
     if st.parent_op() is not part:
@@ -29,15 +39,12 @@ def store_after_loops(st: tile.StoreOp, part: aref.PartitionOp) -> bool:
 
 def staged_stores(kernel: tile.KernelOp, warp_groups: int) -> list[tile.StoreOp]:
     """The consumer stores that may be staged through shared memory for TMA, with
-    `warp_groups` consumer warp groups (`tma_storable`), in walk order."""
+    `warp_groups` consumer warp groups (`stageable`), in walk order."""
     stores = []
     for part in kernel.body.block.ops:
         if not isinstance(part, aref.PartitionOp) or part.role.data != "consumer":
             continue
-        for st in [o for o in part.walk() if isinstance(o, tile.StoreOp)]:
-            vt = st.value.type
-            if st.transposed is not None or st.bounds:
-                continue
-            if isinstance(vt, TensorType) and tma_storable(vt, warp_groups):
-                stores.append(st)
+        stores += [
+            o for o in part.walk() if isinstance(o, tile.StoreOp) and stageable(o, warp_groups)
+        ]
     return stores

@@ -263,11 +263,8 @@ def _rem_count(origin: Poly) -> int | None:
     op = sym.owner if sym is not None else None
     if not isinstance(op, arith.RemSIOp | arith.RemUIOp):
         return None
-    c = op.rhs.owner
-    if not isinstance(c, arith.ConstantOp) or not isinstance(c.value, IntegerAttr):
-        return None
-    value = c.value.value.data
-    return value if value > 0 else None
+    value = constant_int(op.rhs)
+    return value if value is not None and value > 0 else None
 
 
 def tensor_dims(a: Access) -> list[tuple[Dim, int | None]]:
@@ -519,8 +516,8 @@ class _Check:
                 out.append([(size, v, v) for v in (1, 3, 8, 16)])
             elif size is not None:
                 out.append([(size, v, -(-v // t)) for v in CHECK_SIZES])
-            elif _rem_count(d.origin) is not None:
-                out.append([(None, None, _rem_count(d.origin))])
+            elif (count := _rem_count(d.origin)) is not None:
+                out.append([(None, None, count)])
             else:
                 out.append([(None, None, c) for c in FREE_COUNTS])
         return out
@@ -811,16 +808,14 @@ class _Emitter:
         op = s.owner if isinstance(s, SSAValue) else None
         if not isinstance(op, arith.DivSIOp | arith.DivUIOp):
             return None
-        c = op.rhs.owner
-        if not isinstance(c, arith.ConstantOp) or not isinstance(c.value, IntegerAttr):
-            return None
-        if c.value.value.data <= 0:
+        c = constant_int(op.rhs)
+        if c is None or c <= 0:
             return None
         try:
             num = self.plan.reader.int_poly(op.lhs)
         except PointerError:
             return None
-        return self.add(arith.DivUIOp(self.index(num, at), self.const(c.value.value.data))).result
+        return self.add(arith.DivUIOp(self.index(num, at), self.const(c))).result
 
     def _dim_sized_by(self, s) -> SSAValue | None:
         if s in self.scalars:

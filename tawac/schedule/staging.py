@@ -22,7 +22,7 @@ from __future__ import annotations
 
 from xdsl.dialects.builtin import TensorType
 
-from tawac.analysis.stores import staged_stores, store_after_loops, tma_storable
+from tawac.analysis.stores import stageable, staged_stores, store_after_loops
 from tawac.dialects import aref, hopper, tile
 from tawac.dialects.schedule import StorePlan
 from tawac.schedule.smem import SmemPlan, chunk_ring_fits, kernel_plan, staging_ring_type
@@ -80,10 +80,8 @@ def _mode(
     """The staging of one store, placing its region in `layout`; None: from registers."""
     vt = st.value.type
     assert isinstance(vt, TensorType)
-    if not tma_storable(vt, warp_groups) or st.bounds:
-        return None  # a bounded store clips inside the tensor: TMA clips only at its end
-    if st.transposed is not None:
-        return None  # swap-ab's transposed tile: written from registers
+    if not stageable(st, warp_groups):
+        return None
     if chunks and chunk_ring_fits(vt, chunks):
         if layout.try_tiles("staging", staging_ring_type(vt, chunks)) is not None:
             return "chunks"
