@@ -344,8 +344,9 @@ def _is_int(ty: str) -> bool:
 class TritonFunction:
     """`tawac.triton.compile`'s result: compiled on its first call for the integer
     arguments equal to 1, which Triton's launcher specializes as constants (a
-    contiguous stride), as Triton's own JIT does; then one `TritonKernel` per such
-    specialization."""
+    contiguous stride), as Triton's own JIT does, except the arguments that size a
+    tensor (a mask bound: one query row must not become a kernel of one row); then one
+    `TritonKernel` per such specialization."""
 
     def __init__(self, fn, signature: Mapping[str, str], constexprs: Mapping[str, Any]):
         self.fn = fn
@@ -355,6 +356,15 @@ class TritonFunction:
         self.ints = [i for i, n in enumerate(self.params) if _is_int(self.signature[n])]
         self.name = getattr(fn, "__name__", "kernel")
         self.kernels: dict[tuple[str, ...], TritonKernel] = {}
+        self._sizes: frozenset[str] | None = None
+
+    def sizes(self) -> frozenset[str]:
+        """The parameters that size a tensor (from the unspecialized TTIR's ABI)."""
+        if self._sizes is None:
+            abi = kernel_abi(ttir_of(self.fn, self.signature, self.constexprs), self.name)
+            pos = {i for t in abi.tensors for i in t.sizes if i is not None}
+            self._sizes = frozenset(abi.names[i] for i in pos)
+        return self._sizes
 
     def __getitem__(self, grid) -> Callable[..., Any]:
         return self
@@ -369,6 +379,8 @@ class TritonFunction:
                 f"got {len(args)}"
             )
         ones = tuple(self.params[i] for i in self.ints if isinstance(args[i], int) and args[i] == 1)
+        if ones:
+            ones = tuple(n for n in ones if n not in self.sizes())
         k = self.kernels.get(ones)
         if k is None:
             consts = {**self.constexprs, **dict.fromkeys(ones, 1)}

@@ -378,3 +378,23 @@ def test_grouped_query_attention_from_python_on_the_gpu():
     torch.cuda.synchronize()
     ref = _attention_ref(q, k.repeat_interleave(8, 1), v.repeat_interleave(8, 1), False)
     assert (o.float() - ref).abs().max().item() < 2e-2
+
+
+def test_a_size_argument_of_one_stays_an_argument():
+    """Triton's JIT specializes integer arguments equal to 1; `tawac.triton` does so for
+    strides (a contiguous dimension) but not for an argument that sizes a tensor: one
+    query row made `seqlen_q` the constant 1, a mask bound no size argument names (found
+    on the GPU: "a mask bound 1 that is not a size argument")."""
+    pytest.importorskip("triton")
+    import importlib.util
+
+    import tawac.triton
+
+    spec = importlib.util.spec_from_file_location("ua", DATA / "unseen_attention.py")
+    assert spec is not None and spec.loader is not None
+    src = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(src)
+    cfg = src.TTIR_VARIANTS["unseen_gqa"]
+    fn = tawac.triton.compile(cfg["kernel"], signature=cfg["signature"], constexprs=cfg["constexprs"])
+    assert {"seqlen_q", "seqlen_k"} <= fn.sizes()
+    assert not {n for n in fn.sizes() if n.startswith("stride_")}
