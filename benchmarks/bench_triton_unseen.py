@@ -2,8 +2,9 @@
 them, not as the tutorials do (`tests/data/triton/unseen_attention.py`, issue 21): the
 FlashAttention forward (causal or not; every key block masked against the length) and
 the grouped-query attention (`off_h // G`, which tawac groups with `group-heads`), bf16,
-head dim 128, against SDPA. Same run, round-robin, medians; each output checked against
-a float32 torch reference first.
+head dim 128, against SDPA; the flash kernel also with its masks on every key block
+(`guard_masks=False`: the `guard-masks` pass off). Same run, round-robin, medians; each
+output checked against a float32 torch reference first.
 
     python3 benchmarks/bench_triton_unseen.py [--rounds 5]
         [--shapes 4x32x4096,2x32x8192]     # flash: Z x H x N (H a multiple of 4)
@@ -46,21 +47,22 @@ def _reference(q, k, v, causal: bool):
     return torch.softmax(s, -1) @ v
 
 
-def _launcher(fn, signature: dict, consts: dict, tawac: bool, num_warps: int):
+def _launcher(fn, signature: dict, consts: dict, tawac: bool, num_warps: int, **options):
     """`launch(grid, *args)` of the Triton kernel `fn` compiled by Triton (its
     constexprs and warps at each launch) or by `tawac.triton.compile` (constexprs
-    compiled in; the grid is Triton's, which tawac takes and does not use)."""
+    compiled in, pipeline `options`; the grid is Triton's, which tawac takes and does
+    not use)."""
     if not tawac:
         return lambda grid, *args: fn[grid](*args, **consts, num_warps=num_warps)
     import tawac.triton
 
-    compiled = tawac.triton.compile(fn, signature=signature, constexprs=consts)
+    compiled = tawac.triton.compile(fn, signature=signature, constexprs=consts, **options)
     return lambda grid, *args: compiled[grid](*args)
 
 
-def _flash(src, causal: bool, tawac: bool, h: int):
+def _flash(src, causal: bool, tawac: bool, h: int, **options):
     consts = {"H": h, "BLOCK_M": 128, "BLOCK_N": 128, "D": D, "CAUSAL": causal}
-    launch = _launcher(src.flash_fwd, src.SIGNATURE, consts, tawac, num_warps=8)
+    launch = _launcher(src.flash_fwd, src.SIGNATURE, consts, tawac, num_warps=8, **options)
 
     def call(q, k, v, o):
         z, hh, n, _ = q.shape
@@ -140,8 +142,9 @@ def main(argv: list[str] | None = None) -> int:
           f"{dev}; {args.rounds} rounds, medians (ms, TFLOP/s)")  # fmt: skip
     for causal in (False, True):
         print(f"\n## flash_fwd{' (causal)' if causal else ''}")
-        print("| Z x H x N | triton | tawac.triton | sdpa | tawac.triton / triton |")
-        print("|---|---:|---:|---:|---:|")
+        print("| Z x H x N | triton | tawac.triton | sdpa | masks unguarded | "
+              "tawac.triton / triton |")  # fmt: skip
+        print("|---|---:|---:|---:|---:|---:|")
         for shape in (s for s in args.shapes.split(",") if s):
             z, h, n = (int(x) for x in shape.split("x"))
             torch.manual_seed(0)
@@ -152,6 +155,7 @@ def main(argv: list[str] | None = None) -> int:
                 "triton": _flash(src, causal, False, h),
                 "tawac.triton": _flash(src, causal, True, h),
                 "sdpa": _sdpa(causal),
+                "unguarded": _flash(src, causal, True, h, guard_masks=False),
             }
             flops = 4.0 * z * h * n * n * D * (0.5 if causal else 1.0)
             if not _row(shape, systems, q, k, v, causal, args.rounds, flops):

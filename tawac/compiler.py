@@ -33,6 +33,7 @@ from tawac.passes.convert_ttir import ConvertTtir
 from tawac.passes.cooperative_consumers import CooperativeConsumersPass
 from tawac.passes.fuse_loops import FuseLoopsPass
 from tawac.passes.group_heads import GroupHeadsPass
+from tawac.passes.guard_masks import GuardMasksPass
 from tawac.passes.lower_aref import LowerArefPass
 from tawac.passes.persistent import PersistentPass
 from tawac.passes.pingpong import PingpongPass
@@ -73,6 +74,7 @@ PASSES: dict[str, Callable[[], type[ModulePass]]] = {
         SwapAbPass,
         GroupHeadsPass,
         WidenPass,
+        GuardMasksPass,
         WarpSpecializePass,
         PlanPass,
         PipelinePass,

@@ -186,6 +186,14 @@ KNOBS: tuple[Knob, ...] = (
         where="group-heads",
     ),
     Knob(
+        "guard_masks",
+        bool,
+        True,
+        "a bounds or causal mask in a loop (tl.where(offs < n, x, -inf)) computed under an "
+        "scf.if of the iterations where some element is false, not on every iteration",
+        where="guard-masks",
+    ),
+    Knob(
         "swap_ab",
         bool,
         False,
@@ -378,6 +386,7 @@ class _Options:
             "swap-ab" if self.swap_ab else "",
             self._split_k_spec(),
             self._widen_spec(),
+            "guard-masks" if self.guard_masks else "",
             "warp-specialize",
             self.plan_spec(),
             "pipeline",
@@ -392,7 +401,7 @@ class _Options:
         ]
         # an optional pass that is off ("") is named by where it would run
         names = [p.split("{")[0] for p in passes]
-        names[:4] = ["group-heads", "swap-ab", "split-k", "widen"]
+        names[:5] = ["group-heads", "swap-ab", "split-k", "widen", "guard-masks"]
         names[-2] = "trace"
         lo = names.index(start) if start is not None else 0
         hi = names.index(stop) if stop is not None else len(passes)

@@ -312,13 +312,15 @@ def from_ttir(
     filename: str = "kernel.ttir",
     constexprs: Mapping[str, Any] | None = None,
     params: Sequence[str] | None = None,
+    **options: Any,
 ) -> TritonKernel:
-    """The TTIR compiled by tawac (through the compile cache) as a `TritonKernel`."""
+    """The TTIR compiled by tawac (through the compile cache, with the pipeline
+    `options`: `PipelineOptions` fields) as a `TritonKernel`."""
     from tawac.driver import compile_cached
     from tawac.runtime import load_kernel
 
     abi = kernel_abi(ttir, filename)
-    built = compile_cached(filename, text=ttir, cubin=True)
+    built = compile_cached(filename, text=ttir, cubin=True, **options)
     sidecar = json.loads(built.sidecar_text)
     kernel = load_kernel(built.cubin, sidecar)
     return TritonKernel.from_abi(abi, kernel, constexprs, sidecar.get("kernel", "kernel"), params)
@@ -348,8 +350,15 @@ class TritonFunction:
     tensor (a mask bound: one query row must not become a kernel of one row); then one
     `TritonKernel` per such specialization."""
 
-    def __init__(self, fn, signature: Mapping[str, str], constexprs: Mapping[str, Any]):
+    def __init__(
+        self,
+        fn,
+        signature: Mapping[str, str],
+        constexprs: Mapping[str, Any],
+        options: Mapping[str, Any] | None = None,
+    ):
         self.fn = fn
+        self.options = dict(options or {})
         self.signature = dict(signature)
         self.constexprs = dict(constexprs)
         self.params = [n for n in self.signature if n not in self.constexprs]
@@ -385,7 +394,7 @@ class TritonFunction:
         if k is None:
             consts = {**self.constexprs, **dict.fromkeys(ones, 1)}
             ttir = ttir_of(self.fn, self.signature, consts)
-            k = from_ttir(ttir, f"{self.name}.ttir", consts, self.params)
+            k = from_ttir(ttir, f"{self.name}.ttir", consts, self.params, **self.options)
             self.kernels[ones] = k
         return k
 
@@ -394,10 +403,12 @@ class TritonFunction:
 
 
 def compile(  # noqa: A001 (Triton's word)
-    fn, *, signature: Mapping[str, str], constexprs: Mapping[str, Any]
+    fn, *, signature: Mapping[str, str], constexprs: Mapping[str, Any], **options: Any
 ) -> TritonFunction:
-    """`fn` compiled by tawac from Triton's TTIR (module docstring), on its first call."""
-    return TritonFunction(fn, signature, constexprs)
+    """`fn` compiled by tawac from Triton's TTIR (module docstring), on its first call;
+    `options` are pipeline knobs (`PipelineOptions` fields, as `tawac compile`'s flags:
+    `guard_masks=False`, `consumer_warp_groups=2`), checked at the first call."""
+    return TritonFunction(fn, signature, constexprs, options)
 
 
 __all__ = [

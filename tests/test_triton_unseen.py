@@ -395,6 +395,8 @@ def test_a_size_argument_of_one_stays_an_argument():
     src = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(src)
     cfg = src.TTIR_VARIANTS["unseen_gqa"]
-    fn = tawac.triton.compile(cfg["kernel"], signature=cfg["signature"], constexprs=cfg["constexprs"])
+    fn = tawac.triton.compile(
+        cfg["kernel"], signature=cfg["signature"], constexprs=cfg["constexprs"]
+    )
     assert {"seqlen_q", "seqlen_k"} <= fn.sizes()
     assert not {n for n in fn.sizes() if n.startswith("stride_")}
