@@ -230,6 +230,17 @@ class TritonKernel:
                 )
         return out
 
+    def programs(self, *args: Any) -> int:
+        """The number of programs (the logical grid's, before a persistent launch puts
+        them on the SMs) of a launch with these arguments."""
+        from tawac.runtime.launcher import compute_grid
+
+        kern = self.launch
+        shapes = kern._shapes(self.kernel_args(*args))
+        spec = kern.sidecar.get("program_grid") or kern.sidecar["grid"]
+        x, y, z = compute_grid(spec, shapes)
+        return x * y * z
+
     def views(self, *args: Any) -> list[Any]:
         """The tile kernel's tensor arguments: a strided view of each pointer's tensor."""
         return self._views(self._ttir_args(args))
@@ -348,7 +359,12 @@ class TritonFunction:
     arguments equal to 1, which Triton's launcher specializes as constants (a
     contiguous stride), as Triton's own JIT does, except the arguments that size a
     tensor (a mask bound: one query row must not become a kernel of one row); then one
-    `TritonKernel` per such specialization."""
+    `TritonKernel` per such specialization.
+
+    An attention kernel (a key loop with an online softmax) whose call has fewer
+    programs than fill the GPU has its keys split (`split_k`, flash-decoding) as
+    `tawac.tuning.fill_splits` says for that many programs, unless the options name a
+    work decomposition; `options_for(*args)` shows the choice."""
 
     def __init__(
         self,
@@ -364,16 +380,43 @@ class TritonFunction:
         self.params = [n for n in self.signature if n not in self.constexprs]
         self.ints = [i for i, n in enumerate(self.params) if _is_int(self.signature[n])]
         self.name = getattr(fn, "__name__", "kernel")
-        self.kernels: dict[tuple[str, ...], TritonKernel] = {}
+        self.kernels: dict[tuple[tuple[str, ...], int], TritonKernel] = {}
         self._sizes: frozenset[str] | None = None
+        self._splits_keys: bool | None = None
+        self._splits: dict[tuple, int] = {}
+
+    def _analyse(self) -> None:
+        """From the unspecialized TTIR: the parameters that size a tensor, and whether
+        the kernel's main loop is an online softmax (its keys can be split)."""
+        from tawac.compiler import parse_text
+        from tawac.dialects import tile
+        from tawac.passes.split_k import splits_keys
+
+        ttir = ttir_of(self.fn, self.signature, self.constexprs)
+        abi = kernel_abi(ttir, self.name)
+        pos = {i for t in abi.tensors for i in t.sizes if i is not None}
+        self._sizes = frozenset(abi.names[i] for i in pos)
+        module = parse_text(ttir, f"{self.name}.ttir")
+        kernel = next(o for o in module.walk() if isinstance(o, tile.KernelOp))
+        self._splits_keys = splits_keys(kernel)
 
     def sizes(self) -> frozenset[str]:
         """The parameters that size a tensor (from the unspecialized TTIR's ABI)."""
         if self._sizes is None:
-            abi = kernel_abi(ttir_of(self.fn, self.signature, self.constexprs), self.name)
-            pos = {i for t in abi.tensors for i in t.sizes if i is not None}
-            self._sizes = frozenset(abi.names[i] for i in pos)
+            self._analyse()
+        assert self._sizes is not None
         return self._sizes
+
+    def splits_keys(self) -> bool:
+        """Whether the kernel is an attention whose key loop `split_k` splits."""
+        if self._splits_keys is None:
+            self._analyse()
+        return bool(self._splits_keys)
+
+    def options_for(self, *args: Any) -> dict[str, Any]:
+        """The pipeline options a call with these arguments compiles with: the user's,
+        and `split_k` where `fill_splits` splits an attention's keys (class docstring)."""
+        return {**self.options, **self._auto(self._ones(args), args)}
 
     def __getitem__(self, grid) -> Callable[..., Any]:
         return self
@@ -387,16 +430,43 @@ class TritonFunction:
                 f"{self.name} takes {len(self.params)} arguments ({', '.join(self.params)}), "
                 f"got {len(args)}"
             )
+        ones = self._ones(args)
+        return self._kernel(ones, self._auto(ones, args).get("split_k", 0))
+
+    def _ones(self, args: Sequence[Any]) -> tuple[str, ...]:
         ones = tuple(self.params[i] for i in self.ints if isinstance(args[i], int) and args[i] == 1)
         if ones:
             ones = tuple(n for n in ones if n not in self.sizes())
-        k = self.kernels.get(ones)
+        return ones
+
+    def _kernel(self, ones: tuple[str, ...], splits: int) -> TritonKernel:
+        """The kernel for these specialized ones, its keys split `splits` ways (0: as
+        the options say)."""
+        k = self.kernels.get((ones, splits))
         if k is None:
             consts = {**self.constexprs, **dict.fromkeys(ones, 1)}
             ttir = ttir_of(self.fn, self.signature, consts)
-            k = from_ttir(ttir, f"{self.name}.ttir", consts, self.params, **self.options)
-            self.kernels[ones] = k
+            opts = {**self.options, **({"split_k": splits} if splits else {})}
+            k = from_ttir(ttir, f"{self.name}.ttir", consts, self.params, **opts)
+            self.kernels[(ones, splits)] = k
         return k
+
+    def _auto(self, ones: tuple[str, ...], args: Sequence[Any]) -> dict[str, Any]:
+        """`{"split_k": s}` where this call's keys are split (class docstring), else {}."""
+        from tawac.tuning import DECOMPOSITION_KNOBS, fill_splits
+
+        if any(n in self.options for n in DECOMPOSITION_KNOBS) or not self.splits_keys():
+            return {}
+        key = (ones, *(tuple(a.shape) if hasattr(a, "shape") else a for a in args))
+        s = self._splits.get(key)
+        if s is None:
+            import torch
+
+            from tawac.runtime.launcher import _sm_count
+
+            programs = self._kernel(ones, 0).programs(*args)
+            s = self._splits[key] = fill_splits(programs, _sm_count(torch.cuda.current_device()))
+        return {"split_k": s} if s > 1 else {}
 
     def __call__(self, *args: Any, **constexprs: Any) -> Any:
         return self.specialize(*args)(*args, **constexprs)

@@ -187,6 +187,26 @@ def overrides_decomposition(entry: Mapping[str, Any], given: Mapping[str, Any]) 
     return False
 
 
+#: The most splits `fill_splits` gives a key loop (`split-k`'s combine takes up to 256).
+FILL_SPLITS_CAP = 16
+
+
+def fill_splits(programs: int, sms: int, cap: int = FILL_SPLITS_CAP) -> int:
+    """The splits of an attention kernel's key loop (split keys, flash-decoding) where no
+    tuning table speaks for its size: the largest power of two s <= `cap` whose
+    `programs * s` CTAs fit on `sms` multiprocessors at once; 1 (no split) where the
+    programs already fill half the machine, or there are none. Measured on the H100 with
+    the user-style grouped-query attention (`scripts/exp_triton_gqa_split.py`): 4 programs
+    at 32k and 128k keys are fastest at 16 splits, 32 programs at 8k keys at 4, 8 at 8 or
+    16 (`docs/data/triton-gqa-split-keys-h100-2026-11-27.log`)."""
+    if programs <= 0:
+        return 1
+    s = 1
+    while s * 2 <= cap and programs * s * 2 <= sms:
+        s *= 2
+    return s
+
+
 def pick_entry(table: Mapping[str, Any], sizes: Mapping[str, int]) -> Mapping[str, Any] | None:
     """The entry whose bucket holds `sizes`, else of the nearest bucket (sum of |log2
     differences| over its dimensions); among entries as near, one tuned at sizes as

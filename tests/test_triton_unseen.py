@@ -357,10 +357,16 @@ def test_grouped_query_attention_compiles_grouped_without_spills():
 @pytest.mark.gpu
 @requires_gpu
 def test_grouped_query_attention_from_python_on_the_gpu():
+    """Through `tawac.triton`, at one query row (an argument of 1 that stays one) and
+    8000 keys: 4 x 4 grouped programs get their keys split 8 ways (`fill_splits` on a
+    132-SM H100), 16 x 8 CTAs; the result is right, as it is with the split turned off
+    (`split_k=1`, a decomposition the caller names) and at 5 rows."""
     pytest.importorskip("triton")
     import importlib.util
 
     import tawac.triton
+    from tawac.runtime.launcher import _sm_count
+    from tawac.tuning import fill_splits
 
     spec = importlib.util.spec_from_file_location("ua", DATA / "unseen_attention.py")
     assert spec is not None and spec.loader is not None
@@ -368,16 +374,23 @@ def test_grouped_query_attention_from_python_on_the_gpu():
     spec.loader.exec_module(src)
     cfg = src.TTIR_VARIANTS["unseen_gqa"]
     sig, consts = cfg["signature"], cfg["constexprs"]
-    fn = tawac.triton.compile(cfg["kernel"], signature=sig, constexprs=consts)
-    b, h, hk, rows, keys, d = 4, 32, 4, 1, 8000, 128
-    q = torch.randn(b, h, rows, d, device="cuda").bfloat16()
-    k, v = (torch.randn(b, hk, keys, d, device="cuda").bfloat16() for _ in range(2))
-    o = torch.full_like(q, float("nan"))
-    strides = [*q.stride()[:3], *k.stride()[:3], *v.stride()[:3], *o.stride()[:3]]
-    fn[(1, h, b)](q, k, v, o, 1 / math.sqrt(d), rows, keys, *strides)
-    torch.cuda.synchronize()
-    ref = _attention_ref(q, k.repeat_interleave(8, 1), v.repeat_interleave(8, 1), False)
-    assert (o.float() - ref).abs().max().item() < 2e-2
+    auto = tawac.triton.compile(cfg["kernel"], signature=sig, constexprs=consts)
+    plain = tawac.triton.compile(cfg["kernel"], signature=sig, constexprs=consts, split_k=1)
+    b, h, hk, keys, d = 4, 32, 4, 8000, 128
+    for rows in (1, 5):
+        q = torch.randn(b, h, rows, d, device="cuda").bfloat16()
+        k, v = (torch.randn(b, hk, keys, d, device="cuda").bfloat16() for _ in range(2))
+        ref = _attention_ref(q, k.repeat_interleave(8, 1), v.repeat_interleave(8, 1), False)
+        for fn in (auto, plain):
+            o = torch.full_like(q, float("nan"))
+            strides = [*q.stride()[:3], *k.stride()[:3], *v.stride()[:3], *o.stride()[:3]]
+            args = (q, k, v, o, 1 / math.sqrt(d), rows, keys, *strides)
+            fn[(1, h, b)](*args)
+            torch.cuda.synchronize()
+            assert (o.float() - ref).abs().max().item() < 2e-2, (rows, fn.options)
+        s = fill_splits(16, _sm_count(torch.cuda.current_device()))
+        assert auto.options_for(*args) == ({"split_k": s} if s > 1 else {})
+        assert plain.options_for(*args) == {"split_k": 1}
 
 
 def test_a_size_argument_of_one_stays_an_argument():
@@ -400,3 +413,14 @@ def test_a_size_argument_of_one_stays_an_argument():
     )
     assert {"seqlen_q", "seqlen_k"} <= fn.sizes()
     assert not {n for n in fn.sizes() if n.startswith("stride_")}
+
+
+def test_fill_splits():
+    """Split keys until the CTAs would overflow the machine's SMs, at most 16 ways; none
+    where the programs fill half of it (or there are none)."""
+    from tawac.tuning import fill_splits
+
+    assert [fill_splits(p, 132) for p in (0, 1, 4, 8, 16, 32, 33, 66, 67, 4096)] == [
+        1, 16, 16, 16, 8, 4, 4, 2, 1, 1
+    ]  # fmt: skip
+    assert fill_splits(4, 132, cap=64) == 32

@@ -115,6 +115,16 @@ def _main_loop(kernel: tile.KernelOp) -> scf.ForOp:
     return loops[0]
 
 
+def splits_keys(kernel: tile.KernelOp) -> bool:
+    """Whether `splits=S` splits the keys of `kernel` (its one loop of dots is an online
+    softmax: an attention)."""
+    try:
+        loop = _main_loop(kernel)
+    except CompileError:
+        return False
+    return online_softmax(loop) is not None
+
+
 def _is_zero(v: SSAValue) -> bool:
     op = v.owner
     if not isinstance(op, arith.ConstantOp):
