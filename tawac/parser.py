@@ -17,10 +17,12 @@ from __future__ import annotations
 import math
 import re
 from collections.abc import Mapping
+from dataclasses import dataclass
 from pathlib import Path
 
 from xdsl.context import Context
 from xdsl.dialects.builtin import (
+    AnyFloat,
     FileLineColLoc,
     IntAttr,
     ModuleOp,
@@ -78,7 +80,33 @@ class _Lexer(MLIRLexer):
             ) from None
 
 
-class TawacParser(Parser):
+@dataclass
+class _HexElement(Parser._TensorLiteralElement):
+    """A tensor literal element written in hex (`dense<0xff800000> : tensor<..xf32>`):
+    for a float element type its bit pattern, as MLIR reads it and xDSL prints -inf
+    and NaN (xDSL's parser took the digits as an integer value)."""
+
+    def to_type(self, parser, type):
+        if isinstance(type, AnyFloat) and isinstance(self.value, int) and self.value >= 0:
+            size = type.compile_time_size
+            if self.value >= 1 << (8 * size):
+                parser.raise_error(f"hex value too large for {type}", at_position=self.span)
+            return next(iter(type.iter_unpack(self.value.to_bytes(size, "little"))))
+        return super().to_type(parser, type)
+
+
+class HexFloatParser(Parser):
+    """xDSL's parser reading a float tensor literal's hex elements as bit patterns
+    (`_HexElement`); the base of `TawacParser` and of the TTIR reader."""
+
+    def _parse_tensor_literal_element(self):
+        if self._current_token.text[:2] not in ("0x", "0X"):
+            return super()._parse_tensor_literal_element()
+        e = super()._parse_tensor_literal_element()
+        return _HexElement(e.is_negative, e.value, e.span)
+
+
+class TawacParser(HexFloatParser):
     """xDSL's parser with tawac's limits; attaches `file:line:col` of the op name to
     every op parsed without an explicit `loc(...)`."""
 

@@ -7,7 +7,8 @@ Two things of TTIR's text need care:
   and xDSL 0.74 resolves an alias only after its definition. `parse_ttir` moves every
   alias line to the front, in its order (an alias refers only to those printed before
   it).
-- Float splats in hex (`dense<0xFF800000>`, -inf): rewritten by `hex_floats`.
+- Float splats in hex (`dense<0xFF800000>`, -inf): their bit patterns
+  (`tawac.parser.HexFloatParser`).
 - Locations: each op carries its Python source position, often wrapped: a name
   (`loc("a_ptrs"(...))`), a call site in Triton's own library
   (`loc(callsite(<standard.py> at <kernel.py>))`) or several fused.
@@ -36,11 +37,11 @@ from xdsl.dialects.builtin import (
 from xdsl.dialects.math import Math
 from xdsl.dialects.scf import Scf
 from xdsl.ir import Attribute, Operation
-from xdsl.parser import Parser
 from xdsl.utils.exceptions import ParseError, VerifyException
 
 from tawac.diagnostics import CompileError
 from tawac.dialects.tt import TT, ttir_arith
+from tawac.parser import HexFloatParser
 
 _ALIAS = re.compile(r"^#[\w.$-]+\s*=\s*loc\(.*\)\s*$", re.MULTILINE)
 #: Path parts of Triton's own library (its call sites are not the user's code).
@@ -66,25 +67,9 @@ def hoist_aliases(text: str) -> str:
     return " ".join(a.strip() for a in aliases) + " " + body
 
 
-_HEX_DENSE = re.compile(r"dense<0x([0-9A-Fa-f]+)>(\s*:\s*tensor<[0-9x]*(f64|f32|f16|bf16)>)")
-
-
-def hex_floats(text: str) -> str:
-    """`text` with each float tensor splat written in hex (`dense<0xFF800000>`, how MLIR
-    prints -inf) as the bytes xDSL reads for it (`dense<"0x0000807F">`, little-endian):
-    xDSL 0.74 would read the hex as an integer and convert its value."""
-
-    def blob(m: re.Match) -> str:
-        digits = m.group(1)
-        raw = bytes.fromhex(digits.rjust(len(digits) + len(digits) % 2, "0"))
-        return f'dense<"0x{raw[::-1].hex().upper()}">{m.group(2)}'
-
-    return _HEX_DENSE.sub(blob, text)
-
-
 def parse_ttir(text: str, filename: str = "<ttir>") -> ModuleOp:
     """Parse and verify a TTIR module; one located `CompileError` on failure."""
-    parser = Parser(ttir_context(), hex_floats(hoist_aliases(text)), filename)
+    parser = HexFloatParser(ttir_context(), hoist_aliases(text), filename)
     try:
         module = parser.parse_module()
     except ParseError as e:

@@ -195,11 +195,13 @@ def fill_splits(programs: int, sms: int, cap: int = FILL_SPLITS_CAP) -> int:
     """The splits of an attention kernel's key loop (split keys, flash-decoding) where no
     tuning table speaks for its size: the largest power of two s <= `cap` whose
     `programs * s` CTAs fit on `sms` multiprocessors at once; 1 (no split) where the
-    programs already fill half the machine, or there are none. Measured on the H100 with
-    the user-style grouped-query attention (`scripts/exp_triton_gqa_split.py`): 4 programs
-    at 32k and 128k keys are fastest at 16 splits, 32 programs at 8k keys at 4, 8 at 8 or
-    16 (`docs/data/triton-gqa-split-keys-h100-2026-11-27.log`)."""
-    if programs <= 0:
+    programs fill a quarter of the machine or more, or there are none. Measured on the
+    H100 with the user-style grouped-query attention (`scripts/exp_triton_gqa_split.py`,
+    `benchmarks/bench_triton_unseen.py`): 4 programs at 32k and 128k keys are fastest at
+    16 splits, 32 programs at 8k keys at 4 (63 vs 73 us unsplit), 8 at 8 or 16; 64
+    programs at 8k keys lost with 2 (84 vs 74 us)
+    (`docs/data/triton-gqa-split-keys-h100-2026-11-27.log`)."""
+    if programs <= 0 or 4 * programs > sms:
         return 1
     s = 1
     while s * 2 <= cap and programs * s * 2 <= sms:

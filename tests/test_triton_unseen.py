@@ -417,10 +417,10 @@ def test_a_size_argument_of_one_stays_an_argument():
 
 def test_fill_splits():
     """Split keys until the CTAs would overflow the machine's SMs, at most 16 ways; none
-    where the programs fill half of it (or there are none)."""
+    where the programs fill a quarter of it (or there are none)."""
     from tawac.tuning import fill_splits
 
-    assert [fill_splits(p, 132) for p in (0, 1, 4, 8, 16, 32, 33, 66, 67, 4096)] == [
-        1, 16, 16, 16, 8, 4, 4, 2, 1, 1
+    assert [fill_splits(p, 132) for p in (0, 1, 4, 8, 16, 32, 33, 34, 64, 4096)] == [
+        1, 16, 16, 16, 8, 4, 4, 1, 1, 1
     ]  # fmt: skip
     assert fill_splits(4, 132, cap=64) == 32
