@@ -18,9 +18,7 @@ REPO = Path(__file__).resolve().parents[1]
 
 def _constants(text: str) -> list[list[float]]:
     module = parse_text(text, "k.mlir")
-    return [
-        list(o.value.get_values()) for o in module.walk() if isinstance(o, arith.ConstantOp)
-    ]
+    return [list(o.value.get_values()) for o in module.walk() if isinstance(o, arith.ConstantOp)]
 
 
 @pytest.mark.parametrize(
