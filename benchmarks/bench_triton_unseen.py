@@ -3,8 +3,9 @@ them, not as the tutorials do (`tests/data/triton/unseen_attention.py`, issue 21
 FlashAttention forward (causal or not; every key block masked against the length) and
 the grouped-query attention (`off_h // G`, which tawac groups with `group-heads`), bf16,
 head dim 128, against SDPA; the flash kernel also with its masks on every key block
-(`guard_masks=False`: the `guard-masks` pass off). Same run, round-robin, medians; each
-output checked against a float32 torch reference first.
+(`guard_masks=False`: the `guard-masks` pass off), the GQA kernel also with its keys
+not split (`split_k=1`; tawac.triton splits them where the programs are few). Same
+run, round-robin, medians; each output checked against a float32 torch reference first.
 
     python3 benchmarks/bench_triton_unseen.py [--rounds 5]
         [--shapes 4x32x4096,2x32x8192]     # flash: Z x H x N (H a multiple of 4)
@@ -72,9 +73,9 @@ def _flash(src, causal: bool, tawac: bool, h: int, **options):
     return call
 
 
-def _gqa(src, tawac: bool, g: int):
+def _gqa(src, tawac: bool, g: int, **options):
     consts = {"G": g, "BLOCK_M": 64, "BLOCK_N": 128, "D": D}
-    launch = _launcher(src.gqa_fwd, src.GQA_SIGNATURE, consts, tawac, num_warps=4)
+    launch = _launcher(src.gqa_fwd, src.GQA_SIGNATURE, consts, tawac, num_warps=4, **options)
 
     def call(q, k, v, o):
         b, h, rows, _ = q.shape
@@ -133,7 +134,8 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--rounds", type=int, default=5)
     ap.add_argument("--shapes", default="4x32x4096,2x32x8192")
-    ap.add_argument("--gqa", default="8x32x4x1x8192,8x32x4x16x8192,1x32x4x1x32768")
+    gqa = "8x32x4x1x8192,8x32x4x16x8192,1x32x4x1x32768,1x32x8x1x131072,32x32x8x4x8192"
+    ap.add_argument("--gqa", default=gqa)
     args = ap.parse_args(argv)
     src = _source()
     dev = torch.cuda.get_device_name(0)
@@ -161,8 +163,8 @@ def main(argv: list[str] | None = None) -> int:
             if not _row(shape, systems, q, k, v, causal, args.rounds, flops):
                 return 1
     print("\n## gqa_fwd (B x H x HK x query rows x keys)")
-    print("| shape | triton | tawac.triton | sdpa | tawac.triton / triton |")
-    print("|---|---:|---:|---:|---:|")
+    print("| shape | triton | tawac.triton | sdpa | keys not split | tawac.triton / triton |")
+    print("|---|---:|---:|---:|---:|---:|")
     for shape in (s for s in args.gqa.split(",") if s):
         b, h, hk, rows, keys = (int(x) for x in shape.split("x"))
         torch.manual_seed(0)
@@ -172,6 +174,7 @@ def main(argv: list[str] | None = None) -> int:
             "triton": _gqa(src, False, h // hk),
             "tawac.triton": _gqa(src, True, h // hk),
             "sdpa": _sdpa(False),
+            "no split": _gqa(src, True, h // hk, split_k=1),
         }
         flops = 4.0 * b * h * rows * keys * D
         if not _row(shape, systems, q, k, v, False, args.rounds, flops):
