@@ -15,7 +15,8 @@ is reported, for two cases:
   every tawac call checks its arguments and encodes its tensor maps anew.
 
 tawac is measured twice more through `tawac.torch` (the PyTorch-facing callable): in place
-(`op(a, b, c)`) and functional (`c = op(a, b)`, which allocates the output).
+(`op(a, b, c)`) and functional (`c = op(a, b)`, which allocates the output); and the
+Triton kernel compiled by tawac (`tawac.triton.compile`), called as Triton's is.
 
 Prints a table (microseconds, lower is better) and the ratios to Triton.
 """
@@ -65,7 +66,18 @@ def _triton_gemm():
     def launch(a, b, c):
         gemm_abt[(1, 2)](a, b, c, M, N, K, a.stride(0), b.stride(0), c.stride(0), 128, 128, 64)
 
-    return launch
+    import tawac.triton
+
+    sig = {"a": "*bf16", "b": "*bf16", "c": "*bf16", **dict.fromkeys(("m", "n", "k"), "i32")}
+    sig |= dict.fromkeys(("sam", "sbn", "scm"), "i32")
+    ours = tawac.triton.compile(
+        gemm_abt, signature=sig, constexprs={"BM": 128, "BN": 128, "BK": 64}
+    )
+
+    def launch_tawac(a, b, c):
+        ours[(1, 2)](a, b, c, M, N, K, a.stride(0), b.stride(0), c.stride(0))
+
+    return launch, launch_tawac
 
 
 def _host_us(fn, sets, calls: int) -> float:
@@ -106,7 +118,7 @@ def main() -> None:
     sets = [operands() for _ in range(COLD_SETS)]
     r = compile_file(ROOT / "examples" / "gemm.mlir")
     tawac_kernel = load_kernel(r.cubin, r.sidecar)
-    triton_launch = _triton_gemm()
+    triton_launch, tawac_triton = _triton_gemm()
 
     def torch_mm(a, b, c):
         torch.mm(a, b.T, out=c)
@@ -123,6 +135,7 @@ def main() -> None:
         "tawac.torch": op,
         "tawac.torch functional": op_functional,
         "triton": triton_launch,
+        "tawac.triton": tawac_triton,
         "torch.mm": torch_mm,
     }
     for name, fn in launchers.items():  # correctness of what is timed
@@ -143,15 +156,16 @@ def main() -> None:
     print(f"host time of one launch, microseconds (median of {args.calls} calls), {device}")
     print(
         "| case | tawac Kernel | tawac.torch (in place) | tawac.torch (functional) | Triton "
-        "| torch.mm | Kernel/Triton | tawac.torch/Triton |"
+        "| tawac.triton | torch.mm | Kernel/Triton | tawac.torch/Triton | tawac.triton/Triton |"
     )
-    print("|---|---:|---:|---:|---:|---:|---:|---:|")
+    print("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
     for case, row in rows.items():
         print(
             f"| {case} | {row['tawac']:.1f} | {row['tawac.torch']:.1f} "
             f"| {row['tawac.torch functional']:.1f} | {row['triton']:.1f} "
-            f"| {row['torch.mm']:.1f} | {row['tawac'] / row['triton']:.2f} "
-            f"| {row['tawac.torch'] / row['triton']:.2f} |"
+            f"| {row['tawac.triton']:.1f} | {row['torch.mm']:.1f} "
+            f"| {row['tawac'] / row['triton']:.2f} | {row['tawac.torch'] / row['triton']:.2f} "
+            f"| {row['tawac.triton'] / row['triton']:.2f} |"
         )
     if args.breakdown:
         print(breakdown(tawac_kernel, sets[0], args.calls))

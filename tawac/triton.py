@@ -119,6 +119,10 @@ def storage_sizes(sizes: Sequence[int | None], strides: Sequence[int], extent: i
     return [int(x) for x in out]
 
 
+#: Layouts of a `TritonKernel`'s arguments whose views it keeps worked out (`_views`).
+VIEW_PLANS = 16
+
+
 class TritonKernel:
     """A Triton kernel compiled by tawac: `k[grid](*args, **constexprs)` or `k(*args)`.
 
@@ -147,6 +151,7 @@ class TritonKernel:
         self.abi = abi if abi is not None else Abi(tuple(names), tuple(tensors))
         default = [n for i, n in enumerate(self.names) if self._part(i) is None]
         self.params = list(params) if params is not None else default
+        self._view_plans: dict[tuple, list[tuple[list[int], list[int]] | None]] = {}
 
     @classmethod
     def from_abi(
@@ -188,6 +193,17 @@ class TritonKernel:
         self._plan_cache = plan
         return plan
 
+    def _fixed(self) -> list[tuple[int, str]]:
+        """The parameters compiled in (position, name): a call must pass their values."""
+        found = getattr(self, "_fixed_cache", None)
+        if found is None:
+            found = self._fixed_cache = [
+                (i, k)
+                for i, k in enumerate(self.params)
+                if k not in self.names and k in self.constexprs
+            ]
+        return found
+
     def _ttir_args(self, args: Sequence[Any]) -> list[Any]:
         from tawac.runtime.launcher import LaunchError
 
@@ -196,14 +212,17 @@ class TritonKernel:
                 f"{self.name} takes {len(self.params)} arguments ({', '.join(self.params)}), "
                 f"got {len(args)}"
             )
-        for k, v in zip(self.params, args, strict=True):
-            if k not in self.names and k in self.constexprs and self.constexprs[k] != v:
+        for i, k in self._fixed():
+            if self.constexprs[k] != args[i]:
                 raise LaunchError(
-                    f"{self.name} was compiled with {k}={self.constexprs[k]}, called with {v}"
+                    f"{self.name} was compiled with {k}={self.constexprs[k]}, called with {args[i]}"
                 )
+        plan = self._plan()
+        if not self.abi.descs and not self.abi.ties:  # each TTIR argument a parameter
+            return [args[e[1]] for e in plan]
         blocks = dict(self.abi.descs)
         out: list[Any] = []
-        for entry in self._plan():
+        for entry in plan:
             if entry[0] == "param":
                 out.append(args[entry[1]])
                 continue
@@ -247,12 +266,38 @@ class TritonKernel:
 
     def _views(self, args: Sequence[Any]) -> list[Any]:
         """The tensor arguments: the tensor itself where it already has the sizes and
-        strides the arguments give, else a strided view of it."""
+        strides the arguments give, else a strided view of it. The sizes and strides are
+        worked out once per layout of the arguments (`_view_plan`; a launch is a few
+        microseconds of host time, which a decode step's kernel does not hide)."""
+        import torch
+
+        key = tuple(
+            (a.shape, a.stride(), a.storage_offset(), a.untyped_storage().nbytes(), a.dtype)
+            if isinstance(a, torch.Tensor)
+            else a
+            for a in args
+            if not isinstance(a, float)
+        )
+        plan = self._view_plans.get(key)
+        if plan is None:
+            plan = self._view_plan(args)
+            self._view_plans[key] = plan
+            if len(self._view_plans) > VIEW_PLANS:
+                del self._view_plans[next(iter(self._view_plans))]
+        out = []
+        for t, p in zip(self.tensors, plan, strict=True):
+            base = args[t.pointer]
+            out.append(base if p is None else torch.as_strided(base, *p, base.storage_offset()))
+        return out
+
+    def _view_plan(self, args: Sequence[Any]) -> list[tuple[list[int], list[int]] | None]:
+        """Per tensor argument, None where the pointer's tensor is the view itself, else
+        the (sizes, strides) of the view; one `LaunchError` for what TMA cannot read."""
         import torch
 
         from tawac.runtime.launcher import LaunchError
 
-        out = []
+        out: list[tuple[list[int], list[int]] | None] = []
         for t in self.tensors:
             base = args[t.pointer]
             if not isinstance(base, torch.Tensor):
@@ -269,10 +314,8 @@ class TritonKernel:
             if None in sizes:
                 extent = base.untyped_storage().nbytes() // base.element_size()
                 sizes = storage_sizes(sizes, strides, extent - base.storage_offset())
-            if list(base.shape) == sizes and list(base.stride()) == strides:
-                out.append(base)
-            else:
-                out.append(torch.as_strided(base, sizes, strides, base.storage_offset()))
+            same = list(base.shape) == sizes and list(base.stride()) == strides
+            out.append(None if same else (sizes, strides))
         return out
 
     def __call__(self, *args: Any, **constexprs: Any) -> Any:
