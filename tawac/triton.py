@@ -119,8 +119,30 @@ def storage_sizes(sizes: Sequence[int | None], strides: Sequence[int], extent: i
     return [int(x) for x in out]
 
 
-#: Layouts of a `TritonKernel`'s arguments whose views it keeps worked out (`_views`).
+#: Layouts of a `TritonKernel`'s arguments whose views it keeps worked out (`_views`), and
+#: of a `TritonFunction`'s calls whose kernel and recipe it keeps.
 VIEW_PLANS = 16
+
+
+def layout_key(args: Sequence[Any]) -> tuple | None:
+    """What decides a call's kernel and how its arguments become the tile kernel's: each
+    tensor's shape, strides, offset, storage size and dtype, each integer's value (a
+    size or stride; a float's value is passed on, not looked at); None where an
+    argument is anything else (a `TensorDescriptor`: the full path)."""
+    import torch
+
+    out: list[Any] = []
+    for a in args:
+        if isinstance(a, torch.Tensor):
+            out.append((a.shape, a.stride(), a.storage_offset(), a.untyped_storage().nbytes(),
+                        a.dtype, a.device))  # fmt: skip
+        elif isinstance(a, bool | int):
+            out.append((type(a), a))
+        elif isinstance(a, float):
+            out.append(float)
+        else:
+            return None
+    return tuple(out)
 
 
 class TritonKernel:
@@ -342,6 +364,32 @@ class TritonKernel:
                 out.append(float(ttir[i]) if kind == "float" else int(ttir[i]))
         return out
 
+    def recipe(self, args: Sequence[Any]) -> list[tuple] | None:
+        """How the tile kernel's arguments come from a call's parameters `args`, for
+        every call with their layout (`layout_key`): per argument ("tensor", parameter,
+        None or the view's (sizes, strides)), ("float" | "index", parameter). None for a
+        kernel with host-side descriptors or ties (those calls take the full path)."""
+        if self.abi.descs or self.abi.ties:
+            return None
+        ttir = self._ttir_args(args)
+        plan = dict(zip((t.pointer for t in self.tensors), self._view_plan(ttir), strict=True))
+        param = [e[1] for e in self._plan()]
+        return [(kind, param[i], plan.get(i)) for kind, i in self.order]
+
+    @staticmethod
+    def by_recipe(recipe: Sequence[tuple], args: Sequence[Any]) -> list[Any]:
+        """The tile kernel's arguments for `args` (`recipe`)."""
+        import torch
+
+        out: list[Any] = []
+        for kind, i, view in recipe:
+            a = args[i]
+            if kind == "tensor":
+                out.append(a if view is None else torch.as_strided(a, *view, a.storage_offset()))
+            else:
+                out.append(float(a) if kind == "float" else int(a))
+        return out
+
     @property
     def order(self) -> list[tuple[str, int]]:
         """The tile kernel's arguments: ("tensor", pointer position), ("float" | "index",
@@ -427,6 +475,7 @@ class TritonFunction:
         self._sizes: frozenset[str] | None = None
         self._splits_keys: bool | None = None
         self._splits: dict[tuple, int] = {}
+        self._calls: dict[tuple, tuple[TritonKernel, list[tuple]]] = {}
 
     def _analyse(self) -> None:
         """From the unspecialized TTIR: the parameters that size a tensor, and whether
@@ -512,7 +561,18 @@ class TritonFunction:
         return {"split_k": s} if s > 1 else {}
 
     def __call__(self, *args: Any, **constexprs: Any) -> Any:
-        return self.specialize(*args)(*args, **constexprs)
+        key = layout_key(args) if not constexprs else None
+        hit = self._calls.get(key) if key is not None else None
+        if hit is not None:
+            return hit[0].launch(*TritonKernel.by_recipe(hit[1], args))
+        k = self.specialize(*args)
+        result = k(*args, **constexprs)
+        recipe = k.recipe(args) if key is not None else None
+        if recipe is not None:
+            self._calls[key] = (k, recipe)
+            if len(self._calls) > VIEW_PLANS:
+                del self._calls[next(iter(self._calls))]
+        return result
 
 
 def compile(  # noqa: A001 (Triton's word)
