@@ -124,18 +124,19 @@ def storage_sizes(sizes: Sequence[int | None], strides: Sequence[int], extent: i
 VIEW_PLANS = 16
 
 
-def layout_key(args: Sequence[Any]) -> tuple | None:
+def layout_key(args: Sequence[Any], storage: bool = True) -> tuple | None:
     """What decides a call's kernel and how its arguments become the tile kernel's: each
-    tensor's shape, strides, offset, storage size and dtype, each integer's value (a
-    size or stride; a float's value is passed on, not looked at); None where an
-    argument is anything else (a `TensorDescriptor`: the full path)."""
+    tensor's shape, strides, offset, dtype, device and (with `storage`: a dimension is
+    sized from it) storage size, each integer's value (a size or stride; a float's value
+    is passed on, not looked at); None where an argument is anything else (a
+    `TensorDescriptor`: the full path)."""
     import torch
 
     out: list[Any] = []
     for a in args:
         if isinstance(a, torch.Tensor):
-            out.append((a.shape, a.stride(), a.storage_offset(), a.untyped_storage().nbytes(),
-                        a.dtype, a.device))  # fmt: skip
+            nbytes = a.untyped_storage().nbytes() if storage else 0
+            out.append((a.shape, a.stride(), a.storage_offset(), nbytes, a.dtype, a.device))
         elif isinstance(a, bool | int):
             out.append((type(a), a))
         elif isinstance(a, float):
@@ -476,6 +477,7 @@ class TritonFunction:
         self._splits_keys: bool | None = None
         self._splits: dict[tuple, int] = {}
         self._calls: dict[tuple, tuple[TritonKernel, list[tuple]]] = {}
+        self._storage = False  # a kernel sizes a dimension from its tensor's storage
 
     def _analyse(self) -> None:
         """From the unspecialized TTIR: the parameters that size a tensor, and whether
@@ -561,12 +563,16 @@ class TritonFunction:
         return {"split_k": s} if s > 1 else {}
 
     def __call__(self, *args: Any, **constexprs: Any) -> Any:
-        key = layout_key(args) if not constexprs else None
+        key = layout_key(args, self._storage) if not constexprs else None
         hit = self._calls.get(key) if key is not None else None
         if hit is not None:
             return hit[0].launch(*TritonKernel.by_recipe(hit[1], args))
         k = self.specialize(*args)
         result = k(*args, **constexprs)
+        if any(None in t.sizes for t in k.tensors) and not self._storage:
+            self._storage = True  # keys now need the storage sizes: start again
+            self._calls.clear()
+            key = layout_key(args, True) if key is not None else None
         recipe = k.recipe(args) if key is not None else None
         if recipe is not None:
             self._calls[key] = (k, recipe)
