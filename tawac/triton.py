@@ -455,8 +455,8 @@ class TritonFunction:
 
     An attention kernel (a key loop with an online softmax) whose call has fewer
     programs than fill the GPU has its keys split (`split_k`, flash-decoding) as
-    `tawac.tuning.fill_splits` says for that many programs, unless the options name a
-    work decomposition; `options_for(*args)` shows the choice."""
+    `tawac.tuning.fill_splits` says for that many programs and key steps, unless the
+    options name a work decomposition; `options_for(*args)` shows the choice."""
 
     def __init__(
         self,
@@ -484,7 +484,7 @@ class TritonFunction:
         the kernel's main loop is an online softmax (its keys can be split)."""
         from tawac.compiler import parse_text
         from tawac.dialects import tile
-        from tawac.passes.split_k import splits_keys
+        from tawac.passes.split_k import key_loop
 
         ttir = ttir_of(self.fn, self.signature, self.constexprs)
         abi = kernel_abi(ttir, self.name)
@@ -492,7 +492,31 @@ class TritonFunction:
         self._sizes = frozenset(abi.names[i] for i in pos)
         module = parse_text(ttir, f"{self.name}.ttir")
         kernel = next(o for o in module.walk() if isinstance(o, tile.KernelOp))
-        self._splits_keys = splits_keys(kernel)
+        loop = key_loop(kernel)
+        self._splits_keys = loop is not None
+        if loop is not None:  # for `_steps`: the loop, and the arguments' recipe
+            generic = TritonKernel.from_abi(abi, lambda *a: None, self.constexprs, self.name)
+            self._key_loop = (module, loop, list(kernel.body.block.args), generic)
+
+    def _steps(self, args: Sequence[Any]) -> int | None:
+        """The key loop's trip count for a call with these arguments, where its bounds
+        are index math of constants, tensor sizes and index arguments; else None."""
+        from tawac.analysis.scalars import evaluate
+
+        if not self.splits_keys():
+            return None
+        _module, loop, block_args, generic = self._key_loop
+        try:
+            values = generic.kernel_args(*args)
+        except Exception:  # noqa: BLE001 (a call the full path will refuse, clearly)
+            return None
+        if len(values) != len(block_args):
+            return None
+        env = dict(zip(block_args, values, strict=True))
+        lb, ub, step = (evaluate(v, env) for v in (loop.lb, loop.ub, loop.step))
+        if lb is None or ub is None or step is None or step <= 0:
+            return None
+        return max(0, -(-(ub - lb) // step))
 
     def sizes(self) -> frozenset[str]:
         """The parameters that size a tensor (from the unspecialized TTIR's ABI)."""
@@ -559,7 +583,8 @@ class TritonFunction:
             from tawac.runtime.launcher import _sm_count
 
             programs = self._kernel(ones, 0).programs(*args)
-            s = self._splits[key] = fill_splits(programs, _sm_count(torch.cuda.current_device()))
+            sms = _sm_count(torch.cuda.current_device())
+            s = self._splits[key] = fill_splits(programs, sms, self._steps(args))
         return {"split_k": s} if s > 1 else {}
 
     def __call__(self, *args: Any, **constexprs: Any) -> Any:

@@ -188,23 +188,34 @@ def overrides_decomposition(entry: Mapping[str, Any], given: Mapping[str, Any]) 
 
 
 #: The most splits `fill_splits` gives a key loop (`split-k`'s combine takes up to 256).
-FILL_SPLITS_CAP = 16
+FILL_SPLITS_CAP = 32
+
+#: The fewest key steps (blocks) `fill_splits` leaves a split.
+FILL_SPLITS_MIN_STEPS = 8
 
 
-def fill_splits(programs: int, sms: int, cap: int = FILL_SPLITS_CAP) -> int:
+def fill_splits(
+    programs: int, sms: int, steps: int | None = None, cap: int = FILL_SPLITS_CAP
+) -> int:
     """The splits of an attention kernel's key loop (split keys, flash-decoding) where no
     tuning table speaks for its size: the largest power of two s <= `cap` whose
-    `programs * s` CTAs fit on `sms` multiprocessors at once; 1 (no split) where the
-    programs fill a quarter of the machine or more, or there are none. Measured on the
-    H100 with the user-style grouped-query attention (`scripts/exp_triton_gqa_split.py`,
-    `benchmarks/bench_triton_unseen.py`): 4 programs at 32k and 128k keys are fastest at
-    16 splits, 32 programs at 8k keys at 4 (63 vs 73 us unsplit), 8 at 8 or 16; 64
-    programs at 8k keys lost with 2 (84 vs 74 us)
-    (`docs/data/triton-gqa-split-keys-h100-2026-11-27.log`)."""
+    `programs * s` CTAs fit on `sms` multiprocessors at once and whose splits keep
+    `FILL_SPLITS_MIN_STEPS` key steps of the loop's `steps` each (None: unknown, then at
+    most 16 splits); 1 (no split) where the programs fill a quarter of the machine or
+    more, or there are none. Measured on the H100 with the user-style grouped-query
+    attention (`scripts/exp_triton_gqa_split.py`, `benchmarks/bench_triton_unseen.py`,
+    128-key steps): 4 programs fastest at 32 splits at 32k and 128k keys (45 and 112 us,
+    16 splits 46 and 121), at 8 or 16 at 8k keys (22.2, 22.0; 32 splits 23.5); 8
+    programs at 16; 32 programs at 8k keys at 4 (63 vs 73 us unsplit); 64 programs lost
+    with 2 (84 vs 74 us) (`docs/data/triton-gqa-split-keys*-h100-2026-11-27.log`)."""
     if programs <= 0 or 4 * programs > sms:
         return 1
+    if steps is None:
+        cap = min(cap, 16)
     s = 1
     while s * 2 <= cap and programs * s * 2 <= sms:
+        if steps is not None and steps < FILL_SPLITS_MIN_STEPS * s * 2:
+            break
         s *= 2
     return s
 

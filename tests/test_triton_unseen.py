@@ -358,8 +358,9 @@ def test_grouped_query_attention_compiles_grouped_without_spills():
 @requires_gpu
 def test_grouped_query_attention_from_python_on_the_gpu():
     """Through `tawac.triton`, at one query row (an argument of 1 that stays one) and
-    8000 keys: 4 x 4 grouped programs get their keys split 8 ways (`fill_splits` on a
-    132-SM H100), 16 x 8 CTAs; the result is right, as it is with the split turned off
+    8000 keys: 4 x 4 grouped programs get their keys split 4 ways (`fill_splits` on a
+    132-SM H100 would give 8, but 63 key steps leave fewer than 8 per split); the
+    result is right, as it is with the split turned off
     (`split_k=1`, a decomposition the caller names) and at 5 rows."""
     pytest.importorskip("triton")
     import importlib.util
@@ -388,7 +389,7 @@ def test_grouped_query_attention_from_python_on_the_gpu():
             fn[(1, h, b)](*args)
             torch.cuda.synchronize()
             assert (o.float() - ref).abs().max().item() < 2e-2, (rows, fn.options)
-        s = fill_splits(16, _sm_count(torch.cuda.current_device()))
+        s = fill_splits(16, _sm_count(torch.cuda.current_device()), math.ceil(keys / 128))
         assert auto.options_for(*args) == ({"split_k": s} if s > 1 else {})
         assert plain.options_for(*args) == {"split_k": 1}
 
@@ -416,11 +417,37 @@ def test_a_size_argument_of_one_stays_an_argument():
 
 
 def test_fill_splits():
-    """Split keys until the CTAs would overflow the machine's SMs, at most 16 ways; none
-    where the programs fill a quarter of it (or there are none)."""
+    """Split keys until the CTAs would overflow the machine's SMs, at most 32 ways (16
+    where the loop's length is unknown) and 8 key steps a split; none where the programs
+    fill a quarter of the machine (or there are none)."""
     from tawac.tuning import fill_splits
 
     assert [fill_splits(p, 132) for p in (0, 1, 4, 8, 16, 32, 33, 34, 64, 4096)] == [
         1, 16, 16, 16, 8, 4, 4, 1, 1, 1
     ]  # fmt: skip
-    assert fill_splits(4, 132, cap=64) == 32
+    assert [fill_splits(p, 132, 1024) for p in (1, 4, 8, 16, 32, 34)] == [32, 32, 16, 8, 4, 1]
+    assert [fill_splits(4, 132, s) for s in (0, 15, 16, 64, 255, 256)] == [1, 1, 2, 8, 16, 32]
+    assert fill_splits(4, 132, 1024, cap=8) == 8
+
+
+def test_the_key_loop_length_is_read_from_the_call():
+    """`_steps`: the GQA kernel's key loop runs over K's rows (`tile.dim %K[2]`) in steps
+    of 128, whatever the other sizes."""
+    pytest.importorskip("triton")
+    import importlib.util
+
+    import tawac.triton
+
+    spec = importlib.util.spec_from_file_location("ua", DATA / "unseen_attention.py")
+    assert spec is not None and spec.loader is not None
+    src = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(src)
+    cfg = src.TTIR_VARIANTS["unseen_gqa"]
+    fn = tawac.triton.compile(
+        cfg["kernel"], signature=cfg["signature"], constexprs=cfg["constexprs"]
+    )
+    for b, rows, keys in ((1, 1, 8192), (2, 5, 300), (1, 1, 1)):
+        q = torch.zeros(b, 32, rows, 128).bfloat16()
+        k, v = (torch.zeros(b, 4, keys, 128).bfloat16() for _ in range(2))
+        strides = [*q.stride()[:3], *k.stride()[:3], *v.stride()[:3], *q.stride()[:3]]
+        assert fn._steps((q, k, v, q, 0.1, rows, keys, *strides)) == math.ceil(keys / 128)

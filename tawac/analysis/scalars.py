@@ -63,3 +63,55 @@ def multiple_of(v: SSAValue, m: int) -> bool:
     if isinstance(op, arith.AddiOp):
         return multiple_of(op.lhs, m) and multiple_of(op.rhs, m)
     return False
+
+
+_EVAL = {
+    arith.AddiOp: lambda a, b: a + b,
+    arith.SubiOp: lambda a, b: a - b,
+    arith.MuliOp: lambda a, b: a * b,
+    arith.DivUIOp: lambda a, b: a // b,
+    arith.DivSIOp: lambda a, b: int(a / b),
+    arith.CeilDivUIOp: lambda a, b: -(-a // b),
+    arith.CeilDivSIOp: lambda a, b: -(-a // b),
+    arith.MinSIOp: min,
+    arith.MinUIOp: min,
+    arith.MaxSIOp: max,
+    arith.MaxUIOp: max,
+}
+
+
+def evaluate(v: SSAValue, args: dict[SSAValue, object], depth: int = 0) -> int | None:
+    """The value of index value `v` at launch, computed from the kernel's arguments `args`
+    (block argument -> a tensor with `.shape` or an integer): constants, `tile.dim`,
+    integer arithmetic; None where it needs anything else (a program id, a loop value)."""
+    c = constant_int(v)
+    if c is not None:
+        return c
+    if v in args:
+        a = args[v]
+        return a if isinstance(a, int) else None
+    op = v.owner
+    if depth > 32:
+        return None
+    if isinstance(op, tile.DimOp):
+        t = args.get(op.source)
+        shape = getattr(t, "shape", None)
+        return None if shape is None else int(shape[op.dim.data])
+    fn = _EVAL.get(type(op))
+    if fn is None:
+        return None
+    a, b = (evaluate(o, args, depth + 1) for o in op.operands)
+    if a is None or b is None or (b == 0 and type(op) not in _EVAL_NO_DIV):
+        return None
+    return int(fn(a, b))
+
+
+_EVAL_NO_DIV = (
+    arith.AddiOp,
+    arith.SubiOp,
+    arith.MuliOp,
+    arith.MinSIOp,
+    arith.MinUIOp,
+    arith.MaxSIOp,
+    arith.MaxUIOp,
+)

@@ -115,14 +115,14 @@ def _main_loop(kernel: tile.KernelOp) -> scf.ForOp:
     return loops[0]
 
 
-def splits_keys(kernel: tile.KernelOp) -> bool:
-    """Whether `splits=S` splits the keys of `kernel` (its one loop of dots is an online
-    softmax: an attention)."""
+def key_loop(kernel: tile.KernelOp) -> scf.ForOp | None:
+    """The loop `splits=S` splits the keys of (`kernel`'s one loop of dots, an online
+    softmax: an attention); None for a kernel of another form."""
     try:
         loop = _main_loop(kernel)
     except CompileError:
-        return False
-    return online_softmax(loop) is not None
+        return None
+    return loop if online_softmax(loop) is not None else None
 
 
 def _is_zero(v: SSAValue) -> bool:
