@@ -95,9 +95,15 @@ class _HexElement(Parser._TensorLiteralElement):
         return super().to_type(parser, type)
 
 
-class HexFloatParser(Parser):
-    """xDSL's parser reading a float tensor literal's hex elements as bit patterns
-    (`_HexElement`); the base of `TawacParser` and of the TTIR reader."""
+class BoundedParser(Parser):
+    """xDSL's parser with tawac's lexer (`_Lexer`: string literals lexed in linear time,
+    number literals of at most `MAX_LITERAL_CHARS`) and a float tensor literal's hex
+    elements read as bit patterns (`_HexElement`); the base of `TawacParser` and of the
+    TTIR reader (`tawac.ttir`)."""
+
+    def __init__(self, ctx: Context, text: str, name: str) -> None:
+        super().__init__(ctx, "", name)
+        self._parser_state = ParserState(_Lexer(Input(text, name)))
 
     def _parse_tensor_literal_element(self):
         if self._current_token.text[:2] not in ("0x", "0X"):
@@ -106,15 +112,14 @@ class HexFloatParser(Parser):
         return _HexElement(e.is_negative, e.value, e.span)
 
 
-class TawacParser(HexFloatParser):
+class TawacParser(BoundedParser):
     """xDSL's parser with tawac's limits; attaches `file:line:col` of the op name to
     every op parsed without an explicit `loc(...)`."""
 
     def __init__(
         self, ctx: Context, text: str, name: str, source_map: SourceMap | None = None
     ) -> None:
-        super().__init__(ctx, "", name)
-        self._parser_state = ParserState(_Lexer(Input(text, name)))
+        super().__init__(ctx, text, name)
         self.source_map = source_map
 
     def parse_module(self, allow_implicit_module: bool = True) -> ModuleOp:

@@ -7,8 +7,8 @@ Two things of TTIR's text need care:
   and xDSL 0.74 resolves an alias only after its definition. `parse_ttir` moves every
   alias line to the front, in its order (an alias refers only to those printed before
   it).
-- Float splats in hex (`dense<0xFF800000>`, -inf): their bit patterns
-  (`tawac.parser.HexFloatParser`).
+- Float splats in hex (`dense<0xFF800000>`, -inf): their bit patterns; and tawac's
+  lexer limits (linear-time strings, bounded numbers): `tawac.parser.BoundedParser`.
 - Locations: each op carries its Python source position, often wrapped: a name
   (`loc("a_ptrs"(...))`), a call site in Triton's own library
   (`loc(callsite(<standard.py> at <kernel.py>))`) or several fused.
@@ -41,7 +41,7 @@ from xdsl.utils.exceptions import ParseError, VerifyException
 
 from tawac.diagnostics import CompileError
 from tawac.dialects.tt import TT, ttir_arith
-from tawac.parser import HexFloatParser
+from tawac.parser import BoundedParser
 
 _ALIAS = re.compile(r"^#[\w.$-]+\s*=\s*loc\(.*\)\s*$", re.MULTILINE)
 #: Path parts of Triton's own library (its call sites are not the user's code).
@@ -69,7 +69,7 @@ def hoist_aliases(text: str) -> str:
 
 def parse_ttir(text: str, filename: str = "<ttir>") -> ModuleOp:
     """Parse and verify a TTIR module; one located `CompileError` on failure."""
-    parser = HexFloatParser(ttir_context(), hoist_aliases(text), filename)
+    parser = BoundedParser(ttir_context(), hoist_aliases(text), filename)
     try:
         module = parser.parse_module()
     except ParseError as e:

@@ -392,3 +392,21 @@ def test_the_tutorial_leaky_relu_on_the_gpu():
     x = a.float() @ b.float()
     ref = torch.where(x >= 0, x, 0.01 * x)
     assert ((c.float() - ref).abs().max() / ref.abs().max()).item() < 2e-3
+
+
+def test_an_unclosed_string_in_ttir_is_an_error_not_a_hang():
+    """Found by the fuzzer once it took `.ttir` files: a stray `"` inside a TTIR op
+    (`tt.broadc"ast ...`) made xDSL's string-literal regex backtrack for minutes. TTIR is
+    now read with tawac's lexer (linear-time strings, bounded numbers), as `.mlir` is."""
+    import time
+
+    text = (REPO / "tests/data/triton/unseen_block_ptr_gelu.ttir").read_text()
+    assert "tt.broadcast %a_44" in text
+    bad = text.replace("tt.broadcast %a_44", 'tt.broadc"ast %a_44', 1)
+    start = time.monotonic()
+    with pytest.raises(CompileError, match="string literal not closed on its line"):
+        parse_text(bad, "mutant.ttir")
+    assert time.monotonic() - start < 10
+    long = text.replace("%c64_i32 = arith.constant 64", "%c64_i32 = arith.constant " + "6" * 500)
+    with pytest.raises(CompileError, match="number literal of 500 characters"):
+        parse_text(long, "mutant.ttir")

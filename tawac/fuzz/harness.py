@@ -32,7 +32,7 @@ import tawac.compiler  # noqa: F401  (imported before forking, so children need 
 import tawac.ptxas
 import tawac.runtime  # noqa: F401
 from tawac.diagnostics import CompileError
-from tawac.fuzz.mutate import Corpus, compile_options, mutant
+from tawac.fuzz.mutate import Corpus, compile_options, mutant, source_suffix
 from tawac.target import HOPPER
 
 FINDINGS = ("internal", "traceback", "hang", "crash", "partial-output", "bad-diagnostic")
@@ -150,9 +150,9 @@ class Result:
 # --- the child --------------------------------------------------------------------------------
 
 
-def _child(folder: Path, memory: int, options: list[str]) -> None:
-    """In the forked child: compile folder/src.mlir to folder/out/k.ptx with `options`;
-    never returns."""
+def _child(folder: Path, memory: int, options: list[str], suffix: str) -> None:
+    """In the forked child: compile folder/src.mlir (or src.ttir: `suffix`) to
+    folder/out/k.ptx with `options`; never returns."""
     code = 70
     try:
         os.setpgid(0, 0)
@@ -170,7 +170,7 @@ def _child(folder: Path, memory: int, options: list[str]) -> None:
         os.environ["NO_COLOR"] = "1"
         os.environ["TAWAC_CACHE"] = "0"  # every mutant compiled; none fills the user's cache
         os.chdir(folder / "cwd")
-        args = ["compile", str(folder / "src.mlir"), "-o", str(folder / "out" / "k.ptx")]
+        args = ["compile", str(folder / f"src{suffix}"), "-o", str(folder / "out" / "k.ptx")]
         args += options
         try:
             tawac.cli.main(args, prog_name="tawac")
@@ -192,15 +192,15 @@ def _child(folder: Path, memory: int, options: list[str]) -> None:
             os._exit(code & 0xFF)
 
 
-def _start(folder: Path, data: bytes, memory: int, options: list[str]) -> int:
+def _start(folder: Path, data: bytes, memory: int, options: list[str], suffix: str) -> int:
     (folder / "out").mkdir(parents=True)
     (folder / "cwd").mkdir()
-    (folder / "src.mlir").write_bytes(data)
+    (folder / f"src{suffix}").write_bytes(data)
     sys.stdout.flush()
     sys.stderr.flush()
     pid = os.fork()
     if pid == 0:
-        _child(folder, memory, options)
+        _child(folder, memory, options, suffix)
     return pid
 
 
@@ -307,7 +307,7 @@ def execute(
                     exhausted = True
                     break
                 folder = work / f"i{item[0]}"
-                pid = _start(folder, item[3], memory, item[4])
+                pid = _start(folder, item[3], memory, item[4], source_suffix(item[1]))
                 running[pid] = (item, folder, time.monotonic())
             if exhausted and not running and not asm_running and not asm_queue:
                 return
@@ -377,10 +377,11 @@ class Summary:
 
 
 def save(res: Result, out: Path, n: int) -> Path:
-    """Write the mutant as out/<class>-<n>.mlir, with a .txt report, its compile flags in
-    .args (when it has any) and its PTX in .ptx (when ptxas rejected it)."""
+    """Write the mutant as out/<class>-<n>.mlir (.ttir for a TTIR mutant), with a .txt
+    report, its compile flags in .args (when it has any) and its PTX in .ptx (when ptxas
+    rejected it)."""
     out.mkdir(parents=True, exist_ok=True)
-    path = out / f"{res.cls}-{n}.mlir"
+    path = out / f"{res.cls}-{n}{source_suffix(res.source)}"
     path.write_bytes(res.data)
     if res.options:
         path.with_suffix(".args").write_text(" ".join(res.options) + "\n")

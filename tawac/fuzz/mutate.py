@@ -93,11 +93,15 @@ class Corpus:
 
     @classmethod
     def load(cls, root: str | Path) -> Corpus:
-        """examples/*.mlir, tests/data/**/*.mlir, two template instances and the chunks
-        of tests/filecheck/**/*.mlir (full-line comments dropped)."""
+        """examples/*.mlir, tests/data/**/*.mlir, the Triton kernels' TTIR
+        (examples/triton/*.ttir, tests/data/triton/*.ttir: compiled as `.ttir`, see
+        `source_suffix`), two template instances and the chunks of
+        tests/filecheck/**/*.mlir (full-line comments dropped)."""
         root = Path(root)
         entries: list[tuple[str, str]] = []
         files = sorted(root.glob("examples/*.mlir")) + sorted(root.glob("tests/data/**/*.mlir"))
+        files += sorted(root.glob("examples/triton/*.ttir"))
+        files += sorted(root.glob("tests/data/triton/*.ttir"))
         for path in files:
             entries.append((str(path.relative_to(root)), path.read_text()))
         template = root / "tests/data/attention_template.mlir.in"
@@ -116,6 +120,12 @@ class Corpus:
         if not entries:
             raise ValueError(f"no .mlir kernels under {root}")
         return cls(entries)
+
+
+def source_suffix(name: str) -> str:
+    """The file suffix a mutant of corpus entry `name` is compiled with: `.ttir` for a
+    Triton kernel's TTIR (`tawac compile` converts it), else `.mlir`."""
+    return ".ttir" if name.split("#")[0].endswith(".ttir") else ".mlir"
 
 
 def instantiate(text: str, bm: int, bn: int, d: int, causal: bool, dt: str = "bf16") -> str:
