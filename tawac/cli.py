@@ -412,12 +412,13 @@ def _tuned_for(source, table, sizes, params, pipeline) -> tuple[dict, str]:
     from click.core import ParameterSource
 
     from tawac import tuning
+    from tawac.target.hopper import HOPPER
 
     path = Path(table) if table is not None else tuning.table_path(source)
     if not path.exists():
         return params, f"no tuning table at {path}: the defaults and flags"
     try:
-        entry = tuning.pick_entry(tuning.load_table(path), sizes)
+        entry = tuning.pick_entry(tuning.load_table(path), sizes, HOPPER.sm_count)
     except tuning.TuningTableError as e:
         raise CompileError(str(e)) from None
     if entry is None:
@@ -445,7 +446,17 @@ def _tuned_for(source, table, sizes, params, pipeline) -> tuple[dict, str]:
     timed = ""
     if entry.get("time_ms") is not None:
         timed = f", {entry['time_ms'] * 1000:.1f} us on {entry.get('device', 'a GPU')}"
-    return params, f"tuning table {path}, the entry of bucket {bucket}{timed}"
+    why = ""
+    near = tuning.nearest_entry(tuning.load_table(path), sizes)
+    if near is not None and near is not entry:
+        dims = tuning.output_dims(tuning.load_table(path)) or ("M", "N")
+        ms = tuning.predicted_ms(entry, sizes, dims, HOPPER.sm_count) or 0.0
+        tile = "x".join(str(near["params"].get(k, "?")) for k in ("BLOCK_M", "BLOCK_N"))
+        why = (
+            f"; chosen over the nearest entry's {tile} tiles by the wave model "
+            f"(predicted {ms * 1000:.1f} us at these sizes on {HOPPER.sm_count} SMs)"
+        )
+    return params, f"tuning table {path}, the entry of bucket {bucket}{timed}{why}"
 
 
 def _require_gpu() -> None:

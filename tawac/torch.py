@@ -333,10 +333,11 @@ class TorchKernel:
 
     def config(self, sizes: Mapping[str, int]) -> tuple[dict[str, Any], dict[str, Any]]:
         """(params, options) of the configuration for these dimension sizes: the tuning
-        table's nearest bucket, overridden by the user's params and options."""
+        table's entry (`tuning.pick_entry`, with the current GPU's SM count), overridden
+        by the user's params and options."""
         if self.table is None:
             return dict(self.params), dict(self.options)
-        picked = tuning.pick(self.table, sizes)
+        picked = tuning.pick(self.table, sizes, _sms())
         if picked is None:
             return dict(self.params), dict(self.options)
         params, options = picked
@@ -525,3 +526,14 @@ def _register(tk: TorchKernel):
     ns = getattr(torch.ops, NAMESPACE)
     functional_op = getattr(ns, base).default if functional else None
     return functional_op, getattr(ns, f"{base}_inplace").default
+
+
+def _sms() -> int:
+    """The current GPU's multiprocessors (the target's count where there is no GPU)."""
+    if torch.cuda.is_available():
+        from tawac.runtime.launcher import _sm_count
+
+        return _sm_count(torch.cuda.current_device())
+    from tawac.target.hopper import HOPPER
+
+    return HOPPER.sm_count

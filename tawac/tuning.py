@@ -150,10 +150,10 @@ def _distance(bucket: Mapping[str, int], sizes: Mapping[str, int]) -> float | No
 
 
 def pick(
-    table: Mapping[str, Any], sizes: Mapping[str, int]
+    table: Mapping[str, Any], sizes: Mapping[str, int], sms: int | None = None
 ) -> tuple[dict[str, Any], dict[str, Any]] | None:
     """The (params, options) of `pick_entry`'s entry; None where it finds none."""
-    entry = pick_entry(table, sizes)
+    entry = pick_entry(table, sizes, sms)
     if entry is None:
         return None
     return dict(entry.get("params", {})), entry_options(entry)
@@ -220,13 +220,95 @@ def fill_splits(
     return s
 
 
-def pick_entry(table: Mapping[str, Any], sizes: Mapping[str, int]) -> Mapping[str, Any] | None:
-    """The entry whose bucket holds `sizes`, else of the nearest bucket (sum of |log2
-    differences| over its dimensions); among entries as near, one tuned at sizes as
-    ragged as these (`ragged_of`; an entry without the mark counts for either, after a
-    match), then the one tuned at the nearest sizes (an entry's `sizes`, else its
-    bucket: 5120^2 x 8192 and 8192^3 share a bucket and keep their own entries), then
-    the first. None when no entry's dimensions are all in `sizes`."""
+def output_dims(table: Mapping[str, Any]) -> tuple[str, str] | None:
+    """The (rows, columns) dimension names of a table's kernel whose one written tensor
+    is a matrix tiled by BLOCK_M x BLOCK_N (a GEMM: c [M, N]); None for another kernel."""
+    written = [a for a in table.get("args", []) if a.get("access") == "write"]
+    if len(written) != 1 or len(written[0].get("dims", [])) != 2:
+        return None
+    rows, cols = written[0]["dims"]
+    return str(rows), str(cols)
+
+
+def _tile_filling(entry: Mapping[str, Any]) -> bool:
+    """An entry of whole output tiles, one program each (no swap-AB, split-K or
+    stream-K), with its tile named."""
+    params, options = entry.get("params", {}), entry.get("options", {})
+    if "BLOCK_M" not in params or "BLOCK_N" not in params:
+        return False
+    return not (options.get("swap_ab") or options.get("split_k", 1) > 1 or options.get("stream_k"))
+
+
+def _tiles(entry: Mapping[str, Any], sizes: Mapping[str, int], dims) -> int:
+    bm, bn = int(entry["params"]["BLOCK_M"]), int(entry["params"]["BLOCK_N"])
+    return -(-int(sizes[dims[0]]) // bm) * -(-int(sizes[dims[1]]) // bn)
+
+
+def wave_cost(entry: Mapping[str, Any], sizes: Mapping[str, int], dims, sms: int) -> float:
+    """Whole waves of the entry's tile at `sizes` times the work of one tile: each SM
+    computes ceil(tiles / sms) tiles of BLOCK_M x BLOCK_N x (every other dimension)."""
+    bm, bn = int(entry["params"]["BLOCK_M"]), int(entry["params"]["BLOCK_N"])
+    depth = math.prod(int(v) for k, v in sizes.items() if k not in dims)
+    return -(-_tiles(entry, sizes, dims) // sms) * bm * bn * depth
+
+
+def predicted_ms(
+    entry: Mapping[str, Any], sizes: Mapping[str, int], dims, sms: int
+) -> float | None:
+    """The entry's time at `sizes` by the wave model: its measured time scaled by
+    `wave_cost` there over `wave_cost` at the sizes it was measured at; None for an
+    entry the model does not calibrate from: not tile-filling (`_tile_filling`), no
+    time at recorded `sizes` (older entries kept a time without its sizes), or tuned at
+    sizes of less than one wave of tiles (a decode tile's time is its bandwidth's)."""
+    at = entry.get("sizes")
+    if not _tile_filling(entry) or "time_ms" not in entry or at is None:
+        return None
+    if set(at) != set(sizes) or _tiles(entry, at, dims) < sms:
+        return None
+    return (
+        float(entry["time_ms"])
+        * wave_cost(entry, sizes, dims, sms)
+        / wave_cost(entry, at, dims, sms)
+    )
+
+
+def pick_entry(
+    table: Mapping[str, Any], sizes: Mapping[str, int], sms: int | None = None
+) -> Mapping[str, Any] | None:
+    """The entry for `sizes`. One tuned at exactly these sizes (its `sizes`, else its
+    bucket); else, given the SM count
+    `sms`, for a GEMM's table (`output_dims`) whose nearest entry (below) is tile-filling
+    and gives at least one whole wave of tiles here, the tile-filling entry the wave
+    model predicts fastest here (`predicted_ms`: a tile tuned at one size is not the
+    best at another whose tile count leaves the last wave emptier; 7168 x 2048 x 4096
+    ran 206 us with its nearest entry's 192 x 192 tiles, 171 with 256 x 160, which the
+    model picks); else the nearest entry.
+
+    The nearest entry: the one whose bucket holds `sizes`, else of the nearest bucket
+    (sum of |log2 differences| over its dimensions); among entries as near, one tuned at
+    sizes as ragged as these (`ragged_of`; an entry without the mark counts for either,
+    after a match), then the one tuned at the nearest sizes (an entry's `sizes`, else
+    its bucket: 5120^2 x 8192 and 8192^3 share a bucket and keep their own entries),
+    then the first. None when no entry's dimensions are all in `sizes`."""
+    for entry in table["entries"]:
+        if (entry.get("sizes") or entry["bucket"]) == dict(sizes):
+            return entry
+    near = nearest_entry(table, sizes)
+    dims = output_dims(table)
+    if near is None or sms is None or dims is None or not _tile_filling(near):
+        return near
+    if set(dims) - set(sizes) or _tiles(near, sizes, dims) < sms:
+        return near
+    best, best_ms = near, predicted_ms(near, sizes, dims, sms)
+    for entry in table["entries"]:
+        ms = predicted_ms(entry, sizes, dims, sms)
+        if ms is not None and best_ms is not None and ms < best_ms * (1 - 1e-9):
+            best, best_ms = entry, ms
+    return best
+
+
+def nearest_entry(table: Mapping[str, Any], sizes: Mapping[str, int]) -> Mapping[str, Any] | None:
+    """`pick_entry`'s nearest entry."""
     ragged = ragged_of(sizes)
     best: tuple[tuple[float, int, float], Mapping[str, Any]] | None = None
     for entry in table["entries"]:

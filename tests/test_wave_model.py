@@ -1,0 +1,82 @@
+"""`tuning.pick_entry`'s wave model: at a GEMM size no entry was tuned at, the
+tile-filling entry whose tile leaves the fewest idle slots in the last wave (its
+measured time scaled by whole waves x tile work) wins over the nearest entry; exact
+sizes, small (decode) sizes, other decompositions and non-GEMM tables keep the nearest
+entry. Measured on the H100 (docs/perf.md, 2026-11-27): 7168 x 2048 x 4096 ran 206 us
+with its nearest entry's 192 x 192 tiles and 171 with 256 x 160, which the model picks."""
+
+from __future__ import annotations
+
+from tawac.tuning import nearest_entry, pick_entry, predicted_ms
+
+ARGS = [
+    {"name": n, "kind": "tensor", "dtype": "bf16", "rank": 2, "dims": d, "access": acc}
+    for n, d, acc in (
+        ("a", ["M", "K"], "read"),
+        ("b", ["N", "K"], "read"),
+        ("c", ["M", "N"], "write"),
+    )
+]
+
+
+def _entry(bucket, sizes, bm, bn, ms, **options):
+    return {
+        "bucket": dict(zip("MNK", bucket, strict=True)),
+        "sizes": dict(zip("MNK", sizes, strict=True)) if sizes else None,
+        "params": {"BLOCK_M": bm, "BLOCK_N": bn, "BLOCK_K": 64},
+        "options": options,
+        "time_ms": ms,
+    }
+
+
+# Entries as the shipped table holds them (times measured on the H100 at their sizes).
+WIDE = _entry((4096, 8192, 4096), (2304, 4608, 3072), 256, 160, 0.0895)
+SQUARE = _entry((8192, 4096, 4096), (6144, 3072, 4096), 192, 192, 0.2203)
+TALL = _entry((4096, 8192, 2048), (3072, 7168, 2048), 192, 128, 0.1290)
+DECODE = _entry((16, 4096, 4096), None, 16, 64, 0.02, swap_ab=True)
+TABLE = {"args": ARGS, "entries": [WIDE, SQUARE, TALL, DECODE]}
+SIZE = {"M": 7168, "N": 2048, "K": 4096}
+
+
+def test_the_wave_model_beats_the_nearest_tile():
+    assert nearest_entry(TABLE, SIZE) is SQUARE
+    assert pick_entry(TABLE, SIZE, 132) is WIDE
+    # 256 x 160: 28 x 13 = 364 tiles, 3 waves; 192 x 192: 38 x 11 = 418 tiles, 4 waves
+    wide = predicted_ms(WIDE, SIZE, ("M", "N"), 132)
+    square = predicted_ms(SQUARE, SIZE, ("M", "N"), 132)
+    assert wide is not None and square is not None and wide < square
+    assert abs(square - 0.2203) < 1e-9  # 4 waves of the same tiles at the same depth
+
+
+def test_without_an_sm_count_the_nearest_entry_applies():
+    assert pick_entry(TABLE, SIZE) is SQUARE
+
+
+def test_an_entry_tuned_at_these_sizes_applies_as_it_is():
+    assert pick_entry(TABLE, {"M": 6144, "N": 3072, "K": 4096}, 132) is SQUARE
+    bucket_only = _entry((2048, 2048, 2048), None, 128, 128, 0.03)
+    table = {"args": ARGS, "entries": [bucket_only, WIDE]}
+    assert pick_entry(table, {"M": 2048, "N": 2048, "K": 2048}, 132) is bucket_only
+
+
+def test_less_than_a_wave_keeps_the_nearest_entry():
+    """A decode size (one row of tiles) is not the wave model's: its nearest entry (a
+    swap-AB tile) stays, and a decode entry never calibrates the model."""
+    assert pick_entry(TABLE, {"M": 16, "N": 4096, "K": 4096}, 132) is DECODE
+    small = {"M": 1024, "N": 1024, "K": 1024}  # 16 tiles of 256 x 160
+    assert pick_entry(TABLE, small, 132) is nearest_entry(TABLE, small)
+    assert predicted_ms(DECODE, SIZE, ("M", "N"), 132) is None
+
+
+def test_entries_without_their_sizes_do_not_calibrate():
+    old = _entry((8192, 8192, 8192), None, 128, 256, 0.665)  # a time without its sizes
+    assert predicted_ms(old, SIZE, ("M", "N"), 132) is None
+
+
+def test_a_table_that_is_not_a_gemm_keeps_the_nearest_entry():
+    attn_args = [
+        {"name": "q", "kind": "tensor", "dims": ["B", "H", "L", "D"], "access": "read"},
+        {"name": "o", "kind": "tensor", "dims": ["B", "H", "L", "D"], "access": "write"},
+    ]
+    table = {"args": attn_args, "entries": [WIDE, SQUARE, TALL]}
+    assert pick_entry(table, SIZE, 132) is SQUARE
