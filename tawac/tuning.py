@@ -230,13 +230,35 @@ def output_dims(table: Mapping[str, Any]) -> tuple[str, str] | None:
     return str(rows), str(cols)
 
 
+#: Bytes per element of the dtypes a tuning table's tensors have.
+_DTYPE_BYTES = {"bf16": 2, "f16": 2, "f32": 4, "f8e4m3": 1, "f8e5m2": 1, "i8": 1, "i32": 4}
+
+
+def rows_aligned(table: Mapping[str, Any], sizes: Mapping[str, int]) -> bool:
+    """Whether every tensor the kernel reads has rows (its last dimension) of a multiple
+    of 32 bytes, one L2 sector. A GEMM whose rows are only 16-byte aligned (K = 3000 or
+    5000 in bf16) reads each 128-byte TMA row across five sectors, not four, and ran
+    1.5-1.6x slower at the same tiles on the H100 (docs/perf.md, 2026-11-27): its
+    entries are timed apart from the aligned ones."""
+    for a in table.get("args", []):
+        dims, size = a.get("dims") or [], _DTYPE_BYTES.get(str(a.get("dtype")), 0)
+        if a.get("access") == "read" and dims and size and dims[-1] in sizes:
+            if int(sizes[dims[-1]]) * size % 32:
+                return False
+    return True
+
+
+def _decomposed(entry: Mapping[str, Any]) -> bool:
+    """An entry of another decomposition than one program per output tile (swap-AB,
+    split-K, stream-K)."""
+    options = entry.get("options", {})
+    return bool(options.get("swap_ab") or options.get("split_k", 1) > 1 or options.get("stream_k"))
+
+
 def _tile_filling(entry: Mapping[str, Any]) -> bool:
-    """An entry of whole output tiles, one program each (no swap-AB, split-K or
-    stream-K), with its tile named."""
-    params, options = entry.get("params", {}), entry.get("options", {})
-    if "BLOCK_M" not in params or "BLOCK_N" not in params:
-        return False
-    return not (options.get("swap_ab") or options.get("split_k", 1) > 1 or options.get("stream_k"))
+    """An entry of whole output tiles, one program each, with its tile named."""
+    params = entry.get("params", {})
+    return "BLOCK_M" in params and "BLOCK_N" in params and not _decomposed(entry)
 
 
 def _tiles(entry: Mapping[str, Any], sizes: Mapping[str, int], dims) -> int:
@@ -277,12 +299,14 @@ def pick_entry(
 ) -> Mapping[str, Any] | None:
     """The entry for `sizes`. One tuned at exactly these sizes (its `sizes`, else its
     bucket); else, given the SM count
-    `sms`, for a GEMM's table (`output_dims`) whose nearest entry (below) is tile-filling
-    and gives at least one whole wave of tiles here, the tile-filling entry the wave
-    model predicts fastest here (`predicted_ms`: a tile tuned at one size is not the
+    `sms`, for a GEMM's table (`output_dims`) whose nearest entry (below) is of one
+    program per tile, the tile-filling entry with at least one whole wave of tiles here
+    that the wave model predicts fastest here (`predicted_ms`: a tile tuned at one size is not the
     best at another whose tile count leaves the last wave emptier; 7168 x 2048 x 4096
     ran 206 us with its nearest entry's 192 x 192 tiles, 171 with 256 x 160, which the
-    model picks); else the nearest entry.
+    model picks), among the entries timed with rows of the same alignment
+    (`rows_aligned`), where the nearest entry's own time at these sizes is predicted
+    or it was timed with rows of the other alignment; else the nearest entry.
 
     The nearest entry: the one whose bucket holds `sizes`, else of the nearest bucket
     (sum of |log2 differences| over its dimensions); among entries as near, one tuned at
@@ -295,14 +319,24 @@ def pick_entry(
             return entry
     near = nearest_entry(table, sizes)
     dims = output_dims(table)
-    if near is None or sms is None or dims is None or not _tile_filling(near):
+    if near is None or sms is None or dims is None or _decomposed(near):
         return near
-    if set(dims) - set(sizes) or _tiles(near, sizes, dims) < sms:
+    if set(dims) - set(sizes):
         return near
-    best, best_ms = near, predicted_ms(near, sizes, dims, sms)
+    aligned = rows_aligned(table, sizes)
+    best, best_ms = near, None
+    if rows_aligned(table, near.get("sizes") or near["bucket"]) == aligned:
+        best_ms = predicted_ms(near, sizes, dims, sms)
+        if best_ms is None:  # timed where the model cannot say: it stands
+            return near
     for entry in table["entries"]:
+        at = entry.get("sizes")
+        if at is None or rows_aligned(table, at) != aligned or not _tile_filling(entry):
+            continue
+        if _tiles(entry, sizes, dims) < sms:  # less than a wave here: not the model's
+            continue
         ms = predicted_ms(entry, sizes, dims, sms)
-        if ms is not None and best_ms is not None and ms < best_ms * (1 - 1e-9):
+        if ms is not None and (best_ms is None or ms < best_ms * (1 - 1e-9)):
             best, best_ms = entry, ms
     return best
 
