@@ -80,3 +80,19 @@ def test_a_table_that_is_not_a_gemm_keeps_the_nearest_entry():
     ]
     table = {"args": attn_args, "entries": [WIDE, SQUARE, TALL]}
     assert pick_entry(table, SIZE, 132) is SQUARE
+
+
+MISALIGNED = _entry((4096, 8192, 4096), (4000, 6000, 3000), 256, 128, 0.2531, cluster="1x2")
+
+
+def test_rows_of_16_but_not_32_bytes_are_timed_apart():
+    """K = 3000 in bf16 (6000-byte rows) ran 1.5-1.6x slower than K = 3008 at the same
+    tiles: an entry timed at such rows predicts only such sizes, and the others only
+    aligned ones."""
+    from tawac.tuning import rows_aligned
+
+    table = {"args": ARGS, "entries": [WIDE, SQUARE, TALL, MISALIGNED]}
+    assert rows_aligned(table, {"M": 1, "N": 1, "K": 3008})
+    assert not rows_aligned(table, {"M": 1, "N": 1, "K": 3000})
+    assert pick_entry(table, {"M": 2000, "N": 8000, "K": 3000}, 132) is MISALIGNED
+    assert pick_entry(table, SIZE, 132) is WIDE  # the misaligned entry is not a candidate
