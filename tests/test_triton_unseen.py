@@ -96,10 +96,11 @@ def test_they_assemble_without_spills(path):
     assert "wgmma.mma_async" in res.ptx
 
 
-def _source():
+def _source(name: str = "unseen_gemms"):
+    """The Python module tests/data/triton/<name>.py (needs Triton to import)."""
     import importlib.util
 
-    spec = importlib.util.spec_from_file_location("unseen_gemms", DATA / "unseen_gemms.py")
+    spec = importlib.util.spec_from_file_location(name, DATA / f"{name}.py")
     assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
@@ -229,14 +230,10 @@ def test_the_attentions_assemble_without_spills(path):
 @pytest.mark.parametrize("causal", [False, True])
 def test_the_attention_from_python_on_the_gpu(causal):
     pytest.importorskip("triton")
-    import importlib.util
 
     import tawac.triton
 
-    spec = importlib.util.spec_from_file_location("ua", DATA / "unseen_attention.py")
-    assert spec is not None and spec.loader is not None
-    src = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(src)
+    src = _source("unseen_attention")
     consts = {"H": 4, "BLOCK_M": 128, "BLOCK_N": 128, "D": 128, "CAUSAL": causal}
     fn = tawac.triton.compile(src.flash_fwd, signature=src.SIGNATURE, constexprs=consts)
     b, h, s, d = 2, 4, 1000, 128
@@ -363,16 +360,12 @@ def test_grouped_query_attention_from_python_on_the_gpu():
     result is right, as it is with the split turned off
     (`split_k=1`, a decomposition the caller names) and at 5 rows."""
     pytest.importorskip("triton")
-    import importlib.util
 
     import tawac.triton
     from tawac.runtime.launcher import _sm_count
     from tawac.tuning import fill_splits
 
-    spec = importlib.util.spec_from_file_location("ua", DATA / "unseen_attention.py")
-    assert spec is not None and spec.loader is not None
-    src = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(src)
+    src = _source("unseen_attention")
     cfg = src.TTIR_VARIANTS["unseen_gqa"]
     sig, consts = cfg["signature"], cfg["constexprs"]
     auto = tawac.triton.compile(cfg["kernel"], signature=sig, constexprs=consts)
@@ -400,14 +393,10 @@ def test_a_size_argument_of_one_stays_an_argument():
     query row made `seqlen_q` the constant 1, a mask bound no size argument names (found
     on the GPU: "a mask bound 1 that is not a size argument")."""
     pytest.importorskip("triton")
-    import importlib.util
 
     import tawac.triton
 
-    spec = importlib.util.spec_from_file_location("ua", DATA / "unseen_attention.py")
-    assert spec is not None and spec.loader is not None
-    src = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(src)
+    src = _source("unseen_attention")
     cfg = src.TTIR_VARIANTS["unseen_gqa"]
     fn = tawac.triton.compile(
         cfg["kernel"], signature=cfg["signature"], constexprs=cfg["constexprs"]
@@ -434,14 +423,10 @@ def test_the_key_loop_length_is_read_from_the_call():
     """`_steps`: the GQA kernel's key loop runs over K's rows (`tile.dim %K[2]`) in steps
     of 128, whatever the other sizes."""
     pytest.importorskip("triton")
-    import importlib.util
 
     import tawac.triton
 
-    spec = importlib.util.spec_from_file_location("ua", DATA / "unseen_attention.py")
-    assert spec is not None and spec.loader is not None
-    src = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(src)
+    src = _source("unseen_attention")
     cfg = src.TTIR_VARIANTS["unseen_gqa"]
     fn = tawac.triton.compile(
         cfg["kernel"], signature=cfg["signature"], constexprs=cfg["constexprs"]
