@@ -26,3 +26,22 @@ def test_printed_ir_parses_back_to_itself(path):
     first = str(parse_file(path))
     again = str(parse_text(first, f"{path.stem}.printed.mlir"))
     assert again == first
+
+
+EXAMPLES = sorted(REPO.glob("examples/*.mlir"))
+
+
+@pytest.mark.parametrize("stop", ["warp-specialize", "lower-aref", "tma-store"])
+@pytest.mark.parametrize("path", EXAMPLES, ids=lambda p: p.name)
+def test_the_ir_between_passes_parses_back_to_itself(path, stop):
+    """`tawac opt -p ...` output in the middle of the default pipeline (arefs, warp
+    groups and schedules; mbarriers and rings; staged stores) reads back as itself."""
+    from tawac.compiler import run_pipeline
+    from tawac.options import PipelineOptions
+
+    passes = PipelineOptions().pipeline().split(",")
+    upto = next(i for i, p in enumerate(passes) if p.split("{")[0] == stop)
+    module = parse_file(path)
+    run_pipeline(module, ",".join(passes[: upto + 1]))
+    first = str(module)
+    assert str(parse_text(first, f"{path.stem}.{stop}.mlir")) == first
