@@ -418,7 +418,8 @@ def _tuned_for(source, table, sizes, params, pipeline) -> tuple[dict, str]:
     if not path.exists():
         return params, f"no tuning table at {path}: the defaults and flags"
     try:
-        entry = tuning.pick_entry(tuning.load_table(path), sizes, HOPPER.sm_count)
+        table = tuning.load_table(path)
+        entry = tuning.pick_entry(table, sizes, HOPPER.sm_count)
     except tuning.TuningTableError as e:
         raise CompileError(str(e)) from None
     if entry is None:
@@ -447,9 +448,9 @@ def _tuned_for(source, table, sizes, params, pipeline) -> tuple[dict, str]:
     if entry.get("time_ms") is not None:
         timed = f", {entry['time_ms'] * 1000:.1f} us on {entry.get('device', 'a GPU')}"
     why = ""
-    near = tuning.nearest_entry(tuning.load_table(path), sizes)
+    near = tuning.nearest_entry(table, sizes)
     if near is not None and near is not entry:
-        dims = tuning.output_dims(tuning.load_table(path)) or ("M", "N")
+        dims = tuning.output_dims(table) or ("M", "N")
         ms = tuning.predicted_ms(entry, sizes, dims, HOPPER.sm_count) or 0.0
         tile = "x".join(str(near["params"].get(k, "?")) for k in ("BLOCK_M", "BLOCK_N"))
         why = (

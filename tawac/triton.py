@@ -294,19 +294,14 @@ class TritonKernel:
         microseconds of host time, which a decode step's kernel does not hide)."""
         import torch
 
-        key = tuple(
-            (a.shape, a.stride(), a.storage_offset(), a.untyped_storage().nbytes(), a.dtype)
-            if isinstance(a, torch.Tensor)
-            else a
-            for a in args
-            if not isinstance(a, float)
-        )
-        plan = self._view_plans.get(key)
+        key = layout_key(args)
+        plan = self._view_plans.get(key) if key is not None else None
         if plan is None:
             plan = self._view_plan(args)
-            self._view_plans[key] = plan
-            if len(self._view_plans) > VIEW_PLANS:
-                del self._view_plans[next(iter(self._view_plans))]
+            if key is not None:
+                self._view_plans[key] = plan
+                if len(self._view_plans) > VIEW_PLANS:
+                    del self._view_plans[next(iter(self._view_plans))]
         out = []
         for t, p in zip(self.tensors, plan, strict=True):
             base = args[t.pointer]
@@ -477,11 +472,12 @@ class TritonFunction:
         self._splits_keys: bool | None = None
         self._splits: dict[tuple, int] = {}
         self._calls: dict[tuple, tuple[TritonKernel, list[tuple]]] = {}
-        self._storage = False  # a kernel sizes a dimension from its tensor's storage
+        self._storage: bool | None = None  # a dimension is sized from its tensor's storage
 
     def _analyse(self) -> None:
-        """From the unspecialized TTIR: the parameters that size a tensor, and whether
-        the kernel's main loop is an online softmax (its keys can be split)."""
+        """From the unspecialized TTIR: the parameters that size a tensor, whether a
+        dimension is sized from its tensor's storage (`layout_key` then reads it), and
+        whether the kernel's main loop is an online softmax (its keys can be split)."""
         from tawac.compiler import parse_text
         from tawac.dialects import tile
         from tawac.passes.split_k import key_loop
@@ -490,6 +486,7 @@ class TritonFunction:
         abi = kernel_abi(ttir, self.name)
         pos = {i for t in abi.tensors for i in t.sizes if i is not None}
         self._sizes = frozenset(abi.names[i] for i in pos)
+        self._storage = any(None in t.sizes for t in abi.tensors)
         module = parse_text(ttir, f"{self.name}.ttir")
         kernel = next(o for o in module.walk() if isinstance(o, tile.KernelOp))
         loop = key_loop(kernel)
@@ -575,8 +572,9 @@ class TritonFunction:
 
         if any(n in self.options for n in DECOMPOSITION_KNOBS) or not self.splits_keys():
             return {}
-        key = (ones, *(tuple(a.shape) if hasattr(a, "shape") else a for a in args))
-        s = self._splits.get(key)
+        layout = layout_key(args)
+        key = (ones, layout)
+        s = self._splits.get(key) if layout is not None else None
         if s is None:
             import torch
 
@@ -584,20 +582,20 @@ class TritonFunction:
 
             programs = self._kernel(ones, 0).programs(*args)
             sms = _sm_count(torch.cuda.current_device())
-            s = self._splits[key] = fill_splits(programs, sms, self._steps(args))
+            s = fill_splits(programs, sms, self._steps(args))
+            if layout is not None:
+                self._splits[key] = s
         return {"split_k": s} if s > 1 else {}
 
     def __call__(self, *args: Any, **constexprs: Any) -> Any:
-        key = layout_key(args, self._storage) if not constexprs else None
+        if self._storage is None:
+            self._analyse()
+        key = layout_key(args, bool(self._storage)) if not constexprs else None
         hit = self._calls.get(key) if key is not None else None
         if hit is not None:
             return hit[0].launch(*TritonKernel.by_recipe(hit[1], args))
         k = self.specialize(*args)
         result = k(*args, **constexprs)
-        if any(None in t.sizes for t in k.tensors) and not self._storage:
-            self._storage = True  # keys now need the storage sizes: start again
-            self._calls.clear()
-            key = layout_key(args, True) if key is not None else None
         recipe = k.recipe(args) if key is not None else None
         if recipe is not None:
             self._calls[key] = (k, recipe)

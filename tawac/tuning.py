@@ -230,29 +230,26 @@ def output_dims(table: Mapping[str, Any]) -> tuple[str, str] | None:
     return str(rows), str(cols)
 
 
-#: Bytes per element of the dtypes a tuning table's tensors have.
-_DTYPE_BYTES = {"bf16": 2, "f16": 2, "f32": 4, "f8e4m3": 1, "f8e5m2": 1, "i8": 1, "i32": 4}
-
-
 def rows_aligned(table: Mapping[str, Any], sizes: Mapping[str, int]) -> bool:
     """Whether every tensor the kernel reads has rows (its last dimension) of a multiple
     of 32 bytes, one L2 sector. A GEMM whose rows are only 16-byte aligned (K = 3000 or
     5000 in bf16) reads each 128-byte TMA row across five sectors, not four, and ran
     1.5-1.6x slower at the same tiles on the H100 (docs/perf.md, 2026-11-27): its
     entries are timed apart from the aligned ones."""
+    from tawac.runtime.launcher import TENSOR_DTYPES  # the sidecar's dtypes and sizes
+
     for a in table.get("args", []):
-        dims, size = a.get("dims") or [], _DTYPE_BYTES.get(str(a.get("dtype")), 0)
-        if a.get("access") == "read" and dims and size and dims[-1] in sizes:
-            if int(sizes[dims[-1]]) * size % 32:
+        dims, dtype = a.get("dims") or [], TENSOR_DTYPES.get(str(a.get("dtype")))
+        if a.get("access") == "read" and dims and dtype and dims[-1] in sizes:
+            if int(sizes[dims[-1]]) * dtype[2] % 32:
                 return False
     return True
 
 
 def _decomposed(entry: Mapping[str, Any]) -> bool:
-    """An entry of another decomposition than one program per output tile (swap-AB,
-    split-K, stream-K)."""
-    options = entry.get("options", {})
-    return bool(options.get("swap_ab") or options.get("split_k", 1) > 1 or options.get("stream_k"))
+    """An entry of another decomposition than one program per output tile: a
+    decomposition knob (swap-AB, split-K, stream-K) off its default."""
+    return overrides_decomposition({}, entry.get("options", {}))
 
 
 def _tile_filling(entry: Mapping[str, Any]) -> bool:
@@ -298,15 +295,15 @@ def pick_entry(
     table: Mapping[str, Any], sizes: Mapping[str, int], sms: int | None = None
 ) -> Mapping[str, Any] | None:
     """The entry for `sizes`. One tuned at exactly these sizes (its `sizes`, else its
-    bucket); else, given the SM count
-    `sms`, for a GEMM's table (`output_dims`) whose nearest entry (below) is of one
-    program per tile, the tile-filling entry with at least one whole wave of tiles here
-    that the wave model predicts fastest here (`predicted_ms`: a tile tuned at one size is not the
-    best at another whose tile count leaves the last wave emptier; 7168 x 2048 x 4096
-    ran 206 us with its nearest entry's 192 x 192 tiles, 171 with 256 x 160, which the
-    model picks), among the entries timed with rows of the same alignment
-    (`rows_aligned`), where the nearest entry's own time at these sizes is predicted
-    or it was timed with rows of the other alignment; else the nearest entry.
+    bucket); else, given the SM count `sms`, for a GEMM's table (`output_dims`) whose
+    nearest entry (below) is of one program per tile, the tile-filling entry with at
+    least one whole wave of tiles here that the wave model predicts fastest here
+    (`predicted_ms`: a tile tuned at one size is not the best at another whose tile
+    count leaves the last wave emptier; 7168 x 2048 x 4096 ran 206 us with its nearest
+    entry's 192 x 192 tiles, 171 with 256 x 160, which the model picks), among the
+    entries timed with rows of the same alignment (`rows_aligned`), where the nearest
+    entry's own time at these sizes is predicted or it was timed with rows of the other
+    alignment; else the nearest entry.
 
     The nearest entry: the one whose bucket holds `sizes`, else of the nearest bucket
     (sum of |log2 differences| over its dimensions); among entries as near, one tuned at

@@ -96,3 +96,16 @@ def test_rows_of_16_but_not_32_bytes_are_timed_apart():
     assert not rows_aligned(table, {"M": 1, "N": 1, "K": 3000})
     assert pick_entry(table, {"M": 2000, "N": 8000, "K": 3000}, 132) is MISALIGNED
     assert pick_entry(table, SIZE, 132) is WIDE  # the misaligned entry is not a candidate
+
+
+def test_row_alignment_reads_the_sidecar_dtypes():
+    """The element sizes are the launcher's (`TENSOR_DTYPES`), fp8 included: an fp8 row
+    of 3000 bytes is not 32-byte aligned, one of 3008 is (a table of its own had misnamed
+    the fp8 dtypes and called every fp8 row aligned)."""
+    from tawac.tuning import rows_aligned
+
+    a = {"name": "a", "kind": "tensor", "dtype": "f8E4M3FN", "dims": ["M", "K"], "access": "read"}
+    c = {"name": "c", "kind": "tensor", "dtype": "bf16", "dims": ["M", "N"], "access": "write"}
+    fp8 = {"args": [a, c]}
+    assert not rows_aligned(fp8, {"M": 64, "N": 64, "K": 3000})
+    assert rows_aligned(fp8, {"M": 64, "N": 64, "K": 3008})

@@ -65,14 +65,23 @@ def multiple_of(v: SSAValue, m: int) -> bool:
     return False
 
 
+def _div(a: int, b: int) -> int | None:
+    """Signed division rounding toward zero (`arith.divsi`); None by zero."""
+    if b == 0:
+        return None
+    q = abs(a) // abs(b)
+    return q if (a < 0) == (b < 0) else -q
+
+
+#: Integer arithmetic on Python ints, as `evaluate` runs it (None: division by zero).
 _EVAL = {
     arith.AddiOp: lambda a, b: a + b,
     arith.SubiOp: lambda a, b: a - b,
     arith.MuliOp: lambda a, b: a * b,
-    arith.DivUIOp: lambda a, b: a // b,
-    arith.DivSIOp: lambda a, b: int(a / b),
-    arith.CeilDivUIOp: lambda a, b: -(-a // b),
-    arith.CeilDivSIOp: lambda a, b: -(-a // b),
+    arith.DivUIOp: lambda a, b: a // b if b else None,
+    arith.DivSIOp: _div,
+    arith.CeilDivUIOp: lambda a, b: -(-a // b) if b else None,
+    arith.CeilDivSIOp: lambda a, b: -(-a // b) if b else None,
     arith.MinSIOp: min,
     arith.MinUIOp: min,
     arith.MaxSIOp: max,
@@ -83,7 +92,8 @@ _EVAL = {
 def evaluate(v: SSAValue, args: dict[SSAValue, object], depth: int = 0) -> int | None:
     """The value of index value `v` at launch, computed from the kernel's arguments `args`
     (block argument -> a tensor with `.shape` or an integer): constants, `tile.dim`,
-    integer arithmetic; None where it needs anything else (a program id, a loop value)."""
+    integer arithmetic; None where it needs anything else (a program id, a loop value)
+    or divides by zero."""
     c = constant_int(v)
     if c is not None:
         return c
@@ -94,24 +104,10 @@ def evaluate(v: SSAValue, args: dict[SSAValue, object], depth: int = 0) -> int |
     if depth > 32:
         return None
     if isinstance(op, tile.DimOp):
-        t = args.get(op.source)
-        shape = getattr(t, "shape", None)
+        shape = getattr(args.get(op.source), "shape", None)
         return None if shape is None else int(shape[op.dim.data])
     fn = _EVAL.get(type(op))
     if fn is None:
         return None
     a, b = (evaluate(o, args, depth + 1) for o in op.operands)
-    if a is None or b is None or (b == 0 and type(op) not in _EVAL_NO_DIV):
-        return None
-    return int(fn(a, b))
-
-
-_EVAL_NO_DIV = (
-    arith.AddiOp,
-    arith.SubiOp,
-    arith.MuliOp,
-    arith.MinSIOp,
-    arith.MinUIOp,
-    arith.MaxSIOp,
-    arith.MaxUIOp,
-)
+    return None if a is None or b is None else fn(a, b)
