@@ -27,6 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from tawac.options import KNOBS, knob
+from tawac.target.dtypes import ELEMENT_BYTES
 
 TABLE_FORMAT = 1
 TABLE_SUFFIX = ".tune.json"
@@ -236,12 +237,10 @@ def rows_aligned(table: Mapping[str, Any], sizes: Mapping[str, int]) -> bool:
     5000 in bf16) reads each 128-byte TMA row across five sectors, not four, and ran
     1.5-1.6x slower at the same tiles on the H100 (docs/perf.md, 2026-11-27): its
     entries are timed apart from the aligned ones."""
-    from tawac.runtime.launcher import TENSOR_DTYPES  # the sidecar's dtypes and sizes
-
     for a in table.get("args", []):
-        dims, dtype = a.get("dims") or [], TENSOR_DTYPES.get(str(a.get("dtype")))
-        if a.get("access") == "read" and dims and dtype and dims[-1] in sizes:
-            if int(sizes[dims[-1]]) * dtype[2] % 32:
+        dims, size = a.get("dims") or [], ELEMENT_BYTES.get(str(a.get("dtype")))
+        if a.get("access") == "read" and dims and size and dims[-1] in sizes:
+            if int(sizes[dims[-1]]) * size % 32:
                 return False
     return True
 

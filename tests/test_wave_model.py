@@ -99,7 +99,7 @@ def test_rows_of_16_but_not_32_bytes_are_timed_apart():
 
 
 def test_row_alignment_reads_the_sidecar_dtypes():
-    """The element sizes are the launcher's (`TENSOR_DTYPES`), fp8 included: an fp8 row
+    """The element sizes are the launch ABI's (`tawac.target.dtypes`), fp8 included: an fp8 row
     of 3000 bytes is not 32-byte aligned, one of 3008 is (a table of its own had misnamed
     the fp8 dtypes and called every fp8 row aligned)."""
     from tawac.tuning import rows_aligned

@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from tawac.runtime.libcuda import libcuda
+from tawac.target.dtypes import ELEMENT_BYTES
 
 SIDECAR_FORMAT = 1
 
@@ -32,12 +33,15 @@ SIDECAR_FORMAT = 1
 # TMA has no fp8 data type: fp8 tensors are copied as bytes (UINT8); boxes, strides and
 # the 16-byte rules are in bytes, so a 128-byte swizzle row holds 128 fp8 elements.
 TENSOR_DTYPES: dict[str, tuple[str, str, int]] = {
-    "bf16": ("bfloat16", "CU_TENSOR_MAP_DATA_TYPE_BFLOAT16", 2),
-    "f16": ("float16", "CU_TENSOR_MAP_DATA_TYPE_FLOAT16", 2),
-    "f32": ("float32", "CU_TENSOR_MAP_DATA_TYPE_FLOAT32", 4),
-    "f8E4M3FN": ("float8_e4m3fn", "CU_TENSOR_MAP_DATA_TYPE_UINT8", 1),
-    "f8E5M2": ("float8_e5m2", "CU_TENSOR_MAP_DATA_TYPE_UINT8", 1),
-    "i32": ("int32", "CU_TENSOR_MAP_DATA_TYPE_INT32", 4),
+    name: (torch_name, map_type, ELEMENT_BYTES[name])
+    for name, torch_name, map_type in (
+        ("bf16", "bfloat16", "CU_TENSOR_MAP_DATA_TYPE_BFLOAT16"),
+        ("f16", "float16", "CU_TENSOR_MAP_DATA_TYPE_FLOAT16"),
+        ("f32", "float32", "CU_TENSOR_MAP_DATA_TYPE_FLOAT32"),
+        ("f8E4M3FN", "float8_e4m3fn", "CU_TENSOR_MAP_DATA_TYPE_UINT8"),
+        ("f8E5M2", "float8_e5m2", "CU_TENSOR_MAP_DATA_TYPE_UINT8"),
+        ("i32", "int32", "CU_TENSOR_MAP_DATA_TYPE_INT32"),
+    )
 }
 FP8_DTYPES = frozenset({"f8E4M3FN", "f8E5M2"})
 
