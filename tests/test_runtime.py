@@ -8,7 +8,7 @@ import struct
 
 import pytest
 
-from tawac.runtime import LaunchError, load_kernel
+from tawac.runtime import LaunchError, launcher, load_kernel
 from tawac.runtime.launcher import (
     Kernel,
     ParamLayout,
@@ -17,6 +17,7 @@ from tawac.runtime.launcher import (
     _shape_key,
     _ShapePlan,
     compute_grid,
+    l2_promotion,
     needs_padding,
     pack_value,
     padded_inner_size,
@@ -24,6 +25,7 @@ from tawac.runtime.launcher import (
     validate_args,
     validate_sidecar,
 )
+from tawac.target.hopper import HOPPER
 
 SIDECAR = {
     "format": 1,
@@ -203,10 +205,28 @@ def test_shape_key_drops_addresses_keeps_alignment():
     assert _shape_key(key(0x1000, 1.0)) != _shape_key((0, 1, *key(0x1000, 1.0)[2:]))  # device
 
 
-def test_shape_plan_writes_new_addresses_and_scalars_keeps_sizes():
+PROMOTION_ENUMS = {"NONE": 0, "L2_64B": 1, "L2_128B": 2, "L2_256B": 3}
+
+
+def test_l2_promotion_by_sector_alignment():
+    """Rows that start on whole 32-byte sectors take the target's aligned promotion; an
+    address or a row stride of 16 but not 32 bytes (K = 3000 in bf16) the other."""
+    aligned, misaligned = HOPPER.l2_promotion_aligned, HOPPER.l2_promotion_misaligned
+    assert aligned != misaligned
+    assert l2_promotion(0x1000, [6016]) == aligned
+    assert l2_promotion(0x1000, [6016, 6016 * 4096]) == aligned
+    assert l2_promotion(0x1000, [6000]) == misaligned
+    assert l2_promotion(0x1010, [6016]) == misaligned
+    assert l2_promotion(0x1000, [6016, 6016 * 4096 + 16]) == misaligned
+    assert l2_promotion(0x1000, []) == aligned
+
+
+def test_shape_plan_writes_new_addresses_and_scalars_keeps_sizes(monkeypatch):
     """A plan made from one call's arena, applied to a call with other addresses and
     scalars: the pointer and scalar change, sizes and strides stay, and the tensor map is
-    encoded again at the new address with the sizes of the first call."""
+    encoded again at the new address with the sizes of the first call (and the L2
+    promotion of the new address: a 16- but not 32-byte aligned one takes the other)."""
+    monkeypatch.setattr(launcher, "_promotion_enum", PROMOTION_ENUMS.__getitem__)
 
     class T:
         def __init__(self, ptr):
@@ -239,7 +259,11 @@ def test_shape_plan_writes_new_addresses_and_scalars_keeps_sizes():
     assert layout.read(2) == struct.pack("<i", 64)
     assert layout.read(3) == struct.pack("<q", 512)
     assert layout.read(4) == struct.pack("<f", -4.0)
-    assert lib.calls == [(7, 2, 0x9000, [64, 256], [128], (0, 3, 2, 0))]
+    aligned = PROMOTION_ENUMS[HOPPER.l2_promotion_aligned]
+    misaligned = PROMOTION_ENUMS[HOPPER.l2_promotion_misaligned]
+    assert lib.calls == [(7, 2, 0x9000, [64, 256], [128], (0, 3, aligned, 0))]
+    plan.apply(kernel._layout, [T(0x9010), T(0xA000), T(0xB000), -4.0], lib)
+    assert lib.calls[-1] == (7, 2, 0x9010, [64, 256], [128], (0, 3, misaligned, 0))
 
 
 # ---------------------------------------------------------------- tensor maps and padding

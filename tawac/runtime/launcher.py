@@ -26,6 +26,7 @@ from typing import Any
 
 from tawac.runtime.libcuda import libcuda
 from tawac.target.dtypes import ELEMENT_BYTES
+from tawac.target.hopper import HOPPER
 
 SIDECAR_FORMAT = 1
 
@@ -1111,6 +1112,7 @@ class Kernel:
         arrays[0][:] = dims
         arrays[1][: len(strides)] = strides
         arrays[2][:] = box
+        enums = _promoted(enums, view.data_ptr, strides)
         lib = _lib()
         err = lib.encode_tiled(at, dtype, len(dims), view.data_ptr, arrays, enums)
         if err != 0:
@@ -1154,7 +1156,7 @@ class _ShapePlan:
                     (ctypes.c_uint32 * len(elem))(*elem),
                 )
                 at = layout.base + layout.offsets[i]
-                self.maps.append((at, dtype, len(dims), j, arrays, enums, p))
+                self.maps.append((at, dtype, len(dims), j, arrays, enums, p, strides))
 
     def apply(self, layout: ParamLayout, args: Sequence[Any], lib) -> None:
         """The arena for `args` (same shape key as the plan's first call)."""
@@ -1171,8 +1173,10 @@ class _ShapePlan:
                 )
         except struct.error as e:
             raise LaunchError(f"a scalar argument does not fit its parameter type: {e}") from e
-        for at, dtype, rank, j, arrays, enums, p in self.maps:
-            err = lib.encode_tiled(at, dtype, rank, args[j].data_ptr(), arrays, enums)
+        for at, dtype, rank, j, arrays, enums, p, strides in self.maps:
+            address = args[j].data_ptr()
+            enums = _promoted(enums, address, strides)
+            err = lib.encode_tiled(at, dtype, rank, address, arrays, enums)
             if err != 0:
                 raise LaunchError(
                     f"cuTensorMapEncodeTiled({p['arg']}) failed: {lib.error_name(err)}"
@@ -1225,11 +1229,33 @@ def _map_slots(params: Sequence[Mapping[str, Any]], args: Sequence[Mapping[str, 
         enums = (
             int(driver.CUtensorMapInterleave.CU_TENSOR_MAP_INTERLEAVE_NONE),
             int(getattr(driver.CUtensorMapSwizzle, SWIZZLES[p.get("swizzle", "none")])),
-            int(driver.CUtensorMapL2promotion.CU_TENSOR_MAP_L2_PROMOTION_L2_256B),
+            0,  # the L2 promotion: per encode, from the address and strides (_promoted)
             int(driver.CUtensorMapFloatOOBfill.CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE),
         )
         slots[i] = (dtype, arrays, enums)
     return slots
+
+
+def l2_promotion(address: int, strides: Sequence[int]) -> str:
+    """The L2 promotion (a `CU_TENSOR_MAP_L2_PROMOTION_*` name) of a tensor map at
+    `address` with row `strides` in bytes: the target's choice for rows that start on
+    whole L2 sectors where the address and every stride are multiples of a sector, else
+    its choice for rows that do not (docs/abi.md, "Tensor maps")."""
+    sector = HOPPER.l2_sector_bytes
+    if address % sector == 0 and all(s % sector == 0 for s in strides):
+        return HOPPER.l2_promotion_aligned
+    return HOPPER.l2_promotion_misaligned
+
+
+@functools.cache
+def _promotion_enum(name: str) -> int:
+    return int(getattr(_driver().CUtensorMapL2promotion, f"CU_TENSOR_MAP_L2_PROMOTION_{name}"))
+
+
+def _promoted(enums: tuple, address: int, strides: Sequence[int]) -> tuple:
+    """A tensor map's (interleave, swizzle, l2 promotion, oob fill) enums with the
+    promotion `l2_promotion` chooses for this address and these strides."""
+    return (enums[0], enums[1], _promotion_enum(l2_promotion(address, strides)), enums[3])
 
 
 @functools.cache

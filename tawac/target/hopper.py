@@ -115,6 +115,18 @@ class Target:
     swizzle_bytes: int = 128  # TMA's widest swizzle: rows of 128 bytes
     swizzle_alignment: int = 1024  # a 128B-swizzled tile starts on 1024 bytes
     tma_max_box: int = 256  # elements per box dimension
+    #: The unit of L2 <-> SM traffic: a 32-byte sector.
+    l2_sector_bytes: int = 32
+    #: The L2 promotion of a tensor map (cuTensorMapEncodeTiled's l2Promotion, the
+    #: `CU_TENSOR_MAP_L2_PROMOTION_*` name) whose address and row strides are whole
+    #: sectors, and of one whose are not (rows of 16 but not 32 bytes, such as K = 3000
+    #: in bf16). Measured (docs/perf.md, "L2 promotion", H100, through the tuning table):
+    #: misaligned rows, 256B / 128B / none: 5000^3 497 / 515 / 471 us, 3000^3 123 / 113 /
+    #: 115, 4000x6000x3000 246 / 230 / 233, 4096x6144x3000 245 / 252 / 251; aligned rows
+    #: run the same under 256B and 128B (4096^3 197 / 199, none 206; decode GEMMs and
+    #: prefill attention within the noise).
+    l2_promotion_aligned: str = "L2_256B"
+    l2_promotion_misaligned: str = "NONE"
     mma_atoms: tuple[MmaAtom, ...] = MMA_ATOMS
     costs: tuple[Cost, ...] = COSTS
     #: Thread block clusters over program ids (x, y) the passes apply: one CTA, or two
