@@ -23,6 +23,7 @@ reference first (and M, the base-2 log-sum-exp, for the Triton-source kernels).
     python3 benchmarks/bench_triton_attention.py [--causal] [--rounds 5]
         [--shapes 4x32x4096,...]   # Z x H x N_CTX
         [--alt solver --alt heuristic:persistent=false ...]
+        [--triton-alt chain-loops=false ...]   # tawac.triton with other knobs
 """
 
 from __future__ import annotations
@@ -70,11 +71,12 @@ def _triton(causal: bool):
     return run
 
 
-def _tawac_triton(causal: bool):
+def _tawac_triton(causal: bool, options: dict | None = None):
     import tawac.triton
 
     cfg = _module().TTIR
     kernels = {}
+    options = options or {}
 
     def run(q, k, v, scale, m, o):
         z, h, n = q.shape[:3]
@@ -82,7 +84,7 @@ def _tawac_triton(causal: bool):
             consts = {"N_CTX": n, "BLOCK_M": BLOCK, "BLOCK_N": BLOCK, "HEAD_DIM": D,
                       "STAGE": 3 if causal else 1}  # fmt: skip
             kernels[n] = tawac.triton.compile(
-                cfg["kernel"], signature=cfg["signature"], constexprs=consts
+                cfg["kernel"], signature=cfg["signature"], constexprs=consts, **options
             )
         kernels[n][(n // BLOCK, z * h)](*_args(q, k, v, scale, m, o))
 
@@ -179,8 +181,14 @@ def main(argv: list[str] | None = None) -> int:
         "--alt", action="append", default=[], help="the .ttir under another planner "
         "configuration too, at N_CTX 4096 (solver, heuristic:persistent=false, ...)"
     )  # fmt: skip
+    ap.add_argument(
+        "--triton-alt", action="append", default=[], help="tawac.triton with these "
+        "pipeline knobs too, at every length (chain-loops=false, ...)"
+    )  # fmt: skip
     args = ap.parse_args(argv)
     c = args.causal
+    from tawac.calibrate import parse_config
+
     systems = {
         "triton": _triton(c),
         "tawac (ttir)": _tawac_ttir(c),
@@ -189,6 +197,10 @@ def main(argv: list[str] | None = None) -> int:
         "tawac (tile, fp16)": _tawac_tile(c, fp16=True),
         "sdpa": _sdpa(c),
         **{f"tawac ({a})": _tawac_alt(c, a) for a in args.alt},
+        **{
+            f"tawac.triton ({a})": _tawac_triton(c, parse_config(f"auto:{a}")[1])
+            for a in args.triton_alt
+        },
     }
     only_4096 = {"tawac (ttir)", *(f"tawac ({a})" for a in args.alt)}  # N_CTX compiled in
     dev = torch.cuda.get_device_name(0)
@@ -218,7 +230,7 @@ def main(argv: list[str] | None = None) -> int:
             torch.cuda.synchronize()
             err = (o.float() - ref).abs().max().item()
             bad = not err < 2e-2
-            if s in ("triton", "tawac (ttir)", "tawac.triton"):
+            if s in ("triton", "tawac (ttir)") or s.startswith("tawac.triton"):
                 bad = bad or not (m - lse).abs().max().item() < 1e-2
             if bad:
                 print(f"{s} at {shape}: wrong result (max error {err})")

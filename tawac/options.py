@@ -265,6 +265,13 @@ KNOBS: tuple[Knob, ...] = (
         "defer a loop's accumulating MMA (attention's P V) under the next softmax",
     ),
     Knob(
+        "chain_loops",
+        bool,
+        True,
+        "two consecutive deferred loops, the second carrying on the first's results, as "
+        "one pipeline: the second's first MMA and softmax under the first's last P V",
+    ),
+    Knob(
         "pingpong",
         bool,
         False,
@@ -391,7 +398,7 @@ class _Options:
             self.plan_spec(),
             "pipeline",
             "persistent",
-            "coarse-pipeline",
+            "coarse-pipeline" if self.chain_loops else "coarse-pipeline{chain=false}",
             "cooperative-consumers",
             "lower-aref",
             "pingpong",

@@ -130,3 +130,32 @@ def test_guarded_attention_is_exact(name, guards, seqlen):
         outs.append(o)
     assert not torch.isnan(outs[0].float()).any()
     assert torch.equal(outs[0], outs[1])
+
+
+@pytest.mark.parametrize("seqlen", [256, 384])
+def test_guarded_tutorial_causal_attention_is_exact(seqlen):
+    """Triton's tutorial causal attention (`qk * scale + tl.where(mask, 0, -1.0e6)` in its
+    diagonal loop): with the add moved into both branches of the guard, O and M are bit
+    for bit those of the unguarded program."""
+    torch = pytest.importorskip("torch")
+    from tawac.runtime.interpret import interpret
+
+    source = Path(__file__).parents[1] / "examples" / "triton" / "attention_causal.ttir"
+
+    def kernel():
+        return next(o for o in parse_file(source).walk() if isinstance(o, tile.KernelOp))
+
+    plain, guarded = kernel(), kernel()
+    assert guard_kernel(guarded) == 1
+    (guarded_if,) = [o for o in guarded.walk() if isinstance(o, scf.IfOp)]
+    assert [type(o) for o in guarded_if.false_region.block.ops] == [arith.AddfOp, scf.YieldOp]
+    g = torch.Generator().manual_seed(seqlen)
+    q, k, v = (torch.randn(1, 2, seqlen, 128, generator=g).half() for _ in range(3))
+    outs = []
+    for kern in (plain, guarded):
+        o = torch.full_like(q, float("nan"))
+        m = torch.full((2, 4096), float("nan"))  # rows of the compiled-in N_CTX per head
+        interpret(kern, [q, k, v, 1 / math.sqrt(128), m.view(-1), o], (seqlen // 128, 2, 1))
+        outs.append((o, m[:, :seqlen]))
+    assert not torch.isnan(outs[0][0].float()).any() and not torch.isnan(outs[0][1]).any()
+    assert torch.equal(outs[0][0], outs[1][0]) and torch.equal(outs[0][1], outs[1][1])

@@ -130,6 +130,9 @@ class _Expansion:
         yield_op = body.last_op
         assert isinstance(yield_op, scf.YieldOp)
         self.yield_op = yield_op
+        self.inits: list[SSAValue] = list(loop.iter_args)
+        """The iteration arguments' initial values (a chained loop's are its
+        predecessor's results as the merged expansion computes them)."""
         self.in_order = plan.in_body_order
         if self.in_order:
             return  # `pipeline` placed its waits
@@ -246,7 +249,7 @@ class _Expansion:
             return self._scalar(b, v, o)
         _, key, y, s = r
         if isinstance(key, int) and b.kind == "pro" and b.k - o == 0:
-            return self.loop.iter_args[key]
+            return self.inits[key]
         d = o - s
         if d == 0:
             return b.produced[y]
@@ -289,10 +292,14 @@ class _Expansion:
         b.block.add_op(new)
         b.produced[dot.result] = new.result
 
-    def emit(self, b: _Body, active: range) -> None:
+    def emit(self, b: _Body, active: range, start: int = 0, stop: int | None = None) -> None:
         """Issue the ops of the stages in `active` in issue order, each MMA's wait where
-        the schedule lists it."""
+        the schedule lists it; with `start` / `stop`, only the issue positions in
+        [start, stop) (the waits listed before them included, those after the last op
+        only when `stop` is None)."""
         for i, op in enumerate(self.order):
+            if i < start or (stop is not None and i >= stop):
+                continue
             for w in self.waits_at.get(i, []):
                 self._place(b, w)
             o = self.stage[op]
@@ -305,6 +312,8 @@ class _Expansion:
                 b.produced[x] = nx
             if isinstance(op, tile.DotOp):
                 b.dots.append(op)
+        if stop is not None:
+            return
         for w in self.waits_at.get(len(self.order), []):
             self._place(b, w)
 
@@ -350,7 +359,7 @@ class _Expansion:
         for key, c in slots:
             k = s_n - 1 - c
             if isinstance(key, int) and k - (self.stage[self.producer[key]] - 1) == 0:
-                inits.append(self.loop.iter_args[key])
+                inits.append(self.inits[key])
             else:
                 inits.append(self.bodies[("pro", k)].produced[self._source(key)])
         new = scf.ForOp(start, self.loop.ub, self.loop.step, inits, Region(block))
@@ -365,7 +374,7 @@ class _Expansion:
         if self.in_order:
             return
         loop = self.loop
-        lb, ub, step = loop.lb, loop.ub, loop.step
+        lb = loop.lb
         s_n = self.stages
         self.bodies: dict[tuple[str, int], _Body] = {}
         if s_n == 1:
@@ -375,33 +384,17 @@ class _Expansion:
             results = self._results(holder)
             root: Operation = new
         else:
-            one = arith.ConstantOp.from_int_and_width(1, IndexType())
-            need = one if s_n == 2 else arith.ConstantOp.from_int_and_width(s_n - 1, IndexType())
-            span = arith.SubiOp(ub, lb)
-            trips = arith.CeilDivSIOp(span.result, step)
-            has = arith.CmpiOp(trips.result, need.result, "sge")
-            head = [one, *([need] if need is not one else []), span, trips, has]
+            head, trips, has = self.trips()
             Rewriter.insert_op(head, InsertPoint.before(loop))
             then = Block()
-            dec = arith.SubiOp(trips.result, one.result)
-            back = arith.MuliOp(dec.result, step)
-            last = arith.AddiOp(lb, back.result)
-            then.add_ops([dec, back, last])
-            start = arith.AddiOp(lb, self._mult(then, s_n - 1))
-            then.add_op(start)
+            last, start = self.bounds(then, trips, head[0].results[0])
             for k in range(s_n - 1):
                 ivs = {o: lb if k == o else self._add(then, lb, k - o) for o in range(k + 1)}
                 b = self.bodies[("pro", k)] = _Body("pro", k, then, ivs)
                 self.emit(b, range(k + 1))
-            steady = self._steady(then, start.result)
+            steady = self._steady(then, start)
             then.add_op(steady)
-            for e in range(s_n - 1):
-                ivs = {
-                    o: last.result if o == e + 1 else self._sub(then, last.result, o - e - 1)
-                    for o in range(e + 1, s_n)
-                }
-                b = self.bodies[("epi", e)] = _Body("epi", e, then, ivs)
-                self.emit(b, range(e + 1, s_n))
+            self.epilogue(then, last)
             then.add_op(scf.YieldOp(*self._results(then)))
             if s_n == 2:
                 otherwise = Block([scf.YieldOp(*loop.iter_args)])
@@ -409,15 +402,50 @@ class _Expansion:
                 fallback = loop.clone()
                 _await_at_once(fallback, loop, set(self.wait_of))
                 otherwise = Block([fallback, scf.YieldOp(*fallback.results)])
-            root = scf.IfOp(
-                has.result, [r.type for r in loop.results], Region(then), Region(otherwise)
-            )
+            root = scf.IfOp(has, [r.type for r in loop.results], Region(then), Region(otherwise))
             Rewriter.insert_op(root, InsertPoint.before(loop))
             results = list(root.results)
         for old, new_v in zip(loop.results, results, strict=True):
             old.replace_all_uses_with(new_v)
         Rewriter.erase_op(loop, safe_erase=False)
         _drop_dead_index_ops(root)
+
+    def trips(self) -> tuple[list[Operation], SSAValue, SSAValue]:
+        """(ops, T, T >= S - 1): the trip count and whether the pipeline fills, computed
+        from the loop's bounds (the ops start with the constant 1)."""
+        lb, ub, step = self.loop.lb, self.loop.ub, self.loop.step
+        s_n = self.stages
+        one = arith.ConstantOp.from_int_and_width(1, IndexType())
+        need = one if s_n == 2 else arith.ConstantOp.from_int_and_width(s_n - 1, IndexType())
+        span = arith.SubiOp(ub, lb)
+        trips = arith.CeilDivSIOp(span.result, step)
+        has = arith.CmpiOp(trips.result, need.result, "sge")
+        ops = [one, *([need] if need is not one else []), span, trips, has]
+        return ops, trips.result, has.result
+
+    def bounds(self, then: Block, trips: SSAValue, one: SSAValue) -> tuple[SSAValue, SSAValue]:
+        """(the last induction value, the steady loop's start), computed in `then` from
+        the trip count (`one`: the constant 1)."""
+        lb, step = self.loop.lb, self.loop.step
+        dec = arith.SubiOp(trips, one)
+        back = arith.MuliOp(dec.result, step)
+        last = arith.AddiOp(lb, back.result)
+        then.add_ops([dec, back, last])
+        start = arith.AddiOp(lb, self._mult(then, self.stages - 1))
+        then.add_op(start)
+        return last.result, start.result
+
+    def epilogue(self, then: Block, last: SSAValue, first: int = 0) -> None:
+        """The epilogue bodies `first` .. S-2 (stages s >= e + 1, induction values counted
+        back from `last`)."""
+        s_n = self.stages
+        for e in range(first, s_n - 1):
+            ivs = {
+                o: last if o == e + 1 else self._sub(then, last, o - e - 1)
+                for o in range(e + 1, s_n)
+            }
+            b = self.bodies[("epi", e)] = _Body("epi", e, then, ivs)
+            self.emit(b, range(e + 1, s_n))
 
     def _add(self, block: Block, base: SSAValue, m: int) -> SSAValue:
         op = arith.AddiOp(base, self._mult(block, m))
@@ -428,6 +456,124 @@ class _Expansion:
         op = arith.SubiOp(base, self._mult(block, m))
         block.add_op(op)
         return op.result
+
+
+def _first_dot_end(e: _Expansion, stage: int) -> int | None:
+    """The issue position just after `e`'s first MMA of `stage`."""
+    for i, op in enumerate(e.order):
+        if isinstance(op, tile.DotOp) and e.stage[op] == stage:
+            return i + 1
+    return None
+
+
+def _chain_why_not(e1: _Expansion, e2: _Expansion) -> str | None:
+    """Why the two-stage loops `e1.loop; e2.loop` cannot run as one pipeline across
+    their boundary, or None when they can (see `_chain`)."""
+    l1, l2 = e1.loop, e2.loop
+    if e1.stages != 2 or e2.stages != 2 or e1.in_order or e2.in_order:
+        return "not two two-stage schedules"
+    if l1.parent_block() is not l2.parent_block():
+        return "not in one block"
+    between: list[Operation] = []
+    op = l1.next_op
+    while op is not None and op is not l2:
+        between.append(op)
+        op = op.next_op
+    if op is None:
+        return "the second loop does not follow the first"
+    for op in between:
+        if not isinstance(op, SCALAR_OPS) or any(v in l1.results for v in op.operands):
+            return f"{op_name(op)} between the loops"
+    for r in l1.results:
+        if any(u.operation is not l2 or u.index < 3 for u in r.uses):
+            return "the first loop's results are read elsewhere than the second's inits"
+    if _first_dot_end(e1, 1) is None or _first_dot_end(e2, 0) is None:
+        return "no MMA in the first loop's second stage or the second loop's first"
+    # the second loop's first stage, run beside the first loop's last second stage, may
+    # read only what the first loop's first stage computed
+    late = {r for j, r in enumerate(l1.results) if e1.stage[e1.producer[j]] != 0}
+    for j, init in enumerate(l2.iter_args):
+        if init not in late:
+            continue
+        arg = l2.body.block.args[j + 1]
+        for u in arg.uses:
+            top = l2.body.block.find_ancestor_op_in_block(u.operation)
+            if top is not None and top in e2.stage and e2.stage[top] == 0:
+                return f"{op_name(top)} of the first stage reads a value of the first loop's last"
+    return None
+
+
+def _chain(e1: _Expansion, e2: _Expansion) -> None:
+    """Expand `e1.loop; e2.loop` (two two-stage schedules, the second carrying on the
+    first's results) as one pipeline across the boundary where both run:
+
+        if T1 >= 1 and T2 >= 1:
+          prologue 1; steady loop 1
+          boundary: loop 2's first stage of its iteration 0 beside loop 1's second stage
+                    of its iteration T1 - 1, as a steady body would issue them (loop 2's
+                    first MMA, loop 1's second, then the rest of each; the waits count
+                    the MMAs of both)
+          steady loop 2; epilogue 2
+        else:
+          both loops, each expanded alone
+
+    so the drain of loop 1 and the fill of loop 2 overlap (the causal attention's
+    off-diagonal and diagonal key loops, as Triton's tutorial writes them)."""
+    l1, l2 = e1.loop, e2.loop
+    op = l1.next_op
+    while op is not l2:
+        assert op is not None
+        nxt = op.next_op
+        op.detach()
+        Rewriter.insert_op(op, InsertPoint.before(l1))
+        op = nxt
+    head1, trips1, has1 = e1.trips()
+    head2, trips2, has2 = e2.trips()
+    both = arith.AndIOp(has1, has2)
+    Rewriter.insert_op([*head1, *head2, both], InsertPoint.before(l1))
+    e1.bodies, e2.bodies = {}, {}
+    then = Block()
+    last1, start1 = e1.bounds(then, trips1, head1[0].results[0])
+    b = e1.bodies[("pro", 0)] = _Body("pro", 0, then, {0: l1.lb})
+    e1.emit(b, range(1))
+    then.add_op(e1._steady(then, start1))
+    last2, start2 = e2.bounds(then, trips2, head2[0].results[0])
+    # loop 2's iteration 0 reads loop 1's results: those of its first stage are the
+    # steady loop's, the others (read only by loop 2's second stage) the boundary's
+    index = {r: j for j, r in enumerate(l1.results)}
+    early = _Body("epi", 1, then, {})
+    for j, init in enumerate(l2.iter_args):
+        m = index.get(init)
+        if m is not None and e1.stage[e1.producer[m]] == 0:
+            e2.inits[j] = e1.lookup(early, l1.body.block.args[m + 1], 1)
+    b1 = e1.bodies[("epi", 0)] = _Body("epi", 0, then, {1: last1})
+    b2 = e2.bodies[("pro", 0)] = _Body("pro", 0, then, {0: l2.lb})
+    b2.dots = b1.dots  # one body: the waits count the MMAs of both loops
+    cut1, cut2 = _first_dot_end(e1, 1), _first_dot_end(e2, 0)
+    e2.emit(b2, range(1), stop=cut2)
+    e1.emit(b1, range(1, 2), stop=cut1)
+    e2.emit(b2, range(1), start=cut2 or 0)
+    e1.emit(b1, range(1, 2), start=cut1 or 0)
+    results1 = e1._results(then)
+    for j, init in enumerate(l2.iter_args):
+        m = index.get(init)
+        if m is not None:
+            e2.inits[j] = results1[m]
+    then.add_op(e2._steady(then, start2))
+    e2.epilogue(then, last2)
+    then.add_op(scf.YieldOp(*e2._results(then)))
+    c1 = l1.clone()
+    c2 = l2.clone(value_mapper=dict(zip(l1.results, c1.results, strict=True)))
+    otherwise = Block([c1, c2, scf.YieldOp(*c2.results)])
+    root = scf.IfOp(both.result, [r.type for r in l2.results], Region(then), Region(otherwise))
+    Rewriter.insert_op(root, InsertPoint.before(l1))
+    for old, new_v in zip(l2.results, root.results, strict=True):
+        old.replace_all_uses_with(new_v)
+    Rewriter.erase_op(l2, safe_erase=False)
+    Rewriter.erase_op(l1, safe_erase=False)
+    _Expansion(c1, e1.plan).apply()
+    _Expansion(c2, e2.plan).apply()
+    _drop_dead_index_ops(root)
 
 
 def _await_at_once(clone: scf.ForOp, loop: scf.ForOp, awaited: set[tile.DotOp]) -> None:
@@ -464,6 +610,10 @@ class CoarsePipelinePass(ModulePass):
 
     name = "coarse-pipeline"
 
+    chain: bool = True
+    """Two consecutive two-stage loops, the second carrying on the first's results, run
+    as one pipeline across their boundary (`_chain`)."""
+
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         for kernel in [o for o in op.walk() if isinstance(o, tile.KernelOp)]:
             plan = schedule.of(kernel)
@@ -477,11 +627,33 @@ class CoarsePipelinePass(ModulePass):
             for lp in todo:
                 part = next(p for p in parts if p.role.data == lp.role)
                 loops[(lp.role, lp.loop)] = main_loops(part)[lp.loop]  # `plan` checked it
+            chained: set[tuple[str, int]] = set()
+            if self.chain:
+                chained = _chain_pairs(todo, loops)
             done = []
             for lp in plan.loops:
                 if lp.expanded:
                     done.append(lp)
                     continue
-                _Expansion(loops[(lp.role, lp.loop)], lp).apply()
+                if (lp.role, lp.loop) not in chained:
+                    _Expansion(loops[(lp.role, lp.loop)], lp).apply()
                 done.append(dataclasses.replace(lp, expanded=True))
             schedule.update(kernel, loops=tuple(done))
+
+
+def _chain_pairs(todo: list[LoopPlan], loops: dict) -> set[tuple[str, int]]:
+    """Expand the pairs of consecutive loops `_chain` takes (each loop in one pair at
+    most); the (role, loop) keys of the loops it expanded."""
+    plans = {(lp.role, lp.loop): lp for lp in todo}
+    chained: set[tuple[str, int]] = set()
+    for (role, n), lp in plans.items():
+        nxt = plans.get((role, n + 1))
+        if nxt is None or (role, n) in chained:
+            continue
+        e1 = _Expansion(loops[(role, n)], lp)
+        e2 = _Expansion(loops[(role, n + 1)], nxt)
+        if _chain_why_not(e1, e2) is not None:
+            continue
+        _chain(e1, e2)
+        chained |= {(role, n), (role, n + 1)}
+    return chained

@@ -21,9 +21,12 @@ is a `tile.cmpi` (signed predicate) of
   `offA >= offB + eB - 1`, and likewise for `sgt`, `sle`, `slt`.
 
 Output: `scf.if %some_false { tile.select ... } else { %x }`; the compare, and the iota
-and splat ops used only by it, move into the `then` region. A select that is not
-directly in a loop body (one already under an `scf.if`, as the examples write it) is
-left alone, as is any other condition.
+and splat ops used only by it, move into the `then` region. Where the select's one user
+is an elementwise op whose other operands come before it (`qk * scale + tl.where(mask,
+0, -1.0e6)`, Triton's tutorial), the user moves into both branches (reading `%x` in the
+`else`), so the `if` yields one tile instead of the mask's beside the user's operand.
+A select that is not directly in a loop body (one already under an `scf.if`, as the
+examples write it) is left alone, as is any other condition.
 """
 
 from __future__ import annotations
@@ -152,11 +155,61 @@ def guard(select: tile.SelectOp) -> bool:
         op.detach()
         then.add_op(op)
     inner = tile.SelectOp(select.cond, select.true_value, select.false_value)
-    then.add_ops([inner, scf.YieldOp(inner.result)])
-    other = Block([scf.YieldOp(select.true_value)])
-    branch = scf.IfOp(some_false, [select.result.type], [then], [other])
-    Rewriter.replace_op(select, branch)
+    then.add_op(inner)
+    user = _sunk_user(select)
+    if user is None:
+        then.add_op(scf.YieldOp(inner.result))
+        other = Block([scf.YieldOp(select.true_value)])
+        branch = scf.IfOp(some_false, [select.result.type], [then], [other])
+        Rewriter.replace_op(select, branch)
+        return True
+    # the select's one user goes into both branches: the `if` yields one tile, not the
+    # mask's beside the user's other operand (the select's value is the true value in
+    # the `else`, so the user computes there what it computed before)
+    masked = user.clone({select.result: inner.result})
+    then.add_ops([masked, scf.YieldOp(masked.results[0])])
+    plain = user.clone({select.result: select.true_value})
+    other = Block([plain, scf.YieldOp(plain.results[0])])
+    branch = scf.IfOp(some_false, [user.results[0].type], [then], [other])
+    Rewriter.insert_op(branch, InsertPoint.before(select))
+    user.results[0].replace_all_uses_with(branch.results[0])
+    Rewriter.erase_op(user)
+    Rewriter.erase_op(select)
     return True
+
+
+#: Elementwise ops a guarded select's one user may be (it moves into both branches).
+_SINKABLE = (
+    arith.AddfOp,
+    arith.SubfOp,
+    arith.MulfOp,
+    arith.MaxnumfOp,
+    arith.MinnumfOp,
+    arith.MaximumfOp,
+    arith.MinimumfOp,
+)
+
+
+def _sunk_user(select: tile.SelectOp) -> Operation | None:
+    """The select's one user, when it is an elementwise op of its block whose other
+    operands are defined before the select (the tutorial's `qk * scale +
+    tl.where(mask, 0, -1.0e6)`), else None."""
+    uses = list(select.result.uses)
+    if len(uses) != 1:
+        return None
+    user = uses[0].operation
+    if not isinstance(user, _SINKABLE) or user.parent_block() is not select.parent_block():
+        return None
+    block = select.parent_block()
+    assert block is not None
+    order = {o: i for i, o in enumerate(block.ops)}
+    for v in user.operands:
+        if v is select.result:
+            continue
+        owner = v.owner
+        if isinstance(owner, Operation) and order.get(owner, -1) > order[select]:
+            return None
+    return user
 
 
 def guard_kernel(kernel: tile.KernelOp) -> int:

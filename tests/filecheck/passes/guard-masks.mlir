@@ -4,9 +4,12 @@
 // one where the block's first row is before its last key (m0 < n + 127), the length
 // one where the block runs past the end (n + 128 > seqlen); the other iterations pass the
 // scores through. The compare, iota and splat ops move into the guarded region. A mask
-// already under an scf.if (examples/attention.mlir) is left alone.
+// already under an scf.if (examples/attention.mlir) is left alone. The tutorial's
+// `qk * scale + tl.where(mask, 0, -1.0e6)`: the add, the select's one user, moves into
+// both branches (the `else` adds the select's true value), so the `if` yields one tile.
 // RUN: tawac opt %S/../../data/triton/unseen_attention_causal.ttir -p guard-masks | filecheck %s
 // RUN: tawac opt %S/../../../examples/attention.mlir -p guard-masks | filecheck %s --check-prefix=EXAMPLE
+// RUN: tawac opt %S/../../../examples/triton/attention_causal.ttir -p guard-masks | filecheck %s --check-prefix=SINK
 
 // CHECK:      scf.for %[[N:[0-9]+]] = {{.*}} {
 // CHECK:        %[[QK:.*]] = arith.mulf
@@ -44,3 +47,17 @@
 // EXAMPLE-NEXT:   %masked = tile.select %inside, %s, %neg
 // EXAMPLE-NOT:  scf.if
 // EXAMPLE:      tile.reduce max %s2
+
+// SINK:      %[[DIAG:[0-9]+]] = arith.cmpi slt
+// SINK-NEXT: %[[SUM:[a-z0-9_]+]] = scf.if %[[DIAG]] -> (tensor<128x128xf32>) {
+// SINK-NEXT:   tile.iota 0
+// SINK-NEXT:   tile.iota 1
+// SINK-NEXT:   tile.cmpi sge
+// SINK-NEXT:   %[[SEL:[0-9]+]] = tile.select {{.*}}, %[[ZERO:cst[_0-9]*]], %cst
+// SINK-NEXT:   %[[MASKED:[a-z0-9_]+]] = arith.addf %[[QK:[a-z0-9_]+]], %[[SEL]]
+// SINK-NEXT:   scf.yield %[[MASKED]]
+// SINK-NEXT: } else {
+// SINK-NEXT:   %[[PLAIN:[a-z0-9_]+]] = arith.addf %[[QK]], %[[ZERO]]
+// SINK-NEXT:   scf.yield %[[PLAIN]]
+// SINK-NEXT: }
+// SINK-NEXT: tile.reduce max %[[SUM]], 1
