@@ -116,6 +116,7 @@ def _loops(kernel: tile.KernelOp, plan: Schedule) -> list[dict[str, Any]]:
                     "role": role,
                     "loop": k,
                     "stages": lp.stages,
+                    "chained": lp.chained,
                     "ops": [
                         {
                             "op": op_label(ops[o.index]),
@@ -554,6 +555,11 @@ def render(info: dict[str, Any], console) -> None:
     for lp in info["loops"]:
         t = Table(
             title=f"{lp['role']} loop {lp['loop']}: {lp['stages']} stage(s), ops in issue order"
+            + (
+                f"; chained to loop {lp['loop'] + 1} (one pipeline across their boundary)"
+                if lp["chained"]
+                else ""
+            )
         )
         for col in ("order", "op", "stage", "body #"):
             t.add_column(col, justify="left" if col == "op" else "right")

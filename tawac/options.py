@@ -398,7 +398,7 @@ class _Options:
             self.plan_spec(),
             "pipeline",
             "persistent",
-            "coarse-pipeline" if self.chain_loops else "coarse-pipeline{chain=false}",
+            "coarse-pipeline",
             "cooperative-consumers",
             "lower-aref",
             "pingpong",

@@ -27,7 +27,8 @@ solver) can write a schedule by hand. The fields:
   scheduled op 1 is awaited right there in the issue order, leaving at most `pending`
   wgmma groups in flight). A loop not listed runs every op at stage 0 in body order;
   `expanded` says the loop has been rewritten into its pipelined form
-  (`coarse-pipeline`);
+  (`coarse-pipeline`); `chained` (before `expanded`) that this loop and the next of its
+  partition are expanded as one pipeline across their boundary (`tawac.schedule.chain`);
 - `turns`: the consumer warp groups take turns on the tensor core (`pingpong`);
 - `cluster`: the thread block cluster `[cx, cy]` over program ids (x, y): `[2, 1]` pairs
   the CTAs of program ids x = 2i and 2i + 1 (same y), which load the operand they share
@@ -156,6 +157,9 @@ class LoopPlan:
     ops: tuple[OpPlan, ...]
     expanded: bool = False
     waits: tuple[WaitPlan, ...] = ()
+    chained: bool = False
+    """This loop and the next main loop of its partition run as one pipeline across their
+    boundary (`tawac.schedule.chain`; printed `chained`)."""
 
     @property
     def stages(self) -> int:
@@ -331,6 +335,7 @@ def _parse_op(parser: AttrParser) -> OpPlan:
 def _parse_loop(parser: AttrParser) -> LoopPlan:
     role = parser.parse_identifier(" (a role)")
     index = _int(parser)
+    chained = parser.parse_optional_keyword("chained") is not None
     expanded = parser.parse_optional_keyword("expanded") is not None
     parser.parse_punctuation(":")
     ops: list[OpPlan] = []
@@ -345,7 +350,7 @@ def _parse_loop(parser: AttrParser) -> LoopPlan:
         waits.append(WaitPlan(dot, _int(parser), len(ops)))
 
     _parse_list(parser, item)
-    return LoopPlan(role, index, tuple(ops), expanded, tuple(waits))
+    return LoopPlan(role, index, tuple(ops), expanded, tuple(waits), chained)
 
 
 def _parse_store(parser: AttrParser) -> StorePlan:
@@ -463,7 +468,8 @@ def _loop_text(lp: LoopPlan) -> str:
             o = lp.ops[n]
             items.append(f"{o.index} {o.op}" + (f" stage {o.stage}" if o.stage else ""))
     ops = ", ".join(items)
-    return f"{lp.role} {lp.loop}" + (" expanded" if lp.expanded else "") + f": [{ops}]"
+    marks = (" chained" if lp.chained else "") + (" expanded" if lp.expanded else "")
+    return f"{lp.role} {lp.loop}{marks}: [{ops}]"
 
 
 def _auto_text(a: AutoInfo) -> str:

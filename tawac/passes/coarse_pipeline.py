@@ -76,6 +76,7 @@ from tawac.analysis.scalars import SCALAR_OPS
 from tawac.diagnostics import CompileError
 from tawac.dialects import aref, hopper, tile
 from tawac.dialects.schedule import LoopPlan, WaitPlan
+from tawac.schedule.chain import chain_problem
 from tawac.schedule.check import loop_error, op_name
 
 
@@ -466,43 +467,6 @@ def _first_dot_end(e: _Expansion, stage: int) -> int | None:
     return None
 
 
-def _chain_why_not(e1: _Expansion, e2: _Expansion) -> str | None:
-    """Why the two-stage loops `e1.loop; e2.loop` cannot run as one pipeline across
-    their boundary, or None when they can (see `_chain`)."""
-    l1, l2 = e1.loop, e2.loop
-    if e1.stages != 2 or e2.stages != 2 or e1.in_order or e2.in_order:
-        return "not two two-stage schedules"
-    if l1.parent_block() is not l2.parent_block():
-        return "not in one block"
-    between: list[Operation] = []
-    op = l1.next_op
-    while op is not None and op is not l2:
-        between.append(op)
-        op = op.next_op
-    if op is None:
-        return "the second loop does not follow the first"
-    for op in between:
-        if not isinstance(op, SCALAR_OPS) or any(v in l1.results for v in op.operands):
-            return f"{op_name(op)} between the loops"
-    for r in l1.results:
-        if any(u.operation is not l2 or u.index < 3 for u in r.uses):
-            return "the first loop's results are read elsewhere than the second's inits"
-    if _first_dot_end(e1, 1) is None or _first_dot_end(e2, 0) is None:
-        return "no MMA in the first loop's second stage or the second loop's first"
-    # the second loop's first stage, run beside the first loop's last second stage, may
-    # read only what the first loop's first stage computed
-    late = {r for j, r in enumerate(l1.results) if e1.stage[e1.producer[j]] != 0}
-    for j, init in enumerate(l2.iter_args):
-        if init not in late:
-            continue
-        arg = l2.body.block.args[j + 1]
-        for u in arg.uses:
-            top = l2.body.block.find_ancestor_op_in_block(u.operation)
-            if top is not None and top in e2.stage and e2.stage[top] == 0:
-                return f"{op_name(top)} of the first stage reads a value of the first loop's last"
-    return None
-
-
 def _chain(e1: _Expansion, e2: _Expansion) -> None:
     """Expand `e1.loop; e2.loop` (two two-stage schedules, the second carrying on the
     first's results) as one pipeline across the boundary where both run:
@@ -605,14 +569,10 @@ def _drop_dead_index_ops(root: Operation) -> None:
 
 @dataclass(frozen=True)
 class CoarsePipelinePass(ModulePass):
-    """Applies the loop schedules of `#tawac.schedule` that are not expanded yet, and
-    marks them expanded."""
+    """Applies the loop schedules of `#tawac.schedule` that are not expanded yet (two
+    `chained` ones as one pipeline), and marks them expanded."""
 
     name = "coarse-pipeline"
-
-    chain: bool = True
-    """Two consecutive two-stage loops, the second carrying on the first's results, run
-    as one pipeline across their boundary (`_chain`)."""
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         for kernel in [o for o in op.walk() if isinstance(o, tile.KernelOp)]:
@@ -628,8 +588,15 @@ class CoarsePipelinePass(ModulePass):
                 part = next(p for p in parts if p.role.data == lp.role)
                 loops[(lp.role, lp.loop)] = main_loops(part)[lp.loop]  # `plan` checked it
             chained: set[tuple[str, int]] = set()
-            if self.chain:
-                chained = _chain_pairs(todo, loops)
+            for lp in todo:
+                if not lp.chained:
+                    continue
+                first = loops[(lp.role, lp.loop)]
+                nxt = next((n for n in todo if (n.role, n.loop) == (lp.role, lp.loop + 1)), None)
+                if nxt is None:
+                    raise loop_error(first, lp, "it is chained to a loop already expanded")
+                _chain_loops(first, lp, loops[(nxt.role, nxt.loop)], nxt)
+                chained |= {(lp.role, lp.loop), (nxt.role, nxt.loop)}
             done = []
             for lp in plan.loops:
                 if lp.expanded:
@@ -641,19 +608,10 @@ class CoarsePipelinePass(ModulePass):
             schedule.update(kernel, loops=tuple(done))
 
 
-def _chain_pairs(todo: list[LoopPlan], loops: dict) -> set[tuple[str, int]]:
-    """Expand the pairs of consecutive loops `_chain` takes (each loop in one pair at
-    most); the (role, loop) keys of the loops it expanded."""
-    plans = {(lp.role, lp.loop): lp for lp in todo}
-    chained: set[tuple[str, int]] = set()
-    for (role, n), lp in plans.items():
-        nxt = plans.get((role, n + 1))
-        if nxt is None or (role, n) in chained:
-            continue
-        e1 = _Expansion(loops[(role, n)], lp)
-        e2 = _Expansion(loops[(role, n + 1)], nxt)
-        if _chain_why_not(e1, e2) is not None:
-            continue
-        _chain(e1, e2)
-        chained |= {(role, n), (role, n + 1)}
-    return chained
+def _chain_loops(first: scf.ForOp, lp1: LoopPlan, second: scf.ForOp, lp2: LoopPlan) -> None:
+    """Expand the loops the schedule chains (`plan` checked the pair; `pipeline` and
+    `persistent` keep what it checked, which is checked again here)."""
+    problem = chain_problem(first, lp1, second, lp2)
+    if problem is not None:
+        raise loop_error(first, lp1, f"it is chained to the next loop, but {problem}")
+    _chain(_Expansion(first, lp1), _Expansion(second, lp2))

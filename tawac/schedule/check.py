@@ -20,6 +20,7 @@ from tawac.analysis.stores import store_after_loops, tma_storable
 from tawac.diagnostics import CompileError
 from tawac.dialects import aref, hopper, tile
 from tawac.dialects.schedule import LoopPlan, Schedule
+from tawac.schedule.chain import chain_problem
 from tawac.schedule.smem import SmemPlan, chunk_ring_fits, staging_ring_type
 from tawac.schedule.waits import awaited_dots, due
 from tawac.target import HOPPER
@@ -167,6 +168,22 @@ def check_loops(kernel: tile.KernelOp, parts: list[aref.PartitionOp], s: Schedul
         if mismatch is not None:
             raise loop_error(loop, lp, mismatch)
         check_waits(loop, lp, arefs)
+        if lp.chained:
+            check_chain(s, lp, loops)
+
+
+def check_chain(s: Schedule, lp: LoopPlan, loops: list[scf.ForOp]) -> None:
+    """A chained loop has a next loop in its partition, not chained itself, with which it
+    can run as one pipeline (`tawac.schedule.chain`)."""
+    loop = loops[lp.loop]
+    nxt = s.loop(lp.role, lp.loop + 1)
+    if lp.loop + 1 >= len(loops) or nxt is None:
+        raise loop_error(loop, lp, "it is chained, and no scheduled loop follows it")
+    if nxt.chained:
+        raise loop_error(loop, lp, "it is chained to a loop that is chained to the next")
+    problem = chain_problem(loop, lp, loops[lp.loop + 1], nxt)
+    if problem is not None:
+        raise loop_error(loop, lp, f"it is chained to the next loop, but {problem}")
 
 
 def ops_mismatch(loop: scf.ForOp, lp: LoopPlan) -> str | None:

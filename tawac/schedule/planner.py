@@ -37,6 +37,7 @@ from tawac.dialects import aref, tile
 from tawac.dialects.schedule import ArefPlan, LoopPlan, OpPlan, RolePlan, Schedule
 from tawac.options import PipelineOptions
 from tawac.schedule import loop_plan
+from tawac.schedule.chain import chain_problem
 from tawac.schedule.check import lags, ops_mismatch, register_problem
 from tawac.schedule.cluster import plan_cluster
 from tawac.schedule.model import schedule_cost
@@ -455,7 +456,9 @@ def complete(kernel: tile.KernelOp, s: Schedule, options: PipelineOptions) -> Sc
     it already: the waits of every consumer main loop's MMAs (`tawac.schedule.waits`; a
     loop `s` does not list runs in body order), how each consumer store leaves
     (`tawac.schedule.staging`, with `options.tma_store`) and the register budgets left
-    undecided (`regs 0`: `register_budgets`). Planners decide the rest."""
+    undecided (`regs 0`: `register_budgets`), and, with `options.chain_loops`, the
+    consumer loops expanded as one pipeline with the next (`tawac.schedule.chain`).
+    Planners decide the rest."""
     arefs = lags(kernel, s)
     loops = list(s.loops)
     for part in kernel.body.block.ops:
@@ -473,6 +476,8 @@ def complete(kernel: tile.KernelOp, s: Schedule, options: PipelineOptions) -> Sc
                 loops[loops.index(found)] = lp
             else:
                 loops.append(lp)
+    if options.chain_loops:
+        loops = _chained(kernel, loops)
     stores = s.stores
     consumer = s.role("consumer")
     if not stores and consumer is not None:
@@ -484,6 +489,28 @@ def complete(kernel: tile.KernelOp, s: Schedule, options: PipelineOptions) -> Sc
     if any(not r.regs for r in roles):
         roles = tuple(register_budgets([(r.role, r.warp_groups, r.regs) for r in roles]))
     return dataclasses.replace(s, roles=roles, loops=tuple(loops), stores=stores)
+
+
+def _chained(kernel: tile.KernelOp, loops: list[LoopPlan]) -> list[LoopPlan]:
+    """`loops` with each consumer loop that runs as one pipeline with the next
+    (`tawac.schedule.chain`) marked `chained`, a loop in one pair at most."""
+    parts = [p for p in kernel.body.block.ops if isinstance(p, aref.PartitionOp)]
+    part = next((p for p in parts if p.role.data == "consumer"), None)
+    if part is None:
+        return loops
+    found = main_loops(part)
+    plans = {lp.loop: lp for lp in loops if lp.role == "consumer" and not lp.expanded}
+    out = list(loops)
+    taken: set[int] = set()
+    for k in sorted(plans):
+        lp, nxt = plans[k], plans.get(k + 1)
+        if nxt is None or k in taken or lp.chained or k + 1 >= len(found):
+            continue
+        if chain_problem(found[k], lp, found[k + 1], nxt) is not None:
+            continue
+        out[out.index(lp)] = dataclasses.replace(lp, chained=True)
+        taken |= {k, k + 1}
+    return out
 
 
 def _depth(s: Schedule, create: aref.CreateOp) -> int:

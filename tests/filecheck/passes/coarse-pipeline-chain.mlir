@@ -4,10 +4,12 @@
 // steady body: loop 2's S = Q K^T is issued first, then loop 1's last O * alpha and
 // P V, then the wait for S leaves P V in flight (pending 1) while loop 2's masked
 // softmax runs, then P V is awaited; loop 2's steady loop and epilogue follow. Else both
-// loops are expanded alone. With chain=false, the two expansions follow each other.
+// loops are expanded alone. `plan` marks the first loop `chained` (the knob chain-loops);
+// with chain-loops=false the two expansions follow each other.
 // RUN: tawac opt %S/../../../examples/triton/attention_causal.ttir -p 'guard-masks,warp-specialize,plan{persistent=false},pipeline,coarse-pipeline' | filecheck %s
-// RUN: tawac opt %S/../../../examples/triton/attention_causal.ttir -p 'guard-masks,warp-specialize,plan{persistent=false},pipeline,coarse-pipeline{chain=false}' | filecheck %s --check-prefix=APART
+// RUN: tawac opt %S/../../../examples/triton/attention_causal.ttir -p 'guard-masks,warp-specialize,plan{persistent=false chain-loops=false},pipeline,coarse-pipeline' | filecheck %s --check-prefix=APART
 
+// CHECK:       loops = [consumer 0 chained expanded: [{{.*}}], consumer 1 expanded: [
 // CHECK-LABEL: aref.partition consumer
 // CHECK:       %[[HAS1:[0-9]+]] = arith.cmpi sge
 // CHECK:       %[[HAS2:[0-9]+]] = arith.cmpi sge
@@ -35,6 +37,7 @@
 // CHECK:         scf.if
 // CHECK:       }
 
+// APART:       loops = [consumer 0 expanded: [{{.*}}], consumer 1 expanded: [
 // APART-LABEL: aref.partition consumer
 // APART-NOT:   arith.andi
 // APART:       scf.if
