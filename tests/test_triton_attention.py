@@ -165,13 +165,14 @@ def test_the_fused_causal_kernel_matches_torch_too():
 
 @pytest.mark.gpu
 @requires_gpu
-@pytest.mark.parametrize("block_n", [64, 128])
+@pytest.mark.parametrize(("block_n", "d"), [(64, 128), (128, 128), (64, 64)])
 @pytest.mark.parametrize("chain", [True, False])
-def test_the_causal_tutorial_from_python_with_its_loops_chained_or_not(block_n, chain):
+def test_the_causal_tutorial_from_python_with_its_loops_chained_or_not(block_n, d, chain):
     """The causal tutorial through `tawac.triton` at 1024 keys with 128- and 64-key
-    blocks: its diagonal loop then runs one or two iterations after the boundary that
-    `coarse-pipeline` chains (the first query block, whose off-diagonal loop is empty,
-    takes the unchained expansions); both builds against the float32 reference."""
+    blocks (head dim 128, and 64): its diagonal loop then runs one or two iterations
+    after the boundary that `coarse-pipeline` chains (the first query block, whose
+    off-diagonal loop is empty, takes the unchained expansions); both builds against
+    the float32 reference."""
     pytest.importorskip("triton")
     import importlib.util
 
@@ -184,13 +185,13 @@ def test_the_causal_tutorial_from_python_with_its_loops_chained_or_not(block_n, 
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     n, z, h = 1024, 2, 3
-    consts = {"N_CTX": n, "BLOCK_M": 128, "BLOCK_N": block_n, "HEAD_DIM": D, "STAGE": 3}
+    consts = {"N_CTX": n, "BLOCK_M": 128, "BLOCK_N": block_n, "HEAD_DIM": d, "STAGE": 3}
     cfg = module.TTIR
     kernel = tawac.triton.compile(
         cfg["kernel"], signature=cfg["signature"], constexprs=consts, chain_loops=chain
     )
     g = torch.Generator().manual_seed(block_n)
-    q, k, v = (torch.randn(z, h, n, D, generator=g).half().cuda() for _ in range(3))
+    q, k, v = (torch.randn(z, h, n, d, generator=g).half().cuda() for _ in range(3))
     o = torch.full_like(q, float("nan"))
     m = torch.full((z, h, n), float("nan"), device="cuda")
     kernel[(n // 128, z * h)](*_args(q, k, v, 0.08, m, o))
