@@ -1156,7 +1156,22 @@ class _ShapePlan:
                     (ctypes.c_uint32 * len(elem))(*elem),
                 )
                 at = layout.base + layout.offsets[i]
-                self.maps.append((at, dtype, len(dims), j, arrays, enums, p, strides))
+                whole = all(s % HOPPER.l2_sector_bytes == 0 for s in strides)
+                self.maps.append((at, dtype, len(dims), j, arrays, enums, p, whole))
+        self._promote()
+
+    def _promote(self) -> None:
+        """Per tensor map, its enums with the target's two L2 promotions (rows on whole
+        sectors, rows not), made once per plan; remade when the target's choice changes
+        (an experiment overriding it)."""
+        self.promotions = (HOPPER.l2_promotion_aligned, HOPPER.l2_promotion_misaligned)
+        self.promoted = [
+            (
+                _with_promotion(enums, self.promotions[0]),
+                _with_promotion(enums, self.promotions[1]),
+            )
+            for (_at, _dtype, _rank, _j, _arrays, enums, _p, _whole) in self.maps
+        ]
 
     def apply(self, layout: ParamLayout, args: Sequence[Any], lib) -> None:
         """The arena for `args` (same shape key as the plan's first call)."""
@@ -1173,9 +1188,14 @@ class _ShapePlan:
                 )
         except struct.error as e:
             raise LaunchError(f"a scalar argument does not fit its parameter type: {e}") from e
-        for at, dtype, rank, j, arrays, enums, p, strides in self.maps:
+        if self.promotions != (HOPPER.l2_promotion_aligned, HOPPER.l2_promotion_misaligned):
+            self._promote()
+        mask = HOPPER.l2_sector_bytes - 1
+        for (at, dtype, rank, j, arrays, _enums, p, whole), (on, off) in zip(
+            self.maps, self.promoted, strict=True
+        ):
             address = args[j].data_ptr()
-            enums = _promoted(enums, address, strides)
+            enums = on if whole and not address & mask else off
             err = lib.encode_tiled(at, dtype, rank, address, arrays, enums)
             if err != 0:
                 raise LaunchError(
@@ -1252,10 +1272,16 @@ def _promotion_enum(name: str) -> int:
     return int(getattr(_driver().CUtensorMapL2promotion, f"CU_TENSOR_MAP_L2_PROMOTION_{name}"))
 
 
+def _with_promotion(enums: tuple, name: str) -> tuple:
+    """A tensor map's (interleave, swizzle, l2 promotion, oob fill) enums with the L2
+    promotion `name`."""
+    return (enums[0], enums[1], _promotion_enum(name), enums[3])
+
+
 def _promoted(enums: tuple, address: int, strides: Sequence[int]) -> tuple:
-    """A tensor map's (interleave, swizzle, l2 promotion, oob fill) enums with the
-    promotion `l2_promotion` chooses for this address and these strides."""
-    return (enums[0], enums[1], _promotion_enum(l2_promotion(address, strides)), enums[3])
+    """`enums` with the promotion `l2_promotion` chooses for this address and these
+    strides."""
+    return _with_promotion(enums, l2_promotion(address, strides))
 
 
 @functools.cache
