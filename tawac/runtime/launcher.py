@@ -1261,10 +1261,13 @@ def l2_promotion(address: int, strides: Sequence[int]) -> str:
     `address` with row `strides` in bytes: the target's choice for rows that start on
     whole L2 sectors where the address and every stride are multiples of a sector, else
     its choice for rows that do not (docs/abi.md, "Tensor maps")."""
-    sector = HOPPER.l2_sector_bytes
-    if address % sector == 0 and all(s % sector == 0 for s in strides):
-        return HOPPER.l2_promotion_aligned
-    return HOPPER.l2_promotion_misaligned
+    mask = HOPPER.l2_sector_bytes - 1
+    if address & mask:
+        return HOPPER.l2_promotion_misaligned
+    for s in strides:
+        if s & mask:
+            return HOPPER.l2_promotion_misaligned
+    return HOPPER.l2_promotion_aligned
 
 
 @functools.cache
@@ -1272,6 +1275,7 @@ def _promotion_enum(name: str) -> int:
     return int(getattr(_driver().CUtensorMapL2promotion, f"CU_TENSOR_MAP_L2_PROMOTION_{name}"))
 
 
+@functools.cache
 def _with_promotion(enums: tuple, name: str) -> tuple:
     """A tensor map's (interleave, swizzle, l2 promotion, oob fill) enums with the L2
     promotion `name`."""

@@ -115,7 +115,7 @@ class Target:
     swizzle_bytes: int = 128  # TMA's widest swizzle: rows of 128 bytes
     swizzle_alignment: int = 1024  # a 128B-swizzled tile starts on 1024 bytes
     tma_max_box: int = 256  # elements per box dimension
-    #: The unit of L2 <-> SM traffic: a 32-byte sector.
+    #: The unit of L2 <-> SM traffic: a 32-byte sector (a power of two).
     l2_sector_bytes: int = 32
     #: The L2 promotion of a tensor map (cuTensorMapEncodeTiled's l2Promotion, the
     #: `CU_TENSOR_MAP_L2_PROMOTION_*` name) whose address and row strides are whole
