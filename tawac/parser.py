@@ -97,13 +97,33 @@ class _HexElement(Parser._TensorLiteralElement):
 
 class BoundedParser(Parser):
     """xDSL's parser with tawac's lexer (`_Lexer`: string literals lexed in linear time,
-    number literals of at most `MAX_LITERAL_CHARS`) and a float tensor literal's hex
-    elements read as bit patterns (`_HexElement`); the base of `TawacParser` and of the
-    TTIR reader (`tawac.ttir`)."""
+    number literals of at most `MAX_LITERAL_CHARS`), shaped types within `MAX_DIM` and
+    `MAX_TILE_ELEMENTS` (before a `dense<...>` splat is expanded to one value per
+    element) and a float tensor literal's hex elements read as bit patterns
+    (`_HexElement`); the base of `TawacParser` and of the TTIR reader (`tawac.ttir`)."""
 
     def __init__(self, ctx: Context, text: str, name: str) -> None:
         super().__init__(ctx, "", name)
         self._parser_state = ParserState(_Lexer(Input(text, name)))
+
+    def parse_optional_type(self):
+        start = self._current_token.span.start
+        t = super().parse_optional_type()
+        if isinstance(t, ShapedType):
+            self._check_shape(t, start)
+        return t
+
+    def _check_shape(self, t: ShapedType, start: int) -> None:
+        shape = [d for d in t.get_shape() if d >= 0]
+        span = Span(start, self.pos, self._current_token.span.input)
+        if any(d > MAX_DIM for d in shape):
+            raise ParseError(span, f"dimension larger than {MAX_DIM} in {t}")
+        if math.prod(shape) > MAX_TILE_ELEMENTS:
+            raise ParseError(
+                span,
+                f"{t} has {math.prod(shape)} elements; a tile holds at most "
+                f"{MAX_TILE_ELEMENTS} (it lives in one CTA's registers and shared memory)",
+            )
 
     def _parse_tensor_literal_element(self):
         if self._current_token.text[:2] not in ("0x", "0X"):
@@ -187,26 +207,10 @@ class TawacParser(BoundedParser):
             ) from None
 
     def parse_optional_type(self):
-        start = self._current_token.span.start
-        t = self._located_verify(super().parse_optional_type)
-        if isinstance(t, ShapedType):
-            self._check_shape(t, start)
-        return t
+        return self._located_verify(super().parse_optional_type)
 
     def parse_optional_attribute(self):
         return self._located_verify(super().parse_optional_attribute)
-
-    def _check_shape(self, t: ShapedType, start: int) -> None:
-        shape = [d for d in t.get_shape() if d >= 0]
-        span = Span(start, self.pos, self._current_token.span.input)
-        if any(d > MAX_DIM for d in shape):
-            raise ParseError(span, f"dimension larger than {MAX_DIM} in {t}")
-        if math.prod(shape) > MAX_TILE_ELEMENTS:
-            raise ParseError(
-                span,
-                f"{t} has {math.prod(shape)} elements; a tile holds at most "
-                f"{MAX_TILE_ELEMENTS} (it lives in one CTA's registers and shared memory)",
-            )
 
 
 def span_location(span: Span, source_map: SourceMap | None) -> tuple[str, int, int]:

@@ -410,3 +410,21 @@ def test_an_unclosed_string_in_ttir_is_an_error_not_a_hang():
     long = text.replace("%c64_i32 = arith.constant 64", "%c64_i32 = arith.constant " + "6" * 500)
     with pytest.raises(CompileError, match="number literal of 500 characters"):
         parse_text(long, "mutant.ttir")
+
+
+def test_a_dense_splat_of_a_huge_tensor_in_ttir_is_one_located_error():
+    """Found by the fuzzer (seed 19): a divisibility hint `dense<128> :
+    tensor<9223372036854775807xi32>` made xDSL expand the splat to that many values (a
+    MemoryError, reported as an internal error). TTIR's shaped types now have the
+    `.mlir` reader's bounds, checked before a splat is expanded."""
+    text = (REPO / "examples/triton/attention_causal.ttir").read_text()
+    good = "{tt.divisibility = dense<128> : tensor<1xi32>}"
+    assert good in text
+    bad = text.replace(good, "{tt.divisibility = dense<128> : tensor<9223372036854775807xi32>}", 1)
+    with pytest.raises(CompileError) as err:
+        parse_text(bad, "mutant.ttir")
+    assert "dimension larger than" in err.value.message
+    assert str(err.value.location).startswith("mutant.ttir:")
+    huge = text.replace(good, "{tt.divisibility = dense<128> : tensor<4096x4096xi32>}", 1)
+    with pytest.raises(CompileError, match="elements; a tile holds at most"):
+        parse_text(huge, "mutant.ttir")
