@@ -28,6 +28,7 @@ from typing import Any
 
 from tawac.options import KNOBS, knob
 from tawac.target.dtypes import ELEMENT_BYTES
+from tawac.target.hopper import HOPPER
 
 TABLE_FORMAT = 1
 TABLE_SUFFIX = ".tune.json"
@@ -232,15 +233,15 @@ def output_dims(table: Mapping[str, Any]) -> tuple[str, str] | None:
 
 
 def rows_aligned(table: Mapping[str, Any], sizes: Mapping[str, int]) -> bool:
-    """Whether every tensor the kernel reads has rows (its last dimension) of a multiple
-    of 32 bytes, one L2 sector. A GEMM whose rows are only 16-byte aligned (K = 3000 or
-    5000 in bf16) reads each 128-byte TMA row across five sectors, not four, and ran
-    1.5-1.6x slower at the same tiles on the H100 (docs/perf.md, 2026-11-27): its
-    entries are timed apart from the aligned ones."""
+    """Whether every tensor the kernel reads has rows (its last dimension) of whole L2
+    sectors (`Target.on_sectors`). A GEMM whose rows are only 16-byte aligned (K = 3000
+    or 5000 in bf16) ran 1.5-1.6x slower at the same tiles on the H100 under 256-byte L2
+    promotion, and still 1.1-1.3x under none (docs/perf.md, 2026-11-27): its entries are
+    timed apart from the aligned ones."""
     for a in table.get("args", []):
         dims, size = a.get("dims") or [], ELEMENT_BYTES.get(str(a.get("dtype")))
         if a.get("access") == "read" and dims and size and dims[-1] in sizes:
-            if int(sizes[dims[-1]]) * size % 32:
+            if not HOPPER.on_sectors(int(sizes[dims[-1]]) * size):
                 return False
     return True
 

@@ -1156,7 +1156,7 @@ class _ShapePlan:
                     (ctypes.c_uint32 * len(elem))(*elem),
                 )
                 at = layout.base + layout.offsets[i]
-                whole = all(s % HOPPER.l2_sector_bytes == 0 for s in strides)
+                whole = HOPPER.on_sectors(*strides)
                 self.maps.append((at, dtype, len(dims), j, arrays, enums, p, whole))
         self._promote()
 
@@ -1261,13 +1261,9 @@ def l2_promotion(address: int, strides: Sequence[int]) -> str:
     `address` with row `strides` in bytes: the target's choice for rows that start on
     whole L2 sectors where the address and every stride are multiples of a sector, else
     its choice for rows that do not (docs/abi.md, "Tensor maps")."""
-    mask = HOPPER.l2_sector_bytes - 1
-    if address & mask:
-        return HOPPER.l2_promotion_misaligned
-    for s in strides:
-        if s & mask:
-            return HOPPER.l2_promotion_misaligned
-    return HOPPER.l2_promotion_aligned
+    if HOPPER.on_sectors(address, *strides):
+        return HOPPER.l2_promotion_aligned
+    return HOPPER.l2_promotion_misaligned
 
 
 @functools.cache
@@ -1275,7 +1271,6 @@ def _promotion_enum(name: str) -> int:
     return int(getattr(_driver().CUtensorMapL2promotion, f"CU_TENSOR_MAP_L2_PROMOTION_{name}"))
 
 
-@functools.cache
 def _with_promotion(enums: tuple, name: str) -> tuple:
     """A tensor map's (interleave, swizzle, l2 promotion, oob fill) enums with the L2
     promotion `name`."""

@@ -254,6 +254,13 @@ class Target:
             raise KeyError(f"no planner preference for '{kind}' loops in the {self.name} model")
         return found
 
+    def on_sectors(self, *byte_counts: int) -> bool:
+        """Every count (an address, row strides, a row's bytes) is a whole number of L2
+        sectors: rows that start on sectors (the L2 promotion's and the tuning tables'
+        row-alignment rule)."""
+        mask = self.l2_sector_bytes - 1
+        return not any(b & mask for b in byte_counts)
+
     def register_cap(self, warp_groups: int) -> int:
         """Registers per thread when `warp_groups` warp groups share the register file,
         rounded down to setmaxnreg's step."""
