@@ -258,8 +258,10 @@ class Target:
         """Every count (an address, row strides, a row's bytes) is a whole number of L2
         sectors: rows that start on sectors (the L2 promotion's and the tuning tables'
         row-alignment rule)."""
-        mask = self.l2_sector_bytes - 1
-        return not any(b & mask for b in byte_counts)
+        bits = 0
+        for b in byte_counts:
+            bits |= b
+        return not bits & (self.l2_sector_bytes - 1)
 
     def register_cap(self, warp_groups: int) -> int:
         """Registers per thread when `warp_groups` warp groups share the register file,
