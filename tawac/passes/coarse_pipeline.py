@@ -389,10 +389,7 @@ class _Expansion:
             Rewriter.insert_op(head, InsertPoint.before(loop))
             then = Block()
             last, start = self.bounds(then, trips, head[0].results[0])
-            for k in range(s_n - 1):
-                ivs = {o: lb if k == o else self._add(then, lb, k - o) for o in range(k + 1)}
-                b = self.bodies[("pro", k)] = _Body("pro", k, then, ivs)
-                self.emit(b, range(k + 1))
+            self.prologue(then)
             steady = self._steady(then, start)
             then.add_op(steady)
             self.epilogue(then, last)
@@ -436,11 +433,20 @@ class _Expansion:
         then.add_op(start)
         return last.result, start.result
 
-    def epilogue(self, then: Block, last: SSAValue, first: int = 0) -> None:
-        """The epilogue bodies `first` .. S-2 (stages s >= e + 1, induction values counted
-        back from `last`)."""
+    def prologue(self, then: Block) -> None:
+        """The prologue bodies 0 .. S-2 (stages s <= k, induction values counted on from
+        the lower bound)."""
+        lb = self.loop.lb
+        for k in range(self.stages - 1):
+            ivs = {o: lb if k == o else self._add(then, lb, k - o) for o in range(k + 1)}
+            b = self.bodies[("pro", k)] = _Body("pro", k, then, ivs)
+            self.emit(b, range(k + 1))
+
+    def epilogue(self, then: Block, last: SSAValue) -> None:
+        """The epilogue bodies 0 .. S-2 (stages s >= e + 1, induction values counted back
+        from `last`)."""
         s_n = self.stages
-        for e in range(first, s_n - 1):
+        for e in range(s_n - 1):
             ivs = {
                 o: last if o == e + 1 else self._sub(then, last, o - e - 1)
                 for o in range(e + 1, s_n)
@@ -498,8 +504,7 @@ def _chain(e1: _Expansion, e2: _Expansion) -> None:
     e1.bodies, e2.bodies = {}, {}
     then = Block()
     last1, start1 = e1.bounds(then, trips1, head1[0].results[0])
-    b = e1.bodies[("pro", 0)] = _Body("pro", 0, then, {0: l1.lb})
-    e1.emit(b, range(1))
+    e1.prologue(then)
     then.add_op(e1._steady(then, start1))
     last2, start2 = e2.bounds(then, trips2, head2[0].results[0])
     # loop 2's iteration 0 reads loop 1's results: those of its first stage are the
@@ -514,10 +519,11 @@ def _chain(e1: _Expansion, e2: _Expansion) -> None:
     b2 = e2.bodies[("pro", 0)] = _Body("pro", 0, then, {0: l2.lb})
     b2.dots = b1.dots  # one body: the waits count the MMAs of both loops
     cut1, cut2 = _first_dot_end(e1, 1), _first_dot_end(e2, 0)
+    assert cut1 is not None and cut2 is not None  # `chain_problem` found both MMAs
     e2.emit(b2, range(1), stop=cut2)
     e1.emit(b1, range(1, 2), stop=cut1)
-    e2.emit(b2, range(1), start=cut2 or 0)
-    e1.emit(b1, range(1, 2), start=cut1 or 0)
+    e2.emit(b2, range(1), start=cut2)
+    e1.emit(b1, range(1, 2), start=cut1)
     results1 = e1._results(then)
     for j, init in enumerate(l2.iter_args):
         m = index.get(init)

@@ -504,7 +504,10 @@ def _chained(kernel: tile.KernelOp, loops: list[LoopPlan]) -> list[LoopPlan]:
     taken: set[int] = set()
     for k in sorted(plans):
         lp, nxt = plans[k], plans.get(k + 1)
-        if nxt is None or k in taken or lp.chained or k + 1 >= len(found):
+        if lp.chained:  # a given schedule's chain keeps its pair
+            taken |= {k, k + 1}
+            continue
+        if nxt is None or k in taken or k + 1 >= len(found):
             continue
         if chain_problem(found[k], lp, found[k + 1], nxt) is not None:
             continue
