@@ -1190,12 +1190,11 @@ class _ShapePlan:
             raise LaunchError(f"a scalar argument does not fit its parameter type: {e}") from e
         if self.promotions != (HOPPER.l2_promotion_aligned, HOPPER.l2_promotion_misaligned):
             self._promote()
-        mask = HOPPER.l2_sector_bytes - 1
         for (at, dtype, rank, j, arrays, _enums, p, whole), (on, off) in zip(
             self.maps, self.promoted, strict=True
         ):
             address = args[j].data_ptr()
-            enums = on if whole and not address & mask else off
+            enums = on if whole and HOPPER.on_sectors(address) else off
             err = lib.encode_tiled(at, dtype, rank, address, arrays, enums)
             if err != 0:
                 raise LaunchError(
