@@ -7,7 +7,9 @@ blocks, issue 21), not causal and causal:
 - `tawac (ttir)`: the shipped `.ttir` (N_CTX = 4096 compiled in) compiled by tawac, at
   that length only;
 - `tawac.triton`: the same Python source through `tawac.triton.compile`, launched with
-  Triton's own arguments and grid;
+  Triton's own arguments and grid, with the tuning table beside the source
+  (`examples/triton/attention._attn_fwd.tune.json`, `scripts/tune_triton_attention.py`)
+  where there is one; then also `tawac.triton (no table)`, without it;
 - `tawac (tile)`: tawac's own tile-dialect kernel of the same blocks
   (`examples/attention.mlir` / `attention_causal.mlir`, bf16: the same tensor-core rate;
   it writes no log-sum-exp);
@@ -71,7 +73,7 @@ def _triton(causal: bool):
     return run
 
 
-def _tawac_triton(causal: bool, options: dict | None = None):
+def _tawac_triton(causal: bool, options: dict | None = None, tuning="auto"):
     import tawac.triton
 
     cfg = _module().TTIR
@@ -84,11 +86,21 @@ def _tawac_triton(causal: bool, options: dict | None = None):
             consts = {"N_CTX": n, "BLOCK_M": BLOCK, "BLOCK_N": BLOCK, "HEAD_DIM": D,
                       "STAGE": 3 if causal else 1}  # fmt: skip
             kernels[n] = tawac.triton.compile(
-                cfg["kernel"], signature=cfg["signature"], constexprs=consts, **options
-            )
+                cfg["kernel"], signature=cfg["signature"], constexprs=consts, tuning=tuning,
+                **options,
+            )  # fmt: skip
         kernels[n][(n // BLOCK, z * h)](*_args(q, k, v, scale, m, o))
 
     return run
+
+
+def _tuned() -> bool:
+    """Whether `tawac.triton.compile` finds a tuning table beside the tutorial's source
+    (then the benchmark also times the function without it)."""
+    import tawac.triton
+
+    path = tawac.triton.table_path(_module()._attn_fwd)
+    return path is not None and path.exists()
 
 
 def _tawac_ttir(causal: bool):
@@ -193,6 +205,7 @@ def main(argv: list[str] | None = None) -> int:
         "triton": _triton(c),
         "tawac (ttir)": _tawac_ttir(c),
         "tawac.triton": _tawac_triton(c),
+        **({"tawac.triton (no table)": _tawac_triton(c, tuning=None)} if _tuned() else {}),
         "tawac (tile)": _tawac_tile(c),
         "tawac (tile, fp16)": _tawac_tile(c, fp16=True),
         "sdpa": _sdpa(c),

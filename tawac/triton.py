@@ -18,8 +18,11 @@ CTA per SM over the tiles its own tile order visits.
 from __future__ import annotations
 
 import json
+import os
+import warnings
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from tawac.diagnostics import CompileError
@@ -448,7 +451,9 @@ class TritonFunction:
     tensor (a mask bound: one query row must not become a kernel of one row); then one
     `TritonKernel` per such specialization.
 
-    An attention kernel (a key loop with an online softmax) whose call has fewer
+    A tuning table (`tuning`, `load_table`; written by `tune`) gives each call
+    the pipeline options of its entry (`table_options`); the keyword options override
+    them. An attention kernel (a key loop with an online softmax) whose call has fewer
     programs than fill the GPU has its keys split (`split_k`, flash-decoding) as
     `tawac.tuning.fill_splits` says for that many programs and key steps, unless the
     options name a work decomposition; `options_for(*args)` shows the choice."""
@@ -459,6 +464,7 @@ class TritonFunction:
         signature: Mapping[str, str],
         constexprs: Mapping[str, Any],
         options: Mapping[str, Any] | None = None,
+        tuning: str | os.PathLike | Mapping[str, Any] | None = "auto",
     ):
         self.fn = fn
         self.options = dict(options or {})
@@ -467,7 +473,8 @@ class TritonFunction:
         self.params = [n for n in self.signature if n not in self.constexprs]
         self.ints = [i for i, n in enumerate(self.params) if _is_int(self.signature[n])]
         self.name = getattr(fn, "__name__", "kernel")
-        self.kernels: dict[tuple[tuple[str, ...], int], TritonKernel] = {}
+        self.kernels: dict[tuple[tuple[str, ...], tuple], TritonKernel] = {}
+        self.table = load_table(tuning, fn, self.name)
         self._sizes: frozenset[str] | None = None
         self._splits_keys: bool | None = None
         self._splits: dict[tuple, int] = {}
@@ -529,15 +536,50 @@ class TritonFunction:
         return bool(self._splits_keys)
 
     def options_for(self, *args: Any) -> dict[str, Any]:
-        """The pipeline options a call with these arguments compiles with: the user's,
-        and `split_k` where `fill_splits` splits an attention's keys (class docstring)."""
-        return {**self.options, **self._auto(self._ones(args), args)}
+        """The pipeline options a call with these arguments compiles with: its tuning
+        table entry's, the user's over them, and `split_k` where `fill_splits` splits an
+        attention's keys (class docstring)."""
+        return self._options(self._ones(args), args)
+
+    def _options(self, ones: tuple[str, ...], args: Sequence[Any]) -> dict[str, Any]:
+        given = {**self.table_options(args), **self.options}
+        return {**given, **self._auto(ones, args, given)}
+
+    def table_sizes(self, args: Sequence[Any]) -> dict[str, int]:
+        """What a tuning table entry is looked up by: the call's integer arguments and
+        the integer constexprs, by name."""
+        sizes = {
+            self.params[i]: int(args[i])
+            for i in self.ints
+            if i < len(args) and isinstance(args[i], int) and not isinstance(args[i], bool)
+        }
+        for k, v in self.constexprs.items():
+            if isinstance(v, int) and not isinstance(v, bool):
+                sizes[k] = v
+        return sizes
+
+    def table_options(self, args: Sequence[Any]) -> dict[str, Any]:
+        """The options of the tuning table's entry for this call (`tawac.tuning.pick`
+        among the entries tuned with this function's constexprs, `entry_applies`); {}
+        without a table or an entry, or where the user's options choose another work
+        decomposition than the entry's."""
+        from tawac import tuning
+
+        if self.table is None:
+            return {}
+        entries = [e for e in self.table["entries"] if entry_applies(e, self.constexprs)]
+        sub = {**self.table, "args": [], "entries": entries}  # no GEMM wave model here
+        picked = tuning.pick(sub, self.table_sizes(args))
+        if picked is None or tuning.overrides_decomposition(picked[1], self.options):
+            return {}
+        return picked[1]
 
     def __getitem__(self, grid) -> Callable[..., Any]:
         return self
 
     def specialize(self, *args: Any) -> TritonKernel:
-        """The kernel for these arguments (compiled once per set of arguments equal to 1)."""
+        """The kernel for these arguments (compiled once per set of arguments equal to 1
+        and of options, `options_for`)."""
         from tawac.runtime.launcher import LaunchError
 
         if len(args) != len(self.params):
@@ -546,7 +588,7 @@ class TritonFunction:
                 f"got {len(args)}"
             )
         ones = self._ones(args)
-        return self._kernel(ones, self._auto(ones, args).get("split_k", 0))
+        return self._kernel(ones, self._options(ones, args))
 
     def _ones(self, args: Sequence[Any]) -> tuple[str, ...]:
         ones = tuple(self.params[i] for i in self.ints if isinstance(args[i], int) and args[i] == 1)
@@ -554,23 +596,25 @@ class TritonFunction:
             ones = tuple(n for n in ones if n not in self.sizes())
         return ones
 
-    def _kernel(self, ones: tuple[str, ...], splits: int) -> TritonKernel:
-        """The kernel for these specialized ones, its keys split `splits` ways (0: as
-        the options say)."""
-        k = self.kernels.get((ones, splits))
+    def _kernel(self, ones: tuple[str, ...], options: Mapping[str, Any]) -> TritonKernel:
+        """The kernel for these specialized ones, compiled with `options`."""
+        key = (ones, tuple(sorted(options.items())))
+        k = self.kernels.get(key)
         if k is None:
             consts = {**self.constexprs, **dict.fromkeys(ones, 1)}
             ttir = ttir_of(self.fn, self.signature, consts)
-            opts = {**self.options, **({"split_k": splits} if splits else {})}
-            k = from_ttir(ttir, f"{self.name}.ttir", consts, self.params, **opts)
-            self.kernels[(ones, splits)] = k
+            k = from_ttir(ttir, f"{self.name}.ttir", consts, self.params, **options)
+            self.kernels[key] = k
         return k
 
-    def _auto(self, ones: tuple[str, ...], args: Sequence[Any]) -> dict[str, Any]:
-        """`{"split_k": s}` where this call's keys are split (class docstring), else {}."""
+    def _auto(
+        self, ones: tuple[str, ...], args: Sequence[Any], given: Mapping[str, Any]
+    ) -> dict[str, Any]:
+        """`{"split_k": s}` where this call's keys are split (class docstring), else {};
+        `given`: the options the call has besides (the table's and the user's)."""
         from tawac.tuning import DECOMPOSITION_KNOBS, fill_splits
 
-        if any(n in self.options for n in DECOMPOSITION_KNOBS) or not self.splits_keys():
+        if any(n in given for n in DECOMPOSITION_KNOBS) or not self.splits_keys():
             return {}
         layout = layout_key(args)
         key = (ones, layout)
@@ -580,12 +624,20 @@ class TritonFunction:
 
             from tawac.runtime.launcher import _sm_count
 
-            programs = self._kernel(ones, 0).programs(*args)
+            programs = self._kernel(ones, given).programs(*args)
             sms = _sm_count(torch.cuda.current_device())
             s = fill_splits(programs, sms, self._steps(args))
             if layout is not None:
                 self._splits[key] = s
         return {"split_k": s} if s > 1 else {}
+
+    def tune(self, *args: Any, space: Mapping[str, Sequence[Any]], **how: Any):
+        """Times this call's candidates (`space`: option values to try) and records the
+        winner in the tuning table (`tawac.triton_tune.tune`, which says what `how`
+        takes); returns its `TuneResult`."""
+        from tawac.triton_tune import tune
+
+        return tune(self, args, space, **how)
 
     def __call__(self, *args: Any, **constexprs: Any) -> Any:
         if self._storage is None:
@@ -605,12 +657,101 @@ class TritonFunction:
 
 
 def compile(  # noqa: A001 (Triton's word)
-    fn, *, signature: Mapping[str, str], constexprs: Mapping[str, Any], **options: Any
+    fn,
+    *,
+    signature: Mapping[str, str],
+    constexprs: Mapping[str, Any],
+    tuning: str | os.PathLike | Mapping[str, Any] | None = "auto",
+    **options: Any,
 ) -> TritonFunction:
     """`fn` compiled by tawac from Triton's TTIR (module docstring), on its first call;
     `options` are pipeline knobs (`PipelineOptions` fields, as `tawac compile`'s flags:
-    `guard_masks=False`, `consumer_warp_groups=2`), checked at the first call."""
-    return TritonFunction(fn, signature, constexprs, options)
+    `guard_masks=False`, `consumer_warp_groups=2`), checked at the first call, over
+    those of the `tuning` table's entry for each call (written by `TritonFunction.tune`;
+    "auto": `table_path`'s file beside `fn`'s source where it exists; a path; a loaded
+    table; None: none)."""
+    return TritonFunction(fn, signature, constexprs, options, tuning)
+
+
+def function_source(fn) -> str:
+    """The Python source of a Triton function (its `src`, else `inspect`'s), of which a
+    Triton tuning table records the digest; "" where none is found."""
+    src = getattr(fn, "src", None)
+    if isinstance(src, str):
+        return src
+    import inspect
+
+    try:
+        return inspect.getsource(getattr(fn, "fn", fn))
+    except (OSError, TypeError):
+        return ""
+
+
+def entry_applies(entry: Mapping[str, Any], constexprs: Mapping[str, Any]) -> bool:
+    """Whether a Triton tuning table entry applies to a function compiled with these
+    constexprs: each constexpr the entry was tuned with (its `"constexprs"`, those not
+    in its bucket) has the same value (`STAGE` 3 is another program than `STAGE` 1)."""
+    return all(constexprs.get(k) == v for k, v in entry.get("constexprs", {}).items())
+
+
+def table_path(fn) -> Path | None:
+    """Where `tuning="auto"` looks for the tuning table of the Triton function `fn`:
+    `<module>.<function>.tune.json` beside the file that defines it (`attention.py`'s
+    `_attn_fwd`: `attention._attn_fwd.tune.json`); None where the file is not known."""
+    import inspect
+
+    try:
+        where = inspect.getsourcefile(getattr(fn, "fn", fn))
+    except TypeError:
+        return None
+    if where is None:
+        return None
+    path = Path(where)
+    name = getattr(getattr(fn, "fn", fn), "__name__", "kernel")
+    return path.with_name(f"{path.stem}.{name}.tune.json")
+
+
+def load_table(
+    spec: str | os.PathLike | Mapping[str, Any] | None, fn, name: str
+) -> dict[str, Any] | None:
+    """A Triton function's tuning table from `spec` ("auto": `table_path`'s file where it
+    exists; a path; a loaded table; None: none), checked as `tawac.tuning` checks every
+    table, and further: its entries set no kernel parameters (a Triton function's
+    constexprs are the caller's) and their `"constexprs"` are objects. A table of another
+    function (`name`) raises; one tuned for another version of its source
+    (`source_sha256`) warns and is not used, as `tawac.torch` does."""
+    from tawac import tuning
+
+    if spec is None:
+        return None
+    if isinstance(spec, str) and spec == "auto":
+        path = table_path(fn)
+        if path is None or not path.exists():
+            return None
+        spec = path
+    if isinstance(spec, Mapping):
+        table, where = dict(spec), "tuning table"
+        tuning.validate_table(table, where)
+    else:
+        table, where = tuning.load_table(spec), str(spec)
+    for i, entry in enumerate(table["entries"]):
+        if entry.get("params"):
+            raise tuning.TuningTableError(
+                f"{where}: entries[{i}] sets kernel parameters; a Triton function's "
+                "constexprs are the caller's"
+            )
+        if not isinstance(entry.get("constexprs", {}), dict):
+            raise tuning.TuningTableError(f"{where}: entries[{i}]: 'constexprs' must be an object")
+    if table["kernel"] != name:
+        raise tuning.TuningTableError(f"{where} is the table of {table['kernel']}, not of {name}")
+    if table["source_sha256"] != tuning.source_sha256(function_source(fn)):
+        warnings.warn(
+            f"{where} was tuned for another version of {name} (source_sha256 differs): "
+            "ignored; tune it again",
+            stacklevel=4,
+        )
+        return None
+    return table
 
 
 __all__ = [
@@ -620,8 +761,12 @@ __all__ = [
     "TritonKernel",
     "abi_of",
     "compile",
+    "entry_applies",
     "from_ttir",
+    "function_source",
     "kernel_abi",
+    "load_table",
     "storage_sizes",
+    "table_path",
     "ttir_of",
 ]

@@ -603,7 +603,7 @@ def table_entry(
     }
 
 
-def _entry_key(entry: Mapping[str, Any]) -> tuple:
+def entry_key(entry: Mapping[str, Any]) -> tuple:
     """An entry's place in the table: its bucket, whether it is for ragged sizes, and the
     sizes it was tuned at where they are not the bucket's own."""
     bucket = entry.get("bucket", {})
@@ -630,11 +630,11 @@ def merge_table(
     stale = old is not None and (
         old.get("format") != TABLE_FORMAT or old.get("source_sha256") != sha256
     )
-    new = {_entry_key(e): dict(e) for e in entries}
+    new = {entry_key(e): dict(e) for e in entries}
     merged: list[dict[str, Any]] = []
     if old is not None and not stale:
         for e in old.get("entries", []):
-            k = _entry_key(e)
+            k = entry_key(e)
             merged.append(new.pop(k) if k in new else dict(e))
     merged.extend(new.values())
     table = {
@@ -903,7 +903,7 @@ def run_tune(
             )
         write_table(path, table)
         result.table_path, result.table, result.stale = path, table, stale
-        tuned = len({_entry_key(e) for e in entries})
+        tuned = len({entry_key(e) for e in entries})
         kept = len(table["entries"]) - tuned
         out.print(f"table: {path} ({tuned} bucket(s) tuned, {kept} kept)", markup=False)
     lost = [r for r in result.sizes if r.winner is None]
@@ -946,7 +946,7 @@ def _note_shared_buckets(won: Sequence[SizeResult], entries: Sequence[dict], err
     """Say when two tuned sizes fall in one bucket (the table keeps the later one)."""
     seen: dict[tuple, SizeResult] = {}
     for r, e in zip(won, entries, strict=True):
-        k = _entry_key(e)
+        k = entry_key(e)
         if k in seen:
             err.print(
                 f"note: {_sizes_text(seen[k].sizes)} and {_sizes_text(r.sizes)} share a "

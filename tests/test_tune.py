@@ -744,9 +744,9 @@ def test_entries_tuned_at_other_sizes_of_a_bucket_keep_their_own_place():
     assert pick_entry(table, {"M": 5120, "N": 5120, "K": 8192}) is at_5120
     assert pick_entry(table, {"M": 6000, "N": 5000, "K": 8192}) is at_5120
     assert pick_entry(table, {"M": 7800, "N": 8000, "K": 8192}) is own
-    assert tn._entry_key(own) != tn._entry_key(at_5120)
+    assert tn.entry_key(own) != tn.entry_key(at_5120)
     retuned = {**at_5120, "options": {"stream_k": 2}}
-    assert tn._entry_key(retuned) == tn._entry_key(at_5120)
+    assert tn.entry_key(retuned) == tn.entry_key(at_5120)
     bad = {**at_5120, "sizes": {"M": 3000, "N": 5120, "K": 8192}}  # 3000 is not in bucket 8192
     with pytest.raises(Exception, match="'sizes' must give"):
         validate_table({**head, "entries": [bad]})

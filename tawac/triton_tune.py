@@ -1,0 +1,231 @@
+"""Tuning a Triton function's calls (`TritonFunction.tune`): what `tawac tune` does for a
+tile kernel, for a `tawac.triton.compile` function at one call's arguments.
+
+    fn = tawac.triton.compile(_attn_fwd, signature=..., constexprs={..., "N_CTX": 8192})
+    fn.tune(*args, space={"persistent": [True, False]}, sizes=["N_CTX"], table="attn.tune.json")
+    fast = tawac.triton.compile(_attn_fwd, ..., tuning="attn.tune.json")
+
+Each candidate (the product of `space`'s option values; the default configuration, the
+function's own options, first) is compiled, run on copies of the call's tensors and
+compared with the default's outputs (`close`), then timed round-robin with the others
+(`tawac.runtime.runner.timer`); the winner is `tawac.tune.winner`'s: the fastest correct
+candidate faster than the default in every round, else the default. Its entry goes into
+the function's table, or given `table`, into that file's table (one is created where
+there is none or it was tuned for another version of the source; an entry of the same
+bucket, ragged mark and constexprs is replaced), which the function then follows.
+
+An entry's bucket holds the call's sizes: the integer arguments and constexprs named in
+`sizes` (`Z`, `H`, a length compiled in as `N_CTX`; default: the integer arguments that
+size a tensor, `TritonFunction.sizes`); its `"constexprs"` hold the function's other
+constexprs (JSON values), which a function must share for the entry to apply
+(`tawac.triton.entry_applies`).
+"""
+
+from __future__ import annotations
+
+import datetime
+import itertools
+import os
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from tawac.diagnostics import CompileError
+from tawac.options import knob
+
+#: How far a candidate's output may lie from the default's: |a - b| <= RTOL * max |b| +
+#: ATOL per tensor (candidates sum in other orders: split keys, other tiles).
+RTOL, ATOL = 2e-2, 1e-3
+
+
+@dataclass
+class TuneResult:
+    """`tune`'s outcome: one `tawac.tune.Measured` row per candidate (the default's
+    first), the winner's table entry and the table it is now in."""
+
+    rows: list[Any]
+    entry: dict[str, Any]
+    table: dict[str, Any] = field(default_factory=dict)
+
+    def lines(self) -> list[str]:
+        """A line per candidate: its label, median time and each round's, or why it was
+        rejected."""
+        out = []
+        for r in self.rows:
+            rounds = ", ".join(f"{t:.4f}" for t in r.rounds)
+            what = f"{r.time_ms:.4f} ms ({rounds})" if r.ok else f"rejected ({r.reject})"
+            out.append(f"{r.candidate.label()}: {what}")
+        return out
+
+
+def candidates(space: Mapping[str, Sequence[Any]]):
+    """The default configuration, then each combination of `space`'s option values
+    (Python knob names; a value checked as `tawac compile` checks it) that is not it."""
+    from tawac.tune import Candidate
+
+    axes = []
+    for name, values in space.items():
+        k = knob(name)
+        if k is None or k.name != name:
+            raise CompileError(f"tune: unknown option {name!r}")
+        for v in values:
+            must = k.problem(v)
+            if must is not None:
+                raise CompileError(f"tune: option {name} must be {must}, got {v!r}")
+        axes.append([(name, v) for v in values])
+    out = [Candidate()]
+    for combo in itertools.product(*axes):
+        c = Candidate(options=dict(combo))
+        if c.options and c not in out:
+            out.append(c)
+    return out
+
+
+def close(got: Sequence[Any], want: Sequence[Any]) -> str | None:
+    """None where every tensor of `got` is within `RTOL`/`ATOL` of `want`'s (NaNs where
+    `want` has them), else what differs."""
+    import torch
+
+    for i, (a, b) in enumerate(zip(got, want, strict=True)):
+        if not isinstance(b, torch.Tensor):
+            continue
+        a, b = a.float(), b.float()
+        if not torch.equal(torch.isnan(a), torch.isnan(b)):
+            return f"argument {i}: NaN where the default has none (or the other way)"
+        fin = ~torch.isnan(b)
+        if not fin.any():
+            continue
+        err = (a[fin] - b[fin]).abs().max().item()
+        bound = RTOL * b[fin].abs().max().item() + ATOL
+        if err > bound:
+            return f"argument {i}: off by {err:.3g} (allowed {bound:.3g})"
+    return None
+
+
+def _merge(table: Mapping[str, Any] | None, entry: dict[str, Any], fn) -> dict[str, Any]:
+    from tawac.triton import function_source
+    from tawac.tune import entry_key
+    from tawac.tuning import TABLE_FORMAT, source_sha256
+
+    def key(e):
+        return (entry_key(e), tuple(sorted(e.get("constexprs", {}).items())))
+
+    kept = [dict(e) for e in (table or {}).get("entries", []) if key(e) != key(entry)]
+    return {
+        "format": TABLE_FORMAT,
+        "kernel": fn.name,
+        "source_sha256": source_sha256(function_source(fn.fn)),
+        "args": [{"name": n} for n in fn.params],
+        "entries": [*kept, entry],
+    }
+
+
+def tune(
+    fn,
+    args: Sequence[Any],
+    space: Mapping[str, Sequence[Any]],
+    *,
+    sizes: Sequence[str] | None = None,
+    rounds: int = 5,
+    warmup_ms: float = 25.0,
+    rep_ms: float = 50.0,
+    l2: str = "dirty",
+    table: str | os.PathLike | None = None,
+) -> TuneResult:
+    """Tunes `fn` (a `TritonFunction`) at the call `args` (module docstring): `space`
+    the option values to try, `sizes` the names of the call's sizes (the bucket's),
+    `rounds` round-robin rounds of `rep_ms` each (`l2`: `tawac.runtime.runner.timer`'s
+    flush), `table` the file to write the table to."""
+    import torch
+
+    from tawac.runtime.runner import round_robin, timer
+    from tawac.tune import Measured, winner
+    from tawac.tuning import UNSTATED, bucket_of, ragged_of
+
+    dims = fn.table_sizes(args)
+    names = sorted(fn.sizes()) if sizes is None else list(sizes)
+    unknown = [n for n in names if n not in dims]
+    if unknown:
+        raise CompileError(
+            f"tune: {', '.join(unknown)} is no integer argument or constexpr of {fn.name}"
+        )
+    if not names:
+        raise CompileError(f"tune: no argument of {fn.name} sizes a tensor; name its sizes")
+    ones = fn._ones(args)
+    cands = candidates(space)
+    kernels: list[Any] = []
+    rows = []
+    for c in cands:
+        given = {**fn.options, **c.options}
+        try:
+            kernels.append(fn._kernel(ones, {**given, **fn._auto(ones, args, given)}))
+            rows.append(Measured(c))
+        except CompileError as e:
+            kernels.append(None)
+            rows.append(Measured(c, reject=f"compile: {str(e).splitlines()[0]}"))
+    if rows[0].reject is not None:
+        raise CompileError(f"tune: the default configuration of {fn.name}: {rows[0].reject}")
+    original = [a.clone() if isinstance(a, torch.Tensor) else a for a in args]
+
+    def restore() -> None:
+        for a, o in zip(args, original, strict=True):
+            if isinstance(a, torch.Tensor):
+                a.copy_(o)
+
+    want = None
+    for row, k in zip(rows, kernels, strict=True):
+        if k is None:
+            continue
+        restore()
+        k(*args)
+        torch.cuda.synchronize()
+        got = [a.clone() if isinstance(a, torch.Tensor) else a for a in args]
+        if want is None:
+            want = got
+        why = close(got, want)
+        if why is not None:
+            row.reject = f"wrong result: {why}"
+    restore()
+    time = timer(l2)
+    samples: list[list[float]] = [[] for _ in cands]
+    live = [i for i, r in enumerate(rows) if r.reject is None]
+    for j in round_robin(len(live), rounds):
+        i = live[j]
+        samples[i].append(time(lambda k=kernels[i]: k(*args), warmup_ms, rep_ms))
+    restore()
+    for i in live:
+        s = sorted(samples[i])
+        rows[i].time_ms = s[len(s) // 2]
+        rows[i].rounds = tuple(samples[i])
+    best = winner(rows)
+    if best is None:
+        raise CompileError(f"tune: no candidate of {fn.name} ran correctly")
+    exact = {n: max(1, dims[n]) for n in names}
+    bucket = dict(bucket_of(exact))
+    consts = {
+        k: v
+        for k, v in fn.constexprs.items()
+        if k not in names and isinstance(v, bool | int | float | str)
+    }
+    entry = {
+        "bucket": bucket,
+        "ragged": ragged_of(exact),
+        **({"sizes": exact} if exact != bucket else {}),
+        "constexprs": consts,
+        "options": {**{k: knob(k).default for k in UNSTATED}, **best.candidate.options},
+        "time_ms": best.time_ms,
+        "device": torch.cuda.get_device_name(),
+        "date": datetime.date.today().isoformat(),
+    }
+    base = fn.table
+    if table is not None and Path(table).exists():
+        from tawac.triton import load_table
+
+        base = load_table(table, fn.fn, fn.name)  # stale: warned, a new table
+    fn.table = _merge(base, entry, fn)
+    if table is not None:
+        from tawac.tune import write_table
+
+        write_table(Path(table), fn.table)
+    return TuneResult(rows, entry, fn.table)
