@@ -18,7 +18,7 @@ An entry's bucket holds the call's sizes: the integer arguments and constexprs n
 `sizes` (`Z`, `H`, a length compiled in as `N_CTX`; default: the integer arguments that
 size a tensor, `TritonFunction.sizes`); its `"constexprs"` hold the function's other
 constexprs (JSON values), which a function must share for the entry to apply
-(`tawac.triton.entry_applies`).
+(`entry_applies`).
 """
 
 from __future__ import annotations
@@ -26,6 +26,7 @@ from __future__ import annotations
 import datetime
 import itertools
 import os
+import warnings
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -37,6 +38,87 @@ from tawac.options import knob
 #: How far a candidate's output may lie from the default's: |a - b| <= RTOL * max |b| +
 #: ATOL per tensor (candidates sum in other orders: split keys, other tiles).
 RTOL, ATOL = 2e-2, 1e-3
+
+
+def function_source(fn) -> str:
+    """The Python source of a Triton function (its `src`, else `inspect`'s), of which a
+    Triton tuning table records the digest; "" where none is found."""
+    src = getattr(fn, "src", None)
+    if isinstance(src, str):
+        return src
+    import inspect
+
+    try:
+        return inspect.getsource(getattr(fn, "fn", fn))
+    except (OSError, TypeError):
+        return ""
+
+
+def entry_applies(entry: Mapping[str, Any], constexprs: Mapping[str, Any]) -> bool:
+    """Whether a Triton tuning table entry applies to a function compiled with these
+    constexprs: each constexpr the entry was tuned with (its `"constexprs"`, those not
+    in its bucket) has the same value (`STAGE` 3 is another program than `STAGE` 1)."""
+    return all(constexprs.get(k) == v for k, v in entry.get("constexprs", {}).items())
+
+
+def table_path(fn) -> Path | None:
+    """Where `tuning="auto"` looks for the tuning table of the Triton function `fn`:
+    `<module>.<function>.tune.json` beside the file that defines it (`attention.py`'s
+    `_attn_fwd`: `attention._attn_fwd.tune.json`); None where the file is not known."""
+    import inspect
+
+    try:
+        where = inspect.getsourcefile(getattr(fn, "fn", fn))
+    except TypeError:
+        return None
+    if where is None:
+        return None
+    path = Path(where)
+    name = getattr(getattr(fn, "fn", fn), "__name__", "kernel")
+    return path.with_name(f"{path.stem}.{name}.tune.json")
+
+
+def load_table(
+    spec: str | os.PathLike | Mapping[str, Any] | None, fn, name: str
+) -> dict[str, Any] | None:
+    """A Triton function's tuning table from `spec` ("auto": `table_path`'s file where it
+    exists; a path; a loaded table; None: none), checked as `tawac.tuning` checks every
+    table, and further: its entries set no kernel parameters (a Triton function's
+    constexprs are the caller's) and their `"constexprs"` are objects. A table of another
+    function (`name`) raises; one tuned for another version of its source
+    (`source_sha256`) warns and is not used, as `tawac.torch` does."""
+    from tawac import tuning
+
+    if spec is None:
+        return None
+    if isinstance(spec, str) and spec == "auto":
+        path = table_path(fn)
+        if path is None or not path.exists():
+            return None
+        spec = path
+    if isinstance(spec, Mapping):
+        table, where = dict(spec), "tuning table"
+        tuning.validate_table(table, where)
+    else:
+        table, where = tuning.load_table(spec), str(spec)
+    for i, entry in enumerate(table["entries"]):
+        if entry.get("params"):
+            raise tuning.TuningTableError(
+                f"{where}: entries[{i}] sets kernel parameters; a Triton function's "
+                "constexprs are the caller's"
+            )
+        if not isinstance(entry.get("constexprs", {}), dict):
+            raise tuning.TuningTableError(f"{where}: entries[{i}]: 'constexprs' must be an object")
+    if table["kernel"] != name:
+        raise tuning.TuningTableError(f"{where} is the table of {table['kernel']}, not of {name}")
+    if table["source_sha256"] != tuning.source_sha256(function_source(fn)):
+        warnings.warn(
+            f"{where} was tuned for another version of {name} (source_sha256 differs): "
+            "ignored; tune it again",
+            stacklevel=4,
+        )
+        return None
+    return table
 
 
 @dataclass
@@ -104,7 +186,6 @@ def close(got: Sequence[Any], want: Sequence[Any]) -> str | None:
 
 
 def _merge(table: Mapping[str, Any] | None, entry: dict[str, Any], fn) -> dict[str, Any]:
-    from tawac.triton import function_source
     from tawac.tune import entry_key
     from tawac.tuning import TABLE_FORMAT, source_sha256
 
@@ -220,8 +301,6 @@ def tune(
     }
     base = fn.table
     if table is not None and Path(table).exists():
-        from tawac.triton import load_table
-
         base = load_table(table, fn.fn, fn.name)  # stale: warned, a new table
     fn.table = _merge(base, entry, fn)
     if table is not None:

@@ -51,6 +51,7 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
             "tawac.trace",
             "tawac.calibrate",
             "tawac.triton",
+            "tawac.triton_tune",
         ),
     ),
 ]
