@@ -4,7 +4,7 @@ and writes `examples/triton/attention._attn_fwd.tune.json` (the table `tawac.tri
 reads beside the source by default). On the GPU machine:
 
     python3 scripts/tune_triton_attention.py [--shapes 4x32x1024,...] [--space persistent=false]
-        [--rounds 5] [--rep-ms 100] [--table FILE]
+        [--rounds 5] [--rep-ms 100] [--table FILE] [--kinds causal,plain]
 """
 
 from __future__ import annotations
@@ -32,7 +32,7 @@ def main() -> int:
     ap.add_argument("--rounds", type=int, default=5)
     ap.add_argument("--rep-ms", type=float, default=100.0)
     ap.add_argument("--table", type=Path, default=None)
-    ap.add_argument("--causal-only", action="store_true")
+    ap.add_argument("--kinds", default="causal,plain", help="causal, plain (not causal) or both")
     args = ap.parse_args()
     space = {}
     for item in args.space or ["persistent=false"]:
@@ -47,7 +47,8 @@ def main() -> int:
     cfg = module.TTIR
     table = args.table or tawac.triton.table_path(cfg["kernel"])
     print(f"# {torch.cuda.get_device_name()}; table {table}; space {space}")
-    for causal in (True,) if args.causal_only else (False, True):
+    kinds = args.kinds.split(",")
+    for causal in [c for c in (False, True) if ("causal" if c else "plain") in kinds]:
         for shape in args.shapes.split(","):
             z, h, n = (int(x) for x in shape.split("x"))
             consts = {"N_CTX": n, "BLOCK_M": 128, "BLOCK_N": 128, "HEAD_DIM": 128,
