@@ -296,6 +296,7 @@ def tune(
         "constexprs": consts,
         "options": {**{k: knob(k).default for k in UNSTATED}, **best.candidate.options},
         "time_ms": best.time_ms,
+        **({"l2": l2} if l2 != "dirty" else {}),  # timed with a clean L2 (`tawac tune`'s mark)
         "device": torch.cuda.get_device_name(),
         "date": datetime.date.today().isoformat(),
     }

@@ -65,3 +65,16 @@ def gemm_error(a, b, c) -> float:
     ref = a.float() @ b.float().T
     assert not c.isnan().any(), "unwritten (poisoned) output elements remain"
     return ((c.float() - ref).norm() / ref.norm()).item()
+
+
+def load_module(path, name: str | None = None):
+    """The Python file `path` imported as a module (an example's or a script's source,
+    outside any package), under `name` (default: the file's stem)."""
+    from pathlib import Path
+
+    path = Path(path)
+    spec = importlib.util.spec_from_file_location(name or path.stem, path)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module

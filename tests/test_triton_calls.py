@@ -5,7 +5,6 @@ replaced by a recorder, so no GPU is needed (Triton's front end is)."""
 
 from __future__ import annotations
 
-import importlib.util
 import math
 from pathlib import Path
 
@@ -14,18 +13,12 @@ import pytest
 torch = pytest.importorskip("torch")
 pytest.importorskip("triton")
 
+from gpu_util import load_module  # noqa: E402
+
 import tawac.triton  # noqa: E402
 from tawac.triton import layout_key  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[1]
-
-
-def _module(path: Path):
-    spec = importlib.util.spec_from_file_location(path.stem, path)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
 
 
 def _same(a, b) -> bool:
@@ -55,7 +48,7 @@ def _recorded(fn, args):
 def test_the_tutorial_attention_views_its_lse_from_the_storage():
     """M is a 1-D view sized from its storage (Z x H x N_CTX floats): both paths give
     the same view, and the next call at another M layout takes the full path again."""
-    cfg = _module(REPO / "examples/triton/attention.py").TTIR
+    cfg = load_module(REPO / "examples/triton/attention.py").TTIR
     consts = {k: v for k, v in cfg["constexprs"].items() if not k.startswith("stride_")}
     fn = tawac.triton.compile(cfg["kernel"], signature=cfg["signature"], constexprs=consts)
     z, h, n, d = 1, 2, 4096, 128
@@ -72,7 +65,7 @@ def test_the_tutorial_attention_views_its_lse_from_the_storage():
 
 
 def test_a_float_argument_is_passed_and_not_keyed():
-    cfg = _module(REPO / "tests/data/triton/unseen_attention.py").TTIR_VARIANTS["unseen_gqa"]
+    cfg = load_module(REPO / "tests/data/triton/unseen_attention.py").TTIR_VARIANTS["unseen_gqa"]
     fn = tawac.triton.compile(cfg["kernel"], signature=cfg["signature"],
                               constexprs=cfg["constexprs"], split_k=1)  # fmt: skip
     b, h, hk, rows, keys = 2, 32, 4, 3, 300

@@ -7,7 +7,6 @@ with it runs the entry's options and is correct against torch."""
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import math
 import shutil
@@ -18,7 +17,7 @@ import pytest
 torch = pytest.importorskip("torch")
 pytest.importorskip("triton")
 
-from gpu_util import requires_gpu  # noqa: E402
+from gpu_util import load_module, requires_gpu  # noqa: E402
 
 import tawac.triton as tt  # noqa: E402
 from tawac.diagnostics import CompileError  # noqa: E402
@@ -28,16 +27,8 @@ from tawac.tuning import TABLE_FORMAT, TuningTableError, source_sha256  # noqa: 
 REPO = Path(__file__).resolve().parents[1]
 
 
-def _module(path: Path):
-    spec = importlib.util.spec_from_file_location(path.stem, path)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
 def _function(causal: bool = True, path: Path = REPO / "examples/triton/attention.py", **kw):
-    mod = _module(path)
+    mod = load_module(path)
     cfg = mod.TTIR_VARIANTS["attention_causal"] if causal else mod.TTIR
     consts = {k: v for k, v in cfg["constexprs"].items() if not k.startswith("stride_")}
     consts.update(kw.pop("constexprs", {}))
