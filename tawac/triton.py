@@ -12,7 +12,8 @@ per tensor of the tile kernel, a strided view of the pointer's tensor from the s
 stride arguments the pointer analysis tied to it (`tawac.analysis.pointers`), and checks
 what TMA needs: the contiguous dimension's stride is 1 (else one `LaunchError` naming
 the argument). The grid Triton would launch is accepted and not used: tawac launches one
-CTA per SM over the tiles its own tile order visits.
+CTA per SM over the tiles its own tile order visits (or a plain grid where the call's
+tuning table entry says so: `k.tune(*args, space=...)` measures, `tawac.triton_tune`).
 """
 
 from __future__ import annotations
