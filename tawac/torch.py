@@ -38,7 +38,6 @@ import json
 import keyword
 import os
 import re
-import warnings
 from collections.abc import Mapping, Sequence
 from dataclasses import fields
 from pathlib import Path
@@ -225,27 +224,8 @@ class TorchKernel:
     # ---- set-up
 
     def _load_table(self, spec, text: str) -> dict[str, Any] | None:
-        if spec is None:
-            return None
-        where = "tuning table"
-        if isinstance(spec, Mapping):
-            table = dict(spec)
-            tuning.validate_table(table)
-        elif isinstance(spec, str) and spec == "auto":
-            path = tuning.table_path(self.source)
-            if not path.exists():
-                return None
-            table, where = tuning.load_table(path), str(path)
-        else:
-            table, where = tuning.load_table(spec), str(spec)
-        if table["source_sha256"] != tuning.source_sha256(text):
-            warnings.warn(
-                f"{where} was tuned for another version of {self.source} (source_sha256 "
-                "differs): ignored; run `tawac tune` again",
-                stacklevel=4,
-            )
-            return None
-        return table
+        found = tuning.table_for(spec, tuning.table_path(self.source), text, str(self.source))
+        return found[0] if found is not None else None
 
     def _signature(self, args: list[dict[str, Any]]) -> None:
         """Indices of inputs and pure outputs, tensor positions, how each output's shape

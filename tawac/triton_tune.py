@@ -7,12 +7,13 @@ tile kernel, for a `tawac.triton.compile` function at one call's arguments.
 
 Each candidate (the product of `space`'s option values; the default configuration, the
 function's own options, first) is compiled, run on copies of the call's tensors and
-compared with the default's outputs (`close`), then timed round-robin with the others
-(`tawac.runtime.runner.timer`); the winner is `tawac.tune.winner`'s: the fastest correct
-candidate faster than the default in every round, else the default. Its entry goes into
-the function's table, or given `table`, into that file's table (one is created where
-there is none or it was tuned for another version of the source; an entry of the same
-bucket, ragged mark and constexprs is replaced), which the function then follows.
+compared with the default's outputs (`close`: `tawac tune`'s relative error), then timed
+round-robin with the others (`tawac.runtime.runner.timer`); the winner is
+`tawac.tune.winner`'s: the fastest correct candidate faster than the default in every
+round, else the default. Its entry goes into the function's table, or given `table`, into
+that file's table (one is created where there is none or it was tuned for another version
+of the source; an entry of the same bucket, ragged mark and constexprs is replaced), which
+the function then follows.
 
 An entry's bucket holds the call's sizes: the integer arguments and constexprs named in
 `sizes` (`Z`, `H`, a length compiled in as `N_CTX`; default: the integer arguments that
@@ -24,9 +25,8 @@ constexprs (JSON values), which a function must share for the entry to apply
 from __future__ import annotations
 
 import datetime
-import itertools
 import os
-import warnings
+import statistics
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -34,10 +34,6 @@ from typing import Any
 
 from tawac.diagnostics import CompileError
 from tawac.options import knob
-
-#: How far a candidate's output may lie from the default's: |a - b| <= RTOL * max |b| +
-#: ATOL per tensor (candidates sum in other orders: split keys, other tiles).
-RTOL, ATOL = 2e-2, 1e-3
 
 
 def function_source(fn) -> str:
@@ -89,18 +85,11 @@ def load_table(
     (`source_sha256`) warns and is not used, as `tawac.torch` does."""
     from tawac import tuning
 
-    if spec is None:
+    auto = table_path(fn) if isinstance(spec, str) and spec == "auto" else None
+    found = tuning.table_for(spec, auto, function_source(fn), name, "tune it again")
+    if found is None:
         return None
-    if isinstance(spec, str) and spec == "auto":
-        path = table_path(fn)
-        if path is None or not path.exists():
-            return None
-        spec = path
-    if isinstance(spec, Mapping):
-        table, where = dict(spec), "tuning table"
-        tuning.validate_table(table, where)
-    else:
-        table, where = tuning.load_table(spec), str(spec)
+    table, where = found
     for i, entry in enumerate(table["entries"]):
         if entry.get("params"):
             raise tuning.TuningTableError(
@@ -111,13 +100,6 @@ def load_table(
             raise tuning.TuningTableError(f"{where}: entries[{i}]: 'constexprs' must be an object")
     if table["kernel"] != name:
         raise tuning.TuningTableError(f"{where} is the table of {table['kernel']}, not of {name}")
-    if table["source_sha256"] != tuning.source_sha256(function_source(fn)):
-        warnings.warn(
-            f"{where} was tuned for another version of {name} (source_sha256 differs): "
-            "ignored; tune it again",
-            stacklevel=4,
-        )
-        return None
     return table
 
 
@@ -143,8 +125,9 @@ class TuneResult:
 
 def candidates(space: Mapping[str, Sequence[Any]]):
     """The default configuration, then each combination of `space`'s option values
-    (Python knob names; a value checked as `tawac compile` checks it) that is not it."""
-    from tawac.tune import Candidate
+    (Python knob names; a value checked as `tawac compile` checks it;
+    `tawac.tune.enumerate_candidates`)."""
+    from tawac.tune import Axis, Candidate, enumerate_candidates
 
     axes = []
     for name, values in space.items():
@@ -155,51 +138,41 @@ def candidates(space: Mapping[str, Sequence[Any]]):
             must = k.problem(v)
             if must is not None:
                 raise CompileError(f"tune: option {name} must be {must}, got {v!r}")
-        axes.append([(name, v) for v in values])
-    out = [Candidate()]
-    for combo in itertools.product(*axes):
-        c = Candidate(options=dict(combo))
-        if c.options and c not in out:
-            out.append(c)
-    return out
+        axes.append(Axis(name, "option", tuple(values)))
+    combos = enumerate_candidates(axes) if axes else []
+    return [Candidate(), *(c for c in combos if c.options)]
 
 
 def close(got: Sequence[Any], want: Sequence[Any]) -> str | None:
-    """None where every tensor of `got` is within `RTOL`/`ATOL` of `want`'s (NaNs where
-    `want` has them), else what differs."""
+    """None where every tensor of `got` lies within `tawac tune`'s tolerance of `want`'s
+    (`relative_error`, NaN-free where `want` is finite), else what differs."""
+    import math
+
     import torch
+
+    from tawac.runtime.runner import relative_error
+    from tawac.tune import TOLERANCE
 
     for i, (a, b) in enumerate(zip(got, want, strict=True)):
         if not isinstance(b, torch.Tensor):
             continue
-        a, b = a.float(), b.float()
-        if not torch.equal(torch.isnan(a), torch.isnan(b)):
-            return f"argument {i}: NaN where the default has none (or the other way)"
-        fin = ~torch.isnan(b)
-        if not fin.any():
-            continue
-        err = (a[fin] - b[fin]).abs().max().item()
-        bound = RTOL * b[fin].abs().max().item() + ATOL
-        if err > bound:
-            return f"argument {i}: off by {err:.3g} (allowed {bound:.3g})"
+        err = relative_error(a, b)
+        if math.isnan(err):
+            return f"argument {i}: NaN where the default has a number"
+        if err > TOLERANCE:
+            return f"argument {i}: relative error {err:.3g} > {TOLERANCE:g}"
     return None
 
 
 def _merge(table: Mapping[str, Any] | None, entry: dict[str, Any], fn) -> dict[str, Any]:
-    from tawac.tune import entry_key
-    from tawac.tuning import TABLE_FORMAT, source_sha256
+    """`table` with `entry` in (`tawac.tune.merge_table`: it replaces the entry of its
+    bucket and constexprs), for `fn`."""
+    from tawac.tune import merge_table
+    from tawac.tuning import source_sha256
 
-    def key(e):
-        return (entry_key(e), tuple(sorted(e.get("constexprs", {}).items())))
-
-    kept = [dict(e) for e in (table or {}).get("entries", []) if key(e) != key(entry)]
-    return {
-        "format": TABLE_FORMAT,
-        "kernel": fn.name,
-        "source_sha256": source_sha256(function_source(fn.fn)),
-        "args": [{"name": n} for n in fn.params],
-        "entries": [*kept, entry],
-    }
+    sha = source_sha256(function_source(fn.fn))
+    args = [{"name": n} for n in fn.params]
+    return merge_table(table, [entry], kernel=fn.name, sha256=sha, args=args)[0]
 
 
 def tune(
@@ -276,8 +249,7 @@ def tune(
         samples[i].append(time(lambda k=kernels[i]: k(*args), warmup_ms, rep_ms))
     restore()
     for i in live:
-        s = sorted(samples[i])
-        rows[i].time_ms = s[len(s) // 2]
+        rows[i].time_ms = statistics.median(samples[i])
         rows[i].rounds = tuple(samples[i])
     best = winner(rows)
     if best is None:

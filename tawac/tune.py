@@ -604,14 +604,17 @@ def table_entry(
 
 
 def entry_key(entry: Mapping[str, Any]) -> tuple:
-    """An entry's place in the table: its bucket, whether it is for ragged sizes, and the
-    sizes it was tuned at where they are not the bucket's own."""
+    """An entry's place in the table: its bucket, whether it is for ragged sizes, the
+    sizes it was tuned at where they are not the bucket's own, and (a Triton function's
+    table, `tawac.triton_tune`) the constexprs it was tuned with."""
     bucket = entry.get("bucket", {})
     exact = entry.get("sizes") or {}
+    consts = entry.get("constexprs") or {}
     return (
         tuple(sorted((str(k), v) for k, v in dict(bucket).items())),
         entry.get("ragged"),
         tuple(sorted((str(k), v) for k, v in dict(exact).items())),
+        tuple(sorted((str(k), v) for k, v in dict(consts).items())),
     )
 
 

@@ -140,6 +140,41 @@ def load_table(path: str | os.PathLike) -> dict[str, Any]:
     return table
 
 
+def table_for(
+    spec: str | os.PathLike | Mapping[str, Any] | None,
+    auto: Path | None,
+    text: str,
+    what: str,
+    again: str = "run `tawac tune` again",
+    stacklevel: int = 5,
+) -> tuple[dict[str, Any], str] | None:
+    """The table a `tuning=` argument names, with where it came from: None for None;
+    "auto": the file `auto` where it exists, else None; a loaded table (validated) or a
+    path (`load_table`). One tuned for another version of the source (`text`, the
+    source `what` is) warns (`again`: what to do) and gives None."""
+    if spec is None:
+        return None
+    if isinstance(spec, str) and spec == "auto":
+        if auto is None or not auto.exists():
+            return None
+        spec = auto
+    if isinstance(spec, Mapping):
+        table, where = dict(spec), "tuning table"
+        validate_table(table, where)
+    else:
+        table, where = load_table(spec), str(spec)
+    if table["source_sha256"] != source_sha256(text):
+        import warnings
+
+        warnings.warn(
+            f"{where} was tuned for another version of {what} (source_sha256 differs): "
+            f"ignored; {again}",
+            stacklevel=stacklevel,
+        )
+        return None
+    return table, where
+
+
 def _distance(bucket: Mapping[str, int], sizes: Mapping[str, int]) -> float | None:
     """Sum over the bucket's dimensions of |log2(bucket) - log2(bucket_size(size))|; None
     when `sizes` lacks one of them."""
