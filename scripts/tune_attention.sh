@@ -43,5 +43,10 @@ case ${PART:-1} in
      TUNE_S=290 tune attention_d64.mlir 64 32 --rep-ms 100 --space BLOCK_N=64,128 --space skip_rescale=0,1 $LAUNCH
      TUNE_S=290 tune attention_causal_d64.mlir 64 32 --rep-ms 100 --space skip_rescale=0,1 $LAUNCH
    fi ;;
+# PART=7: d128 non-causal at 1k and 4k keys with the epilogue under the next tile's first
+# MMA (overlap_epilogue; it lost at d64 and causal, docs/perf.md 2026-11-27 eighth part)
+7) timeout 400 python3 -m tawac.cli tune examples/attention.mlir --size B=32,H=16,S=1024,D=128 \
+     --size B=8,H=16,S=4096,D=128 --rep-ms 100 --rounds 5 --space skip_rescale=0,1 \
+     --space overlap_epilogue=0,1 2>&1 | grep -E "^table|rror|S=" | tail -12 ;;
 esac
 cp examples/*.tune.json $OUT/

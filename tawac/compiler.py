@@ -35,6 +35,7 @@ from tawac.passes.fuse_loops import FuseLoopsPass
 from tawac.passes.group_heads import GroupHeadsPass
 from tawac.passes.guard_masks import GuardMasksPass
 from tawac.passes.lower_aref import LowerArefPass
+from tawac.passes.overlap_epilogue import OverlapEpiloguePass
 from tawac.passes.persistent import PersistentPass
 from tawac.passes.pingpong import PingpongPass
 from tawac.passes.pipeline import PipelinePass
@@ -80,6 +81,7 @@ PASSES: dict[str, Callable[[], type[ModulePass]]] = {
         PipelinePass,
         PersistentPass,
         CoarsePipelinePass,
+        OverlapEpiloguePass,
         CooperativeConsumersPass,
         LowerArefPass,
         PingpongPass,

@@ -390,6 +390,7 @@ def explain_module(
         "stages": plan.stages,
         "mma_depth": plan.mma_depth,
         "turns": plan.turns,
+        "overlap": plan.overlap,
         "roles": roles,
         "arefs": arefs,
         "loops": loops,
@@ -489,6 +490,8 @@ def render(info: dict[str, Any], console) -> None:
         lines.append(f"tile order: {info['tile_order']}")
     if info["turns"]:
         lines.append("consumer warp groups take turns on the tensor core (ping-pong)")
+    if info["overlap"]:
+        lines.append("each tile's epilogue runs under the next tile's first MMA")
     for st in info.get("stores", []):
         lines.append(f"store {st['name']}: {_STAGING_TEXT[st['staging']].format(**st)}")
     cluster = info.get("cluster")

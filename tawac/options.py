@@ -272,6 +272,13 @@ KNOBS: tuple[Knob, ...] = (
         "one pipeline: the second's first MMA and softmax under the first's last P V",
     ),
     Knob(
+        "overlap_epilogue",
+        bool,
+        False,
+        "a persistent consumer runs each tile's epilogue (no MMA: attention's O / l and its "
+        "store) after issuing the next tile's first MMA, before waiting for it",
+    ),
+    Knob(
         "pingpong",
         bool,
         False,
@@ -399,6 +406,7 @@ class _Options:
             "pipeline",
             "persistent",
             "coarse-pipeline",
+            "overlap-epilogue",
             "cooperative-consumers",
             "lower-aref",
             "pingpong",

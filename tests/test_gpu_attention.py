@@ -115,6 +115,29 @@ def test_attention_schedules_match_sdpa(name, b, h, s, options):
 @pytest.mark.gpu
 @requires_gpu
 @pytest.mark.parametrize(
+    "name",
+    [
+        "attention.mlir",
+        "attention_causal.mlir",
+        "attention_d64.mlir",
+        "attention_causal_d64.mlir",
+    ],
+)
+@pytest.mark.parametrize(("b", "h", "s"), [(1, 1, 128), (4, 16, 1000), (3, 40, 512)])
+@pytest.mark.parametrize("prefetch", [True, False], ids=["prefetch", "no-prefetch"])
+def test_attention_overlap_epilogue_matches_sdpa(name, b, h, s, prefetch):
+    """`overlap_epilogue`: each tile's epilogue runs under the next tile's first MMA,
+    the last one after the tile loop; from one tile on the GPU (the other CTAs have
+    none) to several tiles per CTA (480 and 512 tiles on 132 SMs), ragged lengths, with
+    and without a second slot for Q."""
+    kern = _kernel(name, overlap_epilogue=True, tile_prefetch=prefetch)
+    d = 64 if "d64" in name else 128
+    _check(kern, b, h, s, d, "causal" in name, b + h + s + 11)
+
+
+@pytest.mark.gpu
+@requires_gpu
+@pytest.mark.parametrize(
     "name", ["attention_causal_d64_bn64.mlir", "attention_causal_d64_m192.mlir"]
 )
 @pytest.mark.parametrize(("b", "h", "s"), [(1, 1, 64), (2, 3, 640), (1, 4, 1000), (2, 2, 2048)])

@@ -30,6 +30,8 @@ solver) can write a schedule by hand. The fields:
   (`coarse-pipeline`); `chained` (before `expanded`) that this loop and the next of its
   partition are expanded as one pipeline across their boundary (`tawac.schedule.chain`);
 - `turns`: the consumer warp groups take turns on the tensor core (`pingpong`);
+- `overlap`: a persistent consumer runs each tile's epilogue under the next tile's first
+  MMA (`overlap-epilogue`);
 - `cluster`: the thread block cluster `[cx, cy]` over program ids (x, y): `[2, 1]` pairs
   the CTAs of program ids x = 2i and 2i + 1 (same y), which load the operand they share
   once for both (an aref's `multicast` payloads: each CTA copies its band of the tile's
@@ -229,6 +231,7 @@ class Schedule:
     arefs: tuple[ArefPlan, ...] = ()
     loops: tuple[LoopPlan, ...] = ()
     turns: bool = False
+    overlap: bool = False
     cluster: tuple[int, int] = (1, 1)
     tiles: tuple[str, int | str] | None = None
     program_grid: Attribute | None = None
@@ -502,8 +505,10 @@ class ScheduleAttr(Data[Schedule]):
         with parser.in_angle_brackets():
             key = parser.parse_optional_identifier()
             while key is not None:
-                if key == "turns":
-                    values["turns"] = True
+                if key in ("turns", "overlap"):
+                    if key in values:
+                        parser.raise_error(f"repeated schedule field '{key}'")
+                    values[key] = True
                 else:
                     if key not in _FIELDS or key in values:
                         parser.raise_error(f"unknown or repeated schedule field '{key}'")
@@ -535,6 +540,8 @@ class ScheduleAttr(Data[Schedule]):
             parts.append("loops = [" + ", ".join(map(_loop_text, s.loops)) + "]")
         if s.turns:
             parts.append("turns")
+        if s.overlap:
+            parts.append("overlap")
         if s.cluster != (1, 1):
             parts.append(f"cluster = [{s.cluster[0]}, {s.cluster[1]}]")
         if s.tiles is not None:

@@ -352,6 +352,7 @@ class HeuristicPlanner:
             loops=tuple(loops),
             turns=options.pingpong
             and [r.warp_groups for r in roles if r.role == "consumer"] == [2],
+            overlap=options.overlap_epilogue and persistent,
             cluster=cluster,
             tiles=tiles,
             program_grid=grid,

@@ -99,11 +99,17 @@ def staging_regions(
     """The offset of each staged store's buffers, placed after `layout` (the aref rings
     and mbarriers) in the order given, as `plan_stores` placed them (`rings`: 0)."""
     offsets: dict[tile.StoreOp, int] = {}
+    placed: dict[str, int] = {}
     for st, p in stores:
         vt = st.value.type
         assert isinstance(vt, TensorType)
         if p.mode == "rings":
             offsets[st] = 0
+        elif st.ident in placed:
+            # copies of one store (`overlap-epilogue`) run one after the other, each
+            # waiting until its bulk copy has read the buffers: they share them
+            offsets[st] = placed[st.ident]
         elif p.staged:
             offsets[st] = layout.tiles("staging", staging_ring_type(vt, p.buffers)).offset
+            placed[st.ident] = offsets[st]
     return offsets
