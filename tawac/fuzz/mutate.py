@@ -494,6 +494,7 @@ OPTION_CHOICES = [
     ["--no-tile-prefetch"],
     ["--no-coarse-pipeline"],
     ["--pingpong"],
+    ["--overlap-epilogue"],
     ["--swap-ab"],
     ["--split-k", "1", "2", "4"],
 ]
