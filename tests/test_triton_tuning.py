@@ -113,17 +113,20 @@ def test_auto_reads_the_table_beside_the_functions_source(tmp_path):
 def test_the_shipped_table_runs_the_causal_tutorial_as_a_plain_grid_from_2k_keys():
     """`examples/triton/attention._attn_fwd.tune.json` (scripts/tune_triton_attention.py,
     H100): read by default; causal at 2k-8k keys a plain grid, at 1k and 16k persistent;
-    not causal, no entry applies. A change to attention.py makes it stale (retune)."""
+    not causal, the epilogue under the next tile's first MMA at 1k keys, the default
+    elsewhere. A change to attention.py makes it stale (retune)."""
     table = json.loads((REPO / "examples/triton/attention._attn_fwd.tune.json").read_text())
-    picks = {}
+    picks: dict[tuple[bool, int], dict] = {}
     for e in table["entries"]:
-        n = e["bucket"]["N_CTX"]
-        fn = _function(constexprs={"N_CTX": n}, tuning="auto")
+        n, causal = e["bucket"]["N_CTX"], e["constexprs"]["STAGE"] == 3
+        fn = _function(causal, constexprs={"N_CTX": n}, tuning="auto")
         assert fn.table is not None, "the shipped table is stale: rerun the tuning script"
-        picks[n] = fn.options_for(*_args(e["bucket"]["Z"], 32, n)).get("persistent", True)
-    assert picks == {1024: True, 2048: False, 4096: False, 8192: False, 16384: True}
-    plain = _function(causal=False, tuning="auto")
-    assert plain.table is not None and plain.table_options(_args(4, 32, 4096)) == {}
+        picks[(causal, n)] = fn.options_for(*_args(e["bucket"]["Z"], 32, n))
+    persistent = {n: o.get("persistent", True) for (c, n), o in picks.items() if c}
+    assert persistent == {1024: True, 2048: False, 4096: False, 8192: False, 16384: True}
+    overlap = {n: o.get("overlap_epilogue", False) for (c, n), o in picks.items() if not c}
+    assert overlap == {1024: True, 2048: False, 4096: False, 8192: False, 16384: False}
+    assert all("persistent" not in o for (c, _), o in picks.items() if not c)
 
 
 def test_candidates_start_with_the_default_and_check_their_options():
