@@ -18,6 +18,14 @@ LOG2E = 1.4426950408889634
 
 _cache: dict[tuple, object] = {}
 
+#: The four prefill examples.
+PREFILL = [
+    "attention.mlir",
+    "attention_causal.mlir",
+    "attention_d64.mlir",
+    "attention_causal_d64.mlir",
+]
+
 
 def _kernel(name: str, **options):
     from tawac.runtime import load_kernel
@@ -88,15 +96,7 @@ def test_causal_attention_d64_matches_sdpa(b, h, s):
 
 @pytest.mark.gpu
 @requires_gpu
-@pytest.mark.parametrize(
-    "name",
-    [
-        "attention.mlir",
-        "attention_causal.mlir",
-        "attention_d64.mlir",
-        "attention_causal_d64.mlir",
-    ],
-)
+@pytest.mark.parametrize("name", PREFILL)
 @pytest.mark.parametrize(("b", "h", "s"), [(1, 1, 128), (1, 1, 256), (2, 4, 1000), (1, 8, 2048)])
 @pytest.mark.parametrize(
     "options",
@@ -114,15 +114,7 @@ def test_attention_schedules_match_sdpa(name, b, h, s, options):
 
 @pytest.mark.gpu
 @requires_gpu
-@pytest.mark.parametrize(
-    "name",
-    [
-        "attention.mlir",
-        "attention_causal.mlir",
-        "attention_d64.mlir",
-        "attention_causal_d64.mlir",
-    ],
-)
+@pytest.mark.parametrize("name", PREFILL)
 @pytest.mark.parametrize(("b", "h", "s"), [(1, 1, 128), (4, 16, 1000), (3, 40, 512)])
 @pytest.mark.parametrize("prefetch", [True, False], ids=["prefetch", "no-prefetch"])
 def test_attention_overlap_epilogue_matches_sdpa(name, b, h, s, prefetch):

@@ -32,10 +32,12 @@ from dataclasses import dataclass
 from xdsl.context import Context
 from xdsl.dialects import arith, scf
 from xdsl.dialects.builtin import (
+    AnyFloat,
     DenseIntOrFPElementsAttr,
     FloatAttr,
     IndexType,
     IntegerAttr,
+    IntegerType,
     ModuleOp,
     TensorType,
 )
@@ -100,9 +102,6 @@ def _epilogue(body: Block) -> tuple[list[Operation], list[SSAValue]] | None:
                 work.append(v.op)
             elif v not in carried:
                 carried.append(v)
-    for v in carried:
-        if isinstance(v, OpResult) and isinstance(v.op, tile.StoreOp):
-            return None
     order = [o for o in body.ops if o in ops]
     args = [v for v in carried if isinstance(v, BlockArgument)]
     return order, args + [v for v in carried if not isinstance(v, BlockArgument)]
@@ -128,15 +127,17 @@ def _first_dot(body: Block) -> tuple[tile.DotOp, scf.IfOp | None] | None:
 
 
 def _zero(t: Attribute) -> Operation:
+    """A zero of type `t`: the initial value of a carried value, never read (the guard
+    skips the epilogue before the first tile)."""
     if isinstance(t, TensorType):
-        elem = t.element_type
-        value = 0.0 if not isinstance(elem, IndexType) and "f" in str(elem) else 0
-        return arith.ConstantOp(DenseIntOrFPElementsAttr.from_list(t, [value]))
+        value = 0.0 if isinstance(t.element_type, AnyFloat) else 0
+        return arith.ConstantOp(DenseIntOrFPElementsAttr.from_list(t, [value]), t)
+    if isinstance(t, AnyFloat):
+        return arith.ConstantOp(FloatAttr(0.0, t))
     if isinstance(t, IndexType):
-        return arith.ConstantOp.from_int_and_width(0, IndexType())
-    if "f" in str(t):
-        return arith.ConstantOp(FloatAttr(0.0, t))  # type: ignore[arg-type]
-    return arith.ConstantOp(IntegerAttr(0, t))  # type: ignore[arg-type]
+        return arith.ConstantOp.from_int_and_width(0, t)
+    assert isinstance(t, IntegerType)
+    return arith.ConstantOp(IntegerAttr(0, t))
 
 
 def _guarded(
