@@ -178,3 +178,19 @@ def test_the_tile_order_follows_what_the_main_loops_stream(name, options, order)
     run_pipeline(module, "warp-specialize")
     parts = [o for o in module.walk() if isinstance(o, aref.PartitionOp)]
     assert streams_along_x(parts) == name.startswith("gemm")
+
+
+@pytest.mark.parametrize(
+    ("name", "options", "expected"),
+    [
+        ("attention", {}, True),
+        ("gemm", {}, False),  # its first MMA is in its K loop
+        ("attention_decode", {"split_k": 4}, False),  # the ticket follows the epilogue
+        ("attention", {"persistent": False}, False),
+    ],
+)
+def test_overlap_epilogue_is_planned_where_it_applies(name, options, expected):
+    """`overlap_epilogue` asks; the planner records `overlap` only where the pass has an
+    epilogue to move, so explain shows what the kernel does."""
+    info = _explain(REPO / "examples" / f"{name}.mlir", overlap_epilogue=True, **options)
+    assert info["overlap"] is expected

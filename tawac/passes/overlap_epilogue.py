@@ -1,5 +1,6 @@
 """`overlap-epilogue`: a persistent consumer's epilogue of tile t runs under the first MMA
-of tile t + 1, where `#tawac.schedule` says `overlap` (run after `coarse-pipeline`).
+of tile t + 1, where `#tawac.schedule` says `overlap` (run after `coarse-pipeline`; the
+planner sets it where `tawac.schedule.planner.overlaps_epilogue` holds).
 
 A persistent kernel's consumer loops over tiles; each tile ends with an epilogue that
 issues no MMA (attention: O / l, the conversion, the store), and the next tile starts
@@ -20,9 +21,10 @@ results) or from the body's arguments (the tile index) is carried. The first MMA
 first `tile.dot` of the body, at its top level or in the `then` region of a top-level
 `scf.if` (a loop that may run no iterations); with an `else` region, the epilogue also
 runs at its start. Nothing else moves: the loads and releases of the next tile happen
-where they did. A store of a tensor the kernel also reads is not moved (the loads of tile
-t + 1 would see the old values); nor is a kernel with split decompositions
-(`tile.arrive`), whose epilogue must finish before its ticket.
+where they did. The planner does not plan it for a kernel that also reads a tensor it
+stores (the loads of tile t + 1 would see the old values), nor with split decompositions
+(`tile.arrive`), whose epilogue must finish before its ticket, nor where the first key
+loop is not expanded in two stages (a GEMM's first MMA is in its K loop).
 """
 
 from __future__ import annotations
@@ -212,20 +214,16 @@ def rotate(loop: scf.ForOp) -> bool:
 
 
 def apply_kernel(kernel: tile.KernelOp) -> None:
+    """Rotate the consumer's tile loop where the schedule says `overlap` (the planner
+    checked that the kernel has an epilogue to move: `overlaps_epilogue`)."""
     if not schedule.planned(kernel, "overlap-epilogue").overlap:
         return
-    if _contains(kernel, tile.ArriveOp):
-        return
-    read = {o.operands[0] for o in kernel.walk() if isinstance(o, tile.LoadOp)}
     for part in kernel.body.block.ops:
         if not isinstance(part, aref.PartitionOp) or part.role.data != "consumer":
             continue
         loop = _tile_loop(part)
-        if loop is None:
-            continue
-        if any(st.dest in read for st in loop.walk() if isinstance(st, tile.StoreOp)):
-            continue
-        rotate(loop)
+        if loop is not None:
+            rotate(loop)
 
 
 @dataclass(frozen=True)

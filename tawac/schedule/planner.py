@@ -270,6 +270,24 @@ def two_stage_plan(
 # -- the heuristic planner ------------------------------------------------------------------
 
 
+def overlaps_epilogue(
+    kernel: tile.KernelOp, parts: Iterable[aref.PartitionOp], loops: Iterable[LoopPlan]
+) -> bool:
+    """Whether `overlap-epilogue` has an epilogue to put under the next tile's first MMA:
+    the consumer's first main loop is expanded in two or more stages (its first MMA is
+    issued in a prologue, outside the loop), the consumer stores at its top level, no
+    split decomposition (`tile.arrive`) runs, and nothing stored is also loaded."""
+    consumer = next((p for p in parts if p.role.data == "consumer"), None)
+    first = next((lp for lp in loops if lp.role == "consumer" and lp.loop == 0), None)
+    if consumer is None or first is None or first.stages < 2:
+        return False
+    stores = [o for o in consumer.body.block.ops if isinstance(o, tile.StoreOp)]
+    ops = list(kernel.walk())
+    read = {o.operands[0] for o in ops if isinstance(o, tile.LoadOp)}
+    split = any(isinstance(o, tile.ArriveOp) for o in ops)
+    return bool(stores) and not split and all(st.dest not in read for st in stores)
+
+
 def _faster(kernel: tile.KernelOp, a: Schedule, b: Schedule, options: PipelineOptions) -> bool:
     """Whether the model's price (`schedule_cost`, the `auto` planner's) of schedule `a`,
     completed as `plan` completes it, is below `b`'s. It decides the heuristic's one
@@ -352,7 +370,10 @@ class HeuristicPlanner:
             loops=tuple(loops),
             turns=options.pingpong
             and [r.warp_groups for r in roles if r.role == "consumer"] == [2],
-            overlap=options.overlap_epilogue and persistent,
+            overlap=options.overlap_epilogue
+            and persistent
+            and cluster == (1, 1)
+            and overlaps_epilogue(kernel, parts, loops),
             cluster=cluster,
             tiles=tiles,
             program_grid=grid,
