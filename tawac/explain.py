@@ -18,7 +18,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from xdsl.dialects.builtin import ModuleOp
+from xdsl.dialects.builtin import ModuleOp, StringAttr
 from xdsl.ir import Operation
 
 from tawac import schedule
@@ -29,7 +29,7 @@ from tawac.diagnostics import CompileError
 from tawac.dialects import aref, hopper, tile
 from tawac.dialects.schedule import Schedule
 from tawac.options import PipelineOptions
-from tawac.passes.group_heads import GROUP_ATTR
+from tawac.passes.group_heads import GROUP_ATTR, KEPT_ATTR
 from tawac.passes.widen import WIDEN_ATTR
 from tawac.schedule import loop_plan
 from tawac.schedule.model import TIMELINE_ITERATIONS, aref_name, loop_lanes
@@ -404,6 +404,9 @@ def explain_module(
     grouped = kernel.attributes.get(GROUP_ATTR)
     if grouped is not None:
         info["group_heads"] = from_attr(grouped)
+    kept = kernel.attributes.get(KEPT_ATTR)
+    if isinstance(kept, StringAttr):
+        info["group_heads_kept"] = kept.data
     widened = kernel.attributes.get(WIDEN_ATTR)
     if widened is not None:
         info["widen"] = from_attr(widened)
@@ -510,6 +513,8 @@ def render(info: dict[str, Any], console) -> None:
             f"{g['rows_per_head']} query rows of each of its {g['group']} heads stacked as one "
             "tile: each K/V block loaded once per group)"
         )
+    if "group_heads_kept" in info:
+        lines.append(f"query heads: one program each, not grouped: {info['group_heads_kept']}")
     if "widen" in info:
         w = info["widen"]
         lines.append(

@@ -16,6 +16,13 @@ if TYPE_CHECKING:
     from tawac.analysis.grid import Problem
 
 
+def program_id_ops(op: Operation, axis: int) -> list[tile.ProgramIdOp]:
+    """Every `tile.program_id axis` in `op` (a kernel), in program order: a kernel may
+    read one axis several times (a converted Triton kernel reads it where the source
+    does), and what depends on the program id depends on each of them."""
+    return [o for o in op.walk() if isinstance(o, tile.ProgramIdOp) and o.axis.data == axis]
+
+
 def depends_on_program_id(
     v: SSAValue, axis: int, upper_bounds: bool = True, through_data: bool = True
 ) -> bool:

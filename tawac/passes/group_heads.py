@@ -32,20 +32,28 @@ from dataclasses import dataclass
 
 from xdsl.context import Context
 from xdsl.dialects import arith
-from xdsl.dialects.builtin import IndexType, ModuleOp, TensorType
+from xdsl.dialects.builtin import IndexType, ModuleOp, StringAttr, TensorType
 from xdsl.ir import BlockArgument, Operation, SSAValue
 from xdsl.passes import ModulePass
 from xdsl.rewriter import InsertPoint, Rewriter
 
 from tawac.analysis.grid import CHECKS_ATTR, GROUP_ATTR, checks_of, to_attr
 from tawac.analysis.identity import argument_name
+from tawac.analysis.program_ids import program_id_ops
 from tawac.analysis.scalars import constant_int
 from tawac.dialects import tile
+from tawac.schedule import group_heads as rule
+
+KEPT_ATTR = "tawac.group_heads_kept"
+"""The kernel attribute saying why a grouped-query kernel keeps one program per query
+head (a string; `explain`)."""
+
+_AXES = "xyz"
 
 
 @dataclass
 class _Grouping:
-    head: tile.ProgramIdOp
+    heads: list[tile.ProgramIdOp]  # every program id of the head's axis
     group: int
     divs: list[Operation]
     accesses: list[tile.LoadOp | tile.StoreOp]
@@ -64,91 +72,153 @@ def _access_of(op: Operation, value: SSAValue) -> bool:
         return False
     if isinstance(op, tile.StoreOp) and op.bounds:
         return False
-    return idx[-3] is value and all(i is not value for i in idx[:-3] + idx[-2:])
+    return idx[-3] is value and sum(o is value for o in op.operands) == 1
+
+
+def _names(ops: list[Operation]) -> str:
+    return ", ".join(sorted({o.name for o in ops}))
+
+
+def _head_uses(
+    kernel: tile.KernelOp, axis: int
+) -> tuple[int, list[Operation], list[tile.LoadOp | tile.StoreOp]] | str:
+    """G, the `h / G` ops and the Q/O accesses of program id `axis` taken as the query
+    head `h` (every `tile.program_id` of that axis), or why it is not one."""
+    divs: list[Operation] = []
+    accesses: list[tile.LoadOp | tile.StoreOp] = []
+    other: list[Operation] = []
+    groups: set[int | None] = set()
+    for head in program_id_ops(kernel, axis):
+        for use in head.result.uses:
+            op = use.operation
+            if isinstance(op, arith.DivUIOp | arith.DivSIOp) and op.lhs is head.result:
+                groups.add(constant_int(op.rhs))
+                divs.append(op)
+            elif _access_of(op, head.result):
+                assert isinstance(op, tile.LoadOp | tile.StoreOp)
+                accesses.append(op)
+            else:
+                other.append(op)
+    what = f"the query head (program id {_AXES[axis]})"
+    if other:
+        return f"{what} is used by {_names(other)}, not only as h / G and the Q/O head"
+    if None in groups:
+        return f"{what} is divided by a value that is not a constant"
+    if len(groups) != 1:
+        return f"{what} is divided by several group sizes {sorted(g for g in groups if g)}"
+    (g,) = groups
+    assert g is not None
+    if g < 2:
+        return f"{what} is divided by {g}"
+    if not accesses:
+        return f"no 2-d tile is loaded or stored at {what}"
+    return g, divs, accesses
 
 
 def _block_rows(
-    accesses: list[tile.LoadOp | tile.StoreOp],
-) -> tuple[list[arith.MuliOp], int] | None:
+    kernel: tile.KernelOp, head_axis: int, accesses: list[tile.LoadOp | tile.StoreOp]
+) -> tuple[list[arith.MuliOp], int] | str:
     """The query block's products `program_id * BM` the accesses take their rows from
-    (one, or one per access as a converted Triton kernel computes them: the same program
-    id and BM, each in the kernel's body), in program order, and BM (each access a tile
-    of BM rows), where those products are read by the accesses only."""
+    (one, or one per access as a converted Triton kernel computes them), in program
+    order, and BM (each access a tile of BM rows), or why there are none the rewrite can
+    change: every `tile.program_id` of the query block's axis must be used only through
+    such products, and those only as the rows' coordinate of the accesses (a causal
+    mask's row positions or a key loop's end at the query block stay one head's rows)."""
     muls: list[arith.MuliOp] = []
     for a in accesses:
         mul = a.indices[-2].owner
         if not isinstance(mul, arith.MuliOp) or not isinstance(mul.lhs.owner, tile.ProgramIdOp):
-            return None
+            return "the Q/O tiles' rows are not a program id times a block size"
         if mul not in muls:
             muls.append(mul)
-    if len({m.lhs for m in muls}) != 1 or len({constant_int(m.rhs) for m in muls}) != 1:
-        return None
-    bm = constant_int(muls[0].rhs)
+    axes = {m.lhs.owner.axis.data for m in muls}  # type: ignore[union-attr]
+    sizes = {constant_int(m.rhs) for m in muls}
+    if len(axes) != 1 or len(sizes) != 1 or head_axis in axes:
+        return "the Q/O tiles' rows are not one program id times one block size"
+    (axis,), (bm,) = axes, sizes
     if bm is None:
-        return None
-    body = muls[0].lhs.owner.parent_block()
+        return "the Q/O tiles' rows are a program id times a value that is not a constant"
+    body = kernel.body.block
     if any(m.parent_block() is not body for m in muls):
-        return None
-    if any(u.operation not in accesses for m in muls for u in m.result.uses):
-        return None
+        return "the Q/O tiles' rows are computed inside a region"
+    what = f"the query block (program id {_AXES[axis]})"
+    other: list[Operation] = []
+    for pid in program_id_ops(kernel, axis):
+        for use in pid.result.uses:
+            op = use.operation
+            if isinstance(op, arith.MuliOp) and op.lhs is pid.result and op.rhs is not op.lhs:
+                if constant_int(op.rhs) == bm:
+                    if op not in muls:
+                        muls.append(op)  # another product: its uses are checked below
+                    continue
+            other.append(op)
+    if other:
+        return f"{what} is used by {_names(other)}, not only as the Q/O tiles' rows"
+    for m in muls:
+        for use in m.result.uses:
+            op = use.operation
+            placed = op in accesses and sum(o is m.result for o in op.operands) == 1
+            if not placed or op.indices[-2] is not m.result:  # type: ignore[union-attr]
+                other.append(op)
+    if other:
+        return (
+            f"{what}'s first row is used by {_names(other)}, not only as the Q/O tiles' rows "
+            "(one head's row positions: stacked heads would change them)"
+        )
     for a in accesses:
         t = a.result.type if isinstance(a, tile.LoadOp) else a.value.type
         assert isinstance(t, TensorType)
         if t.get_shape()[0] != bm:
-            return None
-    assert body is not None
-    return sorted(muls, key=body.get_operation_index), bm
+            return f"a Q/O tile has {t.get_shape()[0]} rows, not the block's {bm}"
+    # a product in a region is used by no access (the accesses' are the body's): dead
+    return sorted([m for m in muls if m.parent_block() is body], key=body.get_operation_index), bm
 
 
-def _grouping(kernel: tile.KernelOp, head: tile.ProgramIdOp) -> _Grouping | None:
-    """How program id `head` groups, or None where it does not (the module docstring)."""
-    divs: list[Operation] = []
-    accesses: list[tile.LoadOp | tile.StoreOp] = []
-    groups: set[int] = set()
-    for use in head.result.uses:
-        op = use.operation
-        if isinstance(op, arith.DivUIOp | arith.DivSIOp) and op.lhs is head.result:
-            g = constant_int(op.rhs)
-            if g is None or g < 2:
-                return None
-            groups.add(g)
-            divs.append(op)
-        elif _access_of(op, head.result):
-            assert isinstance(op, tile.LoadOp | tile.StoreOp)
-            accesses.append(op)
-        else:
-            return None
-    if len(groups) != 1 or not accesses:
-        return None
-    (g,) = groups
-    found = _block_rows(accesses)
-    if found is None:
-        return None
-    muls, bm = found
-    if bm % g:
-        return None
-    return _Grouping(head, g, divs, accesses, muls, bm)
+def analyse(kernel: tile.KernelOp) -> _Grouping | str | None:
+    """How the query heads of `kernel` group (the module docstring), why they do not
+    (a grouped-query kernel: a program id both the head of Q/O tiles and divided, `h /
+    G`), or None (no such kernel)."""
+    why: str | None = None
+    for axis in range(3):
+        uses = [(h, u.operation) for h in program_id_ops(kernel, axis) for u in h.result.uses]
+        if not any(
+            isinstance(op, arith.DivUIOp | arith.DivSIOp) and op.lhs is h.result for h, op in uses
+        ) or not any(_access_of(op, h.result) for h, op in uses):
+            continue  # not a query head (Q/O at h) with a K/V head (h / G)
+        found = _head_uses(kernel, axis)
+        if isinstance(found, str):
+            why = why or found
+            continue
+        g, divs, accesses = found
+        rows = _block_rows(kernel, axis, accesses)
+        if isinstance(rows, str):
+            why = why or rows
+            continue
+        muls, bm = rows
+        return _Grouping(program_id_ops(kernel, axis), g, divs, accesses, muls, bm)
+    return why
 
 
 def group_kernel(kernel: tile.KernelOp) -> bool:
-    """Groups the query heads of `kernel` where it can (the module docstring); whether it
-    did."""
-    for head in [o for o in kernel.walk() if isinstance(o, tile.ProgramIdOp)]:
-        found = _grouping(kernel, head)
-        if found is None:
-            continue
-        checks = _checks(kernel, found)
-        _rewrite(found)
-        kernel.attributes[GROUP_ATTR] = to_attr(
-            {"group": found.group, "rows_per_head": found.rows // found.group}
-        )
-        if checks:
-            stated = checks_of(kernel)  # the source's own come first
-            kernel.attributes[CHECKS_ATTR] = to_attr(
-                stated + [c for c in checks if c not in stated]
-            )
-        return True
-    return False
+    """Groups the query heads of `kernel` where the rule says so and the rewrite is legal
+    (the module docstring); whether it did. A grouped-query kernel kept as it is says why
+    (`KEPT_ATTR`)."""
+    found = analyse(kernel)
+    if found is None:
+        return False
+    why = found if isinstance(found, str) else rule.why_not(found.group, found.rows)
+    if why is not None:
+        kernel.attributes[KEPT_ATTR] = StringAttr(why)
+        return False
+    assert not isinstance(found, str)
+    group = rule.heads_per_program(found.group, found.rows)
+    checks = _checks(kernel, found)
+    _rewrite(found)
+    kernel.attributes[GROUP_ATTR] = to_attr({"group": group, "rows_per_head": found.rows // group})
+    if checks:
+        stated = checks_of(kernel)  # the source's own come first
+        kernel.attributes[CHECKS_ATTR] = to_attr(stated + [c for c in checks if c not in stated])
+    return True
 
 
 def _checks(kernel: tile.KernelOp, g: _Grouping) -> list[dict]:
@@ -186,11 +256,15 @@ def _checks(kernel: tile.KernelOp, g: _Grouping) -> list[dict]:
 
 def _rewrite(g: _Grouping) -> None:
     idx = IndexType()
-    group = g.head.result
-    size = arith.ConstantOp.from_int_and_width(g.group, idx)
-    first = arith.MuliOp(group, size.result)
-    first.result.name_hint = "head0"
-    Rewriter.insert_op([size, first], InsertPoint.after(g.head))
+    first: dict[SSAValue, SSAValue] = {}  # each program id of the head's axis -> h0 = it * G
+    for head in g.heads:
+        if not any(u.operation in g.accesses for u in head.result.uses):
+            continue
+        size = arith.ConstantOp.from_int_and_width(g.group, idx)
+        h0 = arith.MuliOp(head.result, size.result)
+        h0.result.name_hint = "head0"
+        Rewriter.insert_op([size, h0], InsertPoint.after(head))
+        first[head.result] = h0.result
     per = arith.ConstantOp.from_int_and_width(g.rows // g.group, idx)
     per.result.name_hint = "rows_per_head"
     block = g.blocks[0]
@@ -199,13 +273,13 @@ def _rewrite(g: _Grouping) -> None:
     Rewriter.insert_op([per, rows], InsertPoint.before(block))
     for div in g.divs:
         divisor = div.operands[1].owner
-        div.results[0].replace_all_uses_with(group)
+        div.results[0].replace_all_uses_with(div.operands[0])
         Rewriter.erase_op(div)
         if isinstance(divisor, arith.ConstantOp) and not divisor.result.uses:
             Rewriter.erase_op(divisor)
     for a in g.accesses:
         coords = list(a.indices)
-        coords[-3], coords[-2] = first.result, rows.result
+        coords[-3], coords[-2] = first[coords[-3]], rows.result
         if isinstance(a, tile.LoadOp):
             new: Operation = tile.LoadOp(a.source, coords, a.result.type, g.group)
         else:

@@ -144,3 +144,60 @@ TTIR_VARIANTS["unseen_gqa"] = {
     "signature": GQA_SIGNATURE,
     "constexprs": {"G": 8, "BLOCK_M": 64, "BLOCK_N": 128, "D": 128},
 }
+
+
+@triton.jit
+def gqa_causal_fwd(Q, K, V, Out, sm_scale, seqlen,
+                   stride_qb, stride_qh, stride_qm, stride_kb, stride_kh, stride_kn,
+                   stride_vb, stride_vh, stride_vn, stride_ob, stride_oh, stride_om,
+                   G: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
+                   D: tl.constexpr):  # fmt: skip
+    start_m = tl.program_id(0)
+    off_h = tl.program_id(1)
+    off_b = tl.program_id(2)
+    off_kh = off_h // G
+    offs_m = start_m * BLOCK_M + tl.arange(0, BLOCK_M)
+    offs_n = tl.arange(0, BLOCK_N)
+    offs_d = tl.arange(0, D)
+    q = tl.load(Q + off_b * stride_qb + off_h * stride_qh + offs_m[:, None] * stride_qm
+                + offs_d[None, :], mask=offs_m[:, None] < seqlen, other=0.0)  # fmt: skip
+    m_i = tl.full([BLOCK_M], float("-inf"), dtype=tl.float32)
+    l_i = tl.zeros([BLOCK_M], dtype=tl.float32)
+    acc = tl.zeros([BLOCK_M, D], dtype=tl.float32)
+    hi = tl.minimum((start_m + 1) * BLOCK_M, seqlen)
+    for start_n in range(0, hi, BLOCK_N):
+        cols = start_n + offs_n
+        k = tl.load(K + off_b * stride_kb + off_kh * stride_kh + cols[:, None] * stride_kn
+                    + offs_d[None, :], mask=cols[:, None] < seqlen, other=0.0)  # fmt: skip
+        s = tl.dot(q, tl.trans(k)) * sm_scale
+        keep = (cols[None, :] < seqlen) & (offs_m[:, None] >= cols[None, :])
+        s = tl.where(keep, s, float("-inf"))
+        m_new = tl.maximum(m_i, tl.max(s, 1))
+        p = tl.exp(s - m_new[:, None])
+        alpha = tl.exp(m_i - m_new)
+        l_i = l_i * alpha + tl.sum(p, 1)
+        v = tl.load(V + off_b * stride_vb + off_kh * stride_vh + cols[:, None] * stride_vn
+                    + offs_d[None, :], mask=cols[:, None] < seqlen, other=0.0)  # fmt: skip
+        acc = acc * alpha[:, None] + tl.dot(p.to(tl.bfloat16), v)
+        m_i = m_new
+    acc = acc / l_i[:, None]
+    tl.store(Out + off_b * stride_ob + off_h * stride_oh + offs_m[:, None] * stride_om
+             + offs_d[None, :], acc.to(tl.bfloat16), mask=offs_m[:, None] < seqlen)  # fmt: skip
+
+
+# the causal grouped-query attention (`gqa_causal_fwd`): the causal mask's row positions
+# and the key loop's end follow the query block as one head's rows; grouped heads would
+# stack other heads' rows there, so `group-heads` keeps one program per query head
+TTIR_VARIANTS["unseen_gqa_causal"] = {
+    "kernel": gqa_causal_fwd,
+    "signature": {
+        "Q": "*bf16",
+        "K": "*bf16",
+        "V": "*bf16",
+        "Out": "*bf16",
+        "sm_scale": "fp32",
+        "seqlen": "i32",
+        **{n: t for n, t in GQA_SIGNATURE.items() if n.startswith("stride_")},
+    },
+    "constexprs": {"G": 4, "BLOCK_M": 128, "BLOCK_N": 128, "D": 128},
+}
