@@ -161,3 +161,15 @@ def test_non_causal_gqa_is_still_grouped_and_agrees(path, names, scale, sizes):
     b, h, hk, rows, keys = sizes
     tensors = _inputs(names, b, h, hk, rows, keys, seed=rows)
     _agree(before, after, tensors, scale, causal=False)
+
+
+def test_explain_says_why_the_heads_are_not_grouped():
+    from click.testing import CliRunner
+
+    from tawac import cli
+
+    res = CliRunner().invoke(cli.main, ["explain", str(CAUSAL)])
+    assert res.exit_code == 0, res.output
+    text = " ".join(res.output.split())
+    assert "query heads: one program each, not grouped: the query block (program id x)'s" in text
+    assert "grouped by" not in text

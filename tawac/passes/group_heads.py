@@ -2,11 +2,20 @@
 query attention, issue 23), as a rewrite of the tile program.  Runs first, before
 `split-k` and `warp-specialize`; does nothing to a kernel whose heads it cannot group.
 
-Input: a kernel whose program id `a` is a query head `h` used only
+Input: a kernel whose program id `a` is a query head `h` (every `tile.program_id a` of
+the kernel) used only
   * as the coordinate before the rows of 2-d tile loads and stores (Q, O) whose rows are
-    `program_id(x') * BM` (the query block; that product used only there), and
-  * through `h / G` (`arith.divui` / `arith.divsi` by one constant G that divides BM): the
-    K/V head, in any op (the K/V loads).
+    `program_id(x') * BM` (the query block), and
+  * through `h / G` (`arith.divui` / `arith.divsi` by one constant G): the K/V head, in
+    any op (the K/V loads),
+and whose query block (every `tile.program_id x'`) is used only through products
+`program_id(x') * BM` (one, or one per use as a converted Triton kernel computes them),
+each used only as the rows' coordinate of those loads and stores.  These are the
+coordinates the rewrite changes consistently; any other value that depends on `h` or on
+the query block keeps the kernel as it is, since it would see the wrong head or row
+positions once heads are stacked: a causal mask's row positions (`tile.iota 0` from the
+query block's first row) or a causal key loop's end at `m0 + BM` are one head's rows,
+which no new offset can give back to G stacked heads; a per-head scalar is one head's.
 Output: program id `a` numbers the groups, each program takes `BM / G` query rows of each
 of the group's G heads, stacked as the rows of one tile:
 
@@ -19,11 +28,16 @@ of the group's G heads, stacked as the rows of one tile:
 
 so each K/V block is loaded once per group instead of once per query head, and a decode
 step's few query rows fill the MMA's rows (8 heads x 8 rows of a 64-row tile instead of
-1 row of 64).  The softmax is per row, so rows of other heads in one tile change nothing.
+1 row of 64).  The softmax is per row, so rows of other heads in one tile change nothing;
+that the rows are independent is assumed, not checked (a reduction across the Q tile's
+rows, or a row iota that does not come from the query block, would see stacked heads).
 The grid follows from the stores (`infer_grid`): heads / G groups, query rows / (BM / G)
-blocks.  Any other use of `h` or of the query block (a causal mask's row positions, a
-per-head scalar) keeps the kernel as it is; `tawac.group_heads` records the decision
-(`explain`).
+blocks.
+
+The decision (`tawac.schedule.group_heads`): the whole group where the grouping is legal
+(`analyse`) and G divides BM.  `tawac.group_heads` records a grouping; a grouped-query
+kernel (a program id both the Q/O head and divided) kept as it is records why in
+`tawac.group_heads_kept` (both shown by `explain`).
 """
 
 from __future__ import annotations
