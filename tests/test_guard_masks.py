@@ -13,8 +13,9 @@ from xdsl.dialects import arith, scf
 from xdsl.ir import SSAValue
 
 from tawac.compiler import parse_file, parse_text
+from tawac.context import make_context
 from tawac.dialects import tile
-from tawac.passes.guard_masks import guard_kernel
+from tawac.passes.guard_masks import GuardMasksPass, guard_kernel
 
 DATA = Path(__file__).parent / "data" / "triton"
 _CMP = {
@@ -159,3 +160,179 @@ def test_guarded_tutorial_causal_attention_is_exact(seqlen):
         outs.append((o, m[:, :seqlen]))
     assert not torch.isnan(outs[0][0].float()).any() and not torch.isnan(outs[0][1]).any()
     assert torch.equal(outs[0][0], outs[1][0]) and torch.equal(outs[0][1], outs[1][1])
+
+
+EXAMPLES = Path(__file__).parents[1] / "examples"
+#: The hand-guarded masks of the examples, and the same mask written directly in the key
+#: loop (its splat `%limit` / row iota `%rows` still defined once before the loop).
+_UNGUARD = {
+    "attention.mlir": (
+        """    %n_end = arith.addi %n, %bn : index
+    %ragged = arith.cmpi sgt, %n_end, %S : index
+    %s2 = scf.if %ragged -> (tensor<$BLOCK_Mx$BLOCK_Nxf32>) {
+      %cols = tile.iota 1, %n : tensor<$BLOCK_Mx$BLOCK_Nxi32>
+      %inside = tile.cmpi slt, %cols, %limit : tensor<$BLOCK_Mx$BLOCK_Nxi32>
+      %masked = tile.select %inside, %s, %neg : {i1}, {f32}
+      scf.yield %masked : tensor<$BLOCK_Mx$BLOCK_Nxf32>
+    } else {
+      scf.yield %s : tensor<$BLOCK_Mx$BLOCK_Nxf32>
+    }
+""",
+        """    %cols = tile.iota 1, %n : tensor<$BLOCK_Mx$BLOCK_Nxi32>
+    %inside = tile.cmpi slt, %cols, %limit : tensor<$BLOCK_Mx$BLOCK_Nxi32>
+    %s2 = tile.select %inside, %s, %neg : {i1}, {f32}
+""",
+    ),
+    "attention_causal.mlir": (
+        """    %diag = arith.cmpi eq, %n, %m0 : index
+    %s2 = scf.if %diag -> (tensor<128x128xf32>) {
+      %cols = tile.iota 1, %n : tensor<128x128xi32>
+      %keep = tile.cmpi sge, %rows, %cols : tensor<128x128xi32>
+      %masked = tile.select %keep, %s, %neg : tensor<128x128xi1>, tensor<128x128xf32>
+      scf.yield %masked : tensor<128x128xf32>
+    } else {
+      scf.yield %s : tensor<128x128xf32>
+    }
+""",
+        """    %cols = tile.iota 1, %n : tensor<128x128xi32>
+    %keep = tile.cmpi sge, %rows, %cols : tensor<128x128xi32>
+    %s2 = tile.select %keep, %s, %neg : tensor<128x128xi1>, tensor<128x128xf32>
+""",
+    ),
+}
+_TILES = {"{i1}": "tensor<$BLOCK_Mx$BLOCK_Nxi1>", "{f32}": "tensor<$BLOCK_Mx$BLOCK_Nxf32>"}
+
+
+def _hoisted(name: str) -> str:
+    """examples/`name` with its mask's select taken out of its `scf.if`, directly in the
+    key loop, while the splat `%limit` (attention.mlir) or the row iota `%rows`
+    (attention_causal.mlir) stays defined once before the loop, as a user hoisting
+    loop-invariant code writes it."""
+    old, new = _UNGUARD[name]
+    for k, v in _TILES.items():
+        old, new = old.replace(k, v), new.replace(k, v)
+    text = (EXAMPLES / name).read_text()
+    assert text.count(old) == 1, name
+    return text.replace(old, new)
+
+
+def _kernel_of(module) -> tile.KernelOp:
+    (kern,) = [o for o in module.walk() if isinstance(o, tile.KernelOp)]
+    return kern
+
+
+@pytest.mark.parametrize(
+    ("name", "hoisted"), [("attention.mlir", tile.SplatOp), ("attention_causal.mlir", tile.IotaOp)]
+)
+def test_hoisted_mask_operands_are_read_from_outside_the_loop(name, hoisted):
+    """The splat / row iota defined before the key loop stays there, read from inside the
+    guard: only the ops of the select's own block (the column iota, the compare) move
+    into the `then`. A second run changes nothing."""
+    module = parse_text(_hoisted(name), name)
+    kern = _kernel_of(module)
+    (outside,) = [o for o in kern.body.block.ops if isinstance(o, hoisted)][-1:]
+    assert guard_kernel(kern) == 1
+    (loop,) = [o for o in kern.walk() if isinstance(o, scf.ForOp)]
+    (branch,) = [o for o in kern.walk() if isinstance(o, scf.IfOp)]
+    assert branch.parent_op() is loop
+    then = list(branch.true_region.block.ops)
+    assert [type(o) for o in then] == [tile.IotaOp, tile.CmpiOp, tile.SelectOp, scf.YieldOp]
+    assert outside.parent_block() is kern.body.block
+    assert outside.results[0] in then[1].operands
+    module.verify()
+    before = str(module)
+    assert guard_kernel(kern) == 0
+    assert str(module) == before
+
+
+@pytest.mark.parametrize("name", ["attention.mlir", "attention_causal.mlir"])
+def test_hoisted_mask_compiles(name):
+    """The default pipeline (guard-masks on) compiles the hoisted programs to PTX."""
+    from tawac.compiler import compile_module
+
+    result = compile_module(parse_text(_hoisted(name), name))
+    assert ".entry" in result.ptx and "setp" in result.ptx
+
+
+@pytest.mark.parametrize("name", ["attention.mlir", "attention_causal.mlir"])
+def test_hoisted_mask_guarded_computes_the_same(name):
+    """The hoisted programs, before and after `guard-masks`, on the interpreter at a
+    ragged length (333 keys: the last key block and the diagonal blocks masked): the
+    same output, bit for bit."""
+    torch = pytest.importorskip("torch")
+    from tawac.runtime.interpret import interpret
+
+    plain = parse_text(_hoisted(name), name)
+    guarded = parse_text(_hoisted(name), name)
+    GuardMasksPass().apply(make_context(), guarded)
+    assert [o for o in guarded.walk() if isinstance(o, scf.IfOp)]
+    g = torch.Generator().manual_seed(333)
+    q, k, v = (torch.randn(1, 2, 333, 128, generator=g).bfloat16() for _ in range(3))
+    outs = []
+    for module in (plain, guarded):
+        o = torch.full_like(q, float("nan"))
+        interpret(_kernel_of(module), [q, k, v, o, 1.4427 / math.sqrt(128)], (3, 2, 1))
+        outs.append(o)
+    assert not torch.isnan(outs[0].float()).any()
+    assert torch.equal(outs[0], outs[1])
+
+
+#: A mask computed wholly before the loop (compare included): a key window of 128
+#: columns against the row length, applied to every iteration's tile; the select's one
+#: user, the accumulating add, is sunk into both branches.
+_HOISTED_COMPARE = """
+tile.kernel @k(%x: !tile.tensor<?x?xf32, ["M", "N"]>, %o: !tile.tensor<?x?xf32, ["M", "N"]>) {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c3 = arith.constant 3 : index
+  %c64 = arith.constant 64 : index
+  %pid = tile.program_id x
+  %m0 = arith.muli %pid, %c64 : index
+  %n = tile.dim %x[1] : !tile.tensor<?x?xf32, ["M", "N"]>
+  %cols = tile.iota 1, %c0 : tensor<64x128xi32>
+  %limit = tile.splat %n : index -> tensor<64x128xi32>
+  %inside = tile.cmpi PRED, %cols, %limit : tensor<64x128xi32>
+  %zero = arith.constant dense<0.000000e+00> : tensor<64x128xf32>
+  %one = arith.constant dense<1.000000e+00> : tensor<64x128xf32>
+  %acc = scf.for %i = %c0 to %c3 step %c1 iter_args(%a = %zero) -> (tensor<64x128xf32>) {
+    %t = tile.load %x[%m0, %c0] : !tile.tensor<?x?xf32, ["M", "N"]> -> tensor<64x128xf32>
+    %t1 = arith.addf %t, %one : tensor<64x128xf32>
+    %s = tile.select %inside, %t1, %zero : tensor<64x128xi1>, tensor<64x128xf32>
+    %a2 = arith.addf %a, %s : tensor<64x128xf32>
+    scf.yield %a2 : tensor<64x128xf32>
+  }
+  tile.store %acc, %o[%m0, %c0] : tensor<64x128xf32> -> !tile.tensor<?x?xf32, ["M", "N"]>
+  tile.return
+}
+"""
+
+
+@pytest.mark.parametrize("pred", ["slt", "sge"])
+@pytest.mark.parametrize("cols", [100, 128, 200])
+def test_hoisted_compare_is_guarded_in_place(pred, cols):
+    """A compare (and its iota and splat) before the loop is loop-invariant: it stays
+    where it is, the guard reads it, and the loop computes what it did (a window of 128
+    columns against 100, 128, 200: some, none, no element false)."""
+    torch = pytest.importorskip("torch")
+    from tawac.runtime.interpret import interpret
+
+    text = _HOISTED_COMPARE.replace("PRED", pred)
+    plain, guarded = (_kernel_of(parse_text(text, "m.mlir")) for _ in range(2))
+    assert guard_kernel(guarded) == 1
+    (branch,) = [o for o in guarded.walk() if isinstance(o, scf.IfOp)]
+    assert [type(o) for o in branch.true_region.block.ops] == [
+        tile.SelectOp,
+        arith.AddfOp,
+        scf.YieldOp,
+    ]
+    assert any(isinstance(o, tile.CmpiOp) for o in guarded.body.block.ops)
+    guarded.verify()
+    g = torch.Generator().manual_seed(cols)
+    x = torch.randn(100, cols, generator=g)
+    outs = []
+    for kern in (plain, guarded):
+        o = torch.full((100, cols), float("nan"))
+        interpret(kern, [x, o], (2, 1, 1))
+        outs.append(o[:, :128])  # the window
+    assert not torch.isnan(outs[0]).any()
+    assert torch.equal(outs[0], outs[1])
