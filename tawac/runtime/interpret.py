@@ -15,13 +15,26 @@ have different trip counts per instance: the loop runs to the largest one, and a
 whose loop has ended keeps its loop-carried values and does not store (an `active` mask is
 threaded through regions).  `scf.if` runs both branches under complementary masks.
 
-The interpreter is the reference for `tawac run` and the GPU tests of user kernels.
+`split-k`'s ops run as the programs of a split tile meet in global memory.  All instances
+run each op in lockstep, so at a `tile.arrive` every arriving instance has made its earlier
+stores (its partial); the arrivals at one counter take tickets in instance order, the one
+whose ticket is count - 1 is the last and resets the counter (`_Interpreter.arrive`).
+`tile.split_sum` and `tile.split_softmax` add the workspace's slices in split order, as the
+GPU code does.  A stream-K kernel (`tile.split_info`) runs the programs `persistent` would
+make of its tiles for a number of CTAs (`_stream_programs`).  The workspace buffers a pass
+adds are kernel arguments: `workspace_args` allocates them as the launcher does,
+`interpret_launch` runs a kernel from the caller's arguments alone (grid, workspace, and
+the check that the counters are zero again).
+
+The interpreter is the reference for `tawac run`, the GPU tests of user kernels and the
+translation validation of the tile-level passes.
 """
 
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import torch
@@ -41,13 +54,22 @@ from xdsl.dialects.builtin import (
 )
 from xdsl.ir import Attribute, Block, Operation, SSAValue
 
+from tawac.analysis.grid import decomposition_of, infer_grid, workspace_of
 from tawac.dialects import tile
+from tawac.runtime.launcher import (
+    WORKSPACE_DTYPES,
+    LaunchError,
+    compute_grid,
+    workspace_shapes,
+)
 
 
 def _spanned(rank: int, shape: tuple[int, ...], stack: int) -> tuple[int, ...]:
     """The extent of a tile of `shape` in each dimension of a tensor of `rank`: one
     element of the leading dimensions; a stacked tile (`stack` > 1) takes `stack`
     indices of the one before its rows, rows / stack rows each."""
+    if stack > 1 and len(shape) == 1:  # a stacked row statistic (split keys' m, l)
+        return (1,) * (rank - 2) + (stack, shape[0] // stack)
     if stack > 1:
         rows, cols = shape
         return (1,) * (rank - 3) + (stack, rows // stack, cols)
@@ -202,12 +224,24 @@ def _full_fp32_matmul() -> Iterator[None]:
 class _Interpreter:
     """Holds the SSA environment of one vectorized run."""
 
-    def __init__(self, grid: tuple[int, int, int], device: torch.device):
+    def __init__(
+        self,
+        grid: tuple[int, int, int],
+        device: torch.device,
+        programs: _StreamPrograms | None = None,
+    ):
         self.grid = grid
-        self.n = grid[0] * grid[1] * grid[2]
+        self.n = grid[0] * grid[1] * grid[2] if programs is None else programs.n
         self.device = device
         self.env: dict[SSAValue, Any] = {}
         self.dot_flops = 0
+        self.pids: tuple[Value, Value, Value] | None = None
+        """Per instance, its tile's program ids (stream-K's programs); None: the grid's."""
+        self.share: tuple[Value, Value, Value] | None = None
+        """Per instance, (n, z, base) of `tile.split_info` (stream-K); None without."""
+        if programs is not None:
+            self.pids = tuple(torch.as_tensor(v, device=device) for v in programs.pids)
+            self.share = tuple(torch.as_tensor(v, device=device) for v in programs.share)
 
     # ---- helpers
 
@@ -221,6 +255,8 @@ class _Interpreter:
         return torch.full((self.n,), value, dtype=torch.int64, device=self.device)
 
     def program_ids(self, axis: int) -> Value:
+        if self.pids is not None:
+            return self.pids[axis]
         pid = torch.arange(self.n, dtype=torch.int64, device=self.device)
         gx, gy, _ = self.grid
         if axis == 0:
@@ -272,21 +308,30 @@ class _Interpreter:
 
     # ---- tile ops
 
-    def load(self, op: tile.LoadOp) -> Value:
-        g = self.get(op.source)
-        t = op.result.type
-        assert isinstance(t, TensorType)
-        shape = tuple(t.get_shape())
+    def gather(
+        self, g: Value, origins: Sequence[Value], shape: tuple[int, ...], stack: int = 1
+    ) -> tuple[Value, Value]:
+        """The tile of `shape` of tensor `g` at `origins` (one coordinate per dimension) in
+        every instance, as float32 (P, *shape), zero outside the tensor; and the mask of the
+        elements inside it. A tile of lower rank than the tensor spans one element of the
+        leading dimensions (a stacked one, `stack` of the dimension before its rows)."""
         if g.numel() == 0:
-            return torch.zeros((self.n, *shape), device=self.device)
-        # A tile of lower rank than the tensor spans one element of the leading dimensions
-        # (a stacked one, `stack` of the dimension before its rows).
-        full = _spanned(g.dim(), shape, tile.stack_of(op))
-        idx, mask = self.tile_indices([self.get(i) for i in op.indices], full, g.shape)
+            none = torch.zeros((self.n, *shape), dtype=torch.bool, device=self.device)
+            return torch.zeros((self.n, *shape), device=self.device), none
+        full = _spanned(g.dim(), shape, stack)
+        idx, mask = self.tile_indices(origins, full, g.shape)
         clamped = [i.clamp(0, size - 1) for i, size in zip(idx, g.shape, strict=True)]
         vals = g[tuple(clamped)].to(torch.float32)
         out = torch.where(mask, vals, torch.zeros((), device=self.device))
-        return _round(out.reshape(self.n, *shape), t)
+        return out.reshape(self.n, *shape), mask.reshape(self.n, *shape)
+
+    def load(self, op: tile.LoadOp) -> Value:
+        t = op.result.type
+        assert isinstance(t, TensorType)
+        shape = tuple(t.get_shape())
+        origins = [self.get(i) for i in op.indices]
+        out, _ = self.gather(self.get(op.source), origins, shape, tile.stack_of(op))
+        return _round(out, t)
 
     def load_index(self, op: tile.LoadIndexOp) -> Value:
         """Each program's element of the i32 tensor as an index; -1 outside it."""
@@ -299,6 +344,126 @@ class _Interpreter:
         if t.numel() == 0:
             return self.full_index(-1)
         return torch.where(inside, t[clamped].to(torch.int64), -1)
+
+    # ---- split-k's ops (the programs of a split tile meet in global memory)
+
+    def arrive(self, op: tile.ArriveOp, active: Value) -> Value:
+        """`tile.arrive`: every active instance whose counter lies inside the tensor
+        arrives, in program order (instance index: x fastest, then y, then z) among those
+        arriving at the same counter in this execution of the op (in lockstep, all of them
+        have made their earlier stores).  An arrival takes the counter's value as its
+        ticket and adds 1; the one whose ticket is its `count` - 1 is the last, and sets
+        the counter back to 0 (as the lowering's `atom.add` and store of 0).  Outside
+        the tensor, or inactive: false, nothing counted."""
+        t = self.get(op.counters)
+        coords = [self.get(i) for i in op.indices]
+        inside = active.clone()
+        for d, c in enumerate(coords):
+            inside &= (c >= 0) & (c < t.shape[d])
+        last = torch.zeros(self.n, dtype=torch.bool, device=self.device)
+        who = inside.nonzero().flatten()
+        if who.numel() == 0:
+            return last
+        at = [c[who] for c in coords]
+        keys = list(zip(*(a.tolist() for a in at), strict=True))
+        before = t[tuple(at)].tolist()
+        counts = self.get(op.count)[who].tolist()
+        value: dict[tuple[int, ...], int] = {}
+        lasts = []
+        for i, key, old, count in zip(who.tolist(), keys, before, counts, strict=True):
+            ticket = value.get(key, int(old))
+            value[key] = ticket + 1
+            if ticket + 1 == count:
+                lasts.append(i)
+                value[key] = 0
+        if lasts:
+            last[lasts] = True
+        places = list(value)
+        index = tuple(
+            torch.tensor([k[d] for k in places], dtype=torch.int64, device=t.device)
+            for d in range(len(coords))
+        )
+        t[index] = torch.tensor(list(value.values()), dtype=t.dtype, device=t.device)
+        return last
+
+    def slice_counts(self, op: tile.SplitSumOp | tile.SplitSoftmaxOp, active: Value) -> Value:
+        """The op's `count` per instance, checked against its `max` where active."""
+        count = self.get(op.count)
+        most = op.max.data
+        over = active & (count > most)
+        if bool(over.any()):
+            bad = int(count[over][0])
+            raise InterpretError(f"{op.name}: count {bad} past its max {most}")
+        return count
+
+    def split_sum(self, op: tile.SplitSumOp, active: Value) -> Value:
+        """`tile.split_sum`: slices 0 .. count - 1 (from the first coordinate on) added
+        left to right, in f32; a slice at or past the count adds nothing, an element
+        outside the tensor reads as zero."""
+        g = self.get(op.source)
+        t = op.result.type
+        assert isinstance(t, TensorType)
+        shape = tuple(t.get_shape())
+        count = self.slice_counts(op, active)
+        first, *rest = (self.get(i) for i in op.indices)
+        total: Value | None = None
+        for s in range(op.max.data):
+            part, _ = self.gather(g, [first + s, *rest], shape)
+            part = torch.where(_bcast(s < count, part), part, torch.zeros((), device=self.device))
+            total = part if total is None else total + part
+        assert total is not None
+        return total
+
+    def split_softmax(self, op: tile.SplitSoftmaxOp, active: Value) -> None:
+        """`tile.split_softmax`: M = max_s m_s, w_s = base(m_s - M) (0 where m_s is
+        -inf, also where M is: a row no slice has), O = sum_s w_s O_s and L = sum_s w_s l_s added in
+        split order; slices at or past the count, and elements outside the tensors, read
+        as O = 0, m = -inf, l = 0."""
+        ot = op.out.type
+        assert isinstance(ot, TensorType)
+        shape = tuple(ot.get_shape())
+        rows = (shape[0],)
+        stack = tile.stack_of(op)
+        count = self.slice_counts(op, active)
+        first, *rest = (self.get(i) for i in op.indices)
+        maxes_t, sums_t = self.get(op.row_maxes), self.get(op.row_sums)
+        neg = torch.tensor(float("-inf"), device=self.device)
+        zero = torch.zeros((), device=self.device)
+        ms, parts = [], []
+        for s in range(op.max.data):
+            live = s < count
+            coords = [first + s, *rest]
+            m, inside = self.gather(maxes_t, coords[:-1], rows, stack)
+            m = torch.where(inside & _bcast(live, inside), m, neg)
+            ms.append(m)
+            parts.append(live)
+        big = torch.stack(ms).amax(dim=0)
+        exp = torch.exp2 if op.base.data == "exp2" else torch.exp
+        out = torch.zeros((self.n, *shape), device=self.device)
+        total = torch.zeros((self.n, *rows), device=self.device)
+        for s, (m, live) in enumerate(zip(ms, parts, strict=True)):
+            coords = [first + s, *rest]
+            w = torch.where(m == neg, zero, exp(m - big))  # NaN (unwritten) shows
+            o, _ = self.gather(self.get(op.partials), coords, shape, stack)
+            l_, _ = self.gather(sums_t, coords[:-1], rows, stack)
+            o = torch.where(_bcast(live, o), o, zero)
+            l_ = torch.where(_bcast(live, l_), l_, zero)
+            out = out + w.unsqueeze(-1) * o
+            total = total + w * l_
+        self.env[op.out] = out
+        self.env[op.row_max] = big
+        self.env[op.row_sum] = total
+
+    def split_info(self, op: tile.SplitInfoOp) -> None:
+        """`tile.split_info`: this program's share of its tile under the stream-K
+        programs the run simulates (`_stream_programs`)."""
+        if self.share is None:
+            raise InterpretError(
+                "tile.split_info: the run has no stream-K programs (interpret() simulates "
+                "them for a kernel decomposed by split-k{stream=...})"
+            )
+        for r, v in zip(op.results, self.share, strict=True):
+            self.env[r] = v
 
     def store(self, op: tile.StoreOp, active: Value) -> None:
         g = self.get(op.dest)
@@ -435,6 +600,16 @@ class _Interpreter:
             return None
         if isinstance(op, tile.DotOp):
             return self.dot(op, active)
+        if isinstance(op, tile.ArriveOp):
+            return self.arrive(op, active)
+        if isinstance(op, tile.SplitSumOp):
+            return self.split_sum(op, active)
+        if isinstance(op, tile.SplitSoftmaxOp):
+            self.split_softmax(op, active)
+            return None
+        if isinstance(op, tile.SplitInfoOp):
+            self.split_info(op)
+            return None
         if isinstance(op, tile.SplatOp):
             return self.splat(op)
         if isinstance(op, tile.BroadcastOp):
@@ -490,20 +665,122 @@ def _bind_arg(arg_type: Attribute, value: Any, n: int, device: torch.device) -> 
     return torch.full((n,), int(value), dtype=torch.int64, device=device)
 
 
+@dataclass(frozen=True)
+class _StreamPrograms:
+    """Stream-K's programs over a grid of tiles (`_stream_programs`): per program, its
+    tile's program ids (x, y, z) and its share (n, z, base) of `tile.split_info`."""
+
+    n: int
+    pids: tuple[list[int], list[int], list[int]]
+    share: tuple[list[int], list[int], list[int]]
+
+
+def default_stream_ctas(tiles: int, max_splits: int) -> int:
+    """The CTAs a stream-K run simulates where no multiprocessor count is given: one fewer
+    than the tiles from 3 tiles on (the whole waves' tiles are one program each, the last
+    tile is split min(max_splits, tiles - 1) ways), else `max_splits` per tile (every
+    tile split `max_splits` ways): both kinds of program run."""
+    return tiles - 1 if tiles >= 3 else max(1, tiles * max_splits)
+
+
+def _stream_programs(grid: tuple[int, int, int], ctas: int, max_splits: int) -> _StreamPrograms:
+    """What `persistent` makes of stream-K's tiles (`tawac.passes.persistent`,
+    `_stream_plan` and `_stream_share`) on `ctas` CTAs: the tiles of the whole waves
+    (dp = T - T mod ctas) are one program each; the `rest` tiles of the last wave are
+    split `splits` = max(1, min(max_splits, ctas / rest)) ways, program dp + j being split
+    j mod splits of tile dp + j / splits, its partials at slots j - z .. j - z + splits - 1.
+    Tile t is program ids (t mod gx, t / gx mod gy, t / (gx gy)) (the tile order does not
+    change what is computed)."""
+    gx, gy, gz = grid
+    tiles = gx * gy * gz
+    dp = tiles // ctas * ctas
+    rest = tiles - dp
+    splits = max(1, min(max_splits, ctas // max(rest, 1)))
+    n = dp + rest * splits
+    pids: tuple[list[int], list[int], list[int]] = ([], [], [])
+    share: tuple[list[int], list[int], list[int]] = ([], [], [])
+    for t in range(n):
+        tail = t >= dp
+        j = t - dp if tail else 0
+        z = j % splits
+        number = dp + j // splits if tail else t
+        for lst, v in zip(pids, (number % gx, number // gx % gy, number // (gx * gy)), strict=True):
+            lst.append(v)
+        for lst, v in zip(share, (splits if tail else 1, z, j - z), strict=True):
+            lst.append(v)
+    return _StreamPrograms(n, pids, share)
+
+
+def _stream_ctas(
+    kernel_op: tile.KernelOp, args: Sequence[Any], tiles: int, sm_count: int | None
+) -> int:
+    """The CTAs of a stream-K run: `sm_count`, which the workspace buffers sized in
+    multiprocessors (`{"sms": k}`) must hold; without it, the count they were allocated
+    for (`workspace_args`); without such buffers, `default_stream_ctas`."""
+    workspace = workspace_of(kernel_op)
+    names = [a.name_hint for a in kernel_op.body.block.args]
+    sized = [
+        (name, d, int(entry["sms"]), args[names.index(name)].shape[d])
+        for name, w in workspace.items()
+        if name in names
+        for d, entry in enumerate(w["shape"])
+        if "sms" in entry
+    ]
+    if sm_count is None:
+        if not sized:
+            return default_stream_ctas(tiles, _max_splits(kernel_op))
+        ctas = min(size // k for _, _, k, size in sized)
+        if ctas < 1:
+            raise InterpretError("stream-K: the workspace holds no CTA's slots")
+        return ctas
+    for name, d, k, size in sized:
+        if size < k * sm_count:
+            raise InterpretError(
+                f"stream-K: workspace buffer {name!r} has {size} elements along dimension "
+                f"{d}, too few for {sm_count} CTAs ({k} each): allocate it with "
+                f"workspace_args(kernel, shapes, sm_count={sm_count})"
+            )
+    if sm_count < 1:
+        raise InterpretError(f"stream-K needs at least one CTA, got sm_count={sm_count}")
+    return sm_count
+
+
+def _max_splits(kernel_op: tile.KernelOp) -> int:
+    """Stream-K's most programs per tile (the kernel's `tawac.decomposition`)."""
+    decision = decomposition_of(kernel_op)
+    if decision.get("kind") != "stream_k":
+        raise InterpretError(
+            "tile.split_info needs the kernel's stream-K decomposition (tawac.decomposition "
+            f'= {{kind = "stream_k", max_splits}}), got {decision}'
+        )
+    return int(decision["max_splits"])
+
+
 def interpret(
     kernel_op: tile.KernelOp,
     args: Sequence[torch.Tensor | float | int],
     grid: tuple[int, int, int],
+    *,
+    sm_count: int | None = None,
 ) -> dict[str, int]:
     """Runs every program instance of `kernel_op` over `grid` at once.
 
     `args` follow the kernel's signature: torch tensors for `!tile.tensor` arguments
     (any float dtype, any device; stores write into them in place) and python numbers for
     scalars.  Loads read values as float32 after rounding them to the declared element
-    type; stores convert to the destination tensor's dtype.
+    type; stores convert to the destination tensor's dtype.  The workspace buffers a pass
+    added (`tawac.workspace`: split-k's partials and tickets) are arguments too, at their
+    places in the signature: `workspace_args` allocates them as the launcher does, and
+    `launch_args` / `interpret_launch` put them in place.
+
+    A stream-K kernel (`tile.split_info`, `split-k{stream=S}`) runs the programs
+    `persistent` would make of the tiles of `grid` (the grid its stores imply,
+    `infer_grid`) on `sm_count` CTAs (`_stream_programs`); without `sm_count`, on as many
+    CTAs as its workspace was allocated for (`{"sms": k}` dimensions: size / k).
 
     Returns statistics: `{"dot_flops": 2*M*N*K summed over the tile.dot ops executed by
-    live instances}` (tile-level: ragged edge tiles count in full).
+    live instances}` (tile-level: ragged edge tiles count in full), `"programs"`: the
+    program instances run (stream-K's programs, or the grid's).
     """
     block = kernel_op.body.block
     if len(args) != len(block.args):
@@ -515,11 +792,125 @@ def interpret(
         raise InterpretError(f"grid must have 3 entries, got {grid}")
     tensors = [a for a in args if isinstance(a, torch.Tensor)]
     device = tensors[0].device if tensors else torch.device("cpu")
-    interp = _Interpreter(grid, device)
+    programs = None
+    tiles = grid[0] * grid[1] * grid[2]
+    if tiles and any(isinstance(o, tile.SplitInfoOp) for o in kernel_op.walk()):
+        ctas = _stream_ctas(kernel_op, args, tiles, sm_count)
+        programs = _stream_programs(grid, ctas, _max_splits(kernel_op))
+    interp = _Interpreter(grid, device, programs)
     if interp.n == 0:
-        return {"dot_flops": 0}
+        return {"dot_flops": 0, "programs": 0}
     for ba, value in zip(block.args, args, strict=True):
         interp.env[ba] = _bind_arg(ba.type, value, interp.n, device)
     active = torch.ones(interp.n, dtype=torch.bool, device=device)
     interp.run_block(block, active)
-    return {"dot_flops": interp.dot_flops}
+    return {"dot_flops": interp.dot_flops, "programs": interp.n}
+
+
+# ---- launching as the launcher does: the grid and the workspace from the argument shapes
+
+#: What a workspace buffer that need not be zero holds before the launch: garbage that
+#: shows (NaN; -7 for counters), since the launcher allocates it uninitialised.
+_POISON = {"f32": float("nan"), "i32": -7}
+
+
+def user_arguments(kernel_op: tile.KernelOp) -> list[str]:
+    """The names of the arguments a caller passes (the sidecar's "args", in the kernel's
+    order): all but the workspace buffers a pass added."""
+    workspace = workspace_of(kernel_op)
+    names = [a.name_hint or f"arg{i}" for i, a in enumerate(kernel_op.body.block.args)]
+    return [n for n in names if n not in workspace]
+
+
+def launch_grid(
+    kernel_op: tile.KernelOp, shapes: Mapping[str, Sequence[int]]
+) -> tuple[int, int, int]:
+    """The grid `interpret` runs at these argument shapes (by name): the one the kernel's
+    stores imply (`infer_grid`) or a pass fixed, evaluated as the launcher does."""
+    try:
+        return compute_grid(infer_grid(kernel_op), shapes)
+    except LaunchError as e:
+        raise InterpretError(str(e)) from None
+
+
+def workspace_args(
+    kernel_op: tile.KernelOp,
+    shapes: Mapping[str, Sequence[int]],
+    sm_count: int | None = None,
+    device: torch.device | str | None = None,
+) -> dict[str, torch.Tensor]:
+    """The kernel's workspace buffers (`tawac.analysis.grid.workspace_of`), by name in
+    the kernel's order, allocated at these argument shapes (by name) as the launcher
+    allocates them (`tawac.runtime.launcher.workspace_shapes`): a "zero" buffer (the
+    tickets) zeroed, the others poisoned (NaN, -7: the launcher leaves them
+    uninitialised). A dimension sized in multiprocessors (`{"sms": k}`, stream-K's) takes
+    k * `sm_count`; without `sm_count`, `default_stream_ctas` of the launch's tiles, the
+    count `interpret` then simulates."""
+    workspace = workspace_of(kernel_op)
+    if not workspace:
+        return {}
+    buffers = [{"name": n, **w} for n, w in workspace.items()]
+    if sm_count is None and any("sms" in e for w in buffers for e in w["shape"]):
+        gx, gy, gz = launch_grid(kernel_op, shapes)
+        tiles = gx * gy * gz
+        sm_count = default_stream_ctas(tiles, _max_splits(kernel_op))
+    try:
+        sizes = workspace_shapes(buffers, shapes, sm_count)
+    except LaunchError as e:
+        raise InterpretError(str(e)) from None
+    out = {}
+    for w, shape in zip(buffers, sizes, strict=True):
+        dtype = getattr(torch, WORKSPACE_DTYPES[w["dtype"]][0])
+        fill = 0 if w.get("zero", False) else _POISON[w["dtype"]]
+        out[w["name"]] = torch.full(shape, fill, dtype=dtype, device=device)
+    return out
+
+
+def _shapes_of(kernel_op: tile.KernelOp, args: Sequence[Any]) -> dict[str, tuple[int, ...]]:
+    names = user_arguments(kernel_op)
+    if len(args) != len(names):
+        raise InterpretError(
+            f"@{kernel_op.kernel_name} takes {len(names)} arguments besides its workspace "
+            f"({', '.join(names)}), got {len(args)}"
+        )
+    return {
+        n: tuple(a.shape) for n, a in zip(names, args, strict=True) if isinstance(a, torch.Tensor)
+    }
+
+
+def launch_args(
+    kernel_op: tile.KernelOp, args: Sequence[Any], sm_count: int | None = None
+) -> list[Any]:
+    """The kernel's full argument list: `args` (the caller's, `user_arguments` order) with
+    freshly allocated workspace buffers (`workspace_args`, on the device of the first
+    tensor) at their places."""
+    shapes = _shapes_of(kernel_op, args)
+    tensors = [a for a in args if isinstance(a, torch.Tensor)]
+    device = tensors[0].device if tensors else None
+    workspace = workspace_args(kernel_op, shapes, sm_count, device)
+    given = iter(args)
+    names = [a.name_hint or f"arg{i}" for i, a in enumerate(kernel_op.body.block.args)]
+    return [workspace[n] if n in workspace else next(given) for n in names]
+
+
+def interpret_launch(
+    kernel_op: tile.KernelOp, args: Sequence[Any], *, sm_count: int | None = None
+) -> dict[str, int]:
+    """`interpret` as a launch: `args` are the caller's (`user_arguments` order, no
+    workspace), the grid is `launch_grid`'s, the workspace is allocated
+    (`launch_args`); afterwards every "zero" workspace buffer must be zero again (the
+    launcher zeroes it once, at its allocation: a ticket left counting breaks the next
+    launch), else an `InterpretError`. Returns `interpret`'s statistics."""
+    full = launch_args(kernel_op, args, sm_count)
+    grid = launch_grid(kernel_op, _shapes_of(kernel_op, args))
+    stats = interpret(kernel_op, full, grid, sm_count=sm_count)
+    names = [a.name_hint for a in kernel_op.body.block.args]
+    for name, w in workspace_of(kernel_op).items():
+        buf = full[names.index(name)]
+        if w.get("zero", False) and bool(buf.count_nonzero()):
+            raise InterpretError(
+                f"@{kernel_op.kernel_name}: workspace buffer {name} is not zero after the "
+                f"launch ({int(buf.count_nonzero())} elements), which the next launch "
+                "reads as its start"
+            )
+    return stats
