@@ -52,6 +52,12 @@ The conversion:
   `tile.broadcast`; a splat of an f32 -> `tile.splat`; float arith and math ops are
   copied. A 1-d store (attention's log-sum-exp) is a `tile.store` of a row vector.
 
+**One value per expression.** The index arithmetic is emitted per use (a fresh
+`pid x BM` for the Q load, the O store, the causal row iota and the loop end); the kernel
+is then CSE'd (xDSL's `cse`), so the later passes meet one value per distinct pure
+expression. Only ops with the `Pure` trait merge (arith, math, `tile.dot`, `tile.iota`,
+...); `tile.load` and `tile.store` have no memory-effect trait and are left alone.
+
 Errors are `CompileError`s at the op's Python line (`tawac.ttir.python_location`).
 """
 
@@ -79,6 +85,7 @@ from xdsl.dialects.builtin import (
 from xdsl.dialects.utils import FastMathFlag
 from xdsl.ir import Block, BlockArgument, Operation, Region, SSAValue
 from xdsl.passes import ModulePass
+from xdsl.transforms.common_subexpression_elimination import cse
 
 from tawac.analysis import pointers
 from tawac.analysis.pointers import Access, Dim, PointerError, Poly, Range, accesses
@@ -1289,7 +1296,9 @@ def _count_of(em: _Emitter, loop: scf.ForOp) -> tuple[SSAValue, int] | None:
 
 
 class ConvertTtir(ModulePass):
-    """Every `tt.func` of the module replaced by its tile kernel."""
+    """Every `tt.func` of the module replaced by its tile kernel, CSE'd (xDSL's `cse`:
+    one value per distinct pure expression; `tile.load`, `tile.store` and the other ops
+    without a memory-effect trait are never merged)."""
 
     name = "convert-ttir"
 
@@ -1299,6 +1308,7 @@ class ConvertTtir(ModulePass):
             op.body.block.insert_op_before(kernel, func)
             func.detach()
             func.erase(safe_erase=False)
+            cse(kernel)
 
 
 __all__ = ["ConvertTtir", "convert", "plan"]

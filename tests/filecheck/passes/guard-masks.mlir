@@ -11,29 +11,29 @@
 // RUN: tawac opt %S/../../../examples/attention.mlir -p guard-masks | filecheck %s --check-prefix=EXAMPLE
 // RUN: tawac opt %S/../../../examples/triton/attention_causal.ttir -p guard-masks | filecheck %s --check-prefix=SINK
 
+// CHECK:      %[[M0:[0-9]+]] = arith.muli %{{[0-9]+}}, %{{[0-9]+}} : index
+// CHECK:      %[[DIM:[0-9]+]] = tile.dim %Q[2]
+// CHECK-NEXT: %[[LEN:[0-9]+]] = arith.muli %{{[0-9]+}}, %[[DIM]] : index
 // CHECK:      scf.for %[[N:[0-9]+]] = {{.*}} {
 // CHECK:        %[[QK:.*]] = arith.mulf
-// CHECK:        %[[M0:[0-9]+]] = arith.muli %{{[0-9]+}}, %{{[0-9]+}} : index
+// CHECK-NEXT:   %[[COLS:[0-9]+]] = tile.iota 1, %[[N]]
 // CHECK-NEXT:   %[[C127:[0-9]+]] = arith.constant 127 : index
 // CHECK-NEXT:   %[[LAST:[0-9]+]] = arith.addi %[[N]], %[[C127]] : index
 // CHECK-NEXT:   %[[DIAG:[0-9]+]] = arith.cmpi slt, %[[M0]], %[[LAST]] : index
 // CHECK-NEXT:   %[[CAUSAL:[0-9]+]] = scf.if %[[DIAG]] -> (tensor<128x128xf32>) {
 // CHECK-NEXT:     tile.iota 0, %[[M0]]
-// CHECK-NEXT:     tile.iota 1, %[[N]]
-// CHECK-NEXT:     tile.cmpi sge
+// CHECK-NEXT:     tile.cmpi sge, %{{[0-9]+}}, %[[COLS]]
 // CHECK-NEXT:     %[[SEL:[0-9]+]] = tile.select {{.*}}, %[[QK]], %cst_1
 // CHECK-NEXT:     scf.yield %[[SEL]]
 // CHECK-NEXT:   } else {
 // CHECK-NEXT:     scf.yield %[[QK]]
 // CHECK-NEXT:   }
-// CHECK:        %[[LEN:[0-9]+]] = arith.muli %{{[0-9]+}}, %{{[0-9]+}} : index
 // CHECK-NEXT:   %[[C128:[0-9]+]] = arith.constant 128 : index
 // CHECK-NEXT:   %[[END:[0-9]+]] = arith.addi %[[N]], %[[C128]] : index
 // CHECK-NEXT:   %[[RAGGED:[0-9]+]] = arith.cmpi sgt, %[[END]], %[[LEN]] : index
 // CHECK-NEXT:   %[[MASKED:[0-9]+]] = scf.if %[[RAGGED]] -> (tensor<128x128xf32>) {
-// CHECK-NEXT:     tile.iota 1, %[[N]]
 // CHECK-NEXT:     tile.splat %[[LEN]]
-// CHECK-NEXT:     tile.cmpi slt
+// CHECK-NEXT:     tile.cmpi slt, %[[COLS]]
 // CHECK-NEXT:     tile.select {{.*}}, %[[CAUSAL]], %cst_1
 // CHECK:        } else {
 // CHECK-NEXT:     scf.yield %[[CAUSAL]]
