@@ -8,7 +8,9 @@ Two things of TTIR's text need care:
   alias line to the front, in its order (an alias refers only to those printed before
   it).
 - Float splats in hex (`dense<0xFF800000>`, -inf): their bit patterns; and tawac's
-  lexer limits (linear-time strings, bounded numbers): `tawac.parser.BoundedParser`.
+  lexer limits (linear-time strings, bounded numbers) and shape bounds:
+  `tawac.parser.BoundedParser`. A shaped type with an extent of 0 is refused where it
+  is written (no Triton block has one, and the conversion divides by block sizes).
 - Locations: each op carries its Python source position, often wrapped: a name
   (`loc("a_ptrs"(...))`), a call site in Triton's own library
   (`loc(callsite(<standard.py> at <kernel.py>))`) or several fused.
@@ -33,11 +35,13 @@ from xdsl.dialects.builtin import (
     FusedLoc,
     ModuleOp,
     NameLoc,
+    ShapedType,
 )
 from xdsl.dialects.math import Math
 from xdsl.dialects.scf import Scf
 from xdsl.ir import Attribute, Operation
 from xdsl.utils.exceptions import ParseError, VerifyException
+from xdsl.utils.lexer import Span
 
 from tawac.diagnostics import CompileError
 from tawac.dialects.tt import TT, ttir_arith
@@ -67,9 +71,21 @@ def hoist_aliases(text: str) -> str:
     return " ".join(a.strip() for a in aliases) + " " + body
 
 
+class _TtirParser(BoundedParser):
+    """`BoundedParser` (tawac's lexer and shape bounds) refusing a shaped type with an
+    extent of 0: Triton's blocks have at least one element per dimension (`tl.arange`
+    of a positive power of two), and the conversion divides by block sizes."""
+
+    def _check_shape(self, t: ShapedType, start: int) -> None:
+        super()._check_shape(t, start)
+        if 0 in t.get_shape():
+            span = Span(start, self.pos, self._current_token.span.input)
+            raise ParseError(span, f"{t} has a zero dimension (a Triton block has none)")
+
+
 def parse_ttir(text: str, filename: str = "<ttir>") -> ModuleOp:
     """Parse and verify a TTIR module; one located `CompileError` on failure."""
-    parser = BoundedParser(ttir_context(), hoist_aliases(text), filename)
+    parser = _TtirParser(ttir_context(), hoist_aliases(text), filename)
     try:
         module = parser.parse_module()
     except ParseError as e:

@@ -473,3 +473,34 @@ def test_run_without_gpu_is_one_clear_error():
     assert "Traceback" not in proc.stderr + proc.stdout
     lines = [ln for ln in proc.stderr.splitlines() if ln.strip()]
     assert len(lines) == 1 and "needs" in lines[0], proc.stderr
+
+
+# --- errors in a .ttir (Triton's IR) -----------------------------------------------------------
+
+TRITON = EXAMPLES / "triton"
+
+
+def _zero_extent(name: str, old: str, new: str) -> tuple[str, int, int]:
+    """`name`'s text with every `old` type written `new`, and the line and column of the
+    first one."""
+    text = (TRITON / name).read_text()
+    at = text.index(old)
+    line = text.count("\n", 0, at) + 1
+    return text.replace(old, new), line, at - (text.rfind("\n", 0, at) + 1) + 1
+
+
+@pytest.mark.parametrize(
+    ("name", "old", "new"),
+    [
+        # found by fuzzing: a ZeroDivisionError in convert-ttir (a descriptor's block of
+        # no rows)
+        ("matmul_persistent.ttir", "tensor<128x256xf16>", "tensor<0x256xf16>"),
+        # an offsets tile of no columns compiled to a kernel
+        ("matmul.ttir", "tensor<128x256xi32>", "tensor<128x0xi32>"),
+    ],
+)
+def test_a_ttir_type_with_a_zero_extent_is_one_located_error(name, old, new, tmp_path, runner):
+    text, line, col = _zero_extent(name, old, new)
+    src, outdir = _write(tmp_path, text, "kernel.ttir")
+    proc = _compile(runner, src, outdir / "k.ptx")
+    _assert_one_diagnostic(proc, outdir, _loc(src, line, col) + r" error: .*zero.*")
