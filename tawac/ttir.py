@@ -17,9 +17,9 @@ Two things of TTIR's text need care:
   `python_location(op)` unwraps them to the kernel's file, line and column (the
   innermost position outside Triton's package), which diagnostics name.
 
-Errors: text that does not parse is one `CompileError` located in the `.ttir` file (its
-line and column); an op that does not verify is located at its Python line where the
-TTIR has one, else at the file.
+Errors: text that does not parse (or lex: the first token included) is one
+`CompileError` located in the `.ttir` file (its line and column); an op that does not
+verify is located at its Python line where the TTIR has one, else at the file.
 """
 
 from __future__ import annotations
@@ -85,8 +85,10 @@ class _TtirParser(BoundedParser):
 
 def parse_ttir(text: str, filename: str = "<ttir>") -> ModuleOp:
     """Parse and verify a TTIR module; one located `CompileError` on failure."""
-    parser = _TtirParser(ttir_context(), hoist_aliases(text), filename)
+    parser = None
     try:
+        # the constructor lexes the first token: its errors are located too
+        parser = _TtirParser(ttir_context(), hoist_aliases(text), filename)
         module = parser.parse_module()
     except ParseError as e:
         msg = e.msg.strip().splitlines()[0] if e.msg.strip() else "parse error"
@@ -94,10 +96,12 @@ def parse_ttir(text: str, filename: str = "<ttir>") -> ModuleOp:
         raise CompileError(msg, location=f"{filename}:{loc.line}:{loc.col}") from None
     except (VerifyException, ValueError, OverflowError) as e:  # a type's check, a value
         # never defined, a float that does not fit its type (xDSL packs with `struct`)
-        loc = parser._current_token.span.get_location()
         msg = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
         if isinstance(e, OverflowError):
             msg = "value out of range for its type"
+        if parser is None:
+            raise CompileError(msg, location=filename) from None
+        loc = parser._current_token.span.get_location()
         raise CompileError(msg, location=f"{filename}:{loc.line}:{loc.col}") from None
     try:
         module.verify()

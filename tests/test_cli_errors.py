@@ -504,3 +504,30 @@ def test_a_ttir_type_with_a_zero_extent_is_one_located_error(name, old, new, tmp
     src, outdir = _write(tmp_path, text, "kernel.ttir")
     proc = _compile(runner, src, outdir / "k.ptx")
     _assert_one_diagnostic(proc, outdir, _loc(src, line, col) + r" error: .*zero.*")
+
+
+def _nul_at(text: str, at: int) -> tuple[str, int, int]:
+    """`text` with a NUL byte inserted at offset `at`, and its line and column."""
+    line = text.count("\n", 0, at) + 1
+    return text[:at] + "\x00" + text[at:], line, at - (text.rfind("\n", 0, at) + 1) + 1
+
+
+def _without_aliases(text: str) -> str:
+    """A `.ttir` as Triton prints it without debug locations: no `#loc` alias lines and
+    no `loc(...)` on its ops."""
+    text = re.sub(r"(?m)^#[\w.$-]+\s*=\s*loc\(.*\)\s*$", "", text)
+    return re.sub(r' loc\((?:[^()"]|"[^"]*"|\((?:[^()"]|"[^"]*")*\))*\)', "", text)
+
+
+@pytest.mark.parametrize("where", ["first token", "middle"])
+def test_a_ttir_the_lexer_rejects_is_one_located_error(where, tmp_path, runner):
+    """Found by fuzzing: a NUL byte where xDSL's lexer reads the first token of a
+    `.ttir` made the TTIR reader raise xDSL's ParseError (an internal error, exit 2); the
+    `.mlir` reader has always reported it at its position."""
+    text = _without_aliases((TRITON / "matmul.ttir").read_text())
+    assert "#loc" not in text and " loc(" not in text
+    at = 0 if where == "first token" else text.index("tt.dot")
+    bad, line, col = _nul_at(text, at)
+    src, outdir = _write(tmp_path, bad, "kernel.ttir")
+    proc = _compile(runner, src, outdir / "k.ptx")
+    _assert_one_diagnostic(proc, outdir, _loc(src, line, col) + r" error: Unexpected character.*")
