@@ -10,6 +10,7 @@ its Python line, for a reason `REFUSED` records (README "From Triton", "Not yet"
 from __future__ import annotations
 
 import math
+import re
 from pathlib import Path
 
 import pytest
@@ -221,7 +222,8 @@ def test_the_spelling_is_refused_at_its_python_line(stem):
 
 @pytest.mark.parametrize("source", sorted(p.name for p in DATA.glob("*.py")))
 def test_the_ttir_is_what_tritons_front_end_writes(source):
-    """Each committed `.ttir` is what `scripts/ttir_dump.py` writes from its `.py` now."""
+    """Each committed `.ttir` is what `scripts/ttir_dump.py` writes from its `.py` now (its
+    paths relative to the repository)."""
     pytest.importorskip("triton")
     import importlib.util
 
@@ -229,4 +231,6 @@ def test_the_ttir_is_what_tritons_front_end_writes(source):
     dump = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(dump)
     for stem, cfg in dump.configs(DATA / source).items():
-        assert _path(stem).read_text() == dump.ttir_of(cfg), stem
+        # Triton's cache may answer with the TTIR of the same source in another checkout
+        text = re.sub(r'"[^"]*/(tests/data/triton/spellings/)', r'"\1', dump.ttir_of(cfg))
+        assert _path(stem).read_text() == text, stem
