@@ -24,7 +24,10 @@ runs at its start. Nothing else moves: the loads and releases of the next tile h
 where they did. The planner does not plan it for a kernel that also reads a tensor it
 stores (the loads of tile t + 1 would see the old values), nor with split decompositions
 (`tile.arrive`), whose epilogue must finish before its ticket, nor where the first key
-loop is not expanded in two stages (a GEMM's first MMA is in its K loop).
+loop is not expanded in two stages (a GEMM's first MMA is in its K loop), nor where the
+tile's first MMA is not where the rotation can follow it (`problem`). A schedule that says
+`overlap` where the loop cannot be rotated (written by hand) is a located error, never
+silently dropped: the schedule and `tawac explain` say only what the code does.
 """
 
 from __future__ import annotations
@@ -48,6 +51,7 @@ from xdsl.passes import ModulePass
 from xdsl.rewriter import InsertPoint, Rewriter
 
 from tawac import schedule
+from tawac.diagnostics import CompileError
 from tawac.dialects import aref, hopper, tile
 
 #: Operations without memory effects an epilogue may consist of, besides arith and math.
@@ -160,19 +164,36 @@ def _guarded(
     return [cond, scf.IfOp(cond.result, [], Region(inner))]
 
 
-def rotate(loop: scf.ForOp) -> bool:
-    """Rotate the tile loop `loop` (module docstring); False where it does not apply."""
+def problem(loop: scf.ForOp) -> str | None:
+    """Why the tile loop `loop` cannot be rotated (module docstring), or None."""
     body = loop.body.block
-    found = _epilogue(body)
-    if found is None:
-        return False
-    epilogue, carried = found
+    if _epilogue(body) is None:
+        return "the consumer's tile loop stores nothing at its top level (no epilogue)"
     first = _first_dot(body)
     if first is None:
-        return False
-    dot, branch = first
+        return (
+            "a tile's first MMA is neither at the top level of the consumer's tile loop nor "
+            "in the `then` of a top-level scf.if (a GEMM's is in its K loop)"
+        )
+    _, branch = first
     if branch is not None and not branch.false_region.blocks:
-        return False  # a tile whose MMAs are skipped would skip the epilogue too
+        # a tile whose MMAs are skipped would skip the epilogue too
+        return "the scf.if holding a tile's first MMA has no else region"
+    return None
+
+
+def rotate(loop: scf.ForOp) -> bool:
+    """Rotate the tile loop `loop` (module docstring); False where it does not apply
+    (`problem`)."""
+    if problem(loop) is not None:
+        return False
+    body = loop.body.block
+    found = _epilogue(body)
+    assert found is not None
+    epilogue, carried = found
+    first = _first_dot(body)
+    assert first is not None
+    dot, branch = first
     iv = body.args[0]
     if iv not in carried:
         carried.insert(0, iv)
@@ -215,15 +236,29 @@ def rotate(loop: scf.ForOp) -> bool:
 
 def apply_kernel(kernel: tile.KernelOp) -> None:
     """Rotate the consumer's tile loop where the schedule says `overlap` (the planner
-    checked that the kernel has an epilogue to move: `overlaps_epilogue`)."""
+    checked that the kernel has an epilogue to move: `overlaps_epilogue`); a schedule
+    that says so where the loop cannot be rotated is a located error."""
     if not schedule.planned(kernel, "overlap-epilogue").overlap:
         return
-    for part in kernel.body.block.ops:
-        if not isinstance(part, aref.PartitionOp) or part.role.data != "consumer":
-            continue
+    consumers = [
+        p
+        for p in kernel.body.block.ops
+        if isinstance(p, aref.PartitionOp) and p.role.data == "consumer"
+    ]
+    if not consumers:
+        raise _unapplied("the kernel has no consumer partition", kernel)
+    for part in consumers:
         loop = _tile_loop(part)
-        if loop is not None:
-            rotate(loop)
+        if loop is None:
+            raise _unapplied("the consumer has no persistent tile loop (`tiles`)", part)
+        why = problem(loop)
+        if why is not None:
+            raise _unapplied(why, loop)
+        rotate(loop)
+
+
+def _unapplied(why: str, op: Operation) -> CompileError:
+    return CompileError(f"overlap-epilogue: the schedule plans overlap but {why}", op)
 
 
 @dataclass(frozen=True)

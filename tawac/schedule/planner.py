@@ -276,7 +276,8 @@ def overlaps_epilogue(
     """Whether `overlap-epilogue` has an epilogue to put under the next tile's first MMA:
     the consumer's first main loop is expanded in two or more stages (its first MMA is
     issued in a prologue, outside the loop), the consumer stores at its top level, no
-    split decomposition (`tile.arrive`) runs, and nothing stored is also loaded."""
+    split decomposition (`tile.arrive`) runs, nothing stored is also loaded, and the
+    pass's rotation applies to the tile's first MMA (`_first_mma_rotates`)."""
     consumer = next((p for p in parts if p.role.data == "consumer"), None)
     first = next((lp for lp in loops if lp.role == "consumer" and lp.loop == 0), None)
     if consumer is None or first is None or first.stages < 2:
@@ -285,7 +286,36 @@ def overlaps_epilogue(
     ops = list(kernel.walk())
     read = {o.operands[0] for o in ops if isinstance(o, tile.LoadOp)}
     split = any(isinstance(o, tile.ArriveOp) for o in ops)
-    return bool(stores) and not split and all(st.dest not in read for st in stores)
+    if not stores or split or any(st.dest in read for st in stores):
+        return False
+    return _first_mma_rotates(consumer, first)
+
+
+def _has_dot(op: Operation) -> bool:
+    return any(isinstance(o, tile.DotOp) for o in op.walk())
+
+
+def _first_mma_rotates(consumer: aref.PartitionOp, first: LoopPlan) -> bool:
+    """Whether the tile's first MMA is where `overlap-epilogue` can put the previous
+    tile's epilogue after it (its `problem`, as the body will be once `persistent` and
+    `coarse-pipeline` have run): the consumer's first top-level op with an MMA is a
+    `tile.dot`, an `scf.if` with an `else` whose `then` has a `tile.dot` first, or the
+    first main loop, expanded in stages (an `scf.if` with an `else`, whose `then` issues
+    the prologue's stage-0 ops in the plan's order) whose first stage-0 op with an MMA
+    is a `tile.dot`."""
+    top = next((o for o in consumer.body.block.ops if _has_dot(o)), None)
+    if isinstance(top, tile.DotOp):
+        return True
+    if isinstance(top, scf.IfOp):
+        then = next((o for o in top.true_region.block.ops if _has_dot(o)), None)
+        return bool(top.false_region.blocks) and isinstance(then, tile.DotOp)
+    loop = main_loops(consumer)[0]
+    if top is not loop:
+        return False
+    sched = scheduled_ops(loop.body.block)
+    stage0 = [sched[o.index] for o in first.ops if o.stage == 0 and o.index < len(sched)]
+    mma = next((o for o in stage0 if _has_dot(o)), None)
+    return isinstance(mma, tile.DotOp)
 
 
 def _faster(kernel: tile.KernelOp, a: Schedule, b: Schedule, options: PipelineOptions) -> bool:
