@@ -28,6 +28,7 @@ from tawac.diagnostics import CompileError
 from tawac.dialects import tile
 from tawac.options import DEFAULT_TIME_LIMIT, PipelineOptions
 from tawac.parser import parse_text as _parse_mlir
+from tawac.passes.canonicalize import CanonicalizePass
 from tawac.passes.coarse_pipeline import CoarsePipelinePass
 from tawac.passes.convert_ttir import ConvertTtir
 from tawac.passes.cooperative_consumers import CooperativeConsumersPass
@@ -71,6 +72,7 @@ __all__ = [
 PASSES: dict[str, Callable[[], type[ModulePass]]] = {
     p.name: (lambda p=p: p)
     for p in (
+        CanonicalizePass,
         SplitKPass,
         SwapAbPass,
         GroupHeadsPass,

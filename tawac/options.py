@@ -396,6 +396,7 @@ class _Options:
         made by `plan`; the passes after it apply the schedule (and do nothing where it
         says so)."""
         passes = [
+            "canonicalize",
             "group-heads" if self.group_heads else "",
             "swap-ab" if self.swap_ab else "",
             self._split_k_spec(),
@@ -416,7 +417,7 @@ class _Options:
         ]
         # an optional pass that is off ("") is named by where it would run
         names = [p.split("{")[0] for p in passes]
-        names[:5] = ["group-heads", "swap-ab", "split-k", "widen", "guard-masks"]
+        names[:6] = ["canonicalize", "group-heads", "swap-ab", "split-k", "widen", "guard-masks"]
         names[-2] = "trace"
         lo = names.index(start) if start is not None else 0
         hi = names.index(stop) if stop is not None else len(passes)

@@ -48,6 +48,7 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
             "tawac.torch",
             "tawac.runtime",
             "tawac.fuzz",
+            "tawac.check",
             "tawac.trace",
             "tawac.calibrate",
             "tawac.triton",

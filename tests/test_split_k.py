@@ -18,17 +18,23 @@ def test_the_pass_runs_first_only_when_splitting():
     assert (
         PipelineOptions(split_k=4)
         .pipeline()
-        .startswith("group-heads,split-k{splits=4},guard-masks,warp-specialize,")
+        .startswith("canonicalize,group-heads,split-k{splits=4},guard-masks,warp-specialize,")
     )
-    assert PipelineOptions().pipeline().startswith("group-heads,widen,guard-masks,warp-specialize,")
-    assert PipelineOptions(group_heads=False).pipeline().startswith("widen,guard-masks,")
-    assert PipelineOptions(widen=1).pipeline().startswith("group-heads,guard-masks,")
+    assert (
+        PipelineOptions()
+        .pipeline()
+        .startswith("canonicalize,group-heads,widen,guard-masks,warp-specialize,")
+    )
+    assert (
+        PipelineOptions(group_heads=False).pipeline().startswith("canonicalize,widen,guard-masks,")
+    )
+    assert PipelineOptions(widen=1).pipeline().startswith("canonicalize,group-heads,guard-masks,")
     assert (
         PipelineOptions(split_k=4).pipeline(start="warp-specialize").startswith("warp-specialize,")
     )
     assert (
         PipelineOptions(split_k=4).pipeline(stop="warp-specialize")
-        == "group-heads,split-k{splits=4},guard-masks"
+        == "canonicalize,group-heads,split-k{splits=4},guard-masks"
     )
 
 

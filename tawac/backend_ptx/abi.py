@@ -26,6 +26,33 @@ def _elem_name(t: Attribute) -> str:
     return str(t)
 
 
+def arg_specs(kernel: tile.KernelOp) -> list[dict[str, Any]]:
+    """The sidecar's "args" of `kernel` (docs/abi.md): its tensor arguments (name, dtype,
+    rank, dimension names) and scalars in order, less the workspace buffers the launcher
+    allocates (`workspace_of`)."""
+    workspace = workspace_of(kernel)
+    args: list[dict[str, Any]] = []
+    for i, a in enumerate(kernel.body.block.args):
+        t, name = a.type, a.name_hint or f"arg{i}"
+        if name in workspace:
+            continue  # allocated by the launcher (its "workspace" entry)
+        if isinstance(t, tile.GlobalTensorType):
+            args.append(
+                {
+                    "name": name,
+                    "kind": "tensor",
+                    "dtype": _elem_name(t.element_type),
+                    "rank": t.rank,
+                    "dims": [n.data for n in t.dim_names],
+                }
+            )
+        elif isinstance(t, Float32Type):
+            args.append({"name": name, "kind": "scalar", "dtype": "f32"})
+        elif isinstance(t, IndexType):
+            args.append({"name": name, "kind": "scalar", "dtype": "s32"})
+    return args
+
+
 class ParamTable:
     """The entry's parameters, registered as the lowering needs them."""
 
@@ -117,25 +144,7 @@ class ParamTable:
         kernel's one-dimensional grid has clusters of cx * cy CTAs along x, and
         `"program_cluster"` says which programs a cluster computes together."""
         workspace = workspace_of(self.kernel)
-        args = []
-        for a, name in zip(self.args, self.names, strict=True):
-            t = a.type
-            if name in workspace:
-                continue  # allocated by the launcher (its "workspace" entry)
-            if isinstance(t, tile.GlobalTensorType):
-                args.append(
-                    {
-                        "name": name,
-                        "kind": "tensor",
-                        "dtype": _elem_name(t.element_type),
-                        "rank": t.rank,
-                        "dims": [n.data for n in t.dim_names],
-                    }
-                )
-            elif isinstance(t, Float32Type):
-                args.append({"name": name, "kind": "scalar", "dtype": "f32"})
-            elif isinstance(t, IndexType):
-                args.append({"name": name, "kind": "scalar", "dtype": "s32"})
+        args = arg_specs(self.kernel)
         launch: dict[str, Any] = {
             "block": [threads, 1, 1],
             "cluster": [1, 1, 1],

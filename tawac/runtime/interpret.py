@@ -180,6 +180,9 @@ _INT_BINARY: dict[type[Operation], Callable[[Value, Value], Value]] = {
     arith.AndIOp: torch.bitwise_and,
     arith.OrIOp: torch.bitwise_or,
     arith.XOrIOp: torch.bitwise_xor,
+    arith.ShLIOp: torch.bitwise_left_shift,
+    arith.ShRSIOp: torch.bitwise_right_shift,
+    arith.ShRUIOp: torch.bitwise_right_shift,  # index values are non-negative in practice
 }
 
 _FLOAT_BINARY: dict[type[Operation], Callable[[Value, Value], Value]] = {
