@@ -535,6 +535,61 @@ def check_failure(res: dict) -> str:
     return "check failed: output " + "; output ".join(bad or ["(none named)"])
 
 
+@main.command()
+@click.argument("source", type=click.Path(dir_okay=False))
+@_defines
+@pipeline_options
+@_time_limit
+@click.option(
+    "--size",
+    "sizes",
+    required=True,
+    help="dimension sizes and scalars by name (M=300,N=520,K=200): ragged sizes check more",
+)
+@click.option(
+    "--variants", default=10, show_default=True, help="equivalent spellings to check as well"
+)
+@click.option("--seed", default=0, show_default=True, help="inputs' and variants' seed")
+@_guard
+def check(source, defines, time_limit, sizes, variants, seed, **pipeline):
+    """Check the tile-level passes on SOURCE in the reference interpreter (no GPU): the
+    program after each pass `tawac compile` runs with these options computes what it
+    computed before, on random inputs at --size; so do --variants equivalent spellings of
+    it (docs/design.md, "Checking the compiler"). Exit 1 when a pass changed the meaning.
+
+    \b
+    Examples:
+      tawac check examples/attention_causal.mlir --size B=1,H=2,S=333,D=128
+      tawac check examples/gemm.mlir --size M=300,N=520,K=200 --split-k 3
+    """
+    from tawac.check import ValidationError, Validator, baseline, tile_pipeline
+    from tawac.check.variants import variants as spellings
+    from tawac.driver import TimeLimit, parse_file, parse_text
+    from tawac.runtime.runner import parse_sizes
+
+    dims = parse_sizes(sizes)
+    passes = tile_pipeline(**pipeline)
+    with TimeLimit(time_limit):
+        module = parse_file(source, params=_params(defines))
+        base = baseline(module, dims, seed=seed)
+        try:
+            done = Validator(module.clone(), base, source).apply(passes)
+            for v in done:
+                what = f"agrees (max error {v.max_error:.2g})" if v.changed else "unchanged"
+                click.echo(f"{v.pass_name}: {what}")
+            for i, (m, applied) in enumerate(spellings(module, variants, seed)):
+                name = f"{source} variant {i} ({', '.join(applied)})"
+                try:
+                    spelled = parse_text(str(m), name)
+                    Validator(spelled, base, name).apply(passes)
+                except CompileError as e:
+                    click.echo(f"variant {i} ({', '.join(applied)}): refused: {e}")
+                    continue
+                click.echo(f"variant {i} ({', '.join(applied)}): agrees")
+        except ValidationError as e:
+            raise CompileError(f"check failed: {e}") from None
+
+
 @main.group()
 def cache() -> None:
     """The compile cache on disk: compiled kernels and solved schedules, in

@@ -176,3 +176,30 @@ def test_grouping_the_heads_of_a_causal_gqa_is_caught(monkeypatch):
     with pytest.raises(ValidationError) as info:
         validate(module, "group-heads", GQA_SIZES, program="gqa")
     assert info.value.pass_name == "group-heads" and info.value.difference.output == "o"
+
+
+def test_tawac_check_reports_each_pass_and_fails_on_a_broken_one(monkeypatch, tmp_path):
+    """`tawac check`: one line per tile-level pass and per variant, exit 0; with
+    guard-masks broken on purpose, one located `check failed` line naming the pass and
+    exit 1."""
+    from click.testing import CliRunner
+    from xdsl.dialects import arith
+
+    from tawac.cli import main
+    from tawac.passes import guard_masks
+
+    src = tmp_path / "hoisted.mlir"
+    src.write_text(_hoisted_mask_attention())
+    args = ["check", str(src), "--size", "B=1,H=2,S=333,D=128", "--variants", "2"]
+    ok = CliRunner().invoke(main, args)
+    assert ok.exit_code == 0, ok.output
+    assert "guard-masks: agrees" in ok.output and "variant 1 (" in ok.output
+
+    def never(mask, b):
+        return b._add(arith.ConstantOp.from_int_and_width(0, 1))
+
+    monkeypatch.setattr(guard_masks, "_some_false", never)
+    bad = CliRunner().invoke(main, args)
+    assert bad.exit_code == 1, bad.output
+    lines = [ln for ln in bad.output.splitlines() if "error:" in ln]
+    assert len(lines) == 1 and "check failed: guard-masks changed the meaning" in lines[0]
