@@ -508,3 +508,142 @@ def test_every_shipped_ttir_compiles_to_ptx(path):
             driver.compile_module(driver.parse_text(text, "x.ttir"))
         return
     assert ".entry" in driver.compile_module(driver.parse_text(text, "x.ttir")).ptx
+
+
+WHERE_LOADS = REPO / "tests/data/triton/spellings/matmul_where_loads.ttir"
+#: matmul_where_loads.ttir's `a = tl.where(a_mask, tl.load(a_ptrs, mask=a_mask), 0.0)`
+_A_WHERE = (
+    "%a_54 = arith.select %a, %a_53, %cst_0 : tensor<128x64xi1>, tensor<128x64xf16> loc(#loc122)"
+)
+_B_WHERE = (
+    "%b_56 = arith.select %b, %b_55, %cst : tensor<64x128xi1>, tensor<64x128xf16> loc(#loc124)"
+)
+_A_SELECT = "arith.select {}, %a_53, {} : tensor<128x64xi1>, tensor<128x64xf16> loc(#loc122)"
+#: `a_mask` computed again (its own cmpi and broadcast): the same bound
+_RECOMPUTED = (
+    "%am = arith.cmpi slt, %a_ptrs_17, %a_mask_50 : tensor<1x64xi32> loc(#loc122)\n"
+    "      %ab = tt.broadcast %am : tensor<1x64xi1> -> tensor<128x64xi1> loc(#loc122)\n"
+    "      %a_54 = " + _A_SELECT.format("%ab", "%cst_0")
+)
+#: `offs_k[None, :] < K - k * BLOCK_SIZE_K - 1`: one column short of the load's bound
+_SHORT = (
+    "%k1 = arith.subi %a_mask_49, %c1_i32 : i32 loc(#loc122)\n"
+    "      %ks = tt.splat %k1 : i32 -> tensor<1x64xi32> loc(#loc122)\n"
+    "      %am = arith.cmpi slt, %a_ptrs_17, %ks : tensor<1x64xi32> loc(#loc122)\n"
+    "      %ab = tt.broadcast %am : tensor<1x64xi1> -> tensor<128x64xi1> loc(#loc122)\n"
+    "      %a_54 = " + _A_SELECT.format("%ab", "%cst_0")
+)
+_ONE_A = (
+    "%one = arith.constant dense<1.000000e+00> : tensor<128x64xf16> loc(#loc122)\n"
+    "      %a_54 = " + _A_SELECT.format("%a", "%one")
+)
+_ONE_B = (
+    "%oneb = arith.constant dense<1.000000e+00> : tensor<64x128xf16> loc(#loc124)\n"
+    "      %b_56 = arith.select %b, %b_55, %oneb : tensor<64x128xi1>, tensor<64x128xf16> "
+    "loc(#loc124)"
+)
+_MINUS_ZERO = (
+    "%mz = arith.constant dense<-0.000000e+00> : tensor<128x64xf16> loc(#loc122)\n"
+    "      %a_54 = " + _A_SELECT.format("%a", "%mz")
+)
+_UNMASKED_LOAD = (
+    "%a_53 = tt.load %a_ptrs_46, %a : tensor<128x64x!tt.ptr<f16>> loc(#loc121)",
+    "%a_53 = tt.load %a_ptrs_46 : tensor<128x64x!tt.ptr<f16>> loc(#loc121)",
+)
+
+#: variant -> (edits of matmul_where_loads.ttir, the operands of the dot that stay
+#: tile.selects, the float32 reference of C from A and B at K)
+WHERE_VARIANTS = {
+    # the spelling itself: both selects are the loads' zero fill
+    "as_written": ((), "", lambda a, b, k: a @ b),
+    "recomputed_mask": (((_A_WHERE, _RECOMPUTED),), "", lambda a, b, k: a @ b),
+    # a mask other than the load's bound: A's last column dropped
+    "mask_one_short": (
+        ((_A_WHERE, _SHORT),), "a", lambda a, b, k: a[:, : k - 1] @ b[: k - 1]
+    ),
+    # other values than 0: the padding of K is 1 x 1 per column
+    "other_one": (
+        ((_A_WHERE, _ONE_A), (_B_WHERE, _ONE_B)),
+        "ab",
+        lambda a, b, k: a @ b + (-(-k // 64) * 64 - k),
+    ),
+    # -0.0 is not the zero fill (+0.0) of tile.load
+    "other_minus_zero": (((_A_WHERE, _MINUS_ZERO),), "a", lambda a, b, k: a @ b),
+    # the load is not bounded by the mask: the select is the only bound of A's K edge
+    "load_unmasked": ((_UNMASKED_LOAD,), "a", lambda a, b, k: a @ b),
+}  # fmt: skip
+
+
+def _where_variant(name: str) -> str:
+    text = WHERE_LOADS.read_text()
+    for old, new in WHERE_VARIANTS[name][0]:
+        assert text.count(old) == 1, old
+        text = text.replace(old, new)
+    return text
+
+
+def _interpret_matmul(kernel: tile.KernelOp, a, b, c) -> None:
+    from tawac.analysis.grid import infer_grid
+
+    shapes = {"a": a.shape, "b": b.shape, "c": c.shape}
+    grid = [
+        g["const"] if "const" in g else -(-shapes[g["cdiv"]["arg"]][g["cdiv"]["dim"]] // g["by"])
+        for g in infer_grid(kernel)
+    ]
+    interpret(kernel, [a, b, c], tuple(grid))
+
+
+@pytest.mark.parametrize("name", sorted(WHERE_VARIANTS))
+def test_a_where_around_a_masked_load_is_dropped_exactly_when_it_is_the_zero_fill(name):
+    """`tl.where(mask, tl.load(p, mask=mask), 0.0)`: the select is dropped (the dot reads
+    the tile.load) only where its mask is the load's bound by a size (outside it the
+    tile.load reads +0.0) and the other value is +0.0; else it stays. Either way the
+    kernel computes what the Triton program does (torch in float32, ragged sizes)."""
+    _edits, kept, ref = WHERE_VARIANTS[name]
+    kernel = _kernel(parse_text(_where_variant(name), "matmul_where_loads.ttir"))
+    (dot,) = [o for o in kernel.walk() if isinstance(o, tile.DotOp)]
+    operands = {"a": dot.lhs.owner.name, "b": dot.rhs.owner.name}
+    assert operands == {x: "tile.select" if x in kept else "tile.load" for x in "ab"}
+    assert sum(isinstance(o, tile.SelectOp) for o in kernel.walk()) == len(kept)
+    g = torch.Generator().manual_seed(44)
+    for m, n, k in ((200, 300, 130), (1, 17, 70)):
+        a, b = torch.randn(m, k, generator=g).half(), torch.randn(k, n, generator=g).half()
+        c = torch.full((m, n), float("nan")).half()
+        _interpret_matmul(kernel, a, b, c)
+        want = ref(a.float(), b.float(), k)
+        assert not torch.isnan(c).any()
+        assert ((c.float() - want).abs().max() / want.abs().max()).item() < 2e-2, (m, n, k)
+
+
+def test_a_dot_of_selects_is_refused_at_the_select_in_the_way():
+    """A dot none of whose operands is a tile.load (both `tl.where`s kept, their other
+    values 1.0): warp-specialize's error names the tile.select that stands between the
+    load and the dot, at its `tl.where` line, not the kernel's `def`."""
+    from tawac import driver
+
+    py = (REPO / "tests/data/triton/spellings/matmul.py").read_text().splitlines()
+    line = next(i for i, s in enumerate(py) if "a = tl.where(a_mask, tl.load(a_ptrs" in s) + 1
+    text = _where_variant("other_one")
+    with pytest.raises(CompileError) as err:
+        driver.compile_module(driver.parse_text(text, "x.ttir"), schedule="heuristic")
+    assert err.value.location.startswith(f"tests/data/triton/spellings/matmul.py:{line}:")
+    assert err.value.message.startswith("warp-specialize: ")
+    assert "tile.select" in err.value.message and "tile.dot" in err.value.message
+    assert "kernels without MMAs" not in err.value.message
+
+
+@pytest.mark.parametrize("name", [n for n, v in sorted(WHERE_VARIANTS.items()) if v[1]])
+def test_a_kept_where_compiles_or_is_one_located_error(name):
+    """Where the select stays, the pipeline compiles the kernel or refuses it with one
+    `CompileError` at a line of the Triton source, never a traceback."""
+    from tawac import driver
+
+    try:
+        res = driver.compile_module(
+            driver.parse_text(_where_variant(name), "x.ttir"), schedule="heuristic"
+        )
+    except CompileError as e:
+        assert str(e).startswith("tests/data/triton/spellings/matmul.py:"), str(e)
+        assert "\n" not in str(e)
+        return
+    assert "wgmma.mma_async" in res.ptx

@@ -75,15 +75,7 @@ REFUSED = {
 }
 
 #: stem -> the exact symptom of a tawac limitation or bug the spelling exposes.
-PTX_XFAIL = {
-    "matmul_where_loads": (
-        "converts and computes right, but compile_module refuses it in warp-specialize "
-        "'no tile.load feeds a tile.dot, so there is nothing for a producer warp group to do "
-        "(kernels without MMAs are not supported yet)', located at the kernel's def "
-        "(matmul.py:177:0): the converted tile.select(mask, tile.load, 0) between each "
-        "load and the dot (a zero fill tile.load already does) hides the loads from it"
-    ),
-}
+PTX_XFAIL: dict[str, str] = {}
 
 COMPUTED = [s for s in SPELLINGS if s not in REFUSED]
 

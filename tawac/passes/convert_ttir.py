@@ -38,7 +38,11 @@ The conversion:
   reach only masked-off outputs), else refused. `tl.where(mask, a, b)` of float tiles,
   the mask one comparison of index tiles `origin + range_d` (causal attention's
   `offs_m[:, None] >= start_n + offs_n[None, :]`), becomes `tile.iota`, `tile.cmpi` and
-  `tile.select`.
+  `tile.select`, except `tl.where(mask, tl.load(p, mask=...), 0.0)` where `mask` is false
+  only outside the tensor the load reads (each comparison a bound the load's own mask
+  puts on a dimension, by the size of the tensor's dimension, or `index >= 0`) and the
+  other value +0.0: the `tile.load`'s zero fill already is that select, so there is none
+  (`_zero_filled`), and `tt.dot` reads the load.
 - **Transposes.** A 2-d load whose tile order is the transpose of its tensor's (K read
   through a block pointer of `order=(0, 1)`) loads the tensor's order, and `tt.dot` reads
   it with `transpose_lhs` / `transpose_rhs`; `tt.trans` flips that; any other reader of
@@ -58,13 +62,16 @@ is then CSE'd (xDSL's `cse`), so the later passes meet one value per distinct pu
 expression. Only ops with the `Pure` trait merge (arith, math, `tile.dot`, `tile.iota`,
 ...); `tile.load` and `tile.store` have no memory-effect trait and are left alone.
 
-Errors are `CompileError`s at the op's Python line (`tawac.ttir.python_location`).
+Errors are `CompileError`s at the op's Python line (`tawac.ttir.python_location`); the
+`tile.dot` and a `tl.where`'s `tile.select` carry that line as their location, where a
+later pass's error about them points.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import itertools
+import math
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 
@@ -73,12 +80,15 @@ from xdsl.dialects import arith, scf
 from xdsl.dialects.builtin import (
     AnyFloat,
     DenseIntOrFPElementsAttr,
+    FileLineColLoc,
     Float32Type,
     FloatAttr,
     IndexType,
+    IntAttr,
     IntegerAttr,
     IntegerType,
     ModuleOp,
+    StringAttr,
     TensorType,
     i32,
 )
@@ -101,6 +111,16 @@ CHECK_SIZES = (1, 63, 64, 127, 128, 129, 255, 256, 257, 1000, 1024, 3000)
 def _error(message: str, op: Operation | None) -> CompileError:
     where = python_location(op) if op is not None else None
     return CompileError(f"convert-ttir: {message}", location=where)
+
+
+def _located(new: Operation, old: Operation) -> Operation:
+    """`new` at the Python line of the TTIR op `old` (where a later pass's error about
+    it points), where `old` has one."""
+    where = python_location(old)
+    if where is not None:
+        file, line, col = where.rsplit(":", 2)
+        new.location = FileLineColLoc(StringAttr(file), IntAttr(int(line)), IntAttr(int(col)))
+    return new
 
 
 # -- scalar evaluation (the grid check) ------------------------------------------------------
@@ -948,7 +968,7 @@ def _body(em: _Emitter, block: Block) -> None:
                 raise _error("a tt.dot accumulating into a transposed tile", op)
             flip = [x in em.transposed for x in (op.a, op.b)]
             dot = tile.DotOp(*v, transpose_lhs=flip[0], transpose_rhs=flip[1])
-            em.values[op.result] = em.add(dot).result
+            em.values[op.result] = em.add(_located(dot, op)).result
         elif isinstance(op, tt.TransOp):
             _trans(em, op)
         elif isinstance(op, tt.FpToFpOp):
@@ -1026,7 +1046,14 @@ def _elem(t):
 def _select(em: _Emitter, op: tt.SelectOp) -> None:
     """`tl.where(mask, a, b)` of float tiles, the mask a comparison of two index tiles
     `origin + range_d` (`offs_m[:, None] >= start_n + offs_n[None, :]`): `tile.iota` of
-    each side, `tile.cmpi`, `tile.select`."""
+    each side, `tile.cmpi`, `tile.select`; none where it is the zero fill of the load it
+    selects from (`_zero_filled`)."""
+    load = _zero_filled(em, op)
+    if load is not None:
+        em.values[op.result] = em.values[load.result]
+        if load.result in em.transposed:
+            em.transposed.add(op.result)
+        return
     cond = op.cond
     while isinstance(cond.owner, tt.BroadcastOp):
         cond = cond.owner.src
@@ -1039,6 +1066,68 @@ def _select(em: _Emitter, op: tt.SelectOp) -> None:
         raise _error("a tl.where whose mask is not one comparison of 2-d index tiles", op)
     a, b = em.get(op.lhs, op), em.get(op.rhs, op)
     em.values[op.result] = _where(em, op.cond, a, b, shape, op)
+
+
+def _zero_filled(em: _Emitter, op: tt.SelectOp) -> tt.LoadOp | None:
+    """The load of `tl.where(mask, tl.load(p, mask=...), 0.0)` where the select changes
+    nothing in the tile kernel: the other value is +0.0 and `mask` is false only where
+    the converted `tile.load` reads outside its tensor, which it reads as +0.0. The mask
+    must be a conjunction (`&`, through broadcasts) of bounds the load's own mask puts on
+    it (`_mask_bound`); None otherwise (the select is converted)."""
+    load = op.lhs.owner
+    if not isinstance(load, tt.LoadOp) or load.mask is None:
+        return None
+    if not _is_positive_zero(op.rhs):
+        return None
+    a = em.plan.accesses.get(load)
+    if a is None or load.result not in em.values:
+        return None
+    sizes = em.plan.tensors[a.base].sizes
+    position = {tile_index: j for j, (_, tile_index) in enumerate(tensor_dims(a))}
+    work = [op.cond]
+    while work:
+        v = work.pop()
+        while isinstance(v.owner, tt.BroadcastOp):
+            v = v.owner.src
+        if isinstance(v.owner, arith.AndIOp):
+            work += [v.owner.lhs, v.owner.rhs]
+        elif not _mask_bound(em, v, a, sizes, position):
+            return None
+    return load
+
+
+def _mask_bound(em: _Emitter, v: SSAValue, a: Access, sizes, position) -> bool:
+    """`v` is one comparison false only outside the tensor `a` reads: along a tile
+    dimension d, `origin_d + range_d < S` with S the bound the load's own mask puts on d
+    and the size of the tensor's dimension (the proof `tawac.analysis.pointers` makes of
+    the load's mask, on `v`), or `origin_d + range_d >= 0`."""
+    cmp = v.owner
+    if not isinstance(cmp, tt.CmpiOp):
+        return False
+    reader = em.plan.reader
+    origins = [d.origin for d in a.dims]
+    try:
+        if cmp.predicate_name == "slt":
+            ((d, bound),) = pointers._mask_bounds(v, origins, reader, cmp).items()
+            return bound == a.dims[d].bound and _single_symbol(bound) == [sizes[position[d]]]
+        if cmp.predicate_name == "sge":
+            lhs, rhs = reader.int_poly(cmp.lhs), reader.int_poly(cmp.rhs)
+            return not rhs.terms and any(lhs == a.dims[d].origin + Poly.sym(Range(d))
+                                         for d in range(len(a.dims)))  # fmt: skip
+    except PointerError:
+        return False
+    return False
+
+
+def _is_positive_zero(v: SSAValue) -> bool:
+    """`v` is a splat constant of +0.0 (what `tile.load` reads outside its tensor)."""
+    c = v.owner
+    if not isinstance(c, arith.ConstantOp) or not isinstance(c.value, DenseIntOrFPElementsAttr):
+        return False
+    if not c.value.is_splat():
+        return False
+    x = float(c.value.get_values()[0])
+    return x == 0.0 and math.copysign(1.0, x) > 0
 
 
 def _where(em: _Emitter, cond: SSAValue, a: SSAValue, b: SSAValue, shape, at) -> SSAValue:
@@ -1059,7 +1148,7 @@ def _where(em: _Emitter, cond: SSAValue, a: SSAValue, b: SSAValue, shape, at) ->
         raise _error(f"a tl.where mask compared by {pred}", cmp)
     sides = [_iota(em, v, shape, cmp) for v in (cmp.lhs, cmp.rhs)]
     mask = em.add(tile.CmpiOp(pred, *sides)).result
-    return em.add(tile.SelectOp(mask, a, b)).result
+    return em.add(_located(tile.SelectOp(mask, a, b), at)).result
 
 
 def _select_by_value(em: _Emitter, op: tt.SelectOp, cmp: tt.CmpfOp) -> None:

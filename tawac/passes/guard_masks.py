@@ -247,6 +247,7 @@ class GuardMask(RewritePattern):
             op.detach()
             then.add_op(op)
         inner = tile.SelectOp(select.cond, select.true_value, select.false_value)
+        inner.location = select.location  # a later pass's error about it points there
         then.add_op(inner)
         self.guarded += 1
         user = _sunk_user(select)

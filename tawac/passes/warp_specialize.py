@@ -36,7 +36,7 @@ from dataclasses import dataclass
 
 from xdsl.context import Context
 from xdsl.dialects import arith, scf
-from xdsl.dialects.builtin import IndexType, ModuleOp, StringAttr
+from xdsl.dialects.builtin import FileLineColLoc, IndexType, ModuleOp, StringAttr
 from xdsl.ir import Block, Operation, Region, SSAValue
 from xdsl.passes import ModulePass
 from xdsl.rewriter import InsertPoint, Rewriter
@@ -46,7 +46,7 @@ from tawac.analysis.identity import argument_name, joined, unique_names
 from tawac.analysis.loops import trip_count
 from tawac.analysis.mma import is_consumer_tile_load, is_mma_operand_load, mma_uses
 from tawac.analysis.scalars import SCALAR_OPS
-from tawac.diagnostics import CompileError
+from tawac.diagnostics import CompileError, location_of
 from tawac.dialects import aref, tile
 
 
@@ -299,6 +299,53 @@ def _consumer(kernel: tile.KernelOp, groups: list[_Group], arefs: list[SSAValue]
     return region.detach_block(0)
 
 
+def _no_producer(kernel: tile.KernelOp) -> CompileError:
+    """No tile.load is an MMA operand: without a tile.dot, the kernel is one the pass does
+    not support yet; with one, the error names what its A and B are instead, at the first
+    op standing between a tile.load and the dot (a `tl.where` the conversion kept, also
+    under guard-masks' scf.if), else at the dot."""
+    dot = next((o for o in kernel.walk() if isinstance(o, tile.DotOp)), None)
+    if dot is None:
+        return CompileError(
+            "warp-specialize: no tile.load feeds a tile.dot, so there is nothing for a "
+            "producer warp group to do (kernels without MMAs are not supported yet)",
+            kernel,
+        )
+    parts, between = [], None
+    for side, v in (("A", dot.lhs), ("B", dot.rhs)):
+        what, at = _feeding(v)
+        parts.append(f"{side} is {what}")
+        if between is None and at is not None and isinstance(at.location, FileLineColLoc):
+            between = at  # located where it is written, else the error points at the dot
+    where = location_of(dot)
+    at_dot = f"the tile.dot at {where}" if where is not None else "a tile.dot"
+    return CompileError(
+        f"warp-specialize: the operands of {at_dot} are not tile.loads ({', '.join(parts)}), "
+        "so there is nothing for a producer warp group to do (an MMA operand must be a "
+        "2-d tile.load that only tile.dots read)",
+        between or dot,
+    )
+
+
+def _feeding(v: SSAValue, depth: int = 0) -> tuple[str, Operation | None]:
+    """What computes the dot operand `v`, and the op on the way that reads a tile.load
+    (through the yields of an scf.if), if any."""
+    op = v.owner
+    if not isinstance(op, Operation):
+        return "a block argument", None
+    if isinstance(op, scf.IfOp) and depth < 8:
+        for region in op.regions:
+            y = region.blocks[0].last_op if region.blocks else None
+            if isinstance(y, scf.YieldOp):
+                what, at = _feeding(y.operands[v.index], depth + 1)
+                if at is not None:
+                    return f"{what} under an scf.if", at
+        return "an scf.if", None
+    if any(isinstance(x.owner, tile.LoadOp) for x in op.operands):
+        return f"a {op.name} of a tile.load", op
+    return f"a {op.name}", None
+
+
 def specialize(kernel: tile.KernelOp) -> None:
     body = kernel.body.block
     if any(isinstance(o, aref.PartitionOp) for o in body.ops):
@@ -320,11 +367,7 @@ def specialize(kernel: tile.KernelOp) -> None:
             assert block is not None and isinstance(op, tile.LoadOp)
             groups[(block, frozenset([op]))] = _Group(block, [op], "math")
     if not groups:
-        raise CompileError(
-            "warp-specialize: no tile.load feeds a tile.dot, so there is nothing for a "
-            "producer warp group to do (kernels without MMAs are not supported yet)",
-            kernel,
-        )
+        raise _no_producer(kernel)
     group_list = list(groups.values())
     for g in group_list:
         loops = 0

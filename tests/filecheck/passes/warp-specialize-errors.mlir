@@ -14,6 +14,26 @@ tile.kernel @no_dot(%a: !tile.tensor<?x?xf32>, %c: !tile.tensor<?x?xf32>) {
 
 // -----
 
+// A tile.dot whose operands are not loads: a tile.select stands between the load and
+// the MMA; the error says what A and B are, at the select.
+tile.kernel @select_in_the_way(%a: !tile.tensor<?x?xbf16>, %c: !tile.tensor<?x?xf32>, %n: index) {
+  %c0 = arith.constant 0 : index
+  %x = tile.load %a[%c0, %c0] : !tile.tensor<?x?xbf16> -> tensor<64x64xbf16>
+  %col = tile.iota 1, %c0 : tensor<64x64xi32>
+  %bound = tile.splat %n : index -> tensor<64x64xi32>
+  %in = tile.cmpi slt, %col, %bound : tensor<64x64xi32>
+  %fill = arith.constant dense<1.0> : tensor<64x64xbf16>
+  %m = tile.select %in, %x, %fill : tensor<64x64xi1>, tensor<64x64xbf16>
+// CHECK:      {{.*}}warp-specialize-errors.mlir:[[# @LINE - 1]]:8: error: warp-specialize: the operands of the tile.dot at {{.*}}warp-specialize-errors.mlir:[[# @LINE + 3]]:8 are not tile.loads (A is a tile.select of a tile.load, B is a tile.select of a tile.load), so there is nothing for a producer warp group to do (an MMA operand must be a 2-d tile.load that only tile.dots read)
+// CHECK-NEXT: {{^//}} -----
+  %zero = arith.constant dense<0.0> : tensor<64x64xf32>
+  %d = tile.dot %m, %m, %zero transpose_rhs : tensor<64x64xbf16>, tensor<64x64xbf16> -> tensor<64x64xf32>
+  tile.store %d, %c[%c0, %c0] : tensor<64x64xf32> -> !tile.tensor<?x?xf32>
+  tile.return
+}
+
+// -----
+
 // A load coordinate computed from a loop-carried value.
 tile.kernel @carried_coordinate(%a: !tile.tensor<?x?xbf16>, %c: !tile.tensor<?x?xf32>) {
   %c0 = arith.constant 0 : index
