@@ -3,27 +3,33 @@ through `tawac compile` (tawac/fuzz), in two shards of 300 that the test workers
 parallel (mutants 0-299 and 300-599 of seed 1: the campaign is the same, however it is
 split), with no finding allowed.  It guards the rule for bad input against regressions
 in about 25 s of CPU; the long campaigns (8,000 mutants and more, docs/fuzzing.md) run
-outside the suite with `python -m tawac.fuzz`.
+outside the suite with `python -m tawac.fuzz`.  A tenth of the accepted mutants are also
+checked for meaning (the tile-level passes against the interpreter, `tawac.fuzz.meaning`).
 
 A finding is an input that breaks the rule for bad input: an internal compiler error, a
 traceback, a hang, a crash, output left behind on failure, anything but one diagnostic
-line on failure, or PTX that ptxas rejects.  Reproduce one with
+line on failure, or PTX that ptxas rejects; or an accepted input whose meaning a
+tile-level pass changed (`mismatch`).  Reproduce one with
 `python -m tawac.fuzz --replay <path>` (the paths are in the failure message), or the
-campaign with `python -m tawac.fuzz --seed 1 --inputs 600 --out DIR`.
+campaign with `python -m tawac.fuzz --seed 1 --inputs 600 --check-meaning 0.1 --out DIR`.
 """
 
 from __future__ import annotations
 
 import multiprocessing
+from pathlib import Path
 
 import pytest
 
-from tawac.fuzz.harness import run_campaign
+from tawac.fuzz.harness import execute, replay, run_campaign, save
+from tawac.fuzz.meaning import Check
 
+REPO = Path(__file__).resolve().parent.parent
 SEED = 1
 INPUTS = 600
 SHARDS = 2
 SECONDS = 60  # per shard: never start inputs after this (the in-flight ones still finish)
+CHECK_MEANING = 0.1  # the share of the accepted mutants checked for meaning
 
 
 @pytest.mark.parametrize("shard", range(SHARDS))
@@ -37,6 +43,7 @@ def test_fuzz_campaign_has_no_findings(tmp_path, shard):
         timeout=45,  # the default planner (auto) runs the solver: up to 30 s a kernel
         out=tmp_path,
         progress=None,
+        check_meaning=CHECK_MEANING,
     )
     # In a fresh process: the campaign forks a child per mutant, and forking a test
     # worker that has loaded torch costs half as much again.
@@ -45,3 +52,64 @@ def test_fuzz_campaign_has_no_findings(tmp_path, shard):
     assert summary.inputs >= size // 4, summary.format()
     assert summary.counts["accepted"] > 0, summary.format()
     assert summary.findings == 0, "fuzz findings:\n" + summary.format()
+    if summary.inputs == size:  # every input ran: the shard asked its meaning checks
+        assert sum(summary.meaning.values()) > 0, summary.format()
+
+
+# ---- a pass that changes the meaning of an accepted mutant is a finding
+
+
+def _hoisted_mask_attention() -> str:
+    """A mutant of examples/attention.mlir: its key mask in the loop body, where
+    guard-masks puts it under a guard (as tests/test_check.py makes it)."""
+    src = (REPO / "examples" / "attention.mlir").read_text()
+    start, end = src.index("    %n_end = arith.addi"), src.index("    %raw_max")
+    body = (
+        "    %cols = tile.iota 1, %n : tensor<$BLOCK_Mx$BLOCK_Nxi32>\n"
+        "    %inside = tile.cmpi slt, %cols, %limit : tensor<$BLOCK_Mx$BLOCK_Nxi32>\n"
+        "    %s2 = tile.select %inside, %s, %neg : tensor<$BLOCK_Mx$BLOCK_Nxi1>, "
+        "tensor<$BLOCK_Mx$BLOCK_Nxf32>\n"
+    )
+    return src[:start] + body + src[end:]
+
+
+ATTENTION = Check(
+    "examples/attention.mlir",
+    "attention (small)",
+    {"B": 1, "H": 1, "S": 200, "D": 128, "scale_log2e": 0.18},  # a ragged key block
+)
+
+
+def test_a_pass_that_changes_the_meaning_is_a_mismatch(tmp_path, monkeypatch):
+    """guard-masks broken on purpose (its "some element is false" condition always
+    false, so the ragged key block keeps the keys past the end): the harness's meaning
+    check of the accepted mutant is a `mismatch` finding naming the pass, saved with its
+    check, and replays as one; with the pass intact the replay agrees."""
+    from xdsl.dialects import arith
+
+    from tawac.passes import guard_masks
+
+    def never(mask, b):
+        return b._add(arith.ConstantOp.from_int_and_width(0, 1))
+
+    monkeypatch.setattr(guard_masks, "_some_false", never)  # forked children inherit it
+    data = _hoisted_mask_attention().encode()
+    item = (7, "examples/attention.mlir", ["mask moved into the loop"], data, [], ATTENTION)
+    (res,) = execute([item], jobs=1, timeout=45)
+    assert res.cls == "mismatch", res.report()
+    assert res.meaning == "mismatch" and res.detail == res.meaning_detail
+    assert res.detail.startswith(
+        "guard-masks changed the meaning of examples/attention.mlir (mutant 7): o["
+    ), res.detail
+    assert res.signature.startswith("mismatch: guard-masks changed the meaning of <path>")
+
+    path = save(res, tmp_path, 1)
+    assert Check.from_json(path.with_suffix(".check").read_text()) == ATTENTION
+    again = replay(path, use_ptxas=False, timeout=45)
+    assert again.cls == "mismatch", again.report()
+    assert again.detail.split(": ", 1)[1] == res.detail.split(": ", 1)[1]
+
+    monkeypatch.undo()
+    fixed = replay(path, use_ptxas=False, timeout=45)
+    assert fixed.cls == "accepted", fixed.report()
+    assert fixed.meaning == "checked" and "guard-masks" in fixed.meaning_detail

@@ -6,6 +6,7 @@ import argparse
 import sys
 
 from tawac.fuzz.harness import FINDINGS, replay, run_campaign
+from tawac.fuzz.meaning import CHECK_TIMEOUT
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -20,11 +21,30 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--keep", type=int, default=3, help="mutants saved per signature")
     p.add_argument("--corpus-root", default=None, help="repository root (default: this one)")
     p.add_argument("--no-ptxas", action="store_true", help="do not assemble accepted PTX")
+    p.add_argument(
+        "--check-meaning",
+        type=float,
+        default=0.0,
+        metavar="F",
+        help="check this share of the accepted mutants for meaning (the tile-level passes "
+        "against the interpreter, at their source's corpus sizes; default 0)",
+    )
+    p.add_argument(
+        "--check-timeout",
+        type=float,
+        default=CHECK_TIMEOUT,
+        help="seconds per meaning check (past them it is skipped as unchecked)",
+    )
     p.add_argument("--replay", metavar="FILE", help="run one saved mutant and show the verdict")
     args = p.parse_args(argv)
 
     if args.replay is not None:
-        res = replay(args.replay, timeout=args.timeout, use_ptxas=not args.no_ptxas)
+        res = replay(
+            args.replay,
+            timeout=args.timeout,
+            use_ptxas=not args.no_ptxas,
+            check_timeout=args.check_timeout,
+        )
         print(res.report(), end="" if res.outcome.stderr.endswith("\n") else "\n")
         return 1 if res.cls in FINDINGS else 0
     inputs = args.inputs if args.inputs is not None or args.seconds is not None else 1000
@@ -40,6 +60,8 @@ def main(argv: list[str] | None = None) -> int:
         use_ptxas=not args.no_ptxas,
         keep=args.keep,
         progress=lambda line: print(line, flush=True),
+        check_meaning=args.check_meaning,
+        check_timeout=args.check_timeout,
     )
     print(summary.format())
     return 1 if summary.findings else 0
