@@ -289,12 +289,23 @@ class Reference:
         import torch
 
         from tawac.runtime import load_kernel
+        from tawac.runtime.launcher import LaunchError, check_shapes
 
         wrong = same_signature(sidecar, self.specs)
         if wrong is not None:
             return {"errors": {}, "max_error": math.nan, "nan_outputs": [], "ok": False,
                     "message": wrong}  # fmt: skip
         args = self.fresh_args()
+        shapes = {
+            spec["name"]: tuple(a.shape)
+            for spec, a in zip(self.specs, args, strict=True)
+            if isinstance(a, torch.Tensor)
+        }
+        try:  # the launch checks a pass stated (grouped heads: H a multiple of G)
+            check_shapes(sidecar.get("checks", []), shapes, sidecar["args"])
+        except LaunchError as e:
+            return {"errors": {}, "max_error": math.nan, "nan_outputs": [], "ok": False,
+                    "refused": True, "message": f"refused at launch: {e}"}  # fmt: skip
         kernel = load_kernel(cubin, sidecar)
         kernel(*args)
         torch.cuda.synchronize()
@@ -390,6 +401,9 @@ class Sweep:
                     self.lost = f"the CUDA context was lost at {name} [{cfg}]"
                     break
                 continue
+            if got.get("refused"):  # not applicable at these sizes: no result, no failure
+                cell.update(status="refused", message=got["message"])
+                continue
             cell.update(
                 status="ok" if got["ok"] else "failed",
                 max_error=got["max_error"],
@@ -428,7 +442,7 @@ def _context_alive() -> bool:
 def cell_text(cell: Mapping[str, Any]) -> str:
     status = cell["status"]
     if status == "refused":
-        return "-"
+        return "-L" if cell.get("message", "").startswith("refused at launch") else "-"
     if status == "compiled":
         return "c"
     if status == "error":
@@ -599,8 +613,9 @@ def main(argv: list[str] | None = None) -> int:
 
     print()
     print(table(sweep))
-    print("\nconfigurations (cells: max relative error; - refused with a located error; "
-          "! failed; N NaN where the reference has a value; c compiled, not run):")  # fmt: skip
+    print("\nconfigurations (cells: max relative error; - refused with a located error, -L "
+          "by the launch checks at these sizes; ! failed; N NaN where the reference has a "
+          "value; c compiled, not run):")  # fmt: skip
     for n, f in configs.items():
         print(f"  {n:10} {options_of(f)}")
     problems = [(n, c, cell) for n, row in sweep.cells.items() for c, cell in row.items()
@@ -612,6 +627,11 @@ def main(argv: list[str] | None = None) -> int:
             )
         )  # fmt: skip
         print(f"FAILED {n} [{c}]: {what}")
+    for n, row in sweep.cells.items():
+        for c, cell in row.items():
+            if cell["status"] == "refused" and "same_as" not in cell:
+                if cell.get("message", "").startswith("refused at launch"):
+                    print(f"REFUSED AT LAUNCH {n} [{c}]: {cell['message']}")
     s = summary(sweep)
     stats = compile_stats(sweep, wall, workers)
     v = versions()
