@@ -267,22 +267,19 @@ class Reference:
     def check(self, kernel_args: list, tol: float = TOL) -> dict[str, Any]:
         """The outputs in `kernel_args` against the reference: {"errors" (relative error
         per stored tensor), "max_error", "nan_outputs", "ok"}."""
-        import torch
 
-        from tawac.runtime.runner import relative_error
+        from tawac.runtime.runner import check_outputs
 
-        errors: dict[str, float] = {}
-        nan_outputs = []
-        for i in self.stores:
-            name = self.specs[i]["name"]
-            out, ref = kernel_args[i], self.ref[i]
-            if bool((torch.isnan(out) & ~torch.isnan(ref)).any()):
-                nan_outputs.append(name)
-            errors[name] = relative_error(out, ref)
-        errs = list(errors.values())
-        worst = math.nan if any(math.isnan(e) for e in errs) else max(errs, default=0.0)
-        ok = not nan_outputs and not math.isnan(worst) and worst <= tol
-        return {"errors": errors, "max_error": worst, "nan_outputs": nan_outputs, "ok": ok}
+        checked = check_outputs(kernel_args, self.ref, set(self.stores), self.specs)
+        errors, nan_outputs, worst = checked.errors, checked.nan_outputs, checked.max_error
+        ok = checked.ok(tol)
+        return {
+            "errors": errors,
+            "max_error": worst,
+            "nan_outputs": nan_outputs,
+            "unchecked_outputs": checked.unchecked_outputs,
+            "ok": ok,
+        }
 
     def run(self, cubin: bytes, sidecar: Mapping[str, Any], tol: float = TOL) -> dict[str, Any]:
         """Launches the kernel once on fresh copies of the inputs and checks it."""

@@ -528,6 +528,10 @@ def check_failure(res: dict) -> str:
     tol = res["tol"]
     bad = [f"'{n}' has NaN where the reference has values" for n in res["nan_outputs"]]
     bad += [
+        f"'{n}' has values where the reference stores none"
+        for n in res.get("unchecked_outputs", [])
+    ]
+    bad += [
         f"'{n}' relative error {e:.3g} > {tol:g}"
         for n, e in res["errors"].items()
         if n not in res["nan_outputs"] and not e <= tol

@@ -399,12 +399,11 @@ def measure_size(
     inputs (outputs NaN-filled), so a kernel that leaves an output unwritten fails."""
     import torch
 
-    from tawac.runtime.interpret import interpret
     from tawac.runtime.launcher import LaunchError, load_kernel
     from tawac.runtime.runner import (
-        logical_grid,
+        check_outputs,
         make_args,
-        relative_error,
+        reference,
         round_robin,
         timer,
     )
@@ -415,10 +414,7 @@ def measure_size(
     specs = ref.sidecar["args"]
     base = make_args(ref.sidecar, sizes, writes, reads, seed=seed)
     ref_args = [a.float().clone() if isinstance(a, torch.Tensor) else a for a in base]
-    shapes = {
-        s["name"]: tuple(a.shape) for s, a in zip(specs, base, strict=True) if s["kind"] == "tensor"
-    }
-    stats = interpret(op, ref_args, logical_grid(ref.sidecar, shapes))
+    stats = reference(op, ref_args)
     flops = float(stats["dot_flops"]) or None
 
     rows: list[Measured] = []
@@ -438,18 +434,10 @@ def measure_size(
                 f"{c.candidate.label()}: the kernel faulted at {_sizes_text(sizes)} "
                 f"({_one_line(e)}); the CUDA context is lost: leave it out of the space"
             ) from None
-        nan_outputs, errors = [], []
-        for i in sorted(writes):
-            if bool((torch.isnan(args[i]) & ~torch.isnan(ref_args[i])).any()):
-                nan_outputs.append(specs[i]["name"])
-            errors.append(relative_error(args[i], ref_args[i]))
-        worst = math.nan if any(math.isnan(e) for e in errors) else max(errors, default=0.0)
-        if nan_outputs:
-            reject = f"wrong result: NaN in {', '.join(nan_outputs)}"
-        elif not worst <= tol:
-            reject = f"wrong result: relative error {worst:.3g} > {tol:g}"
-        else:
-            reject = None
+        checked = check_outputs(args, ref_args, writes, specs)
+        worst = checked.max_error
+        failure = checked.failure(tol)
+        reject = None if failure is None else f"wrong result: {failure}"
         if reject is not None:
             rows.append(Measured(c.candidate, error=worst, reject=reject))
             advance()

@@ -10,6 +10,7 @@ from __future__ import annotations
 import math
 import statistics
 from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -109,6 +110,71 @@ def relative_error(out, ref) -> float:
     if denom == 0.0:
         return 0.0 if num == 0.0 else math.inf
     return num / denom
+
+
+def unchecked(out, ref) -> int:
+    """Elements of `out` with a value where the reference has none (NaN: no program of
+    the reference stored there): `relative_error` cannot compare them, so a check that
+    passes must have none."""
+    import torch
+
+    return int((torch.isnan(ref) & ~torch.isnan(out)).sum())
+
+
+@dataclass
+class OutputCheck:
+    """Each output's comparison with the reference (`check_outputs`)."""
+
+    errors: dict[str, float]  # relative error per output (`relative_error`)
+    nan_outputs: list[str]  # NaN where the reference has a value
+    unchecked_outputs: list[str]  # a value where the reference has none (`unchecked`)
+
+    @property
+    def max_error(self) -> float:
+        errs = list(self.errors.values())
+        return math.nan if any(math.isnan(e) for e in errs) else max(errs, default=0.0)
+
+    def ok(self, tol: float) -> bool:
+        worst = self.max_error
+        return not self.nan_outputs and not self.unchecked_outputs and worst <= tol
+
+    def failure(self, tol: float) -> str | None:
+        """What is wrong, in words; None where the check passes."""
+        if self.nan_outputs:
+            return f"NaN in {', '.join(self.nan_outputs)}"
+        if self.unchecked_outputs:
+            return f"values where the reference stores none in {', '.join(self.unchecked_outputs)}"
+        if not self.max_error <= tol:
+            return f"relative error {self.max_error:.3g} > {tol:g}"
+        return None
+
+
+def check_outputs(
+    args: list, ref_args: list, stores: set[int], specs: list[Mapping[str, Any]]
+) -> OutputCheck:
+    """The kernel's outputs (`args` at the indices `stores`) against the reference's
+    (`ref_args`), by the sidecar's argument names (`specs`)."""
+    import torch
+
+    out = OutputCheck({}, [], [])
+    for i in sorted(stores):
+        name, got, ref = specs[i]["name"], args[i], ref_args[i]
+        if bool((torch.isnan(got) & ~torch.isnan(ref)).any()):
+            out.nan_outputs.append(name)
+        if unchecked(got, ref):
+            out.unchecked_outputs.append(name)
+        out.errors[name] = relative_error(got, ref)
+    return out
+
+
+def reference(kernel_op, ref_args: list) -> dict[str, int]:
+    """Runs the user's program `kernel_op` (unlowered) on `ref_args` (the sidecar's
+    arguments, float32 copies: written in place) in the interpreter as a launch of its
+    own: on the grid its stores imply, not the compiled kernel's (a pass may group heads
+    or split K and change it); returns the interpreter's statistics."""
+    from tawac.runtime.interpret import interpret_launch
+
+    return interpret_launch(kernel_op, ref_args)
 
 
 def round_robin(n: int, rounds: int) -> list[int]:
@@ -329,14 +395,16 @@ def run_kernel_file(
       compiled kernel's types are fixed; this only guards a command line's expectation).
     - Outputs (tensors only stored to) are filled with NaN before the launch; tensors that
       are both loaded and stored are initialised randomly and checked too.
-    - The reference is the interpreter in float32 on the GPU over upcast inputs.
+    - The reference is the interpreter in float32 on the GPU over upcast inputs, the
+      user's program on its own grid (`reference`).
     - `flops` defaults to the tile-level count of tile.dot work the interpreter saw (only
       with `check`).
 
     Returns a dict: kernel, sizes, grid, block, errors (relative error per stored tensor),
     max_error, nan (an output kept or produced NaN where the reference has a value),
-    nan_outputs (their names), tol, ok (no NaN and max_error <= tol), time_ms (median),
-    timer, flops, tflops.
+    nan_outputs (their names), unchecked_outputs (outputs with values where the reference
+    stored nothing: `unchecked`), tol, ok (no NaN, nothing unchecked and max_error <= tol),
+    time_ms (median), timer, flops, tflops.
 
     With `trace_out`, the kernel must be an instrumented build (sidecar "trace"): the
     first launch's trace is decoded to Chrome trace JSON at that path (`tawac.trace`),
@@ -344,8 +412,6 @@ def run_kernel_file(
     `trace_stamps`.
     """
     import torch
-
-    from tawac.runtime.interpret import interpret
 
     cubin, sidecar, kernel_op = compile_fn(path)
     specs = list(sidecar["args"])
@@ -362,9 +428,6 @@ def run_kernel_file(
     args = make_args(sidecar, sizes, stores, loads, seed=seed)
     ref_args = [a.float().clone() if isinstance(a, torch.Tensor) else a for a in args]
     kernel = load_kernel(cubin, sidecar)
-    shapes = {
-        s["name"]: tuple(a.shape) for s, a in zip(specs, args, strict=True) if s["kind"] == "tensor"
-    }
     result: dict[str, Any] = {
         "kernel": kernel.name,
         "sizes": dict(sizes),
@@ -374,6 +437,7 @@ def run_kernel_file(
         "max_error": None,
         "nan": None,
         "nan_outputs": [],
+        "unchecked_outputs": [],
         "tol": tol,
         "ok": None,
     }
@@ -388,25 +452,16 @@ def run_kernel_file(
         result["trace"] = str(trace_out)
         result["trace_stamps"] = doc["otherData"]["stamps"]
     if check:
-        stats = interpret(kernel_op, ref_args, logical_grid(sidecar, shapes))
+        stats = reference(kernel_op, ref_args)
         if flops is None and stats["dot_flops"]:
             flops = float(stats["dot_flops"])
-        nan = False
-        for i in sorted(stores):
-            out, ref = args[i], ref_args[i]
-            bad = bool((torch.isnan(out) & ~torch.isnan(ref)).any())
-            if bad:
-                result["nan_outputs"].append(specs[i]["name"])
-            nan |= bad
-            result["errors"][specs[i]["name"]] = relative_error(out, ref)
-        errs = list(result["errors"].values())
-        result["max_error"] = (
-            math.nan if any(math.isnan(e) for e in errs) else max(errs, default=0.0)
-        )
-        result["nan"] = nan
-        result["ok"] = (
-            not nan and not math.isnan(result["max_error"]) and (result["max_error"] <= tol)
-        )
+        checked = check_outputs(args, ref_args, stores, specs)
+        result["errors"] = checked.errors
+        result["nan_outputs"] = checked.nan_outputs
+        result["unchecked_outputs"] = checked.unchecked_outputs
+        result["max_error"] = checked.max_error
+        result["nan"] = bool(checked.nan_outputs)
+        result["ok"] = checked.ok(tol)
     if trace_out is not None:
         result.update(time_ms=None, timer=None, flops=flops, tflops=None)
         return result
