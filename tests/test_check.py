@@ -203,3 +203,23 @@ def test_tawac_check_reports_each_pass_and_fails_on_a_broken_one(monkeypatch, tm
     assert bad.exit_code == 1, bad.output
     lines = [ln for ln in bad.output.splitlines() if "error:" in ln]
     assert len(lines) == 1 and "check failed: guard-masks changed the meaning" in lines[0]
+
+
+def test_equal_infinities_and_nans_are_no_difference():
+    """Found by the fuzz campaign (seed 23, mutant 3250: an accumulator starting at
+    1.0e+9999, inf): outputs that are the same infinity before and after a pass agree;
+    an infinity of the other sign, or a NaN where there was a number, does not."""
+    import math
+
+    import torch
+
+    from tawac.check.validate import compare
+
+    b = torch.tensor([[math.inf, -math.inf, math.nan, 1.0]])
+    assert compare({"c": b}, {"c": b.clone()}, {"c": "bf16"})[0] is None
+    flipped = torch.tensor([[-math.inf, -math.inf, math.nan, 1.0]])
+    diff, _ = compare({"c": b}, {"c": flipped}, {"c": "bf16"})
+    assert diff is not None and diff.index == (0, 0)
+    nan = torch.tensor([[math.inf, -math.inf, math.nan, math.nan]])
+    diff, _ = compare({"c": b}, {"c": nan}, {"c": "bf16"})
+    assert diff is not None and diff.index == (0, 3)

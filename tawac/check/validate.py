@@ -178,17 +178,17 @@ def compare(
             return Difference(name, (), math.nan, math.nan, b.numel(), b.numel()), math.inf
         b64, a64 = b.double(), a.double()
         nan_b, nan_a = torch.isnan(b64), torch.isnan(a64)
-        finite = b64[~nan_b]
-        scale = float(finite.abs().max()) if finite.numel() else 0.0
+        both = torch.isfinite(b64) & torch.isfinite(a64)
+        scale = float(b64[both].abs().max()) if bool(both.any()) else 0.0
         rtol = _tolerance(dtypes.get(name, "f32"))
-        close = (a64 - b64).abs() <= rtol * b64.abs() + ABS_SHARE * scale
+        # equal values (the same infinity too: inf - inf is NaN) are close
+        near = (a64 - b64).abs() <= rtol * b64.abs() + ABS_SHARE * scale
+        close = (a64 == b64) | (both & near)
         bad = (nan_a != nan_b) | (~nan_b & ~close)
-        if not nan_b.all():
-            ref = b64[~nan_b]
-            denom = float(ref.norm())
-            diff = float((a64[~nan_b] - ref).norm())
-            err = diff / denom if denom else (0.0 if diff == 0 else math.inf)
-            worst = max(worst, err if not math.isnan(err) else math.inf)
+        if bool(both.any()):
+            ref = b64[both]
+            denom, diff = float(ref.norm()), float((a64[both] - ref).norm())
+            worst = max(worst, diff / denom if denom else (0.0 if diff == 0 else math.inf))
         if bool(bad.any()):
             flat = int(torch.nonzero(bad.flatten())[0])
             index = tuple(int(i) for i in torch.unravel_index(torch.tensor(flat), b.shape))
