@@ -31,25 +31,10 @@ case "$part" in
     ;;
 esac
 
-if ! ls .whl/*.whl >/dev/null 2>&1; then
-  echo "gpu.sh: no wheels in .whl (run scripts/fetch_wheels.sh here and carry .whl)" >&2
-  exit 2
-fi
-python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade \
-  --target /tmp/site .whl/*.whl || exit 1
-export PYTHONPATH="/tmp/site:$PWD"
-export PATH="/usr/local/cuda/bin:/tmp/site/bin:$PATH"
-export PYTHONUNBUFFERED=1
-export TAWAC_CACHE_DIR="$PWD/.solver-cache"
-
+# shellcheck source=scripts/gpu_env.sh
+source scripts/gpu_env.sh
 # Test workers (pytest-xdist): the compiles run in parallel, the kernels share the GPU.
 workers="${TAWAC_TEST_WORKERS:-4}"
-logdir="${OUT:-/tmp/tawac-gpu}"
-mkdir -p "$logdir"
-
-echo "== machine"
-nvidia-smi --query-gpu=name,driver_version,clocks.max.sm --format=csv,noheader || true
-ptxas --version | tail -n 1 || echo "ptxas: not found"
 python3 -c 'import torch, xdsl; print("torch", torch.__version__, "| xdsl", xdsl.__version__)'
 
 tests_status="skipped"

@@ -10,6 +10,7 @@ import json
 from pathlib import Path
 
 import pytest
+from programs import hoisted_mask
 
 from tawac.check import ValidationError, baseline, validate, validate_pipeline
 from tawac.compiler import parse_file, parse_text
@@ -116,24 +117,11 @@ GQA_CAUSAL = REPO / "corpus" / "attention_gqa_causal.mlir"
 GQA_SIZES = {"B": 1, "H": 8, "S": 333, "D": 128, "scale_log2e": 0.18, "HK": 2}
 
 
-def _hoisted_mask_attention() -> str:
-    """examples/attention.mlir with its key mask in the loop body (guard-masks' input)."""
-    src = (REPO / "examples" / "attention.mlir").read_text()
-    start, end = src.index("    %n_end = arith.addi"), src.index("    %raw_max")
-    body = (
-        "    %cols = tile.iota 1, %n : tensor<$BLOCK_Mx$BLOCK_Nxi32>\n"
-        "    %inside = tile.cmpi slt, %cols, %limit : tensor<$BLOCK_Mx$BLOCK_Nxi32>\n"
-        "    %s2 = tile.select %inside, %s, %neg : tensor<$BLOCK_Mx$BLOCK_Nxi1>, "
-        "tensor<$BLOCK_Mx$BLOCK_Nxf32>\n"
-    )
-    return src[:start] + body + src[end:]
-
-
 ATTN_SIZES = {"B": 1, "H": 2, "S": 333, "D": 128, "scale_log2e": 0.18}
 
 
 def test_the_hoisted_mask_attention_is_guarded_and_validated():
-    module = parse_text(_hoisted_mask_attention(), "hoisted.mlir")
+    module = parse_text(hoisted_mask("attention.mlir"), "hoisted.mlir")
     v = validate(module, "guard-masks", ATTN_SIZES, program="hoisted")
     assert v.changed and v.outputs == ["o"]
 
@@ -149,7 +137,7 @@ def test_a_guard_that_never_masks_is_caught(monkeypatch):
         return b._add(arith.ConstantOp.from_int_and_width(0, 1))
 
     monkeypatch.setattr(guard_masks, "_some_false", never)
-    module = parse_text(_hoisted_mask_attention(), "hoisted.mlir")
+    module = parse_text(hoisted_mask("attention.mlir"), "hoisted.mlir")
     with pytest.raises(ValidationError) as info:
         validate(module, "guard-masks", ATTN_SIZES, program="hoisted")
     err = info.value
@@ -189,7 +177,7 @@ def test_tawac_check_reports_each_pass_and_fails_on_a_broken_one(monkeypatch, tm
     from tawac.passes import guard_masks
 
     src = tmp_path / "hoisted.mlir"
-    src.write_text(_hoisted_mask_attention())
+    src.write_text(hoisted_mask("attention.mlir"))
     args = ["check", str(src), "--size", "B=1,H=2,S=333,D=128", "--variants", "2"]
     ok = CliRunner().invoke(main, args)
     assert ok.exit_code == 0, ok.output

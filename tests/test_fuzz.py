@@ -20,6 +20,7 @@ import multiprocessing
 from pathlib import Path
 
 import pytest
+from programs import hoisted_mask
 
 from tawac.fuzz.harness import execute, replay, run_campaign, save
 from tawac.fuzz.meaning import Check
@@ -59,20 +60,6 @@ def test_fuzz_campaign_has_no_findings(tmp_path, shard):
 # ---- a pass that changes the meaning of an accepted mutant is a finding
 
 
-def _hoisted_mask_attention() -> str:
-    """A mutant of examples/attention.mlir: its key mask in the loop body, where
-    guard-masks puts it under a guard (as tests/test_check.py makes it)."""
-    src = (REPO / "examples" / "attention.mlir").read_text()
-    start, end = src.index("    %n_end = arith.addi"), src.index("    %raw_max")
-    body = (
-        "    %cols = tile.iota 1, %n : tensor<$BLOCK_Mx$BLOCK_Nxi32>\n"
-        "    %inside = tile.cmpi slt, %cols, %limit : tensor<$BLOCK_Mx$BLOCK_Nxi32>\n"
-        "    %s2 = tile.select %inside, %s, %neg : tensor<$BLOCK_Mx$BLOCK_Nxi1>, "
-        "tensor<$BLOCK_Mx$BLOCK_Nxf32>\n"
-    )
-    return src[:start] + body + src[end:]
-
-
 ATTENTION = Check(
     "examples/attention.mlir",
     "attention (small)",
@@ -93,7 +80,7 @@ def test_a_pass_that_changes_the_meaning_is_a_mismatch(tmp_path, monkeypatch):
         return b._add(arith.ConstantOp.from_int_and_width(0, 1))
 
     monkeypatch.setattr(guard_masks, "_some_false", never)  # forked children inherit it
-    data = _hoisted_mask_attention().encode()
+    data = hoisted_mask("attention.mlir").encode()
     item = (7, "examples/attention.mlir", ["mask moved into the loop"], data, [], ATTENTION)
     (res,) = execute([item], jobs=1, timeout=45)
     assert res.cls == "mismatch", res.report()

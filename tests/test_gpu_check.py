@@ -24,6 +24,7 @@ from pathlib import Path
 
 import pytest
 from gpu_util import load_module, requires_gpu
+from programs import hoisted_mask
 
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO / "benchmarks"))
@@ -81,31 +82,9 @@ def gqa_triton_build(group: int, group_heads: bool):
     return compile_cached("gqa_causal_fwd.ttir", text=ttir, cubin=True, group_heads=group_heads)
 
 
-def hoisted_mask_attention() -> str:
-    """examples/attention.mlir with its key mask in the loop body, its splat hoisted."""
-    from test_check import _hoisted_mask_attention
-
-    return _hoisted_mask_attention()
-
-
-def hoisted_rows_causal_attention() -> str:
-    """examples/attention_causal.mlir with its causal mask in the loop body (every
-    iteration), from the row iota hoisted before the loop: guard-masks puts it under an
-    scf.if of the blocks that cross the diagonal."""
-    src = (REPO / "examples" / "attention_causal.mlir").read_text()
-    start, end = src.index("    %diag = arith.cmpi"), src.index("    %raw_max")
-    body = (
-        "    %cols = tile.iota 1, %n : tensor<128x128xi32>\n"
-        "    %keep = tile.cmpi sge, %rows, %cols : tensor<128x128xi32>\n"
-        "    %s2 = tile.select %keep, %s, %neg : tensor<128x128xi1>, tensor<128x128xf32>\n"
-    )
-    assert src.index("  %rows = tile.iota 0, %m0") < src.index("scf.for")
-    return src[:start] + body + src[end:]
-
-
 HOISTED = {
-    "hoisted_key_mask": hoisted_mask_attention,
-    "hoisted_rows": hoisted_rows_causal_attention,
+    "hoisted_key_mask": lambda: hoisted_mask("attention.mlir"),
+    "hoisted_rows": lambda: hoisted_mask("attention_causal.mlir"),
 }
 HOISTED_SIZES = {"B": 2, "H": 2, "S": 333, "D": 128, "scale_log2e": 0.12751743}
 

@@ -9,6 +9,7 @@ import math
 from pathlib import Path
 
 import pytest
+from programs import hoisted_mask
 from xdsl.dialects import arith, scf
 from xdsl.ir import SSAValue
 
@@ -162,60 +163,6 @@ def test_guarded_tutorial_causal_attention_is_exact(seqlen):
     assert torch.equal(outs[0][0], outs[1][0]) and torch.equal(outs[0][1], outs[1][1])
 
 
-EXAMPLES = Path(__file__).parents[1] / "examples"
-#: The hand-guarded masks of the examples, and the same mask written directly in the key
-#: loop (its splat `%limit` / row iota `%rows` still defined once before the loop).
-_UNGUARD = {
-    "attention.mlir": (
-        """    %n_end = arith.addi %n, %bn : index
-    %ragged = arith.cmpi sgt, %n_end, %S : index
-    %s2 = scf.if %ragged -> (tensor<$BLOCK_Mx$BLOCK_Nxf32>) {
-      %cols = tile.iota 1, %n : tensor<$BLOCK_Mx$BLOCK_Nxi32>
-      %inside = tile.cmpi slt, %cols, %limit : tensor<$BLOCK_Mx$BLOCK_Nxi32>
-      %masked = tile.select %inside, %s, %neg : {i1}, {f32}
-      scf.yield %masked : tensor<$BLOCK_Mx$BLOCK_Nxf32>
-    } else {
-      scf.yield %s : tensor<$BLOCK_Mx$BLOCK_Nxf32>
-    }
-""",
-        """    %cols = tile.iota 1, %n : tensor<$BLOCK_Mx$BLOCK_Nxi32>
-    %inside = tile.cmpi slt, %cols, %limit : tensor<$BLOCK_Mx$BLOCK_Nxi32>
-    %s2 = tile.select %inside, %s, %neg : {i1}, {f32}
-""",
-    ),
-    "attention_causal.mlir": (
-        """    %diag = arith.cmpi eq, %n, %m0 : index
-    %s2 = scf.if %diag -> (tensor<128x128xf32>) {
-      %cols = tile.iota 1, %n : tensor<128x128xi32>
-      %keep = tile.cmpi sge, %rows, %cols : tensor<128x128xi32>
-      %masked = tile.select %keep, %s, %neg : tensor<128x128xi1>, tensor<128x128xf32>
-      scf.yield %masked : tensor<128x128xf32>
-    } else {
-      scf.yield %s : tensor<128x128xf32>
-    }
-""",
-        """    %cols = tile.iota 1, %n : tensor<128x128xi32>
-    %keep = tile.cmpi sge, %rows, %cols : tensor<128x128xi32>
-    %s2 = tile.select %keep, %s, %neg : tensor<128x128xi1>, tensor<128x128xf32>
-""",
-    ),
-}
-_TILES = {"{i1}": "tensor<$BLOCK_Mx$BLOCK_Nxi1>", "{f32}": "tensor<$BLOCK_Mx$BLOCK_Nxf32>"}
-
-
-def _hoisted(name: str) -> str:
-    """examples/`name` with its mask's select taken out of its `scf.if`, directly in the
-    key loop, while the splat `%limit` (attention.mlir) or the row iota `%rows`
-    (attention_causal.mlir) stays defined once before the loop, as a user hoisting
-    loop-invariant code writes it."""
-    old, new = _UNGUARD[name]
-    for k, v in _TILES.items():
-        old, new = old.replace(k, v), new.replace(k, v)
-    text = (EXAMPLES / name).read_text()
-    assert text.count(old) == 1, name
-    return text.replace(old, new)
-
-
 def _kernel_of(module) -> tile.KernelOp:
     (kern,) = [o for o in module.walk() if isinstance(o, tile.KernelOp)]
     return kern
@@ -228,7 +175,7 @@ def test_hoisted_mask_operands_are_read_from_outside_the_loop(name, hoisted):
     """The splat / row iota defined before the key loop stays there, read from inside the
     guard: only the ops of the select's own block (the column iota, the compare) move
     into the `then`. A second run changes nothing."""
-    module = parse_text(_hoisted(name), name)
+    module = parse_text(hoisted_mask(name), name)
     kern = _kernel_of(module)
     (outside,) = [o for o in kern.body.block.ops if isinstance(o, hoisted)][-1:]
     assert guard_kernel(kern) == 1
@@ -250,7 +197,7 @@ def test_hoisted_mask_compiles(name):
     """The default pipeline (guard-masks on) compiles the hoisted programs to PTX."""
     from tawac.compiler import compile_module
 
-    result = compile_module(parse_text(_hoisted(name), name))
+    result = compile_module(parse_text(hoisted_mask(name), name))
     assert ".entry" in result.ptx and "setp" in result.ptx
 
 
@@ -262,8 +209,8 @@ def test_hoisted_mask_guarded_computes_the_same(name):
     torch = pytest.importorskip("torch")
     from tawac.runtime.interpret import interpret
 
-    plain = parse_text(_hoisted(name), name)
-    guarded = parse_text(_hoisted(name), name)
+    plain = parse_text(hoisted_mask(name), name)
+    guarded = parse_text(hoisted_mask(name), name)
     GuardMasksPass().apply(make_context(), guarded)
     assert [o for o in guarded.walk() if isinstance(o, scf.IfOp)]
     g = torch.Generator().manual_seed(333)
