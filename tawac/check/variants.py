@@ -40,6 +40,7 @@ from xdsl.transforms.common_subexpression_elimination import cse
 from tawac.analysis.scalars import constant_int
 from tawac.check.validate import kernel_of
 from tawac.dialects import tile
+from tawac.passes.canonicalize import COMMUTATIVE_INT
 
 #: Ops with memory effects that only read.
 _READS = (tile.LoadOp, tile.LoadIndexOp, tile.DimOp)
@@ -58,15 +59,7 @@ _MIRROR = {
 }
 _CMPI_NAMES = ("eq", "ne", "slt", "sle", "sgt", "sge", "ult", "ule", "ugt", "uge")
 _COMMUTATIVE = (
-    arith.AddiOp,
-    arith.MuliOp,
-    arith.AndIOp,
-    arith.OrIOp,
-    arith.XOrIOp,
-    arith.MaxSIOp,
-    arith.MinSIOp,
-    arith.MaxUIOp,
-    arith.MinUIOp,
+    *COMMUTATIVE_INT,
     arith.AddfOp,
     arith.MulfOp,
     arith.MaximumfOp,

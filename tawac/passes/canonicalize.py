@@ -80,7 +80,8 @@ _FOLD = {
     arith.MinUIOp: (min, False, True),
     arith.MaxUIOp: (max, False, True),
 }
-_COMMUTATIVE = (
+#: The commutative integer ops (their constant operand goes on the right).
+COMMUTATIVE_INT = (
     arith.AddiOp,
     arith.MuliOp,
     arith.AndIOp,
@@ -150,7 +151,7 @@ class ConstantsRight(RewritePattern):
     """A commutative op's constant operand goes on the right."""
 
     def match_and_rewrite(self, op: Operation, rewriter: PatternRewriter) -> None:
-        if not isinstance(op, _COMMUTATIVE) or not _integer(op.results[0]):
+        if not isinstance(op, COMMUTATIVE_INT) or not _integer(op.results[0]):
             return
         lhs, rhs = op.operands
         if constant_int(lhs) is None or constant_int(rhs) is not None:
