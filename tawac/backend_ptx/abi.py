@@ -10,7 +10,7 @@ from xdsl.dialects.builtin import (
     IndexType,
     StringAttr,
 )
-from xdsl.ir import Attribute, BlockArgument, SSAValue
+from xdsl.ir import Attribute, BlockArgument, Operation, SSAValue
 
 from tawac.analysis.grid import checks_of, decomposition_of, from_attr, to_attr, workspace_of
 from tawac.diagnostics import CompileError
@@ -71,7 +71,19 @@ class ParamTable:
         self.entries.setdefault(name, (decl, abi))
         return name
 
-    def tensor_map(self, v: SSAValue, box: list[int], swizzle: int) -> str:
+    def tensor_map(self, v: SSAValue, box: list[int], swizzle: int, op: Operation) -> str:
+        """The parameter of a tensor map of `v` with this box (elements per dimension,
+        innermost first); a located error at `op` where a box dimension exceeds what
+        TMA copies (`HOPPER.tma_max_box`): cuTensorMapEncodeTiled would refuse it at
+        launch."""
+        too_big = [b for b in box if b > HOPPER.tma_max_box]
+        if too_big:
+            raise CompileError(
+                f"convert-to-ptx: a TMA box of {'x'.join(str(b) for b in reversed(box))} "
+                f"elements: TMA copies at most {HOPPER.tma_max_box} along each dimension "
+                "(use smaller tiles)",
+                op,
+            )
         arg = self._arg(v)
         key = "x".join(str(b) for b in box)
         return self._add(

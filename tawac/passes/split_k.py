@@ -117,12 +117,15 @@ def _main_loop(kernel: tile.KernelOp) -> scf.ForOp:
 
 def key_loop(kernel: tile.KernelOp) -> scf.ForOp | None:
     """The loop `splits=S` splits the keys of (`kernel`'s one loop of dots, an online
-    softmax: an attention); None for a kernel of another form."""
+    softmax: an attention, masked by the keys' bound only); None for a kernel of another
+    form (a causal attention: `_row_mask`)."""
     try:
         loop = _main_loop(kernel)
     except CompileError:
         return None
-    return loop if online_softmax(loop) is not None else None
+    if online_softmax(loop) is None or _row_mask(loop) is not None:
+        return None
+    return loop
 
 
 def _is_zero(v: SSAValue) -> bool:
@@ -303,6 +306,15 @@ def split_kernel(kernel: tile.KernelOp, splits: int, stream: int = 0) -> None:
                 "stream-K of an attention loop (an online softmax) is not supported; split "
                 "its keys with --split-k",
                 loop,
+            )
+        row_mask = _row_mask(loop)
+        if row_mask is not None:
+            raise _fail(
+                "splitting the keys of a causal attention (a mask that is not the keys' "
+                "bound: a column iota against a length) is not supported: a split whose "
+                "keys all lie past a row's diagonal leaves the row all masked, and its "
+                "contracted scores * scale - max overflows exp2 (NaN out)",
+                row_mask,
             )
         _split_keys(kernel, loop, softmax, splits)
         return
@@ -582,6 +594,27 @@ def _chunk(loop: scf.ForOp, z: SSAValue, count: SSAValue, hint: str) -> None:
     lo.name_hint, hi.name_hint = f"{hint}_lo", f"{hint}_hi"
     loop.operands[0] = lo
     loop.operands[1] = hi
+
+
+def _row_mask(loop: scf.ForOp) -> Operation | None:
+    """A compare in the key loop other than a key bound (`tile.cmpi` of a column iota and
+    a splat length: every row of a block masks the same keys), e.g. a causal mask's row
+    iota against the column iota; None where there is none."""
+    for op in loop.walk():
+        if not isinstance(op, tile.CmpiOp):
+            continue
+        kinds = set()
+        for v in op.operands:
+            owner = v.owner
+            if isinstance(owner, tile.IotaOp):
+                kinds.add(f"iota{owner.dim.data}")
+            elif isinstance(owner, tile.SplatOp):
+                kinds.add("splat")
+            else:
+                kinds.add("other")
+        if kinds != {"iota1", "splat"}:
+            return op
+    return None
 
 
 def _split_keys(kernel: tile.KernelOp, loop: scf.ForOp, sm: OnlineSoftmax, splits: int) -> None:

@@ -352,8 +352,10 @@ class HeuristicPlanner:
         if not 0 <= options.mma_depth < stages or options.mma_depth > HOPPER.mma_max_pending:
             raise CompileError(
                 f"pipeline: mma-depth must satisfy 0 <= mma-depth < stages and <= 7 "
-                f"(got mma-depth={options.mma_depth}, stages={stages}); otherwise the "
-                "producer waits for a slot the consumer cannot release yet"
+                f"(got mma-depth={options.mma_depth}, stages={stages}"
+                f"{'' if options.stages else ': the stages that fit in shared memory'}); "
+                "otherwise the producer waits for a slot the consumer cannot release yet",
+                kernel,
             )
         depths = {c: stages if looped(c) else 1 for c in creates}
         lags = {c: self._lag(c, options.mma_depth) for c in creates}

@@ -109,7 +109,7 @@ def _tma_store(k: KernelLowering, op: hopper.TmaStoreOp) -> None:
         box = tile.stacked_box(rows, per, len(lead))
     except ValueError as e:
         raise CompileError(f"convert-to-ptx: a warp group's share of the store: {e}", op) from None
-    name = k.params.tensor_map(op.dest, box, tile.swizzle)
+    name = k.params.tensor_map(op.dest, box, tile.swizzle, op)
 
     def issue() -> None:
         tmap = k.r(ptx.CvtaParamOp(k.r(ptx.ParamAddrOp(name))))

@@ -109,7 +109,7 @@ def _tma_load(k: KernelLowering, op: hopper.TmaLoadOp) -> None:
     tile = tt.layout
     per = tt.rows // stack_of(op)
     box = tile.stacked_box(tt.rows, per, len(lead))  # a stacked tile: box `stack` before rows
-    name = k.params.tensor_map(op.source, box, tt.swizzle.data)
+    name = k.params.tensor_map(op.source, box, tt.swizzle.data, op)
     tmap = k.cached(("tmap", name), lambda: k.r(ptx.CvtaParamOp(k.r(ptx.ParamAddrOp(name)))))
     dst0 = k.ring_slot_addr(ring, slot)
     bar = k.bar_addr(bars, slot)
@@ -135,7 +135,7 @@ def _tma_load_multicast(k: KernelLowering, op: hopper.TmaLoadMulticastOp) -> Non
     rows, band_bytes = tile.row_band(ctas)
     lead = list(op.indices)[:-2]
     box = tile.tma_box(rows) + [1] * len(lead)
-    name = k.params.tensor_map(op.source, box, tt.swizzle.data)
+    name = k.params.tensor_map(op.source, box, tt.swizzle.data, op)
     tmap = k.cached(("tmap", name), lambda: k.r(ptx.CvtaParamOp(k.r(ptx.ParamAddrOp(name)))))
     rank = k.scalar(op.rank)
     mask = k.imm((1 << ctas) - 1, "b16")
