@@ -31,42 +31,8 @@ CONFIGS = {
     "no-group-heads": {"group_heads": False},
 }
 
-#: Sizes of the Triton kernels' dimensions (ragged where the kernel allows it; the
-#: tutorial attention's sequence is its constexpr N_CTX) and scalars.
-TRITON = {
-    "examples/triton/attention.ttir": dict(
-        qz=1, H=1, qm=4096, kn=4096, vk=4096, om=4096, Q3=128, K3=128, V3=128, Out3=128,
-        M0=4096, sm_scale=0.08,
-    ),  # fmt: skip
-    "examples/triton/matmul.ttir": dict(M=300, N=520, K=200),
-    "examples/triton/matmul_descriptor_persistent.ttir": dict(M=300, N=520, K=200),
-    "examples/triton/matmul_epilogue.ttir": dict(M=300, N=520, K=200),
-    "examples/triton/matmul_leaky_relu.ttir": dict(M=300, N=520, K=200),
-    "tests/data/triton/matmul_fp8.ttir": dict(M=300, N=520, K=256),
-    "tests/data/triton/unseen_attention.ttir": dict(
-        qb=2, kb=2, vb=2, ob=2, qh=4, kh=4, vh=4, oh=4, seqlen=333, Q3=128, K3=128, V3=128,
-        Out3=128, sm_scale=0.08,
-    ),  # fmt: skip
-    "tests/data/triton/unseen_gqa.ttir": dict(
-        qb=1, kb=1, vb=1, ob=1, qh=8, kh=1, vh=1, oh=8, seqlen_q=100, seqlen_k=333, Q3=128,
-        K3=128, V3=128, Out3=128, sm_scale=0.08,
-    ),  # fmt: skip
-    "tests/data/triton/unseen_gqa_causal.ttir": dict(
-        qb=1, kb=1, vb=1, ob=1, qh=8, kh=2, vh=2, oh=8, seqlen=333, Q3=128, K3=128, V3=128,
-        Out3=128, sm_scale=0.08,
-    ),  # fmt: skip
-    "tests/data/triton/unseen_bmm.ttir": dict(ab=2, bb=2, cb=2, am=130, M=130, bn=200, N=200, K=70),
-    "tests/data/triton/unseen_f32_scaled.ttir": dict(
-        am=200, M=200, bn=300, N=300, K=130, alpha=0.5
-    ),
-    "tests/data/triton/unseen_gemms.ttir": dict(M=200, N=300, K=130),
-    "tests/data/triton/unseen_block_ptr_gelu.ttir": dict(M=200, N=300, K=130),
-    "tests/data/triton/unseen_swizzle_residual.ttir": dict(am=200, M=200, b1=300, N=300, K=130),
-}  # fmt: skip
-TRITON["examples/triton/attention_causal.ttir"] = TRITON["examples/triton/attention.ttir"]
-TRITON["tests/data/triton/unseen_attention_causal.ttir"] = TRITON[
-    "tests/data/triton/unseen_attention.ttir"
-]
+#: Sizes of the Triton kernels' dimensions and scalars (corpus/triton.json).
+TRITON: dict[str, dict] = json.loads((REPO / "corpus" / "triton.json").read_text())["kernels"]
 
 
 def _validate_all(module, sizes, program, indices=None) -> dict[str, str]:

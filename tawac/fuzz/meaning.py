@@ -60,8 +60,9 @@ class Check:
 
 def load_checks(root: str | Path) -> dict[str, Check]:
     """The sizes of every source file in `root`/corpus/corpus.json that has an entry
-    without defines (the mutants are compiled with the parameters' defaults), by the
-    source's repository-relative path."""
+    without defines (the mutants are compiled with the parameters' defaults), and of the
+    Triton kernels in `root`/corpus/triton.json, by the source's repository-relative
+    path."""
     path = Path(root) / "corpus" / "corpus.json"
     if not path.is_file():
         return {}
@@ -71,6 +72,10 @@ def load_checks(root: str | Path) -> dict[str, Check]:
             continue
         sizes, indices = entry["check_sizes"], entry.get("indices")
         out[entry["source"]] = Check(entry["source"], entry["name"], sizes, indices)
+    triton = Path(root) / "corpus" / "triton.json"
+    if triton.is_file():  # the Triton kernels' sizes, by their .ttir
+        for source, sizes in json.loads(triton.read_text())["kernels"].items():
+            out.setdefault(source, Check(source, source, sizes))
     return out
 
 
