@@ -19,6 +19,7 @@ torch = pytest.importorskip("torch")
 
 from tawac.analysis.grid import infer_grid  # noqa: E402
 from tawac.analysis.identity import argument_name  # noqa: E402
+from tawac.check import tile_pipeline  # noqa: E402
 from tawac.compiler import parse_text, run_pipeline  # noqa: E402
 from tawac.diagnostics import CompileError  # noqa: E402
 from tawac.dialects import tile  # noqa: E402
@@ -28,7 +29,7 @@ ROOT = Path(__file__).resolve().parents[1]
 DATA = ROOT / "tests" / "data" / "triton" / "spellings"
 SPELLINGS = sorted(p.stem for p in DATA.glob("*.ttir"))
 #: The tile-level passes that rewrite the program (before warp specialization).
-TILE_PASSES = "group-heads,widen,guard-masks"
+TILE_PASSES = ",".join(tile_pipeline())  # the tile-level passes of `tawac compile`
 
 #: stem -> (its .py, the @triton.jit function, a text on the refused line after the
 #: function's `def`, the error's message, why).

@@ -3,7 +3,6 @@ the reference interpreter (`validate`), and equivalent spellings of tile program
 through them (`variants`)."""
 
 from tawac.check.validate import (
-    TILE_PASSES,
     Baseline,
     NotComparable,
     Validation,
@@ -18,7 +17,6 @@ from tawac.check.validate import (
 )
 
 __all__ = [
-    "TILE_PASSES",
     "Baseline",
     "NotComparable",
     "Validation",

@@ -37,8 +37,6 @@ from tawac.runtime.interpret import interpret_launch, user_arguments
 from tawac.runtime.launcher import LaunchError, check_shapes
 from tawac.runtime.runner import make_args
 
-#: The passes that rewrite the tile program, in pipeline order (before warp-specialize).
-TILE_PASSES = ("canonicalize", "group-heads", "swap-ab", "split-k", "widen", "guard-masks")
 #: Outputs are compared within this share of their largest magnitude, plus rounding.
 ABS_SHARE = 4e-3
 
