@@ -162,21 +162,29 @@ class Result:
 # --- the child --------------------------------------------------------------------------------
 
 
+def _isolate(stdout: Path, stderr: Path, memory: int) -> None:
+    """In a forked child: its own process group, no stdin, stdout and stderr to these
+    files (the same file: one descriptor for both), a crash's stack to stderr, its
+    memory limited to `memory` bytes."""
+    os.setpgid(0, 0)
+    os.dup2(os.open(os.devnull, os.O_RDONLY), 0)
+    out = os.open(stdout, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+    err = out if stderr == stdout else os.open(stderr, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+    os.dup2(out, 1)
+    os.dup2(err, 2)
+    # Fresh streams on fds 1 and 2 (pytest's capture may have replaced sys.stdout).
+    sys.stdout = open(1, "w", encoding="utf-8", closefd=False)
+    sys.stderr = open(2, "w", encoding="utf-8", errors="backslashreplace", closefd=False)
+    faulthandler.enable(file=sys.stderr)
+    resource.setrlimit(resource.RLIMIT_AS, (memory, memory))
+
+
 def _child(folder: Path, memory: int, options: list[str], suffix: str) -> None:
     """In the forked child: compile folder/src.mlir (or src.ttir: `suffix`) to
     folder/out/k.ptx with `options`; never returns."""
     code = 70
     try:
-        os.setpgid(0, 0)
-        null = os.open(os.devnull, os.O_RDONLY)
-        os.dup2(null, 0)
-        for fd, name in ((1, "stdout"), (2, "stderr")):
-            os.dup2(os.open(folder / name, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644), fd)
-        # Fresh streams on fds 1 and 2 (pytest's capture may have replaced sys.stdout).
-        sys.stdout = open(1, "w", encoding="utf-8", closefd=False)
-        sys.stderr = open(2, "w", encoding="utf-8", errors="backslashreplace", closefd=False)
-        faulthandler.enable(file=sys.stderr)  # a crash's stack goes to the stderr file
-        resource.setrlimit(resource.RLIMIT_AS, (memory, memory))
+        _isolate(folder / "stdout", folder / "stderr", memory)
         for var in ("TAWAC_DEBUG", "FORCE_COLOR", "CLICOLOR_FORCE"):
             os.environ.pop(var, None)
         os.environ["NO_COLOR"] = "1"
@@ -221,15 +229,7 @@ def _check_child(folder: Path, memory: int, res: Result, suffix: str, seconds: f
     flags and `Check`), its verdict written to folder/check.json; never returns."""
     code = 70
     try:
-        os.setpgid(0, 0)
-        os.dup2(os.open(os.devnull, os.O_RDONLY), 0)
-        log = os.open(folder / "check.log", os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
-        for fd in (1, 2):
-            os.dup2(log, fd)
-        sys.stdout = open(1, "w", encoding="utf-8", closefd=False)
-        sys.stderr = open(2, "w", encoding="utf-8", errors="backslashreplace", closefd=False)
-        faulthandler.enable(file=sys.stderr)
-        resource.setrlimit(resource.RLIMIT_AS, (memory, memory))
+        _isolate(folder / "check.log", folder / "check.log", memory)
         os.environ["TAWAC_CACHE"] = "0"
         text = (folder / f"src{suffix}").read_bytes().decode("utf-8", "surrogateescape")
         program = f"{res.source} (mutant {res.index})"
