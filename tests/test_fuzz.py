@@ -67,22 +67,47 @@ ATTENTION = Check(
 )
 
 
-def test_a_pass_that_changes_the_meaning_is_a_mismatch(tmp_path, monkeypatch):
+def _never(mask, b):
+    """guard-masks' "some element is false", broken on purpose: always false."""
+    from xdsl.dialects import arith
+
+    return b._add(arith.ConstantOp.from_int_and_width(0, 1))
+
+
+def _mismatch_run(tmp: str) -> dict:
+    """In a fresh process (forked children inherit the patch; a test worker that ran
+    torch must not fork one that runs it again: its thread pool's locks come along):
+    the hoisted-mask attention through the harness with guard-masks broken, saved and
+    replayed, then replayed with the pass intact."""
+    from tawac.passes import guard_masks
+
+    intact = guard_masks._some_false
+    guard_masks._some_false = _never
+    try:
+        data = hoisted_mask("attention.mlir").encode()
+        item = (7, "examples/attention.mlir", ["mask moved into the loop"], data, [], ATTENTION)
+        (res,) = execute([item], jobs=1, timeout=45, check_timeout=120)
+        path = save(res, Path(tmp), 1) if res.cls == "mismatch" else None
+        again = replay(path, use_ptxas=False, timeout=45, check_timeout=120) if path else None
+    finally:
+        guard_masks._some_false = intact
+    fixed = replay(path, use_ptxas=False, timeout=45, check_timeout=120) if path else None
+    return {
+        "res": res,
+        "check": path.with_suffix(".check").read_text() if path else None,
+        "again": again,
+        "fixed": fixed,
+    }
+
+
+def test_a_pass_that_changes_the_meaning_is_a_mismatch(tmp_path):
     """guard-masks broken on purpose (its "some element is false" condition always
     false, so the ragged key block keeps the keys past the end): the harness's meaning
     check of the accepted mutant is a `mismatch` finding naming the pass, saved with its
     check, and replays as one; with the pass intact the replay agrees."""
-    from xdsl.dialects import arith
-
-    from tawac.passes import guard_masks
-
-    def never(mask, b):
-        return b._add(arith.ConstantOp.from_int_and_width(0, 1))
-
-    monkeypatch.setattr(guard_masks, "_some_false", never)  # forked children inherit it
-    data = hoisted_mask("attention.mlir").encode()
-    item = (7, "examples/attention.mlir", ["mask moved into the loop"], data, [], ATTENTION)
-    (res,) = execute([item], jobs=1, timeout=45)
+    with multiprocessing.get_context("spawn").Pool(1) as pool:
+        out = pool.apply(_mismatch_run, (str(tmp_path),))
+    res = out["res"]
     assert res.cls == "mismatch", res.report()
     assert res.meaning == "mismatch" and res.detail == res.meaning_detail
     assert res.detail.startswith(
@@ -90,13 +115,11 @@ def test_a_pass_that_changes_the_meaning_is_a_mismatch(tmp_path, monkeypatch):
     ), res.detail
     assert res.signature.startswith("mismatch: guard-masks changed the meaning of <path>")
 
-    path = save(res, tmp_path, 1)
-    assert Check.from_json(path.with_suffix(".check").read_text()) == ATTENTION
-    again = replay(path, use_ptxas=False, timeout=45)
+    assert Check.from_json(out["check"]) == ATTENTION
+    again = out["again"]
     assert again.cls == "mismatch", again.report()
     assert again.detail.split(": ", 1)[1] == res.detail.split(": ", 1)[1]
 
-    monkeypatch.undo()
-    fixed = replay(path, use_ptxas=False, timeout=45)
+    fixed = out["fixed"]
     assert fixed.cls == "accepted", fixed.report()
     assert fixed.meaning == "checked" and "guard-masks" in fixed.meaning_detail
