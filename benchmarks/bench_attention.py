@@ -20,12 +20,12 @@ import torch
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from tawac.diagnostics import CompileError  # noqa: E402
 from tawac.driver import compile_file  # noqa: E402
-from tawac.options import knob  # noqa: E402
-from tawac.params import substitute  # noqa: E402
 from tawac.runtime import load_kernel  # noqa: E402
 from tawac.runtime.runner import round_robin  # noqa: E402
+from tawac.support.diagnostics import CompileError  # noqa: E402
+from tawac.support.options import knob  # noqa: E402
+from tawac.support.params import substitute  # noqa: E402
 
 LOG2E = 1.4426950408889634
 # (head dim, seq): B * S = 32k tokens, 16 heads at d128 and 32 at d64 (as the baselines).
@@ -292,7 +292,7 @@ _tuned_kernels: dict[tuple, object] = {}
 def _tuned(folder: Path, name: str, b: int, h: int, s: int, d: int):
     """The kernel the tuning table folder/<stem>.tune.json picks for this shape (the
     default configuration where there is no table)."""
-    from tawac.tuning import load_table, pick
+    from tawac.schedule.tuning import load_table, pick
 
     table_file = folder / name.replace(".mlir", ".tune.json")
     picked = None
@@ -310,7 +310,7 @@ def _tuned(folder: Path, name: str, b: int, h: int, s: int, d: int):
 
 def _options(text: str) -> dict[str, int | bool | str | dict]:
     """`coarse-pipeline=0,schedule=solver,BLOCK_N=160` -> compile_file keyword arguments:
-    pipeline knobs (hyphens or underscores) by their type (`tawac.options.Knob.parse`:
+    pipeline knobs (hyphens or underscores) by their type (`tawac.support.options.Knob.parse`:
     booleans true, false, 1, 0), kernel parameters (upper case) in "params"."""
     out: dict[str, int | bool | str | dict] = {}
     for item in filter(None, text.split(",")):

@@ -153,11 +153,11 @@ def main() -> int:
 
 
 def _write_table(path: Path, best, device: str) -> None:
-    """A tuning table (`tawac.tuning`'s format) of each shape's best configuration."""
+    """A tuning table (`tawac.schedule.tuning`'s format) of each shape's best configuration."""
     import json
 
-    from tawac import tuning
     from tawac.driver import compile_file
+    from tawac.schedule import tuning
 
     args = compile_file(EXAMPLE, cubin=False).sidecar["args"]
     entries = []

@@ -14,7 +14,7 @@ Per program and planner it prints:
   clock nvidia-smi sampled during the program's timings (printed);
 - with `--trace-every N` (default 8; 0: off), the in-kernel measurement: a sampled
   instrumented build (`--trace --trace-every N`) run once at the size, its trace decoded
-  (`tawac.trace.loop_intervals`) into SM cycles per iteration of each of the consumer's
+  (`tawac.runtime.trace.loop_intervals`) into SM cycles per iteration of each of the consumer's
   main loops, next to the model's interval of that loop (both in cycles: no clock
   conversion), and the instrumented build's own time in the same rounds (its cost).
 
@@ -89,16 +89,16 @@ def model_intervals(src: Path, params, config: str, sizes=None) -> list[float]:
     """The model's steady-state interval (cycles) of each of the consumer's main loops,
     in order, at the dimension sizes `sizes` (`tawac.schedule.model.model_intervals`;
     `tawac explain --timeline` shows the first)."""
-    from tawac.calibrate import prepare
     from tawac.schedule import model
+    from tawac.tools.calibrate import prepare
 
     p = prepare(src, params, config)
     return model.model_intervals(p.kernel, p.plan, sizes=sizes)
 
 
 def parse_config(text: str) -> tuple[str, dict[str, Any]]:
-    """`tawac.calibrate.parse_config`, a bad option ending the run."""
-    from tawac.calibrate import parse_config as parse
+    """`tawac.tools.calibrate.parse_config`, a bad option ending the run."""
+    from tawac.tools.calibrate import parse_config as parse
 
     try:
         return parse(text)
@@ -111,11 +111,11 @@ class Build:
     kernel op (the reference's), and the model's view of its schedule."""
 
     def __init__(self, entry: Mapping[str, Any], config: str, trace_every: int = 0):
-        from tawac.diagnostics import CompileError
         from tawac.driver import compile_cached, kernel_op, parse_source
-        from tawac.explain import explain_module
-        from tawac.options import PipelineOptions
         from tawac.runtime import load_kernel
+        from tawac.support.diagnostics import CompileError
+        from tawac.support.options import PipelineOptions
+        from tawac.tools.explain import explain_module
 
         src = ROOT / entry["source"]
         params = entry.get("defines") or None
@@ -157,7 +157,7 @@ class Build:
     def measured_intervals(self, args: list) -> list[dict[str, Any]]:
         """The consumer's main loops' cycles per iteration, from one traced launch (after
         a warm-up launch) at `args`."""
-        from tawac.calibrate import consumer_intervals
+        from tawac.tools.calibrate import consumer_intervals
 
         assert self.traced is not None
         out = []
@@ -267,7 +267,7 @@ def bench_program(
     import torch
 
     builds = {p: Build(entry, p, trace_every) for p in planners}
-    from tawac.calibrate import serialized, spills
+    from tawac.tools.calibrate import serialized, spills
 
     row: dict[str, Any] = {"name": entry["name"], "tags": entry.get("tags", []), "planners": {}}
     for p, b in builds.items():
@@ -366,8 +366,8 @@ def auto_summary(rows: list[dict[str, Any]], planners: tuple[str, ...]) -> None:
 def trace_errors(rows: list[dict[str, Any]], planners: tuple[str, ...]) -> list[dict[str, Any]]:
     """Per (program, planner, consumer main loop) with a traced measurement: the model's
     interval / the measured one - 1 (both in cycles), and whether the traced build is
-    perturbed (`tawac.calibrate.perturbed`: it spills or runs far slower than the plain)."""
-    from tawac.calibrate import perturbed
+    perturbed (`tawac.tools.calibrate.perturbed`: it spills or runs far slower than the plain)."""
+    from tawac.tools.calibrate import perturbed
 
     out = []
     for r in rows:
@@ -522,7 +522,7 @@ def main(argv: list[str] | None = None) -> int:
         )
     terrs = trace_errors(rows, planners)
     if terrs:
-        from tawac.calibrate import PERTURBED_COST
+        from tawac.tools.calibrate import PERTURBED_COST
 
         clean = [abs(t["error"]) for t in terrs if not t["perturbed"]]
         every = [abs(t["error"]) for t in terrs]

@@ -3,7 +3,7 @@ default must leave the examples no slower): for every entry of every
 `examples/*.tune.json`, its configuration compiled under the heuristic and under
 `--planner` (default `auto`); where the two PTX texts are the same the entry is `same`,
 else both run at the entry's sizes (its `sizes`, else its bucket), are checked against
-the float32 interpreter and timed round-robin (`tawac.tune.measure_size`), in one run.
+the float32 interpreter and timed round-robin (`tawac.tools.tune.measure_size`), in one run.
 
     python3 benchmarks/bench_default_planner.py [--planner auto] [--only attention_decode]
         [--rounds 5] [--rep-ms 50] [--limit N]
@@ -29,8 +29,8 @@ EXAMPLES = ROOT / "examples"
 
 
 def compiled(source: Path, params: dict, options: dict, planner: str):
-    """`tawac.tune.Compiled` of one configuration under `planner`."""
-    from tawac.tune import Candidate, Compiled, compile_candidate
+    """`tawac.tools.tune.Compiled` of one configuration under `planner`."""
+    from tawac.tools.tune import Candidate, Compiled, compile_candidate
 
     r = compile_candidate(str(source), params, {**options, "schedule": planner})
     candidate = Candidate(dict(params), {**options, "schedule": planner})
@@ -48,7 +48,7 @@ def main(argv: list[str] | None = None) -> int:
 
     import torch
 
-    from tawac.tune import measure_size
+    from tawac.tools.tune import measure_size
 
     only = {x for x in args.only.split(",") if x}
     print(

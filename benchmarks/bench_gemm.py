@@ -407,9 +407,9 @@ def parse_shapes(text: str) -> list[tuple[int, ...]]:
 
 def parse_opts(items: list[str]) -> dict:
     """`key=value` compile options: a pipeline knob (`mma-depth` or `mma_depth`) takes its
-    type's values (`tawac.options.Knob.parse`: `persistent=false`, `stages=4`); any other
+    type's values (`tawac.support.options.Knob.parse`: `persistent=false`, `stages=4`); any other
     key (a kernel parameter) a JSON value where it parses as one, else the text."""
-    from tawac.options import knob
+    from tawac.support.options import knob
 
     out = {}
     for item in items:
@@ -442,7 +442,7 @@ _tuned: dict[str, tuple] = {}
 
 def tuned_kernel(path: Path, table: dict, shape, options: dict):
     """(kernel, error) of the configuration the tuning table picks for (M, N, K)."""
-    from tawac.tuning import pick
+    from tawac.schedule.tuning import pick
 
     m, n, k = shape
     picked = pick(table, {"M": m, "N": n, "K": k})
@@ -519,7 +519,7 @@ def main(argv: list[str] | None = None) -> int:
                 triton_mm[name] = fn
     table = None
     if args.tuned is not None:
-        from tawac.tuning import load_table
+        from tawac.schedule.tuning import load_table
 
         table = load_table(args.tuned)
     rows = []

@@ -42,8 +42,8 @@ from bench_gemm import (  # noqa: E402
     write_json,
 )
 
-from tawac.params import parse_defines  # noqa: E402
 from tawac.runtime import load_kernel  # noqa: E402
+from tawac.support.params import parse_defines  # noqa: E402
 
 SHAPES = [(4096, 4096, 4096), (8192, 8192, 8192)]
 TOL = 2e-2

@@ -139,7 +139,7 @@ def _bound(fn, args):
 def _systems(program: str, alts: list[str]):
     import torch
 
-    from tawac.calibrate import parse_config
+    from tawac.tools.calibrate import parse_config
 
     ttir = ROOT / f"examples/triton/{'matmul' if program == 'matmul' else 'matmul_epilogue'}.ttir"
     extra = {}

@@ -122,9 +122,9 @@ def _tawac_ttir(causal: bool):
 def _tawac_alt(causal: bool, config: str):
     """The shipped `.ttir` compiled by tawac under a planner configuration
     ("solver", "heuristic:persistent=false", ...), at N_CTX = 4096 only."""
-    from tawac.calibrate import parse_config
     from tawac.driver import compile_cached
     from tawac.runtime import load_kernel
+    from tawac.tools.calibrate import parse_config
     from tawac.triton import TritonKernel, kernel_abi
 
     path = ROOT / f"examples/triton/attention{'_causal' if causal else ''}.ttir"
@@ -199,7 +199,7 @@ def main(argv: list[str] | None = None) -> int:
     )  # fmt: skip
     args = ap.parse_args(argv)
     c = args.causal
-    from tawac.calibrate import parse_config
+    from tawac.tools.calibrate import parse_config
 
     systems = {
         "triton": _triton(c),

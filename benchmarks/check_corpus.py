@@ -56,7 +56,7 @@ COMPILE_LIMIT = 180.0
 BASE = {"schedule": "auto"}
 
 #: The configurations, by short name: each planner, then one knob at a time (on `BASE`)
-#: for every knob of `tawac.options.KNOBS` that changes the generated code.
+#: for every knob of `tawac.support.options.KNOBS` that changes the generated code.
 CONFIGS: dict[str, dict[str, Any]] = {
     "auto": {"schedule": "auto"},
     "heuristic": {"schedule": "heuristic"},
@@ -109,7 +109,7 @@ def parse_configs(text: str) -> dict[str, dict[str, Any]]:
     """`--configs`: comma-separated names of `CONFIGS` (`all`: every one), or ad-hoc
     configurations of knobs written `name=value`, one per ':' (`stages=2:pingpong=1`,
     names with underscores or hyphens); ValueError on an unknown name or a bad value."""
-    from tawac.options import knob
+    from tawac.support.options import knob
 
     out: dict[str, dict[str, Any]] = {}
     for item in (t.strip() for t in text.split(",")):
@@ -154,7 +154,7 @@ def compile_job(job: Mapping[str, Any]) -> dict[str, Any]:
     "message", "located"}: "refused" is a `CompileError` (`located`: it names a
     `file:line:col`), "error" any other exception (its traceback's last lines)."""
     from tawac.compiler import compile_file, compile_source
-    from tawac.diagnostics import CompileError
+    from tawac.support.diagnostics import CompileError
 
     t0 = time.perf_counter()
     out: dict[str, Any] = {"key": job["key"], "cubin": b"", "sidecar": None, "message": ""}
@@ -499,7 +499,7 @@ def versions() -> dict[str, Any]:
         out["triton"] = triton.__version__
     except ImportError:
         out["triton"] = None
-    from tawac.cache import tawac_version
+    from tawac.support.cache import tawac_version
 
     out["tawac"] = tawac_version()
     try:

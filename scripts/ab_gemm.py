@@ -7,7 +7,7 @@ falls on every variant alike.
 
 Each variant is a comma-separated list of `NAME=VALUE`: upper-case names are kernel
 parameters of examples/gemm.mlir (or --kernel), lower-case ones pipeline knobs
-(`cluster=2x1`, `persistent=false`, `mma-depth=1`: tawac.options.KNOBS); `base` is the
+(`cluster=2x1`, `persistent=false`, `mma-depth=1`: tawac.support.options.KNOBS); `base` is the
 default. The shapes go through benchmarks/bench_gemm.py's `bench_shape`: every variant
 is checked against a float32 reference, then all of them and cuBLAS are timed --rounds
 times round-robin.

@@ -19,7 +19,7 @@ for e in corpus:
     if "example" in e["tags"]:
         continue
     defines = [x for k, v in (e.get("defines") or {}).items() for x in ("-D", f"{k}={v}")]
-    cmd = [sys.executable, "-m", "tawac.cli", "compile", os.path.join(tree, e["source"]),
+    cmd = [sys.executable, "-m", "tawac.tools.cli", "compile", os.path.join(tree, e["source"]),
            *defines, "-o", os.path.join(out, e["name"] + ".cubin")]
     res = subprocess.run(cmd, cwd=tree, env=env, capture_output=True, text=True)
     if res.returncode:

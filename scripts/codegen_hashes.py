@@ -73,8 +73,8 @@ def kernels() -> dict[str, str]:
 
 def _one(job: tuple[str, str, str, bool]) -> tuple[str, str]:
     name, text, opt, ptx_only = job
-    from tawac.diagnostics import CompileError
     from tawac.driver import compile_module, parse_text
+    from tawac.support.diagnostics import CompileError
 
     try:
         options = OPTION_SETS.get(opt, EXAMPLE_OPTION_SETS.get(opt))

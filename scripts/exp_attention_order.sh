@@ -12,7 +12,7 @@ timeout 330 python3 benchmarks/bench_attention.py --markdown --repeat 3 --alt gr
 for d in 128 64; do
   src=examples/attention.mlir; bn=160; h=16
   if [ $d = 64 ]; then src=examples/attention_d64.mlir; bn=128; h=32; fi
-  timeout 200 python3 -m tawac.cli tune $src --table /tmp/scratch$d.tune.json \
+  timeout 200 python3 -m tawac.tools.cli tune $src --table /tmp/scratch$d.tune.json \
     --size B=2,H=$h,S=16384,D=$d -D BLOCK_N=$bn --space persistent=true,false \
     --space group_m=8,4096 --space tile_prefetch=false --space tma_store=false --rounds 5 \
     --rep-ms 200 2>&1 | grep -E "^│ +[0-9]|^│ +│" | head -12

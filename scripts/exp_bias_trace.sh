@@ -6,7 +6,7 @@ python3 -m pip install -q --no-index --no-deps --no-compile --target /tmp/site .
 export PYTHONPATH=/tmp/site:$PWD PATH=/usr/local/cuda/bin:/tmp/site/bin:$PATH TAWAC_CACHE_DIR=$PWD/.bench-cache
 nvidia-smi --query-gpu=name,clocks.sm --format=csv,noheader
 for s in solver heuristic; do
-  timeout 120 python3 -m tawac.cli run tests/data/attention_bias.mlir --size B=4,H=16,S=4096,D=128 \
+  timeout 120 python3 -m tawac.tools.cli run tests/data/attention_bias.mlir --size B=4,H=16,S=4096,D=128 \
     -D BLOCK_N=64 --schedule $s --trace-every 1 --trace-out /tmp/bias_$s.json 2>&1 | tail -1
   timeout 60 python3 scripts/trace_excerpt.py /tmp/bias_$s.json -o $OUT/bias128x64_$s.trace.json
 done

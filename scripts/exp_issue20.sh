@@ -12,7 +12,7 @@ B=gemm_two_accumulators,gemm_two_accumulators_shared_a
 PB=heuristic,heuristic:coarse-pipeline=false,heuristic:stages=2,heuristic:persistent=false
 timeout 150 python3 scripts/prefill_corpus.py --only $A --planners $PA --trace-every 8 --cubin -j 16 | tail -2
 timeout 150 python3 scripts/prefill_corpus.py --only $B --planners $PB --trace-every 8 --cubin -j 16 | tail -2
-timeout 60 python3 -m tawac.cli run examples/attention.mlir --size B=4,H=16,S=4096,D=128 --trace-every 1 --trace-out /tmp/att.json 2>&1 | tail -2
+timeout 60 python3 -m tawac.tools.cli run examples/attention.mlir --size B=4,H=16,S=4096,D=128 --trace-every 1 --trace-out /tmp/att.json 2>&1 | tail -2
 timeout 60 python3 scripts/trace_excerpt.py /tmp/att.json -o $OUT/attention.trace.json
 timeout 150 python3 benchmarks/bench_corpus.py --only $A --planners $PA --trace-every 8 --rounds 3 --json $OUT/expA.json > $OUT/expA.log 2>&1
 timeout 150 python3 benchmarks/bench_corpus.py --only $B --planners $PB --trace-every 8 --rounds 3 --json $OUT/expB.json > $OUT/expB.log 2>&1

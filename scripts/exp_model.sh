@@ -12,7 +12,7 @@ import json,sys
 for r in json.loads(sys.stdin.read()): print('%-6s %-45s %8.2f %s' % (r['unit'], r['op'], r['value'] or -1, r['units']))"
 sass() {  # name source schedule defines...
   local name=$1 src=$2 sched=$3; shift 3
-  python3 -m tawac.cli compile $src --schedule $sched "$@" -o /tmp/$name.cubin 2>&1 | tail -2
+  python3 -m tawac.tools.cli compile $src --schedule $sched "$@" -o /tmp/$name.cubin 2>&1 | tail -2
   cuobjdump -sass /tmp/$name.cubin > $OUT/$name.sass 2>&1
   python3 - "$OUT/$name.sass" <<'PY'
 import re, sys, collections

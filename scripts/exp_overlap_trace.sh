@@ -8,7 +8,7 @@ export PYTHONPATH=/tmp/site:$PWD PATH=/usr/local/cuda/bin:/tmp/site/bin:$PATH TA
 nvidia-smi --query-gpu=name --format=csv,noheader
 run() {  # name example size iterations [options]
   local name=$1 ex=$2 size=$3 its=$4; shift 4
-  timeout 120 python3 -m tawac.cli run examples/$ex --size $size --no-check --trace-every 2 \
+  timeout 120 python3 -m tawac.tools.cli run examples/$ex --size $size --no-check --trace-every 2 \
     --trace-out /tmp/$name.json "$@" > /tmp/$name.log 2>&1 || tail -3 /tmp/$name.log
   echo "== $name ($ex $size $*)"
   python3 scripts/tile_overhead.py /tmp/$name.json --iterations $its --every 2 | tail -3

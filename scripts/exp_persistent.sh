@@ -11,7 +11,7 @@ nvidia-smi --query-gpu=name,clocks.sm --format=csv,noheader
 ab() {  # example size [--space ...]
   local ex=$1 size=$2; shift 2
   for pass in 1 2; do
-    timeout 150 python3 -m tawac.cli tune examples/$ex --size $size --rep-ms 200 --table /tmp/t-$ex.json \
+    timeout 150 python3 -m tawac.tools.cli tune examples/$ex --size $size --rep-ms 200 --table /tmp/t-$ex.json \
       "$@" 2>&1 | grep -E "^│" | awk -v ex="$ex" -v p=$pass '{print ex, "pass", p, $0}'
   done
 }

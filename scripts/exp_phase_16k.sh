@@ -11,7 +11,7 @@ export PYTHONPATH=/tmp/site:$PWD PATH=/usr/local/cuda/bin:/tmp/site/bin:$PATH TA
 nvidia-smi --query-gpu=name,clocks.sm --format=csv,noheader
 for o in "" "--no-persistent --no-tile-prefetch --no-tma-store"; do
   name=p16k${o:+-np}
-  timeout 100 python3 -m tawac.cli run examples/attention.mlir -D BLOCK_N=160 --schedule heuristic \
+  timeout 100 python3 -m tawac.tools.cli run examples/attention.mlir -D BLOCK_N=160 --schedule heuristic \
     $o --size B=2,H=16,S=16384,D=128 --no-check --trace-every 8 --trace-out /tmp/$name.json \
     > /tmp/$name.log 2>&1 || tail -3 /tmp/$name.log
   grep -iE "cycles|loop|ms" /tmp/$name.log | head -4

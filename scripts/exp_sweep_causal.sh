@@ -11,7 +11,7 @@ open('/tmp/sw.mlir', 'w').write(instantiate(128, 64, 128, True))"
 for r in 1 2 3; do
   for s in heuristic solver; do
     printf '%s ' $s
-    timeout 120 python3 -m tawac.cli run /tmp/sw.mlir --size B=4,H=16,S=4096,D=128 \
+    timeout 120 python3 -m tawac.tools.cli run /tmp/sw.mlir --size B=4,H=16,S=4096,D=128 \
       --schedule $s --rep-ms 300 2>&1 | grep -iE "time|tflops" | tr "\n" " "; echo
   done
 done

@@ -11,7 +11,7 @@ export PYTHONPATH=/tmp/site:$PWD PATH=/usr/local/cuda/bin:/tmp/site/bin:$PATH TA
 nvidia-smi --query-gpu=name,clocks.sm --format=csv,noheader
 run() {  # name example size iterations every [options]
   local name=$1 ex=$2 size=$3 its=$4 every=$5; shift 5
-  timeout 120 python3 -m tawac.cli run examples/$ex --size $size --no-check --trace-every $every \
+  timeout 120 python3 -m tawac.tools.cli run examples/$ex --size $size --no-check --trace-every $every \
     --trace-out /tmp/$name.json "$@" > /tmp/$name.log 2>&1 || tail -3 /tmp/$name.log
   grep -E "trace_stamps" /tmp/$name.log
   echo "== $name ($ex $size $*)"

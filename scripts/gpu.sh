@@ -89,12 +89,12 @@ tune_status="skipped"
 if [ "$part" = tune ] || [ "$part" = all ]; then
   echo "== tune"
   tune_status="ok"
-  python3 -m tawac.cli tune examples/gemm.mlir --table "$logdir/gemm.tune.json" \
+  python3 -m tawac.tools.cli tune examples/gemm.mlir --table "$logdir/gemm.tune.json" \
     --size M=1024,N=1024,K=1024 --size M=2048,N=2048,K=2048 \
     --size M=4096,N=4096,K=4096 --size M=8192,N=8192,K=8192 \
     --space BLOCK_M=64,128 --space BLOCK_N=64,128,256 --space BLOCK_K=64,128 \
     --space stages=0,4 2>&1 | tee "$logdir/tune-gemm.log" || tune_status="FAILED"
-  python3 -m tawac.cli tune examples/attention.mlir --table "$logdir/attention.tune.json" \
+  python3 -m tawac.tools.cli tune examples/attention.mlir --table "$logdir/attention.tune.json" \
     --size B=32,H=16,S=1024,D=128 --size B=8,H=16,S=4096,D=128 \
     --size B=2,H=16,S=16384,D=128 --space BLOCK_N=128,160,192 2>&1 \
     | tee "$logdir/tune-attention.log" || tune_status="FAILED"

@@ -5,7 +5,7 @@ python3 -m pip install -q --no-index --no-deps --no-compile --target /tmp/site .
 export PYTHONPATH=/tmp/site:$PWD PATH=/usr/local/cuda/bin:/tmp/site/bin:$PATH TAWAC_CACHE_DIR=$PWD/.bench-cache
 traced() {
   local name=$1 size=$2; shift 2
-  timeout 120 python3 -m tawac.cli run "$@" --size "$size" --trace-out "/tmp/$name.json" \
+  timeout 120 python3 -m tawac.tools.cli run "$@" --size "$size" --trace-out "/tmp/$name.json" \
     > "/tmp/$name.log" 2>&1 || tail -3 "/tmp/$name.log"
 }
 # `phased NAME SIZE SOURCE OPTIONS...`: `traced` every 8th iteration, then the two

@@ -21,7 +21,7 @@ sys.path.insert(0, str(ROOT / "benchmarks"))
 
 from bench_gemm import parse_opts  # noqa: E402
 
-from tawac.params import parse_defines  # noqa: E402
+from tawac.support.params import parse_defines  # noqa: E402
 
 
 def main() -> int:

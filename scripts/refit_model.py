@@ -34,9 +34,9 @@ def _shape(plan) -> str | None:
 def main() -> None:
     from replay_model import load_runs, report_picks, schedules
 
-    from tawac import calibrate
     from tawac.target import HOPPER, overridden
     from tawac.target.calibration import PARAMS, with_params
+    from tawac.tools import calibrate
 
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--variant", default="{}", help="Target fields as JSON")

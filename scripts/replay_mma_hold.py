@@ -62,8 +62,8 @@ def held_lanes(lanes, units: tuple[str, ...], latency: bool):
 
 def main() -> None:
     import tawac.schedule.model as model
-    from tawac import calibrate
     from tawac.target import HOPPER
+    from tawac.tools import calibrate
 
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--run", default=str(ROOT / "docs/data/corpus-h100-2026-11-26-s6.json"))

@@ -29,8 +29,8 @@ sys.path.insert(0, str(ROOT))
 def schedules(corpus: list[dict], planner: str) -> dict[str, Any]:
     """Each program's schedule under `planner` and the shared target (None where it does
     not plan)."""
-    from tawac.calibrate import prepare
-    from tawac.diagnostics import CompileError
+    from tawac.support.diagnostics import CompileError
+    from tawac.tools.calibrate import prepare
 
     out: dict[str, Any] = {}
     for p in corpus:
@@ -85,8 +85,8 @@ DEFAULT_RUNS = "docs/data/corpus-h100-2026-11-26-s13-part*.json"
 def load_runs(runs: list[str]) -> tuple[list[str], list[dict], list[dict], dict, list]:
     """The run files (`DEFAULT_RUNS` where none is given), their documents, the corpus
     manifest's programs, the runs' rows by program, and every traced loop planned as it
-    ran (`tawac.calibrate.prepare_all`)."""
-    from tawac import calibrate
+    ran (`tawac.tools.calibrate.prepare_all`)."""
+    from tawac.tools import calibrate
 
     files = runs or sorted(glob.glob(str(ROOT / DEFAULT_RUNS)))
     docs = [json.loads(Path(f).read_text()) for f in files]
@@ -112,8 +112,8 @@ def _variant(text: str) -> dict:
 
 
 def main() -> None:
-    from tawac import calibrate
     from tawac.target import HOPPER, overridden
+    from tawac.tools import calibrate
 
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--variant", action="append", default=[])

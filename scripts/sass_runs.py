@@ -49,7 +49,7 @@ def runs(sass: str) -> list[tuple[str, int]]:
 
 def cuobjdump() -> str:
     """cuobjdump: beside ptxas, on PATH, or in an NVIDIA CUDA wheel (`nvidia/*/bin`)."""
-    from tawac.ptxas import find_ptxas
+    from tawac.support.ptxas import find_ptxas
 
     beside = Path(find_ptxas()).resolve().with_name("cuobjdump")
     if beside.exists():
@@ -69,8 +69,8 @@ def cuobjdump() -> str:
 
 
 def main() -> None:
-    from tawac.calibrate import parse_config
     from tawac.driver import compile_cached
+    from tawac.tools.calibrate import parse_config
 
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("program", help="a corpus program's name")

@@ -12,7 +12,7 @@ from __future__ import annotations
 import argparse
 
 from tawac.schedule.simulate import Dep, Lane, Step, simulate
-from tawac.timeline import render_svg, write_png
+from tawac.tools.timeline import render_svg, write_png
 
 DEPTH = 2  # aref ring slots
 

@@ -3,7 +3,7 @@ the repository (docs/data) and to read with `tawac explain --measured`:
 
     python3 scripts/trace_excerpt.py full.trace.json -o excerpt.trace.json [--sm N]
 
-The SM: `--sm`, else the one `tawac.trace.measured_window` picks (the consumer track with
+The SM: `--sm`, else the one `tawac.runtime.trace.measured_window` picks (the consumer track with
 the most iterations of the innermost main loop).
 """
 
@@ -19,7 +19,7 @@ sys.path.insert(0, str(ROOT))
 
 
 def main(argv: list[str] | None = None) -> int:
-    from tawac.trace import measured_window
+    from tawac.runtime.trace import measured_window
 
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("trace")

@@ -13,7 +13,7 @@ sizes() {  # D H
 }
 tune() {  # example D H [--space ...] (the causal examples declare no parameters)
   local ex=$1 d=$2 h=$3; shift 3
-  timeout ${TUNE_S:-170} python3 -m tawac.cli tune examples/$ex $(sizes $d $h) --rep-ms 50 "$@" \
+  timeout ${TUNE_S:-170} python3 -m tawac.tools.cli tune examples/$ex $(sizes $d $h) --rep-ms 50 "$@" \
     2>&1 | grep -E "^table|rror" | tail -3
 }
 KNOBS="--space skip_rescale=0,1 --space exp2_fma=0,4"
@@ -45,7 +45,7 @@ case ${PART:-1} in
    fi ;;
 # PART=7: d128 non-causal at 1k and 4k keys with the epilogue under the next tile's first
 # MMA (overlap_epilogue; it lost at d64 and causal, docs/perf.md 2026-11-27 eighth part)
-7) timeout 400 python3 -m tawac.cli tune examples/attention.mlir --size B=32,H=16,S=1024,D=128 \
+7) timeout 400 python3 -m tawac.tools.cli tune examples/attention.mlir --size B=32,H=16,S=1024,D=128 \
      --size B=8,H=16,S=4096,D=128 --rep-ms 100 --rounds 5 --space skip_rescale=0,1 \
      --space overlap_epilogue=0,1 2>&1 | grep -E "^table|rror|S=" | tail -12 ;;
 esac

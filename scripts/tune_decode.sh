@@ -11,6 +11,6 @@ for m in 1 16 64 128; do
     sizes+=(--size "M=$m,$nk")
   done
 done
-timeout 540 python3 -m tawac.cli tune examples/gemm.mlir "${sizes[@]}" \
+timeout 540 python3 -m tawac.tools.cli tune examples/gemm.mlir "${sizes[@]}" \
   --space BLOCK_M=64,128 --space BLOCK_N=32,64,128,256 --space BLOCK_K=64,128 2>&1 | tail -25
 cp examples/gemm.tune.json "$OUT/gemm.tune.json"

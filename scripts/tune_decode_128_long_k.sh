@@ -8,7 +8,7 @@ set -uo pipefail
 python3 -m pip install -q --no-index --no-deps --no-compile --target /tmp/site .whl/*.whl >/dev/null 2>&1
 export PYTHONPATH=/tmp/site:$PWD PATH=/usr/local/cuda/bin:/tmp/site/bin:$PATH TAWAC_CACHE_DIR=$PWD/.bench-cache
 nvidia-smi --query-gpu=name --format=csv,noheader
-timeout 300 python3 -m tawac.cli tune examples/gemm.mlir --size M=128,N=4096,K=14336 --l2 clean \
+timeout 300 python3 -m tawac.tools.cli tune examples/gemm.mlir --size M=128,N=4096,K=14336 --l2 clean \
   --rep-ms 50 --rounds 5 --space BLOCK_M=64,128 --space BLOCK_N=64,128 --space BLOCK_K=128 \
   --space stages=4,6 --space split_k=1,2 --space swap_ab=false,true 2>&1 \
   | grep -E "^table|compiled|│ +[1-4] │" | tail -8

@@ -9,12 +9,12 @@ export PYTHONPATH=/tmp/site:$PWD PATH=/usr/local/cuda/bin:/tmp/site/bin:$PATH TA
 nk_all="N=4096,K=4096 N=14336,K=4096 N=4096,K=14336 N=8192,K=8192"
 sizes=()
 for m in 1 16 64; do for nk in $nk_all; do sizes+=(--size "M=$m,$nk"); done; done
-timeout 330 python3 -m tawac.cli tune examples/gemm.mlir "${sizes[@]}" --l2 clean --rep-ms 50 \
+timeout 330 python3 -m tawac.tools.cli tune examples/gemm.mlir "${sizes[@]}" --l2 clean --rep-ms 50 \
   --space BLOCK_M=64 --space BLOCK_N=32,64,128 --space BLOCK_K=128 \
   --space stages=4,6 --space split_k=1,2,4 2>&1 | grep -E "^table|error|Error" | tail -5
 sizes=()
 for nk in $nk_all; do sizes+=(--size "M=128,$nk"); done
-timeout 150 python3 -m tawac.cli tune examples/gemm.mlir "${sizes[@]}" --l2 clean --rep-ms 50 \
+timeout 150 python3 -m tawac.tools.cli tune examples/gemm.mlir "${sizes[@]}" --l2 clean --rep-ms 50 \
   --space BLOCK_M=64,128 --space BLOCK_N=64,128 --space BLOCK_K=64,128 --space stages=4,6 \
   2>&1 | grep -E "^table|error|Error" | tail -5
 cp examples/gemm.tune.json "$OUT/gemm.tune.json"

@@ -11,7 +11,7 @@ nvidia-smi --query-gpu=name --format=csv,noheader
 SHAPES=${SHAPES:-128x4096x14336,128x14336x4096,128x8192x8192,128x4096x4096}
 sizes=()
 for s in ${SHAPES//,/ }; do IFS=x read -r m n k <<< "$s"; sizes+=(--size "M=$m,N=$n,K=$k"); done
-timeout 330 python3 -m tawac.cli tune examples/gemm.mlir "${sizes[@]}" --l2 clean \
+timeout 330 python3 -m tawac.tools.cli tune examples/gemm.mlir "${sizes[@]}" --l2 clean \
   --rep-ms 50 --rounds 5 --space BLOCK_M=64 --space BLOCK_N=64,128 --space BLOCK_K=128 \
   --space stages=4,6 --space split_k=1,2 --space cluster=1x1,2x1 2>&1 \
   | grep -E "^table|compiled|M=[0-9]+,N|│ +[1-3] │" | tail -20

@@ -12,7 +12,7 @@ for m in ${MS:-1 16}; do
     sizes+=(--size "M=$m,$nk")
   done
 done
-timeout 560 python3 -m tawac.cli tune examples/gemm.mlir "${sizes[@]}" \
+timeout 560 python3 -m tawac.tools.cli tune examples/gemm.mlir "${sizes[@]}" \
   --space BLOCK_M=64 --space BLOCK_N=32,64,128 --space BLOCK_K=128 \
   --space stages=4,6 --space split_k=1,2,4 2>&1 | tail -30
 cp examples/gemm.tune.json "$OUT/gemm.tune.json"

@@ -11,7 +11,7 @@ for m in 1 16 64 128; do
     sizes+=(--size "M=$m,$nk")
   done
 done
-timeout 540 python3 -m tawac.cli tune examples/gemm.mlir "${sizes[@]}" \
+timeout 540 python3 -m tawac.tools.cli tune examples/gemm.mlir "${sizes[@]}" \
   --space BLOCK_M=64 --space BLOCK_N=32,64,128 --space BLOCK_K=128 --space stages=4,6,8 2>&1 \
   | grep -E "best|table:|M=[0-9]+,N" | tail -40
 cp examples/gemm.tune.json "$OUT/gemm.tune.json"

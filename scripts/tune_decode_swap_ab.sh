@@ -11,7 +11,7 @@ nvidia-smi --query-gpu=name --format=csv,noheader
 nk_all="N=4096,K=4096 N=14336,K=4096 N=4096,K=14336 N=8192,K=8192"
 sizes=()
 for m in ${MS:-1 8 16 32}; do for nk in $nk_all; do sizes+=(--size "M=$m,$nk"); done; done
-timeout 330 python3 -m tawac.cli tune examples/gemm.mlir "${sizes[@]}" --l2 clean --rep-ms 50 \
+timeout 330 python3 -m tawac.tools.cli tune examples/gemm.mlir "${sizes[@]}" --l2 clean --rep-ms 50 \
   --space BLOCK_M=16,32 --space BLOCK_N=64,128 --space BLOCK_K=128 --space stages=6,8 \
   --space swap_ab=true 2>&1 | grep -E "^table|error|Error|rejected" | tail -5
 cp examples/gemm.tune.json "$OUT/gemm.tune.json"

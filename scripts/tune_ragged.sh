@@ -9,7 +9,7 @@ SHAPES="3000x5000x2000,2304x4608x3072,1000x1000x1000,5120x5120x8192,6144x3072x40
 timeout 200 python3 benchmarks/bench_gemm_shapes.py --shapes $SHAPES --configs 128x256x64 --rounds 5 2>&1 | tail -8
 sizes=()
 for s in ${SHAPES//,/ }; do IFS=x read -r m n k <<< "$s"; sizes+=(--size "M=$m,N=$n,K=$k"); done
-timeout 330 python3 -m tawac.cli tune examples/gemm.mlir "${sizes[@]}" \
+timeout 330 python3 -m tawac.tools.cli tune examples/gemm.mlir "${sizes[@]}" \
   --space BLOCK_M=128 --space BLOCK_N=128,256 --space BLOCK_K=64,128 --space stages=3,4,5 \
   --space cluster=1x1,2x1 2>&1 | grep -E "best|table:|M=[0-9]+,N" | tail -12
 cp examples/gemm.tune.json "$OUT/gemm.tune.json"

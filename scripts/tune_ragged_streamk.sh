@@ -10,7 +10,7 @@ nvidia-smi --query-gpu=name --format=csv,noheader
 SHAPES=${SHAPES:-3000x5000x2000,2304x4608x3072,5120x5120x8192,6144x3072x4096}
 sizes=()
 for s in ${SHAPES//,/ }; do IFS=x read -r m n k <<< "$s"; sizes+=(--size "M=$m,N=$n,K=$k"); done
-timeout 400 python3 -m tawac.cli tune examples/gemm.mlir "${sizes[@]}" \
+timeout 400 python3 -m tawac.tools.cli tune examples/gemm.mlir "${sizes[@]}" \
   --space BLOCK_M=128 --space BLOCK_N=128,192,256 --space BLOCK_K=64 \
   --space stream_k=0,2,4 2>&1 | grep -E "^[A-Za-z]|M=[0-9]+,N|│ +1 │" | tail -30
 cp examples/gemm.tune.json "$OUT/gemm.tune.json"

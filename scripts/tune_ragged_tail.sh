@@ -6,7 +6,7 @@ set -uo pipefail
 python3 -m pip install -q --no-index --no-deps --no-compile --target /tmp/site .whl/*.whl >/dev/null 2>&1
 export PYTHONPATH=/tmp/site:$PWD PATH=/usr/local/cuda/bin:/tmp/site/bin:$PATH TAWAC_CACHE_DIR=$PWD/.bench-cache
 nvidia-smi --query-gpu=name --format=csv,noheader
-timeout 250 python3 -m tawac.cli tune examples/gemm.mlir --size M=1000,N=1000,K=1000 \
+timeout 250 python3 -m tawac.tools.cli tune examples/gemm.mlir --size M=1000,N=1000,K=1000 \
   --space BLOCK_M=64,128 --space BLOCK_N=64,128 --space BLOCK_K=64,128 \
   --space stream_k=0,2,4 2>&1 | grep -E "^[A-Za-z]|M=[0-9]+,N|│ +[123] │" | tail -8
 cp examples/gemm.tune.json "$OUT/gemm.tune.json"

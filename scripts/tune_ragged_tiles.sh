@@ -13,7 +13,7 @@ SPACE=${SPACE:---space BLOCK_M=128,256 --space BLOCK_N=128,160,192 --space BLOCK
 sizes=()
 for s in ${SHAPES//,/ }; do IFS=x read -r m n k <<< "$s"; sizes+=(--size "M=$m,N=$n,K=$k"); done
 # shellcheck disable=SC2086
-timeout 420 python3 -m tawac.cli tune examples/gemm.mlir "${sizes[@]}" --rounds 5 $SPACE \
+timeout 420 python3 -m tawac.tools.cli tune examples/gemm.mlir "${sizes[@]}" --rounds 5 $SPACE \
   2>&1 | grep -E "^[A-Za-z]|M=[0-9]+,N|│ +[1-3] │" | tail -40
 cp examples/gemm.tune.json "$OUT/gemm.tune.json"
 timeout 150 python3 benchmarks/bench_gemm_shapes.py --rounds 5 \

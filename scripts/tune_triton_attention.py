@@ -24,7 +24,7 @@ def main() -> int:
     import torch
 
     import tawac.triton
-    from tawac.options import knob
+    from tawac.support.options import knob
 
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--shapes", default=SHAPES)

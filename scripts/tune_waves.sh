@@ -5,7 +5,7 @@
 set -uo pipefail
 python3 -m pip install -q --no-index --no-deps --no-compile --target /tmp/site .whl/*.whl >/dev/null 2>&1
 export PYTHONPATH=/tmp/site:$PWD PATH=/usr/local/cuda/bin:/tmp/site/bin:$PATH TAWAC_CACHE_DIR=$PWD/.bench-cache
-timeout 300 python3 -m tawac.cli tune examples/gemm.mlir --size M=3000,N=5000,K=2000 \
+timeout 300 python3 -m tawac.tools.cli tune examples/gemm.mlir --size M=3000,N=5000,K=2000 \
   --size M=5120,N=5120,K=8192 --space BLOCK_N=256 --space persistent=true,false \
   --space group-m=4,8,16 --space tile-prefetch=true,false 2>&1 | grep -E "best|table:" | tail -4
 cp examples/gemm.tune.json "$OUT/gemm.tune.json"

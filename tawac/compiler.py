@@ -23,11 +23,11 @@ from xdsl.passes import ModulePass, PassPipeline
 from tawac.backend_ptx.abi import sidecar
 from tawac.backend_ptx.convert_to_ptx import ConvertToPtxPass
 from tawac.backend_ptx.printer import print_module, ptx_modules
-from tawac.context import make_context
-from tawac.diagnostics import CompileError
 from tawac.dialects import tile
-from tawac.options import DEFAULT_TIME_LIMIT, PipelineOptions
-from tawac.parser import parse_text as _parse_mlir
+from tawac.ir.context import make_context
+from tawac.ir.parser import parse_text as _parse_mlir
+from tawac.ir.ttir import parse_ttir
+from tawac.ir.verifier import verify
 from tawac.passes.canonicalize import CanonicalizePass
 from tawac.passes.coarse_pipeline import CoarsePipelinePass
 from tawac.passes.convert_ttir import ConvertTtir
@@ -47,10 +47,10 @@ from tawac.passes.tma_store import TmaStorePass
 from tawac.passes.trace import TracePass
 from tawac.passes.warp_specialize import WarpSpecializePass
 from tawac.passes.widen import WidenPass
-from tawac.ptxas import assemble, find_ptxas
-from tawac.timelimit import TimeLimit, set_stage
-from tawac.ttir import parse_ttir
-from tawac.verifier import verify
+from tawac.support.diagnostics import CompileError
+from tawac.support.options import DEFAULT_TIME_LIMIT, PipelineOptions
+from tawac.support.ptxas import assemble, find_ptxas
+from tawac.support.timelimit import TimeLimit, set_stage
 
 __all__ = [
     "PASSES",
@@ -99,8 +99,8 @@ PASSES: dict[str, Callable[[], type[ModulePass]]] = {
 def parse_text(
     text: str, filename: str, ctx=None, params: Mapping[str, object] | None = None
 ) -> ModuleOp:
-    """Parse and verify a source: a `.mlir` file of the tile dialect (`tawac.parser`), or
-    a Triton kernel's `.ttir` (`tawac.ttir`), converted to a tile kernel (`convert-ttir`).
+    """Parse and verify a source: a `.mlir` file of the tile dialect (`tawac.ir.parser`), or
+    a Triton kernel's `.ttir` (`tawac.ir.ttir`), converted to a tile kernel (`convert-ttir`).
     Every failure is one located `CompileError`."""
     if not filename.endswith(".ttir"):
         return _parse_mlir(text, filename, ctx, params)
@@ -117,7 +117,7 @@ def parse_text(
 
 def parse_file(path: str | Path, ctx=None, params: Mapping[str, object] | None = None):
     """`parse_text` of a file."""
-    from tawac.files import read_source
+    from tawac.support.files import read_source
 
     return parse_text(read_source(path), str(path), ctx, params)
 

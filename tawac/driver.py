@@ -2,7 +2,7 @@
 `tawac.torch`, through the compile cache.
 
 `compile_cached` turns a request (a `.mlir` source, its kernel parameters, the pipeline
-options, PTX or a cubin) into a key, and answers it from the cache (`tawac.cache`, a
+options, PTX or a cubin) into a key, and answers it from the cache (`tawac.support.cache`, a
 store) or compiles it with the compiler core (`tawac.compiler`, which imports xDSL and
 every pass) and stores it. A hit imports neither the core nor xDSL: a warm
 `tawac compile` is a file read, a checksum and the output files.
@@ -31,13 +31,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from tawac import cache
-from tawac.diagnostics import CompileError
-from tawac.files import read_source
-from tawac.options import DEFAULT_TIME_LIMIT, PipelineOptions
-from tawac.ptxas import assemble, find_ptxas, locate_ptxas
+from tawac.support import cache
+from tawac.support.diagnostics import CompileError
+from tawac.support.files import read_source
+from tawac.support.options import DEFAULT_TIME_LIMIT, PipelineOptions
+from tawac.support.ptxas import assemble, find_ptxas, locate_ptxas
+from tawac.support.timelimit import TimeLimit, set_stage
 from tawac.target import HOPPER
-from tawac.timelimit import TimeLimit, set_stage
 
 if TYPE_CHECKING:
     from xdsl.dialects.builtin import ModuleOp

@@ -9,7 +9,7 @@
 A `TorchKernel` stands for one kernel source with its compile-time parameters and
 pipeline options. Per call it takes the size of every named dimension from the tensors
 (sidecar "args" dims), picks the configuration of the nearest bucket of the kernel's
-tuning table (`tawac.tuning`; user `params` / options override the table's), compiles it
+tuning table (`tawac.schedule.tuning`; user `params` / options override the table's), compiles it
 through the driver's compile path and the disk cache (`tawac.driver.compile_cached`) at
 its first use and launches it (`tawac.runtime.load_kernel`) on the tensors' device and its
 current CUDA stream. The configuration chosen for a tuple of shapes is memoised.
@@ -45,8 +45,6 @@ from typing import Any
 
 import torch
 
-from tawac import tuning
-from tawac.options import PipelineOptions
 from tawac.runtime.launcher import (
     FLOAT_SCALAR_DTYPES,
     INT_SCALAR_DTYPES,
@@ -58,6 +56,8 @@ from tawac.runtime.launcher import (
     _check_tensor,
     load_kernel,
 )
+from tawac.schedule import tuning
+from tawac.support.options import PipelineOptions
 
 __all__ = ["TorchKernel", "kernel"]
 
@@ -100,7 +100,7 @@ def kernel(
     """A callable PyTorch operator for the kernel in `source` (a `.mlir` file).
 
     - `params`: compile-time parameters (`{"BLOCK_N": 128}`); `options`: fields of
-      `tawac.options.PipelineOptions` (`stages=3`, ...). Both override the tuning table.
+      `tawac.support.options.PipelineOptions` (`stages=3`, ...). Both override the tuning table.
     - `tuning`: "auto" reads `x.tune.json` beside `x.mlir` when it exists; a path reads that
       table (which must exist); a dict is a table already loaded; None uses none. A table
       tuned for another version of the source is ignored with a warning.

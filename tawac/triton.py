@@ -13,7 +13,7 @@ stride arguments the pointer analysis tied to it (`tawac.analysis.pointers`), an
 what TMA needs: the contiguous dimension's stride is 1 (else one `LaunchError` naming
 the argument). The grid Triton would launch is accepted and not used: tawac launches one
 CTA per SM over the tiles its own tile order visits (or a plain grid where the call's
-tuning table entry says so: `k.tune(*args, space=...)` measures, `tawac.triton_tune`).
+tuning table entry says so: `k.tune(*args, space=...)` measures, `tawac.tools.tune_triton`).
 """
 
 from __future__ import annotations
@@ -24,8 +24,8 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from tawac.diagnostics import CompileError
-from tawac.triton_tune import entry_applies, function_source, load_table, table_path
+from tawac.support.diagnostics import CompileError
+from tawac.tools.tune_triton import entry_applies, function_source, load_table, table_path
 
 
 @dataclass(frozen=True)
@@ -62,8 +62,8 @@ def kernel_abi(ttir: str, filename: str) -> Abi:
 
     from tawac.analysis.pointers import Range
     from tawac.dialects import tt
+    from tawac.ir.ttir import parse_ttir
     from tawac.passes.convert_ttir import plan
-    from tawac.ttir import parse_ttir
 
     module = parse_ttir(ttir, filename)
     func = next(o for o in module.walk() if isinstance(o, tt.FuncOp))
@@ -455,7 +455,7 @@ class TritonFunction:
     the pipeline options of its entry (`table_options`); the keyword options override
     them. An attention kernel (a key loop with an online softmax) whose call has fewer
     programs than fill the GPU has its keys split (`split_k`, flash-decoding) as
-    `tawac.tuning.fill_splits` says for that many programs and key steps, unless the
+    `tawac.schedule.tuning.fill_splits` says for that many programs and key steps, unless the
     options name a work decomposition; `options_for(*args)` shows the choice."""
 
     def __init__(
@@ -559,11 +559,11 @@ class TritonFunction:
         return sizes
 
     def table_options(self, args: Sequence[Any]) -> dict[str, Any]:
-        """The options of the tuning table's entry for this call (`tawac.tuning.pick`
+        """The options of the tuning table's entry for this call (`tawac.schedule.tuning.pick`
         among the entries tuned with this function's constexprs, `entry_applies`); {}
         without a table or an entry, or where the user's options choose another work
         decomposition than the entry's."""
-        from tawac import tuning
+        from tawac.schedule import tuning
 
         if self.table is None:
             return {}
@@ -612,7 +612,7 @@ class TritonFunction:
     ) -> dict[str, Any]:
         """`{"split_k": s}` where this call's keys are split (class docstring), else {};
         `given`: the options the call has besides (the table's and the user's)."""
-        from tawac.tuning import DECOMPOSITION_KNOBS, fill_splits
+        from tawac.schedule.tuning import DECOMPOSITION_KNOBS, fill_splits
 
         if any(n in given for n in DECOMPOSITION_KNOBS) or not self.splits_keys():
             return {}
@@ -633,9 +633,9 @@ class TritonFunction:
 
     def tune(self, *args: Any, space: Mapping[str, Sequence[Any]], **how: Any):
         """Times this call's candidates (`space`: option values to try) and records the
-        winner in the tuning table (`tawac.triton_tune.tune`, which says what `how`
+        winner in the tuning table (`tawac.tools.tune_triton.tune`, which says what `how`
         takes); returns its `TuneResult`."""
-        from tawac.triton_tune import tune
+        from tawac.tools.tune_triton import tune
 
         return tune(self, args, space, **how)
 

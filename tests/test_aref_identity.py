@@ -17,9 +17,9 @@ from xdsl.printer import Printer
 
 from tawac import schedule
 from tawac.compiler import compile_module, parse_text, run_pipeline
-from tawac.diagnostics import CompileError
 from tawac.dialects import aref, tile
-from tawac.options import PipelineOptions
+from tawac.support.diagnostics import CompileError
+from tawac.support.options import PipelineOptions
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -173,9 +173,9 @@ def test_reordered_arefs_compute_the_same_bits(path):
     import torch
 
     from tawac.analysis.args import kernel_arg_uses
-    from tawac.ptxas import assemble
     from tawac.runtime import load_kernel
     from tawac.runtime.runner import make_args
+    from tawac.support.ptxas import assemble
 
     module = _planned(path)
     results = []

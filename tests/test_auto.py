@@ -17,18 +17,18 @@ from xdsl.printer import Printer
 
 from tawac import schedule
 from tawac.analysis.kinds import KINDS, kernel_kind
-from tawac.diagnostics import CompileError
 from tawac.dialects import tile
 from tawac.dialects.schedule import AutoInfo, Schedule
 from tawac.driver import parse_text, run_pipeline
-from tawac.explain import explain_module, planner_text
-from tawac.options import PipelineOptions, knob
-from tawac.parser import parse_file
+from tawac.ir.parser import parse_file
 from tawac.schedule import auto, registry, solver
 from tawac.schedule.auto import AutoPlanner, Proposal, choose
 from tawac.schedule.model import model_intervals
 from tawac.schedule.planner import complete
+from tawac.support.diagnostics import CompileError
+from tawac.support.options import PipelineOptions, knob
 from tawac.target import HOPPER, Target
+from tawac.tools.explain import explain_module, planner_text
 
 #: The model's error in percent as `auto` records it for a gemm loop (the shipped
 #: calibration's error in comparing the two planners' gemm schedules, else its median).
@@ -435,7 +435,7 @@ def test_explain_says_which_planner_won(monkeypatch):
 def test_explain_command_line():
     """`tawac explain --schedule auto` prints the decision (the GEMM example: both
     planners' schedules simulate alike, the heuristic's is preferred)."""
-    cmd = [sys.executable, "-m", "tawac.cli", "explain", str(EXAMPLES / "gemm.mlir")]
+    cmd = [sys.executable, "-m", "tawac.tools.cli", "explain", str(EXAMPLES / "gemm.mlir")]
     out = subprocess.run(
         [*cmd, "--schedule", "auto"], capture_output=True, text=True, timeout=300, check=True
     ).stdout

@@ -1,4 +1,4 @@
-"""The compile cache: the store on disk (`tawac.cache`: keys, entries, corruption, info,
+"""The compile cache: the store on disk (`tawac.support.cache`: keys, entries, corruption, info,
 clear, what it imports) and the driver's one compile path through it
 (`tawac.driver.compile_cached`: PTX and cubin keys, hits, misses, the switch). CPU only:
 most tests compile through a fake `driver._compile` and a fake ptxas (a shell script) for
@@ -21,10 +21,11 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from tawac import cache, driver
-from tawac.cache import CacheWarning
+from tawac import driver
 from tawac.driver import CachedKernel, compile_cached, sidecar_text
-from tawac.options import PipelineOptions
+from tawac.support import cache
+from tawac.support.cache import CacheWarning
+from tawac.support.options import PipelineOptions
 
 REPO = Path(__file__).resolve().parent.parent
 GEMM = REPO / "examples" / "gemm.mlir"
@@ -333,12 +334,12 @@ def test_driver_reexports_the_core():
     """The names tests, scripts and benchmarks import from `tawac.driver` still work:
     the light ones directly, the compiler core's at first use."""
     import tawac.compiler
-    import tawac.ptxas
-    import tawac.timelimit
+    import tawac.support.ptxas
+    import tawac.support.timelimit
 
-    assert driver.find_ptxas is tawac.ptxas.find_ptxas
-    assert driver.assemble is tawac.ptxas.assemble
-    assert driver.TimeLimit is tawac.timelimit.TimeLimit
+    assert driver.find_ptxas is tawac.support.ptxas.find_ptxas
+    assert driver.assemble is tawac.support.ptxas.assemble
+    assert driver.TimeLimit is tawac.support.timelimit.TimeLimit
     for name in driver.CORE_NAMES:
         assert getattr(driver, name) is getattr(tawac.compiler, name), name
     from tawac.driver import compile_file, compile_module, parse_text, run_pipeline  # noqa: F401
@@ -349,10 +350,10 @@ def test_driver_reexports_the_core():
 
 
 def test_find_ptxas_error(monkeypatch):
-    from tawac.diagnostics import CompileError
-    from tawac.ptxas import find_ptxas
+    from tawac.support.diagnostics import CompileError
+    from tawac.support.ptxas import find_ptxas
 
-    monkeypatch.setattr("tawac.ptxas.locate_ptxas", lambda: None)
+    monkeypatch.setattr("tawac.support.ptxas.locate_ptxas", lambda: None)
     with pytest.raises(CompileError, match="ptxas not found"):
         find_ptxas()
 
@@ -432,7 +433,7 @@ def test_entry_under_another_key_is_not_used(root, fake, tmp_path):
 
 def test_failed_compile_writes_nothing(root, tmp_path):
     """A real compilation that fails: the driver's error, unchanged; no entry, no temp."""
-    from tawac.diagnostics import CompileError
+    from tawac.support.diagnostics import CompileError
 
     src = _source(tmp_path, "tile.kernel @k( {\n")
     with pytest.raises(CompileError) as err:
@@ -442,7 +443,7 @@ def test_failed_compile_writes_nothing(root, tmp_path):
 
 
 def test_failed_fake_compile_writes_nothing(root, tmp_path, monkeypatch):
-    from tawac.diagnostics import CompileError
+    from tawac.support.diagnostics import CompileError
 
     def fail(*args, **kwargs):
         raise CompileError("boom", location="k.mlir:1:1")
@@ -455,7 +456,7 @@ def test_failed_fake_compile_writes_nothing(root, tmp_path, monkeypatch):
 
 
 def test_unreadable_source(root, fake, tmp_path):
-    from tawac.diagnostics import CompileError
+    from tawac.support.diagnostics import CompileError
 
     with pytest.raises(CompileError, match="cannot read"):
         compile_cached(tmp_path / "missing.mlir")
@@ -468,7 +469,7 @@ def test_unreadable_source(root, fake, tmp_path):
 
 def test_failed_assembly_writes_nothing(root, fake, tmp_path, monkeypatch):
     """PTX in the cache, ptxas fails on it: the error, and no cubin entry."""
-    from tawac.diagnostics import CompileError
+    from tawac.support.diagnostics import CompileError
 
     def fail(ptx, exe, verbose=False):
         raise CompileError("ptxas failed (exit 1): boom")
@@ -677,7 +678,7 @@ def test_info_and_clear_on_a_missing_folder(root):
 
 
 def test_cli_cache_info_and_clear(root, fake, tmp_path, monkeypatch):
-    from tawac.cli import main
+    from tawac.tools.cli import main
 
     mine = _fill(root, tmp_path)
     runner = CliRunner()
@@ -700,7 +701,7 @@ def test_cli_cache_info_and_clear(root, fake, tmp_path, monkeypatch):
 
 def test_cli_cache_clear_error_is_one_line(root, fake, tmp_path, monkeypatch):
     """A file that cannot be removed: one diagnostic line, exit 1, no traceback."""
-    from tawac.cli import main
+    from tawac.tools.cli import main
 
     compile_cached(_source(tmp_path))
 
@@ -747,8 +748,14 @@ def test_entry_round_trip_and_parts(root):
     assert not cache.entry_path(key).exists()
 
 
-#: The modules `tawac.cache` may import: the standard library and tawac's base layer.
-BASE = {"tawac.diagnostics", "tawac.files", "tawac.options", "tawac.ptxas", "tawac.target"}
+#: The modules `tawac.support.cache` may import: the standard library and tawac's base layer.
+BASE = {
+    "tawac.support.diagnostics",
+    "tawac.support.files",
+    "tawac.support.options",
+    "tawac.support.ptxas",
+    "tawac.target",
+}
 
 
 def _imports(path: Path) -> set[str]:
@@ -764,7 +771,7 @@ def _imports(path: Path) -> set[str]:
 
 
 def test_cache_is_a_store_only():
-    """`tawac/cache.py` imports nothing above the base layer: no driver, compiler,
+    """`tawac/support/cache.py` imports nothing above the base layer: no driver, compiler,
     parser, dialects or xDSL (an AST check of its imports, lazy ones included)."""
     imported = _imports(Path(cache.__file__))
     ours = {n for n in imported if n == "tawac" or n.startswith("tawac.")}
@@ -777,7 +784,7 @@ def test_store_and_driver_import_no_xdsl():
     """In a fresh process the store and the driver load no xDSL, no compiler core, no
     rich (the warm `tawac compile` path)."""
     probe = (
-        "import sys, json; import tawac.cache, tawac.driver; "
+        "import sys, json; import tawac.support.cache, tawac.driver; "
         "print(json.dumps(sorted(m for m in sys.modules if m.split('.')[0] in "
         "('xdsl', 'rich', 'tawac'))))"
     )
@@ -790,4 +797,4 @@ def test_store_and_driver_import_no_xdsl():
     assert not {m for m in loaded if m.split(".")[0] in ("xdsl", "rich")}, loaded
     # only base-layer modules of tawac besides the driver itself (no compiler core)
     assert {m for m in loaded if m != "tawac.driver" and layer(m) != 0} == set(), loaded
-    assert {"tawac.cache", "tawac.driver"} <= loaded
+    assert {"tawac.support.cache", "tawac.driver"} <= loaded

@@ -9,11 +9,11 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from tawac.calibrate import Observation, errors, fit, prepare, summary
-from tawac.cli import main
 from tawac.schedule.cost import op_cost
 from tawac.target import HOPPER, Target
 from tawac.target.calibration import calibrated, params_of, with_params
+from tawac.tools.calibrate import Observation, errors, fit, prepare, summary
+from tawac.tools.cli import main
 
 ROOT = Path(__file__).resolve().parents[1]
 GEMM = "examples/gemm.mlir"
@@ -133,7 +133,7 @@ def test_cli_refuses_a_run_measured_under_another_model(tmp_path):
 
 
 def test_perturbed_traced_builds_are_left_out():
-    from tawac.calibrate import PERTURBED_COST, perturbed
+    from tawac.tools.calibrate import PERTURBED_COST, perturbed
 
     assert perturbed({"ms": 1.0, "traced_ms": 1.0, "traced_spills": True})
     assert perturbed({"ms": 1.0, "traced_ms": PERTURBED_COST + 0.01})
@@ -142,7 +142,7 @@ def test_perturbed_traced_builds_are_left_out():
 
 
 def test_serialized_wgmma_in_a_traced_build_is_perturbed():
-    from tawac.calibrate import perturbed, serialized
+    from tawac.tools.calibrate import perturbed, serialized
 
     report = (
         "ptxas info    : (C7514) Potential Performance Loss: wgmma.mma_async instructions "
@@ -219,7 +219,7 @@ def test_the_margin_threshold_separates_the_measured_winners():
     median error (about 20.5%) would send the 20.0% program to the preferred heuristic,
     so the threshold is the midpoint of the interval that loses nothing, (17, 20]. Where
     the median loses least it is kept."""
-    from tawac.calibrate import _threshold
+    from tawac.tools.calibrate import _threshold
 
     cases = [  # (margin, model's faster, heuristic ms, solver ms)
         (14.0, "solver", 1.00, 1.08),
@@ -237,7 +237,7 @@ def test_the_margin_threshold_separates_the_measured_winners():
 def test_planner_preference_is_the_measured_faster(monkeypatch):
     """Per kind, the solver where the geometric mean of heuristic / solver time over the
     programs whose builds differ is above 1, else the heuristic."""
-    import tawac.calibrate as cal
+    import tawac.tools.calibrate as cal
 
     found = [
         ("gemm", None, None, 1.00, 0.90),
@@ -259,7 +259,7 @@ def test_planner_errors_compare_predicted_and_measured_ratios(monkeypatch):
     """The model prices the solver's schedule 20% below the heuristic's and the run
     measures it 10% faster: that kind's error is |0.8 / 0.9 - 1| = 11.1%. A program whose
     two builds are one is left out."""
-    import tawac.calibrate as cal
+    import tawac.tools.calibrate as cal
     from tawac.dialects.schedule import Schedule
     from tawac.schedule import auto
 
@@ -284,8 +284,8 @@ def test_planner_errors_compare_predicted_and_measured_ratios(monkeypatch):
 def test_a_loop_interval_is_the_median_of_the_traced_launches():
     """Of the traced launches' intervals of one loop, the one of median cycles (the lower
     middle of an even count); none where no launch caught the loop."""
-    from tawac.calibrate import _median_interval
-    from tawac.trace import LoopInterval
+    from tawac.runtime.trace import LoopInterval
+    from tawac.tools.calibrate import _median_interval
 
     def iv(c):
         return LoopInterval("consumer", 0, c, c / 1.7, 10, 1.7)

@@ -75,7 +75,7 @@ def test_chain_problem_names_what_stands_in_the_way():
 
 
 def test_explain_says_which_loops_are_chained():
-    from tawac.explain import _loops
+    from tawac.tools.explain import _loops
 
     _, kernel = _planned(CAUSAL)
     loops = {(lp["role"], lp["loop"]): lp["chained"] for lp in _loops(kernel, schedule.of(kernel))}

@@ -14,7 +14,7 @@ from programs import hoisted_mask
 
 from tawac.check import ValidationError, baseline, validate, validate_pipeline
 from tawac.compiler import parse_file, parse_text
-from tawac.diagnostics import CompileError
+from tawac.support.diagnostics import CompileError
 
 REPO = Path(__file__).resolve().parent.parent
 PROGRAMS = json.loads((REPO / "corpus" / "corpus.json").read_text())["programs"]
@@ -139,8 +139,8 @@ def test_tawac_check_reports_each_pass_and_fails_on_a_broken_one(monkeypatch, tm
     from click.testing import CliRunner
     from xdsl.dialects import arith
 
-    from tawac.cli import main
     from tawac.passes import guard_masks
+    from tawac.tools.cli import main
 
     src = tmp_path / "hoisted.mlir"
     src.write_text(hoisted_mask("attention.mlir"))

@@ -17,7 +17,7 @@ check = load_module(ROOT / "benchmarks" / "check_corpus.py", "check_corpus_modul
 
 
 def test_every_knob_that_changes_code_is_swept():
-    from tawac.options import KNOBS, PipelineOptions
+    from tawac.support.options import KNOBS, PipelineOptions
 
     defaults = dataclasses.asdict(PipelineOptions(schedule="auto"))
     for k in KNOBS:

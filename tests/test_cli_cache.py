@@ -19,8 +19,9 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from tawac import cli, driver
-from tawac.ptxas import locate_ptxas
+from tawac import driver
+from tawac.support.ptxas import locate_ptxas
+from tawac.tools import cli
 
 REPO = Path(__file__).resolve().parent.parent
 GEMM = REPO / "examples" / "gemm.mlir"
@@ -96,7 +97,7 @@ def test_failed_compile_leaves_no_entry(root, tmp_path):
 
 WARM = """
 import json, sys
-from tawac.cli import main
+from tawac.tools.cli import main
 try:
     main(sys.argv[1:], prog_name="tawac")
 except SystemExit as e:
@@ -209,7 +210,7 @@ def _recording_compile(source, params, options, use_cache=True):
 
 
 def test_tune_no_cache(root, tmp_path, monkeypatch):
-    import tawac.tune as tn
+    import tawac.tools.tune as tn
 
     monkeypatch.setattr(tn, "compile_candidate", _recording_compile)
     args = ["tune", str(GEMM), "--space", "stages=3", "--compile-only", "-j", "1"]

@@ -25,7 +25,7 @@ EXAMPLES = REPO / "examples"
 TAWAC = shutil.which("tawac")
 RUNNERS = {
     "tawac": [TAWAC] if TAWAC else None,
-    "python -m tawac.cli": [sys.executable, "-m", "tawac.cli"],
+    "python -m tawac.tools.cli": [sys.executable, "-m", "tawac.tools.cli"],
 }
 
 GEMM_HEAD = """\
@@ -225,7 +225,7 @@ tile.kernel @copy(%a: !tile.tensor<?x?xf32>, %c: !tile.tensor<?x?xf32>) {
 
 # The cases take turns at the two entry points, one to .cubin and one to .ptx (input errors
 # stop before ptxas, so each case once; the other tests below run both entry points).
-ENTRY_POINTS = [("tawac", ".cubin"), ("python -m tawac.cli", ".ptx")]
+ENTRY_POINTS = [("tawac", ".cubin"), ("python -m tawac.tools.cli", ".ptx")]
 
 
 def _case_params():
@@ -306,7 +306,7 @@ def _run_without_ptxas(tmp_path):
     empty = tmp_path / "bin"
     empty.mkdir()
     env = _env(PATH=str(empty), CUDA_HOME=None, CUDA_PATH=None)
-    proc = _compile([sys.executable, "-m", "tawac.cli"], src, outdir / "k.cubin", env=env)
+    proc = _compile([sys.executable, "-m", "tawac.tools.cli"], src, outdir / "k.cubin", env=env)
     return proc, outdir
 
 
@@ -331,7 +331,7 @@ def test_ptxas_not_needed_for_ptx(tmp_path):
     """Compiling to .ptx does not look for ptxas."""
     src, outdir = _write(tmp_path, GEMM)
     env = _env(TAWAC_PTXAS=str(tmp_path / "no-such-ptxas"))
-    proc = _compile([sys.executable, "-m", "tawac.cli"], src, outdir / "k.ptx", env=env)
+    proc = _compile([sys.executable, "-m", "tawac.tools.cli"], src, outdir / "k.ptx", env=env)
     assert proc.returncode == 0, proc.stderr
     assert sorted(p.name for p in outdir.iterdir()) == ["k.json", "k.ptx"]
 
@@ -363,7 +363,7 @@ def test_ptxas_option_fails(tmp_path):
     fake.chmod(0o755)
     src, outdir = _write(tmp_path, GEMM)
     proc = _compile(
-        [sys.executable, "-m", "tawac.cli"],
+        [sys.executable, "-m", "tawac.tools.cli"],
         src,
         outdir / "k.cubin",
         extra=("--ptxas", str(fake)),
@@ -383,7 +383,10 @@ def test_diagnostic_keeps_path_with_brackets(tmp_path, folder):
         for p in outdir.iterdir():
             p.unlink()
         proc = _compile(
-            [sys.executable, "-m", "tawac.cli"], src, outdir / "k.ptx", env=_env(NO_COLOR=no_color)
+            [sys.executable, "-m", "tawac.tools.cli"],
+            src,
+            outdir / "k.ptx",
+            env=_env(NO_COLOR=no_color),
         )
         _assert_one_diagnostic(
             proc, outdir, _loc(src, 19) + r" error: Operation tile\.fence is not registered"
@@ -451,7 +454,9 @@ def test_compile_gemm_example(tmp_path, runner, suffix):
 
 def test_compile_verbose_prints_ptxas_report(tmp_path):
     out = tmp_path / "gemm.cubin"
-    proc = _compile([sys.executable, "-m", "tawac.cli"], EXAMPLES / "gemm.mlir", out, extra=("-v",))
+    proc = _compile(
+        [sys.executable, "-m", "tawac.tools.cli"], EXAMPLES / "gemm.mlir", out, extra=("-v",)
+    )
     assert proc.returncode == 0, proc.stderr
     assert "Compiling entry function 'gemm' for 'sm_90a'" in proc.stdout
     assert "0 bytes spill stores, 0 bytes spill loads" in proc.stdout

@@ -22,15 +22,15 @@ import pytest
 from test_examples import _cuobjdump, _opcodes
 
 from tawac import schedule
-from tawac.diagnostics import CompileError
 from tawac.driver import compile_file, run_pipeline
-from tawac.explain import explain_module
-from tawac.options import PipelineOptions
-from tawac.parser import parse_file
+from tawac.ir.parser import parse_file
 from tawac.runtime import LaunchError
 from tawac.runtime.launcher import Kernel, compute_grid, validate_sidecar
+from tawac.support.diagnostics import CompileError
+from tawac.support.options import PipelineOptions
 from tawac.target.layouts import SwizzledTile
-from tawac.tune import parse_space
+from tawac.tools.explain import explain_module
+from tawac.tools.tune import parse_space
 
 REPO = Path(__file__).resolve().parent.parent
 EXAMPLES = REPO / "examples"
@@ -119,7 +119,7 @@ def test_default_is_no_cluster():
 
 def _explain_cli(example: str, *args: str) -> str:
     """`tawac explain examples/<example> args...` in a child process: its stdout."""
-    cmd = [sys.executable, "-m", "tawac.cli", "explain", str(EXAMPLES / example), *args]
+    cmd = [sys.executable, "-m", "tawac.tools.cli", "explain", str(EXAMPLES / example), *args]
     return subprocess.run(cmd, capture_output=True, text=True, check=True).stdout
 
 
@@ -182,7 +182,13 @@ def test_attention_1x2_is_refused(name):
 def test_cli_error_is_one_line(tmp_path):
     out = tmp_path / "a.ptx"
     proc = subprocess.run(
-        [sys.executable, "-m", "tawac.cli", "compile", str(EXAMPLES / "attention_causal.mlir")]
+        [
+            sys.executable,
+            "-m",
+            "tawac.tools.cli",
+            "compile",
+            str(EXAMPLES / "attention_causal.mlir"),
+        ]
         + ["-o", str(out), "--cluster", "2x1"],
         capture_output=True,
         text=True,

@@ -14,9 +14,9 @@ from gpu_util import requires_gpu
 from xdsl.ir import Operation
 
 from tawac.compiler import compile_module, parse_file, parse_text
-from tawac.diagnostics import CompileError
 from tawac.dialects import tile
 from tawac.runtime.interpret import interpret
+from tawac.support.diagnostics import CompileError
 
 REPO = Path(__file__).resolve().parent.parent
 MATMUL = REPO / "examples/triton/matmul.ttir"
@@ -67,7 +67,7 @@ def test_the_converted_matmul_assembles_without_spills(name):
 
 def test_tawac_compile_reads_ttir(tmp_path):
     out = tmp_path / "m.ptx"
-    cmd = [sys.executable, "-m", "tawac.cli", "compile", str(MATMUL), "-o", str(out)]
+    cmd = [sys.executable, "-m", "tawac.tools.cli", "compile", str(MATMUL), "-o", str(out)]
     proc = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, proc.stderr
     assert "wgmma.mma_async" in out.read_text()
@@ -160,8 +160,8 @@ def test_the_epilogue_keeps_a_three_slot_ring_and_stages_in_chunks():
     """The residual's 64 KiB slot and a whole 64 KiB staging tile would leave the 128x256
     GEMM's operand ring 2 slots; staging in one 64-column chunk leaves it 3, which
     measured 1.05-1.16x faster on the H100 (docs/perf.md, 2026-11-26)."""
-    from tawac.explain import explain_module
-    from tawac.options import PipelineOptions
+    from tawac.support.options import PipelineOptions
+    from tawac.tools.explain import explain_module
 
     info = explain_module(parse_file(EPILOGUE), PipelineOptions())
     assert info["stages"] == 3
@@ -438,8 +438,8 @@ TTIR_FILES = sorted((REPO / "examples/triton").glob("*.ttir")) + sorted(
 
 def _converted(path: Path) -> tile.KernelOp | None:
     """The tile kernel `convert-ttir` makes of `path` (None: a program it refuses)."""
+    from tawac.ir.ttir import read_ttir
     from tawac.passes.convert_ttir import ConvertTtir
-    from tawac.ttir import read_ttir
 
     module = read_ttir(path)
     try:

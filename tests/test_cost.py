@@ -193,8 +193,8 @@ def test_a_streaming_loop_is_bound_by_dram():
     cycles) outlasts its 512-cycle MMA; measured 1270-1350 cycles per iteration on the
     H100 (docs/perf.md, the corpus)."""
     from tawac.driver import parse_source
-    from tawac.explain import explain_module
-    from tawac.options import PipelineOptions
+    from tawac.support.options import PipelineOptions
+    from tawac.tools.explain import explain_module
 
     info = explain_module(
         parse_source(REPO / "tests/data/chained_gemm.mlir"), PipelineOptions(), timeline=True
@@ -204,7 +204,7 @@ def test_a_streaming_loop_is_bound_by_dram():
 
 
 def _planned(path: Path):
-    from tawac.calibrate import prepare
+    from tawac.tools.calibrate import prepare
 
     p = prepare(path, None, "heuristic")
     return p.kernel, p.plan

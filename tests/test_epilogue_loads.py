@@ -20,10 +20,10 @@ from pathlib import Path
 
 import pytest
 
-from tawac.diagnostics import CompileError
 from tawac.dialects import aref, tile
 from tawac.driver import compile_file, compile_source, parse_text, run_pipeline
-from tawac.options import PipelineOptions
+from tawac.support.diagnostics import CompileError
+from tawac.support.options import PipelineOptions
 
 REPO = Path(__file__).resolve().parent.parent
 EXAMPLE = REPO / "examples" / "gemm_residual.mlir"
@@ -104,7 +104,7 @@ def test_smem_plan_counts_the_epilogue_ring():
     the output stages in one 64-column chunk and the ring keeps three
     (`planner.MIN_GEMM_DEPTH`: 1.15x faster on the H100, docs/perf.md 2026-11-26); tawac
     explain shows the C ring and marks it as read into registers."""
-    from tawac.explain import explain_module as explain
+    from tawac.tools.explain import explain_module as explain
 
     info = explain(parse_text(EXAMPLE.read_text(), EXAMPLE.name), PipelineOptions())
     assert info["stages"] == 3
@@ -126,7 +126,7 @@ def test_smem_plan_counts_the_epilogue_ring():
 
 
 def test_explain_names_the_register_payload():
-    cmd = [sys.executable, "-m", "tawac.cli", "explain", str(EXAMPLE)]
+    cmd = [sys.executable, "-m", "tawac.tools.cli", "explain", str(EXAMPLE)]
     run = functools.partial(subprocess.run, capture_output=True, text=True, timeout=120, check=True)
     info = json.loads(run([*cmd, "--json"]).stdout)
     assert [a.get("registers") for a in info["arefs"]] == [None, [0]]

@@ -62,8 +62,8 @@ def test_an_op_without_lowering_in_a_main_loop_is_one_located_error(tmp_path):
     does not lower (`math.sin`) is one located error, not an internal one."""
     from pathlib import Path
 
-    from tawac.diagnostics import CompileError
     from tawac.driver import compile_file
+    from tawac.support.diagnostics import CompileError
 
     src = (Path(__file__).resolve().parent.parent / "examples" / "attention_d64.mlir").read_text()
     erf = tmp_path / "erf.mlir"

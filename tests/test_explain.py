@@ -10,9 +10,9 @@ from pathlib import Path
 
 import pytest
 
-from tawac.explain import explain_module
-from tawac.options import PipelineOptions
-from tawac.parser import parse_file
+from tawac.ir.parser import parse_file
+from tawac.support.options import PipelineOptions
+from tawac.tools.explain import explain_module
 
 REPO = Path(__file__).resolve().parent.parent
 GOLDEN = REPO / "tests" / "data" / "explain"
@@ -61,7 +61,7 @@ def test_options_change_the_decisions():
 
 @pytest.mark.solver  # the golden file's decision is auto's
 def test_cli_tables_and_json(tmp_path):
-    cmd = [sys.executable, "-m", "tawac.cli", "explain", str(REPO / "examples" / "gemm.mlir")]
+    cmd = [sys.executable, "-m", "tawac.tools.cli", "explain", str(REPO / "examples" / "gemm.mlir")]
     text = subprocess.run(cmd, capture_output=True, text=True, timeout=120, check=True).stdout
     assert "kernel @gemm on sm_90a: 384 threads per CTA" in text
     assert "grid: one CTA per SM, looping over cdiv(c.shape[0], 128) x" in text
@@ -75,7 +75,7 @@ def test_cli_tables_and_json(tmp_path):
 def test_cli_error_is_one_line(tmp_path):
     bad = tmp_path / "bad.mlir"
     bad.write_text("tile.kernel @k(%a: !tile.tensor<?x?xbf16>) {\n  tile.fence\n  tile.return\n}\n")
-    cmd = [sys.executable, "-m", "tawac.cli", "explain", str(bad)]
+    cmd = [sys.executable, "-m", "tawac.tools.cli", "explain", str(bad)]
     proc = subprocess.run(cmd, capture_output=True, text=True, timeout=120)
     assert proc.returncode == 1
     assert proc.stderr.strip() == f"{bad}:2:3: error: Operation tile.fence is not registered"
@@ -85,7 +85,7 @@ def test_decomposition_for_a_size_comes_from_the_tuning_table(tmp_path):
     """`--size` picks the tuning table's entry for that size: its split-K, and why."""
     from click.testing import CliRunner
 
-    from tawac.cli import main
+    from tawac.tools.cli import main
 
     table = json.loads((REPO / "examples" / "gemm.tune.json").read_text())
     table["entries"] = [
@@ -120,7 +120,7 @@ def test_swap_ab_entry_and_a_flag_choosing_another_decomposition(tmp_path):
     and says so."""
     from click.testing import CliRunner
 
-    from tawac.cli import main
+    from tawac.tools.cli import main
 
     table = json.loads((REPO / "examples" / "gemm.tune.json").read_text())
     table["entries"] = [
@@ -148,7 +148,7 @@ def test_swap_ab_entry_and_a_flag_choosing_another_decomposition(tmp_path):
 def test_stream_k_decomposition_is_said():
     info = _explain(REPO / "examples" / "gemm.mlir", stream_k=4)
     assert info["decomposition"] == {"kind": "stream_k", "max_splits": 4}
-    from tawac.explain import decomposition_text
+    from tawac.tools.explain import decomposition_text
 
     assert decomposition_text(info).startswith("decomposition: stream-K: the tiles of the last")
 

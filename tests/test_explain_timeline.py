@@ -1,6 +1,6 @@
 """`tawac explain --timeline`: the steady-state picture of the main loops, drawn from the
 schedule and the target model's costs (`tawac.schedule.model`, `tawac.schedule.simulate`,
-`tawac.timeline`)."""
+`tawac.tools.timeline`)."""
 
 from __future__ import annotations
 
@@ -13,9 +13,9 @@ from pathlib import Path
 
 import pytest
 
-from tawac.explain import explain_module
-from tawac.options import PipelineOptions
-from tawac.parser import parse_file
+from tawac.ir.parser import parse_file
+from tawac.support.options import PipelineOptions
+from tawac.tools.explain import explain_module
 
 REPO = Path(__file__).resolve().parent.parent
 EXAMPLES = sorted((REPO / "examples").glob("*.mlir"))
@@ -23,7 +23,7 @@ SVG = "{http://www.w3.org/2000/svg}"
 
 
 def _cli(*args: str) -> subprocess.CompletedProcess:
-    cmd = [sys.executable, "-m", "tawac.cli", "explain", *args]
+    cmd = [sys.executable, "-m", "tawac.tools.cli", "explain", *args]
     return subprocess.run(cmd, capture_output=True, text=True, timeout=180)
 
 
@@ -190,7 +190,7 @@ def test_every_example_draws(path, tmp_path):
 
 def test_png_without_cairosvg_is_one_line(tmp_path):
     out = tmp_path / "t.png"
-    code = "import sys; sys.modules['cairosvg'] = None; from tawac.cli import main; main()"
+    code = "import sys; sys.modules['cairosvg'] = None; from tawac.tools.cli import main; main()"
     cmd = [sys.executable, "-c", code, "explain", str(REPO / "examples" / "gemm.mlir")]
     proc = subprocess.run([*cmd, "--timeline", str(out)], capture_output=True, text=True)
     assert proc.returncode == 1
@@ -244,7 +244,7 @@ def _measured_trace(kernel: str = "gemm", iterations: int = 6, ii_ns: float = 50
 
 
 def test_measured_window_of_a_trace():
-    from tawac.trace import measured_window
+    from tawac.runtime.trace import measured_window
 
     m = measured_window(_measured_trace())
     assert (m.sm, m.cta, m.loop, m.ghz) == (7, 3, 1, 2.0)
@@ -309,7 +309,7 @@ def test_the_timeline_is_priced_at_the_sizes_given():
     streams them from DRAM."""
     from click.testing import CliRunner
 
-    from tawac.cli import main
+    from tawac.tools.cli import main
 
     src = REPO / "examples/gemm_grouped.mlir"
     sizes = {"T": 8192, "N": 4096, "K": 4096, "E": 8, "BLOCKS": 64}

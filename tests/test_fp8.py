@@ -14,10 +14,10 @@ from pathlib import Path
 
 import pytest
 
-from tawac.diagnostics import CompileError
 from tawac.dialects import tile
 from tawac.driver import compile_source
-from tawac.parser import parse_text
+from tawac.ir.parser import parse_text
+from tawac.support.diagnostics import CompileError
 
 REPO = Path(__file__).resolve().parent.parent
 EXAMPLE = REPO / "examples" / "gemm_fp8.mlir"

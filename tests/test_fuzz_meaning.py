@@ -7,7 +7,7 @@ from pathlib import Path
 
 from tawac.fuzz import meaning
 from tawac.fuzz.meaning import Check, check_meaning, load_checks, pipeline_options, selected
-from tawac.options import KNOBS, PipelineOptions
+from tawac.support.options import KNOBS, PipelineOptions
 
 REPO = Path(__file__).resolve().parent.parent
 GEMM = (REPO / "examples" / "gemm.mlir").read_text()

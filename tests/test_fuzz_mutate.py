@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-import tawac.cli
+import tawac.tools.cli
 from tawac.fuzz import harness
 from tawac.fuzz.harness import Outcome, Result, classify, execute, normalize
 from tawac.fuzz.mutate import MUTATIONS, Corpus, compile_options, mutant, mutate, tokenize
@@ -220,7 +220,7 @@ def _fake_main(args, prog_name):
 
 
 def test_children_are_isolated_and_classified(monkeypatch):
-    monkeypatch.setattr(tawac.cli, "main", _fake_main)
+    monkeypatch.setattr(tawac.tools.cli, "main", _fake_main)
     modes = ["ok", "hang", "segv", "raise", "leftover", "print", "plain", "memory"]
     items = [(i, "fake", [], m.encode(), []) for i, m in enumerate(modes)]
     got = {modes[r.index]: r for r in execute(items, jobs=4, timeout=2.0)}
@@ -246,7 +246,7 @@ def test_compile_options_reach_the_child(monkeypatch):
         print(f"{args[1]}:1:1: error: args {' '.join(args[4:])}", file=sys.stderr)
         sys.exit(1)
 
-    monkeypatch.setattr(tawac.cli, "main", main)
+    monkeypatch.setattr(tawac.tools.cli, "main", main)
     flags = ["--stages", "1", "--pingpong"]
     (res,) = execute([(0, "fake", [], b"x", flags)])
     assert res.cls == "rejected", res.report()
@@ -272,7 +272,7 @@ def test_invalid_ptx_is_a_finding(monkeypatch):
     ptxas = harness.find_ptxas()
     if ptxas is None:
         pytest.skip("no ptxas")
-    monkeypatch.setattr(tawac.cli, "main", main)
+    monkeypatch.setattr(tawac.tools.cli, "main", main)
     (res,) = execute([(0, "fake", [], b"x", [])], ptxas=ptxas)
     assert res.cls == "invalid-ptx"
     assert "ptxas exit" in res.detail and res.ptx is not None

@@ -15,8 +15,8 @@ import pytest
 from click.testing import CliRunner
 from gpu_util import requires_gpu
 
-from tawac import cli
-from tawac.tuning import bucket_of, pick, source_sha256
+from tawac.schedule.tuning import bucket_of, pick, source_sha256
+from tawac.tools import cli
 
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
 SIZES = {"M": 512, "N": 512, "K": 512}

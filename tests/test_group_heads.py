@@ -13,12 +13,12 @@ import pytest
 torch = pytest.importorskip("torch")
 
 from tawac.compiler import parse_file, parse_text  # noqa: E402
-from tawac.diagnostics import CompileError  # noqa: E402
 from tawac.dialects import tile  # noqa: E402
 from tawac.driver import compile_file  # noqa: E402
 from tawac.passes.group_heads import group_kernel  # noqa: E402
 from tawac.runtime.interpret import interpret  # noqa: E402
 from tawac.runtime.launcher import LaunchError, check_shapes  # noqa: E402
+from tawac.support.diagnostics import CompileError  # noqa: E402
 
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
 DECODE = EXAMPLES / "attention_decode.mlir"
@@ -88,7 +88,7 @@ def test_the_launch_refuses_another_ratio_of_heads():
 def test_explain_says_grouped_and_split():
     from click.testing import CliRunner
 
-    from tawac import cli
+    from tawac.tools import cli
 
     res = CliRunner().invoke(cli.main, ["explain", str(DECODE), "--split-k", "8"])
     assert res.exit_code == 0, res.output

@@ -166,7 +166,7 @@ def test_non_causal_gqa_is_still_grouped_and_agrees(path, names, scale, sizes):
 def test_explain_says_why_the_heads_are_not_grouped():
     from click.testing import CliRunner
 
-    from tawac import cli
+    from tawac.tools import cli
 
     res = CliRunner().invoke(cli.main, ["explain", str(CAUSAL)])
     assert res.exit_code == 0, res.output

@@ -14,8 +14,8 @@ from xdsl.dialects import arith, scf
 from xdsl.ir import SSAValue
 
 from tawac.compiler import parse_file, parse_text
-from tawac.context import make_context
 from tawac.dialects import tile
+from tawac.ir.context import make_context
 from tawac.passes.guard_masks import GuardMasksPass, guard_kernel
 
 DATA = Path(__file__).parent / "data" / "triton"

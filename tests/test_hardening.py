@@ -20,11 +20,11 @@ from test_cli_errors import GEMM, _assert_one_diagnostic, _compile, _env, _loc, 
 from test_gpu_attention_sweep import instantiate
 from test_tile_configs import gemm_text
 
-from tawac import cli
 from tawac.driver import compile_module, parse_text
+from tawac.tools import cli
 
 REPO = Path(__file__).resolve().parent.parent
-PY = [sys.executable, "-m", "tawac.cli"]
+PY = [sys.executable, "-m", "tawac.tools.cli"]
 
 
 def test_stray_quote_does_not_hang(tmp_path):
@@ -211,8 +211,8 @@ def test_time_limit_python_api_leaves_no_alarm():
     the previous SIGALRM handler; a limit of 0 means none."""
     import signal
 
-    from tawac.diagnostics import CompileError
     from tawac.driver import compile_file
+    from tawac.support.diagnostics import CompileError
 
     before = signal.getsignal(signal.SIGALRM)
     with pytest.raises(CompileError, match=r"did not finish within 0\.01 s \(stopped while "):

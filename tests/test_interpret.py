@@ -14,8 +14,8 @@ from xdsl.dialects.scf import Scf  # noqa: E402
 from xdsl.parser import Parser  # noqa: E402
 
 from tawac.dialects.tile import KernelOp, Tile  # noqa: E402
-from tawac.params import substitute  # noqa: E402
 from tawac.runtime.interpret import InterpretError, interpret  # noqa: E402
+from tawac.support.params import substitute  # noqa: E402
 
 
 def parse_kernel(text: str) -> KernelOp:

@@ -17,7 +17,6 @@ import tawac.runtime.interpret as interp_mod  # noqa: E402
 from tawac.analysis.grid import workspace_of  # noqa: E402
 from tawac.compiler import parse_file, parse_text, run_pipeline  # noqa: E402
 from tawac.dialects import tile  # noqa: E402
-from tawac.options import PipelineOptions  # noqa: E402
 from tawac.runtime.interpret import (  # noqa: E402
     InterpretError,
     default_stream_ctas,
@@ -28,6 +27,7 @@ from tawac.runtime.interpret import (  # noqa: E402
     user_arguments,
     workspace_args,
 )
+from tawac.support.options import PipelineOptions  # noqa: E402
 
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
 LOG2E = math.log2(math.e)

@@ -1,4 +1,4 @@
-"""The pipeline knobs are declared once (`tawac.options.KNOBS`): the options, the `plan`
+"""The pipeline knobs are declared once (`tawac.support.options.KNOBS`): the options, the `plan`
 pass's options, `plan_spec`, the command line's flags, `tune --space` and the checks of
 each value all follow the table, with one spelling per knob."""
 
@@ -15,11 +15,11 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from tawac import cli
-from tawac.diagnostics import CompileError
 from tawac.driver import make_pipeline
-from tawac.options import CLUSTERS, KNOBS, Knob, PipelineOptions, knob
 from tawac.passes.plan import PlanPass
+from tawac.support.diagnostics import CompileError
+from tawac.support.options import CLUSTERS, KNOBS, Knob, PipelineOptions, knob
+from tawac.tools import cli
 
 ROOT = Path(__file__).resolve().parent.parent
 GEMM = ROOT / "examples" / "gemm.mlir"
@@ -122,38 +122,40 @@ def test_checks_follow_the_table(options, message):
 
 
 def test_options_import_no_xdsl():
-    """The CLI reads the table at start-up: tawac.options stays free of xDSL."""
-    code = "import sys, tawac.options; print(sorted({m for m in sys.modules if 'xdsl' in m}))"
+    """The CLI reads the table at start-up: tawac.support.options stays free of xDSL."""
+    code = (
+        "import sys, tawac.support.options; print(sorted({m for m in sys.modules if 'xdsl' in m}))"
+    )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[]"
 
 
-# The whole diff that adding a knob takes (tawac/options.py, one row of KNOBS):
+# The whole diff that adding a knob takes (tawac/support/options.py, one row of KNOBS):
 NEW_ROW = """\
     Knob("probe_depth", int, 2, "a knob added by a test", min=1, max=4),
 """
 
-# A child process whose tawac.options is the real one plus NEW_ROW; nothing else edited.
+# A child process whose tawac.support.options is the real one plus NEW_ROW; nothing else edited.
 CHILD = textwrap.dedent(
     """
     import importlib.util, json, sys
     from pathlib import Path
     import tawac
 
-    src = Path(tawac.__file__).with_name("options.py").read_text()
+    src = (Path(tawac.__file__).parent / "support" / "options.py").read_text()
     anchor = "KNOBS: tuple[Knob, ...] = (\\n"
     assert src.count(anchor) == 1
-    spec = importlib.util.spec_from_loader("tawac.options", loader=None)
+    spec = importlib.util.spec_from_loader("tawac.support.options", loader=None)
     mod = importlib.util.module_from_spec(spec)
-    mod.__file__ = str(Path(tawac.__file__).with_name("options.py"))
-    sys.modules["tawac.options"] = mod
+    mod.__file__ = str(Path(tawac.__file__).parent / "support" / "options.py")
+    sys.modules["tawac.support.options"] = mod
     exec(compile(src.replace(anchor, anchor + sys.argv[1]), mod.__file__, "exec"), mod.__dict__)
 
     import dataclasses
     from click.testing import CliRunner
-    from tawac import cli, tune
+    from tawac.tools import cli, tune
     from tawac.driver import make_pipeline
-    from tawac.options import PipelineOptions
+    from tawac.support.options import PipelineOptions
     from tawac.passes.plan import PlanPass
     from tawac.schedule.planner import HeuristicPlanner
 
@@ -223,7 +225,7 @@ def test_adding_a_knob_touches_one_table():
 def test_tuning_tables_hold_knobs():
     """A tuning table's options are knobs by their Python names, with values they take;
     the shipped tables are."""
-    from tawac import tuning
+    from tawac.schedule import tuning
 
     for path in sorted((ROOT / "examples").glob("*.tune.json")):
         tuning.load_table(path)

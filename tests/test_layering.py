@@ -16,45 +16,17 @@ PACKAGE = Path(__file__).resolve().parent.parent / "tawac"
 
 #: Low to high; a module belongs to the layer of the longest prefix that names it.
 LAYERS: list[tuple[str, tuple[str, ...]]] = [
-    (
-        "base",
-        (
-            "tawac",
-            "tawac.diagnostics",
-            "tawac.files",
-            "tawac.options",
-            "tawac.target",
-            "tawac.ptxas",
-            "tawac.timelimit",
-            "tawac.cache",
-            "tawac.tuning",
-            "tawac.params",
-        ),
-    ),
-    ("ir", ("tawac.dialects", "tawac.context", "tawac.parser", "tawac.ttir", "tawac.verifier")),
+    ("support", ("tawac", "tawac.support", "tawac.target")),
+    ("ir", ("tawac.dialects", "tawac.ir")),
     ("analysis", ("tawac.analysis",)),
     ("schedule", ("tawac.schedule",)),
     ("passes", ("tawac.passes",)),
     ("backend", ("tawac.backend_ptx",)),
     ("compiler", ("tawac.compiler",)),
     ("driver", ("tawac.driver",)),
-    (
-        "tools",
-        (
-            "tawac.explain",
-            "tawac.timeline",
-            "tawac.cli",
-            "tawac.tune",
-            "tawac.torch",
-            "tawac.runtime",
-            "tawac.fuzz",
-            "tawac.check",
-            "tawac.trace",
-            "tawac.calibrate",
-            "tawac.triton",
-            "tawac.triton_tune",
-        ),
-    ),
+    ("runtime", ("tawac.runtime",)),
+    ("tools", ("tawac.tools", "tawac.check", "tawac.fuzz")),
+    ("integrations", ("tawac.torch", "tawac.triton")),
 ]
 
 MAX_FUNCTION_LINES = 150
@@ -187,7 +159,7 @@ def test_the_loop_finder_finds_loops(graph, found):
 
 def test_the_layer_check_sees_lazy_and_relative_imports():
     """An import inside a function and a relative import both count."""
-    src = "def f():\n    from tawac.cli import main\nfrom . import hopper\n"
+    src = "def f():\n    from tawac.tools.cli import main\nfrom . import hopper\n"
     tree = ast.parse(src)
     found = [
         t
@@ -195,8 +167,8 @@ def test_the_layer_check_sees_lazy_and_relative_imports():
         if isinstance(n, ast.Import | ast.ImportFrom)
         for t in _targets("tawac.target.layouts", n)
     ]
-    assert sorted(found) == ["tawac.cli", "tawac.target.hopper"]
-    assert layer("tawac.cli") > layer("tawac.target.layouts")
+    assert sorted(found) == ["tawac.target.hopper", "tawac.tools.cli"]
+    assert layer("tawac.tools.cli") > layer("tawac.target.layouts")
 
 
 def test_no_function_over_150_lines():

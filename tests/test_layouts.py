@@ -249,7 +249,7 @@ def test_emitted_thread_coords_match_the_layout(m, n, w, first_wg):
     AccLayout.thread_offset (the one definition of the map)."""
     from tawac.backend_ptx.lowering.state import KernelLowering, _Partition
     from tawac.dialects import tile
-    from tawac.parser import parse_file
+    from tawac.ir.parser import parse_file
 
     module = parse_file(Path(__file__).resolve().parent.parent / "examples" / "gemm.mlir")
     (kernel,) = [o for o in module.walk() if isinstance(o, tile.KernelOp)]
@@ -490,7 +490,7 @@ def _lowering():
     import tawac.backend_ptx.convert_to_ptx  # noqa: F401  (registers every handler)
     from tawac.backend_ptx.lowering.state import KernelLowering
     from tawac.dialects import tile
-    from tawac.parser import parse_file
+    from tawac.ir.parser import parse_file
 
     module = parse_file(Path(__file__).resolve().parent.parent / "examples" / "gemm.mlir")
     (kernel,) = [o for o in module.walk() if isinstance(o, tile.KernelOp)]

@@ -13,7 +13,7 @@ import pytest
 from tawac import schedule
 from tawac.compiler import parse_file, run_pipeline
 from tawac.dialects import aref, tile
-from tawac.options import PipelineOptions
+from tawac.support.options import PipelineOptions
 
 REPO = Path(__file__).resolve().parent.parent
 KERNELS = sorted((REPO / "examples").glob("*.mlir")) + sorted((REPO / "tests/data").glob("*.mlir"))

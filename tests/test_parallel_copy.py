@@ -15,7 +15,7 @@ from tawac.backend_ptx.lowering import control
 from tawac.dialects import tile
 from tawac.dialects.schedule import LoopPlan, OpPlan
 from tawac.driver import parse_text, run_pipeline
-from tawac.options import PipelineOptions
+from tawac.support.options import PipelineOptions
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from test_gpu_attention_sweep import instantiate  # noqa: E402

@@ -1,4 +1,4 @@
-"""Kernel parameters (tawac.params): declaration, `$NAME` substitution, overrides from
+"""Kernel parameters (tawac.support.params): declaration, `$NAME` substitution, overrides from
 `-D` and Python, diagnostics located in the user's text, the sidecar's record."""
 
 from __future__ import annotations
@@ -10,9 +10,9 @@ from pathlib import Path
 
 import pytest
 
-from tawac.diagnostics import CompileError
 from tawac.driver import compile_file, compile_source, parse_text
-from tawac.params import parse_defines, substitute
+from tawac.support.diagnostics import CompileError
+from tawac.support.params import parse_defines, substitute
 
 REPO = Path(__file__).resolve().parent.parent
 EXAMPLES = REPO / "examples"
@@ -171,7 +171,7 @@ def test_cli_define_sets_parameters_and_bad_ones_fail_cleanly(tmp_path):
     cmd = [
         sys.executable,
         "-m",
-        "tawac.cli",
+        "tawac.tools.cli",
         "compile",
         str(EXAMPLES / "gemm.mlir"),
         "-o",

@@ -17,9 +17,9 @@ from xdsl.dialects import scf
 from xdsl.ir import BlockArgument, SSAValue
 
 from tawac import schedule
-from tawac.diagnostics import CompileError
 from tawac.dialects import aref, hopper, tile
 from tawac.driver import parse_text, run_pipeline
+from tawac.support.diagnostics import CompileError
 
 REPO = Path(__file__).resolve().parent.parent
 EXAMPLES = sorted((REPO / "examples").glob("*.mlir"))

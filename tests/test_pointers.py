@@ -9,7 +9,7 @@ import pytest
 
 from tawac.analysis.pointers import PointerError, Poly, Range, accesses
 from tawac.dialects import tt
-from tawac.ttir import parse_ttir, read_ttir
+from tawac.ir.ttir import parse_ttir, read_ttir
 
 REPO = Path(__file__).resolve().parent.parent
 

@@ -11,12 +11,12 @@ from tawac.analysis.pressure import consumer_pressure, loop_pressure
 from tawac.dialects import aref, tile
 from tawac.dialects.schedule import LoopPlan, OpPlan
 from tawac.driver import run_pipeline
-from tawac.options import PipelineOptions
-from tawac.parser import parse_file
+from tawac.ir.parser import parse_file
 from tawac.schedule import solver
 from tawac.schedule.model import role_loops
 from tawac.schedule.planner import HeuristicPlanner, complete
 from tawac.schedule.waits import plan_waits
+from tawac.support.options import PipelineOptions
 
 EXAMPLES = Path(__file__).parent.parent / "examples"
 

@@ -37,7 +37,7 @@ def test_the_ir_between_passes_parses_back_to_itself(path, stop):
     """`tawac opt -p ...` output in the middle of the default pipeline (arefs, warp
     groups and schedules; mbarriers and rings; staged stores) reads back as itself."""
     from tawac.compiler import run_pipeline
-    from tawac.options import PipelineOptions
+    from tawac.support.options import PipelineOptions
 
     passes = PipelineOptions().pipeline().split(",")
     upto = next(i for i, p in enumerate(passes) if p.split("{")[0] == stop)

@@ -440,7 +440,7 @@ def test_runner_finds_loads_and_stores():
 
     from tawac.analysis.args import kernel_arg_uses
     from tawac.dialects.tile import KernelOp, Tile
-    from tawac.params import substitute
+    from tawac.support.params import substitute
 
     ctx = Context()
     for d in (Builtin, Arith, Math, Scf, Tile):

@@ -11,8 +11,8 @@ from xdsl.dialects.builtin import TensorType, bf16, f32
 from tawac import schedule
 from tawac.dialects import hopper, tile
 from tawac.driver import compile_module, parse_text, run_pipeline
-from tawac.options import PipelineOptions
 from tawac.schedule.smem import SmemPlan, kernel_plan
+from tawac.support.options import PipelineOptions
 from tawac.target import HOPPER
 
 REPO = Path(__file__).resolve().parent.parent

@@ -13,9 +13,9 @@ import numpy as np
 import pytest
 
 from tawac.backend_ptx.lowering.scalar import _EXP2_CUBIC, _ROUND_FLOOR
-from tawac.diagnostics import CompileError
 from tawac.driver import compile_file
-from tawac.options import PipelineOptions
+from tawac.support.diagnostics import CompileError
+from tawac.support.options import PipelineOptions
 
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
 

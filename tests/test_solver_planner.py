@@ -14,15 +14,15 @@ from xdsl.dialects import math
 
 from tawac import schedule
 from tawac.analysis.loops import scheduled_ops
-from tawac.diagnostics import CompileError
 from tawac.dialects import tile
 from tawac.driver import run_pipeline
-from tawac.options import PipelineOptions
-from tawac.parser import parse_file, parse_text
+from tawac.ir.parser import parse_file, parse_text
 from tawac.schedule import modulo, solver
 from tawac.schedule.model import loop_lanes
 from tawac.schedule.planner import HeuristicPlanner
 from tawac.schedule.simulate import simulate
+from tawac.support.diagnostics import CompileError
+from tawac.support.options import PipelineOptions
 from tawac.target import HOPPER, Target
 
 REPO = Path(__file__).resolve().parent.parent
@@ -310,7 +310,7 @@ def test_missing_ortools_from_the_cli(tmp_path):
         "TAWAC_CACHE_DIR": str(tmp_path / "cache"),
     }
     proc = subprocess.run(
-        [sys.executable, "-m", "tawac.cli", "compile", str(EXAMPLES / "gemm.mlir")]
+        [sys.executable, "-m", "tawac.tools.cli", "compile", str(EXAMPLES / "gemm.mlir")]
         + ["-o", str(out), "--schedule", "solver"],
         capture_output=True,
         text=True,
@@ -327,7 +327,7 @@ def test_missing_ortools_from_the_cli(tmp_path):
 def test_schedule_flag_on_opt_and_explain(tmp_path):
     src = str(EXAMPLES / "gemm.mlir")
     opt = subprocess.run(
-        [sys.executable, "-m", "tawac.cli", "opt", src, "-p", "warp-specialize,plan"]
+        [sys.executable, "-m", "tawac.tools.cli", "opt", src, "-p", "warp-specialize,plan"]
         + ["--schedule", "solver"],
         capture_output=True,
         text=True,
@@ -336,7 +336,7 @@ def test_schedule_flag_on_opt_and_explain(tmp_path):
     assert opt.returncode == 0, opt.stderr
     assert "planner = solver, solve = interval" in opt.stdout
     explain = subprocess.run(
-        [sys.executable, "-m", "tawac.cli", "explain", src, "--schedule", "solver"],
+        [sys.executable, "-m", "tawac.tools.cli", "explain", src, "--schedule", "solver"],
         capture_output=True,
         text=True,
         timeout=300,
@@ -376,7 +376,7 @@ def test_explain_timeline_of_the_solver_schedule():
     solver's schedule (three stages of the consumer loop of d64 attention with 64-key
     blocks, a schedule the solver keeps: 7-12% faster than the heuristic's on the H100)
     and says what the solver found."""
-    from tawac.explain import explain_module, timeline_svg
+    from tawac.tools.explain import explain_module, timeline_svg
 
     path = EXAMPLES / "attention_d64.mlir"
     module = parse_text(path.read_text(), path.name, params={"BLOCK_M": 128, "BLOCK_N": 64})
@@ -428,7 +428,7 @@ def test_mma_mufu_hold_holds_the_tensor_core_for_the_exponentials_after_an_mma()
     their issue time: the solver's bias schedule issues S = QK^T, then the previous
     iteration's exponentials. The PV MMA before it meets an `scf.if` first and is left
     alone. At 0 (an uncalibrated target's) the lanes are as they were."""
-    from tawac.calibrate import prepare
+    from tawac.tools.calibrate import prepare
 
     p = prepare(REPO / "tests/data/attention_bias.mlir", {"BLOCK_N": 64}, "solver")
     base = loop_lanes(p.kernel, p.plan, target=dataclasses.replace(HOPPER, mma_mufu_hold=0.0))
@@ -452,8 +452,8 @@ def test_phase_leads_price_a_loop_whose_trips_vary_from_both_starts():
     heuristic's d64 128x64 loop has two (in phase, and one iteration apart: the
     measured causal kernel's). A loop of fixed trips keeps the in-phase price, and the
     default, (0.0,), leaves every price as it was (docs/perf.md, 2026-11-27)."""
-    from tawac.calibrate import prepare
     from tawac.schedule.model import model_intervals, role_loops, trips_vary
+    from tawac.tools.calibrate import prepare
 
     leads = dataclasses.replace(HOPPER, phase_leads=(0.0, 1.0))
     one = dataclasses.replace(HOPPER, phase_leads=(0.0,))

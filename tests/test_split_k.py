@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from tawac.diagnostics import CompileError
 from tawac.driver import compile_file, parse_text
-from tawac.options import PipelineOptions
+from tawac.support.diagnostics import CompileError
+from tawac.support.options import PipelineOptions
 
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
 
@@ -93,7 +93,7 @@ def test_plain_gemm_has_no_workspace():
     ],
 )
 def test_split_kernels_assemble_without_spills(example, params, splits):
-    pytest.importorskip("tawac.ptxas")
+    pytest.importorskip("tawac.support.ptxas")
     r = compile_file(EXAMPLES / example, params=params or None, split_k=splits)
     assert "0 bytes spill stores, 0 bytes spill loads" in r.ptxas_report, r.ptxas_report
 

@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from tawac.compiler import parse_file, run_pipeline
-from tawac.diagnostics import CompileError
+from tawac.support.diagnostics import CompileError
 
 REPO = Path(__file__).resolve().parent.parent
 

@@ -12,10 +12,10 @@ import pytest
 torch = pytest.importorskip("torch")
 
 from tawac.compiler import parse_file  # noqa: E402
-from tawac.diagnostics import CompileError  # noqa: E402
 from tawac.dialects import tile  # noqa: E402
 from tawac.passes.swap_ab import analyse, rewrite  # noqa: E402
 from tawac.runtime.interpret import interpret  # noqa: E402
+from tawac.support.diagnostics import CompileError  # noqa: E402
 
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
 

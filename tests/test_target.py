@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from tawac.diagnostics import CompileError
 from tawac.schedule.planner import PRODUCER_REGS, consumer_budget
+from tawac.support.diagnostics import CompileError
 from tawac.target import HOPPER, NamedBarriers
 
 

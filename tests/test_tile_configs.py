@@ -15,10 +15,10 @@ import re
 
 import pytest
 
-from tawac.diagnostics import CompileError
 from tawac.dialects import hopper
 from tawac.driver import compile_module, parse_text
 from tawac.schedule.planner import PREFERRED_DEPTH
+from tawac.support.diagnostics import CompileError
 from tawac.target import HOPPER
 
 CONFIGS = [(128, 128, 64), (128, 256, 64), (64, 256, 64), (128, 128, 128)]
@@ -174,7 +174,7 @@ def test_chunked_staging_when_the_whole_tile_does_not_fit(bm, bn, stages, chunks
     two do not fit or the chunks (BN / 64) are odd in number."""
     from tawac import schedule
     from tawac.driver import run_pipeline
-    from tawac.options import PipelineOptions
+    from tawac.support.options import PipelineOptions
 
     module = parse_text(gemm_text(bm, bn, 64, "bf16"), "gemm.mlir")
     run_pipeline(module, PipelineOptions(stages=stages).pipeline(stop="pipeline"))

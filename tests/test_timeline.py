@@ -1,5 +1,5 @@
 """The steady-state simulator (tawac/schedule/simulate.py) and the SVG Gantt chart
-(tawac/timeline.py): hand-computed initiation intervals, waits where the lanes stall, and a
+(tawac/tools/timeline.py): hand-computed initiation intervals, waits where the lanes stall, and a
 picture that can be parsed."""
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ import xml.etree.ElementTree as ET
 import pytest
 
 from tawac.schedule.simulate import Dep, Lane, Step, simulate
-from tawac.timeline import render_svg, write_png
+from tawac.tools.timeline import render_svg, write_png
 
 
 def producer_consumer(depth: int) -> list[Lane]:

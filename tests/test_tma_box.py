@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from tawac.diagnostics import CompileError
 from tawac.driver import compile_module, parse_file
+from tawac.support.diagnostics import CompileError
 
 REPO = Path(__file__).resolve().parent.parent
 

@@ -1,4 +1,4 @@
-"""CPU tests of tawac.torch and tawac.tuning: no GPU, no compilation, no CUDA.
+"""CPU tests of tawac.torch and tawac.schedule.tuning: no GPU, no compilation, no CUDA.
 
 `compile_cached` is replaced by one that returns a stored sidecar and `load_kernel` by a
 launcher that records its calls; "cpu" is added to the device types so that the real
@@ -22,8 +22,8 @@ from test_runtime import SIDECAR as RUNTIME_SIDECAR  # noqa: E402
 from torch._subclasses.fake_tensor import FakeTensorMode  # noqa: E402
 
 import tawac.torch as tt  # noqa: E402
-from tawac import tuning  # noqa: E402
 from tawac.runtime import LaunchError  # noqa: E402
+from tawac.schedule import tuning  # noqa: E402
 
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
 SOURCE = "// C = A * B^T\ntile.kernel @gemm(...) {}\n"
@@ -617,7 +617,7 @@ def test_sidecar_disagreeing_with_the_table_signature(backend, source):
 
 
 def _needs_ptxas():
-    from tawac.ptxas import locate_ptxas
+    from tawac.support.ptxas import locate_ptxas
 
     if locate_ptxas() is None:
         pytest.skip("needs ptxas")

@@ -12,10 +12,10 @@ import pytest
 from click.testing import CliRunner
 from gpu_util import requires_gpu
 
-from tawac import cli
 from tawac.driver import compile_file
 from tawac.runtime.launcher import LaunchError, trace_bytes, validate_sidecar
-from tawac.trace import RECORD, chrome_trace, loop_intervals, slices, write_chrome_trace
+from tawac.runtime.trace import RECORD, chrome_trace, loop_intervals, slices, write_chrome_trace
+from tawac.tools import cli
 
 REPO = Path(__file__).resolve().parent.parent
 EXAMPLES = REPO / "examples"
@@ -117,7 +117,7 @@ def test_sampled_build_stamps_iterations_only_and_assembles_cleanly(name):
 
 
 def test_trace_options_are_checked():
-    from tawac.diagnostics import CompileError
+    from tawac.support.diagnostics import CompileError
 
     with pytest.raises(CompileError, match="every must be a power of two"):
         compile_file(EXAMPLES / "gemm.mlir", cubin=False, trace=True, trace_every=3)
@@ -471,9 +471,9 @@ def test_sampled_trace_measures_the_steady_state():
     its measured steady state per main-loop iteration is near the model's (the
     calibration's input; docs/perf.md has the corpus-wide comparison)."""
 
-    from tawac.explain import explain_module
-    from tawac.options import PipelineOptions
-    from tawac.parser import parse_file
+    from tawac.ir.parser import parse_file
+    from tawac.support.options import PipelineOptions
+    from tawac.tools.explain import explain_module
 
     res = compile_file(EXAMPLES / "gemm.mlir", cubin=True, trace=True, trace_every=8)
     kern, _ = _traced_gemm(res, 4096, 4096, 4096)

@@ -40,7 +40,7 @@ def test_fp_to_fp_is_read_as_a_truncation():
 
 def test_an_fp8_output_is_one_located_line(tmp_path):
     out = tmp_path / "k.ptx"
-    cmd = [sys.executable, "-m", "tawac.cli", "compile", str(FP8_OUT), "-o", str(out)]
+    cmd = [sys.executable, "-m", "tawac.tools.cli", "compile", str(FP8_OUT), "-o", str(out)]
     proc = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
     assert proc.returncode == 1 and "Traceback" not in proc.stderr
     assert not out.exists()

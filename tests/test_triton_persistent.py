@@ -120,7 +120,7 @@ def test_a_program_order_of_more_sizes_than_output_dimensions_is_one_error():
     """Found by a mutant (the constant 128 made 0, so the order reads M, N and K): more
     integer arguments than output sizes to tie them to was an internal error."""
     from tawac.compiler import parse_text
-    from tawac.diagnostics import CompileError
+    from tawac.support.diagnostics import CompileError
 
     text = SOURCE.read_text()
     bad = text.replace("%c128_i32 = arith.constant 128 : i32", "%c128_i32 = arith.constant 0 : i32")

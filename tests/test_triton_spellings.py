@@ -21,9 +21,9 @@ from tawac.analysis.grid import infer_grid  # noqa: E402
 from tawac.analysis.identity import argument_name  # noqa: E402
 from tawac.check import tile_pipeline  # noqa: E402
 from tawac.compiler import parse_text, run_pipeline  # noqa: E402
-from tawac.diagnostics import CompileError  # noqa: E402
 from tawac.dialects import tile  # noqa: E402
 from tawac.runtime.interpret import interpret  # noqa: E402
+from tawac.support.diagnostics import CompileError  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 DATA = ROOT / "tests" / "data" / "triton" / "spellings"

@@ -1,5 +1,5 @@
 """Tuning tables for `tawac.triton` functions (`tawac.triton.load_table`,
-`TritonFunction.table_options`, `tawac.triton_tune`): an entry gives the options of the
+`TritonFunction.table_options`, `tawac.tools.tune_triton`): an entry gives the options of the
 calls nearest its bucket among the functions compiled with its constexprs, the user's
 options win, a stale or foreign table is refused; on the GPU, `tune` times the
 candidates of the tutorial's causal attention, writes the table, and a function compiled
@@ -20,9 +20,9 @@ pytest.importorskip("triton")
 from gpu_util import load_module, requires_gpu  # noqa: E402
 
 import tawac.triton as tt  # noqa: E402
-from tawac.diagnostics import CompileError  # noqa: E402
-from tawac.triton_tune import _merge, candidates, close  # noqa: E402
-from tawac.tuning import TABLE_FORMAT, TuningTableError, source_sha256  # noqa: E402
+from tawac.schedule.tuning import TABLE_FORMAT, TuningTableError, source_sha256  # noqa: E402
+from tawac.support.diagnostics import CompileError  # noqa: E402
+from tawac.tools.tune_triton import _merge, candidates, close  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[1]
 

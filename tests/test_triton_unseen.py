@@ -284,7 +284,7 @@ def test_the_gelu_and_residual_kernels_assemble_without_spills():
 
 
 def test_the_row_softmax_is_refused_at_its_python_line():
-    from tawac.diagnostics import CompileError
+    from tawac.support.diagnostics import CompileError
 
     with pytest.raises(CompileError, match=r"unseen_gemms\.py:\d+:\d+: .*other value is not 0"):
         parse_file(SOFTMAX)
@@ -342,8 +342,8 @@ def test_grouped_query_attention_groups_its_heads(rows, keys):
 
 
 def test_grouped_query_attention_compiles_grouped_without_spills():
-    from tawac.explain import explain_module
-    from tawac.options import PipelineOptions
+    from tawac.support.options import PipelineOptions
+    from tawac.tools.explain import explain_module
 
     res = compile_module(parse_file(GQA), cubin=True)
     assert re.search(r"\b0 bytes spill stores", res.ptxas_report)
@@ -363,7 +363,7 @@ def test_grouped_query_attention_from_python_on_the_gpu():
 
     import tawac.triton
     from tawac.runtime.launcher import _sm_count
-    from tawac.tuning import fill_splits
+    from tawac.schedule.tuning import fill_splits
 
     src = _source("unseen_attention")
     cfg = src.TTIR_VARIANTS["unseen_gqa"]
@@ -409,7 +409,7 @@ def test_fill_splits():
     """Split keys until the CTAs would overflow the machine's SMs, at most 32 ways (16
     where the loop's length is unknown) and 8 key steps a split; none where the programs
     fill a quarter of the machine (or there are none)."""
-    from tawac.tuning import fill_splits
+    from tawac.schedule.tuning import fill_splits
 
     assert [fill_splits(p, 132) for p in (0, 1, 4, 8, 16, 32, 33, 34, 64, 4096)] == [
         1, 16, 16, 16, 8, 4, 4, 1, 1, 1

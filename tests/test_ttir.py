@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from tawac.diagnostics import CompileError
 from tawac.dialects import tt
-from tawac.ttir import hoist_aliases, parse_ttir, python_location, read_ttir
+from tawac.ir.ttir import hoist_aliases, parse_ttir, python_location, read_ttir
+from tawac.support.diagnostics import CompileError
 
 REPO = Path(__file__).resolve().parent.parent
 MATMUL = REPO / "examples/triton/matmul.ttir"

@@ -16,11 +16,11 @@ import pytest
 from click.testing import CliRunner
 from rich.console import Console
 
-from tawac import cli
-from tawac import tune as tn
-from tawac.diagnostics import CompileError
-from tawac.tune import Axis, Candidate, Compiled, Measured, Timings
-from tawac.tuning import load_table, pick, source_sha256
+from tawac.schedule.tuning import load_table, pick, source_sha256
+from tawac.support.diagnostics import CompileError
+from tawac.tools import cli
+from tawac.tools import tune as tn
+from tawac.tools.tune import Axis, Candidate, Compiled, Measured, Timings
 
 REPO = Path(__file__).resolve().parent.parent
 GEMM = REPO / "examples" / "gemm.mlir"
@@ -671,8 +671,8 @@ def test_cli_defines(tmp_path, monkeypatch):
 def test_shipped_tuning_tables_match_their_examples():
     """examples/*.tune.json (measured with `tawac tune`, read by tawac.torch) are valid,
     tuned for the example's current text, and name only parameters it declares."""
-    from tawac.params import substitute
-    from tawac.tuning import load_table, source_sha256
+    from tawac.schedule.tuning import load_table, source_sha256
+    from tawac.support.params import substitute
 
     tables = sorted((REPO / "examples").glob("*.tune.json"))
     assert tables, "no tuning tables shipped"
@@ -713,7 +713,7 @@ def test_sizes_are_timed_on_every_device(tmp_path):
 
 
 def test_ragged_sizes_are_told_from_aligned_ones():
-    from tawac.tuning import ragged_of
+    from tawac.schedule.tuning import ragged_of
 
     assert ragged_of({"M": 1000, "N": 1024, "K": 1024})
     assert ragged_of({"M": 3000, "N": 5000, "K": 2000})
@@ -726,7 +726,7 @@ def test_entries_tuned_at_other_sizes_of_a_bucket_keep_their_own_place():
     """5120^2 x 8192 and 8192^3 share a bucket: an entry tuned at 5120 records its sizes,
     is replaced only by a tuning at the same sizes, and serves the sizes nearest to it;
     the bucket's own entry keeps serving 8192^3."""
-    from tawac.tuning import pick_entry, validate_table
+    from tawac.schedule.tuning import pick_entry, validate_table
 
     bucket = {"M": 8192, "N": 8192, "K": 8192}
     own = {"bucket": bucket, "ragged": False, "params": {"BLOCK_N": 256}, "options": {}}

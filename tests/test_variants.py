@@ -23,9 +23,9 @@ from test_check import TRITON
 from tawac.check import Validator, baseline, tile_pipeline
 from tawac.check.variants import REWRITES, variant, variants
 from tawac.compiler import parse_file, parse_text
-from tawac.diagnostics import CompileError
 from tawac.dialects import tile
 from tawac.driver import compile_module
+from tawac.support.diagnostics import CompileError
 
 REPO = Path(__file__).resolve().parent.parent
 PROGRAMS = json.loads((REPO / "corpus" / "corpus.json").read_text())["programs"]

@@ -7,7 +7,7 @@ with its nearest entry's 192 x 192 tiles and 171 with 256 x 160, which the model
 
 from __future__ import annotations
 
-from tawac.tuning import nearest_entry, pick_entry, predicted_ms
+from tawac.schedule.tuning import nearest_entry, pick_entry, predicted_ms
 
 ARGS = [
     {"name": n, "kind": "tensor", "dtype": "bf16", "rank": 2, "dims": d, "access": acc}
@@ -89,7 +89,7 @@ def test_rows_of_16_but_not_32_bytes_are_timed_apart():
     """K = 3000 in bf16 (6000-byte rows) ran 1.5-1.6x slower than K = 3008 at the same
     tiles: an entry timed at such rows predicts only such sizes, and the others only
     aligned ones."""
-    from tawac.tuning import rows_aligned
+    from tawac.schedule.tuning import rows_aligned
 
     table = {"args": ARGS, "entries": [WIDE, SQUARE, TALL, MISALIGNED]}
     assert rows_aligned(table, {"M": 1, "N": 1, "K": 3008})
@@ -102,7 +102,7 @@ def test_row_alignment_reads_the_sidecar_dtypes():
     """The element sizes are the launch ABI's (`tawac.target.dtypes`), fp8 included: an fp8 row
     of 3000 bytes is not 32-byte aligned, one of 3008 is (a table of its own had misnamed
     the fp8 dtypes and called every fp8 row aligned)."""
-    from tawac.tuning import rows_aligned
+    from tawac.schedule.tuning import rows_aligned
 
     a = {"name": "a", "kind": "tensor", "dtype": "f8E4M3FN", "dims": ["M", "K"], "access": "read"}
     c = {"name": "c", "kind": "tensor", "dtype": "bf16", "dims": ["M", "N"], "access": "write"}

@@ -15,12 +15,12 @@ from pathlib import Path
 import pytest
 from gpu_util import requires_gpu
 
-from tawac.diagnostics import CompileError
 from tawac.dialects import tile
 from tawac.driver import compile_file, parse_file
-from tawac.options import PipelineOptions
 from tawac.passes import widen
 from tawac.schedule.widen import programs_per_tile
+from tawac.support.diagnostics import CompileError
+from tawac.support.options import PipelineOptions
 
 ROOT = Path(__file__).resolve().parent.parent
 EXAMPLES = ROOT / "examples"
@@ -129,7 +129,7 @@ def test_grouped_heads_are_not_widened():
 def test_explain_and_grid_say_two_programs_per_tile():
     from click.testing import CliRunner
 
-    from tawac.cli import main
+    from tawac.tools.cli import main
 
     out = CliRunner().invoke(main, ["explain", str(ROW_KERNEL)])
     assert out.exit_code == 0, out.output

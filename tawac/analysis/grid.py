@@ -14,8 +14,8 @@ from xdsl.ir import Attribute, BlockArgument, SSAValue
 
 from tawac.analysis.identity import argument_name
 from tawac.analysis.scalars import constant_int
-from tawac.diagnostics import CompileError
 from tawac.dialects import hopper, tile
+from tawac.support.diagnostics import CompileError
 
 
 def to_attr(x: Any) -> Attribute:

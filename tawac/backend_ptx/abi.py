@@ -13,8 +13,8 @@ from xdsl.dialects.builtin import (
 from xdsl.ir import Attribute, BlockArgument, Operation, SSAValue
 
 from tawac.analysis.grid import checks_of, decomposition_of, from_attr, to_attr, workspace_of
-from tawac.diagnostics import CompileError
 from tawac.dialects import ptx, tile
+from tawac.support.diagnostics import CompileError
 from tawac.target import HOPPER
 
 SMEM_SYMBOL = "tawac_smem"

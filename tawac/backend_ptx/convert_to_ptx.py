@@ -43,8 +43,8 @@ from tawac.backend_ptx.lowering import (  # noqa: F401
     trace,
 )
 from tawac.backend_ptx.lowering.state import KernelLowering
-from tawac.diagnostics import CompileError
 from tawac.dialects import hopper, tile
+from tawac.support.diagnostics import CompileError
 
 
 @dataclass(frozen=True)

@@ -15,8 +15,8 @@ from xdsl.dialects import arith, math, scf
 from xdsl.dialects.builtin import TensorType
 from xdsl.ir import Operation, SSAValue
 
-from tawac.diagnostics import CompileError
 from tawac.dialects import tile
+from tawac.support.diagnostics import CompileError
 from tawac.target.layouts import AccLayout
 
 _ELEMENTWISE = (

@@ -731,7 +731,7 @@ class TmaLoadMulticastOp(IRDLOperation):
 
 #: The kernel attribute holding an instrumented build's event table (the `trace` pass),
 #: which `convert-to-ptx` copies into the sidecar's "trace" entry.
-TRACE_ATTR = "tawac.trace"
+TRACE_ATTR = "tawac.runtime.trace"
 
 
 @irdl_op_definition
@@ -739,7 +739,7 @@ class TraceOp(IRDLOperation):
     """A time stamp of an instrumented build (the `trace` pass): the leader thread of the
     warp group that executes it writes one record {%globaltimer, %clock64, `event`, %smid}
     into its (CTA, warp group) slice of the trace buffer (docs/abi.md, "trace"). `event`
-    indexes the kernel's event table (`tawac.trace`)."""
+    indexes the kernel's event table (`tawac.runtime.trace`)."""
 
     name = "hopper.trace"
     event = prop_def(IntegerAttr[I64])

@@ -31,13 +31,13 @@ from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
-import tawac.cli
 import tawac.compiler  # noqa: F401  (imported before forking, so children need not)
-import tawac.ptxas
 import tawac.runtime  # noqa: F401
-from tawac.diagnostics import CompileError
+import tawac.support.ptxas
+import tawac.tools.cli
 from tawac.fuzz.meaning import CHECK_TIMEOUT, Check, check_meaning, load_checks, selected
 from tawac.fuzz.mutate import Corpus, compile_options, mutant, source_suffix
+from tawac.support.diagnostics import CompileError
 from tawac.target import HOPPER
 
 FINDINGS = ("internal", "traceback", "hang", "crash", "partial-output", "bad-diagnostic")
@@ -193,7 +193,7 @@ def _child(folder: Path, memory: int, options: list[str], suffix: str) -> None:
         args = ["compile", str(folder / f"src{suffix}"), "-o", str(folder / "out" / "k.ptx")]
         args += options
         try:
-            tawac.cli.main(args, prog_name="tawac")
+            tawac.tools.cli.main(args, prog_name="tawac")
             code = 0
         except SystemExit as e:
             if isinstance(e.code, str):
@@ -307,7 +307,7 @@ def _ptxas_error(log: str, code: int | None) -> str:
 def find_ptxas() -> str | None:
     """tawac's own search for ptxas; None where there is none."""
     try:
-        return tawac.ptxas.find_ptxas()
+        return tawac.support.ptxas.find_ptxas()
     except CompileError:
         return None
 

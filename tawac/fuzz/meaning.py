@@ -91,10 +91,10 @@ def selected(seed: int, index: int, fraction: float) -> bool:
 def pipeline_options(flags: list[str]) -> dict[str, Any]:
     """The `PipelineOptions` fields `tawac compile` runs with under these flags, read by
     the command's own parser."""
-    import tawac.cli
-    from tawac.options import KNOBS
+    import tawac.tools.cli
+    from tawac.support.options import KNOBS
 
-    ctx = tawac.cli.main.commands["compile"].make_context(
+    ctx = tawac.tools.cli.main.commands["compile"].make_context(
         "compile", ["k.mlir", "-o", "k.ptx", *flags]
     )
     return {k.name: ctx.params[k.name] for k in KNOBS}
@@ -178,7 +178,7 @@ def check_meaning(
         return "unchecked", "no-sizes: the source has no check_sizes in corpus/corpus.json"
     from tawac.check import ValidationError, baseline, validate_pipeline
     from tawac.compiler import parse_text
-    from tawac.diagnostics import CompileError
+    from tawac.support.diagnostics import CompileError
 
     program = program or check.program or check.source
     previous = signal.signal(signal.SIGALRM, _alarm)

@@ -28,7 +28,7 @@ TOKEN = re.compile(
     re.VERBOSE | re.DOTALL,
 )
 SHAPE = re.compile(r"tensor<((?:(?:\d+|\?)x)+)")
-# A kernel's parameter declaration and its entries (tawac.params).
+# A kernel's parameter declaration and its entries (tawac.support.params).
 PARAMS = re.compile(r"\bparams\s*=\s*\{([^{}]*)\}")
 PARAM = re.compile(r"\b([A-Z][A-Z0-9_]*)\s*=\s*(\d+)")
 DTYPES = "bf16 f16 f32 f64 i1 i8 i16 i32 i64 index f8E4M3FN f8E5M2".split()

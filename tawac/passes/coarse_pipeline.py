@@ -73,11 +73,11 @@ from xdsl.rewriter import InsertPoint, Rewriter
 from tawac import schedule
 from tawac.analysis.loops import in_body, index_slice, main_loops, scheduled_ops
 from tawac.analysis.scalars import SCALAR_OPS
-from tawac.diagnostics import CompileError
 from tawac.dialects import aref, hopper, tile
 from tawac.dialects.schedule import LoopPlan, WaitPlan
 from tawac.schedule.chain import chain_problem
 from tawac.schedule.check import loop_error, op_name
+from tawac.support.diagnostics import CompileError
 
 
 def _inside(v: SSAValue, op: Operation) -> bool:

@@ -1,4 +1,4 @@
-"""`convert-ttir`: a Triton kernel (`tt.func`, read by `tawac.ttir`) to a tile kernel
+"""`convert-ttir`: a Triton kernel (`tt.func`, read by `tawac.ir.ttir`) to a tile kernel
 (`tile.kernel`) in front of the default pipeline (issue 21, item 1).
 
 The pointer analysis (`tawac.analysis.pointers`) reads every load and store as a block:
@@ -62,7 +62,7 @@ is then CSE'd (xDSL's `cse`), so the later passes meet one value per distinct pu
 expression. Only ops with the `Pure` trait merge (arith, math, `tile.dot`, `tile.iota`,
 ...); `tile.load` and `tile.store` have no memory-effect trait and are left alone.
 
-Errors are `CompileError`s at the op's Python line (`tawac.ttir.python_location`); the
+Errors are `CompileError`s at the op's Python line (`tawac.ir.ttir.python_location`); the
 `tile.dot` and a `tl.where`'s `tile.select` carry that line as their location, where a
 later pass's error about them points.
 """
@@ -100,9 +100,9 @@ from xdsl.transforms.common_subexpression_elimination import cse
 from tawac.analysis import pointers
 from tawac.analysis.pointers import Access, Dim, PointerError, Poly, Range, accesses
 from tawac.analysis.scalars import constant_int
-from tawac.diagnostics import CompileError
 from tawac.dialects import tile, tt
-from tawac.ttir import python_location
+from tawac.ir.ttir import python_location
+from tawac.support.diagnostics import CompileError
 
 #: Sizes at which a computed program order is checked to cover the tile grid once.
 CHECK_SIZES = (1, 63, 64, 127, 128, 129, 255, 256, 257, 1000, 1024, 3000)

@@ -49,9 +49,9 @@ from xdsl.rewriter import InsertPoint, Rewriter
 from tawac import schedule
 from tawac.analysis.arefs import read_by_math
 from tawac.analysis.mma import is_mma_operand
-from tawac.diagnostics import CompileError
 from tawac.dialects import aref, hopper, tile
 from tawac.schedule.smem import SmemPlan
+from tawac.support.diagnostics import CompileError
 from tawac.target import HOPPER
 
 

@@ -51,8 +51,8 @@ from xdsl.passes import ModulePass
 from xdsl.rewriter import InsertPoint, Rewriter
 
 from tawac import schedule
-from tawac.diagnostics import CompileError
 from tawac.dialects import aref, hopper, tile
+from tawac.support.diagnostics import CompileError
 
 #: Operations without memory effects an epilogue may consist of, besides arith and math.
 _PURE_TILE = (tile.BroadcastOp, tile.SplatOp, tile.DimOp)

@@ -46,8 +46,8 @@ from xdsl.rewriter import InsertPoint, Rewriter
 from tawac import schedule
 from tawac.analysis.grid import decomposition_of, from_attr
 from tawac.analysis.loops import main_loops, trip_count
-from tawac.diagnostics import CompileError
 from tawac.dialects import aref, hopper, tile
+from tawac.support.diagnostics import CompileError
 
 
 def _c(v: int) -> arith.ConstantOp:

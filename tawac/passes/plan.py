@@ -8,7 +8,7 @@ decisions that follow from it by one rule each are derived where it leaves them 
 (`complete`: MMA waits, store staging), and the whole is checked against the kernel
 (`tawac.schedule.check`: the one place a schedule is checked), before it is recorded as
 `#tawac.schedule`; the passes after it apply it and decide nothing. The options are the
-pipeline knobs (`tawac.options.KNOBS`, one option each, with its default; 0: choose),
+pipeline knobs (`tawac.support.options.KNOBS`, one option each, with its default; 0: choose),
 the planner's inputs.
 """
 
@@ -24,10 +24,10 @@ from xdsl.passes import ModulePass
 from tawac import schedule
 from tawac.analysis.identity import name_unnamed
 from tawac.dialects import tile
-from tawac.options import KNOBS, PipelineOptions, knob_fields
 from tawac.schedule.check import check
 from tawac.schedule.planner import complete
 from tawac.schedule.registry import get_planner
+from tawac.support.options import KNOBS, PipelineOptions, knob_fields
 
 
 @dataclass(frozen=True)

@@ -88,8 +88,8 @@ from tawac.analysis.grid import (
     to_attr,
 )
 from tawac.analysis.identity import argument_name
-from tawac.diagnostics import CompileError
 from tawac.dialects import tile
+from tawac.support.diagnostics import CompileError
 
 PARTIALS = "tawac_splitk_partials"
 TICKETS = "tawac_splitk_tickets"

@@ -32,8 +32,8 @@ from xdsl.passes import ModulePass
 from xdsl.rewriter import InsertPoint, Rewriter
 
 from tawac.analysis.grid import DECOMPOSITION_ATTR, to_attr
-from tawac.diagnostics import CompileError
 from tawac.dialects import tile
+from tawac.support.diagnostics import CompileError
 
 
 @dataclass

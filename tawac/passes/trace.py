@@ -19,7 +19,7 @@ ticket (`tile.arrive`): `arrive`, and its last program's sum or combine
 (`tile.split_sum`, `tile.split_softmax`): `combine`.
 
 Each stamp carries an event id; the event table goes on the kernel as the attribute
-`tawac.trace` ({slots, ctas, every, roles, events}), which `convert-to-ptx` copies into
+`tawac.runtime.trace` ({slots, ctas, every, roles, events}), which `convert-to-ptx` copies into
 the launch sidecar (docs/abi.md, "trace"). An event is {id, name, role, wg, op, edge,
 span, loop, sampled}: `edge` is "begin" or "end", and the two stamps of one span share
 `span`; `wg` is the first warp group of its partition; `loop` is the loop's index in
@@ -51,8 +51,8 @@ from xdsl.passes import ModulePass
 from xdsl.rewriter import InsertPoint, Rewriter
 
 from tawac.analysis.grid import to_attr
-from tawac.diagnostics import CompileError
 from tawac.dialects import aref, hopper, tile
+from tawac.support.diagnostics import CompileError
 
 #: Bytes of one record (docs/abi.md, "trace").
 RECORD_BYTES = 16
@@ -147,7 +147,7 @@ SYNC_EVENTS = (
 
 
 def instrument(kernel: tile.KernelOp, slots: int, ctas: int, every: int = 1) -> None:
-    """Stamps in every partition of `kernel` and its event table (`tawac.trace`)."""
+    """Stamps in every partition of `kernel` and its event table (`tawac.runtime.trace`)."""
     if hopper.TRACE_ATTR in kernel.attributes:
         return  # instrumented already
     parts = [p for p in kernel.body.block.ops if isinstance(p, aref.PartitionOp)]

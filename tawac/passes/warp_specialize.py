@@ -46,8 +46,8 @@ from tawac.analysis.identity import argument_name, joined, unique_names
 from tawac.analysis.loops import trip_count
 from tawac.analysis.mma import is_consumer_tile_load, is_mma_operand_load, mma_uses
 from tawac.analysis.scalars import SCALAR_OPS
-from tawac.diagnostics import CompileError, location_of
 from tawac.dialects import aref, tile
+from tawac.support.diagnostics import CompileError, location_of
 
 
 def _check_not_mixed(op: Operation) -> None:

@@ -41,9 +41,9 @@ from xdsl.rewriter import InsertPoint, Rewriter
 
 from tawac.analysis.grid import DECOMPOSITION_ATTR, GRID_ATTR, GROUP_ATTR, to_attr
 from tawac.analysis.scalars import constant_int
-from tawac.diagnostics import CompileError
 from tawac.dialects import tile
 from tawac.schedule import widen as rule
+from tawac.support.diagnostics import CompileError
 from tawac.target.hopper import HOPPER
 
 WIDEN_ATTR = "tawac.widen"

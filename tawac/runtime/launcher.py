@@ -753,7 +753,7 @@ class Kernel:
         """An instrumented build's "trace" entry (docs/abi.md); None otherwise."""
         self.last_trace = None
         """The trace buffer of the latest launch of an instrumented build (a torch uint8
-        CUDA tensor, `tawac.trace.decode`'s input); None before it."""
+        CUDA tensor, `tawac.runtime.trace.decode`'s input); None before it."""
         # Tensors TMA writes (a sidecar without "access" counts every one as written).
         self._stored_maps = {
             a["name"]

@@ -14,7 +14,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from tawac.diagnostics import CompileError
 from tawac.runtime.launcher import (
     FLOAT_SCALAR_DTYPES,
     FP8_DTYPES,
@@ -23,6 +22,7 @@ from tawac.runtime.launcher import (
     compute_grid,
     load_kernel,
 )
+from tawac.support.diagnostics import CompileError
 from tawac.target import HOPPER
 
 DEFAULT_F32_SCALAR = 0.5
@@ -407,7 +407,7 @@ def run_kernel_file(
     time_ms (median), timer, flops, tflops.
 
     With `trace_out`, the kernel must be an instrumented build (sidecar "trace"): the
-    first launch's trace is decoded to Chrome trace JSON at that path (`tawac.trace`),
+    first launch's trace is decoded to Chrome trace JSON at that path (`tawac.runtime.trace`),
     and nothing is timed (the stamps cost time); the result says `trace` (the path) and
     `trace_stamps`.
     """
@@ -444,7 +444,7 @@ def run_kernel_file(
     kernel(*args)
     torch.cuda.synchronize()
     if trace_out is not None:
-        from tawac.trace import write_chrome_trace
+        from tawac.runtime.trace import write_chrome_trace
 
         if kernel.trace is None:
             raise LaunchError(f"{path}: the kernel is not an instrumented build (--trace)")

@@ -14,9 +14,9 @@ from xdsl.dialects import scf
 
 from tawac.analysis.grid import from_attr, infer_grid
 from tawac.analysis.loops import scheduled_ops
-from tawac.diagnostics import CompileError
 from tawac.dialects import tile
 from tawac.dialects.schedule import LoopPlan, OpPlan, Schedule, ScheduleAttr
+from tawac.support.diagnostics import CompileError
 
 KEY = "tawac.schedule"
 

@@ -15,7 +15,7 @@ where it cannot tell them apart, the target's measured preference decides.
 3. The choice (`choose`): the cheaper proposal where its margin, (slow - fast) / slow in
    percent to one decimal, is at least the model's measured error for the kind of the
    kernel's consumer main loop (`Target.model_error_for`: the calibration's figure for
-   comparing the two planners' schedules of such loops, `tawac.calibrate.planner_errors`,
+   comparing the two planners' schedules of such loops, `tawac.tools.calibrate.planner_errors`,
    else its median error; rule `model`);
    where the solver's schedule is not priced cheaper by at least `TIE_MARGIN` (a tie,
    or the heuristic's priced cheaper within the model's error), the heuristic's (rule
@@ -28,7 +28,7 @@ where it cannot tell them apart, the target's measured preference decides.
    the target's `preferred_planner` for the kind of the kernel's consumer main loop
    (`tawac.analysis.kinds.schedule_kind`, with the heuristic's consumer warp groups:
    attention on one is a kind of its own; rule `preferred`).
-   `decide` is that rule on the figures alone (`tawac.calibrate` replays it).
+   `decide` is that rule on the figures alone (`tawac.tools.calibrate` replays it).
 
 The schedule chosen is recorded with `planner = auto` and the decision as its `auto`
 field (`tawac.dialects.schedule.AutoInfo`); a chosen solver schedule keeps its `solve`.
@@ -40,14 +40,14 @@ import dataclasses
 import math
 
 from tawac.analysis.kinds import schedule_kind
-from tawac.diagnostics import CompileError
 from tawac.dialects import tile
 from tawac.dialects.schedule import AutoInfo, Schedule
-from tawac.options import PipelineOptions
 from tawac.schedule.check import check
 from tawac.schedule.model import schedule_cost as cost
 from tawac.schedule.planner import HeuristicPlanner, complete
 from tawac.schedule.solver import MARGIN
+from tawac.support.diagnostics import CompileError
+from tawac.support.options import PipelineOptions
 from tawac.target import HOPPER, Target
 
 #: A margin (percent) below which two proposals tie: the solver planner's own `MARGIN`,

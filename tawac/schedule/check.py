@@ -17,12 +17,12 @@ from xdsl.ir import Operation, SSAValue
 from tawac.analysis.loops import main_loops, scheduled_ops
 from tawac.analysis.mma import can_release_late, dots_in, fragment_registers, rows_problem
 from tawac.analysis.stores import store_after_loops, tma_storable
-from tawac.diagnostics import CompileError
 from tawac.dialects import aref, hopper, tile
 from tawac.dialects.schedule import LoopPlan, Schedule
 from tawac.schedule.chain import chain_problem
 from tawac.schedule.smem import SmemPlan, chunk_ring_fits, staging_ring_type
 from tawac.schedule.waits import awaited_dots, due
+from tawac.support.diagnostics import CompileError
 from tawac.target import HOPPER
 
 #: Registers a consumer thread needs beside one MMA's accumulator fragment, which ptxas

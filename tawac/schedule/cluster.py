@@ -40,9 +40,9 @@ from xdsl.ir import Operation
 
 from tawac.analysis.grid import infer_grid
 from tawac.analysis.program_ids import depends_on_program_id
-from tawac.diagnostics import CompileError
 from tawac.dialects import aref, hopper, tile
-from tawac.options import CLUSTERS
+from tawac.support.diagnostics import CompileError
+from tawac.support.options import CLUSTERS
 
 
 def cluster_shape(text: str) -> tuple[int, int]:

@@ -5,7 +5,7 @@ level (after `warp-specialize`, before `lower-aref`) in cycles, with the cost-ta
 `tawac/target/hopper.py` (measured on an H100, docs/hopper-measured.md). The answer is an
 `OpCost`: the unit the op runs on, how long the issuing warp group is busy issuing it, how
 long the unit is busy, and when its result is usable. `tawac.schedule.simulate` runs a
-loop's steps on these costs (`tawac.timeline` draws the run as a Gantt chart).
+loop's steps on these costs (`tawac.tools.timeline` draws the run as a Gantt chart).
 
 The model, per op (W = `warp_groups` consumer warp groups; a tile's rows are split evenly
 over them, so a warp group works on `rows / W` rows):

@@ -64,12 +64,12 @@ from xdsl.ir import Block, BlockArgument, Operation, SSAValue
 from tawac.analysis.grid import Problem, problem_at
 from tawac.analysis.loops import main_loops, scheduled_ops
 from tawac.analysis.program_ids import depends_on_program_id
-from tawac.diagnostics import CompileError
 from tawac.dialects import aref, tile
 from tawac.dialects.schedule import LoopPlan, Schedule
 from tawac.schedule import loop_plan
 from tawac.schedule.cost import NoCostModel, op_cost
 from tawac.schedule.simulate import Dep, Lane, Step, simulate
+from tawac.support.diagnostics import CompileError
 from tawac.target import HOPPER, Target
 
 #: Iterations the timeline model simulates of a main loop to find its steady state

@@ -32,10 +32,8 @@ from tawac.analysis.mma import (
     rows_problem,
 )
 from tawac.analysis.program_ids import streams_along_x, work_order
-from tawac.diagnostics import CompileError
 from tawac.dialects import aref, tile
 from tawac.dialects.schedule import ArefPlan, LoopPlan, OpPlan, RolePlan, Schedule
-from tawac.options import PipelineOptions
 from tawac.schedule import loop_plan
 from tawac.schedule.chain import chain_problem
 from tawac.schedule.check import lags, ops_mismatch, register_problem
@@ -44,6 +42,8 @@ from tawac.schedule.model import schedule_cost
 from tawac.schedule.smem import kernel_plan
 from tawac.schedule.staging import chunk_buffers, plan_stores
 from tawac.schedule.waits import awaited_dots, plan_waits
+from tawac.support.diagnostics import CompileError
+from tawac.support.options import PipelineOptions
 from tawac.target import HOPPER
 
 # Registers of a producer thread: its code is scalar (a few registers, checked in the

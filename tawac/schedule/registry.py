@@ -6,9 +6,9 @@ when it solves) and the auto planner, which has both propose and the cost model 
 
 from __future__ import annotations
 
-from tawac.diagnostics import CompileError
 from tawac.schedule.auto import AutoPlanner
 from tawac.schedule.planner import HeuristicPlanner, Planner
+from tawac.support.diagnostics import CompileError
 
 PLANNERS: dict[str, Planner] = {"heuristic": HeuristicPlanner(), "auto": AutoPlanner()}
 

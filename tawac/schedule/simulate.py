@@ -6,7 +6,7 @@ barriers, a result awaited, a loop-carried value); a step's costs are those of t
 model (`tawac.schedule.cost.OpCost`), and `tawac.schedule.model.loop_lanes` builds the
 lanes of a kernel's main loops. `simulate` runs every lane's body for a number of
 iterations on one SM's units and records what ran when and why a lane waited (a
-`Timeline`); the solver planner arbitrates with it and `tawac.timeline.render_svg` draws it.
+`Timeline`); the solver planner arbitrates with it and `tawac.tools.timeline.render_svg` draws it.
 
 Simulation rules (all times in cycles, floats):
 

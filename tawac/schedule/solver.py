@@ -63,11 +63,8 @@ from tawac.analysis.kinds import tile_exponentials
 from tawac.analysis.loops import main_loops, scheduled_ops
 from tawac.analysis.mma import deferred_dots, releasing_dots, rows_problem
 from tawac.analysis.pressure import body_readers, loop_pressure, tile_registers
-from tawac.cache import cache_root
-from tawac.diagnostics import CompileError
 from tawac.dialects import aref, tile
 from tawac.dialects.schedule import ArefPlan, LoopPlan, OpPlan, Schedule, SolveInfo
-from tawac.options import PipelineOptions
 from tawac.schedule import modulo
 from tawac.schedule.check import lags
 from tawac.schedule.model import loop_lanes, model_intervals
@@ -75,6 +72,9 @@ from tawac.schedule.planner import HeuristicPlanner, fits_registers, register_bu
 from tawac.schedule.simulate import Lane
 from tawac.schedule.smem import kernel_plan
 from tawac.schedule.waits import plan_waits
+from tawac.support.cache import cache_root
+from tawac.support.diagnostics import CompileError
+from tawac.support.options import PipelineOptions
 from tawac.target import HOPPER
 
 #: Seconds the solver may take per kernel (both steps, every warp-group count).
@@ -96,7 +96,7 @@ MAX_STAGE = 5
 
 def cache_dir() -> Path:
     """Where solved schedules are kept: the `solver` folder of the compile cache
-    (`tawac.cache.cache_root()`: `$TAWAC_CACHE_DIR`, else `$XDG_CACHE_HOME/tawac`, else
+    (`tawac.support.cache.cache_root()`: `$TAWAC_CACHE_DIR`, else `$XDG_CACHE_HOME/tawac`, else
     `~/.cache/tawac`)."""
     return cache_root() / "solver"
 

@@ -1,6 +1,6 @@
 """The tensor dtypes of the launch ABI (a sidecar's `"dtype"`, docs/abi.md) and the bytes
 per element of each: the one table the launcher (`TENSOR_DTYPES`) and the tuning tables'
-row-alignment rule (`tawac.tuning.rows_aligned`) read. No torch, no xDSL."""
+row-alignment rule (`tawac.schedule.tuning.rows_aligned`) read. No torch, no xDSL."""
 
 from __future__ import annotations
 

@@ -12,7 +12,7 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from tawac.diagnostics import CompileError
+from tawac.support.diagnostics import CompileError
 from tawac.target.calibration import calibrated
 
 
@@ -145,7 +145,7 @@ class Target:
     #: Per kind of consumer main loop, the model's measured error in comparing the two
     #: planners' schedules of one loop: the median over the corpus's programs of that kind
     #: of |(predicted solver / heuristic) / (measured solver / heuristic) - 1|
-    #: (`tawac.calibrate.planner_errors`). Where a kind has one, the `auto` planner needs
+    #: (`tawac.tools.calibrate.planner_errors`). Where a kind has one, the `auto` planner needs
     #: a margin above it, not `model_error`, before the model decides (`model_error_for`).
     planner_errors: tuple[tuple[str, float], ...] = ()
     #: Per kind of consumer main loop (`tawac.analysis.kinds.KINDS`), the planner whose

@@ -14,8 +14,8 @@ from xdsl.ir import Block, SSAValue
 
 from tawac.backend_ptx.lowering.mma import pack_pair
 from tawac.backend_ptx.lowering.state import Frag, KernelLowering, handles, mov_type, reg_kind
-from tawac.diagnostics import CompileError
 from tawac.dialects import ptx
+from tawac.support.diagnostics import CompileError
 
 
 @handles(scf.ForOp)

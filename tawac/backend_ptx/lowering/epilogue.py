@@ -20,9 +20,9 @@ from tawac.backend_ptx.lowering.state import (
     wg_leader,
     wg_local,
 )
-from tawac.diagnostics import CompileError
 from tawac.dialects import hopper, ptx
 from tawac.dialects.tile import stack_of
+from tawac.support.diagnostics import CompileError
 from tawac.target import HOPPER
 from tawac.target.layouts import SwizzledTile
 

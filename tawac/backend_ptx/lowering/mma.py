@@ -23,8 +23,8 @@ from tawac.backend_ptx.lowering.state import (
     handles,
     wg_local,
 )
-from tawac.diagnostics import CompileError
 from tawac.dialects import hopper, ptx
+from tawac.support.diagnostics import CompileError
 from tawac.target import HOPPER, MmaAtom
 from tawac.target.layouts import MatrixDescriptor
 

@@ -34,8 +34,8 @@ from tawac.backend_ptx.lowering.state import (
     map2,
     reg_kind,
 )
-from tawac.diagnostics import CompileError
 from tawac.dialects import hopper, ptx, tile
+from tawac.support.diagnostics import CompileError
 
 _CMPI = {0: "eq", 1: "ne", 2: "lt", 3: "le", 4: "gt", 5: "ge", 6: "lo", 7: "ls", 8: "hi", 9: "hs"}
 

@@ -26,8 +26,8 @@ from tawac import schedule
 from tawac.analysis.grid import from_attr
 from tawac.backend_ptx import abi
 from tawac.backend_ptx.vector_layouts import VectorLayouts
-from tawac.diagnostics import CompileError
 from tawac.dialects import aref, hopper, ptx, tile
+from tawac.support.diagnostics import CompileError
 from tawac.target import HOPPER, NamedBarriers, layouts
 from tawac.target.layouts import AccLayout, IndexExpr
 

@@ -11,9 +11,9 @@ multicast TMA loads (each CTA's band of rows into every CTA of the cluster).
 from __future__ import annotations
 
 from tawac.backend_ptx.lowering.state import Bars, KernelLowering, Ring, SmemTile, handles, wg_local
-from tawac.diagnostics import CompileError
 from tawac.dialects import hopper, ptx
 from tawac.dialects.tile import stack_of
+from tawac.support.diagnostics import CompileError
 from tawac.target import HOPPER
 
 

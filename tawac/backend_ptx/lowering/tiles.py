@@ -26,8 +26,8 @@ from tawac.backend_ptx.lowering.state import (
     mov_type,
     wg_local,
 )
-from tawac.diagnostics import CompileError
 from tawac.dialects import hopper, ptx, tile
+from tawac.support.diagnostics import CompileError
 from tawac.target import HOPPER, layouts
 from tawac.target.layouts import AccLayout
 

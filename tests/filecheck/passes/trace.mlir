@@ -12,7 +12,7 @@
 // RUN: not tawac opt %S/../../../examples/gemm.mlir -p 'trace{slots=1000}' 2>&1 | filecheck %s --check-prefix=ERR
 // RUN: not tawac opt %S/../../../examples/gemm.mlir -p 'trace{every=6}' 2>&1 | filecheck %s --check-prefix=ERR-EVERY
 
-// CHECK: tawac.trace = {slots = 1024 : i64, ctas = 8 : i64, every = 1 : i64, record_bytes = 16 : i64, warp_groups = 3 : i64, roles = ["producer", "consumer", "consumer"], events = [{id = 0 : i64, name = "warp group", role = "", wg = -1 : i64, op = "sync", span = 0 : i64, loop = -1 : i64, sampled = 0 : i64, edge = "begin"}, {id = 1 : i64, {{.*}} op = "sync", {{.*}} edge = "end"}, {id = 2 : i64, name = "iteration loop0", role = "producer", wg = 0 : i64, op = "iteration", span = 1 : i64, loop = 0 : i64, sampled = 0 : i64, edge = "begin", step = 64 : i64}
+// CHECK: tawac.runtime.trace = {slots = 1024 : i64, ctas = 8 : i64, every = 1 : i64, record_bytes = 16 : i64, warp_groups = 3 : i64, roles = ["producer", "consumer", "consumer"], events = [{id = 0 : i64, name = "warp group", role = "", wg = -1 : i64, op = "sync", span = 0 : i64, loop = -1 : i64, sampled = 0 : i64, edge = "begin"}, {id = 1 : i64, {{.*}} op = "sync", {{.*}} edge = "end"}, {id = 2 : i64, name = "iteration loop0", role = "producer", wg = 0 : i64, op = "iteration", span = 1 : i64, loop = 0 : i64, sampled = 0 : i64, edge = "begin", step = 64 : i64}
 // CHECK-SAME: name = "acquire a_b"
 // CHECK-SAME: name = "put a_b"
 // CHECK-SAME: name = "get a_b"

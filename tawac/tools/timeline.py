@@ -15,8 +15,8 @@ import math
 import xml.etree.ElementTree as ET
 from dataclasses import dataclass
 
+from tawac.runtime.trace import Measured, MeasuredLane
 from tawac.schedule.simulate import CONTENDED, UNITS, Lane, Run, Timeline, Wait
-from tawac.trace import Measured, MeasuredLane
 
 #: Fill colour and name of each unit in the picture.
 UNIT_STYLE: dict[str, tuple[str, str]] = {
@@ -737,7 +737,7 @@ def render_svg(
 ) -> str:
     """The timeline as an SVG Gantt chart (text). `window`: the cycles shown (default:
     `shown` steady-state iterations, `default_window`, widened to the measured ones).
-    `measured`: a measured window (`tawac.trace.measured_window`) drawn under the
+    `measured`: a measured window (`tawac.runtime.trace.measured_window`) drawn under the
     warp groups' lanes on the same axis, its first iteration at the model's first shown
     one (`data-kind` "measured" lanes of `<rect class="measured">`, `data-op`).
 

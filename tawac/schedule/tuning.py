@@ -26,7 +26,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from tawac.options import KNOBS, knob
+from tawac.support.options import KNOBS, knob
 from tawac.target.dtypes import ELEMENT_BYTES
 from tawac.target.hopper import HOPPER
 

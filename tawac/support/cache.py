@@ -35,9 +35,9 @@ from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
-from tawac.diagnostics import CompileError
-from tawac.files import write_atomic
-from tawac.ptxas import ptxas_version
+from tawac.support.diagnostics import CompileError
+from tawac.support.files import write_atomic
+from tawac.support.ptxas import ptxas_version
 
 __all__ = [
     "CacheWarning",
@@ -145,7 +145,7 @@ def source_digest() -> str:
     one compiled."""
     global _source_digest
     if _source_digest is None:
-        package = os.path.dirname(os.path.abspath(__file__))
+        package = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
         h = hashlib.sha256()
         for parts in sorted(_python_files(package, ())):
             data = Path(package, *parts).read_bytes()

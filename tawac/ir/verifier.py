@@ -34,7 +34,7 @@ from xdsl.ir import Block, Operation, SSAValue
 from xdsl.parser.core import ForwardDeclaredValue
 from xdsl.utils.exceptions import VerifyException
 
-from tawac.diagnostics import CompileError, location_of
+from tawac.support.diagnostics import CompileError, location_of
 
 # Largest finite value of each float type (IEEE binary16/32/64; bfloat16 keeps f32's
 # exponent with 8 significand bits; the fp8 formats of OCP's 8-bit float spec).

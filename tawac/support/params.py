@@ -25,7 +25,7 @@ import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
-from tawac.diagnostics import CompileError
+from tawac.support.diagnostics import CompileError
 
 NAME = re.compile(r"[A-Z][A-Z0-9_]*")
 _NAME_FULL = re.compile(r"[A-Z][A-Z0-9_]*\Z")

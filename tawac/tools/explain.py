@@ -7,7 +7,7 @@ tile order and grid), the IR it refers to (aref payloads, the ops of each main l
 and the shared-memory allocations after lowering (the plan of `tawac.schedule.smem`).
 With `timeline`, also the steady state of the main loops: `tawac.schedule.model` turns the
 schedule and the target model's costs into the simulator's lanes
-(`tawac.schedule.simulate`), drawn by `tawac.timeline`.
+(`tawac.schedule.simulate`), drawn by `tawac.tools.timeline`.
 """
 
 from __future__ import annotations
@@ -25,18 +25,18 @@ from tawac import schedule
 from tawac.analysis.grid import decomposition_of, from_attr
 from tawac.analysis.loops import main_loops, scheduled_ops
 from tawac.compiler import run_pipeline
-from tawac.diagnostics import CompileError
 from tawac.dialects import aref, hopper, tile
 from tawac.dialects.schedule import Schedule
-from tawac.options import PipelineOptions
 from tawac.passes.group_heads import GROUP_ATTR, KEPT_ATTR
 from tawac.passes.widen import WIDEN_ATTR
+from tawac.runtime.trace import Measured, measured_window
 from tawac.schedule import loop_plan
 from tawac.schedule.model import TIMELINE_ITERATIONS, aref_name, loop_lanes
 from tawac.schedule.simulate import Dep, Lane, Step, simulate
+from tawac.support.diagnostics import CompileError
+from tawac.support.options import PipelineOptions
 from tawac.target import HOPPER
-from tawac.timeline import render_svg
-from tawac.trace import Measured, measured_window
+from tawac.tools.timeline import render_svg
 
 
 def _kernel(module: ModuleOp) -> tile.KernelOp:
@@ -298,10 +298,11 @@ def planner_text(info: dict[str, Any]) -> str:
 
 
 def measured_info(info: dict[str, Any], path: str) -> Measured:
-    """The measured steady state in the Chrome trace at `path` (`tawac.trace.measured_window`)
-    of the kernel `info` explains (`explain_module(..., timeline=True)`), recorded in
-    `info["measured"]` with the model's error on it; a `CompileError` when the file is
-    not such a trace or is another kernel's."""
+    """The measured steady state in the Chrome trace at `path`
+    (`tawac.runtime.trace.measured_window`) of the kernel `info` explains
+    (`explain_module(..., timeline=True)`), recorded in `info["measured"]` with the model's
+    error on it; a `CompileError` when the file is not such a trace or is another
+    kernel's."""
     try:
         doc = json.loads(Path(path).read_text())
     except (OSError, ValueError) as err:

@@ -9,7 +9,7 @@ Two things of TTIR's text need care:
   it).
 - Float splats in hex (`dense<0xFF800000>`, -inf): their bit patterns; and tawac's
   lexer limits (linear-time strings, bounded numbers) and shape bounds:
-  `tawac.parser.BoundedParser`. A shaped type with an extent of 0 is refused where it
+  `tawac.ir.parser.BoundedParser`. A shaped type with an extent of 0 is refused where it
   is written (no Triton block has one, and the conversion divides by block sizes).
 - Locations: each op carries its Python source position, often wrapped: a name
   (`loc("a_ptrs"(...))`), a call site in Triton's own library
@@ -43,9 +43,9 @@ from xdsl.ir import Attribute, Operation
 from xdsl.utils.exceptions import ParseError, VerifyException
 from xdsl.utils.lexer import Span
 
-from tawac.diagnostics import CompileError
 from tawac.dialects.tt import TT, ttir_arith
-from tawac.parser import BoundedParser
+from tawac.ir.parser import BoundedParser
+from tawac.support.diagnostics import CompileError
 
 _ALIAS = re.compile(r"^#[\w.$-]+\s*=\s*loc\(.*\)\s*$", re.MULTILINE)
 #: Path parts of Triton's own library (its call sites are not the user's code).

@@ -6,7 +6,7 @@ from __future__ import annotations
 import signal
 import time
 
-from tawac.diagnostics import CompileError
+from tawac.support.diagnostics import CompileError
 
 __all__ = ["TimeLimit", "set_stage"]
 

@@ -7,7 +7,7 @@ import os
 import tempfile
 from pathlib import Path
 
-from tawac.diagnostics import CompileError
+from tawac.support.diagnostics import CompileError
 
 
 def decode(data: bytes, filename: str) -> str:

@@ -1,5 +1,5 @@
 """Where ptxas is, which version it is, and running it, without importing xDSL: the
-compile cache (`tawac.cache`) names the ptxas version in a cubin's key, a warm load must
+compile cache (`tawac.support.cache`) names the ptxas version in a cubin's key, a warm load must
 not pay for the compiler's imports, and PTX found in the cache assembles without them.
 `tawac.driver` re-exports `find_ptxas` and `assemble`."""
 
@@ -10,7 +10,7 @@ import shutil
 import sys
 from pathlib import Path
 
-from tawac.timelimit import TimeLimit, set_stage
+from tawac.support.timelimit import TimeLimit, set_stage
 
 #: The environment variable naming the ptxas executable (first in the search).
 PTXAS_ENV = "TAWAC_PTXAS"
@@ -46,7 +46,7 @@ def find_ptxas() -> str:
     found = locate_ptxas()
     if found is not None:
         return found
-    from tawac.diagnostics import CompileError
+    from tawac.support.diagnostics import CompileError
 
     raise CompileError(
         "ptxas not found: put it on PATH, set CUDA_HOME, or `pip install tawac[ptxas]`"
@@ -77,7 +77,7 @@ def assemble(ptx_text: str, ptxas: str | None = None, verbose: bool = False) -> 
     import subprocess
     import tempfile
 
-    from tawac.diagnostics import CompileError
+    from tawac.support.diagnostics import CompileError
     from tawac.target import HOPPER
 
     exe = ptxas if ptxas is not None else find_ptxas()

@@ -6,7 +6,7 @@
 Three phases:
 
 1. The space: each `--space NAME=V1,V2,...` is one axis, a pipeline knob (a row of
-   `tawac.options.KNOBS`, `mma-depth` or `mma_depth`) or a kernel parameter (an upper-case
+   `tawac.support.options.KNOBS`, `mma-depth` or `mma_depth`) or a kernel parameter (an upper-case
    name the kernel declares); the candidates are their cartesian product, first axis
    slowest.
 2. Compiling: the default configuration (no parameter or option set beyond `-D` and
@@ -23,8 +23,8 @@ Three phases:
    the machine's drift falls on every candidate alike). The fastest correct candidate
    that is faster than the default configuration in every round (`beats`; else the
    default) of each size is written to the tuning table (`<source>.tune.json`), keyed by the
-   size's bucket (`tawac.tuning.bucket_of`) and whether the size is ragged
-   (`tawac.tuning.ragged_of`: 1000^3 and 1024^3 share a bucket, each with its entry);
+   size's bucket (`tawac.schedule.tuning.bucket_of`) and whether the size is ragged
+   (`tawac.schedule.tuning.ragged_of`: 1000^3 and 1024^3 share a bucket, each with its entry);
    the table's entries of other buckets are kept.
 
 The parts that need no GPU (space, candidates, ranking, the table) are pure functions,
@@ -51,13 +51,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from tawac import tuning
-from tawac.diagnostics import CompileError
-from tawac.files import write_atomic
-from tawac.options import KNOBS, knob
 from tawac.runtime.devices import device_count, per_device
 from tawac.runtime.runner import L2_MODES, parse_sizes, require_hopper
-from tawac.tuning import (
+from tawac.schedule import tuning
+from tawac.schedule.tuning import (
     TABLE_FORMAT,
     UNSTATED,
     bucket_of,
@@ -65,13 +62,16 @@ from tawac.tuning import (
     ragged_of,
     source_sha256,
 )
+from tawac.support.diagnostics import CompileError
+from tawac.support.files import write_atomic
+from tawac.support.options import KNOBS, knob
 
 #: More candidates than this is a space to split (each one is a compile and a timing).
 MAX_CANDIDATES = 512
 #: Relative error to the float32 reference above which a candidate is a wrong result.
 TOLERANCE = 2e-2
 
-#: Kernel parameter names, as tawac.params declares them.
+#: Kernel parameter names, as tawac.support.params declares them.
 _PARAM_NAME = re.compile(r"[A-Z][A-Z0-9_]*\Z")
 _INT = re.compile(r"[+-]?\d{1,12}\Z")
 
@@ -594,7 +594,7 @@ def table_entry(
 def entry_key(entry: Mapping[str, Any]) -> tuple:
     """An entry's place in the table: its bucket, whether it is for ragged sizes, the
     sizes it was tuned at where they are not the bucket's own, and (a Triton function's
-    table, `tawac.triton_tune`) the constexprs it was tuned with."""
+    table, `tawac.tools.tune_triton`) the constexprs it was tuned with."""
     bucket = entry.get("bucket", {})
     exact = entry.get("sizes") or {}
     consts = entry.get("constexprs") or {}
@@ -639,7 +639,7 @@ def merge_table(
 
 
 def read_table(path: Path) -> dict[str, Any] | None:
-    """The existing table at `path` (validated by tawac.tuning), None when there is none.
+    """The existing table at `path` (validated by tawac.schedule.tuning), None when there is none.
     An unreadable one is a CompileError naming it."""
     if not path.exists():
         return None
@@ -786,7 +786,7 @@ def run_tune(
     table, when a size has no correct candidate."""
     from rich.console import Console
 
-    from tawac.files import read_source
+    from tawac.support.files import read_source
 
     out = out if out is not None else Console(highlight=False, emoji=False)
     err = err if err is not None else Console(stderr=True, highlight=False, emoji=False)
@@ -963,12 +963,12 @@ def tune_command(
     l2: str = "dirty",
     rounds: int = ROUNDS,
 ) -> TuneResult:
-    """`tawac tune` from its command-line values (tawac/cli.py); `use_cache` False
+    """`tawac tune` from its command-line values (tawac/tools/cli.py); `use_cache` False
     (`--no-cache`) compiles every candidate afresh and stores none; `devices`: GPUs timing
     at once (None: every local one)."""
     from rich.console import Console
 
-    from tawac.params import parse_defines
+    from tawac.support.params import parse_defines
 
     fixed = parse_defines(defines)
     axes = parse_space(space)

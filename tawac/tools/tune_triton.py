@@ -9,7 +9,7 @@ Each candidate (the product of `space`'s option values; the default configuratio
 function's own options, first) is compiled, run on copies of the call's tensors and
 compared with the default's outputs (`close`: `tawac tune`'s relative error), then timed
 round-robin with the others (`tawac.runtime.runner.timer`); the winner is
-`tawac.tune.winner`'s: the fastest correct candidate faster than the default in every
+`tawac.tools.tune.winner`'s: the fastest correct candidate faster than the default in every
 round, else the default. Its entry goes into the function's table, or given `table`, into
 that file's table (one is created where there is none or it was tuned for another version
 of the source; an entry of the same bucket, ragged mark and constexprs is replaced), which
@@ -32,8 +32,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from tawac.diagnostics import CompileError
-from tawac.options import knob
+from tawac.support.diagnostics import CompileError
+from tawac.support.options import knob
 
 
 def function_source(fn) -> str:
@@ -78,12 +78,12 @@ def load_table(
     spec: str | os.PathLike | Mapping[str, Any] | None, fn, name: str
 ) -> dict[str, Any] | None:
     """A Triton function's tuning table from `spec` ("auto": `table_path`'s file where it
-    exists; a path; a loaded table; None: none), checked as `tawac.tuning` checks every
+    exists; a path; a loaded table; None: none), checked as `tawac.schedule.tuning` checks every
     table, and further: its entries set no kernel parameters (a Triton function's
     constexprs are the caller's) and their `"constexprs"` are objects. A table of another
     function (`name`) raises; one tuned for another version of its source
     (`source_sha256`) warns and is not used, as `tawac.torch` does."""
-    from tawac import tuning
+    from tawac.schedule import tuning
 
     auto = table_path(fn) if isinstance(spec, str) and spec == "auto" else None
     found = tuning.table_for(spec, auto, function_source(fn), name, "tune it again")
@@ -105,7 +105,7 @@ def load_table(
 
 @dataclass
 class TuneResult:
-    """`tune`'s outcome: one `tawac.tune.Measured` row per candidate (the default's
+    """`tune`'s outcome: one `tawac.tools.tune.Measured` row per candidate (the default's
     first), the winner's table entry and the table it is now in."""
 
     rows: list[Any]
@@ -126,8 +126,8 @@ class TuneResult:
 def candidates(space: Mapping[str, Sequence[Any]]):
     """The default configuration, then each combination of `space`'s option values
     (Python knob names; a value checked as `tawac compile` checks it;
-    `tawac.tune.enumerate_candidates`)."""
-    from tawac.tune import Axis, Candidate, enumerate_candidates
+    `tawac.tools.tune.enumerate_candidates`)."""
+    from tawac.tools.tune import Axis, Candidate, enumerate_candidates
 
     axes = []
     for name, values in space.items():
@@ -151,7 +151,7 @@ def close(got: Sequence[Any], want: Sequence[Any]) -> str | None:
     import torch
 
     from tawac.runtime.runner import relative_error
-    from tawac.tune import TOLERANCE
+    from tawac.tools.tune import TOLERANCE
 
     for i, (a, b) in enumerate(zip(got, want, strict=True)):
         if not isinstance(b, torch.Tensor):
@@ -165,10 +165,10 @@ def close(got: Sequence[Any], want: Sequence[Any]) -> str | None:
 
 
 def _merge(table: Mapping[str, Any] | None, entry: dict[str, Any], fn) -> dict[str, Any]:
-    """`table` with `entry` in (`tawac.tune.merge_table`: it replaces the entry of its
+    """`table` with `entry` in (`tawac.tools.tune.merge_table`: it replaces the entry of its
     bucket and constexprs), for `fn`."""
-    from tawac.tune import merge_table
-    from tawac.tuning import source_sha256
+    from tawac.schedule.tuning import source_sha256
+    from tawac.tools.tune import merge_table
 
     sha = source_sha256(function_source(fn.fn))
     args = [{"name": n} for n in fn.params]
@@ -194,8 +194,8 @@ def tune(
     import torch
 
     from tawac.runtime.runner import round_robin, timer
-    from tawac.tune import Measured, winner
-    from tawac.tuning import UNSTATED, bucket_of, ragged_of
+    from tawac.schedule.tuning import UNSTATED, bucket_of, ragged_of
+    from tawac.tools.tune import Measured, winner
 
     dims = fn.table_sizes(args)
     names = sorted(fn.sizes()) if sizes is None else list(sizes)
@@ -277,7 +277,7 @@ def tune(
         base = load_table(table, fn.fn, fn.name)  # stale: warned, a new table
     fn.table = _merge(base, entry, fn)
     if table is not None:
-        from tawac.tune import write_table
+        from tawac.tools.tune import write_table
 
         write_table(Path(table), fn.table)
     return TuneResult(rows, entry, fn.table)

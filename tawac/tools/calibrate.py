@@ -2,7 +2,7 @@
 
 The ground truth is the steady-state interval of each consumer main loop, in SM cycles,
 of a corpus of programs under each planner, measured in a sampled instrumented build
-(`tawac.trace.loop_intervals`; docs/design.md, "Ground truth for the schedule"). The
+(`tawac.runtime.trace.loop_intervals`; docs/design.md, "Ground truth for the schedule"). The
 model's answer for the same schedule is `simulate(loop_lanes(kernel, plan, k, target))`.
 `fit` searches the figures of `tawac.target.calibration.PARAMS` for the target whose
 answers are nearest the measurements (the score: the mean of |log(model / measured)|
@@ -27,11 +27,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from tawac.diagnostics import CompileError
+from tawac.support.diagnostics import CompileError
 from tawac.target import HOPPER, Target
 from tawac.target.calibration import PARAMS, params_of, with_params
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 
 #: The grid of relative steps `fit` tries around a figure's current value.
 STEPS = (0.6, 0.8, 0.92, 1.08, 1.25, 1.6)
@@ -76,7 +76,7 @@ def parse_config(text: str) -> tuple[str, dict[str, Any]]:
     """A planner configuration: a planner, optionally with pipeline options, as
     "heuristic" or "heuristic:stages=5:mma-depth=1" (option names as on the command
     line). Returns (planner, `PipelineOptions` fields); ValueError on an unknown option."""
-    from tawac.options import KNOBS
+    from tawac.support.options import KNOBS
 
     planner, *opts = text.split(":")
     fields: dict[str, Any] = {}
@@ -100,7 +100,7 @@ def parse_config(text: str) -> tuple[str, dict[str, Any]]:
 
 def plan_options(config: str):
     """The pipeline options of a planner configuration (`parse_config`)."""
-    from tawac.options import PipelineOptions
+    from tawac.support.options import PipelineOptions
 
     planner, fields = parse_config(config)
     return PipelineOptions(schedule=planner, **fields)
@@ -111,7 +111,7 @@ def prepare(source: Path, defines: Mapping[str, Any] | None, config: str) -> Pre
     from tawac import schedule
     from tawac.compiler import run_pipeline
     from tawac.driver import parse_source
-    from tawac.explain import _kernel
+    from tawac.tools.explain import _kernel
 
     module = parse_source(source, params=dict(defines) if defines else None)
     kernel = _kernel(module)
@@ -396,14 +396,14 @@ TRACED_LAUNCHES = 3
 
 
 def consumer_intervals(kernel, sidecar: Mapping[str, Any], args: list) -> list[Any]:
-    """The consumer's sampled main loops' `tawac.trace.LoopInterval`s, in order (None for
+    """The consumer's sampled main loops' `tawac.runtime.trace.LoopInterval`s, in order (None for
     a loop the trace did not catch): per loop, the median-cycles one of
     `TRACED_LAUNCHES` traced launches, after `WARM_MS` of launches."""
     import time
 
     import torch
 
-    from tawac.trace import loop_intervals
+    from tawac.runtime.trace import loop_intervals
 
     table = sidecar["trace"]
     start = time.perf_counter()

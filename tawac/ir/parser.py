@@ -38,11 +38,11 @@ from xdsl.utils.exceptions import ParseError, VerifyException
 from xdsl.utils.lexer import Input, Position, Span
 from xdsl.utils.mlir_lexer import MLIRLexer, MLIRToken
 
-from tawac.context import make_context
-from tawac.diagnostics import CompileError
-from tawac.files import read_source
-from tawac.params import SourceMap, substitute
-from tawac.verifier import verify, verify_message
+from tawac.ir.context import make_context
+from tawac.ir.verifier import verify, verify_message
+from tawac.support.diagnostics import CompileError
+from tawac.support.files import read_source
+from tawac.support.params import SourceMap, substitute
 
 # A tile lives in one CTA's registers and shared memory (a few hundred KiB): anything
 # near these limits is a typo, and rejecting it early keeps parsing cheap.
@@ -100,7 +100,7 @@ class BoundedParser(Parser):
     number literals of at most `MAX_LITERAL_CHARS`), shaped types within `MAX_DIM` and
     `MAX_TILE_ELEMENTS` (before a `dense<...>` splat is expanded to one value per
     element) and a float tensor literal's hex elements read as bit patterns
-    (`_HexElement`); the base of `TawacParser` and of the TTIR reader (`tawac.ttir`)."""
+    (`_HexElement`); the base of `TawacParser` and of the TTIR reader (`tawac.ir.ttir`)."""
 
     def __init__(self, ctx: Context, text: str, name: str) -> None:
         super().__init__(ctx, "", name)
@@ -238,7 +238,7 @@ def parse_text(
     ctx: Context | None = None,
     params: Mapping[str, object] | None = None,
 ) -> ModuleOp:
-    """Parse and verify `text`, its kernel parameters set from `params` (tawac.params);
+    """Parse and verify `text`, its kernel parameters set from `params` (tawac.support.params);
     every failure is one `CompileError` with a location in `text`."""
     ctx = ctx if ctx is not None else make_context()
     sub = substitute(text, filename, params)

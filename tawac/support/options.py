@@ -7,7 +7,7 @@ where it is the `plan` pass's option or a command-line flag:
 `consumer_warp_groups=2`, `plan{consumer-warp-groups=2}`, `--consumer-warp-groups 2`.
 From the table come `PipelineOptions` (its fields, `plan_spec`, the checks of each
 value), the `plan` pass's options (`tawac.passes.plan`), the flags of `tawac compile`,
-`run` and `explain` (`tawac.cli`) and the names `tawac tune --space` takes: a new knob is
+`run` and `explain` (`tawac.tools.cli`) and the names `tawac tune --space` takes: a new knob is
 one more row, read by the planner from its `PipelineOptions`.
 """
 
@@ -114,7 +114,7 @@ class Knob:
         must = self.problem(value)
         if must is None:
             return
-        from tawac.diagnostics import CompileError
+        from tawac.support.diagnostics import CompileError
 
         got = f"'{value}'" if isinstance(value, str) else self.spell(value)  # type: ignore[arg-type]
         raise CompileError(f"{self.where}: {self.option} must be {must}, got {got}")
@@ -449,7 +449,7 @@ def options_class(knobs: Sequence[Knob]) -> type:
     )
     cls.__doc__ = (
         "The knobs of the pass pipeline `tawac compile` runs (CLI flags, `compile_file` "
-        "keyword arguments), one field per row of `tawac.options.KNOBS`."
+        "keyword arguments), one field per row of `tawac.support.options.KNOBS`."
     )
     return cls
 

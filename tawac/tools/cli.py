@@ -13,9 +13,9 @@ from pathlib import Path
 
 import click
 
-from tawac.diagnostics import CompileError
-from tawac.files import write_atomic
-from tawac.options import DEFAULT_TIME_LIMIT, KNOBS, Knob, PipelineOptions, knob
+from tawac.support.diagnostics import CompileError
+from tawac.support.files import write_atomic
+from tawac.support.options import DEFAULT_TIME_LIMIT, KNOBS, Knob, PipelineOptions, knob
 
 _CONTROL = {c: f"\\x{c:02x}" for c in [*range(0x20), 0x7F] if c != 0x09}
 
@@ -140,13 +140,13 @@ def _params(defines) -> dict[str, int]:
     """The kernel parameters of the `-D` options."""
     if not defines:
         return {}
-    from tawac.params import parse_defines
+    from tawac.support.params import parse_defines
 
     return parse_defines(defines)
 
 
 def pipeline_options(fn):
-    """A flag per pipeline knob (`tawac.options.KNOBS`), in table order; commands receive
+    """A flag per pipeline knob (`tawac.support.options.KNOBS`), in table order; commands receive
     them as keyword arguments of compile_file."""
     for k in reversed(KNOBS):
         fn = knob_flag(k)(fn)
@@ -263,7 +263,7 @@ def opt(
       tawac opt examples/gemm.mlir -p 'warp-specialize,pipeline{stages=3 mma-depth=1}'
       tawac opt kernel.mlir -p warp-specialize --split-input-file | filecheck kernel.mlir
     """
-    from tawac.timelimit import TimeLimit
+    from tawac.support.timelimit import TimeLimit
 
     params = _params(defines)
     with TimeLimit(time_limit) as limit:
@@ -277,7 +277,7 @@ def _opt(
 
     from tawac.backend_ptx.printer import print_module, ptx_modules
     from tawac.compiler import parse_text, run_pipeline
-    from tawac.files import decode, read_source
+    from tawac.support.files import decode, read_source
 
     name = "<stdin>" if source == "-" else source
     text = decode(sys.stdin.buffer.read(), name) if source == "-" else read_source(source)
@@ -365,7 +365,7 @@ def explain(source, defines, time_limit, as_json, timeline, measured, sizes, tab
     from rich.console import Console
 
     from tawac.driver import TimeLimit, parse_source
-    from tawac.explain import explain_module, measured_info, render, timeline_svg
+    from tawac.tools.explain import explain_module, measured_info, render, timeline_svg
 
     params = _params(defines)
     why = None
@@ -388,7 +388,7 @@ def explain(source, defines, time_limit, as_json, timeline, measured, sizes, tab
     if timeline is not None:
         svg = timeline_svg(info, window)
         if timeline.lower().endswith(".png"):
-            from tawac.timeline import write_png
+            from tawac.tools.timeline import write_png
 
             try:
                 write_png(svg, timeline)
@@ -411,7 +411,7 @@ def _tuned_for(source, table, sizes, params, pipeline) -> tuple[dict, str]:
     where the decisions came from, in words."""
     from click.core import ParameterSource
 
-    from tawac import tuning
+    from tawac.schedule import tuning
     from tawac.target.hopper import HOPPER
 
     path = Path(table) if table is not None else tuning.table_path(source)
@@ -611,7 +611,7 @@ def cache() -> None:
 @_guard
 def cache_info_command() -> None:
     """Print where the cache is and how many entries and bytes it holds."""
-    from tawac.cache import cache_info, format_bytes
+    from tawac.support.cache import cache_info, format_bytes
 
     info = cache_info()
     click.echo(f"root: {info['root']}")
@@ -625,7 +625,7 @@ def cache_info_command() -> None:
 @_guard
 def cache_clear_command() -> None:
     """Remove every cached kernel and schedule."""
-    from tawac.cache import cache_root, clear_cache, format_bytes
+    from tawac.support.cache import cache_root, clear_cache, format_bytes
 
     files, freed = clear_cache()
     click.echo(f"removed {files} files ({format_bytes(freed)}) from {cache_root()}")
@@ -689,7 +689,7 @@ def cache_clear_command() -> None:
 @click.option(
     "--rounds",
     type=click.IntRange(min=1),
-    default=3,  # tawac.tune.ROUNDS (imported when the command runs)
+    default=3,  # tawac.tools.tune.ROUNDS (imported when the command runs)
     show_default=True,
     help="round-robin rounds per size: a candidate replaces the default only when faster "
     "in every round",
@@ -723,7 +723,7 @@ def tune(
       tawac tune examples/attention.mlir --size B=4,H=16,S=4096,D=128 --space BLOCK_N=64,128
       tawac tune examples/gemm.mlir --space stages=2,3,4 --compile-only
     """
-    from tawac.tune import tune_command
+    from tawac.tools.tune import tune_command
 
     tune_command(
         source,
@@ -781,7 +781,7 @@ def calibrate(bench, corpus, planners, only, trace_every, rounds, output):
       tawac calibrate -o h100.json
       tawac calibrate --from bench.json -o tawac/target/calibration/sm_90a.json
     """
-    from tawac.calibrate import calibrate_command
+    from tawac.tools.calibrate import calibrate_command
 
     calibrate_command(
         corpus,
