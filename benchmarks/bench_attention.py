@@ -237,6 +237,9 @@ def main() -> None:
         print("  ".join(f"{x:>12}" for x in head))
         for ln in lines:
             print("  ".join(f"{x:>12}" for x in ln))
+    from results import record  # benchmarks/results.py: benchmarks/results/attention-*.json
+
+    record("attention", head, lines, title)
     for col in ("tawac", *(["alt"] if alt else [])):
         summary = _against(rows, col, "cudnn")
         if summary is not None:
@@ -329,4 +332,6 @@ def _options(text: str) -> dict[str, int | bool | str | dict]:
 
 
 if __name__ == "__main__":
-    main()
+    from results import run_recorded
+
+    run_recorded("attention", main, printed=False)

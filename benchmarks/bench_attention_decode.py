@@ -241,4 +241,6 @@ def _shape(
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    from results import run_recorded
+
+    sys.exit(run_recorded("attention_decode", main))

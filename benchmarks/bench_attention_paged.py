@@ -123,4 +123,6 @@ def _shape(shape, kern, backends, splits, rounds) -> None:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    from results import run_recorded
+
+    sys.exit(run_recorded("attention_paged", main))

@@ -97,4 +97,6 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    raise SystemExit(main())
+    from results import run_recorded
+
+    raise SystemExit(run_recorded("baseline", main))

@@ -386,6 +386,9 @@ def print_report(rows: list[Row], meta: dict, markdown: bool) -> None:
         "error vs fp32 reference",
     ]
     print_table(rows, header, cells, title, notes, markdown)
+    from results import record  # benchmarks/results.py: benchmarks/results/gemm-*.json
+
+    record("gemm", header, cells, title)
 
 
 def write_json(path: Path, meta: dict, rows: list[Row]) -> None:
@@ -546,4 +549,6 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    from results import run_recorded
+
+    sys.exit(run_recorded("gemm", main, printed=False))

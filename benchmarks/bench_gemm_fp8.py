@@ -152,6 +152,9 @@ def print_report(rows: list[Row], meta: dict, markdown: bool) -> None:
         "error vs the fp32 dequantised product",
     ]
     print_table(rows, header, cells, title, notes, markdown)
+    from results import record  # benchmarks/results.py: benchmarks/results/gemm_fp8-*.json
+
+    record("gemm_fp8", header, cells, title)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -214,4 +217,6 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    from results import run_recorded
+
+    sys.exit(run_recorded("gemm_fp8", main, printed=False))

@@ -78,7 +78,7 @@ def cases(args):
     step's block is 128 rows; where the groups average under 256 tokens the kernel
     streams the experts' weights, and 128-column tiles read them fastest (more tiles of
     W in flight per SM: 2.9-3.1 TB/s of W against 2.4-2.7 with 256 columns or 64-row
-    blocks, `scripts/exp_grouped_configs.py`, docs/perf.md)."""
+    blocks, `experiments/exp_grouped_configs.py`, docs/perf.md)."""
     for experts in (int(x) for x in args.experts.split(",")):
         for tokens in (int(x) for x in args.tokens.split(",")):
             for nk in args.nk.split(","):
@@ -267,4 +267,6 @@ def fp8(args) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    from results import run_recorded
+
+    sys.exit(run_recorded("gemm_grouped", main))

@@ -144,4 +144,6 @@ def main() -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    from results import run_recorded
+
+    sys.exit(run_recorded("gemm_shapes", main))

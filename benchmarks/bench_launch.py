@@ -175,7 +175,9 @@ def main() -> None:
 
 def breakdown(kernel, args, calls: int) -> str:
     """Medians (µs) of the pieces of a same-tensor call, each timed alone."""
-    from tawac.runtime.launcher import _call_key, _lib, _shape_key, _stream_handle
+    from tawac.runtime.cuda_driver import _lib
+    from tawac.runtime.graphs import _stream_handle
+    from tawac.runtime.plans import _call_key, _shape_key
 
     kernel(*args)  # leaves the arena filled for these tensors
     torch.cuda.synchronize()
@@ -205,4 +207,6 @@ def breakdown(kernel, args, calls: int) -> str:
 
 
 if __name__ == "__main__":
-    main()
+    from results import run_recorded
+
+    run_recorded("launch", main)

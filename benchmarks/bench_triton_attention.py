@@ -265,4 +265,6 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    from results import run_recorded
+
+    sys.exit(run_recorded("triton_attention", main))
