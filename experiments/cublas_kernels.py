@@ -1,7 +1,7 @@
 """Which kernel cuBLAS (torch.mm, bf16) runs for each shape, by name (its tile, cluster
 and decomposition are in the name), and its time: torch.profiler on the GPU.
 
-    python3 scripts/cublas_kernels.py [--tawac] 3000x5000x2000 1000x1000x1000 ...
+    python3 experiments/cublas_kernels.py [--tawac] 3000x5000x2000 1000x1000x1000 ...
 
 --tawac: also the kernels `tawac.torch` runs for examples/gemm.mlir with the shipped
 tuning table (same inputs, same profiler), so kernel times compare without the launch

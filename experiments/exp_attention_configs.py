@@ -3,7 +3,7 @@ round-robin medians (issue 23). Each configuration is `name=OPTIONS` with OPTION
 `bench_attention.py --alt` takes them (kernel parameters upper case, pipeline knobs);
 `table` is the configuration the shipped tuning table picks per shape.
 
-    python3 scripts/exp_attention_configs.py examples/attention.mlir \
+    python3 experiments/exp_attention_configs.py examples/attention.mlir \
         --config 'table=table' --config 'm192n64=BLOCK_M=192,BLOCK_N=64'
 
 Inputs are random bf16 at the benchmark's shapes (32k tokens, 16 heads at d128, 32 at

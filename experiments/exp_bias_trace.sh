@@ -8,7 +8,7 @@ nvidia-smi --query-gpu=name,clocks.sm --format=csv,noheader
 for s in solver heuristic; do
   timeout 120 python3 -m tawac.tools.cli run tests/data/attention_bias.mlir --size B=4,H=16,S=4096,D=128 \
     -D BLOCK_N=64 --schedule $s --trace-every 1 --trace-out /tmp/bias_$s.json 2>&1 | tail -1
-  timeout 60 python3 scripts/trace_excerpt.py /tmp/bias_$s.json -o $OUT/bias128x64_$s.trace.json
+  timeout 60 python3 experiments/trace_excerpt.py /tmp/bias_$s.json -o $OUT/bias128x64_$s.trace.json
 done
 timeout 300 python3 benchmarks/bench_corpus.py --only gemm_two_accumulators_shared_a,gemm_two_accumulators \
   --planners heuristic,solver,auto --trace-every 8 --rounds ${ROUNDS:-11} --json $OUT/two_acc.json > $OUT/two_acc.log 2>&1

@@ -8,5 +8,5 @@ for rows in 1; do for s in 16 32; do
   size=B=1,H=32,L=$rows,HK=4,S=32768,D=128
   timeout 120 python3 -m tawac.tools.cli run examples/attention_decode.mlir --size $size --split-k $s 2>&1 | grep time_ms
   timeout 120 python3 -m tawac.tools.cli run examples/attention_decode.mlir --size $size --split-k $s --trace-every 1 --trace-out /tmp/t.json >/dev/null 2>&1
-  python3 scripts/trace_spans.py /tmp/t.json --tracks 0 --event epilogue --event arrive --event combine
+  python3 experiments/trace_spans.py /tmp/t.json --tracks 0 --event epilogue --event arrive --event combine
 done; done

@@ -4,7 +4,7 @@ Each configuration of `examples/gemm_grouped.mlir` (BLOCK_M, BLOCK_N, BLOCK_K, o
 timed round-robin against `torch._grouped_mm`, its output checked first; the weights'
 read rate (bytes of W / time) printed next to each.
 
-    python3 scripts/exp_grouped_configs.py [--tokens 4096] [--nk 14336x4096,4096x4096]
+    python3 experiments/exp_grouped_configs.py [--tokens 4096] [--nk 14336x4096,4096x4096]
         [--configs 64x256x64,128x256x64,64x128x128:stages=6]
 """
 

@@ -1,10 +1,10 @@
 """Issue 22: where the unpadded (offsets) grouped GEMM loses time against the padded one
 at 64 experts and 32768 tokens. Times, round-robin: the padded kernel, the offsets kernel,
 and a variant of the offsets kernel whose experts' last blocks also leave through TMA
-(`scripts/data/grouped_offsets_tma_only.mlir`: wrong rows past each expert's end, timing
+(`experiments/data/grouped_offsets_tma_only.mlir`: wrong rows past each expert's end, timing
 only), at the tiles given.
 
-    python3 scripts/exp_grouped_offsets.py [--experts 64] [--tokens 32768] [--nk 14336x4096]
+    python3 experiments/exp_grouped_offsets.py [--experts 64] [--tokens 32768] [--nk 14336x4096]
 """
 
 from __future__ import annotations
@@ -36,7 +36,7 @@ def main() -> int:
     sources = {
         "padded": ROOT / "examples" / "gemm_grouped.mlir",
         "offsets": ROOT / "examples" / "gemm_grouped_offsets.mlir",
-        "offsets, TMA only": ROOT / "scripts" / "data" / "grouped_offsets_tma_only.mlir",
+        "offsets, TMA only": ROOT / "experiments" / "data" / "grouped_offsets_tma_only.mlir",
     }
     n, k = (int(x) for x in args.nk.split("x"))
     e, tokens = args.experts, args.tokens

@@ -8,7 +8,7 @@ round-robin medians (us); each tawac result checked against a float32 reference.
   4096 x 6144 x 3000 default tile with 2x1 / 1x2 clusters;
 - aligned: a square GEMM, decode GEMMs (B read from memory) and d128 prefill attention.
 
-    python3 scripts/exp_l2_promotion.py [--rounds 5]
+    python3 experiments/exp_l2_promotion.py [--rounds 5]
 """
 
 from __future__ import annotations

@@ -11,6 +11,6 @@ for s in heuristic solver; do
   cuobjdump -sass /tmp/$n.cubin > $OUT/$n.sass
   python3 -m tawac.tools.cli compile examples/attention_d64.mlir --schedule $s -D BLOCK_M=128 -D BLOCK_N=128 -o $OUT/$n.ptx 2>&1 | tail -1
   timeout 90 python3 -m tawac.tools.cli run examples/attention_d64.mlir --size B=4,H=16,S=4096,D=64 --schedule $s -D BLOCK_M=128 -D BLOCK_N=128 --trace-every 1 --trace-out /tmp/$n.json 2>&1 | tail -1
-  timeout 60 python3 scripts/trace_excerpt.py /tmp/$n.json -o $OUT/$n.trace.json
-  python3 scripts/iteration_profile.py $OUT/$n.trace.json
+  timeout 60 python3 experiments/trace_excerpt.py /tmp/$n.json -o $OUT/$n.trace.json
+  python3 experiments/iteration_profile.py $OUT/$n.trace.json
 done

@@ -10,10 +10,10 @@ A=gemm_bf16_128x128,gemm_scheduled_bf16
 PA=heuristic,heuristic:persistent=false,heuristic:mma-depth=1,heuristic:persistent=false:mma-depth=1
 B=gemm_two_accumulators,gemm_two_accumulators_shared_a
 PB=heuristic,heuristic:coarse-pipeline=false,heuristic:stages=2,heuristic:persistent=false
-timeout 150 python3 scripts/prefill_corpus.py --only $A --planners $PA --trace-every 8 --cubin -j 16 | tail -2
-timeout 150 python3 scripts/prefill_corpus.py --only $B --planners $PB --trace-every 8 --cubin -j 16 | tail -2
+timeout 150 python3 experiments/prefill_corpus.py --only $A --planners $PA --trace-every 8 --cubin -j 16 | tail -2
+timeout 150 python3 experiments/prefill_corpus.py --only $B --planners $PB --trace-every 8 --cubin -j 16 | tail -2
 timeout 60 python3 -m tawac.tools.cli run examples/attention.mlir --size B=4,H=16,S=4096,D=128 --trace-every 1 --trace-out /tmp/att.json 2>&1 | tail -2
-timeout 60 python3 scripts/trace_excerpt.py /tmp/att.json -o $OUT/attention.trace.json
+timeout 60 python3 experiments/trace_excerpt.py /tmp/att.json -o $OUT/attention.trace.json
 timeout 150 python3 benchmarks/bench_corpus.py --only $A --planners $PA --trace-every 8 --rounds 3 --json $OUT/expA.json > $OUT/expA.log 2>&1
 timeout 150 python3 benchmarks/bench_corpus.py --only $B --planners $PB --trace-every 8 --rounds 3 --json $OUT/expB.json > $OUT/expB.log 2>&1
 grep "^|" $OUT/expA.log $OUT/expB.log | cut -c1-400

@@ -3,9 +3,9 @@
 # the corpus benchmark does (heuristic and solver builds, sampled traces), with the
 # variant's calibration file as the model (builds prefilled locally into .bench-cache:
 #   TAWAC_TARGET_MODEL=FILE TAWAC_CACHE_DIR=$PWD/.bench-cache \
-#     python3 scripts/prefill_corpus.py --only LIST --planners heuristic,solver \
+#     python3 experiments/prefill_corpus.py --only LIST --planners heuristic,solver \
 #     --trace-every 8 --cubin).
-#   scripts/exp_model_variant.sh FILE LIST NAME [PLANNERS]   (carry the xdsl and immutabledict
+#   experiments/exp_model_variant.sh FILE LIST NAME [PLANNERS]   (carry the xdsl and immutabledict
 #   wheels and .bench-cache; PLANNERS default heuristic,solver; $ROUNDS default 3)
 set -uo pipefail
 model=$1; list=$2; name=$3; planners=${4:-heuristic,solver}

@@ -7,5 +7,5 @@ export PYTHONPATH=/tmp/site:$PWD PATH=/usr/local/cuda/bin:/tmp/site/bin:$PATH TA
 for o in "" "--overlap-epilogue" "" "--overlap-epilogue"; do
   timeout 120 python3 -m tawac.tools.cli run examples/attention_causal.mlir --size B=32,H=16,S=1024,D=128 --no-check --trace-every 2 --trace-out /tmp/c.json $o > /tmp/c.log 2>&1 || tail -3 /tmp/c.log
   echo "== causal d128 1k $o"
-  python3 scripts/tile_overhead.py /tmp/c.json --iterations 0 --every 2 | grep -E "tile |epilogue"
+  python3 experiments/tile_overhead.py /tmp/c.json --iterations 0 --every 2 | grep -E "tile |epilogue"
 done

@@ -7,7 +7,7 @@ python3 -m pip install -q --no-index --no-deps --no-compile --target /tmp/site .
 export PYTHONPATH=/tmp/site:$PWD PATH=/usr/local/cuda/bin:/tmp/site/bin:$PATH TAWAC_CACHE_DIR=/tmp/cache
 nvidia-smi --query-gpu=name --format=csv,noheader
 run() {  # example head-dim [--causal]
-  timeout 140 python3 scripts/exp_attention_configs.py examples/$1 --head-dim $2 ${3:-} \
+  timeout 140 python3 experiments/exp_attention_configs.py examples/$1 --head-dim $2 ${3:-} \
     --rounds ${ROUNDS:-7} --config table=table --config default= \
     --config overlap=overlap_epilogue=1 ${EXTRA:-} 2>&1 | grep -v "Warn\|^tuned"
 }

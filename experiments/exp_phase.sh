@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
-# Issue 20: how far apart the two consumer warp groups run (scripts/phase_offsets.py) in the
+# Issue 20: how far apart the two consumer warp groups run (experiments/phase_offsets.py) in the
 # loops the model misprices most, against their twins it prices well.
 set -uo pipefail
-. scripts/phase_env.sh
+. experiments/phase_env.sh
 nvidia-smi --query-gpu=name,clocks.sm --format=csv,noheader
 D64=B=4,H=16,S=4096,D=64
 C64=B=8,H=16,S=4096,D=64

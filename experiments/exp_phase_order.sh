@@ -2,7 +2,7 @@
 # Issue 20: does the tile order put the heuristic's attention loops in a convoy? Loop
 # cycles and the consumer warp groups' phase under other orders (group_m, persistent).
 set -uo pipefail
-. scripts/phase_env.sh
+. experiments/phase_env.sh
 nvidia-smi --query-gpu=name,clocks.sm --format=csv,noheader
 D64=B=4,H=16,S=4096,D=64
 C64=B=8,H=16,S=4096,D=64

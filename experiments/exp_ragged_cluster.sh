@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Issue 22: cuBLAS runs 1000^3 as 128x64 tiles, 8 stages, cluster 1x2, and
-# 3000x5000x2000 with cluster 1x2 (scripts/cublas_kernels.py). The same launch shapes in
+# 3000x5000x2000 with cluster 1x2 (experiments/cublas_kernels.py). The same launch shapes in
 # tawac's GEMM, tuned into a scratch table (.whl carried).
 set -uo pipefail
 python3 -m pip install -q --no-index --no-deps --no-compile --target /tmp/site .whl/*.whl >/dev/null 2>&1

@@ -12,7 +12,7 @@ cp examples/gemm.tune.json /tmp/scratch.tune.json
 timeout 120 python3 -m tawac.tools.cli run examples/gemm.mlir --size M=3000,N=5000,K=2000 \
   -D BLOCK_M=128 -D BLOCK_N=256 -D BLOCK_K=64 --stages 4 --trace-every 8 \
   --trace-out $OUT/gemm3000.trace.json 2>&1 | tail -3
-timeout 60 python3 scripts/trace_spans.py $OUT/gemm3000.trace.json --event epilogue \
+timeout 60 python3 experiments/trace_spans.py $OUT/gemm3000.trace.json --event epilogue \
   --event "iteration loop0" --tracks 2 2>&1 | head -40
 timeout 300 python3 -m tawac.tools.cli tune examples/gemm.mlir --table /tmp/scratch.tune.json \
   --size M=3000,N=5000,K=2000 -D BLOCK_M=128 -D BLOCK_N=256 -D BLOCK_K=64 --space stages=4 \

@@ -4,7 +4,7 @@ K = 3000 (6000-byte rows), (ii) K = 3000 as views of rows padded to 3008 element
 (6016 bytes, 32-byte aligned), (iii) contiguous at K = 3008; cuBLAS on (i). Same run,
 round-robin medians (us); each result checked against a float32 reference.
 
-    python3 scripts/exp_row_alignment.py
+    python3 experiments/exp_row_alignment.py
 """
 
 from __future__ import annotations

@@ -2,7 +2,7 @@
 # Issue 22 on the GPU machine (run from the repository root, .whl carried): the GPU tests
 # of split-K and the workspace, then decode GEMMs with split-K configurations next to the
 # tuning table and cuBLAS (same run). Results to $OUT.
-#   scripts/exp_issue22.sh [tests|decode|ragged|grouped|all]
+#   experiments/exp_split_k.sh [tests|decode|ragged|grouped|all]
 set -uo pipefail
 python3 -m pip install -q --no-index --no-deps --no-compile --target /tmp/site .whl/*.whl >/dev/null 2>&1
 export PYTHONPATH=/tmp/site:$PWD PATH=/usr/local/cuda/bin:/tmp/site/bin:$PATH TAWAC_CACHE_DIR=$PWD/.bench-cache

@@ -3,7 +3,7 @@
 # loop (prologue, ramp, epilogue), at the prefill shapes weakest against cuDNN: d128
 # non-causal 4k keys (32 key blocks per tile) and d64 / d128 1k (8 per tile), the
 # tables' configurations, traced every 8th (4k) or 2nd (1k) iteration
-# (scripts/tile_overhead.py). `tawac run` fills the inputs with zeros: the clocks run
+# (experiments/tile_overhead.py). `tawac run` fills the inputs with zeros: the clocks run
 # higher than under the benchmark's random data, so read shares, not rates. .whl carried.
 set -uo pipefail
 python3 -m pip install -q --no-index --no-deps --no-compile --target /tmp/site .whl/*.whl >/dev/null 2>&1
@@ -15,7 +15,7 @@ run() {  # name example size iterations every [options]
     --trace-out /tmp/$name.json "$@" > /tmp/$name.log 2>&1 || tail -3 /tmp/$name.log
   grep -E "trace_stamps" /tmp/$name.log
   echo "== $name ($ex $size $*)"
-  python3 scripts/tile_overhead.py /tmp/$name.json --iterations $its --every $every
+  python3 experiments/tile_overhead.py /tmp/$name.json --iterations $its --every $every
 }
 run d128-4k attention.mlir B=8,H=16,S=4096,D=128 32 8
 run d64-1k attention_d64.mlir B=32,H=32,S=1024,D=64 8 2

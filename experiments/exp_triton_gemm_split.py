@@ -3,7 +3,7 @@ blocks as written) at sizes whose tiles do not fill the GPU (M of a decode or sm
 prefill batch), compiled by Triton and by `tawac.triton` with split-K 1, 2, 4, 8, against
 cuBLAS (`torch.mm`). Same run, round-robin medians (us); results checked first.
 
-    python3 scripts/exp_triton_gemm_split.py [--splits 1,2,4,8] [--shapes 128x4096x4096,...]
+    python3 experiments/exp_triton_gemm_split.py [--splits 1,2,4,8] [--shapes 128x4096x4096,...]
 """
 
 from __future__ import annotations

@@ -3,7 +3,7 @@
 decomposition of `examples/attention_decode.mlir`) at decode sizes, against SDPA. Checks
 each result against a float32 reference, then times round-robin medians.
 
-    python3 scripts/exp_triton_gqa_split.py [--splits 1,4,8,16] [--shapes 1x32x4x1x32768,...]
+    python3 experiments/exp_triton_gqa_split.py [--splits 1,4,8,16] [--shapes 1x32x4x1x32768,...]
 """
 
 from __future__ import annotations

@@ -5,7 +5,7 @@ with its loop bound dynamic (the key length from the tensor, as the example has 
 example (`examples/attention.mlir` with f16 tiles). Each output is checked against a float32
 reference first.
 
-    python3 scripts/exp_tutorial_attention_gap.py     (needs /tmp/tut_tile.mlir:
+    python3 experiments/exp_tutorial_attention_gap.py     (needs /tmp/tut_tile.mlir:
         tawac opt examples/triton/attention.ttir -p convert-ttir > /tmp/tut_tile.mlir)
 """
 

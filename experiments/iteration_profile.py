@@ -1,10 +1,10 @@
 """Where an iteration's time goes, per track of a Chrome trace stamped on every iteration
 (`tawac run --trace-every 1 --trace-out`, or an excerpt of one SM from
-`scripts/trace_excerpt.py`): for each warp group, the innermost main loop's iterations
+`experiments/trace_excerpt.py`): for each warp group, the innermost main loop's iterations
 and, for each stamped op, its median start within the iteration and its median length,
 in SM cycles.
 
-    python3 scripts/iteration_profile.py trace.json [--ghz 1.755]
+    python3 experiments/iteration_profile.py trace.json [--ghz 1.755]
 """
 
 from __future__ import annotations

@@ -5,7 +5,7 @@ iteration, in iterations (negative: the second group ahead). Prints, for the k-t
 an SM runs, the quartiles over the SMs: is a lead there from the first tile, or does
 it build up from tile to tile? (issue 20, docs/perf.md 2026-11-27)
 
-    python3 scripts/phase_by_tile.py trace.json [--tiles 6] [--within 6]
+    python3 experiments/phase_by_tile.py trace.json [--tiles 6] [--within 6]
 
 `--within N`: also the offset at each of the first tile's last N stamps and the second
 tile's first N (medians over the SMs): where in the first tile the lead appears.

@@ -1,4 +1,4 @@
-# Sourced by the warp-group phase experiments (scripts/exp_phase*.sh, issue 20): the
+# Sourced by the warp-group phase experiments (experiments/exp_phase*.sh): the
 # device's Python path and compile cache, and `traced NAME SIZE SOURCE OPTIONS...`, a
 # `tawac run` whose trace goes to /tmp/NAME.json (its output to /tmp/NAME.log).
 python3 -m pip install -q --no-index --no-deps --no-compile --target /tmp/site .whl/*.whl >/dev/null 2>&1
@@ -9,8 +9,8 @@ traced() {
     > "/tmp/$name.log" 2>&1 || tail -3 "/tmp/$name.log"
 }
 # `phased NAME SIZE SOURCE OPTIONS...`: `traced` every 8th iteration, then the two
-# consumer warp groups' phase (scripts/phase_offsets.py).
+# consumer warp groups' phase (experiments/phase_offsets.py).
 phased() {
   traced "$@" --trace-every 8
-  echo "$1: $(python3 scripts/phase_offsets.py "/tmp/$1.json")"
+  echo "$1: $(python3 experiments/phase_offsets.py "/tmp/$1.json")"
 }

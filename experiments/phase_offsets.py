@@ -3,7 +3,7 @@
 between the second consumer warp group's iteration tick and the first's, as a fraction
 of the loop's interval (0: in phase; 0.5: half an iteration apart).
 
-    python3 scripts/phase_offsets.py trace.json
+    python3 experiments/phase_offsets.py trace.json
 """
 
 from __future__ import annotations

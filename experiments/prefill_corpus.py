@@ -1,7 +1,7 @@
 """Compile every corpus program under each configuration into the compile cache, in
 parallel, so that `benchmarks/bench_corpus.py` (which compiles one at a time) starts warm:
 
-    python3 scripts/prefill_corpus.py --planners heuristic,solver --trace-every 8 [--cubin]
+    python3 experiments/prefill_corpus.py --planners heuristic,solver --trace-every 8 [--cubin]
         [--only NAME,...] [--part I/N] [-j N]
 
 Without `--cubin` only the PTX (the expensive part: the passes and the solver) is cached;

@@ -2,7 +2,7 @@
 its own arguments and on the same arguments with some inputs replaced by others of the
 same shape (so that two operands are one tensor in memory), in one run, round-robin.
 
-    python3 scripts/probe_operands.py gemm_two_accumulators --alias u=a,d=b [--rounds 7]
+    python3 experiments/probe_operands.py gemm_two_accumulators --alias u=a,d=b [--rounds 7]
 """
 
 from __future__ import annotations

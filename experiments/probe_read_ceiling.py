@@ -4,7 +4,7 @@ of a decode GEMM's B, at several chunk sizes and warp counts, next to torch's `s
 `copy_` and cuBLAS's `mm` at M = 1, same run, medians. Prints TB/s of the bytes read (a
 copy: read + written).
 
-    python3 scripts/probe_read_ceiling.py [NxK ...]   # default 4096x14336 8192x8192
+    python3 experiments/probe_read_ceiling.py [NxK ...]   # default 4096x14336 8192x8192
 """
 
 from __future__ import annotations

@@ -1,5 +1,5 @@
 """One launch of an attention example for a profiler (ncu): `ncu -k regex:attention
---section SpeedOfLight --section WarpStateStats python3 scripts/profile_attention.py
+--section SpeedOfLight --section WarpStateStats python3 experiments/profile_attention.py
 [example.mlir [seq [batch [heads]]]]` (default attention.mlir, 4096, 2, 16; the planner
 is the default one: TAWAC_SCHEDULE=solver profiles the solver's schedule)."""
 

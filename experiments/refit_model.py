@@ -1,7 +1,7 @@
 """Refit the calibrated figures to a stored corpus run under a model variant, then replay
 what the `auto` planner would do with them (docs/perf.md, 2026-11-27, second part).
 
-    python3 scripts/refit_model.py --variant '{"mma_mufu_hold": 1.0, "if_taken": 0.0}' \\
+    python3 experiments/refit_model.py --variant '{"mma_mufu_hold": 1.0, "if_taken": 0.0}' \\
         [--rounds 2] [--params mma_group_cycles,get_cycles,...] [--start PARAMS.json]
         [--no-fit] [RUN.json ...]    # default runs: docs/data/corpus-h100-2026-11-26-s13
 
@@ -10,7 +10,7 @@ planner errors and preferences re-derived from the runs, which plans change, and
 build `auto` would take per program against the run's measured heuristic and solver
 times. A program whose solver schedule changes under the variant is marked: its replay
 says nothing unless the runs given were measured under the variant
-(`scripts/exp_model_variant.sh`).
+(`experiments/exp_model_variant.sh`).
 """
 
 from __future__ import annotations
@@ -85,7 +85,7 @@ def main() -> None:
             device = " + ".join(sorted({d.get("device", "?") for d in docs}))
             calibrate.write(
                 Path(args.write), calibrate.params_of(target),
-                f"{device} (refit: scripts/refit_model.py)", {}, s,
+                f"{device} (refit: experiments/refit_model.py)", {}, s,
                 [*files, f"variant {args.variant}"], kinds, preference, variant,
             )  # fmt: skip
             print(f"wrote {args.write}")

@@ -5,7 +5,7 @@ that work's issue time as well (ptxas spreads the MUFU instructions between the 
 wgmma instructions). Prints the model's errors on the traced loops without and with the
 rule, every program planned once, as it ran, then priced both ways.
 
-    python3 scripts/replay_mma_hold.py [--run docs/data/corpus-h100-2026-11-26-s6.json]
+    python3 experiments/replay_mma_hold.py [--run docs/data/corpus-h100-2026-11-26-s6.json]
         [--latency]   # the held time delays the MMA's result too
         [--units mufu,fma]
 """

@@ -6,7 +6,7 @@ core while ptxas spreads the independent exponentials issued after it between it
 wgmmas; `Target.phase_leads`: the starts the consumer warp groups are priced from;
 docs/perf.md, 2026-11-27).
 
-    python3 scripts/replay_model.py [--variant "mma_mufu_hold=1.0;phase_leads=0,1" ...]
+    python3 experiments/replay_model.py [--variant "mma_mufu_hold=1.0;phase_leads=0,1" ...]
         [--no-picks] [RUN.json ...]
         # default runs: the four parts of docs/data/corpus-h100-2026-11-26-s13
 """

@@ -4,7 +4,7 @@ tile (the span between two stamps of the tile loop, `iteration loop0`), the stea
 iteration of the inner main loop (`iteration loop1` stamps, N iterations apart), the
 epilogue, and what the tile took beyond `iterations` steady iterations.
 
-    python3 scripts/tile_overhead.py T.json --iterations 32 --every 8
+    python3 experiments/tile_overhead.py T.json --iterations 32 --every 8
 
 Medians over every tile of every consumer track but each track's first and last.
 Times in microseconds.

@@ -4,7 +4,7 @@ S = QK^T, softmax, P V) and a producer putting K and V through 2-slot arefs, wit
 examples/attention.mlir with 2 consumer warp groups; the softmax's small ops are merged into
 a few steps).
 
-    python scripts/timeline_demo.py out.svg [--png out.png] [--iterations 24]
+    python experiments/timeline_demo.py out.svg [--png out.png] [--iterations 24]
 """
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """One SM's tracks of a Chrome trace (`tawac run --trace-out`), small enough to keep in
 the repository (docs/data) and to read with `tawac explain --measured`:
 
-    python3 scripts/trace_excerpt.py full.trace.json -o excerpt.trace.json [--sm N]
+    python3 experiments/trace_excerpt.py full.trace.json -o excerpt.trace.json [--sm N]
 
 The SM: `--sm`, else the one `tawac.runtime.trace.measured_window` picks (the consumer track with
 the most iterations of the innermost main loop).

@@ -2,7 +2,7 @@
 group), the first and last stamps, the events in between by name (count, total time),
 and the first and last few events, in microseconds from the track's first stamp.
 
-    python3 scripts/trace_spans.py full.trace.json [--tracks 4]
+    python3 experiments/trace_spans.py full.trace.json [--tracks 4]
 """
 
 from __future__ import annotations

@@ -1,4 +1,6 @@
 #!/usr/bin/env bash
+#   scripts/fetch_wheels.sh          (here, with network; then carry .whl to the GPU machine)
+#
 # Downloads into ./.whl (git-ignored) the wheels the GPU machine lacks, for its Python 3.12
 # on manylinux x86_64: xdsl and its dependencies, filecheck and lit, OR-Tools and pandas,
 # pytest-xdist.  The GPU machine

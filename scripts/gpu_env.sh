@@ -1,3 +1,5 @@
+#   source scripts/gpu_env.sh        (from scripts/gpu.sh and scripts/gpu_check.sh)
+#
 # Sourced by scripts/gpu.sh and scripts/gpu_check.sh on the GPU machine (from the
 # repository root): installs the carried wheels (.whl, from scripts/fetch_wheels.sh)
 # into /tmp/site, puts tawac, ptxas and them on the paths, and prints the machine.
