@@ -1,4 +1,4 @@
-"""Chained loops (`tawac.schedule.chain`, docs/design.md): `plan` marks the tutorial
+"""Chained loops (`tawac.schedule.chain`, docs/design/passes.md): `plan` marks the tutorial
 causal attention's off-diagonal key loop `chained` to its diagonal loop (the knob
 `chain_loops`), the mark prints and parses back, `chain_problem` says why a pair cannot
 chain, and one-loop kernels are never marked."""

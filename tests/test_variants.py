@@ -2,7 +2,7 @@
 kernel: ten variants each, printed and parsed back as a user's source would be, must
 compute what the original computes after the tile-level passes (in the interpreter, on
 the original's inputs), and compile to PTX or be refused with a located error for one of
-the documented reasons (`REFUSALS`, docs/design.md "Checking the compiler").
+the documented reasons (`REFUSALS`, docs/design/tools.md, "tawac check").
 
 The variants' tile IR after the passes is compiled once per distinct text (renamed or
 re-associated spellings canonicalize to the same IR), with the heuristic planner (the
@@ -33,7 +33,7 @@ COUNT = 10
 COMPILED = int(os.environ.get("TAWAC_VARIANTS_COMPILE", COUNT))
 
 #: Refusals a variant may get (a located error whose message matches), each for a reason
-#: the docs give (docs/design.md, "Checking the compiler").
+#: the docs give (docs/design/tools.md, "tawac check").
 REFUSALS: dict[str, str] = {
     # a schedule written on the kernel names its arefs by identity, the arguments of
     # their payload in load order: loads written in another order make other arefs

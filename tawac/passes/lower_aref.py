@@ -16,7 +16,7 @@ For an aref with payload (T1..Tn) and D slots:
   registers of the accumulator layout by `hopper.load_fragment` right after the wait;
 - `aref.consumed %r[%it]` -> `hopper.mbarrier_arrive empty[slot]`.
 
-With a cluster of C CTAs in the schedule (docs/design.md, "Clusters"): `empty` counts the
+With a cluster of C CTAs in the schedule (docs/design/passes.md): `empty` counts the
 consumer warps of all C CTAs and each consumer warp also arrives on the same barrier of
 every peer (`hopper.mbarrier_arrive_remote`), since the peers' multicast copies write
 into this CTA's slot (the remote arrivals and the producer's wait on `empty` use CTA

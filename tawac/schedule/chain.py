@@ -1,7 +1,7 @@
 """Chained loops: two consecutive consumer main loops whose two-stage schedules run as one
 pipeline across their boundary (a decision of the schedule, `LoopPlan.chained`, taken by
 `complete` where the knob `chain_loops` allows it, checked by `check`, applied by
-`coarse-pipeline`; docs/design.md, "Chained loops").
+`coarse-pipeline`; docs/design/passes.md, "Chained loops").
 
 Triton's tutorial causal attention runs the key blocks left of the diagonal, then the
 diagonal block, as two loops, the second carrying on the first's row maxima, sums and

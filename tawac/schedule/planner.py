@@ -334,7 +334,7 @@ def _faster(kernel: tile.KernelOp, a: Schedule, b: Schedule, options: PipelineOp
 
 
 class HeuristicPlanner:
-    """Today's measured rules (docs/design.md, docs/perf.md)."""
+    """Today's measured rules (docs/design/schedule.md, docs/perf.md)."""
 
     name = "heuristic"
 

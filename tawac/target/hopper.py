@@ -140,7 +140,7 @@ class Target:
     #: main loops of |predicted / measured - 1| of the timeline model's steady-state
     #: interval (`benchmarks/bench_corpus.py`). A margin the model predicts between two
     #: schedules below it is within its noise: the `auto` planner then goes by
-    #: `planner_preference`. 0.10 until the calibration (docs/design.md, issue 20) sets it.
+    #: `planner_preference`. 0.10 until the calibration (docs/design/schedule.md) sets it.
     model_error: float = 0.10
     #: Per kind of consumer main loop, the model's measured error in comparing the two
     #: planners' schedules of one loop: the median over the corpus's programs of that kind
@@ -162,7 +162,7 @@ class Target:
         ("other", "heuristic"),
     )
     #: Figures fitted by `tawac calibrate` to loops traced on a GPU (`calibrated()`;
-    #: docs/design.md, "Calibration"); 0 in the uncalibrated table model.
+    #: docs/design/schedule.md, "Calibration"); 0 in the uncalibrated table model.
     #: Tensor-core cycles each warp group's group of wgmmas (one `tile.dot`) costs on
     #: top of its instructions' intervals: the fence, the commit and the hand-over of the
     #: tensor core between warp groups.

@@ -2,7 +2,7 @@
 
 The ground truth is the steady-state interval of each consumer main loop, in SM cycles,
 of a corpus of programs under each planner, measured in a sampled instrumented build
-(`tawac.runtime.trace.loop_intervals`; docs/design.md, "Ground truth for the schedule"). The
+(`tawac.runtime.trace.loop_intervals`; docs/design/schedule.md, "Calibration"). The
 model's answer for the same schedule is `simulate(loop_lanes(kernel, plan, k, target))`.
 `fit` searches the figures of `tawac.target.calibration.PARAMS` for the target whose
 answers are nearest the measurements (the score: the mean of |log(model / measured)|

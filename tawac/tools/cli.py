@@ -559,7 +559,7 @@ def check(source, defines, time_limit, sizes, variants, seed, **pipeline):
     """Check the tile-level passes on SOURCE in the reference interpreter (no GPU): the
     program after each pass `tawac compile` runs with these options computes what it
     computed before, on random inputs at --size; so do --variants equivalent spellings of
-    it (docs/design.md, "Checking the compiler"). Exit 1 when a pass changed the meaning.
+    it (docs/design/tools.md, "tawac check"). Exit 1 when a pass changed the meaning.
 
     \b
     Examples:
