@@ -286,7 +286,7 @@ class Reference:
         import torch
 
         from tawac.runtime import load_kernel
-        from tawac.runtime.launcher import LaunchError, check_shapes
+        from tawac.runtime.arguments import LaunchError, check_shapes
 
         wrong = same_signature(sidecar, self.specs)
         if wrong is not None:

@@ -45,17 +45,16 @@ from typing import Any
 
 import torch
 
-from tawac.runtime.launcher import (
+from tawac.runtime.arguments import (
     FLOAT_SCALAR_DTYPES,
     INT_SCALAR_DTYPES,
     TENSOR_DTYPES,
-    Kernel,
     LaunchError,
     _check_dim_names,
     _check_scalar,
     _check_tensor,
-    load_kernel,
 )
+from tawac.runtime.launcher import Kernel, load_kernel
 from tawac.schedule import tuning
 from tawac.support.options import PipelineOptions
 
@@ -511,7 +510,7 @@ def _register(tk: TorchKernel):
 def _sms() -> int:
     """The current GPU's multiprocessors (the target's count where there is no GPU)."""
     if torch.cuda.is_available():
-        from tawac.runtime.launcher import _sm_count
+        from tawac.runtime.cuda_driver import _sm_count
 
         return _sm_count(torch.cuda.current_device())
     from tawac.target.hopper import HOPPER

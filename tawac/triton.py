@@ -231,7 +231,7 @@ class TritonKernel:
         return found
 
     def _ttir_args(self, args: Sequence[Any]) -> list[Any]:
-        from tawac.runtime.launcher import LaunchError
+        from tawac.runtime.arguments import LaunchError
 
         if len(args) != len(self.params):
             raise LaunchError(
@@ -278,7 +278,7 @@ class TritonKernel:
     def programs(self, *args: Any) -> int:
         """The number of programs (the logical grid's, before a persistent launch puts
         them on the SMs) of a launch with these arguments."""
-        from tawac.runtime.launcher import compute_grid
+        from tawac.runtime.plans import compute_grid
 
         kern = self.launch
         shapes = kern._shapes(self.kernel_args(*args))
@@ -316,7 +316,7 @@ class TritonKernel:
         the (sizes, strides) of the view; one `LaunchError` for what TMA cannot read."""
         import torch
 
-        from tawac.runtime.launcher import LaunchError
+        from tawac.runtime.arguments import LaunchError
 
         out: list[tuple[list[int], list[int]] | None] = []
         for t in self.tensors:
@@ -340,7 +340,7 @@ class TritonKernel:
         return out
 
     def __call__(self, *args: Any, **constexprs: Any) -> Any:
-        from tawac.runtime.launcher import LaunchError
+        from tawac.runtime.arguments import LaunchError
 
         for k, v in constexprs.items():
             if k in ("num_warps", "num_stages"):
@@ -580,7 +580,7 @@ class TritonFunction:
     def specialize(self, *args: Any) -> TritonKernel:
         """The kernel for these arguments (compiled once per set of arguments equal to 1
         and of options, `options_for`)."""
-        from tawac.runtime.launcher import LaunchError
+        from tawac.runtime.arguments import LaunchError
 
         if len(args) != len(self.params):
             raise LaunchError(
@@ -622,7 +622,7 @@ class TritonFunction:
         if s is None:
             import torch
 
-            from tawac.runtime.launcher import _sm_count
+            from tawac.runtime.cuda_driver import _sm_count
 
             programs = self._kernel(ones, given).programs(*args)
             sms = _sm_count(torch.cuda.current_device())

@@ -25,7 +25,9 @@ from tawac import schedule
 from tawac.driver import compile_file, run_pipeline
 from tawac.ir.parser import parse_file
 from tawac.runtime import LaunchError
-from tawac.runtime.launcher import Kernel, compute_grid, validate_sidecar
+from tawac.runtime.arguments import validate_sidecar
+from tawac.runtime.launcher import Kernel
+from tawac.runtime.plans import compute_grid
 from tawac.support.diagnostics import CompileError
 from tawac.support.options import PipelineOptions
 from tawac.target.layouts import SwizzledTile

@@ -206,13 +206,8 @@ def test_rowcol_scales_compile():
 
 
 def test_runtime_treats_fp8_as_bytes():
-    from tawac.runtime.launcher import (
-        TENSOR_DTYPES,
-        TensorView,
-        needs_padding,
-        padded_inner_size,
-        tensor_map_dims,
-    )
+    from tawac.runtime.arguments import TENSOR_DTYPES, TensorView
+    from tawac.runtime.tensor_maps import needs_padding, padded_inner_size, tensor_map_dims
 
     for name, torch_name in (("f8E4M3FN", "float8_e4m3fn"), ("f8E5M2", "float8_e5m2")):
         assert TENSOR_DTYPES[name] == (torch_name, "CU_TENSOR_MAP_DATA_TYPE_UINT8", 1)

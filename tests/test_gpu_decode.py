@@ -126,7 +126,7 @@ def test_decode_with_128_row_tiles(splits, rows, keys):
 @pytest.mark.gpu
 @requires_gpu
 def test_decode_refuses_another_ratio_of_heads():
-    from tawac.runtime.launcher import LaunchError
+    from tawac.runtime.arguments import LaunchError
 
     kern = _kernel(1, 8)
     q, k, v, o = _case(1, 32, 2, 1, 256, 0)  # 16 query heads per K/V head, not 8
@@ -220,7 +220,7 @@ def test_paged_decode_matches_the_reference(splits, lens, rows):
 @pytest.mark.gpu
 @requires_gpu
 def test_paged_decode_refuses_another_page_size():
-    from tawac.runtime.launcher import LaunchError
+    from tawac.runtime.arguments import LaunchError
 
     kern = _paged_kernel(1, 8)
     q, kc, vc, table, seq_lens, o = paged_case([100], 16, 2, 1, 0, page=64)

@@ -113,7 +113,7 @@ def test_shape_plan_serves_new_addresses():
     a misaligned (padded) call and a call of another shape in between."""
     import torch
 
-    from tawac.runtime.launcher import SEEN_CALLS
+    from tawac.runtime.plans import SEEN_CALLS
 
     kern = _gemm()
     sets = [_operands(192, 320, 128, 10 + i) for i in range(SEEN_CALLS + 8)]

@@ -16,8 +16,8 @@ from tawac.compiler import parse_file, parse_text  # noqa: E402
 from tawac.dialects import tile  # noqa: E402
 from tawac.driver import compile_file  # noqa: E402
 from tawac.passes.group_heads import group_kernel  # noqa: E402
+from tawac.runtime.arguments import LaunchError, check_shapes  # noqa: E402
 from tawac.runtime.interpret import interpret  # noqa: E402
-from tawac.runtime.launcher import LaunchError, check_shapes  # noqa: E402
 from tawac.support.diagnostics import CompileError  # noqa: E402
 
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples"

@@ -20,7 +20,7 @@ from tawac.compiler import parse_file, parse_text, run_pipeline  # noqa: E402
 from tawac.dialects import tile  # noqa: E402
 from tawac.passes.group_heads import KEPT_ATTR, group_kernel  # noqa: E402
 from tawac.runtime.interpret import interpret  # noqa: E402
-from tawac.runtime.launcher import compute_grid  # noqa: E402
+from tawac.runtime.plans import compute_grid  # noqa: E402
 from tawac.schedule import group_heads as rule  # noqa: E402
 
 REPO = Path(__file__).resolve().parent.parent

@@ -8,22 +8,21 @@ import struct
 
 import pytest
 
-from tawac.runtime import LaunchError, launcher, load_kernel
-from tawac.runtime.launcher import (
-    Kernel,
+from tawac.runtime import LaunchError, load_kernel, tensor_maps
+from tawac.runtime.arguments import (
     ParamLayout,
     TensorView,
-    _call_key,
-    _shape_key,
-    _ShapePlan,
-    compute_grid,
-    l2_promotion,
-    needs_padding,
     pack_value,
-    padded_inner_size,
-    tensor_map_dims,
     validate_args,
     validate_sidecar,
+)
+from tawac.runtime.launcher import Kernel
+from tawac.runtime.plans import _call_key, _shape_key, _ShapePlan, compute_grid
+from tawac.runtime.tensor_maps import (
+    l2_promotion,
+    needs_padding,
+    padded_inner_size,
+    tensor_map_dims,
 )
 from tawac.target.hopper import HOPPER
 
@@ -226,7 +225,7 @@ def test_shape_plan_writes_new_addresses_and_scalars_keeps_sizes(monkeypatch):
     scalars: the pointer and scalar change, sizes and strides stay, and the tensor map is
     encoded again at the new address with the sizes of the first call (and the L2
     promotion of the new address: a 16- but not 32-byte aligned one takes the other)."""
-    monkeypatch.setattr(launcher, "_promotion_enum", PROMOTION_ENUMS.__getitem__)
+    monkeypatch.setattr(tensor_maps, "_promotion_enum", PROMOTION_ENUMS.__getitem__)
 
     class T:
         def __init__(self, ptr):

@@ -161,7 +161,7 @@ def test_split_k_and_stream_k_are_one_choice():
 
 
 def test_stream_k_grid_counts_every_sm():
-    from tawac.runtime.launcher import compute_grid
+    from tawac.runtime.plans import compute_grid
 
     shapes = {"c": (100, 300)}
     program_grid = [

@@ -13,7 +13,7 @@ from click.testing import CliRunner
 from gpu_util import requires_gpu
 
 from tawac.driver import compile_file
-from tawac.runtime.launcher import LaunchError, trace_bytes, validate_sidecar
+from tawac.runtime.arguments import LaunchError, trace_bytes, validate_sidecar
 from tawac.runtime.trace import RECORD, chrome_trace, loop_intervals, slices, write_chrome_trace
 from tawac.tools import cli
 

@@ -11,8 +11,8 @@ import torch
 
 from tawac.compiler import parse_file
 from tawac.dialects import tile
+from tawac.runtime.arguments import LaunchError
 from tawac.runtime.interpret import interpret
-from tawac.runtime.launcher import LaunchError
 from tawac.triton import TritonKernel, abi_of
 
 REPO = Path(__file__).resolve().parent.parent

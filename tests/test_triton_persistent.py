@@ -17,8 +17,8 @@ from gpu_util import requires_gpu
 
 from tawac.compiler import compile_module, parse_file
 from tawac.dialects import tile
+from tawac.runtime.arguments import LaunchError
 from tawac.runtime.interpret import interpret
-from tawac.runtime.launcher import LaunchError
 from tawac.triton import TritonKernel, kernel_abi
 
 REPO = Path(__file__).resolve().parent.parent

@@ -165,7 +165,7 @@ def test_b_through_its_strides_from_python_and_the_generic_ttir_refusing_it():
     that call with one LaunchError naming the argument."""
     pytest.importorskip("triton")
     import tawac.triton
-    from tawac.runtime.launcher import LaunchError
+    from tawac.runtime.arguments import LaunchError
 
     cfg = _source().TTIR_VARIANTS["unseen_f32_scaled"]
     m, n, k = 1000, 3000, 520
@@ -362,7 +362,7 @@ def test_grouped_query_attention_from_python_on_the_gpu():
     pytest.importorskip("triton")
 
     import tawac.triton
-    from tawac.runtime.launcher import _sm_count
+    from tawac.runtime.cuda_driver import _sm_count
     from tawac.schedule.tuning import fill_splits
 
     src = _source("unseen_attention")

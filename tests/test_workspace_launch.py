@@ -15,15 +15,13 @@ import pytest
 from gpu_util import requires_gpu
 
 from tawac.runtime import LaunchError
-from tawac.runtime.launcher import (
-    Kernel,
-    ParamLayout,
-    TensorView,
+from tawac.runtime.arguments import ParamLayout, TensorView, validate_sidecar
+from tawac.runtime.launcher import Kernel
+from tawac.runtime.plans import (
     _ShapePlan,
     compute_grid,
     extent,
     row_major_strides,
-    validate_sidecar,
     workspace_nbytes,
     workspace_shapes,
 )

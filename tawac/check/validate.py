@@ -32,8 +32,8 @@ from tawac.analysis.grid import checks_of
 from tawac.backend_ptx.abi import arg_specs
 from tawac.compiler import run_pipeline
 from tawac.dialects import tile
+from tawac.runtime.arguments import LaunchError, check_shapes
 from tawac.runtime.interpret import interpret_launch, user_arguments
-from tawac.runtime.launcher import LaunchError, check_shapes
 from tawac.runtime.runner import make_args
 from tawac.support.options import PipelineOptions
 

@@ -56,12 +56,8 @@ from xdsl.ir import Attribute, Block, Operation, SSAValue
 
 from tawac.analysis.grid import decomposition_of, infer_grid, workspace_of
 from tawac.dialects import tile
-from tawac.runtime.launcher import (
-    WORKSPACE_DTYPES,
-    LaunchError,
-    compute_grid,
-    workspace_shapes,
-)
+from tawac.runtime.arguments import WORKSPACE_DTYPES, LaunchError
+from tawac.runtime.plans import compute_grid, workspace_shapes
 
 
 def _spanned(rank: int, shape: tuple[int, ...], stack: int) -> tuple[int, ...]:
@@ -844,7 +840,7 @@ def workspace_args(
 ) -> dict[str, torch.Tensor]:
     """The kernel's workspace buffers (`tawac.analysis.grid.workspace_of`), by name in
     the kernel's order, allocated at these argument shapes (by name) as the launcher
-    allocates them (`tawac.runtime.launcher.workspace_shapes`): a "zero" buffer (the
+    allocates them (`tawac.runtime.plans.workspace_shapes`): a "zero" buffer (the
     tickets) zeroed, the others poisoned (NaN, -7: the launcher leaves them
     uninitialised). A dimension sized in multiprocessors (`{"sms": k}`, stream-K's) takes
     k * `sm_count`; without `sm_count`, `default_stream_ctas` of the launch's tiles, the

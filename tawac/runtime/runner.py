@@ -14,14 +14,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from tawac.runtime.launcher import (
-    FLOAT_SCALAR_DTYPES,
-    FP8_DTYPES,
-    TENSOR_DTYPES,
-    LaunchError,
-    compute_grid,
-    load_kernel,
-)
+from tawac.runtime.arguments import FLOAT_SCALAR_DTYPES, FP8_DTYPES, TENSOR_DTYPES, LaunchError
+from tawac.runtime.launcher import load_kernel
+from tawac.runtime.plans import compute_grid
 from tawac.support.diagnostics import CompileError
 from tawac.target import HOPPER
 

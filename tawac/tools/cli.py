@@ -43,8 +43,8 @@ def _fail(e: BaseException, code: int = 1) -> None:
 def _launch_error(e: BaseException) -> bool:
     """Whether `e` is the runtime's `LaunchError` (without importing the runtime: a
     process that never loaded it raised none)."""
-    launcher = sys.modules.get("tawac.runtime.launcher")
-    return launcher is not None and isinstance(e, launcher.LaunchError)
+    arguments = sys.modules.get("tawac.runtime.arguments")
+    return arguments is not None and isinstance(e, arguments.LaunchError)
 
 
 def _quiet_broken_pipe() -> None:

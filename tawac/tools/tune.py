@@ -399,7 +399,8 @@ def measure_size(
     inputs (outputs NaN-filled), so a kernel that leaves an output unwritten fails."""
     import torch
 
-    from tawac.runtime.launcher import LaunchError, load_kernel
+    from tawac.runtime.arguments import LaunchError
+    from tawac.runtime.launcher import load_kernel
     from tawac.runtime.runner import (
         check_outputs,
         make_args,
