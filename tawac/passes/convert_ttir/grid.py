@@ -1,0 +1,202 @@
+"""The grid: per output tensor dimension its block index `q_d` and the `tile.program_id`
+axis it takes; dimensions one program id is split into are checked to cover their block
+grid once over the programs (`_Check`)."""
+
+from __future__ import annotations
+
+import itertools
+from dataclasses import dataclass, field
+
+from xdsl.ir import BlockArgument
+
+from tawac.analysis.pointers import Access, PointerError, Poly
+from tawac.dialects import tt
+from tawac.passes.convert_ttir.common import _error
+from tawac.passes.convert_ttir.scalars import (
+    _arguments_of,
+    _direct,
+    _eval,
+    _pid_axes,
+    _poly_value,
+    _program_symbols,
+    _rem_count,
+    _rem_size,
+)
+from tawac.passes.convert_ttir.tensors import _is_store, _stored, _Tensor, tensor_dims
+from tawac.support.diagnostics import CompileError
+
+#: Sizes at which a computed program order is checked to cover the tile grid once.
+CHECK_SIZES = (1, 63, 64, 127, 128, 129, 255, 256, 257, 1000, 1024, 3000)
+
+
+@dataclass
+class _Grid:
+    q: list[Poly]
+    axes: list[int | None]
+    #: integer arguments the program order computes the tile grid from, tied to the
+    #: output dimension's size they must equal (`M` of a persistent matmul to the
+    #: output descriptor's rows): checked at launch
+    ties: dict[BlockArgument, BlockArgument] = field(default_factory=dict)
+
+
+def _grid(func: tt.FuncOp, store: Access, tensors: dict, reader) -> _Grid:
+    """Per output tensor dimension its block index polynomial `q_d` and the
+    `tile.program_id` axis it becomes (module docstring)."""
+    shape = _stored(store.op).type.get_shape()
+    dims = tensor_dims(store)
+    q: list[Poly] = []
+    for d, tile_index in dims:
+        t = 1 if tile_index is None else shape[tile_index]
+        if any(c % t for c in d.origin.terms.values()):
+            raise _error(f"the output's origin along a dimension is no multiple of {t}", store.op)
+        q.append(Poly({m: c // t for m, c in d.origin.terms.items()}))
+    groups: dict[int, list[int]] = {}
+    for i, qd in enumerate(q):
+        axes = _pid_axes(qd)
+        if len(axes) > 1:
+            raise _error("an output block index computed from two program ids", store.op)
+        if axes:
+            groups.setdefault(next(iter(axes)), []).append(i)
+        elif qd.terms:
+            raise _error(f"an output block index {qd} from no program id", store.op)
+    if sum(len(g) for g in groups.values()) > 3:
+        raise _error("an output indexed along more than three dimensions", store.op)
+    axes_of: list[int | None] = [None] * len(q)
+    speed: dict[int, int] = {}
+    ties: dict[BlockArgument, BlockArgument] = {}
+    for axis, members in groups.items():
+        direct = [i for i in members if _direct(q[i]) == axis]
+        if len(members) == 1 and direct:
+            axes_of[members[0]] = axis
+            continue
+        check = _Check(store, dims, q, members, tensors[store.base], shape, reader)
+        changes, tied = check.run()
+        speed |= changes
+        ties |= tied
+    taken = {a for a in axes_of if a is not None}
+    free = [a for a in range(3) if a not in taken]
+    rest = [i for i, qd in enumerate(q) if qd.terms and axes_of[i] is None]
+    for i in sorted(rest, key=lambda i: (-speed.get(i, 0), i)):
+        axes_of[i] = free.pop(0)
+    return _Grid(q, axes_of, ties)
+
+
+#: Counts tried for an output dimension no size argument bounds.
+FREE_COUNTS = (1, 2, 3, 5)
+
+
+@dataclass
+class _Check:
+    """The dimensions `members` of the output, computed from one program symbol, cover
+    their block grid once over the programs (checked at sizes: `CHECK_SIZES`,
+    `FREE_COUNTS`); a persistent loop's tile count is that grid's. Integer arguments the
+    order reads that no dimension is sized by (the `M`, `N` of a persistent matmul whose
+    tensors are descriptors) are tied to the members' sizes: the first assignment under
+    which the order checks is kept, and the launch checks it."""
+
+    store: Access
+    dims: list
+    q: list[Poly]
+    members: list[int]
+    tensor: _Tensor
+    shape: tuple
+    reader: object
+
+    def run(self) -> tuple[dict[int, int], dict[BlockArgument, BlockArgument]]:
+        syms = {v for i in self.members for m in self.q[i].terms for s in m
+                for v in _program_symbols(s)}  # fmt: skip
+        if len(syms) != 1:
+            raise _error("an output block index computed from two program symbols", self.store.op)
+        (pid,) = syms
+        loop = pid.owner.parent_op() if isinstance(pid, BlockArgument) else None
+        sizes = {self.tensor.sizes[i] for i in self.members} - {None}
+        needed = set()
+        for i in self.members:
+            for m in self.q[i].terms:
+                for s in m:
+                    needed |= _arguments_of(s)
+        if loop is not None:
+            needed |= _arguments_of(loop.ub)
+        free = sorted(needed - sizes, key=lambda a: a.index)
+        targets = [self.tensor.sizes[i] for i in self.members if self.tensor.sizes[i] is not None]
+        first: CompileError | None = None
+        for chosen in itertools.permutations(targets, len(free)) if free else [()]:
+            tie = dict(zip(free, chosen, strict=True))
+            try:
+                return self._check(pid, loop, tie), tie
+            except CompileError as e:
+                first = first or e
+        if first is None:  # more such arguments than output dimensions to tie them to
+            names = ", ".join(a.name_hint or "?" for a in free)
+            raise _error(
+                f"the program order reads {names}, which no output dimension is sized by",
+                self.store.op,
+            )
+        raise first
+
+    def _choices(self):
+        out = []
+        for i in self.members:
+            size = self.tensor.sizes[i]
+            d, tile_index = self.dims[i]
+            t = 1 if tile_index is None else self.shape[tile_index]
+            if size is not None and _rem_size(d.origin) is size:
+                out.append([(size, v, v) for v in (1, 3, 8, 16)])
+            elif size is not None:
+                out.append([(size, v, -(-v // t)) for v in CHECK_SIZES])
+            elif (count := _rem_count(d.origin)) is not None:
+                out.append([(None, None, count)])
+            else:
+                out.append([(None, None, c) for c in FREE_COUNTS])
+        return out
+
+    def _check(self, pid, loop, tie) -> dict[int, int]:
+        changes = dict.fromkeys(self.members, 0)
+        for combo in itertools.product(*self._choices()):
+            env = {s: v for s, v, _ in combo if s is not None}
+            env |= {a: env[b] for a, b in tie.items()}
+            counts = [c for _, _, c in combo]
+            total = 1
+            for c in counts:
+                total *= c
+            where = ", ".join(f"{s.name_hint}={v}" for s, v, _ in combo if s is not None)
+            where = where or f"block counts {tuple(counts)}"
+            if loop is not None and self._value(loop.ub, env) != total:
+                raise _error(
+                    f"the persistent loop's tile count is not the output's tile grid at {where}",
+                    loop,
+                )
+            seen, last = set(), None
+            for p in range(total):
+                env[pid] = p
+                point = tuple(self._value(self.q[i], env) for i in self.members)
+                bad = any(not 0 <= x < c for x, c in zip(point, counts, strict=True))
+                if point in seen or bad:
+                    raise _error(
+                        f"the program order is not a permutation of the tile grid at {where}",
+                        self.store.op,
+                    )
+                seen.add(point)
+                if last is not None:
+                    for i, a, b in zip(self.members, last, point, strict=True):
+                        changes[i] += a != b
+                last = point
+        return changes
+
+    def _value(self, x, env) -> int:
+        memo: dict = {}
+        try:
+            if isinstance(x, Poly):
+                return _poly_value(x, env, memo, self.reader)
+            return _eval(x, env, memo, self.reader)
+        except PointerError as e:
+            raise _error(e.message, e.op) from None
+
+
+def _output(acc: list[Access]) -> Access:
+    """The store whose blocks the programs partition: the last of the largest rank."""
+    stores = [a for a in acc if _is_store(a.op)]
+    if not stores:
+        raise _error("a kernel that stores nothing", None)
+    rank = max(len(a.dims) for a in stores)
+    return [a for a in stores if len(a.dims) == rank][-1]

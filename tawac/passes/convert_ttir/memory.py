@@ -1,0 +1,97 @@
+"""Loads and stores: `tt.load` / `tt.descriptor_load` -> `tile.load` and `tt.store` /
+`tt.descriptor_store` -> `tile.store` at the origins the plan rebuilds; masks and a
+load's `other` (the tile load's zero fill); the index work (pointers, index tensors,
+masks, program order) the tile kernel rebuilds from the plan instead of converting."""
+
+from __future__ import annotations
+
+from xdsl.dialects import arith
+from xdsl.dialects.builtin import DenseIntOrFPElementsAttr, TensorType
+from xdsl.ir import Operation, SSAValue
+
+from tawac.analysis.pointers import Access
+from tawac.dialects import tile, tt
+from tawac.passes.convert_ttir.common import _error
+from tawac.passes.convert_ttir.dispatch import converts
+from tawac.passes.convert_ttir.emitter import _Emitter
+from tawac.passes.convert_ttir.tensors import _stored, tensor_dims
+
+
+def _indices(em: _Emitter, a: Access) -> list[SSAValue]:
+    return [em.index(d.origin, a.op) for d, _ in tensor_dims(a)]
+
+
+def _tile_order(a: Access) -> list[int]:
+    return [i for _, i in tensor_dims(a) if i is not None]
+
+
+@converts(tt.LoadOp, tt.DescriptorLoadOp)
+def _load(em: _Emitter, op: tt.LoadOp | tt.DescriptorLoadOp) -> None:
+    """A load of the tensor at its origins, in the tensor's order (a 2-d tile read in the
+    transpose of it is held transposed, `_Emitter.transposed`)."""
+    a = em.plan.accesses[op]
+    if isinstance(op, tt.LoadOp):
+        _check_other(op)
+    order = _tile_order(a)
+    shape = op.result.type.get_shape()
+    t = TensorType(op.result.type.element_type, [shape[i] for i in order])
+    load = em.add(tile.LoadOp(em.get(a.base, op), _indices(em, a), t))
+    em.values[op.result] = load.result
+    if order != sorted(order):
+        if len(order) != 2:
+            raise _error("a permuted load of more than two dimensions", op)
+        em.transposed.add(op.result)
+
+
+@converts(tt.StoreOp, tt.DescriptorStoreOp)
+def _store(em: _Emitter, op: tt.StoreOp | tt.DescriptorStoreOp) -> None:
+    """A store of the tile to the tensor at its origins."""
+    a = em.plan.accesses[op]
+    if _tile_order(a) != sorted(_tile_order(a)):
+        raise _error("a store of a tile in the transpose of its tensor's order", op)
+    em.add(tile.StoreOp(em.get(_stored(op), op), em.get(a.base, op), _indices(em, a)))
+
+
+def _only_other(op: Operation) -> bool:
+    """A constant used only as masked loads' `other` (the tile load's zero fill)."""
+    uses = [u for r in op.results for u in r.uses]
+    return bool(uses) and all(
+        isinstance(u.operation, tt.LoadOp) and u.operation.other is r
+        for r in op.results
+        for u in r.uses
+    )
+
+
+def _is_index_work(op: Operation) -> bool:
+    return isinstance(
+        op,
+        tt.SplatOp
+        | tt.BroadcastOp
+        | tt.ExpandDimsOp
+        | tt.MakeRangeOp
+        | tt.AddPtrOp
+        | tt.GetProgramIdOp
+        | tt.CmpiOp
+        | arith.ConstantOp
+        | arith.AddiOp
+        | arith.SubiOp
+        | arith.MuliOp
+        | arith.DivSIOp
+        | arith.RemSIOp
+        | arith.MinSIOp
+        | arith.MaxSIOp
+        | arith.AndIOp
+        | tt.ExtSIOp
+        | tt.ExtUIOp
+        | tt.TruncIOp
+        | tt.MakeTensorDescOp,
+    )
+
+
+def _check_other(op: tt.LoadOp) -> None:
+    if op.other is None:
+        return
+    c = op.other.owner
+    ok = isinstance(c, arith.ConstantOp) and isinstance(c.value, DenseIntOrFPElementsAttr)
+    if not ok or not c.value.is_splat() or float(c.value.get_values()[0]) != 0.0:
+        raise _error("a masked load whose other value is not 0 (tile.load fills with 0)", op)

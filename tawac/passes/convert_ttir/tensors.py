@@ -1,0 +1,112 @@
+"""Pointer arguments as `!tile.tensor`s: per argument its dimensions (outer ones first, the
+contiguous one last), their names and strides, and the argument that sizes each."""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass
+
+from xdsl.dialects.builtin import IntegerType
+from xdsl.ir import BlockArgument, Operation, SSAValue
+
+from tawac.analysis.pointers import Access, Dim, Poly
+from tawac.dialects import tt
+from tawac.passes.convert_ttir.common import _error
+from tawac.passes.convert_ttir.scalars import _is_arg, _rem_size, _single_symbol
+
+
+@dataclass
+class _Tensor:
+    """How a pointer argument becomes a `!tile.tensor`: per dimension (outermost first,
+    the contiguous one last) its name, its stride, and the argument that sizes it (a
+    mask's bound, a `% size` wrap, the `S` of a `pid % S` origin) or None (the launch
+    takes the size from the tensor's storage, `tawac.triton`)."""
+
+    arg: BlockArgument
+    names: tuple[str, ...]
+    strides: tuple[Poly, ...]
+    sizes: tuple[BlockArgument | None, ...]
+
+
+def tensor_dims(a: Access) -> list[tuple[Dim, int | None]]:
+    """The tensor's dimensions an access walks, outermost first: its outer dimensions
+    (tile index None), then its tile dimensions with the contiguous one (constant stride
+    1, else the tile's last) moved last."""
+    rank = len(a.dims)
+    unit = [d for d, x in enumerate(a.dims) if x.stride.terms == {(): 1}]
+    last = unit[0] if unit else rank - 1
+    order = [d for d in range(rank) if d != last] + [last]
+    return [(d, None) for d in a.outer] + [(a.dims[d], d) for d in order]
+
+
+def _desc_dim_name(a: BlockArgument) -> str | None:
+    """`a_desc0` for the first size argument of descriptor `a_desc` (None for another
+    argument)."""
+    args = list(a.owner.args)
+    for k in range(a.index - 1, -1, -1):
+        t = args[k].type
+        if isinstance(t, tt.TensorDescType):
+            d = a.index - k - 1
+            return f"{args[k].name_hint}{d}" if d < t.block.get_num_dims() else None
+        if not isinstance(t, IntegerType):
+            return None
+    return None
+
+
+def _dim_name(
+    d: Dim, arg: BlockArgument, i: int, at: Operation
+) -> tuple[str, BlockArgument | None]:
+    """A tensor dimension's name and the argument that sizes it (module docstring)."""
+    for cand in (d.wrap, *([] if d.bound is None else _single_symbol(d.bound))):
+        if isinstance(cand, BlockArgument):
+            return _desc_dim_name(cand) or cand.name_hint or "?", cand
+    if d.bound is not None:
+        raise _error(f"a mask bound {d.bound} that is not a size argument", at)
+    rem = _rem_size(d.origin)
+    if rem is not None:
+        return rem.name_hint or "?", rem
+    (stride,) = _single_symbol(d.stride) or (None,)
+    if stride is not None and _is_arg(stride) and stride.name_hint:
+        return stride.name_hint.removeprefix("stride_"), None
+    base = (arg.name_hint or "t").removesuffix("_ptr")
+    return f"{base}{i}", None
+
+
+def _tensors(acc: list[Access]) -> dict[BlockArgument, _Tensor]:
+    out: dict[BlockArgument, _Tensor] = {}
+    for a in acc:
+        dims = tensor_dims(a)
+        named = [_dim_name(d, a.base, i, a.op) for i, (d, _) in enumerate(dims)]
+        t = _Tensor(
+            a.base,
+            tuple(n for n, _ in named),
+            tuple(d.stride for d, _ in dims),
+            tuple(s for _, s in named),
+        )
+        old = out.get(a.base)
+        if old is not None and (old.names != t.names or old.strides != t.strides):
+            raise _error(
+                f"argument {a.base.name_hint} is accessed with two layouts "
+                f"({', '.join(old.names)} / {', '.join(t.names)})",
+                a.op,
+            )
+        if old is not None:  # a size one access names and another does not
+            t = dataclasses.replace(
+                t, sizes=tuple(x or y for x, y in zip(old.sizes, t.sizes, strict=True))
+            )
+        out[a.base] = t
+    return out
+
+
+def _stored(op: Operation) -> SSAValue:
+    return op.src if isinstance(op, tt.DescriptorStoreOp) else op.value
+
+
+def _is_store(op: Operation) -> bool:
+    return isinstance(op, tt.StoreOp | tt.DescriptorStoreOp)
+
+
+def _element(a: BlockArgument):
+    """The element type of a pointer or tensor descriptor argument."""
+    t = a.type
+    return t.block.element_type if isinstance(t, tt.TensorDescType) else t.pointee
