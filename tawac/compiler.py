@@ -41,7 +41,7 @@ from tawac.passes.persistent import PersistentPass
 from tawac.passes.pingpong import PingpongPass
 from tawac.passes.pipeline import PipelinePass
 from tawac.passes.plan import PlanPass
-from tawac.passes.split_k import SplitKPass
+from tawac.passes.split_k import SplitKPass, key_split
 from tawac.passes.swap_ab import SwapAbPass
 from tawac.passes.tma_store import TmaStorePass
 from tawac.passes.trace import TracePass
@@ -193,7 +193,8 @@ def compile_module(
 def _compile_module(
     module: ModuleOp, *, cubin: bool, ptxas: str | None, start: str | None, **options: Any
 ):
-    pipeline = PipelineOptions(**options).pipeline(start=start)
+    opts = PipelineOptions(**options)
+    pipeline = opts.pipeline(start=start)
     kernels = [op for op in module.body.block.ops if isinstance(op, tile.KernelOp)]
     if len(kernels) != 1:
         raise CompileError(f"expected exactly one tile.kernel, found {len(kernels)}")
@@ -202,7 +203,12 @@ def _compile_module(
     pms = ptx_modules(module)
     text = print_module(pms[0])
     entry = pms[0].body.block.first_op
-    result = CompileResult(text, _user_sidecar(sidecar(entry), original), original, ir=module)
+    side = _user_sidecar(sidecar(entry), original)
+    if not (opts.split_k > 1 or opts.stream_k or opts.swap_ab):
+        fact = key_split(original)
+        if fact is not None:
+            side["key_split"] = fact
+    result = CompileResult(text, side, original, ir=module)
     if cubin:
         result.cubin, result.ptxas_report = assemble(text, ptxas, verbose=True)
     return result

@@ -36,6 +36,7 @@ from __future__ import annotations
 import hashlib
 import json
 import keyword
+import math
 import os
 import re
 from collections.abc import Mapping, Sequence
@@ -313,16 +314,43 @@ class TorchKernel:
     def config(self, sizes: Mapping[str, int]) -> tuple[dict[str, Any], dict[str, Any]]:
         """(params, options) of the configuration for these dimension sizes: the tuning
         table's entry (`tuning.pick_entry`, with the current GPU's SM count), overridden
-        by the user's params and options."""
-        if self.table is None:
-            return dict(self.params), dict(self.options)
-        picked = tuning.pick(self.table, sizes, _sms())
-        if picked is None:
-            return dict(self.params), dict(self.options)
-        params, options = picked
-        if tuning.overrides_decomposition(options, self.options):
-            return dict(self.params), dict(self.options)
-        return {**params, **self.params}, {**options, **self.options}
+        by the user's params and options; where neither names a work decomposition, the
+        key split `tuning.launch_splits` gives an attention at these sizes (`split_k`,
+        from the unsplit kernel's sidecar: the rule `tawac.triton` applies too)."""
+        params, options = dict(self.params), dict(self.options)
+        if self.table is not None:
+            picked = tuning.pick(self.table, sizes, _sms())
+            if picked is not None and not tuning.overrides_decomposition(picked[1], options):
+                params, options = {**picked[0], **params}, {**picked[1], **options}
+        return params, {**options, **self._key_splits(params, options, sizes)}
+
+    def _key_splits(
+        self, params: Mapping[str, Any], options: Mapping[str, Any], sizes: Mapping[str, int]
+    ) -> dict[str, int]:
+        """`tuning.launch_splits` for the configuration (params, options) at these sizes:
+        its unsplit kernel (compiled here, as the call would) says whether its key loop
+        can be split; {} where the options name a decomposition."""
+        if any(n in options for n in tuning.DECOMPOSITION_KNOBS):
+            return {}
+        key = _config_key(params, options)
+        kern = self.kernels.get(key)
+        if kern is None:
+            self._compile(params, options)
+            kern = self.kernels[key]
+        side = kern.sidecar
+        if side.get("key_split") is None:
+            return {}
+        from tawac.runtime.plans import compute_grid
+
+        shapes = {
+            a["name"]: [sizes.get(d) if isinstance(d, str) else d for d in a["dims"]]
+            for a in side["args"]
+            if a["kind"] == "tensor" and a.get("dims") is not None
+        }
+        if any(not isinstance(n, int) for s in shapes.values() for n in s):
+            return {}  # a size no tensor gives: no rule to apply
+        programs = math.prod(compute_grid(side.get("program_grid") or side["grid"], shapes))
+        return tuning.launch_splits(side, programs, _sms(), shapes, None, options)
 
     def _kernel_for(self, sizes: Mapping[str, int]) -> Kernel:
         params, options = self.config(sizes)

@@ -19,6 +19,7 @@ tuning table entry says so: `k.tune(*args, space=...)` measures, `tawac.tools.tu
 from __future__ import annotations
 
 import json
+import math
 import os
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
@@ -440,6 +441,20 @@ def ttir_of(fn, signature: Mapping[str, str], constexprs: Mapping[str, Any]) -> 
     return triton.compile(src, target=GPUTarget("cuda", 90, 32)).asm["ttir"]
 
 
+def _sms() -> int:
+    """The current GPU's multiprocessors (the target's count where there is no GPU: what
+    `options_for` then shows is the choice on it)."""
+    import torch
+
+    if torch.cuda.is_available():
+        from tawac.runtime.cuda_driver import _sm_count
+
+        return _sm_count(torch.cuda.current_device())
+    from tawac.target.hopper import HOPPER
+
+    return HOPPER.sm_count
+
+
 def _is_int(ty: str) -> bool:
     return ty in ("i8", "i16", "i32", "i64", "u8", "u16", "u32", "u64")
 
@@ -453,10 +468,11 @@ class TritonFunction:
 
     A tuning table (`tuning`, `load_table`; written by `tune`) gives each call
     the pipeline options of its entry (`table_options`); the keyword options override
-    them. An attention kernel (a key loop with an online softmax) whose call has fewer
-    programs than fill the GPU has its keys split (`split_k`, flash-decoding) as
-    `tawac.schedule.tuning.fill_splits` says for that many programs and key steps, unless the
-    options name a work decomposition; `options_for(*args)` shows the choice."""
+    them. An attention kernel (a key loop with an online softmax: the sidecar's
+    `"key_split"`) whose call has fewer programs than fill the GPU has its keys split
+    (`split_k`, flash-decoding) as `tawac.schedule.tuning.launch_splits` says, the rule
+    `tawac.torch` applies too, unless the options name a work decomposition;
+    `options_for(*args)` shows the choice."""
 
     def __init__(
         self,
@@ -476,51 +492,18 @@ class TritonFunction:
         self.kernels: dict[tuple[tuple[str, ...], tuple], TritonKernel] = {}
         self.table = load_table(tuning, fn, self.name)
         self._sizes: frozenset[str] | None = None
-        self._splits_keys: bool | None = None
-        self._splits: dict[tuple, int] = {}
+        self._splits: dict[tuple, dict[str, int]] = {}
         self._calls: dict[tuple, tuple[TritonKernel, list[tuple]]] = {}
         self._storage: bool | None = None  # a dimension is sized from its tensor's storage
 
     def _analyse(self) -> None:
-        """From the unspecialized TTIR: the parameters that size a tensor, whether a
-        dimension is sized from its tensor's storage (`layout_key` then reads it), and
-        whether the kernel's main loop is an online softmax (its keys can be split)."""
-        from tawac.compiler import parse_text
-        from tawac.dialects import tile
-        from tawac.passes.split_k import key_loop
-
+        """From the unspecialized TTIR: the parameters that size a tensor, and whether a
+        dimension is sized from its tensor's storage (`layout_key` then reads it)."""
         ttir = ttir_of(self.fn, self.signature, self.constexprs)
         abi = kernel_abi(ttir, self.name)
         pos = {i for t in abi.tensors for i in t.sizes if i is not None}
         self._sizes = frozenset(abi.names[i] for i in pos)
         self._storage = any(None in t.sizes for t in abi.tensors)
-        module = parse_text(ttir, f"{self.name}.ttir")
-        kernel = next(o for o in module.walk() if isinstance(o, tile.KernelOp))
-        loop = key_loop(kernel)
-        self._splits_keys = loop is not None
-        if loop is not None:  # for `_steps`: the loop, and the arguments' recipe
-            generic = TritonKernel.from_abi(abi, lambda *a: None, self.constexprs, self.name)
-            self._key_loop = (module, loop, list(kernel.body.block.args), generic)
-
-    def _steps(self, args: Sequence[Any]) -> int | None:
-        """The key loop's trip count for a call with these arguments, where its bounds
-        are index math of constants, tensor sizes and index arguments; else None."""
-        from tawac.analysis.scalars import evaluate
-
-        if not self.splits_keys():
-            return None
-        _module, loop, block_args, generic = self._key_loop
-        try:
-            values = generic.kernel_args(*args)
-        except Exception:  # noqa: BLE001 (a call the full path will refuse, clearly)
-            return None
-        if len(values) != len(block_args):
-            return None
-        env = dict(zip(block_args, values, strict=True))
-        lb, ub, step = (evaluate(v, env) for v in (loop.lb, loop.ub, loop.step))
-        if lb is None or ub is None or step is None or step <= 0:
-            return None
-        return max(0, -(-(ub - lb) // step))
 
     def sizes(self) -> frozenset[str]:
         """The parameters that size a tensor (from the unspecialized TTIR's ABI)."""
@@ -529,16 +512,10 @@ class TritonFunction:
         assert self._sizes is not None
         return self._sizes
 
-    def splits_keys(self) -> bool:
-        """Whether the kernel is an attention whose key loop `split_k` splits."""
-        if self._splits_keys is None:
-            self._analyse()
-        return bool(self._splits_keys)
-
     def options_for(self, *args: Any) -> dict[str, Any]:
         """The pipeline options a call with these arguments compiles with: its tuning
-        table entry's, the user's over them, and `split_k` where `fill_splits` splits an
-        attention's keys (class docstring)."""
+        table entry's, the user's over them, and `split_k` where `launch_splits` splits
+        an attention's keys (class docstring)."""
         return self._options(self._ones(args), args)
 
     def _options(self, ones: tuple[str, ...], args: Sequence[Any]) -> dict[str, Any]:
@@ -611,25 +588,53 @@ class TritonFunction:
         self, ones: tuple[str, ...], args: Sequence[Any], given: Mapping[str, Any]
     ) -> dict[str, Any]:
         """`{"split_k": s}` where this call's keys are split (class docstring), else {};
-        `given`: the options the call has besides (the table's and the user's)."""
-        from tawac.schedule.tuning import DECOMPOSITION_KNOBS, fill_splits
+        `given`: the options the call has besides (the table's and the user's). The
+        kernel compiled with `given` (unsplit) says whether its key loop can be split and
+        how long it is (its sidecar's `"key_split"`)."""
+        from tawac.schedule.tuning import DECOMPOSITION_KNOBS, launch_splits
 
-        if any(n in given for n in DECOMPOSITION_KNOBS) or not self.splits_keys():
+        if any(n in given for n in DECOMPOSITION_KNOBS):
             return {}
         layout = layout_key(args)
-        key = (ones, layout)
-        s = self._splits.get(key) if layout is not None else None
-        if s is None:
-            import torch
+        key = (ones, layout, json.dumps(dict(given), sort_keys=True, default=str))
+        found = self._splits.get(key) if layout is not None else None
+        if found is None:
+            side, order = self._unsplit(ones, given)
+            found = {}
+            if "key_split" in side:
+                from tawac.runtime.plans import compute_grid
 
-            from tawac.runtime.cuda_driver import _sm_count
-
-            programs = self._kernel(ones, given).programs(*args)
-            sms = _sm_count(torch.cuda.current_device())
-            s = fill_splits(programs, sms, self._steps(args))
+                values = order.kernel_args(*args)
+                pairs = list(zip(side["args"], values, strict=True))
+                shapes = {a["name"]: tuple(v.shape) for a, v in pairs if a["kind"] == "tensor"}
+                scalars = {
+                    a["name"]: int(v)
+                    for a, v in pairs
+                    if a["kind"] == "scalar" and a["dtype"] != "f32"
+                }
+                grid = compute_grid(side.get("program_grid") or side["grid"], shapes)
+                found = launch_splits(side, math.prod(grid), _sms(), shapes, scalars, given)
             if layout is not None:
-                self._splits[key] = s
-        return {"split_k": s} if s > 1 else {}
+                self._splits[key] = found
+        return dict(found)
+
+    def _unsplit(
+        self, ones: tuple[str, ...], options: Mapping[str, Any]
+    ) -> tuple[dict[str, Any], TritonKernel]:
+        """The sidecar of the kernel for these ones compiled with `options` (its PTX only,
+        through the compile cache, where it is not loaded already: a split call never
+        assembles it), and a `TritonKernel` of its ABI that orders a call's arguments."""
+        from tawac.driver import compile_cached
+
+        k = self.kernels.get((ones, tuple(sorted(options.items()))))
+        if k is not None:
+            return k.launch.sidecar, k
+        consts = {**self.constexprs, **dict.fromkeys(ones, 1)}
+        ttir = ttir_of(self.fn, self.signature, consts)
+        built = compile_cached(f"{self.name}.ttir", text=ttir, cubin=False, **options)
+        abi = kernel_abi(ttir, f"{self.name}.ttir")
+        order = TritonKernel.from_abi(abi, lambda *a: None, consts, self.name, self.params)
+        return json.loads(built.sidecar_text), order
 
     def tune(self, *args: Any, space: Mapping[str, Sequence[Any]], **how: Any):
         """Times this call's candidates (`space`: option values to try) and records the

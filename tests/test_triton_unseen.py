@@ -419,20 +419,28 @@ def test_fill_splits():
     assert fill_splits(4, 132, 1024, cap=8) == 8
 
 
-def test_the_key_loop_length_is_read_from_the_call():
-    """`_steps`: the GQA kernel's key loop runs over K's rows (`tile.dim %K[2]`) in steps
-    of 128, whatever the other sizes."""
+def test_the_key_loop_length_is_read_from_the_call(monkeypatch):
+    """The GQA kernel's sidecar says its key loop runs over K's rows (`"key_split"`:
+    `tile.dim %K[2]` in steps of 128), and a call's keys are split as `fill_splits` says
+    for its programs (a query block of 8 rows for 8 grouped heads, per K/V head and
+    batch) and that many steps, on a 132-SM H100."""
     pytest.importorskip("triton")
 
     import tawac.triton
+    from tawac.schedule.tuning import fill_splits
 
+    monkeypatch.setattr(tawac.triton, "_sms", lambda: 132)
     src = _source("unseen_attention")
     cfg = src.TTIR_VARIANTS["unseen_gqa"]
     fn = tawac.triton.compile(
         cfg["kernel"], signature=cfg["signature"], constexprs=cfg["constexprs"]
     )
-    for b, rows, keys in ((1, 1, 8192), (2, 5, 300), (1, 1, 1)):
+    cases = ((1, 1, 8192, 8), (2, 5, 300, 1), (1, 1, 1, 1), (4, 1, 8000, 4), (1, 1, 2**17, 32))
+    for b, rows, keys, split in cases:
         q = torch.zeros(b, 32, rows, 128).bfloat16()
         k, v = (torch.zeros(b, 4, keys, 128).bfloat16() for _ in range(2))
         strides = [*q.stride()[:3], *k.stride()[:3], *v.stride()[:3], *q.stride()[:3]]
-        assert fn._steps((q, k, v, q, 0.1, rows, keys, *strides)) == math.ceil(keys / 128)
+        programs = math.ceil(rows / 8) * 4 * b
+        assert fill_splits(programs, 132, math.ceil(keys / 128)) == split
+        got = fn.options_for(q, k, v, q, 0.1, rows, keys, *strides)
+        assert got == ({"split_k": split} if split > 1 else {}), (b, rows, keys)

@@ -61,6 +61,7 @@ one copy of the epilogue, which the programs of a split tile other than the last
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 from xdsl.context import Context
 from xdsl.dialects import arith, math, scf
@@ -74,7 +75,7 @@ from xdsl.dialects.builtin import (
     TensorType,
     i32,
 )
-from xdsl.ir import Block, Operation, Region, SSAValue
+from xdsl.ir import Block, BlockArgument, Operation, Region, SSAValue
 from xdsl.passes import ModulePass
 from xdsl.rewriter import InsertPoint, Rewriter
 
@@ -88,6 +89,7 @@ from tawac.analysis.grid import (
     to_attr,
 )
 from tawac.analysis.identity import argument_name
+from tawac.analysis.scalars import constant_int
 from tawac.dialects import tile
 from tawac.support.diagnostics import CompileError
 
@@ -126,6 +128,70 @@ def key_loop(kernel: tile.KernelOp) -> scf.ForOp | None:
     if online_softmax(loop) is None or _row_mask(loop) is not None:
         return None
     return loop
+
+
+def key_split(kernel: tile.KernelOp) -> dict[str, Any] | None:
+    """The launch sidecar's `"key_split"` (docs/abi.md) of a kernel not yet decomposed:
+    `{"steps": extent}` where `key_loop` finds a loop `splits=S` can split, its trip
+    count in the sidecar's extent vocabulary (`_steps_extent`; None where it is no such
+    form); None where there is no such loop or the kernel is decomposed already."""
+    if decomposition_of(kernel)["kind"] != "data_parallel":
+        return None
+    try:
+        loop = key_loop(kernel)
+    except Exception:  # noqa: BLE001 (a form `key_loop` was not written for: no split)
+        return None
+    if loop is None:
+        return None
+    return {"steps": _steps_extent(kernel, loop)}
+
+
+def _scaled_symbol(v: SSAValue) -> tuple[int, SSAValue | None] | None:
+    """(c, x) where index value `v` is c times x, x a `tile.dim` or an argument (None: `v`
+    is the constant c), through products with constants and index casts."""
+    c = constant_int(v)
+    if c is not None:
+        return c, None
+    op = v.owner
+    if isinstance(op, arith.IndexCastOp):
+        return _scaled_symbol(op.input)
+    if isinstance(op, arith.MuliOp):
+        for a, b in ((op.lhs, op.rhs), (op.rhs, op.lhs)):
+            k = constant_int(b)
+            inner = _scaled_symbol(a) if k is not None else None
+            if inner is not None:
+                return inner[0] * k, inner[1]
+        return None
+    if isinstance(op, tile.DimOp) or isinstance(v, BlockArgument):
+        return 1, v
+    return None
+
+
+def _steps_extent(kernel: tile.KernelOp, loop: scf.ForOp) -> dict[str, Any] | None:
+    """The key loop's trip count as a sidecar extent: `{"const": n}`, `{"cdiv": {"arg":
+    name, "dim": d}, "by": n}` (a tensor argument's size) or `{"cdiv": {"scalar": name},
+    "by": n}` (an index argument's value), for a loop from 0 to c * such a size in
+    constant steps of a multiple of c; None for any other loop (its bound read from
+    memory: a paged cache's lengths)."""
+    step, lb = constant_int(loop.step), constant_int(loop.lb)
+    ub = _scaled_symbol(loop.ub)
+    if step is None or step <= 0 or lb != 0 or ub is None:
+        return None
+    c, x = ub
+    if x is None:
+        return {"const": max(0, -(-c // step))}
+    if c <= 0 or step % c:
+        return None
+    if isinstance(x, BlockArgument):
+        if x.block is not kernel.body.block or not isinstance(x.type, IndexType):
+            return None
+        return {"cdiv": {"scalar": argument_name(x, kernel)}, "by": step // c}
+    dim = x.owner
+    assert isinstance(dim, tile.DimOp)
+    src = dim.source
+    if not isinstance(src, BlockArgument) or src.block is not kernel.body.block:
+        return None
+    return {"cdiv": {"arg": argument_name(src, kernel), "dim": dim.dim.data}, "by": step // c}
 
 
 def _is_zero(v: SSAValue) -> bool:

@@ -257,6 +257,55 @@ def fill_splits(
     return s
 
 
+def key_steps(
+    entry: Mapping[str, Any] | None,
+    shapes: Mapping[str, Any],
+    scalars: Mapping[str, int] | None = None,
+) -> int | None:
+    """A key loop's trip count from the sidecar's `"key_split"` `"steps"` extent (docs/abi.md):
+    `{"const": n}`, `{"cdiv": {"arg": name, "dim": d}, "by": n}` over the tensors'
+    `shapes` (by argument name) or `{"cdiv": {"scalar": name}, "by": n}` over the index
+    arguments' values `scalars` (by name); None where it is unknown (null, or a size or
+    scalar not given)."""
+    if not isinstance(entry, Mapping):
+        return None
+    if "const" in entry:
+        return int(entry["const"])
+    ref, by = entry.get("cdiv"), int(entry.get("by", 0))
+    if not isinstance(ref, Mapping) or by <= 0:
+        return None
+    if "scalar" in ref:
+        value = (scalars or {}).get(ref["scalar"])
+    else:
+        shape = shapes.get(ref.get("arg"))
+        dim = int(ref.get("dim", -1))
+        value = shape[dim] if shape is not None and 0 <= dim < len(shape) else None
+    return None if value is None else max(0, -(-int(value) // by))
+
+
+def launch_splits(
+    sidecar: Mapping[str, Any],
+    programs: int,
+    sms: int,
+    shapes: Mapping[str, Any],
+    scalars: Mapping[str, int] | None = None,
+    given: Mapping[str, Any] | None = None,
+) -> dict[str, int]:
+    """The key split a launch adds to its options where no tuning table entry speaks for
+    it, one rule for every front end (`tawac.torch`, `tawac.triton`): `{"split_k": s}`
+    for a kernel whose sidecar says its key loop can be split (`"key_split"`, recorded on
+    an unsplit kernel), `fill_splits(programs, sms, steps)` of its `programs` (the
+    unsplit launch's logical grid) and the loop's steps (`key_steps` of the launch's
+    tensor `shapes` and index `scalars`), where s > 1; {} where the `given` options (a
+    table entry's and the user's) name a work decomposition, the kernel has no such loop,
+    or the rule says 1."""
+    fact = sidecar.get("key_split")
+    if fact is None or any(n in (given or {}) for n in DECOMPOSITION_KNOBS):
+        return {}
+    s = fill_splits(programs, sms, key_steps(fact.get("steps"), shapes, scalars))
+    return {"split_k": s} if s > 1 else {}
+
+
 def output_dims(table: Mapping[str, Any]) -> tuple[str, str] | None:
     """The (rows, columns) dimension names of a table's kernel whose one written tensor
     is a matrix tiled by BLOCK_M x BLOCK_N (a GEMM: c [M, N]); None for another kernel."""
