@@ -60,10 +60,20 @@ from xdsl.irdl import (
     traits_def,
     var_operand_def,
 )
+from xdsl.irdl.declarative_assembly_format import (
+    AttributeVariable,
+    CustomDirective,
+    ParsingState,
+    PrintingState,
+    TypeDirective,
+    irdl_custom_directive,
+)
 from xdsl.parser import AttrParser, Parser
 from xdsl.printer import Printer
 from xdsl.traits import HasParent, IsolatedFromAbove, IsTerminator, Pure, SymbolOpInterface
 from xdsl.utils.exceptions import VerifyException
+
+from tawac.dialects.directives import Choice, Int
 
 DYNAMIC = DYNAMIC_INDEX
 
@@ -233,6 +243,16 @@ class ReturnOp(IRDLOperation):
 _AXES = ("x", "y", "z")
 
 
+@irdl_custom_directive
+class Axis(Choice):
+    """A grid axis, `x`, `y` or `z`, held as its number."""
+
+    CHOICES = _AXES
+    MESSAGE = "expected axis x, y or z"
+    AS_INDEX = True
+    value: AttributeVariable
+
+
 @irdl_op_definition
 class ProgramIdOp(IRDLOperation):
     """The index of this program instance along one axis of the launch grid."""
@@ -242,22 +262,11 @@ class ProgramIdOp(IRDLOperation):
     result = result_def(IndexType)
     traits = traits_def(Pure())
 
+    custom_directives = (Axis,)
+    assembly_format = "custom<Axis>($axis) attr-dict"
+
     def __init__(self, axis: int):
         super().__init__(properties={"axis": IntAttr(axis)}, result_types=[IndexType()])
-
-    @classmethod
-    def parse(cls, parser: Parser) -> ProgramIdOp:
-        pos = parser.pos
-        name = parser.parse_identifier()
-        if name not in _AXES:
-            parser.raise_error("expected axis x, y or z", pos, parser.pos)
-        op = cls(_AXES.index(name))
-        op.attributes |= parser.parse_optional_attr_dict()
-        return op
-
-    def print(self, printer: Printer) -> None:
-        printer.print_string(f" {_AXES[self.axis.data]}")
-        printer.print_op_attributes(self.attributes)
 
     def verify_(self) -> None:
         if not 0 <= self.axis.data < len(_AXES):
@@ -276,27 +285,13 @@ class DimOp(IRDLOperation):
     result = result_def(IndexType)
     traits = traits_def(Pure())
 
+    custom_directives = (Int,)
+    assembly_format = "$source `[` custom<Int>($dim) `]` `:` type($source) attr-dict"
+
     def __init__(self, source: SSAValue, dim: int):
         super().__init__(
             operands=[source], properties={"dim": IntAttr(dim)}, result_types=[IndexType()]
         )
-
-    @classmethod
-    def parse(cls, parser: Parser) -> DimOp:
-        src = parser.parse_unresolved_operand()
-        dim = parser.parse_comma_separated_list(parser.Delimiter.SQUARE, parser.parse_integer)
-        parser.parse_punctuation(":")
-        t = parser.parse_type()
-        op = cls(parser.resolve_operand(src, t), dim[0] if len(dim) == 1 else -1)
-        op.attributes |= parser.parse_optional_attr_dict()
-        return op
-
-    def print(self, printer: Printer) -> None:
-        printer.print_string(" ")
-        printer.print_operand(self.source)
-        printer.print_string(f"[{self.dim.data}] : ")
-        printer.print_attribute(self.source.type)
-        printer.print_op_attributes(self.attributes)
 
     def verify_(self) -> None:
         t = self.source.type
@@ -1075,32 +1070,13 @@ class BroadcastOp(IRDLOperation):
     result = result_def(TensorType)
     traits = traits_def(Pure())
 
+    custom_directives = (Int,)
+    assembly_format = "$source `,` custom<Int>($dim) `:` type($source) `->` type($result) attr-dict"
+
     def __init__(self, source: SSAValue, dim: int, result_type: Attribute):
         super().__init__(
             operands=[source], properties={"dim": IntAttr(dim)}, result_types=[result_type]
         )
-
-    @classmethod
-    def parse(cls, parser: Parser) -> BroadcastOp:
-        src = parser.parse_unresolved_operand()
-        parser.parse_punctuation(",")
-        dim = parser.parse_integer()
-        parser.parse_punctuation(":")
-        st = parser.parse_type()
-        parser.parse_punctuation("->")
-        rt = parser.parse_type()
-        op = cls(parser.resolve_operand(src, st), dim, rt)
-        op.attributes |= parser.parse_optional_attr_dict()
-        return op
-
-    def print(self, printer: Printer) -> None:
-        printer.print_string(" ")
-        printer.print_operand(self.source)
-        printer.print_string(f", {self.dim.data} : ")
-        printer.print_attribute(self.source.type)
-        printer.print_string(" -> ")
-        printer.print_attribute(self.result.type)
-        printer.print_op_attributes(self.attributes)
 
     def verify_(self) -> None:
         st, rt = self.source.type, self.result.type
@@ -1131,27 +1107,13 @@ class IotaOp(IRDLOperation):
     result = result_def(TensorType)
     traits = traits_def(Pure())
 
+    custom_directives = (Int,)
+    assembly_format = "custom<Int>($dim) `,` $offset `:` type($result) attr-dict"
+
     def __init__(self, dim: int, offset: SSAValue, result_type: Attribute):
         super().__init__(
             operands=[offset], properties={"dim": IntAttr(dim)}, result_types=[result_type]
         )
-
-    @classmethod
-    def parse(cls, parser: Parser) -> IotaOp:
-        dim = parser.parse_integer()
-        parser.parse_punctuation(",")
-        off = parser.resolve_operand(parser.parse_unresolved_operand(), IndexType())
-        parser.parse_punctuation(":")
-        op = cls(dim, off, parser.parse_type())
-        op.attributes |= parser.parse_optional_attr_dict()
-        return op
-
-    def print(self, printer: Printer) -> None:
-        printer.print_string(f" {self.dim.data}, ")
-        printer.print_operand(self.offset)
-        printer.print_string(" : ")
-        printer.print_attribute(self.result.type)
-        printer.print_op_attributes(self.attributes)
 
     def verify_(self) -> None:
         rt = self.result.type
@@ -1163,6 +1125,37 @@ class IotaOp(IRDLOperation):
 
 
 CMPI_PREDICATES = ("eq", "ne", "slt", "sle", "sgt", "sge")
+
+
+@irdl_custom_directive
+class CmpiPredicate(Choice):
+    """A comparison of `tile.cmpi`: eq, ne, slt, sle, sgt or sge."""
+
+    CHOICES = CMPI_PREDICATES
+    MESSAGE = f"expected a predicate ({', '.join(CMPI_PREDICATES)})"
+    value: AttributeVariable
+
+
+@irdl_custom_directive
+class CompareType(CustomDirective):
+    """The operands' tensor type, which gives the result's: i1 elements of its shape."""
+
+    lhs: TypeDirective
+    rhs: TypeDirective
+    result: TypeDirective
+
+    def parse(self, parser: Parser, state: ParsingState) -> None:
+        pos = parser.pos
+        t = parser.parse_type()
+        if not isinstance(t, TensorType):
+            parser.raise_error(f"tile.cmpi: expected a tensor type, got {t}", pos, parser.pos)
+        self.lhs.set(state, (t,))
+        self.rhs.set(state, (t,))
+        self.result.set(state, (TensorType(i1, t.get_shape()),))
+
+    def print(self, printer: Printer, state: PrintingState, op: IRDLOperation) -> None:
+        state.print_whitespace(printer)
+        printer.print_attribute(self.lhs.get(op)[0])
 
 
 @irdl_op_definition
@@ -1177,6 +1170,12 @@ class CmpiOp(IRDLOperation):
     result = result_def(TensorType)
     traits = traits_def(Pure())
 
+    custom_directives = (CmpiPredicate, CompareType)
+    assembly_format = (
+        "custom<CmpiPredicate>($predicate) `,` $lhs `,` $rhs "
+        "`:` custom<CompareType>(type($lhs), type($rhs), type($result)) attr-dict"
+    )
+
     def __init__(self, predicate: str, lhs: SSAValue, rhs: SSAValue):
         t = lhs.type
         assert isinstance(t, TensorType)
@@ -1185,33 +1184,6 @@ class CmpiOp(IRDLOperation):
             properties={"predicate": StringAttr(predicate)},
             result_types=[TensorType(i1, t.get_shape())],
         )
-
-    @classmethod
-    def parse(cls, parser: Parser) -> CmpiOp:
-        pos = parser.pos
-        pred = parser.parse_identifier()
-        if pred not in CMPI_PREDICATES:
-            parser.raise_error(
-                f"expected a predicate ({', '.join(CMPI_PREDICATES)})", pos, parser.pos
-            )
-        parser.parse_punctuation(",")
-        a = parser.parse_unresolved_operand()
-        parser.parse_punctuation(",")
-        b = parser.parse_unresolved_operand()
-        parser.parse_punctuation(":")
-        t = parser.parse_type()
-        op = cls(pred, parser.resolve_operand(a, t), parser.resolve_operand(b, t))
-        op.attributes |= parser.parse_optional_attr_dict()
-        return op
-
-    def print(self, printer: Printer) -> None:
-        printer.print_string(f" {self.predicate.data}, ")
-        printer.print_operand(self.lhs)
-        printer.print_string(", ")
-        printer.print_operand(self.rhs)
-        printer.print_string(" : ")
-        printer.print_attribute(self.lhs.type)
-        printer.print_op_attributes(self.attributes)
 
     def verify_(self) -> None:
         if self.predicate.data not in CMPI_PREDICATES:
@@ -1251,6 +1223,15 @@ class SelectOp(IRDLOperation):
 REDUCE_KINDS = ("max", "sum")
 
 
+@irdl_custom_directive
+class ReduceKind(Choice):
+    """A reduction of `tile.reduce`: max or sum."""
+
+    CHOICES = REDUCE_KINDS
+    MESSAGE = f"expected a reduction ({', '.join(REDUCE_KINDS)})"
+    value: AttributeVariable
+
+
 @irdl_op_definition
 class ReduceOp(IRDLOperation):
     """Reduces a 2-d tile along one dimension to a 1-d tile.
@@ -1266,38 +1247,18 @@ class ReduceOp(IRDLOperation):
     result = result_def(TensorType)
     traits = traits_def(Pure())
 
+    custom_directives = (ReduceKind, Int)
+    assembly_format = (
+        "custom<ReduceKind>($kind) $source `,` custom<Int>($dim) "
+        "`:` type($source) `->` type($result) attr-dict"
+    )
+
     def __init__(self, kind: str, source: SSAValue, dim: int, result_type: Attribute):
         super().__init__(
             operands=[source],
             properties={"kind": StringAttr(kind), "dim": IntAttr(dim)},
             result_types=[result_type],
         )
-
-    @classmethod
-    def parse(cls, parser: Parser) -> ReduceOp:
-        pos = parser.pos
-        kind = parser.parse_identifier()
-        if kind not in REDUCE_KINDS:
-            parser.raise_error(f"expected a reduction ({', '.join(REDUCE_KINDS)})", pos, parser.pos)
-        src = parser.parse_unresolved_operand()
-        parser.parse_punctuation(",")
-        dim = parser.parse_integer()
-        parser.parse_punctuation(":")
-        st = parser.parse_type()
-        parser.parse_punctuation("->")
-        rt = parser.parse_type()
-        op = cls(kind, parser.resolve_operand(src, st), dim, rt)
-        op.attributes |= parser.parse_optional_attr_dict()
-        return op
-
-    def print(self, printer: Printer) -> None:
-        printer.print_string(f" {self.kind.data} ")
-        printer.print_operand(self.source)
-        printer.print_string(f", {self.dim.data} : ")
-        printer.print_attribute(self.source.type)
-        printer.print_string(" -> ")
-        printer.print_attribute(self.result.type)
-        printer.print_op_attributes(self.attributes)
 
     def verify_(self) -> None:
         st, rt = self.source.type, self.result.type

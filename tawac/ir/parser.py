@@ -188,6 +188,8 @@ class TawacParser(BoundedParser):
             located = ParseError(name, e.msg)
             located.at_op_name = True  # type: ignore[attr-defined]
             raise located from None
+        except VerifyException as e:  # a declarative format checks its operands' types
+            raise ParseError(name, verify_message(e)) from None
         if isinstance(op.location, UnknownLoc):
             file, line, col = span_location(name, self.source_map)
             op.location = FileLineColLoc(StringAttr(file), IntAttr(line), IntAttr(col))

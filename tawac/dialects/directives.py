@@ -1,0 +1,147 @@
+"""Custom directives of the tile and aref dialects' declarative assembly formats.
+
+xDSL's `assembly_format` spells a property by its attribute syntax (`IntAttr` as `<3>`,
+`StringAttr` as `"max"`); these directives spell the dialects' properties as bare words
+and integers (`tile.reduce max %s, 1`, `aref.partition consumer warp_groups 2 regs 232`)
+and their coordinate lists as `%src[%i, %j]`, with the diagnostics the hand-written
+parsers gave. An op names the ones it uses in `custom_directives` and writes them in its
+format as `custom<Name>($property)`.
+"""
+
+from __future__ import annotations
+
+from typing import ClassVar
+
+from xdsl.dialects.builtin import IntAttr, StringAttr
+from xdsl.ir import Attribute
+from xdsl.irdl import IRDLOperation
+from xdsl.irdl.declarative_assembly_format import (
+    AttributeVariable,
+    CustomDirective,
+    OperandVariable,
+    ParsingState,
+    PrintingState,
+    VariadicOperandVariable,
+    irdl_custom_directive,
+)
+from xdsl.parser import Parser
+from xdsl.printer import Printer
+
+
+def _printed(state: PrintingState) -> None:
+    """After a directive printed a word or a closing bracket: the next one is spaced."""
+    state.should_emit_space = True
+    state.last_was_punctuation = False
+
+
+class _Integer(CustomDirective):
+    """An `IntAttr` property as a bare integer; an anchor of an optional group
+    (`(`stack` custom<Nat>($stack)^)?`)."""
+
+    value: AttributeVariable
+
+    @staticmethod
+    def parse_integer(parser: Parser) -> int:
+        return parser.parse_integer()
+
+    def parse(self, parser: Parser, state: ParsingState) -> None:
+        self.value.set(state, IntAttr(self.parse_integer(parser)))
+
+    def print(self, printer: Printer, state: PrintingState, op: IRDLOperation) -> None:
+        attr = self.value.get(op)
+        assert isinstance(attr, IntAttr)
+        state.print_whitespace(printer)
+        printer.print_string(str(attr.data))
+
+    def is_present(self, op: IRDLOperation) -> bool:
+        return self.value.is_present(op)
+
+    def is_anchorable(self) -> bool:
+        return self.value.is_optional
+
+
+@irdl_custom_directive
+class Int(_Integer):
+    """A signed integer: `tile.broadcast %v, 1`."""
+
+    value: AttributeVariable
+
+
+@irdl_custom_directive
+class Nat(_Integer):
+    """A non-negative integer (no sign, not `true`): `max 4`, `stack 8`, `regs 232`."""
+
+    value: AttributeVariable
+
+    @staticmethod
+    def parse_integer(parser: Parser) -> int:
+        return parser.parse_integer(allow_boolean=False, allow_negative=False)
+
+
+class Choice(CustomDirective):
+    """A property spelled as one word of `CHOICES`; another word is an error at it
+    (`expected ...`, `MESSAGE`). The property is a `StringAttr` of the word, or with
+    `AS_INDEX` an `IntAttr` of its position in `CHOICES`."""
+
+    CHOICES: ClassVar[tuple[str, ...]] = ()
+    MESSAGE: ClassVar[str] = ""
+    AS_INDEX: ClassVar[bool] = False
+    value: AttributeVariable
+
+    def parse(self, parser: Parser, state: ParsingState) -> None:
+        pos = parser.pos
+        word = parser.parse_identifier()
+        if word not in self.CHOICES:
+            parser.raise_error(self.MESSAGE, pos, parser.pos)
+        attr: Attribute = IntAttr(self.CHOICES.index(word)) if self.AS_INDEX else StringAttr(word)
+        self.value.set(state, attr)
+
+    def print(self, printer: Printer, state: PrintingState, op: IRDLOperation) -> None:
+        attr = self.value.get(op)
+        assert isinstance(attr, IntAttr | StringAttr)
+        state.print_whitespace(printer)
+        printer.print_string(self.CHOICES[attr.data] if isinstance(attr, IntAttr) else attr.data)
+
+
+@irdl_custom_directive
+class Indices(CustomDirective):
+    """The coordinates of the operand before it, in square brackets: `%a[%m0, %k]`."""
+
+    operands: VariadicOperandVariable
+
+    def parse(self, parser: Parser, state: ParsingState) -> None:
+        self.operands.set(state, parse_indices(parser))
+
+    def print(self, printer: Printer, state: PrintingState, op: IRDLOperation) -> None:
+        print_indices(printer, self.operands.get(op))
+        _printed(state)
+
+
+@irdl_custom_directive
+class Slot(CustomDirective):
+    """One coordinate in square brackets: an aref's slot `%r[%i]`."""
+
+    operand: OperandVariable
+
+    def parse(self, parser: Parser, state: ParsingState) -> None:
+        indices = parse_indices(parser)
+        if len(indices) != 1:
+            parser.raise_error("expected one iteration index")
+        self.operand.set(state, indices[0])
+
+    def print(self, printer: Printer, state: PrintingState, op: IRDLOperation) -> None:
+        print_indices(printer, (self.operand.get(op),))
+        _printed(state)
+
+
+def parse_indices(parser: Parser):
+    """`[%i, %j]`, unresolved."""
+    return parser.parse_comma_separated_list(
+        parser.Delimiter.SQUARE, parser.parse_unresolved_operand
+    )
+
+
+def print_indices(printer: Printer, operands) -> None:
+    printer.print_string("[")
+    printer.print_list(operands, printer.print_operand)
+    printer.print_string("]")
