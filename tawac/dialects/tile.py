@@ -66,6 +66,7 @@ from xdsl.irdl.declarative_assembly_format import (
     ParsingState,
     PrintingState,
     TypeDirective,
+    VariadicOperandVariable,
     irdl_custom_directive,
 )
 from xdsl.parser import AttrParser, Parser
@@ -73,7 +74,7 @@ from xdsl.printer import Printer
 from xdsl.traits import HasParent, IsolatedFromAbove, IsTerminator, Pure, SymbolOpInterface
 from xdsl.utils.exceptions import VerifyException
 
-from tawac.dialects.directives import Choice, Int
+from tawac.dialects.directives import Choice, Indices, Int, Nat, parse_indices, print_indices
 
 DYNAMIC = DYNAMIC_INDEX
 
@@ -302,22 +303,6 @@ class DimOp(IRDLOperation):
             )
 
 
-def _parse_indexed(parser: Parser):
-    """`%src[%i, %j]` -> (unresolved source, resolved index operands)."""
-    src = parser.parse_unresolved_operand()
-    idx = parser.parse_comma_separated_list(
-        parser.Delimiter.SQUARE, parser.parse_unresolved_operand
-    )
-    return src, [parser.resolve_operand(i, IndexType()) for i in idx]
-
-
-def _print_indexed(printer: Printer, src: SSAValue, indices: Sequence[SSAValue]) -> None:
-    printer.print_operand(src)
-    printer.print_string("[")
-    printer.print_list(indices, printer.print_operand)
-    printer.print_string("]")
-
-
 def _check_access(op: IRDLOperation, gt: Attribute, tile: Attribute, n_idx: int) -> None:
     assert isinstance(gt, GlobalTensorType)
     if not isinstance(tile, TensorType):
@@ -340,18 +325,6 @@ def _check_access(op: IRDLOperation, gt: Attribute, tile: Attribute, n_idx: int)
         )
     if any(d <= 0 for d in tile.get_shape()):
         raise VerifyException(f"{op.name}: tile shape must be static, got {type_str(tile)}")
-
-
-def _parse_stack(parser: Parser) -> int | None:
-    """` stack N` after a load's or store's coordinates, or None."""
-    if parser.parse_optional_keyword("stack") is None:
-        return None
-    return parser.parse_integer(allow_negative=False, allow_boolean=False)
-
-
-def _print_stack(printer: Printer, stack: IntAttr | None) -> None:
-    if stack is not None:
-        printer.print_string(f" stack {stack.data}")
 
 
 def _check_stack(op: IRDLOperation, stack: IntAttr | None, gt: Attribute, t: Attribute) -> None:
@@ -403,6 +376,12 @@ class LoadOp(IRDLOperation):
     result = result_def(TensorType)
     stack = opt_prop_def(IntAttr)
 
+    custom_directives = (Indices, Nat)
+    assembly_format = (
+        "$source custom<Indices>($indices) (`stack` custom<Nat>($stack)^)? "
+        "`:` type($source) `->` type($result) attr-dict"
+    )
+
     def __init__(
         self,
         source: SSAValue,
@@ -413,34 +392,43 @@ class LoadOp(IRDLOperation):
         props = {"stack": IntAttr(stack)} if stack is not None else {}
         super().__init__(operands=[source, indices], result_types=[result_type], properties=props)
 
-    @classmethod
-    def parse(cls, parser: Parser) -> LoadOp:
-        src, idx = _parse_indexed(parser)
-        stack = _parse_stack(parser)
-        parser.parse_punctuation(":")
-        st = parser.parse_type()
-        parser.parse_punctuation("->")
-        rt = parser.parse_type()
-        op = cls(parser.resolve_operand(src, st), idx, rt, stack)
-        op.attributes |= parser.parse_optional_attr_dict()
-        return op
-
-    def print(self, printer: Printer) -> None:
-        printer.print_string(" ")
-        _print_indexed(printer, self.source, self.indices)
-        _print_stack(printer, self.stack)
-        printer.print_string(" : ")
-        printer.print_attribute(self.source.type)
-        printer.print_string(" -> ")
-        printer.print_attribute(self.result.type)
-        printer.print_op_attributes(self.attributes)
-
     def verify_(self) -> None:
         _check_access(self, self.source.type, self.result.type, len(self.indices))
         _check_stack(self, self.stack, self.source.type, self.result.type)
         rt = self.result.type
         if self.stack is not None and isinstance(rt, TensorType) and rt.get_num_dims() != 2:
             raise VerifyException("tile.load: a stacked load reads a 2-d tile")
+
+
+@irdl_custom_directive
+class StoreCoords(CustomDirective):
+    """`tile.store`'s one operand list: `[%i, %j]`, then `stack N`, then (with the
+    `bounded` property) `bounds [%ei, %ej]`, the list's second half."""
+
+    coords: VariadicOperandVariable
+    stack: AttributeVariable
+    bounded: AttributeVariable
+
+    def parse(self, parser: Parser, state: ParsingState) -> None:
+        indices = parse_indices(parser)
+        if parser.parse_optional_keyword("stack") is not None:
+            self.stack.set(state, IntAttr(Nat.parse_integer(parser)))
+        bounds = parse_indices(parser) if parser.parse_optional_keyword("bounds") else []
+        if bounds:
+            self.bounded.set(state, UnitAttr())
+        self.coords.set(state, [*indices, *bounds])
+
+    def print(self, printer: Printer, state: PrintingState, op: IRDLOperation) -> None:
+        coords = tuple(self.coords.get(op))
+        half = len(coords) // 2 if self.bounded.get(op) is not None else len(coords)
+        print_indices(printer, coords[:half])
+        if isinstance(stack := self.stack.get(op), IntAttr):
+            printer.print_string(f" stack {stack.data}")
+        if coords[half:]:
+            printer.print_string(" bounds ")
+            print_indices(printer, coords[half:])
+        state.should_emit_space = True
+        state.last_was_punctuation = False
 
 
 #: The attribute naming a consumer's store (`{tawac.store = "c"}`: the tensor it writes,
@@ -482,6 +470,12 @@ class StoreOp(IRDLOperation):
     stack = opt_prop_def(IntAttr)
     transposed = opt_prop_def(UnitAttr)
 
+    custom_directives = (StoreCoords,)
+    assembly_format = (
+        "$value `,` $dest custom<StoreCoords>($coords, $stack, $bounded) "
+        "(`transposed` $transposed^)? `:` type($value) `->` type($dest) attr-dict"
+    )
+
     def __init__(
         self,
         value: SSAValue,
@@ -510,54 +504,6 @@ class StoreOp(IRDLOperation):
         a store clipped only by the tensor."""
         coords = tuple(self.coords)
         return coords[len(coords) // 2 :] if self.bounded is not None else ()
-
-    @classmethod
-    def parse(cls, parser: Parser) -> StoreOp:
-        val = parser.parse_unresolved_operand()
-        parser.parse_punctuation(",")
-        dst, idx = _parse_indexed(parser)
-        stack = _parse_stack(parser)
-        bounds = []
-        if parser.parse_optional_keyword("bounds") is not None:
-            bounds = [
-                parser.resolve_operand(b, IndexType())
-                for b in parser.parse_comma_separated_list(
-                    parser.Delimiter.SQUARE, parser.parse_unresolved_operand
-                )
-            ]
-        transposed = parser.parse_optional_keyword("transposed") is not None
-        parser.parse_punctuation(":")
-        vt = parser.parse_type()
-        parser.parse_punctuation("->")
-        dt = parser.parse_type()
-        op = cls(
-            parser.resolve_operand(val, vt),
-            parser.resolve_operand(dst, dt),
-            idx,
-            bounds,
-            stack,
-            transposed,
-        )
-        op.attributes |= parser.parse_optional_attr_dict()
-        return op
-
-    def print(self, printer: Printer) -> None:
-        printer.print_string(" ")
-        printer.print_operand(self.value)
-        printer.print_string(", ")
-        _print_indexed(printer, self.dest, self.indices)
-        _print_stack(printer, self.stack)
-        if self.bounds:
-            printer.print_string(" bounds [")
-            printer.print_list(self.bounds, printer.print_operand)
-            printer.print_string("]")
-        if self.transposed is not None:
-            printer.print_string(" transposed")
-        printer.print_string(" : ")
-        printer.print_attribute(self.value.type)
-        printer.print_string(" -> ")
-        printer.print_attribute(self.dest.type)
-        printer.print_op_attributes(self.attributes)
 
     def verify_(self) -> None:
         gt = self.dest.type
@@ -597,24 +543,6 @@ def _check_i32_element(op: IRDLOperation, t: Attribute, n_idx: int, wrong: str) 
         raise VerifyException(f"{op.name}: {n_idx} coordinates given for {t} of rank {t.rank}")
 
 
-def _print_element_op(
-    printer: Printer,
-    op: IRDLOperation,
-    src: SSAValue,
-    indices: Sequence[SSAValue],
-    count: SSAValue | None = None,
-) -> None:
-    """` %src[%i, ...] [count %n] : <src type>` and the op's attributes."""
-    printer.print_string(" ")
-    _print_indexed(printer, src, indices)
-    if count is not None:
-        printer.print_string(" count ")
-        printer.print_operand(count)
-    printer.print_string(" : ")
-    printer.print_attribute(src.type)
-    printer.print_op_attributes(op.attributes)
-
-
 @irdl_op_definition
 class ArriveOp(IRDLOperation):
     """Counts this program's arrival at one counter of a global `i32` tensor and says
@@ -637,22 +565,13 @@ class ArriveOp(IRDLOperation):
     indices = var_operand_def(IndexType)
     result = result_def(i1)
 
+    custom_directives = (Indices,)
+    assembly_format = (
+        "$counters custom<Indices>($indices) `count` $count `:` type($counters) attr-dict"
+    )
+
     def __init__(self, counters: SSAValue, indices: Sequence[SSAValue], count: SSAValue):
         super().__init__(operands=[counters, count, indices], result_types=[i1])
-
-    @classmethod
-    def parse(cls, parser: Parser) -> ArriveOp:
-        src, idx = _parse_indexed(parser)
-        parser.parse_keyword("count")
-        count = parser.resolve_operand(parser.parse_unresolved_operand(), IndexType())
-        parser.parse_punctuation(":")
-        t = parser.parse_type()
-        op = cls(parser.resolve_operand(src, t), idx, count)
-        op.attributes |= parser.parse_optional_attr_dict()
-        return op
-
-    def print(self, printer: Printer) -> None:
-        _print_element_op(printer, self, self.counters, self.indices, self.count)
 
     def verify_(self) -> None:
         _check_i32_element(self, self.counters.type, len(self.indices), "counters must be i32")
@@ -681,6 +600,12 @@ class SplitSumOp(IRDLOperation):
     max = prop_def(IntAttr)
     result = result_def(TensorType)
 
+    custom_directives = (Indices, Nat)
+    assembly_format = (
+        "$source custom<Indices>($indices) `count` $count `max` custom<Nat>($max) "
+        "`:` type($source) `->` type($result) attr-dict"
+    )
+
     def __init__(
         self,
         source: SSAValue,
@@ -694,32 +619,6 @@ class SplitSumOp(IRDLOperation):
             properties={"max": IntAttr(max_count)},
             result_types=[result_type],
         )
-
-    @classmethod
-    def parse(cls, parser: Parser) -> SplitSumOp:
-        src, idx = _parse_indexed(parser)
-        parser.parse_keyword("count")
-        count = parser.resolve_operand(parser.parse_unresolved_operand(), IndexType())
-        parser.parse_keyword("max")
-        most = parser.parse_integer(allow_boolean=False, allow_negative=False)
-        parser.parse_punctuation(":")
-        st = parser.parse_type()
-        parser.parse_punctuation("->")
-        rt = parser.parse_type()
-        op = cls(parser.resolve_operand(src, st), idx, count, most, rt)
-        op.attributes |= parser.parse_optional_attr_dict()
-        return op
-
-    def print(self, printer: Printer) -> None:
-        printer.print_string(" ")
-        _print_indexed(printer, self.source, self.indices)
-        printer.print_string(" count ")
-        printer.print_operand(self.count)
-        printer.print_string(f" max {self.max.data} : ")
-        printer.print_attribute(self.source.type)
-        printer.print_string(" -> ")
-        printer.print_attribute(self.result.type)
-        printer.print_op_attributes(self.attributes)
 
     def verify_(self) -> None:
         t, rt = self.source.type, self.result.type
@@ -737,6 +636,41 @@ class SplitSumOp(IRDLOperation):
 
 
 SOFTMAX_BASES = ("exp2", "exp")
+
+
+@irdl_custom_directive
+class SoftmaxBase(Choice):
+    """The exponential of `tile.split_softmax`: exp2 or exp."""
+
+    CHOICES = SOFTMAX_BASES
+    MESSAGE = "expected exp2 or exp"
+    value: AttributeVariable
+
+
+@irdl_custom_directive
+class SoftmaxResults(CustomDirective):
+    """`tile.split_softmax`'s results, `tensor<MxNxf32>, tensor<Mxf32>`: the combined
+    tile's type gives the row statistics' (the second type written is not read)."""
+
+    out: TypeDirective
+    row_max: TypeDirective
+    row_sum: TypeDirective
+
+    def parse(self, parser: Parser, state: ParsingState) -> None:
+        pos = parser.pos
+        ot = parser.parse_type()
+        parser.parse_punctuation(",")
+        parser.parse_type()
+        if not isinstance(ot, TensorType) or ot.get_num_dims() != 2:
+            parser.raise_error("tile.split_softmax: expected a 2-d tile", pos, parser.pos)
+        rows = TensorType(Float32Type(), [ot.get_shape()[0]])
+        self.out.set(state, (ot,))
+        self.row_max.set(state, (rows,))
+        self.row_sum.set(state, (rows,))
+
+    def print(self, printer: Printer, state: PrintingState, op: IRDLOperation) -> None:
+        state.print_whitespace(printer)
+        printer.print_list((*self.out.get(op), *self.row_max.get(op)), printer.print_attribute)
 
 
 @irdl_op_definition
@@ -774,6 +708,14 @@ class SplitSoftmaxOp(IRDLOperation):
     row_max = result_def(TensorType)
     row_sum = result_def(TensorType)
 
+    custom_directives = (Indices, Nat, SoftmaxBase, SoftmaxResults)
+    assembly_format = (
+        "$partials custom<Indices>($indices) `,` $row_maxes `,` $row_sums `count` $count "
+        "`max` custom<Nat>($max) custom<SoftmaxBase>($base) (`stack` custom<Nat>($stack)^)? "
+        "`:` type($partials) `,` type($row_maxes) `,` type($row_sums) "
+        "`->` custom<SoftmaxResults>(type($out), type($row_max), type($row_sum)) attr-dict"
+    )
+
     def __init__(
         self,
         partials: SSAValue,
@@ -794,67 +736,6 @@ class SplitSoftmaxOp(IRDLOperation):
             properties=props,
             result_types=[out_type, rows, rows],
         )
-
-    @classmethod
-    def parse(cls, parser: Parser) -> SplitSoftmaxOp:
-        src, idx = _parse_indexed(parser)
-        parser.parse_punctuation(",")
-        maxes = parser.parse_unresolved_operand()
-        parser.parse_punctuation(",")
-        sums = parser.parse_unresolved_operand()
-        parser.parse_keyword("count")
-        count = parser.resolve_operand(parser.parse_unresolved_operand(), IndexType())
-        parser.parse_keyword("max")
-        most = parser.parse_integer(allow_boolean=False, allow_negative=False)
-        pos = parser.pos
-        base = parser.parse_identifier()
-        if base not in SOFTMAX_BASES:
-            parser.raise_error("expected exp2 or exp", pos, parser.pos)
-        stack = _parse_stack(parser)
-        parser.parse_punctuation(":")
-        types = [parser.parse_type()]
-        for _ in range(2):
-            parser.parse_punctuation(",")
-            types.append(parser.parse_type())
-        parser.parse_punctuation("->")
-        ot = parser.parse_type()
-        parser.parse_punctuation(",")
-        parser.parse_type()
-        if not isinstance(ot, TensorType) or ot.get_num_dims() != 2:
-            parser.raise_error("tile.split_softmax: expected a 2-d tile", pos, parser.pos)
-        op = cls(
-            parser.resolve_operand(src, types[0]),
-            (parser.resolve_operand(maxes, types[1]), parser.resolve_operand(sums, types[2])),
-            idx,
-            count,
-            most,
-            base,
-            ot,
-            stack,
-        )
-        op.attributes |= parser.parse_optional_attr_dict()
-        return op
-
-    def print(self, printer: Printer) -> None:
-        printer.print_string(" ")
-        _print_indexed(printer, self.partials, self.indices)
-        printer.print_string(", ")
-        printer.print_operand(self.row_maxes)
-        printer.print_string(", ")
-        printer.print_operand(self.row_sums)
-        printer.print_string(" count ")
-        printer.print_operand(self.count)
-        printer.print_string(f" max {self.max.data} {self.base.data}")
-        _print_stack(printer, self.stack)
-        printer.print_string(" : ")
-        printer.print_list(
-            (self.partials.type, self.row_maxes.type, self.row_sums.type), printer.print_attribute
-        )
-        printer.print_string(" -> ")
-        printer.print_attribute(self.out.type)
-        printer.print_string(", ")
-        printer.print_attribute(self.row_max.type)
-        printer.print_op_attributes(self.attributes)
 
     def verify_(self) -> None:
         pt, ot = self.partials.type, self.out.type
@@ -922,20 +803,11 @@ class LoadIndexOp(IRDLOperation):
     indices = var_operand_def(IndexType)
     result = result_def(IndexType)
 
+    custom_directives = (Indices,)
+    assembly_format = "$source custom<Indices>($indices) `:` type($source) attr-dict"
+
     def __init__(self, source: SSAValue, indices: Sequence[SSAValue]):
         super().__init__(operands=[source, indices], result_types=[IndexType()])
-
-    @classmethod
-    def parse(cls, parser: Parser) -> LoadIndexOp:
-        src, idx = _parse_indexed(parser)
-        parser.parse_punctuation(":")
-        t = parser.parse_type()
-        op = cls(parser.resolve_operand(src, t), idx)
-        op.attributes |= parser.parse_optional_attr_dict()
-        return op
-
-    def print(self, printer: Printer) -> None:
-        _print_element_op(printer, self, self.source, self.indices)
 
     def verify_(self) -> None:
         _check_i32_element(self, self.source.type, len(self.indices), "expected an i32 tensor")
