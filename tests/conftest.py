@@ -17,10 +17,18 @@ import pytest
 # change and the tests do not write into the user's cache.
 os.environ.setdefault("TAWAC_CACHE_DIR", tempfile.mkdtemp(prefix="tawac-cache-"))
 
+# One CPU thread for torch per test worker (and per process a test starts): the workers
+# already use every core, and torch's own pool of one thread per core on top of them
+# spun on a loaded machine: the interpreter's runs of the Triton attention tutorial took
+# 6.3 s of CPU with two threads against 0.7 s with one, on the 2-core VM.
+os.environ.setdefault("OMP_NUM_THREADS", "1")
+
 PACKAGE = Path(__file__).resolve().parent.parent / "tawac"
 
 
 def pytest_configure(config):
+    if "torch" in sys.modules:  # imported before this file (a plugin): too late for the env
+        sys.modules["torch"].set_num_threads(1)
     # Every `tawac` subprocess of the suite (lit's RUN lines, the command-line tests)
     # imports the compiler; where Python writes no bytecode (PYTHONDONTWRITEBYTECODE),
     # each would compile tawac's sources again (about 0.1 s a process). Compile them once.
