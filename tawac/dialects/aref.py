@@ -19,7 +19,6 @@ number of warp groups that run it and their register budget (0: chosen by the co
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import ClassVar
 
 from xdsl.dialects.builtin import (
     ArrayAttr,
@@ -43,11 +42,21 @@ from xdsl.irdl import (
     var_operand_def,
     var_result_def,
 )
+from xdsl.irdl.declarative_assembly_format import (
+    AttributeVariable,
+    CustomDirective,
+    ParsingState,
+    PrintingState,
+    TypeDirective,
+    VariadicOperandVariable,
+    irdl_custom_directive,
+)
 from xdsl.parser import AttrParser, Parser
 from xdsl.printer import Printer
 from xdsl.traits import NoTerminator
 from xdsl.utils.exceptions import VerifyException
 
+from tawac.dialects.directives import Choice, Nat, OptionalString, Slot
 from tawac.dialects.tile import type_str
 
 
@@ -83,22 +92,32 @@ class ArefType(ParametrizedAttribute, TypeAttribute):
             raise VerifyException("!aref.aref payload must not be empty")
 
 
-def _parse_slot(parser: Parser):
-    ref = parser.parse_unresolved_operand()
-    idx = parser.parse_comma_separated_list(
-        parser.Delimiter.SQUARE, parser.parse_unresolved_operand
-    )
-    if len(idx) != 1:
-        parser.raise_error("expected one iteration index")
-    return ref, parser.resolve_operand(idx[0], IndexType())
+@irdl_custom_directive
+class Payload(CustomDirective):
+    """The aref's type, which gives the types of the values put (operands) or got
+    (results): its payload, one tile per value."""
 
+    aref: TypeDirective
+    values: TypeDirective
 
-def _print_slot(printer: Printer, ref: SSAValue, index: SSAValue) -> None:
-    printer.print_string(" ")
-    printer.print_operand(ref)
-    printer.print_string("[")
-    printer.print_operand(index)
-    printer.print_string("]")
+    def parse(self, parser: Parser, state: ParsingState) -> None:
+        start = parser.pos
+        t = parser.parse_type()
+        name = state.op_type.name
+        values = self.values.inner
+        if isinstance(values, VariadicOperandVariable):
+            given = state.operands[values.index]
+            n = len(given) if given is not None else 0
+            if not isinstance(t, ArefType) or len(t.payload) != n:
+                parser.raise_error(f"{name}: {n} values do not match {t}", start, parser.pos)
+        elif not isinstance(t, ArefType):
+            parser.raise_error(f"{name}: expected an !aref.aref type, got {t}", start, parser.pos)
+        self.aref.set(state, (t,))
+        self.values.set(state, tuple(t.payload.data))
+
+    def print(self, printer: Printer, state: PrintingState, op: IRDLOperation) -> None:
+        state.print_whitespace(printer)
+        printer.print_attribute(self.aref.get(op)[0])
 
 
 @irdl_op_definition
@@ -115,6 +134,9 @@ class CreateOp(IRDLOperation):
     result = result_def(ArefType)
     id = opt_prop_def(StringAttr)
 
+    custom_directives = (OptionalString,)
+    assembly_format = "custom<OptionalString>($id) attr-dict `:` type($result)"
+
     def __init__(self, aref_type: ArefType, id: str | None = None):
         props = {"id": StringAttr(id)} if id is not None else {}
         super().__init__(result_types=[aref_type], properties=props)
@@ -130,29 +152,6 @@ class CreateOp(IRDLOperation):
         t = self.result.type
         assert isinstance(t, ArefType)
         return t
-
-    @classmethod
-    def parse(cls, parser: Parser) -> CreateOp:
-        ident = parser.parse_optional_str_literal()
-        attrs = parser.parse_optional_attr_dict()
-        parser.parse_punctuation(":")
-        pos = parser.pos
-        t = parser.parse_type()
-        if not isinstance(t, ArefType):
-            parser.raise_error(
-                f"aref.create: expected an !aref.aref type, got {t}", pos, parser.pos
-            )
-        op = cls(t, ident)
-        op.attributes |= attrs
-        return op
-
-    def print(self, printer: Printer) -> None:
-        if self.id is not None:
-            printer.print_string(" ")
-            printer.print_string_literal(self.id.data)
-        printer.print_op_attributes(self.attributes)
-        printer.print_string(" : ")
-        printer.print_attribute(self.result.type)
 
 
 def _aref_type(op: IRDLOperation, v: SSAValue) -> ArefType:
@@ -171,36 +170,14 @@ class PutOp(IRDLOperation):
     index = operand_def(IndexType)
     values = var_operand_def(TensorType)
 
+    custom_directives = (Slot, Payload)
+    assembly_format = (
+        "$aref custom<Slot>($index) (`,` $values^)? "
+        "`:` custom<Payload>(type($aref), type($values)) attr-dict"
+    )
+
     def __init__(self, aref: SSAValue, index: SSAValue, values: Sequence[SSAValue]):
         super().__init__(operands=[aref, index, values])
-
-    @classmethod
-    def parse(cls, parser: Parser) -> PutOp:
-        start = parser.pos
-        ref, idx = _parse_slot(parser)
-        vals = []
-        while parser.parse_optional_punctuation(",") is not None:
-            vals.append(parser.parse_unresolved_operand())
-        parser.parse_punctuation(":")
-        t = parser.parse_type()
-        if not isinstance(t, ArefType) or len(t.payload) != len(vals):
-            parser.raise_error(f"aref.put: {len(vals)} values do not match {t}", start, parser.pos)
-        op = cls(
-            parser.resolve_operand(ref, t),
-            idx,
-            [parser.resolve_operand(v, pt) for v, pt in zip(vals, t.payload, strict=True)],
-        )
-        op.attributes |= parser.parse_optional_attr_dict()
-        return op
-
-    def print(self, printer: Printer) -> None:
-        _print_slot(printer, self.aref, self.index)
-        for v in self.values:
-            printer.print_string(", ")
-            printer.print_operand(v)
-        printer.print_string(" : ")
-        printer.print_attribute(self.aref.type)
-        printer.print_op_attributes(self.attributes)
 
     def verify_(self) -> None:
         t = _aref_type(self, self.aref)
@@ -212,42 +189,19 @@ class PutOp(IRDLOperation):
             )
 
 
-class _SlotOp(IRDLOperation):
-    """Syntax shared by get and consumed: `%r[%i] [flags] : !aref.aref<...>`, where the
-    flags are the unit properties named in `FLAGS`."""
-
-    FLAGS: ClassVar[tuple[str, ...]] = ()
-    aref = operand_def(ArefType)
-    index = operand_def(IndexType)
-
-    @classmethod
-    def parse(cls, parser: Parser):
-        ref, idx = _parse_slot(parser)
-        flags = [parser.parse_optional_keyword(f) is not None for f in cls.FLAGS]
-        parser.parse_punctuation(":")
-        t = parser.parse_type()
-        op = cls(parser.resolve_operand(ref, t), idx, *flags)
-        op.attributes |= parser.parse_optional_attr_dict()
-        return op
-
-    def print(self, printer: Printer) -> None:
-        _print_slot(printer, self.aref, self.index)
-        for f in self.FLAGS:
-            if getattr(self, f) is not None:
-                printer.print_string(f" {f}")
-        printer.print_string(" : ")
-        printer.print_attribute(self.aref.type)
-        printer.print_op_attributes(self.attributes)
-
-
 @irdl_op_definition
-class GetOp(_SlotOp):
+class GetOp(IRDLOperation):
     """Waits until slot `index mod D` is full and borrows its payload in place."""
 
     name = "aref.get"
     aref = operand_def(ArefType)
     index = operand_def(IndexType)
     values = var_result_def(TensorType)
+
+    custom_directives = (Slot, Payload)
+    assembly_format = (
+        "$aref custom<Slot>($index) `:` custom<Payload>(type($aref), type($values)) attr-dict"
+    )
 
     def __init__(self, aref: SSAValue, index: SSAValue):
         t = aref.type
@@ -261,7 +215,7 @@ class GetOp(_SlotOp):
 
 
 @irdl_op_definition
-class ConsumedOp(_SlotOp):
+class ConsumedOp(IRDLOperation):
     """Releases slot `index mod D`: the producer may overwrite it.
 
     `aref.consumed %r[%i] deferred : ...` is a release that lags the slot's use (the
@@ -269,10 +223,14 @@ class ConsumedOp(_SlotOp):
     after the loop, the slots still held are released by a drain."""
 
     name = "aref.consumed"
-    FLAGS: ClassVar[tuple[str, ...]] = ("deferred",)
     aref = operand_def(ArefType)
     index = operand_def(IndexType)
     deferred = opt_prop_def(UnitAttr)
+
+    custom_directives = (Slot,)
+    assembly_format = (
+        "$aref custom<Slot>($index) (`deferred` $deferred^)? `:` type($aref) attr-dict"
+    )
 
     def __init__(self, aref: SSAValue, index: SSAValue, deferred: bool = False):
         props = {"deferred": UnitAttr()} if deferred else {}
@@ -283,6 +241,15 @@ class ConsumedOp(_SlotOp):
 
 
 ROLES = ("producer", "consumer")
+
+
+@irdl_custom_directive
+class Role(Choice):
+    """A warp-group role: producer or consumer."""
+
+    CHOICES = ROLES
+    MESSAGE = f"expected a role ({', '.join(ROLES)})"
+    value: AttributeVariable
 
 
 @irdl_op_definition
@@ -302,6 +269,12 @@ class PartitionOp(IRDLOperation):
     body = region_def("single_block")
     traits = traits_def(NoTerminator())
 
+    custom_directives = (Role, Nat)
+    assembly_format = (
+        "custom<Role>($role) `warp_groups` custom<Nat>($warp_groups) `regs` custom<Nat>($regs) "
+        "attr-dict-with-keyword $body"
+    )
+
     def __init__(self, role: str, warp_groups: int, regs: int, body: Region):
         super().__init__(
             properties={
@@ -311,31 +284,6 @@ class PartitionOp(IRDLOperation):
             },
             regions=[body],
         )
-
-    @classmethod
-    def parse(cls, parser: Parser) -> PartitionOp:
-        pos = parser.pos
-        role = parser.parse_identifier()
-        if role not in ROLES:
-            parser.raise_error(f"expected a role ({', '.join(ROLES)})", pos, parser.pos)
-        parser.parse_keyword("warp_groups")
-        wgs = parser.parse_integer(allow_boolean=False, allow_negative=False)
-        parser.parse_keyword("regs")
-        regs = parser.parse_integer(allow_boolean=False, allow_negative=False)
-        attrs = parser.parse_optional_attr_dict_with_keyword()
-        body = parser.parse_region()
-        op = cls(role, wgs, regs, body)
-        if attrs is not None:
-            op.attributes |= attrs.data
-        return op
-
-    def print(self, printer: Printer) -> None:
-        printer.print_string(
-            f" {self.role.data} warp_groups {self.warp_groups.data} regs {self.regs.data}"
-        )
-        printer.print_op_attributes(self.attributes, print_keyword=True)
-        printer.print_string(" ")
-        printer.print_region(self.body, print_entry_block_args=False)
 
     def verify_(self) -> None:
         if self.role.data not in ROLES:

@@ -145,3 +145,23 @@ def print_indices(printer: Printer, operands) -> None:
     printer.print_string("[")
     printer.print_list(operands, printer.print_operand)
     printer.print_string("]")
+
+
+@irdl_custom_directive
+class OptionalString(CustomDirective):
+    """An optional `StringAttr` property as a string literal, or nothing: `aref.create
+    "a_b"` (an attribute dictionary may follow without being taken for it)."""
+
+    value: AttributeVariable
+
+    def parse(self, parser: Parser, state: ParsingState) -> None:
+        text = parser.parse_optional_str_literal()
+        if text is not None:
+            self.value.set(state, StringAttr(text))
+
+    def print(self, printer: Printer, state: PrintingState, op: IRDLOperation) -> None:
+        attr = self.value.get(op)
+        if not isinstance(attr, StringAttr):
+            return
+        state.print_whitespace(printer)
+        printer.print_string_literal(attr.data)
