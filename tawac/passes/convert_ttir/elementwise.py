@@ -98,6 +98,10 @@ def _copy(em: _Emitter, op: Operation) -> None:
     em.values.update(dict(zip(op.results, clone.results, strict=True)))
 
 
-@converts(Operation, when=lambda em, op: _is_index_work(op))
+def _index_work(em: _Emitter, op: Operation) -> bool:
+    return _is_index_work(op)
+
+
+@converts(Operation, when=_index_work)
 def _rebuilt(em: _Emitter, op: Operation) -> None:
     """Pointers, index tensors, masks, program order: rebuilt from the plan where read."""
