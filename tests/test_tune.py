@@ -21,6 +21,7 @@ from tawac.support.diagnostics import CompileError
 from tawac.tools import cli
 from tawac.tools import tune as tn
 from tawac.tools.tune import Axis, Candidate, Compiled, Measured, Timings
+from tawac.tools.tune_space import space_size
 
 REPO = Path(__file__).resolve().parent.parent
 GEMM = REPO / "examples" / "gemm.mlir"
@@ -146,7 +147,7 @@ def test_too_many_candidates():
             "stages=1,2",
         ]
     )
-    assert tn.space_size(axes) == 1024
+    assert space_size(axes) == 1024
     with pytest.raises(CompileError, match=r"1024 candidates \(32 x 16 x 2\), more than 512"):
         tn.enumerate_candidates(axes)
     assert len(tn.enumerate_candidates(axes[:2])) == 512
