@@ -1,5 +1,6 @@
 """The shape of tawac/: every import goes to a module of the same or a lower layer, there
-is no import loop, and no function is over 150 lines (docs/design.md, "Layers").
+is no import loop, no function is over 150 lines and no module outside the dialects
+over 1,000 (docs/design.md, "Layers").
 
 Imports are read from the source (ast), every one counted: at module level, inside
 functions (lazy imports), under `TYPE_CHECKING`, relative or absolute.
@@ -30,6 +31,9 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
 ]
 
 MAX_FUNCTION_LINES = 150
+#: The most lines of a module outside tawac/dialects/ (whose op definitions are long
+#: tables of declarations): a longer one is several parts to split.
+MAX_MODULE_LINES = 1000
 
 
 def _modules() -> dict[str, Path]:
@@ -180,4 +184,14 @@ def test_no_function_over_150_lines():
             lines = node.end_lineno - node.lineno + 1
             if lines > MAX_FUNCTION_LINES:
                 long.append(f"{path.relative_to(PACKAGE.parent)}:{node.lineno} {node.name} {lines}")
+    assert long == []
+
+
+def test_no_module_over_1000_lines_outside_the_dialects():
+    long = [
+        f"{path.relative_to(PACKAGE.parent)} {n}"
+        for path in sorted(PACKAGE.rglob("*.py"))
+        if "dialects" not in path.relative_to(PACKAGE).parts
+        and (n := len(path.read_text().splitlines())) > MAX_MODULE_LINES
+    ]
     assert long == []
