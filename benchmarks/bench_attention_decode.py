@@ -8,6 +8,8 @@ cache (bytes of K and V / time). Each tawac result is checked against SDPA first
         [--configs 64s1,64s4,128s2]  # tawac configurations: BLOCK_M, keys split S ways
                                      # (64s8n64: BLOCK_N 64)
         [--table]                  # also through tawac.torch with the shipped table
+        [--untuned]                # also through tawac.torch without a table: the key
+                                   # split the launch rule picks (tuning.launch_splits)
         [--write-table PATH]       # a tuning table of each shape's best configuration
         [--rounds 3]
         [--l2 dirty|clean]         # the L2 emptied before each timed call by do_bench's
@@ -92,6 +94,7 @@ def main() -> int:
     ap.add_argument("--heads", type=int, default=32)
     ap.add_argument("--configs", default="64s1,64s2,64s4,64s8,64s16,64s32,128s1,128s2,128s4")
     ap.add_argument("--table", action="store_true")
+    ap.add_argument("--untuned", action="store_true")
     ap.add_argument("--write-table", default="")
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--l2", choices=L2_MODES, default="dirty")
@@ -123,6 +126,11 @@ def main() -> int:
         import tawac.torch
 
         table = tawac.torch.kernel(EXAMPLE)
+    untuned = None
+    if args.untuned:
+        import tawac.torch
+
+        untuned = tawac.torch.kernel(EXAMPLE, tuning=None)
     print(
         "| B | H | HK | rows | keys | tawac (split) | "
         + " | ".join(backends)
@@ -137,7 +145,7 @@ def main() -> int:
                 for rows in _ints(args.rows):
                     shape = (b, h, hk, rows, keys)
                     configs = args.configs.split(",")
-                    r = _shape(shape, kern, table, backends, configs, args.rounds, args.l2)
+                    r = _shape(shape, kern, table, backends, configs, args.rounds, args.l2, untuned)
                     if r is not None:
                         ratios.append(r[0])
                         best.append((shape, r[1], r[2]))
@@ -194,7 +202,7 @@ def _write_table(path: Path, best, device: str) -> None:
 
 
 def _shape(
-    shape, kern, table, backends, configs, rounds, l2="dirty"
+    shape, kern, table, backends, configs, rounds, l2="dirty", untuned=None
 ) -> tuple[float, str, float] | None:
     """One row of the table; (tawac / best SDPA (time ratio, > 1 faster), tawac's best
     configuration, its time in us)."""
@@ -217,6 +225,8 @@ def _shape(
         systems[c] = lambda kk=kk: kk(q, k, v, o, scale)
     if table is not None:
         systems["table"] = lambda: table(q, k, v, o, scale)
+    if untuned is not None:
+        systems["untuned"] = lambda: untuned(q, k, v, o, scale)
     ref = _sdpa(SDPBackend.FLASH_ATTENTION, q, k, v).float()
     checked(systems, o, ref, shape)
     add_sdpa(systems, backends, q, k, v)
