@@ -186,6 +186,8 @@ class KernelOp(IRDLOperation):
             regions=[body],
         )
 
+    # Hand-written: a signature with named block arguments, `@k(%a: T, ...)`, is beyond
+    # assembly_format (xDSL's own func.func parses and prints it by hand the same way).
     @classmethod
     def parse(cls, parser: Parser) -> KernelOp:
         start = parser.pos
