@@ -47,6 +47,7 @@ from tawac.passes.tma_store import TmaStorePass
 from tawac.passes.trace import TracePass
 from tawac.passes.warp_specialize import WarpSpecializePass
 from tawac.passes.widen import WidenPass
+from tawac.support import cache
 from tawac.support.diagnostics import CompileError
 from tawac.support.options import DEFAULT_TIME_LIMIT, PipelineOptions
 from tawac.support.ptxas import assemble, find_ptxas
@@ -210,7 +211,7 @@ def _compile_module(
             side["key_split"] = fact
     result = CompileResult(text, side, original, ir=module)
     if cubin:
-        result.cubin, result.ptxas_report = assemble(text, ptxas, verbose=True)
+        result.cubin, result.ptxas_report = cache.assemble(text, ptxas)
     return result
 
 

@@ -176,11 +176,10 @@ def _compile(
     from tawac.compiler import compile_source
 
     set_stage("parsing")
-    res = compile_source(text, source, params=params, cubin=cubin, ptxas=ptxas, **options)
+    res = compile_source(text, source, params=params, cubin=False, **options)
     out = {"ptx": res.ptx, "sidecar": sidecar_text(res.sidecar)}
-    if cubin:
-        out["cubin"] = res.cubin if res.cubin is not None else b""
-        out["report"] = res.ptxas_report
+    if cubin:  # assembled here: the caller stores the whole kernel under its own key
+        out["cubin"], out["report"] = assemble(res.ptx, ptxas, verbose=True)
     return out
 
 

@@ -798,3 +798,74 @@ def test_store_and_driver_import_no_xdsl():
     # only base-layer modules of tawac besides the driver itself (no compiler core)
     assert {m for m in loaded if m != "tawac.driver" and layer(m) != 0} == set(), loaded
     assert {"tawac.support.cache", "tawac.driver"} <= loaded
+
+
+# -- ptxas's answers (`cache.assemble`, the compiler core's compiles) --------------------------
+
+
+def _assembling_ptxas(path: Path, version: str, fail: bool = False) -> Path:
+    """A ptxas that says `version`, counts its assemblies in `path`.log and writes a cubin
+    naming the PTX's first line (or rejects every PTX with `fail`)."""
+    path.write_text(
+        "#!/bin/sh\n"
+        f"case \"$1\" in --version) echo 'ptxas fake'; echo 'release {version}'; exit 0;; esac\n"
+        f"echo run >> '{path}.log'\n"
+        + ("echo 'ptxas fatal : rejected' >&2; exit 1\n" if fail else "")
+        + 'src=""; out=""\n'
+        'while [ $# -gt 0 ]; do case "$1" in -o) out="$2"; shift;; *.ptx) src="$1";; esac; '
+        "shift; done\n"
+        'head -n 1 "$src" > "$out"\n'
+        "echo 'ptxas info    : 0 bytes spill stores, 0 bytes spill loads'\n"
+    )
+    path.chmod(0o755)
+    return path
+
+
+def test_ptxas_runs_once_per_distinct_ptx(root, tmp_path):
+    ptxas = str(_assembling_ptxas(tmp_path / "asm", "2.0"))
+    first = cache.assemble("// one\n", ptxas)
+    assert first == (b"// one\n", "ptxas info    : 0 bytes spill stores, 0 bytes spill loads\n")
+    assert cache.assemble("// one\n", ptxas) == first
+    assert _runs(Path(ptxas)) == 1
+    assert cache.assemble("// two\n", ptxas)[0] == b"// two\n"
+    assert _runs(Path(ptxas)) == 2
+
+
+def test_another_ptxas_version_assembles_again(root, tmp_path):
+    cache.assemble("// one\n", str(_assembling_ptxas(tmp_path / "a", "2.0")))
+    other = _assembling_ptxas(tmp_path / "b", "2.1")
+    assert cache.assemble("// one\n", str(other))[0] == b"// one\n"
+    assert _runs(other) == 1
+
+
+def test_assemble_without_the_cache_runs_ptxas_each_time(root, tmp_path, monkeypatch):
+    monkeypatch.setenv("TAWAC_CACHE", "0")
+    ptxas = _assembling_ptxas(tmp_path / "asm", "2.0")
+    for _ in range(2):
+        cache.assemble("// one\n", str(ptxas))
+    assert _runs(ptxas) == 2
+    assert not root.exists() or not any(root.rglob("*.tawac"))
+
+
+def test_a_rejected_ptx_is_not_stored(root, tmp_path):
+    from tawac.support.diagnostics import CompileError
+
+    ptxas = _assembling_ptxas(tmp_path / "asm", "2.0", fail=True)
+    for _ in range(2):
+        with pytest.raises(CompileError, match="rejected"):
+            cache.assemble("// one\n", str(ptxas))
+    assert _runs(ptxas) == 2
+
+
+def test_the_core_assembles_through_the_store(root, tmp_path, monkeypatch):
+    """`compile_module(cubin=True)` twice on one kernel: one ptxas run."""
+    from tawac.compiler import compile_module, parse_text
+
+    ptxas = _assembling_ptxas(tmp_path / "asm", "2.0")
+    monkeypatch.setenv("TAWAC_PTXAS", str(ptxas))
+    text = (REPO / "tests" / "data" / "single_k_tile.mlir").read_text()
+    results = [
+        compile_module(parse_text(text, "k.mlir"), cubin=True, ptxas=str(ptxas)) for _ in range(2)
+    ]
+    assert results[0].cubin == results[1].cubin == results[0].ptx.splitlines()[0].encode() + b"\n"
+    assert _runs(ptxas) == 1

@@ -8,6 +8,9 @@ entry `FORMAT`, the tawac version and a digest of tawac's own sources (an edited
 never reads an old kernel). `ptxas_version_of` memoises ptxas's version on disk, for the
 keys of cubins.
 
+`assemble` keeps ptxas's answers the same way: one entry per PTX text and ptxas version
+(the compiler core's compiles; the driver stores whole kernels under its own keys).
+
 One entry is one file, `kernels/<key>.tawac`: `MAGIC`, a line of JSON metadata (the
 format, the key, the names and sizes of its parts and the sha256 of the payload), then
 the payload: the parts, one after the other. An entry that does not check out (bad
@@ -41,6 +44,7 @@ from tawac.support.ptxas import ptxas_version
 
 __all__ = [
     "CacheWarning",
+    "assemble",
     "cache_info",
     "cache_root",
     "clear_cache",
@@ -199,6 +203,32 @@ def ptxas_version_of(exe: str, timeout: float = 10.0, write: bool = True) -> str
         except OSError:
             pass  # the next process asks ptxas again
     return found
+
+
+def assemble(ptx_text: str, exe: str | None = None) -> tuple[bytes, str]:
+    """ptxas's cubin and `-v` report of `ptx_text` (`tawac.support.ptxas.assemble`), from
+    the store where the same ptxas assembled the same PTX before: ptxas runs once per
+    distinct PTX text and ptxas version, for the compiler core's callers
+    (`tawac.compiler.compile_module`, `compile_file`: the checker, the fuzzer, the tuner,
+    the tests; the driver keys whole kernels itself). Off with the cache (`enabled`), and
+    where ptxas does not say its version; nothing is stored for a PTX ptxas rejects."""
+    from tawac.support.ptxas import assemble as run_ptxas
+    from tawac.support.ptxas import find_ptxas
+
+    exe = exe if exe is not None else find_ptxas()
+    version = ptxas_version_of(exe) if enabled() else None
+    if version is None:
+        return run_ptxas(ptx_text, exe, verbose=True)
+    key = make_key("assembled", {"ptx": ptx_text, "ptxas": version})
+    found = load(key, ("cubin", "report"))
+    if found is not None:
+        try:
+            return found["cubin"], found["report"].decode("utf-8")
+        except UnicodeDecodeError:
+            discard(key, "ptxas report does not decode")
+    cubin, report = run_ptxas(ptx_text, exe, verbose=True)
+    store(key, {"cubin": cubin, "report": report.encode("utf-8")}, {"ptxas": version})
+    return cubin, report
 
 
 def _read_json(path: Path) -> dict:
