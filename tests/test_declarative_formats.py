@@ -149,7 +149,7 @@ AREF = "!aref.aref<[tensor<64x64xf32>], 2>"
         (
             "%r = aref.create : " + AREF + "\n  aref.put %r[%c0] : " + AREF,
             6,
-            22,
+            12,
             r"aref.put: 0 values do not match !aref\.aref",
         ),
         (

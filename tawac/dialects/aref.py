@@ -109,7 +109,10 @@ class Payload(CustomDirective):
             given = state.operands[values.index]
             n = len(given) if given is not None else 0
             if not isinstance(t, ArefType) or len(t.payload) != n:
-                parser.raise_error(f"{name}: {n} values do not match {t}", start, parser.pos)
+                # At the op's operands (the aref), where they begin.
+                (ref,) = state.operands[self.aref.inner.index] or (None,)
+                at = ref.span.start if ref is not None else start
+                parser.raise_error(f"{name}: {n} values do not match {t}", at, parser.pos)
         elif not isinstance(t, ArefType):
             parser.raise_error(f"{name}: expected an !aref.aref type, got {t}", start, parser.pos)
         self.aref.set(state, (t,))
