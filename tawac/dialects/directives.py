@@ -28,7 +28,7 @@ from xdsl.parser import Parser
 from xdsl.printer import Printer
 
 
-def _printed(state: PrintingState) -> None:
+def spaced_after(state: PrintingState) -> None:
     """After a directive printed a word or a closing bracket: the next one is spaced."""
     state.should_emit_space = True
     state.last_was_punctuation = False
@@ -114,7 +114,7 @@ class Indices(CustomDirective):
 
     def print(self, printer: Printer, state: PrintingState, op: IRDLOperation) -> None:
         print_indices(printer, self.operands.get(op))
-        _printed(state)
+        spaced_after(state)
 
 
 @irdl_custom_directive
@@ -131,7 +131,7 @@ class Slot(CustomDirective):
 
     def print(self, printer: Printer, state: PrintingState, op: IRDLOperation) -> None:
         print_indices(printer, (self.operand.get(op),))
-        _printed(state)
+        spaced_after(state)
 
 
 def parse_indices(parser: Parser):

@@ -74,7 +74,15 @@ from xdsl.printer import Printer
 from xdsl.traits import HasParent, IsolatedFromAbove, IsTerminator, Pure, SymbolOpInterface
 from xdsl.utils.exceptions import VerifyException
 
-from tawac.dialects.directives import Choice, Indices, Int, Nat, parse_indices, print_indices
+from tawac.dialects.directives import (
+    Choice,
+    Indices,
+    Int,
+    Nat,
+    parse_indices,
+    print_indices,
+    spaced_after,
+)
 
 DYNAMIC = DYNAMIC_INDEX
 
@@ -429,8 +437,7 @@ class StoreCoords(CustomDirective):
         if coords[half:]:
             printer.print_string(" bounds ")
             print_indices(printer, coords[half:])
-        state.should_emit_space = True
-        state.last_was_punctuation = False
+        spaced_after(state)
 
 
 #: The attribute naming a consumer's store (`{tawac.store = "c"}`: the tensor it writes,
