@@ -4,6 +4,12 @@ Each failure must be exactly one diagnostic line on stderr (`file:line:col: erro
 where the input has a position), a non-zero exit (1: the user's error; 2 would be an
 internal compiler error), no Python traceback, and no output file at all: neither the
 .ptx/.cubin nor the .json sidecar, nor a leftover temporary file.
+
+Each kind of error runs as a process at both entry points (the console script and
+`python -m`): exit statuses and "no traceback" are properties of the process. Where one
+kind is checked on many inputs, a few inputs run per entry point as processes and the
+rest in this process (tests/cli_inprocess.py, the same assertions: an escaped exception
+is a traceback and exit 1 there too), which saves a Python start and xDSL's import each.
 """
 
 from __future__ import annotations
@@ -17,6 +23,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from cli_inprocess import tawac
 
 REPO = Path(__file__).resolve().parent.parent
 EXAMPLES = REPO / "examples"
@@ -27,6 +34,8 @@ RUNNERS = {
     "tawac": [TAWAC] if TAWAC else None,
     "python -m tawac.tools.cli": [sys.executable, "-m", "tawac.tools.cli"],
 }
+#: `tawac` run in this process (`_compile` with it calls tests/cli_inprocess.py).
+IN_PROCESS = ["in process"]
 
 GEMM_HEAD = """\
 tile.kernel @k(%a: !tile.tensor<?x?xbf16>, %b: !tile.tensor<?x?xbf16>, %c: !tile.tensor<?x?xbf16>) {
@@ -73,18 +82,46 @@ def _env(**overrides: str | None) -> dict[str, str]:
 
 
 def _compile(runner, src: Path, out: Path, env=None, extra=()):
+    if runner is IN_PROCESS:
+        # the paths are absolute: the process's cwd (src.parent) changes nothing
+        args = ["compile", str(src), "-o", str(out), *extra]
+        return tawac(args, env=_inprocess_env(env or _env()))
+    # a process: its exit status, its stderr and "no traceback" at an entry point
     cmd = [*runner, "compile", str(src), "-o", str(out), *extra]
     return subprocess.run(
         cmd, capture_output=True, text=True, env=env or _env(), timeout=120, cwd=src.parent
     )
 
 
-@pytest.fixture(params=list(RUNNERS))
-def runner(request):
-    cmd = RUNNERS[request.param]
+def _inprocess_env(env: dict[str, str]) -> dict[str, str | None]:
+    """`env` (a whole environment, as `_env` makes it) as the changes to this process's
+    environment that give it: what it sets, and None for what it lacks."""
+    changes: dict[str, str | None] = {k: None for k in os.environ if k not in env}
+    changes.update({k: v for k, v in env.items() if os.environ.get(k) != v})
+    return changes
+
+
+def _runner(name: str):
+    if name == "in process":
+        return IN_PROCESS
+    cmd = RUNNERS[name]
     if cmd is None:
         pytest.skip("the `tawac` console script is not on PATH")
     return cmd
+
+
+@pytest.fixture(params=list(RUNNERS))
+def runner(request):
+    return _runner(request.param)
+
+
+def _turns(values: list) -> list[tuple]:
+    """Each of `values` once in this process, and as processes taking turns at the two
+    entry points (each entry point runs one at least)."""
+    entries = list(RUNNERS)
+    return [(v, entries[i % len(entries)]) for i, v in enumerate(values)] + [
+        (v, "in process") for v in values
+    ]
 
 
 def _assert_one_diagnostic(proc, outdir: Path, pattern: str) -> str:
@@ -223,14 +260,18 @@ tile.kernel @copy(%a: !tile.tensor<?x?xf32>, %c: !tile.tensor<?x?xf32>) {
 }
 
 
-# The cases take turns at the two entry points, one to .cubin and one to .ptx (input errors
-# stop before ptxas, so each case once; the other tests below run both entry points).
+# The first cases take turns at the two entry points as processes, one to .cubin and one
+# to .ptx (input errors stop before ptxas, so each case once; the other tests below run
+# both entry points); the rest, the same assertions on other inputs, run in this process.
 ENTRY_POINTS = [("tawac", ".cubin"), ("python -m tawac.tools.cli", ".ptx")]
+AS_PROCESSES = 4
+IN_PROCESS_ENTRY = [("in process", ".cubin"), ("in process", ".ptx")]
 
 
 def _case_params():
     for i, (name, case) in enumerate(CASES.items()):
-        entry = ENTRY_POINTS[i % len(ENTRY_POINTS)]
+        turns = ENTRY_POINTS if i < AS_PROCESSES else IN_PROCESS_ENTRY
+        entry = turns[i % len(turns)]
         if hasattr(case, "marks"):  # a pytest.param
             yield pytest.param(*case.values, *entry, marks=case.marks, id=name)
         else:
@@ -238,17 +279,16 @@ def _case_params():
 
 
 def test_cases_take_turns_at_both_entry_points():
-    used = {p.values[-2:] for p in _case_params()}
-    assert used == set(ENTRY_POINTS)
+    used = [p.values[-2:] for p in _case_params()]
+    assert set(used[:AS_PROCESSES]) == set(ENTRY_POINTS)
+    assert set(used[AS_PROCESSES:]) == set(IN_PROCESS_ENTRY)
 
 
 @pytest.mark.parametrize(
     ("text", "line", "col", "msg", "runner_name", "suffix"), list(_case_params())
 )
 def test_input_error(text, line, col, msg, runner_name, suffix, tmp_path):
-    runner = RUNNERS[runner_name]
-    if runner is None:
-        pytest.skip("the `tawac` console script is not on PATH")
+    runner = _runner(runner_name)
     src, outdir = _write(tmp_path, text)
     proc = _compile(runner, src, outdir / f"k{suffix}")
     _assert_one_diagnostic(proc, outdir, _loc(src, line, col) + msg)
@@ -299,14 +339,14 @@ def _wheel_ptxas() -> list[Path]:
     return found
 
 
-def _run_without_ptxas(tmp_path):
+def _run_without_ptxas(tmp_path, runner=RUNNERS["python -m tawac.tools.cli"]):
     if _wheel_ptxas():
         pytest.skip(f"a ptxas wheel is importable ({_wheel_ptxas()[0]}); it would be found")
     src, outdir = _write(tmp_path, GEMM)
     empty = tmp_path / "bin"
     empty.mkdir()
     env = _env(PATH=str(empty), CUDA_HOME=None, CUDA_PATH=None)
-    proc = _compile([sys.executable, "-m", "tawac.tools.cli"], src, outdir / "k.cubin", env=env)
+    proc = _compile(runner, src, outdir / "k.cubin", env=env)
     return proc, outdir
 
 
@@ -319,7 +359,8 @@ def test_ptxas_not_found(tmp_path):
 
 
 def test_ptxas_not_found_hint_is_intact(tmp_path):
-    proc, outdir = _run_without_ptxas(tmp_path)
+    # in this process: test_ptxas_not_found runs the same as a process
+    proc, outdir = _run_without_ptxas(tmp_path, IN_PROCESS)
     _assert_one_diagnostic(
         proc,
         outdir,
@@ -331,7 +372,7 @@ def test_ptxas_not_needed_for_ptx(tmp_path):
     """Compiling to .ptx does not look for ptxas."""
     src, outdir = _write(tmp_path, GEMM)
     env = _env(TAWAC_PTXAS=str(tmp_path / "no-such-ptxas"))
-    proc = _compile([sys.executable, "-m", "tawac.tools.cli"], src, outdir / "k.ptx", env=env)
+    proc = _compile(IN_PROCESS, src, outdir / "k.ptx", env=env)
     assert proc.returncode == 0, proc.stderr
     assert sorted(p.name for p in outdir.iterdir()) == ["k.json", "k.ptx"]
 
@@ -362,12 +403,7 @@ def test_ptxas_option_fails(tmp_path):
     fake.write_text("#!/bin/sh\necho 'ptxas error: boom' >&2\nexit 3\n")
     fake.chmod(0o755)
     src, outdir = _write(tmp_path, GEMM)
-    proc = _compile(
-        [sys.executable, "-m", "tawac.tools.cli"],
-        src,
-        outdir / "k.cubin",
-        extra=("--ptxas", str(fake)),
-    )
+    proc = _compile(IN_PROCESS, src, outdir / "k.cubin", extra=("--ptxas", str(fake)))
     _assert_one_diagnostic(proc, outdir, r"error: ptxas failed \(exit 3\): ptxas error: boom")
 
 
@@ -382,12 +418,7 @@ def test_diagnostic_keeps_path_with_brackets(tmp_path, folder):
     for no_color in ("1", None):
         for p in outdir.iterdir():
             p.unlink()
-        proc = _compile(
-            [sys.executable, "-m", "tawac.tools.cli"],
-            src,
-            outdir / "k.ptx",
-            env=_env(NO_COLOR=no_color),
-        )
+        proc = _compile(IN_PROCESS, src, outdir / "k.ptx", env=_env(NO_COLOR=no_color))
         _assert_one_diagnostic(
             proc, outdir, _loc(src, 19) + r" error: Operation tile\.fence is not registered"
         )
@@ -408,8 +439,18 @@ SIDECAR_KEYS = {
 }
 
 
-@pytest.mark.parametrize("suffix", [".ptx", ".cubin"])
-def test_compile_gemm_example(tmp_path, runner, suffix):
+@pytest.mark.parametrize(
+    ("runner_name", "suffix"),
+    # a success at each entry point as a process, each output kind in this process
+    [
+        ("tawac", ".cubin"),
+        ("python -m tawac.tools.cli", ".ptx"),
+        ("in process", ".ptx"),
+        ("in process", ".cubin"),
+    ],
+)
+def test_compile_gemm_example(tmp_path, runner_name, suffix):
+    runner = _runner(runner_name)
     out = tmp_path / f"gemm{suffix}"
     proc = _compile(runner, EXAMPLES / "gemm.mlir", out)
     assert proc.returncode == 0, proc.stderr
@@ -454,9 +495,7 @@ def test_compile_gemm_example(tmp_path, runner, suffix):
 
 def test_compile_verbose_prints_ptxas_report(tmp_path):
     out = tmp_path / "gemm.cubin"
-    proc = _compile(
-        [sys.executable, "-m", "tawac.tools.cli"], EXAMPLES / "gemm.mlir", out, extra=("-v",)
-    )
+    proc = _compile(IN_PROCESS, EXAMPLES / "gemm.mlir", out, extra=("-v",))
     assert proc.returncode == 0, proc.stderr
     assert "Compiling entry function 'gemm' for 'sm_90a'" in proc.stdout
     assert "0 bytes spill stores, 0 bytes spill loads" in proc.stdout
@@ -469,6 +508,7 @@ def test_run_without_gpu_is_one_clear_error():
 
     if torch.cuda.is_available():
         pytest.skip("a CUDA device is present: the error path is not reachable")
+    # a process: the console script's exit status and stderr are the subject
     proc = subprocess.run(
         ["tawac", "run", str(EXAMPLES / "gemm.mlir"), "--size", "M=64,N=64,K=64"],
         capture_output=True,
@@ -494,17 +534,19 @@ def _zero_extent(name: str, old: str, new: str) -> tuple[str, int, int]:
     return text.replace(old, new), line, at - (text.rfind("\n", 0, at) + 1) + 1
 
 
-@pytest.mark.parametrize(
-    ("name", "old", "new"),
-    [
-        # found by fuzzing: a ZeroDivisionError in convert-ttir (a descriptor's block of
-        # no rows)
-        ("matmul_persistent.ttir", "tensor<128x256xf16>", "tensor<0x256xf16>"),
-        # an offsets tile of no columns compiled to a kernel
-        ("matmul.ttir", "tensor<128x256xi32>", "tensor<128x0xi32>"),
-    ],
-)
-def test_a_ttir_type_with_a_zero_extent_is_one_located_error(name, old, new, tmp_path, runner):
+ZERO_EXTENTS = [
+    # found by fuzzing: a ZeroDivisionError in convert-ttir (a descriptor's block of
+    # no rows)
+    ("matmul_persistent.ttir", "tensor<128x256xf16>", "tensor<0x256xf16>"),
+    # an offsets tile of no columns compiled to a kernel
+    ("matmul.ttir", "tensor<128x256xi32>", "tensor<128x0xi32>"),
+]
+
+
+@pytest.mark.parametrize(("case", "runner_name"), _turns(ZERO_EXTENTS))
+def test_a_ttir_type_with_a_zero_extent_is_one_located_error(case, runner_name, tmp_path):
+    name, old, new = case
+    runner = _runner(runner_name)
     text, line, col = _zero_extent(name, old, new)
     src, outdir = _write(tmp_path, text, "kernel.ttir")
     proc = _compile(runner, src, outdir / "k.ptx")
@@ -524,13 +566,14 @@ def _without_aliases(text: str) -> str:
     return re.sub(r' loc\((?:[^()"]|"[^"]*"|\((?:[^()"]|"[^"]*")*\))*\)', "", text)
 
 
-@pytest.mark.parametrize("where", ["first token", "middle"])
-def test_a_ttir_the_lexer_rejects_is_one_located_error(where, tmp_path, runner):
+@pytest.mark.parametrize(("where", "runner_name"), _turns(["first token", "middle"]))
+def test_a_ttir_the_lexer_rejects_is_one_located_error(where, runner_name, tmp_path):
     """Found by fuzzing: a NUL byte where xDSL's lexer reads the first token of a
     `.ttir` made the TTIR reader raise xDSL's ParseError (an internal error, exit 2); the
     `.mlir` reader has always reported it at its position."""
     text = _without_aliases((TRITON / "matmul.ttir").read_text())
     assert "#loc" not in text and " loc(" not in text
+    runner = _runner(runner_name)
     at = 0 if where == "first token" else text.index("tt.dot")
     bad, line, col = _nul_at(text, at)
     src, outdir = _write(tmp_path, bad, "kernel.ttir")

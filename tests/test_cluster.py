@@ -19,6 +19,7 @@ from functools import cache
 from pathlib import Path
 
 import pytest
+from cli_inprocess import tawac
 from test_examples import _cuobjdump, _opcodes
 
 from tawac import schedule
@@ -120,9 +121,8 @@ def test_default_is_no_cluster():
 
 
 def _explain_cli(example: str, *args: str) -> str:
-    """`tawac explain examples/<example> args...` in a child process: its stdout."""
-    cmd = [sys.executable, "-m", "tawac.tools.cli", "explain", str(EXAMPLES / example), *args]
-    return subprocess.run(cmd, capture_output=True, text=True, check=True).stdout
+    """`tawac explain examples/<example> args...` (in this process): its stdout."""
+    return tawac(["explain", str(EXAMPLES / example), *args], check=True).stdout
 
 
 def test_explain_shows_the_cluster():
@@ -183,17 +183,8 @@ def test_attention_1x2_is_refused(name):
 
 def test_cli_error_is_one_line(tmp_path):
     out = tmp_path / "a.ptx"
-    proc = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "tawac.tools.cli",
-            "compile",
-            str(EXAMPLES / "attention_causal.mlir"),
-        ]
-        + ["-o", str(out), "--cluster", "2x1"],
-        capture_output=True,
-        text=True,
+    proc = tawac(
+        ["compile", str(EXAMPLES / "attention_causal.mlir")] + ["-o", str(out), "--cluster", "2x1"]
     )
     assert proc.returncode == 1
     lines = proc.stderr.strip().splitlines()

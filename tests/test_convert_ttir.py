@@ -4,12 +4,11 @@ programs it refuses, at their Python line."""
 
 from __future__ import annotations
 
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 import torch
+from cli_inprocess import tawac
 from gpu_util import requires_gpu
 from xdsl.ir import Operation
 
@@ -67,11 +66,11 @@ def test_the_converted_matmul_assembles_without_spills(name):
 
 def test_tawac_compile_reads_ttir(tmp_path):
     out = tmp_path / "m.ptx"
-    cmd = [sys.executable, "-m", "tawac.tools.cli", "compile", str(MATMUL), "-o", str(out)]
-    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
+    cmd = ["compile", str(MATMUL), "-o", str(out)]
+    proc = tawac(cmd)
     assert proc.returncode == 0, proc.stderr
     assert "wgmma.mma_async" in out.read_text()
-    bad = subprocess.run([*cmd, "-D", "BLOCK=64"], capture_output=True, text=True, timeout=300)
+    bad = tawac([*cmd, "-D", "BLOCK=64"])
     assert bad.returncode == 1 and "Traceback" not in bad.stderr
     assert "constexprs" in bad.stderr.strip().splitlines()[-1]
 

@@ -4,11 +4,10 @@ shared-memory map for every example, and the command line's tables and JSON."""
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
+from cli_inprocess import tawac
 
 from tawac.ir.parser import parse_file
 from tawac.support.options import PipelineOptions
@@ -61,22 +60,21 @@ def test_options_change_the_decisions():
 
 @pytest.mark.solver  # the golden file's decision is auto's
 def test_cli_tables_and_json(tmp_path):
-    cmd = [sys.executable, "-m", "tawac.tools.cli", "explain", str(REPO / "examples" / "gemm.mlir")]
-    text = subprocess.run(cmd, capture_output=True, text=True, timeout=120, check=True).stdout
+    cmd = ["explain", str(REPO / "examples" / "gemm.mlir")]
+    text = tawac(cmd, check=True).stdout
     assert "kernel @gemm on sm_90a: 384 threads per CTA" in text
     assert "grid: one CTA per SM, looping over cdiv(c.shape[0], 128) x" in text
     for row in ("producer", "consumer", "ring of a_b tensor<256x64xbf16>", "staging tile"):
         assert row in text, text
     assert "shared memory: 214016 of 232448 bytes" in text
-    out = subprocess.run([*cmd, "--json"], capture_output=True, text=True, timeout=120, check=True)
+    out = tawac([*cmd, "--json"], check=True)
     assert json.loads(out.stdout) == json.loads((GOLDEN / "gemm.json").read_text())
 
 
 def test_cli_error_is_one_line(tmp_path):
     bad = tmp_path / "bad.mlir"
     bad.write_text("tile.kernel @k(%a: !tile.tensor<?x?xbf16>) {\n  tile.fence\n  tile.return\n}\n")
-    cmd = [sys.executable, "-m", "tawac.tools.cli", "explain", str(bad)]
-    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=120)
+    proc = tawac(["explain", str(bad)])
     assert proc.returncode == 1
     assert proc.stderr.strip() == f"{bad}:2:3: error: Operation tile.fence is not registered"
 

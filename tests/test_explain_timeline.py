@@ -12,6 +12,7 @@ from collections import Counter
 from pathlib import Path
 
 import pytest
+from cli_inprocess import tawac
 
 from tawac.ir.parser import parse_file
 from tawac.support.options import PipelineOptions
@@ -23,8 +24,8 @@ SVG = "{http://www.w3.org/2000/svg}"
 
 
 def _cli(*args: str) -> subprocess.CompletedProcess:
-    cmd = [sys.executable, "-m", "tawac.tools.cli", "explain", *args]
-    return subprocess.run(cmd, capture_output=True, text=True, timeout=180)
+    """`tawac explain args...`, run in this process."""
+    return tawac(["explain", *args])
 
 
 def _svg(example: str, out: Path) -> ET.Element:
@@ -188,11 +189,10 @@ def test_every_example_draws(path, tmp_path):
     assert any(b.get("class") == "bar" for b in root.iter(f"{SVG}rect"))
 
 
-def test_png_without_cairosvg_is_one_line(tmp_path):
+def test_png_without_cairosvg_is_one_line(tmp_path, monkeypatch):
     out = tmp_path / "t.png"
-    code = "import sys; sys.modules['cairosvg'] = None; from tawac.tools.cli import main; main()"
-    cmd = [sys.executable, "-c", code, "explain", str(REPO / "examples" / "gemm.mlir")]
-    proc = subprocess.run([*cmd, "--timeline", str(out)], capture_output=True, text=True)
+    monkeypatch.setitem(sys.modules, "cairosvg", None)  # `import cairosvg` fails
+    proc = _cli(str(REPO / "examples" / "gemm.mlir"), "--timeline", str(out))
     assert proc.returncode == 1
     lines = proc.stderr.strip().splitlines()
     assert len(lines) == 1 and "cairosvg" in lines[0] and "Traceback" not in proc.stderr

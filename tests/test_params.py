@@ -4,11 +4,10 @@
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
+from cli_inprocess import tawac
 
 from tawac.driver import compile_file, compile_source, parse_text
 from tawac.support.diagnostics import CompileError
@@ -168,16 +167,8 @@ def test_sidecar_access_of_scalars_and_read_write():
 
 def test_cli_define_sets_parameters_and_bad_ones_fail_cleanly(tmp_path):
     out = tmp_path / "g.ptx"
-    cmd = [
-        sys.executable,
-        "-m",
-        "tawac.tools.cli",
-        "compile",
-        str(EXAMPLES / "gemm.mlir"),
-        "-o",
-        str(out),
-    ]
-    ok = subprocess.run([*cmd, "-D", "BLOCK_N=128"], capture_output=True, text=True)
+    cmd = ["compile", str(EXAMPLES / "gemm.mlir"), "-o", str(out)]
+    ok = tawac([*cmd, "-D", "BLOCK_N=128"])
     assert ok.returncode == 0, ok.stderr
     assert json.loads(out.with_suffix(".json").read_text())["kernel_params"]["BLOCK_N"] == 128
     out.unlink()
@@ -187,7 +178,7 @@ def test_cli_define_sets_parameters_and_bad_ones_fail_cleanly(tmp_path):
         ("BLOCK_N", "expected NAME=VALUE"),
         ("BLOCK_N=1e3", "expected an integer"),
     ]:
-        bad = subprocess.run([*cmd, "-D", define], capture_output=True, text=True)
+        bad = tawac([*cmd, "-D", define])
         assert bad.returncode == 1
         assert msg in bad.stderr and "Traceback" not in bad.stderr
         assert len(bad.stderr.strip().splitlines()) == 1

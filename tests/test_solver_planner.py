@@ -10,6 +10,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from cli_inprocess import tawac
 from xdsl.dialects import math
 
 from tawac import schedule
@@ -309,6 +310,8 @@ def test_missing_ortools_from_the_cli(tmp_path):
         "PYTHONPATH": f"{block}:{REPO}",
         "TAWAC_CACHE_DIR": str(tmp_path / "cache"),
     }
+    # a process: OR-Tools is blocked through PYTHONPATH, read when Python starts, and the
+    # planner's import of it is the first of that process
     proc = subprocess.run(
         [sys.executable, "-m", "tawac.tools.cli", "compile", str(EXAMPLES / "gemm.mlir")]
         + ["-o", str(out), "--schedule", "solver"],
@@ -326,21 +329,10 @@ def test_missing_ortools_from_the_cli(tmp_path):
 @pytest.mark.solver
 def test_schedule_flag_on_opt_and_explain(tmp_path):
     src = str(EXAMPLES / "gemm.mlir")
-    opt = subprocess.run(
-        [sys.executable, "-m", "tawac.tools.cli", "opt", src, "-p", "warp-specialize,plan"]
-        + ["--schedule", "solver"],
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
+    opt = tawac(["opt", src, "-p", "warp-specialize,plan", "--schedule", "solver"])
     assert opt.returncode == 0, opt.stderr
     assert "planner = solver, solve = interval" in opt.stdout
-    explain = subprocess.run(
-        [sys.executable, "-m", "tawac.tools.cli", "explain", src, "--schedule", "solver"],
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
+    explain = tawac(["explain", src, "--schedule", "solver"])
     assert explain.returncode == 0, explain.stderr
     assert "solver: initiation interval" in explain.stdout
     assert "optimal" in explain.stdout
