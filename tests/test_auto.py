@@ -7,11 +7,10 @@ from __future__ import annotations
 
 import dataclasses
 import io
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
+from cli_inprocess import tawac
 from xdsl.dialects import scf
 from xdsl.printer import Printer
 
@@ -435,8 +434,6 @@ def test_explain_says_which_planner_won(monkeypatch):
 def test_explain_command_line():
     """`tawac explain --schedule auto` prints the decision (the GEMM example: both
     planners' schedules simulate alike, the heuristic's is preferred)."""
-    cmd = [sys.executable, "-m", "tawac.tools.cli", "explain", str(EXAMPLES / "gemm.mlir")]
-    out = subprocess.run(
-        [*cmd, "--schedule", "auto"], capture_output=True, text=True, timeout=300, check=True
-    ).stdout
+    cmd = ["explain", str(EXAMPLES / "gemm.mlir")]
+    out = tawac([*cmd, "--schedule", "auto"], check=True).stdout
     assert "planner: auto -> heuristic (kept: the model prices both alike)" in out

@@ -14,11 +14,10 @@ from __future__ import annotations
 
 import functools
 import json
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
+from cli_inprocess import tawac
 
 from tawac.dialects import aref, tile
 from tawac.driver import compile_file, compile_source, parse_text, run_pipeline
@@ -126,8 +125,8 @@ def test_smem_plan_counts_the_epilogue_ring():
 
 
 def test_explain_names_the_register_payload():
-    cmd = [sys.executable, "-m", "tawac.tools.cli", "explain", str(EXAMPLE)]
-    run = functools.partial(subprocess.run, capture_output=True, text=True, timeout=120, check=True)
+    cmd = ["explain", str(EXAMPLE)]
+    run = functools.partial(tawac, check=True)
     info = json.loads(run([*cmd, "--json"]).stdout)
     assert [a.get("registers") for a in info["arefs"]] == [None, [0]]
     assert "tensor<128x256xbf16> (into registers)" in run(cmd).stdout

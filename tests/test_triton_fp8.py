@@ -6,12 +6,11 @@ Python source (fp8 tiles are MMA operands only)."""
 
 from __future__ import annotations
 
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 import torch
+from cli_inprocess import tawac
 from gpu_util import requires_gpu
 
 from tawac.compiler import compile_module, parse_file
@@ -40,8 +39,7 @@ def test_fp_to_fp_is_read_as_a_truncation():
 
 def test_an_fp8_output_is_one_located_line(tmp_path):
     out = tmp_path / "k.ptx"
-    cmd = [sys.executable, "-m", "tawac.tools.cli", "compile", str(FP8_OUT), "-o", str(out)]
-    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
+    proc = tawac(["compile", str(FP8_OUT), "-o", str(out)])
     assert proc.returncode == 1 and "Traceback" not in proc.stderr
     assert not out.exists()
     (line,) = proc.stderr.strip().splitlines()
