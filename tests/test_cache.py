@@ -557,6 +557,7 @@ print(json.dumps({
 
 
 def _probe(src: Path) -> dict:
+    # a process: what a fresh interpreter imports and runs on a hit is the subject
     proc = subprocess.run(
         [sys.executable, "-c", PROBE, str(src)],
         capture_output=True,
@@ -788,6 +789,7 @@ def test_store_and_driver_import_no_xdsl():
         "print(json.dumps(sorted(m for m in sys.modules if m.split('.')[0] in "
         "('xdsl', 'rich', 'tawac'))))"
     )
+    # a process: what a fresh interpreter imports is the subject
     proc = subprocess.run(
         [sys.executable, "-c", probe], capture_output=True, text=True, timeout=60, check=True
     )

@@ -115,6 +115,7 @@ def test_warm_compile_in_a_fresh_process_loads_no_compiler(root, tmp_path):
     compile, and neither xDSL, the compiler core nor rich imported."""
     cold, cold_files = _compile(tmp_path / "cold.ptx")
     out = tmp_path / "warm.ptx"
+    # a process: what a fresh interpreter imports on a warm compile is the subject
     proc = subprocess.run(
         [sys.executable, "-c", WARM, "compile", str(GEMM), "-v", "-o", str(out)],
         capture_output=True,
@@ -142,6 +143,7 @@ def test_eight_processes_leave_one_entry(root, tmp_path):
     kernel, and the cache holds exactly one valid entry and no temporary file."""
     import tawac.compiler  # noqa: F401  (loaded before forking: the children compile at once)
 
+    # processes: concurrent writers of one cache entry (fork) are the subject
     ctx = multiprocessing.get_context("fork")
     barrier = ctx.Barrier(8)
     outs = [tmp_path / f"child{i}.json" for i in range(8)]

@@ -126,6 +126,7 @@ def test_options_import_no_xdsl():
     code = (
         "import sys, tawac.support.options; print(sorted({m for m in sys.modules if 'xdsl' in m}))"
     )
+    # a process: what a fresh interpreter imports with the table is the subject
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[]"
 
@@ -198,6 +199,8 @@ def test_adding_a_knob_touches_one_table():
     """One row added to KNOBS (NEW_ROW) gives the options field, the plan pass's option,
     `plan_spec`, the flag of compile, run and explain, a `tune --space` name, a
     `tawac.torch` keyword and the range check; the planner gets the value."""
+    # a process: the child imports the whole compiler over an edited options module (the
+    # KNOBS table is read when each module imports it), which this process cannot undo
     res = subprocess.run(
         [sys.executable, "-c", CHILD, NEW_ROW, str(GEMM)],
         capture_output=True,
