@@ -40,11 +40,11 @@ def instantiate(bm: int, bn: int, d: int, causal: bool, dt: str = "bf16") -> str
 CASES = list(itertools.product([64, 128, 192], [64, 128], [64, 128], [False, True]))
 
 
-def test_template_instances_compile_to_ptx():
+@pytest.mark.parametrize(("bm", "bn", "d", "causal"), CASES)
+def test_template_instances_compile_to_ptx(bm, bn, d, causal):
     """Every instance goes through the whole pipeline to PTX (no GPU needed)."""
-    for bm, bn, d, causal in CASES:
-        res = compile_module(parse_text(instantiate(bm, bn, d, causal), "sweep.mlir"))
-        assert "wgmma.mma_async" in res.ptx, (bm, bn, d, causal)
+    res = compile_module(parse_text(instantiate(bm, bn, d, causal), "sweep.mlir"))
+    assert "wgmma.mma_async" in res.ptx, (bm, bn, d, causal)
 
 
 @pytest.mark.gpu
