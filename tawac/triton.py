@@ -1,4 +1,4 @@
-"""Triton kernels from Python, compiled by tawac (issue 21, item 3):
+"""Triton kernels from Python, compiled by tawac:
 
     import tawac.triton
     k = tawac.triton.compile(matmul_kernel, signature={...}, constexprs={...})

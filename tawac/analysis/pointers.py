@@ -1,5 +1,5 @@
 """Pointer arithmetic of a Triton kernel (TTIR, `tawac.dialects.tt`) read as blocks of
-tensors (issue 21, item 2): for each `tt.load` and `tt.store`, the pointer argument it
+tensors: for each `tt.load` and `tt.store`, the pointer argument it
 reads or writes, and per dimension of its tile the stride it walks and the origin of
 the block along it.
 

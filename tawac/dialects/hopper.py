@@ -594,7 +594,7 @@ class TmaStoreOp(IRDLOperation):
         super().__init__(operands=[tile, dest, indices], properties=props)
 
 
-# --- thread block clusters (issue 11) ----------------------------------------------------
+# --- thread block clusters ----------------------------------------------------
 
 
 @irdl_op_definition

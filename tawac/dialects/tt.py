@@ -1,6 +1,6 @@
 """The `tt` dialect: the ops of Triton's TTIR (triton 3.6) that tile programs use, as
 `triton.compile(...).asm["ttir"]` prints them, so that tawac reads a Triton kernel's
-TTIR as it reads its own `tile` dialect (issue 21).
+TTIR as it reads its own `tile` dialect.
 
 These definitions parse and print Triton's own textual form; they carry the meaning of
 Triton's ops (`include/triton/Dialect/Triton/IR/TritonOps.td` in the Triton repository)

@@ -1,4 +1,4 @@
-"""Reading Triton's TTIR (issue 21, item 1): the text `triton.compile(...).asm["ttir"]`
+"""Reading Triton's TTIR: the text `triton.compile(...).asm["ttir"]`
 gives (triton 3.6), parsed into the `tt` dialect (`tawac.dialects.tt`) with xDSL's
 scf and math and an arith that compares tensors (`ttir_arith`).
 

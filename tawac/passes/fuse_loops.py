@@ -1,5 +1,5 @@
 """`fuse-loops`: two loops one after the other that stream the same tiles become one loop
-whose differing math is an `scf.if` on the iteration (issue 21).
+whose differing math is an `scf.if` on the iteration.
 
 Causal attention written as Triton's tutorial writes it has two key loops: the blocks
 left of the diagonal (no mask) over `[0, m0)`, then the diagonal block (masked) over

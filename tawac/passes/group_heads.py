@@ -1,5 +1,5 @@
 """`group-heads`: one program per group of query heads that share a K/V head (grouped
-query attention, issue 23), as a rewrite of the tile program.  Runs first, before
+query attention), as a rewrite of the tile program.  Runs first, before
 `split-k` and `warp-specialize`; does nothing to a kernel whose heads it cannot group.
 
 Input: a kernel whose program id `a` is a query head `h` (every `tile.program_id a` of

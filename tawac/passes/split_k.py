@@ -1,7 +1,7 @@
-"""`split-k{splits=S}` and `split-k{stream=S}`: split-K and stream-K, work decompositions
-(issue 22), as rewrites of the tile program.  Runs first, before `warp-specialize`, when
+"""`split-k{splits=S}` and `split-k{stream=S}`: split-K and stream-K, work decompositions,
+as rewrites of the tile program.  Runs first, before `warp-specialize`, when
 a decomposition splits (splits > 1 or stream > 0).  Of a loop with an online softmax
-(attention), `splits=S` splits the keys instead (flash-decoding, issue 23: `_split_keys`,
+(attention), `splits=S` splits the keys instead (flash-decoding: `_split_keys`,
 below the GEMM forms): S programs per query tile along x, each storing its partial
 (O, m, l) where the output goes, the last one combining them (`tile.split_softmax`), in
 two levels from 16 splits.

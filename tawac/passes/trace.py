@@ -1,4 +1,4 @@
-"""`trace{slots=4096 ctas=132 every=1}`: an instrumented build (issue 20, item 1).
+"""`trace{slots=4096 ctas=132 every=1}`: an instrumented build.
 
 Runs last before `convert-to-ptx` (after `lower-aref`, `pingpong` and `tma-store`, so
 every boundary it marks is the one the PTX has) when the pipeline knob `trace` is on.

@@ -1,4 +1,4 @@
-"""The decoder of an instrumented build's trace (issue 20, item 1): the buffer the
+"""The decoder of an instrumented build's trace: the buffer the
 launcher filled (`Kernel.last_trace`) and the sidecar's "trace" entry -> Chrome trace
 JSON (the Trace Event Format that chrome://tracing and ui.perfetto.dev open), and the
 measured steady state of each main loop (`loop_intervals`).

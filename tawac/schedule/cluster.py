@@ -1,4 +1,4 @@
-"""Thread block clusters (issue 11): which CTAs form a cluster and which operands they
+"""Thread block clusters: which CTAs form a cluster and which operands they
 load once for all of them.
 
 A cluster of 2 CTAs along program id x (`--cluster 2x1`) runs the programs x = 2i and

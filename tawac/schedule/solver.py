@@ -40,7 +40,7 @@ turns) and replaces the rest:
    running free and sharing the units) simulates the solver's schedule and the
    heuristic's; the kernel gets the heuristic's (recorded as `kept heuristic`) unless
    the solver's is faster by more than `MARGIN`. Neither model alone predicted the
-   measurements (docs/perf.md, issue 9).
+   measurements (docs/perf/2026-11-23.md).
    Its consumer loop becomes a `LoopPlan` (ops in the order of their row in the modulo
    reservation table, stages relative to the consumer's first), its ring depths the
    arefs' depths, and `solve` records the interval, the status and the bound.
@@ -81,7 +81,7 @@ from tawac.target import HOPPER
 TIME_LIMIT = 30.0
 
 #: Registers per consumer thread besides the tiles the model counts (addresses, indices,
-#: row vectors, loop counters). Calibrated on ptxas 13.0 (docs/perf.md, issue 9): the
+#: row vectors, loop counters). Calibrated on ptxas 13.0 (docs/perf/2026-11-23.md): the
 #: heuristic's two-stage attention at d64 with three consumer warp groups (160 registers:
 #: the O accumulator 32 + the carried P 32 + the S tile in flight 64) assembles without
 #: spills, so the rest fits in 32.
@@ -626,7 +626,7 @@ class SolverPlanner:
         """The solver's schedule, unless the heuristic's simulates at least as fast
         (within MARGIN) in the timeline model, whose warp groups run free: the solver's
         model keeps them in lockstep, and neither model alone predicted the measurements
-        (docs/perf.md, issue 9)."""
+        (docs/perf/2026-11-23.md)."""
         mine = _simulated(kernel, found)
         theirs = _simulated(kernel, base)
         assert found.solve is not None

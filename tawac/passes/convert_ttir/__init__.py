@@ -1,5 +1,5 @@
 """`convert-ttir`: a Triton kernel (`tt.func`, read by `tawac.ir.ttir`) to a tile kernel
-(`tile.kernel`) in front of the default pipeline (issue 21, item 1).
+(`tile.kernel`) in front of the default pipeline.
 
 The pointer analysis (`tawac.analysis.pointers`) reads every load and store as a block:
 the pointer argument, per tile dimension its stride, origin, mask bound and `% size`
