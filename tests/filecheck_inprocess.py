@@ -26,12 +26,13 @@ import io
 import re
 import shlex
 import subprocess
-import traceback
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import cli_inprocess
+
 #: The environment lit.cfg gives every RUN line (plain diagnostics).
-ENV = {"NO_COLOR": "1", "TERM": "dumb"}
+ENV = cli_inprocess.ENV
 
 
 class RunLineError(Exception):
@@ -140,19 +141,8 @@ def parse(line: str) -> list[list[Command]]:
 
 
 def _tawac(args: list[str], stdin: str) -> Result:
-    from click.testing import CliRunner
-
-    from tawac.tools.cli import main
-
-    runner = CliRunner()
-    res = runner.invoke(main, args, input=stdin, env=ENV, catch_exceptions=True)
-    stderr = res.stderr
-    code = res.exit_code
-    if res.exception is not None and not isinstance(res.exception, SystemExit):
-        # What a process would print before dying: a traceback, exit 1.
-        stderr += "".join(traceback.format_exception(res.exception))
-        code = 1
-    return Result(code, res.stdout, stderr)
+    proc = cli_inprocess.tawac(args, input=stdin)
+    return Result(proc.returncode, proc.stdout, proc.stderr)
 
 
 def _filecheck(args: list[str], stdin: str) -> Result:
