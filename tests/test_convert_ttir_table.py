@@ -6,6 +6,8 @@ new construct is a new row."""
 from __future__ import annotations
 
 import pytest
+from test_convert_ttir import _HEAD as _PROGRAM_HEAD
+from test_convert_ttir import _TAIL
 from xdsl.dialects import arith
 from xdsl.ir import Operation
 
@@ -13,13 +15,8 @@ from tawac.compiler import parse_text
 from tawac.passes.convert_ttir.dispatch import CONVERTERS
 from tawac.support.diagnostics import CompileError
 
-_HEAD = (
-    "module {\n"
-    "  tt.func public @k(%p: !tt.ptr<f16> loc(#a), %n: i32 loc(#a)) {\n"
-    "    %r = tt.make_range {end = 64 : i32, start = 0 : i32} : tensor<64xi32> loc(#a)\n"
-    "    %ps = tt.splat %p : !tt.ptr<f16> -> tensor<64x!tt.ptr<f16>> loc(#a)\n"
-    "    %pid = tt.get_program_id x : i32 loc(#a)\n"
-    "    %c64 = arith.constant 64 : i32 loc(#a)\n"
+#: test_convert_ttir's kernel head (a program id, a 64-wide range) with a masked f16 row.
+_HEAD = _PROGRAM_HEAD + (
     "    %o = arith.muli %pid, %c64 : i32 loc(#a)\n"
     "    %os = tt.splat %o : i32 -> tensor<64xi32> loc(#a)\n"
     "    %i = arith.addi %os, %r : tensor<64xi32> loc(#a)\n"
@@ -27,9 +24,6 @@ _HEAD = (
     "    %ns = tt.splat %n : i32 -> tensor<64xi32> loc(#a)\n"
     "    %m = arith.cmpi slt, %i, %ns : tensor<64xi32> loc(#a)\n"
     "    %z = arith.constant dense<0.0> : tensor<64xf16> loc(#a)\n"
-)
-_TAIL = (
-    '    tt.return loc(#a)\n  } loc(#a)\n} loc(#a)\n#a = loc("k.py":1:0)\n#b = loc("k.py":9:5)\n'
 )
 _STORE = "    tt.store %q, %z, %m : tensor<64x!tt.ptr<f16>> loc(#a)\n"
 
