@@ -15,6 +15,7 @@ EXPERIMENTS = ROOT / "experiments"
 def _users() -> str:
     """The text of everything that may use a tool (not docs/perf's record, not experiments)."""
     files = [ROOT / "README.md", ROOT / ".ci" / "run", *ROOT.glob("docs/*.md")]
+    files += ROOT.glob("docs/design/*.md")  # the design parts name the tools they describe
     for folder in ("tests", "benchmarks", "tawac", "examples"):
         files += (ROOT / folder).rglob("*.py")
     files += SCRIPTS
