@@ -355,6 +355,23 @@ def test_a_float_constant_out_of_range_is_one_located_error():
     assert str(err.value.location).startswith("a.ttir:")
 
 
+
+@pytest.mark.parametrize("elem", ["i1", "i8", "i64"])
+def test_a_tensor_of_an_unsupported_element_type_is_one_located_error(elem):
+    """Found by the fuzzer (seed 25): the fp8 GEMM's f8E4M3FN retyped as i1 made a
+    `!tile.tensor` of i1, whose constructor raised an internal error."""
+    text = (REPO / "tests/data/triton/matmul_fp8.ttir").read_text()
+    bad = text.replace("f8E4M3FN", elem)
+    assert bad != text
+    with pytest.raises(CompileError) as err:
+        parse_text(bad, "k.ttir")
+    assert "element type" in err.value.message and elem in err.value.message
+    assert err.value.message.startswith("convert-ttir: ")
+    assert str(err.value.location).startswith("tests/data/triton/matmul_fp8.py:") or str(
+        err.value.location
+    ).startswith("k.ttir"), err.value.location
+
+
 LEAKY = REPO / "examples/triton/matmul_leaky_relu.ttir"
 
 

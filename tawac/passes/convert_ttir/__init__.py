@@ -74,6 +74,7 @@ from xdsl.dialects.builtin import Float32Type, IndexType, ModuleOp
 from xdsl.ir import Block, BlockArgument, Region
 from xdsl.passes import ModulePass
 from xdsl.transforms.common_subexpression_elimination import cse
+from xdsl.utils.exceptions import VerifyException
 
 from tawac.dialects import tile, tt
 
@@ -87,10 +88,23 @@ from tawac.passes.convert_ttir import (  # noqa: F401
     shapes,
     where,
 )
+from tawac.passes.convert_ttir.common import _error
 from tawac.passes.convert_ttir.dispatch import _body
 from tawac.passes.convert_ttir.emitter import _Emitter
 from tawac.passes.convert_ttir.planning import _Plan, plan
 from tawac.passes.convert_ttir.tensors import _element
+
+
+def _tensor_type(p: _Plan, a: BlockArgument, names) -> tile.GlobalTensorType:
+    """The `!tile.tensor` of pointer argument `a`; an element type a tile tensor cannot
+    hold (i1, i8, i64, ...) is an error at the first op that reads or writes through it."""
+    try:
+        return tile.GlobalTensorType([tile.DYNAMIC] * len(names), _element(a), names)
+    except VerifyException as e:
+        user = next((u.operation for u in a.uses), p.func)
+        message = str(e).removeprefix("!tile.tensor ")
+        what = f"%{a.name_hint}" if a.name_hint else f"argument {a.index}"
+        raise _error(f"the tensor {what} points to: {message}", user) from None
 
 
 def _kernel_args(p: _Plan) -> tuple[list, list[BlockArgument]]:
@@ -100,7 +114,7 @@ def _kernel_args(p: _Plan) -> tuple[list, list[BlockArgument]]:
     for a in p.func.body.block.args:
         t = p.tensors.get(a)
         if t is not None:
-            types.append(tile.GlobalTensorType([tile.DYNAMIC] * len(t.names), _element(a), t.names))
+            types.append(_tensor_type(p, a, t.names))
             source.append(a)
         elif isinstance(a.type, Float32Type) and a.uses:
             types.append(a.type)
