@@ -355,7 +355,6 @@ def test_a_float_constant_out_of_range_is_one_located_error():
     assert str(err.value.location).startswith("a.ttir:")
 
 
-
 @pytest.mark.parametrize("elem", ["i1", "i8", "i64"])
 def test_a_tensor_of_an_unsupported_element_type_is_one_located_error(elem):
     """Found by the fuzzer (seed 25): the fp8 GEMM's f8E4M3FN retyped as i1 made a
