@@ -45,7 +45,12 @@ def _has_ortools() -> bool:
 
 #: Tests that take many seconds each: handed out first, so that the workers do not end
 #: waiting for one of them.
-LONG = ("test_fuzz.py::", "test_lit_suite.py::test_filecheck_suite")
+LONG = (
+    "test_fuzz.py::",
+    "test_triton_tuning.py::test_the_shipped_table_runs",
+    "test_convert_ttir.py::test_mutated_ttir",
+    "test_variants.py::test_variants_compute_what_the_program_computes[examples/triton/",
+)
 
 
 def pytest_collection_modifyitems(config, items):
