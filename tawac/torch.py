@@ -36,7 +36,6 @@ from __future__ import annotations
 import hashlib
 import json
 import keyword
-import math
 import os
 import re
 from collections.abc import Mapping, Sequence
@@ -55,7 +54,9 @@ from tawac.runtime.arguments import (
     _check_scalar,
     _check_tensor,
 )
+from tawac.runtime.cuda_driver import sm_count as _sms
 from tawac.runtime.launcher import Kernel, load_kernel
+from tawac.runtime.plans import program_count
 from tawac.schedule import tuning
 from tawac.support.options import PipelineOptions
 
@@ -332,16 +333,9 @@ class TorchKernel:
         can be split; {} where the options name a decomposition."""
         if any(n in options for n in tuning.DECOMPOSITION_KNOBS):
             return {}
-        key = _config_key(params, options)
-        kern = self.kernels.get(key)
-        if kern is None:
-            self._compile(params, options)
-            kern = self.kernels[key]
-        side = kern.sidecar
+        side = self._loaded(params, options).sidecar
         if side.get("key_split") is None:
             return {}
-        from tawac.runtime.plans import compute_grid
-
         shapes = {
             a["name"]: [sizes.get(d) if isinstance(d, str) else d for d in a["dims"]]
             for a in side["args"]
@@ -349,17 +343,18 @@ class TorchKernel:
         }
         if any(not isinstance(n, int) for s in shapes.values() for n in s):
             return {}  # a size no tensor gives: no rule to apply
-        programs = math.prod(compute_grid(side.get("program_grid") or side["grid"], shapes))
+        programs = program_count(side, shapes)
         return tuning.launch_splits(side, programs, _sms(), shapes, None, options)
 
-    def _kernel_for(self, sizes: Mapping[str, int]) -> Kernel:
-        params, options = self.config(sizes)
+    def _loaded(self, params: Mapping[str, Any], options: Mapping[str, Any]) -> Kernel:
+        """The configuration's kernel, compiled at its first use."""
         key = _config_key(params, options)
-        kern = self.kernels.get(key)
-        if kern is None:
+        if key not in self.kernels:
             self._compile(params, options)
-            kern = self.kernels[key]
-        return kern
+        return self.kernels[key]
+
+    def _kernel_for(self, sizes: Mapping[str, int]) -> Kernel:
+        return self._loaded(*self.config(sizes))
 
     # ---- checks (shared by the real and the fake implementations)
 
@@ -533,14 +528,3 @@ def _register(tk: TorchKernel):
     ns = getattr(torch.ops, NAMESPACE)
     functional_op = getattr(ns, base).default if functional else None
     return functional_op, getattr(ns, f"{base}_inplace").default
-
-
-def _sms() -> int:
-    """The current GPU's multiprocessors (the target's count where there is no GPU)."""
-    if torch.cuda.is_available():
-        from tawac.runtime.cuda_driver import _sm_count
-
-        return _sm_count(torch.cuda.current_device())
-    from tawac.target.hopper import HOPPER
-
-    return HOPPER.sm_count

@@ -19,12 +19,13 @@ tuning table entry says so: `k.tune(*args, space=...)` measures, `tawac.tools.tu
 from __future__ import annotations
 
 import json
-import math
 import os
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from tawac.runtime.cuda_driver import sm_count as _sms
+from tawac.runtime.plans import program_count
 from tawac.support.diagnostics import CompileError
 from tawac.tools.tune_triton import entry_applies, function_source, load_table, table_path
 
@@ -276,17 +277,6 @@ class TritonKernel:
                 )
         return out
 
-    def programs(self, *args: Any) -> int:
-        """The number of programs (the logical grid's, before a persistent launch puts
-        them on the SMs) of a launch with these arguments."""
-        from tawac.runtime.plans import compute_grid
-
-        kern = self.launch
-        shapes = kern._shapes(self.kernel_args(*args))
-        spec = kern.sidecar.get("program_grid") or kern.sidecar["grid"]
-        x, y, z = compute_grid(spec, shapes)
-        return x * y * z
-
     def views(self, *args: Any) -> list[Any]:
         """The tile kernel's tensor arguments: a strided view of each pointer's tensor."""
         return self._views(self._ttir_args(args))
@@ -441,20 +431,6 @@ def ttir_of(fn, signature: Mapping[str, str], constexprs: Mapping[str, Any]) -> 
     return triton.compile(src, target=GPUTarget("cuda", 90, 32)).asm["ttir"]
 
 
-def _sms() -> int:
-    """The current GPU's multiprocessors (the target's count where there is no GPU: what
-    `options_for` then shows is the choice on it)."""
-    import torch
-
-    if torch.cuda.is_available():
-        from tawac.runtime.cuda_driver import _sm_count
-
-        return _sm_count(torch.cuda.current_device())
-    from tawac.target.hopper import HOPPER
-
-    return HOPPER.sm_count
-
-
 def _is_int(ty: str) -> bool:
     return ty in ("i8", "i16", "i32", "i64", "u8", "u16", "u32", "u64")
 
@@ -602,8 +578,6 @@ class TritonFunction:
             side, order = self._unsplit(ones, given)
             found = {}
             if "key_split" in side:
-                from tawac.runtime.plans import compute_grid
-
                 values = order.kernel_args(*args)
                 pairs = list(zip(side["args"], values, strict=True))
                 shapes = {a["name"]: tuple(v.shape) for a, v in pairs if a["kind"] == "tensor"}
@@ -612,8 +586,8 @@ class TritonFunction:
                     for a, v in pairs
                     if a["kind"] == "scalar" and a["dtype"] != "f32"
                 }
-                grid = compute_grid(side.get("program_grid") or side["grid"], shapes)
-                found = launch_splits(side, math.prod(grid), _sms(), shapes, scalars, given)
+                programs = program_count(side, shapes)
+                found = launch_splits(side, programs, _sms(), shapes, scalars, given)
             if layout is not None:
                 self._splits[key] = found
         return dict(found)

@@ -3,8 +3,9 @@
 Out: `_driver()`, cuda-python's driver module (module loading, function attributes,
 launches with a cluster shape, the tensor-map enums); `_check`, which turns a failed
 `CUresult` into a `LaunchError`; `_lib()`, the ctypes calls on libcuda itself of the hot
-path (`tawac.runtime.libcuda`: cuLaunchKernel, cuTensorMapEncodeTiled); and `_sm_count`,
-a device's multiprocessors (persistent grids and workspace sizes count in them).
+path (`tawac.runtime.libcuda`: cuLaunchKernel, cuTensorMapEncodeTiled); `_sm_count`,
+a device's multiprocessors (persistent grids and workspace sizes count in them), and
+`sm_count`, the current device's (the target's count where there is no GPU).
 cuda-python and torch are imported only when these are called.
 """
 
@@ -48,3 +49,15 @@ def _sm_count(device: int) -> int:
     import torch
 
     return torch.cuda.get_device_properties(device).multi_processor_count
+
+
+def sm_count() -> int:
+    """The current GPU's multiprocessors; the target's count where there is no GPU (what a
+    launch decision made then shows is its choice on that GPU)."""
+    import torch
+
+    if torch.cuda.is_available():
+        return _sm_count(torch.cuda.current_device())
+    from tawac.target.hopper import HOPPER
+
+    return HOPPER.sm_count

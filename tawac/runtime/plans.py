@@ -129,6 +129,13 @@ def compute_grid(
     return x, y, z
 
 
+def program_count(sidecar: Mapping[str, Any], shapes: Mapping[str, Sequence[int]]) -> int:
+    """The programs of a launch at these argument shapes: its logical grid's (a persistent
+    kernel's "program_grid", before the launch puts them on the SMs; else its "grid")."""
+    x, y, z = compute_grid(sidecar.get("program_grid") or sidecar["grid"], shapes)
+    return x * y * z
+
+
 def workspace_shapes(
     workspace: Sequence[Mapping[str, Any]],
     shapes: Mapping[str, Sequence[int]],
