@@ -179,6 +179,16 @@ def _isolate(stdout: Path, stderr: Path, memory: int) -> None:
     resource.setrlimit(resource.RLIMIT_AS, (memory, memory))
 
 
+def _exit(code: int) -> None:
+    """Ends a forked child with `code` (its low byte) once its output is flushed: never
+    returns into the parent's code, whatever happened before."""
+    try:
+        sys.stdout.flush()
+        sys.stderr.flush()
+    finally:
+        os._exit(code & 0xFF)
+
+
 def _child(folder: Path, memory: int, options: list[str], suffix: str) -> None:
     """In the forked child: compile folder/src.mlir (or src.ttir: `suffix`) to
     folder/out/k.ptx with `options`; never returns."""
@@ -205,11 +215,7 @@ def _child(folder: Path, memory: int, options: list[str], suffix: str) -> None:
     except BaseException:
         traceback.print_exc()
     finally:
-        try:
-            sys.stdout.flush()
-            sys.stderr.flush()
-        finally:
-            os._exit(code & 0xFF)
+        _exit(code)
 
 
 def _start(folder: Path, data: bytes, memory: int, options: list[str], suffix: str) -> int:
@@ -243,11 +249,7 @@ def _check_child(folder: Path, memory: int, res: Result, suffix: str, seconds: f
     except BaseException:
         traceback.print_exc()
     finally:
-        try:
-            sys.stdout.flush()
-            sys.stderr.flush()
-        finally:
-            os._exit(code)
+        _exit(code)
 
 
 def _start_check(folder: Path, memory: int, res: Result, seconds: float) -> int:
