@@ -251,7 +251,7 @@ def main() -> None:
 
 def _against(rows: list, col: str, base: str) -> tuple[float, float, int] | None:
     """(geomean, lowest, count) of column `col` over column `base`, the shapes timed by
-    both (issue 23 asks a geomean over cuDNN and a floor); None where there are none."""
+    both (a geomean over cuDNN and a floor); None where there are none."""
     ratios = [r[col] / r[base] for *_, r, _err in rows if r.get(col) and r.get(base)]
     if not ratios:
         return None

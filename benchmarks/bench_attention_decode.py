@@ -1,4 +1,4 @@
-"""Decode attention (issue 23): `examples/attention_decode.mlir` (grouped query heads,
+"""Decode attention: `examples/attention_decode.mlir` (grouped query heads,
 split keys) against PyTorch's SDPA backends (flash, cuDNN, memory-efficient; each with
 `enable_gqa=True`), same run, round-robin, medians; with the bandwidth of reading the KV
 cache (bytes of K and V / time). Each tawac result is checked against SDPA first.

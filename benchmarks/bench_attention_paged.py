@@ -1,4 +1,4 @@
-"""Decode attention over a paged KV cache (issue 23, item 5): `examples/attention_paged.mlir`
+"""Decode attention over a paged KV cache: `examples/attention_paged.mlir`
 (pages of 128 keys in a shuffled pool, a block table per sequence) against the same
 keys laid out contiguously, run by `examples/attention_decode.mlir` and by PyTorch's SDPA
 backends (`enable_gqa=True`): same run, round-robin, medians. The paged result is

@@ -333,7 +333,7 @@ def bench_program(
 
 def auto_summary(rows: list[dict[str, Any]], planners: tuple[str, ...]) -> None:
     """With the heuristic, the solver and auto measured: auto's time against the faster of
-    the two per program (issue 20: at least 0.98x on each), and the geomeans over the
+    the two per program (at least 0.98x on each), and the geomeans over the
     programs that are not examples of auto and of the faster (an oracle) against the
     heuristic."""
     if not {"heuristic", "solver", "auto"} <= set(planners) or not rows:

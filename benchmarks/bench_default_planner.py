@@ -1,4 +1,4 @@
-"""The shipped tuning tables re-measured under another planner (issue 20: `auto` as the
+"""The shipped tuning tables re-measured under another planner (`auto` as the
 default must leave the examples no slower): for every entry of every
 `examples/*.tune.json`, its configuration compiled under the heuristic and under
 `--planner` (default `auto`); where the two PTX texts are the same the entry is `same`,

@@ -1,4 +1,4 @@
-"""Grouped GEMM for a mixture-of-experts layer (issue 22): `examples/gemm_grouped.mlir`
+"""Grouped GEMM for a mixture-of-experts layer: `examples/gemm_grouped.mlir`
 against `torch._grouped_mm` (one launch over every expert, from the offsets) and a loop
 of `torch.mm` over the experts (cuBLAS per expert), same run, round-robin, medians.
 

@@ -1,4 +1,4 @@
-"""GEMMs of the shapes a language model runs (issue 22): decode (M 1 to 128) and ragged
+"""GEMMs of the shapes a language model runs: decode (M 1 to 128) and ragged
 sizes. `examples/gemm.mlir` runs under fixed tile parameter sets and through
 `tawac.torch` with the shipped tuning table, against cuBLAS (`torch.mm`): same run,
 round-robin, medians, with the bandwidth of reading B. Each result is checked against a

@@ -1,4 +1,4 @@
-"""Triton's compile against tawac's compile of the same Triton source (issue 21).
+"""Triton's compile against tawac's compile of the same Triton source.
 
 - `matmul`: the tutorial matmul of `examples/triton/matmul.py` launched by Triton (its
   tutorial's configuration for 128x256x64 tiles: 8 warps, 3 stages), its TTIR

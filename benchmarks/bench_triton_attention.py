@@ -1,6 +1,6 @@
 """Triton's compile against tawac's compile of the Triton tutorial's fused attention
 forward (`examples/triton/attention.py`, block pointers, fp16, head dim 128, 128x128
-blocks, issue 21), not causal and causal:
+blocks), not causal and causal:
 
 - `triton`: the tutorial kernel launched by Triton (its H100 configuration for these
   blocks: 8 warps, 3 stages);

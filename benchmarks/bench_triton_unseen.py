@@ -1,5 +1,5 @@
 """Triton's compile against tawac's compile of Triton kernels written the way users write
-them, not as the tutorials do (`tests/data/triton/unseen_attention.py`, issue 21): the
+them, not as the tutorials do (`tests/data/triton/unseen_attention.py`): the
 FlashAttention forward (causal or not; every key block masked against the length) and
 the grouped-query attention (`off_h // G`, which tawac groups with `group-heads`), bf16,
 head dim 128, against SDPA; the flash kernel also with its masks on every key block

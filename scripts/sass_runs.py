@@ -1,6 +1,6 @@
 """The consumer's instruction mix in a kernel's SASS as runs in issue order: how many
 `HGMMA`s, `MUFU.EX2`s and barrier waits follow each other, to see whether ptxas spread a
-softmax's exponentials between an MMA's wgmma instructions (docs/perf.md, 2026-11-26,
+softmax's exponentials between an MMA's wgmma instructions (docs/perf/2026-11-26.md,
 "Which schedules ptxas interleaves"). Compiles a corpus program under each planner
 configuration (needs ptxas and cuobjdump: the `ptxas` extra's wheel has both).
 

@@ -1,4 +1,4 @@
-"""A Triton kernel's TTIR, as tawac reads it (issue 21): compile a `.py` of
+"""A Triton kernel's TTIR, as tawac reads it: compile a `.py` of
 `examples/triton/` with Triton's front end (no GPU needed) and write the `.ttir` beside
 it, its source paths relative to the repository:
 

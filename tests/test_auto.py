@@ -171,7 +171,7 @@ def test_every_kind_has_a_preference():
 
 
 def test_registry_and_knob(monkeypatch):
-    """`auto` is a planner by name and the `schedule` knob's default (issue 20)."""
+    """`auto` is a planner by name and the `schedule` knob's default."""
     monkeypatch.delenv("TAWAC_SCHEDULE", raising=False)
     assert registry.NAMES == knob("schedule").choices
     assert isinstance(registry.get_planner("auto"), AutoPlanner)
@@ -226,7 +226,7 @@ def test_the_heuristic_is_kept_where_the_solver_is_not_priced_cheaper():
     heuristic's only where the model prices the solver's schedule more than `MARGIN`
     cheaper: elsewhere (a tie, the solver's barely cheaper, or the heuristic's cheaper
     within the model's error) auto keeps the heuristic's schedule, whatever the kind
-    prefers (docs/perf.md, 2026-11-26, eighth part)."""
+    prefers (docs/perf/2026-11-26.md, eighth part)."""
     from tawac.schedule.auto import TIE_MARGIN, decide
 
     assert TIE_MARGIN == 100 * solver.MARGIN == 2.0

@@ -203,7 +203,7 @@ def test_the_model_rules_are_read_and_checked(tmp_path):
 
 def test_the_shipped_h100_calibration_sets_the_hold_and_the_phase(monkeypatch):
     """The H100 calibration ships the two rules it was checked under on the corpus
-    (docs/perf.md, 2026-11-27, third part); the H200's, fitted without them, does not."""
+    (docs/perf/2026-11-27.md, third part); the H200's, fitted without them, does not."""
     monkeypatch.setenv("TAWAC_TARGET_MODEL", "shipped")
     shipped = calibrated(Target())
     assert (shipped.mma_mufu_hold, shipped.phase_leads) == (0.3, (0.0, 1.0))

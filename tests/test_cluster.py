@@ -1,4 +1,4 @@
-"""Thread block clusters with TMA multicast of the shared operand (issue 11), on the CPU:
+"""Thread block clusters with TMA multicast of the shared operand, on the CPU:
 the schedule records the cluster, `tawac explain` shows it, ptxas assembles the cluster
 kernels cleanly and their SASS multicasts, the sidecar and the launcher's grid follow the
 cluster shape, and kernels that cannot run in a cluster get a clear error. Every GEMM

@@ -1,4 +1,4 @@
-"""`convert-ttir` (issue 21): the Triton tutorial's matmul as a tile kernel, checked
+"""`convert-ttir`: the Triton tutorial's matmul as a tile kernel, checked
 against torch on the CPU interpreter at ragged sizes, compiled to a cubin, and the
 programs it refuses, at their Python line."""
 
@@ -158,7 +158,7 @@ def test_a_fused_epilogue_converts_and_computes():
 def test_the_epilogue_keeps_a_three_slot_ring_and_stages_in_chunks():
     """The residual's 64 KiB slot and a whole 64 KiB staging tile would leave the 128x256
     GEMM's operand ring 2 slots; staging in one 64-column chunk leaves it 3, which
-    measured 1.05-1.16x faster on the H100 (docs/perf.md, 2026-11-26)."""
+    measured 1.05-1.16x faster on the H100 (docs/perf/2026-11-26.md)."""
     from tawac.support.options import PipelineOptions
     from tawac.tools.explain import explain_module
 

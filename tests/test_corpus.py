@@ -1,4 +1,4 @@
-"""The corpus of tile programs for measuring schedules (corpus/corpus.json, issue 20):
+"""The corpus of tile programs for measuring schedules (corpus/corpus.json):
 the examples, the test kernels and variants (tile shapes, dtypes, B's major order,
 epilogues, batched, chained dots, attention block shapes, head dims, causal, GQA).
 

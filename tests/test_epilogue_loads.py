@@ -1,4 +1,4 @@
-"""2-d tile loads read by consumer math (issue 11, item 2): an epilogue's second matrix
+"""2-d tile loads read by consumer math: an epilogue's second matrix
 (D = alpha A B^T + beta C, a residual, a gate) or a bias tile in a main loop.
 
 warp-specialize moves such a load to the producer with an aref of its own, lower-aref

@@ -164,7 +164,7 @@ def test_stream_k_decomposition_is_said():
 def test_the_tile_order_follows_what_the_main_loops_stream(name, options, order):
     """The persistent tile order runs together the programs that stream the same data: a
     main loop whose loads do not depend on program id x (attention's K/V) takes the
-    whole x axis as one group (docs/perf.md, 2026-11-27: 1.08-1.11x at 16k keys); one
+    whole x axis as one group (docs/perf/2026-11-27.md: 1.08-1.11x at 16k keys); one
     whose loads do (a GEMM's A band), Triton's groups of 8; `group_m` given wins."""
     from tawac.analysis.program_ids import streams_along_x
     from tawac.compiler import run_pipeline

@@ -207,7 +207,7 @@ def test_png_with_cairosvg(tmp_path):
     assert out.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 
 
-# -- measured next to predicted (issue 20) ---------------------------------------------------
+# -- measured next to predicted ---------------------------------------------------
 
 
 def _measured_trace(kernel: str = "gemm", iterations: int = 6, ii_ns: float = 500.0) -> dict:

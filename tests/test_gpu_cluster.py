@@ -1,4 +1,4 @@
-"""2-CTA thread block clusters with TMA multicast (issue 11) on the GPU: every GEMM
+"""2-CTA thread block clusters with TMA multicast on the GPU: every GEMM
 example with `cluster=2x1` and `1x2`, persistent and not, on ragged sizes with odd
 numbers of tiles along the paired axis (a cluster whose second CTA computes a tile that
 is entirely out of range), a 4096^3 product and release lag 1; the fp8 GEMM in both fp8

@@ -1,4 +1,4 @@
-"""Non-causal attention in 2-CTA clusters (issue 11) on the GPU: examples/attention.mlir
+"""Non-causal attention in 2-CTA clusters on the GPU: examples/attention.mlir
 (d128, 128-query blocks) and attention_d64.mlir (d64, 192-query blocks, three consumer
 warp groups) with `cluster=2x1`: the CTAs of query blocks 2i and 2i+1 of one head share
 K and V (each loads a band of rows of each tile and multicasts it), Q is private.

@@ -1,4 +1,4 @@
-"""Kernels that read a second 2-d tile in consumer code (issue 11, item 2), on the GPU:
+"""Kernels that read a second 2-d tile in consumer code, on the GPU:
 the tile comes through TMA into shared memory (an aref of its own, loaded by the
 producer) and into the accumulator layout's registers by ld.shared.
 

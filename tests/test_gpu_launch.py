@@ -181,7 +181,7 @@ def test_output_column_slice_is_not_overrun():
 def test_empty_problems_behave_as_torch(m, n, k):
     """M or N = 0: an empty result and no launch; K = 0: a zero result (the K loop runs no
     step; TMA reads a zero stand-in for the empty operands). Before: "argument 'a' is
-    empty: TMA cannot describe it" (issue 22)."""
+    empty: TMA cannot describe it"."""
     import torch
 
     kern = _gemm()

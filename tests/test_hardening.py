@@ -1,5 +1,6 @@
-"""Regressions of issue 7 that need the real command line: hangs, bytes that are not
-text, terminal output, closed pipes, time limits, `tawac run`'s exit status, `--help`.
+"""Regressions of the input-hardening work that need the real command line: hangs, bytes
+that are not text, terminal output, closed pipes, time limits, `tawac run`'s exit status,
+`--help`.
 
 The diagnostics of malformed IR are FileCheck tests
 (`tests/filecheck/regressions/malformed-input.mlir`,

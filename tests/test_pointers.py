@@ -1,5 +1,5 @@
-"""Pointer arithmetic read as blocks of tensors (`tawac.analysis.pointers`, issue 21
-item 2): the tutorial matmul's loads and store, and what is refused, where."""
+"""Pointer arithmetic read as blocks of tensors (`tawac.analysis.pointers`): the tutorial
+matmul's loads and store, and what is refused, where."""
 
 from __future__ import annotations
 

@@ -69,7 +69,7 @@ def test_grid_ragged_rounds_up():
 
 def test_a_persistent_grid_of_no_programs_launches_no_cta():
     """An empty output (M = 0) under a persistent grid: no CTA, so the launcher returns
-    before describing any tensor (issue 22: empty problems behave as torch does)."""
+    before describing any tensor (empty problems behave as torch does)."""
     grid = [{"persistent": 1}, {"const": 1}, {"const": 1}]
     program_grid = [{"cdiv": {"arg": "c", "dim": 0}, "by": 128}, {"const": 1}, {"const": 1}]
     got = compute_grid(grid, {"c": (0, 5)}, program_grid=program_grid, sm_count=132)

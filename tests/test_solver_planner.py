@@ -443,7 +443,7 @@ def test_phase_leads_price_a_loop_whose_trips_vary_from_both_starts():
     steady-state intervals from those starts of the first consumer warp group; the
     heuristic's d64 128x64 loop has two (in phase, and one iteration apart: the
     measured causal kernel's). A loop of fixed trips keeps the in-phase price, and the
-    default, (0.0,), leaves every price as it was (docs/perf.md, 2026-11-27)."""
+    default, (0.0,), leaves every price as it was (docs/perf/2026-11-27.md)."""
     from tawac.schedule.model import model_intervals, role_loops, trips_vary
     from tawac.tools.calibrate import prepare
 

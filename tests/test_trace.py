@@ -1,4 +1,4 @@
-"""Instrumented builds (`--trace`, issue 20 item 1): the sidecar's "trace" entry and
+"""Instrumented builds (`--trace`): the sidecar's "trace" entry and
 trailing parameter, ptxas's report of the instrumented examples, the decoder to Chrome
 trace JSON on synthetic buffers, the launcher's checks, and (GPU) a traced GEMM."""
 

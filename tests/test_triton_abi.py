@@ -1,6 +1,6 @@
-"""Triton's launch convention for a tawac-compiled Triton kernel (`tawac.triton`, issue 21
-item 3), on the CPU: the tile kernel run by the interpreter on the strided views the
-adapter builds from Triton's arguments (pointers as tensors, sizes, strides)."""
+"""Triton's launch convention for a tawac-compiled Triton kernel (`tawac.triton`), on the
+CPU: the tile kernel run by the interpreter on the strided views the adapter builds from
+Triton's arguments (pointers as tensors, sizes, strides)."""
 
 from __future__ import annotations
 

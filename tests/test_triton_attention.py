@@ -1,5 +1,5 @@
 """The Triton tutorial's fused attention (block pointers, `examples/triton/attention.py`)
-through `convert-ttir` (issue 21): the converted tile kernels, not causal and causal,
+through `convert-ttir`: the converted tile kernels, not causal and causal,
 run by the CPU interpreter on the views Triton's arguments give (`tawac.triton`),
 against a float32 torch reference of O and of M (the rows' base-2 log-sum-exp); the
 cubins assembled without spills; on the GPU, the same from `.ttir` and from Python."""

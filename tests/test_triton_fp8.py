@@ -1,4 +1,4 @@
-"""fp8 through the Triton front end (issue 21): `tests/data/triton/matmul_fp8.py`, an e4m3
+"""fp8 through the Triton front end: `tests/data/triton/matmul_fp8.py`, an e4m3
 matmul over device-side descriptors. With an f16 output it converts, runs on the CPU
 interpreter against torch and assembles without spills; with an fp8 output its
 `tt.fp_to_fp` is read (as `arith.truncf`) and refused by the backend with one line at the

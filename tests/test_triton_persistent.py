@@ -1,5 +1,5 @@
 """The Triton tutorial's persistent matmul with host-side tensor descriptors
-(`examples/triton/matmul_persistent.py`, issue 21) through `convert-ttir`: the persistent
+(`examples/triton/matmul_persistent.py`) through `convert-ttir`: the persistent
 loop over tiles becomes tawac's own grid (its grouped order checked to visit every tile
 once), descriptor loads and stores become tile loads and stores, `b.T` a transposed
 operand. Run by the CPU interpreter with Triton's arguments (descriptors as the

@@ -1,5 +1,5 @@
 """Triton GEMMs written as users write them, not as the tutorials do
-(`tests/data/triton/unseen_gemms.py`, issue 21): converted from their `.ttir`, checked
+(`tests/data/triton/unseen_gemms.py`): converted from their `.ttir`, checked
 against torch on the CPU interpreter at ragged sizes, assembled without spills, and run
 through `tawac.triton` on the GPU with Triton's arguments (pointers, sizes, strides)."""
 

@@ -1,4 +1,4 @@
-"""Reading Triton's TTIR (issue 21, item 1): the `tt` dialect, the tensor comparisons
+"""Reading Triton's TTIR: the `tt` dialect, the tensor comparisons
 of arith, location aliases printed after the module, and the Python line of each op."""
 
 from __future__ import annotations

@@ -2,7 +2,7 @@
 tile-filling entry whose tile leaves the fewest idle slots in the last wave (its
 measured time scaled by whole waves x tile work) wins over the nearest entry; exact
 sizes, small (decode) sizes, other decompositions and non-GEMM tables keep the nearest
-entry. Measured on the H100 (docs/perf.md, 2026-11-27): 7168 x 2048 x 4096 ran 206 us
+entry. Measured on the H100 (docs/perf/2026-11-27.md): 7168 x 2048 x 4096 ran 206 us
 with its nearest entry's 192 x 192 tiles and 171 with 256 x 160, which the model picks."""
 
 from __future__ import annotations

@@ -2,7 +2,7 @@
 accumulation: f16 output (`TTIR`, converted and compiled) and fp8 output
 (`TTIR_VARIANTS`: its `x.to(tl.float8e4nv)` is a `tt.fp_to_fp`, which tawac reads and
 refuses at the backend with one located line: fp8 tiles only as MMA operands). Written
-by `scripts/ttir_dump.py tests/data/triton/matmul_fp8.py` (issue 21)."""
+by `scripts/ttir_dump.py tests/data/triton/matmul_fp8.py`."""
 
 import triton
 import triton.language as tl

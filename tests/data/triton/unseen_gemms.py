@@ -1,5 +1,5 @@
-"""GEMM kernels written the way Triton users write them, not copied from the tutorials
-(issue 21, "more in tests"): `+=` accumulation with K masks recomputed per step, a bias
+"""GEMM kernels written the way Triton users write them, not copied from the tutorials:
+`+=` accumulation with K masks recomputed per step, a bias
 row read as `bias[None, :].to(tl.float32)` (the conversion after the expand) and SiLU;
 a batched matmul on grid axis z with 3-d strides; a row-major program order
 (`pid // num_n`) with B read through its strides as K x N, an f32 output and a runtime
