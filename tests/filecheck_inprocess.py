@@ -23,6 +23,7 @@ from __future__ import annotations
 import contextlib
 import importlib.util
 import io
+import os
 import re
 import shlex
 import subprocess
@@ -171,8 +172,6 @@ def _filecheck(args: list[str], stdin: str) -> Result:
 
 
 def _process(argv: list[str], stdin: str) -> Result:
-    import os
-
     proc = subprocess.run(
         argv, input=stdin, capture_output=True, text=True, env={**os.environ, **ENV}, timeout=300
     )
