@@ -12,6 +12,7 @@ import pytest
 from xdsl.dialects import arith
 
 from tawac.compiler import parse_file, parse_text
+from tawac.support.diagnostics import CompileError
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -58,3 +59,23 @@ def test_the_converted_tutorial_attention_round_trips():
     first = str(parse_file(REPO / "examples/triton/attention.ttir"))
     assert "dense<0xff800000>" in first
     assert str(parse_text(first, "again.mlir")) == first
+
+
+@pytest.mark.parametrize(
+    ("ty", "message"),
+    [
+        ("tensor<?x4xf32>", "a dense literal's type must have a static shape, not"),
+        (
+            '!tile.tensor<?x4xf32, ["M", "N"]>',
+            "a dense literal's type must be a tensor of integers, indices or floats, not",
+        ),
+    ],
+)
+def test_a_dense_literal_of_a_bad_type_is_an_error_at_the_type(ty, message):
+    """The error points at the literal's type (line 2, column 36), not at the next op."""
+    text = (
+        f"tile.kernel @k(%a: f32) {{\n  %c = arith.constant dense<1.0> : {ty}\n  tile.return\n}}\n"
+    )
+    with pytest.raises(CompileError) as e:
+        parse_text(text, "k.mlir")
+    assert str(e.value).startswith(f"k.mlir:2:36: error: {message}")

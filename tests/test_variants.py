@@ -4,7 +4,8 @@ compute what the original computes after the tile-level passes (in the interpret
 the original's inputs), and compile to PTX or be refused with a located error for one of
 the documented reasons (`REFUSALS`, docs/design/tools.md, "tawac check").
 
-The variants' tile IR after the passes is compiled once per distinct text (renamed or
+The variants' tile IR after the passes is interpreted (`Validator.apply`'s `known`) and
+compiled once per distinct text (renamed or
 re-associated spellings canonicalize to the same IR), with the heuristic planner (the
 default `auto` also runs the solver: seconds a kernel), to PTX: every distinct one
 (`TAWAC_VARIANTS_COMPILE=2` compiles the first two of each program only, for a quick
@@ -21,6 +22,7 @@ import pytest
 from test_check import TRITON
 
 from tawac.check import Validator, baseline, tile_pipeline
+from tawac.check.validate import unnamed_text
 from tawac.check.variants import REWRITES, variant, variants
 from tawac.compiler import parse_file, parse_text
 from tawac.dialects import tile
@@ -46,21 +48,6 @@ CASES = [
 ] + [(path, path, None, sizes, None) for path, sizes in sorted(TRITON.items())]
 
 
-def _tile_text(module) -> str:
-    """The module's text with every value unnamed (two spellings that differ only in
-    names print alike)."""
-    clone = module.clone()
-    for op in clone.walk():
-        for r in op.results:
-            r.name_hint = None
-        for region in op.regions:
-            for block in region.blocks:
-                for a in block.args:
-                    if not isinstance(op, tile.KernelOp):
-                        a.name_hint = None
-    return str(clone)
-
-
 @pytest.mark.parametrize(
     ("name", "source", "params", "sizes", "indices"), CASES, ids=[c[0] for c in CASES]
 )
@@ -70,13 +57,15 @@ def test_variants_compute_what_the_program_computes(name, source, params, sizes,
     made = variants(original, COUNT, seed=44)
     assert len(made) == COUNT, f"{name}: only {len(made)} distinct variants"
     compiled: set[str] = set()
+    checked: set[str] = set()
     for i, (module, applied) in enumerate(made):
         label = f"{name} variant {i} ({', '.join(applied)})"
         text = str(module)
         try:
             spelled = parse_text(text, f"{name}.variant{i}.mlir")
-            Validator(spelled, base, label).apply(tile_pipeline())
-            key = _tile_text(spelled)
+            validator = Validator(spelled, base, label)
+            validator.apply(tile_pipeline(), known=checked)
+            key = validator.unnamed or unnamed_text(spelled)
             if key in compiled or len(compiled) >= COMPILED:
                 continue
             compiled.add(key)

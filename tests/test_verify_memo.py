@@ -6,7 +6,7 @@ bad op never shares one with a good op."""
 from __future__ import annotations
 
 import pytest
-from xdsl.dialects import builtin, scf
+from xdsl.dialects import arith, builtin, math, scf
 from xdsl.ir import Block, Region
 
 from tawac.dialects import ptx
@@ -23,7 +23,31 @@ def test_which_ops_are_verified_once_per_signature():
     assert _local(ptx.AddOp)  # operand, result and property constraints only
     assert not _local(ptx.BraOp)  # a verifier of its own
     assert not _local(ptx.EntryOp)  # a trait and a region
-    assert not _local(scf.ForOp)  # traits
+    assert not _local(scf.ForOp)  # traits that read the regions
+    # traits that check nothing (Pure, canonicalization patterns) or only the op's own
+    # types (SameOperandsAndResultType, which its signature holds)
+    assert _local(arith.AddfOp) and _local(arith.AddiOp) and _local(arith.CmpiOp)
+    assert _local(math.Exp2Op)
+    assert not _local(arith.IndexCastOp)  # a verifier of its own
+    assert not _local(scf.YieldOp)  # a terminator (HasParent, IsTerminator)
+
+
+def test_an_op_with_a_local_trait_that_breaks_it_is_refused_every_time(monkeypatch):
+    """math.exp2 requires one type for its operand and result (a type variable and
+    SameOperandsAndResultType):
+    a good exp2 of f32 memoizes its signature; one whose result is f16 has another
+    signature and is refused, each time."""
+    monkeypatch.setattr(verifier, "_VERIFIED", set())
+    one = arith.ConstantOp(builtin.FloatAttr(1.0, builtin.f32))
+    good = math.Exp2Op(one.result)
+    verify(_module(one, good, ptx.ExitOp()))
+    assert _signature(good) in verifier._VERIFIED
+    for _ in range(2):
+        c = arith.ConstantOp(builtin.FloatAttr(1.0, builtin.f32))
+        bad = math.Exp2Op.create(operands=[c.result], result_types=[builtin.f16])
+        assert _signature(bad) != _signature(good)
+        with pytest.raises(CompileError, match="does not verify"):
+            verify(_module(c, bad, ptx.ExitOp()))
 
 
 def _add(a, b, ty="s32"):

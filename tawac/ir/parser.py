@@ -22,15 +22,21 @@ from pathlib import Path
 
 from xdsl.context import Context
 from xdsl.dialects.builtin import (
+    DYNAMIC_INDEX,
     AnyFloat,
+    ComplexType,
     FileLineColLoc,
+    IndexType,
     IntAttr,
+    IntegerType,
     ModuleOp,
+    RankedStructure,
     ShapedType,
     StringAttr,
     UnknownLoc,
 )
 from xdsl.ir import Operation, SSAValue
+from xdsl.irdl import base
 from xdsl.parser import Parser
 from xdsl.parser.core import ForwardDeclaredValue
 from xdsl.parser.generic_parser import ParserState
@@ -95,6 +101,10 @@ class _HexElement(Parser._TensorLiteralElement):
         return super().to_type(parser, type)
 
 
+#: The types a `dense<...>` literal may have (xDSL's `_parse_dense_literal_type`).
+_DENSE_LITERAL_TYPE = base(RankedStructure[IntegerType | IndexType | AnyFloat | ComplexType])
+
+
 class BoundedParser(Parser):
     """xDSL's parser with tawac's lexer (`_Lexer`: string literals lexed in linear time,
     number literals of at most `MAX_LITERAL_CHARS`), shaped types within `MAX_DIM` and
@@ -124,6 +134,23 @@ class BoundedParser(Parser):
                 f"{t} has {math.prod(shape)} elements; a tile holds at most "
                 f"{MAX_TILE_ELEMENTS} (it lives in one CTA's registers and shared memory)",
             )
+
+    def _parse_dense_literal_type(self):
+        """xDSL's check of a `dense<...>` literal's type, with its constraint built once
+        (xDSL builds it again for every literal: a sixth of a tile file's parse), and its
+        errors at the type (xDSL's are at the token after it)."""
+        start = self._current_token.span.start
+        type = self.expect(self.parse_optional_type, "Dense attribute must be typed!")
+        span = Span(start, self.pos, self._current_token.span.input)
+        if not _DENSE_LITERAL_TYPE.verifies(type):
+            raise ParseError(
+                span,
+                f"a dense literal's type must be a tensor of integers, indices or floats, "
+                f"not {type}",
+            )
+        if any(dim == DYNAMIC_INDEX for dim in type.get_shape()):
+            raise ParseError(span, f"a dense literal's type must have a static shape, not {type}")
+        return type
 
     def _parse_tensor_literal_element(self):
         if self._current_token.text[:2] not in ("0x", "0X"):

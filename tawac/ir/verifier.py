@@ -12,7 +12,8 @@
 Every failure is one `CompileError` at the op's location.
 
 An op whose verification reads nothing but its own operand and result types, properties
-and attributes (an IRDL op without traits, regions, successors or a verifier of its own,
+and attributes (an IRDL op without regions, traits other than local ones (`Pure`,
+`SameOperandsAndResultType`, ...), successors or a verifier of its own,
 not ending its block: most of the PTX dialect's thousands of ops per kernel) is verified
 once per such signature in a process (`_signature`): xDSL's checks of one cost as much as
 a fifth of a compile.
@@ -36,9 +37,11 @@ from xdsl.dialects.builtin import (
     ModuleOp,
     ShapedType,
 )
+from xdsl.interfaces import _HasFolderInterfaceTrait
 from xdsl.ir import Block, ErasedSSAValue, Operation, SSAValue
 from xdsl.irdl import IRDLOperation
 from xdsl.parser.core import ForwardDeclaredValue
+from xdsl.traits import OpTrait, SameOperandsAndResultType
 from xdsl.utils.exceptions import VerifyException
 
 from tawac.support.diagnostics import CompileError, location_of
@@ -66,14 +69,15 @@ def _value_name(v: SSAValue) -> str:
     return f"%{v.name_hint}" if v.name_hint is not None else "a value"
 
 
-def _check_definitions(block: Block, visible: list[set[SSAValue]]) -> None:
+def _check_definitions(block: Block, visible: set[SSAValue]) -> None:
     """Each operand is visible: a block argument or an earlier result of this block or
-    an enclosing one."""
-    scope: set[SSAValue] = set(block.args)
-    visible.append(scope)
+    an enclosing one (`visible` holds those of the enclosing blocks; this block's are
+    added as they are defined and taken out again at its end)."""
+    defined: list[SSAValue] = list(block.args)
+    visible.update(defined)
     for op in block.ops:
         for v in op.operands:
-            if any(v in s for s in visible):
+            if v in visible:
                 continue
             # A forward reference the parser never resolved (defined in another block).
             owner = None if isinstance(v, ForwardDeclaredValue) else v.owner
@@ -83,8 +87,9 @@ def _check_definitions(block: Block, visible: list[set[SSAValue]]) -> None:
         for region in op.regions:
             for b in region.blocks:
                 _check_definitions(b, visible)
-        scope.update(op.results)
-    visible.pop()
+        visible.update(op.results)
+        defined.extend(op.results)
+    visible.difference_update(defined)
 
 
 def _check_if(op: scf.IfOp) -> None:
@@ -161,14 +166,26 @@ _LOCAL: dict[type[Operation], bool] = {}
 _VERIFIED: set[tuple] = set()
 
 
+#: Traits whose check reads only the op's own operand and result types, or checks
+#: nothing while overriding `OpTrait.verify` (xDSL's folder interface).
+_LOCAL_TRAITS = (SameOperandsAndResultType, _HasFolderInterfaceTrait)
+
+
+def _local_trait(trait: OpTrait) -> bool:
+    """Whether `trait`'s verification reads nothing but the op's own types: it checks
+    nothing (`Pure`, `Commutative`, the canonicalization pattern traits: `OpTrait.verify`
+    itself), or it is one of `_LOCAL_TRAITS`."""
+    return type(trait).verify is OpTrait.verify or isinstance(trait, _LOCAL_TRAITS)
+
+
 def _local(cls: type[Operation]) -> bool:
     """Whether xDSL's verification of a `cls` op is a function of its own types,
-    properties and attributes: an IRDL op with no traits (a trait may look at the parent)
-    and no `verify_` of its own (the generated verifier's `custom_verify` is
-    `Operation.verify_`, which does nothing)."""
+    properties and attributes: an IRDL op whose traits are all local (`_local_trait`:
+    others may look at the parent or the regions) and no `verify_` of its own (the
+    generated verifier's `custom_verify` is `Operation.verify_`, which does nothing)."""
     if not issubclass(cls, IRDLOperation):
         return False
-    if any(True for _ in cls.get_irdl_definition().traits):
+    if not all(_local_trait(t) for t in cls.get_irdl_definition().traits):
         return False
     cells = getattr(cls.verify_, "__closure__", None) or ()
     custom = [c.cell_contents for c in cells if callable(c.cell_contents)]
@@ -202,7 +219,7 @@ def _signature(op: Operation) -> tuple | None:
 
 def verify(module: ModuleOp) -> None:
     """Verify the module, reporting the first failure at its location."""
-    _check_definitions(module.body.block, [])
+    _check_definitions(module.body.block, set())
     for op in module.walk(reverse=True):
         key = _signature(op)
         if key is not None and key in _VERIFIED:

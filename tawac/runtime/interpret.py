@@ -112,6 +112,18 @@ def _round(x: Value, t: Attribute) -> Value:
     return x.to(dt).to(torch.float32)
 
 
+def _linear(idx: Sequence[Value], sizes: Sequence[int]) -> Value:
+    """The row-major linear index of the elements whose coordinates are `idx` (one
+    broadcastable tensor per dimension) in a tensor of `sizes`."""
+    flat, stride = None, 1
+    for i, size in zip(reversed(idx), reversed(sizes), strict=True):
+        term = i * stride if stride != 1 else i
+        flat = term if flat is None else flat + term
+        stride *= size
+    assert flat is not None
+    return flat
+
+
 def _bcast(mask: Value, like: Value) -> Value:
     """A (P,) mask reshaped to broadcast against a (P, ...) value."""
     return mask.view(mask.shape[0], *([1] * (like.dim() - 1)))
@@ -320,7 +332,9 @@ class _Interpreter:
         full = _spanned(g.dim(), shape, stack)
         idx, mask = self.tile_indices(origins, full, g.shape)
         clamped = [i.clamp(0, size - 1) for i, size in zip(idx, g.shape, strict=True)]
-        vals = g[tuple(clamped)].to(torch.float32)
+        # one linear index per element into g read as 1-d (reshape copies a strided g):
+        # less time than indexing with one tensor per dimension
+        vals = g.reshape(-1)[_linear(clamped, g.shape)].to(torch.float32)
         out = torch.where(mask, vals, torch.zeros((), device=self.device))
         return out.reshape(self.n, *shape), mask.reshape(self.n, *shape)
 
@@ -476,8 +490,13 @@ class _Interpreter:
             b = self.get(bound).view(-1, *([1] * len(shape)))
             mask = mask & (i < b).expand(self.n, *shape)
         mask = mask & _bcast(active, mask)
-        full = [i.expand(self.n, *shape)[mask] for i in idx]
-        g[tuple(full)] = value[mask].to(g.dtype)
+        if not g.is_contiguous():
+            full = [i.expand(self.n, *shape)[mask] for i in idx]
+            g[tuple(full)] = value[mask].to(g.dtype)
+            return
+        # one linear index per element, masked once (not one index tensor per dimension)
+        flat = _linear(idx, g.shape).expand(self.n, *shape)
+        g.view(-1)[flat[mask]] = value[mask].to(g.dtype)
 
     def dot(self, op: tile.DotOp, active: Value) -> Value:
         m, n, k = op.mnk()
