@@ -345,9 +345,12 @@ def validate_pipeline(
     base: Baseline,
     *,
     program: str = "<program>",
+    known: set[str] | None = None,
     **options: Any,
 ) -> list[Validation]:
     """Validates the tile-level passes `tawac compile` runs with `options`, applied one
     after another to a copy of `module`, against `base` (`baseline`): a result that
-    differs names the first pass whose output differs."""
-    return Validator(module.clone(), base, program).apply(tile_pipeline(**options))
+    differs names the first pass whose output differs. `known`: as for
+    `Validator.apply` (results of other options already checked against `base`)."""
+    validator = Validator(module.clone(), base, program)
+    return validator.apply(tile_pipeline(**options), known=known)
