@@ -34,9 +34,12 @@ KERNEL = """builtin.module {
     %x = tile.load %a[%m0, %c0] : !tile.tensor<?x?xbf16> -> tensor<128x64xbf16>
     %y = tile.load %b[%n0, %c0] : !tile.tensor<?x?xbf16> -> tensor<128x64xbf16> {tawac.note}
     %g = tile.load %q[%b0, %n0, %m0, %c0] stack 8 : !tile.tensor<?x?x?x?xbf16> -> tensor<64x128xbf16>
+    %gp = tile.load %q[%b0, %n0, %m0, %c0] stack 8 padding -inf : !tile.tensor<?x?x?x?xbf16> -> tensor<64x128xbf16>
+    %xp = tile.load %a[%m0, %c0] padding 1.0e+30 : !tile.tensor<?x?xbf16> -> tensor<128x64xbf16> {tawac.note}
     %z = tile.splat %s : f32 -> tensor<128x128xf32>
     %d = tile.dot %x, %y, %z transpose_rhs : tensor<128x64xbf16>, tensor<128x64xbf16> -> tensor<128x128xf32>
     %r = tile.reduce max %d, 1 : tensor<128x128xf32> -> tensor<128xf32>
+    %rm = tile.reduce min %d, 1 : tensor<128x128xf32> -> tensor<128xf32>
     %r2 = tile.reduce sum %d, 0 : tensor<128x128xf32> -> tensor<128xf32> {tawac.note}
     %v = tile.broadcast %r, 0 : tensor<128xf32> -> tensor<128x128xf32>
     %rows = tile.iota 0, %m0 : tensor<128x128xi32>
@@ -121,10 +124,10 @@ AREF = "!aref.aref<[tensor<64x64xf32>], 2>"
         ("%x = tile.load %a[%c0, %c0 : " + LOAD_TYPES, 5, 30, "']' expected"),
         ("%x = tile.load %a[%c0, %c0] stack -1 : " + LOAD_TYPES, 5, 37, "integer literal"),
         (
-            "%r = tile.reduce min %m, 1 : tensor<64x64xf32> -> tensor<64xf32>",
+            "%r = tile.reduce prod %m, 1 : tensor<64x64xf32> -> tensor<64xf32>",
             5,
             20,
-            r"expected a reduction \(max, sum\)",
+            r"expected a reduction \(max, min, sum\)",
         ),
         (
             "%k = tile.cmpi lt, %i, %i : tensor<64x64xi32>",

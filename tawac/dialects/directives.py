@@ -10,9 +10,10 @@ format as `custom<Name>($property)`.
 
 from __future__ import annotations
 
+import math
 from typing import ClassVar
 
-from xdsl.dialects.builtin import IntAttr, StringAttr
+from xdsl.dialects.builtin import FloatData, IntAttr, StringAttr
 from xdsl.ir import Attribute
 from xdsl.irdl import IRDLOperation
 from xdsl.irdl.declarative_assembly_format import (
@@ -165,3 +166,50 @@ class OptionalString(CustomDirective):
             return
         state.print_whitespace(printer)
         printer.print_string_literal(attr.data)
+
+
+@irdl_custom_directive
+class Float(CustomDirective):
+    """A `FloatData` property as a bare number, `inf`, `-inf` or `nan` (`tile.load ...
+    padding -inf`); an anchor of an optional group."""
+
+    value: AttributeVariable
+
+    def parse(self, parser: Parser, state: ParsingState) -> None:
+        negative = parser.parse_optional_punctuation("-") is not None
+        word = parser.parse_optional_identifier()
+        if word is None:
+            number = parser.parse_number(allow_boolean=False)
+            value = float(number)
+        elif word in ("inf", "nan"):
+            value = math.inf if word == "inf" else math.nan
+        else:
+            parser.raise_error(f"expected a number, inf or nan, got '{word}'")
+        self.value.set(state, FloatData(-value if negative else value))
+
+    def print(self, printer: Printer, state: PrintingState, op: IRDLOperation) -> None:
+        attr = self.value.get(op)
+        assert isinstance(attr, FloatData)
+        state.print_whitespace(printer)
+        printer.print_string(float_text(attr.data))
+
+    def is_present(self, op: IRDLOperation) -> bool:
+        return self.value.is_present(op)
+
+    def is_anchorable(self) -> bool:
+        return self.value.is_optional
+
+
+def float_text(value: float) -> str:
+    """A float as `Float` prints it: `inf`, `-inf`, `nan`, else Python's shortest
+    round-tripping form with a point in its mantissa, as MLIR's float literals have
+    (`0.5`, `-1.0e+30`)."""
+    if math.isnan(value):
+        return "nan"
+    if math.isinf(value):
+        return "inf" if value > 0 else "-inf"
+    text = repr(value)
+    mantissa, e, exponent = text.partition("e")
+    if e and "." not in mantissa:
+        return f"{mantissa}.0e{exponent}"
+    return text

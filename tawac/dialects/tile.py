@@ -14,6 +14,7 @@ elements are dropped).
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from typing import ClassVar
 
@@ -27,6 +28,7 @@ from xdsl.dialects.builtin import (
     Float8E5M2Type,
     Float16Type,
     Float32Type,
+    FloatData,
     FunctionType,
     IndexType,
     IntAttr,
@@ -76,6 +78,7 @@ from xdsl.utils.exceptions import VerifyException
 
 from tawac.dialects.directives import (
     Choice,
+    Float,
     Indices,
     Int,
     Nat,
@@ -368,8 +371,9 @@ def stack_of(op: Operation) -> int:
 class LoadOp(IRDLOperation):
     """Reads the tile whose origin is at the given element coordinates.
 
-    Elements outside the global tensor read as zero.  A tile of lower rank than the
-    tensor covers one element of each leading dimension (`%q[%b, %h, %m0, %c0]` ->
+    Elements outside the global tensor read as zero, or as `padding` where it is given
+    (`padding -inf`: a ragged row's tail that must not change a maximum).  A tile of lower
+    rank than the tensor covers one element of each leading dimension (`%q[%b, %h, %m0, %c0]` ->
     `tensor<128x64xbf16>` reads rows m0.. of head h of batch b).
     `%x = tile.load %a[%m0, %k] : !tile.tensor<?x?xbf16> -> tensor<128x64xbf16>`
 
@@ -385,10 +389,12 @@ class LoadOp(IRDLOperation):
     indices = var_operand_def(IndexType)
     result = result_def(TensorType)
     stack = opt_prop_def(IntAttr)
+    padding = opt_prop_def(FloatData)
 
-    custom_directives = (Indices, Nat)
+    custom_directives = (Indices, Nat, Float)
     assembly_format = (
         "$source custom<Indices>($indices) (`stack` custom<Nat>($stack)^)? "
+        "(`padding` custom<Float>($padding)^)? "
         "`:` type($source) `->` type($result) attr-dict"
     )
 
@@ -398,9 +404,23 @@ class LoadOp(IRDLOperation):
         indices: Sequence[SSAValue],
         result_type: Attribute,
         stack: int | None = None,
+        padding: float | None = None,
     ):
-        props = {"stack": IntAttr(stack)} if stack is not None else {}
+        props: dict[str, Attribute] = {"stack": IntAttr(stack)} if stack is not None else {}
+        if padding is not None:
+            props["padding"] = FloatData(padding)
         super().__init__(operands=[source, indices], result_types=[result_type], properties=props)
+
+    @property
+    def padding_value(self) -> float:
+        """What an element outside the tensor reads as: `padding`, else 0."""
+        return self.padding.data if self.padding is not None else 0.0
+
+    @property
+    def zero_padded(self) -> bool:
+        """Whether the outside reads as +0 (no `padding`, or `padding 0.0`), as TMA fills it."""
+        v = self.padding_value
+        return v == 0.0 and math.copysign(1.0, v) > 0
 
     def verify_(self) -> None:
         _check_access(self, self.source.type, self.result.type, len(self.indices))
@@ -1101,12 +1121,12 @@ class SelectOp(IRDLOperation):
             )
 
 
-REDUCE_KINDS = ("max", "sum")
+REDUCE_KINDS = ("max", "min", "sum")
 
 
 @irdl_custom_directive
 class ReduceKind(Choice):
-    """A reduction of `tile.reduce`: max or sum."""
+    """A reduction of `tile.reduce`: max, min or sum."""
 
     CHOICES = REDUCE_KINDS
     MESSAGE = f"expected a reduction ({', '.join(REDUCE_KINDS)})"
@@ -1118,7 +1138,8 @@ class ReduceOp(IRDLOperation):
     """Reduces a 2-d tile along one dimension to a 1-d tile.
 
     `%m = tile.reduce max %s, 1 : tensor<128x64xf32> -> tensor<128xf32>` takes the maximum
-    over dimension 1 (along each row): the result has one value per row.  Kinds: max, sum.
+    over dimension 1 (along each row): the result has one value per row.  Kinds: max,
+    min, sum.
     """
 
     name = "tile.reduce"

@@ -295,7 +295,8 @@ def _rewrite(g: _Grouping) -> None:
         coords = list(a.indices)
         coords[-3], coords[-2] = first[coords[-3]], rows.result
         if isinstance(a, tile.LoadOp):
-            new: Operation = tile.LoadOp(a.source, coords, a.result.type, g.group)
+            pad = a.padding.data if a.padding is not None else None
+            new: Operation = tile.LoadOp(a.source, coords, a.result.type, g.group, pad)
         else:
             new = tile.StoreOp(a.value, a.dest, coords, stack=g.group)
         new.attributes |= a.attributes

@@ -346,10 +346,26 @@ def _feeding(v: SSAValue, depth: int = 0) -> tuple[str, Operation | None]:
     return f"a {op.name}", None
 
 
+def _check_lowerable(kernel: tile.KernelOp) -> None:
+    """Refuse what the passes after this one cannot lower yet (the interpreter runs it): a
+    load whose outside reads as something other than zero (TMA fills it with zeros), a
+    minimum reduction."""
+    for op in kernel.walk():
+        if isinstance(op, tile.LoadOp) and not op.zero_padded:
+            raise CompileError(
+                "warp-specialize: a tile.load padded with a value other than 0 is not "
+                "supported yet (TMA fills the outside of a tensor with zeros)",
+                op,
+            )
+        if isinstance(op, tile.ReduceOp) and op.kind.data == "min":
+            raise CompileError("warp-specialize: tile.reduce min is not supported yet", op)
+
+
 def specialize(kernel: tile.KernelOp) -> None:
     body = kernel.body.block
     if any(isinstance(o, aref.PartitionOp) for o in body.ops):
         raise CompileError("warp-specialize: kernel is already partitioned", kernel)
+    _check_lowerable(kernel)
     groups: dict[tuple[Block, frozenset[Operation]], _Group] = {}
     for op in kernel.walk():
         if not is_mma_operand_load(op):

@@ -320,22 +320,27 @@ class _Interpreter:
     # ---- tile ops
 
     def gather(
-        self, g: Value, origins: Sequence[Value], shape: tuple[int, ...], stack: int = 1
+        self,
+        g: Value,
+        origins: Sequence[Value],
+        shape: tuple[int, ...],
+        stack: int = 1,
+        padding: float = 0.0,
     ) -> tuple[Value, Value]:
         """The tile of `shape` of tensor `g` at `origins` (one coordinate per dimension) in
-        every instance, as float32 (P, *shape), zero outside the tensor; and the mask of the
-        elements inside it. A tile of lower rank than the tensor spans one element of the
+        every instance, as float32 (P, *shape), `padding` outside the tensor; and the mask
+        of the elements inside it. A tile of lower rank than the tensor spans one element of the
         leading dimensions (a stacked one, `stack` of the dimension before its rows)."""
         if g.numel() == 0:
             none = torch.zeros((self.n, *shape), dtype=torch.bool, device=self.device)
-            return torch.zeros((self.n, *shape), device=self.device), none
+            return torch.full((self.n, *shape), padding, device=self.device), none
         full = _spanned(g.dim(), shape, stack)
         idx, mask = self.tile_indices(origins, full, g.shape)
         clamped = [i.clamp(0, size - 1) for i, size in zip(idx, g.shape, strict=True)]
         # one linear index per element into g read as 1-d (reshape copies a strided g):
         # less time than indexing with one tensor per dimension
         vals = g.reshape(-1)[_linear(clamped, g.shape)].to(torch.float32)
-        out = torch.where(mask, vals, torch.zeros((), device=self.device))
+        out = torch.where(mask, vals, torch.full((), padding, device=self.device))
         return out.reshape(self.n, *shape), mask.reshape(self.n, *shape)
 
     def load(self, op: tile.LoadOp) -> Value:
@@ -343,7 +348,8 @@ class _Interpreter:
         assert isinstance(t, TensorType)
         shape = tuple(t.get_shape())
         origins = [self.get(i) for i in op.indices]
-        out, _ = self.gather(self.get(op.source), origins, shape, tile.stack_of(op))
+        source = self.get(op.source)
+        out, _ = self.gather(source, origins, shape, tile.stack_of(op), op.padding_value)
         return _round(out, t)
 
     def load_index(self, op: tile.LoadIndexOp) -> Value:
@@ -659,6 +665,8 @@ class _Interpreter:
             dim = 1 + op.dim.data  # the batch of program instances is dimension 0
             if op.kind.data == "max":
                 return v.amax(dim=dim)
+            if op.kind.data == "min":
+                return v.amin(dim=dim)
             return _round(v.sum(dim=dim), op.result.type)
         if isinstance(op, scf.ForOp):
             self.run_for(op, active)
