@@ -21,6 +21,8 @@ The lowering itself is the package `tawac.backend_ptx.lowering`, one module per 
 
 from __future__ import annotations
 
+import gc
+from contextlib import contextmanager
 from dataclasses import dataclass
 
 from xdsl.context import Context
@@ -64,10 +66,28 @@ class ConvertToPtxPass(ModulePass):
         for kern in [o for o in op.body.block.ops if isinstance(o, tile.KernelOp)]:
             _check_applied(kern)
             _check_no_fp8_registers(kern)
-            module = KernelLowering(
-                kern, exp2_fma=self.exp2_fma, skip_rescale=self.skip_rescale
-            ).run()
+            with _no_cyclic_gc():
+                module = KernelLowering(
+                    kern, exp2_fma=self.exp2_fma, skip_rescale=self.skip_rescale
+                ).run()
             Rewriter.replace_op(kern, module)
+
+
+@contextmanager
+def _no_cyclic_gc():
+    """Python's cyclic garbage collector off while a kernel is lowered.  The lowering
+    allocates tens of thousands of ops, values and uses, all kept (they are the PTX
+    module), and every few hundred allocations start a collection that finds nothing
+    to free; the full ones walk the whole heap.  A collection after the lowering sees
+    each new object once."""
+    if not gc.isenabled():
+        yield
+        return
+    gc.disable()
+    try:
+        yield
+    finally:
+        gc.enable()
 
 
 def _check_no_fp8_registers(kernel: tile.KernelOp) -> None:

@@ -18,34 +18,37 @@ _PREFIX = {"pred": "%p", "b16": "%h", "b32": "%r", "b64": "%rd", "f32": "%f"}
 _DECL = {"pred": ".pred", "b16": ".b16", "b32": ".b32", "b64": ".b64", "f32": ".f32"}
 
 
-class _Names:
+class _Names(dict):
+    """Register names in order of first mention, numbered per register class: `names[v]`
+    (a dict lookup, the name made on a miss by `__missing__`: the printer looks up every
+    operand of every instruction)."""
+
     def __init__(self) -> None:
-        self.names: dict[SSAValue, str] = {}
+        super().__init__()
         self.counts = dict.fromkeys(_PREFIX, 0)
 
-    def __call__(self, v: SSAValue) -> str:
-        name = self.names.get(v)
-        if name is not None:
-            return name
-        t = v.type
-        assert isinstance(t, ptx.RegType)
-        kind = t.kind.data
-        name = f"{_PREFIX[kind]}{self.counts[kind]}"
-        self.counts[kind] += 1
-        self.names[v] = name
+    def __missing__(self, v: SSAValue) -> str:
+        kind = v.type.kind.data  # type: ignore[attr-defined]  # a RegType (verified)
+        n = self.counts[kind]
+        self.counts[kind] = n + 1
+        name = self[v] = _PREFIX[kind] + str(n)
         return name
 
 
 def print_entry(entry: ptx.EntryOp, out: StringIO) -> None:
+    """The entry's PTX.  Its ops are PTX instructions (`EntryOp`'s verifier); a label
+    starts its line, every other instruction is indented by a tab."""
     names = _Names()
-    body = StringIO()
-    for op in entry.body.block.ops:
-        assert isinstance(op, ptx.PtxInstruction)
-        text = op.ptx_text(names)
-        if not text:
-            continue
-        indent = "" if isinstance(op, ptx.LabelOp) else "\t"
-        body.write(f"{indent}{text}\n")
+    name = names.__getitem__
+    lines = []
+    label = ptx.LabelOp
+    op = entry.body.block.first_op
+    while op is not None:
+        text = op.ptx_text(name)  # type: ignore[attr-defined]
+        if text:
+            lines.append(text if type(op) is label else "\t" + text)
+        op = op.next_op
+    lines.append("")
     params = []
     for p in entry.params:
         d = from_attr(p)
@@ -65,7 +68,7 @@ def print_entry(entry: ptx.EntryOp, out: StringIO) -> None:
         if n:
             out.write(f"\t.reg {_DECL[kind]} {_PREFIX[kind]}<{n}>;\n")
     out.write("\n")
-    out.write(body.getvalue())
+    out.write("\n".join(lines))
     out.write("}\n")
 
 

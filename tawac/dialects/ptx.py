@@ -12,10 +12,12 @@ registers, declares them and writes the module.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from functools import lru_cache
 from typing import ClassVar
 
 from xdsl.dialects.builtin import (
     I64,
+    UNKNOWN_LOC,
     ArrayAttr,
     DictionaryAttr,
     FloatAttr,
@@ -23,7 +25,19 @@ from xdsl.dialects.builtin import (
     StringAttr,
     i64,
 )
-from xdsl.ir import Attribute, Dialect, ParametrizedAttribute, Region, SSAValue, TypeAttribute
+from xdsl.ir import (
+    Attribute,
+    BlockArgument,
+    Dialect,
+    Operation,
+    OpResult,
+    ParametrizedAttribute,
+    Region,
+    SSAValue,
+    SSAValues,
+    TypeAttribute,
+    Use,
+)
 from xdsl.irdl import (
     AttrSizedOperandSegments,
     IRDLOperation,
@@ -36,6 +50,12 @@ from xdsl.irdl import (
     result_def,
     traits_def,
     var_operand_def,
+)
+from xdsl.irdl.operations import (
+    BaseAccessor,
+    BeforeVariadicSingleAccessor,
+    UniqueVariadicAccessor,
+    VarIRConstruct,
 )
 from xdsl.parser import AttrParser
 from xdsl.printer import Printer
@@ -72,7 +92,10 @@ class RegType(ParametrizedAttribute, TypeAttribute):
             raise VerifyException(f"unknown PTX register class {self.kind.data}")
 
 
-PRED, B16, B32, B64, F32 = (RegType(k) for k in REG_KINDS)
+#: One `RegType` per register class, shared by every register of that class (attributes
+#: are immutable values: a shared one is the same type as a new one).
+_REG_TYPES = {k: RegType(k) for k in REG_KINDS}
+PRED, B16, B32, B64, F32 = (_REG_TYPES[k] for k in REG_KINDS)
 
 _KIND_OF_TYPE = {
     "pred": "pred",
@@ -97,9 +120,30 @@ _KIND_OF_TYPE = {
 WGMMA_FP8_TYPES = ("e4m3", "e5m2")
 
 
+_REG_OF = {t: _REG_TYPES[k] for t, k in _KIND_OF_TYPE.items()}
+
+
 def reg_of(ptx_type: str) -> RegType:
     """The register class that holds a value of a PTX type such as `s32` or `bf16`."""
-    return RegType(_KIND_OF_TYPE[ptx_type])
+    return _REG_OF[ptx_type]
+
+
+def reg_class(kind: str) -> RegType:
+    """The `RegType` of a register class (`pred`, `b32`, ...)."""
+    reg = _REG_TYPES.get(kind)
+    return reg if reg is not None else RegType(kind)  # an unknown class fails verification
+
+
+@lru_cache(maxsize=4096)
+def _string(s: str) -> StringAttr:
+    """`StringAttr(s)`, made once per string (the types and modes instructions repeat)."""
+    return StringAttr(s)
+
+
+@lru_cache(maxsize=4096)
+def _int64(v: int) -> IntegerAttr:
+    """`IntegerAttr(v, i64)`, made once per value."""
+    return IntegerAttr(v, i64)
 
 
 def _kind(v: SSAValue) -> str:
@@ -108,8 +152,50 @@ def _kind(v: SSAValue) -> str:
     return t.kind.data
 
 
+_VALUE_TYPES = frozenset((OpResult, BlockArgument))
+
+
 class PtxInstruction(IRDLOperation):
-    """Base of every instruction: `ptx_text(names)` is its PTX line."""
+    """Base of every instruction: `ptx_text(names)` is its PTX line.
+
+    Its constructor takes what `IRDLOperation`'s does (operands in definition order, a
+    variadic one as a sequence; result types; properties) and builds the op as
+    `Operation.__init__` would, without xDSL's generic argument processing (per-argument
+    checks against the definition, segment sizes, default properties): every
+    instruction's `__init__` passes exactly its definition's operands, results and
+    properties, and no PTX op has segment sizes (but `GENERIC_INIT` ones) or default
+    properties.  Thousands of instructions per kernel make this the backend's hot path."""
+
+    GENERIC_INIT: ClassVar[bool] = False
+    """Built by `IRDLOperation.__init__` (an op whose operands have segment sizes)."""
+
+    def __init__(
+        self,
+        *,
+        operands: Sequence[SSAValue | Sequence[SSAValue]] = (),
+        result_types: Sequence[Attribute] = (),
+        properties: dict[str, Attribute] | None = None,
+    ):
+        if self.GENERIC_INIT:
+            super().__init__(operands=operands, result_types=result_types, properties=properties)
+            return
+        values: list[SSAValue] = []
+        for x in operands:
+            if type(x) in _VALUE_TYPES or isinstance(x, SSAValue):
+                values.append(x)
+            else:
+                values.extend(x)
+        uses = []
+        for i, v in enumerate(values):
+            use = Use(self, i)
+            v.add_use(use)
+            uses.append(use)
+        self._operands = SSAValues(values)
+        self._operand_uses = tuple(uses)
+        self.results = SSAValues([OpResult(t, self, i) for i, t in enumerate(result_types)])
+        self.properties = dict(properties) if properties else {}
+        self.attributes = {}
+        self.location = UNKNOWN_LOC
 
     def ptx_text(self, n: Names) -> str:
         raise NotImplementedError
@@ -118,14 +204,6 @@ class PtxInstruction(IRDLOperation):
 def _guard(n: Names, guard: Sequence[SSAValue]) -> str:
     """`@p ` before a predicated instruction (an optional `guard` operand), else ""."""
     return f"@{n(guard[0])} " if guard else ""
-
-
-def _s(attr: StringAttr) -> str:
-    return attr.data
-
-
-def _i(attr: IntegerAttr) -> int:
-    return attr.value.data
 
 
 # --- data movement -----------------------------------------------------------------------
@@ -147,16 +225,16 @@ class MovImmOp(PtxInstruction):
     result = result_def(RegType)
 
     def __init__(self, ptx_type: str, value: int | float):
-        imm = FloatAttr(float(value), 32) if ptx_type == "f32" else IntegerAttr(int(value), i64)
+        imm = FloatAttr(float(value), 32) if ptx_type == "f32" else _int64(int(value))
         super().__init__(
-            properties={"type": StringAttr(ptx_type), "value": imm},
+            properties={"type": _string(ptx_type), "value": imm},
             result_types=[reg_of(ptx_type)],
         )
 
     def ptx_text(self, n: Names) -> str:
         v = self.value
         imm = f32_literal(v.value.data) if isinstance(v, FloatAttr) else str(v.value.data)
-        return f"mov.{_s(self.type)} {n(self.result)}, {imm};"
+        return f"mov.{self.type.data} {n(self.result)}, {imm};"
 
 
 @irdl_op_definition
@@ -170,11 +248,11 @@ class MovOp(PtxInstruction):
 
     def __init__(self, ptx_type: str, src: SSAValue):
         super().__init__(
-            operands=[src], properties={"type": StringAttr(ptx_type)}, result_types=[src.type]
+            operands=[src], properties={"type": _string(ptx_type)}, result_types=[src.type]
         )
 
     def ptx_text(self, n: Names) -> str:
-        return f"mov.{_s(self.type)} {n(self.result)}, {n(self.src)};"
+        return f"mov.{self.type.data} {n(self.result)}, {n(self.src)};"
 
 
 @irdl_op_definition
@@ -186,7 +264,7 @@ class DeclareRegOp(PtxInstruction):
     result = result_def(RegType)
 
     def __init__(self, kind: str):
-        super().__init__(result_types=[RegType(kind)])
+        super().__init__(result_types=[reg_class(kind)])
 
     def ptx_text(self, n: Names) -> str:
         n(self.result)  # named (and so declared) here, before any use
@@ -203,10 +281,10 @@ class AssignOp(PtxInstruction):
     src = operand_def(RegType)
 
     def __init__(self, ptx_type: str, dst: SSAValue, src: SSAValue):
-        super().__init__(operands=[dst, src], properties={"type": StringAttr(ptx_type)})
+        super().__init__(operands=[dst, src], properties={"type": _string(ptx_type)})
 
     def ptx_text(self, n: Names) -> str:
-        return f"mov.{_s(self.type)} {n(self.dst)}, {n(self.src)};"
+        return f"mov.{self.type.data} {n(self.dst)}, {n(self.src)};"
 
 
 @irdl_op_definition
@@ -219,13 +297,13 @@ class AssignImmOp(PtxInstruction):
     value = prop_def(IntegerAttr | FloatAttr)
 
     def __init__(self, ptx_type: str, dst: SSAValue, value: int | float):
-        imm = FloatAttr(float(value), 32) if ptx_type == "f32" else IntegerAttr(int(value), i64)
-        super().__init__(operands=[dst], properties={"type": StringAttr(ptx_type), "value": imm})
+        imm = FloatAttr(float(value), 32) if ptx_type == "f32" else _int64(int(value))
+        super().__init__(operands=[dst], properties={"type": _string(ptx_type), "value": imm})
 
     def ptx_text(self, n: Names) -> str:
         v = self.value
         imm = f32_literal(v.value.data) if isinstance(v, FloatAttr) else str(v.value.data)
-        return f"mov.{_s(self.type)} {n(self.dst)}, {imm};"
+        return f"mov.{self.type.data} {n(self.dst)}, {imm};"
 
 
 #: The 64-bit special registers (PTX ISA 10, "Special Registers": 10.31 %globaltimer, a
@@ -247,7 +325,7 @@ class SpecialRegOp(PtxInstruction):
 
     def __init__(self, sreg: str):
         width = B64 if sreg in SREGS_64 else B32
-        super().__init__(properties={"sreg": StringAttr(sreg)}, result_types=[width])
+        super().__init__(properties={"sreg": _string(sreg)}, result_types=[width])
 
     def verify_(self) -> None:
         want = B64 if self.sreg.data in SREGS_64 else B32
@@ -256,7 +334,7 @@ class SpecialRegOp(PtxInstruction):
 
     def ptx_text(self, n: Names) -> str:
         bits = 64 if self.sreg.data in SREGS_64 else 32
-        return f"mov.u{bits} {n(self.result)}, %{_s(self.sreg)};"
+        return f"mov.u{bits} {n(self.result)}, %{self.sreg.data};"
 
 
 @irdl_op_definition
@@ -270,12 +348,12 @@ class LdParamOp(PtxInstruction):
 
     def __init__(self, ptx_type: str, param: str):
         super().__init__(
-            properties={"type": StringAttr(ptx_type), "param": StringAttr(param)},
+            properties={"type": _string(ptx_type), "param": _string(param)},
             result_types=[reg_of(ptx_type)],
         )
 
     def ptx_text(self, n: Names) -> str:
-        return f"ld.param.{_s(self.type)} {n(self.result)}, [{_s(self.param)}];"
+        return f"ld.param.{self.type.data} {n(self.result)}, [{self.param.data}];"
 
 
 @irdl_op_definition
@@ -287,10 +365,10 @@ class ParamAddrOp(PtxInstruction):
     result = result_def(RegType)
 
     def __init__(self, param: str):
-        super().__init__(properties={"param": StringAttr(param)}, result_types=[B64])
+        super().__init__(properties={"param": _string(param)}, result_types=[B64])
 
     def ptx_text(self, n: Names) -> str:
-        return f"mov.b64 {n(self.result)}, {_s(self.param)};"
+        return f"mov.b64 {n(self.result)}, {self.param.data};"
 
 
 @irdl_op_definition
@@ -317,10 +395,10 @@ class SharedBaseOp(PtxInstruction):
     result = result_def(RegType)
 
     def __init__(self, symbol: str):
-        super().__init__(properties={"symbol": StringAttr(symbol)}, result_types=[B32])
+        super().__init__(properties={"symbol": _string(symbol)}, result_types=[B32])
 
     def ptx_text(self, n: Names) -> str:
-        return f"mov.u32 {n(self.result)}, {_s(self.symbol)};"
+        return f"mov.u32 {n(self.result)}, {self.symbol.data};"
 
 
 @irdl_op_definition
@@ -335,14 +413,14 @@ class CvtOp(PtxInstruction):
     result = result_def(RegType)
 
     def __init__(self, dtype: str, stype: str, src: SSAValue, rnd: str | None = None):
-        props: dict[str, Attribute] = {"dtype": StringAttr(dtype), "stype": StringAttr(stype)}
+        props: dict[str, Attribute] = {"dtype": _string(dtype), "stype": _string(stype)}
         if rnd is not None:
-            props["rnd"] = StringAttr(rnd)
+            props["rnd"] = _string(rnd)
         super().__init__(operands=[src], properties=props, result_types=[reg_of(dtype)])
 
     def ptx_text(self, n: Names) -> str:
-        rnd = f".{_s(self.rnd)}" if self.rnd is not None else ""
-        return f"cvt{rnd}.{_s(self.dtype)}.{_s(self.stype)} {n(self.result)}, {n(self.src)};"
+        rnd = f".{self.rnd.data}" if self.rnd is not None else ""
+        return f"cvt{rnd}.{self.dtype.data}.{self.stype.data} {n(self.result)}, {n(self.src)};"
 
 
 @irdl_op_definition
@@ -357,11 +435,11 @@ class CvtPackOp(PtxInstruction):
 
     def __init__(self, dtype: str, hi: SSAValue, lo: SSAValue):
         super().__init__(
-            operands=[hi, lo], properties={"dtype": StringAttr(dtype)}, result_types=[B32]
+            operands=[hi, lo], properties={"dtype": _string(dtype)}, result_types=[B32]
         )
 
     def ptx_text(self, n: Names) -> str:
-        return f"cvt.rn.{_s(self.dtype)}.f32 {n(self.result)}, {n(self.hi)}, {n(self.lo)};"
+        return f"cvt.rn.{self.dtype.data}.f32 {n(self.result)}, {n(self.hi)}, {n(self.lo)};"
 
 
 @irdl_op_definition
@@ -411,18 +489,18 @@ class _BinaryOp(PtxInstruction):
     result = result_def(RegType)
 
     def __init__(self, ptx_type: str, lhs: SSAValue, rhs: SSAValue, mode: str | None = None):
-        props: dict[str, Attribute] = {"type": StringAttr(ptx_type)}
+        props: dict[str, Attribute] = {"type": _string(ptx_type)}
         if mode is not None:
-            props["mode"] = StringAttr(mode)
+            props["mode"] = _string(mode)
         rt = reg_of(ptx_type)
         if mode == "wide":
             rt = B64
         super().__init__(operands=[lhs, rhs], properties=props, result_types=[rt])
 
     def ptx_text(self, n: Names) -> str:
-        mode = f".{_s(self.mode)}" if self.mode is not None else ""
+        mode = f".{self.mode.data}" if self.mode is not None else ""
         return (
-            f"{self.OPCODE}{mode}.{_s(self.type)} {n(self.result)}, {n(self.lhs)}, {n(self.rhs)};"
+            f"{self.OPCODE}{mode}.{self.type.data} {n(self.result)}, {n(self.lhs)}, {n(self.rhs)};"
         )
 
 
@@ -536,14 +614,14 @@ class FmaOp(PtxInstruction):
     def __init__(self, ptx_type: str, a: SSAValue, b: SSAValue, c: SSAValue):
         super().__init__(
             operands=[a, b, c],
-            properties={"type": StringAttr(ptx_type)},
+            properties={"type": _string(ptx_type)},
             result_types=[reg_of(ptx_type)],
         )
 
     def ptx_text(self, n: Names) -> str:
-        op = "fma.rn" if _s(self.type) == "f32" else "mad.lo"
+        op = "fma.rn" if self.type.data == "f32" else "mad.lo"
         args = ", ".join(n(v) for v in (self.a, self.b, self.c))
-        return f"{op}.{_s(self.type)} {n(self.result)}, {args};"
+        return f"{op}.{self.type.data} {n(self.result)}, {args};"
 
 
 @irdl_op_definition
@@ -558,12 +636,12 @@ class NegOp(PtxInstruction):
     def __init__(self, ptx_type: str, src: SSAValue):
         super().__init__(
             operands=[src],
-            properties={"type": StringAttr(ptx_type)},
+            properties={"type": _string(ptx_type)},
             result_types=[reg_of(ptx_type)],
         )
 
     def ptx_text(self, n: Names) -> str:
-        return f"neg.{_s(self.type)} {n(self.result)}, {n(self.src)};"
+        return f"neg.{self.type.data} {n(self.result)}, {n(self.src)};"
 
 
 @irdl_op_definition
@@ -607,14 +685,14 @@ class RcpOp(PtxInstruction):
     result = result_def(RegType)
 
     def __init__(self, src: SSAValue, mode: str = "rn"):
-        super().__init__(operands=[src], properties={"mode": StringAttr(mode)}, result_types=[F32])
+        super().__init__(operands=[src], properties={"mode": _string(mode)}, result_types=[F32])
 
     def verify_(self) -> None:
         if self.mode.data not in ("rn", "approx.ftz"):
             raise VerifyException(f"ptx.rcp: mode must be rn or approx.ftz, got {self.mode.data}")
 
     def ptx_text(self, n: Names) -> str:
-        return f"rcp.{_s(self.mode)}.f32 {n(self.result)}, {n(self.src)};"
+        return f"rcp.{self.mode.data}.f32 {n(self.result)}, {n(self.src)};"
 
 
 @irdl_op_definition
@@ -630,13 +708,13 @@ class ShflBflyOp(PtxInstruction):
     def __init__(self, src: SSAValue, lanemask: int):
         super().__init__(
             operands=[src],
-            properties={"lanemask": IntegerAttr(lanemask, i64)},
+            properties={"lanemask": _int64(lanemask)},
             result_types=[src.type],
         )
 
     def ptx_text(self, n: Names) -> str:
         return (
-            f"shfl.sync.bfly.b32 {n(self.result)}, {n(self.src)}, {_i(self.lanemask)}, "
+            f"shfl.sync.bfly.b32 {n(self.result)}, {n(self.src)}, {self.lanemask.value.data}, "
             "0x1f, 0xffffffff;"
         )
 
@@ -653,7 +731,7 @@ class BitcastOp(PtxInstruction):
 
     def __init__(self, to_type: str, src: SSAValue):
         super().__init__(
-            operands=[src], properties={"type": StringAttr(to_type)}, result_types=[reg_of(to_type)]
+            operands=[src], properties={"type": _string(to_type)}, result_types=[reg_of(to_type)]
         )
 
     def ptx_text(self, n: Names) -> str:
@@ -690,13 +768,13 @@ class SetpOp(PtxInstruction):
     def __init__(self, cmp: str, ptx_type: str, lhs: SSAValue, rhs: SSAValue):
         super().__init__(
             operands=[lhs, rhs],
-            properties={"cmp": StringAttr(cmp), "type": StringAttr(ptx_type)},
+            properties={"cmp": _string(cmp), "type": _string(ptx_type)},
             result_types=[PRED],
         )
 
     def ptx_text(self, n: Names) -> str:
         return (
-            f"setp.{_s(self.cmp)}.{_s(self.type)} {n(self.result)}, {n(self.lhs)}, {n(self.rhs)};"
+            f"setp.{self.cmp.data}.{self.type.data} {n(self.result)}, {n(self.lhs)}, {n(self.rhs)};"
         )
 
 
@@ -714,12 +792,12 @@ class SelpOp(PtxInstruction):
     def __init__(self, ptx_type: str, a: SSAValue, b: SSAValue, pred: SSAValue):
         super().__init__(
             operands=[a, b, pred],
-            properties={"type": StringAttr(ptx_type)},
+            properties={"type": _string(ptx_type)},
             result_types=[reg_of(ptx_type)],
         )
 
     def ptx_text(self, n: Names) -> str:
-        return f"selp.{_s(self.type)} {n(self.result)}, {n(self.a)}, {n(self.b)}, {n(self.pred)};"
+        return f"selp.{self.type.data} {n(self.result)}, {n(self.a)}, {n(self.b)}, {n(self.pred)};"
 
 
 # --- memory --------------------------------------------------------------------------------
@@ -737,14 +815,14 @@ class LdGlobalOp(PtxInstruction):
     result = result_def(RegType)
 
     def __init__(self, ptx_type: str, addr: SSAValue, cache: str | None = None):
-        props: dict[str, Attribute] = {"type": StringAttr(ptx_type)}
+        props: dict[str, Attribute] = {"type": _string(ptx_type)}
         if cache is not None:
-            props["cache"] = StringAttr(cache)
+            props["cache"] = _string(cache)
         super().__init__(operands=[addr], properties=props, result_types=[reg_of(ptx_type)])
 
     def ptx_text(self, n: Names) -> str:
-        cop = f".{_s(self.cache)}" if self.cache is not None else ""
-        return f"ld.global{cop}.{_s(self.type)} {n(self.result)}, [{n(self.addr)}];"
+        cop = f".{self.cache.data}" if self.cache is not None else ""
+        return f"ld.global{cop}.{self.type.data} {n(self.result)}, [{n(self.addr)}];"
 
 
 @irdl_op_definition
@@ -811,12 +889,12 @@ class StGlobalOp(PtxInstruction):
     ):
         super().__init__(
             operands=[addr, value, [guard] if guard is not None else []],
-            properties={"type": StringAttr(ptx_type)},
+            properties={"type": _string(ptx_type)},
         )
 
     def ptx_text(self, n: Names) -> str:
         pred = _guard(n, self.guard)
-        return f"{pred}st.global.{_s(self.type)} [{n(self.addr)}], {n(self.value)};"
+        return f"{pred}st.global.{self.type.data} [{n(self.addr)}], {n(self.value)};"
 
 
 @irdl_op_definition
@@ -877,10 +955,10 @@ class StSharedOp(PtxInstruction):
     value = operand_def(RegType)
 
     def __init__(self, ptx_type: str, addr: SSAValue, value: SSAValue):
-        super().__init__(operands=[addr, value], properties={"type": StringAttr(ptx_type)})
+        super().__init__(operands=[addr, value], properties={"type": _string(ptx_type)})
 
     def ptx_text(self, n: Names) -> str:
-        return f"st.shared.{_s(self.type)} [{n(self.addr)}], {n(self.value)};"
+        return f"st.shared.{self.type.data} [{n(self.addr)}], {n(self.value)};"
 
 
 @irdl_op_definition
@@ -895,12 +973,12 @@ class LdSharedOp(PtxInstruction):
     def __init__(self, ptx_type: str, addr: SSAValue):
         super().__init__(
             operands=[addr],
-            properties={"type": StringAttr(ptx_type)},
+            properties={"type": _string(ptx_type)},
             result_types=[reg_of(ptx_type)],
         )
 
     def ptx_text(self, n: Names) -> str:
-        return f"ld.shared.{_s(self.type)} {n(self.result)}, [{n(self.addr)}];"
+        return f"ld.shared.{self.type.data} {n(self.result)}, [{n(self.addr)}];"
 
 
 @irdl_op_definition
@@ -917,12 +995,12 @@ class LdSharedV2Op(PtxInstruction):
     def __init__(self, ptx_type: str, addr: SSAValue):
         super().__init__(
             operands=[addr],
-            properties={"type": StringAttr(ptx_type)},
+            properties={"type": _string(ptx_type)},
             result_types=[reg_of(ptx_type), reg_of(ptx_type)],
         )
 
     def ptx_text(self, n: Names) -> str:
-        return f"ld.shared.v2.{_s(self.type)} {{{n(self.lo)}, {n(self.hi)}}}, [{n(self.addr)}];"
+        return f"ld.shared.v2.{self.type.data} {{{n(self.lo)}, {n(self.hi)}}}, [{n(self.addr)}];"
 
 
 @irdl_op_definition
@@ -986,10 +1064,10 @@ class LabelOp(PtxInstruction):
     label = prop_def(StringAttr)
 
     def __init__(self, label: str):
-        super().__init__(properties={"label": StringAttr(label)})
+        super().__init__(properties={"label": _string(label)})
 
     def ptx_text(self, n: Names) -> str:
-        return f"{_s(self.label)}:"
+        return f"{self.label.data}:"
 
 
 @irdl_op_definition
@@ -1008,11 +1086,11 @@ class BraOp(PtxInstruction):
     def __init__(
         self, target: str, pred: SSAValue | None = None, negate: bool = False, uni: bool = False
     ):
-        props: dict[str, Attribute] = {"target": StringAttr(target)}
+        props: dict[str, Attribute] = {"target": _string(target)}
         if negate:
-            props["negate"] = IntegerAttr(1, i64)
+            props["negate"] = _int64(1)
         if uni:
-            props["uni"] = IntegerAttr(1, i64)
+            props["uni"] = _int64(1)
         super().__init__(operands=[[pred] if pred is not None else []], properties=props)
 
     def verify_(self) -> None:
@@ -1024,7 +1102,7 @@ class BraOp(PtxInstruction):
         if self.pred:
             guard = ("@!" if self.negate is not None else "@") + n(self.pred[0]) + " "
         uni = ".uni" if self.uni is not None else ""
-        return f"{guard}bra{uni} {_s(self.target)};"
+        return f"{guard}bra{uni} {self.target.data};"
 
 
 @irdl_op_definition
@@ -1060,14 +1138,14 @@ class BarSyncOp(PtxInstruction):
     count = opt_prop_def(IntegerAttr[I64])
 
     def __init__(self, bar_id: int, count: int | None = None):
-        props: dict[str, Attribute] = {"id": IntegerAttr(bar_id, i64)}
+        props: dict[str, Attribute] = {"id": _int64(bar_id)}
         if count is not None:
-            props["count"] = IntegerAttr(count, i64)
+            props["count"] = _int64(count)
         super().__init__(properties=props)
 
     def ptx_text(self, n: Names) -> str:
-        cnt = f", {_i(self.count)}" if self.count is not None else ""
-        return f"bar.sync {_i(self.id)}{cnt};"
+        cnt = f", {self.count.value.data}" if self.count is not None else ""
+        return f"bar.sync {self.id.value.data}{cnt};"
 
 
 @irdl_op_definition
@@ -1079,10 +1157,10 @@ class BarSyncRegOp(PtxInstruction):
     count = prop_def(IntegerAttr[I64])
 
     def __init__(self, bar_id: SSAValue, count: int):
-        super().__init__(operands=[bar_id], properties={"count": IntegerAttr(count, i64)})
+        super().__init__(operands=[bar_id], properties={"count": _int64(count)})
 
     def ptx_text(self, n: Names) -> str:
-        return f"bar.sync {n(self.id)}, {_i(self.count)};"
+        return f"bar.sync {n(self.id)}, {self.count.value.data};"
 
 
 @irdl_op_definition
@@ -1100,13 +1178,14 @@ class BarRedOrOp(PtxInstruction):
     def __init__(self, bar_id: int, count: int, value: SSAValue):
         super().__init__(
             operands=[value],
-            properties={"id": IntegerAttr(bar_id, i64), "count": IntegerAttr(count, i64)},
+            properties={"id": _int64(bar_id), "count": _int64(count)},
             result_types=[PRED],
         )
 
     def ptx_text(self, n: Names) -> str:
         return (
-            f"bar.red.or.pred {n(self.result)}, {_i(self.id)}, {_i(self.count)}, {n(self.value)};"
+            f"bar.red.or.pred {n(self.result)}, {self.id.value.data}, "
+            f"{self.count.value.data}, {n(self.value)};"
         )
 
 
@@ -1119,10 +1198,10 @@ class BarArriveRegOp(PtxInstruction):
     count = prop_def(IntegerAttr[I64])
 
     def __init__(self, bar_id: SSAValue, count: int):
-        super().__init__(operands=[bar_id], properties={"count": IntegerAttr(count, i64)})
+        super().__init__(operands=[bar_id], properties={"count": _int64(count)})
 
     def ptx_text(self, n: Names) -> str:
-        return f"bar.arrive {n(self.id)}, {_i(self.count)};"
+        return f"bar.arrive {n(self.id)}, {self.count.value.data};"
 
 
 @irdl_op_definition
@@ -1134,10 +1213,10 @@ class MbarrierInitOp(PtxInstruction):
     count = prop_def(IntegerAttr[I64])
 
     def __init__(self, addr: SSAValue, count: int):
-        super().__init__(operands=[addr], properties={"count": IntegerAttr(count, i64)})
+        super().__init__(operands=[addr], properties={"count": _int64(count)})
 
     def ptx_text(self, n: Names) -> str:
-        return f"mbarrier.init.shared::cta.b64 [{n(self.addr)}], {_i(self.count)};"
+        return f"mbarrier.init.shared::cta.b64 [{n(self.addr)}], {self.count.value.data};"
 
 
 @irdl_op_definition
@@ -1177,10 +1256,13 @@ class MbarrierArriveExpectTxOp(PtxInstruction):
     bytes = prop_def(IntegerAttr[I64])
 
     def __init__(self, addr: SSAValue, nbytes: int):
-        super().__init__(operands=[addr], properties={"bytes": IntegerAttr(nbytes, i64)})
+        super().__init__(operands=[addr], properties={"bytes": _int64(nbytes)})
 
     def ptx_text(self, n: Names) -> str:
-        return f"mbarrier.arrive.expect_tx.shared::cta.b64 _, [{n(self.addr)}], {_i(self.bytes)};"
+        return (
+            f"mbarrier.arrive.expect_tx.shared::cta.b64 _, [{n(self.addr)}], "
+            f"{self.bytes.value.data};"
+        )
 
 
 @irdl_op_definition
@@ -1274,15 +1356,15 @@ class SetmaxnregOp(PtxInstruction):
     regs = prop_def(IntegerAttr[I64])
 
     def __init__(self, action: str, regs: int):
-        super().__init__(properties={"action": StringAttr(action), "regs": IntegerAttr(regs, i64)})
+        super().__init__(properties={"action": _string(action), "regs": _int64(regs)})
 
     def verify_(self) -> None:
-        r = _i(self.regs)
-        if _s(self.action) not in ("inc", "dec") or r < 24 or r > 256 or r % 8:
+        r = self.regs.value.data
+        if self.action.data not in ("inc", "dec") or r < 24 or r > 256 or r % 8:
             raise VerifyException(f"ptx.setmaxnreg: bad action or count {r}")
 
     def ptx_text(self, n: Names) -> str:
-        return f"setmaxnreg.{_s(self.action)}.sync.aligned.u32 {_i(self.regs)};"
+        return f"setmaxnreg.{self.action.data}.sync.aligned.u32 {self.regs.value.data};"
 
 
 # --- TMA -----------------------------------------------------------------------------------
@@ -1389,10 +1471,10 @@ class CpAsyncBulkWaitReadOp(PtxInstruction):
     pending = prop_def(IntegerAttr[I64])
 
     def __init__(self, pending: int):
-        super().__init__(properties={"pending": IntegerAttr(pending, i64)})
+        super().__init__(properties={"pending": _int64(pending)})
 
     def ptx_text(self, n: Names) -> str:
-        return f"cp.async.bulk.wait_group.read {_i(self.pending)};"
+        return f"cp.async.bulk.wait_group.read {self.pending.value.data};"
 
 
 @irdl_op_definition
@@ -1440,10 +1522,10 @@ class WgmmaWaitOp(PtxInstruction):
     pending = prop_def(IntegerAttr[I64])
 
     def __init__(self, pending: int):
-        super().__init__(properties={"pending": IntegerAttr(pending, i64)})
+        super().__init__(properties={"pending": _int64(pending)})
 
     def ptx_text(self, n: Names) -> str:
-        return f"wgmma.wait_group.sync.aligned {_i(self.pending)};"
+        return f"wgmma.wait_group.sync.aligned {self.pending.value.data};"
 
 
 @irdl_op_definition
@@ -1482,22 +1564,22 @@ class WgmmaMmaAsyncOp(PtxInstruction):
         b_type: str | None = None,
     ):
         props: dict[str, Attribute] = {
-            "n": IntegerAttr(n, i64),
-            "k": IntegerAttr(k, i64),
-            "ab_type": StringAttr(ab_type),
-            "trans_a": IntegerAttr(trans_a, i64),
-            "trans_b": IntegerAttr(trans_b, i64),
+            "n": _int64(n),
+            "k": _int64(k),
+            "ab_type": _string(ab_type),
+            "trans_a": _int64(trans_a),
+            "trans_b": _int64(trans_b),
         }
         if b_type is not None and b_type != ab_type:
-            props["b_type"] = StringAttr(b_type)
+            props["b_type"] = _string(b_type)
         super().__init__(operands=[desc_a, desc_b, scale_d, acc], properties=props)
 
     @property
     def fp8(self) -> bool:
-        return _s(self.ab_type) in WGMMA_FP8_TYPES
+        return self.ab_type.data in WGMMA_FP8_TYPES
 
     def verify_(self) -> None:
-        n = _i(self.n)
+        n = self.n.value.data
         if n % 8 or not 8 <= n <= 256:
             raise VerifyException(f"ptx.wgmma_mma_async: N={n} must be a multiple of 8 in 8..256")
         if len(self.acc) != n // 2:
@@ -1505,23 +1587,26 @@ class WgmmaMmaAsyncOp(PtxInstruction):
                 f"ptx.wgmma_mma_async: m64n{n} takes {n // 2} accumulator registers, "
                 f"got {len(self.acc)}"
             )
-        b = _s(self.b_type) if self.b_type is not None else _s(self.ab_type)
+        b = self.b_type.data if self.b_type is not None else self.ab_type.data
         if self.fp8 != (b in WGMMA_FP8_TYPES):
             raise VerifyException(
-                f"ptx.wgmma_mma_async: {_s(self.ab_type)} x {b} is not a wgmma type pair"
+                f"ptx.wgmma_mma_async: {self.ab_type.data} x {b} is not a wgmma type pair"
             )
-        if self.fp8 and (_i(self.trans_a) or _i(self.trans_b) or _i(self.k) != 32):
+        if self.fp8 and (
+            self.trans_a.value.data or self.trans_b.value.data or self.k.value.data != 32
+        ):
             raise VerifyException(
                 "ptx.wgmma_mma_async: fp8 wgmmas are k32 with K-major operands (no transpose)"
             )
 
     def ptx_text(self, n: Names) -> str:
-        t = _s(self.ab_type)
-        tb = _s(self.b_type) if self.b_type is not None else t
+        t = self.ab_type.data
+        tb = self.b_type.data if self.b_type is not None else t
         regs = ", ".join(n(r) for r in self.acc)
-        trans = "" if self.fp8 else f", {_i(self.trans_a)}, {_i(self.trans_b)}"
+        trans = "" if self.fp8 else f", {self.trans_a.value.data}, {self.trans_b.value.data}"
         return (
-            f"wgmma.mma_async.sync.aligned.m64n{_i(self.n)}k{_i(self.k)}.f32.{t}.{tb} "
+            f"wgmma.mma_async.sync.aligned.m64n{self.n.value.data}k{self.k.value.data}"
+            f".f32.{t}.{tb} "
             f"{{{regs}}}, {n(self.desc_a)}, {n(self.desc_b)}, {n(self.scale_d)}, 1, 1{trans};"
         )
 
@@ -1540,6 +1625,7 @@ class WgmmaMmaAsyncRegAOp(PtxInstruction):
     a = var_operand_def(RegType)
     acc = var_operand_def(RegType)
     irdl_options = (AttrSizedOperandSegments(as_property=True),)
+    GENERIC_INIT: ClassVar[bool] = True
 
     def __init__(
         self,
@@ -1554,14 +1640,14 @@ class WgmmaMmaAsyncRegAOp(PtxInstruction):
         super().__init__(
             operands=[desc_b, scale_d, a, acc],
             properties={
-                "n": IntegerAttr(n, i64),
-                "ab_type": StringAttr(ab_type),
-                "trans_b": IntegerAttr(trans_b, i64),
+                "n": _int64(n),
+                "ab_type": _string(ab_type),
+                "trans_b": _int64(trans_b),
             },
         )
 
     def verify_(self) -> None:
-        n = _i(self.n)
+        n = self.n.value.data
         if len(self.a) != 4 or len(self.acc) != n // 2:
             raise VerifyException(
                 f"ptx.wgmma_mma_async_rega: m64n{n}k16 takes 4 A and {n // 2} accumulator "
@@ -1569,13 +1655,13 @@ class WgmmaMmaAsyncRegAOp(PtxInstruction):
             )
 
     def ptx_text(self, n: Names) -> str:
-        t = _s(self.ab_type)
+        t = self.ab_type.data
         regs = ", ".join(n(r) for r in self.acc)
         a = ", ".join(n(r) for r in self.a)
         return (
-            f"wgmma.mma_async.sync.aligned.m64n{_i(self.n)}k16.f32.{t}.{t} "
+            f"wgmma.mma_async.sync.aligned.m64n{self.n.value.data}k16.f32.{t}.{t} "
             f"{{{regs}}}, {{{a}}}, {n(self.desc_b)}, {n(self.scale_d)}, 1, 1, "
-            f"{_i(self.trans_b)};"
+            f"{self.trans_b.value.data};"
         )
 
 
@@ -1735,3 +1821,84 @@ Ptx = Dialect(
     ],
     [RegType],
 )
+
+
+# --- direct operand and result accessors -----------------------------------------------------
+
+
+class _OperandAt:
+    """A named operand at a fixed position of the op's operands."""
+
+    __slots__ = ("index",)
+
+    def __init__(self, index: int):
+        self.index = index
+
+    def __get__(self, obj: Operation | None, objtype=None):
+        if obj is None:
+            return self
+        return tuple.__getitem__(obj._operands, self.index)
+
+    def __set__(self, obj: Operation, value: object) -> None:
+        raise NotImplementedError("Cannot write to named operands")
+
+
+class _ResultAt:
+    """A named result at a fixed position of the op's results."""
+
+    __slots__ = ("index",)
+
+    def __init__(self, index: int):
+        self.index = index
+
+    def __get__(self, obj: Operation | None, objtype=None):
+        if obj is None:
+            return self
+        return tuple.__getitem__(obj.results, self.index)
+
+    def __set__(self, obj: Operation, value: object) -> None:
+        raise NotImplementedError("Cannot write to named results")
+
+
+class _OperandRange:
+    """The one variadic operand: the operands from `start` to all but the `after` last."""
+
+    __slots__ = ("start", "after")
+
+    def __init__(self, start: int, after: int):
+        self.start, self.after = start, after
+
+    def __get__(self, obj: Operation | None, objtype=None):
+        if obj is None:
+            return self
+        values = obj._operands
+        return SSAValues(tuple.__getitem__(values, slice(self.start, len(values) - self.after)))
+
+    def __set__(self, obj: Operation, value: object) -> None:
+        raise NotImplementedError("Cannot write to named operands")
+
+
+def _direct_accessors(cls: type[Operation]) -> None:
+    """Replace the operand and result accessors that `irdl_op_definition` gave `cls` with
+    ones that index its operand and result tuples directly (the same values; xDSL's go
+    through a generic view of the operands, several calls per read, and the printer
+    and the lowering read every instruction's registers).  The kinds PTX ops have: single
+    operands and results before any variadic operand, and one variadic operand; any
+    other accessor stays xDSL's."""
+    for name, acc in list(vars(cls).items()):
+        if not isinstance(acc, BaseAccessor):
+            continue
+        construct = acc.construct
+        if type(acc) is BeforeVariadicSingleAccessor and construct == VarIRConstruct.RESULT:
+            setattr(cls, name, _ResultAt(acc.idx))
+        elif construct != VarIRConstruct.OPERAND:
+            continue
+        elif type(acc) is BeforeVariadicSingleAccessor:
+            setattr(cls, name, _OperandAt(acc.idx))
+        elif type(acc) is UniqueVariadicAccessor:
+            setattr(cls, name, _OperandRange(acc.idx, acc.num_defs - acc.idx - 1))
+
+
+for _op in Ptx.operations:
+    if issubclass(_op, PtxInstruction):
+        _direct_accessors(_op)

@@ -29,6 +29,7 @@ cooperative consumer partition along the rows.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import cache
 from typing import ClassVar
 
 from tawac.target import HOPPER
@@ -219,8 +220,11 @@ class AccLayout:
 
     def reg_offset(self, i: int) -> tuple[int, int]:
         """(row, col) of register i relative to register 0 (the same for every thread)."""
-        mi, j = divmod(i, self.regs_per_block)
-        return (64 * mi + 8 * ((j >> 1) & 1), 8 * (j >> 2) + (j & 1))
+        return _reg_offset(self.n // 2, i)
+
+    def reg_offsets(self) -> tuple[tuple[int, int], ...]:
+        """`reg_offset(i)` of every register i, in order."""
+        return _fragment_tables(self.n // 2, self.num_regs).offsets
 
     def coord(self, thread: int, i: int) -> tuple[int, int]:
         wg, t = divmod(thread, HOPPER.warp_group_size)
@@ -246,10 +250,10 @@ class AccLayout:
 
     def row_offsets(self) -> list[int]:
         """The distinct register row offsets, in order."""
-        return sorted({self.reg_offset(i)[0] for i in range(self.num_regs)})
+        return list(_fragment_tables(self.n // 2, self.num_regs).rows)
 
     def col_offsets(self) -> list[int]:
-        return sorted({self.reg_offset(i)[1] for i in range(self.num_regs)})
+        return list(_fragment_tables(self.n // 2, self.num_regs).cols)
 
     def slice_key(self, dim: int) -> tuple:
         """What determines the registers of a vector along `dim`: the rows of a thread
@@ -268,10 +272,48 @@ class AccLayout:
         """The register of the dim-`dim` slice that register i broadcasts from: a vector
         along dimension 1 (one value per column) is held as `col_offsets()`, one along
         dimension 0 as `row_offsets()`."""
-        dr, dc = self.reg_offset(i)
-        if dim == 1:
-            return self.col_offsets().index(dc)
-        return self.row_offsets().index(dr)
+        return self.slice_indices(dim)[i]
+
+    def slice_indices(self, dim: int) -> tuple[int, ...]:
+        """`slice_index(dim, i)` of every register i, in order."""
+        tables = _fragment_tables(self.n // 2, self.num_regs)
+        return tables.col_slice if dim == 1 else tables.row_slice
+
+
+def _reg_offset(regs_per_block: int, i: int) -> tuple[int, int]:
+    """`AccLayout.reg_offset`: (row, col) of register i of a fragment whose m64 blocks hold
+    `regs_per_block` registers (PTX ISA 9.7.15.5.1, m64nNk16 D: 8 * ((j >> 1) & 1) rows
+    and 8 * (j >> 2) + (j & 1) columns for register j of block mi, 64 * mi rows more)."""
+    mi, j = divmod(i, regs_per_block)
+    return (64 * mi + 8 * ((j >> 1) & 1), 8 * (j >> 2) + (j & 1))
+
+
+@dataclass(frozen=True)
+class _FragmentTables:
+    """An accumulator fragment's register offsets and slices, computed once per shape
+    (`_fragment_tables`): the lowering asks for them register by register."""
+
+    offsets: tuple[tuple[int, int], ...]  # reg_offset(i) of every register
+    rows: tuple[int, ...]  # the distinct row offsets, in order
+    cols: tuple[int, ...]  # the distinct column offsets, in order
+    row_slice: tuple[int, ...]  # slice_index(0, i) of every register
+    col_slice: tuple[int, ...]  # slice_index(1, i) of every register
+
+
+@cache
+def _fragment_tables(regs_per_block: int, num_regs: int) -> _FragmentTables:
+    offsets = tuple(_reg_offset(regs_per_block, i) for i in range(num_regs))
+    rows = tuple(sorted({r for r, _ in offsets}))
+    cols = tuple(sorted({c for _, c in offsets}))
+    row_at = {r: x for x, r in enumerate(rows)}
+    col_at = {c: x for x, c in enumerate(cols)}
+    return _FragmentTables(
+        offsets,
+        rows,
+        cols,
+        tuple(row_at[r] for r, _ in offsets),
+        tuple(col_at[c] for _, c in offsets),
+    )
 
 
 # --- shared memory: swizzled tiles and wgmma descriptors ---------------------------------

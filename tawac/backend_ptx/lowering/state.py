@@ -129,8 +129,9 @@ class KernelLowering:
     def cached(self, key: object, make: Callable[[], SSAValue]) -> SSAValue:
         """A value computed once per scope: reused only where its definition dominates."""
         for scope in reversed(self.scopes):
-            if key in scope:
-                return scope[key]
+            value = scope.get(key)
+            if value is not None:
+                return value
         value = make()
         self.scopes[-1][key] = value
         return value
@@ -145,7 +146,15 @@ class KernelLowering:
             self.scopes.pop()
 
     def imm(self, value: int, ty: str = "s32") -> SSAValue:
-        return self.cached(("imm", ty, value), lambda: self.r(ptx.MovImmOp(ty, value)))
+        """A register holding `value` (`cached`, inlined: the lowering's most frequent
+        lookup)."""
+        key = ("imm", ty, value)
+        for scope in reversed(self.scopes):
+            reg = scope.get(key)
+            if reg is not None:
+                return reg
+        reg = self.scopes[-1][key] = self.r(ptx.MovImmOp(ty, value))
+        return reg
 
     def fimm(self, value: float) -> SSAValue:
         return self.cached(("fimm", value), lambda: self.r(ptx.MovImmOp("f32", value)))

@@ -104,8 +104,9 @@ def _reduce(k: KernelLowering, op: tile.ReduceOp) -> None:
     combine = ptx.MaxOp if op.kind.data == "max" else ptx.AddOp
     mode = None
     regs = []
+    offsets = layout.reg_offsets()
     for dr in layout.row_offsets():
-        row = [src.regs[i] for i in range(layout.num_regs) if layout.reg_offset(i)[0] == dr]
+        row = [src.regs[i] for i, (r, _) in enumerate(offsets) if r == dr]
         # A balanced tree: log2(n) dependent steps instead of n - 1 (a serial chain of
         # fixed-latency ops is what the warps of the softmax stall on).
         while len(row) > 1:
@@ -131,7 +132,7 @@ def _broadcast(k: KernelLowering, op: tile.BroadcastOp) -> None:
         )
     if src.dim != op.dim.data or src.layout.slice_key(src.dim) != layout.slice_key(src.dim):
         raise CompileError("convert-to-ptx: tile.broadcast layout mismatch", op)
-    regs = [src.regs[layout.slice_index(src.dim, i)] for i in range(layout.num_regs)]
+    regs = [src.regs[j] for j in layout.slice_indices(src.dim)]
     k.vals[op.result] = Frag(layout, regs, src.dtype)
 
 
