@@ -11,7 +11,7 @@ tile.kernel @wrong_extent(%x: f32) {
 
 tile.kernel @bad_kind(%x: f32) {
   %s = tile.splat %x : f32 -> tensor<128x64xf32>
-  %m = tile.reduce min %s, 1 : tensor<128x64xf32> -> tensor<128xf32>
-// CHECK: tile-reduce-invalid.mlir:[[# @LINE - 1]]:20: error: expected a reduction (max, sum)
+  %m = tile.reduce prod %s, 1 : tensor<128x64xf32> -> tensor<128xf32>
+// CHECK: tile-reduce-invalid.mlir:[[# @LINE - 1]]:20: error: expected a reduction (max, min, sum)
   tile.return
 }
