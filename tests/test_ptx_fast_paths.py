@@ -48,6 +48,8 @@ def _hand_built() -> list[ptx.PtxInstruction]:
         ptx.LdSharedOp("f32", r),
         ptx.LdSharedV2Op("f32", r),
         ptx.Lg2Op(f),
+        ptx.SqrtOp(f),
+        ptx.RsqrtOp(f),
         ptx.NegOp("f32", f),
         ptx.PrefetchTensormapOp(d),
         ptx.StGlobalB32Op(d, r),

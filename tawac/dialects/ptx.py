@@ -675,6 +675,37 @@ class Lg2Op(PtxInstruction):
 
 
 @irdl_op_definition
+class SqrtOp(PtxInstruction):
+    """`sqrt.rn.f32 d, a;` the square root of a, IEEE round to nearest (PTX ISA 9.7.3.15)."""
+
+    name = "ptx.sqrt"
+    src = operand_def(RegType)
+    result = result_def(RegType)
+
+    def __init__(self, src: SSAValue):
+        super().__init__(operands=[src], result_types=[F32])
+
+    def ptx_text(self, n: Names) -> str:
+        return f"sqrt.rn.f32 {n(self.result)}, {n(self.src)};"
+
+
+@irdl_op_definition
+class RsqrtOp(PtxInstruction):
+    """`rsqrt.approx.f32 d, a;` 1 / sqrt(a), maximum relative error 2^-22.9 (PTX ISA
+    9.7.3.16)."""
+
+    name = "ptx.rsqrt"
+    src = operand_def(RegType)
+    result = result_def(RegType)
+
+    def __init__(self, src: SSAValue):
+        super().__init__(operands=[src], result_types=[F32])
+
+    def ptx_text(self, n: Names) -> str:
+        return f"rsqrt.approx.f32 {n(self.result)}, {n(self.src)};"
+
+
+@irdl_op_definition
 class RcpOp(PtxInstruction):
     """`rcp.rn.f32 d, a;` (IEEE round to nearest) or `rcp.approx.ftz.f32 d, a;` the
     reciprocal 1/a (PTX ISA 9.7.3.13 rcp, 9.7.3.14 rcp.approx)."""
@@ -1752,6 +1783,8 @@ Ptx = Dialect(
         CvtPackOp,
         PackB16Op,
         RcpOp,
+        SqrtOp,
+        RsqrtOp,
         UnpackB16Op,
         AddOp,
         SubOp,

@@ -307,8 +307,8 @@ def _no_producer(kernel: tile.KernelOp) -> CompileError:
     dot = next((o for o in kernel.walk() if isinstance(o, tile.DotOp)), None)
     if dot is None:
         return CompileError(
-            "warp-specialize: no tile.load feeds a tile.dot, so there is nothing for a "
-            "producer warp group to do (kernels without MMAs are not supported yet)",
+            "warp-specialize: a kernel without MMAs needs a 2-d tile.load for the producer "
+            "warp group to stream (kernels of 1-d tiles only are not supported yet)",
             kernel,
         )
     parts, between = [], None
@@ -375,7 +375,9 @@ def specialize(kernel: tile.KernelOp) -> None:
         dots = frozenset(u.operation for u in op.results[0].uses)
         key = (block, dots)
         groups.setdefault(key, _Group(block, [])).loads.append(op)  # type: ignore[arg-type]
-    has_mma = bool(groups)
+    # a kernel without MMAs streams its 2-d tiles the same way: each through an aref of
+    # its own, read into the consumer's registers
+    has_mma = bool(groups) or not any(isinstance(o, tile.DotOp) for o in kernel.walk())
     for op in kernel.walk():
         _check_not_mixed(op)
         if has_mma and is_consumer_tile_load(op):

@@ -19,6 +19,7 @@ from collections.abc import Iterable
 from typing import Protocol
 
 from xdsl.dialects import scf
+from xdsl.dialects.builtin import TensorType
 from xdsl.ir import Operation, SSAValue
 
 from tawac.analysis.arefs import looped, per_tile
@@ -86,11 +87,27 @@ def choose_consumer_warp_groups(part: aref.PartitionOp) -> int:
     the tiles): more warps per scheduler hide more latency, and a smaller share of the
     tile needs fewer registers per thread."""
     dots = dots_in(part)
+    if not dots:
+        return _math_warp_groups(part)
     problem = rows_problem(dots, 1)
     if problem is not None:
         raise CompileError(f"cooperative-consumers: {problem[0]}", problem[1])
     splits = [n for n in (3, 2, 1) if rows_problem(dots, n) is None]
     return next((n for n in splits if fits_registers(dots, n)), splits[-1])
+
+
+def _math_warp_groups(part: aref.PartitionOp) -> int:
+    """A consumer without MMAs holds its 2-d tiles in the accumulator layout (64 rows per
+    warp group): the most of 3, 2, 1 warp groups that split every 2-d tile's rows into
+    whole 64-row blocks (1 where none does: convert-to-ptx names the tile)."""
+    rows = {
+        t.get_shape()[0]
+        for op in part.walk()
+        for t in (r.type for r in op.results)
+        if isinstance(t, TensorType) and t.get_num_dims() == 2
+    }
+    m = HOPPER.mma_m
+    return next((n for n in (3, 2, 1) if all(r % (m * n) == 0 for r in rows)), 1)
 
 
 def register_budgets(roles: list[tuple[str, int, int]]) -> list[RolePlan]:

@@ -270,6 +270,8 @@ def _div_by_reciprocal(k: KernelLowering, op: arith.DivfOp, a: object, b: object
 
 
 _LOG2E = 1.4426950408889634
+#: ln 2: log(x) = log2(x) ln 2.
+_LN2 = 0.6931471805599453
 
 
 def _f32_unary(k: KernelLowering, op: Operation, emit: Callable[[SSAValue], SSAValue]) -> None:
@@ -338,6 +340,22 @@ def _exp2_fma(k: KernelLowering, x: SSAValue) -> SSAValue:
 @handles(math.Log2Op)
 def _log2(k: KernelLowering, op: math.Log2Op) -> None:
     _f32_unary(k, op, lambda x: k.r(ptx.Lg2Op(x)))
+
+
+@handles(math.LogOp)
+def _log(k: KernelLowering, op: math.LogOp) -> None:
+    """log(x) = log2(x) * ln 2 (`lg2.approx.ftz.f32`)."""
+    _f32_unary(k, op, lambda x: k.r(ptx.MulOp("f32", k.r(ptx.Lg2Op(x)), k.fimm(_LN2), mode="rn")))
+
+
+@handles(math.SqrtOp)
+def _sqrt(k: KernelLowering, op: math.SqrtOp) -> None:
+    _f32_unary(k, op, lambda x: k.r(ptx.SqrtOp(x)))
+
+
+@handles(math.RsqrtOp)
+def _rsqrt(k: KernelLowering, op: math.RsqrtOp) -> None:
+    _f32_unary(k, op, lambda x: k.r(ptx.RsqrtOp(x)))
 
 
 @handles(math.ExpOp)

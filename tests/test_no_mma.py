@@ -1,0 +1,106 @@
+"""Kernels without MMAs (a row softmax, an RMS norm): warp-specialize streams their 2-d
+tiles through arefs (the producer's TMA loads, a ring in shared memory), the consumer
+warp groups compute in registers and store; the planner gives the consumer as many warp
+groups as split every 2-d tile into whole 64-row blocks. On the GPU, each runs against
+the float32 interpreter and a torch reference at ragged row counts."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from gpu_util import requires_gpu
+
+from tawac.check import baseline, validate_pipeline
+from tawac.compiler import compile_source, parse_file
+from tawac.support.diagnostics import CompileError
+from tawac.support.options import PipelineOptions
+from tawac.tools.explain import explain_module
+
+DATA = Path(__file__).resolve().parent / "data" / "no_mma"
+PROGRAMS = {
+    "softmax_rows": {"M": 300, "N": 128},
+    "rmsnorm_rows": {"M": 300, "N": 128, "eps": 1e-6},
+}
+
+
+@pytest.mark.parametrize("name", sorted(PROGRAMS))
+def test_the_tile_passes_keep_its_meaning(name):
+    module = parse_file(DATA / f"{name}.mlir")
+    base = baseline(module, PROGRAMS[name])
+    done = validate_pipeline(module, base, program=name)
+    assert any(v.changed for v in done)
+
+
+@pytest.mark.parametrize("name", sorted(PROGRAMS))
+def test_it_compiles_to_a_producer_that_streams_and_a_consumer_without_mmas(name):
+    res = compile_source((DATA / f"{name}.mlir").read_text(), f"{name}.mlir")
+    assert "wgmma" not in res.ptx
+    assert "cp.async.bulk.tensor.2d.shared::cluster.global" in res.ptx  # the producer's TMA
+    assert "setmaxnreg.inc" in res.ptx  # the consumer's register budget
+
+
+@pytest.mark.parametrize("name", sorted(PROGRAMS))
+def test_explain_shows_the_consumer_warp_groups_and_the_ring(name):
+    module = parse_file(DATA / f"{name}.mlir")
+    plan = explain_module(module, PipelineOptions())
+    assert plan["widen"] == {"programs": 2, "rows": 128}  # two 64-row programs as one tile
+    roles = {r["role"]: r["warp_groups"] for r in plan["roles"]}
+    assert roles == {"producer": 1, "consumer": 2}  # 128 rows: two m64 blocks
+    assert [(a["payload"], a["registers"]) for a in plan["arefs"]] == [
+        (["tensor<128x128xbf16>"], [0])  # read into the consumer's registers
+    ]
+
+
+def test_a_kernel_of_1d_tiles_only_is_refused_where_it_is():
+    text = """tile.kernel @add(%x: !tile.tensor<?xf32, ["N"]>, %y: !tile.tensor<?xf32, ["N"]>) {
+  %c = arith.constant 128 : index
+  %pid = tile.program_id x
+  %o = arith.muli %pid, %c : index
+  %t = tile.load %x[%o] : !tile.tensor<?xf32, ["N"]> -> tensor<128xf32>
+  tile.store %t, %y[%o] : tensor<128xf32> -> !tile.tensor<?xf32, ["N"]>
+  tile.return
+}
+"""
+    with pytest.raises(CompileError, match=r"^add\.mlir:1:1: error: warp-specialize: a kernel "):
+        compile_source(text, "add.mlir")
+
+
+# ---- on the GPU
+
+
+def _torch_reference(name, x, w=None, eps=0.0):
+    import torch
+
+    xf = x.float()
+    if name == "softmax_rows":
+        return torch.softmax(xf, dim=1)
+    return xf * torch.rsqrt((xf * xf).mean(dim=1, keepdim=True) + eps) * w.float()
+
+
+@pytest.mark.gpu
+@requires_gpu
+@pytest.mark.parametrize("m", [1, 77, 1000, 4096])
+@pytest.mark.parametrize("name", sorted(PROGRAMS))
+def test_it_matches_torch_on_the_gpu(name, m):
+    import torch
+
+    from tawac.compiler import compile_file
+    from tawac.runtime import load_kernel
+
+    res = compile_file(DATA / f"{name}.mlir", cubin=True)
+    kernel = load_kernel(res.cubin, res.sidecar)
+    g = torch.Generator(device="cuda").manual_seed(m)
+    x = (torch.randn(m, 128, device="cuda", generator=g) * 3).to(torch.bfloat16)
+    y = torch.full_like(x, float("nan"))
+    if name == "softmax_rows":
+        kernel(x, y)
+        want = _torch_reference(name, x)
+    else:
+        w = torch.randn(128, device="cuda", generator=g).to(torch.bfloat16)
+        kernel(x, w, y, 1e-6)
+        want = _torch_reference(name, x, w, 1e-6)
+    torch.cuda.synchronize()
+    assert not torch.isnan(y).any()
+    err = (y.float() - want).norm() / want.norm()
+    assert err < 1e-2, (name, m, float(err))
