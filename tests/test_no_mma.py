@@ -21,7 +21,11 @@ DATA = Path(__file__).resolve().parent / "data" / "no_mma"
 PROGRAMS = {
     "softmax_rows": {"M": 300, "N": 128},
     "rmsnorm_rows": {"M": 300, "N": 128, "eps": 1e-6},
+    "softmax_online": {"M": 300, "N": 333},
 }
+#: The row lengths each program runs at on the GPU (the first two hold one 128-column
+#: tile per row; the online softmax any length, ragged ones included).
+COLUMNS = {"softmax_rows": [128], "rmsnorm_rows": [128], "softmax_online": [128, 333, 4096]}
 
 
 @pytest.mark.parametrize("name", sorted(PROGRAMS))
@@ -42,6 +46,8 @@ def test_it_compiles_to_a_producer_that_streams_and_a_consumer_without_mmas(name
 
 @pytest.mark.parametrize("name", sorted(PROGRAMS))
 def test_explain_shows_the_consumer_warp_groups_and_the_ring(name):
+    """Two 64-row programs as one 128-row tile on two consumer warp groups, the tile read
+    into their registers (the online softmax's two loops share one ring of 4 slots)."""
     module = parse_file(DATA / f"{name}.mlir")
     plan = explain_module(module, PipelineOptions())
     assert plan["widen"] == {"programs": 2, "rows": 128}  # two 64-row programs as one tile
@@ -50,6 +56,7 @@ def test_explain_shows_the_consumer_warp_groups_and_the_ring(name):
     assert [(a["payload"], a["registers"]) for a in plan["arefs"]] == [
         (["tensor<128x128xbf16>"], [0])  # read into the consumer's registers
     ]
+    assert plan["arefs"][0]["depth"] == (4 if name == "softmax_online" else 1)
 
 
 def test_a_kernel_of_1d_tiles_only_is_refused_where_it_is():
@@ -73,7 +80,7 @@ def _torch_reference(name, x, w=None, eps=0.0):
     import torch
 
     xf = x.float()
-    if name == "softmax_rows":
+    if name.startswith("softmax"):
         return torch.softmax(xf, dim=1)
     return xf * torch.rsqrt((xf * xf).mean(dim=1, keepdim=True) + eps) * w.float()
 
@@ -81,8 +88,10 @@ def _torch_reference(name, x, w=None, eps=0.0):
 @pytest.mark.gpu
 @requires_gpu
 @pytest.mark.parametrize("m", [1, 77, 1000, 4096])
-@pytest.mark.parametrize("name", sorted(PROGRAMS))
-def test_it_matches_torch_on_the_gpu(name, m):
+@pytest.mark.parametrize(
+    ("name", "n"), [(name, n) for name in sorted(PROGRAMS) for n in COLUMNS[name]]
+)
+def test_it_matches_torch_on_the_gpu(name, n, m):
     import torch
 
     from tawac.compiler import compile_file
@@ -90,17 +99,17 @@ def test_it_matches_torch_on_the_gpu(name, m):
 
     res = compile_file(DATA / f"{name}.mlir", cubin=True)
     kernel = load_kernel(res.cubin, res.sidecar)
-    g = torch.Generator(device="cuda").manual_seed(m)
-    x = (torch.randn(m, 128, device="cuda", generator=g) * 3).to(torch.bfloat16)
+    g = torch.Generator(device="cuda").manual_seed(m + n)
+    x = (torch.randn(m, n, device="cuda", generator=g) * 3).to(torch.bfloat16)
     y = torch.full_like(x, float("nan"))
-    if name == "softmax_rows":
+    if name.startswith("softmax"):
         kernel(x, y)
         want = _torch_reference(name, x)
     else:
-        w = torch.randn(128, device="cuda", generator=g).to(torch.bfloat16)
+        w = torch.randn(n, device="cuda", generator=g).to(torch.bfloat16)
         kernel(x, w, y, 1e-6)
         want = _torch_reference(name, x, w, 1e-6)
     torch.cuda.synchronize()
     assert not torch.isnan(y).any()
     err = (y.float() - want).norm() / want.norm()
-    assert err < 1e-2, (name, m, float(err))
+    assert err < 1e-2, (name, m, n, float(err))
