@@ -22,10 +22,16 @@ PROGRAMS = {
     "softmax_rows": {"M": 300, "N": 128},
     "rmsnorm_rows": {"M": 300, "N": 128, "eps": 1e-6},
     "softmax_online": {"M": 300, "N": 333},
+    "softmin_shift": {"M": 300, "N": 128},
 }
 #: The row lengths each program runs at on the GPU (the first two hold one 128-column
 #: tile per row; the online softmax any length, ragged ones included).
-COLUMNS = {"softmax_rows": [128], "rmsnorm_rows": [128], "softmax_online": [128, 333, 4096]}
+COLUMNS = {
+    "softmax_rows": [128],
+    "rmsnorm_rows": [128],
+    "softmax_online": [128, 333, 4096],
+    "softmin_shift": [128],
+}
 
 
 @pytest.mark.parametrize("name", sorted(PROGRAMS))
@@ -42,6 +48,8 @@ def test_it_compiles_to_a_producer_that_streams_and_a_consumer_without_mmas(name
     assert "wgmma" not in res.ptx
     assert "cp.async.bulk.tensor.2d.shared::cluster.global" in res.ptx  # the producer's TMA
     assert "setmaxnreg.inc" in res.ptx  # the consumer's register budget
+    if name == "softmin_shift":
+        assert "min.f32" in res.ptx  # tile.reduce min
 
 
 @pytest.mark.parametrize("name", sorted(PROGRAMS))
@@ -80,8 +88,8 @@ def _torch_reference(name, x, w=None, eps=0.0):
     import torch
 
     xf = x.float()
-    if name.startswith("softmax"):
-        return torch.softmax(xf, dim=1)
+    if name.startswith(("softmax", "softmin")):
+        return torch.softmax(xf, dim=1)  # a shift by the row minimum gives the same values
     return xf * torch.rsqrt((xf * xf).mean(dim=1, keepdim=True) + eps) * w.float()
 
 
@@ -102,7 +110,7 @@ def test_it_matches_torch_on_the_gpu(name, n, m):
     g = torch.Generator(device="cuda").manual_seed(m + n)
     x = (torch.randn(m, n, device="cuda", generator=g) * 3).to(torch.bfloat16)
     y = torch.full_like(x, float("nan"))
-    if name.startswith("softmax"):
+    if name.startswith(("softmax", "softmin")):
         kernel(x, y)
         want = _torch_reference(name, x)
     else:

@@ -348,8 +348,7 @@ def _feeding(v: SSAValue, depth: int = 0) -> tuple[str, Operation | None]:
 
 def _check_lowerable(kernel: tile.KernelOp) -> None:
     """Refuse what the passes after this one cannot lower yet (the interpreter runs it): a
-    load whose outside reads as something other than zero (TMA fills it with zeros), a
-    minimum reduction."""
+    load whose outside reads as something other than zero (TMA fills it with zeros)."""
     for op in kernel.walk():
         if isinstance(op, tile.LoadOp) and not op.zero_padded:
             raise CompileError(
@@ -357,8 +356,6 @@ def _check_lowerable(kernel: tile.KernelOp) -> None:
                 "supported yet (TMA fills the outside of a tensor with zeros)",
                 op,
             )
-        if isinstance(op, tile.ReduceOp) and op.kind.data == "min":
-            raise CompileError("warp-specialize: tile.reduce min is not supported yet", op)
 
 
 def specialize(kernel: tile.KernelOp) -> None:

@@ -385,6 +385,7 @@ _FMA_TILE_OPS = ("tile.select", "tile.cmpi", "tile.iota", "tile.splat")
 #: and min run at half the FMA rate (FMNMX, measured).
 _ROWS = {
     "max": "max.f32",
+    "min": "max.f32",
     "arith.maximumf": "max.f32",
     "arith.minimumf": "max.f32",
     "arith.maxnumf": "max.f32",

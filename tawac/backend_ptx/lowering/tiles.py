@@ -101,7 +101,7 @@ def _reduce(k: KernelLowering, op: tile.ReduceOp) -> None:
             op,
         )
     layout = src.layout
-    combine = ptx.MaxOp if op.kind.data == "max" else ptx.AddOp
+    combine = {"max": ptx.MaxOp, "min": ptx.MinOp, "sum": ptx.AddOp}[op.kind.data]
     mode = None
     regs = []
     offsets = layout.reg_offsets()
