@@ -37,6 +37,7 @@ from tawac.passes.group_heads import GroupHeadsPass
 from tawac.passes.guard_masks import GuardMasksPass
 from tawac.passes.lower_aref import LowerArefPass
 from tawac.passes.overlap_epilogue import OverlapEpiloguePass
+from tawac.passes.pad_loads import PadLoadsPass
 from tawac.passes.persistent import PersistentPass
 from tawac.passes.pingpong import PingpongPass
 from tawac.passes.pipeline import PipelinePass
@@ -78,6 +79,7 @@ PASSES: dict[str, Callable[[], type[ModulePass]]] = {
         SwapAbPass,
         GroupHeadsPass,
         WidenPass,
+        PadLoadsPass,
         GuardMasksPass,
         WarpSpecializePass,
         PlanPass,

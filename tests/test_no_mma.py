@@ -23,6 +23,7 @@ PROGRAMS = {
     "rmsnorm_rows": {"M": 300, "N": 128, "eps": 1e-6},
     "softmax_online": {"M": 300, "N": 333},
     "softmin_shift": {"M": 300, "N": 128},
+    "softmax_padded": {"M": 300, "N": 100},
 }
 #: The row lengths each program runs at on the GPU (the first two hold one 128-column
 #: tile per row; the online softmax any length, ragged ones included).
@@ -31,6 +32,7 @@ COLUMNS = {
     "rmsnorm_rows": [128],
     "softmax_online": [128, 333, 4096],
     "softmin_shift": [128],
+    "softmax_padded": [1, 100, 128],
 }
 
 

@@ -18,23 +18,31 @@ def test_the_pass_runs_first_only_when_splitting():
     assert (
         PipelineOptions(split_k=4)
         .pipeline()
-        .startswith("canonicalize,group-heads,split-k{splits=4},guard-masks,warp-specialize,")
+        .startswith(
+            "canonicalize,group-heads,split-k{splits=4},pad-loads,guard-masks,warp-specialize,"
+        )
     )
     assert (
         PipelineOptions()
         .pipeline()
-        .startswith("canonicalize,group-heads,widen,guard-masks,warp-specialize,")
+        .startswith("canonicalize,group-heads,widen,pad-loads,guard-masks,warp-specialize,")
     )
     assert (
-        PipelineOptions(group_heads=False).pipeline().startswith("canonicalize,widen,guard-masks,")
+        PipelineOptions(group_heads=False)
+        .pipeline()
+        .startswith("canonicalize,widen,pad-loads,guard-masks,")
     )
-    assert PipelineOptions(widen=1).pipeline().startswith("canonicalize,group-heads,guard-masks,")
+    assert (
+        PipelineOptions(widen=1)
+        .pipeline()
+        .startswith("canonicalize,group-heads,pad-loads,guard-masks,")
+    )
     assert (
         PipelineOptions(split_k=4).pipeline(start="warp-specialize").startswith("warp-specialize,")
     )
     assert (
         PipelineOptions(split_k=4).pipeline(stop="warp-specialize")
-        == "canonicalize,group-heads,split-k{splits=4},guard-masks"
+        == "canonicalize,group-heads,split-k{splits=4},pad-loads,guard-masks"
     )
 
 

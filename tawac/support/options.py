@@ -401,6 +401,7 @@ class _Options:
             "swap-ab" if self.swap_ab else "",
             self._split_k_spec(),
             self._widen_spec(),
+            "pad-loads",
             "guard-masks" if self.guard_masks else "",
             "warp-specialize",
             self.plan_spec(),
@@ -417,7 +418,15 @@ class _Options:
         ]
         # an optional pass that is off ("") is named by where it would run
         names = [p.split("{")[0] for p in passes]
-        names[:6] = ["canonicalize", "group-heads", "swap-ab", "split-k", "widen", "guard-masks"]
+        names[:7] = [
+            "canonicalize",
+            "group-heads",
+            "swap-ab",
+            "split-k",
+            "widen",
+            "pad-loads",
+            "guard-masks",
+        ]
         names[-2] = "trace"
         lo = names.index(start) if start is not None else 0
         hi = names.index(stop) if stop is not None else len(passes)
