@@ -471,12 +471,13 @@ class TritonFunction:
         self._splits: dict[tuple, dict[str, int]] = {}
         self._calls: dict[tuple, tuple[TritonKernel, list[tuple]]] = {}
         self._storage: bool | None = None  # a dimension is sized from its tensor's storage
+        self._ttirs: dict[tuple, str] = {}  # the TTIR by its constexprs (`_ttir`)
+        self._abis: dict[str, Abi] = {}  # the ABI by its TTIR (`_abi`)
 
     def _analyse(self) -> None:
         """From the unspecialized TTIR: the parameters that size a tensor, and whether a
         dimension is sized from its tensor's storage (`layout_key` then reads it)."""
-        ttir = ttir_of(self.fn, self.signature, self.constexprs)
-        abi = kernel_abi(ttir, self.name)
+        abi = self._abi(self._ttir(self.constexprs), self.name)
         pos = {i for t in abi.tensors for i in t.sizes if i is not None}
         self._sizes = frozenset(abi.names[i] for i in pos)
         self._storage = any(None in t.sizes for t in abi.tensors)
@@ -555,10 +556,31 @@ class TritonFunction:
         k = self.kernels.get(key)
         if k is None:
             consts = {**self.constexprs, **dict.fromkeys(ones, 1)}
-            ttir = ttir_of(self.fn, self.signature, consts)
+            ttir = self._ttir(consts)
             k = from_ttir(ttir, f"{self.name}.ttir", consts, self.params, **options)
             self.kernels[key] = k
         return k
+
+    def _ttir(self, consts: Mapping[str, Any]) -> str:
+        """`ttir_of` the function with these constexprs, once per set of them (the
+        analysis, the unsplit kernel and the kernel read the same)."""
+        key = tuple(sorted(consts.items()))
+        try:
+            found = self._ttirs.get(key)
+        except TypeError:  # a constexpr that is not hashable
+            return ttir_of(self.fn, self.signature, consts)
+        if found is None:
+            found = self._ttirs[key] = ttir_of(self.fn, self.signature, consts)
+        return found
+
+    def _abi(self, ttir: str, filename: str) -> Abi:
+        """`kernel_abi` of this TTIR, parsed once (the analysis reads the unspecialized
+        TTIR, which the unsplit kernel of a call with no ones compiles too; `filename`
+        only names the source in a parse error, which is not kept)."""
+        found = self._abis.get(ttir)
+        if found is None:
+            found = self._abis[ttir] = kernel_abi(ttir, filename)
+        return found
 
     def _auto(
         self, ones: tuple[str, ...], args: Sequence[Any], given: Mapping[str, Any]
@@ -604,9 +626,9 @@ class TritonFunction:
         if k is not None:
             return k.launch.sidecar, k
         consts = {**self.constexprs, **dict.fromkeys(ones, 1)}
-        ttir = ttir_of(self.fn, self.signature, consts)
+        ttir = self._ttir(consts)
         built = compile_cached(f"{self.name}.ttir", text=ttir, cubin=False, **options)
-        abi = kernel_abi(ttir, f"{self.name}.ttir")
+        abi = self._abi(ttir, f"{self.name}.ttir")
         order = TritonKernel.from_abi(abi, lambda *a: None, consts, self.name, self.params)
         return json.loads(built.sidecar_text), order
 

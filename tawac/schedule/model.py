@@ -56,6 +56,7 @@ flight (cost.py's TMA figure is one L2-hit copy at a time).
 from __future__ import annotations
 
 import dataclasses
+import functools
 from collections.abc import Mapping
 
 from xdsl.dialects import scf
@@ -68,7 +69,7 @@ from tawac.dialects import aref, tile
 from tawac.dialects.schedule import LoopPlan, Schedule
 from tawac.schedule import loop_plan
 from tawac.schedule.cost import NoCostModel, op_cost
-from tawac.schedule.simulate import Dep, Lane, Step, simulate
+from tawac.schedule.simulate import Dep, Lane, Step, steady_ii
 from tawac.support.diagnostics import CompileError
 from tawac.target import HOPPER, Target
 
@@ -408,12 +409,20 @@ def trips_vary(loop: scf.ForOp) -> bool:
 def _phase_priced(lanes: list[Lane], iterations: int, leads: tuple[float, ...]) -> float:
     """The mean steady-state interval over the starts `leads` gives the first consumer
     warp group (`Target.phase_leads`); the in-phase one with one consumer warp group."""
-    in_phase = simulate(lanes, iterations).ii
+    return _priced(tuple(lanes), iterations, tuple(leads))
+
+
+@functools.lru_cache(maxsize=1024)
+def _priced(lanes: tuple[Lane, ...], iterations: int, leads: tuple[float, ...]) -> float:
+    """`_phase_priced`, kept by its inputs (a pure function of them: the auto planner
+    prices the heuristic's schedule, a compile prices it again in each planner, a test
+    session compiles one kernel many times)."""
+    in_phase = steady_ii(lanes, iterations)
     consumers = [ln.name for ln in lanes if ln.role == "consumer"]
     if len(consumers) < 2 or not leads:
         return in_phase
     iis = [
-        in_phase if lead == 0 else simulate(lanes, iterations, {consumers[0]: lead * in_phase}).ii
+        in_phase if lead == 0 else steady_ii(lanes, iterations, {consumers[0]: lead * in_phase})
         for lead in leads
     ]
     return sum(iis) / len(iis)

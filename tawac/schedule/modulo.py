@@ -99,10 +99,11 @@ Details of `solve`:
 
 from __future__ import annotations
 
+import functools
 import math
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 #: Units no two nodes' occupancy may overlap on (per SM, shared by all warp groups).
@@ -678,6 +679,18 @@ def _objective(
     )
 
 
+@functools.cache
+def _model_class(cp_model: Any) -> type:
+    """`cp_model.CpModel` without the camelCase aliases its constructor gives each
+    model's methods (unused here, and most of an empty model's cost): the same model."""
+
+    class Model(cp_model.CpModel):
+        def _add_pre_pep8_methods(self) -> None:
+            pass
+
+    return Model
+
+
 def _build(
     cp_model: Any,
     problem: Problem,
@@ -694,7 +707,7 @@ def _build(
     the stages, then prefer deep rings (the module docstring). The steps add their
     variables and constraints in this order (the order is part of the model: CP-SAT's
     search, and so the answer, depends on it)."""
-    s = _Scope(cp_model.CpModel(), problem, units, ii)
+    s = _Scope(_model_class(cp_model)(), problem, units, ii)
     op_stage, stage = _stage_vars(s)
     row, t, x = _node_vars(s, stage)
     phase = _phase_vars(s)
@@ -727,21 +740,31 @@ def _run(cp_model: Any, built: _Model, wall: float, deterministic: float) -> tup
     return solver, status
 
 
-def _hint(built: _Model, found: _Model, solver: Any) -> None:
+#: A hint at an II: the values a schedule found at it gave `_Model.t`, `stage`, `phase`.
+_Hint = tuple[tuple[int, ...], tuple[int, ...], dict[str, tuple[int, ...]]]
+
+
+def _values(built: _Model, solver: Any) -> _Hint:
+    def values(vs: list[Any]) -> tuple[int, ...]:
+        return tuple(v if isinstance(v, int) else solver.value(v) for v in vs)
+
+    return values(built.t), values(built.stage), {g: values(p) for g, p in built.phase.items()}
+
+
+def _hint(built: _Model, found: _Hint) -> None:
     """Start the search from a schedule found at the same II by a less constrained
     model (step 1's: it may break the register or shared-memory limits, CP-SAT repairs
     it)."""
-    pairs = list(zip(built.t, found.t, strict=True)) + list(
-        zip(built.stage, found.stage, strict=True)
-    )
+    t, stage, phase = found
+    pairs = list(zip(built.t, t, strict=True)) + list(zip(built.stage, stage, strict=True))
     for g, offsets in built.phase.items():
-        pairs += [(a, b) for a, b in zip(offsets, found.phase[g], strict=True)]
+        pairs += [(a, b) for a, b in zip(offsets, phase[g], strict=True)]
     seen: set[int] = set()
     for var, old in pairs:
         if isinstance(var, int) or var.index in seen:
             continue
         seen.add(var.index)
-        built.model.add_hint(var, old if isinstance(old, int) else solver.value(old))
+        built.model.add_hint(var, old)
 
 
 def _precheck(problem: Problem) -> None:
@@ -782,6 +805,124 @@ PROBE = 0.1
 FINAL = 1.0
 
 
+@dataclass
+class _Search:
+    """One solve's probes and what they found: the IIs proven infeasible (by either
+    step's model), per II the schedule that hints a probe at it (`hints`, numbered by
+    `versions`), each probe's answer by its model, hint and budget (`answers`: one
+    asked again is not solved again, the same model giving the same answer)."""
+
+    cp_model: Any
+    problem: Problem
+    units: Units
+    limit: int
+    time_limit: float
+    begin: float
+    infeasible: set[int] = field(default_factory=set)
+    hints: dict[int, _Hint] = field(default_factory=dict)
+    versions: dict[int, int] = field(default_factory=dict)
+    answers: dict[tuple, tuple[_Model, Any, Any]] = field(default_factory=dict)
+
+    def running(self) -> bool:
+        return time.perf_counter() - self.begin < self.time_limit
+
+    def feasible(self, status: Any) -> bool:
+        return status in (self.cp_model.OPTIMAL, self.cp_model.FEASIBLE)
+
+    def hint(self, ii: int, found: _Hint) -> None:
+        self.hints[ii] = found
+        self.versions[ii] = self.versions.get(ii, 0) + 1
+
+    def probe(self, ii: int, full: bool, budget: float, optimise: bool = False):
+        """(model, solver, status) of the model at `ii` (`full`: with registers, shared
+        memory and handoff; `optimise`: with the objective), hinted with the schedule
+        found at `ii` where there is one."""
+        key = (ii, full, budget, optimise, self.versions.get(ii))
+        known = self.answers.get(key)
+        if known is not None:
+            return known
+        flags = dict(registers=full, smem=full, handoff=full, objective=optimise)
+        built = _build(self.cp_model, self.problem, self.units, ii, **flags)
+        if ii in self.hints:
+            _hint(built, self.hints[ii])
+        wall = self.time_limit - (time.perf_counter() - self.begin)
+        solver, status = _run(self.cp_model, built, max(wall, 0.01), budget)
+        if self.feasible(status) and (full or ii not in self.hints):
+            self.hint(ii, _values(built, solver))  # the full model's replaces step 1's
+        if status == self.cp_model.INFEASIBLE:
+            self.infeasible.add(ii)
+        self.answers[key] = (built, solver, status)
+        return built, solver, status
+
+    def search(self, lo: int, full: bool):
+        """The smallest II >= lo found feasible: lo, then galloping (lo + 1, 2, 4, ...)
+        to a feasible II, then bisecting down to the smallest feasible one the probes
+        find (a probe out of time counts as not feasible)."""
+        fail, found, step = lo - 1, None, 1
+        ii = lo
+        while ii <= self.limit and self.running():
+            # step 2 starts where step 1 found a schedule (its hint): the likeliest
+            # answer gets the larger budget
+            got = self.probe(ii, full, FINAL if full and ii == lo else PROBE)
+            if self.feasible(got[2]):
+                found = (ii, got)
+                break
+            fail, ii, step = ii, lo + step, step * 2
+        if found is None:
+            return None
+        hi, best = found
+        while hi - fail > 1 and self.running():
+            mid = (fail + hi) // 2
+            got = self.probe(mid, full, PROBE)
+            if self.feasible(got[2]):
+                hi, best = mid, got
+            else:
+                fail = mid
+        return hi, best
+
+
+#: Step 1's outcomes (its II, the IIs it proved infeasible, its schedules) by what
+#: decides them (`_first`), the last `FIRST_KEPT`.
+_FIRSTS: dict[tuple, tuple[int | None, frozenset[int], dict[int, _Hint]]] = {}
+FIRST_KEPT = 256
+
+
+def _relaxed(problem: Problem) -> Problem:
+    """The problem as step 1's models read it: without what only the registers, the
+    shared memory, the handoff and the objective read (and the nodes' names)."""
+    return replace(
+        problem,
+        nodes=tuple(replace(n, name="", early=False) for n in problem.nodes),
+        groups=tuple(replace(g, regs=0, reserved=0) for g in problem.groups),
+        values=(),
+        rings=tuple(replace(r, slot_bytes=0) for r in problem.rings),
+        smem_bytes=0,
+        handoff=0.0,
+    )
+
+
+def _first(s: _Search, mii: int) -> int | None:
+    """Step 1's II (None: none up to the limit). Its models are the same for problems
+    that differ only in what it does not read (a solve again with more registers
+    reserved, or without the staging tiles): its outcome is kept (where it ended within
+    the time limit) and reused."""
+    key = (_relaxed(s.problem), mii, s.limit, s.time_limit, PROBE)
+    known = _FIRSTS.get(key)
+    if known is not None:
+        ii, infeasible, hints = known
+        s.infeasible |= infeasible
+        for x, found in hints.items():
+            s.hint(x, found)
+        return ii
+    found = s.search(mii, False)
+    ii = found[0] if found is not None else None
+    if s.running():
+        while len(_FIRSTS) >= FIRST_KEPT:
+            del _FIRSTS[next(iter(_FIRSTS))]
+        _FIRSTS[key] = (ii, frozenset(s.infeasible), dict(s.hints))
+    return ii
+
+
 def solve(problem: Problem, time_limit: float = 30.0) -> Solution:
     """The schedule of the smallest II found (see the module docstring); raises
     `Infeasible` when no II up to the search limit admits one, `SolverUnavailable`
@@ -794,78 +935,19 @@ def solve(problem: Problem, time_limit: float = 30.0) -> Solution:
     units = Units.of(problem, scale)
     mii = lower_bound(problem, units)
     limit = search_limit(problem, units, mii)
-
-    def running() -> bool:
-        return time.perf_counter() - begin < time_limit
-
-    def wall() -> float:
-        return time_limit - (time.perf_counter() - begin)
-
-    feasible = (cp_model.OPTIMAL, cp_model.FEASIBLE)
-    infeasible: set[int] = set()  # IIs proven infeasible (by either step's model)
-
-    hints: dict[int, tuple[_Model, Any]] = {}  # II -> a schedule found at it
-
-    def probe(ii: int, full: bool, budget: float, optimise: bool = False):
-        built = _build(
-            cp_model,
-            problem,
-            units,
-            ii,
-            registers=full,
-            smem=full,
-            handoff=full,
-            objective=optimise,
-        )
-        if ii in hints:
-            _hint(built, *hints[ii])
-        solver, status = _run(cp_model, built, max(wall(), 0.01), budget)
-        if status in feasible and (full or ii not in hints):
-            hints[ii] = (built, solver)  # the full model's schedule replaces step 1's
-        if status == cp_model.INFEASIBLE:
-            infeasible.add(ii)
-        return built, solver, status
-
-    def search(lo: int, full: bool):
-        """The smallest II >= lo found feasible: lo, then galloping (lo + 1, 2, 4, ...)
-        to a feasible II, then bisecting down to the smallest feasible one the probes
-        find (a probe out of time counts as not feasible)."""
-        fail, found, step = lo - 1, None, 1
-        ii = lo
-        while ii <= limit and running():
-            # step 2 starts where step 1 found a schedule (its hint): the likeliest
-            # answer gets the larger budget
-            got = probe(ii, full, FINAL if full and ii == lo else probe_budget)
-            if got[2] in feasible:
-                found = (ii, got)
-                break
-            fail, ii, step = ii, lo + step, step * 2
-        if found is None:
-            return None
-        hi, best = found
-        while hi - fail > 1 and running():
-            mid = (fail + hi) // 2
-            got = probe(mid, full, probe_budget)
-            if got[2] in feasible:
-                hi, best = mid, got
-            else:
-                fail = mid
-        return hi, best
-
-    probe_budget = PROBE
-    first = search(mii, False)
-    if first is None:
-        if not running():
+    search = _Search(cp_model, problem, units, limit, time_limit, begin)
+    step1 = _first(search, mii)
+    if step1 is None:
+        if not search.running():
             raise Infeasible(f"no schedule found within the time limit of {time_limit} s")
         raise Infeasible(
             f"no II up to {limit * scale} cycles fits the dependences and units in "
             f"{problem.max_stage + 1} stages (frozen nodes in one stage, drain nodes "
             "within their body)"
         )
-    step1 = first[0]
-    second = search(step1, True)
+    second = search.search(step1, True)
     if second is None:
-        if not running():
+        if not search.running():
             raise Infeasible(f"no schedule found within the time limit of {time_limit} s")
         binding = _binding(cp_model, problem, units, limit, max(time_limit / 4, 1.0))
         raise Infeasible(f"no II up to {limit * scale} cycles fits the {binding}")
@@ -874,22 +956,22 @@ def solve(problem: Problem, time_limit: float = 30.0) -> Solution:
     # first (a probe that finds one feasible lowers the answer; one out of time ends
     # the proof: the status stays "feasible")
     for x in range(mii, ii):
-        if x in infeasible:
+        if x in search.infeasible:
             continue
-        if not running():
+        if not search.running():
             break
-        got = probe(x, True, probe_budget)
-        if got[2] in feasible:
+        got = search.probe(x, True, PROBE)
+        if search.feasible(got[2]):
             ii, second = x, (x, got)
             break
-        if x not in infeasible:
+        if x not in search.infeasible:
             break
     # the final optimisation at that II, with what is left of the budget
-    built, solver, status = probe(ii, True, FINAL, optimise=True)
-    if status not in feasible:
+    built, solver, status = search.probe(ii, True, FINAL, optimise=True)
+    if not search.feasible(status):
         built, solver, status = second[1]
     bound = mii
-    while bound in infeasible:
+    while bound in search.infeasible:
         bound += 1
 
     def value(expr: Any) -> int:

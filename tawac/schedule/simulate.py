@@ -7,6 +7,7 @@ model (`tawac.schedule.cost.OpCost`), and `tawac.schedule.model.loop_lanes` buil
 lanes of a kernel's main loops. `simulate` runs every lane's body for a number of
 iterations on one SM's units and records what ran when and why a lane waited (a
 `Timeline`); the solver planner arbitrates with it and `tawac.tools.timeline.render_svg` draws it.
+`steady_ii` is the same run's II alone (the cost model's price), without that record.
 
 Simulation rules (all times in cycles, floats):
 
@@ -39,10 +40,12 @@ Simulation rules (all times in cycles, floats):
 
 from __future__ import annotations
 
+import functools
 import math
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from typing import NamedTuple
 
 from tawac.target import HOPPER
 
@@ -213,31 +216,29 @@ def _steady_window(iterations: int) -> tuple[int, int]:
 # The run
 
 
-@dataclass(frozen=True)
-class _Next:
-    """The step a lane would start next: step `k` of `lane` on iteration `iteration` in
-    trip `trip`, at `start`. `key` orders the candidates (start, when the lane wanted to
-    start less its head start, lane order); `deps`: (ready, dep, awaited lane) per dep,
-    the latest at `dep_ready`."""
+class _Pending(NamedTuple):
+    """A lane's next step whose awaited steps have all started: step `k` on `iteration`
+    in trip `trip`, on `unit`; `deps`: (ready, dep, awaited lane) per dep, the latest at
+    `dep_ready`."""
 
-    key: tuple[float, float, int]
-    lane: Lane
     trip: int
     k: int
     iteration: int
+    unit: str
     deps: list[tuple[float, Dep, str]]
     dep_ready: float
-
-    @property
-    def start(self) -> float:
-        return self.key[0]
 
 
 @dataclass
 class _Machine:
     """The simulation's state: each lane's queue of (trip, step, iteration) in issue
     order and how far it got (`head`), when each lane and contended unit is next free,
-    and the runs and waits so far (`done`: the runs by (lane, step, iteration))."""
+    when each started step's result is ready (`ready`, by (lane, step, iteration)), the
+    runs so far as (lane, step, iteration, trip, start) and the waits (when recorded).
+    `resolved`: per lane, its next step once every step it awaits has started (a started
+    step's times never change), until the lane moves on; `blocked`: per lane, the step
+    (lane, step, iteration) it found not started yet (`_FINISHED` when it has run
+    everything)."""
 
     lanes: tuple[Lane, ...]
     by_name: dict[str, Lane]
@@ -245,9 +246,11 @@ class _Machine:
     head: dict[str, int]
     lane_free: dict[str, float]
     unit_free: dict[str, float]
-    done: dict[tuple[str, int, int], Run] = field(default_factory=dict)
-    runs: list[Run] = field(default_factory=list)
+    ready: dict[tuple[str, int, int], float] = field(default_factory=dict)
+    runs: list[tuple[str, int, int, int, float]] = field(default_factory=list)
     waits: list[Wait] = field(default_factory=list)
+    resolved: dict[str, _Pending] = field(default_factory=dict)
+    blocked: dict[str, tuple[str, int, int]] = field(default_factory=dict)
 
     @staticmethod
     def initial(lanes: tuple[Lane, ...], iterations: int, delays: Mapping[str, float]) -> _Machine:
@@ -283,52 +286,61 @@ def _queue(lane: Lane, iterations: int) -> list[tuple[int, int, int]]:
     ]
 
 
-def _dep_times(m: _Machine, lane: Lane, step: Step, it: int) -> list[tuple[float, Dep, str]] | None:
-    """[(ready, dep, awaited lane)] or None while an awaited step has not started."""
-    out = []
+#: `_Machine.blocked` of a lane that has run everything (no step is ever ready under it).
+_FINISHED = ("", -1, -1)
+
+
+def _resolve(m: _Machine, lane: Lane) -> _Pending | None:
+    """The lane's next step with its deps' ready times (deps on iterations below 0 are
+    ready at 0); None when it has none, or a step it awaits has not started."""
+    head = m.head[lane.name]
+    q = m.queues[lane.name]
+    if head >= len(q):
+        m.blocked[lane.name] = _FINISHED
+        return None
+    trip, k, it = q[head]
+    step = lane.steps[k]
+    deps = []
     for d in step.deps:
         name = d.lane or lane.name
         j = it - d.distance
         if j < 0:
-            out.append((0.0, d, name))
+            deps.append((0.0, d, name))
             continue
-        run = m.done.get((name, d.step, j))
-        if run is None:
+        awaited = (name, d.step, j)
+        ready = m.ready.get(awaited)
+        if ready is None:
+            m.blocked[lane.name] = awaited
             return None
-        out.append((run.ready, d, name))
-    return out
-
-
-def _candidate(m: _Machine, order: int, lane: Lane) -> _Next | None:
-    """When the lane's next step could start; None when it has none, or one it awaits
-    has not started."""
-    pending = m.pending(lane)
-    if pending is None:
-        return None
-    trip, k, it = pending
-    step = lane.steps[k]
-    deps = _dep_times(m, lane, step, it)
-    if deps is None:
-        return None
+        deps.append((ready, d, name))
     dep_ready = max((t for t, _, _ in deps), default=0.0)
-    unit_ready = m.unit_free.get(step.unit, 0.0)
-    wanted = max(m.lane_free[lane.name], dep_ready)
-    start = max(wanted, unit_ready)
-    rank = wanted + order * HEAD_START
-    return _Next((start, rank, order), lane, trip, k, it, deps, dep_ready)
+    found = _Pending(trip, k, it, step.unit, deps, dep_ready)
+    m.resolved[lane.name] = found
+    return found
 
 
-def _next(m: _Machine) -> _Next:
-    """The step that starts next (the earliest; a tie as the module docstring says); a
+def _next(m: _Machine) -> tuple[float, Lane, _Pending]:
+    """The step that starts next, with its start: the earliest; on a tie, the lane that
+    wanted to start first less its head start, then lane order (module docstring). A
     deadlock is an error naming what each lane waits for."""
-    best = None
+    best: tuple[tuple[float, float, int], Lane, _Pending] | None = None
     for order, lane in enumerate(m.lanes):
-        c = _candidate(m, order, lane)
-        if c is not None and (best is None or c.key < best.key):
-            best = c
+        p = m.resolved.get(lane.name)
+        if p is None:
+            awaited = m.blocked.get(lane.name)
+            if awaited is not None and awaited not in m.ready:
+                continue  # what it awaits has not started since it looked
+            p = _resolve(m, lane)
+            if p is None:
+                continue
+        wanted = max(m.lane_free[lane.name], p.dep_ready)
+        start = max(wanted, m.unit_free.get(p.unit, 0.0))
+        key = (start, wanted + order * HEAD_START, order)
+        if best is None or key < best[0]:
+            best = (key, lane, p)
     if best is None:
         raise ValueError("the lanes deadlock; waiting: " + "; ".join(_stuck(m)))
-    return best
+    return best[0][0], best[1], best[2]
 
 
 def _stuck(m: _Machine) -> list[str]:
@@ -342,76 +354,125 @@ def _stuck(m: _Machine) -> list[str]:
     return stuck
 
 
-def _record_waits(m: _Machine, n: _Next) -> None:
-    """The lane's stalls before `n`: on its latest dep, then on the busy unit."""
-    lane, k, it = n.lane, n.k, n.iteration
-    step = lane.steps[k]
+@functools.lru_cache(maxsize=4096)
+def _wait_kind(label: str) -> str:
+    """The kind of a wait labelled `label`: "aref" on a full or empty barrier or an
+    aref, else "dep"."""
+    return "aref" if _AREF_WAIT.search(label) else "dep"
+
+
+def _record_waits(m: _Machine, lane: Lane, p: _Pending, start: float) -> None:
+    """The lane's stalls before it starts `p` at `start`: on its latest dep, then on the
+    busy unit."""
+    k, it = p.k, p.iteration
     free = m.lane_free[lane.name]
-    if n.dep_ready > free and n.deps:
-        _, d, name = max(n.deps, key=lambda x: x[0])
+    if p.dep_ready > free and p.deps:
+        _, d, name = max(p.deps, key=lambda x: x[0])
         awaited = m.by_name[name].steps[d.step].label
         label = d.label or f"{awaited} ready"
-        kind = "aref" if _AREF_WAIT.search(label) else "dep"
-        m.waits.append(Wait(lane.name, k, it, free, n.dep_ready, label, kind, f"{name}:{d.step}"))
-    if n.start > max(free, n.dep_ready):
-        since = max(free, n.dep_ready)
-        m.waits.append(
-            Wait(lane.name, k, it, since, n.start, f"{step.unit} busy", "unit", step.unit)
-        )
+        kind = _wait_kind(label)
+        m.waits.append(Wait(lane.name, k, it, free, p.dep_ready, label, kind, f"{name}:{d.step}"))
+    if start > max(free, p.dep_ready):
+        since = max(free, p.dep_ready)
+        m.waits.append(Wait(lane.name, k, it, since, start, f"{p.unit} busy", "unit", p.unit))
 
 
-def _issue(m: _Machine, n: _Next) -> None:
-    """Run `n`: its lane and unit are busy, its result ready after its latency."""
-    step = n.lane.steps[n.k]
-    run = Run(
-        lane=n.lane.name,
-        step=n.k,
-        label=step.label,
-        unit=step.unit,
-        iteration=n.iteration,
-        trip=n.trip,
-        start=n.start,
-        issue_end=n.start + step.issue,
-        unit_start=n.start,
-        unit_end=n.start + step.occupancy,
-        ready=n.start + step.latency,
-    )
-    if step.unit in m.unit_free:
-        m.unit_free[step.unit] = run.unit_end
-    m.lane_free[n.lane.name] = run.issue_end
-    m.head[n.lane.name] += 1
-    m.done[(n.lane.name, n.k, n.iteration)] = run
-    m.runs.append(run)
+def _issue(m: _Machine, lane: Lane, p: _Pending, start: float) -> None:
+    """Start `p` at `start`: its lane and unit are busy, its result ready after its
+    latency."""
+    step = lane.steps[p.k]
+    name = lane.name
+    if p.unit in m.unit_free:
+        m.unit_free[p.unit] = start + step.occupancy
+    m.lane_free[name] = start + step.issue
+    m.head[name] += 1
+    m.ready[(name, p.k, p.iteration)] = start + step.latency
+    m.runs.append((name, p.k, p.iteration, p.trip, start))
+    del m.resolved[name]
+
+
+def _run(
+    lanes: list[Lane] | tuple[Lane, ...],
+    iterations: int,
+    delays: Mapping[str, float] | None,
+    record: bool,
+) -> _Machine:
+    """Run every lane's loop body `iterations` times (module docstring: the rules);
+    `record`: also the waits."""
+    lanes = tuple(lanes)
+    if not lanes:
+        raise ValueError("no lanes to simulate")
+    if iterations < 2:
+        raise ValueError("simulate needs at least 2 iterations")
+    delays = delays or {}
+    unknown = sorted(set(delays) - {ln.name for ln in lanes})
+    if unknown:
+        raise ValueError(f"delays name no lane: {', '.join(unknown)}")
+    m = _Machine.initial(lanes, iterations, delays)
+    for _ in range(m.total):
+        start, lane, p = _next(m)
+        if record:
+            _record_waits(m, lane, p, start)
+        _issue(m, lane, p, start)
+    return m
 
 
 # ----------------------------------------------------------------------------------------
 # What the run shows
 
 
-def _iteration_starts(
-    lanes: tuple[Lane, ...], runs: list[Run], iterations: int
-) -> dict[str, tuple[float, ...]]:
+def _runs(m: _Machine) -> list[Run]:
+    """The machine's runs as `Run`s."""
+    out = []
+    for name, k, it, trip, start in m.runs:
+        step = m.by_name[name].steps[k]
+        out.append(
+            Run(
+                lane=name,
+                step=k,
+                label=step.label,
+                unit=step.unit,
+                iteration=it,
+                trip=trip,
+                start=start,
+                issue_end=start + step.issue,
+                unit_start=start,
+                unit_end=start + step.occupancy,
+                ready=start + step.latency,
+            )
+        )
+    return out
+
+
+def _iteration_starts(m: _Machine, iterations: int) -> dict[str, tuple[float, ...]]:
     """Per lane, when it started each iteration (its earliest step start on it)."""
-    starts: dict[str, tuple[float, ...]] = {}
-    for lane in lanes:
-        first = [math.inf] * iterations
-        for r in runs:
-            if r.lane == lane.name:
-                first[r.iteration] = min(first[r.iteration], r.start)
-        starts[lane.name] = tuple(first)
-    return starts
+    first = {lane.name: [math.inf] * iterations for lane in m.lanes}
+    for name, _, it, _, start in m.runs:
+        starts = first[name]
+        starts[it] = min(starts[it], start)
+    return {name: tuple(starts) for name, starts in first.items()}
+
+
+def _lane_iis(
+    m: _Machine, iterations: int
+) -> tuple[dict[str, tuple[float, ...]], dict[str, float]]:
+    """Per lane its iteration starts and its interval over the steady window."""
+    starts = _iteration_starts(m, iterations)
+    lo, hi = _steady_window(iterations)
+    lane_ii = {ln.name: (starts[ln.name][hi] - starts[ln.name][lo]) / (hi - lo) for ln in m.lanes}
+    return starts, lane_ii
 
 
 def _utilisation(runs: list[Run], t0: float, t1: float) -> dict[str, float]:
     """Each contended unit some step occupies: its busy share of [t0, t1]."""
+    on: dict[str, list[Run]] = {u: [] for u in CONTENDED}
+    for r in runs:
+        if r.unit in on and r.unit_end > r.unit_start:
+            on[r.unit].append(r)
     utilisation = {}
     for u in CONTENDED:
-        busy = sum(
-            max(0.0, min(r.unit_end, t1) - max(r.unit_start, t0))
-            for r in runs
-            if r.unit == u and r.unit_end > r.unit_start
-        )
-        if any(r.unit == u and r.unit_end > r.unit_start for r in runs):
+        busy = sum(max(0.0, min(r.unit_end, t1) - max(r.unit_start, t0)) for r in on[u])
+        if on[u]:
             utilisation[u] = busy / (t1 - t0) if t1 > t0 else 0.0
     return utilisation
 
@@ -420,22 +481,24 @@ def _stalled(
     lanes: tuple[Lane, ...], waits: tuple[Wait, ...], t0: float, t1: float
 ) -> dict[str, dict[str, float]]:
     """Per lane, the share of [t0, t1] it spends waiting, by wait kind."""
-    stalled: dict[str, dict[str, float]] = {}
-    for lane in lanes:
-        share = stalled.setdefault(lane.name, {})
-        for w in waits:
-            if w.lane == lane.name and t1 > t0:
-                part = max(0.0, min(w.end, t1) - max(w.start, t0)) / (t1 - t0)
-                share[w.kind] = share.get(w.kind, 0.0) + part
+    stalled: dict[str, dict[str, float]] = {lane.name: {} for lane in lanes}
+    if t1 <= t0:
+        return stalled
+    for w in waits:
+        share = stalled.get(w.lane)
+        if share is None:
+            continue
+        part = max(0.0, min(w.end, t1) - max(w.start, t0)) / (t1 - t0)
+        share[w.kind] = share.get(w.kind, 0.0) + part
     return stalled
 
 
 def _summary(m: _Machine, iterations: int) -> Timeline:
     """The timeline of a finished run: the II and utilisation over the steady window."""
-    lanes, runs = m.lanes, m.runs
-    starts = _iteration_starts(lanes, runs, iterations)
+    lanes = m.lanes
+    runs = _runs(m)
+    starts, lane_ii = _lane_iis(m, iterations)
     lo, hi = _steady_window(iterations)
-    lane_ii = {ln.name: (starts[ln.name][hi] - starts[ln.name][lo]) / (hi - lo) for ln in lanes}
     ref = _reference_lane(lanes)
     t0, t1 = starts[ref][lo], starts[ref][hi]
     kept = tuple(w for w in m.waits if w.end > w.start)
@@ -462,22 +525,29 @@ def simulate(
     """Run every lane's loop body `iterations` times (module docstring: the rules); a
     lane named in `delays` starts its first step no earlier than that many cycles (a
     warp group that enters the loop late: the phase it starts the steady state in)."""
-    lanes = tuple(lanes)
-    if not lanes:
-        raise ValueError("no lanes to simulate")
-    if iterations < 2:
-        raise ValueError("simulate needs at least 2 iterations")
-    delays = delays or {}
-    unknown = sorted(set(delays) - {ln.name for ln in lanes})
-    if unknown:
-        raise ValueError(f"delays name no lane: {', '.join(unknown)}")
-    m = _Machine.initial(lanes, iterations, delays)
-    total = m.total
-    while len(m.runs) < total:
-        n = _next(m)
-        _record_waits(m, n)
-        _issue(m, n)
-    return _summary(m, iterations)
+    return _summary(_run(lanes, iterations, delays, record=True), iterations)
 
 
-__all__ = ["CONTENDED", "UNITS", "Dep", "Step", "Lane", "Run", "Wait", "Timeline", "simulate"]
+def steady_ii(
+    lanes: list[Lane] | tuple[Lane, ...],
+    iterations: int = 24,
+    delays: Mapping[str, float] | None = None,
+) -> float:
+    """`simulate(lanes, iterations, delays).ii`, without recording what the picture
+    needs (the waits, the runs as `Run`s, the utilisation)."""
+    _, lane_ii = _lane_iis(_run(lanes, iterations, delays, record=False), iterations)
+    return max(lane_ii.values())
+
+
+__all__ = [
+    "CONTENDED",
+    "UNITS",
+    "Dep",
+    "Step",
+    "Lane",
+    "Run",
+    "Wait",
+    "Timeline",
+    "simulate",
+    "steady_ii",
+]

@@ -49,6 +49,7 @@ turns) and replaces the rest:
 from __future__ import annotations
 
 import dataclasses
+import functools
 import hashlib
 import json
 import os
@@ -411,11 +412,14 @@ def problem(
 # -- solving, with the disk cache ------------------------------------------------------------
 
 
+@functools.cache
 def _code() -> str:
-    """A digest of the model's source: a changed model never reads an old answer."""
+    """A digest of the model's source (as this process loaded it): a changed model never
+    reads an old answer."""
     return hashlib.sha256(Path(modulo.__file__).read_bytes()).hexdigest()[:16]
 
 
+@functools.lru_cache(maxsize=1024)
 def _key(p: modulo.Problem, time_limit: float) -> str:
     text = json.dumps(
         {
@@ -450,19 +454,39 @@ def _write(path: Path, data: dict) -> None:
         pass  # a read-only cache only costs the solve next time
 
 
+#: The answers this process read or wrote, by their file in the disk cache (a
+#: `Solution`, or the message of a "no schedule" answer), the last `ANSWERS_KEPT`.
+_ANSWERS: dict[Path, modulo.Solution | str] = {}
+ANSWERS_KEPT = 1024
+
+
+def _remember(path: Path, answer: modulo.Solution | str) -> None:
+    while len(_ANSWERS) >= ANSWERS_KEPT:
+        del _ANSWERS[next(iter(_ANSWERS))]
+    _ANSWERS[path] = answer
+
+
 def solve_cached(p: modulo.Problem, time_limit: float) -> modulo.Solution:
     """`modulo.solve`, through the disk cache (which keeps "no schedule" answers too:
-    raises `modulo.Infeasible` with the message it had)."""
+    raises `modulo.Infeasible` with the message it had); an answer this process read or
+    wrote is not read again while its file is there."""
     path = cache_dir() / f"{_key(p, time_limit)}.json"
+    known = _ANSWERS.get(path)
+    if known is not None and path.exists():
+        if isinstance(known, str):
+            raise modulo.Infeasible(known)
+        return known
     if path.exists():
         try:
             refused = json.loads(path.read_text()).get("infeasible")
         except (OSError, ValueError, AttributeError):
             refused = None
         if refused is not None:
+            _remember(path, refused)
             raise modulo.Infeasible(refused)
         found = _load(path)
         if found is not None:
+            _remember(path, found)
             return found
     try:
         s = modulo.solve(p, time_limit)
@@ -470,8 +494,10 @@ def solve_cached(p: modulo.Problem, time_limit: float) -> modulo.Solution:
         raise CompileError(f"plan: {err}") from None
     except modulo.Infeasible as err:
         _write(path, {"infeasible": str(err)})
+        _remember(path, str(err))
         raise
     _write(path, dataclasses.asdict(s))
+    _remember(path, s)
     return s
 
 
