@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from xdsl.dialects.builtin import (
     AnyFloat,
+    DenseIntOrFPElementsAttr,
     FileLineColLoc,
     Float32Type,
     IntAttr,
@@ -55,3 +56,20 @@ def _is_float(v: SSAValue) -> bool:
 def _float_result(em, op: Operation) -> bool:
     """A row's condition: the op makes a float value (not an index tensor)."""
     return _is_float(op.result)
+
+
+def _splat(v: DenseIntOrFPElementsAttr) -> tuple[bool, object]:
+    """`v.is_splat()` and `v.get_values()[0]`, without unpacking every element (bf16's
+    one by one in Python) where `v` holds floats whose bytes are its first element's
+    repeated: those are equal values, but for NaN (no splat: unequal to itself)."""
+    elem = v.get_element_type()
+    data = v.data.data
+    if isinstance(elem, AnyFloat):
+        size = elem.compile_time_size
+        first = data[:size]
+        if len(first) == size and data == first * (len(data) // size):
+            x = elem.unpack(first, 1)[0]
+            if x == x:
+                return True, x
+    values = v.get_values()
+    return values.count(values[0]) == len(values), values[0]

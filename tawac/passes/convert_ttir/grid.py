@@ -21,6 +21,8 @@ from tawac.passes.convert_ttir.scalars import (
     _program_symbols,
     _rem_count,
     _rem_size,
+    _Source,
+    _Unsupported,
 )
 from tawac.passes.convert_ttir.tensors import _is_store, _stored, _Tensor, tensor_dims
 from tawac.support.diagnostics import CompileError
@@ -83,6 +85,9 @@ def _grid(func: tt.FuncOp, store: Access, tensors: dict, reader) -> _Grid:
 
 #: Counts tried for an output dimension no size argument bounds.
 FREE_COUNTS = (1, 2, 3, 5)
+
+_TILES = "the persistent loop's tile count is not the output's tile grid at "
+_PERMUTATION = "the program order is not a permutation of the tile grid at "
 
 
 @dataclass
@@ -152,7 +157,8 @@ class _Check:
 
     def _check(self, pid, loop, tie) -> dict[int, int]:
         changes = dict.fromkeys(self.members, 0)
-        for combo in itertools.product(*self._choices()):
+        order: _Order | None = None
+        for n, combo in enumerate(itertools.product(*self._choices())):
             env = {s: v for s, v, _ in combo if s is not None}
             env |= {a: env[b] for a, b in tie.items()}
             counts = [c for _, _, c in combo]
@@ -161,27 +167,29 @@ class _Check:
                 total *= c
             where = ", ".join(f"{s.name_hint}={v}" for s, v, _ in combo if s is not None)
             where = where or f"block counts {tuple(counts)}"
-            if loop is not None and self._value(loop.ub, env) != total:
-                raise _error(
-                    f"the persistent loop's tile count is not the output's tile grid at {where}",
-                    loop,
-                )
-            seen, last = set(), None
-            for p in range(total):
-                env[pid] = p
-                point = tuple(self._value(self.q[i], env) for i in self.members)
-                bad = any(not 0 <= x < c for x, c in zip(point, counts, strict=True))
-                if point in seen or bad:
-                    raise _error(
-                        f"the program order is not a permutation of the tile grid at {where}",
-                        self.store.op,
-                    )
-                seen.add(point)
-                if last is not None:
-                    for i, a, b in zip(self.members, last, point, strict=True):
-                        changes[i] += a != b
-                last = point
+            if n == 0:
+                order = _Order.build(self, pid, loop, list(env))
+            if order is None or not order.walk(env, counts, total, where, changes):
+                self._walk(pid, loop, env, counts, total, where, changes)
         return changes
+
+    def _walk(self, pid, loop, env, counts, total, where, changes) -> None:
+        """One combination of sizes checked by evaluating the order at each point
+        (`_eval`); what `_Order.walk` computes, and the reference for its errors."""
+        if loop is not None and self._value(loop.ub, env) != total:
+            raise _error(_TILES + where, loop)
+        seen, last = set(), None
+        for p in range(total):
+            env[pid] = p
+            point = tuple(self._value(self.q[i], env) for i in self.members)
+            bad = any(not 0 <= x < c for x, c in zip(point, counts, strict=True))
+            if point in seen or bad:
+                raise _error(_PERMUTATION + where, self.store.op)
+            seen.add(point)
+            if last is not None:
+                for i, a, b in zip(self.members, last, point, strict=True):
+                    changes[i] += a != b
+            last = point
 
     def _value(self, x, env) -> int:
         memo: dict = {}
@@ -191,6 +199,95 @@ class _Check:
             return _eval(x, env, memo, self.reader)
         except PointerError as e:
             raise _error(e.message, e.op) from None
+
+
+class _Order:
+    """`_Check`'s program order compiled to Python (`_Source`): the persistent loop's tile
+    count, and the walk over one combination's points, which computes each point, checks
+    it is in the grid and new, and counts the changes of each member's block index from
+    one point to the next, as `_Check._walk` does."""
+
+    def __init__(self, check: _Check, keys: list, loop, tiles, points):
+        self.check = check
+        self.keys = keys
+        self.loop = loop
+        self.tiles = tiles
+        self.points = points
+
+    @staticmethod
+    def build(check: _Check, pid, loop, keys: list) -> _Order | None:
+        """The order of `check` for sizes given as `keys` (an `env`'s); None where
+        `_eval` raises an error whatever the sizes (left to `_Check._walk`, which raises
+        it where `_eval` meets it)."""
+        params = {k: f"e{j}" for j, k in enumerate(keys)}
+        if pid in params:
+            return None
+        try:
+            tiles = None if loop is None else _tiles(params, loop.ub, check.reader)
+            src = _Source(params | {pid: "P"}, {pid}, check.reader)
+            members = [src.poly(check.q[i])[0] for i in check.members]
+        except (_Unsupported, RecursionError):
+            return None
+        lines = _points_source(src, members)
+        args = [*params.values(), "total", *(f"c{j}" for j in range(len(members)))]
+        return _Order(check, keys, loop, tiles, _function("_points", args, lines, src.names))
+
+    def walk(self, env, counts, total, where, changes) -> bool:
+        """`_Check._walk` of one combination; False where the values computed once per
+        combination raised (the first point, evaluated by `_Check._walk`, raises what
+        `_eval` meets first)."""
+        args = [env[k] for k in self.keys]
+        try:
+            tiles = self.tiles(*args) if self.tiles is not None else total
+            found = self.points(*args, total, *counts) if tiles == total else ()
+        except PointerError as e:
+            raise _error(e.message, e.op) from None
+        if tiles != total:
+            raise _error(_TILES + where, self.loop)
+        if found is None:
+            return False
+        if found is False:
+            raise _error(_PERMUTATION + where, self.check.store.op)
+        for i, n in zip(self.check.members, found, strict=True):
+            changes[i] += n
+        return True
+
+
+def _tiles(params: dict, ub, reader):
+    """`_tiles(e...)`: the persistent loop's upper bound `ub` at the sizes `params`."""
+    src = _Source(params, set(), reader)
+    x, _ = src.value(ub)
+    return _function("_tiles", list(params.values()), [*src.fixed, f"return {x}"], src.names)
+
+
+def _points_source(src: _Source, members: list[str]) -> list[str]:
+    """The body of `_points(e..., total, c...)`: None where a value computed once per
+    combination raises, False at the first point outside the grid or seen before, else
+    per member the count of changes of its block index from one point to the next."""
+    k = len(members)
+    m = [f"m{j}" for j in range(k)]
+    inside = " and ".join(f"0 <= {m[j]} < c{j}" for j in range(k))
+    index = m[0]
+    for j in range(1, k):
+        index = f"({index}) * c{j} + {m[j]}"
+    lines = ["try:", *(f"    {x}" for x in src.fixed), "    pass"]
+    lines += ["except (PointerError, ArithmeticError):", "    return None"]
+    lines += ["seen = set()", *(f"h{j} = l{j} = 0" for j in range(k))]
+    lines += ["for P in range(total):", *(f"    {x}" for x in src.body)]
+    lines += [f"    {m[j]} = {members[j]}" for j in range(k)]
+    lines += [f"    if not ({inside}):", "        return False", f"    k = {index}"]
+    lines += ["    if k in seen:", "        return False", "    seen.add(k)", "    if P:"]
+    lines += [f"        h{j} += l{j} != {m[j]}" for j in range(k)]
+    lines += [f"    l{j} = {m[j]}" for j in range(k)]
+    return lines + [f"return ({', '.join(f'h{j}' for j in range(k))},)"]
+
+
+def _function(name: str, args: list[str], lines: list[str], names: dict):
+    """The Python function `name(args)` whose body is `lines`, over `names`."""
+    source = f"def {name}({', '.join(args)}):\n" + "".join(f"    {x}\n" for x in lines)
+    scope = dict(names)
+    exec(compile(source, f"<program order {name}>", "exec"), scope)
+    return scope[name]
 
 
 def _output(acc: list[Access]) -> Access:

@@ -11,7 +11,7 @@ from xdsl.ir import Operation, SSAValue
 
 from tawac.analysis.pointers import Access
 from tawac.dialects import tile, tt
-from tawac.passes.convert_ttir.common import _error
+from tawac.passes.convert_ttir.common import _error, _splat
 from tawac.passes.convert_ttir.dispatch import converts
 from tawac.passes.convert_ttir.emitter import _Emitter
 from tawac.passes.convert_ttir.tensors import _stored, tensor_dims
@@ -93,5 +93,6 @@ def _check_other(op: tt.LoadOp) -> None:
         return
     c = op.other.owner
     ok = isinstance(c, arith.ConstantOp) and isinstance(c.value, DenseIntOrFPElementsAttr)
-    if not ok or not c.value.is_splat() or float(c.value.get_values()[0]) != 0.0:
+    splat, value = _splat(c.value) if ok else (False, None)
+    if not splat or float(value) != 0.0:
         raise _error("a masked load whose other value is not 0 (tile.load fills with 0)", op)

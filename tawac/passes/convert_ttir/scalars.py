@@ -66,6 +66,104 @@ def _eval(v: SSAValue, env: Mapping[SSAValue, int], memo: dict, reader=None) -> 
     return out
 
 
+class _Unsupported(Exception):
+    """A value `_Source` leaves to `_eval`: one `_eval` raises an error at whatever the
+    sizes (an op no program order computes, a value computed from itself, an iteration
+    argument the reader cannot expand), or a symbol that is no value."""
+
+
+class _Source:
+    """The kernel's integer code as straight-line Python that computes what `_eval` does,
+    for the grid check to run at many points instead of walking the SSA graph at each:
+    each value once, after its operands, in `_eval`'s order, so that a division checks its
+    divisor (raising `_eval`'s `PointerError`) where `_eval` would. `params`: the values
+    given (`_eval`'s `env`) -> their Python names; `varying`: those of them that change
+    from point to point. A value computed from the others only goes to `fixed` (computed
+    once), any other to `body`; `names`: the objects the lines refer to (the ops their
+    errors name). `_Unsupported` where `_eval` raises whatever the values."""
+
+    def __init__(self, params: dict[SSAValue, str], varying: set[SSAValue], reader=None):
+        self.params = params
+        self.varying = varying
+        self.reader = reader
+        self.memo: dict[SSAValue, tuple[str, bool] | None] = {}
+        self.fixed: list[str] = []
+        self.body: list[str] = []
+        self.names: dict[str, object] = {"PointerError": PointerError}
+
+    def poly(self, p: Poly) -> tuple[str, bool]:
+        """`_poly_value` of `p`: an expression and whether it varies."""
+        terms, varies = [], False
+        for m, c in p.terms.items():
+            if type(c) is not int:
+                raise _Unsupported
+            factors = [f"({c})"]
+            for s in m:
+                x, var = self.value(s)
+                factors.append(x)
+                varies |= var
+            terms.append(" * ".join(factors))
+        return self._line(" + ".join(terms) or "0", varies)
+
+    def value(self, v: SSAValue) -> tuple[str, bool]:
+        """`_eval` of `v`: a Python name or literal and whether it varies."""
+        if not isinstance(v, SSAValue):
+            raise _Unsupported
+        if v in self.params:
+            return self.params[v], v in self.varying
+        if v in self.memo:
+            if self.memo[v] is None:
+                raise _Unsupported
+            return self.memo[v]
+        self.memo[v] = None
+        out = self._value(v)
+        self.memo[v] = out
+        return out
+
+    def _value(self, v: SSAValue) -> tuple[str, bool]:
+        op = v.owner
+        if self.reader is not None and _is_iter_arg(v):
+            try:
+                p = self.reader.int_poly(v)
+            except Exception:
+                raise _Unsupported from None
+            return self.poly(p)
+        if isinstance(op, tt.ExtSIOp | tt.ExtUIOp | tt.TruncIOp):
+            return self.value(op.src)
+        if isinstance(op, arith.ConstantOp) and isinstance(op.value, IntegerAttr):
+            data = op.value.value.data
+            if type(data) is not int:
+                raise _Unsupported
+            return f"({data})", False
+        kinds = (arith.AddiOp, arith.SubiOp, arith.MuliOp, arith.DivSIOp, arith.RemSIOp)
+        if not isinstance(op, (*kinds, arith.MinSIOp, arith.MaxSIOp)):
+            raise _Unsupported
+        (a, va), (b, vb) = self.value(op.lhs), self.value(op.rhs)
+        varies = va or vb
+        if isinstance(op, arith.MinSIOp | arith.MaxSIOp):
+            cmp = "<=" if isinstance(op, arith.MinSIOp) else ">="
+            return self._line(f"{a} if {a} {cmp} {b} else {b}", varies)
+        if isinstance(op, arith.DivSIOp | arith.RemSIOp):
+            what = "divides by" if isinstance(op, arith.DivSIOp) else "takes a remainder by"
+            name = f"o{len(self.names)}"
+            self.names[name] = op
+            message = f"a program order that {what} zero"
+            self._emit(f"if {b} == 0: raise PointerError({message!r}, {name})", varies)
+            if isinstance(op, arith.DivSIOp):
+                return self._line(f"int({a} / {b})", varies)  # rounds toward zero, as divsi
+            return self._line(f"{a} - {b} * int({a} / {b})", varies)
+        sign = "+" if isinstance(op, arith.AddiOp) else "-" if isinstance(op, arith.SubiOp) else "*"
+        return self._line(f"{a} {sign} {b}", varies)
+
+    def _line(self, expr: str, varies: bool) -> tuple[str, bool]:
+        name = f"v{len(self.fixed) + len(self.body)}"
+        self._emit(f"{name} = {expr}", varies)
+        return name, varies
+
+    def _emit(self, line: str, varies: bool) -> None:
+        (self.body if varies else self.fixed).append(line)
+
+
 def _is_iter_arg(v: SSAValue) -> bool:
     return (
         isinstance(v, BlockArgument) and isinstance(v.owner.parent_op(), scf.ForOp) and v.index > 0

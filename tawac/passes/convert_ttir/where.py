@@ -13,7 +13,7 @@ from xdsl.ir import Operation, SSAValue
 from tawac.analysis import pointers
 from tawac.analysis.pointers import Access, PointerError, Poly, Range
 from tawac.dialects import tile, tt
-from tawac.passes.convert_ttir.common import _error, _located
+from tawac.passes.convert_ttir.common import _error, _located, _splat
 from tawac.passes.convert_ttir.dispatch import converts
 from tawac.passes.convert_ttir.emitter import _Emitter
 from tawac.passes.convert_ttir.scalars import _single_symbol
@@ -106,9 +106,10 @@ def _is_positive_zero(v: SSAValue) -> bool:
     c = v.owner
     if not isinstance(c, arith.ConstantOp) or not isinstance(c.value, DenseIntOrFPElementsAttr):
         return False
-    if not c.value.is_splat():
+    splat, value = _splat(c.value)
+    if not splat:
         return False
-    x = float(c.value.get_values()[0])
+    x = float(value)
     return x == 0.0 and math.copysign(1.0, x) > 0
 
 
