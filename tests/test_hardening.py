@@ -222,3 +222,18 @@ def test_time_limit_python_api_leaves_no_alarm():
     assert signal.getsignal(signal.SIGALRM) is before
     res = compile_file(REPO / "examples" / "gemm.mlir", cubin=False, time_limit=0)
     assert "wgmma.mma_async" in res.ptx
+
+
+def test_a_block_label_xdsl_cannot_name_is_one_located_error():
+    """`%c = arith.constant 6^4 : index` (fuzz seed 1, input 379): `^4` starts a block
+    whose label xDSL refuses as a name with a ValueError; it is a located parse error."""
+    from tawac.compiler import parse_text
+    from tawac.support.diagnostics import CompileError
+
+    text = "tile.kernel @k(%a: f32) {\n  %c = arith.constant 6^4 : index\n  tile.return\n}\n"
+    with pytest.raises(CompileError) as e:
+        parse_text(text, "k.mlir")
+    assert str(e.value) == (
+        "k.mlir:2:24: error: invalid block label '^4': a block name starts with a letter, "
+        "'_', '$' or '.'"
+    )

@@ -222,6 +222,21 @@ class TawacParser(BoundedParser):
             op.location = FileLineColLoc(StringAttr(file), IntAttr(line), IntAttr(col))
         return op
 
+    def _parse_block(self):
+        """xDSL's block, its label's name refused where xDSL refuses it (a name starting
+        with a digit, `^4`) as a located error instead of its ValueError."""
+        start = self._current_token.span
+        try:
+            return super()._parse_block()
+        except ValueError as e:
+            if "Block name" not in str(e):
+                raise
+            raise ParseError(
+                start,
+                f"invalid block label '{start.text}': a block name starts with a letter, "
+                "'_', '$' or '.'",
+            ) from None
+
     def _located_verify(self, parse):
         """Run a type/attribute parse; a verifier failure is reported where it began, and
         so is a float that does not fit its type (xDSL packs floats with `struct`)."""
