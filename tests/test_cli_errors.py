@@ -235,27 +235,27 @@ CASES = {
         None,
         r" error: .*'math\.sin' is not supported.*",
     ),
-    "math-sqrt-epilogue": (
+    "math-cos-epilogue": (
         GEMM_HEAD
         + GEMM_LOOP
-        + "  %e = math.sqrt %acc : tensor<128x128xf32>\n"
+        + "  %e = math.cos %acc : tensor<128x128xf32>\n"
         + EPILOGUE.replace("arith.truncf %acc", "arith.truncf %e"),
         17,
         None,
-        r" error: .*'math\.sqrt' is not supported.*",
+        r" error: .*'math\.cos' is not supported.*",
     ),
-    "no-dot": (
+    "no-dot-1d": (
         """\
-tile.kernel @copy(%a: !tile.tensor<?x?xf32>, %c: !tile.tensor<?x?xf32>) {
+tile.kernel @copy(%a: !tile.tensor<?xf32>, %c: !tile.tensor<?xf32>) {
   %c0 = arith.constant 0 : index
-  %x = tile.load %a[%c0, %c0] : !tile.tensor<?x?xf32> -> tensor<128x128xf32>
-  tile.store %x, %c[%c0, %c0] : tensor<128x128xf32> -> !tile.tensor<?x?xf32>
+  %x = tile.load %a[%c0] : !tile.tensor<?xf32> -> tensor<128xf32>
+  tile.store %x, %c[%c0] : tensor<128xf32> -> !tile.tensor<?xf32>
   tile.return
 }
 """,
         1,
         1,
-        r" error: warp-specialize: no tile\.load feeds a tile\.dot.*",
+        r" error: warp-specialize: a kernel without MMAs needs a 2-d tile\.load.*",
     ),
 }
 
