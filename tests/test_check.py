@@ -114,6 +114,29 @@ def test_a_guard_that_never_masks_is_caught(monkeypatch):
     assert "guard-masks changed the meaning of hoisted: o[" in str(err)
 
 
+def test_the_whole_pipeline_at_once_still_names_the_broken_pass(monkeypatch):
+    """`Validator.apply_all` (the tile passes as one pipeline, one check) with guard-masks
+    broken as above: the error names guard-masks, found by running the passes again one
+    by one from the module as given; the module it was given is the pipeline's result."""
+    from xdsl.dialects import arith
+
+    from tawac.check import Validator, tile_pipeline
+    from tawac.passes import guard_masks
+
+    module = parse_text(hoisted_mask("attention.mlir"), "hoisted.mlir")
+    base = baseline(module, ATTN_SIZES)
+    good = Validator(module.clone(), base, "hoisted").apply_all(tile_pipeline())
+    assert good.changed and good.pass_name.endswith(",guard-masks") and good.max_error < 1e-3
+
+    def never(mask, b):
+        return b._add(arith.ConstantOp.from_int_and_width(0, 1))
+
+    monkeypatch.setattr(guard_masks, "_some_false", never)
+    with pytest.raises(ValidationError) as info:
+        Validator(module.clone(), base, "hoisted").apply_all(tile_pipeline())
+    assert info.value.pass_name == "guard-masks" and info.value.program == "hoisted"
+
+
 def test_grouping_the_heads_of_a_causal_gqa_is_caught(monkeypatch):
     """group-heads with its former legality check (only the products feeding the Q/O
     tiles looked at: the causal mask's rows and the key loop's end stay at the ungrouped

@@ -64,7 +64,7 @@ def test_variants_compute_what_the_program_computes(name, source, params, sizes,
         try:
             spelled = parse_text(text, f"{name}.variant{i}.mlir")
             validator = Validator(spelled, base, label)
-            validator.apply(tile_pipeline(), known=checked)
+            validator.apply_all(tile_pipeline(), known=checked)
             key = validator.unnamed or unnamed_text(spelled)
             if key in compiled or len(compiled) >= COMPILED:
                 continue
