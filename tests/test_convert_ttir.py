@@ -557,6 +557,13 @@ _ONE_B = (
     "      %b_56 = arith.select %b, %b_55, %oneb : tensor<64x128xi1>, tensor<64x128xf16> "
     "loc(#loc124)"
 )
+#: A's load itself given `other=1.0` (the tile load's padding 1.0), the where around it
+#: kept: its +0.0 is not what the tile load reads outside
+_LOAD_OTHER_ONE = (
+    "%a_53 = tt.load %a_ptrs_46, %a : tensor<128x64x!tt.ptr<f16>> loc(#loc121)",
+    "%onel = arith.constant dense<1.000000e+00> : tensor<128x64xf16> loc(#loc121)\n"
+    "      %a_53 = tt.load %a_ptrs_46, %a, %onel : tensor<128x64x!tt.ptr<f16>> loc(#loc121)",
+)
 _MINUS_ZERO = (
     "%mz = arith.constant dense<-0.000000e+00> : tensor<128x64xf16> loc(#loc122)\n"
     "      %a_54 = " + _A_SELECT.format("%a", "%mz")
@@ -586,6 +593,8 @@ WHERE_VARIANTS = {
     "other_minus_zero": (((_A_WHERE, _MINUS_ZERO),), "a", lambda a, b, k: a @ b),
     # the load is not bounded by the mask: the select is the only bound of A's K edge
     "load_unmasked": ((_UNMASKED_LOAD,), "a", lambda a, b, k: a @ b),
+    # the load's own other is 1.0 (its padding): the where's 0.0 is not its fill
+    "load_other_one": ((_LOAD_OTHER_ONE,), "a", lambda a, b, k: a @ b),
 }  # fmt: skip
 
 

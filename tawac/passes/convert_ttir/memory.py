@@ -1,9 +1,12 @@
 """Loads and stores: `tt.load` / `tt.descriptor_load` -> `tile.load` and `tt.store` /
 `tt.descriptor_store` -> `tile.store` at the origins the plan rebuilds; masks and a
-load's `other` (the tile load's zero fill); the index work (pointers, index tensors,
-masks, program order) the tile kernel rebuilds from the plan instead of converting."""
+load's `other` (the tile load's padding: its zero fill, or `padding V`); the index work
+(pointers, index tensors, masks, program order) the tile kernel rebuilds from the plan
+instead of converting."""
 
 from __future__ import annotations
+
+import math
 
 from xdsl.dialects import arith
 from xdsl.dialects.builtin import DenseIntOrFPElementsAttr, TensorType
@@ -30,12 +33,11 @@ def _load(em: _Emitter, op: tt.LoadOp | tt.DescriptorLoadOp) -> None:
     """A load of the tensor at its origins, in the tensor's order (a 2-d tile read in the
     transpose of it is held transposed, `_Emitter.transposed`)."""
     a = em.plan.accesses[op]
-    if isinstance(op, tt.LoadOp):
-        _check_other(op)
+    padding = _other(op) if isinstance(op, tt.LoadOp) else None
     order = _tile_order(a)
     shape = op.result.type.get_shape()
     t = TensorType(op.result.type.element_type, [shape[i] for i in order])
-    load = em.add(tile.LoadOp(em.get(a.base, op), _indices(em, a), t))
+    load = em.add(tile.LoadOp(em.get(a.base, op), _indices(em, a), t, padding=padding))
     em.values[op.result] = load.result
     if order != sorted(order):
         if len(order) != 2:
@@ -88,11 +90,15 @@ def _is_index_work(op: Operation) -> bool:
     )
 
 
-def _check_other(op: tt.LoadOp) -> None:
+def _other(op: tt.LoadOp) -> float | None:
+    """The padding of the tile load of a masked load: its `other`, one constant value
+    (the mask is the tensor's bounds, which the plan checks), None for 0 or no `other`."""
     if op.other is None:
-        return
+        return None
     c = op.other.owner
     ok = isinstance(c, arith.ConstantOp) and isinstance(c.value, DenseIntOrFPElementsAttr)
     splat, value = _splat(c.value) if ok else (False, None)
-    if not splat or float(value) != 0.0:
-        raise _error("a masked load whose other value is not 0 (tile.load fills with 0)", op)
+    if not splat:
+        raise _error("a masked load whose other is not one constant value", op)
+    value = float(value)
+    return None if value == 0.0 and math.copysign(1.0, value) > 0 else value

@@ -52,7 +52,8 @@ def _select(em: _Emitter, op: tt.SelectOp) -> None:
 
 def _zero_filled(em: _Emitter, op: tt.SelectOp) -> tt.LoadOp | None:
     """The load of `tl.where(mask, tl.load(p, mask=...), 0.0)` where the select changes
-    nothing in the tile kernel: the other value is +0.0 and `mask` is false only where
+    nothing in the tile kernel: the other value is +0.0 (the select's and the load's, if it
+    has one) and `mask` is false only where
     the converted `tile.load` reads outside its tensor, which it reads as +0.0. The mask
     must be a conjunction (`&`, through broadcasts) of bounds the load's own mask puts on
     it (`_mask_bound`); None otherwise (the select is converted)."""
@@ -61,6 +62,8 @@ def _zero_filled(em: _Emitter, op: tt.SelectOp) -> tt.LoadOp | None:
         return None
     if not _is_positive_zero(op.rhs):
         return None
+    if load.other is not None and not _is_positive_zero(load.other):
+        return None  # the tile load reads its other value outside, not +0.0
     a = em.plan.accesses.get(load)
     if a is None or load.result not in em.values:
         return None
