@@ -35,9 +35,29 @@ def spaced_after(state: PrintingState) -> None:
     state.last_was_punctuation = False
 
 
-class _Integer(CustomDirective):
-    """An `IntAttr` property as a bare integer; an anchor of an optional group
-    (`(`stack` custom<Nat>($stack)^)?`)."""
+class _Bare(CustomDirective):
+    """A property as a bare word or number (`text` of its attribute); an anchor of an
+    optional group (`(`stack` custom<Nat>($stack)^)?`)."""
+
+    value: AttributeVariable
+
+    @staticmethod
+    def text(attr: Attribute) -> str:
+        raise NotImplementedError
+
+    def print(self, printer: Printer, state: PrintingState, op: IRDLOperation) -> None:
+        state.print_whitespace(printer)
+        printer.print_string(self.text(self.value.get(op)))
+
+    def is_present(self, op: IRDLOperation) -> bool:
+        return self.value.is_present(op)
+
+    def is_anchorable(self) -> bool:
+        return self.value.is_optional
+
+
+class _Integer(_Bare):
+    """An `IntAttr` property as a bare integer."""
 
     value: AttributeVariable
 
@@ -45,20 +65,13 @@ class _Integer(CustomDirective):
     def parse_integer(parser: Parser) -> int:
         return parser.parse_integer()
 
+    @staticmethod
+    def text(attr: Attribute) -> str:
+        assert isinstance(attr, IntAttr)
+        return str(attr.data)
+
     def parse(self, parser: Parser, state: ParsingState) -> None:
         self.value.set(state, IntAttr(self.parse_integer(parser)))
-
-    def print(self, printer: Printer, state: PrintingState, op: IRDLOperation) -> None:
-        attr = self.value.get(op)
-        assert isinstance(attr, IntAttr)
-        state.print_whitespace(printer)
-        printer.print_string(str(attr.data))
-
-    def is_present(self, op: IRDLOperation) -> bool:
-        return self.value.is_present(op)
-
-    def is_anchorable(self) -> bool:
-        return self.value.is_optional
 
 
 @irdl_custom_directive
@@ -169,9 +182,9 @@ class OptionalString(CustomDirective):
 
 
 @irdl_custom_directive
-class Float(CustomDirective):
+class Float(_Bare):
     """A `FloatData` property as a bare number, `inf`, `-inf` or `nan` (`tile.load ...
-    padding -inf`); an anchor of an optional group."""
+    padding -inf`)."""
 
     value: AttributeVariable
 
@@ -187,17 +200,10 @@ class Float(CustomDirective):
             parser.raise_error(f"expected a number, inf or nan, got '{word}'")
         self.value.set(state, FloatData(-value if negative else value))
 
-    def print(self, printer: Printer, state: PrintingState, op: IRDLOperation) -> None:
-        attr = self.value.get(op)
+    @staticmethod
+    def text(attr: Attribute) -> str:
         assert isinstance(attr, FloatData)
-        state.print_whitespace(printer)
-        printer.print_string(float_text(attr.data))
-
-    def is_present(self, op: IRDLOperation) -> bool:
-        return self.value.is_present(op)
-
-    def is_anchorable(self) -> bool:
-        return self.value.is_optional
+        return float_text(attr.data)
 
 
 def float_text(value: float) -> str:

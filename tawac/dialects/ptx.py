@@ -644,65 +644,51 @@ class NegOp(PtxInstruction):
         return f"neg.{self.type.data} {n(self.result)}, {n(self.src)};"
 
 
+class _UnaryF32Op(PtxInstruction):
+    """`op d, a;` of one f32 register (the opcode with its modifiers and type)."""
+
+    OPCODE: ClassVar[str] = ""
+    src = operand_def(RegType)
+    result = result_def(RegType)
+
+    def __init__(self, src: SSAValue):
+        super().__init__(operands=[src], result_types=[F32])
+
+    def ptx_text(self, n: Names) -> str:
+        return f"{self.OPCODE} {n(self.result)}, {n(self.src)};"
+
+
 @irdl_op_definition
-class Ex2Op(PtxInstruction):
+class Ex2Op(_UnaryF32Op):
     """`ex2.approx.ftz.f32 d, a;` 2 to the power a (PTX ISA 9.7.3.22)."""
 
     name = "ptx.ex2"
-    src = operand_def(RegType)
-    result = result_def(RegType)
-
-    def __init__(self, src: SSAValue):
-        super().__init__(operands=[src], result_types=[F32])
-
-    def ptx_text(self, n: Names) -> str:
-        return f"ex2.approx.ftz.f32 {n(self.result)}, {n(self.src)};"
+    OPCODE: ClassVar[str] = "ex2.approx.ftz.f32"
 
 
 @irdl_op_definition
-class Lg2Op(PtxInstruction):
+class Lg2Op(_UnaryF32Op):
     """`lg2.approx.ftz.f32 d, a;` the base-2 logarithm of a (PTX ISA 9.7.3.21)."""
 
     name = "ptx.lg2"
-    src = operand_def(RegType)
-    result = result_def(RegType)
-
-    def __init__(self, src: SSAValue):
-        super().__init__(operands=[src], result_types=[F32])
-
-    def ptx_text(self, n: Names) -> str:
-        return f"lg2.approx.ftz.f32 {n(self.result)}, {n(self.src)};"
+    OPCODE: ClassVar[str] = "lg2.approx.ftz.f32"
 
 
 @irdl_op_definition
-class SqrtOp(PtxInstruction):
+class SqrtOp(_UnaryF32Op):
     """`sqrt.rn.f32 d, a;` the square root of a, IEEE round to nearest (PTX ISA 9.7.3.15)."""
 
     name = "ptx.sqrt"
-    src = operand_def(RegType)
-    result = result_def(RegType)
-
-    def __init__(self, src: SSAValue):
-        super().__init__(operands=[src], result_types=[F32])
-
-    def ptx_text(self, n: Names) -> str:
-        return f"sqrt.rn.f32 {n(self.result)}, {n(self.src)};"
+    OPCODE: ClassVar[str] = "sqrt.rn.f32"
 
 
 @irdl_op_definition
-class RsqrtOp(PtxInstruction):
+class RsqrtOp(_UnaryF32Op):
     """`rsqrt.approx.f32 d, a;` 1 / sqrt(a), maximum relative error 2^-22.9 (PTX ISA
     9.7.3.16)."""
 
     name = "ptx.rsqrt"
-    src = operand_def(RegType)
-    result = result_def(RegType)
-
-    def __init__(self, src: SSAValue):
-        super().__init__(operands=[src], result_types=[F32])
-
-    def ptx_text(self, n: Names) -> str:
-        return f"rsqrt.approx.f32 {n(self.result)}, {n(self.src)};"
+    OPCODE: ClassVar[str] = "rsqrt.approx.f32"
 
 
 @irdl_op_definition
@@ -1859,38 +1845,23 @@ Ptx = Dialect(
 # --- direct operand and result accessors -----------------------------------------------------
 
 
-class _OperandAt:
-    """A named operand at a fixed position of the op's operands."""
+class _At:
+    """A named operand or result at a fixed position of the op's operand or result tuple
+    (`field`: `_operands` or `results`)."""
 
-    __slots__ = ("index",)
+    __slots__ = ("field", "index")
 
-    def __init__(self, index: int):
-        self.index = index
-
-    def __get__(self, obj: Operation | None, objtype=None):
-        if obj is None:
-            return self
-        return tuple.__getitem__(obj._operands, self.index)
-
-    def __set__(self, obj: Operation, value: object) -> None:
-        raise NotImplementedError("Cannot write to named operands")
-
-
-class _ResultAt:
-    """A named result at a fixed position of the op's results."""
-
-    __slots__ = ("index",)
-
-    def __init__(self, index: int):
-        self.index = index
+    def __init__(self, field: str, index: int):
+        self.field, self.index = field, index
 
     def __get__(self, obj: Operation | None, objtype=None):
         if obj is None:
             return self
-        return tuple.__getitem__(obj.results, self.index)
+        return tuple.__getitem__(getattr(obj, self.field), self.index)
 
     def __set__(self, obj: Operation, value: object) -> None:
-        raise NotImplementedError("Cannot write to named results")
+        what = "results" if self.field == "results" else "operands"
+        raise NotImplementedError(f"Cannot write to named {what}")
 
 
 class _OperandRange:
@@ -1923,11 +1894,11 @@ def _direct_accessors(cls: type[Operation]) -> None:
             continue
         construct = acc.construct
         if type(acc) is BeforeVariadicSingleAccessor and construct == VarIRConstruct.RESULT:
-            setattr(cls, name, _ResultAt(acc.idx))
+            setattr(cls, name, _At("results", acc.idx))
         elif construct != VarIRConstruct.OPERAND:
             continue
         elif type(acc) is BeforeVariadicSingleAccessor:
-            setattr(cls, name, _OperandAt(acc.idx))
+            setattr(cls, name, _At("_operands", acc.idx))
         elif type(acc) is UniqueVariadicAccessor:
             setattr(cls, name, _OperandRange(acc.idx, acc.num_defs - acc.idx - 1))
 

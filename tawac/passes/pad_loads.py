@@ -135,11 +135,11 @@ class PadLoad(RewritePattern):
             arith.ConstantOp(DenseIntOrFPElementsAttr.from_list(f32_type, [op.padding_value]))
         )
         zero = add(arith.ConstantOp(IntegerAttr(0, IndexType())))
+        low = add(tile.SplatOp.create(operands=[zero], result_types=[mask_type]))
         for dim, origin in enumerate(op.indices):
             coords = add(tile.IotaOp(dim, origin, mask_type))
             size = add(tile.DimOp(op.source, dim))
             extent = add(tile.SplatOp.create(operands=[size], result_types=[mask_type]))
-            low = add(tile.SplatOp.create(operands=[zero], result_types=[mask_type]))
             inside = add(tile.CmpiOp("slt", coords, extent))
             value = add(tile.SelectOp(inside, value, pad))
             above = add(tile.CmpiOp("sge", coords, low))
