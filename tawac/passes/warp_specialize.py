@@ -372,12 +372,12 @@ def specialize(kernel: tile.KernelOp) -> None:
         dots = frozenset(u.operation for u in op.results[0].uses)
         key = (block, dots)
         groups.setdefault(key, _Group(block, [])).loads.append(op)  # type: ignore[arg-type]
-    # a kernel without MMAs streams its 2-d tiles the same way: each through an aref of
-    # its own, read into the consumer's registers
-    has_mma = bool(groups) or not any(isinstance(o, tile.DotOp) for o in kernel.walk())
+    # loads read by consumer math stream through arefs of their own where MMA operands
+    # stream, and in a kernel without MMAs (its 2-d tiles read into consumer registers)
+    stream_math = bool(groups) or not any(isinstance(o, tile.DotOp) for o in kernel.walk())
     for op in kernel.walk():
         _check_not_mixed(op)
-        if has_mma and is_consumer_tile_load(op):
+        if stream_math and is_consumer_tile_load(op):
             block = op.parent_block()
             assert block is not None and isinstance(op, tile.LoadOp)
             groups[(block, frozenset([op]))] = _Group(block, [op], "math")
