@@ -1135,10 +1135,12 @@ class ReduceKind(Choice):
 
 @irdl_op_definition
 class ReduceOp(IRDLOperation):
-    """Reduces a 2-d tile along one dimension to a 1-d tile.
+    """Reduces a 2-d tile along one dimension to a 1-d tile, or a 1-d tile to a scalar.
 
     `%m = tile.reduce max %s, 1 : tensor<128x64xf32> -> tensor<128xf32>` takes the maximum
-    over dimension 1 (along each row): the result has one value per row.  Kinds: max,
+    over dimension 1 (along each row): the result has one value per row.
+    `%m = tile.reduce max %v, 0 : tensor<1024xf32> -> f32` takes the maximum of all the
+    elements of a 1-d tile: the result is a scalar of its element type.  Kinds: max,
     min, sum.
     """
 
@@ -1146,7 +1148,7 @@ class ReduceOp(IRDLOperation):
     kind = prop_def(StringAttr)
     dim = prop_def(IntAttr)
     source = operand_def(TensorType)
-    result = result_def(TensorType)
+    result = result_def(TensorType | AnyFloat)
     traits = traits_def(Pure())
 
     custom_directives = (ReduceKind, Int)
@@ -1164,9 +1166,12 @@ class ReduceOp(IRDLOperation):
 
     def verify_(self) -> None:
         st, rt = self.source.type, self.result.type
-        assert isinstance(st, TensorType) and isinstance(rt, TensorType)
+        assert isinstance(st, TensorType)
         if self.kind.data not in REDUCE_KINDS:
             raise VerifyException(f"tile.reduce: unknown reduction {self.kind.data!r}")
+        if not isinstance(rt, TensorType):
+            self._verify_to_scalar(st, rt)
+            return
         if st.get_num_dims() != 2 or rt.get_num_dims() != 1:
             raise VerifyException(
                 f"tile.reduce: expected 2-d to 1-d, got {type_str(st)} -> {type_str(rt)}"
@@ -1179,6 +1184,21 @@ class ReduceOp(IRDLOperation):
             raise VerifyException(
                 f"tile.reduce: reducing {type_str(st)} along dimension {d} gives "
                 f"tensor<{kept}x{st.element_type}>, not {type_str(rt)}"
+            )
+
+    def _verify_to_scalar(self, st: TensorType, rt: Attribute) -> None:
+        """A reduction to a scalar: of a 1-d tile, along dimension 0, to its element type."""
+        if st.get_num_dims() != 1:
+            raise VerifyException(
+                f"tile.reduce: only a 1-d tile reduces to a scalar, got {type_str(st)} -> {rt}"
+            )
+        if self.dim.data != 0:
+            raise VerifyException(
+                f"tile.reduce: a 1-d tile reduces along dimension 0, not {self.dim.data}"
+            )
+        if rt != st.element_type:
+            raise VerifyException(
+                f"tile.reduce: reducing {type_str(st)} gives {st.element_type}, not {rt}"
             )
 
 
