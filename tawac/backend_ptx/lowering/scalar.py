@@ -160,6 +160,20 @@ def _index_cast(k: KernelLowering, op: arith.IndexCastOp) -> None:
     k.vals[op.result] = k.scalar(op.input)
 
 
+@handles(arith.SIToFPOp, arith.UIToFPOp)
+def _int_to_float(k: KernelLowering, op: arith.SIToFPOp | arith.UIToFPOp) -> None:
+    """A scalar index or i32 (a 32-bit register) to f32, rounded to nearest (a row
+    length as the divisor of a mean)."""
+    if not isinstance(op.result.type, Float32Type) or not isinstance(
+        op.input.type, IndexType | IntegerType
+    ):
+        raise CompileError(f"convert-to-ptx: {op.name} of a tile or to another type", op)
+    if isinstance(op.input.type, IntegerType) and op.input.type.width.data != 32:
+        raise CompileError(f"convert-to-ptx: {op.name} of an integer of other than 32 bits", op)
+    stype = "s32" if isinstance(op, arith.SIToFPOp) else "u32"
+    k.vals[op.result] = k.r(ptx.CvtOp("f32", stype, k.scalar(op.input), rnd="rn"))
+
+
 _FLOAT_BINARY = {
     arith.AddfOp: ptx.AddOp,
     arith.SubfOp: ptx.SubOp,
