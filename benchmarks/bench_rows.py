@@ -1,0 +1,199 @@
+"""Kernels without MMAs: `examples/softmax.mlir`, `rmsnorm.mlir` and `layernorm.mlir`
+(forward) against (a) a device-to-device `copy_` of the same bytes (the kernel's reads and
+writes once each: the machine's roof), (b) Triton's compile of the tutorial kernel of the
+same computation where `examples/triton/` has one (`fused_softmax.py`, `layer_norm.py`),
+its best of a few `num_warps`, (c) `torch.compile` of the torch expression and (d) eager
+torch; same run, round-robin, medians. Each system's result is checked against a float32
+torch reference first (a wrong one is dropped, saying so).
+
+    python3 benchmarks/bench_rows.py [--kernels softmax,rmsnorm,layernorm]
+        [--shapes 4096x1024,4096x4096] [--block-n 128] [--rounds 3] [--no-record]
+
+Prints one table per kernel: per shape the time of each system (us), the bytes moved by
+the kernel over its time (GB/s), tawac's rate over the copy's (`of copy`) and tawac's
+speed over the fastest of Triton and torch.compile (`vs best`, > 1 is faster).
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import importlib.util
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+EXAMPLES = ROOT / "examples"
+EPS = 1e-5
+
+#: The issue's shape table: softmax (rows, columns), norms (tokens, hidden).
+SHAPES = {
+    "softmax": ["4096x1024", "4096x4096", "32768x4096", "4096x32768", "1024x131072", "16x131072"],
+    "rmsnorm": [f"{t}x{h}" for t in (1, 16, 128, 4096, 32768) for h in (4096, 8192)],
+    "layernorm": [f"{t}x{h}" for t in (1, 16, 128, 4096, 32768) for h in (4096, 8192)],
+}
+
+
+def _shape(text: str) -> tuple[int, int]:
+    m, n = text.lower().split("x")
+    return int(m), int(n)
+
+
+def _reference(kernel: str, x, w, b):
+    import torch
+
+    xf = x.float()
+    if kernel == "softmax":
+        return torch.softmax(xf, dim=1)
+    if kernel == "rmsnorm":
+        return xf * torch.rsqrt((xf * xf).mean(dim=1, keepdim=True) + EPS) * w.float()
+    mean = xf.mean(dim=1, keepdim=True)
+    var = ((xf - mean) ** 2).mean(dim=1, keepdim=True)
+    return (xf - mean) * torch.rsqrt(var + EPS) * w.float() + b.float()
+
+
+def _torch_fn(kernel: str):
+    """The torch expression eager and torch.compile time (bf16 in and out)."""
+    import torch
+    import torch.nn.functional as F
+
+    if kernel == "softmax":
+        return lambda x, w, b: torch.softmax(x, dim=1)
+    if kernel == "rmsnorm":
+        return lambda x, w, b: F.rms_norm(x, (x.shape[1],), w, EPS)
+    return lambda x, w, b: F.layer_norm(x, (x.shape[1],), w, b, EPS)
+
+
+def _triton_module(name: str):
+    path = EXAMPLES / "triton" / f"{name}.py"
+    if not path.exists():
+        return None
+    spec = importlib.util.spec_from_file_location(f"tutorial_{name}", path)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def _triton_systems(kernel: str, x, w, b, y) -> dict:
+    """Triton's compile of the tutorial kernel, one entry per num_warps tried (the best is
+    reported), where the tutorial has this computation."""
+    import torch
+    import triton
+
+    m, n = x.shape
+    block = triton.next_power_of_2(n)
+    out: dict = {}
+    if kernel == "softmax":
+        mod = _triton_module("fused_softmax")
+        fn = getattr(mod, "softmax_kernel", None) if mod else None
+        if fn is None or block > 65536:
+            return out
+        grid = (min(m, 132 * 4),)
+        for warps in (4, 8, 16):
+            out[f"triton w{warps}"] = lambda warps=warps: fn[grid](
+                y, x, x.stride(0), y.stride(0), m, n, BLOCK_SIZE=block, num_stages=2,
+                num_warps=warps,
+            )  # fmt: skip
+    elif kernel == "layernorm":
+        mod = _triton_module("layer_norm")
+        fn = getattr(mod, "_layer_norm_fwd_fused", None) if mod else None
+        if fn is None:
+            return out
+        mean = torch.empty(m, device=x.device)
+        rstd = torch.empty(m, device=x.device)
+        bs = min(65536 // x.element_size(), block)
+        for warps in (4, 8, 16):
+            out[f"triton w{warps}"] = lambda warps=warps: fn[(m,)](
+                x, y, w, b, mean, rstd, x.stride(0), n, EPS, BLOCK_SIZE=bs, num_warps=warps
+            )
+    return out
+
+
+def _run(kernel: str, shape: str, block_n: int, rounds: int) -> str | None:
+    import torch
+
+    import tawac.torch
+    from tawac.runtime.runner import round_robin_medians
+
+    m, n = _shape(shape)
+    g = torch.Generator(device="cuda").manual_seed(m + n)
+    x = (torch.randn(m, n, device="cuda", generator=g) * 2 + 0.5).to(torch.bfloat16)
+    w = torch.randn(n, device="cuda", generator=g).to(torch.bfloat16)
+    b = torch.randn(n, device="cuda", generator=g).to(torch.bfloat16)
+    y = torch.empty_like(x)
+    ours = tawac.torch.kernel(EXAMPLES / f"{kernel}.mlir", params={"BLOCK_N": block_n})
+    args = {"softmax": (x, y), "rmsnorm": (x, w, y, EPS)}.get(kernel)
+    if args is None:
+        mean = torch.empty(m, device="cuda")
+        rstd = torch.empty(m, device="cuda")
+        args = (x, w, b, y, mean, rstd, EPS)
+    eager = _torch_fn(kernel)
+    compiled = torch.compile(eager, dynamic=False)
+    src = torch.empty_like(x)
+    systems = {
+        "tawac": lambda: ours(*args),
+        **_triton_systems(kernel, x, w, b, y),
+        "torch.compile": lambda: y.copy_(compiled(x, w, b)),
+        "eager": lambda: y.copy_(eager(x, w, b)),
+    }
+    ref = _reference(kernel, x, w, b)
+    for name, fn in list(systems.items()):
+        y.fill_(float("nan"))
+        try:
+            fn()
+            torch.cuda.synchronize()
+        except Exception as e:  # noqa: BLE001 - a system that cannot run is reported
+            print(f"# {name} failed at {shape}: {type(e).__name__}: {e}", file=sys.stderr)
+            del systems[name]
+            continue
+        err = float((y.float() - ref).norm() / ref.norm())
+        if not err < 1e-2:
+            print(f"# {name} wrong at {shape}: relative error {err:.3g}", file=sys.stderr)
+            del systems[name]
+    systems["copy"] = lambda: y.copy_(src)
+    if "tawac" not in systems:
+        return None
+    med = {k: v * 1e3 for k, v in round_robin_medians(systems, rounds).items()}
+    moved = 2 * x.numel() * x.element_size()  # x read once, y written once
+    tri = min((t for k, t in med.items() if k.startswith("triton")), default=None)
+    best = min(t for t in (tri, med.get("torch.compile")) if t is not None)
+    cell = lambda k: f"{med[k]:.1f}" if k in med else "-"  # noqa: E731
+    return (
+        f"| {shape} | {med['tawac']:.1f} | {f'{tri:.1f}' if tri else '-'} | "
+        f"{cell('torch.compile')} | {cell('eager')} | {med['copy']:.1f} | "
+        f"{moved / med['tawac'] / 1e3:.0f} | {med['copy'] / med['tawac']:.2f} | "
+        f"{best / med['tawac']:.2f}x |"
+    )
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--kernels", default="softmax,rmsnorm,layernorm")
+    ap.add_argument("--shapes", default="", help="rows x columns, comma-separated")
+    ap.add_argument("--block-n", type=int, default=128)
+    ap.add_argument("--rounds", type=int, default=3)
+    args = ap.parse_args()
+    import torch
+
+    device = torch.cuda.get_device_name()
+    print(f"# {datetime.date.today()} {device}, bf16, BLOCK_N {args.block_n}")
+    for kernel in args.kernels.split(","):
+        shapes = args.shapes.split(",") if args.shapes else SHAPES[kernel]
+        print(f"\n{kernel} forward (us; GB/s of tawac's reads and writes)\n")
+        print(
+            "| rows x columns | tawac | Triton | torch.compile | eager | copy | GB/s | "
+            "of copy | vs best |"
+        )
+        print("|---|---:|---:|---:|---:|---:|---:|---:|---:|")
+        for shape in shapes:
+            row = _run(kernel, shape, args.block_n, args.rounds)
+            if row is not None:
+                print(row, flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    from results import run_recorded
+
+    sys.exit(run_recorded("rows", main))
