@@ -45,8 +45,12 @@ TAGS = frozenset(
         "causal",
         "gqa",
         "grouped",
+        "rows",
     }
 )
+#: The kernel families: exactly one per entry (`rows`: kernels without MMAs, a row's
+#: reductions and elementwise math).
+FAMILIES = ("gemm", "attention", "rows")
 #: The origin tags: exactly one per entry (an example or test kernel compiled with
 #: kernel parameters of its own is a variant).
 ORIGINS = ("example", "test-kernel", "variant")
@@ -93,7 +97,7 @@ def test_manifest_is_well_formed():
         assert isinstance(tags, list) and len(set(tags)) == len(tags), (name, tags)
         assert set(tags) <= TAGS, (name, sorted(set(tags) - TAGS))
         assert sum(t in tags for t in ORIGINS) == 1, (name, tags)
-        assert sum(t in tags for t in ("gemm", "attention")) == 1, (name, tags)
+        assert sum(t in tags for t in FAMILIES) == 1, (name, tags)
         assert set(tags) & set(DTYPES), (name, tags)
         origin = (
             "variant"
@@ -133,7 +137,7 @@ def test_entry_compiles_and_its_sizes_name_every_argument(name):
 
     e = BY_NAME[name]
     res = compile_file(REPO / e["source"], params=_params(e), cubin=False, schedule="heuristic")
-    assert "wgmma.mma_async" in res.ptx
+    assert ("wgmma.mma_async" in res.ptx) == ("rows" not in e["tags"])
     side = res.sidecar
     given = side.get("kernel_params", {})
     assert given == {**given, **e["defines"]}, given
