@@ -17,11 +17,19 @@ and attributes (an IRDL op without regions, traits other than local ones (`Pure`
 not ending its block: most of the PTX dialect's thousands of ops per kernel) is verified
 once per such signature in a process (`_signature`): xDSL's checks of one cost as much as
 a fifth of a compile.
+
+`_check_definitions` starts from no visible value and enters the regions of an
+`IsolatedFromAbove` op (the module, `tile.kernel`) with none of the values around it, so it
+also proves that trait: xDSL's check of it, which walks every nested op and each operand's
+ancestors (a fifth of a verification), is left out (`_verify_op`). For the same reason no
+operand is an erased value: one is never visible.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import math
+from collections.abc import Callable
 
 from xdsl.dialects import arith, scf
 from xdsl.dialects.builtin import (
@@ -38,10 +46,10 @@ from xdsl.dialects.builtin import (
     ShapedType,
 )
 from xdsl.interfaces import _HasFolderInterfaceTrait
-from xdsl.ir import Block, ErasedSSAValue, Operation, SSAValue
-from xdsl.irdl import IRDLOperation
+from xdsl.ir import Block, Operation, OpTraits, SSAValue
+from xdsl.irdl import IRDLOperation, OpDef
 from xdsl.parser.core import ForwardDeclaredValue
-from xdsl.traits import OpTrait, SameOperandsAndResultType
+from xdsl.traits import IsolatedFromAbove, NoTerminator, OpTrait, SameOperandsAndResultType
 from xdsl.utils.exceptions import VerifyException
 
 from tawac.support.diagnostics import CompileError, location_of
@@ -69,24 +77,37 @@ def _value_name(v: SSAValue) -> str:
     return f"%{v.name_hint}" if v.name_hint is not None else "a value"
 
 
-def _check_definitions(block: Block, visible: set[SSAValue]) -> None:
+def _check_definitions(
+    block: Block, visible: set[SSAValue], hidden: frozenset[SSAValue] = frozenset()
+) -> None:
     """Each operand is visible: a block argument or an earlier result of this block or
     an enclosing one (`visible` holds those of the enclosing blocks; this block's are
-    added as they are defined and taken out again at its end)."""
+    added as they are defined and taken out again at its end). The regions of an
+    `IsolatedFromAbove` op see none of the enclosing values (MLIR's rule: the trait);
+    `hidden` holds those an isolated op around `block` hides."""
     defined: list[SSAValue] = list(block.args)
     visible.update(defined)
     for op in block.ops:
         for v in op.operands:
             if v in visible:
                 continue
+            if v in hidden:
+                raise CompileError(
+                    f"{_value_name(v)} is defined outside the IsolatedFromAbove op around its use",
+                    op,
+                )
             # A forward reference the parser never resolved (defined in another block).
             owner = None if isinstance(v, ForwardDeclaredValue) else v.owner
             where = location_of(owner) if isinstance(owner, Operation) else None
             at = f" (defined at {where})" if where is not None else ""
             raise CompileError(f"{_value_name(v)} is used before its definition{at}", op)
-        for region in op.regions:
-            for b in region.blocks:
-                _check_definitions(b, visible)
+        if op.regions:
+            inner, inner_hidden = visible, hidden
+            if op.has_trait(IsolatedFromAbove):
+                inner, inner_hidden = set(), hidden | visible
+            for region in op.regions:
+                for b in region.blocks:
+                    _check_definitions(b, inner, inner_hidden)
         visible.update(op.results)
         defined.extend(op.results)
     visible.difference_update(defined)
@@ -194,27 +215,99 @@ def _local(cls: type[Operation]) -> bool:
 
 def _signature(op: Operation) -> tuple | None:
     """What the verification of `op` reads, where that is all it reads (`_local`, no
-    regions or successors, not its block's last op: the terminator rules); else None."""
+    regions or successors, not its block's last op: the terminator rules); else None.
+    It may hold an unhashable attribute (then the op is verified each time)."""
     cls = type(op)
     local = _LOCAL.get(cls)
     if local is None:
         local = _LOCAL[cls] = _local(cls)
     if not local or op.regions or op.successors:
         return None
-    if op.parent is not None and op.parent.last_op is op:
+    parent = op.parent
+    if parent is not None and parent.last_op is op:
         return None
-    try:
-        key = (
-            cls,
-            tuple(v.type for v in op.operands),
-            tuple(r.type for r in op.results),
-            tuple(op.properties.items()),
-            tuple(op.attributes.items()),
-        )
-        hash(key)
-    except TypeError:  # an unhashable attribute: verified each time
-        return None
-    return key
+    # One flat tuple (the None between the parts: no type or property is None).
+    return (
+        cls,
+        *[v.type for v in op.operands],
+        None,
+        *[r.type for r in op.results],
+        None,
+        *op.properties.items(),
+        None,
+        *op.attributes.items(),
+    )
+
+
+#: Per IRDL op class with the IsolatedFromAbove trait: its definition without that trait
+#: and its own verifier (or None), which xDSL's generated `verify_` runs; None for other
+#: classes (`_isolated`).
+_ISOLATED: dict[type[Operation], tuple[OpDef, Callable[[Operation], None] | None] | None] = {}
+
+
+def _isolated(cls: type[Operation]) -> tuple[OpDef, Callable[[Operation], None] | None] | None:
+    """`_ISOLATED`'s entry of `cls`, made once."""
+    if cls in _ISOLATED:
+        return _ISOLATED[cls]
+    found = None
+    if issubclass(cls, IRDLOperation) and cls.has_trait(IsolatedFromAbove):
+        code, cells = cls.verify_.__code__, cls.verify_.__closure__ or ()
+        parts = dict(zip(code.co_freevars, (c.cell_contents for c in cells), strict=True))
+        op_def = parts.get("op_def")
+        if isinstance(op_def, OpDef) and set(parts) <= {"op_def", "custom_verify"}:
+            kept = tuple(t for t in op_def.traits if not isinstance(t, IsolatedFromAbove))
+            found = (
+                dataclasses.replace(op_def, traits=OpTraits(lambda: kept)),
+                parts.get("custom_verify"),
+            )
+    _ISOLATED[cls] = found
+    return found
+
+
+def _ends_block(op: Operation) -> bool:
+    """Whether xDSL's terminator rules apply to `op`: the last op of a block in a
+    region of several blocks, or of one block whose op may not omit its terminator."""
+    block = op.parent
+    if block is None or block.last_op is not op or block.parent is None:
+        return False
+    region = block.parent
+    if len(region.blocks) > 1:
+        return True
+    owner = region.parent
+    return owner is not None and not owner.has_trait(NoTerminator)
+
+
+def _verify_op(op: Operation) -> None:
+    """xDSL's verification of `op` without its regions; for an `IsolatedFromAbove` op
+    without operands or successors, not bound by the terminator rules (the module,
+    `tile.kernel`), its definition's checks and its own verifier without the trait's
+    (`_check_definitions` proved it; module docstring)."""
+    isolated = _isolated(type(op))
+    if isolated is None or op.operands or op.successors or _ends_block(op):
+        op.verify(verify_nested_ops=False)
+        return
+    op_def, custom = isolated
+    op_def.verify(op)
+    if custom is not None:
+        custom(op)
+
+
+#: Per op class: the rule of those xDSL leaves out that its ops are checked by
+#: (`_check_of`), or None.
+_CHECKS: dict[type[Operation], Callable[[Operation], None] | None] = {}
+_unknown = object()
+
+
+def _check_of(cls: type[Operation]) -> Callable[[Operation], None] | None:
+    """The rule a `cls` op is checked by: `scf.if`'s results, a constant's range, a
+    cast's direction; else None."""
+    if issubclass(cls, scf.IfOp):
+        return _check_if
+    if issubclass(cls, arith.ConstantOp):
+        return _check_constant
+    if cls in _WIDENING:
+        return _check_cast
+    return None
 
 
 def verify(module: ModuleOp) -> None:
@@ -222,19 +315,19 @@ def verify(module: ModuleOp) -> None:
     _check_definitions(module.body.block, set())
     for op in module.walk(reverse=True):
         key = _signature(op)
-        if key is not None and key in _VERIFIED:
-            if any(isinstance(v, ErasedSSAValue) for v in op.operands):
-                raise CompileError("an erased value is used by the operation", op)
-        else:
+        try:
+            known = key is not None and key in _VERIFIED
+        except TypeError:  # an unhashable attribute: verified each time
+            known, key = False, None
+        if not known:
             try:
-                op.verify(verify_nested_ops=False)
+                _verify_op(op)
             except VerifyException as e:
                 raise CompileError(verify_message(e), op) from None
             if key is not None:
                 _VERIFIED.add(key)
-        if isinstance(op, scf.IfOp):
-            _check_if(op)
-        elif isinstance(op, arith.ConstantOp):
-            _check_constant(op)
-        elif type(op) in _WIDENING:
-            _check_cast(op)
+        check = _CHECKS.get(type(op), _unknown)
+        if check is _unknown:
+            check = _CHECKS[type(op)] = _check_of(type(op))
+        if check is not None:
+            check(op)
