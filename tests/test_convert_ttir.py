@@ -486,8 +486,7 @@ def test_converted_kernels_have_one_value_per_pure_expression(path):
 
     kernel = _converted(path)
     if kernel is None:
-        assert path.name in ("unseen_softmax.ttir",)
-        return
+        raise AssertionError(f"{path.name} is refused")
     seen: dict[OperationInfo, list[Operation]] = {}
     for op in kernel.walk():
         if op is kernel or op.regions or not is_side_effect_free(op):
@@ -518,7 +517,9 @@ def test_every_shipped_ttir_compiles_to_ptx(path):
     from tawac import driver
 
     text = path.read_text()
-    if path.name in ("unseen_softmax.ttir", "matmul_fp8_out.ttir"):  # refused, located
+    # refused, located: an fp8 output; the backend's 1-d index constant (the layer norm's
+    # tl.where(cols < N, ...)) and its 32-row tiles (the column sums)
+    if path.name in ("matmul_fp8_out.ttir", "layer_norm.ttir", "layer_norm_bwd_dwdb.ttir"):
         with pytest.raises(CompileError):
             driver.compile_module(driver.parse_text(text, "x.ttir"))
         return

@@ -14,6 +14,8 @@ from gpu_util import requires_gpu
 
 torch = pytest.importorskip("torch")
 
+from xdsl.dialects.builtin import f32  # noqa: E402
+
 from tawac.analysis.grid import infer_grid  # noqa: E402
 from tawac.compiler import compile_module, parse_file  # noqa: E402
 from tawac.dialects import tile  # noqa: E402
@@ -283,14 +285,17 @@ def test_the_gelu_and_residual_kernels_assemble_without_spills():
     assert "rcp.rn.f32" in gelu and "selp.f32" in gelu  # erf: no PTX instruction
 
 
-def test_the_row_softmax_is_refused_at_its_python_line():
-    from tawac.support.diagnostics import CompileError
-
-    # its `other=-inf` is the tile load's padding now; its 1-d row's tl.max is not yet
-    with pytest.raises(
-        CompileError, match=r"unseen_gemms\.py:\d+:\d+: .*a reduction other than tl\.max"
-    ):
-        parse_file(SOFTMAX)
+def test_the_row_softmax_of_one_row_per_program_matches_torch():
+    """Its `other=-inf` is the tile load's padding, its 1-d row's `tl.max` and `tl.sum`
+    reductions to scalars (`tile.reduce ... -> f32`), splat back over the row."""
+    kern = _kernel(SOFTMAX)
+    assert [o.result.type for o in kern.walk() if isinstance(o, tile.ReduceOp)] == [f32, f32]
+    g = torch.Generator().manual_seed(5)
+    for rows, cols in ((37, 781), (3, 1024), (5, 1)):
+        x = torch.randn(rows, cols, generator=g) * 3
+        y = torch.full((rows, cols), float("nan"))
+        interpret(kern, [x, y], (rows, 1, 1))
+        assert (y - torch.softmax(x, -1)).abs().max().item() < 1e-6
 
 
 @pytest.mark.gpu

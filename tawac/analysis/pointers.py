@@ -22,6 +22,9 @@ pointer's offset) is its initial value plus `iteration x increment`, the iterati
 `(iv - lb) / step` of a loop with a constant step dividing the increment, so that the
 product is `(iv - lb) x (increment / step)`.
 
+A scalar pointer (`tl.store(Mean + row, mean)`) is a block of one element along a
+contiguous dimension (stride 1), its origin the offset (`_element_access`).
+
 `access(op)` splits the offset of a load's or store's pointer into, per tile dimension
 `d`, the monomials with `Range(d)` (`Range(d) x stride_d`: the stride must be one
 monomial without ranges) and the rest (the origin), then divides the origin by the
@@ -367,7 +370,9 @@ def access(op: tt.LoadOp | tt.StoreOp, reader: _Reader | None = None) -> Access:
     except PointerError as e:
         raise PointerError(e.message, e.op or op) from None
     t = op.ptr.type
-    rank = len(t.get_shape()) if isinstance(t, TensorType) else 0
+    if not isinstance(t, TensorType):
+        return _element_access(op, base, offset, tuple(reader.wraps[before:]))
+    rank = len(t.get_shape())
     strides: list[Poly] = []
     rest = Poly({m: c for m, c in offset.terms.items() if not any(isinstance(s, Range) for s in m)})
     wraps: list[SSAValue | None] = []
@@ -395,6 +400,19 @@ def access(op: tt.LoadOp | tt.StoreOp, reader: _Reader | None = None) -> Access:
         for d, (s, o, w) in enumerate(zip(strides, origins, wraps, strict=True))
     )
     return Access(op, base, dims, tuple(reader.wraps[before:]), outer)
+
+
+def _element_access(
+    op: tt.LoadOp | tt.StoreOp, base: BlockArgument, offset: Poly, wraps: tuple[SSAValue, ...]
+) -> Access:
+    """The access of a scalar pointer (`tl.store(Mean + row, mean)`): a block of one
+    element along a contiguous dimension (stride 1), its origin the offset (a term with
+    one kernel argument, `row x stride_m`, is an outer dimension, as for a tile); a mask
+    on one element is refused."""
+    if op.mask is not None:
+        raise PointerError("a masked load or store of one element", op)
+    origins, outer = _divide(offset, [Poly.const(1)], op)
+    return Access(op, base, (Dim(Poly.const(1), origins[0]),), wraps, outer)
 
 
 def _mask_bounds(mask: SSAValue, origins: list[Poly], reader: _Reader, at) -> dict[int, Poly]:

@@ -21,7 +21,10 @@ Ops:
   written).
 - `tt.dot a, b, c`: `a @ b + c` (`inputPrecision`, `maxNumImpreciseAcc` kept as given).
 - `tt.reduce` (generic form, a combining region ending in `tt.reduce.return`) and
-  `tt.trans {order}`: read, not converted yet.
+  `tt.trans {order}`.
+- `tt.atomic_cas`, `tt.atomic_rmw` (`tl.atomic_cas`, `tl.atomic_xchg`, `tl.atomic_add`,
+  ...) and `gpu.barrier` (`tl.debug_barrier()`, dialect `GPU`): read so that
+  `convert-ttir` refuses them where they are.
 
 xDSL 0.74's `arith.cmpi`, `arith.cmpf` and `arith.select` take scalars only; TTIR
 compares and selects tensors (masks), so `ttir_arith()` is xDSL's arith with those three
@@ -397,6 +400,81 @@ class StoreOp(IRDLOperation):
 
     def print(self, printer: Printer) -> None:
         _print_pointer_form(self, printer)
+
+
+class _AtomicOp(IRDLOperation):
+    """An atomic read-modify-write Triton prints as `tt.<op> <words>, %ptr, ... :
+    (types) -> type`: read so that `convert-ttir` refuses it at its Python line."""
+
+    #: How many leading words (kind, memory order, scope) the op is printed with.
+    WORDS: ClassVar[int] = 2
+
+    ptr = operand_def()
+    rest = var_operand_def()
+    words = prop_def(ArrayAttr[StringAttr])
+    result = result_def()
+
+    @classmethod
+    def parse(cls, parser: Parser):
+        words = []
+        for _ in range(cls.WORDS):
+            words.append(StringAttr(parser.parse_identifier()))
+            parser.parse_punctuation(",")
+        names = parser.parse_comma_separated_list(
+            parser.Delimiter.NONE, parser.parse_unresolved_operand
+        )
+        attrs = parser.parse_optional_attr_dict()
+        parser.parse_punctuation(":")
+        pos = parser.pos
+        ft = parser.parse_function_type()
+        if len(ft.inputs.data) != len(names) or len(ft.outputs.data) != 1:
+            parser.raise_error(f"{cls.name}: one type per operand and one result", pos, parser.pos)
+        values = parser.resolve_operands(names, ft.inputs.data, pos)
+        op = cls.build(
+            operands=[values[0], values[1:]],
+            result_types=[ft.outputs.data[0]],
+            properties={"words": ArrayAttr(words)},
+        )
+        op.attributes |= attrs
+        return op
+
+    def print(self, printer: Printer) -> None:
+        printer.print_string(" " + ", ".join(w.data for w in self.words.data) + ", ")
+        printer.print_list(self.operands, printer.print_operand)
+        printer.print_op_attributes(self.attributes)
+        printer.print_string(" : (")
+        printer.print_list([o.type for o in self.operands], printer.print_attribute)
+        printer.print_string(") -> ")
+        printer.print_attribute(self.result.type)
+
+
+@irdl_op_definition
+class AtomicCasOp(_AtomicOp):
+    """`tt.atomic_cas acq_rel, gpu, %ptr, %cmp, %val`: `tl.atomic_cas(ptr, cmp, val)`."""
+
+    name = "tt.atomic_cas"
+
+
+@irdl_op_definition
+class AtomicRmwOp(_AtomicOp):
+    """`tt.atomic_rmw exch, acq_rel, gpu, %ptr, %val, %mask`: `tl.atomic_xchg`,
+    `tl.atomic_add`, ... (the first word is the operation)."""
+
+    name = "tt.atomic_rmw"
+    WORDS: ClassVar[int] = 3
+
+
+@irdl_op_definition
+class BarrierOp(IRDLOperation):
+    """`gpu.barrier`: `tl.debug_barrier()`, every thread of the program waits for the
+    others (the `gpu` dialect's op, as TTIR prints it)."""
+
+    name = "gpu.barrier"
+    assembly_format = "attr-dict"
+
+
+#: The op of the `gpu` dialect TTIR holds.
+GPU = Dialect("gpu", [BarrierOp])
 
 
 @irdl_op_definition
@@ -955,8 +1033,10 @@ TT = Dialect(
         DescriptorStoreOp,
         MakeTensorDescOp,
         FpToFpOp,
+        AtomicCasOp,
+        AtomicRmwOp,
     ],
     [PointerType, TensorDescType],
 )
 
-__all__ = ["TT", "PointerType", "pointee_of", "ttir_arith"]
+__all__ = ["GPU", "TT", "PointerType", "pointee_of", "ttir_arith"]

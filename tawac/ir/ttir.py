@@ -35,6 +35,7 @@ import re
 from pathlib import Path
 
 from xdsl.context import Context
+from xdsl.dialects import scf
 from xdsl.dialects.builtin import (
     AnyFloat,
     Builtin,
@@ -53,13 +54,14 @@ from xdsl.dialects.builtin import (
 )
 from xdsl.dialects.math import Math
 from xdsl.dialects.scf import Scf
-from xdsl.ir import Attribute, Block, Operation, Region
+from xdsl.ir import Attribute, Block, Dialect, Operation, Region
+from xdsl.parser import Parser
 from xdsl.parser.generic_parser import ParserState
 from xdsl.utils.exceptions import ParseError, VerifyException
 from xdsl.utils.lexer import Input, Span, Token
 from xdsl.utils.mlir_lexer import MLIRToken, MLIRTokenKind
 
-from tawac.dialects.tt import TT, ttir_arith
+from tawac.dialects.tt import GPU, TT, ttir_arith
 from tawac.ir.parser import BoundedParser, _Lexer
 from tawac.support.diagnostics import CompileError
 
@@ -68,10 +70,35 @@ _ALIAS = re.compile(r"^#[\w.$-]+\s*=\s*loc\(.*\)\s*$", re.MULTILINE)
 _TRITON_PARTS = ("triton/language/", "triton/runtime/")
 
 
+class _WhileOp(scf.WhileOp):
+    """xDSL's `scf.while`, also read without loop-carried values as MLIR prints it
+    (`scf.while : () -> () {`: `while tl.atomic_cas(Lock, 0, 1) == 1: pass`)."""
+
+    @classmethod
+    def parse(cls, parser: Parser) -> _WhileOp:
+        if parser.parse_optional_punctuation(":") is None:
+            return super().parse(parser)
+        pos = parser.pos
+        ft = parser.parse_function_type()
+        if ft.inputs.data:
+            parser.raise_error("scf.while: loop-carried values without their names", pos)
+        before = parser.parse_region()
+        parser.parse_characters("do")
+        after = parser.parse_region()
+        attrs = parser.parse_optional_attr_dict_with_keyword()
+        op = cls((), ft.outputs.data, before, after)
+        if attrs is not None:
+            op.attributes |= attrs.data
+        return op
+
+
 def ttir_context() -> Context:
-    """The dialects of TTIR: builtin, `tt`, arith (on tensors), math, scf."""
+    """The dialects of TTIR: builtin, `tt`, arith (on tensors), math, scf (`scf.while`
+    as `_WhileOp` reads it), and of gpu its `gpu.barrier` (`tl.debug_barrier()`)."""
     ctx = Context()
-    for d in (Builtin, TT, ttir_arith(), Math, Scf):
+    ops = [_WhileOp if op is scf.WhileOp else op for op in Scf.operations]
+    scf_ = Dialect("scf", ops, list(Scf.attributes))
+    for d in (Builtin, TT, ttir_arith(), Math, scf_, GPU):
         ctx.load_dialect(d)
     return ctx
 

@@ -51,10 +51,18 @@ The conversion:
   rounded; `tl.math.div_rn` is the exact one, `tt.precise_divf`, refused): the converted
   `arith.divf` carries `fastmath<arcp>`, a reciprocal and a product, the same precision
   class (a reciprocal per row where the divisor is a broadcast row statistic).
-- **Compute.** `tt.dot` -> `tile.dot`; `tt.reduce` by `maxnumf`/`maximumf`/`addf` of a 2-d
-  tile -> `tile.reduce max/sum`; a float vector given a size-1 dimension and broadcast ->
-  `tile.broadcast`; a splat of an f32 -> `tile.splat`; float arith and math ops are
-  copied. A 1-d store (attention's log-sum-exp) is a `tile.store` of a row vector.
+- **Compute.** `tt.dot` -> `tile.dot`; `tt.reduce` by `maxnumf`/`maximumf`,
+  `minnumf`/`minimumf` or `addf` -> `tile.reduce max/min/sum` (a 2-d tile to a 1-d one, a
+  1-d tile to a scalar); a float vector given a size-1 dimension and broadcast ->
+  `tile.broadcast`; a splat of an f32 (an argument or a scalar computed in the kernel) ->
+  `tile.splat`; float arith and math ops are copied, on tiles and on f32 scalars, and an
+  integer scalar made a float (`arith.sitofp` of a size) is rebuilt over index. A 1-d
+  store (attention's log-sum-exp) is a `tile.store` of a row vector; a store of one f32
+  through a scalar pointer (`tl.store(Mean + row, mean)`) a `tile.store` of the
+  1-element tile `tile.splat` makes of it.
+- **Grid-stride loops** (`for r in tl.range(pid, n_rows, tl.num_programs(0))`): one
+  program per row, where the iterations are proven independent
+  (`tawac.passes.convert_ttir.strided`). Atomics are refused at their line.
 
 **One value per expression.** The index arithmetic is emitted per use (a fresh
 `pid x BM` for the Q load, the O store, the causal row iota and the loop end); the kernel

@@ -9,22 +9,24 @@ from dataclasses import dataclass, field
 
 from xdsl.ir import BlockArgument
 
-from tawac.analysis.pointers import Access, PointerError, Poly
+from tawac.analysis.pointers import Access, PointerError, Poly, Range
 from tawac.dialects import tt
 from tawac.passes.convert_ttir.common import _error
 from tawac.passes.convert_ttir.scalars import (
     _arguments_of,
     _direct,
     _eval,
+    _loop_indices,
     _pid_axes,
     _poly_value,
     _program_symbols,
     _rem_count,
     _rem_size,
+    _single_symbol,
     _Source,
     _Unsupported,
 )
-from tawac.passes.convert_ttir.tensors import _is_store, _stored, _Tensor, tensor_dims
+from tawac.passes.convert_ttir.tensors import _is_store, _Tensor, tensor_dims, tile_shape
 from tawac.support.diagnostics import CompileError
 
 #: Sizes at which a computed program order is checked to cover the tile grid once.
@@ -44,14 +46,15 @@ class _Grid:
 def _grid(func: tt.FuncOp, store: Access, tensors: dict, reader) -> _Grid:
     """Per output tensor dimension its block index polynomial `q_d` and the
     `tile.program_id` axis it becomes (module docstring)."""
-    shape = _stored(store.op).type.get_shape()
+    shape = tile_shape(store.op)
     dims = tensor_dims(store)
     q: list[Poly] = []
     for d, tile_index in dims:
         t = 1 if tile_index is None else shape[tile_index]
-        if any(c % t for c in d.origin.terms.values()):
+        programs = _program_part(d.origin, store.op)
+        if any(c % t for c in programs.terms.values()):
             raise _error(f"the output's origin along a dimension is no multiple of {t}", store.op)
-        q.append(Poly({m: c // t for m, c in d.origin.terms.items()}))
+        q.append(Poly({m: c // t for m, c in programs.terms.items()}))
     groups: dict[int, list[int]] = {}
     for i, qd in enumerate(q):
         axes = _pid_axes(qd)
@@ -67,7 +70,9 @@ def _grid(func: tt.FuncOp, store: Access, tensors: dict, reader) -> _Grid:
     speed: dict[int, int] = {}
     ties: dict[BlockArgument, BlockArgument] = {}
     for axis, members in groups.items():
-        direct = [i for i in members if _direct(q[i]) == axis]
+        # a program id is its own block index; a grid-stride loop's row is checked
+        # (`_Check`: its row count is the output's block count)
+        direct = [i for i in members if _direct(q[i]) == axis and not _loop_row(q[i])]
         if len(members) == 1 and direct:
             axes_of[members[0]] = axis
             continue
@@ -81,6 +86,25 @@ def _grid(func: tt.FuncOp, store: Access, tensors: dict, reader) -> _Grid:
     for i in sorted(rest, key=lambda i: (-speed.get(i, 0), i)):
         axes_of[i] = free.pop(0)
     return _Grid(q, axes_of, ties)
+
+
+def _loop_row(qd: Poly) -> bool:
+    """The block index is a grid-stride loop's row (not a program id)."""
+    return any(isinstance(s, BlockArgument) for s in _single_symbol(qd))
+
+
+def _program_part(origin: Poly, at) -> Poly:
+    """The terms of an output origin that say which program writes the block: all but
+    those of a loop's index inside the program (`for off in range(0, N, BLOCK)`: each
+    program writes every block its loop walks); a term of both is refused."""
+    out: dict[tuple, int] = {}
+    for m, c in origin.terms.items():
+        walked = [s for s in m if not isinstance(s, Range) and _loop_indices(s)]
+        if not walked:
+            out[m] = c
+        elif any(_program_symbols(s) for s in m if not isinstance(s, Range)):
+            raise _error(f"an output origin term {Poly({m: c})} of a program and a loop index", at)
+    return Poly(out)
 
 
 #: Counts tried for an output dimension no size argument bounds.

@@ -9,7 +9,7 @@ from __future__ import annotations
 import math
 
 from xdsl.dialects import arith
-from xdsl.dialects.builtin import DenseIntOrFPElementsAttr, TensorType
+from xdsl.dialects.builtin import DenseIntOrFPElementsAttr, Float32Type, TensorType
 from xdsl.ir import Operation, SSAValue
 
 from tawac.analysis.pointers import Access
@@ -26,6 +26,37 @@ def _indices(em: _Emitter, a: Access) -> list[SSAValue]:
 
 def _tile_order(a: Access) -> list[int]:
     return [i for _, i in tensor_dims(a) if i is not None]
+
+
+def _element(em: _Emitter, op: Operation) -> bool:
+    """A load or store of one element through a scalar pointer."""
+    return not isinstance(op.ptr.type, TensorType)
+
+
+@converts(tt.LoadOp, when=_element)
+def _load_element(em: _Emitter, op: tt.LoadOp) -> None:
+    """`tl.load(Mean + row)`: the 1-element tile at its index, and its one element as a
+    scalar (`tile.reduce max` of one element is that element); f32 only (`tile.reduce`
+    gives a scalar of its tile's element type, and the tile kernel's scalars are f32)."""
+    if not isinstance(op.result.type, Float32Type):
+        raise _error(f"a load of one {op.result.type} element (tawac reads f32 ones)", op)
+    a = em.plan.accesses[op]
+    t = TensorType(op.result.type, [1])
+    load = em.add(tile.LoadOp(em.get(a.base, op), _indices(em, a), t))
+    one = tile.ReduceOp("max", load.result, 0, op.result.type)
+    em.values[op.result] = em.add(one).result
+
+
+@converts(tt.StoreOp, when=_element)
+def _store_element(em: _Emitter, op: tt.StoreOp) -> None:
+    """`tl.store(Mean + row, mean)`: a store of the 1-element tile `tile.splat` of the
+    scalar makes, at its index; f32 only (what `tile.splat` takes)."""
+    if not isinstance(op.value.type, Float32Type):
+        raise _error(f"a store of one {op.value.type} element (tawac stores f32 ones)", op)
+    a = em.plan.accesses[op]
+    one = TensorType(op.value.type, [1])
+    splat = em.add(tile.SplatOp.build(operands=[em.get(op.value, op)], result_types=[one]))
+    em.add(tile.StoreOp(splat.result, em.get(a.base, op), _indices(em, a)))
 
 
 @converts(tt.LoadOp, tt.DescriptorLoadOp)
@@ -73,6 +104,7 @@ def _is_index_work(op: Operation) -> bool:
         | tt.MakeRangeOp
         | tt.AddPtrOp
         | tt.GetProgramIdOp
+        | tt.GetNumProgramsOp
         | tt.CmpiOp
         | arith.ConstantOp
         | arith.AddiOp

@@ -21,6 +21,7 @@ from tawac.passes.convert_ttir.scalars import (
     _program_axis,
     _single_symbol,
 )
+from tawac.passes.convert_ttir.strided import grid_stride_rows
 from tawac.passes.convert_ttir.tensors import _is_store, _Tensor, _tensors
 
 
@@ -42,6 +43,7 @@ class _Plan:
 
 
 def plan(func: tt.FuncOp) -> _Plan:
+    _refuse_atomics(func)
     r = pointers.reader()
     try:
         acc = accesses(func, r)
@@ -49,6 +51,7 @@ def plan(func: tt.FuncOp) -> _Plan:
         raise _error(e.message, e.op) from None
     if not any(_is_store(a.op) for a in acc):
         raise _error("a kernel that stores nothing", func)
+    acc = grid_stride_rows(func, acc, _output(acc))
     tensors = _tensors(acc)
     out = _output(acc)
     g = _grid(func, out, tensors, r)
@@ -115,6 +118,31 @@ class _Canon:
             mono_t = tuple(sorted(mono, key=pointers._key))
             out[mono_t] = out.get(mono_t, 0) + c
         return Poly({m: c for m, c in out.items() if c})
+
+
+#: `tt.atomic_rmw`'s operations by the Triton function that makes each.
+_RMW = {"exch": "tl.atomic_xchg", "add": "tl.atomic_add", "fadd": "tl.atomic_add",
+        "max": "tl.atomic_max", "umax": "tl.atomic_max", "min": "tl.atomic_min",
+        "umin": "tl.atomic_min", "and": "tl.atomic_and", "or": "tl.atomic_or",
+        "xor": "tl.atomic_xor"}  # fmt: skip
+
+
+def _refuse_atomics(func: tt.FuncOp) -> None:
+    """The first atomic of the kernel, refused where it is: a tile program has no atomic
+    read-modify-write of global memory, and no lock one program holds while the others
+    wait (its programs meet only at `tile.arrive`'s counters, split-K's)."""
+    for op in func.walk():
+        if isinstance(op, tt.AtomicCasOp):
+            what = "tl.atomic_cas"
+        elif isinstance(op, tt.AtomicRmwOp):
+            what = _RMW.get(op.words.data[0].data, f"an atomic {op.words.data[0].data}")
+        else:
+            continue
+        raise _error(
+            f"{what} ({op.name}): a tile program has no atomic read-modify-write of global "
+            "memory and no lock between programs",
+            op,
+        )
 
 
 def _scalars(p: _Plan) -> list[BlockArgument]:

@@ -287,6 +287,20 @@ def _program_symbols(v: SSAValue) -> set[SSAValue]:
     return _sources(v, leaf)
 
 
+def _loop_indices(v: SSAValue) -> set[SSAValue]:
+    """The induction variables of the loops inside a program (any `scf.for` but a
+    persistent loop over tiles) a scalar is computed from: what a program walks, not
+    which program it is."""
+
+    def leaf(x: SSAValue) -> SSAValue | None:
+        if not isinstance(x, BlockArgument) or x.index != 0:
+            return None
+        loop = x.owner.parent_op()
+        return x if isinstance(loop, scf.ForOp) and _grid_stride(loop) is None else None
+
+    return _sources(v, leaf)
+
+
 def _arguments_of(v: SSAValue) -> set[BlockArgument]:
     """The kernel's integer arguments a scalar is computed from."""
     return _sources(v, lambda x: x if _is_arg(x) else None)

@@ -6,7 +6,7 @@ from __future__ import annotations
 import dataclasses
 from dataclasses import dataclass
 
-from xdsl.dialects.builtin import IntegerType
+from xdsl.dialects.builtin import IntegerType, TensorType
 from xdsl.ir import BlockArgument, Operation, SSAValue
 
 from tawac.analysis.pointers import Access, Dim, Poly
@@ -100,6 +100,14 @@ def _tensors(acc: list[Access]) -> dict[BlockArgument, _Tensor]:
 
 def _stored(op: Operation) -> SSAValue:
     return op.src if isinstance(op, tt.DescriptorStoreOp) else op.value
+
+
+def tile_shape(op: Operation) -> tuple[int, ...]:
+    """The shape of the tile a load reads or a store writes; (1,) for one element (a
+    scalar pointer's: `tl.store(Mean + row, mean)`)."""
+    v = _stored(op) if _is_store(op) else op.results[0]
+    t = v.type
+    return tuple(t.get_shape()) if isinstance(t, TensorType) else (1,)
 
 
 def _is_store(op: Operation) -> bool:

@@ -44,8 +44,8 @@ def _select(em: _Emitter, op: tt.SelectOp) -> None:
     if isinstance(cmp, tt.CmpfOp) and cond is op.cond:
         _select_by_value(em, op, cmp)
         return
-    if len(shape) != 2:
-        raise _error("a tl.where whose mask is not one comparison of 2-d index tiles", op)
+    if len(shape) not in (1, 2):
+        raise _error("a tl.where whose mask is not comparisons of 1-d or 2-d index tiles", op)
     a, b = em.get(op.lhs, op), em.get(op.rhs, op)
     em.values[op.result] = _where(em, op.cond, a, b, shape, op)
 
@@ -128,7 +128,7 @@ def _where(em: _Emitter, cond: SSAValue, a: SSAValue, b: SSAValue, shape, at) ->
         return _where(em, both.lhs, inner, b, shape, at)
     cmp = both
     if not isinstance(cmp, tt.CmpiOp):
-        raise _error("a tl.where whose mask is not comparisons of 2-d index tiles", at)
+        raise _error("a tl.where whose mask is not comparisons of 1-d or 2-d index tiles", at)
     pred = cmp.predicate_name
     if pred not in tile.CMPI_PREDICATES:
         raise _error(f"a tl.where mask compared by {pred}", cmp)
@@ -150,8 +150,8 @@ def _select_by_value(em: _Emitter, op: tt.SelectOp, cmp: tt.CmpfOp) -> None:
 
 
 def _iota(em: _Emitter, v: SSAValue, shape, at: Operation) -> SSAValue:
-    """An index tile `origin + range_d` as `tile.iota d, origin`; a scalar as
-    `tile.splat`."""
+    """An index tile `origin + range_d` as `tile.iota d, origin` (1-d: `_iota_1d`); a
+    scalar as `tile.splat`."""
     try:
         p = em.plan.reader.int_poly(v)
     except PointerError as e:
@@ -165,9 +165,22 @@ def _iota(em: _Emitter, v: SSAValue, shape, at: Operation) -> SSAValue:
     if len(dims) != 1 or len(unit) != 1 or len(unit[0]) != 1 or p.terms[unit[0]] != 1:
         raise _error(f"a mask side {p} that is not one index range plus a scalar", at)
     (d,) = dims
-    origin = p - Poly({unit[0]: 1})
+    origin = em.index(p - Poly({unit[0]: 1}), at)
     t = TensorType(i32, list(shape))
-    return em.add(tile.IotaOp(d, em.index(origin, at), t)).result
+    if len(shape) == 2:
+        return em.add(tile.IotaOp(d, origin, t)).result
+    return _iota_1d(em, origin, t, at)
+
+
+def _iota_1d(em: _Emitter, origin: SSAValue, t: TensorType, at: Operation) -> SSAValue:
+    """The 1-d index tile `origin + range` (`cols = off + tl.arange(0, BLOCK)`), as Triton
+    has it: the constant `0, 1, ..., n-1` (`tt.make_range`) plus a `tile.splat` of the
+    origin (`tile.iota` is 2-d)."""
+    (n,) = t.get_shape()
+    steps = arith.ConstantOp(DenseIntOrFPElementsAttr.from_list(t, list(range(n))))
+    em.add(_located(steps, at))
+    splat = em.add(tile.SplatOp.build(operands=[origin], result_types=[t]))
+    return em.add(arith.AddiOp(steps.result, splat.result)).result
 
 
 def _read_by_selects(em: _Emitter, op: tt.CmpfOp) -> bool:
