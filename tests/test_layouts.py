@@ -764,3 +764,70 @@ def test_emitted_load_fragment_matches_swizzled_tile(m, n, w, dtype):
                 raise AssertionError(f"unexpected op: {o.name}")
         for i, reg in enumerate(frag.regs):
             assert loaded[reg] - tile_base == tile.byte_offset(*lay.coord(t, i)), (t, i)
+
+
+# --- BlockedLayout: standalone 1-d tiles -------------------------------------------------
+
+# (n, threads, element bytes): one and several repetitions, 1..3 warp groups, runs shrunk
+# for short vectors.
+BLOCKED = [(1024, 128, 4), (1024, 128, 2), (4096, 256, 4), (128, 128, 4), (3072, 384, 2)]
+
+
+@pytest.mark.parametrize(("n", "threads", "nbytes"), BLOCKED)
+def test_blocked_every_element_has_exactly_one_owner(n, threads, nbytes):
+    """An independent model: element e belongs to thread (e / vec) % threads, register
+    (e / (threads * vec)) * vec + e % vec; the layout's map must be the same bijection."""
+    from tawac.target.layouts import BlockedLayout
+
+    lay = BlockedLayout.for_tile(n, threads, nbytes)
+    assert lay.threads * lay.num_regs == n
+    owners: dict[int, tuple[int, int]] = {}
+    for t in range(threads):
+        for i in range(lay.num_regs):
+            e = lay.coord(t, i)
+            assert 0 <= e < n and e not in owners, (t, i, e)
+            owners[e] = (t, i)
+            assert e == lay.thread_offset(t) + lay.reg_offset(i)
+    v = lay.vec
+    assert all(owners[e] == ((e // v) % threads, (e // (threads * v)) * v + e % v) for e in owners)
+
+
+@pytest.mark.parametrize(("n", "threads", "nbytes", "vec"), [
+    (1024, 128, 4, 4), (1024, 128, 2, 8), (128, 128, 4, 1), (256, 128, 2, 2), (3072, 384, 2, 8)
+])  # fmt: skip
+def test_blocked_runs_are_16_bytes_where_the_vector_allows(n, threads, nbytes, vec):
+    from tawac.target.layouts import BlockedLayout
+
+    lay = BlockedLayout.for_tile(n, threads, nbytes)
+    assert lay.vec == vec
+    # each run is vec contiguous elements of one thread
+    for t in range(threads):
+        for r in lay.runs():
+            assert [lay.coord(t, r + j) for j in range(vec)] == list(
+                range(lay.coord(t, r), lay.coord(t, r) + vec)
+            )
+
+
+@pytest.mark.parametrize(("n", "threads", "vec"), [(100, 128, 1), (1024, 96, 4), (1024, 128, 3)])
+def test_blocked_invalid_shapes_raise(n, threads, vec):
+    from tawac.target.layouts import BlockedLayout
+
+    with pytest.raises(ValueError):
+        BlockedLayout(n, threads, vec)
+
+
+@pytest.mark.parametrize("first_wg", [1, 2])
+def test_blocked_thread_expressions(first_wg):
+    """`thread_start` and `warp_index`, evaluated for every thread of the partition, are
+    `thread_offset` and the thread's warp; the shuffles span a warp's 32 lanes."""
+    from tawac.target.layouts import BlockedLayout
+
+    lay = BlockedLayout(2048, 256, 4)
+    for t in range(lay.threads):
+        tid = 128 * first_wg + t
+        assert lay.thread_start(first_wg).value(tid) == lay.thread_offset(t)
+        assert lay.warp_index(first_wg).value(tid) == t // 32
+    lanes = {0}
+    for mask in lay.reduction_lanes():
+        lanes |= {x ^ mask for x in lanes}
+    assert lanes == set(range(32)) and lay.warps == 8

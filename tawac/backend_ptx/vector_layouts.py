@@ -7,17 +7,22 @@ one follows from the data flow, in both directions: a reduction fixes its result
 layout, a broadcast fixes its source's, and elementwise ops, loop-carried values and
 their inits, yields and results share one.  This module solves those equations with
 union-find, so a vector constant or a vector load gets its layout from how it is used.
+
+A class of vectors that touches no 2-d tile (a vector add, a row reduced to a scalar) is
+standalone: it gets a `BlockedLayout` over the partition's threads, its runs 16 bytes of
+the widest element type that its loads and stores move (4 f32, 8 bf16).
 """
 
 from __future__ import annotations
 
 from xdsl.dialects import arith, math, scf
-from xdsl.dialects.builtin import TensorType
+from xdsl.dialects.builtin import BFloat16Type, Float16Type, TensorType
 from xdsl.ir import Operation, SSAValue
 
 from tawac.dialects import tile
 from tawac.support.diagnostics import CompileError
-from tawac.target.layouts import AccLayout
+from tawac.target import HOPPER
+from tawac.target.layouts import AccLayout, BlockedLayout
 
 _ELEMENTWISE = (
     arith.ExtFOp, arith.TruncFOp, arith.AddfOp, arith.SubfOp, arith.MulfOp, arith.DivfOp,
@@ -41,11 +46,17 @@ def _acc(t: TensorType, warp_groups: int, op: Operation) -> AccLayout:
 
 
 class VectorLayouts:
-    """The (AccLayout, dim) of every vector value under `root`."""
+    """The (AccLayout, dim) of every vector value under `root`, or (BlockedLayout, None)
+    of a standalone one."""
 
     def __init__(self, root: Operation, warp_groups: int):
         self.parent: dict[SSAValue, SSAValue] = {}
         self.known: dict[SSAValue, tuple[AccLayout, int]] = {}
+        self.threads = HOPPER.warp_group_size * warp_groups
+        # The element size the loads and stores of each vector move (by value; the
+        # widest of a class sets a standalone class's runs).
+        self.moved: dict[SSAValue, int] = {}
+        self.blocked: dict[SSAValue, BlockedLayout] = {}
         for op in root.walk():
             self._visit(op, warp_groups)
 
@@ -76,7 +87,11 @@ class VectorLayouts:
         self.known[r] = layout
 
     def _visit(self, op: Operation, wgs: int) -> None:
-        if isinstance(op, tile.ReduceOp):
+        if isinstance(op, tile.LoadOp | tile.StoreOp):
+            self._note_moved(op)
+        elif isinstance(op, tile.ReduceOp) and not isinstance(op.result.type, TensorType):
+            self._find(op.source)  # a 1-d tile to a scalar: fixes nothing
+        elif isinstance(op, tile.ReduceOp):
             st = op.source.type
             assert isinstance(st, TensorType)
             self._fix(op.result, (_acc(st, wgs, op), 1 - op.dim.data))
@@ -113,12 +128,33 @@ class VectorLayouts:
                     for v in (init, arg, y):
                         self._union(res, v)
 
-    def of(self, v: SSAValue, op: Operation) -> tuple[AccLayout, int]:
-        layout = self.known.get(self._find(v))
-        if layout is None:
-            raise CompileError(
-                "convert-to-ptx: cannot tell the layout of this vector (it is neither "
-                "reduced from nor broadcast to a tile)",
-                op,
-            )
-        return layout
+    def _note_moved(self, op: tile.LoadOp | tile.StoreOp) -> None:
+        """The element size a 1-d load or store moves between its vector and memory."""
+        v = op.result if isinstance(op, tile.LoadOp) else op.value
+        if not _is_vector(v):
+            return
+        t = v.type
+        assert isinstance(t, TensorType)
+        size = 2 if isinstance(t.element_type, BFloat16Type | Float16Type) else 4
+        self.moved[v] = max(size, self.moved.get(v, 0))
+
+    def of(self, v: SSAValue, op: Operation) -> tuple[AccLayout, int] | tuple[BlockedLayout, None]:
+        root = self._find(v)
+        layout = self.known.get(root)
+        if layout is not None:
+            return layout
+        blocked = self.blocked.get(root)
+        if blocked is None:
+            blocked = self.blocked[root] = self._blocked(root, v, op)
+        return blocked, None
+
+    def _blocked(self, root: SSAValue, v: SSAValue, op: Operation) -> BlockedLayout:
+        """The layout of a standalone class: runs of 16 bytes of the widest element its
+        loads and stores move (4 bytes where it moves none)."""
+        t = v.type
+        assert isinstance(t, TensorType)
+        widest = max((size for w, size in self.moved.items() if self._find(w) is root), default=4)
+        try:
+            return BlockedLayout.for_tile(t.get_shape()[0], self.threads, widest)
+        except ValueError as e:
+            raise CompileError(f"convert-to-ptx: {e}", op) from None

@@ -36,7 +36,7 @@ from dataclasses import dataclass
 
 from xdsl.context import Context
 from xdsl.dialects import arith, scf
-from xdsl.dialects.builtin import FileLineColLoc, IndexType, ModuleOp, StringAttr
+from xdsl.dialects.builtin import FileLineColLoc, IndexType, ModuleOp, StringAttr, TensorType
 from xdsl.ir import Block, Operation, Region, SSAValue
 from xdsl.passes import ModulePass
 from xdsl.rewriter import InsertPoint, Rewriter
@@ -308,7 +308,7 @@ def _no_producer(kernel: tile.KernelOp) -> CompileError:
     if dot is None:
         return CompileError(
             "warp-specialize: a kernel without MMAs needs a 2-d tile.load for the producer "
-            "warp group to stream (kernels of 1-d tiles only are not supported yet)",
+            "warp group to stream (or tiles that are all 1-d, which its consumer loads itself)",
             kernel,
         )
     parts, between = [], None
@@ -348,14 +348,24 @@ def _feeding(v: SSAValue, depth: int = 0) -> tuple[str, Operation | None]:
 
 def _check_lowerable(kernel: tile.KernelOp) -> None:
     """Refuse what the passes after this one cannot lower yet (the interpreter runs it): a
-    load whose outside reads as something other than zero (TMA fills it with zeros)."""
+    load whose outside reads as something other than zero (TMA fills it with zeros), but
+    in a kernel of 1-d tiles only (its consumer reads its loads itself and pads them)."""
+    vectors_only = _vectors_only(kernel)
     for op in kernel.walk():
-        if isinstance(op, tile.LoadOp) and not op.zero_padded:
+        if isinstance(op, tile.LoadOp) and not op.zero_padded and not vectors_only:
             raise CompileError(
                 "warp-specialize: a tile.load padded with a value other than 0 is not "
                 "supported yet (TMA fills the outside of a tensor with zeros)",
                 op,
             )
+
+
+def _vectors_only(kernel: tile.KernelOp) -> bool:
+    """A kernel whose tiles are all 1-d (a vector add, a row reduced to a scalar): its
+    consumer reads its loads from global memory itself and its producer has nothing to
+    stream."""
+    tiles = [r.type for op in kernel.walk() for r in op.results if isinstance(r.type, TensorType)]
+    return bool(tiles) and all(t.get_num_dims() == 1 for t in tiles)
 
 
 def specialize(kernel: tile.KernelOp) -> None:
@@ -381,7 +391,7 @@ def specialize(kernel: tile.KernelOp) -> None:
             block = op.parent_block()
             assert block is not None and isinstance(op, tile.LoadOp)
             groups[(block, frozenset([op]))] = _Group(block, [op], "math")
-    if not groups:
+    if not groups and not _vectors_only(kernel):
         raise _no_producer(kernel)
     group_list = list(groups.values())
     for g in group_list:

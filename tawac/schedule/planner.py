@@ -99,13 +99,17 @@ def choose_consumer_warp_groups(part: aref.PartitionOp) -> int:
 def _math_warp_groups(part: aref.PartitionOp) -> int:
     """A consumer without MMAs holds its 2-d tiles in the accumulator layout (64 rows per
     warp group): the most of 3, 2, 1 warp groups that split every 2-d tile's rows into
-    whole 64-row blocks (1 where none does: convert-to-ptx names the tile)."""
+    whole 64-row blocks (1 where none does: convert-to-ptx names the tile).  A consumer
+    of 1-d tiles only gets 1: its vectors' runs spread over 128 threads (a 1024-element
+    f32 tile is two runs of 4 a thread) and a reduction to a scalar crosses 4 warps."""
     rows = {
         t.get_shape()[0]
         for op in part.walk()
         for t in (r.type for r in op.results)
         if isinstance(t, TensorType) and t.get_num_dims() == 2
     }
+    if not rows:
+        return 1
     m = HOPPER.mma_m
     return next((n for n in (3, 2, 1) if all(r % (m * n) == 0 for r in rows)), 1)
 

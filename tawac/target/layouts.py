@@ -316,6 +316,93 @@ def _fragment_tables(regs_per_block: int, num_regs: int) -> _FragmentTables:
     )
 
 
+# --- standalone 1-d tiles ----------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class BlockedLayout:
+    """A 1-d tile of `n` elements over the `threads` threads of a consumer partition: each
+    thread holds runs of `vec` contiguous elements, thread t's first run at t * vec, the
+    pattern repeated every threads * vec elements (`reps` times).  Register i of thread t
+    holds element (i / vec) * threads * vec + t * vec + i % vec.
+
+    The layout of a vector that is neither reduced from nor broadcast into a 2-d tile (a
+    vector add, a row reduced to a scalar): `for_tile` takes `vec` as 16 bytes of the
+    widest element type its loads and stores move, so each run is one or two vector
+    accesses of global memory."""
+
+    n: int
+    threads: int
+    vec: int
+
+    def __post_init__(self) -> None:
+        if self.threads <= 0 or self.threads % HOPPER.warp_size:
+            raise ValueError(f"{self.threads} threads are not whole warps")
+        if self.vec <= 0 or self.vec & (self.vec - 1):
+            raise ValueError(f"{self.vec} elements per run is not a power of two")
+        if self.n <= 0 or self.n % (self.threads * self.vec):
+            raise ValueError(
+                f"a {self.n}-element vector cannot be split into runs of {self.vec} over "
+                f"{self.threads} threads (it must be a multiple of {self.threads * self.vec})"
+            )
+
+    @classmethod
+    def for_tile(cls, n: int, threads: int, elem_bytes: int) -> BlockedLayout:
+        """Runs of 16 bytes of `elem_bytes` elements (4 f32, 8 bf16), halved until every
+        thread holds whole runs (a vector of 128 f32 over 128 threads: runs of 1)."""
+        vec = GRANULE_BYTES // elem_bytes
+        while vec > 1 and n % (threads * vec):
+            vec //= 2
+        return cls(n, threads, vec)
+
+    @property
+    def reps(self) -> int:
+        """How many times the threads' runs repeat along the vector."""
+        return self.n // (self.threads * self.vec)
+
+    @property
+    def num_regs(self) -> int:
+        return self.reps * self.vec
+
+    @property
+    def warps(self) -> int:
+        return self.threads // HOPPER.warp_size
+
+    def thread_offset(self, thread: int) -> int:
+        """The element of register 0 of the partition's thread `thread`."""
+        return thread * self.vec
+
+    def thread_start(self, first_wg: int) -> IndexExpr:
+        """`thread_offset` as an expression of `%tid.x`, for the partition whose first warp
+        group is `first_wg`: (tid - 128 first_wg) * vec."""
+        return Shl(Sub(TID, HOPPER.warp_group_size * first_wg), _log2(self.vec))
+
+    def warp_index(self, first_wg: int) -> IndexExpr:
+        """The warp of this thread within the partition (its slot in a reduction's
+        scratch): (tid - 128 first_wg) / 32."""
+        return Shr(Sub(TID, HOPPER.warp_group_size * first_wg), _log2(HOPPER.warp_size))
+
+    def reg_offset(self, i: int) -> int:
+        """The element of register i relative to register 0 (the same for every thread)."""
+        rep, j = divmod(i, self.vec)
+        return rep * self.threads * self.vec + j
+
+    def reg_offsets(self) -> tuple[int, ...]:
+        return tuple(self.reg_offset(i) for i in range(self.num_regs))
+
+    def coord(self, thread: int, i: int) -> int:
+        return self.thread_offset(thread) + self.reg_offset(i)
+
+    def runs(self) -> range:
+        """The first register of each run of `vec` contiguous elements."""
+        return range(0, self.num_regs, self.vec)
+
+    def reduction_lanes(self) -> tuple[int, ...]:
+        """Lane masks of the butterfly shuffles that combine one value per lane into the
+        warp's (every lane ends with it): 16, 8, 4, 2, 1."""
+        return tuple(1 << b for b in reversed(range(_log2(HOPPER.warp_size))))
+
+
 # --- shared memory: swizzled tiles and wgmma descriptors ---------------------------------
 
 GRANULE_BYTES = 16

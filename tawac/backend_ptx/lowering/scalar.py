@@ -33,6 +33,7 @@ from tawac.backend_ptx.lowering.state import (
     map1,
     map2,
     reg_kind,
+    vector_splat,
 )
 from tawac.dialects import hopper, ptx, tile
 from tawac.support.diagnostics import CompileError
@@ -61,9 +62,7 @@ def _constant(k: KernelLowering, op: arith.ConstantOp) -> None:
         if len(set(vals)) == 1 and isinstance(t.element_type, Float32Type):
             reg = k.fimm(float(vals[0]))
             if t.get_num_dims() == 1:
-                layout, dim = k.vector_layout(op.result, op)
-                n = len(layout.row_offsets() if dim == 0 else layout.col_offsets())
-                k.vals[op.result] = Frag(layout, [reg] * n, "f32", dim)
+                k.vals[op.result] = vector_splat(k, op.result, op, reg, "f32")
                 return
             layout = k.layout_for(t, op)
             k.vals[op.result] = Frag(layout, [reg] * layout.num_regs, "f32")

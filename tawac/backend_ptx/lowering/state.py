@@ -9,7 +9,7 @@ structure: mbarrier init, `bar.sync 0`, one branch per warp-group partition with
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 
@@ -29,7 +29,7 @@ from tawac.backend_ptx.vector_layouts import VectorLayouts
 from tawac.dialects import aref, hopper, ptx, tile
 from tawac.support.diagnostics import CompileError
 from tawac.target import HOPPER, NamedBarriers, layouts
-from tawac.target.layouts import AccLayout, IndexExpr
+from tawac.target.layouts import AccLayout, BlockedLayout, IndexExpr
 
 
 def elem_ptx_type(t: Attribute) -> str:
@@ -52,9 +52,10 @@ class Frag:
     splats and broadcasts; such a fragment is materialised before being written).
 
     With `dim` set, the value is a 1-d tile in the slice layout of `layout`: a vector
-    along dimension `dim` (`AccLayout.col_offsets()` / `row_offsets()` registers)."""
+    along dimension `dim` (`AccLayout.col_offsets()` / `row_offsets()` registers).  A
+    standalone 1-d tile has a `BlockedLayout` and no `dim`."""
 
-    layout: AccLayout
+    layout: AccLayout | BlockedLayout
     regs: list[SSAValue]
     dtype: str  # PTX type of the elements: f32, bf16, f16, pred
     dim: int | None = None
@@ -110,6 +111,7 @@ class KernelLowering:
         self.labels = 0
         self.part: _Partition | None = None
         self.scopes: list[dict[object, SSAValue]] = [{}]
+        self.scratch_bytes = 0  # shared scratch after the planned shared memory
 
     # -- emission helpers -------------------------------------------------------------------
 
@@ -234,7 +236,9 @@ class KernelLowering:
             raise CompileError("convert-to-ptx: expected a register tile", _owner(v))
         return x
 
-    def vector_layout(self, v: SSAValue, op: Operation) -> tuple[AccLayout, int]:
+    def vector_layout(
+        self, v: SSAValue, op: Operation
+    ) -> tuple[AccLayout, int] | tuple[BlockedLayout, None]:
         part = self.part
         if part is None or part.vectors is None:
             raise CompileError(
@@ -300,6 +304,8 @@ class KernelLowering:
 
         plan = schedule.of(self.kernel)
         smem_bytes = plan.smem_bytes or 0
+        if self.scratch_bytes:
+            smem_bytes = self.scratch_offset() + self.scratch_bytes
         persistent = plan.persistent
         grid = schedule.launch_grid(self.kernel)
         launch = self.params.launch(threads, smem_bytes, grid, persistent, plan.cluster)
@@ -366,6 +372,20 @@ class KernelLowering:
         base = self.add_imm(self.smem_base(), ring.offset, "u32")
         size = ring.type.tile_type.nbytes
         return self.r(ptx.FmaOp("s32", slot, self.imm(size), base))
+
+    def scratch_offset(self) -> int:
+        """Where the scratch region starts: after the planned shared memory, 16-byte
+        aligned."""
+        return -(-(schedule.of(self.kernel).smem_bytes or 0) // 16) * 16
+
+    def scratch(self, nbytes: int) -> SSAValue:
+        """The shared address of `nbytes` of scratch (a reduction's per-warp partials):
+        every user shares the one region, which the launch adds to the dynamic shared
+        memory; its users keep their reads and writes apart with barriers."""
+        self.scratch_bytes = max(self.scratch_bytes, nbytes)
+        return self.cached(
+            "scratch", lambda: self.add_imm(self.smem_base(), self.scratch_offset(), "u32")
+        )
 
     def bar_addr(self, bars: Bars, slot: SSAValue) -> SSAValue:
         base = self.add_imm(self.smem_base(), bars.offset, "u32")
@@ -470,3 +490,28 @@ def wg_leader(k: KernelLowering) -> SSAValue:
         "wg_leader",
         lambda: k.r(ptx.SetpOp("eq", "u32", k.index(layouts.THREAD_IN_GROUP), k.imm(0, "u32"))),
     )
+
+
+def leading_base(
+    k: KernelLowering, dest: SSAValue, indices: Sequence[SSAValue], count: int, nbytes: int
+) -> SSAValue:
+    """The address of the tensor's element at the first `count` indices (dimensions
+    outside the tile, one element each) and 0 along the others."""
+    base = k.r(ptx.LdParamOp("u64", k.params.pointer(dest)))
+    for d in range(count):
+        stride = k.r(ptx.LdParamOp("s64", k.params.stride(dest, d)))
+        idx = k.r(ptx.CvtOp("s64", "s32", k.scalar(indices[d])))
+        off = k.r(ptx.MulOp("s64", idx, stride, mode="lo"))
+        scaled = k.r(ptx.MulOp("s64", off, k.imm(nbytes, "s64"), mode="lo"))
+        base = k.r(ptx.AddOp("s64", base, scaled))
+    return base
+
+
+def vector_splat(k: KernelLowering, v: SSAValue, op: Operation, reg: SSAValue, dtype: str) -> Frag:
+    """The 1-d tile `v` with every element `reg`, in its layout (a slice of a 2-d tile's,
+    or a standalone vector's `BlockedLayout`)."""
+    layout, dim = k.vector_layout(v, op)
+    if isinstance(layout, BlockedLayout):
+        return Frag(layout, [reg] * layout.num_regs, dtype)
+    n = len(layout.row_offsets() if dim == 0 else layout.col_offsets())
+    return Frag(layout, [reg] * n, dtype, dim)

@@ -22,14 +22,17 @@ from tawac.backend_ptx.lowering.state import (
     elem_bytes,
     elem_ptx_type,
     handles,
+    leading_base,
     map2,
     mov_type,
+    vector_splat,
     wg_local,
 )
+from tawac.backend_ptx.lowering.vectors import load_blocked, reduce_to_scalar, store_blocked
 from tawac.dialects import hopper, ptx, tile
 from tawac.support.diagnostics import CompileError
 from tawac.target import HOPPER, layouts
-from tawac.target.layouts import AccLayout
+from tawac.target.layouts import AccLayout, BlockedLayout
 
 
 @handles(tile.SplatOp)
@@ -38,9 +41,7 @@ def _splat(k: KernelLowering, op: tile.SplatOp) -> None:
     assert isinstance(t, TensorType)
     dtype = "f32" if isinstance(op.value.type, Float32Type) else "s32"
     if t.get_num_dims() == 1:
-        layout, dim = k.vector_layout(op.result, op)
-        n = len(layout.row_offsets() if dim == 0 else layout.col_offsets())
-        k.vals[op.result] = Frag(layout, [k.scalar(op.value)] * n, dtype, dim)
+        k.vals[op.result] = vector_splat(k, op.result, op, k.scalar(op.value), dtype)
         return
     layout = k.layout_for(t, op)
     k.vals[op.result] = Frag(layout, [k.scalar(op.value)] * layout.num_regs, dtype)
@@ -90,7 +91,11 @@ def _tile_select(k: KernelLowering, op: tile.SelectOp) -> None:
 def _reduce(k: KernelLowering, op: tile.ReduceOp) -> None:
     """Row reductions: combine a thread's registers of each row, then across the quad of
     lanes holding the row (`shfl.sync.bfly` 1, 2).  The result is the row vector in the
-    slice layout (dim 0), replicated over the quad, so broadcasting it back is free."""
+    slice layout (dim 0), replicated over the quad, so broadcasting it back is free.  A
+    1-d tile reduced to a scalar: `vectors.reduce_to_scalar`."""
+    if not isinstance(op.result.type, TensorType):
+        reduce_to_scalar(k, op)
+        return
     src = k.frag(op.source)
     if src.dim is not None or src.dtype != "f32":
         raise CompileError("convert-to-ptx: tile.reduce needs a 2-d f32 tile", op)
@@ -138,8 +143,9 @@ def _broadcast(k: KernelLowering, op: tile.BroadcastOp) -> None:
 
 @handles(tile.LoadOp)
 def _load_vector(k: KernelLowering, op: tile.LoadOp) -> None:
-    """A 1-d load in a consumer, loaded straight into the slice layout of its broadcast.
-    (2-d loads come through arefs: warp-specialize gives them to the producer, TMA.)"""
+    """A 1-d load in a consumer, loaded straight into the slice layout of its broadcast,
+    or a standalone one's `BlockedLayout` (`vectors.load_blocked`).  (2-d loads come
+    through arefs: warp-specialize gives them to the producer, TMA.)"""
     t = op.result.type
     assert isinstance(t, TensorType)
     if t.get_num_dims() != 1 and not op.result.uses:
@@ -151,6 +157,9 @@ def _load_vector(k: KernelLowering, op: tile.LoadOp) -> None:
             op,
         )
     layout, dim = k.vector_layout(op.result, op)
+    if dim is None:
+        load_blocked(k, op, layout)
+        return
     row0, col0 = k.thread_coords(layout)
     offsets = layout.col_offsets() if dim == 1 else layout.row_offsets()
     start = k.add(k.scalar(op.indices[0]), col0 if dim == 1 else row0)
@@ -183,6 +192,9 @@ def _load_vector(k: KernelLowering, op: tile.LoadOp) -> None:
 @handles(tile.StoreOp)
 def _store(k: KernelLowering, op: tile.StoreOp) -> None:
     f = k.frag(op.value)
+    if isinstance(f.layout, BlockedLayout):
+        store_blocked(k, op, f)
+        return
     if f.dim is not None:
         if op.bounds:
             raise CompileError(
@@ -196,7 +208,7 @@ def _store(k: KernelLowering, op: tile.StoreOp) -> None:
         raise CompileError("convert-to-ptx: a 2-d tile.store needs a tensor of rank 2 or more", op)
     nbytes = elem_bytes(gt.element_type)
     st_ty = mov_type(f.dtype)
-    base = _leading_base(k, op.dest, op.indices, gt.rank - 2, nbytes)
+    base = leading_base(k, op.dest, op.indices, gt.rank - 2, nbytes)
     if op.transposed is not None:
         _store_transposed(k, op, f, base, nbytes, st_ty)
         return
@@ -524,7 +536,7 @@ def _split_sum(k: KernelLowering, op: tile.SplitSumOp) -> None:
     t = op.result.type
     assert isinstance(gt, tile.GlobalTensorType) and isinstance(t, TensorType)
     layout = k.layout_for(t, op)
-    base = _leading_base(k, op.source, op.indices, gt.rank - 2, 4)
+    base = leading_base(k, op.source, op.indices, gt.rank - 2, 4)
     lead = k.r(ptx.LdParamOp("s64", k.params.stride(op.source, 0)))
     step = k.r(ptx.MulOp("s64", lead, k.imm(4, "s64"), mode="lo"))
     total: list[SSAValue] = []
@@ -655,7 +667,7 @@ def _split_softmax(k: KernelLowering, op: tile.SplitSoftmaxOp) -> None:
         for v in (op.row_maxes, op.row_sums)
     )
     offsets = layout.row_offsets()
-    base = _leading_base(k, op.partials, idx, pt.rank - 2, 4)
+    base = leading_base(k, op.partials, idx, pt.rank - 2, 4)
     step = step_of(op.partials)
     first: dict[int, tuple[SSAValue, SSAValue, int]] = {}
     places = _tile_addresses(k, op.partials, idx, layout, base, 4, lazy=True, stack=stack)
@@ -762,7 +774,7 @@ def _row_places(
     gt = dest.type
     assert isinstance(gt, tile.GlobalTensorType)
     last = gt.rank - 1
-    base = _leading_base(k, dest, indices, last, 4)
+    base = leading_base(k, dest, indices, last, 4)
     size = k.r(ptx.LdParamOp("s32", k.params.dim(dest, last)))
     row0, _ = k.thread_coords(layout)
     start = k.scalar(indices[last])
@@ -864,7 +876,7 @@ def _store_vector(k: KernelLowering, op: tile.StoreOp, f: Frag) -> None:
             ok = k.r(ptx.AndOp("pred", first, ok))
             k.guarded(ok, lambda a=addr, v=reg: k.emit(ptx.StGlobalOp("f32", a, v)))
         return
-    base = _leading_base(k, op.dest, op.indices, last, nbytes)
+    base = leading_base(k, op.dest, op.indices, last, nbytes)
     size = k.r(ptx.LdParamOp("s32", k.params.dim(op.dest, last)))
     row0, col0 = k.thread_coords(layout)
     mine, other = (row0, col0) if dim == 0 else (col0, row0)
@@ -876,18 +888,3 @@ def _store_vector(k: KernelLowering, op: tile.StoreOp, f: Frag) -> None:
         ok = k.r(ptx.AndOp("pred", first, k.r(ptx.SetpOp("lt", "s32", idx, size))))
         addr = k.r(ptx.AddOp("s64", base, k.r(ptx.MulOp("s32", idx, k.imm(nbytes), mode="wide"))))
         k.guarded(ok, lambda a=addr, v=reg: k.emit(ptx.StGlobalOp(mov_type(f.dtype), a, v)))
-
-
-def _leading_base(
-    k: KernelLowering, dest: SSAValue, indices: Sequence[SSAValue], count: int, nbytes: int
-) -> SSAValue:
-    """The address of the tensor's element at the first `count` indices (dimensions
-    outside the tile, one element each) and 0 along the others."""
-    base = k.r(ptx.LdParamOp("u64", k.params.pointer(dest)))
-    for d in range(count):
-        stride = k.r(ptx.LdParamOp("s64", k.params.stride(dest, d)))
-        idx = k.r(ptx.CvtOp("s64", "s32", k.scalar(indices[d])))
-        off = k.r(ptx.MulOp("s64", idx, stride, mode="lo"))
-        scaled = k.r(ptx.MulOp("s64", off, k.imm(nbytes, "s64"), mode="lo"))
-        base = k.r(ptx.AddOp("s64", base, scaled))
-    return base

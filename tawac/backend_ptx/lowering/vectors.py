@@ -1,0 +1,211 @@
+"""Standalone 1-d tiles in a consumer partition: vectors in a `BlockedLayout` (runs of
+`vec` contiguous elements per thread), which no 2-d tile reduces into or broadcasts from.
+
+- A load reads each run from global memory itself, 8 bytes at a time where the run and
+  its coordinate allow (`ld.global.cg.v2.f32`: two f32, or four 16-bit elements as two
+  packed words), each vector predicated by its first element's bound; the elements past
+  the tensor's last-dimension size are selected to the load's padding.
+- A store writes each run 16 bytes at a time where it can (`st.global.v4.b32`: four f32,
+  or eight 16-bit elements packed), else 8 or 4 bytes, else one element, each vector
+  predicated by its first element's bound.
+  The launcher gives such a tensor a 16-byte aligned base and rows of whole 16-byte
+  pieces (`Params.aligned`), so a vector whose first element is inside the row lies in
+  the allocation.
+- `tile.reduce` to a scalar folds the thread's registers (a balanced tree), then the
+  warp's lanes (`shfl.sync.bfly` 16, 8, 4, 2, 1), then the partition's warps through
+  shared memory (each warp's lane 0 writes its value between two `bar.sync`s of the
+  consumer partition; every thread reads all of them in the same order), so every
+  thread ends with the same scalar.
+"""
+
+from __future__ import annotations
+
+import struct
+from collections.abc import Callable
+
+from xdsl.dialects.builtin import TensorType
+from xdsl.ir import SSAValue
+
+from tawac.analysis.scalars import multiple_of
+from tawac.backend_ptx.lowering.state import (
+    Frag,
+    KernelLowering,
+    elem_bytes,
+    elem_ptx_type,
+    leading_base,
+    mov_type,
+)
+from tawac.dialects import ptx, tile
+from tawac.support.diagnostics import CompileError
+from tawac.target import HOPPER
+from tawac.target.layouts import BlockedLayout
+
+_COMBINE = {"max": ptx.MaxOp, "min": ptx.MinOp, "sum": ptx.AddOp}
+
+
+def _b16_bits(value: float, dtype: str) -> int:
+    """The bits of `value` as a bf16 or f16 (a load's padding in a 16-bit register)."""
+    if dtype == "f16":
+        return struct.unpack("<H", struct.pack("<e", value))[0]
+    return struct.unpack("<I", struct.pack("<f", value))[0] >> 16  # exact for 0, +-inf
+
+
+def _row(k: KernelLowering, source: SSAValue, indices, nbytes: int, layout: BlockedLayout):
+    """(the address of the row's element 0, the row's size, this thread's first element)
+    of a 1-d tile along the tensor's last dimension."""
+    part = k.part
+    assert part is not None
+    gt = source.type
+    assert isinstance(gt, tile.GlobalTensorType)
+    last = gt.rank - 1
+    k.params.aligned(source)
+    base = leading_base(k, source, indices, last, nbytes)
+    size = k.cached(
+        ("param", k.params.dim(source, last)),
+        lambda: k.r(ptx.LdParamOp("s32", k.params.dim(source, last))),
+    )
+    first = k.cached(
+        ("thread_start", layout.vec), lambda: k.index(layout.thread_start(part.first_wg))
+    )
+    start = k.add(k.scalar(indices[last]), first)
+    return base, size, start
+
+
+def _address(k: KernelLowering, base: SSAValue, idx: SSAValue, nbytes: int) -> SSAValue:
+    return k.r(ptx.AddOp("s64", base, k.r(ptx.MulOp("s32", idx, k.imm(nbytes), mode="wide"))))
+
+
+def _piece(layout: BlockedLayout, coord: SSAValue, elements: tuple[int, ...]) -> int:
+    """The most elements of a run one vector access moves: the first of `elements` (in
+    decreasing order) that divides the run and the tile's coordinate."""
+    return next(
+        (e for e in elements if e <= layout.vec and layout.vec % e == 0 and multiple_of(coord, e)),
+        1,
+    )
+
+
+def load_blocked(k: KernelLowering, op: tile.LoadOp, layout: BlockedLayout) -> None:
+    t = op.result.type
+    assert isinstance(t, TensorType)
+    ety = elem_ptx_type(t.element_type)
+    nbytes = elem_bytes(t.element_type)
+    base, size, start = _row(k, op.source, op.indices, nbytes, layout)
+    coord = op.indices[-1]
+    per = _piece(layout, coord, (2,) if nbytes == 4 else (4,))
+    pad = op.padding_value
+    pad_reg = k.fimm(pad) if ety == "f32" else k.imm(_b16_bits(pad, ety), "b16")
+    regs: list[SSAValue] = []
+    for i in range(0, layout.num_regs, per):
+        idx = k.add_imm(start, layout.reg_offset(i))
+        ok = k.r(ptx.SetpOp("lt", "s32", idx, size))
+        addr = _address(k, base, idx, nbytes)
+        if per == 1:
+            regs.append(_load_one(k, ety, addr, ok, pad_reg))
+            continue
+        # two 32-bit words: two f32, or four 16-bit elements packed
+        first = pad_reg if ety == "f32" else k.fimm(0.0)
+        lo, hi = (k.r(ptx.MovOp("f32", first)) for _ in range(2))
+        k.emit(ptx.LdGlobalV2Op(addr, lo, hi, ok))
+        elements = [lo, hi]
+        if ety != "f32":
+            elements = [h for w in (lo, hi) for h in _unpack(k, w)]
+        for j, x in enumerate(elements):
+            if j == 0 and ety == "f32":
+                regs.append(x)  # read where inside, else the padding it was set to
+                continue
+            inside = ok if j == 0 else k.r(ptx.SetpOp("lt", "s32", k.add_imm(idx, j), size))
+            regs.append(k.r(ptx.SelpOp(mov_type(ety), x, pad_reg, inside)))
+    k.vals[op.result] = Frag(layout, regs, ety)
+
+
+def _unpack(k: KernelLowering, word: SSAValue) -> tuple[SSAValue, SSAValue]:
+    halves = k.emit(ptx.UnpackB16Op(word))
+    return halves.results[0], halves.results[1]
+
+
+def _load_one(
+    k: KernelLowering, ety: str, addr: SSAValue, ok: SSAValue, pad_reg: SSAValue
+) -> SSAValue:
+    """One element, read where `ok`, else the padding."""
+    ty = mov_type(ety)
+    val = k.r(ptx.MovOp(ty, pad_reg))
+    k.guarded(ok, lambda: k.emit(ptx.AssignOp(ty, val, k.r(ptx.LdGlobalOp(ty, addr)))))
+    return val
+
+
+def store_blocked(k: KernelLowering, op: tile.StoreOp, f: Frag) -> None:
+    layout = f.layout
+    assert isinstance(layout, BlockedLayout)
+    if op.bounds:
+        raise CompileError("convert-to-ptx: a 1-d tile.store with bounds is not supported yet", op)
+    gt = op.dest.type
+    assert isinstance(gt, tile.GlobalTensorType)
+    nbytes = elem_bytes(gt.element_type)
+    if nbytes != (4 if f.dtype == "f32" else 2):
+        raise CompileError("convert-to-ptx: a 1-d tile.store converts no element type", op)
+    regs = f.regs
+    base, size, start = _row(k, op.dest, op.indices, nbytes, layout)
+    coord = op.indices[-1]
+    per = _piece(layout, coord, (4, 2) if nbytes == 4 else (8, 2))
+    for i in range(0, layout.num_regs, per):
+        idx = k.add_imm(start, layout.reg_offset(i))
+        ok = k.r(ptx.SetpOp("lt", "s32", idx, size))
+        addr = _address(k, base, idx, nbytes)
+        values = regs[i : i + per]
+        if nbytes == 2 and per > 1:
+            pairs = zip(values[::2], values[1::2], strict=True)
+            values = [k.r(ptx.PackB16Op(a, b)) for a, b in pairs]
+        if len(values) == 4:
+            k.emit(ptx.StGlobalV4B32Op(addr, tuple(values), ok))  # type: ignore[arg-type]
+        elif len(values) == 2:
+            k.emit(ptx.StGlobalV2Op(addr, values[0], values[1], ok))
+        elif nbytes == 2 and per > 1:
+            k.emit(ptx.StGlobalB32Op(addr, values[0], ok))
+        else:
+            k.emit(ptx.StGlobalOp(mov_type(f.dtype), addr, values[0], ok))
+
+
+def _tree(regs: list[SSAValue], combine: Callable[[SSAValue, SSAValue], SSAValue]) -> SSAValue:
+    """A balanced tree of `combine`: log2(n) dependent steps instead of n - 1."""
+    while len(regs) > 1:
+        pairs = [combine(a, b) for a, b in zip(regs[::2], regs[1::2], strict=False)]
+        regs = pairs + ([regs[-1]] if len(regs) % 2 else [])
+    return regs[0]
+
+
+def reduce_to_scalar(k: KernelLowering, op: tile.ReduceOp) -> None:
+    """The thread's registers, the warp's lanes, then the partition's warps (module
+    docstring); the scalar is the same register value in every thread."""
+    src = k.frag(op.source)
+    layout = src.layout
+    part = k.part
+    assert part is not None
+    if not isinstance(layout, BlockedLayout) or src.dtype != "f32":
+        raise CompileError(
+            "convert-to-ptx: tile.reduce to a scalar needs an f32 1-d tile that no 2-d tile "
+            "reduces into or broadcasts from",
+            op,
+        )
+    cls = _COMBINE[op.kind.data]
+
+    def combine(a: SSAValue, b: SSAValue) -> SSAValue:
+        return k.r(cls("f32", a, b))
+
+    acc = _tree(list(src.regs), combine)
+    for mask in layout.reduction_lanes():
+        acc = combine(acc, k.r(ptx.ShflBflyOp(acc, mask)))
+    if layout.warps > 1:
+        bar = k.barriers.get("consumer partition", preferred=HOPPER.named_barriers - 1)
+        scratch = k.scratch(4 * layout.warps)
+        warp = k.index(layout.warp_index(part.first_wg))
+        slot = k.r(ptx.FmaOp("s32", warp, k.imm(4), scratch))
+        lane0 = k.r(ptx.SetpOp("eq", "u32", k.lane(), k.imm(0, "u32")))
+        k.emit(ptx.BarSyncOp(bar, layout.threads))  # the scratch's earlier readers are done
+        k.guarded(lane0, lambda: k.emit(ptx.StSharedOp("f32", slot, acc)))
+        k.emit(ptx.BarSyncOp(bar, layout.threads))
+        parts = [
+            k.r(ptx.LdSharedOp("f32", k.add_imm(scratch, 4 * w, "u32")))
+            for w in range(layout.warps)
+        ]
+        acc = _tree(parts, combine)
+    k.vals[op.result] = acc
