@@ -244,12 +244,12 @@ CASES = {
         None,
         r" error: .*'math\.cos' is not supported.*",
     ),
-    "no-dot-1d": (
+    "no-dot-no-load": (
         """\
-tile.kernel @copy(%a: !tile.tensor<?xf32>, %c: !tile.tensor<?xf32>) {
+tile.kernel @fill(%c: !tile.tensor<?x?xf32>) {
   %c0 = arith.constant 0 : index
-  %x = tile.load %a[%c0] : !tile.tensor<?xf32> -> tensor<128xf32>
-  tile.store %x, %c[%c0] : tensor<128xf32> -> !tile.tensor<?xf32>
+  %x = arith.constant dense<1.0> : tensor<64x64xf32>
+  tile.store %x, %c[%c0, %c0] : tensor<64x64xf32> -> !tile.tensor<?x?xf32>
   tile.return
 }
 """,

@@ -24,7 +24,7 @@ from tawac.support.diagnostics import CompileError
 REPO = Path(__file__).resolve().parent.parent
 EXAMPLES = sorted((REPO / "examples").glob("*.mlir"))
 
-LOWER = "warp-specialize,plan{stages=%d persistent=false coarse-pipeline=false},pipeline," \
+LOWER = "pad-loads,warp-specialize,plan{stages=%d persistent=false coarse-pipeline=false},pipeline," \
     "cooperative-consumers,lower-aref"  # fmt: skip
 
 
