@@ -998,9 +998,10 @@ class BroadcastOp(IRDLOperation):
 
 @irdl_op_definition
 class IotaOp(IRDLOperation):
-    """A 2-d i32 tile of coordinates: `%r = tile.iota 0, %m0 : tensor<128x128xi32>` holds
-    m0 + i at (i, j) (dimension 1: n0 + j).  With `tile.cmpi` and `tile.select` it builds
-    masks (causal attention, ragged edges)."""
+    """An i32 tile of coordinates: `%r = tile.iota 0, %m0 : tensor<128x128xi32>` holds
+    m0 + i at (i, j) (dimension 1: n0 + j); a 1-d one, `tile.iota 0, %c0 :
+    tensor<1024xi32>`, holds c0 + i at i.  With `tile.cmpi` and `tile.select` it builds
+    masks (causal attention, ragged edges, the columns of a row past its length)."""
 
     name = "tile.iota"
     dim = prop_def(IntAttr)
@@ -1019,10 +1020,13 @@ class IotaOp(IRDLOperation):
     def verify_(self) -> None:
         rt = self.result.type
         assert isinstance(rt, TensorType)
-        if rt.get_num_dims() != 2 or rt.element_type != i32:
-            raise VerifyException(f"tile.iota: expected a 2-d i32 tile, got {type_str(rt)}")
-        if self.dim.data not in (0, 1):
-            raise VerifyException(f"tile.iota: dimension {self.dim.data} out of range")
+        rank = rt.get_num_dims()
+        if rank not in (1, 2) or rt.element_type != i32:
+            raise VerifyException(f"tile.iota: expected a 1-d or 2-d i32 tile, got {type_str(rt)}")
+        if not 0 <= self.dim.data < rank:
+            raise VerifyException(
+                f"tile.iota: dimension {self.dim.data} out of range for a {rank}-d tile"
+            )
 
 
 CMPI_PREDICATES = ("eq", "ne", "slt", "sle", "sgt", "sge")

@@ -641,13 +641,15 @@ class _Interpreter:
         if isinstance(op, tile.IotaOp):
             t = op.result.type
             assert isinstance(t, TensorType)
+            off = self.get(op.offset).view(self.n, 1)
+            if t.get_num_dims() == 1:
+                return off + torch.arange(t.get_shape()[0], device=self.device).view(1, -1)
             rows, cols = t.get_shape()
             dim = op.dim.data
             size = rows if dim == 0 else cols
             ar = torch.arange(size, device=self.device)
             ar = ar.view(1, size, 1) if dim == 0 else ar.view(1, 1, size)
-            off = self.get(op.offset).view(self.n, 1, 1)
-            return (off + ar).expand(self.n, rows, cols)
+            return (off.view(self.n, 1, 1) + ar).expand(self.n, rows, cols)
         if isinstance(op, tile.CmpiOp):
             a, b = self.get(op.lhs), self.get(op.rhs)
             return {

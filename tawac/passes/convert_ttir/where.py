@@ -150,15 +150,15 @@ def _select_by_value(em: _Emitter, op: tt.SelectOp, cmp: tt.CmpfOp) -> None:
 
 
 def _iota(em: _Emitter, v: SSAValue, shape, at: Operation) -> SSAValue:
-    """An index tile `origin + range_d` as `tile.iota d, origin` (1-d: `_iota_1d`); a
-    scalar as `tile.splat`."""
+    """An index tile `origin + range_d` as `tile.iota d, origin` (1-d: `cols = off +
+    tl.arange(0, BLOCK)` is `tile.iota 0, off`); a scalar as `tile.splat`."""
     try:
         p = em.plan.reader.int_poly(v)
     except PointerError as e:
         raise _error(e.message, e.op or at) from None
     dims = p.ranges()
+    t = TensorType(i32, list(shape))
     if not dims:  # a scalar side (`offs_n[None, :] < seqlen`): the scalar everywhere
-        t = TensorType(i32, list(shape))
         splat = tile.SplatOp.build(operands=[em.index(p, at)], result_types=[t])
         return em.add(splat).result
     unit = [m for m in p.terms if any(isinstance(s, Range) for s in m)]
@@ -166,21 +166,7 @@ def _iota(em: _Emitter, v: SSAValue, shape, at: Operation) -> SSAValue:
         raise _error(f"a mask side {p} that is not one index range plus a scalar", at)
     (d,) = dims
     origin = em.index(p - Poly({unit[0]: 1}), at)
-    t = TensorType(i32, list(shape))
-    if len(shape) == 2:
-        return em.add(tile.IotaOp(d, origin, t)).result
-    return _iota_1d(em, origin, t, at)
-
-
-def _iota_1d(em: _Emitter, origin: SSAValue, t: TensorType, at: Operation) -> SSAValue:
-    """The 1-d index tile `origin + range` (`cols = off + tl.arange(0, BLOCK)`), as Triton
-    has it: the constant `0, 1, ..., n-1` (`tt.make_range`) plus a `tile.splat` of the
-    origin (`tile.iota` is 2-d)."""
-    (n,) = t.get_shape()
-    steps = arith.ConstantOp(DenseIntOrFPElementsAttr.from_list(t, list(range(n))))
-    em.add(_located(steps, at))
-    splat = em.add(tile.SplatOp.build(operands=[origin], result_types=[t]))
-    return em.add(arith.AddiOp(steps.result, splat.result)).result
+    return em.add(_located(tile.IotaOp(d, origin, t), at)).result
 
 
 def _read_by_selects(em: _Emitter, op: tt.CmpfOp) -> bool:

@@ -14,3 +14,14 @@ tile.kernel @mask(%m0: index, %n0: index, %a: f32) {
   %s = tile.select %keep, %x, %y : tensor<128x64xi1>, tensor<128x64xf32>
   tile.return
 }
+
+// CHECK-LABEL: tile.kernel @mask_1d(
+// CHECK: %cols = tile.iota 0, %c0 : tensor<1024xi32>
+// CHECK: %n = tile.splat %len : index -> tensor<1024xi32>
+// CHECK: %keep = tile.cmpi slt, %cols, %n : tensor<1024xi32>
+tile.kernel @mask_1d(%c0: index, %len: index) {
+  %cols = tile.iota 0, %c0 : tensor<1024xi32>
+  %n = tile.splat %len : index -> tensor<1024xi32>
+  %keep = tile.cmpi slt, %cols, %n : tensor<1024xi32>
+  tile.return
+}
