@@ -1,5 +1,6 @@
 """The shipped kernels without MMAs (`examples/softmax.mlir`, `rmsnorm.mlir`,
-`rmsnorm_residual.mlir`, `layernorm.mlir`): rows of any length through loops over column
+`rmsnorm_residual.mlir`, `layernorm.mlir`, and the backward passes `layernorm_bwd.mlir`,
+`rmsnorm_bwd.mlir` with `column_sum.mlir`): rows of any length through loops over column
 blocks. On the CPU, the tile passes keep their meaning (the interpreter before and after,
 at ragged sizes) and the interpreter agrees with a float32 torch reference; each compiles
 to a producer that streams by TMA and consumers without MMAs that ptxas assembles without
@@ -18,6 +19,8 @@ from tawac.runtime.interpret import interpret_launch
 
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
 NAMES = ["softmax", "rmsnorm", "rmsnorm_residual", "layernorm"]
+#: The backward passes (the row part) and the column sums of their partial weight sums.
+BACKWARD = ["layernorm_bwd", "rmsnorm_bwd", "column_sum"]
 EPS = 1e-5
 #: Ragged check sizes: a partial 64-row block and a partial column block, and a row
 #: shorter than one column block.
@@ -72,10 +75,16 @@ def _check(name: str, got: dict, want: dict) -> None:
 
 
 @pytest.mark.parametrize("sizes", SIZES, ids=lambda s: f"{s['M']}x{s['N']}")
-@pytest.mark.parametrize("name", NAMES)
+@pytest.mark.parametrize("name", NAMES + BACKWARD)
 def test_the_tile_passes_keep_its_meaning(name, sizes):
     module = parse_file(EXAMPLES / f"{name}.mlir")
-    checks = {**sizes, "eps": EPS} if name != "softmax" else sizes
+    checks = dict(sizes)
+    if name in ("rmsnorm", "rmsnorm_residual", "layernorm"):
+        checks["eps"] = EPS
+    if name.endswith("_bwd"):
+        checks["P"] = -(-sizes["M"] // 64)
+    if name == "column_sum":
+        checks = {"P": sizes["M"], "N": sizes["N"]}
     base = baseline(module, checks)
     assert validate_pipeline(module, base, program=name)
 
@@ -108,7 +117,62 @@ def test_the_interpreter_agrees_with_torch(name):
     _check(name, {k: args[k] for k in want}, want)
 
 
-@pytest.mark.parametrize("name", NAMES)
+def _backward(name: str, m: int, n: int, device: str, seed: int):
+    """(the inputs of `name`'s row kernel, the outputs it is given, torch's dx, dw (and
+    db)): autograd through torch's own norm in float32 on the bf16 inputs."""
+    import torch
+    import torch.nn.functional as F
+
+    ins = _inputs("layernorm" if name == "layernorm_bwd" else "rmsnorm", m, n, device, seed)
+    g = torch.Generator(device=device).manual_seed(seed + 1)
+    dy = torch.randn(m, n, device=device, generator=g).to(torch.bfloat16)
+    x = ins["x"].float().requires_grad_()
+    w = ins["w"].float().requires_grad_()
+    p = -(-m // 64)
+    nan = float("nan")
+    if name == "layernorm_bwd":
+        b = ins["b"].float().requires_grad_()
+        F.layer_norm(x, (n,), w, b, EPS).backward(dy.float())
+        mean = x.detach().mean(dim=1)
+        rstd = torch.rsqrt(x.detach().var(dim=1, unbiased=False) + EPS)
+        args = [ins["x"], dy, ins["w"], mean, rstd]
+        outs = {"dx": torch.full((m, n), nan, device=device).to(torch.bfloat16)}
+        outs["dw_part"] = torch.full((p, n), nan, device=device)
+        outs["db_part"] = torch.full((p, n), nan, device=device)
+        want = {"dx": x.grad, "dw": w.grad, "db": b.grad}
+    else:
+        F.rms_norm(x, (n,), w, EPS).backward(dy.float())
+        rstd = torch.rsqrt((x.detach() ** 2).mean(dim=1) + EPS)
+        args = [ins["x"], dy, ins["w"], rstd]
+        outs = {"dx": torch.full((m, n), nan, device=device).to(torch.bfloat16)}
+        outs["dw_part"] = torch.full((p, n), nan, device=device)
+        want = {"dx": x.grad, "dw": w.grad}
+    return args, outs, want
+
+
+@pytest.mark.parametrize("name", ["layernorm_bwd", "rmsnorm_bwd"])
+def test_the_backward_in_the_interpreter_agrees_with_autograd(name):
+    """The row kernel and the column sums of its partials against torch's autograd."""
+    import torch
+
+    from tawac.dialects import tile
+
+    def kernel(stem):
+        module = parse_file(EXAMPLES / f"{stem}.mlir")
+        return next(o for o in module.walk() if isinstance(o, tile.KernelOp))
+
+    m, n = 130, 333
+    args, outs, want = _backward(name, m, n, "cpu", 3)
+    interpret_launch(kernel(name), [*args, *outs.values()])
+    got = {"dx": outs["dx"]}
+    for part in ("dw", "db"):
+        if f"{part}_part" in outs:
+            got[part] = torch.full((n,), float("nan")).to(torch.bfloat16)
+            interpret_launch(kernel("column_sum"), [outs[f"{part}_part"], got[part]])
+    _check(name, got, want)
+
+
+@pytest.mark.parametrize("name", NAMES + BACKWARD)
 def test_it_streams_by_tma_into_consumers_without_mmas(name):
     res = compile_file(EXAMPLES / f"{name}.mlir")
     assert "wgmma" not in res.ptx
@@ -116,8 +180,11 @@ def test_it_streams_by_tma_into_consumers_without_mmas(name):
     assert "setmaxnreg.inc" in res.ptx
 
 
-@pytest.mark.parametrize("block_n", [128, 256])
-@pytest.mark.parametrize("name", NAMES)
+@pytest.mark.parametrize(
+    ("name", "block_n"),
+    # the backward holds two 64 x BLOCK_N f32 tiles (x and dy) at once: 128 columns
+    [(name, bn) for name in NAMES for bn in (128, 256)] + [(name, 128) for name in BACKWARD],
+)
 def test_it_assembles_without_spills(name, block_n):
     res = compile_file(EXAMPLES / f"{name}.mlir", params={"BLOCK_N": block_n}, cubin=True)
     assert "0 bytes spill stores, 0 bytes spill loads" in res.ptxas_report, res.ptxas_report
@@ -154,6 +221,34 @@ def test_it_matches_torch_on_the_gpu(name, m, n, block_n):
     got = dict(zip(names, outs, strict=True))
     for key_, t in got.items():
         assert not torch.isnan(t.float()).any(), (name, key_)
+    _check(name, got, want)
+
+
+@pytest.mark.gpu
+@requires_gpu
+@pytest.mark.parametrize("n", [100, 333, 4096])
+@pytest.mark.parametrize("m", [1, 77, 1000])
+@pytest.mark.parametrize("name", ["layernorm_bwd", "rmsnorm_bwd"])
+def test_the_backward_matches_autograd_on_the_gpu(name, m, n):
+    """The row kernel (outputs poisoned with NaN), then `column_sum` of each partial, in
+    place through `tawac.torch`, against torch's autograd in float32."""
+    import torch
+
+    import tawac.torch
+
+    for stem in (name, "column_sum"):
+        if (stem, 128) not in _KERNELS:
+            _KERNELS[(stem, 128)] = tawac.torch.kernel(EXAMPLES / f"{stem}.mlir")
+    args, outs, want = _backward(name, m, n, "cuda", m * 7 + n)
+    _KERNELS[(name, 128)](*args, *outs.values())
+    got = {"dx": outs["dx"]}
+    for part in ("dw", "db"):
+        if f"{part}_part" in outs:
+            got[part] = torch.full((n,), float("nan"), device="cuda").to(torch.bfloat16)
+            _KERNELS[("column_sum", 128)](outs[f"{part}_part"], got[part])
+    torch.cuda.synchronize()
+    for key, t in got.items():
+        assert not torch.isnan(t.float()).any(), (name, key)
     _check(name, got, want)
 
 

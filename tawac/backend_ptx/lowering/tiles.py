@@ -15,6 +15,7 @@ from xdsl.ir import BlockArgument, SSAValue
 from tawac.analysis.grid import workspace_of
 from tawac.analysis.identity import argument_name
 from tawac.analysis.scalars import constant_int, multiple_of
+from tawac.backend_ptx.lowering.columns import reduce_columns
 from tawac.backend_ptx.lowering.scalar import _LOG2E, select_frags
 from tawac.backend_ptx.lowering.state import (
     Frag,
@@ -91,20 +92,18 @@ def _tile_select(k: KernelLowering, op: tile.SelectOp) -> None:
 def _reduce(k: KernelLowering, op: tile.ReduceOp) -> None:
     """Row reductions: combine a thread's registers of each row, then across the quad of
     lanes holding the row (`shfl.sync.bfly` 1, 2).  The result is the row vector in the
-    slice layout (dim 0), replicated over the quad, so broadcasting it back is free.  A
-    1-d tile reduced to a scalar: `vectors.reduce_to_scalar`."""
+    slice layout (dim 0), replicated over the quad, so broadcasting it back is free.
+    Column reductions: `columns.reduce_columns`; a 1-d tile reduced to a scalar:
+    `vectors.reduce_to_scalar`."""
     if not isinstance(op.result.type, TensorType):
         reduce_to_scalar(k, op)
         return
     src = k.frag(op.source)
     if src.dim is not None or src.dtype != "f32":
         raise CompileError("convert-to-ptx: tile.reduce needs a 2-d f32 tile", op)
-    if op.dim.data != 1:
-        raise CompileError(
-            "convert-to-ptx: reductions along dimension 0 (across warps) are not supported "
-            "yet; reduce along dimension 1",
-            op,
-        )
+    if op.dim.data == 0:
+        reduce_columns(k, op, src)
+        return
     layout = src.layout
     combine = {"max": ptx.MaxOp, "min": ptx.MinOp, "sum": ptx.AddOp}[op.kind.data]
     mode = None
