@@ -7,11 +7,14 @@ torch; same run, round-robin, medians. Each system's result is checked against a
 torch reference first (a wrong one is dropped, saying so).
 
     python3 benchmarks/bench_rows.py [--kernels softmax,rmsnorm,layernorm]
-        [--shapes 4096x1024,4096x4096] [--block-n 128] [--rounds 3] [--no-record]
+        [--shapes 4096x1024,4096x4096] [--configs n128,n256w1p0] [--rounds 3] [--no-record]
 
-Prints one table per kernel: per shape the time of each system (us), the bytes moved by
-the kernel over its time (GB/s), tawac's rate over the copy's (`of copy`) and tawac's
-speed over the fastest of Triton and torch.compile (`vs best`, > 1 is faster).
+A configuration is `n<BLOCK_N>`, then optionally `w<widen>` and `p0` (not persistent):
+tawac's options; each is timed and the best reported (`--configs n128`: the default).
+Prints one table per kernel: per shape the time of each system (us; tawac's best
+configuration named), the bytes moved by the kernel over its time (GB/s), tawac's rate over
+the copy's (`of copy`) and tawac's speed over the fastest of Triton and torch.compile
+(`vs best`, > 1 is faster).
 """
 
 from __future__ import annotations
@@ -38,6 +41,21 @@ SHAPES = {
 def _shape(text: str) -> tuple[int, int]:
     m, n = text.lower().split("x")
     return int(m), int(n)
+
+
+def _config(text: str) -> tuple[dict, dict]:
+    """(params, options) of a configuration `n128`, `n256w1` or `n128w1p0`."""
+    import re
+
+    m = re.fullmatch(r"n(\d+)(?:w(\d))?(p0)?", text)
+    if m is None:
+        raise SystemExit(f"bad configuration {text!r} (expected e.g. n128, n256w1p0)")
+    options: dict = {}
+    if m.group(2):
+        options["widen"] = int(m.group(2))
+    if m.group(3):
+        options["persistent"] = False
+    return {"BLOCK_N": int(m.group(1))}, options
 
 
 def _reference(kernel: str, x, w, b):
@@ -110,7 +128,7 @@ def _triton_systems(kernel: str, x, w, b, y) -> dict:
     return out
 
 
-def _run(kernel: str, shape: str, block_n: int, rounds: int) -> str | None:
+def _run(kernel: str, shape: str, configs: list[str], rounds: int) -> str | None:
     import torch
 
     import tawac.torch
@@ -122,7 +140,10 @@ def _run(kernel: str, shape: str, block_n: int, rounds: int) -> str | None:
     w = torch.randn(n, device="cuda", generator=g).to(torch.bfloat16)
     b = torch.randn(n, device="cuda", generator=g).to(torch.bfloat16)
     y = torch.empty_like(x)
-    ours = tawac.torch.kernel(EXAMPLES / f"{kernel}.mlir", params={"BLOCK_N": block_n})
+    ours = {}
+    for c in configs:
+        params, options = _config(c)
+        ours[c] = tawac.torch.kernel(EXAMPLES / f"{kernel}.mlir", params=params, **options)
     args = {"softmax": (x, y), "rmsnorm": (x, w, y, EPS)}.get(kernel)
     if args is None:
         mean = torch.empty(m, device="cuda")
@@ -132,7 +153,7 @@ def _run(kernel: str, shape: str, block_n: int, rounds: int) -> str | None:
     compiled = torch.compile(eager, dynamic=False)
     src = torch.empty_like(x)
     systems = {
-        "tawac": lambda: ours(*args),
+        **{f"tawac {c}": lambda k=k: k(*args) for c, k in ours.items()},
         **_triton_systems(kernel, x, w, b, y),
         "torch.compile": lambda: y.copy_(compiled(x, w, b)),
         "eager": lambda: y.copy_(eager(x, w, b)),
@@ -152,18 +173,22 @@ def _run(kernel: str, shape: str, block_n: int, rounds: int) -> str | None:
             print(f"# {name} wrong at {shape}: relative error {err:.3g}", file=sys.stderr)
             del systems[name]
     systems["copy"] = lambda: y.copy_(src)
-    if "tawac" not in systems:
+    if not any(k.startswith("tawac") for k in systems):
         return None
     med = {k: v * 1e3 for k, v in round_robin_medians(systems, rounds).items()}
+    mine = min((k for k in med if k.startswith("tawac")), key=med.__getitem__)
+    med["tawac"] = med[mine]
     moved = 2 * x.numel() * x.element_size()  # x read once, y written once
     tri = min((t for k, t in med.items() if k.startswith("triton")), default=None)
     best = min(t for t in (tri, med.get("torch.compile")) if t is not None)
     cell = lambda k: f"{med[k]:.1f}" if k in med else "-"  # noqa: E731
     return (
-        f"| {shape} | {med['tawac']:.1f} | {f'{tri:.1f}' if tri else '-'} | "
+        f"| {shape} | {med['tawac']:.1f} ({mine.removeprefix('tawac ')}) | "
+        f"{f'{tri:.1f}' if tri else '-'} | "
         f"{cell('torch.compile')} | {cell('eager')} | {med['copy']:.1f} | "
         f"{moved / med['tawac'] / 1e3:.0f} | {med['copy'] / med['tawac']:.2f} | "
-        f"{best / med['tawac']:.2f}x |"
+        f"{best / med['tawac']:.2f}x |\n#   "
+        + " ".join(f"{k}={t:.1f}" for k, t in sorted(med.items()) if k != "tawac")
     )
 
 
@@ -171,13 +196,14 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--kernels", default="softmax,rmsnorm,layernorm")
     ap.add_argument("--shapes", default="", help="rows x columns, comma-separated")
-    ap.add_argument("--block-n", type=int, default=128)
+    ap.add_argument("--configs", default="n128", help="tawac configurations, comma-separated")
     ap.add_argument("--rounds", type=int, default=3)
     args = ap.parse_args()
     import torch
 
     device = torch.cuda.get_device_name()
-    print(f"# {datetime.date.today()} {device}, bf16, BLOCK_N {args.block_n}")
+    configs = args.configs.split(",")
+    print(f"# {datetime.date.today()} {device}, bf16, tawac configurations {args.configs}")
     for kernel in args.kernels.split(","):
         shapes = args.shapes.split(",") if args.shapes else SHAPES[kernel]
         print(f"\n{kernel} forward (us; GB/s of tawac's reads and writes)\n")
@@ -187,7 +213,7 @@ def main() -> int:
         )
         print("|---|---:|---:|---:|---:|---:|---:|---:|---:|")
         for shape in shapes:
-            row = _run(kernel, shape, args.block_n, args.rounds)
+            row = _run(kernel, shape, configs, args.rounds)
             if row is not None:
                 print(row, flush=True)
     return 0
