@@ -4,9 +4,11 @@ A 2-d tile in registers is always in the accumulator layout of its shape
 (`AccLayout(m, n, warp_groups)`).  A 1-d tile is a slice of one: a vector along rows
 (`dim` 0, the result of a reduction along dimension 1) or along columns (`dim` 1).  Which
 one follows from the data flow, in both directions: a reduction fixes its result's
-layout, a broadcast fixes its source's, and elementwise ops, loop-carried values and
-their inits, yields and results share one.  This module solves those equations with
-union-find, so a vector constant or a vector load gets its layout from how it is used.
+layout, a broadcast fixes its source's, and elementwise ops (a mask's `tile.cmpi` and
+`tile.select` among them), loop-carried values and their inits, yields and results share
+one; a 1-d `tile.iota` or `tile.splat` takes its class's.  This module solves those
+equations with union-find, so a vector constant, a vector load or an index vector gets
+its layout from how it is used.
 
 A class of vectors that touches no 2-d tile (a vector add, a row reduced to a scalar) is
 standalone: it gets a `BlockedLayout` over the partition's threads, its runs 16 bytes of
@@ -27,7 +29,7 @@ from tawac.target.layouts import AccLayout, BlockedLayout
 _ELEMENTWISE = (
     arith.ExtFOp, arith.TruncFOp, arith.AddfOp, arith.SubfOp, arith.MulfOp, arith.DivfOp,
     arith.MaximumfOp, arith.MinimumfOp, arith.MaxnumfOp, arith.MinnumfOp, arith.NegfOp,
-    arith.CmpfOp, arith.SelectOp,
+    arith.CmpfOp, arith.SelectOp, tile.CmpiOp, tile.SelectOp,
     math.ExpOp, math.Exp2Op, math.Log2Op,
 )  # fmt: skip
 
@@ -89,6 +91,9 @@ class VectorLayouts:
     def _visit(self, op: Operation, wgs: int) -> None:
         if isinstance(op, tile.LoadOp | tile.StoreOp):
             self._note_moved(op)
+        elif isinstance(op, tile.IotaOp | tile.SplatOp):
+            if _is_vector(op.result):  # a 1-d value of its class, set by its users
+                self._find(op.result)
         elif isinstance(op, tile.ReduceOp) and not isinstance(op.result.type, TensorType):
             self._find(op.source)  # a 1-d tile to a scalar: fixes nothing
         elif isinstance(op, tile.ReduceOp):

@@ -29,7 +29,12 @@ from tawac.backend_ptx.lowering.state import (
     vector_splat,
     wg_local,
 )
-from tawac.backend_ptx.lowering.vectors import load_blocked, reduce_to_scalar, store_blocked
+from tawac.backend_ptx.lowering.vectors import (
+    iota_1d,
+    load_blocked,
+    reduce_to_scalar,
+    store_blocked,
+)
 from tawac.dialects import hopper, ptx, tile
 from tawac.support.diagnostics import CompileError
 from tawac.target import HOPPER, layouts
@@ -51,9 +56,13 @@ def _splat(k: KernelLowering, op: tile.SplatOp) -> None:
 @handles(tile.IotaOp)
 def _iota(k: KernelLowering, op: tile.IotaOp) -> None:
     """offset + coordinate: the thread's coordinate (from the layout) plus each
-    register's constant offset; registers with the same offset share one value."""
+    register's constant offset; registers with the same offset share one value.  A 1-d
+    tile: `vectors.iota_1d`."""
     t = op.result.type
     assert isinstance(t, TensorType)
+    if t.get_num_dims() == 1:
+        iota_1d(k, op)
+        return
     layout = k.layout_for(t, op)
     row0, col0 = k.thread_coords(layout)
     dim = op.dim.data

@@ -16,6 +16,11 @@
   shared memory (each warp's lane 0 writes its value between two `bar.sync`s of the
   consumer partition; every thread reads all of them in the same order), so every
   thread ends with the same scalar.
+
+`iota_1d` lowers a 1-d `tile.iota` in either kind of vector layout: in a `BlockedLayout`
+register i of a thread holds origin + thread_start + reg_offset(i); in the row (column)
+slice of an accumulator layout, register j holds origin + the thread's row (column) +
+the j-th distinct register row (column) offset, as a vector load there reads it.
 """
 
 from __future__ import annotations
@@ -209,3 +214,27 @@ def reduce_to_scalar(k: KernelLowering, op: tile.ReduceOp) -> None:
         ]
         acc = _tree(parts, combine)
     k.vals[op.result] = acc
+
+
+def iota_1d(k: KernelLowering, op: tile.IotaOp) -> None:
+    """origin + coordinate of a 1-d tile, in its vector layout (module docstring);
+    registers with the same offset share one value."""
+    part = k.part
+    assert part is not None
+    layout, dim = k.vector_layout(op.result, op)
+    origin = k.scalar(op.offset)
+    if dim is None:
+        first = k.cached(
+            ("thread_start", layout.vec), lambda: k.index(layout.thread_start(part.first_wg))
+        )
+        offsets = list(layout.reg_offsets())
+        base = k.add(origin, first)
+    else:
+        row0, col0 = k.thread_coords(layout)
+        offsets = layout.row_offsets() if dim == 0 else layout.col_offsets()
+        base = k.add(origin, row0 if dim == 0 else col0)
+    by_offset: dict[int, SSAValue] = {}
+    for off in offsets:
+        if off not in by_offset:
+            by_offset[off] = k.add_imm(base, off)
+    k.vals[op.result] = Frag(layout, [by_offset[off] for off in offsets], "s32", dim)
