@@ -10,12 +10,15 @@ from tawac.dialects import tile
 
 def kernel_arg_uses(kernel: tile.KernelOp) -> tuple[set[int], set[int]]:
     """(indices of kernel arguments read by tile.load or tile.load_index, indices written
-    by tile.store)."""
+    by tile.store); a tile.atomic_add's destination is both (its values are added to)."""
     loads: set[int] = set()
     stores: set[int] = set()
     for op in kernel.walk():
         if isinstance(op, tile.LoadOp | tile.LoadIndexOp) and isinstance(op.source, BlockArgument):
             loads.add(op.source.index)
         if isinstance(op, tile.StoreOp) and isinstance(op.dest, BlockArgument):
+            stores.add(op.dest.index)
+        if isinstance(op, tile.AtomicAddOp) and isinstance(op.dest, BlockArgument):
+            loads.add(op.dest.index)
             stores.add(op.dest.index)
     return loads, stores

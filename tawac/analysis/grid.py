@@ -156,8 +156,11 @@ def infer_grid(kernel: tile.KernelOp) -> list[dict[str, Any]]:
     """The grid of programs (`GRID_ATTR` where a pass fixed it), else from the stores: a
     store at `program_id(a) * T` along dimension d of tensor X means axis a spans
     ceil(size(X, d) / T) programs (the launch
-    ABI's grid form, docs/abi.md). An axis no store places is sized by an index tensor
-    it reads at `program_id(a) * T` (`tile.load_index`), the same way."""
+    ABI's grid form, docs/abi.md); a `tile.atomic_add` places an axis as a store does. An
+    axis no store places is sized by an index tensor it reads at `program_id(a) * T`
+    (`tile.load_index`), the same way; in a kernel that adds atomically, by the tiles it
+    loads there (the programs along such an axis meet in their adds: a column sum's
+    row blocks)."""
     fixed = kernel.attributes.get(GRID_ATTR)
     if fixed is not None:
         return from_attr(fixed)
@@ -166,7 +169,7 @@ def infer_grid(kernel: tile.KernelOp) -> list[dict[str, Any]]:
     grid: list[dict[str, Any] | None] = [None, None, None]
     used = {op.axis.data for op in kernel.walk() if isinstance(op, tile.ProgramIdOp)}
     for st in kernel.walk():
-        if not isinstance(st, tile.StoreOp | hopper.TmaStoreOp):
+        if not isinstance(st, tile.StoreOp | hopper.TmaStoreOp | tile.AtomicAddOp):
             continue
         dest = st.dest
         assert isinstance(dest, BlockArgument)
@@ -190,6 +193,8 @@ def infer_grid(kernel: tile.KernelOp) -> list[dict[str, Any]]:
             found = _pid_times(idx)
             if found is not None and grid[found[0]] is None:
                 grid[found[0]] = {"cdiv": {"arg": names[ld.source.index], "dim": d}, "by": found[1]}
+    if any(isinstance(o, tile.AtomicAddOp) for o in kernel.walk()):
+        _placed_by_loads(kernel, names, grid)
     out: list[dict[str, Any]] = []
     for axis in range(3):
         g = grid[axis]
@@ -204,6 +209,21 @@ def infer_grid(kernel: tile.KernelOp) -> list[dict[str, Any]]:
             )
         out.append({"const": 1})
     return out
+
+
+def _placed_by_loads(
+    kernel: tile.KernelOp, names: list[str], grid: list[dict[str, Any] | None]
+) -> None:
+    """Sizes each axis still unplaced in `grid` by a tile load of a kernel argument at
+    `program_id(a) * T` along dimension d (before or after `lower-aref`)."""
+    loads = (tile.LoadOp, hopper.TmaLoadOp, hopper.TmaLoadMulticastOp)
+    for ld in kernel.walk():
+        if not isinstance(ld, loads) or not isinstance(ld.source, BlockArgument):
+            continue
+        for d, idx in enumerate(ld.indices):
+            found = _pid_times(idx)
+            if found is not None and grid[found[0]] is None:
+                grid[found[0]] = {"cdiv": {"arg": names[ld.source.index], "dim": d}, "by": found[1]}
 
 
 def axis_extents(kernel: tile.KernelOp, sizes: Mapping[str, int] | None) -> list[int | None]:

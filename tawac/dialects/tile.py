@@ -73,7 +73,15 @@ from xdsl.irdl.declarative_assembly_format import (
 )
 from xdsl.parser import AttrParser, Parser
 from xdsl.printer import Printer
-from xdsl.traits import HasParent, IsolatedFromAbove, IsTerminator, Pure, SymbolOpInterface
+from xdsl.traits import (
+    HasParent,
+    IsolatedFromAbove,
+    IsTerminator,
+    MemoryReadEffect,
+    MemoryWriteEffect,
+    Pure,
+    SymbolOpInterface,
+)
 from xdsl.utils.exceptions import VerifyException
 
 from tawac.dialects.directives import (
@@ -560,6 +568,53 @@ class StoreOp(IRDLOperation):
         `warp-specialize`."""
         attr = self.attributes.get(STORE_ID)
         return attr.data if isinstance(attr, StringAttr) else None
+
+
+@irdl_op_definition
+class AtomicAddOp(IRDLOperation):
+    """Adds a tile to the global tensor at the given element coordinates, each element
+    with one atomic add; elements outside the tensor are not written (`tile.store`'s
+    addressing and clipping, without `bounds`, `stack` or `transposed`).
+
+    Programs adding to the same element all add: the result is the tensor's values plus
+    every program's contribution, in an order the launch does not fix (f32 addition
+    rounds, so two launches agree within rounding only). Nothing orders the add with
+    another program's loads of the tensor. f32 tiles of f32 tensors only. Models `red`
+    (PTX ISA 9.7.13.6: `red.global.add.f32`, on sm_90 `red.global.add.v2.f32` /
+    `.v4.f32` of adjacent elements, each element atomic on its own). It reads and writes
+    global memory: no CSE merges two adds, none moves across a store.
+
+    `tile.atomic_add %dq, %g[%m0, %c0] : tensor<64x128xf32> -> !tile.tensor<?x?xf32>`
+    """
+
+    name = "tile.atomic_add"
+    value = operand_def(TensorType)
+    dest = operand_def(GlobalTensorType)
+    indices = var_operand_def(IndexType)
+
+    traits = traits_def(MemoryReadEffect(), MemoryWriteEffect())
+
+    custom_directives = (Indices,)
+    assembly_format = (
+        "$value `,` $dest custom<Indices>($indices) `:` type($value) `->` type($dest) attr-dict"
+    )
+
+    def __init__(self, value: SSAValue, dest: SSAValue, indices: Sequence[SSAValue]):
+        super().__init__(operands=[value, dest, indices])
+
+    def verify_(self) -> None:
+        gt, vt = self.dest.type, self.value.type
+        assert isinstance(gt, GlobalTensorType)
+        if isinstance(vt, TensorType) and not (
+            isinstance(vt.element_type, Float32Type) and isinstance(gt.element_type, Float32Type)
+        ):
+            raise VerifyException(
+                f"tile.atomic_add: only f32 tiles add to f32 tensors yet, got {type_str(vt)} "
+                f"-> {gt}"
+            )
+        _check_access(self, gt, vt, len(self.indices))
+        if isinstance(vt, TensorType) and vt.get_num_dims() not in (1, 2):
+            raise VerifyException(f"tile.atomic_add: a 1-d or 2-d tile adds, got {type_str(vt)}")
 
 
 def _check_i32_element(op: IRDLOperation, t: Attribute, n_idx: int, wrong: str) -> None:
@@ -1215,6 +1270,7 @@ Tile = Dialect(
         DimOp,
         LoadOp,
         StoreOp,
+        AtomicAddOp,
         DotOp,
         SplatOp,
         BroadcastOp,

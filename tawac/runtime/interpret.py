@@ -504,6 +504,21 @@ class _Interpreter:
         flat = _linear(idx, g.shape).expand(self.n, *shape)
         g.view(-1)[flat[mask]] = value[mask].to(g.dtype)
 
+    def atomic_add(self, op: tile.AtomicAddOp, active: Value) -> None:
+        """`tile.atomic_add`: every active program's elements inside the tensor added to
+        it, the adds of several programs to one element all summed (`index_put_` with
+        `accumulate`, in one order on the CPU: deterministic, so two runs of a kernel and
+        its transformed version compare; the GPU adds in another order, so its result
+        agrees within f32 rounding only)."""
+        g = self.get(op.dest)
+        value = self.get(op.value)
+        shape = _spanned(g.dim(), tuple(value.shape[1:]), 1)
+        value = value.reshape(self.n, *shape)
+        idx, mask = self.tile_indices([self.get(i) for i in op.indices], shape, g.shape)
+        mask = mask & _bcast(active, mask)
+        full = tuple(i.expand(self.n, *shape)[mask] for i in idx)
+        g.index_put_(full, value[mask].to(g.dtype), accumulate=True)
+
     def dot(self, op: tile.DotOp, active: Value) -> Value:
         m, n, k = op.mnk()
         self.dot_flops += 2 * m * n * k * int(active.sum())
@@ -621,6 +636,9 @@ class _Interpreter:
             return self.load(op)
         if isinstance(op, tile.StoreOp):
             self.store(op, active)
+            return None
+        if isinstance(op, tile.AtomicAddOp):
+            self.atomic_add(op, active)
             return None
         if isinstance(op, tile.DotOp):
             return self.dot(op, active)
