@@ -771,25 +771,49 @@ def test_emitted_load_fragment_matches_swizzled_tile(m, n, w, dtype):
 # (n, threads, element bytes): one and several repetitions, 1..3 warp groups, runs shrunk
 # for short vectors.
 BLOCKED = [(1024, 128, 4), (1024, 128, 2), (4096, 256, 4), (128, 128, 4), (3072, 384, 2)]
+# shorter than one run a thread: only the first threads own elements
+SHORT = [(1, 128, 4), (64, 128, 4), (100, 128, 4), (8, 128, 2), (200, 256, 2), (96, 128, 2)]
 
 
-@pytest.mark.parametrize(("n", "threads", "nbytes"), BLOCKED)
+@pytest.mark.parametrize(("n", "threads", "nbytes"), BLOCKED + SHORT)
 def test_blocked_every_element_has_exactly_one_owner(n, threads, nbytes):
     """An independent model: element e belongs to thread (e / vec) % threads, register
-    (e / (threads * vec)) * vec + e % vec; the layout's map must be the same bijection."""
+    (e / (threads * vec)) * vec + e % vec; the layout's map must be the same bijection.
+    A thread that owns nothing (a short vector's later threads) holds only coordinates
+    past the vector's end, and the owners are the first threads."""
     from tawac.target.layouts import BlockedLayout
 
     lay = BlockedLayout.for_tile(n, threads, nbytes)
-    assert lay.threads * lay.num_regs == n
+    owning = [t for t in range(threads) if lay.owns(t)]
+    assert owning == list(range(lay.owners))
+    assert len(owning) * lay.num_regs == n
     owners: dict[int, tuple[int, int]] = {}
     for t in range(threads):
         for i in range(lay.num_regs):
             e = lay.coord(t, i)
+            assert e == lay.thread_offset(t) + lay.reg_offset(i)
+            if not lay.owns(t):
+                assert e >= n, (t, i, e)
+                continue
             assert 0 <= e < n and e not in owners, (t, i, e)
             owners[e] = (t, i)
-            assert e == lay.thread_offset(t) + lay.reg_offset(i)
+    assert sorted(owners) == list(range(n))
     v = lay.vec
     assert all(owners[e] == ((e // v) % threads, (e // (threads * v)) * v + e % v) for e in owners)
+
+
+@pytest.mark.parametrize(("n", "threads", "nbytes", "vec", "owners"), [
+    (1, 128, 4, 1, 1), (64, 128, 4, 4, 16), (100, 128, 4, 4, 25), (8, 128, 2, 8, 1),
+    (6, 128, 2, 2, 3), (1024, 128, 4, 4, 128),
+])  # fmt: skip
+def test_blocked_short_vectors_take_the_longest_run_that_divides_them(
+    n, threads, nbytes, vec, owners
+):
+    from tawac.target.layouts import BlockedLayout
+
+    lay = BlockedLayout.for_tile(n, threads, nbytes)
+    assert (lay.vec, lay.owners, lay.short) == (vec, owners, owners < threads)
+    assert lay.reps == 1 or not lay.short
 
 
 @pytest.mark.parametrize(("n", "threads", "nbytes", "vec"), [
@@ -808,7 +832,9 @@ def test_blocked_runs_are_16_bytes_where_the_vector_allows(n, threads, nbytes, v
             )
 
 
-@pytest.mark.parametrize(("n", "threads", "vec"), [(100, 128, 1), (1024, 96, 4), (1024, 128, 3)])
+@pytest.mark.parametrize(
+    ("n", "threads", "vec"), [(600, 128, 1), (1024, 96, 4), (1024, 128, 3), (6, 128, 4)]
+)
 def test_blocked_invalid_shapes_raise(n, threads, vec):
     from tawac.target.layouts import BlockedLayout
 

@@ -157,6 +157,21 @@ def test_the_layer_norm_keeps_its_loops_and_stores_its_scalars():
     assert [o.kind.data for o in op.walk() if isinstance(o, tile.ReduceOp)] == ["sum", "sum"]
 
 
+def test_the_layer_norm_compiles_its_one_element_stores_from_the_first_thread():
+    """The mean and 1/std are 1-element tiles: a run of one for the consumer's first thread
+    only, each store bounded by the least of the tensor's size and row + 1."""
+    from tawac import driver
+    from tawac.support.ptxas import assemble, locate_ptxas
+
+    path = EXAMPLES / "layer_norm.ttir"
+    ptx = driver.compile_module(driver.parse_text(path.read_text(), str(path))).ptx
+    assert ptx.count("st.global.f32") == 2 and ptx.count("min.s32") == 2
+    ptxas = locate_ptxas()
+    if ptxas is not None:
+        _, report = assemble(ptx, ptxas, verbose=True)
+        assert "0 bytes spill stores, 0 bytes spill loads" in report, report
+
+
 def test_the_column_sums_reduce_along_the_rows():
     op = _kernel("layer_norm_bwd_dwdb")
     reduces = [o for o in op.walk() if isinstance(o, tile.ReduceOp)]

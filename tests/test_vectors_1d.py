@@ -27,6 +27,7 @@ PROGRAMS = {
     "vector_add": {"N": 2500},
     "softmax_row_1d": {"M": 37, "N": 1000},
     "sum_product": {"N": 3001},
+    "short_rows": {"M": 37, "N": 50},
 }
 
 
@@ -105,18 +106,45 @@ def test_it_assembles_without_spills(name):
     assert "0 bytes spill stores, 0 bytes spill loads" in report, report
 
 
-def test_a_vector_too_short_for_the_partition_is_refused_where_it_is():
-    text = """tile.kernel @add(%x: !tile.tensor<?xf32, ["N"]>, %y: !tile.tensor<?xf32, ["N"]>) {
-  %c = arith.constant 100 : index
+def _add(n: int) -> str:
+    return f"""tile.kernel @add(%x: !tile.tensor<?xf32, ["N"]>, %y: !tile.tensor<?xf32, ["N"]>) {{
+  %c = arith.constant {n} : index
   %pid = tile.program_id x
   %o = arith.muli %pid, %c : index
-  %t = tile.load %x[%o] : !tile.tensor<?xf32, ["N"]> -> tensor<100xf32>
-  tile.store %t, %y[%o] : tensor<100xf32> -> !tile.tensor<?xf32, ["N"]>
+  %t = tile.load %x[%o] : !tile.tensor<?xf32, ["N"]> -> tensor<{n}xf32>
+  tile.store %t, %y[%o] : tensor<{n}xf32> -> !tile.tensor<?xf32, ["N"]>
   tile.return
-}
+}}
 """
-    with pytest.raises(CompileError, match=r"^add\.mlir:5:\d+: error: convert-to-ptx: a 100-"):
-        compile_source(text, "add.mlir")
+
+
+def test_a_vector_the_threads_cannot_split_is_refused_where_it_is():
+    """600 f32 are more than one run of 4 a thread and not whole runs of 1 over 128."""
+    with pytest.raises(CompileError, match=r"^add\.mlir:5:\d+: error: convert-to-ptx: a 600-"):
+        compile_source(_add(600), "add.mlir")
+
+
+def test_a_short_vector_belongs_to_the_first_threads():
+    """100 f32: runs of 4 for the first 25 threads; every access is bounded by the least
+    of the tensor's size and the tile's end, so the other threads move nothing."""
+    ptx = compile_source(_add(100), "add.mlir").ptx
+    assert ptx.count("min.s32") == 2  # the load's bound and the store's
+    assert ptx.count("ld.global.cg.v2.f32") == 2 and ptx.count("st.global.v4.b32") == 1
+
+
+def test_short_rows_reduce_over_the_owning_threads_only():
+    """64 f32 over 128 threads: 16 own a run of 4. Both reductions select their identity
+    (-inf, 0) in the threads that own nothing; the one-element stores are bounded by
+    origin + 1 (only the first thread writes)."""
+    lay = BlockedLayout.for_tile(64, 128, 4)
+    assert (lay.vec, lay.owners, lay.num_regs) == (4, 16, 4)
+    ptx = _compile("short_rows").ptx
+    # the second f32 of each of the two 8-byte loads selected to the padding past N, then
+    # each register to the identity of each reduction
+    assert ptx.count("selp.f32") == 2 + 2 * lay.num_regs
+    assert ptx.count("0fFF800000") >= 1  # -inf, max's identity
+    assert ptx.count("min.s32") == 4  # x, y, sums, maxes
+    assert ptx.count("st.global.f32") == 2 and ptx.count("st.global.v4.b32") == 1
 
 
 # ---- on the GPU
@@ -162,6 +190,31 @@ def test_two_outputs_match_torch_on_the_gpu(n):
     torch.cuda.synchronize()
     torch.testing.assert_close(s, x + y)
     torch.testing.assert_close(p, (x * y).to(torch.bfloat16))
+
+
+@pytest.mark.gpu
+@requires_gpu
+@pytest.mark.parametrize(("m", "n"), [(1, 1), (37, 50), (300, 64), (5, 3)])
+def test_short_rows_match_torch_on_the_gpu(m, n):
+    import torch
+
+    from tawac.compiler import compile_file
+    from tawac.runtime import load_kernel
+
+    res = compile_file(DATA / "short_rows.mlir", cubin=True)
+    kernel = load_kernel(res.cubin, res.sidecar)
+    g = torch.Generator(device="cuda").manual_seed(m * 100 + n)
+    x = torch.randn(m, n, device="cuda", generator=g) - 5  # x + 1 < 1: an owner-less 1 would win
+    y = torch.full_like(x, float("nan"))
+    sums = torch.full((m,), float("nan"), device="cuda")
+    maxes = torch.full((m,), float("nan"), device="cuda")
+    kernel(x, y, sums, maxes)
+    torch.cuda.synchronize()
+    x1 = torch.nn.functional.pad(x, (0, 64 - n)) + 1  # the load pads with 0
+    want_max = x1.max(dim=1).values
+    torch.testing.assert_close(maxes, want_max)
+    torch.testing.assert_close(sums, x1.sum(dim=1))
+    torch.testing.assert_close(y, x1[:, :n] - want_max[:, None])
 
 
 @pytest.mark.gpu

@@ -326,6 +326,11 @@ class BlockedLayout:
     pattern repeated every threads * vec elements (`reps` times).  Register i of thread t
     holds element (i / vec) * threads * vec + t * vec + i % vec.
 
+    A vector shorter than one run per thread (`n` < threads * vec: the one-element tile of
+    a scalar store) is one run of `vec` for each of its first `owners` = n / vec threads;
+    the other threads own nothing (`owns`): they have the registers, but what those hold
+    is never stored, and a reduction replaces it by its identity.
+
     The layout of a vector that is neither reduced from nor broadcast into a 2-d tile (a
     vector add, a row reduced to a scalar): `for_tile` takes `vec` as 16 bytes of the
     widest element type its loads and stores move, so each run is one or two vector
@@ -340,25 +345,47 @@ class BlockedLayout:
             raise ValueError(f"{self.threads} threads are not whole warps")
         if self.vec <= 0 or self.vec & (self.vec - 1):
             raise ValueError(f"{self.vec} elements per run is not a power of two")
-        if self.n <= 0 or self.n % (self.threads * self.vec):
+        short = 0 < self.n < self.threads * self.vec and self.n % self.vec == 0
+        if not short and (self.n <= 0 or self.n % (self.threads * self.vec)):
             raise ValueError(
                 f"a {self.n}-element vector cannot be split into runs of {self.vec} over "
-                f"{self.threads} threads (it must be a multiple of {self.threads * self.vec})"
+                f"{self.threads} threads (it must be a multiple of {self.threads * self.vec}, "
+                f"or fewer elements in whole runs)"
             )
 
     @classmethod
     def for_tile(cls, n: int, threads: int, elem_bytes: int) -> BlockedLayout:
         """Runs of 16 bytes of `elem_bytes` elements (4 f32, 8 bf16), halved until every
-        thread holds whole runs (a vector of 128 f32 over 128 threads: runs of 1)."""
-        vec = GRANULE_BYTES // elem_bytes
+        thread holds whole runs (a vector of 128 f32 over 128 threads: runs of 1); a
+        vector too short for a run of one per thread gets the longest run that divides it,
+        for its first threads only."""
+        widest = GRANULE_BYTES // elem_bytes
+        vec = widest
         while vec > 1 and n % (threads * vec):
             vec //= 2
+        if 0 < n < threads * widest and n % (threads * vec):
+            vec = widest
+            while vec > 1 and n % vec:
+                vec //= 2
         return cls(n, threads, vec)
+
+    @property
+    def owners(self) -> int:
+        """How many of the partition's threads hold elements: its first ones."""
+        return min(self.threads, self.n // self.vec)
+
+    @property
+    def short(self) -> bool:
+        """Some threads hold no element."""
+        return self.owners < self.threads
+
+    def owns(self, thread: int) -> bool:
+        return thread < self.owners
 
     @property
     def reps(self) -> int:
         """How many times the threads' runs repeat along the vector."""
-        return self.n // (self.threads * self.vec)
+        return max(1, self.n // (self.threads * self.vec))
 
     @property
     def num_regs(self) -> int:

@@ -56,8 +56,10 @@ def _b16_bits(value: float, dtype: str) -> int:
 
 
 def _row(k: KernelLowering, source: SSAValue, indices, nbytes: int, layout: BlockedLayout):
-    """(the address of the row's element 0, the row's size, this thread's first element)
-    of a 1-d tile along the tensor's last dimension."""
+    """(the address of the row's element 0, the bound of its elements, this thread's first
+    element) of a 1-d tile along the tensor's last dimension.  The bound is the row's size,
+    or for a short layout the least of it and the tile's end: a thread owning no element
+    reads and writes nothing."""
     part = k.part
     assert part is not None
     gt = source.type
@@ -72,7 +74,10 @@ def _row(k: KernelLowering, source: SSAValue, indices, nbytes: int, layout: Bloc
     first = k.cached(
         ("thread_start", layout.vec), lambda: k.index(layout.thread_start(part.first_wg))
     )
-    start = k.add(k.scalar(indices[last]), first)
+    origin = k.scalar(indices[last])
+    start = k.add(origin, first)
+    if layout.short:  # the threads past the vector's last element own nothing
+        size = k.r(ptx.MinOp("s32", size, k.add_imm(origin, layout.n)))
     return base, size, start
 
 
@@ -196,7 +201,10 @@ def reduce_to_scalar(k: KernelLowering, op: tile.ReduceOp) -> None:
     def combine(a: SSAValue, b: SSAValue) -> SSAValue:
         return k.r(cls("f32", a, b))
 
-    acc = _tree(list(src.regs), combine)
+    regs = list(src.regs)
+    if layout.short:  # the threads owning no element add the reduction's identity
+        regs = _owned(k, layout, regs, op.kind.data)
+    acc = _tree(regs, combine)
     for mask in layout.reduction_lanes():
         acc = combine(acc, k.r(ptx.ShflBflyOp(acc, mask)))
     if layout.warps > 1:
@@ -214,6 +222,23 @@ def reduce_to_scalar(k: KernelLowering, op: tile.ReduceOp) -> None:
         ]
         acc = _tree(parts, combine)
     k.vals[op.result] = acc
+
+
+_IDENTITY = {"max": float("-inf"), "min": float("inf"), "sum": 0.0}
+
+
+def _owned(k: KernelLowering, layout: BlockedLayout, regs: list[SSAValue], kind: str):
+    """The f32 registers of a short layout with the identity of reduction `kind` in the
+    threads that own no element (their registers hold whatever was computed past the
+    vector's end)."""
+    part = k.part
+    assert part is not None
+    first = k.cached(
+        ("thread_start", layout.vec), lambda: k.index(layout.thread_start(part.first_wg))
+    )
+    owns = k.r(ptx.SetpOp("lt", "s32", first, k.imm(layout.n)))
+    identity = k.fimm(_IDENTITY[kind])
+    return [k.r(ptx.SelpOp("f32", r, identity, owns)) for r in regs]
 
 
 def iota_1d(k: KernelLowering, op: tile.IotaOp) -> None:
