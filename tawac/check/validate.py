@@ -162,6 +162,35 @@ def _tolerance(dtype_name: str) -> float:
     return 4 * eps
 
 
+def _mismatch(b: torch.Tensor, a: torch.Tensor, rtol: float) -> tuple[torch.Tensor | None, float]:
+    """The elements of `a` that differ from `b` beyond rounding (None where none does: the
+    two are the same bits, the common case) and the norm-wise relative error over the
+    elements finite in both (NaN where there is none)."""
+    if a.dtype == b.dtype == torch.float32 and torch.equal(
+        a.view(torch.int32), b.view(torch.int32)
+    ):
+        return None, 0.0 if bool(torch.isfinite(b).any()) else math.nan
+    if b.numel() == 0:
+        return None, math.nan
+    b64, a64 = b.double(), a.double()
+    nan_b, nan_a = torch.isnan(b), torch.isnan(a)
+    both = torch.isfinite(b) & torch.isfinite(a)
+    every = bool(both.all())
+    scale = float(b.abs().max() if every else torch.where(both, b.abs(), 0).max())
+    # equal values (the same infinity too: inf - inf is NaN) are close
+    diff = a64 - b64
+    near = diff.abs() <= b64.abs().mul_(rtol).add_(ABS_SHARE * scale)
+    bad = (nan_a != nan_b) | (~nan_b & ~((a == b) | (both & near)))
+    if every:  # the norms over the same elements in the same order as the masked ones
+        denom, dist = float(b64.norm()), float(diff.norm())
+    elif bool(both.any()):
+        ref = b64[both]
+        denom, dist = float(ref.norm()), float((a64[both] - ref).norm())
+    else:
+        return bad, math.nan
+    return bad, dist / denom if denom else (0.0 if dist == 0 else math.inf)
+
+
 def compare(
     before: Mapping[str, torch.Tensor],
     after: Mapping[str, torch.Tensor],
@@ -174,28 +203,18 @@ def compare(
         a = after.get(name)
         if a is None:
             return Difference(name, (), math.nan, math.nan, b.numel(), b.numel()), math.inf
-        b64, a64 = b.double(), a.double()
-        nan_b, nan_a = torch.isnan(b64), torch.isnan(a64)
-        both = torch.isfinite(b64) & torch.isfinite(a64)
-        scale = float(b64[both].abs().max()) if bool(both.any()) else 0.0
-        rtol = _tolerance(dtypes.get(name, "f32"))
-        # equal values (the same infinity too: inf - inf is NaN) are close
-        near = (a64 - b64).abs() <= rtol * b64.abs() + ABS_SHARE * scale
-        close = (a64 == b64) | (both & near)
-        bad = (nan_a != nan_b) | (~nan_b & ~close)
-        if bool(both.any()):
-            ref = b64[both]
-            denom, diff = float(ref.norm()), float((a64[both] - ref).norm())
-            worst = max(worst, diff / denom if denom else (0.0 if diff == 0 else math.inf))
-        if bool(bad.any()):
+        bad, error = _mismatch(b, a, _tolerance(dtypes.get(name, "f32")))
+        if not math.isnan(error):
+            worst = max(worst, error)
+        if bad is not None and bool(bad.any()):
             flat = int(torch.nonzero(bad.flatten())[0])
             index = tuple(int(i) for i in torch.unravel_index(torch.tensor(flat), b.shape))
             return (
                 Difference(
                     name,
                     index,
-                    float(b64.flatten()[flat]),
-                    float(a64.flatten()[flat]),
+                    float(b.double().flatten()[flat]),
+                    float(a.double().flatten()[flat]),
                     int(bad.sum()),
                     b.numel(),
                 ),

@@ -112,18 +112,6 @@ def _round(x: Value, t: Attribute) -> Value:
     return x.to(dt).to(torch.float32)
 
 
-def _linear(idx: Sequence[Value], sizes: Sequence[int]) -> Value:
-    """The row-major linear index of the elements whose coordinates are `idx` (one
-    broadcastable tensor per dimension) in a tensor of `sizes`."""
-    flat, stride = None, 1
-    for i, size in zip(reversed(idx), reversed(sizes), strict=True):
-        term = i * stride if stride != 1 else i
-        flat = term if flat is None else flat + term
-        stride *= size
-    assert flat is not None
-    return flat
-
-
 def _bcast(mask: Value, like: Value) -> Value:
     """A (P,) mask reshaped to broadcast against a (P, ...) value."""
     return mask.view(mask.shape[0], *([1] * (like.dim() - 1)))
@@ -253,6 +241,8 @@ class _Interpreter:
         if programs is not None:
             self.pids = tuple(torch.as_tensor(v, device=device) for v in programs.pids)
             self.share = tuple(torch.as_tensor(v, device=device) for v in programs.share)
+        self.places: dict[tuple, Any] = {}  # `addresses`
+        self.sources: dict[tuple, tuple[Value, int, Value]] = {}  # `source`
 
     # ---- helpers
 
@@ -317,6 +307,48 @@ class _Interpreter:
         assert mask is not None
         return idx, mask.expand(self.n, *shape)
 
+    def addresses(
+        self, origins: Sequence[Value], shape: Sequence[int], sizes: Sequence[int]
+    ) -> tuple[Value, bool, list[Value]]:
+        """The tile of `shape` at `origins` in a tensor of `sizes` in every instance: (P,
+        *shape) row-major indices, the size for an element outside; whether none is; the
+        coordinates per dimension (broadcastable). The latest 16 are kept by (origins,
+        shape, sizes): a store often writes the tile a load read."""
+        key = (tuple(id(o) for o in origins), tuple(shape), tuple(sizes))
+        hit = self.places.get(key)
+        if hit is not None and all(a is b for a, b in zip(hit[0], origins, strict=True)):
+            return hit[1]
+        rank, numel = len(shape), torch.Size(sizes).numel()
+        flat, coords, full = None, [], True
+        for d, (o, n, size) in enumerate(zip(origins, shape, sizes, strict=True)):
+            view = [self.n] + [1] * rank
+            view[d + 1] = n
+            i = (o.view(-1, 1) + torch.arange(n, device=self.device)).view(view)
+            ok = (i >= 0) & (i < size)
+            term = i * torch.Size(sizes[d + 1 :]).numel()
+            if not bool(ok.all()):
+                full = False
+                term = torch.where(ok, term, numel)
+            coords.append(i)
+            flat = term if flat is None else flat + term
+        found = (flat if full else flat.clamp(max=numel), full, coords)
+        if len(self.places) >= 16:
+            del self.places[next(iter(self.places))]
+        self.places[key] = (list(origins), found)
+        return found
+
+    def source(self, g: Value, padding: float, t: Attribute | None) -> Value:
+        """`g` read as 1-d in float32, rounded to the element type of `t`, with `padding`
+        (rounded) appended: kept until a store changes `g` (its version)."""
+        key = (id(g), _round_dtype(t) if t is not None else None, repr(padding))
+        hit = self.sources.get(key)
+        if hit is not None and hit[0] is g and hit[1] == g._version:
+            return hit[2]
+        flat = torch.cat([g.reshape(-1).float(), torch.full((1,), padding, device=self.device)])
+        flat = flat if t is None else _round(flat, t)
+        self.sources[key] = (g, g._version, flat)
+        return flat
+
     # ---- tile ops
 
     def gather(
@@ -326,22 +358,24 @@ class _Interpreter:
         shape: tuple[int, ...],
         stack: int = 1,
         padding: float = 0.0,
+        t: Attribute | None = None,
     ) -> tuple[Value, Value]:
         """The tile of `shape` of tensor `g` at `origins` (one coordinate per dimension) in
-        every instance, as float32 (P, *shape), `padding` outside the tensor; and the mask
-        of the elements inside it. A tile of lower rank than the tensor spans one element of the
-        leading dimensions (a stacked one, `stack` of the dimension before its rows)."""
-        if g.numel() == 0:
-            none = torch.zeros((self.n, *shape), dtype=torch.bool, device=self.device)
-            return torch.full((self.n, *shape), padding, device=self.device), none
-        full = _spanned(g.dim(), shape, stack)
-        idx, mask = self.tile_indices(origins, full, g.shape)
-        clamped = [i.clamp(0, size - 1) for i, size in zip(idx, g.shape, strict=True)]
-        # one linear index per element into g read as 1-d (reshape copies a strided g):
-        # less time than indexing with one tensor per dimension
-        vals = g.reshape(-1)[_linear(clamped, g.shape)].to(torch.float32)
-        out = torch.where(mask, vals, torch.full((), padding, device=self.device))
-        return out.reshape(self.n, *shape), mask.reshape(self.n, *shape)
+        every instance, as float32 (P, *shape), `padding` outside the tensor, rounded to
+        the element type of `t` where given; and the mask of the elements inside it. A
+        tile of lower rank than the tensor spans one element of the leading dimensions (a
+        stacked one, `stack` of the dimension before its rows)."""
+        flat, full, _ = self.addresses(origins, _spanned(g.dim(), shape, stack), g.shape)
+        numel = g.numel()
+        if full and (t is None or _round_dtype(t) is None):
+            vals = g.reshape(-1).index_select(0, flat.view(-1)).to(torch.float32)
+        elif numel <= 8 * flat.numel():  # the rounded copy costs less than the tiles
+            vals = self.source(g, padding, t).index_select(0, flat.view(-1))
+        else:
+            vals = g.reshape(-1).index_select(0, flat.clamp(max=numel - 1).view(-1))
+            vals = torch.where(flat.view(-1) < numel, vals.to(torch.float32), padding)
+            vals = vals if t is None else _round(vals, t)
+        return vals.view(self.n, *shape), (flat < numel).view(self.n, *shape)
 
     def load(self, op: tile.LoadOp) -> Value:
         t = op.result.type
@@ -349,8 +383,8 @@ class _Interpreter:
         shape = tuple(t.get_shape())
         origins = [self.get(i) for i in op.indices]
         source = self.get(op.source)
-        out, _ = self.gather(source, origins, shape, tile.stack_of(op), op.padding_value)
-        return _round(out, t)
+        out, _ = self.gather(source, origins, shape, tile.stack_of(op), op.padding_value, t)
+        return out
 
     def load_index(self, op: tile.LoadIndexOp) -> Value:
         """Each program's element of the i32 tensor as an index; -1 outside it."""
@@ -491,18 +525,20 @@ class _Interpreter:
             value = value.transpose(1, 2)
         shape = _spanned(g.dim(), tuple(value.shape[1:]), tile.stack_of(op))
         value = value.reshape(self.n, *shape)
-        idx, mask = self.tile_indices([self.get(i) for i in op.indices], shape, g.shape)
-        for i, bound in zip(idx, op.bounds, strict=False):
-            b = self.get(bound).view(-1, *([1] * len(shape)))
-            mask = mask & (i < b).expand(self.n, *shape)
-        mask = mask & _bcast(active, mask)
-        if not g.is_contiguous():
-            full = [i.expand(self.n, *shape)[mask] for i in idx]
-            g[tuple(full)] = value[mask].to(g.dtype)
-            return
-        # one linear index per element, masked once (not one index tensor per dimension)
-        flat = _linear(idx, g.shape).expand(self.n, *shape)
-        g.view(-1)[flat[mask]] = value[mask].to(g.dtype)
+        flat, full, coords = self.addresses([self.get(i) for i in op.indices], shape, g.shape)
+        mask = None if full else flat < g.numel()
+        for i, bound in zip(coords, op.bounds, strict=False):
+            ok = i < self.get(bound).view(-1, *([1] * len(shape)))
+            if not bool(ok.all()):
+                mask = ok if mask is None else mask & ok
+        if not bool(active.all()):
+            mask = _bcast(active, value) if mask is None else mask & _bcast(active, value)
+        flat, value = flat.reshape(-1), value.reshape(-1)
+        if mask is not None:  # one linear index per element, compacted in element order
+            chosen = mask.expand(self.n, *shape).reshape(-1).nonzero().view(-1)
+            flat, value = flat.index_select(0, chosen), value.index_select(0, chosen)
+        index = (flat,) if g.is_contiguous() else torch.unravel_index(flat, g.shape)
+        (g.view(-1) if g.is_contiguous() else g).index_put_(index, value.to(g.dtype))
 
     def atomic_add(self, op: tile.AtomicAddOp, active: Value) -> None:
         """`tile.atomic_add`: every active program's elements inside the tensor added to
@@ -571,6 +607,9 @@ class _Interpreter:
             for a, v in zip(iter_block_args, carried, strict=True):
                 self.env[a] = v
             new = self.run_block(op.body.block, live)
+            if bool(live.all()):  # else an instance whose loop has ended keeps its values
+                carried = new
+                continue
             carried = [
                 torch.where(_bcast(live, n), n, c) for n, c in zip(new, carried, strict=True)
             ]
@@ -669,15 +708,8 @@ class _Interpreter:
             ar = ar.view(1, size, 1) if dim == 0 else ar.view(1, 1, size)
             return (off.view(self.n, 1, 1) + ar).expand(self.n, rows, cols)
         if isinstance(op, tile.CmpiOp):
-            a, b = self.get(op.lhs), self.get(op.rhs)
-            return {
-                "eq": a == b,
-                "ne": a != b,
-                "slt": a < b,
-                "sle": a <= b,
-                "sgt": a > b,
-                "sge": a >= b,
-            }[op.predicate.data]
+            pred = tile.CMPI_PREDICATES.index(op.predicate.data)  # in _CMPI's order
+            return _CMPI[pred](self.get(op.lhs), self.get(op.rhs))
         if isinstance(op, tile.SelectOp):
             return torch.where(self.get(op.cond), self.get(op.true_value), self.get(op.false_value))
         if isinstance(op, tile.ReduceOp):
