@@ -339,14 +339,16 @@ class _Interpreter:
 
     def source(self, g: Value, padding: float, t: Attribute | None) -> Value:
         """`g` read as 1-d in float32, rounded to the element type of `t`, with `padding`
-        (rounded) appended: kept until a store changes `g` (its version)."""
+        (rounded) appended: kept until a store changes `g` (its version; an inference
+        tensor has none, so is read again)."""
         key = (id(g), _round_dtype(t) if t is not None else None, repr(padding))
         hit = self.sources.get(key)
-        if hit is not None and hit[0] is g and hit[1] == g._version:
+        version = None if g.is_inference() else g._version
+        if hit is not None and hit[0] is g and version is not None and hit[1] == version:
             return hit[2]
         flat = torch.cat([g.reshape(-1).float(), torch.full((1,), padding, device=self.device)])
         flat = flat if t is None else _round(flat, t)
-        self.sources[key] = (g, g._version, flat)
+        self.sources[key] = (g, version, flat)
         return flat
 
     # ---- tile ops

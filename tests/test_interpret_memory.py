@@ -1,0 +1,112 @@
+"""The interpreter's memory: a load after a store reads what was stored (the tensor read
+as 1-d and rounded is kept only until a store changes it, inference tensors included; a
+bf16 tensor given as f32 values is read rounded), stores of several programs to one
+element leave the last program's value (instance order: x fastest), and bounded stores
+of instances some of which are inactive write what an element-by-element reference
+writes, into contiguous and strided tensors."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+from test_interpret import cdiv, parse_kernel
+
+from tawac.runtime.interpret import interpret
+
+BUMP = """
+tile.kernel @bump(%x: !tile.tensor<?xTYPE, ["N"]>) {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c3 = arith.constant 3 : index
+  %c8 = arith.constant 8 : index
+  %pid = tile.program_id x
+  %o = arith.muli %pid, %c8 : index
+  %one = arith.constant dense<1.000000e+00> : tensor<8xTYPE>
+  scf.for %i = %c0 to %c3 step %c1 {
+    %t = tile.load %x[%o] : !tile.tensor<?xTYPE, ["N"]> -> tensor<8xTYPE>
+    %u = arith.addf %t, %one : tensor<8xTYPE>
+    tile.store %u, %x[%o] : tensor<8xTYPE> -> !tile.tensor<?xTYPE, ["N"]>
+  }
+  tile.return
+}
+"""
+
+
+@pytest.mark.parametrize("dtype", ["f32", "bf16"])
+@pytest.mark.parametrize("n", [21, 24])
+@pytest.mark.parametrize("inference", [False, True])
+def test_a_load_after_a_store_reads_the_stored_values(dtype, n, inference):
+    kernel = parse_kernel(BUMP.replace("TYPE", dtype))
+    x = torch.randn(n, generator=torch.Generator().manual_seed(n))
+    want = x.clone()
+    for _ in range(3):
+        if dtype == "bf16":
+            want = (want.bfloat16().float() + 1).bfloat16().float()
+        else:
+            want = want + 1
+    with torch.inference_mode(inference):
+        got = x.clone()
+        interpret(kernel, [got], (cdiv(n, 8), 1, 1))
+    assert torch.equal(got, want)
+
+
+SAME_PLACE = """
+tile.kernel @same(%o: !tile.tensor<?xf32, ["N"]>) {
+  %c0 = arith.constant 0 : index
+  %x = tile.program_id x
+  %y = tile.program_id y
+  %c10 = arith.constant 10 : index
+  %yy = arith.muli %y, %c10 : index
+  %v = arith.addi %yy, %x : index
+  %i = arith.index_cast %v : index to i64
+  %f = arith.sitofp %i : i64 to f32
+  %t = tile.splat %f : f32 -> tensor<4xf32>
+  tile.store %t, %o[%c0] : tensor<4xf32> -> !tile.tensor<?xf32, ["N"]>
+  tile.return
+}
+"""
+
+
+@pytest.mark.parametrize("n", [3, 4])
+def test_stores_of_several_programs_to_one_element_leave_the_last_programs(n):
+    """A race on the GPU; the interpreter writes in instance order, the last wins."""
+    o = torch.zeros(n)
+    interpret(parse_kernel(SAME_PLACE), [o], (3, 2, 1))
+    assert torch.equal(o, torch.full((n,), 12.0))
+
+
+BOUNDED = """
+tile.kernel @bounded(%o: !tile.tensor<?x?xf32>) {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c2 = arith.constant 2 : index
+  %c4 = arith.constant 4 : index
+  %pid = tile.program_id x
+  %n0 = arith.muli %pid, %c4 : index
+  %end = arith.addi %pid, %c1 : index
+  %cols = arith.addi %n0, %c2 : index
+  %i = arith.index_cast %end : index to i64
+  %f = arith.sitofp %i : i64 to f32
+  %t = tile.splat %f : f32 -> tensor<4x4xf32>
+  %odd = arith.remsi %pid, %c2 : index
+  %live = arith.cmpi eq, %odd, %c0 : index
+  scf.if %live {
+    tile.store %t, %o[%c0, %n0] bounds [%end, %cols] : tensor<4x4xf32> -> !tile.tensor<?x?xf32>
+  }
+  tile.return
+}
+"""
+
+
+@pytest.mark.parametrize("strided", [False, True])
+def test_bounded_stores_of_some_instances_write_what_the_reference_does(strided):
+    programs, rows, cols = 5, 3, 18
+    o = torch.full((cols, rows), -1.0).t() if strided else torch.full((rows, cols), -1.0)
+    interpret(parse_kernel(BOUNDED), [o], (programs, 1, 1))
+    want = torch.full((rows, cols), -1.0)
+    for p in range(0, programs, 2):  # the odd programs are inactive
+        for r in range(min(p + 1, rows)):
+            for c in range(4 * p, min(4 * p + 2, cols)):
+                want[r, c] = p + 1
+    assert not strided or not o.is_contiguous()
+    assert torch.equal(o, want)
