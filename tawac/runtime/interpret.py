@@ -295,17 +295,8 @@ class _Interpreter:
         self, origins: Sequence[Value], shape: Sequence[int], sizes: Sequence[int]
     ) -> tuple[list[Value], Value]:
         """Element coordinates per dimension (broadcastable to (P, *shape)), in-bounds mask."""
-        rank = len(shape)
-        idx, mask = [], None
-        for d, (o, n, size) in enumerate(zip(origins, shape, sizes, strict=True)):
-            view = [self.n] + [1] * rank
-            view[d + 1] = n
-            i = (o.view(-1, 1) + torch.arange(n, device=self.device).view(1, -1)).view(view)
-            ok = (i >= 0) & (i < size)
-            mask = ok if mask is None else mask & ok
-            idx.append(i)
-        assert mask is not None
-        return idx, mask.expand(self.n, *shape)
+        flat, _, coords = self.addresses(origins, shape, sizes)
+        return coords, flat < torch.Size(sizes).numel()
 
     def addresses(
         self, origins: Sequence[Value], shape: Sequence[int], sizes: Sequence[int]
@@ -320,6 +311,7 @@ class _Interpreter:
             return hit[1]
         rank, numel = len(shape), torch.Size(sizes).numel()
         flat, coords, full = None, [], True
+        index = torch.int32 if (rank + 1) * numel < 2**31 else torch.int64  # adds in half
         for d, (o, n, size) in enumerate(zip(origins, shape, sizes, strict=True)):
             view = [self.n] + [1] * rank
             view[d + 1] = n
@@ -330,8 +322,8 @@ class _Interpreter:
                 full = False
                 term = torch.where(ok, term, numel)
             coords.append(i)
-            flat = term if flat is None else flat + term
-        found = (flat if full else flat.clamp(max=numel), full, coords)
+            flat = term.to(index) if flat is None else flat + term.to(index)
+        found = (flat if full else flat.clamp_(max=numel), full, coords)
         if len(self.places) >= 16:
             del self.places[next(iter(self.places))]
         self.places[key] = (list(origins), found)
@@ -353,7 +345,7 @@ class _Interpreter:
 
     # ---- tile ops
 
-    def gather(
+    def values(
         self,
         g: Value,
         origins: Sequence[Value],
@@ -361,12 +353,12 @@ class _Interpreter:
         stack: int = 1,
         padding: float = 0.0,
         t: Attribute | None = None,
-    ) -> tuple[Value, Value]:
+    ) -> Value:
         """The tile of `shape` of tensor `g` at `origins` (one coordinate per dimension) in
         every instance, as float32 (P, *shape), `padding` outside the tensor, rounded to
-        the element type of `t` where given; and the mask of the elements inside it. A
-        tile of lower rank than the tensor spans one element of the leading dimensions (a
-        stacked one, `stack` of the dimension before its rows)."""
+        the element type of `t` where given. A tile of lower rank than the tensor spans
+        one element of the leading dimensions (a stacked one, `stack` of the dimension
+        before its rows)."""
         flat, full, _ = self.addresses(origins, _spanned(g.dim(), shape, stack), g.shape)
         numel = g.numel()
         if full and (t is None or _round_dtype(t) is None):
@@ -377,7 +369,15 @@ class _Interpreter:
             vals = g.reshape(-1).index_select(0, flat.clamp(max=numel - 1).view(-1))
             vals = torch.where(flat.view(-1) < numel, vals.to(torch.float32), padding)
             vals = vals if t is None else _round(vals, t)
-        return vals.view(self.n, *shape), (flat < numel).view(self.n, *shape)
+        return vals.view(self.n, *shape)
+
+    def gather(
+        self, g: Value, origins: Sequence[Value], shape: tuple[int, ...], stack: int = 1
+    ) -> tuple[Value, Value]:
+        """`values` (zero outside the tensor) and the mask of the elements inside it."""
+        flat, _, _ = self.addresses(origins, _spanned(g.dim(), shape, stack), g.shape)
+        inside = (flat < g.numel()).view(self.n, *shape)
+        return self.values(g, origins, shape, stack), inside
 
     def load(self, op: tile.LoadOp) -> Value:
         t = op.result.type
@@ -385,8 +385,7 @@ class _Interpreter:
         shape = tuple(t.get_shape())
         origins = [self.get(i) for i in op.indices]
         source = self.get(op.source)
-        out, _ = self.gather(source, origins, shape, tile.stack_of(op), op.padding_value, t)
-        return out
+        return self.values(source, origins, shape, tile.stack_of(op), op.padding_value, t)
 
     def load_index(self, op: tile.LoadIndexOp) -> Value:
         """Each program's element of the i32 tensor as an index; -1 outside it."""
@@ -463,7 +462,7 @@ class _Interpreter:
         first, *rest = (self.get(i) for i in op.indices)
         total: Value | None = None
         for s in range(op.max.data):
-            part, _ = self.gather(g, [first + s, *rest], shape)
+            part = self.values(g, [first + s, *rest], shape)
             part = torch.where(_bcast(s < count, part), part, torch.zeros((), device=self.device))
             total = part if total is None else total + part
         assert total is not None
@@ -499,8 +498,8 @@ class _Interpreter:
         for s, (m, live) in enumerate(zip(ms, parts, strict=True)):
             coords = [first + s, *rest]
             w = torch.where(m == neg, zero, exp(m - big))  # NaN (unwritten) shows
-            o, _ = self.gather(self.get(op.partials), coords, shape, stack)
-            l_, _ = self.gather(sums_t, coords[:-1], rows, stack)
+            o = self.values(self.get(op.partials), coords, shape, stack)
+            l_ = self.values(sums_t, coords[:-1], rows, stack)
             o = torch.where(_bcast(live, o), o, zero)
             l_ = torch.where(_bcast(live, l_), l_, zero)
             out = out + w.unsqueeze(-1) * o
@@ -566,7 +565,8 @@ class _Interpreter:
         if op.transpose_rhs is not None:
             rhs = rhs.transpose(1, 2)
         with _full_fp32_matmul():
-            return acc + torch.bmm(lhs.float(), rhs.float())
+            product = torch.bmm(lhs.float(), rhs.float())
+            return torch.add(acc, product, out=product)  # acc + product, in place
 
     def splat(self, op: tile.SplatOp) -> Value:
         t = op.result.type
