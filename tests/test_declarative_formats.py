@@ -59,6 +59,8 @@ KERNEL = """builtin.module {
     tile.store %h, %b[%m0, %n0] bounds [%K, %N] : tensor<128x128xbf16> -> !tile.tensor<?x?xbf16> {tawac.store = "b"}
     tile.store %h, %b[%m0, %n0] transposed : tensor<128x128xbf16> -> !tile.tensor<?x?xbf16>
     tile.store %sum, %w[%c0, %m0, %n0] stack 2 : tensor<64x128xf32> -> !tile.tensor<?x?x?xf32>
+    tile.atomic_add %sum, %w[%c0, %m0, %n0] : tensor<64x128xf32> -> !tile.tensor<?x?x?xf32>
+    tile.atomic_add %r2, %w[%c0, %m0, %n0] : tensor<128xf32> -> !tile.tensor<?x?x?xf32> {tawac.note}
     %ring = aref.create "a_b" : !aref.aref<[tensor<128x64xbf16>, tensor<128x64xbf16>], 3>
     %ring2 = aref.create {tawac.note} : !aref.aref<[tensor<128x64xbf16>], 2>
     %ring3 = aref.create "c" {tawac.note} : !aref.aref<[tensor<128x64xbf16>], 2>

@@ -361,8 +361,17 @@ def _advanced(loop: scf.ForOp, inc: Poly, reader: _Reader) -> Poly:
     return (Poly.sym(block.args[0]) - lb) * per
 
 
-def access(op: tt.LoadOp | tt.StoreOp, reader: _Reader | None = None) -> Access:
-    """The block `op` loads or stores (module docstring); `PointerError` otherwise."""
+def mask_of(op: Operation) -> SSAValue | None:
+    """The mask of a load, a store or an atomic add (`tt.atomic_rmw`'s operand after its
+    value), None where it has none."""
+    if isinstance(op, tt.AtomicRmwOp):
+        return op.rest[1] if len(op.rest) > 1 else None
+    return op.mask
+
+
+def access(op: tt.LoadOp | tt.StoreOp | tt.AtomicRmwOp, reader: _Reader | None = None) -> Access:
+    """The block `op` loads, stores or adds to (module docstring); `PointerError`
+    otherwise."""
     reader = reader if reader is not None else _Reader()
     before = len(reader.wraps)
     try:
@@ -394,7 +403,8 @@ def access(op: tt.LoadOp | tt.StoreOp, reader: _Reader | None = None) -> Access:
     if offset.ranges() - set(range(rank)):
         raise PointerError("an index range of another shape", op)
     origins, outer = _divide(rest, strides, op)
-    bounds = _mask_bounds(op.mask, origins, reader, op) if op.mask is not None else {}
+    mask = mask_of(op)
+    bounds = _mask_bounds(mask, origins, reader, op) if mask is not None else {}
     dims = tuple(
         Dim(s, o, bounds.get(d), w)
         for d, (s, o, w) in enumerate(zip(strides, origins, wraps, strict=True))
@@ -409,7 +419,7 @@ def _element_access(
     element along a contiguous dimension (stride 1), its origin the offset (a term with
     one kernel argument, `row x stride_m`, is an outer dimension, as for a tile); a mask
     on one element is refused."""
-    if op.mask is not None:
+    if mask_of(op) is not None:
         raise PointerError("a masked load or store of one element", op)
     origins, outer = _divide(offset, [Poly.const(1)], op)
     return Access(op, base, (Dim(Poly.const(1), origins[0]),), wraps, outer)
@@ -568,12 +578,12 @@ _ACCESSES = (tt.LoadOp, tt.StoreOp, tt.DescriptorLoadOp, tt.DescriptorStoreOp)
 
 
 def accesses(func: tt.FuncOp, reader: _Reader | None = None) -> list[Access]:
-    """Every load's and store's block (pointers or descriptors), in walk order; the
-    first that does not read as a block raises its `PointerError`."""
+    """Every load's, store's and atomic add's block (pointers or descriptors), in walk
+    order; the first that does not read as a block raises its `PointerError`."""
     reader = reader if reader is not None else _Reader()
     out = []
     for o in func.walk():
-        if isinstance(o, tt.LoadOp | tt.StoreOp):
+        if isinstance(o, tt.LoadOp | tt.StoreOp | tt.AtomicRmwOp):
             out.append(access(o, reader))
         elif isinstance(o, tt.DescriptorLoadOp | tt.DescriptorStoreOp):
             out.append(descriptor_access(o, reader))
@@ -595,5 +605,6 @@ __all__ = [
     "accesses",
     "descriptor_access",
     "descriptor_parts",
+    "mask_of",
     "reader",
 ]

@@ -15,7 +15,8 @@ coordinates the rewrite changes consistently; any other value that depends on `h
 the query block keeps the kernel as it is, since it would see the wrong head or row
 positions once heads are stacked: a causal mask's row positions (`tile.iota 0` from the
 query block's first row) or a causal key loop's end at `m0 + BM` are one head's rows,
-which no new offset can give back to G stacked heads; a per-head scalar is one head's.
+which no new offset can give back to G stacked heads; a per-head scalar is one head's; a
+tile added with `tile.atomic_add` would add G heads' rows where it added one head's.
 Output: program id `a` numbers the groups, each program takes `BM / G` query rows of each
 of the group's G heads, stacked as the rows of one tile:
 
@@ -204,6 +205,10 @@ def analyse(kernel: tile.KernelOp) -> _Grouping | str | None:
             why = why or found
             continue
         g, divs, accesses = found
+        if any(isinstance(o, tile.AtomicAddOp) for o in kernel.walk()):
+            # a tile added atomically would hold G heads' rows where it held one head's
+            why = why or "the kernel adds tiles atomically (tile.atomic_add)"
+            continue
         rows = _block_rows(kernel, axis, accesses)
         if isinstance(rows, str):
             why = why or rows

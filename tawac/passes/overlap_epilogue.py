@@ -14,7 +14,8 @@ MMA of this one, before its wait:
     for t:  ...; issue S_0(t); [epilogue(t - 1) if t is not the first]; wait S_0(t); ...
     epilogue(last tile)                                   (after the loop, if any tile)
 
-The epilogue is the backward slice of the body's top-level `tile.store`s through
+The epilogue is the backward slice of the body's top-level `tile.store`s and
+`tile.atomic_add`s (which move with it, in their order) through
 operations without memory effects (arith, math, `tile.broadcast`, `tile.splat`,
 `tile.dim`); what the slice reads from other operations of the body (the key loop's
 results) or from the body's arguments (the tile index) is carried. The first MMA is the
@@ -85,7 +86,7 @@ def _epilogue(body: Block) -> tuple[list[Operation], list[SSAValue]] | None:
     """The body's epilogue (its operations in body order) and the values it reads from
     the rest of the body (block arguments first), or None where the body has none that
     can move."""
-    stores = [o for o in body.ops if isinstance(o, tile.StoreOp)]
+    stores = [o for o in body.ops if isinstance(o, tile.StoreOp | tile.AtomicAddOp)]
     if not stores:
         return None
     ops: set[Operation] = set()
@@ -219,7 +220,7 @@ def rotate(loop: scf.ForOp) -> bool:
         at = InsertPoint.at_start(branch.false_region.block)
         Rewriter.insert_op(_guarded(epilogue, inside, inside[iv], loop.ub), at)
     for op in reversed(epilogue):
-        if isinstance(op, tile.StoreOp) or all(not r.uses for r in op.results):
+        if isinstance(op, tile.StoreOp | tile.AtomicAddOp) or all(not r.uses for r in op.results):
             Rewriter.erase_op(op)
     # the loop with the new iteration arguments; after it, the last tile's epilogue
     n = len(loop.results)

@@ -125,9 +125,15 @@ def key_loop(kernel: tile.KernelOp) -> scf.ForOp | None:
         loop = _main_loop(kernel)
     except CompileError:
         return None
-    if online_softmax(loop) is None or _row_mask(loop) is not None:
+    if online_softmax(loop) is None or _row_mask(loop) is not None or _atomic(kernel):
         return None
     return loop
+
+
+def _atomic(kernel: tile.KernelOp) -> tile.AtomicAddOp | None:
+    """The kernel's first `tile.atomic_add`: a split would run the adds outside the
+    last program's combine once per split (the pass does not tell which may be)."""
+    return next((o for o in kernel.walk() if isinstance(o, tile.AtomicAddOp)), None)
 
 
 def key_split(kernel: tile.KernelOp) -> dict[str, Any] | None:
@@ -364,6 +370,13 @@ def _insert_workspace(
 def split_kernel(kernel: tile.KernelOp, splits: int, stream: int = 0) -> None:
     """Rewrites `kernel` into its split-K form (the module docstring): `splits` programs
     per output tile along program id z; or, with `stream` > 0, the stream-K form."""
+    atomic = _atomic(kernel)
+    if atomic is not None:
+        raise _fail(
+            "a kernel that adds tiles atomically (tile.atomic_add) is not split: each "
+            "program of a split tile would add its own",
+            atomic,
+        )
     loop = _main_loop(kernel)
     softmax = online_softmax(loop)
     if softmax is not None:

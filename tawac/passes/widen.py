@@ -11,8 +11,8 @@ registers per thread, the shared operand loaded once, and two warp groups issuin
 
 Input: a kernel whose program id x is used only as `program_id(x) * BM` (`m0`, any number
 of such products with the same BM), and `m0` only
-  * as the coordinate of a tile dimension of `tile.load` / `tile.store` (not a leading
-    coordinate, not a stacked load), and
+  * as the coordinate of a tile dimension of `tile.load` / `tile.store` /
+    `tile.atomic_add` (not a leading coordinate, not a stacked load), and
   * as the offset of a `tile.iota` along a dimension (a mask's row positions);
 where every tile dimension such a coordinate places is BM long, and the dimensions tied to
 them through the program (elementwise math, `tile.dot`'s M, `tile.broadcast`,
@@ -117,7 +117,7 @@ def _tie_same(axes: _Axes, values: list[SSAValue]) -> bool:
     return True
 
 
-def _access(facts: _Facts, op: tile.LoadOp | tile.StoreOp) -> None:
+def _access(facts: _Facts, op: tile.LoadOp | tile.StoreOp | tile.AtomicAddOp) -> None:
     value = op.result if isinstance(op, tile.LoadOp) else op.value
     rank = _rank(value)
     idx = list(op.indices)
@@ -142,7 +142,7 @@ def _walk(kernel: tile.KernelOp) -> _Facts:
         if facts.refused is not None:
             break
         tensors = [v for v in (*op.operands, *op.results) if _rank(v) is not None]
-        if isinstance(op, tile.LoadOp | tile.StoreOp):
+        if isinstance(op, tile.LoadOp | tile.StoreOp | tile.AtomicAddOp):
             _access(facts, op)
         elif isinstance(op, tile.DotOp):
             lhs_m, lhs_k = (1, 0) if op.transpose_lhs is not None else (0, 1)
@@ -242,7 +242,7 @@ def analyse(kernel: tile.KernelOp) -> Widening | str:
     for mul in muls:
         for use in mul.result.uses:
             op = use.operation
-            if not isinstance(op, tile.LoadOp | tile.StoreOp | tile.IotaOp):
+            if not isinstance(op, tile.LoadOp | tile.StoreOp | tile.AtomicAddOp | tile.IotaOp):
                 return f"the rows' origin is used by {op.name}"
     if any(i in m0s for i in facts.leading):
         return "the rows' origin is a leading coordinate"

@@ -8,6 +8,7 @@
 - `sync`: shared memory, mbarriers, named barriers, ping-pong turns, TMA loads.
 - `mma`: wgmma (shared and register A operands), descriptors, accumulators.
 - `epilogue`: register fragments to swizzled shared memory, TMA stores.
+- `atomics`: atomic adds of register tiles to global memory (`red.global.add`).
 
 `tawac.backend_ptx.convert_to_ptx` imports them all, which registers every handler.
 """

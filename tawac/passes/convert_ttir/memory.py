@@ -1,5 +1,6 @@
-"""Loads and stores: `tt.load` / `tt.descriptor_load` -> `tile.load` and `tt.store` /
-`tt.descriptor_store` -> `tile.store` at the origins the plan rebuilds; masks and a
+"""Loads and stores: `tt.load` / `tt.descriptor_load` -> `tile.load`, `tt.store` /
+`tt.descriptor_store` -> `tile.store` and an f32 `tt.atomic_rmw fadd` whose result is
+unused -> `tile.atomic_add` at the origins the plan rebuilds; masks and a
 load's `other` (the tile load's padding: its zero fill, or `padding V`); the index work
 (pointers, index tensors, masks, program order) the tile kernel rebuilds from the plan
 instead of converting."""
@@ -83,6 +84,16 @@ def _store(em: _Emitter, op: tt.StoreOp | tt.DescriptorStoreOp) -> None:
     if _tile_order(a) != sorted(_tile_order(a)):
         raise _error("a store of a tile in the transpose of its tensor's order", op)
     em.add(tile.StoreOp(em.get(_stored(op), op), em.get(a.base, op), _indices(em, a)))
+
+
+@converts(tt.AtomicRmwOp)
+def _atomic_add(em: _Emitter, op: tt.AtomicRmwOp) -> None:
+    """`tl.atomic_add(ptr, v, mask=...)` (f32, result unused: what the plan keeps): the
+    tile added to the tensor at its origins."""
+    a = em.plan.accesses[op]
+    if _tile_order(a) != sorted(_tile_order(a)):
+        raise _error("an atomic add of a tile in the transpose of its tensor's order", op)
+    em.add(tile.AtomicAddOp(em.get(_stored(op), op), em.get(a.base, op), _indices(em, a)))
 
 
 def _only_other(op: Operation) -> bool:

@@ -7,7 +7,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from xdsl.dialects import arith, scf
-from xdsl.dialects.builtin import IntegerAttr, IntegerType, TensorType
+from xdsl.dialects.builtin import Float32Type, IntegerAttr, IntegerType, TensorType
 from xdsl.ir import BlockArgument, Operation, SSAValue
 
 from tawac.analysis import pointers
@@ -127,11 +127,25 @@ _RMW = {"exch": "tl.atomic_xchg", "add": "tl.atomic_add", "fadd": "tl.atomic_add
         "xor": "tl.atomic_xor"}  # fmt: skip
 
 
+def atomic_add(op: Operation) -> bool:
+    """Whether `op` is a `tl.atomic_add` a tile program has (`tile.atomic_add`): `fadd`
+    of an f32 tile through a tile of pointers, its result unused (the mask, as a store's,
+    must bound the tensor: the pointer analysis checks it)."""
+    if not isinstance(op, tt.AtomicRmwOp) or op.words.data[0].data != "fadd":
+        return False
+    t = op.rest[0].type if op.rest else None
+    tile_of_f32 = isinstance(t, TensorType) and isinstance(t.element_type, Float32Type)
+    return tile_of_f32 and isinstance(op.ptr.type, TensorType) and not op.result.uses
+
+
 def _refuse_atomics(func: tt.FuncOp) -> None:
-    """The first atomic of the kernel, refused where it is: a tile program has no atomic
+    """The first atomic of the kernel but an f32 `tl.atomic_add` whose result is unused
+    (`atomic_add`), refused where it is: a tile program has no other atomic
     read-modify-write of global memory, and no lock one program holds while the others
     wait (its programs meet only at `tile.arrive`'s counters, split-K's)."""
     for op in func.walk():
+        if atomic_add(op):
+            continue
         if isinstance(op, tt.AtomicCasOp):
             what = "tl.atomic_cas"
         elif isinstance(op, tt.AtomicRmwOp):

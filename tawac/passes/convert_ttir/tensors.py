@@ -99,6 +99,8 @@ def _tensors(acc: list[Access]) -> dict[BlockArgument, _Tensor]:
 
 
 def _stored(op: Operation) -> SSAValue:
+    if isinstance(op, tt.AtomicRmwOp):
+        return op.rest[0]  # the value added
     return op.src if isinstance(op, tt.DescriptorStoreOp) else op.value
 
 
@@ -111,7 +113,8 @@ def tile_shape(op: Operation) -> tuple[int, ...]:
 
 
 def _is_store(op: Operation) -> bool:
-    return isinstance(op, tt.StoreOp | tt.DescriptorStoreOp)
+    """A store, or an atomic add (`tl.atomic_add`, which writes as a store does)."""
+    return isinstance(op, tt.StoreOp | tt.DescriptorStoreOp | tt.AtomicRmwOp)
 
 
 def _element(a: BlockArgument):

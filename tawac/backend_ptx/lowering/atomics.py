@@ -1,0 +1,118 @@
+"""Atomic adds of register tiles to global memory: `tile.atomic_add` as `red.global.add`
+(PTX ISA 9.7.13.6: relaxed, GPU scope, no result), each element added once, by the
+thread that holds it, under its bound (the tensor's size along each dimension).
+
+- A 2-d f32 tile in the wgmma accumulator layout: each thread's two adjacent columns of
+  an 8-column block as one `red.global.add.v2.f32` where the tile's column coordinate is
+  even (the destination `aligned`: an 8-byte aligned address), under the pair's row and
+  first column bound, else one `red.global.add.f32` per register.
+- A 1-d tile in the slice layout of a 2-d one (a row's or a column's statistic): every
+  thread of a row (column) holds the whole vector, so only the threads whose other
+  coordinate is 0 add it, as `tile.store` writes it; a column vector's adjacent pairs
+  as `.v2` where the coordinate is even.
+- A standalone 1-d tile in a `BlockedLayout`: each run as vectors of 4 or 2 elements
+  (`red.global.add.v4.f32` / `.v2.f32`, sm_90) where the run and the coordinate allow,
+  else one element at a time, each vector under its first element's bound, as
+  `tile.store`'s vectors are (`vectors.store_blocked`).
+
+A vector predicated by its first element's bound adds its other elements past the
+tensor's last-dimension size into the row's padding: the launcher gives an `aligned`
+tensor rows of whole 16-byte pieces (a padded copy, copied in and back, otherwise), so
+those adds stay in the allocation and touch no element of the tensor. Each element of a
+vector is atomic on its own (what `tile.atomic_add` promises).
+"""
+
+from __future__ import annotations
+
+from xdsl.ir import SSAValue
+
+from tawac.analysis.scalars import multiple_of
+from tawac.backend_ptx.lowering.state import Frag, KernelLowering, handles, leading_base
+from tawac.backend_ptx.lowering.tiles import _pairs, _tile_addresses
+from tawac.backend_ptx.lowering.vectors import _address, _piece, _row
+from tawac.dialects import ptx, tile
+from tawac.support.diagnostics import CompileError
+from tawac.target.layouts import AccLayout, BlockedLayout
+
+#: The PTX ISA version of a kernel that adds atomically: `red`'s vector forms (`.v2.f32`,
+#: `.v4.f32`) need 8.1 (the other kernels keep the target's 8.0).
+PTX_VERSION = "8.1"
+
+
+@handles(tile.AtomicAddOp)
+def _atomic_add(k: KernelLowering, op: tile.AtomicAddOp) -> None:
+    f = k.frag(op.value)
+    if f.dtype != "f32":
+        raise CompileError("convert-to-ptx: tile.atomic_add adds f32 tiles only", op)
+    if isinstance(f.layout, BlockedLayout):
+        _add_blocked(k, op, f, f.layout)
+        return
+    if f.dim is not None:
+        _add_slice(k, op, f, f.layout, f.dim)
+        return
+    _add_tile(k, op, f, f.layout)
+
+
+def _add_tile(k: KernelLowering, op: tile.AtomicAddOp, f: Frag, layout: AccLayout) -> None:
+    """A 2-d tile in the accumulator layout: pairs of adjacent columns, else elements."""
+    gt = op.dest.type
+    assert isinstance(gt, tile.GlobalTensorType)
+    if gt.rank < 2:
+        raise CompileError("convert-to-ptx: a 2-d tile.atomic_add needs a tensor of rank 2", op)
+    base = leading_base(k, op.dest, op.indices, gt.rank - 2, 4)
+    pairs = _pairs(layout) if multiple_of(op.indices[-1], 2) else None
+    if pairs is not None:
+        k.params.aligned(op.dest)
+        places = _tile_addresses(k, op.dest, op.indices, layout, base, 4, lazy=True, step=2)
+        for i, (ok, addr) in zip(range(0, layout.num_regs, 2), places, strict=True):
+            k.emit(ptx.RedGlobalAddOp(addr, (f.regs[i], f.regs[i + 1]), ok))
+        return
+    places = _tile_addresses(k, op.dest, op.indices, layout, base, 4, lazy=True)
+    for reg, (ok, addr) in zip(f.regs, places, strict=True):
+        k.emit(ptx.RedGlobalAddOp(addr, (reg,), ok))
+
+
+def _add_slice(
+    k: KernelLowering, op: tile.AtomicAddOp, f: Frag, layout: AccLayout, dim: int
+) -> None:
+    """A row (dim 0) or column (dim 1) vector of a 2-d tile's layout along the tensor's
+    last dimension, added by the threads whose other coordinate is 0."""
+    gt = op.dest.type
+    assert isinstance(gt, tile.GlobalTensorType)
+    last = gt.rank - 1
+    base = leading_base(k, op.dest, op.indices, last, 4)
+    size = k.r(ptx.LdParamOp("s32", k.params.dim(op.dest, last)))
+    row0, col0 = k.thread_coords(layout)
+    mine, other = (row0, col0) if dim == 0 else (col0, row0)
+    first = k.r(ptx.SetpOp("eq", "s32", other, k.imm(0)))
+    start = k.add(mine, k.scalar(op.indices[last]))
+    offsets = layout.row_offsets() if dim == 0 else layout.col_offsets()
+    paired = multiple_of(op.indices[last], 2) and _adjacent_pairs(offsets)
+    if paired:
+        k.params.aligned(op.dest)
+    step = 2 if paired else 1
+    for j in range(0, len(offsets), step):
+        idx = k.add_imm(start, offsets[j])
+        ok = k.r(ptx.AndOp("pred", first, k.r(ptx.SetpOp("lt", "s32", idx, size))))
+        addr = _address(k, base, idx, 4)
+        k.emit(ptx.RedGlobalAddOp(addr, tuple(f.regs[j : j + step]), ok))
+
+
+def _adjacent_pairs(offsets: list[int]) -> bool:
+    """Whether a thread's vector offsets come in pairs of an even offset and the next
+    (the columns of the accumulator layout's column slice)."""
+    if len(offsets) % 2:
+        return False
+    return all(a % 2 == 0 and b == a + 1 for a, b in zip(offsets[::2], offsets[1::2], strict=True))
+
+
+def _add_blocked(k: KernelLowering, op: tile.AtomicAddOp, f: Frag, layout: BlockedLayout) -> None:
+    """A standalone vector: each run in vectors of 4 or 2 elements where the run and the
+    tile's coordinate allow, each under its first element's bound."""
+    base, size, start = _row(k, op.dest, op.indices, 4, layout)
+    per = _piece(layout, op.indices[-1], (4, 2))
+    for i in range(0, layout.num_regs, per):
+        idx = k.add_imm(start, layout.reg_offset(i))
+        ok = k.r(ptx.SetpOp("lt", "s32", idx, size))
+        values: tuple[SSAValue, ...] = tuple(f.regs[i : i + per])
+        k.emit(ptx.RedGlobalAddOp(_address(k, base, idx, 4), values, ok))
