@@ -68,8 +68,9 @@ def test_explain_shows_the_consumer_warp_groups_and_the_ring(name):
     assert plan["arefs"][0]["depth"] == (4 if name == "softmax_online" else 1)
 
 
-def test_a_kernel_of_1d_tiles_only_compiles_with_nothing_to_stream():
-    """Its consumer reads its 1-d loads itself (tests/test_vectors_1d.py)."""
+def test_a_kernel_of_1d_tiles_only_streams_its_loads():
+    """Its producer copies its 1-d loads into shared memory by TMA, the consumer reads
+    them from there (tests/test_vectors_1d.py)."""
     text = """tile.kernel @add(%x: !tile.tensor<?xf32, ["N"]>, %y: !tile.tensor<?xf32, ["N"]>) {
   %c = arith.constant 128 : index
   %pid = tile.program_id x
@@ -80,7 +81,7 @@ def test_a_kernel_of_1d_tiles_only_compiles_with_nothing_to_stream():
 }
 """
     res = compile_source(text, "add.mlir")
-    assert "cp.async.bulk" not in res.ptx and "ld.global" in res.ptx
+    assert "cp.async.bulk.tensor.1d" in res.ptx and "ld.global" not in res.ptx
 
 
 # ---- on the GPU

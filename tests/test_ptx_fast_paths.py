@@ -47,6 +47,7 @@ def _hand_built() -> list[ptx.PtxInstruction]:
         ptx.LdGlobalV2Op(d, f, g, p),
         ptx.LdSharedOp("f32", r),
         ptx.LdSharedV2Op("f32", r),
+        ptx.LdSharedV4Op("f32", r),
         ptx.Lg2Op(f),
         ptx.SqrtOp(f),
         ptx.RsqrtOp(f),

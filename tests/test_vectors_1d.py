@@ -1,11 +1,13 @@
 """Kernels whose tiles are all 1-d (Triton's vector add, a row's softmax with the row one
-1-d tile, a 1-d kernel with two outputs): their vectors take a `BlockedLayout` over the
-consumer's threads (runs of 16 bytes of the widest element their loads and stores move),
-the consumer reads its loads from global memory itself (8-byte vectors predicated by the
-tensor's bound, the padding outside) and stores 16-byte vectors, and a reduction to a
-scalar goes through the warp's lanes and the partition's warps (shared memory between
-two `bar.sync`s of the consumer partition). On the GPU, each runs against torch at
-ragged sizes."""
+1-d tile, a 1-d kernel with two outputs, short rows): their vectors take a `BlockedLayout`
+over the consumer's threads (runs of 16 bytes of the widest element their loads and
+stores move); the producer streams their loads through arefs (TMA boxes of up to 256
+elements into a ring, the consumer reading its runs with `ld.shared.v4`, a padding other
+than zero selected past the tensor's bound), the consumer stores 16-byte vectors, and a
+reduction to a scalar goes through the warp's lanes and the partition's warps (shared
+memory between two `bar.sync`s of the consumer partition). A load TMA cannot copy in
+whole boxes stays the consumer's own (8-byte vectors predicated by the tensor's bound).
+On the GPU, each runs against torch at ragged sizes."""
 
 from __future__ import annotations
 
@@ -41,49 +43,83 @@ def test_the_tile_passes_keep_its_meaning(name):
     validate_pipeline(module, baseline(module, PROGRAMS[name]), program=name)
 
 
+STREAMED = {
+    "vector_add": [("x", "tensor<1024xf32>", 4096), ("y", "tensor<1024xf32>", 4096)],
+    "softmax_row_1d": [("x", "tensor<1024xbf16>", 2048)],
+    "sum_product": [("x", "tensor<1024xf32>", 4096), ("y", "tensor<1024xf32>", 4096)],
+    "short_rows": [("x", "tensor<64xf32>", 256)],
+}
+
+
 @pytest.mark.parametrize("name", sorted(PROGRAMS))
-def test_explain_shows_one_consumer_warp_group_and_no_ring(name):
-    """Nothing streams: the consumer reads its 1-d loads itself, on 1 warp group."""
+def test_explain_shows_the_producer_streaming_each_load(name):
+    """Each 1-d load is an aref of its own, one slot deep (a program reads each once);
+    the consumer is 1 warp group."""
     plan = explain_module(parse_file(DATA / f"{name}.mlir"), PipelineOptions())
     roles = {r["role"]: r["warp_groups"] for r in plan["roles"]}
     assert roles == {"producer": 1, "consumer": 1}
-    assert plan["arefs"] == []
+    got = [(a["name"], *a["payload"], a["slot_bytes"]) for a in plan["arefs"]]
+    assert got == STREAMED[name]
+    assert all(a["depth"] == 1 for a in plan["arefs"])
 
 
 def test_the_vector_add_moves_what_its_layout_says():
-    """1024 f32 over 128 threads: runs of 4, two a thread; each run of x and y is two
-    8-byte loads, each run of z one 16-byte store, every access under the bound."""
+    """1024 f32 over 128 threads: runs of 4, two a thread. The producer copies x and y in
+    four 256-element boxes each (1-d tensor maps, no swizzle); the consumer waits on each
+    slot and reads each run with one `ld.shared.v4.f32`; each run of z is one 16-byte
+    store under the bound."""
     res = _compile("vector_add")
     lay = BlockedLayout.for_tile(1024, 128, 4)
     assert (lay.vec, lay.reps) == (4, 2)
-    assert res.ptx.count("ld.global.cg.v2.f32") == 2 * lay.num_regs // 2
-    assert res.ptx.count("st.global.v4.b32") == lay.num_regs // 4
-    stores = [line for line in res.ptx.splitlines() if "st.global" in line]
+    ptx = res.ptx
+    assert ptx.count("cp.async.bulk.tensor.1d.shared::cluster.global.tile") == 2 * 4
+    assert ptx.count("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%r") == 2
+    assert ptx.count(", 4096;") >= 2  # each slot expects the whole tile's bytes
+    assert ptx.count("ld.shared.v4.f32") == 2 * lay.num_regs // 4
+    assert "ld.global" not in ptx
+    consumer = ptx[ptx.index("ld.shared.v4.f32") - 2000 : ptx.index("ld.shared.v4.f32")]
+    assert "mbarrier.try_wait.parity" in consumer  # the consumer waits for the slot
+    assert ptx.count("st.global.v4.b32") == lay.num_regs // 4
+    stores = [line for line in ptx.splitlines() if "st.global" in line]
     assert stores and all(line.strip().startswith("@%p") for line in stores)
-    assert "wgmma" not in res.ptx and "cp.async.bulk" not in res.ptx and "shfl" not in res.ptx
+    assert "wgmma" not in ptx and "shfl" not in ptx
     assert res.sidecar["block"] == [256, 1, 1]
     assert res.sidecar["grid"][0] == {"cdiv": {"arg": "z", "dim": 0}, "by": 1024}
-    assert all(p.get("align") == 16 for p in res.sidecar["params"] if p["kind"] == "pointer")
+    maps = [p for p in res.sidecar["params"] if p["kind"] == "tensor_map"]
+    assert [(p["arg"], p["box"], p["swizzle"]) for p in maps] == [
+        ("x", [256], "none"),
+        ("y", [256], "none"),
+    ]
+    assert [
+        (p["arg"], p.get("align")) for p in res.sidecar["params"] if p["kind"] == "pointer"
+    ] == [("z", 16)]
+    assert res.sidecar["dynamic_smem"] == 2 * 4096 + 4 * 8  # two rings, their mbarriers
 
 
 def test_the_row_softmax_reduces_to_scalars_across_the_partition():
-    """1024 bf16 over 128 threads: one run of 8 a thread (two 8-byte loads of packed
-    pairs, -inf selected past N), two reductions to a scalar (5 shuffles each, then the 4
-    warps through 16 bytes of shared memory between two barriers of the 128 consumer
-    threads), one 16-byte store of packed pairs."""
+    """1024 bf16 over 128 threads: one run of 8 a thread. The row is four 256-element
+    boxes of a row of the 2-d tensor (box 256 x 1), read as one `ld.shared.v4.b32` of
+    packed pairs; -inf is selected past N after the widening to f32 (8 selp.f32); two
+    reductions to a scalar (5 shuffles each, then the 4 warps through 16 bytes of shared
+    memory between two barriers of the 128 consumer threads), one 16-byte store of packed
+    pairs."""
     res = _compile("softmax_row_1d")
     lay = BlockedLayout.for_tile(1024, 128, 2)
     assert (lay.vec, lay.reps, lay.warps) == (8, 1, 4)
     ptx = res.ptx
-    assert ptx.count("ld.global.cg.v2.f32") == 2
-    assert ptx.count("selp.b16") == 8
-    assert ptx.count("mov.b16 %h0, 65408;") == 1  # bf16 -inf, the padding
+    assert ptx.count("cp.async.bulk.tensor.2d") == 4 and "ld.global" not in ptx
+    assert ptx.count("ld.shared.v4.b32") == 1
+    assert ptx.count("selp.f32") == 8 and "selp.b16" not in ptx
+    assert ptx.count("0fFF800000") == 1  # f32 -inf, the padding
     for mask in (16, 8, 4, 2, 1):
         assert ptx.count(f", {mask}, 0x1f, 0xffffffff;") == 2
     assert ptx.count("bar.sync 15, 128;") == 4
     assert ptx.count("st.shared.f32") == 2 and ptx.count("ld.shared.f32") == 8
     assert ptx.count("st.global.v4.b32") == 1
-    assert res.sidecar["dynamic_smem"] == 16  # the per-warp partials
+    # the ring's slot, its two mbarriers, then the per-warp partials
+    assert res.sidecar["dynamic_smem"] == 2048 + 16 + 16
+    maps = [p for p in res.sidecar["params"] if p["kind"] == "tensor_map"]
+    assert [(p["arg"], p["box"], p["swizzle"]) for p in maps] == [("x", [256, 1], "none")]
     assert res.sidecar["grid"][0] == {"cdiv": {"arg": "y", "dim": 0}, "by": 1}
 
 
@@ -91,7 +127,7 @@ def test_a_bf16_store_in_f32_runs_writes_packed_pairs():
     """The f32 loads set runs of 4: the f32 output leaves as 16-byte stores, the bf16 one
     as 4-byte packed pairs."""
     ptx = _compile("sum_product").ptx
-    assert ptx.count("ld.global.cg.v2.f32") == 8
+    assert ptx.count("ld.shared.v4.f32") == 4 and "ld.global" not in ptx
     assert ptx.count("st.global.v4.b32") == 2
     assert ptx.count("st.global.b32") == 4
     assert ptx.count("cvt.rn.bf16.f32") == 8
@@ -118,6 +154,14 @@ def _add(n: int) -> str:
 """
 
 
+def test_a_vector_tma_cannot_copy_in_whole_boxes_is_the_consumers_own():
+    """300 f32 are one box of 256 and a rest: the producer does not stream them; the
+    consumer's first 75 threads read their runs from global memory themselves."""
+    ptx = compile_source(_add(300), "add.mlir").ptx
+    assert "cp.async.bulk" not in ptx and "mbarrier.try_wait" not in ptx
+    assert ptx.count("ld.global.cg.v2.f32") == 2
+
+
 def test_a_vector_the_threads_cannot_split_is_refused_where_it_is():
     """600 f32 are more than one run of 4 a thread and not whole runs of 1 over 128."""
     with pytest.raises(CompileError, match=r"^add\.mlir:5:\d+: error: convert-to-ptx: a 600-"):
@@ -125,11 +169,13 @@ def test_a_vector_the_threads_cannot_split_is_refused_where_it_is():
 
 
 def test_a_short_vector_belongs_to_the_first_threads():
-    """100 f32: runs of 4 for the first 25 threads; every access is bounded by the least
-    of the tensor's size and the tile's end, so the other threads move nothing."""
+    """100 f32: runs of 4 for the first 25 threads. One 100-element box (400 bytes); the
+    other threads read the last run of the slot (one min.s32) and store nothing (the
+    store's bound is the least of the tensor's size and the tile's end)."""
     ptx = compile_source(_add(100), "add.mlir").ptx
-    assert ptx.count("min.s32") == 2  # the load's bound and the store's
-    assert ptx.count("ld.global.cg.v2.f32") == 2 and ptx.count("st.global.v4.b32") == 1
+    assert ptx.count("min.s32") == 2  # the slot's last run, the store's bound
+    assert ptx.count("cp.async.bulk.tensor.1d") == 1
+    assert ptx.count("ld.shared.v4.f32") == 1 and ptx.count("st.global.v4.b32") == 1
 
 
 def test_short_rows_reduce_over_the_owning_threads_only():
@@ -139,11 +185,11 @@ def test_short_rows_reduce_over_the_owning_threads_only():
     lay = BlockedLayout.for_tile(64, 128, 4)
     assert (lay.vec, lay.owners, lay.num_regs) == (4, 16, 4)
     ptx = _compile("short_rows").ptx
-    # the second f32 of each of the two 8-byte loads selected to the padding past N, then
-    # each register to the identity of each reduction
-    assert ptx.count("selp.f32") == 2 + 2 * lay.num_regs
+    # each register to the identity of each reduction (zero padding: TMA's own)
+    assert ptx.count("selp.f32") == 2 * lay.num_regs
     assert ptx.count("0fFF800000") >= 1  # -inf, max's identity
-    assert ptx.count("min.s32") == 4  # x, y, sums, maxes
+    assert ptx.count("min.s32") == 4  # the slot's last run; y, sums, maxes
+    assert ptx.count("cp.async.bulk.tensor.2d") == 1 and ptx.count("ld.shared.v4.f32") == 1
     assert ptx.count("st.global.f32") == 2 and ptx.count("st.global.v4.b32") == 1
 
 

@@ -43,7 +43,7 @@ from xdsl.traits import Pure
 from xdsl.utils.exceptions import VerifyException
 
 from tawac.dialects.tile import GlobalTensorType, mma_types_compatible
-from tawac.target.layouts import SwizzledTile
+from tawac.target.layouts import LinearTile, SwizzledTile
 
 
 def _parse_shape_swizzle(parser: AttrParser):
@@ -79,6 +79,8 @@ class _SmemShaped:
             raise VerifyException(
                 f"swizzle must be 0, 32, 64 or 128 bytes, got {self.swizzle.data}"
             )
+        if len(self.shape) == (2 if isinstance(self, SmemRingType) else 1) and self.swizzle.data:
+            raise VerifyException("a 1-d tile in shared memory is not swizzled (swizzle 0)")
 
 
 @irdl_attr_definition
@@ -113,7 +115,9 @@ class SmemRingType(_SmemShaped, ParametrizedAttribute, TypeAttribute):
 
 @irdl_attr_definition
 class SmemTileType(_SmemShaped, ParametrizedAttribute, TypeAttribute):
-    """`!hopper.smem_tile<128x64xbf16, swizzle 128>`: one tile of a ring, in place."""
+    """`!hopper.smem_tile<128x64xbf16, swizzle 128>`: one tile of a ring, in place.
+    `!hopper.smem_tile<1024xbf16, swizzle 0>`: a 1-d tile, its elements in order
+    (`LinearTile`)."""
 
     name = "hopper.smem_tile"
     shape: ArrayAttr[IntAttr]
@@ -145,29 +149,43 @@ class SmemTileType(_SmemShaped, ParametrizedAttribute, TypeAttribute):
         return SwizzledTile(self.rows, self.cols, self.elem_bytes, self.swizzle.data)
 
     @property
+    def linear(self) -> LinearTile | None:
+        """A 1-d tile's layout (its elements in order, copied in boxes of up to 256
+        elements), None for a 2-d one."""
+        shape = self.get_shape()
+        return LinearTile(shape[0], self.elem_bytes) if len(shape) == 1 else None
+
+    @property
+    def _chunked(self) -> SwizzledTile | LinearTile:
+        return self.linear or self.layout
+
+    @property
     def chunk_cols(self) -> int:
         """Elements of one 128-byte (swizzle-span) column chunk."""
-        return self.layout.chunk_cols
+        return self._chunked.chunk_cols
 
     @property
     def num_chunks(self) -> int:
-        return self.layout.num_chunks
+        return self._chunked.num_chunks
 
     @property
     def chunk_bytes(self) -> int:
-        return self.layout.chunk_bytes
+        return self._chunked.chunk_bytes
 
     @property
     def nbytes(self) -> int:
-        return self.layout.nbytes
+        return self._chunked.nbytes
 
     @property
     def tma_bytes(self) -> int:
         """Bytes a full TMA transfer of this tile delivers (zero-filled parts included)."""
-        return self.layout.tma_bytes
+        return self._chunked.tma_bytes
 
 
 def smem_ring_type(tile: TensorType, depth: int, swizzle: int = 128) -> SmemRingType:
+    """A ring of `depth` tiles of `tile`'s shape: 2-d tiles `swizzle`d, 1-d ones not."""
+    if tile.get_num_dims() == 1:
+        swizzle = 0
     return SmemRingType(
         ArrayAttr(IntAttr(d) for d in (depth, *tile.get_shape())),
         tile.element_type,

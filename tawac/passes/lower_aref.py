@@ -3,7 +3,8 @@
 
 For an aref with payload (T1..Tn) and D slots:
 - one shared-memory ring per payload tile (`hopper.smem_alloc`, 1024-byte aligned, laid
-  out as the 128-byte-swizzled boxes TMA writes), a `full` and an `empty` mbarrier per slot
+  out as the 128-byte-swizzled boxes TMA writes; a 1-d tile unswizzled, its elements in
+  order, `LinearTile`), a `full` and an `empty` mbarrier per slot
   (`hopper.mbarrier_alloc`), initialised by one thread (full: 1 arrival, the producer's
   `expect_tx`; empty: one arrival per consumer warp), then a CTA barrier;
 - `aref.put %r[%it], loads` -> slot = it mod D, phase = (it / D) & 1;
@@ -13,7 +14,8 @@ For an aref with payload (T1..Tn) and D slots:
 - `aref.get %r[%it]` -> wait `full[slot]` with parity phase; the payload is read in place
   through `hopper.smem_slot`: a tile read as `tile.dot` A or B operands by wgmma (the dots
   become `hopper.wgmma`), any other tile (an epilogue's C, read by consumer math) into the
-  registers of the accumulator layout by `hopper.load_fragment` right after the wait;
+  registers of the accumulator layout (a 1-d tile: of its vector layout) by
+  `hopper.load_fragment` right after the wait;
 - `aref.consumed %r[%it]` -> `hopper.mbarrier_arrive empty[slot]`.
 
 With a cluster of C CTAs in the schedule (docs/design/passes.md): `empty` counts the

@@ -16,7 +16,20 @@ Which op goes where is derived from the data flow, nothing in the input says it:
   through an aref of its own: TMA brings the tile into shared memory, the consumer reads
   it into its registers (`lower-aref`: `hopper.load_fragment`) and releases the slot.
   A load read both ways is an error.
-- Everything else (MMAs, elementwise math, 1-d loads, stores) goes to the consumer.
+- *Vector loads* (1-d `tile.load`s of a kernel whose tiles are all 1-d: a vector add,
+  a row reduced to scalars) go to the producer too, each through an aref of its own: TMA
+  copies the tile into shared memory in boxes of up to 256 elements and the consumer
+  reads its runs from there (`lower-aref`: `hopper.load_fragment`). TMA fills the
+  outside of the tensor with zeros, so a load padded with another value (`padding -inf`)
+  is selected to it in the consumer past the tensor's last-dimension size (after the
+  `arith.extf` to f32 of a 16-bit load: a `tile.iota`, `tile.dim`, `tile.cmpi`,
+  `tile.select` on the received tile). A vector load the producer cannot issue stays the
+  consumer's own (read from global memory by its threads): coordinates that depend on
+  consumer-computed or loop-carried values, a load under an `scf.if` or in a nested
+  loop, a stacked load, a tile TMA cannot copy in whole boxes of 16-byte multiples (a
+  1-d tile of 2 f32, or of 300 elements), an element type other than f32, bf16 and f16,
+  or a padded 16-bit load read other than through `arith.extf` to f32.
+- Everything else (MMAs, elementwise math, other 1-d loads, stores) goes to the consumer.
 - The loads of one block that feed the same MMAs form one aref (a tuple payload: GEMM's A
   and B); loads feeding different MMAs get separate arefs (attention's K and V), so each
   slot is released as soon as its own MMA has read it.  One `put` per iteration in the
@@ -36,8 +49,19 @@ from dataclasses import dataclass
 
 from xdsl.context import Context
 from xdsl.dialects import arith, scf
-from xdsl.dialects.builtin import FileLineColLoc, IndexType, ModuleOp, StringAttr, TensorType
-from xdsl.ir import Block, Operation, Region, SSAValue
+from xdsl.dialects.builtin import (
+    BFloat16Type,
+    FileLineColLoc,
+    Float16Type,
+    Float32Type,
+    FloatAttr,
+    IndexType,
+    ModuleOp,
+    StringAttr,
+    TensorType,
+    i32,
+)
+from xdsl.ir import Attribute, Block, Operation, Region, SSAValue
 from xdsl.passes import ModulePass
 from xdsl.rewriter import InsertPoint, Rewriter
 from xdsl.transforms.dead_code_elimination import region_dce
@@ -48,6 +72,7 @@ from tawac.analysis.mma import is_consumer_tile_load, is_mma_operand_load, mma_u
 from tawac.analysis.scalars import SCALAR_OPS
 from tawac.dialects import aref, tile
 from tawac.support.diagnostics import CompileError, location_of
+from tawac.target.layouts import LinearTile
 
 
 def _check_not_mixed(op: Operation) -> None:
@@ -85,7 +110,11 @@ class _Group:
 _LOAD_NAMES = {
     "mma": ("an MMA operand load", "MMA operand loads"),
     "math": ("a 2-d tile.load read by consumer math", "2-d tile.loads read by consumer math"),
+    "vector": ("a 1-d tile.load", "1-d tile.loads"),
 }
+
+#: Element types of the vector loads TMA streams (a tensor map's data type each).
+_VECTOR_TYPES = (Float32Type, BFloat16Type, Float16Type)
 
 
 def _producer_slice(kernel: tile.KernelOp, groups: list[_Group]) -> set[Operation]:
@@ -223,7 +252,10 @@ class _ProducerBuilder:
                 continue
             if op not in self.keep:
                 continue
-            dst.add_op(op.clone(self.mapping))
+            new = op.clone(self.mapping)
+            if isinstance(new, tile.LoadOp) and new.padding is not None:
+                del new.properties["padding"]  # TMA's zeros; the consumer selects the padding
+            dst.add_op(new)
             if op in self.put_after:
                 self._put(*self.put_after[op], dst)
 
@@ -279,6 +311,8 @@ def _consumer(kernel: tile.KernelOp, groups: list[_Group], arefs: list[SSAValue]
             assert isinstance(ld, tile.LoadOp)
             v.name_hint = ld.result.name_hint
             ld.result.replace_all_uses_with(v)
+            if not ld.zero_padded:
+                _select_padding(ld, v, get)
             Rewriter.erase_op(ld)
         last = get
         for v in get.values:
@@ -297,6 +331,109 @@ def _consumer(kernel: tile.KernelOp, groups: list[_Group], arefs: list[SSAValue]
     ):
         st.attributes[tile.STORE_ID] = StringAttr(name)
     return region.detach_block(0)
+
+
+def _select_padding(ld: tile.LoadOp, value: SSAValue, get: aref.GetOp) -> None:
+    """The received 1-d tile `value` (TMA's zeros outside the tensor) selected to `ld`'s
+    padding at the coordinates at or past the tensor's last-dimension size: right after
+    the get for an f32 tile, after each `arith.extf` to f32 of a 16-bit one."""
+    t = value.type
+    assert isinstance(t, TensorType)
+    src = ld.source.type
+    assert isinstance(src, tile.GlobalTensorType)
+    mask_type = TensorType(i32, t.get_shape())
+    f32_type = TensorType(Float32Type(), t.get_shape())
+    widened = _padded_uses(ld.result.type, [u.operation for u in value.uses])
+    assert widened is not None
+    sites = [(e.result, e) for e in widened] if widened else [(value, get)]
+    for v, after in sites:
+        users = list(v.uses)
+        pad = arith.ConstantOp(FloatAttr(ld.padding_value, Float32Type()))
+        ops: list[Operation] = [
+            pad,
+            pads := tile.SplatOp.create(operands=[pad.result], result_types=[f32_type]),
+            coords := tile.IotaOp(0, ld.indices[-1], mask_type),
+            size := tile.DimOp(ld.source, src.rank - 1),
+            extent := tile.SplatOp.create(operands=[size.result], result_types=[mask_type]),
+            inside := tile.CmpiOp("slt", coords.result, extent.result),
+            sel := tile.SelectOp(inside.result, v, pads.results[0]),
+        ]
+        for o in ops:
+            o.location = ld.location
+        sel.result.name_hint = v.name_hint
+        Rewriter.insert_op(ops, InsertPoint.after(after))
+        for use in users:
+            use.operation.operands[use.index] = sel.result
+
+
+def _padded_uses(t: Attribute, users: list[Operation]) -> list[arith.ExtFOp] | None:
+    """Where a padded vector load's selects go: [] for an f32 tile (on the tile itself),
+    the `arith.extf`s to f32 that are every use of a 16-bit one, else None."""
+    assert isinstance(t, TensorType)
+    if isinstance(t.element_type, Float32Type):
+        return []
+    f32_ext = [
+        u
+        for u in users
+        if isinstance(u, arith.ExtFOp)
+        and isinstance(u.result.type, TensorType)
+        and isinstance(u.result.type.element_type, Float32Type)
+    ]
+    return f32_ext if users and len(f32_ext) == len(users) else None
+
+
+def _vector_groups(kernel: tile.KernelOp) -> list[_Group]:
+    """The 1-d loads of a kernel of 1-d tiles that the producer streams, one group each
+    (module docstring: the others stay the consumer's own)."""
+    if not _vectors_only(kernel):
+        return []
+    groups = []
+    for op in kernel.walk():
+        if not isinstance(op, tile.LoadOp) or not op.result.uses or op.stack is not None:
+            continue
+        t = op.result.type
+        assert isinstance(t, TensorType)
+        elem = t.element_type
+        if not isinstance(elem, _VECTOR_TYPES) or t.get_num_dims() != 1:
+            continue
+        if LinearTile.problem(t.get_shape()[0], elem.bitwidth // 8) is not None:
+            continue
+        if not op.zero_padded and _padded_uses(t, [u.operation for u in op.result.uses]) is None:
+            continue
+        block = op.parent_block()
+        assert block is not None
+        g = _Group(block, [op], "vector")
+        if _nesting_problem(g, kernel) is not None:
+            continue
+        try:
+            _producer_slice(kernel, [g])
+        except CompileError:
+            continue  # coordinates the producer cannot compute
+        groups.append(g)
+    return groups
+
+
+def _nesting_problem(g: _Group, kernel: tile.KernelOp) -> str | None:
+    """Why the producer cannot issue the group's loads where they are (under an op other
+    than scf.for, or in a nested loop), or None."""
+    loops = 0
+    block: Block | None = g.block
+    while block is not None and block.parent_op() is not kernel:
+        parent = block.parent_op()
+        assert parent is not None
+        if not isinstance(parent, scf.ForOp):
+            return (
+                f"warp-specialize: {g.whats} inside '{parent.name}' are not supported yet "
+                "(only directly in the kernel or in an scf.for)"
+            )
+        loops += 1
+        block = parent.parent_block()
+    if loops > 1:
+        return (
+            f"warp-specialize: {g.whats} in a loop nested inside another loop are not "
+            "supported yet (transfers are numbered by the innermost loop)"
+        )
+    return None
 
 
 def _no_producer(kernel: tile.KernelOp) -> CompileError:
@@ -393,26 +530,11 @@ def specialize(kernel: tile.KernelOp) -> None:
             groups[(block, frozenset([op]))] = _Group(block, [op], "math")
     if not groups and not _vectors_only(kernel):
         raise _no_producer(kernel)
-    group_list = list(groups.values())
+    group_list = list(groups.values()) + _vector_groups(kernel)
     for g in group_list:
-        loops = 0
-        block: Block | None = g.block
-        while block is not None and block.parent_op() is not kernel:
-            parent = block.parent_op()
-            if not isinstance(parent, scf.ForOp):
-                raise CompileError(
-                    f"warp-specialize: {g.whats} inside '{parent.name}' are not "
-                    "supported yet (only directly in the kernel or in an scf.for)",
-                    g.loads[0],
-                )
-            loops += 1
-            block = parent.parent_block()
-        if loops > 1:
-            raise CompileError(
-                f"warp-specialize: {g.whats} in a loop nested inside another loop "
-                "are not supported yet (transfers are numbered by the innermost loop)",
-                g.loads[0],
-            )
+        problem = _nesting_problem(g, kernel)
+        if problem is not None:
+            raise CompileError(problem, g.loads[0])
     keep = _producer_slice(kernel, group_list)
 
     ring = _shared_rings(kernel, group_list)

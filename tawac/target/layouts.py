@@ -440,6 +440,76 @@ def _align(x: int, a: int) -> int:
     return -(-x // a) * a
 
 
+#: The alignment of a TMA copy's destination in shared memory (cp.async.bulk.tensor).
+TMA_SMEM_ALIGN = 128
+
+
+@dataclass(frozen=True)
+class LinearTile:
+    """A 1-d tile of `n` elements in shared memory as TMA writes it without swizzle: the
+    elements in order, element c at byte c * elem_bytes, copied in boxes of `box` elements
+    (at most `HOPPER.tma_max_box`, 256: a 1024-element row is four boxes, each one
+    cp.async.bulk.tensor; a box's bytes a multiple of 16, TMA's rule for the innermost
+    box dimension). Its consumer reads runs of 16 bytes (`ld.shared.v4.b32`), which a
+    swizzle would only scatter: there are no rows for it to spread over banks."""
+
+    n: int
+    elem_bytes: int
+
+    def __post_init__(self) -> None:
+        problem = LinearTile.problem(self.n, self.elem_bytes)
+        if problem is not None:
+            raise ValueError(problem)
+
+    @staticmethod
+    def problem(n: int, elem_bytes: int) -> str | None:
+        """Why a 1-d tile of `n` elements cannot be copied by whole TMA boxes, or None."""
+        box = min(n, HOPPER.tma_max_box)
+        if n <= 0 or n % box:
+            return f"{n} elements are not whole boxes of {box}"
+        if box * elem_bytes % GRANULE_BYTES:
+            return f"a box of {box} elements is not a multiple of {GRANULE_BYTES} bytes"
+        return None
+
+    @property
+    def box(self) -> int:
+        return min(self.n, HOPPER.tma_max_box)
+
+    @property
+    def num_chunks(self) -> int:
+        return self.n // self.box
+
+    @property
+    def chunk_bytes(self) -> int:
+        return self.box * self.elem_bytes
+
+    @property
+    def chunk_cols(self) -> int:
+        return self.box
+
+    @property
+    def nbytes(self) -> int:
+        """Bytes of one tile in a ring: whole TMA destinations, so the next slot's first
+        box is aligned too."""
+        return _align(self.n * self.elem_bytes, TMA_SMEM_ALIGN)
+
+    @property
+    def tma_bytes(self) -> int:
+        return self.n * self.elem_bytes
+
+    def tma_box(self, lead: int) -> list[int]:
+        """The box of one copy, innermost first, with `lead` leading dimensions of one
+        element (a row of a rank-2 tensor)."""
+        return [self.box] + [1] * lead
+
+    def chunks(self) -> list[tuple[int, int]]:
+        """(byte offset, first element) of each box: one cp.async.bulk.tensor each."""
+        return [(c * self.chunk_bytes, c * self.box) for c in range(self.num_chunks)]
+
+    def byte_offset(self, col: int) -> int:
+        return col * self.elem_bytes
+
+
 @dataclass(frozen=True)
 class MatrixDescriptor:
     """A wgmma shared-memory matrix descriptor without its start address (PTX ISA

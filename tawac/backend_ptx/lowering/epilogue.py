@@ -20,6 +20,7 @@ from tawac.backend_ptx.lowering.state import (
     wg_leader,
     wg_local,
 )
+from tawac.backend_ptx.lowering.vectors import load_slot_blocked
 from tawac.dialects import hopper, ptx
 from tawac.dialects.tile import stack_of
 from tawac.support.diagnostics import CompileError
@@ -138,9 +139,12 @@ def _load_fragment(k: KernelLowering, op: hopper.LoadFragmentOp) -> None:
     elements (split into its halves), one `ld.shared.v2.f32` per pair of f32 ones; each
     thread XORs the granules with one key.  Then `bar.warp.sync`: lane 0 of each warp
     releases the slot for the warp (`hopper.mbarrier_arrive`), so every lane's reads are
-    performed relative to it first."""
+    performed relative to it first.  A 1-d tile: `vectors.load_slot_blocked`."""
     t = k.vals[op.tile]
     assert isinstance(t, SmemTile)
+    if t.type.linear is not None:
+        load_slot_blocked(k, op, t)
+        return
     layout = k.layout_for(op.result.type, op)  # type: ignore[arg-type]
     tt = t.type
     try:

@@ -102,8 +102,9 @@ def _tma_load(k: KernelLowering, op: hopper.TmaLoadOp) -> None:
     bars = k.vals[op.bars]
     assert isinstance(ring, Ring) and isinstance(bars, Bars)
     tt = ring.type.tile_type
-    if len(tt.get_shape()) != 2:
-        raise CompileError("convert-to-ptx: only 2-d TMA loads are supported yet", op)
+    if tt.linear is not None:
+        _tma_load_linear(k, op, ring, bars)
+        return
     slot = k.scalar(op.slot)
     lead = list(op.indices)[:-2]  # leading dimensions of a rank-reducing load: box 1
     tile = tt.layout
@@ -119,6 +120,25 @@ def _tma_load(k: KernelLowering, op: hopper.TmaLoadOp) -> None:
         dst = k.add_imm(dst0, offset, "u32")
         coords = [k.add_imm(col, col0), row, *outer]
         k.emit(ptx.CpAsyncBulkTensorLoadOp(dst, tmap, bar, coords))
+
+
+def _tma_load_linear(k: KernelLowering, op: hopper.TmaLoadOp, ring: Ring, bars: Bars) -> None:
+    """A 1-d tile (`LinearTile`): one copy per box of up to 256 elements, unswizzled, at
+    its byte offset of the slot; the leading coordinates (a row of a rank-2 tensor) take
+    one element each."""
+    tile = ring.type.tile_type.linear
+    assert tile is not None
+    lead = list(op.indices)[:-1]
+    name = k.params.tensor_map(op.source, tile.tma_box(len(lead)), 0, op)
+    tmap = k.cached(("tmap", name), lambda: k.r(ptx.CvtaParamOp(k.r(ptx.ParamAddrOp(name)))))
+    slot = k.scalar(op.slot)
+    dst0 = k.ring_slot_addr(ring, slot)
+    bar = k.bar_addr(bars, slot)
+    col = k.scalar(list(op.indices)[-1])
+    outer = [k.scalar(i) for i in reversed(lead)]
+    for offset, col0 in tile.chunks():
+        dst = k.add_imm(dst0, offset, "u32")
+        k.emit(ptx.CpAsyncBulkTensorLoadOp(dst, tmap, bar, [k.add_imm(col, col0), *outer]))
 
 
 @handles(hopper.TmaLoadMulticastOp)

@@ -17,6 +17,10 @@
   consumer partition; every thread reads all of them in the same order), so every
   thread ends with the same scalar.
 
+- A tile received through an aref (`load_slot_blocked`: TMA copied it into shared memory
+  in order, `LinearTile`) is read run by run with `ld.shared.v4` (16 bytes) where the run
+  allows; the padding past the tensor was selected at the tile level (warp-specialize).
+
 `iota_1d` lowers a 1-d `tile.iota` in either kind of vector layout: in a `BlockedLayout`
 register i of a thread holds origin + thread_start + reg_offset(i); in the row (column)
 slice of an accumulator layout, register j holds origin + the thread's row (column) +
@@ -35,15 +39,16 @@ from tawac.analysis.scalars import multiple_of
 from tawac.backend_ptx.lowering.state import (
     Frag,
     KernelLowering,
+    SmemTile,
     elem_bytes,
     elem_ptx_type,
     leading_base,
     mov_type,
 )
-from tawac.dialects import ptx, tile
+from tawac.dialects import hopper, ptx, tile
 from tawac.support.diagnostics import CompileError
 from tawac.target import HOPPER
-from tawac.target.layouts import BlockedLayout
+from tawac.target.layouts import GRANULE_BYTES, BlockedLayout
 
 _COMBINE = {"max": ptx.MaxOp, "min": ptx.MinOp, "sum": ptx.AddOp}
 
@@ -125,6 +130,44 @@ def load_blocked(k: KernelLowering, op: tile.LoadOp, layout: BlockedLayout) -> N
                 continue
             inside = ok if j == 0 else k.r(ptx.SetpOp("lt", "s32", k.add_imm(idx, j), size))
             regs.append(k.r(ptx.SelpOp(mov_type(ety), x, pad_reg, inside)))
+    k.vals[op.result] = Frag(layout, regs, ety)
+
+
+def load_slot_blocked(k: KernelLowering, op: hopper.LoadFragmentOp, slot: SmemTile) -> None:
+    """A 1-d tile received through an aref (`LinearTile`: its elements in order) into the
+    thread's runs: 16 bytes at a time where the run allows (`ld.shared.v4`: four f32, or
+    eight 16-bit elements as packed words), else 8, 4 or 2. A thread of a short layout
+    that owns nothing reads the last run (registers nothing uses), so no address leaves
+    the tile. Then `bar.warp.sync`: lane 0 of each warp releases the slot for the warp."""
+    part = k.part
+    assert part is not None
+    layout, _ = k.vector_layout(op.result, op)
+    assert isinstance(layout, BlockedLayout)
+    ety = elem_ptx_type(slot.type.element_type)
+    nbytes = elem_bytes(slot.type.element_type)
+    first = k.cached(
+        ("thread_start", layout.vec), lambda: k.index(layout.thread_start(part.first_wg))
+    )
+    if layout.short:
+        first = k.r(ptx.MinOp("s32", first, k.imm(layout.n - layout.vec)))
+    base = k.r(ptx.FmaOp("s32", first, k.imm(nbytes), slot.addr))
+    per = min(layout.vec, GRANULE_BYTES // nbytes)  # elements of one access
+    words = per * nbytes // 4  # 32-bit words of one access (0: one 16-bit element)
+    word_type = "f32" if ety == "f32" else "b32"
+    regs: list[SSAValue] = []
+    for i in range(0, layout.num_regs, per):
+        addr = k.add_imm(base, layout.reg_offset(i) * nbytes, "u32")
+        if words == 0:
+            regs.append(k.r(ptx.LdSharedOp("b16", addr)))
+            continue
+        if words == 4:
+            got = list(k.emit(ptx.LdSharedV4Op(word_type, addr)).results)
+        elif words == 2:
+            got = list(k.emit(ptx.LdSharedV2Op(word_type, addr)).results)
+        else:
+            got = [k.r(ptx.LdSharedOp(word_type, addr))]
+        regs += got if ety == "f32" else [h for w in got for h in _unpack(k, w)]
+    k.emit(ptx.BarWarpSyncOp())
     k.vals[op.result] = Frag(layout, regs, ety)
 
 
