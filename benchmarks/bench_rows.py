@@ -1,19 +1,22 @@
 """Kernels without MMAs: `examples/softmax.mlir`, `rmsnorm.mlir` and `layernorm.mlir`
-(forward) against (a) a device-to-device `copy_` of the same bytes (the kernel's reads and
-writes once each: the machine's roof), (b) Triton's compile of the tutorial kernel of the
-same computation where `examples/triton/` has one (`fused_softmax.py`, `layer_norm.py`),
-its best of a few `num_warps`, (c) `torch.compile` of the torch expression and (d) eager
-torch; same run, round-robin, medians. Each system's result is checked against a float32
-torch reference first (a wrong one is dropped, saying so).
+(forward), and Triton's tutorial kernels compiled by tawac (`tawac.triton.compile` of
+`examples/triton/vector_add.py` and `fused_softmax.py`: the `tawac (Triton source)`
+column), against (a) a device-to-device `copy_` (the machine's roof: rates compared, the
+kernel's bytes read and written once each over its time against the copy's), (b) Triton's
+compile of the tutorial kernel of the same computation where `examples/triton/` has one
+(`vector_add.py`, `fused_softmax.py`, `layer_norm.py`), its best of a few `num_warps`, (c)
+`torch.compile` of the torch expression and (d) eager torch; same run, round-robin,
+medians. Each system's result is checked against a float32 torch reference first (a wrong
+one is dropped, saying so).
 
-    python3 benchmarks/bench_rows.py [--kernels softmax,rmsnorm,layernorm]
+    python3 benchmarks/bench_rows.py [--kernels softmax,rmsnorm,layernorm,vector_add]
         [--shapes 4096x1024,4096x4096] [--configs n128,n256w1p0] [--rounds 3] [--no-record]
 
 A configuration is `n<BLOCK_N>`, then optionally `w<widen>` and `p0` (not persistent):
-tawac's options; each is timed and the best reported (`--configs n128`: the default).
-Prints one table per kernel: per shape the time of each system (us; tawac's best
-configuration named), the bytes moved by the kernel over its time (GB/s), tawac's rate over
-the copy's (`of copy`) and tawac's speed over the fastest of Triton and torch.compile
+tawac's options for the tile examples; each is timed and the best reported (`--configs
+n128`: the default). Prints one table per kernel: per shape the time of each system (us;
+tawac's best configuration named), the bytes moved over tawac's time (GB/s), tawac's rate
+over the copy's (`of copy`) and tawac's speed over the fastest of Triton and torch.compile
 (`vs best`, > 1 is faster).
 """
 
@@ -30,8 +33,10 @@ sys.path.insert(0, str(ROOT))
 EXAMPLES = ROOT / "examples"
 EPS = 1e-5
 
-#: The issue's shape table: softmax (rows, columns), norms (tokens, hidden).
+#: The shape table: softmax (rows, columns), norms (tokens, hidden), vector add (1 x
+#: elements, float32 as the tutorial).
 SHAPES = {
+    "vector_add": [f"1x{1 << e}" for e in (20, 22, 24, 26, 28)],
     "softmax": ["4096x1024", "4096x4096", "32768x4096", "4096x32768", "1024x131072", "16x131072"],
     "rmsnorm": [f"{t}x{h}" for t in (1, 16, 128, 4096, 32768) for h in (4096, 8192)],
     "layernorm": [f"{t}x{h}" for t in (1, 16, 128, 4096, 32768) for h in (4096, 8192)],
@@ -128,6 +133,70 @@ def _triton_systems(kernel: str, x, w, b, y) -> dict:
     return out
 
 
+def _tawac_triton(name: str, config: dict, dtype: str):
+    """`tawac.triton.compile` of a tutorial kernel (its `TTIR` configuration, pointers of
+    `dtype`)."""
+    import tawac.triton
+
+    mod = _triton_module(name)
+    cfg = mod.TTIR
+    sig = {k: (f"*{dtype}" if v.startswith("*") else v) for k, v in cfg["signature"].items()}
+    return tawac.triton.compile(cfg["kernel"], signature=sig, constexprs=config)
+
+
+def _run_vector_add(shape: str, rounds: int) -> str | None:
+    """z = x + y of float32 vectors: tawac's compile of the tutorial, Triton's, torch."""
+    import torch
+    import triton
+
+    from tawac.runtime.runner import round_robin_medians
+
+    _, n = _shape(shape)
+    x = torch.randn(n, device="cuda")
+    y = torch.randn(n, device="cuda")
+    z = torch.empty_like(x)
+    add = _triton_module("vector_add").add_kernel
+    ours = _tawac_triton("vector_add", {"BLOCK_SIZE": 1024}, "fp32")
+    grid = (triton.cdiv(n, 1024),)
+    compiled = torch.compile(lambda a, b: a + b, dynamic=False)
+    systems = {
+        "tawac (triton)": lambda: ours[grid](x, y, z, n),
+        "triton w4": lambda: add[grid](x, y, z, n, BLOCK_SIZE=1024, num_warps=4),
+        "triton w8": lambda: add[grid](x, y, z, n, BLOCK_SIZE=1024, num_warps=8),
+        "torch.compile": lambda: z.copy_(compiled(x, y)),
+        "eager": lambda: torch.add(x, y, out=z),
+    }
+    ref = x + y
+    for name, fn in list(systems.items()):
+        z.fill_(float("nan"))
+        try:
+            fn()
+            torch.cuda.synchronize()
+        except Exception as e:  # noqa: BLE001 - a system that cannot run is reported
+            print(f"# {name} failed at {shape}: {type(e).__name__}: {e}", file=sys.stderr)
+            del systems[name]
+            continue
+        if not torch.equal(z, ref):
+            print(f"# {name} wrong at {shape}", file=sys.stderr)
+            del systems[name]
+    systems["copy"] = lambda: z.copy_(x)
+    if "tawac (triton)" not in systems:
+        return None
+    med = {k: v * 1e3 for k, v in round_robin_medians(systems, rounds).items()}
+    t = med["tawac (triton)"]
+    tri = min((v for k, v in med.items() if k.startswith("triton")), default=None)
+    best = min(v for v in (tri, med.get("torch.compile")) if v is not None)
+    moved, copied = 3 * 4 * n, 2 * 4 * n  # bytes: x, y read and z written; the copy's
+    rate = moved / t / 1e3
+    cell = lambda k: f"{med[k]:.1f}" if k in med else "-"  # noqa: E731
+    return (
+        f"| {shape} | - | {t:.1f} | {f'{tri:.1f}' if tri else '-'} | "
+        f"{cell('torch.compile')} | {cell('eager')} | {med['copy']:.1f} | {rate:.0f} | "
+        f"{rate / (copied / med['copy'] / 1e3):.2f} | {best / t:.2f}x |\n#   "
+        + " ".join(f"{k}={v:.1f}" for k, v in sorted(med.items()))
+    )
+
+
 def _run(kernel: str, shape: str, configs: list[str], rounds: int) -> str | None:
     import torch
 
@@ -152,8 +221,18 @@ def _run(kernel: str, shape: str, configs: list[str], rounds: int) -> str | None
     eager = _torch_fn(kernel)
     compiled = torch.compile(eager, dynamic=False)
     src = torch.empty_like(x)
+    if kernel == "softmax" and n <= 1024:
+        import triton
+
+        block = triton.next_power_of_2(n)
+        tut = _tawac_triton("fused_softmax", {"BLOCK_SIZE": block, "num_stages": 4}, "bf16")
+        ours_grid = (min(m, 132 * 4),)
+        tutorial = {"tawac (triton)": lambda: tut[ours_grid](y, x, x.stride(0), y.stride(0), m, n)}
+    else:
+        tutorial = {}
     systems = {
         **{f"tawac {c}": lambda k=k: k(*args) for c, k in ours.items()},
+        **tutorial,
         **_triton_systems(kernel, x, w, b, y),
         "torch.compile": lambda: y.copy_(compiled(x, w, b)),
         "eager": lambda: y.copy_(eager(x, w, b)),
@@ -173,10 +252,10 @@ def _run(kernel: str, shape: str, configs: list[str], rounds: int) -> str | None
             print(f"# {name} wrong at {shape}: relative error {err:.3g}", file=sys.stderr)
             del systems[name]
     systems["copy"] = lambda: y.copy_(src)
-    if not any(k.startswith("tawac") for k in systems):
+    if not any(k.startswith("tawac n") for k in systems):
         return None
     med = {k: v * 1e3 for k, v in round_robin_medians(systems, rounds).items()}
-    mine = min((k for k in med if k.startswith("tawac")), key=med.__getitem__)
+    mine = min((k for k in med if k.startswith("tawac n")), key=med.__getitem__)
     med["tawac"] = med[mine]
     moved = 2 * x.numel() * x.element_size()  # x read once, y written once
     tri = min((t for k, t in med.items() if k.startswith("triton")), default=None)
@@ -184,7 +263,7 @@ def _run(kernel: str, shape: str, configs: list[str], rounds: int) -> str | None
     cell = lambda k: f"{med[k]:.1f}" if k in med else "-"  # noqa: E731
     return (
         f"| {shape} | {med['tawac']:.1f} ({mine.removeprefix('tawac ')}) | "
-        f"{f'{tri:.1f}' if tri else '-'} | "
+        f"{cell('tawac (triton)')} | {f'{tri:.1f}' if tri else '-'} | "
         f"{cell('torch.compile')} | {cell('eager')} | {med['copy']:.1f} | "
         f"{moved / med['tawac'] / 1e3:.0f} | {med['copy'] / med['tawac']:.2f} | "
         f"{best / med['tawac']:.2f}x |\n#   "
@@ -194,7 +273,7 @@ def _run(kernel: str, shape: str, configs: list[str], rounds: int) -> str | None
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--kernels", default="softmax,rmsnorm,layernorm")
+    ap.add_argument("--kernels", default="softmax,rmsnorm,layernorm,vector_add")
     ap.add_argument("--shapes", default="", help="rows x columns, comma-separated")
     ap.add_argument("--configs", default="n128", help="tawac configurations, comma-separated")
     ap.add_argument("--rounds", type=int, default=3)
@@ -206,14 +285,18 @@ def main() -> int:
     print(f"# {datetime.date.today()} {device}, bf16, tawac configurations {args.configs}")
     for kernel in args.kernels.split(","):
         shapes = args.shapes.split(",") if args.shapes else SHAPES[kernel]
-        print(f"\n{kernel} forward (us; GB/s of tawac's reads and writes)\n")
+        what = "" if kernel == "vector_add" else " forward"
+        print(f"\n{kernel}{what} (us; GB/s of tawac's reads and writes)\n")
         print(
-            "| rows x columns | tawac | Triton | torch.compile | eager | copy | GB/s | "
-            "of copy | vs best |"
+            "| rows x columns | tawac | tawac (Triton source) | Triton | torch.compile | "
+            "eager | copy | GB/s | of copy | vs best |"
         )
-        print("|---|---:|---:|---:|---:|---:|---:|---:|---:|")
+        print("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
         for shape in shapes:
-            row = _run(kernel, shape, configs, args.rounds)
+            if kernel == "vector_add":
+                row = _run_vector_add(shape, args.rounds)
+            else:
+                row = _run(kernel, shape, configs, args.rounds)
             if row is not None:
                 print(row, flush=True)
     return 0

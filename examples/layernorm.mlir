@@ -25,7 +25,7 @@ tile.kernel @layernorm(%x: !tile.tensor<?x?xbf16, ["M", "N"]>, %w: !tile.tensor<
     %acc_new = arith.addf %acc, %s : tensor<$BLOCK_Mxf32>
     scf.yield %acc_new : tensor<$BLOCK_Mxf32>
   }
-  %mean = arith.divf %sum, %nv : tensor<$BLOCK_Mxf32>
+  %mean = arith.divf %sum, %nv fastmath<arcp> : tensor<$BLOCK_Mxf32>
   %mb = tile.broadcast %mean, 0 : tensor<$BLOCK_Mxf32> -> tensor<$BLOCK_Mx$BLOCK_Nxf32>
   %ssd = scf.for %n = %c0 to %N step %bn iter_args(%acc = %zero) -> (tensor<$BLOCK_Mxf32>) {
     %xt = tile.load %x[%m0, %n] : !tile.tensor<?x?xbf16, ["M", "N"]> -> tensor<$BLOCK_Mx$BLOCK_Nxbf16>
@@ -39,7 +39,7 @@ tile.kernel @layernorm(%x: !tile.tensor<?x?xbf16, ["M", "N"]>, %w: !tile.tensor<
     %acc_new = arith.addf %acc, %s : tensor<$BLOCK_Mxf32>
     scf.yield %acc_new : tensor<$BLOCK_Mxf32>
   }
-  %var = arith.divf %ssd, %nv : tensor<$BLOCK_Mxf32>
+  %var = arith.divf %ssd, %nv fastmath<arcp> : tensor<$BLOCK_Mxf32>
   %ev = tile.splat %eps : f32 -> tensor<$BLOCK_Mxf32>
   %var_eps = arith.addf %var, %ev : tensor<$BLOCK_Mxf32>
   %rstd = math.rsqrt %var_eps : tensor<$BLOCK_Mxf32>

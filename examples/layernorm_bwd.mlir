@@ -40,8 +40,8 @@ tile.kernel @layernorm_bwd(%x: !tile.tensor<?x?xbf16, ["M", "N"]>, %dy: !tile.te
   %Ni = arith.index_cast %N : index to i32
   %Nf = arith.sitofp %Ni : i32 to f32
   %nv = tile.splat %Nf : f32 -> tensor<$BLOCK_Mxf32>
-  %c1 = arith.divf %s1, %nv : tensor<$BLOCK_Mxf32>
-  %c2 = arith.divf %s2, %nv : tensor<$BLOCK_Mxf32>
+  %c1 = arith.divf %s1, %nv fastmath<arcp> : tensor<$BLOCK_Mxf32>
+  %c2 = arith.divf %s2, %nv fastmath<arcp> : tensor<$BLOCK_Mxf32>
   %c1b = tile.broadcast %c1, 0 : tensor<$BLOCK_Mxf32> -> tensor<$BLOCK_Mx$BLOCK_Nxf32>
   %c2b = tile.broadcast %c2, 0 : tensor<$BLOCK_Mxf32> -> tensor<$BLOCK_Mx$BLOCK_Nxf32>
   scf.for %n = %c0 to %N step %bn {

@@ -32,7 +32,7 @@ tile.kernel @rmsnorm_bwd(%x: !tile.tensor<?x?xbf16, ["M", "N"]>, %dy: !tile.tens
   %Ni = arith.index_cast %N : index to i32
   %Nf = arith.sitofp %Ni : i32 to f32
   %nv = tile.splat %Nf : f32 -> tensor<$BLOCK_Mxf32>
-  %c = arith.divf %s, %nv : tensor<$BLOCK_Mxf32>
+  %c = arith.divf %s, %nv fastmath<arcp> : tensor<$BLOCK_Mxf32>
   %r2 = arith.mulf %rt, %rt : tensor<$BLOCK_Mxf32>
   %cr = arith.mulf %c, %r2 : tensor<$BLOCK_Mxf32>
   %crb = tile.broadcast %cr, 0 : tensor<$BLOCK_Mxf32> -> tensor<$BLOCK_Mx$BLOCK_Nxf32>

@@ -29,7 +29,7 @@ tile.kernel @rmsnorm_residual(%x: !tile.tensor<?x?xbf16, ["M", "N"]>, %r: !tile.
   %Ni = arith.index_cast %N : index to i32
   %Nf = arith.sitofp %Ni : i32 to f32
   %nv = tile.splat %Nf : f32 -> tensor<$BLOCK_Mxf32>
-  %ms = arith.divf %ss, %nv : tensor<$BLOCK_Mxf32>
+  %ms = arith.divf %ss, %nv fastmath<arcp> : tensor<$BLOCK_Mxf32>
   %ev = tile.splat %eps : f32 -> tensor<$BLOCK_Mxf32>
   %ms_eps = arith.addf %ms, %ev : tensor<$BLOCK_Mxf32>
   %rs = math.rsqrt %ms_eps : tensor<$BLOCK_Mxf32>

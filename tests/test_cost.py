@@ -118,11 +118,20 @@ def test_elementwise_reduce_and_sync():
 
 
 def test_unknown_tile_op_and_bad_arguments():
-    store = tile.StoreOp(_tile(128, 128), _value(IndexType()), [])
     with pytest.raises(ValueError, match="no cost model"):
-        op_cost(store, 1)
+        op_cost(math.CosOp(_tile(128, 128, f32)), 1)
     with pytest.raises(ValueError, match="warp_groups"):
         op_cost(math.Exp2Op(_tile(128, 128, f32)), 0)
+
+
+def test_a_store_in_a_loop_costs_its_bytes_at_the_dram_share():
+    """A 64x128 bf16 tile (16 KiB) written from a consumer loop: its bytes at the SM's
+    share of DRAM bandwidth on the TMA unit, as a put's reads."""
+    store = tile.StoreOp(_tile(64, 128), _value(IndexType()), [])
+    c = op_cost(store, 1)
+    dram = TABLE.cost("bytes").throughput
+    assert c.unit == "tma" and c.issue == ASYNC_ISSUE
+    assert c.occupancy == pytest.approx(ASYNC_ISSUE + 16384 / dram)
 
 
 def _loop_bodies(path: Path):

@@ -69,6 +69,11 @@ over them, so a warp group works on `rows / W` rows):
   KV cache) is shared where the index tensor's entries outnumber what they index
   (`read_by_one_program`).
 - `tile.load` in a producer loop feeds an `aref.put` (one TMA copy): its cost is in the put.
+- `tile.store` in a consumer loop (a kernel without MMAs writing each column block, a
+  residual sum written beside its use): its bytes at the SM's share of DRAM bandwidth,
+  on the "tma" unit as an `aref.put`'s reads (reads and writes share the DRAM); issue
+  `ASYNC_ISSUE` (the store's instructions are not modelled one by one); latency the same
+  as the occupancy (nothing in the loop waits for it).
 - `hopper.wgmma_wait`: a wait on the tensor core's result: nothing to issue (the schedule's
   dependence on the dot shows the time).
 - scalar ops (index arithmetic, comparisons, constants, `scf.yield`): "alu", cost 0.
@@ -380,6 +385,17 @@ def _put(op: Operation, target: Target, problem: Problem | None) -> OpCost:
     )
 
 
+def _store(op: Operation, target: Target, problem: Problem | None) -> OpCost:
+    """A tile written to global memory from a consumer loop (module docstring)."""
+    t = _tensor(op.operands[0].type)
+    if t is None:
+        raise NoCostModel("no cost model for 'tile.store' of a scalar")
+    nbytes = math.prod(t.get_shape()) * t.element_type.bitwidth // 8  # type: ignore[attr-defined]
+    rate, what = _dram_share(target, problem.programs if problem is not None else None)
+    busy = ASYNC_ISSUE + nbytes / rate
+    return OpCost("tma", ASYNC_ISSUE, busy, busy, f"tile.store: {nbytes} B to DRAM {what}")
+
+
 _FMA_TILE_OPS = ("tile.select", "tile.cmpi", "tile.iota", "tile.splat")
 #: FMA-pipe ops (and `tile.reduce` kinds) priced by a cost-table row of their own: max
 #: and min run at half the FMA rate (FMNMX, measured).
@@ -423,6 +439,8 @@ def op_cost(
         return _free("alu", "scf.yield: passes registers on")
     if name == "tile.load":
         return _free("alu", "tile.load: its TMA copy is priced in the aref.put it feeds")
+    if name == "tile.store":
+        return _store(op, target, problem)
     if name == "tile.broadcast":
         return _free("alu", "tile.broadcast: register reuse in the accumulator layout")
     if name == "tile.reduce":

@@ -1,6 +1,7 @@
 """The shared-memory plan of one CTA: the one place that lays out dynamic shared memory.
 
-`lower-aref` (aref rings and their mbarriers), `tma-store` (epilogue staging tiles) and
+`lower-aref` (aref rings and their mbarriers), `tma-store` (epilogue staging tiles), the
+backend (the reductions' scratch after them, `reduction_scratch_bytes`) and
 the passes that must know in advance whether a choice fits (`pipeline`'s ring depth,
 `persistent`'s second slot for per-tile operands) all place regions through `SmemPlan`,
 so an estimate and the layout are the same computation.
@@ -71,6 +72,10 @@ class SmemPlan:
         """`count` 8-byte mbarriers."""
         return self._place(name, 8 * count, 8)
 
+    def scratch(self, size: int) -> SmemRegion:
+        """`size` bytes of reduction scratch, 16-byte aligned (`reduction_scratch_bytes`)."""
+        return self._place("scratch", size, 16)
+
     def try_tiles(self, name: str, ring: hopper.SmemRingType) -> SmemRegion | None:
         """Place the tiles only if the plan still fits with them."""
         region = self.tiles(name, ring)
@@ -132,4 +137,25 @@ def kernel_plan(
     for st in staged_stores(kernel, warp_groups) if staging else []:
         assert isinstance(st.value.type, TensorType)
         plan.tiles("staging", staging_ring_type(st.value.type, chunks))
+    scratch = reduction_scratch_bytes(kernel, warp_groups)
+    if scratch:
+        plan.scratch(scratch)
     return plan
+
+
+def reduction_scratch_bytes(kernel: tile.KernelOp, warp_groups: int = 1) -> int:
+    """The shared scratch the consumer's reductions across warps take (one region, after
+    everything else, that they share: `KernelLowering.scratch`): a column reduction one
+    f32 per warp and column of its tile, a reduction to a scalar one f32 per warp."""
+    warps = warp_groups * HOPPER.warp_group_size // HOPPER.warp_size
+    size = 0
+    for op in kernel.walk():
+        if not isinstance(op, tile.ReduceOp):
+            continue
+        src = op.source.type
+        assert isinstance(src, TensorType)
+        if not isinstance(op.result.type, TensorType):
+            size = max(size, 4 * warps)
+        elif op.dim.data == 0 and src.get_num_dims() == 2:
+            size = max(size, 4 * warps * src.get_shape()[1])
+    return size
