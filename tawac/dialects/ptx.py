@@ -892,6 +892,39 @@ class AtomAddOp(PtxInstruction):
 
 
 @irdl_op_definition
+class RedGlobalAddOp(PtxInstruction):
+    """`{@p} red.global.add.f32 [addr], a;`, or of 2 or 4 adjacent elements
+    `{@p} red.global.add.v2.f32 [addr], {a, b};` / `.v4.f32 ... {a, b, c, d}` (PTX ISA
+    9.7.13.6 red, relaxed at GPU scope; the vector forms need sm_90 and an address aligned
+    to the vector's size, and each element is added atomically on its own), optionally
+    predicated like `st_global_v4_b32` (no branch around it)."""
+
+    name = "ptx.red_global_add"
+    addr = operand_def(RegType)
+    values = var_operand_def(RegType)
+    guard = var_operand_def(RegType)
+    irdl_options = (AttrSizedOperandSegments(as_property=True),)
+    GENERIC_INIT: ClassVar[bool] = True
+
+    def __init__(self, addr: SSAValue, values: Sequence[SSAValue], guard: SSAValue | None = None):
+        super().__init__(operands=[addr, values, [guard] if guard is not None else []])
+
+    def verify_(self) -> None:
+        if len(self.values) not in (1, 2, 4) or len(self.guard) > 1:
+            raise VerifyException(
+                f"ptx.red_global_add: adds 1, 2 or 4 f32 values under at most one guard, got "
+                f"{len(self.values)} and {len(self.guard)}"
+            )
+
+    def ptx_text(self, n: Names) -> str:
+        pred = _guard(n, self.guard)
+        if len(self.values) == 1:
+            return f"{pred}red.global.add.f32 [{n(self.addr)}], {n(self.values[0])};"
+        vals = ", ".join(n(v) for v in self.values)
+        return f"{pred}red.global.add.v{len(self.values)}.f32 [{n(self.addr)}], {{{vals}}};"
+
+
+@irdl_op_definition
 class StGlobalOp(PtxInstruction):
     """`{@p} st.global.type [addr], a;` (PTX ISA 9.7.9.10), optionally predicated."""
 
@@ -1018,6 +1051,32 @@ class LdSharedV2Op(PtxInstruction):
 
     def ptx_text(self, n: Names) -> str:
         return f"ld.shared.v2.{self.type.data} {{{n(self.lo)}, {n(self.hi)}}}, [{n(self.addr)}];"
+
+
+@irdl_op_definition
+class LdSharedV4Op(PtxInstruction):
+    """`ld.shared.v4.type {d0, d1, d2, d3}, [addr];`: four adjacent 32-bit elements (four
+    f32, or eight 16-bit ones as packed `b32` words), 16-byte aligned (PTX ISA 9.7.9.8,
+    vector loads)."""
+
+    name = "ptx.ld_shared_v4"
+    type = prop_def(StringAttr)
+    addr = operand_def(RegType)
+    a = result_def(RegType)
+    b = result_def(RegType)
+    c = result_def(RegType)
+    d = result_def(RegType)
+
+    def __init__(self, ptx_type: str, addr: SSAValue):
+        super().__init__(
+            operands=[addr],
+            properties={"type": _string(ptx_type)},
+            result_types=[reg_of(ptx_type)] * 4,
+        )
+
+    def ptx_text(self, n: Names) -> str:
+        regs = ", ".join(n(r) for r in (self.a, self.b, self.c, self.d))
+        return f"ld.shared.v4.{self.type.data} {{{regs}}}, [{n(self.addr)}];"
 
 
 @irdl_op_definition
@@ -1799,12 +1858,14 @@ Ptx = Dialect(
         StGlobalV2Op,
         FenceGpuOp,
         AtomAddOp,
+        RedGlobalAddOp,
         StGlobalOp,
         StGlobalV4B32Op,
         StGlobalB32Op,
         StSharedOp,
         LdSharedOp,
         LdSharedV2Op,
+        LdSharedV4Op,
         FenceProxyAsyncOp,
         CpAsyncBulkTensorStoreOp,
         CpAsyncBulkCommitOp,
