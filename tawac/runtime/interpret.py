@@ -13,7 +13,8 @@ program instance (P = grid x * grid y * grid z, x fastest):
 out-of-bounds elements dropped, `tile.dot` is a batched fp32 matmul.  `scf.for` loops may
 have different trip counts per instance: the loop runs to the largest one, and an instance
 whose loop has ended keeps its loop-carried values and does not store (an `active` mask is
-threaded through regions).  `scf.if` runs both branches under complementary masks.
+threaded through regions).  `scf.if` runs both branches under complementary masks (not
+one that no active instance takes).
 
 `split-k`'s ops run as the programs of a split tile meet in global memory.  All instances
 run each op in lockstep, so at a `tile.arrive` every arriving instance has made its earlier
@@ -355,10 +356,9 @@ class _Interpreter:
         t: Attribute | None = None,
     ) -> Value:
         """The tile of `shape` of tensor `g` at `origins` (one coordinate per dimension) in
-        every instance, as float32 (P, *shape), `padding` outside the tensor, rounded to
-        the element type of `t` where given. A tile of lower rank than the tensor spans
-        one element of the leading dimensions (a stacked one, `stack` of the dimension
-        before its rows)."""
+        every instance, float32 (P, *shape), `padding` outside the tensor, rounded to `t`'s
+        element type where given. A tile of lower rank than the tensor spans one element of
+        the leading dimensions (a stacked one, `stack` of the dimension before its rows)."""
         flat, full, _ = self.addresses(origins, _spanned(g.dim(), shape, stack), g.shape)
         numel = g.numel()
         if full and (t is None or _round_dtype(t) is None):
@@ -382,10 +382,9 @@ class _Interpreter:
     def load(self, op: tile.LoadOp) -> Value:
         t = op.result.type
         assert isinstance(t, TensorType)
-        shape = tuple(t.get_shape())
-        origins = [self.get(i) for i in op.indices]
-        source = self.get(op.source)
-        return self.values(source, origins, shape, tile.stack_of(op), op.padding_value, t)
+        origins, shape = [self.get(i) for i in op.indices], tuple(t.get_shape())
+        stack, source = tile.stack_of(op), self.get(op.source)
+        return self.values(source, origins, shape, stack, op.padding_value, t)
 
     def load_index(self, op: tile.LoadIndexOp) -> Value:
         """Each program's element of the i32 tensor as an index; -1 outside it."""
@@ -619,15 +618,18 @@ class _Interpreter:
             self.env[r] = v
 
     def run_if(self, op: scf.IfOp, active: Value) -> None:
+        """Runs each branch under its mask; one that no active instance takes is skipped
+        (the other's values serve: inactive instances' values are never stored)."""
         cond = self.get(op.cond)
-        then_vals = self.run_block(op.true_region.block, active & cond)
-        if not op.results:
-            if op.false_region.blocks:
-                self.run_block(op.false_region.block, active & ~cond)
-            return
-        else_vals = self.run_block(op.false_region.block, active & ~cond)
-        for r, a, b in zip(op.results, then_vals, else_vals, strict=True):
-            self.env[r] = torch.where(_bcast(cond, a), a, b)
+        on_then, on_else = active & cond, active & ~cond
+        has_else = bool(op.false_region.blocks)
+        run_else = has_else and bool(on_else.any())
+        run_then = bool(on_then.any()) or not run_else
+        then_vals = self.run_block(op.true_region.block, on_then) if run_then else []
+        else_vals = self.run_block(op.false_region.block, on_else) if run_else else []
+        for i, r in enumerate(op.results):
+            a, b = then_vals[i] if run_then else None, else_vals[i] if run_else else None
+            self.env[r] = b if a is None else a if b is None else torch.where(_bcast(cond, a), a, b)
 
     # ---- dispatch
 
