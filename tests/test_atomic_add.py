@@ -121,7 +121,7 @@ def test_the_column_sums_add_pairs_from_the_first_row_of_threads():
     assert access == {"x": "read", "y": "readwrite"}
     aligned = {p["arg"] for p in res.sidecar["params"] if p.get("align") == 16}
     assert aligned == {"y"}
-    grid = res.sidecar["grid"]
+    grid = res.sidecar["program_grid"]  # persistent: the programs its CTAs walk
     assert grid[0] == {"cdiv": {"arg": "x", "dim": 0}, "by": 64}
     assert grid[1] == {"cdiv": {"arg": "y", "dim": 0}, "by": 128}
 
@@ -138,7 +138,7 @@ def test_a_vector_adds_16_byte_runs():
     res = _compile("vector_sum_atomic")
     assert res.ptx.count("red.global.add.v4.f32") == 2
     assert res.ptx.count("red.global.add") == 2
-    assert res.sidecar["grid"][1] == {"cdiv": {"arg": "x", "dim": 0}, "by": 1}
+    assert res.sidecar["program_grid"][1] == {"cdiv": {"arg": "x", "dim": 0}, "by": 1}
 
 
 def test_an_odd_coordinate_adds_element_by_element():

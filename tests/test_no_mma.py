@@ -13,6 +13,7 @@ from gpu_util import requires_gpu
 
 from tawac.check import baseline, validate_pipeline
 from tawac.compiler import compile_source, parse_file
+from tawac.schedule.planner import STREAM_BYTES
 from tawac.support.options import PipelineOptions
 from tawac.tools.explain import explain_module
 
@@ -56,7 +57,9 @@ def test_it_compiles_to_a_producer_that_streams_and_a_consumer_without_mmas(name
 @pytest.mark.parametrize("name", sorted(PROGRAMS))
 def test_explain_shows_the_consumer_warp_groups_and_the_ring(name):
     """Two 64-row programs as one 128-row tile on two consumer warp groups, the tile read
-    into their registers (the online softmax's two loops share one ring of 4 slots)."""
+    into their registers (the online softmax's two loops share one ring of 4 slots; a
+    kernel without a loop is persistent, its producer as many 32 KiB slots ahead as keep
+    `STREAM_BYTES` in flight)."""
     module = parse_file(DATA / f"{name}.mlir")
     plan = explain_module(module, PipelineOptions())
     assert plan["widen"] == {"programs": 2, "rows": 128}  # two 64-row programs as one tile
@@ -65,7 +68,8 @@ def test_explain_shows_the_consumer_warp_groups_and_the_ring(name):
     assert [(a["payload"], a["registers"]) for a in plan["arefs"]] == [
         (["tensor<128x128xbf16>"], [0])  # read into the consumer's registers
     ]
-    assert plan["arefs"][0]["depth"] == (4 if name == "softmax_online" else 1)
+    ahead = -(-STREAM_BYTES // 32768)
+    assert plan["arefs"][0]["depth"] == (4 if name == "softmax_online" else ahead)
 
 
 def test_a_kernel_of_1d_tiles_only_streams_its_loads():

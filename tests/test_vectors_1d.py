@@ -18,6 +18,7 @@ from gpu_util import requires_gpu
 
 from tawac.check import baseline, validate_pipeline
 from tawac.compiler import compile_source, parse_file
+from tawac.schedule.planner import STREAM_BYTES, STREAM_DEPTH
 from tawac.support.diagnostics import CompileError
 from tawac.support.options import PipelineOptions
 from tawac.support.ptxas import assemble, locate_ptxas
@@ -53,14 +54,17 @@ STREAMED = {
 
 @pytest.mark.parametrize("name", sorted(PROGRAMS))
 def test_explain_shows_the_producer_streaming_each_load(name):
-    """Each 1-d load is an aref of its own, one slot deep (a program reads each once);
-    the consumer is 1 warp group."""
+    """Each 1-d load is an aref of its own; the kernel (no loop, no MMA) is persistent and
+    its producer runs ahead of the consumer by as many slots as keep `STREAM_BYTES` in
+    flight, up to `STREAM_DEPTH`; the consumer is 1 warp group."""
     plan = explain_module(parse_file(DATA / f"{name}.mlir"), PipelineOptions())
     roles = {r["role"]: r["warp_groups"] for r in plan["roles"]}
     assert roles == {"producer": 1, "consumer": 1}
     got = [(a["name"], *a["payload"], a["slot_bytes"]) for a in plan["arefs"]]
     assert got == STREAMED[name]
-    assert all(a["depth"] == 1 for a in plan["arefs"])
+    assert all(
+        a["depth"] == min(STREAM_DEPTH, -(-STREAM_BYTES // a["slot_bytes"])) for a in plan["arefs"]
+    )
 
 
 def test_the_vector_add_moves_what_its_layout_says():
@@ -84,7 +88,8 @@ def test_the_vector_add_moves_what_its_layout_says():
     assert stores and all(line.strip().startswith("@%p") for line in stores)
     assert "wgmma" not in ptx and "shfl" not in ptx
     assert res.sidecar["block"] == [256, 1, 1]
-    assert res.sidecar["grid"][0] == {"cdiv": {"arg": "z", "dim": 0}, "by": 1024}
+    assert res.sidecar["grid"][0] == {"persistent": 1}
+    assert res.sidecar["program_grid"][0] == {"cdiv": {"arg": "z", "dim": 0}, "by": 1024}
     maps = [p for p in res.sidecar["params"] if p["kind"] == "tensor_map"]
     assert [(p["arg"], p["box"], p["swizzle"]) for p in maps] == [
         ("x", [256], "none"),
@@ -93,7 +98,8 @@ def test_the_vector_add_moves_what_its_layout_says():
     assert [
         (p["arg"], p.get("align")) for p in res.sidecar["params"] if p["kind"] == "pointer"
     ] == [("z", 16)]
-    assert res.sidecar["dynamic_smem"] == 2 * 4096 + 4 * 8  # two rings, their mbarriers
+    # two rings of STREAM_DEPTH slots, their full and empty mbarriers
+    assert res.sidecar["dynamic_smem"] == 2 * STREAM_DEPTH * (4096 + 2 * 8)
 
 
 def test_the_row_softmax_reduces_to_scalars_across_the_partition():
@@ -117,10 +123,11 @@ def test_the_row_softmax_reduces_to_scalars_across_the_partition():
     assert ptx.count("st.shared.f32") == 2 and ptx.count("ld.shared.f32") == 8
     assert ptx.count("st.global.v4.b32") == 1
     # the ring's slot, its two mbarriers, then the per-warp partials
-    assert res.sidecar["dynamic_smem"] == 2048 + 16 + 16
+    # the ring, its mbarriers and the reduction's scratch (one f32 per warp)
+    assert res.sidecar["dynamic_smem"] == STREAM_DEPTH * (2048 + 2 * 8) + 16
     maps = [p for p in res.sidecar["params"] if p["kind"] == "tensor_map"]
     assert [(p["arg"], p["box"], p["swizzle"]) for p in maps] == [("x", [256, 1], "none")]
-    assert res.sidecar["grid"][0] == {"cdiv": {"arg": "y", "dim": 0}, "by": 1}
+    assert res.sidecar["program_grid"][0] == {"cdiv": {"arg": "y", "dim": 0}, "by": 1}
 
 
 def test_a_bf16_store_in_f32_runs_writes_packed_pairs():

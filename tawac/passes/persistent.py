@@ -356,9 +356,12 @@ class PersistentPass(ModulePass):
                     )
                 continue
             parts = [p for p in kernel.body.block.ops if isinstance(p, aref.PartitionOp)]
-            if not all(main_loops(p) for p in parts):
+            loops = [bool(main_loops(p)) for p in parts]
+            if any(loops) and not all(loops):
                 raise CompileError(
-                    "persistent: every partition needs a loop streaming through arefs", kernel
+                    "persistent: every partition needs a loop streaming through arefs, or "
+                    "none does (each aref then used once per tile)",
+                    kernel,
                 )
             grid = from_attr(plan.program_grid)
             kind, arg = plan.tiles

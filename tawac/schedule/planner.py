@@ -96,6 +96,22 @@ def choose_consumer_warp_groups(part: aref.PartitionOp) -> int:
     return next((n for n in splits if fits_registers(dots, n)), splits[-1])
 
 
+#: Bytes a CTA of a kernel that only streams tiles keeps in flight: enough to cover
+#: DRAM latency at its share of bandwidth (3.35 TB/s x ~2 us / 132 SMs is ~50 KB).
+STREAM_BYTES = 64 * 1024
+#: The deepest ring such a kernel gets.
+STREAM_DEPTH = 16
+
+
+def _streams_tiles_only(kernel: tile.KernelOp, parts: list[aref.PartitionOp]) -> bool:
+    """A kernel without MMAs and without loops (a vector add, one row per program): made
+    persistent, each CTA walks its programs while the producer streams the next
+    programs' tiles through the ring (`_prefetch` deepens it)."""
+    if any(isinstance(o, tile.DotOp) for o in kernel.walk()):
+        return False
+    return not any(isinstance(o, scf.ForOp) for p in parts for o in p.walk())
+
+
 def _math_warp_groups(part: aref.PartitionOp) -> int:
     """A consumer without MMAs holds its 2-d tiles in the accumulator layout (64 rows per
     warp group): the most of 3, 2, 1 warp groups that split every 2-d tile's rows into
@@ -404,7 +420,9 @@ class HeuristicPlanner:
         depths = dict(depths)
         consumer_wgs = sum(r.warp_groups for r in roles if r.role == "consumer")
         cluster, multicast = plan_cluster(kernel, options.cluster)
-        persistent = options.persistent and all(main_loops(p) for p in parts)
+        persistent = options.persistent and (
+            all(main_loops(p) for p in parts) or _streams_tiles_only(kernel, parts)
+        )
         tiles = grid = None
         if persistent:
             consumers = [p for p in parts if p.role.data == "consumer"]
@@ -413,7 +431,8 @@ class HeuristicPlanner:
             tiles = ("longest_first", order) if order is not None else ("grouped", group)
             grid = to_attr(infer_grid(kernel))
             if options.tile_prefetch:
-                self._prefetch(kernel, creates, depths, consumer_wgs, options.tma_store)
+                stream = _streams_tiles_only(kernel, parts)
+                self._prefetch(kernel, creates, depths, consumer_wgs, options.tma_store, stream)
         loops = self._loops(parts, creates, depths, lags) if options.coarse_pipeline else []
         return Schedule(
             roles=tuple(roles),
@@ -492,15 +511,26 @@ class HeuristicPlanner:
         depths: dict,
         wgs: int,
         tma_store: bool,
+        stream: bool = False,
     ) -> None:
         """An aref written once per tile (attention's Q) gets a second slot where shared
         memory allows, so that the producer loads tile t+1's operand while the consumers
-        still work on tile t."""
+        still work on tile t. In a kernel that only streams tiles (`_streams_tiles_only`:
+        no MMA, no loop) the producer runs further ahead: as many slots as keep
+        `STREAM_BYTES` in flight, up to `STREAM_DEPTH`, where shared memory allows."""
         for c in creates:
             if depths[c] != 1 or not per_tile(c):
                 continue
-            depths[c] = 2
-            if not kernel_plan(kernel, depths, tma_store, warp_groups=wgs).fits():
+            want = 2
+            if stream:
+                slot = kernel_plan(kernel, {**depths, c: 2}, tma_store, warp_groups=wgs).end
+                slot -= kernel_plan(kernel, depths, tma_store, warp_groups=wgs).end
+                want = max(2, min(STREAM_DEPTH, -(-STREAM_BYTES // max(slot, 1))))
+            for d in range(want, 1, -1):
+                depths[c] = d
+                if kernel_plan(kernel, depths, tma_store, warp_groups=wgs).fits():
+                    break
+            else:
                 depths[c] = 1
 
     def _loops(
