@@ -509,6 +509,14 @@ def specialize(kernel: tile.KernelOp) -> None:
     body = kernel.body.block
     if any(isinstance(o, aref.PartitionOp) for o in body.ops):
         raise CompileError("warp-specialize: kernel is already partitioned", kernel)
+    written = next((o for o in kernel.walk() if o.dialect_name() == "aref"), None)
+    if written is not None:
+        raise CompileError(
+            f"warp-specialize: '{written.name}' in a kernel that is not partitioned: the "
+            "compiler places the arefs when it partitions a tile program (write the loads "
+            "and the math it reads)",
+            written,
+        )
     _check_lowerable(kernel)
     groups: dict[tuple[Block, frozenset[Operation]], _Group] = {}
     for op in kernel.walk():

@@ -79,3 +79,16 @@ tile.kernel @partitioned(%a: !tile.tensor<?x?xbf16>) {
   }
   tile.return
 }
+
+// -----
+
+// aref ops written in a tile program (the fuzzer's retiled aref-invalid case: once the
+// put's type matched, an internal error in lower-aref): the compiler places arefs.
+tile.kernel @put_type(%a: !tile.tensor<?x?xbf16>) {
+  %r = aref.create : !aref.aref<[tensor<192x64xbf16>], 2>
+// CHECK: {{.*}}warp-specialize-errors.mlir:[[# @LINE - 1]]:8: error: warp-specialize: 'aref.create' in a kernel that is not partitioned: the compiler places the arefs when it partitions a tile program (write the loads and the math it reads)
+  %c0 = arith.constant 0 : index
+  %x = tile.load %a[%c0, %c0] : !tile.tensor<?x?xbf16> -> tensor<192x64xbf16>
+  aref.put %r[%c0], %x : !aref.aref<[tensor<192x64xbf16>], 2>
+  tile.return
+}
