@@ -244,6 +244,7 @@ class _Interpreter:
             self.share = tuple(torch.as_tensor(v, device=device) for v in programs.share)
         self.places: dict[tuple, Any] = {}  # `addresses`
         self.sources: dict[tuple, tuple[Value, int, Value]] = {}  # `source`
+        self.aliased = False  # arguments share memory: `source` keeps no copy
 
     # ---- helpers
 
@@ -333,11 +334,11 @@ class _Interpreter:
     def source(self, g: Value, padding: float, t: Attribute | None) -> Value:
         """`g` read as 1-d in float32, rounded to the element type of `t`, with `padding`
         (rounded) appended: kept until a store changes `g` (its version; an inference
-        tensor has none, so is read again)."""
+        tensor has none, nor do arguments that share memory: those are read again)."""
         key = (id(g), _round_dtype(t) if t is not None else None, repr(padding))
         hit = self.sources.get(key)
         version = None if g.is_inference() else g._version
-        if hit is not None and hit[0] is g and version is not None and hit[1] == version:
+        if hit and hit[0] is g and version is not None and hit[1] == version and not self.aliased:
             return hit[2]
         flat = torch.cat([g.reshape(-1).float(), torch.full((1,), padding, device=self.device)])
         flat = flat if t is None else _round(flat, t)
@@ -880,6 +881,7 @@ def interpret(
         ctas = _stream_ctas(kernel_op, args, tiles, sm_count)
         programs = _stream_programs(grid, ctas, _max_splits(kernel_op))
     interp = _Interpreter(grid, device, programs)
+    interp.aliased = len({t.untyped_storage().data_ptr() for t in tensors}) < len(tensors)
     if interp.n == 0:
         return {"dot_flops": 0, "programs": 0}
     for ba, value in zip(block.args, args, strict=True):
