@@ -22,7 +22,7 @@ stores (its partial); the arrivals at one counter take tickets in instance order
 whose ticket is count - 1 is the last and resets the counter (`_Interpreter.arrive`).
 `tile.split_sum` and `tile.split_softmax` add the workspace's slices in split order, as the
 GPU code does.  A stream-K kernel (`tile.split_info`) runs the programs `persistent` would
-make of its tiles for a number of CTAs (`_stream_programs`).  The workspace buffers a pass
+make of its tiles for a number of CTAs (`stream_k.stream_programs`).  The workspace buffers a pass
 adds are kernel arguments: `workspace_args` allocates them as the launcher does,
 `interpret_launch` runs a kernel from the caller's arguments alone (grid, workspace, and
 the check that the counters are zero again).
@@ -35,7 +35,6 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from dataclasses import dataclass
 from typing import Any
 
 import torch
@@ -59,6 +58,7 @@ from tawac.analysis.grid import decomposition_of, infer_grid, workspace_of
 from tawac.dialects import tile
 from tawac.runtime.arguments import WORKSPACE_DTYPES, LaunchError
 from tawac.runtime.plans import compute_grid, workspace_shapes
+from tawac.runtime.stream_k import StreamPrograms, default_stream_ctas, stream_programs
 
 
 def _spanned(rank: int, shape: tuple[int, ...], stack: int) -> tuple[int, ...]:
@@ -228,7 +228,7 @@ class _Interpreter:
         self,
         grid: tuple[int, int, int],
         device: torch.device,
-        programs: _StreamPrograms | None = None,
+        programs: StreamPrograms | None = None,
     ):
         self.grid = grid
         self.n = grid[0] * grid[1] * grid[2] if programs is None else programs.n
@@ -510,7 +510,7 @@ class _Interpreter:
 
     def split_info(self, op: tile.SplitInfoOp) -> None:
         """`tile.split_info`: this program's share of its tile under the stream-K
-        programs the run simulates (`_stream_programs`)."""
+        programs the run simulates (`stream_k.stream_programs`)."""
         if self.share is None:
             raise InterpretError(
                 "tile.split_info: the run has no stream-K programs (interpret() simulates "
@@ -748,52 +748,6 @@ def _bind_arg(arg_type: Attribute, value: Any, n: int, device: torch.device) -> 
     return torch.full((n,), int(value), dtype=torch.int64, device=device)
 
 
-@dataclass(frozen=True)
-class _StreamPrograms:
-    """Stream-K's programs over a grid of tiles (`_stream_programs`): per program, its
-    tile's program ids (x, y, z) and its share (n, z, base) of `tile.split_info`."""
-
-    n: int
-    pids: tuple[list[int], list[int], list[int]]
-    share: tuple[list[int], list[int], list[int]]
-
-
-def default_stream_ctas(tiles: int, max_splits: int) -> int:
-    """The CTAs a stream-K run simulates where no multiprocessor count is given: one fewer
-    than the tiles from 3 tiles on (the whole waves' tiles are one program each, the last
-    tile is split min(max_splits, tiles - 1) ways), else `max_splits` per tile (every
-    tile split `max_splits` ways): both kinds of program run."""
-    return tiles - 1 if tiles >= 3 else max(1, tiles * max_splits)
-
-
-def _stream_programs(grid: tuple[int, int, int], ctas: int, max_splits: int) -> _StreamPrograms:
-    """What `persistent` makes of stream-K's tiles (`tawac.passes.persistent`,
-    `_stream_plan` and `_stream_share`) on `ctas` CTAs: the tiles of the whole waves
-    (dp = T - T mod ctas) are one program each; the `rest` tiles of the last wave are
-    split `splits` = max(1, min(max_splits, ctas / rest)) ways, program dp + j being split
-    j mod splits of tile dp + j / splits, its partials at slots j - z .. j - z + splits - 1.
-    Tile t is program ids (t mod gx, t / gx mod gy, t / (gx gy)) (the tile order does not
-    change what is computed)."""
-    gx, gy, gz = grid
-    tiles = gx * gy * gz
-    dp = tiles // ctas * ctas
-    rest = tiles - dp
-    splits = max(1, min(max_splits, ctas // max(rest, 1)))
-    n = dp + rest * splits
-    pids: tuple[list[int], list[int], list[int]] = ([], [], [])
-    share: tuple[list[int], list[int], list[int]] = ([], [], [])
-    for t in range(n):
-        tail = t >= dp
-        j = t - dp if tail else 0
-        z = j % splits
-        number = dp + j // splits if tail else t
-        for lst, v in zip(pids, (number % gx, number // gx % gy, number // (gx * gy)), strict=True):
-            lst.append(v)
-        for lst, v in zip(share, (splits if tail else 1, z, j - z), strict=True):
-            lst.append(v)
-    return _StreamPrograms(n, pids, share)
-
-
 def _stream_ctas(
     kernel_op: tile.KernelOp, args: Sequence[Any], tiles: int, sm_count: int | None
 ) -> int:
@@ -858,7 +812,7 @@ def interpret(
 
     A stream-K kernel (`tile.split_info`, `split-k{stream=S}`) runs the programs
     `persistent` would make of the tiles of `grid` (the grid its stores imply,
-    `infer_grid`) on `sm_count` CTAs (`_stream_programs`); without `sm_count`, on as many
+    `infer_grid`) on `sm_count` CTAs (`stream_k.stream_programs`); without `sm_count`, on as many
     CTAs as its workspace was allocated for (`{"sms": k}` dimensions: size / k).
 
     Returns statistics: `{"dot_flops": 2*M*N*K summed over the tile.dot ops executed by
@@ -879,7 +833,7 @@ def interpret(
     tiles = grid[0] * grid[1] * grid[2]
     if tiles and any(isinstance(o, tile.SplitInfoOp) for o in kernel_op.walk()):
         ctas = _stream_ctas(kernel_op, args, tiles, sm_count)
-        programs = _stream_programs(grid, ctas, _max_splits(kernel_op))
+        programs = stream_programs(grid, ctas, _max_splits(kernel_op))
     interp = _Interpreter(grid, device, programs)
     interp.aliased = len({t.untyped_storage().data_ptr() for t in tensors}) < len(tensors)
     if interp.n == 0:
