@@ -844,15 +844,16 @@ def test_blocked_invalid_shapes_raise(n, threads, vec):
 
 @pytest.mark.parametrize("first_wg", [1, 2])
 def test_blocked_thread_expressions(first_wg):
-    """`thread_start` and `warp_index`, evaluated for every thread of the partition, are
-    `thread_offset` and the thread's warp; the shuffles span a warp's 32 lanes."""
-    from tawac.target.layouts import BlockedLayout
+    """`thread_start` and `warp_in_partition`, evaluated for every thread of the
+    partition, are `thread_offset` and the thread's warp; the shuffles span a warp's 32
+    lanes."""
+    from tawac.target.layouts import BlockedLayout, warp_in_partition
 
     lay = BlockedLayout(2048, 256, 4)
     for t in range(lay.threads):
         tid = 128 * first_wg + t
         assert lay.thread_start(first_wg).value(tid) == lay.thread_offset(t)
-        assert lay.warp_index(first_wg).value(tid) == t // 32
+        assert warp_in_partition(first_wg).value(tid) == t // 32
     lanes = {0}
     for mask in lay.reduction_lanes():
         lanes |= {x ^ mask for x in lanes}

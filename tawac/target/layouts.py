@@ -146,6 +146,12 @@ def warp_group_in_partition(first_wg: int) -> IndexExpr:
     return Sub(WARP_GROUP, first_wg)
 
 
+def warp_in_partition(first_wg: int) -> IndexExpr:
+    """The thread's warp within a partition whose first warp group is `first_wg` (its slot
+    in a reduction's shared scratch): (tid - 128 first_wg) / 32."""
+    return Shr(Sub(TID, HOPPER.warp_group_size * first_wg), _log2(HOPPER.warp_size))
+
+
 def thread_parts(tid: int) -> tuple[int, int, int]:
     """(warp group, warp in group, lane) of a CTA thread index."""
     return WARP_GROUP.value(tid), WARP_IN_GROUP.value(tid), LANE.value(tid)
@@ -267,6 +273,16 @@ class AccLayout:
         """Lane masks of the butterfly shuffles that combine a row's values across the
         threads holding it: the four lanes of a quad (lane % 4 selects the columns)."""
         return (1, 2)
+
+    def column_reduction_lanes(self) -> tuple[int, ...]:
+        """Lane masks of the butterfly shuffles that combine a column's values across the
+        threads of a warp holding it: the eight lanes of equal lane % 4 (lane / 4 selects
+        the rows)."""
+        return (4, 8, 16)
+
+    #: The lanes of a warp whose rows are its first (lane / 4 == 0): after a column
+    #: reduction's shuffles they hold the warp's partial of every column.
+    first_row_lanes = 4
 
     def slice_index(self, dim: int, i: int) -> int:
         """The register of the dim-`dim` slice that register i broadcasts from: a vector
@@ -403,11 +419,6 @@ class BlockedLayout:
         """`thread_offset` as an expression of `%tid.x`, for the partition whose first warp
         group is `first_wg`: (tid - 128 first_wg) * vec."""
         return Shl(Sub(TID, HOPPER.warp_group_size * first_wg), _log2(self.vec))
-
-    def warp_index(self, first_wg: int) -> IndexExpr:
-        """The warp of this thread within the partition (its slot in a reduction's
-        scratch): (tid - 128 first_wg) / 32."""
-        return Shr(Sub(TID, HOPPER.warp_group_size * first_wg), _log2(HOPPER.warp_size))
 
     def reg_offset(self, i: int) -> int:
         """The element of register i relative to register 0 (the same for every thread)."""

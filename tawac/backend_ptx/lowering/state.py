@@ -378,14 +378,36 @@ class KernelLowering:
         aligned."""
         return -(-(schedule.of(self.kernel).smem_bytes or 0) // 16) * 16
 
-    def scratch(self, nbytes: int) -> SSAValue:
+    def scratch(self, nbytes: int, op: Operation) -> SSAValue:
         """The shared address of `nbytes` of scratch (a reduction's per-warp partials):
         every user shares the one region, which the launch adds to the dynamic shared
-        memory; its users keep their reads and writes apart with barriers."""
+        memory; its users keep their reads and writes apart with barriers of the consumer
+        partition, so a kernel with several consumer partitions, which would run their
+        reductions at once, is refused at `op`."""
+        consumers = [
+            p for p in self.kernel.walk()
+            if isinstance(p, aref.PartitionOp) and p.role.data == "consumer"
+        ]  # fmt: skip
+        if len(consumers) != 1:
+            raise CompileError(
+                "convert-to-ptx: a reduction across warps in a kernel with several consumer "
+                "partitions is not supported yet (they would share its shared scratch)",
+                op,
+            )
         self.scratch_bytes = max(self.scratch_bytes, nbytes)
         return self.cached(
             "scratch", lambda: self.add_imm(self.smem_base(), self.scratch_offset(), "u32")
         )
+
+    def exchange(self, threads: int, writer: SSAValue, write: Callable[[], None]) -> None:
+        """The writes of a reduction's partials to the scratch (`write`, by the threads
+        where `writer` holds), between two barriers of the consumer partition's `threads`:
+        after the first, the scratch's earlier readers are done; after the second, every
+        thread may read the partials."""
+        bar = self.barriers.get("consumer partition", preferred=HOPPER.named_barriers - 1)
+        self.emit(ptx.BarSyncOp(bar, threads))
+        self.guarded(writer, write)
+        self.emit(ptx.BarSyncOp(bar, threads))
 
     def bar_addr(self, bars: Bars, slot: SSAValue) -> SSAValue:
         base = self.add_imm(self.smem_base(), bars.offset, "u32")
@@ -455,6 +477,25 @@ def reg_kind(v: SSAValue) -> str:
     t = v.type
     assert isinstance(t, ptx.RegType)
     return t.kind.data
+
+
+#: The f32 instruction of each `tile.reduce` kind.
+REDUCE_OPS = {"max": ptx.MaxOp, "min": ptx.MinOp, "sum": ptx.AddOp}
+
+
+def combiner(k: KernelLowering, kind: str) -> Callable[[SSAValue, SSAValue], SSAValue]:
+    """Two f32 registers combined by the instruction of reduction `kind`."""
+    cls = REDUCE_OPS[kind]
+    return lambda a, b: k.r(cls("f32", a, b))
+
+
+def tree(regs: list[SSAValue], combine: Callable[[SSAValue, SSAValue], SSAValue]) -> SSAValue:
+    """A balanced tree of `combine`: log2(n) dependent steps instead of n - 1 (a serial
+    chain of fixed-latency ops is what the warps of a softmax stall on)."""
+    while len(regs) > 1:
+        pairs = [combine(a, b) for a, b in zip(regs[::2], regs[1::2], strict=False)]
+        regs = pairs + ([regs[-1]] if len(regs) % 2 else [])
+    return regs[0]
 
 
 def map1(k: KernelLowering, f: Frag, make: Callable[[SSAValue], Operation]) -> list[SSAValue]:

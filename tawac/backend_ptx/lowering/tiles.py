@@ -20,12 +20,14 @@ from tawac.backend_ptx.lowering.scalar import _LOG2E, select_frags
 from tawac.backend_ptx.lowering.state import (
     Frag,
     KernelLowering,
+    combiner,
     elem_bytes,
     elem_ptx_type,
     handles,
     leading_base,
     map2,
     mov_type,
+    tree,
     vector_splat,
     wg_local,
 )
@@ -114,21 +116,13 @@ def _reduce(k: KernelLowering, op: tile.ReduceOp) -> None:
         reduce_columns(k, op, src)
         return
     layout = src.layout
-    combine = {"max": ptx.MaxOp, "min": ptx.MinOp, "sum": ptx.AddOp}[op.kind.data]
-    mode = None
+    combine = combiner(k, op.kind.data)
     regs = []
     offsets = layout.reg_offsets()
     for dr in layout.row_offsets():
-        row = [src.regs[i] for i, (r, _) in enumerate(offsets) if r == dr]
-        # A balanced tree: log2(n) dependent steps instead of n - 1 (a serial chain of
-        # fixed-latency ops is what the warps of the softmax stall on).
-        while len(row) > 1:
-            halves = zip(row[::2], row[1::2], strict=False)
-            pairs = [k.r(combine("f32", a, b, mode=mode)) for a, b in halves]
-            row = pairs + ([row[-1]] if len(row) % 2 else [])
-        acc = row[0]
+        acc = tree([src.regs[i] for i, (r, _) in enumerate(offsets) if r == dr], combine)
         for mask in layout.row_reduction_lanes():
-            acc = k.r(combine("f32", acc, k.r(ptx.ShflBflyOp(acc, mask)), mode=mode))
+            acc = combine(acc, k.r(ptx.ShflBflyOp(acc, mask)))
         regs.append(acc)
     k.vals[op.result] = Frag(layout, regs, "f32", 0)
 

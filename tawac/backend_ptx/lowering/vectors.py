@@ -30,7 +30,6 @@ the j-th distinct register row (column) offset, as a vector load there reads it.
 from __future__ import annotations
 
 import struct
-from collections.abc import Callable
 
 from xdsl.dialects.builtin import TensorType
 from xdsl.ir import SSAValue
@@ -40,17 +39,16 @@ from tawac.backend_ptx.lowering.state import (
     Frag,
     KernelLowering,
     SmemTile,
+    combiner,
     elem_bytes,
     elem_ptx_type,
     leading_base,
     mov_type,
+    tree,
 )
 from tawac.dialects import hopper, ptx, tile
 from tawac.support.diagnostics import CompileError
-from tawac.target import HOPPER
-from tawac.target.layouts import GRANULE_BYTES, BlockedLayout
-
-_COMBINE = {"max": ptx.MaxOp, "min": ptx.MinOp, "sum": ptx.AddOp}
+from tawac.target.layouts import GRANULE_BYTES, BlockedLayout, warp_in_partition
 
 
 def _b16_bits(value: float, dtype: str) -> int:
@@ -218,14 +216,6 @@ def store_blocked(k: KernelLowering, op: tile.StoreOp, f: Frag) -> None:
             k.emit(ptx.StGlobalOp(mov_type(f.dtype), addr, values[0], ok))
 
 
-def _tree(regs: list[SSAValue], combine: Callable[[SSAValue, SSAValue], SSAValue]) -> SSAValue:
-    """A balanced tree of `combine`: log2(n) dependent steps instead of n - 1."""
-    while len(regs) > 1:
-        pairs = [combine(a, b) for a, b in zip(regs[::2], regs[1::2], strict=False)]
-        regs = pairs + ([regs[-1]] if len(regs) % 2 else [])
-    return regs[0]
-
-
 def reduce_to_scalar(k: KernelLowering, op: tile.ReduceOp) -> None:
     """The thread's registers, the warp's lanes, then the partition's warps (module
     docstring); the scalar is the same register value in every thread."""
@@ -239,31 +229,24 @@ def reduce_to_scalar(k: KernelLowering, op: tile.ReduceOp) -> None:
             "reduces into or broadcasts from",
             op,
         )
-    cls = _COMBINE[op.kind.data]
-
-    def combine(a: SSAValue, b: SSAValue) -> SSAValue:
-        return k.r(cls("f32", a, b))
-
+    combine = combiner(k, op.kind.data)
     regs = list(src.regs)
     if layout.short:  # the threads owning no element add the reduction's identity
         regs = _owned(k, layout, regs, op.kind.data)
-    acc = _tree(regs, combine)
+    acc = tree(regs, combine)
     for mask in layout.reduction_lanes():
         acc = combine(acc, k.r(ptx.ShflBflyOp(acc, mask)))
     if layout.warps > 1:
-        bar = k.barriers.get("consumer partition", preferred=HOPPER.named_barriers - 1)
-        scratch = k.scratch(4 * layout.warps)
-        warp = k.index(layout.warp_index(part.first_wg))
+        scratch = k.scratch(4 * layout.warps, op)
+        warp = k.index(warp_in_partition(part.first_wg))
         slot = k.r(ptx.FmaOp("s32", warp, k.imm(4), scratch))
         lane0 = k.r(ptx.SetpOp("eq", "u32", k.lane(), k.imm(0, "u32")))
-        k.emit(ptx.BarSyncOp(bar, layout.threads))  # the scratch's earlier readers are done
-        k.guarded(lane0, lambda: k.emit(ptx.StSharedOp("f32", slot, acc)))
-        k.emit(ptx.BarSyncOp(bar, layout.threads))
+        k.exchange(layout.threads, lane0, lambda: k.emit(ptx.StSharedOp("f32", slot, acc)))
         parts = [
             k.r(ptx.LdSharedOp("f32", k.add_imm(scratch, 4 * w, "u32")))
             for w in range(layout.warps)
         ]
-        acc = _tree(parts, combine)
+        acc = tree(parts, combine)
     k.vals[op.result] = acc
 
 
