@@ -112,7 +112,7 @@ def _triton_systems(kernel: str, x, w, b, y) -> dict:
         fn = getattr(mod, "softmax_kernel", None) if mod else None
         if fn is None or block > 65536:
             return out
-        grid = (min(m, 132 * 4),)
+        grid = (min(m, _sms() * 4),)
         for warps in (4, 8, 16):
             out[f"triton w{warps}"] = lambda warps=warps: fn[grid](
                 y, x, x.stride(0), y.stride(0), m, n, BLOCK_SIZE=block, num_stages=2,
@@ -131,6 +131,41 @@ def _triton_systems(kernel: str, x, w, b, y) -> dict:
                 x, y, w, b, mean, rstd, x.stride(0), n, EPS, BLOCK_SIZE=bs, num_warps=warps
             )
     return out
+
+
+def _checked(systems: dict, out, ref, shape: str, exact: bool = False) -> None:
+    """Run each system once on `out` poisoned with NaN and drop, saying so, those that
+    fail or whose result is not `ref` (bit for bit with `exact`, else within a relative
+    error of 1e-2)."""
+    import torch
+
+    for name, fn in list(systems.items()):
+        out.fill_(float("nan"))
+        try:
+            fn()
+            torch.cuda.synchronize()
+        except Exception as e:  # noqa: BLE001 - a system that cannot run is reported
+            print(f"# {name} failed at {shape}: {type(e).__name__}: {e}", file=sys.stderr)
+            del systems[name]
+            continue
+        if exact:
+            wrong = "" if torch.equal(out, ref) else "not bit-exact"
+        else:
+            err = float((out.float() - ref).norm() / ref.norm())
+            wrong = "" if err < 1e-2 else f"relative error {err:.3g}"
+        if wrong:
+            print(f"# {name} wrong at {shape}: {wrong}", file=sys.stderr)
+            del systems[name]
+
+
+def _cell(med: dict, key: str) -> str:
+    return f"{med[key]:.1f}" if key in med else "-"
+
+
+def _sms() -> int:
+    import torch
+
+    return torch.cuda.get_device_properties(0).multi_processor_count
 
 
 def _tawac_triton(name: str, config: dict, dtype: str):
@@ -166,19 +201,7 @@ def _run_vector_add(shape: str, rounds: int) -> str | None:
         "torch.compile": lambda: z.copy_(compiled(x, y)),
         "eager": lambda: torch.add(x, y, out=z),
     }
-    ref = x + y
-    for name, fn in list(systems.items()):
-        z.fill_(float("nan"))
-        try:
-            fn()
-            torch.cuda.synchronize()
-        except Exception as e:  # noqa: BLE001 - a system that cannot run is reported
-            print(f"# {name} failed at {shape}: {type(e).__name__}: {e}", file=sys.stderr)
-            del systems[name]
-            continue
-        if not torch.equal(z, ref):
-            print(f"# {name} wrong at {shape}", file=sys.stderr)
-            del systems[name]
+    _checked(systems, z, x + y, shape, exact=True)
     systems["copy"] = lambda: z.copy_(x)
     if "tawac (triton)" not in systems:
         return None
@@ -188,10 +211,9 @@ def _run_vector_add(shape: str, rounds: int) -> str | None:
     best = min(v for v in (tri, med.get("torch.compile")) if v is not None)
     moved, copied = 3 * 4 * n, 2 * 4 * n  # bytes: x, y read and z written; the copy's
     rate = moved / t / 1e3
-    cell = lambda k: f"{med[k]:.1f}" if k in med else "-"  # noqa: E731
     return (
         f"| {shape} | - | {t:.1f} | {f'{tri:.1f}' if tri else '-'} | "
-        f"{cell('torch.compile')} | {cell('eager')} | {med['copy']:.1f} | {rate:.0f} | "
+        f"{_cell(med, 'torch.compile')} | {_cell(med, 'eager')} | {med['copy']:.1f} | {rate:.0f} | "
         f"{rate / (copied / med['copy'] / 1e3):.2f} | {best / t:.2f}x |\n#   "
         + " ".join(f"{k}={v:.1f}" for k, v in sorted(med.items()))
     )
@@ -226,7 +248,7 @@ def _run(kernel: str, shape: str, configs: list[str], rounds: int) -> str | None
 
         block = triton.next_power_of_2(n)
         tut = _tawac_triton("fused_softmax", {"BLOCK_SIZE": block, "num_stages": 4}, "bf16")
-        ours_grid = (min(m, 132 * 4),)
+        ours_grid = (min(m, _sms() * 4),)
         tutorial = {"tawac (triton)": lambda: tut[ours_grid](y, x, x.stride(0), y.stride(0), m, n)}
     else:
         tutorial = {}
@@ -237,20 +259,7 @@ def _run(kernel: str, shape: str, configs: list[str], rounds: int) -> str | None
         "torch.compile": lambda: y.copy_(compiled(x, w, b)),
         "eager": lambda: y.copy_(eager(x, w, b)),
     }
-    ref = _reference(kernel, x, w, b)
-    for name, fn in list(systems.items()):
-        y.fill_(float("nan"))
-        try:
-            fn()
-            torch.cuda.synchronize()
-        except Exception as e:  # noqa: BLE001 - a system that cannot run is reported
-            print(f"# {name} failed at {shape}: {type(e).__name__}: {e}", file=sys.stderr)
-            del systems[name]
-            continue
-        err = float((y.float() - ref).norm() / ref.norm())
-        if not err < 1e-2:
-            print(f"# {name} wrong at {shape}: relative error {err:.3g}", file=sys.stderr)
-            del systems[name]
+    _checked(systems, y, _reference(kernel, x, w, b), shape)
     systems["copy"] = lambda: y.copy_(src)
     if not any(k.startswith("tawac n") for k in systems):
         return None
@@ -260,11 +269,10 @@ def _run(kernel: str, shape: str, configs: list[str], rounds: int) -> str | None
     moved = 2 * x.numel() * x.element_size()  # x read once, y written once
     tri = min((t for k, t in med.items() if k.startswith("triton")), default=None)
     best = min(t for t in (tri, med.get("torch.compile")) if t is not None)
-    cell = lambda k: f"{med[k]:.1f}" if k in med else "-"  # noqa: E731
     return (
         f"| {shape} | {med['tawac']:.1f} ({mine.removeprefix('tawac ')}) | "
-        f"{cell('tawac (triton)')} | {f'{tri:.1f}' if tri else '-'} | "
-        f"{cell('torch.compile')} | {cell('eager')} | {med['copy']:.1f} | "
+        f"{_cell(med, 'tawac (triton)')} | {f'{tri:.1f}' if tri else '-'} | "
+        f"{_cell(med, 'torch.compile')} | {_cell(med, 'eager')} | {med['copy']:.1f} | "
         f"{moved / med['tawac'] / 1e3:.0f} | {med['copy'] / med['tawac']:.2f} | "
         f"{best / med['tawac']:.2f}x |\n#   "
         + " ".join(f"{k}={t:.1f}" for k, t in sorted(med.items()) if k != "tawac")
