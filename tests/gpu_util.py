@@ -78,3 +78,25 @@ def load_module(path, name: str | None = None):
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module
+
+
+def loaded_kernel(path, **options):
+    """The kernel of the tile program at `path` compiled to a cubin (with `options`) and
+    loaded on the GPU, ready to launch."""
+    from tawac.compiler import compile_file
+    from tawac.runtime import load_kernel
+
+    res = compile_file(path, cubin=True, **options)
+    return load_kernel(res.cubin, res.sidecar)
+
+
+def assert_assembles_without_spills(ptx: str) -> None:
+    """ptxas assembles `ptx` without spilling registers (skipped where ptxas is not
+    found)."""
+    from tawac.support.ptxas import assemble, locate_ptxas
+
+    ptxas = locate_ptxas()
+    if ptxas is None:
+        pytest.skip("no ptxas")
+    _, report = assemble(ptx, ptxas, verbose=True)
+    assert "0 bytes spill stores, 0 bytes spill loads" in report, report

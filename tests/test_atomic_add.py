@@ -13,13 +13,12 @@ from pathlib import Path
 
 import pytest
 import torch
-from gpu_util import requires_gpu
+from gpu_util import assert_assembles_without_spills, loaded_kernel, requires_gpu
 
 from tawac.check import baseline, validate_pipeline
 from tawac.compiler import compile_source, parse_file, parse_text
 from tawac.dialects import tile
 from tawac.runtime.interpret import interpret_launch
-from tawac.support.ptxas import assemble, locate_ptxas
 
 DATA = Path(__file__).resolve().parent / "data" / "no_mma"
 PROGRAMS = {
@@ -154,22 +153,14 @@ def test_an_odd_coordinate_adds_element_by_element():
 
 @pytest.mark.parametrize("name", sorted(PROGRAMS))
 def test_it_assembles_without_spills(name):
-    ptxas = locate_ptxas()
-    if ptxas is None:
-        pytest.skip("no ptxas")
-    _, report = assemble(_compile(name).ptx, ptxas, verbose=True)
-    assert "0 bytes spill stores, 0 bytes spill loads" in report, report
+    assert_assembles_without_spills(_compile(name).ptx)
 
 
 # ---- on the GPU
 
 
 def _load(name: str):
-    from tawac.compiler import compile_file
-    from tawac.runtime import load_kernel
-
-    res = compile_file(DATA / f"{name}.mlir", cubin=True)
-    return load_kernel(res.cubin, res.sidecar)
+    return loaded_kernel(DATA / f"{name}.mlir")
 
 
 @pytest.mark.gpu

@@ -11,14 +11,13 @@ from pathlib import Path
 
 import pytest
 import torch
-from gpu_util import requires_gpu
+from gpu_util import assert_assembles_without_spills, loaded_kernel, requires_gpu
 
 from tawac.check import baseline, validate_pipeline
 from tawac.check.validate import run
 from tawac.compiler import compile_source, parse_file, parse_text
 from tawac.dialects import tile
 from tawac.support.diagnostics import CompileError
-from tawac.support.ptxas import assemble, locate_ptxas
 from tawac.target.layouts import AccLayout, BlockedLayout
 
 DATA = Path(__file__).resolve().parent / "data" / "no_mma"
@@ -112,11 +111,7 @@ def test_the_slice_iotas_are_the_thread_coordinate_plus_each_offset():
 
 @pytest.mark.parametrize("name", sorted(PROGRAMS))
 def test_it_assembles_without_spills(name):
-    ptxas = locate_ptxas()
-    if ptxas is None:
-        pytest.skip("no ptxas")
-    _, report = assemble(_compile(name).ptx, ptxas, verbose=True)
-    assert "0 bytes spill stores, 0 bytes spill loads" in report, report
+    assert_assembles_without_spills(_compile(name).ptx)
 
 
 # ---- on the GPU
@@ -126,11 +121,7 @@ def test_it_assembles_without_spills(name):
 @requires_gpu
 @pytest.mark.parametrize(("size", "n"), [(1, 1), (1000, 0), (2500, 1800), (4097, 4097), (9000, 5)])
 def test_masked_scale_matches_torch_on_the_gpu(size, n):
-    from tawac.compiler import compile_file
-    from tawac.runtime import load_kernel
-
-    res = compile_file(DATA / "masked_scale_1d.mlir", cubin=True)
-    kernel = load_kernel(res.cubin, res.sidecar)
+    kernel = loaded_kernel(DATA / "masked_scale_1d.mlir")
     g = torch.Generator(device="cuda").manual_seed(size + n)
     x = torch.randn(size, device="cuda", generator=g)
     y = torch.full_like(x, float("nan"))
@@ -144,11 +135,7 @@ def test_masked_scale_matches_torch_on_the_gpu(size, n):
 @requires_gpu
 @pytest.mark.parametrize(("m", "k"), [(1, 0), (300, 40), (1000, 64), (129, 200)])
 def test_masked_rows_cols_matches_torch_on_the_gpu(m, k):
-    from tawac.compiler import compile_file
-    from tawac.runtime import load_kernel
-
-    res = compile_file(DATA / "masked_rows_cols.mlir", cubin=True)
-    kernel = load_kernel(res.cubin, res.sidecar)
+    kernel = loaded_kernel(DATA / "masked_rows_cols.mlir")
     g = torch.Generator(device="cuda").manual_seed(m + k)
     x = torch.randn(m, 64, device="cuda", generator=g)
     w = torch.randn(64, device="cuda", generator=g)

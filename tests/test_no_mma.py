@@ -9,7 +9,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from gpu_util import requires_gpu
+from gpu_util import loaded_kernel, requires_gpu
 
 from tawac.check import baseline, validate_pipeline
 from tawac.compiler import compile_source, parse_file
@@ -109,11 +109,7 @@ def _torch_reference(name, x, w=None, eps=0.0):
 def test_it_matches_torch_on_the_gpu(name, n, m):
     import torch
 
-    from tawac.compiler import compile_file
-    from tawac.runtime import load_kernel
-
-    res = compile_file(DATA / f"{name}.mlir", cubin=True)
-    kernel = load_kernel(res.cubin, res.sidecar)
+    kernel = loaded_kernel(DATA / f"{name}.mlir")
     g = torch.Generator(device="cuda").manual_seed(m + n)
     x = (torch.randn(m, n, device="cuda", generator=g) * 3).to(torch.bfloat16)
     y = torch.full_like(x, float("nan"))

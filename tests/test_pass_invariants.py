@@ -24,8 +24,8 @@ from tawac.support.diagnostics import CompileError
 REPO = Path(__file__).resolve().parent.parent
 EXAMPLES = sorted((REPO / "examples").glob("*.mlir"))
 
-LOWER = "pad-loads,warp-specialize,plan{stages=%d persistent=false coarse-pipeline=false},pipeline," \
-    "cooperative-consumers,lower-aref"  # fmt: skip
+LOWER = "pad-loads,warp-specialize,plan{stages=%d persistent=false coarse-pipeline=false}," \
+    "pipeline,cooperative-consumers,lower-aref"  # fmt: skip
 
 
 def _lowered(text: str, name: str, stages: int = 3):

@@ -10,13 +10,12 @@ on the GPU, the same kernels compiled from Python by `tawac.triton`."""
 
 from __future__ import annotations
 
-import importlib.util
 import sys
 from pathlib import Path
 
 import pytest
 import torch
-from gpu_util import requires_gpu
+from gpu_util import load_module, requires_gpu
 from xdsl.dialects.builtin import TensorType, f32
 
 from tawac.compiler import parse_file, parse_text
@@ -45,11 +44,7 @@ def _interpreted(stem: str) -> TritonKernel:
 
 
 def _example(name: str):
-    spec = importlib.util.spec_from_file_location(name, EXAMPLES / f"{name}.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return load_module(EXAMPLES / f"{name}.py", name)
 
 
 def _line(path: Path, function: str, text: str) -> int:

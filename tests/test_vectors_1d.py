@@ -14,14 +14,13 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from gpu_util import requires_gpu
+from gpu_util import assert_assembles_without_spills, loaded_kernel, requires_gpu
 
 from tawac.check import baseline, validate_pipeline
 from tawac.compiler import compile_source, parse_file
 from tawac.schedule.planner import STREAM_BYTES, STREAM_DEPTH
 from tawac.support.diagnostics import CompileError
 from tawac.support.options import PipelineOptions
-from tawac.support.ptxas import assemble, locate_ptxas
 from tawac.target.layouts import BlockedLayout
 from tawac.tools.explain import explain_module
 
@@ -142,11 +141,7 @@ def test_a_bf16_store_in_f32_runs_writes_packed_pairs():
 
 @pytest.mark.parametrize("name", sorted(PROGRAMS))
 def test_it_assembles_without_spills(name):
-    ptxas = locate_ptxas()
-    if ptxas is None:
-        pytest.skip("no ptxas")
-    _, report = assemble(_compile(name).ptx, ptxas, verbose=True)
-    assert "0 bytes spill stores, 0 bytes spill loads" in report, report
+    assert_assembles_without_spills(_compile(name).ptx)
 
 
 def _add(n: int) -> str:
@@ -209,11 +204,7 @@ def test_short_rows_reduce_over_the_owning_threads_only():
 def test_vector_add_matches_torch_on_the_gpu(n):
     import torch
 
-    from tawac.compiler import compile_file
-    from tawac.runtime import load_kernel
-
-    res = compile_file(DATA / "vector_add.mlir", cubin=True)
-    kernel = load_kernel(res.cubin, res.sidecar)
+    kernel = loaded_kernel(DATA / "vector_add.mlir")
     g = torch.Generator(device="cuda").manual_seed(n)
     x = torch.randn(n, device="cuda", generator=g)
     y = torch.randn(n, device="cuda", generator=g)
@@ -229,11 +220,7 @@ def test_vector_add_matches_torch_on_the_gpu(n):
 def test_two_outputs_match_torch_on_the_gpu(n):
     import torch
 
-    from tawac.compiler import compile_file
-    from tawac.runtime import load_kernel
-
-    res = compile_file(DATA / "sum_product.mlir", cubin=True)
-    kernel = load_kernel(res.cubin, res.sidecar)
+    kernel = loaded_kernel(DATA / "sum_product.mlir")
     g = torch.Generator(device="cuda").manual_seed(n)
     x = torch.randn(n, device="cuda", generator=g)
     y = torch.randn(n, device="cuda", generator=g)
@@ -251,11 +238,7 @@ def test_two_outputs_match_torch_on_the_gpu(n):
 def test_short_rows_match_torch_on_the_gpu(m, n):
     import torch
 
-    from tawac.compiler import compile_file
-    from tawac.runtime import load_kernel
-
-    res = compile_file(DATA / "short_rows.mlir", cubin=True)
-    kernel = load_kernel(res.cubin, res.sidecar)
+    kernel = loaded_kernel(DATA / "short_rows.mlir")
     g = torch.Generator(device="cuda").manual_seed(m * 100 + n)
     x = torch.randn(m, n, device="cuda", generator=g) - 5  # x + 1 < 1: an owner-less 1 would win
     y = torch.full_like(x, float("nan"))
@@ -277,11 +260,7 @@ def test_short_rows_match_torch_on_the_gpu(m, n):
 def test_softmax_row_matches_torch_on_the_gpu(m, n):
     import torch
 
-    from tawac.compiler import compile_file
-    from tawac.runtime import load_kernel
-
-    res = compile_file(DATA / "softmax_row_1d.mlir", cubin=True)
-    kernel = load_kernel(res.cubin, res.sidecar)
+    kernel = loaded_kernel(DATA / "softmax_row_1d.mlir")
     g = torch.Generator(device="cuda").manual_seed(m + n)
     x = (torch.randn(m, n, device="cuda", generator=g) * 3).to(torch.bfloat16)
     y = torch.full_like(x, float("nan"))
