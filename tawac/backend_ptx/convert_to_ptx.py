@@ -26,7 +26,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 
 from xdsl.context import Context
-from xdsl.dialects.builtin import ModuleOp, StringAttr, TensorType
+from xdsl.dialects.builtin import ModuleOp, TensorType
 from xdsl.passes import ModulePass
 from xdsl.rewriter import Rewriter
 from xdsl.transforms.common_subexpression_elimination import cse
@@ -67,13 +67,10 @@ class ConvertToPtxPass(ModulePass):
         for kern in [o for o in op.body.block.ops if isinstance(o, tile.KernelOp)]:
             _check_applied(kern)
             _check_no_fp8_registers(kern)
-            adds = any(isinstance(o, tile.AtomicAddOp) for o in kern.walk())
             with _no_cyclic_gc():
                 module = KernelLowering(
                     kern, exp2_fma=self.exp2_fma, skip_rescale=self.skip_rescale
                 ).run()
-            if adds:  # `red`'s vector forms
-                module.version = StringAttr(atomics.PTX_VERSION)
             Rewriter.replace_op(kern, module)
 
 

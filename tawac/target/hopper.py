@@ -96,6 +96,8 @@ class Target:
 
     name: str = "sm_90a"
     ptx_version: str = "8.0"
+    #: The PTX ISA version `red.global.add`'s vector forms (`.v2.f32`, `.v4.f32`) need.
+    vector_red_ptx_version: str = "8.1"
     sm_count: int = 132  # H100 SXM and H200 (the runtime asks the device at launch)
     smem_per_block: int = 232448  # opt-in dynamic shared memory of one CTA: 227 KiB
     register_file: int = 65536  # 32-bit registers per SM

@@ -32,11 +32,17 @@ from tawac.backend_ptx.lowering.tiles import _pairs, _tile_addresses
 from tawac.backend_ptx.lowering.vectors import _address, _piece, _row
 from tawac.dialects import ptx, tile
 from tawac.support.diagnostics import CompileError
+from tawac.target import HOPPER
 from tawac.target.layouts import AccLayout, BlockedLayout
 
-#: The PTX ISA version of a kernel that adds atomically: `red`'s vector forms (`.v2.f32`,
-#: `.v4.f32`) need 8.1 (the other kernels keep the target's 8.0).
-PTX_VERSION = "8.1"
+
+def _red(k: KernelLowering, addr: SSAValue, values: tuple[SSAValue, ...], ok: SSAValue) -> None:
+    """One `red.global.add` of 1, 2 or 4 f32 values under `ok`; a vector form raises the
+    module's PTX ISA version to the one it needs (the target's
+    `vector_red_ptx_version`)."""
+    if len(values) > 1:
+        k.require_ptx(HOPPER.vector_red_ptx_version)
+    k.emit(ptx.RedGlobalAddOp(addr, values, ok))
 
 
 @handles(tile.AtomicAddOp)
@@ -65,11 +71,11 @@ def _add_tile(k: KernelLowering, op: tile.AtomicAddOp, f: Frag, layout: AccLayou
         k.params.aligned(op.dest)
         places = _tile_addresses(k, op.dest, op.indices, layout, base, 4, lazy=True, step=2)
         for i, (ok, addr) in zip(range(0, layout.num_regs, 2), places, strict=True):
-            k.emit(ptx.RedGlobalAddOp(addr, (f.regs[i], f.regs[i + 1]), ok))
+            _red(k, addr, (f.regs[i], f.regs[i + 1]), ok)
         return
     places = _tile_addresses(k, op.dest, op.indices, layout, base, 4, lazy=True)
     for reg, (ok, addr) in zip(f.regs, places, strict=True):
-        k.emit(ptx.RedGlobalAddOp(addr, (reg,), ok))
+        _red(k, addr, (reg,), ok)
 
 
 def _add_slice(
@@ -95,7 +101,7 @@ def _add_slice(
         idx = k.add_imm(start, offsets[j])
         ok = k.r(ptx.AndOp("pred", first, k.r(ptx.SetpOp("lt", "s32", idx, size))))
         addr = _address(k, base, idx, 4)
-        k.emit(ptx.RedGlobalAddOp(addr, tuple(f.regs[j : j + step]), ok))
+        _red(k, addr, tuple(f.regs[j : j + step]), ok)
 
 
 def _adjacent_pairs(offsets: list[int]) -> bool:
@@ -115,4 +121,4 @@ def _add_blocked(k: KernelLowering, op: tile.AtomicAddOp, f: Frag, layout: Block
         idx = k.add_imm(start, layout.reg_offset(i))
         ok = k.r(ptx.SetpOp("lt", "s32", idx, size))
         values: tuple[SSAValue, ...] = tuple(f.regs[i : i + per])
-        k.emit(ptx.RedGlobalAddOp(_address(k, base, idx, 4), values, ok))
+        _red(k, _address(k, base, idx, 4), values, ok)

@@ -112,6 +112,9 @@ class KernelLowering:
         self.part: _Partition | None = None
         self.scopes: list[dict[object, SSAValue]] = [{}]
         self.scratch_bytes = 0  # shared scratch after the planned shared memory
+        #: The module's PTX ISA version: the target's, raised by an instruction that needs
+        #: a later one (`require_ptx`).
+        self.ptx_version = HOPPER.ptx_version
 
     # -- emission helpers -------------------------------------------------------------------
 
@@ -315,7 +318,12 @@ class KernelLowering:
         entry = ptx.EntryOp(
             self.kernel.kernel_name, self.params.decls(), threads, launch, Region(self.block)
         )
-        return ptx.ModuleOp(Region(Block([entry])))
+        return ptx.ModuleOp(Region(Block([entry])), version=self.ptx_version)
+
+    def require_ptx(self, version: str) -> None:
+        """The module needs PTX ISA `version` at least (an instruction added then)."""
+        key = lambda v: tuple(int(x) for x in v.split("."))  # noqa: E731
+        self.ptx_version = max(self.ptx_version, version, key=key)
 
     def lower_partition(self, p: aref.PartitionOp, first_wg: int, entry_cap: int) -> None:
         self.part = _Partition(p.role.data, first_wg, p.warp_groups.data)
