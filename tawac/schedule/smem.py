@@ -144,18 +144,22 @@ def kernel_plan(
 
 
 def reduction_scratch_bytes(kernel: tile.KernelOp, warp_groups: int = 1) -> int:
-    """The shared scratch the consumer's reductions across warps take (one region, after
-    everything else, that they share: `KernelLowering.scratch`): a column reduction one
-    f32 per warp and column of its tile, a reduction to a scalar one f32 per warp."""
+    """The shared scratch the consumer's reductions across warps take: one region, after
+    everything else, that they share (`KernelLowering.scratch`), as large as the largest
+    `reduce_scratch_bytes`."""
     warps = warp_groups * HOPPER.warp_group_size // HOPPER.warp_size
-    size = 0
-    for op in kernel.walk():
-        if not isinstance(op, tile.ReduceOp):
-            continue
-        src = op.source.type
-        assert isinstance(src, TensorType)
-        if not isinstance(op.result.type, TensorType):
-            size = max(size, 4 * warps)
-        elif op.dim.data == 0 and src.get_num_dims() == 2:
-            size = max(size, 4 * warps * src.get_shape()[1])
-    return size
+    ops = [o for o in kernel.walk() if isinstance(o, tile.ReduceOp)]
+    return max((reduce_scratch_bytes(o, warps) for o in ops), default=0)
+
+
+def reduce_scratch_bytes(op: tile.ReduceOp, warps: int) -> int:
+    """The scratch one reduction over `warps` warps takes: to a scalar one f32 per warp,
+    along the columns of a 2-d tile one f32 per warp and column, along rows none (a
+    quad's shuffles)."""
+    src = op.source.type
+    assert isinstance(src, TensorType)
+    if not isinstance(op.result.type, TensorType):
+        return 4 * warps
+    if op.dim.data == 0 and src.get_num_dims() == 2:
+        return 4 * warps * src.get_shape()[1]
+    return 0

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 from tawac.backend_ptx.lowering.state import Frag, KernelLowering, combiner, tree
 from tawac.dialects import ptx, tile
+from tawac.schedule.smem import reduce_scratch_bytes
 from tawac.support.diagnostics import CompileError
 from tawac.target import HOPPER
 from tawac.target.layouts import AccLayout, warp_in_partition
@@ -39,7 +40,7 @@ def reduce_columns(k: KernelLowering, op: tile.ReduceOp, src: Frag) -> None:
         partial.append(acc)
     warps = layout.warp_groups * HOPPER.warp_group_size // HOPPER.warp_size
     n = layout.n
-    scratch = k.scratch(4 * warps * n, op)
+    scratch = k.scratch(reduce_scratch_bytes(op, warps), op)
     _, col0 = k.thread_coords(layout)
     base = k.r(ptx.FmaOp("s32", col0, k.imm(4), scratch))  # this thread's column 0
     warp = k.index(warp_in_partition(part.first_wg))

@@ -47,6 +47,7 @@ from tawac.backend_ptx.lowering.state import (
     tree,
 )
 from tawac.dialects import hopper, ptx, tile
+from tawac.schedule.smem import reduce_scratch_bytes
 from tawac.support.diagnostics import CompileError
 from tawac.target.layouts import GRANULE_BYTES, BlockedLayout, warp_in_partition
 
@@ -237,7 +238,7 @@ def reduce_to_scalar(k: KernelLowering, op: tile.ReduceOp) -> None:
     for mask in layout.reduction_lanes():
         acc = combine(acc, k.r(ptx.ShflBflyOp(acc, mask)))
     if layout.warps > 1:
-        scratch = k.scratch(4 * layout.warps, op)
+        scratch = k.scratch(reduce_scratch_bytes(op, layout.warps), op)
         warp = k.index(warp_in_partition(part.first_wg))
         slot = k.r(ptx.FmaOp("s32", warp, k.imm(4), scratch))
         lane0 = k.r(ptx.SetpOp("eq", "u32", k.lane(), k.imm(0, "u32")))
