@@ -28,8 +28,8 @@ from xdsl.ir import SSAValue
 
 from tawac.analysis.scalars import multiple_of
 from tawac.backend_ptx.lowering.state import Frag, KernelLowering, handles, leading_base
-from tawac.backend_ptx.lowering.tiles import _pairs, _tile_addresses
-from tawac.backend_ptx.lowering.vectors import _address, _piece, _row
+from tawac.backend_ptx.lowering.tiles import column_pairs, tile_addresses
+from tawac.backend_ptx.lowering.vectors import element_address, row_start, vector_piece
 from tawac.dialects import ptx, tile
 from tawac.support.diagnostics import CompileError
 from tawac.target import HOPPER
@@ -66,14 +66,14 @@ def _add_tile(k: KernelLowering, op: tile.AtomicAddOp, f: Frag, layout: AccLayou
     if gt.rank < 2:
         raise CompileError("convert-to-ptx: a 2-d tile.atomic_add needs a tensor of rank 2", op)
     base = leading_base(k, op.dest, op.indices, gt.rank - 2, 4)
-    pairs = _pairs(layout) if multiple_of(op.indices[-1], 2) else None
+    pairs = column_pairs(layout) if multiple_of(op.indices[-1], 2) else None
     if pairs is not None:
         k.params.aligned(op.dest)
-        places = _tile_addresses(k, op.dest, op.indices, layout, base, 4, lazy=True, step=2)
+        places = tile_addresses(k, op.dest, op.indices, layout, base, 4, lazy=True, step=2)
         for i, (ok, addr) in zip(range(0, layout.num_regs, 2), places, strict=True):
             _red(k, addr, (f.regs[i], f.regs[i + 1]), ok)
         return
-    places = _tile_addresses(k, op.dest, op.indices, layout, base, 4, lazy=True)
+    places = tile_addresses(k, op.dest, op.indices, layout, base, 4, lazy=True)
     for reg, (ok, addr) in zip(f.regs, places, strict=True):
         _red(k, addr, (reg,), ok)
 
@@ -100,7 +100,7 @@ def _add_slice(
     for j in range(0, len(offsets), step):
         idx = k.add_imm(start, offsets[j])
         ok = k.r(ptx.AndOp("pred", first, k.r(ptx.SetpOp("lt", "s32", idx, size))))
-        addr = _address(k, base, idx, 4)
+        addr = element_address(k, base, idx, 4)
         _red(k, addr, tuple(f.regs[j : j + step]), ok)
 
 
@@ -115,10 +115,10 @@ def _adjacent_pairs(offsets: list[int]) -> bool:
 def _add_blocked(k: KernelLowering, op: tile.AtomicAddOp, f: Frag, layout: BlockedLayout) -> None:
     """A standalone vector: each run in vectors of 4 or 2 elements where the run and the
     tile's coordinate allow, each under its first element's bound."""
-    base, size, start = _row(k, op.dest, op.indices, 4, layout)
-    per = _piece(layout, op.indices[-1], (4, 2))
+    base, size, start = row_start(k, op.dest, op.indices, 4, layout)
+    per = vector_piece(layout, op.indices[-1], (4, 2))
     for i in range(0, layout.num_regs, per):
         idx = k.add_imm(start, layout.reg_offset(i))
         ok = k.r(ptx.SetpOp("lt", "s32", idx, size))
         values: tuple[SSAValue, ...] = tuple(f.regs[i : i + per])
-        _red(k, _address(k, base, idx, 4), values, ok)
+        _red(k, element_address(k, base, idx, 4), values, ok)

@@ -217,7 +217,7 @@ def _store(k: KernelLowering, op: tile.StoreOp) -> None:
     whole = f.dtype == "f32" and not op.bounds
     pairs = _whole_pairs(op.dest, op.indices, f.layout) if whole else None
     if pairs is not None:
-        places = _tile_addresses(k, op.dest, op.indices, f.layout, base, 4, lazy=True)
+        places = tile_addresses(k, op.dest, op.indices, f.layout, base, 4, lazy=True)
         for i, (_ok, addr) in enumerate(places):
             if i in pairs:
                 k.emit(ptx.StGlobalV2Op(addr, f.regs[i], f.regs[i + 1]))
@@ -225,7 +225,7 @@ def _store(k: KernelLowering, op: tile.StoreOp) -> None:
     if whole and _row_pairs(op.dest, op.indices, f.layout) is not None:
         # whole rows (the last dimension is the tile's columns): 8-byte pairs, each
         # under its row's bound (split-key attention's partials)
-        places = _tile_addresses(
+        places = tile_addresses(
             k, op.dest, op.indices, f.layout, base, 4, lazy=True, stack=tile.stack_of(op)
         )
         for i, (ok, addr) in enumerate(places):
@@ -238,7 +238,7 @@ def _store(k: KernelLowering, op: tile.StoreOp) -> None:
     if f.dtype == "f32" and _vectors_fit(op, 2) and not _workspace(k, op.dest):
         _store_pairs(k, op, f, base)
         return
-    places = _tile_addresses(
+    places = tile_addresses(
         k,
         op.dest,
         op.indices,
@@ -324,7 +324,7 @@ def _store_pairs(k: KernelLowering, op: tile.StoreOp, f: Frag, base: SSAValue) -
     streaming load, docs/perf.md). The destination is `aligned` (8-byte pairs need an
     8-byte aligned address)."""
     k.params.aligned(op.dest)
-    places = _tile_addresses(
+    places = tile_addresses(
         k, op.dest, op.indices, f.layout, base, 4, lazy=True, bounds=op.bounds, step=2
     )
     for i, (ok, addr) in zip(range(0, f.layout.num_regs, 2), places, strict=True):
@@ -398,7 +398,7 @@ def _store_quads(k: KernelLowering, op: tile.StoreOp, f: Frag, base: SSAValue) -
                 k.emit(ptx.StGlobalB32Op(k.r(ptx.AddOp("s64", raddr, off)), word, ok))
 
 
-def _tile_addresses(
+def tile_addresses(
     k: KernelLowering,
     dest: SSAValue,
     indices: Sequence[SSAValue],
@@ -448,7 +448,7 @@ def _tile_rows(
     bounds: Sequence[SSAValue] = (),
     stack: int = 1,
 ) -> tuple[dict[int, tuple[SSAValue, SSAValue]], SSAValue, SSAValue]:
-    """The row part of `_tile_addresses`: per register row offset, whether the row is
+    """The row part of `tile_addresses`: per register row offset, whether the row is
     inside (and the leading coordinates under their bounds) and the row's address; the
     column bound; the thread's first column (coordinate included)."""
     gt = dest.type
@@ -504,21 +504,21 @@ def _whole_pairs(dest: SSAValue, indices: Sequence[SSAValue], layout: AccLayout)
         return None
     if constant_int(indices[r]) != 0 or constant_int(indices[c]) != 0:
         return None
-    return _pairs(layout)
+    return column_pairs(layout)
 
 
 def _row_pairs(dest: SSAValue, indices: Sequence[SSAValue], layout: AccLayout) -> set[int] | None:
-    """`_pairs` where a 2-d f32 tile at `indices` of `dest` spans whole rows of the
+    """`column_pairs` where a 2-d f32 tile at `indices` of `dest` spans whole rows of the
     tensor (its last dimension static, the tile's columns, coordinate 0): each pair
     inside wherever its row is. None otherwise."""
     gt = dest.type
     assert isinstance(gt, tile.GlobalTensorType)
     if gt.shape.data[-1].data != layout.n or constant_int(indices[-1]) != 0:
         return None
-    return _pairs(layout)
+    return column_pairs(layout)
 
 
-def _pairs(layout: AccLayout) -> set[int] | None:
+def column_pairs(layout: AccLayout) -> set[int] | None:
     """The first register of each pair of adjacent columns (an even one and the next),
     where the layout's registers all come in such pairs; None otherwise."""
     firsts = set(range(0, layout.num_regs, 2))
@@ -551,7 +551,7 @@ def _split_sum(k: KernelLowering, op: tile.SplitSumOp) -> None:
     if pairs is not None:
         _split_sum_pairs(k, op, layout, base, step, most, count, pairs)
         return
-    for ok, addr in _tile_addresses(k, op.source, op.indices, layout, base, 4, lazy=True):
+    for ok, addr in tile_addresses(k, op.source, op.indices, layout, base, 4, lazy=True):
         acc: SSAValue | None = None
         for s in range(most):
             val = k.r(ptx.MovImmOp("f32", 0.0))
@@ -586,7 +586,7 @@ def _split_sum_pairs(
     register pair and slice, no bounds; a count known only at run time predicates the
     slices after the first (`@p`, no branch)."""
     total: list[SSAValue] = []
-    places = _tile_addresses(k, op.source, op.indices, layout, base, 4, lazy=True)
+    places = tile_addresses(k, op.source, op.indices, layout, base, 4, lazy=True)
     for i, (_ok, addr) in enumerate(places):
         if i not in pairs:
             continue
@@ -672,7 +672,7 @@ def _split_softmax(k: KernelLowering, op: tile.SplitSoftmaxOp) -> None:
     base = leading_base(k, op.partials, idx, pt.rank - 2, 4)
     step = step_of(op.partials)
     first: dict[int, tuple[SSAValue, SSAValue, int]] = {}
-    places = _tile_addresses(k, op.partials, idx, layout, base, 4, lazy=True, stack=stack)
+    places = tile_addresses(k, op.partials, idx, layout, base, 4, lazy=True, stack=stack)
     for i, (ok, addr) in enumerate(places):
         dr, dc = layout.reg_offset(i)
         first.setdefault(dr, (ok, addr, dc))

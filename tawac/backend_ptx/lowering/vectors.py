@@ -59,7 +59,7 @@ def _b16_bits(value: float, dtype: str) -> int:
     return struct.unpack("<I", struct.pack("<f", value))[0] >> 16  # exact for 0, +-inf
 
 
-def _row(k: KernelLowering, source: SSAValue, indices, nbytes: int, layout: BlockedLayout):
+def row_start(k: KernelLowering, source: SSAValue, indices, nbytes: int, layout: BlockedLayout):
     """(the address of the row's element 0, the bound of its elements, this thread's first
     element) of a 1-d tile along the tensor's last dimension.  The bound is the row's size,
     or for a short layout the least of it and the tile's end: a thread owning no element
@@ -85,11 +85,11 @@ def _row(k: KernelLowering, source: SSAValue, indices, nbytes: int, layout: Bloc
     return base, size, start
 
 
-def _address(k: KernelLowering, base: SSAValue, idx: SSAValue, nbytes: int) -> SSAValue:
+def element_address(k: KernelLowering, base: SSAValue, idx: SSAValue, nbytes: int) -> SSAValue:
     return k.r(ptx.AddOp("s64", base, k.r(ptx.MulOp("s32", idx, k.imm(nbytes), mode="wide"))))
 
 
-def _piece(layout: BlockedLayout, coord: SSAValue, elements: tuple[int, ...]) -> int:
+def vector_piece(layout: BlockedLayout, coord: SSAValue, elements: tuple[int, ...]) -> int:
     """The most elements of a run one vector access moves: the first of `elements` (in
     decreasing order) that divides the run and the tile's coordinate."""
     return next(
@@ -103,16 +103,16 @@ def load_blocked(k: KernelLowering, op: tile.LoadOp, layout: BlockedLayout) -> N
     assert isinstance(t, TensorType)
     ety = elem_ptx_type(t.element_type)
     nbytes = elem_bytes(t.element_type)
-    base, size, start = _row(k, op.source, op.indices, nbytes, layout)
+    base, size, start = row_start(k, op.source, op.indices, nbytes, layout)
     coord = op.indices[-1]
-    per = _piece(layout, coord, (2,) if nbytes == 4 else (4,))
+    per = vector_piece(layout, coord, (2,) if nbytes == 4 else (4,))
     pad = op.padding_value
     pad_reg = k.fimm(pad) if ety == "f32" else k.imm(_b16_bits(pad, ety), "b16")
     regs: list[SSAValue] = []
     for i in range(0, layout.num_regs, per):
         idx = k.add_imm(start, layout.reg_offset(i))
         ok = k.r(ptx.SetpOp("lt", "s32", idx, size))
-        addr = _address(k, base, idx, nbytes)
+        addr = element_address(k, base, idx, nbytes)
         if per == 1:
             regs.append(_load_one(k, ety, addr, ok, pad_reg))
             continue
@@ -196,13 +196,13 @@ def store_blocked(k: KernelLowering, op: tile.StoreOp, f: Frag) -> None:
     if nbytes != (4 if f.dtype == "f32" else 2):
         raise CompileError("convert-to-ptx: a 1-d tile.store converts no element type", op)
     regs = f.regs
-    base, size, start = _row(k, op.dest, op.indices, nbytes, layout)
+    base, size, start = row_start(k, op.dest, op.indices, nbytes, layout)
     coord = op.indices[-1]
-    per = _piece(layout, coord, (4, 2) if nbytes == 4 else (8, 2))
+    per = vector_piece(layout, coord, (4, 2) if nbytes == 4 else (8, 2))
     for i in range(0, layout.num_regs, per):
         idx = k.add_imm(start, layout.reg_offset(i))
         ok = k.r(ptx.SetpOp("lt", "s32", idx, size))
-        addr = _address(k, base, idx, nbytes)
+        addr = element_address(k, base, idx, nbytes)
         values = regs[i : i + per]
         if nbytes == 2 and per > 1:
             pairs = zip(values[::2], values[1::2], strict=True)
