@@ -39,7 +39,7 @@ def _validate_all(module, sizes, program, indices=None) -> dict[str, str]:
     """Each configuration's outcome: the passes that changed the IR, or the refusal."""
     base = baseline(module, sizes, indices=indices)
     out: dict[str, str] = {}
-    known: set[str] = set()  # checked results: an option set giving the same text skips
+    known: set[object] = set()  # checked results: an option set giving the same IR skips
     for name, options in CONFIGS.items():
         label = f"{program} [{name}]"
         try:

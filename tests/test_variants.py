@@ -6,7 +6,7 @@ the documented reasons (`REFUSALS`, docs/design/tools.md, "tawac check") or for 
 reason the original itself is refused (a kernel the backend does not lower yet).
 
 The variants' tile IR after the passes is interpreted (`Validator.apply`'s `known`) and
-compiled once per distinct text (renamed or
+compiled once per distinct IR (`unnamed_key`: renamed or
 re-associated spellings canonicalize to the same IR), with the heuristic planner (the
 default `auto` also runs the solver: seconds a kernel), to PTX: every distinct one
 (`TAWAC_VARIANTS_COMPILE=2` compiles the first two of each program only, for a quick
@@ -23,7 +23,7 @@ import pytest
 from test_check import TRITON
 
 from tawac.check import Validator, baseline, tile_pipeline
-from tawac.check.validate import unnamed_text
+from tawac.check.validate import unnamed_key
 from tawac.check.variants import REWRITES, variant, variants
 from tawac.compiler import parse_file, parse_text
 from tawac.dialects import tile
@@ -57,8 +57,8 @@ def test_variants_compute_what_the_program_computes(name, source, params, sizes,
     base = baseline(original, sizes, indices=indices)
     made = variants(original, COUNT, seed=44)
     assert len(made) == COUNT, f"{name}: only {len(made)} distinct variants"
-    compiled: set[str] = set()
-    checked: set[str] = set()
+    compiled: set[object] = set()
+    checked: set[object] = set()
     refusal: str | None = None  # the original's refusal, asked for at the first variant's
     for i, (module, applied) in enumerate(made):
         label = f"{name} variant {i} ({', '.join(applied)})"
@@ -67,7 +67,7 @@ def test_variants_compute_what_the_program_computes(name, source, params, sizes,
             spelled = parse_text(text, f"{name}.variant{i}.mlir")
             validator = Validator(spelled, base, label)
             validator.apply_all(tile_pipeline(), known=checked)
-            key = validator.unnamed or unnamed_text(spelled)
+            key = validator.unnamed or unnamed_key(spelled)
             if key in compiled or len(compiled) >= COMPILED:
                 continue
             compiled.add(key)

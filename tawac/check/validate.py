@@ -32,6 +32,8 @@ from tawac.analysis.grid import checks_of
 from tawac.backend_ptx.abi import arg_specs
 from tawac.compiler import run_pipeline
 from tawac.dialects import tile
+from tawac.ir.fingerprint import fingerprint
+from tawac.ir.fingerprint import key as structure_key
 from tawac.runtime.arguments import LaunchError, check_shapes
 from tawac.runtime.interpret import interpret_launch, user_arguments
 from tawac.runtime.runner import make_args
@@ -276,8 +278,8 @@ class Validator:
         self.module = module
         self.base = base
         self.program = program
-        self.text = str(module)
-        self.unnamed: str | None = None
+        self.shape = fingerprint(module)
+        self.unnamed: object = None
 
     def check(self, module: ModuleOp, spec: str) -> Validation:
         """Compares `module`'s outputs with the baseline's; `ValidationError` (naming
@@ -292,27 +294,29 @@ class Validator:
             raise ValidationError(spec, self.program, difference)
         return Validation(name, changed=True, max_error=worst, outputs=sorted(got))
 
-    def apply(self, specs: Sequence[str], known: set[str] | None = None) -> list[Validation]:
+    def apply(self, specs: Sequence[str], known: set[object] | None = None) -> list[Validation]:
         """Runs the passes `specs` one after another on the module, then checks the result
         (one interpretation); where it differs, checks each pass's result in turn, so the
-        error names the first pass whose output differs. With `known` (texts, as
-        `unnamed_text` prints them, of results checked against this baseline), a result
-        whose text is there is not interpreted again (the interpreter computes the same
-        from the same text), and a checked one's text is added; `self.unnamed` keeps the
-        text (None where `known` was not given or no pass changed the module)."""
+        error names the first pass whose output differs. A pass changed the module where
+        its fingerprint (`tawac.ir.fingerprint`: what printing shows, names included)
+        changed. With `known` (keys, `unnamed_key`, of results checked against this
+        baseline), a result whose key is there is not interpreted again (the interpreter
+        computes the same from the same IR), and a checked one's key is added;
+        `self.unnamed` keeps the key (None where `known` was not given or no pass changed
+        the module)."""
         done: list[Validation] = []
         snapshots: list[tuple[str, ModuleOp]] = []
         for spec in specs:
             run_pipeline(self.module, spec)
-            text = str(self.module)
-            changed = text != self.text
-            self.text = text
+            shape = fingerprint(self.module)
+            changed = shape != self.shape
+            self.shape = shape
             done.append(Validation(spec.split("{")[0], changed=changed))
             if changed:
                 snapshots.append((spec, self.module.clone()))
         if not snapshots:
             return done
-        key = self.unnamed = unnamed_text(self.module) if known is not None else None
+        key = self.unnamed = unnamed_key(self.module) if known is not None else None
         if key is not None and key in known:
             return done
         try:
@@ -326,7 +330,7 @@ class Validator:
         done[max(i for i, v in enumerate(done) if v.changed)] = last
         return done
 
-    def apply_all(self, specs: Sequence[str], known: set[str] | None = None) -> Validation:
+    def apply_all(self, specs: Sequence[str], known: set[object] | None = None) -> Validation:
         """`apply` without its account of each pass: the passes run as one pipeline (one
         verification, one print: a fifth of the time of a variant's check), then the
         result is checked once (`known` as for `apply`); only where it differs are the
@@ -335,12 +339,12 @@ class Validator:
         by the passes, joined by commas."""
         original = self.module.clone()
         run_pipeline(self.module, ",".join(specs))
-        text = str(self.module)
+        shape = fingerprint(self.module)
         name = ",".join(spec.split("{")[0] for spec in specs)
-        if text == self.text:
+        if shape == self.shape:
             return Validation(name, changed=False)
-        self.text = text
-        key = self.unnamed = unnamed_text(self.module) if known is not None else None
+        self.shape = shape
+        key = self.unnamed = unnamed_key(self.module) if known is not None else None
         if key is not None and key in known:
             return Validation(name, changed=True)
         try:
@@ -353,20 +357,11 @@ class Validator:
         return last
 
 
-def unnamed_text(module: ModuleOp) -> str:
-    """The module's text with every value unnamed but the kernel's arguments (which the
-    inputs are bound by): two spellings that differ only in names print alike."""
-    clone = module.clone()
-    for op in clone.walk():
-        for r in op.results:
-            r.name_hint = None
-        if isinstance(op, tile.KernelOp):
-            continue
-        for region in op.regions:
-            for block in region.blocks:
-                for a in block.args:
-                    a.name_hint = None
-    return str(clone)
+def unnamed_key(module: ModuleOp) -> object:
+    """A hashable key of the module with every value unnamed but the kernel's arguments
+    (which the inputs are bound by): two spellings that differ only in names have one
+    key (`tawac.ir.fingerprint.key`)."""
+    return structure_key(module)
 
 
 def validate(
@@ -390,7 +385,7 @@ def validate_pipeline(
     base: Baseline,
     *,
     program: str = "<program>",
-    known: set[str] | None = None,
+    known: set[object] | None = None,
     **options: Any,
 ) -> list[Validation]:
     """Validates the tile-level passes `tawac compile` runs with `options`, applied one
