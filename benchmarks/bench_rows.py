@@ -1,15 +1,18 @@
 """Kernels without MMAs: `examples/softmax.mlir`, `rmsnorm.mlir` and `layernorm.mlir`
-(forward), and Triton's tutorial kernels compiled by tawac (`tawac.triton.compile` of
-`examples/triton/vector_add.py` and `fused_softmax.py`: the `tawac (Triton source)`
-column), against (a) a device-to-device `copy_` (the machine's roof: rates compared, the
-kernel's bytes read and written once each over its time against the copy's), (b) Triton's
-compile of the tutorial kernel of the same computation where `examples/triton/` has one
-(`vector_add.py`, `fused_softmax.py`, `layer_norm.py`), its best of a few `num_warps`, (c)
-`torch.compile` of the torch expression and (d) eager torch; same run, round-robin,
-medians. Each system's result is checked against a float32 torch reference first (a wrong
-one is dropped, saying so).
+(forward), `rmsnorm_bwd.mlir` and `layernorm_bwd.mlir` with `column_sum.mlir` (backward:
+dx and the weight gradients from the forward's saved statistics), and Triton's tutorial
+kernels compiled by tawac (`tawac.triton.compile` of `examples/triton/vector_add.py` and
+`fused_softmax.py`: the `tawac (Triton source)` column), against (a) a device-to-device
+`copy_` (the machine's roof: rates compared, the kernel's bytes read and written once
+each over its time against the copy's), (b) Triton's compile of the tutorial kernel of
+the same computation where `examples/triton/` has one (`vector_add.py`,
+`fused_softmax.py`, `layer_norm.py`: forward, and backward where it has it), its best of
+a few `num_warps`, (c) `torch.compile` of the torch expression and (d) eager torch; same
+run, round-robin, medians. Each system's result is checked against a float32 torch
+reference first (a wrong one is dropped, saying so).
 
-    python3 benchmarks/bench_rows.py [--kernels softmax,rmsnorm,layernorm,vector_add]
+    python3 benchmarks/bench_rows.py
+        [--kernels softmax,rmsnorm,layernorm,rmsnorm_bwd,layernorm_bwd,vector_add]
         [--shapes 4096x1024,4096x4096] [--configs n128,n256w1p0] [--rounds 3] [--no-record]
 
 A configuration is `n<BLOCK_N>`, then optionally `w<widen>` and `p0` (not persistent):
@@ -40,6 +43,8 @@ SHAPES = {
     "softmax": ["4096x1024", "4096x4096", "32768x4096", "4096x32768", "1024x131072", "16x131072"],
     "rmsnorm": [f"{t}x{h}" for t in (1, 16, 128, 4096, 32768) for h in (4096, 8192)],
     "layernorm": [f"{t}x{h}" for t in (1, 16, 128, 4096, 32768) for h in (4096, 8192)],
+    "rmsnorm_bwd": [f"{t}x{h}" for t in (1, 16, 128, 4096, 32768) for h in (4096, 8192)],
+    "layernorm_bwd": [f"{t}x{h}" for t in (1, 16, 128, 4096, 32768) for h in (4096, 8192)],
 }
 
 
@@ -155,6 +160,28 @@ def _checked(systems: dict, out, ref, shape: str, exact: bool = False) -> None:
             wrong = "" if err < 1e-2 else f"relative error {err:.3g}"
         if wrong:
             print(f"# {name} wrong at {shape}: {wrong}", file=sys.stderr)
+            del systems[name]
+
+
+def _checked_all(systems: dict, outs: list, refs: list, shape: str) -> None:
+    """`_checked` for systems that write several outputs (`outs`, poisoned with NaN before
+    each system runs), each against its float32 reference in `refs`."""
+    import torch
+
+    for name, fn in list(systems.items()):
+        for o in outs:
+            o.fill_(float("nan"))
+        try:
+            fn()
+            torch.cuda.synchronize()
+        except Exception as e:  # noqa: BLE001 - a system that cannot run is reported
+            print(f"# {name} failed at {shape}: {type(e).__name__}: {e}", file=sys.stderr)
+            del systems[name]
+            continue
+        errs = [float((o.float() - r).norm() / r.norm()) for o, r in zip(outs, refs, strict=True)]
+        if not all(e < 1e-2 for e in errs):  # NaN (an output left unwritten) fails too
+            worst = max(errs, key=lambda e: -1 if e < 1e-2 else float("inf") if e != e else e)
+            print(f"# {name} wrong at {shape}: relative error {worst:.3g}", file=sys.stderr)
             del systems[name]
 
 
@@ -279,9 +306,150 @@ def _run(kernel: str, shape: str, configs: list[str], rounds: int) -> str | None
     )
 
 
+def _backward_math(kernel: str):
+    """A norm's backward as torch computes it from the forward's saved statistics (what
+    eager and torch.compile time): (dx, dw) for RMS norm, (dx, dw, db) for layer norm,
+    float32 math on the bf16 inputs, dx in bf16."""
+    import torch
+
+    def rms(x, dy, w, mean, rstd):
+        xf, dyf = x.float(), dy.float()
+        r = rstd[:, None]
+        xhat, wdy = xf * r, dyf * w.float()
+        c = (xhat * wdy).mean(dim=1, keepdim=True)
+        dx = (wdy - xhat * c) * r
+        return dx.to(torch.bfloat16), (dyf * xhat).sum(dim=0)
+
+    def layer(x, dy, w, mean, rstd):
+        xf, dyf = x.float(), dy.float()
+        r = rstd[:, None]
+        xhat, wdy = (xf - mean[:, None]) * r, dyf * w.float()
+        c1 = (xhat * wdy).mean(dim=1, keepdim=True)
+        c2 = wdy.mean(dim=1, keepdim=True)
+        dx = (wdy - (xhat * c1 + c2)) * r
+        return dx.to(torch.bfloat16), (dyf * xhat).sum(dim=0), dyf.sum(dim=0)
+
+    return rms if kernel == "rmsnorm_bwd" else layer
+
+
+def _run_backward(kernel: str, shape: str, rounds: int) -> str | None:
+    """A norm's backward: tawac's row kernel (`examples/<kernel>.mlir`: dx and per-program
+    partial weight sums) then `examples/column_sum.mlir` per weight gradient, against
+    torch.compile and eager of the same math (`_backward_math`) and Triton's tutorial
+    backward where `examples/triton/layer_norm.py` has it (layer norm)."""
+    import torch
+    import torch.nn.functional as F
+
+    import tawac.torch
+    from tawac.runtime.runner import round_robin_medians
+
+    m, n = _shape(shape)
+    g = torch.Generator(device="cuda").manual_seed(m + n)
+    x = (torch.randn(m, n, device="cuda", generator=g) * 2 + 0.5).to(torch.bfloat16)
+    w = torch.randn(n, device="cuda", generator=g).to(torch.bfloat16)
+    b = torch.randn(n, device="cuda", generator=g).to(torch.bfloat16)
+    dy = torch.randn(m, n, device="cuda", generator=g).to(torch.bfloat16)
+    layer = kernel == "layernorm_bwd"
+    xf = x.float().requires_grad_()
+    wf = w.float().requires_grad_()
+    bf = b.float().requires_grad_()
+    if layer:
+        F.layer_norm(xf, (n,), wf, bf, EPS).backward(dy.float())
+        refs = [xf.grad, wf.grad, bf.grad]
+    else:
+        F.rms_norm(xf, (n,), wf, EPS).backward(dy.float())
+        refs = [xf.grad, wf.grad]
+    xd = x.float()
+    mean = xd.mean(dim=1)
+    var = xd.var(dim=1, unbiased=False) if layer else (xd * xd).mean(dim=1)
+    rstd = torch.rsqrt(var + EPS)
+    dx = torch.empty_like(x)
+    grads = [torch.empty(n, device="cuda", dtype=torch.bfloat16) for _ in refs[1:]]
+    parts = [torch.empty(-(-m // 64), n, device="cuda") for _ in refs[1:]]
+    rows = tawac.torch.kernel(EXAMPLES / f"{kernel}.mlir", params={"BLOCK_N": 128})
+    column_sum = tawac.torch.kernel(EXAMPLES / "column_sum.mlir")
+    stats = (mean, rstd) if layer else (rstd,)
+
+    def ours():
+        rows(x, dy, w, *stats, dx, *parts)
+        for part, grad in zip(parts, grads, strict=True):
+            column_sum(part, grad)
+
+    math = _backward_math(kernel)
+    compiled = torch.compile(math, dynamic=False)
+
+    def run(fn):
+        got = fn(x, dy, w, mean, rstd)
+        for o, v in zip([dx, *grads], got, strict=True):
+            o.copy_(v)
+
+    systems = {
+        "tawac": ours,
+        **_triton_backward(kernel, x, dy, w, mean, rstd, dx, grads),
+        "torch.compile": lambda: run(compiled),
+        "eager": lambda: run(math),
+    }
+    _checked_all(systems, [dx, *grads], refs, shape)
+    src = torch.empty_like(x)
+    systems["copy"] = lambda: dx.copy_(src)
+    if "tawac" not in systems:
+        return None
+    med = {k: v * 1e3 for k, v in round_robin_medians(systems, rounds).items()}
+    moved = 3 * x.numel() * x.element_size()  # x and dy read once, dx written once
+    tri = min((t for k, t in med.items() if k.startswith("triton")), default=None)
+    best = min(t for t in (tri, med.get("torch.compile")) if t is not None)
+    copied = 2 * x.numel() * x.element_size()
+    return (
+        f"| {shape} | {med['tawac']:.1f} | - | {f'{tri:.1f}' if tri else '-'} | "
+        f"{_cell(med, 'torch.compile')} | {_cell(med, 'eager')} | {med['copy']:.1f} | "
+        f"{moved / med['tawac'] / 1e3:.0f} | "
+        f"{moved / med['tawac'] / (copied / med['copy']):.2f} | {best / med['tawac']:.2f}x |\n#   "
+        + " ".join(f"{k}={t:.1f}" for k, t in sorted(med.items()))
+    )
+
+
+def _triton_backward(kernel: str, x, dy, w, mean, rstd, dx, grads) -> dict:
+    """Triton's compile of tutorial 05's backward (`_layer_norm_bwd_dx_fused` with its
+    locks, then `_layer_norm_bwd_dwdb`), launched as the tutorial launches it, where
+    `examples/triton/layer_norm.py` has both (layer norm only)."""
+    import torch
+
+    mod = _triton_module("layer_norm") if kernel == "layernorm_bwd" else None
+    fused = getattr(mod, "_layer_norm_bwd_dx_fused", None)
+    dwdb = getattr(mod, "_layer_norm_bwd_dwdb", None)
+    if fused is None or dwdb is None:
+        return {}
+    import triton
+
+    m, n = x.shape
+    group = 256 if n <= 1024 else 128 if n <= 4096 else 96 if n <= 8192 else 64
+    locks = torch.zeros(2 * group, dtype=torch.int32, device="cuda")
+    dw_part = torch.zeros((group, n), dtype=x.dtype, device="cuda")
+    db_part = torch.zeros((group, n), dtype=x.dtype, device="cuda")
+    block = min(65536 // x.element_size(), triton.next_power_of_2(n))
+    out: dict = {}
+    for warps in (4, 8):
+
+        def launch(warps=warps):
+            locks.zero_()
+            fused[(m,)](
+                dx, dy, dw_part, db_part, x, w, mean, rstd, locks, x.stride(0), n,
+                GROUP_SIZE_M=group, BLOCK_SIZE_N=block, num_warps=warps,
+            )  # fmt: skip
+            dwdb[(triton.cdiv(n, 128),)](
+                dw_part, db_part, grads[0], grads[1], min(group, m), n,
+                BLOCK_SIZE_M=32, BLOCK_SIZE_N=128,
+            )  # fmt: skip
+
+        out[f"triton w{warps}"] = launch
+    return out
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--kernels", default="softmax,rmsnorm,layernorm,vector_add")
+    ap.add_argument(
+        "--kernels", default="softmax,rmsnorm,layernorm,rmsnorm_bwd,layernorm_bwd,vector_add"
+    )
     ap.add_argument("--shapes", default="", help="rows x columns, comma-separated")
     ap.add_argument("--configs", default="n128", help="tawac configurations, comma-separated")
     ap.add_argument("--rounds", type=int, default=3)
@@ -293,7 +461,7 @@ def main() -> int:
     print(f"# {datetime.date.today()} {device}, bf16, tawac configurations {args.configs}")
     for kernel in args.kernels.split(","):
         shapes = args.shapes.split(",") if args.shapes else SHAPES[kernel]
-        what = "" if kernel == "vector_add" else " forward"
+        what = "" if kernel == "vector_add" or kernel.endswith("_bwd") else " forward"
         print(f"\n{kernel}{what} (us; GB/s of tawac's reads and writes)\n")
         print(
             "| rows x columns | tawac | tawac (Triton source) | Triton | torch.compile | "
@@ -303,6 +471,8 @@ def main() -> int:
         for shape in shapes:
             if kernel == "vector_add":
                 row = _run_vector_add(shape, args.rounds)
+            elif kernel.endswith("_bwd"):
+                row = _run_backward(kernel, shape, args.rounds)
             else:
                 row = _run(kernel, shape, configs, args.rounds)
             if row is not None:
