@@ -15,7 +15,9 @@ reference first (a wrong one is dropped, saying so).
         [--kernels softmax,rmsnorm,layernorm,rmsnorm_bwd,layernorm_bwd,vector_add]
         [--shapes 4096x1024,4096x4096] [--configs n128,n256w1p0] [--rounds 3] [--no-record]
 
-A configuration is `n<BLOCK_N>`, then optionally `w<widen>` and `p0` (not persistent):
+A configuration is `n<BLOCK_N>`, then optionally `m<BLOCK_M>` (rows per program: 64 by
+default; the planner gives a 128- or 192-row program two or three consumer warp groups),
+`w<widen>` and `p0` (not persistent):
 tawac's options for the tile examples; each is timed and the best reported (`--configs
 n128`: the default). Prints one table per kernel: per shape the time of each system (us;
 tawac's best configuration named), the bytes moved over tawac's time (GB/s), tawac's rate
@@ -54,18 +56,21 @@ def _shape(text: str) -> tuple[int, int]:
 
 
 def _config(text: str) -> tuple[dict, dict]:
-    """(params, options) of a configuration `n128`, `n256w1` or `n128w1p0`."""
+    """(params, options) of a configuration `n128`, `n256w1`, `n128w1p0` or `n128m128`."""
     import re
 
-    m = re.fullmatch(r"n(\d+)(?:w(\d))?(p0)?", text)
+    m = re.fullmatch(r"n(\d+)(?:m(\d+))?(?:w(\d))?(p0)?", text)
     if m is None:
-        raise SystemExit(f"bad configuration {text!r} (expected e.g. n128, n256w1p0)")
-    options: dict = {}
+        raise SystemExit(f"bad configuration {text!r} (expected e.g. n128, n128m128, n256w1p0)")
+    params = {"BLOCK_N": int(m.group(1))}
     if m.group(2):
-        options["widen"] = int(m.group(2))
+        params["BLOCK_M"] = int(m.group(2))
+    options: dict = {}
     if m.group(3):
+        options["widen"] = int(m.group(3))
+    if m.group(4):
         options["persistent"] = False
-    return {"BLOCK_N": int(m.group(1))}, options
+    return params, options
 
 
 def _reference(kernel: str, x, w, b):
