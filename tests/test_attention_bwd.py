@@ -107,6 +107,50 @@ def test_each_kernel_assembles_without_spills(name, d):
     assert_assembles_without_spills(res.ptx)
 
 
+class _Interpreted:
+    """Stands in for a loaded kernel (`tawac.runtime.load_kernel`): runs the tile program
+    the sidecar names in the interpreter, on the launch's arguments."""
+
+    def __init__(self, cubin, sidecar):
+        self.sidecar = sidecar
+        self.kernel = _kernel(sidecar["kernel"], sidecar["kernel_params"]["HEAD_DIM"])
+
+    def __call__(self, *args, stream=None):
+        interpret_launch(self.kernel, list(args))
+
+
+def test_the_autograd_function_agrees_with_autograd_in_the_interpreter(monkeypatch):
+    """`tawac.torch.attention` forward and backward (its kernels compiled, then run in the
+    interpreter on the CPU) against autograd through torch's attention."""
+    import torch
+
+    import tawac.torch as tt
+
+    monkeypatch.setattr(tt, "load_kernel", _Interpreted)
+    monkeypatch.setattr(tt, "DEVICE_TYPES", frozenset({"cuda", "cpu"}))
+    monkeypatch.setattr(tt, "_TRAINING", {})
+    q, k, v, do = _inputs(1, 2, 100, 64, "cpu", seed=5)
+    leaves = [t.clone().requires_grad_() for t in (q, k, v)]
+    o = tt.attention(*leaves)
+    o.backward(do)
+    want_o, want_dq, want_dk, want_dv = _reference(q, k, v, do, 64**-0.5)
+    _close("o", o.detach(), want_o)
+    for name, leaf, want in zip("qkv", leaves, (want_dq, want_dk, want_dv), strict=True):
+        assert leaf.grad is not None and leaf.grad.dtype == torch.bfloat16, name
+        _close(f"d{name}", leaf.grad, want)
+
+
+def test_the_autograd_function_refuses_other_head_dims():
+    import torch
+
+    import tawac.torch as tt
+    from tawac.runtime.arguments import LaunchError
+
+    q = torch.zeros(1, 1, 8, 96, dtype=torch.bfloat16)
+    with pytest.raises(LaunchError, match="head dimension 96; 64 and 128 are supported"):
+        tt.attention(q, q, q)
+
+
 # ---- on the GPU
 
 
@@ -136,3 +180,45 @@ def test_on_the_gpu_it_agrees_with_autograd(b, h, s, d):
     _close("dq", dq, want_dq)
     _close("dk", dk, want_dk)
     _close("dv", dv, want_dv)
+
+
+@pytest.mark.gpu
+@requires_gpu
+@pytest.mark.parametrize("d", [64, 128])
+def test_a_training_step_matches_sdpa(d):
+    """Two attention layers with projections, a few SGD steps: tawac.torch.attention's
+    gradients match those of torch's SDPA on the same weights, step after step, eager and
+    under torch.compile (no graph break at the custom operators: fullgraph)."""
+    import torch
+    import torch.nn.functional as F
+
+    import tawac.torch
+
+    def block(attn, x, ws):
+        for w in ws:
+            b, s, e = x.shape
+            qkv = (x @ w).view(b, s, 3, e // d, d).permute(2, 0, 3, 1, 4)
+            o = attn(qkv[0].contiguous(), qkv[1].contiguous(), qkv[2].contiguous())
+            x = x + o.permute(0, 2, 1, 3).reshape(b, s, e)
+        return x.float().square().mean()
+
+    g = torch.Generator(device="cuda").manual_seed(d)
+    e, b, s = 2 * d, 2, 300
+    x = torch.randn(b, s, e, device="cuda", generator=g).to(torch.bfloat16)
+    init = [(torch.randn(e, 3 * e, device="cuda", generator=g) / e**0.5) for _ in range(2)]
+    ours = [w.to(torch.bfloat16).requires_grad_() for w in init]
+    theirs = [w.to(torch.bfloat16).requires_grad_() for w in init]
+    step = torch.compile(lambda x, ws: block(tawac.torch.attention, x, ws), fullgraph=True)
+    for i in range(3):
+        mine = step if i else (lambda x, ws: block(tawac.torch.attention, x, ws))
+        loss = mine(x, ours)
+        loss.backward()
+        ref = block(F.scaled_dot_product_attention, x, theirs)
+        ref.backward()
+        assert abs(float(loss) - float(ref)) <= 2e-2 * abs(float(ref)), (i, loss, ref)
+        with torch.no_grad():
+            for a, w in zip(ours, theirs, strict=True):
+                _close(f"step {i} grad", a.grad, w.grad.float(), rtol=5e-2)
+                a -= 0.1 * a.grad
+                w -= 0.1 * w.grad
+                a.grad = w.grad = None
