@@ -20,13 +20,15 @@ from tawac.runtime.interpret import interpret_launch
 
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
 KERNELS = ["attention_lse", "attention_bwd_pre", "attention_bwd_dkdv", "attention_bwd_dq"]
+#: The causal forward and backward kernels (the preprocessing is the same).
+CAUSAL = ["attention_causal_lse", "attention_bwd_dkdv_causal", "attention_bwd_dq_causal"]
 LOG2E = 1.4426950408889634
 
 
 def _params(name: str, d: int) -> dict:
     """The parameters each kernel documents for head dimension `d` (dK/dV: 32 queries a
     step at 128, 64 at 64)."""
-    if name == "attention_bwd_dkdv":
+    if name.startswith("attention_bwd_dkdv"):
         return {"HEAD_DIM": d, "BLOCK_M": 32 if d == 128 else 64}
     return {"HEAD_DIM": d}
 
@@ -39,12 +41,18 @@ def _inputs(b: int, h: int, s: int, d: int, device: str, seed: int = 0):
     return [torch.randn(b, h, s, d, device=device, generator=g).to(torch.bfloat16) for _ in "qkvd"]
 
 
-def _reference(q, k, v, do, scale: float):
-    """O, dQ, dK, dV in float32: autograd through softmax(Q K^T scale) V."""
+def _reference(q, k, v, do, scale: float, causal: bool = False):
+    """O, dQ, dK, dV in float32: autograd through softmax(Q K^T scale) V (query i attending
+    to keys j <= i only with `causal`)."""
     import torch
 
     qf, kf, vf = (t.float().requires_grad_() for t in (q, k, v))
-    p = torch.softmax(qf @ kf.transpose(-1, -2) * scale, dim=-1)
+    scores = qf @ kf.transpose(-1, -2) * scale
+    if causal:
+        s = q.shape[2]
+        later = torch.ones(s, s, dtype=torch.bool, device=q.device).triu(1)
+        scores = scores.masked_fill(later, float("-inf"))
+    p = torch.softmax(scores, dim=-1)
     o = p @ vf
     o.backward(do.float())
     return o.detach(), qf.grad, kf.grad, vf.grad
@@ -60,25 +68,28 @@ def _close(name: str, got, want, rtol: float = 3e-2) -> None:
     assert err < rtol, f"{name}: relative error {err:.3g}"
 
 
-def _backward(run, q, k, v, do, scale: float):
-    """O, lse, dQ, dK, dV from the four kernels (`run(name, args)` launches one)."""
+def _backward(run, q, k, v, do, scale: float, causal: bool = False):
+    """O, lse, dQ, dK, dV from the four kernels (`run(name, args)` launches one; the causal
+    ones with `causal`)."""
+    tail = "_causal" if causal else ""
     import torch
 
     b, h, s, d = q.shape
     dev = q.device
     o = torch.full_like(q, float("nan"))
     lse = torch.full((b, h, s), float("nan"), device=dev)
-    run("attention_lse", [q, k, v, o, lse, scale * LOG2E])
+    run("attention_causal_lse" if causal else "attention_lse", [q, k, v, o, lse, scale * LOG2E])
     delta = torch.full((b, h, s), float("nan"), device=dev)
     run("attention_bwd_pre", [o, do, delta])
     dq, dk, dv = (torch.full_like(q, float("nan")) for _ in range(3))
-    run("attention_bwd_dkdv", [q, k, v, do, lse, delta, dk, dv, scale * LOG2E])
-    run("attention_bwd_dq", [q, k, v, do, lse, delta, dq, scale * LOG2E])
+    run(f"attention_bwd_dkdv{tail}", [q, k, v, do, lse, delta, dk, dv, scale * LOG2E])
+    run(f"attention_bwd_dq{tail}", [q, k, v, do, lse, delta, dq, scale * LOG2E])
     return o, lse, dq, dk, dv
 
 
+@pytest.mark.parametrize("causal", [False, True], ids=["full", "causal"])
 @pytest.mark.parametrize(("s", "d"), [(200, 64), (77, 128)])
-def test_the_interpreter_agrees_with_autograd(s, d):
+def test_the_interpreter_agrees_with_autograd(s, d, causal):
     """The four kernels in the interpreter at a ragged length (a partial key and query
     block) against autograd, and the saved log-sum-exp against torch's (in base 2)."""
     import torch
@@ -89,9 +100,12 @@ def test_the_interpreter_agrees_with_autograd(s, d):
     def run(name, args):
         interpret_launch(_kernel(name, d), args)
 
-    o, lse, dq, dk, dv = _backward(run, q, k, v, do, scale)
-    want_o, want_dq, want_dk, want_dv = _reference(q, k, v, do, scale)
+    o, lse, dq, dk, dv = _backward(run, q, k, v, do, scale, causal)
+    want_o, want_dq, want_dk, want_dv = _reference(q, k, v, do, scale, causal)
     scores = q.float() @ k.float().transpose(-1, -2) * scale
+    if causal:
+        later = torch.ones(s, s, dtype=torch.bool).triu(1)
+        scores = scores.masked_fill(later, float("-inf"))
     _close("lse", lse, torch.logsumexp(scores, dim=-1) * LOG2E, rtol=1e-3)
     _close("o", o, want_o)
     _close("dq", dq, want_dq)
@@ -100,7 +114,7 @@ def test_the_interpreter_agrees_with_autograd(s, d):
 
 
 @pytest.mark.parametrize("d", [64, 128])
-@pytest.mark.parametrize("name", KERNELS)
+@pytest.mark.parametrize("name", KERNELS + CAUSAL)
 def test_each_kernel_assembles_without_spills(name, d):
     res = compile_file(EXAMPLES / f"{name}.mlir", params=_params(name, d))
     assert ("wgmma.mma_async" in res.ptx) == (name != "attention_bwd_pre")
@@ -156,9 +170,10 @@ def test_the_autograd_function_refuses_other_head_dims():
 
 @pytest.mark.gpu
 @requires_gpu
+@pytest.mark.parametrize("causal", [False, True], ids=["full", "causal"])
 @pytest.mark.parametrize(("b", "h", "s"), [(1, 2, 333), (2, 3, 1000), (1, 1, 64)])
 @pytest.mark.parametrize("d", [64, 128])
-def test_on_the_gpu_it_agrees_with_autograd(b, h, s, d):
+def test_on_the_gpu_it_agrees_with_autograd(b, h, s, d, causal):
     import torch
 
     import tawac.torch
@@ -167,15 +182,15 @@ def test_on_the_gpu_it_agrees_with_autograd(b, h, s, d):
     scale = 1 / math.sqrt(d)
     kernels = {
         name: tawac.torch.kernel(EXAMPLES / f"{name}.mlir", params=_params(name, d))
-        for name in KERNELS
+        for name in KERNELS + CAUSAL
     }
 
     def run(name, args):
         kernels[name](*args)
 
-    o, lse, dq, dk, dv = _backward(run, q, k, v, do, scale)
+    o, lse, dq, dk, dv = _backward(run, q, k, v, do, scale, causal)
     torch.cuda.synchronize()
-    want_o, want_dq, want_dk, want_dv = _reference(q, k, v, do, scale)
+    want_o, want_dq, want_dk, want_dv = _reference(q, k, v, do, scale, causal)
     _close("o", o, want_o)
     _close("dq", dq, want_dq)
     _close("dk", dk, want_dk)
