@@ -1,16 +1,17 @@
 """Attention backward: tawac's three kernels (`examples/attention_bwd_pre.mlir`,
-`attention_bwd_dkdv.mlir`, `attention_bwd_dq.mlir`, from the log-sum-exp that
-`examples/attention_lse.mlir` saves) against the backward of PyTorch's SDPA with the
-cuDNN backend and with the flash backend (FlashAttention-2), same run, round-robin,
-medians; each system's dQ, dK, dV are checked against float32 autograd first (a wrong or
-failing one is dropped, saying so).
+`attention_bwd_dkdv[_causal].mlir`, `attention_bwd_dq[_causal].mlir`, from the
+log-sum-exp that `examples/attention_lse.mlir` or `attention_causal_lse.mlir` saves)
+against the backward of PyTorch's SDPA with the cuDNN backend and with the flash backend
+(FlashAttention-2), same run, round-robin, medians; each system's dQ, dK, dV are checked
+against float32 autograd first (a wrong or failing one is dropped, saying so).
 
     python3 benchmarks/bench_attention_bwd.py [--dims 64,128] [--keys 1024,2048,...]
-        [--tokens 16384] [--rounds 5] [--no-record]
+        [--causal 0,1] [--tokens 16384] [--rounds 5] [--no-record]
 
-Shapes: batch = tokens / keys, heads = 2048 / head dim, non-causal, bf16. TFLOP/s count
-the backward as 2.5 times the forward's 4 B H S^2 D FLOPs, as flash-attention's benchmark
-does. `vs cuDNN` and `vs FA2` are tawac's speed over theirs (> 1 is faster).
+Shapes: batch = tokens / keys, heads = 2048 / head dim, bf16, causal and not. TFLOP/s
+count the backward as 2.5 times the forward's 4 B H S^2 D FLOPs (half of them causal),
+as flash-attention's benchmark does. `vs cuDNN` and `vs FA2` are tawac's speed over
+theirs (> 1 is faster).
 """
 
 from __future__ import annotations
@@ -29,12 +30,12 @@ LOG2E = 1.4426950408889634
 
 def _params(name: str, d: int) -> dict:
     """The parameters `examples/attention_bwd_dkdv.mlir` documents per head dimension."""
-    if name == "attention_bwd_dkdv":
+    if name.startswith("attention_bwd_dkdv"):
         return {"HEAD_DIM": d, "BLOCK_M": 32 if d == 128 else 64}
     return {"HEAD_DIM": d}
 
 
-def _run(d: int, s: int, tokens: int, rounds: int) -> str | None:
+def _run(d: int, s: int, causal: bool, tokens: int, rounds: int) -> str | None:
     import torch
     import torch.nn.functional as F
     from torch.nn.attention import SDPBackend, sdpa_kernel
@@ -48,25 +49,32 @@ def _run(d: int, s: int, tokens: int, rounds: int) -> str | None:
         torch.randn(b, h, s, d, device="cuda", generator=g).to(torch.bfloat16) for _ in "qkvd"
     )
     scale = 1 / math.sqrt(d)
+    tail = "_causal" if causal else ""
+    names = {
+        "fwd": "attention_causal_lse" if causal else "attention_lse",
+        "pre": "attention_bwd_pre",
+        "dkdv": f"attention_bwd_dkdv{tail}",
+        "dq": f"attention_bwd_dq{tail}",
+    }
     kernels = {
-        n: tawac.torch.kernel(EXAMPLES / f"{n}.mlir", params=_params(n, d))
-        for n in ("attention_lse", "attention_bwd_pre", "attention_bwd_dkdv", "attention_bwd_dq")
+        role: tawac.torch.kernel(EXAMPLES / f"{n}.mlir", params=_params(n, d))
+        for role, n in names.items()
     }
     o = torch.empty_like(q)
     lse = torch.empty(b, h, s, device="cuda")
-    kernels["attention_lse"](q, k, v, o, lse, scale * LOG2E)
+    kernels["fwd"](q, k, v, o, lse, scale * LOG2E)
     delta = torch.empty(b, h, s, device="cuda")
     dq, dk, dv = (torch.empty_like(q) for _ in range(3))
 
     def ours():
-        kernels["attention_bwd_pre"](o, do, delta)
-        kernels["attention_bwd_dkdv"](q, k, v, do, lse, delta, dk, dv, scale * LOG2E)
-        kernels["attention_bwd_dq"](q, k, v, do, lse, delta, dq, scale * LOG2E)
+        kernels["pre"](o, do, delta)
+        kernels["dkdv"](q, k, v, do, lse, delta, dk, dv, scale * LOG2E)
+        kernels["dq"](q, k, v, do, lse, delta, dq, scale * LOG2E)
 
     def sdpa(backend):
         qs, ks, vs = (t.detach().clone().requires_grad_() for t in (q, k, v))
         with sdpa_kernel(backend):
-            out = F.scaled_dot_product_attention(qs, ks, vs, scale=scale)
+            out = F.scaled_dot_product_attention(qs, ks, vs, scale=scale, is_causal=causal)
 
         def step():
             got = torch.autograd.grad(out, (qs, ks, vs), do, retain_graph=True)
@@ -83,12 +91,12 @@ def _run(d: int, s: int, tokens: int, rounds: int) -> str | None:
             systems[name] = sdpa(backend)
         except RuntimeError as e:
             print(f"# {name} unavailable at d{d} s{s}: {e}", file=sys.stderr)
-    refs = _reference(q, k, v, do, scale)
-    _check(systems, [dq, dk, dv], refs, f"d{d} s{s}")
+    refs = _reference(q, k, v, do, scale, causal)
+    _check(systems, [dq, dk, dv], refs, f"d{d} s{s}{' causal' if causal else ''}")
     if "tawac" not in systems:
         return None
     med = {n: t * 1e3 for n, t in round_robin_medians(systems, rounds).items()}
-    flops = 2.5 * 4 * b * h * s * s * d
+    flops = 2.5 * 4 * b * h * s * s * d / (2 if causal else 1)
     tflops = flops / (med["tawac"] * 1e-6) / 1e12
 
     def cell(n):
@@ -98,12 +106,12 @@ def _run(d: int, s: int, tokens: int, rounds: int) -> str | None:
         return f"{med[n] / med['tawac']:.2f}x" if n in med else "-"
 
     return (
-        f"| {d} | {s} | {b}x{h} | {med['tawac']:.0f} | {cell('cudnn')} | {cell('fa2')} | "
-        f"{tflops:.0f} | {speed('cudnn')} | {speed('fa2')} |"
+        f"| {d} | {'yes' if causal else 'no'} | {s} | {b}x{h} | {med['tawac']:.0f} | "
+        f"{cell('cudnn')} | {cell('fa2')} | {tflops:.0f} | {speed('cudnn')} | {speed('fa2')} |"
     )
 
 
-def _reference(q, k, v, do, scale):
+def _reference(q, k, v, do, scale, causal):
     """dQ, dK, dV in float32 (autograd through softmax(Q K^T scale) V), computed a few
     heads at a time so the scores of a long sequence fit."""
     import torch
@@ -115,7 +123,11 @@ def _reference(q, k, v, do, scale):
         for j in range(0, h, step):
             part = (slice(i, i + 1), slice(j, j + step))
             qf, kf, vf = (t[part].float().requires_grad_() for t in (q, k, v))
-            p = torch.softmax(qf @ kf.transpose(-1, -2) * scale, dim=-1)
+            scores = qf @ kf.transpose(-1, -2) * scale
+            if causal:
+                later = torch.ones(s, s, dtype=torch.bool, device=q.device).triu(1)
+                scores = scores.masked_fill(later, float("-inf"))
+            p = torch.softmax(scores, dim=-1)
             (p @ vf).backward(do[part].float())
             for g, t in zip(grads, (qf, kf, vf), strict=True):
                 g[part] = t.grad
@@ -147,20 +159,24 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--dims", default="64,128")
     ap.add_argument("--keys", default="1024,2048,4096,8192,16384")
+    ap.add_argument("--causal", default="0,1", help="0: full, 1: causal, comma-separated")
     ap.add_argument("--tokens", type=int, default=16384)
     ap.add_argument("--rounds", type=int, default=5)
     args = ap.parse_args()
     import torch
 
-    print(f"# {datetime.date.today()} {torch.cuda.get_device_name()}, bf16, non-causal")
+    print(f"# {datetime.date.today()} {torch.cuda.get_device_name()}, bf16")
     print("\nattention backward (us; TFLOP/s at 2.5x the forward's FLOPs)\n")
-    print("| d | keys | batch x heads | tawac | cuDNN | FA2 | TFLOP/s | vs cuDNN | vs FA2 |")
-    print("|---:|---:|---|---:|---:|---:|---:|---:|---:|")
+    print(
+        "| d | causal | keys | batch x heads | tawac | cuDNN | FA2 | TFLOP/s | vs cuDNN | vs FA2 |"
+    )
+    print("|---:|---|---:|---|---:|---:|---:|---:|---:|---:|")
     for d in (int(x) for x in args.dims.split(",")):
-        for s in (int(x) for x in args.keys.split(",")):
-            row = _run(d, s, args.tokens, args.rounds)
-            if row is not None:
-                print(row, flush=True)
+        for causal in (x == "1" for x in args.causal.split(",")):
+            for s in (int(x) for x in args.keys.split(",")):
+                row = _run(d, s, causal, args.tokens, args.rounds)
+                if row is not None:
+                    print(row, flush=True)
     return 0
 
 

@@ -535,30 +535,33 @@ def _register(tk: TorchKernel):
 # --- differentiable attention ------------------------------------------------------------------
 
 #: The tile programs of `attention`: the forward that saves the log-sum-exp, and the
-#: backward's preprocessing, dK/dV and dQ kernels (in the repository's `examples/`).
+#: backward's preprocessing, dK/dV and dQ kernels (in the repository's `examples/`), and
+#: their causal forms.
 ATTENTION_KERNELS = ("attention_lse", "attention_bwd_pre", "attention_bwd_dkdv", "attention_bwd_dq")
+CAUSAL_KERNELS = ("attention_causal_lse", "attention_bwd_dkdv_causal", "attention_bwd_dq_causal")
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
 _LOG2E = 1.4426950408889634
 _TRAINING: dict[int, dict[str, TorchKernel]] = {}
 
 
 def _attention_kernels(head_dim: int) -> dict[str, TorchKernel]:
-    """The four kernels at `head_dim`, made once (the dK/dV kernel takes 32 queries a step at
-    head dimension 128, 64 at 64: what fits its accumulators in registers)."""
+    """The kernels at `head_dim`, made once (the dK/dV kernels take 32 queries a step at
+    head dimension 128, 64 at 64: what fits their accumulators in registers)."""
     if head_dim not in (64, 128):
         raise LaunchError(f"attention: head dimension {head_dim}; 64 and 128 are supported")
     made = _TRAINING.get(head_dim)
     if made is None:
-        missing = [n for n in ATTENTION_KERNELS if not (EXAMPLES / f"{n}.mlir").exists()]
+        names = ATTENTION_KERNELS + CAUSAL_KERNELS
+        missing = [n for n in names if not (EXAMPLES / f"{n}.mlir").exists()]
         if missing:
             raise FileNotFoundError(
                 f"attention needs the tile programs {', '.join(missing)} in {EXAMPLES} "
                 "(the repository's examples/: install tawac from its source tree)"
             )
         made = {}
-        for n in ATTENTION_KERNELS:
+        for n in names:
             params = {"HEAD_DIM": head_dim}
-            if n == "attention_bwd_dkdv":
+            if n.startswith("attention_bwd_dkdv"):
                 params["BLOCK_M"] = 32 if head_dim == 128 else 64
             made[n] = kernel(EXAMPLES / f"{n}.mlir", params=params)
         _TRAINING[head_dim] = made
@@ -569,33 +572,37 @@ class _Attention(torch.autograd.Function):
     """softmax(Q K^T scale) V with tawac's forward and backward kernels."""
 
     @staticmethod
-    def forward(ctx, q, k, v, scale):
+    def forward(ctx, q, k, v, scale, causal):
         kernels = _attention_kernels(q.shape[-1])
-        o, lse = kernels["attention_lse"](q, k, v, scale * _LOG2E)
+        forward = kernels["attention_causal_lse" if causal else "attention_lse"]
+        o, lse = forward(q, k, v, scale * _LOG2E)
         ctx.save_for_backward(q, k, v, o, lse)
-        ctx.scale = scale
+        ctx.scale, ctx.causal = scale, causal
         return o
 
     @staticmethod
     def backward(ctx, do):
         q, k, v, o, lse = ctx.saved_tensors
         kernels = _attention_kernels(q.shape[-1])
+        tail = "_causal" if ctx.causal else ""
         do = do.contiguous().to(q.dtype)
         scale = ctx.scale * _LOG2E
         delta = kernels["attention_bwd_pre"](o, do)
-        dk, dv = kernels["attention_bwd_dkdv"](q, k, v, do, lse, delta, scale)
-        dq = kernels["attention_bwd_dq"](q, k, v, do, lse, delta, scale)
-        return dq, dk, dv, None
+        dk, dv = kernels[f"attention_bwd_dkdv{tail}"](q, k, v, do, lse, delta, scale)
+        dq = kernels[f"attention_bwd_dq{tail}"](q, k, v, do, lse, delta, scale)
+        return dq, dk, dv, None, None
 
 
-def attention(q, k, v, scale: float | None = None):
+def attention(q, k, v, scale: float | None = None, causal: bool = False):
     """softmax(q k^T * scale) v over [batch, heads, seq, head_dim] bf16 tensors (head_dim 64
-    or 128, any sequence length, not causal; `scale` defaults to head_dim^-0.5), as an
-    autograd function: the forward (`examples/attention_lse.mlir`) also saves each query
+    or 128, any sequence length; `scale` defaults to head_dim^-0.5; with `causal`, query i
+    attends to keys j <= i), as an autograd function: the forward
+    (`examples/attention_lse.mlir`, `attention_causal_lse.mlir`) also saves each query
     row's log-sum-exp, and the backward recomputes the probabilities from it
-    (`attention_bwd_pre.mlir`: rowsum(O dO); `attention_bwd_dkdv.mlir`: dK and dV per key
-    block; `attention_bwd_dq.mlir`: dQ per query block, deterministic). Each kernel is a
-    `TorchKernel`, so `torch.compile` sees custom operators inside the function."""
+    (`attention_bwd_pre.mlir`: rowsum(O dO); `attention_bwd_dkdv[_causal].mlir`: dK and dV
+    per key block; `attention_bwd_dq[_causal].mlir`: dQ per query block, deterministic).
+    Each kernel is a `TorchKernel`, so `torch.compile` sees custom operators inside the
+    function."""
     if scale is None:
         scale = q.shape[-1] ** -0.5
-    return _Attention.apply(q, k, v, float(scale))
+    return _Attention.apply(q, k, v, float(scale), bool(causal))

@@ -133,7 +133,8 @@ class _Interpreted:
         interpret_launch(self.kernel, list(args))
 
 
-def test_the_autograd_function_agrees_with_autograd_in_the_interpreter(monkeypatch):
+@pytest.mark.parametrize("causal", [False, True], ids=["full", "causal"])
+def test_the_autograd_function_agrees_with_autograd_in_the_interpreter(monkeypatch, causal):
     """`tawac.torch.attention` forward and backward (its kernels compiled, then run in the
     interpreter on the CPU) against autograd through torch's attention."""
     import torch
@@ -145,9 +146,9 @@ def test_the_autograd_function_agrees_with_autograd_in_the_interpreter(monkeypat
     monkeypatch.setattr(tt, "_TRAINING", {})
     q, k, v, do = _inputs(1, 2, 100, 64, "cpu", seed=5)
     leaves = [t.clone().requires_grad_() for t in (q, k, v)]
-    o = tt.attention(*leaves)
+    o = tt.attention(*leaves, causal=causal)
     o.backward(do)
-    want_o, want_dq, want_dk, want_dv = _reference(q, k, v, do, 64**-0.5)
+    want_o, want_dq, want_dk, want_dv = _reference(q, k, v, do, 64**-0.5, causal)
     _close("o", o.detach(), want_o)
     for name, leaf, want in zip("qkv", leaves, (want_dq, want_dk, want_dv), strict=True):
         assert leaf.grad is not None and leaf.grad.dtype == torch.bfloat16, name
@@ -199,8 +200,9 @@ def test_on_the_gpu_it_agrees_with_autograd(b, h, s, d, causal):
 
 @pytest.mark.gpu
 @requires_gpu
+@pytest.mark.parametrize("causal", [False, True], ids=["full", "causal"])
 @pytest.mark.parametrize("d", [64, 128])
-def test_a_training_step_matches_sdpa(d):
+def test_a_training_step_matches_sdpa(d, causal):
     """Two attention layers with projections, a few SGD steps: tawac.torch.attention's
     gradients match those of torch's SDPA on the same weights, step after step, eager and
     under torch.compile (no graph break at the custom operators: fullgraph)."""
@@ -223,12 +225,19 @@ def test_a_training_step_matches_sdpa(d):
     init = [(torch.randn(e, 3 * e, device="cuda", generator=g) / e**0.5) for _ in range(2)]
     ours = [w.to(torch.bfloat16).requires_grad_() for w in init]
     theirs = [w.to(torch.bfloat16).requires_grad_() for w in init]
-    step = torch.compile(lambda x, ws: block(tawac.torch.attention, x, ws), fullgraph=True)
+
+    def tawac_attention(q, k, v):
+        return tawac.torch.attention(q, k, v, causal=causal)
+
+    def sdpa(q, k, v):
+        return F.scaled_dot_product_attention(q, k, v, is_causal=causal)
+
+    step = torch.compile(lambda x, ws: block(tawac_attention, x, ws), fullgraph=True)
     for i in range(3):
-        mine = step if i else (lambda x, ws: block(tawac.torch.attention, x, ws))
+        mine = step if i else (lambda x, ws: block(tawac_attention, x, ws))
         loss = mine(x, ours)
         loss.backward()
-        ref = block(F.scaled_dot_product_attention, x, theirs)
+        ref = block(sdpa, x, theirs)
         ref.backward()
         assert abs(float(loss) - float(ref)) <= 2e-2 * abs(float(ref)), (i, loss, ref)
         with torch.no_grad():
