@@ -1,7 +1,12 @@
-"""Layouts of 1-d tiles (vectors) in a consumer partition.
+"""Layouts of the tiles of a consumer partition: 2-d tiles (`TileLayouts`) and 1-d tiles
+(vectors, `VectorLayouts`).
 
-A 2-d tile in registers is always in the accumulator layout of its shape
-(`AccLayout(m, n, warp_groups)`).  A 1-d tile is a slice of one: a vector along rows
+A 2-d tile in registers is in the accumulator layout of its shape
+(`AccLayout(m, n, warp_groups)`), except in a kernel without MMAs whose partition holds a
+2-d tile that layout cannot split (rows not whole m64 blocks per warp group, Triton's
+32-row blocks): there every 2-d tile of the partition takes a `BlockedTileLayout`, its
+runs 16 bytes of the widest element type that the partition's 2-d loads and stores move.
+A 1-d tile is a slice of a 2-d tile's layout: a vector along rows
 (`dim` 0, the result of a reduction along dimension 1) or along columns (`dim` 1).  Which
 one follows from the data flow, in both directions: a reduction fixes its result's
 layout, a broadcast fixes its source's, and elementwise ops (a mask's `tile.cmpi` and
@@ -21,10 +26,14 @@ from xdsl.dialects import arith, math, scf
 from xdsl.dialects.builtin import BFloat16Type, Float16Type, TensorType
 from xdsl.ir import Operation, SSAValue
 
-from tawac.dialects import tile
+from tawac.dialects import hopper, tile
 from tawac.support.diagnostics import CompileError
 from tawac.target import HOPPER
+from tawac.target.blocked_tiles import BlockedTileLayout
 from tawac.target.layouts import AccLayout, BlockedLayout
+
+#: The layout of a 2-d tile in registers.
+TileLayout = AccLayout | BlockedTileLayout
 
 _ELEMENTWISE = (
     arith.ExtFOp, arith.TruncFOp, arith.AddfOp, arith.SubfOp, arith.MulfOp, arith.DivfOp,
@@ -39,28 +48,90 @@ def _is_vector(v: SSAValue) -> bool:
     return isinstance(t, TensorType) and t.get_num_dims() == 1
 
 
-def _acc(t: TensorType, warp_groups: int, op: Operation) -> AccLayout:
-    m, n = t.get_shape()
+def _bytes(t: TensorType) -> int:
+    return 2 if isinstance(t.element_type, BFloat16Type | Float16Type) else 4
+
+
+def _moved_2d(op: Operation) -> TensorType | None:
+    """The type of the 2-d tile `op` moves between registers and memory, if any."""
+    if isinstance(op, tile.LoadOp | hopper.LoadFragmentOp):
+        v = op.result
+    elif isinstance(op, tile.StoreOp | tile.AtomicAddOp | hopper.StoreFragmentOp):
+        v = op.value
+    else:
+        return None
+    t = v.type
+    return t if isinstance(t, TensorType) and t.get_num_dims() == 2 else None
+
+
+class TileLayouts:
+    """The layout of the 2-d tiles of the consumer partition `root` of `kernel`: the
+    accumulator layout of each tile's shape, or where the kernel has no MMA and some 2-d
+    tile of the partition does not fit that layout, a `BlockedTileLayout` for every one
+    of them, its runs 16 bytes of the widest element the partition's 2-d loads and stores
+    move (4 bytes where they move none)."""
+
+    def __init__(self, root: Operation, warp_groups: int, kernel: Operation):
+        self.warp_groups = warp_groups
+        #: The element size setting a blocked layout's runs; None: accumulator layouts.
+        self.blocked_bytes: int | None = None
+        self._of: dict[tuple[int, int], TileLayout] = {}
+        if any(isinstance(o, hopper.WgmmaOp | tile.DotOp) for o in kernel.walk()):
+            return
+        shapes: set[tuple[int, int]] = set()
+        widest = 0
+        for op in root.walk():
+            for r in op.results:
+                if isinstance(r.type, TensorType) and r.type.get_num_dims() == 2:
+                    m, n = r.type.get_shape()
+                    shapes.add((m, n))
+            moved = _moved_2d(op)
+            if moved is not None:
+                widest = max(widest, _bytes(moved))
+        if all(_fits_acc(m, n, warp_groups) for m, n in shapes):
+            return
+        self.blocked_bytes = widest or 4
+
+    def of(self, t: TensorType, op: Operation) -> TileLayout:
+        """The layout of a 2-d tile of type `t` (made by `op`, which an error names)."""
+        m, n = t.get_shape()
+        layout = self._of.get((m, n))
+        if layout is not None:
+            return layout
+        try:
+            if self.blocked_bytes is None:
+                layout = AccLayout(m, n, self.warp_groups)
+            else:
+                layout = BlockedTileLayout.for_tile(m, n, self.warp_groups, self.blocked_bytes)
+        except ValueError as e:
+            raise CompileError(f"convert-to-ptx: {e}", op) from None
+        self._of[(m, n)] = layout
+        return layout
+
+
+def _fits_acc(m: int, n: int, warp_groups: int) -> bool:
     try:
-        return AccLayout(m, n, warp_groups)
-    except ValueError as e:
-        raise CompileError(f"convert-to-ptx: {e}", op) from None
+        AccLayout(m, n, warp_groups)
+    except ValueError:
+        return False
+    return True
 
 
 class VectorLayouts:
-    """The (AccLayout, dim) of every vector value under `root`, or (BlockedLayout, None)
-    of a standalone one."""
+    """The (layout, dim) of every vector value under `root` (a slice of a 2-d tile's
+    layout, `tiles`), or (BlockedLayout, None) of a standalone one."""
 
-    def __init__(self, root: Operation, warp_groups: int):
+    def __init__(self, root: Operation, warp_groups: int, kernel: Operation | None = None):
+        self.tiles = TileLayouts(root, warp_groups, kernel or root)
         self.parent: dict[SSAValue, SSAValue] = {}
-        self.known: dict[SSAValue, tuple[AccLayout, int]] = {}
+        self.known: dict[SSAValue, tuple[TileLayout, int]] = {}
         self.threads = HOPPER.warp_group_size * warp_groups
         # The element size the loads and stores of each vector move (by value; the
         # widest of a class sets a standalone class's runs).
         self.moved: dict[SSAValue, int] = {}
         self.blocked: dict[SSAValue, BlockedLayout] = {}
         for op in root.walk():
-            self._visit(op, warp_groups)
+            self._visit(op)
 
     def _find(self, v: SSAValue) -> SSAValue:
         self.parent.setdefault(v, v)
@@ -77,7 +148,7 @@ class VectorLayouts:
         if ra in self.known:
             self._fix(rb, self.known.pop(ra))
 
-    def _fix(self, v: SSAValue, layout: tuple[AccLayout, int]) -> None:
+    def _fix(self, v: SSAValue, layout: tuple[TileLayout, int]) -> None:
         r = self._find(v)
         old = self.known.get(r)
         if old is not None and old[0].slice_key(old[1]) != layout[0].slice_key(layout[1]):
@@ -88,7 +159,7 @@ class VectorLayouts:
             )
         self.known[r] = layout
 
-    def _visit(self, op: Operation, wgs: int) -> None:
+    def _visit(self, op: Operation) -> None:
         if isinstance(op, tile.LoadOp | tile.StoreOp):
             self._note_moved(op)
         elif isinstance(op, tile.IotaOp | tile.SplatOp):
@@ -99,16 +170,16 @@ class VectorLayouts:
         elif isinstance(op, tile.ReduceOp):
             st = op.source.type
             assert isinstance(st, TensorType)
-            self._fix(op.result, (_acc(st, wgs, op), 1 - op.dim.data))
+            self._fix(op.result, (self.tiles.of(st, op), 1 - op.dim.data))
         elif isinstance(op, tile.BroadcastOp):
             rt = op.result.type
             assert isinstance(rt, TensorType)
-            self._fix(op.source, (_acc(rt, wgs, op), op.dim.data))
+            self._fix(op.source, (self.tiles.of(rt, op), op.dim.data))
         elif isinstance(op, tile.SplitSoftmaxOp):
             ot = op.out.type
             assert isinstance(ot, TensorType)
             for v in (op.row_max, op.row_sum):
-                self._fix(v, (_acc(ot, wgs, op), 0))
+                self._fix(v, (self.tiles.of(ot, op), 0))
         elif isinstance(op, _ELEMENTWISE):
             vecs = [v for v in (*op.operands, *op.results) if _is_vector(v)]
             for v in vecs[1:]:
@@ -140,10 +211,9 @@ class VectorLayouts:
             return
         t = v.type
         assert isinstance(t, TensorType)
-        size = 2 if isinstance(t.element_type, BFloat16Type | Float16Type) else 4
-        self.moved[v] = max(size, self.moved.get(v, 0))
+        self.moved[v] = max(_bytes(t), self.moved.get(v, 0))
 
-    def of(self, v: SSAValue, op: Operation) -> tuple[AccLayout, int] | tuple[BlockedLayout, None]:
+    def of(self, v: SSAValue, op: Operation) -> tuple[TileLayout, int] | tuple[BlockedLayout, None]:
         root = self._find(v)
         layout = self.known.get(root)
         if layout is not None:

@@ -1,15 +1,17 @@
 """Column reductions: `tile.reduce <kind> %t, 0` of a 2-d f32 tile in the accumulator
-layout, to the column vector (the dim-1 slice: every thread holds the values of its
-columns, as a broadcast along rows reads them).
+layout (or a `BlockedTileLayout`), to the column vector (the dim-1 slice: every thread
+holds the values of its columns, as a broadcast along rows reads them).
 
 A column's values are spread over the thread's registers of that column, the eight lanes
 of a warp that share `lane % 4` (the rows `lane / 4` and `lane / 4 + 8` of each 16-row
-slice) and every warp of the partition. The lowering folds the thread's registers of each
-column (a balanced tree), then the lanes (`shfl.sync.bfly` 4, 8, 16), then the warps
-through shared scratch: lanes 0-3 of each warp write the warp's partial of their columns
-to row `warp` of a (warps x N) f32 table between two `bar.sync`s of the consumer
-partition, and every thread adds the table's rows of its columns in the same order, so
-the result is the same in every thread that holds a column (a deterministic sum).
+slice; in a blocked layout the lanes of equal lane % col_lanes) and every warp of the
+partition. The lowering folds the thread's registers of each column (a balanced tree),
+then the lanes (`shfl.sync.bfly` 4, 8, 16; the layout's `column_reduction_lanes`), then
+the warps through shared scratch: the first row's lanes of each warp (0-3) write the
+warp's partial of their columns to row `warp` of a (warps x N) f32 table between two
+`bar.sync`s of the consumer partition, and every thread adds the table's rows of its
+columns in the same order, so the result is the same in every thread that holds a
+column (a deterministic sum).
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ from tawac.dialects import ptx, tile
 from tawac.schedule.smem import reduce_scratch_bytes
 from tawac.support.diagnostics import CompileError
 from tawac.target import HOPPER
+from tawac.target.blocked_tiles import BlockedTileLayout
 from tawac.target.layouts import AccLayout, warp_in_partition
 
 
@@ -27,7 +30,7 @@ def reduce_columns(k: KernelLowering, op: tile.ReduceOp, src: Frag) -> None:
     part = k.part
     assert part is not None
     layout = src.layout
-    if not isinstance(layout, AccLayout):
+    if not isinstance(layout, AccLayout | BlockedTileLayout):
         raise CompileError("convert-to-ptx: tile.reduce along 0 needs a 2-d tile", op)
     combine = combiner(k, op.kind.data)
     offsets = layout.reg_offsets()

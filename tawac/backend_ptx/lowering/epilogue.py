@@ -4,7 +4,8 @@
 XOR-swizzled granules) and `hopper.tma_store` copies each warp group's rows out with
 `cp.async.bulk.tensor` issued by its leader thread.  `hopper.load_fragment` reads a tile
 that a TMA load wrote into the registers of the accumulator layout (an epilogue's
-second matrix), a pair of columns per `ld.shared`.
+second matrix), a pair of columns per `ld.shared`.  A tile in a `BlockedTileLayout` is
+read run by run (`blocked_tiles.run_access`): one `ld.shared.v4` per 16-byte run.
 """
 
 from __future__ import annotations
@@ -20,11 +21,12 @@ from tawac.backend_ptx.lowering.state import (
     wg_leader,
     wg_local,
 )
-from tawac.backend_ptx.lowering.vectors import load_slot_blocked
+from tawac.backend_ptx.lowering.vectors import load_shared_run, load_slot_blocked
 from tawac.dialects import hopper, ptx
 from tawac.dialects.tile import stack_of
 from tawac.support.diagnostics import CompileError
 from tawac.target import HOPPER
+from tawac.target.blocked_tiles import BlockedTileLayout, run_access
 from tawac.target.layouts import SwizzledTile
 
 
@@ -39,6 +41,15 @@ def _store_fragment(k: KernelLowering, op: hopper.StoreFragmentOp) -> None:
     layout = f.layout
     tt = t.type
     col0 = op.first_column
+    if isinstance(layout, BlockedTileLayout):
+        # the planner stages only tiles of whole m64 blocks per warp group
+        # (`analysis.stores.stageable`), which are in the accumulator layout
+        raise CompileError(
+            "convert-to-ptx: store_fragment of a tile in the blocked layout is not "
+            "supported (its rows are not whole m64 blocks per warp group): store it from "
+            "registers",
+            op,
+        )
     if (
         tt.swizzle.data != 128
         or tt.elem_bytes != 2
@@ -147,6 +158,9 @@ def _load_fragment(k: KernelLowering, op: hopper.LoadFragmentOp) -> None:
         return
     layout = k.layout_for(op.result.type, op)  # type: ignore[arg-type]
     tt = t.type
+    if isinstance(layout, BlockedTileLayout):
+        _load_runs(k, op, t, layout)
+        return
     try:
         dtype = elem_ptx_type(tt.element_type)
         plan = tt.layout.fragment_load(layout)
@@ -173,5 +187,36 @@ def _load_fragment(k: KernelLowering, op: hopper.LoadFragmentOp) -> None:
             pair = ptx.LdSharedV2Op(dtype, addr)
             k.emit(pair)
             regs += [pair.lo, pair.hi]
+    k.emit(ptx.BarWarpSyncOp())
+    k.vals[op.result] = Frag(layout, regs, dtype)
+
+
+def _load_runs(
+    k: KernelLowering, op: hopper.LoadFragmentOp, t: SmemTile, layout: BlockedTileLayout
+) -> None:
+    """A 128B-swizzled shared tile -> registers in a `BlockedTileLayout`, as
+    `blocked_tiles.run_access` plans it: one access per run (`ld.shared.v4` of 16
+    bytes), each thread XORing its granules with one key (and the runs 4 rows down with
+    it XOR 4); then `bar.warp.sync` before lane 0 releases the slot for its warp."""
+    part = k.part
+    assert part is not None
+    try:
+        dtype = elem_ptx_type(t.type.element_type)
+        plan = run_access(t.type.layout, layout, part.first_wg)
+    except ValueError as e:
+        raise CompileError(f"convert-to-ptx: {e}", op) from None
+    row0, _ = k.thread_coords(layout)
+    base = k.r(ptx.FmaOp("s32", row0, k.imm(plan.row_bytes), t.addr))
+    for index, scale in plan.thread:
+        base = k.r(ptx.FmaOp("s32", k.index(index), k.imm(scale), base))
+    key = k.index(plan.key)
+    xor_off: dict[int, SSAValue] = {}
+    regs: list[SSAValue] = []
+    for _, off, flip in plan.runs:
+        if flip not in xor_off:
+            swz = key if flip == 0 else k.r(ptx.XorOp("b32", key, k.imm(flip)))
+            xor_off[flip] = k.r(ptx.ShlOp("b32", swz, k.imm(plan.granule_shift)))
+        addr = k.add(k.add_imm(base, off), xor_off[flip])
+        regs += load_shared_run(k, addr, plan.run_bytes, dtype)
     k.emit(ptx.BarWarpSyncOp())
     k.vals[op.result] = Frag(layout, regs, dtype)

@@ -25,7 +25,7 @@ from xdsl.ir import Attribute, Block, BlockArgument, Operation, Region, SSAValue
 from tawac import schedule
 from tawac.analysis.grid import from_attr
 from tawac.backend_ptx import abi
-from tawac.backend_ptx.vector_layouts import VectorLayouts
+from tawac.backend_ptx.vector_layouts import TileLayout, VectorLayouts
 from tawac.dialects import aref, hopper, ptx, tile
 from tawac.support.diagnostics import CompileError
 from tawac.target import HOPPER, NamedBarriers, layouts
@@ -55,7 +55,7 @@ class Frag:
     along dimension `dim` (`AccLayout.col_offsets()` / `row_offsets()` registers).  A
     standalone 1-d tile has a `BlockedLayout` and no `dim`."""
 
-    layout: AccLayout | BlockedLayout
+    layout: TileLayout | BlockedLayout
     regs: list[SSAValue]
     dtype: str  # PTX type of the elements: f32, bf16, f16, pred
     dim: int | None = None
@@ -241,7 +241,7 @@ class KernelLowering:
 
     def vector_layout(
         self, v: SSAValue, op: Operation
-    ) -> tuple[AccLayout, int] | tuple[BlockedLayout, None]:
+    ) -> tuple[TileLayout, int] | tuple[BlockedLayout, None]:
         part = self.part
         if part is None or part.vectors is None:
             raise CompileError(
@@ -251,7 +251,7 @@ class KernelLowering:
             )
         return part.vectors.of(v, op)
 
-    def layout_for(self, t: TensorType, op: Operation) -> AccLayout:
+    def layout_for(self, t: TensorType, op: Operation) -> TileLayout:
         part = self.part
         if part is None or part.role != "consumer":
             raise CompileError(
@@ -266,6 +266,8 @@ class KernelLowering:
                 "supported yet",
                 op,
             )
+        if part.vectors is not None:  # the partition's choice (`TileLayouts`)
+            return part.vectors.tiles.of(t, op)
         try:
             return AccLayout(shape[0], shape[1], part.warp_groups)
         except ValueError as e:
@@ -328,7 +330,7 @@ class KernelLowering:
     def lower_partition(self, p: aref.PartitionOp, first_wg: int, entry_cap: int) -> None:
         self.part = _Partition(p.role.data, first_wg, p.warp_groups.data)
         if self.part.role == "consumer":
-            self.part.vectors = VectorLayouts(p, p.warp_groups.data)
+            self.part.vectors = VectorLayouts(p, p.warp_groups.data, self.kernel)
         with self.scope():
             self._lower_partition_body(p, entry_cap)
         self.part = None
@@ -436,7 +438,7 @@ class KernelLowering:
             regs.append(x)
         return f.like(regs, f.dtype)
 
-    def thread_coords(self, layout: AccLayout) -> tuple[SSAValue, SSAValue]:
+    def thread_coords(self, layout: TileLayout) -> tuple[SSAValue, SSAValue]:
         """(row, col) of register 0 of this thread within the tile."""
         part = self.part
         assert part is not None

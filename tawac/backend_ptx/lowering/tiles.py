@@ -40,6 +40,7 @@ from tawac.backend_ptx.lowering.vectors import (
 from tawac.dialects import hopper, ptx, tile
 from tawac.support.diagnostics import CompileError
 from tawac.target import HOPPER, layouts
+from tawac.target.blocked_tiles import BlockedTileLayout
 from tawac.target.layouts import AccLayout, BlockedLayout
 
 
@@ -214,6 +215,9 @@ def _store(k: KernelLowering, op: tile.StoreOp) -> None:
     if op.transposed is not None:
         _store_transposed(k, op, f, base, nbytes, st_ty)
         return
+    if isinstance(f.layout, BlockedTileLayout):
+        _store_runs(k, op, f, base, nbytes, st_ty)
+        return
     whole = f.dtype == "f32" and not op.bounds
     pairs = _whole_pairs(op.dest, op.indices, f.layout) if whole else None
     if pairs is not None:
@@ -251,6 +255,46 @@ def _store(k: KernelLowering, op: tile.StoreOp) -> None:
     )
     for reg, (ok, addr) in zip(f.regs, places, strict=True):
         k.guarded(ok, lambda a=addr, v=reg: k.emit(ptx.StGlobalOp(st_ty, a, v)))
+
+
+def _store_runs(
+    k: KernelLowering, op: tile.StoreOp, f: Frag, base: SSAValue, nbytes: int, st_ty: str
+) -> None:
+    """A tile in a `BlockedTileLayout` stored from registers: each run in 16-byte vectors
+    (`st.global.v4.b32`: four f32, or eight 16-bit elements packed), else 8 or 4 bytes,
+    each under its first element's bounds, where the column coordinate and bound allow
+    (`_vectors_fit`: the destination `aligned`, so a vector whose first element is inside
+    a row lies in it); else one predicated store per element."""
+    layout = f.layout
+    assert isinstance(layout, BlockedTileLayout)
+    fits = [p for p in ((4, 2) if nbytes == 4 else (8, 4, 2)) if layout.vec % p == 0]
+    per = next((p for p in fits if _vectors_fit(op, p)), 1)
+    if per == 1:
+        stack = tile.stack_of(op)
+        places = tile_addresses(
+            k, op.dest, op.indices, layout, base, nbytes, lazy=True, bounds=op.bounds, stack=stack
+        )
+        for reg, (ok, addr) in zip(f.regs, places, strict=True):
+            k.guarded(ok, lambda a=addr, v=reg: k.emit(ptx.StGlobalOp(st_ty, a, v)))
+        return
+    k.params.aligned(op.dest)
+    row_addr, cols, col0 = _tile_rows(k, op.dest, op.indices, layout, base, nbytes, op.bounds)
+    for i in range(0, layout.num_regs, per):
+        dr, dc = layout.reg_offset(i)
+        rok, raddr = row_addr[dr]
+        col = k.add_imm(col0, dc)
+        ok = k.r(ptx.AndOp("pred", rok, k.r(ptx.SetpOp("lt", "s32", col, cols))))
+        addr = k.r(ptx.AddOp("s64", raddr, k.r(ptx.MulOp("s32", col, k.imm(nbytes), mode="wide"))))
+        values = f.regs[i : i + per]
+        if nbytes == 2:
+            pairs = zip(values[::2], values[1::2], strict=True)
+            values = [k.r(ptx.PackB16Op(a, b)) for a, b in pairs]
+        if len(values) == 4:
+            k.emit(ptx.StGlobalV4B32Op(addr, (values[0], values[1], values[2], values[3]), ok))
+        elif len(values) == 2:
+            k.emit(ptx.StGlobalV2Op(addr, values[0], values[1], ok))
+        else:
+            k.emit(ptx.StGlobalB32Op(addr, values[0], ok))
 
 
 def _store_transposed(

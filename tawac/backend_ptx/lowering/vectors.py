@@ -151,23 +151,29 @@ def load_slot_blocked(k: KernelLowering, op: hopper.LoadFragmentOp, slot: SmemTi
         first = k.r(ptx.MinOp("s32", first, k.imm(layout.n - layout.vec)))
     base = k.r(ptx.FmaOp("s32", first, k.imm(nbytes), slot.addr))
     per = min(layout.vec, GRANULE_BYTES // nbytes)  # elements of one access
-    words = per * nbytes // 4  # 32-bit words of one access (0: one 16-bit element)
-    word_type = "f32" if ety == "f32" else "b32"
     regs: list[SSAValue] = []
     for i in range(0, layout.num_regs, per):
         addr = k.add_imm(base, layout.reg_offset(i) * nbytes, "u32")
-        if words == 0:
-            regs.append(k.r(ptx.LdSharedOp("b16", addr)))
-            continue
-        if words == 4:
-            got = list(k.emit(ptx.LdSharedV4Op(word_type, addr)).results)
-        elif words == 2:
-            got = list(k.emit(ptx.LdSharedV2Op(word_type, addr)).results)
-        else:
-            got = [k.r(ptx.LdSharedOp(word_type, addr))]
-        regs += got if ety == "f32" else [h for w in got for h in _unpack(k, w)]
+        regs += load_shared_run(k, addr, per * nbytes, ety)
     k.emit(ptx.BarWarpSyncOp())
     k.vals[op.result] = Frag(layout, regs, ety)
+
+
+def load_shared_run(k: KernelLowering, addr: SSAValue, nbytes: int, ety: str) -> list[SSAValue]:
+    """The elements of type `ety` in the `nbytes` (2 to 16) at shared address `addr`, in
+    one access: `ld.shared.v4` or `v2` of 32-bit words (f32, or 16-bit elements packed
+    and split by `mov.b32`), one word, or one 16-bit element."""
+    words = nbytes // 4  # 32-bit words of the access (0: one 16-bit element)
+    if words == 0:
+        return [k.r(ptx.LdSharedOp("b16", addr))]
+    word_type = "f32" if ety == "f32" else "b32"
+    if words == 4:
+        got = list(k.emit(ptx.LdSharedV4Op(word_type, addr)).results)
+    elif words == 2:
+        got = list(k.emit(ptx.LdSharedV2Op(word_type, addr)).results)
+    else:
+        got = [k.r(ptx.LdSharedOp(word_type, addr))]
+    return got if ety == "f32" else [h for w in got for h in _unpack(k, w)]
 
 
 def _unpack(k: KernelLowering, word: SSAValue) -> tuple[SSAValue, SSAValue]:

@@ -1,0 +1,323 @@
+"""The blocked layout of 2-d tiles in registers, and how its threads read and write
+their runs in a 128B-swizzled shared tile.
+
+A consumer partition without MMAs holds its 2-d tiles in the wgmma accumulator layout
+(`layouts.AccLayout`) where that layout splits them: whole m64 blocks per warp group. A
+tile it cannot split (Triton's 32 x 128 column-sum blocks) takes `BlockedTileLayout`,
+which any shape of whole 4-row steps per warp group fits. Like `layouts.py`, these are
+data: the lowering emits what they say, no fragment or swizzle formula of its own.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from functools import cache
+
+from tawac.target import HOPPER
+from tawac.target.layouts import (
+    GRANULE_BYTES,
+    LANE,
+    WARP_IN_GROUP,
+    And,
+    IndexExpr,
+    MulAdd,
+    Shl,
+    Shr,
+    SwizzledTile,
+    Xor,
+    warp_group_in_partition,
+)
+
+_WARPS_PER_GROUP = HOPPER.warp_group_size // HOPPER.warp_size
+
+
+def _log2(x: int) -> int:
+    assert x > 0 and x & (x - 1) == 0, x
+    return x.bit_length() - 1
+
+
+@dataclass(frozen=True)
+class BlockedTileLayout:
+    """An m x n tile over the `warp_groups` warp groups of a consumer partition, each
+    thread holding runs of `vec` contiguous elements of a row.
+
+    The lanes of a warp lie across the columns, `col_lanes` of them a run apart (the most,
+    up to 32, that split the row's runs evenly: a power of two), the other factor of the
+    warp, `row_lanes` = 32 / col_lanes, across as many rows; a warp group's four warps lie
+    below each other, and warp group g holds the band of rows [g m / W, (g + 1) m / W), as
+    in `AccLayout` (each warp group's rows are its own, for a TMA store of them). The
+    pattern repeats down the band every `rows_per_pass` = 4 row_lanes rows (`row_reps`
+    times) and along the row every col_lanes * vec columns (`col_reps` times).
+
+    Register i = (rr * col_reps + cr) * vec + j of the thread at (row0, col0) holds
+    element (row0 + rr * rows_per_pass, col0 + cr * col_lanes * vec + j), with row0 =
+    g m / W + row_lanes * warp + lane / col_lanes and col0 = vec * (lane % col_lanes).
+
+    It answers what the lowering asks of `AccLayout` where the lowering is generic
+    (thread coordinates, register offsets, row and column slices, the lanes of a row or
+    column reduction), so elementwise math, masks, reductions along either dimension,
+    broadcasts, register stores and atomic adds take it as they are; its shared-memory
+    runs are `run_access`."""
+
+    m: int
+    n: int
+    warp_groups: int
+    vec: int
+
+    def __post_init__(self) -> None:
+        problem = BlockedTileLayout.problem(self.m, self.n, self.warp_groups, self.vec)
+        if problem is not None:
+            raise ValueError(problem)
+
+    @staticmethod
+    def problem(m: int, n: int, warp_groups: int, vec: int) -> str | None:
+        """Why an m x n tile has no such layout with runs of `vec`, or None."""
+        if warp_groups < 1:
+            return f"warp_groups must be >= 1, got {warp_groups}"
+        if vec < 1 or vec & (vec - 1):
+            return f"{vec} elements per run is not a power of two"
+        if n <= 0 or n % vec:
+            return f"a {n}-column tile is not whole runs of {vec} elements"
+        rows = _WARPS_PER_GROUP * (HOPPER.warp_size // _col_lanes(n, vec))
+        if m <= 0 or m % (warp_groups * rows):
+            return (
+                f"a {m}x{n} tile cannot be split over {warp_groups} warp group(s) in the "
+                f"blocked layout: a warp group's rows must be a multiple of the {rows} its "
+                f"warps cover at once (runs of {vec} elements)"
+            )
+        return None
+
+    @classmethod
+    def for_tile(cls, m: int, n: int, warp_groups: int, elem_bytes: int) -> BlockedTileLayout:
+        """Runs of 16 bytes of `elem_bytes` elements (4 f32, 8 bf16), halved until the
+        layout splits the tile (shorter runs put more lanes across a row and fewer rows
+        under one pass of the warps)."""
+        vec = GRANULE_BYTES // elem_bytes
+        while vec > 1 and cls.problem(m, n, warp_groups, vec) is not None:
+            vec //= 2
+        return cls(m, n, warp_groups, vec)
+
+    @property
+    def threads(self) -> int:
+        return HOPPER.warp_group_size * self.warp_groups
+
+    @property
+    def col_lanes(self) -> int:
+        """Lanes of a warp across a row, a run apart."""
+        return _col_lanes(self.n, self.vec)
+
+    @property
+    def row_lanes(self) -> int:
+        """Rows of one warp (32 / col_lanes)."""
+        return HOPPER.warp_size // self.col_lanes
+
+    @property
+    def rows_per_pass(self) -> int:
+        """Rows the warps of a warp group cover at once (a multiple of 4)."""
+        return _WARPS_PER_GROUP * self.row_lanes
+
+    @property
+    def rows_per_warp_group(self) -> int:
+        return self.m // self.warp_groups
+
+    @property
+    def row_reps(self) -> int:
+        return self.rows_per_warp_group // self.rows_per_pass
+
+    @property
+    def col_reps(self) -> int:
+        return self.n // (self.col_lanes * self.vec)
+
+    @property
+    def num_regs(self) -> int:
+        return self.row_reps * self.col_reps * self.vec
+
+    # -- the two parts of the map -------------------------------------------------------
+
+    def thread_offset(self, wg: int, warp: int, lane: int) -> tuple[int, int]:
+        """(row, col) of register 0 of thread (warp group, warp in group, lane)."""
+        row = wg * self.rows_per_warp_group + warp * self.row_lanes + lane // self.col_lanes
+        return row, self.vec * (lane % self.col_lanes)
+
+    def thread_row(self, first_wg: int) -> IndexExpr:
+        """The row of `thread_offset` as an expression of `%tid.x`, for the partition
+        whose first warp group is `first_wg`."""
+        within: IndexExpr = WARP_IN_GROUP
+        if self.row_lanes > 1:
+            within = MulAdd(WARP_IN_GROUP, self.row_lanes, Shr(LANE, _log2(self.col_lanes)))
+        if self.warp_groups == 1:
+            return within
+        return MulAdd(warp_group_in_partition(first_wg), self.rows_per_warp_group, within)
+
+    def thread_col(self) -> IndexExpr:
+        """The column of `thread_offset` as an expression of `%tid.x`."""
+        lane: IndexExpr = (
+            LANE if self.col_lanes == HOPPER.warp_size else And(LANE, self.col_lanes - 1)
+        )
+        return lane if self.vec == 1 else Shl(lane, _log2(self.vec))
+
+    def reg_offset(self, i: int) -> tuple[int, int]:
+        """(row, col) of register i relative to register 0 (the same for every thread)."""
+        return _tables(self).offsets[i]
+
+    def reg_offsets(self) -> tuple[tuple[int, int], ...]:
+        return _tables(self).offsets
+
+    def coord(self, thread: int, i: int) -> tuple[int, int]:
+        wg, t = divmod(thread, HOPPER.warp_group_size)
+        r0, c0 = self.thread_offset(wg, t // HOPPER.warp_size, t % HOPPER.warp_size)
+        dr, dc = self.reg_offset(i)
+        return (r0 + dr, c0 + dc)
+
+    # -- slices ---------------------------------------------------------------------------
+
+    def row_offsets(self) -> list[int]:
+        """The distinct register row offsets, in order."""
+        return list(_tables(self).rows)
+
+    def col_offsets(self) -> list[int]:
+        return list(_tables(self).cols)
+
+    def slice_key(self, dim: int) -> tuple:
+        """What determines the registers of a vector along `dim`: the rows of a thread
+        follow from M, the warp groups and the lanes across a row; its columns from N, the
+        lanes across a row and the run."""
+        if dim == 0:
+            return ("blocked rows", self.m, self.warp_groups, self.col_lanes)
+        return ("blocked cols", self.n, self.col_lanes, self.vec)
+
+    def slice_index(self, dim: int, i: int) -> int:
+        return self.slice_indices(dim)[i]
+
+    def slice_indices(self, dim: int) -> tuple[int, ...]:
+        """The register of the dim-`dim` slice that each register broadcasts from."""
+        tables = _tables(self)
+        return tables.col_slice if dim == 1 else tables.row_slice
+
+    def row_reduction_lanes(self) -> tuple[int, ...]:
+        """Lane masks of the butterfly shuffles that combine a row's values: the
+        `col_lanes` lanes holding it (lane % col_lanes selects the column)."""
+        return tuple(1 << b for b in range(_log2(self.col_lanes)))
+
+    def column_reduction_lanes(self) -> tuple[int, ...]:
+        """Lane masks of the butterfly shuffles that combine a column's values across the
+        warp: the `row_lanes` lanes of equal lane % col_lanes."""
+        return tuple(1 << b for b in range(_log2(self.col_lanes), _log2(HOPPER.warp_size)))
+
+    @property
+    def first_row_lanes(self) -> int:
+        """The lanes of a warp in its first row (lane < col_lanes): after a column
+        reduction's shuffles they hold the warp's partial of every column."""
+        return self.col_lanes
+
+
+def _col_lanes(n: int, vec: int) -> int:
+    runs = n // vec
+    return min(HOPPER.warp_size, runs & -runs)
+
+
+@dataclass(frozen=True)
+class _Tables:
+    offsets: tuple[tuple[int, int], ...]
+    rows: tuple[int, ...]
+    cols: tuple[int, ...]
+    row_slice: tuple[int, ...]
+    col_slice: tuple[int, ...]
+
+
+@cache
+def _tables(layout: BlockedTileLayout) -> _Tables:
+    """A layout's register offsets and slices, computed once (the lowering asks for them
+    register by register)."""
+    per_row = layout.col_reps * layout.vec
+    offsets = []
+    for i in range(layout.num_regs):
+        rr, rest = divmod(i, per_row)
+        cr, j = divmod(rest, layout.vec)
+        offsets.append((rr * layout.rows_per_pass, cr * layout.col_lanes * layout.vec + j))
+    rows = tuple(sorted({r for r, _ in offsets}))
+    cols = tuple(sorted({c for _, c in offsets}))
+    row_at = {r: x for x, r in enumerate(rows)}
+    col_at = {c: x for x, c in enumerate(cols)}
+    return _Tables(
+        tuple(offsets),
+        rows,
+        cols,
+        tuple(row_at[r] for r, _ in offsets),
+        tuple(col_at[c] for _, c in offsets),
+    )
+
+
+# --- runs in shared memory ---------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class RunAccess:
+    """How the threads of a `BlockedTileLayout` read or write their runs in a
+    128B-swizzled tile (`run_access`), one access of `run_bytes` per run.
+
+    A thread's base address is tile + row0 * `row_bytes` + the sum of index * scale over
+    `thread` (its column's chunk and its byte within a 16-byte granule); the run starting
+    at register i of `runs` entry (i, offset, flip) is at base + offset + ((key ^ flip)
+    << `granule_shift`), where `key` is the granule of the thread's column XOR its row
+    modulo 8 (the 128B swizzle) and `flip` the run's own part of both."""
+
+    row_bytes: int
+    thread: tuple[tuple[IndexExpr, int], ...]
+    key: IndexExpr
+    granule_shift: int
+    run_bytes: int
+    runs: tuple[tuple[int, int, int], ...]
+
+
+def run_access(tile: SwizzledTile, layout: BlockedTileLayout, first_wg: int) -> RunAccess:
+    """The plan of `RunAccess` for the threads of `layout` (in the partition whose first
+    warp group is `first_wg`) and a tile of its shape.
+
+    A thread's column byte b0 = run_bytes * (lane % col_lanes) is below P = col_lanes *
+    run_bytes, a power of two, and a run's column offset is a multiple of P: their bits
+    are disjoint, so the run's chunk, granule and byte within the granule are the
+    thread's plus the run's, and the granule's part is an XOR. A run's row offset is a
+    multiple of 4 (`rows_per_pass`), so its row modulo 8 is the thread's XOR 0 or 4."""
+    if tile.swizzle != 128:
+        raise ValueError("runs of a blocked tile are read from 128B-swizzled tiles")
+    if (tile.rows, tile.cols) != (layout.m, layout.n):
+        raise ValueError(
+            f"a {layout.m}x{layout.n} blocked tile cannot be read from or written to a "
+            f"{tile.rows}x{tile.cols} tile"
+        )
+    run_bytes = layout.vec * tile.elem_bytes
+    if run_bytes > GRANULE_BYTES:
+        raise ValueError(f"a run of {run_bytes} bytes is more than a 16-byte granule")
+    shift = _log2(run_bytes)
+    col = layout.thread_col()
+    lane = col.x if isinstance(col, Shl) else col  # lane % col_lanes
+    span = layout.col_lanes * run_bytes  # P
+    thread: list[tuple[IndexExpr, int]] = []
+    if span > tile.row_bytes:  # the thread's chunk
+        thread.append((Shr(lane, _log2(tile.row_bytes) - shift), tile.chunk_bytes))
+    if run_bytes < GRANULE_BYTES and span > run_bytes:  # its byte within the granule
+        thread.append((And(lane, GRANULE_BYTES // run_bytes - 1), run_bytes))
+    row_key = And(layout.thread_row(first_wg), tile.granules_per_row - 1)
+    key: IndexExpr = row_key
+    if span > GRANULE_BYTES:  # the thread's granule within its chunk's row
+        down = _log2(GRANULE_BYTES) - shift
+        granule = And(Shr(lane, down) if down else lane, tile.granules_per_row - 1)
+        key = Xor(granule, row_key)
+    runs = []
+    for i in range(0, layout.num_regs, layout.vec):
+        dr, dc = layout.reg_offset(i)
+        b = dc * tile.elem_bytes
+        if dr % 4 or b % span:
+            raise ValueError("the blocked layout's runs do not keep the swizzle's key")
+        chunk, within = divmod(b, tile.row_bytes)
+        offset = dr * tile.row_bytes + chunk * tile.chunk_bytes + within % GRANULE_BYTES
+        runs.append((i, offset, within // GRANULE_BYTES ^ dr % 8))
+    return RunAccess(
+        row_bytes=tile.row_bytes,
+        thread=tuple(thread),
+        key=key,
+        granule_shift=_log2(GRANULE_BYTES),
+        run_bytes=run_bytes,
+        runs=tuple(runs),
+    )

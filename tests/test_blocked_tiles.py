@@ -1,0 +1,382 @@
+"""2-d tiles of fewer than 64 rows in kernels without MMAs: the blocked layout
+(`tawac.target.blocked_tiles.BlockedTileLayout`) a consumer partition takes where the
+accumulator layout cannot split its tiles, and the kernels it makes compile: Triton's
+`_layer_norm_bwd_dwdb` (32 x 128 column-sum blocks), a column sum over a loop and a row
+softmax in 32- and 16-row tiles (tests/data/no_mma/blocked_*.mlir).
+
+On the CPU: the layout against an independent model (every element held once, the
+thread expressions, the slices and the lanes of each reduction, each run's shared-memory
+address against the TMA swizzle), which layout each kernel gets, the tile passes and
+the interpreter on the new kernels, ptxas without spills. On the GPU: each kernel
+against torch at ragged sizes."""
+
+from __future__ import annotations
+
+import itertools
+from pathlib import Path
+
+import pytest
+from gpu_util import assert_assembles_without_spills, load_module, loaded_kernel, requires_gpu
+
+from tawac import driver
+from tawac.backend_ptx.vector_layouts import TileLayouts
+from tawac.check import baseline, validate_pipeline
+from tawac.compiler import default_pipeline, parse_file, run_pipeline
+from tawac.dialects import aref, tile
+from tawac.runtime.interpret import interpret_launch
+from tawac.support.diagnostics import CompileError
+from tawac.target import HOPPER
+from tawac.target.blocked_tiles import BlockedTileLayout, run_access
+from tawac.target.layouts import AccLayout, SwizzledTile
+
+REPO = Path(__file__).resolve().parent.parent
+DATA = REPO / "tests" / "data" / "no_mma"
+DWDB = REPO / "examples" / "triton" / "layer_norm_bwd_dwdb.ttir"
+COLUMN_SUM = REPO / "examples" / "column_sum.mlir"
+
+#: (rows, columns, warp groups, element bytes) of the layouts checked against the model.
+SHAPES = [
+    (m, n, w, b)
+    for m, n, w, b in itertools.product((4, 16, 32, 96), (16, 96, 128, 512), (1, 2), (2, 4))
+    if BlockedTileLayout.problem(m, n, w, 1) is None
+]
+
+
+def _layout(m, n, w, b) -> BlockedTileLayout:
+    return BlockedTileLayout.for_tile(m, n, w, b)
+
+
+# ---- the layout against a model
+
+
+@pytest.mark.parametrize("shape", SHAPES, ids=str)
+def test_each_element_has_one_owner_and_the_expressions_say_where(shape):
+    """Every (row, col) of the tile is held by exactly one register of one thread; the
+    thread part as `%tid.x` expressions (`thread_row` for a partition starting at warp
+    group 0 or 1, `thread_col`) gives each thread's register 0; runs are `vec`
+    contiguous elements of a row."""
+    layout = _layout(*shape)
+    seen = {}
+    for t in range(layout.threads):
+        for i in range(layout.num_regs):
+            seen.setdefault(layout.coord(t, i), []).append((t, i))
+        r0, c0 = layout.coord(t, 0)
+        assert layout.thread_row(0).value(t) == r0
+        assert layout.thread_row(1).value(t + HOPPER.warp_group_size) == r0
+        assert layout.thread_col().value(t) == c0
+    m, n = layout.m, layout.n
+    assert sorted(seen) == [(r, c) for r in range(m) for c in range(n)]
+    assert all(len(v) == 1 for v in seen.values())
+    for i in range(layout.num_regs):
+        dr, dc = layout.reg_offset(i)
+        assert layout.reg_offset(i - i % layout.vec) == (dr, dc - i % layout.vec)
+    # each warp group holds its own band of rows (a TMA store of a warp group's rows)
+    band = m // layout.warp_groups
+    for t in range(layout.threads):
+        wg = t // HOPPER.warp_group_size
+        assert all(layout.coord(t, i)[0] // band == wg for i in range(layout.num_regs))
+
+
+@pytest.mark.parametrize("shape", SHAPES, ids=str)
+def test_the_slices_and_the_reduction_lanes(shape):
+    """A register's row (column) is its row (column) slice's entry; the butterfly masks of
+    a row reduction stay in the row and, with the thread's registers, cover it; those of
+    a column reduction stay in the column and cover the warp's rows of it, whose first
+    row's lanes are `first_row_lanes`."""
+    layout = _layout(*shape)
+    rows, cols = layout.row_offsets(), layout.col_offsets()
+    for i in range(layout.num_regs):
+        dr, dc = layout.reg_offset(i)
+        assert rows[layout.slice_index(0, i)] == dr and cols[layout.slice_index(1, i)] == dc
+    ws = HOPPER.warp_size
+    for t in range(layout.threads):
+        r0, c0 = layout.coord(t, 0)
+        lanes = {t}
+        for mask in layout.row_reduction_lanes():
+            lanes |= {x ^ mask for x in lanes}
+        held = {layout.coord(x, i) for x in lanes for i in range(layout.num_regs)}
+        assert {c for r, c in held if r == r0} == set(range(layout.n))
+        assert all(layout.coord(x, 0)[0] == r0 for x in lanes)
+        lanes = {t}
+        for mask in layout.column_reduction_lanes():
+            lanes |= {x ^ mask for x in lanes}
+        assert all(layout.coord(x, 0)[1] == c0 for x in lanes)
+        warp = t - t % ws
+        in_warp = {layout.coord(x, 0)[0] for x in range(warp, warp + ws)}
+        assert {layout.coord(x, 0)[0] for x in lanes} == in_warp
+        first = (t % ws) < layout.first_row_lanes
+        assert first == (layout.coord(t, 0)[0] == min(in_warp))
+
+
+@pytest.mark.parametrize("shape", [s for s in SHAPES if s[1] * s[3] % 16 == 0], ids=str)
+def test_each_run_is_read_where_the_tma_swizzle_put_it(shape):
+    """`run_access`'s address of every run of every thread is the byte
+    `SwizzledTile.byte_offset` gives its first element (the 128B-swizzled tile a TMA
+    load wrote), with the partition's first warp group 0 or 1."""
+    layout = _layout(*shape)
+    smem = SwizzledTile(layout.m, layout.n, shape[3], 128)
+    for first_wg in (0, 1):
+        plan = run_access(smem, layout, first_wg)
+        assert plan.run_bytes == layout.vec * shape[3]
+        for t in range(layout.threads):
+            tid = t + first_wg * HOPPER.warp_group_size
+            row0 = layout.thread_row(first_wg).value(tid)
+            base = row0 * plan.row_bytes + sum(e.value(tid) * s for e, s in plan.thread)
+            key = plan.key.value(tid)
+            for i, off, flip in plan.runs:
+                addr = base + off + ((key ^ flip) << plan.granule_shift)
+                assert addr == smem.byte_offset(*layout.coord(t, i)), (t, i)
+
+
+@pytest.mark.parametrize(
+    ("shape", "vec", "col_lanes"),
+    [
+        ((32, 128, 1, 2), 8, 16),  # bf16: 16-byte runs, 16 lanes a row, 2 rows a warp
+        ((32, 128, 1, 4), 4, 32),  # f32: a warp per row
+        ((16, 128, 2, 4), 4, 32),  # 8 rows a warp group
+        ((4, 128, 1, 2), 4, 32),  # 16-byte bf16 runs would need 8 rows: halved
+        ((32, 96, 1, 4), 4, 8),  # 24 runs a row: 8 lanes, 3 times along it
+    ],
+)
+def test_runs_of_16_bytes_halved_until_the_tile_splits(shape, vec, col_lanes):
+    layout = _layout(*shape)
+    assert (layout.vec, layout.col_lanes) == (vec, col_lanes)
+    assert layout.num_regs * layout.threads == layout.m * layout.n
+
+
+def test_a_tile_of_fewer_rows_than_a_pass_of_the_warps_has_no_blocked_layout():
+    with pytest.raises(ValueError, match="2x128 tile cannot be split"):
+        BlockedTileLayout.for_tile(2, 128, 1, 4)
+
+
+# ---- which layout a kernel gets
+
+
+def _tile_layouts(path: Path, params: dict | None = None) -> TileLayouts:
+    """The 2-d layouts of `path`'s consumer partition after every pass before
+    convert-to-ptx."""
+    module = parse_file(path, params=params)
+    run_pipeline(module, default_pipeline().removesuffix(",convert-to-ptx"))
+    kernel = next(o for o in module.walk() if isinstance(o, tile.KernelOp))
+    part = next(
+        p for p in kernel.walk() if isinstance(p, aref.PartitionOp) and p.role.data == "consumer"
+    )
+    return TileLayouts(part, part.warp_groups.data, kernel)
+
+
+def _layout_of(layouts: TileLayouts, m: int, n: int):
+    from xdsl.dialects.builtin import TensorType, f32
+
+    return layouts.of(TensorType(f32, [m, n]), None)  # type: ignore[arg-type]
+
+
+SUMS = DATA / "blocked_column_sum.mlir"
+ROWS = DATA / "blocked_rows.mlir"
+
+
+@pytest.mark.parametrize(
+    ("path", "params", "want"),
+    [
+        # the tutorial's 32 x 128 blocks of f16 partial sums: 16-byte runs of f16
+        (DWDB, None, BlockedTileLayout(32, 128, 1, 8)),
+        (SUMS, None, BlockedTileLayout(32, 128, 1, 8)),
+        (SUMS, {"BLOCK_M": 16}, BlockedTileLayout(16, 128, 1, 8)),
+        # f32 tiles read: 16-byte runs of f32
+        (COLUMN_SUM, {"BLOCK_M": 32}, BlockedTileLayout(32, 128, 1, 4)),
+        # bf16 loaded, an f32 tile stored: the widest sets the runs
+        (ROWS, None, BlockedTileLayout(32, 128, 1, 4)),
+        # whole m64 blocks: the accumulator layout, as before
+        (SUMS, {"BLOCK_M": 64}, AccLayout(64, 128, 1)),
+        (COLUMN_SUM, None, AccLayout(64, 128, 1)),
+    ],
+    ids=lambda v: v.name if isinstance(v, Path) else None,
+)
+def test_the_layout_each_kernel_gets(path, params, want):
+    assert _layout_of(_tile_layouts(path, params), want.m, want.n) == want
+
+
+@pytest.mark.parametrize("name", ["softmax", "rmsnorm", "layernorm", "layernorm_bwd"])
+def test_the_examples_without_mmas_keep_the_accumulator_layout(name):
+    """Their tiles are whole m64 blocks per warp group (two 64-row programs as one
+    128-row tile on two warp groups)."""
+    assert _tile_layouts(REPO / "examples" / f"{name}.mlir").blocked_bytes is None
+
+
+def test_a_kernel_with_mmas_keeps_the_accumulator_layout():
+    """A GEMM's tiles are wgmma operands and accumulators: no blocked layout, and a tile
+    the accumulator layout cannot split is refused as before."""
+    layouts = _tile_layouts(REPO / "examples" / "gemm.mlir")
+    assert layouts.blocked_bytes is None
+    with pytest.raises(CompileError, match="32-row tile cannot be split into m64 blocks"):
+        _layout_of(layouts, 32, 128)
+
+
+def test_a_tile_the_blocked_layout_cannot_split_is_refused_at_its_op():
+    """Two rows over a warp group's four warps: a located error, not a wrong result."""
+    text = (DATA / "blocked_rows.mlir").read_text()
+    module = driver.parse_text(text, "blocked_rows.mlir", params={"BLOCK_M": 2})
+    with pytest.raises(CompileError, match=r"blocked_rows\.mlir:\d+:\d+: .*2x128 tile"):
+        driver.compile_module(module)
+
+
+# ---- compiling
+
+
+def test_the_column_sums_of_the_layer_norm_backward_compile():
+    """`_layer_norm_bwd_dwdb` (refused before: 32-row tiles): its consumer reads each
+    thread's 16-byte runs of the f16 tiles, sums them along the columns after the loop
+    and stores the sums; ptxas assembles it without spills."""
+    ptx = driver.compile_module(driver.parse_text(DWDB.read_text(), str(DWDB))).ptx
+    assert "wgmma" not in ptx
+    assert ptx.count("ld.shared.v4.b32") == 8  # two tiles of four runs a thread
+    assert "shfl.sync.bfly.b32" in ptx and "st.global.b16" in ptx
+    assert_assembles_without_spills(ptx)
+
+
+BLOCKED = [
+    (DATA / "blocked_column_sum.mlir", 32),
+    (DATA / "blocked_column_sum.mlir", 16),
+    (COLUMN_SUM, 32),
+    (COLUMN_SUM, 16),
+    (DATA / "blocked_rows.mlir", 32),
+    (DATA / "blocked_rows.mlir", 16),
+]
+
+
+@pytest.mark.parametrize(("path", "rows"), BLOCKED, ids=lambda v: getattr(v, "stem", v))
+def test_32_and_16_row_tiles_assemble_without_spills(path, rows):
+    """Column sums over a loop (a 2-d accumulator reduced after it, or a 1-d one of each
+    block's sums) and a row softmax, in 32- and 16-row tiles."""
+    module = parse_file(path, params={"BLOCK_M": rows})
+    res = driver.compile_module(module)
+    assert "wgmma" not in res.ptx
+    assert "cp.async.bulk.tensor.2d" in res.ptx  # the producer streams the tiles
+    assert_assembles_without_spills(res.ptx)
+
+
+# ---- the kernels' meaning (the interpreter)
+
+SIZES = {
+    "blocked_column_sum": {"P": 70, "N": 300},
+    "blocked_rows": {"M": 77, "N": 100},
+}
+
+
+@pytest.mark.parametrize("rows", [32, 16])
+@pytest.mark.parametrize("name", sorted(SIZES))
+def test_the_tile_passes_keep_its_meaning(name, rows):
+    module = parse_file(DATA / f"{name}.mlir", params={"BLOCK_M": rows})
+    base = baseline(module, SIZES[name])
+    assert validate_pipeline(module, base, program=name)
+
+
+def _kernel(path: Path, rows: int) -> tile.KernelOp:
+    module = parse_file(path, params={"BLOCK_M": rows})
+    return next(o for o in module.walk() if isinstance(o, tile.KernelOp))
+
+
+def _rows_reference(x, w, rows: int):
+    """blocked_rows.mlir's outputs in float32: softmax(h), h minus the column maxima of
+    its block of `rows` rows, the row maxima (h = x + w)."""
+    import torch
+
+    h = x.float() + w[None, :]
+    m, n = h.shape
+    pad = -(-m // rows) * rows
+    blocks = torch.full((pad, n), float("-inf"), device=h.device)
+    blocks[:m] = h
+    colmax = blocks.view(pad // rows, rows, n).amax(1).repeat_interleave(rows, 0)[:m]
+    return torch.softmax(h, 1), h - colmax, h.amax(1)
+
+
+@pytest.mark.parametrize("rows", [32, 16])
+def test_the_interpreter_agrees_with_torch(rows):
+    import torch
+
+    g = torch.Generator().manual_seed(rows)
+    x = (torch.randn(70, 300, generator=g) * 3).to(torch.bfloat16)
+    y = torch.full((300,), float("nan")).to(torch.bfloat16)
+    interpret_launch(_kernel(DATA / "blocked_column_sum.mlir", rows), [x, y])
+    want = x.float().sum(0)
+    assert ((y.float() - want).abs() <= 1e-2 * want.abs().clamp(min=1)).all()
+    m, n = 37, 100
+    x = (torch.randn(m, n, generator=g) * 3).to(torch.bfloat16)
+    w = torch.randn(n, generator=g)
+    outs = [torch.full((m, n), float("nan")).to(torch.bfloat16), torch.full((m, n), 0.5)]
+    outs.append(torch.full((m,), float("nan")))
+    interpret_launch(_kernel(DATA / "blocked_rows.mlir", rows), [x, w, *outs])
+    p, d, rmax = _rows_reference(x, w, rows)
+    assert (outs[0].float() - p).abs().max() < 1e-2
+    assert torch.equal(outs[1], d) and torch.equal(outs[2], rmax)
+
+
+# ---- on the GPU
+
+
+@pytest.mark.gpu
+@requires_gpu
+@pytest.mark.parametrize(("p", "n"), [(1, 5), (70, 300), (333, 1000), (1000, 128)])
+@pytest.mark.parametrize("rows", [32, 16])
+def test_the_column_sums_match_torch_on_the_gpu(rows, p, n):
+    """blocked_column_sum.mlir (bf16 in, a 2-d accumulator) and examples/column_sum.mlir
+    (f32 in, a 1-d accumulator) in `rows`-row tiles, the outputs poisoned with NaN."""
+    import torch
+
+    g = torch.Generator(device="cuda").manual_seed(rows * p + n)
+    x = torch.randn(p, n, device="cuda", generator=g) * 3
+    for path, xin in ((DATA / "blocked_column_sum.mlir", x.to(torch.bfloat16)), (COLUMN_SUM, x)):
+        y = torch.full((n,), float("nan"), device="cuda").to(torch.bfloat16)
+        loaded_kernel(path, params={"BLOCK_M": rows})(xin, y)
+        torch.cuda.synchronize()
+        want = xin.float().sum(0)
+        assert not torch.isnan(y.float()).any(), path.name
+        err = (y.float() - want).abs() / want.abs().clamp(min=1)
+        assert err.max().item() < 1e-2, (path.name, err.max().item())
+
+
+@pytest.mark.gpu
+@requires_gpu
+@pytest.mark.parametrize(("m", "n"), [(1, 1), (77, 100), (1000, 128), (4097, 33)])
+@pytest.mark.parametrize("rows", [32, 16])
+def test_the_row_softmax_matches_torch_on_the_gpu(rows, m, n):
+    """blocked_rows.mlir: a reduction along the rows and one along the columns, each
+    broadcast back, a bf16 and an f32 tile stored, a row vector stored."""
+    import torch
+
+    g = torch.Generator(device="cuda").manual_seed(rows * m + n)
+    x = (torch.randn(m, n, device="cuda", generator=g) * 3).to(torch.bfloat16)
+    w = torch.randn(n, device="cuda", generator=g)
+    y = torch.full((m, n), float("nan"), device="cuda").to(torch.bfloat16)
+    d = torch.full((m, n), float("nan"), device="cuda")
+    rmax = torch.full((m,), float("nan"), device="cuda")
+    loaded_kernel(DATA / "blocked_rows.mlir", params={"BLOCK_M": rows})(x, w, y, d, rmax)
+    torch.cuda.synchronize()
+    p, dd, rr = _rows_reference(x, w, rows)
+    assert (y.float() - p).abs().max().item() < 1e-2
+    assert torch.equal(d, dd) and torch.equal(rmax, rr)
+
+
+@pytest.mark.gpu
+@requires_gpu
+@pytest.mark.parametrize(("m", "n"), [(1, 5), (70, 300), (256, 1000), (333, 4099)])
+def test_the_layer_norm_column_sums_match_torch_on_the_gpu(m, n):
+    """`_layer_norm_bwd_dwdb` compiled from Python by `tawac.triton` (M rows of partial
+    sums in 32-row blocks, the last ragged, over 128-column programs)."""
+    pytest.importorskip("triton")
+    import torch
+
+    import tawac.triton
+
+    cfg = load_module(REPO / "examples" / "triton" / "layer_norm.py", "layer_norm").DWDB
+    kernel = tawac.triton.compile(
+        cfg["kernel"], signature=cfg["signature"], constexprs=cfg["constexprs"]
+    )
+    g = torch.Generator(device="cuda").manual_seed(m + n)
+    dw, db = (torch.randn(m, n, device="cuda", generator=g).half() for _ in range(2))
+    fdw, fdb = (torch.full((n,), float("nan"), device="cuda").half() for _ in range(2))
+    kernel[(-(-n // 128),)](dw, db, fdw, fdb, m, n)
+    torch.cuda.synchronize()
+    for got, part in ((fdw, dw), (fdb, db)):
+        ref = part.float().sum(0)
+        assert not torch.isnan(got.float()).any()
+        assert (got.float() - ref).abs().max().item() <= 1e-2 * max(1.0, ref.abs().max().item())
