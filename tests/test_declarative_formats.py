@@ -54,6 +54,8 @@ KERNEL = """builtin.module {
     %o2, %om2, %ol2 = tile.split_softmax %po[%c0, %b0, %n0, %m0, %c0], %pm, %pl count %n max 2 exp : !tile.tensor<?x?x?x?x?xf32>, !tile.tensor<?x?x?x?xf32>, !tile.tensor<?x?x?x?xf32> -> tensor<64x128xf32>, tensor<64xf32> {tawac.note}
     %id = tile.load_index %t[%m0] : !tile.tensor<?xi32>
     %id2 = tile.load_index %t[%n0] : !tile.tensor<?xi32> {tawac.note}
+    %old = tile.atomic_cas acq_rel %t[%m0], %c0, %id : !tile.tensor<?xi32>
+    %was = tile.atomic_xchg release %t[%n0], %c0 : !tile.tensor<?xi32> {tawac.note}
     %h = arith.truncf %e : tensor<128x128xf32> to tensor<128x128xbf16>
     tile.store %h, %b[%m0, %n0] : tensor<128x128xbf16> -> !tile.tensor<?x?xbf16>
     tile.store %h, %b[%m0, %n0] bounds [%K, %N] : tensor<128x128xbf16> -> !tile.tensor<?x?xbf16> {tawac.store = "b"}

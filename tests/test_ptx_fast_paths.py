@@ -39,6 +39,8 @@ def _hand_built() -> list[ptx.PtxInstruction]:
     b = Block(arg_types=[ptx.B32, ptx.B32, ptx.PRED, ptx.B64, ptx.F32, ptx.F32, ptx.B16])
     r, s, p, d, f, g, h = b.args
     return [
+        ptx.AtomCasOp("acquire", d, r, s),
+        ptx.AtomExchOp("release", d, r),
         ptx.BarArriveRegOp(r, 128),
         ptx.BarWarpSyncOp(),
         ptx.BitcastOp("b32", f),

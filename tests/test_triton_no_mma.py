@@ -4,8 +4,9 @@ converted), 05 layer norm forward (loops over column blocks, 1-d accumulators, s
 stores of the row's mean and 1/std) and its backward's column sums. Each converted tile
 kernel runs in the CPU interpreter on the views Triton's arguments give (`tawac.triton`)
 against a float32 torch reference at ragged sizes; the converted programs' key ops; the
-refusals (the backward's lock and atomics, grid-stride loops whose iterations are not
-proven independent, other reductions, scalar stores of f16), each at its Python line;
+refusals (grid-stride loops whose iterations are not proven independent, other
+reductions, scalar stores of f16), each at its Python line (the backward's lock:
+tests/test_triton_locks.py);
 on the GPU, the same kernels compiled from Python by `tawac.triton`."""
 
 from __future__ import annotations
@@ -189,18 +190,6 @@ def _refusal(text: str) -> str:
     message = str(info.value)
     assert "\n" not in message and "error: convert-ttir: " in message
     return message
-
-
-def test_the_backward_lock_is_refused_at_its_atomic():
-    """`_layer_norm_bwd_dx_fused` adds its rows' partial sums under a spin lock
-    (`while tl.atomic_cas(Lock, 0, 1) == 1`, `tl.atomic_xchg`): a tile program has no
-    atomics and no lock between programs."""
-    pytest.importorskip("triton")
-    cfg = _example("layer_norm").DX_FUSED
-    message = _refusal(_ttir(cfg["kernel"], cfg["signature"], cfg["constexprs"]))
-    line = _line(EXAMPLES / "layer_norm.py", "_layer_norm_bwd_dx_fused", "tl.atomic_cas")
-    assert f"layer_norm.py:{line}:" in message
-    assert "tl.atomic_cas (tt.atomic_cas): a tile program has no atomic" in message
 
 
 _ROWS = {"x_ptr": "*fp32", "y_ptr": "*fp32", "n_rows": "i32", "n_cols": "i32"}

@@ -8,8 +8,8 @@ those buffers).
 
 `TTIR` and `TTIR_VARIANTS` say how `scripts/ttir_dump.py` compiles them: the forward to
 `layer_norm.ttir`, `_layer_norm_bwd_dwdb` to `layer_norm_bwd_dwdb.ttir`, and
-`_layer_norm_bwd_dx_fused` (`layer_norm_bwd_dx_fused.ttir`, written only on request:
-`DX_FUSED`)."""
+`_layer_norm_bwd_dx_fused` to `layer_norm_bwd_dx_fused.ttir` (`DX_FUSED`: its lock is a
+`tile.atomic_cas` in an `scf.while` and a `tile.atomic_xchg` once converted)."""
 
 import triton
 import triton.language as tl
@@ -179,7 +179,8 @@ DWDB = {
 }  # fmt: skip
 
 #: The backward's dx with its locked partial sums (GROUP_SIZE_M 256 for rows of up to
-#: 1024 columns, as the tutorial picks it): convert-ttir refuses its atomics.
+#: 1024 columns, as the tutorial picks it): its lock converts to `tile.atomic_cas` in an
+#: `scf.while` and `tile.atomic_xchg`.
 DX_FUSED = {
     "kernel": _layer_norm_bwd_dx_fused,
     "signature": {
@@ -190,4 +191,4 @@ DX_FUSED = {
     "constexprs": {"GROUP_SIZE_M": 256, "BLOCK_SIZE_N": 1024},
 }  # fmt: skip
 
-TTIR_VARIANTS = {"layer_norm_bwd_dwdb": DWDB}
+TTIR_VARIANTS = {"layer_norm_bwd_dwdb": DWDB, "layer_norm_bwd_dx_fused": DX_FUSED}

@@ -9,8 +9,9 @@ decides nothing:
 - `program_ids`: what follows which program id (clusters, the persistent tile order);
 - `grid`: the grid of programs the stores imply;
 - `stores`: the stores that may be staged through shared memory for TMA;
-- `args`: the kernel arguments read and written.
-- `kinds`: what kind of work a consumer main loop does (gemm, attention, ...).
+- `args`: the kernel arguments read and written;
+- `kinds`: what kind of work a consumer main loop does (gemm, attention, ...);
+- `atomics`: which ops a program's scalar atomics (a lock's acquire) come before.
 
 Analyses sit above the dialects and below the schedule (planners, cost model), the
 passes and the backend (docs/design.md, "Layers").

@@ -22,8 +22,9 @@ pointer's offset) is its initial value plus `iteration x increment`, the iterati
 `(iv - lb) / step` of a loop with a constant step dividing the increment, so that the
 product is `(iv - lb) x (increment / step)`.
 
-A scalar pointer (`tl.store(Mean + row, mean)`) is a block of one element along a
-contiguous dimension (stride 1), its origin the offset (`_element_access`).
+A scalar pointer (`tl.store(Mean + row, mean)`, a lock's `tl.atomic_cas(Lock + i, 0, 1)`)
+is a block of one element along a contiguous dimension (stride 1), its origin the
+offset (`_element_access`).
 
 `access(op)` splits the offset of a load's or store's pointer into, per tile dimension
 `d`, the monomials with `Range(d)` (`Range(d) x stride_d`: the stride must be one
@@ -363,15 +364,35 @@ def _advanced(loop: scf.ForOp, inc: Poly, reader: _Reader) -> Poly:
 
 def mask_of(op: Operation) -> SSAValue | None:
     """The mask of a load, a store or an atomic add (`tt.atomic_rmw`'s operand after its
-    value), None where it has none."""
+    value), None where it has none: a compare-and-swap has none, and the `true` mask
+    Triton gives an atomic of one element (`tl.atomic_xchg(Lock, 0)`) masks nothing."""
+    if isinstance(op, tt.AtomicCasOp):
+        return None
     if isinstance(op, tt.AtomicRmwOp):
-        return op.rest[1] if len(op.rest) > 1 else None
+        mask = op.rest[1] if len(op.rest) > 1 else None
+        if mask is not None and not isinstance(op.ptr.type, TensorType) and _true(mask):
+            return None
+        return mask
     return op.mask
 
 
-def access(op: tt.LoadOp | tt.StoreOp | tt.AtomicRmwOp, reader: _Reader | None = None) -> Access:
-    """The block `op` loads, stores or adds to (module docstring); `PointerError`
-    otherwise."""
+def _true(v: SSAValue) -> bool:
+    """`v` is the constant `true`."""
+    op = v.owner
+    return (
+        isinstance(op, arith.ConstantOp)
+        and isinstance(op.value, IntegerAttr)
+        and isinstance(op.result.type, IntegerType)
+        and op.result.type.width.data == 1
+        and op.value.value.data != 0
+    )
+
+
+def access(
+    op: tt.LoadOp | tt.StoreOp | tt.AtomicRmwOp | tt.AtomicCasOp, reader: _Reader | None = None
+) -> Access:
+    """The block `op` loads, stores or changes atomically (module docstring);
+    `PointerError` otherwise."""
     reader = reader if reader is not None else _Reader()
     before = len(reader.wraps)
     try:
@@ -413,7 +434,7 @@ def access(op: tt.LoadOp | tt.StoreOp | tt.AtomicRmwOp, reader: _Reader | None =
 
 
 def _element_access(
-    op: tt.LoadOp | tt.StoreOp, base: BlockArgument, offset: Poly, wraps: tuple[SSAValue, ...]
+    op: Operation, base: BlockArgument, offset: Poly, wraps: tuple[SSAValue, ...]
 ) -> Access:
     """The access of a scalar pointer (`tl.store(Mean + row, mean)`): a block of one
     element along a contiguous dimension (stride 1), its origin the offset (a term with
@@ -578,12 +599,12 @@ _ACCESSES = (tt.LoadOp, tt.StoreOp, tt.DescriptorLoadOp, tt.DescriptorStoreOp)
 
 
 def accesses(func: tt.FuncOp, reader: _Reader | None = None) -> list[Access]:
-    """Every load's, store's and atomic add's block (pointers or descriptors), in walk
-    order; the first that does not read as a block raises its `PointerError`."""
+    """Every load's, store's and atomic's block (pointers or descriptors), in walk order;
+    the first that does not read as a block raises its `PointerError`."""
     reader = reader if reader is not None else _Reader()
     out = []
     for o in func.walk():
-        if isinstance(o, tt.LoadOp | tt.StoreOp | tt.AtomicRmwOp):
+        if isinstance(o, tt.LoadOp | tt.StoreOp | tt.AtomicRmwOp | tt.AtomicCasOp):
             out.append(access(o, reader))
         elif isinstance(o, tt.DescriptorLoadOp | tt.DescriptorStoreOp):
             out.append(descriptor_access(o, reader))

@@ -891,6 +891,66 @@ class AtomAddOp(PtxInstruction):
         )
 
 
+#: The memory orders `atom` takes (`.sem`, PTX ISA 9.7.13.5).
+ATOM_ORDERS = ("relaxed", "acquire", "release", "acq_rel")
+
+
+@irdl_op_definition
+class AtomCasOp(PtxInstruction):
+    """`atom.sem.gpu.global.cas.b32 d, [addr], b, c;`: where the 32-bit word at addr
+    equals b it becomes c, in one atomic step at GPU scope; d is its old value (PTX ISA
+    9.7.13.5 atom, `.sem` one of `ATOM_ORDERS`)."""
+
+    name = "ptx.atom_cas"
+    sem = prop_def(StringAttr)
+    addr = operand_def(RegType)
+    cmp = operand_def(RegType)
+    value = operand_def(RegType)
+    result = result_def(RegType)
+
+    def __init__(self, sem: str, addr: SSAValue, cmp: SSAValue, value: SSAValue):
+        super().__init__(
+            operands=[addr, cmp, value], properties={"sem": _string(sem)}, result_types=[B32]
+        )
+
+    def verify_(self) -> None:
+        if self.sem.data not in ATOM_ORDERS:
+            raise VerifyException(f"ptx.atom_cas: unknown memory order {self.sem.data!r}")
+
+    def ptx_text(self, n: Names) -> str:
+        return (
+            f"atom.{self.sem.data}.gpu.global.cas.b32 {n(self.result)}, [{n(self.addr)}], "
+            f"{n(self.cmp)}, {n(self.value)};"
+        )
+
+
+@irdl_op_definition
+class AtomExchOp(PtxInstruction):
+    """`atom.sem.gpu.global.exch.b32 d, [addr], b;`: the 32-bit word at addr becomes b in
+    one atomic step at GPU scope; d is its old value (PTX ISA 9.7.13.5 atom)."""
+
+    name = "ptx.atom_exch"
+    sem = prop_def(StringAttr)
+    addr = operand_def(RegType)
+    value = operand_def(RegType)
+    result = result_def(RegType)
+
+    def __init__(self, sem: str, addr: SSAValue, value: SSAValue):
+        super().__init__(
+            operands=[addr, value], properties={"sem": _string(sem)}, result_types=[B32]
+        )
+
+    def verify_(self) -> None:
+        if self.sem.data not in ATOM_ORDERS:
+            raise VerifyException(f"ptx.atom_exch: unknown memory order {self.sem.data!r}")
+
+    def ptx_text(self, n: Names) -> str:
+        return (
+            f"atom.{self.sem.data}.gpu.global.exch.b32 {n(self.result)}, [{n(self.addr)}], "
+            f"{n(self.value)};"
+        )
+
+
 @irdl_op_definition
 class RedGlobalAddOp(PtxInstruction):
     """`{@p} red.global.add.f32 [addr], a;`, or of 2 or 4 adjacent elements
@@ -1858,6 +1918,8 @@ Ptx = Dialect(
         StGlobalV2Op,
         FenceGpuOp,
         AtomAddOp,
+        AtomCasOp,
+        AtomExchOp,
         RedGlobalAddOp,
         StGlobalOp,
         StGlobalV4B32Op,

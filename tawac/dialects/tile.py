@@ -661,6 +661,128 @@ class ArriveOp(IRDLOperation):
         _check_i32_element(self, self.counters.type, len(self.indices), "counters must be i32")
 
 
+#: The memory orders of `tile.atomic_cas` and `tile.atomic_xchg` (`atom`'s `.sem`, PTX ISA
+#: 9.7.13.5; Triton's `sem=`), weakest first.
+MEMORY_ORDERS = ("relaxed", "acquire", "release", "acq_rel")
+
+
+@irdl_custom_directive
+class MemoryOrder(Choice):
+    """The memory order of a scalar atomic: relaxed, acquire, release or acq_rel."""
+
+    CHOICES = MEMORY_ORDERS
+    MESSAGE = f"expected a memory order ({', '.join(MEMORY_ORDERS)})"
+    value: AttributeVariable
+
+
+class _ScalarAtomic(IRDLOperation):
+    """What `tile.atomic_cas` and `tile.atomic_xchg` share: one element of an `i32`
+    tensor at the coordinates, index operands written as i32, the element's old value as
+    the index result, and the memory order."""
+
+    order = prop_def(StringAttr)
+    result = result_def(IndexType)
+    traits = traits_def(MemoryReadEffect(), MemoryWriteEffect())
+
+    @property
+    def acquires(self) -> bool:
+        """The program's accesses after the op happen after it (`acquire`, `acq_rel`)."""
+        return self.order.data in ("acquire", "acq_rel")
+
+    @property
+    def releases(self) -> bool:
+        """The program's accesses before the op happen before it (`release`, `acq_rel`)."""
+        return self.order.data in ("release", "acq_rel")
+
+    def verify_(self) -> None:
+        if self.order.data not in MEMORY_ORDERS:
+            raise VerifyException(f"{self.name}: unknown memory order {self.order.data!r}")
+        target, indices = self.target, self.indices  # type: ignore[attr-defined]
+        _check_i32_element(self, target.type, len(indices), "expected an i32 tensor")
+
+
+@irdl_op_definition
+class AtomicCasOp(_ScalarAtomic):
+    """Compare-and-swap of one element of a global `i32` tensor, once per program: where
+    the element equals `cmp` it becomes `value`, in one atomic step; the result is the
+    element's value before (the swap happened where it equals `cmp`), the same in the
+    whole program.
+
+    Once per program, not per thread or element: the program's one read-modify-write at
+    GPU scope (every program of the launch). `order` places the program's other memory
+    accesses around it: with `acquire` (or `acq_rel`) every access after it in program
+    order happens after it, and sees what another program wrote before a `release` whose
+    value it read; with `release` (or `acq_rel`) every access before it happens before
+    it; `relaxed` orders nothing. A coordinate outside the tensor writes nothing and
+    reads -1 (as `tile.load_index`). A spin lock is an `scf.while` without loop-carried
+    values around it (`while tl.atomic_cas(Lock, 0, 1) == 1: pass`). Models
+    `atom{.sem}.gpu.global.cas.b32` (PTX ISA 9.7.13.5) by one thread of the program,
+    its result handed to the program's other threads (`tile.atomic_xchg` alike).
+
+    `%old = tile.atomic_cas acq_rel %lock[%i], %c0, %c1 : !tile.tensor<?xi32>`
+    """
+
+    name = "tile.atomic_cas"
+    target = operand_def(GlobalTensorType)
+    cmp = operand_def(IndexType)
+    value = operand_def(IndexType)
+    indices = var_operand_def(IndexType)
+
+    custom_directives = (MemoryOrder, Indices)
+    assembly_format = (
+        "custom<MemoryOrder>($order) $target custom<Indices>($indices) `,` $cmp `,` $value "
+        "`:` type($target) attr-dict"
+    )
+
+    def __init__(
+        self,
+        order: str,
+        target: SSAValue,
+        indices: Sequence[SSAValue],
+        cmp: SSAValue,
+        value: SSAValue,
+    ):
+        super().__init__(
+            operands=[target, cmp, value, indices],
+            properties={"order": StringAttr(order)},
+            result_types=[IndexType()],
+        )
+
+
+@irdl_op_definition
+class AtomicXchgOp(_ScalarAtomic):
+    """Exchange of one element of a global `i32` tensor, once per program: the element
+    becomes `value` in one atomic step; the result is its value before, the same in the
+    whole program. Once per program, with `order` and coordinates outside the tensor as
+    `tile.atomic_cas` (a spin lock's release: `tile.atomic_xchg release %lock[%i], %c0`).
+    Models `atom{.sem}.gpu.global.exch.b32` (PTX ISA 9.7.13.5).
+
+    `%old = tile.atomic_xchg release %lock[%i], %c0 : !tile.tensor<?xi32>`
+    """
+
+    name = "tile.atomic_xchg"
+    target = operand_def(GlobalTensorType)
+    value = operand_def(IndexType)
+    indices = var_operand_def(IndexType)
+
+    custom_directives = (MemoryOrder, Indices)
+    assembly_format = (
+        "custom<MemoryOrder>($order) $target custom<Indices>($indices) `,` $value "
+        "`:` type($target) attr-dict"
+    )
+
+    def __init__(self, order: str, target: SSAValue, indices: Sequence[SSAValue], value: SSAValue):
+        super().__init__(
+            operands=[target, value, indices],
+            properties={"order": StringAttr(order)},
+            result_types=[IndexType()],
+        )
+
+
+#: The scalar atomics: once per program, with a result and a memory order.
+SCALAR_ATOMICS = (AtomicCasOp, AtomicXchgOp)
+
+
 @irdl_op_definition
 class SplitSumOp(IRDLOperation):
     """The sum over the leading dimension of `count` tiles of an f32 tensor, in order
@@ -1279,6 +1401,8 @@ Tile = Dialect(
         CmpiOp,
         SelectOp,
         ArriveOp,
+        AtomicCasOp,
+        AtomicXchgOp,
         SplitSumOp,
         SplitSoftmaxOp,
         SplitInfoOp,

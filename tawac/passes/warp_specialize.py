@@ -28,7 +28,9 @@ Which op goes where is derived from the data flow, nothing in the input says it:
   consumer-computed or loop-carried values, a load under an `scf.if` or in a nested
   loop, a stacked load, a tile TMA cannot copy in whole boxes of 16-byte multiples (a
   1-d tile of 2 f32, or of 300 elements), an element type other than f32, bf16 and f16,
-  or a padded 16-bit load read other than through `arith.extf` to f32.
+  or a padded 16-bit load read other than through `arith.extf` to f32, and a load that
+  comes after a scalar atomic in program order (`tawac.analysis.atomics`: a lock's
+  critical section, read only once the program holds the lock).
 - Everything else (MMAs, elementwise math, other 1-d loads, stores) goes to the consumer.
 - The loads of one block that feed the same MMAs form one aref (a tuple payload: GEMM's A
   and B); loads feeding different MMAs get separate arefs (attention's K and V), so each
@@ -36,6 +38,11 @@ Which op goes where is derived from the data flow, nothing in the input says it:
   producer; in the consumer one `get` where the first load was and one `consumed` after
   the last direct use of the payload.  `%it` is the iteration number of the enclosing
   `scf.for`, `(iv - lb) / step`, or 0 outside a loop.
+- Scalar atomics (`tile.atomic_cas`, `tile.atomic_xchg`: a lock) stay in program order
+  with the program's other accesses: the loads after one are the consumer's own, and a
+  streamed load before one is received (its `get`) before it, so that a release follows
+  the read. They are supported in a kernel of 1-d tiles that no pass before this one
+  merged or split into other programs (`_check_atomics`, else a located error).
 - Loops of the kernel's body one after the other share rings: a group of a later loop
   with the same kind and payload types as a group of an earlier one uses its aref (the
   second key loop of causal attention reuses the first's K and V rings, where rings of
@@ -66,6 +73,8 @@ from xdsl.passes import ModulePass
 from xdsl.rewriter import InsertPoint, Rewriter
 from xdsl.transforms.dead_code_elimination import region_dce
 
+from tawac.analysis.atomics import AtomicOrder, scalar_atomics
+from tawac.analysis.grid import DECOMPOSITION_ATTR, GROUP_ATTR
 from tawac.analysis.identity import argument_name, joined, unique_names
 from tawac.analysis.loops import trip_count
 from tawac.analysis.mma import is_consumer_tile_load, is_mma_operand_load, mma_uses
@@ -303,6 +312,9 @@ def _consumer(kernel: tile.KernelOp, groups: list[_Group], arefs: list[SSAValue]
             block.find_ancestor_op_in_block(u.operation) for ld in loads for u in ld.results[0].uses
         ]
         at = min((u for u in users if u is not None), key=block.get_operation_index)
+        fence = _next_atomic(first)
+        if fence is not None and block.get_operation_index(fence) < block.get_operation_index(at):
+            at = fence  # received before a release that follows the load
         ops, it = _iteration_index(block, mapping, before[id(g)])
         get = aref.GetOp(ref, it)
         get.location = first.location
@@ -331,6 +343,16 @@ def _consumer(kernel: tile.KernelOp, groups: list[_Group], arefs: list[SSAValue]
     ):
         st.attributes[tile.STORE_ID] = StringAttr(name)
     return region.detach_block(0)
+
+
+def _next_atomic(op: Operation) -> Operation | None:
+    """The first op after `op` in its block that is or holds a scalar atomic, if any."""
+    nxt = op.next_op
+    while nxt is not None:
+        if any(isinstance(o, tile.SCALAR_ATOMICS) for o in nxt.walk()):
+            return nxt
+        nxt = nxt.next_op
+    return None
 
 
 def _select_padding(ld: tile.LoadOp, value: SSAValue, get: aref.GetOp) -> None:
@@ -388,9 +410,12 @@ def _vector_groups(kernel: tile.KernelOp) -> list[_Group]:
     if not _vectors_only(kernel):
         return []
     groups = []
+    order = AtomicOrder(kernel)
     for op in kernel.walk():
         if not isinstance(op, tile.LoadOp) or not op.result.uses or op.stack is not None:
             continue
+        if order.after(op) is not None:
+            continue  # a lock's critical section: read after the acquire, by the consumer
         t = op.result.type
         assert isinstance(t, TensorType)
         elem = t.element_type
@@ -497,6 +522,42 @@ def _check_lowerable(kernel: tile.KernelOp) -> None:
             )
 
 
+#: The attributes of the passes that merge or split programs (`group-heads`, `split-k`,
+#: `swap-ab`, `widen`), by the pass that sets each.
+_REWRITTEN = {
+    GROUP_ATTR: "group-heads",
+    DECOMPOSITION_ATTR: "split-k or swap-ab",
+    "tawac.widen": "widen",
+}
+
+
+def _check_atomics(kernel: tile.KernelOp) -> None:
+    """Refuse, at the first scalar atomic, what cannot keep a lock's order: a kernel with
+    2-d tiles (its loads stream through the producer's TMA and its stores may leave
+    through shared memory and TMA, neither of which waits for the consumer's acquire or
+    completes before its release) and a kernel whose programs a pass merged or split
+    (the atomic would run once per new program, not once per program written)."""
+    atomics = scalar_atomics(kernel)
+    if not atomics:
+        return
+    first = atomics[0]
+    for attr, rewritten_by in _REWRITTEN.items():
+        if attr in kernel.attributes:
+            raise CompileError(
+                f"warp-specialize: {first.name} in a kernel that {rewritten_by} rewrote into "
+                "other programs (each would run it, where it runs once per program as "
+                f"written): turn {rewritten_by} off",
+                first,
+            )
+    if not _vectors_only(kernel):
+        raise CompileError(
+            f"warp-specialize: {first.name} in a kernel with 2-d tiles is not supported "
+            "yet: its 2-d loads stream through the producer's TMA, which does not wait for "
+            "the program's acquire (a kernel of 1-d tiles keeps them in order)",
+            first,
+        )
+
+
 def _vectors_only(kernel: tile.KernelOp) -> bool:
     """A kernel whose tiles are all 1-d (a vector add, a row reduced to a scalar): its
     consumer reads its loads from global memory itself and its producer has nothing to
@@ -518,6 +579,7 @@ def specialize(kernel: tile.KernelOp) -> None:
             written,
         )
     _check_lowerable(kernel)
+    _check_atomics(kernel)
     groups: dict[tuple[Block, frozenset[Operation]], _Group] = {}
     for op in kernel.walk():
         if not is_mma_operand_load(op):

@@ -16,6 +16,10 @@ whose loop has ended keeps its loop-carried values and does not store (an `activ
 threaded through regions).  `scf.if` runs both branches under complementary masks (not
 one that no active instance takes).
 
+A kernel with scalar atomics (`tile.atomic_cas`, `tile.atomic_xchg`: a lock) runs its
+programs one after another, and `scf.while` runs in lockstep as `scf.for` does
+(`tawac.runtime.atomics`).
+
 `split-k`'s ops run as the programs of a split tile meet in global memory.  All instances
 run each op in lockstep, so at a `tile.arrive` every arriving instance has made its earlier
 stores (its partial); the arrivals at one counter take tickets in instance order, the one
@@ -56,6 +60,7 @@ from xdsl.ir import Attribute, Block, Operation, SSAValue
 
 from tawac.analysis.grid import decomposition_of, infer_grid, workspace_of
 from tawac.dialects import tile
+from tawac.runtime import atomics
 from tawac.runtime.arguments import WORKSPACE_DTYPES, LaunchError
 from tawac.runtime.plans import compute_grid, workspace_shapes
 from tawac.runtime.stream_k import StreamPrograms, default_stream_ctas, stream_programs
@@ -731,6 +736,14 @@ class _Interpreter:
         if isinstance(op, scf.IfOp):
             self.run_if(op, active)
             return None
+        if isinstance(op, tile.SCALAR_ATOMICS):
+            return atomics.exchange(self, op, active)
+        if isinstance(op, scf.WhileOp):
+            try:
+                atomics.run_while(self, op, active)
+            except atomics.NeverEnds as e:
+                raise InterpretError(str(e)) from None
+            return None
         raise InterpretError(f"the interpreter does not support {op.name}")
 
 
@@ -813,7 +826,9 @@ def interpret(
     A stream-K kernel (`tile.split_info`, `split-k{stream=S}`) runs the programs
     `persistent` would make of the tiles of `grid` (the grid its stores imply,
     `infer_grid`) on `sm_count` CTAs (`stream_k.stream_programs`); without `sm_count`, on as many
-    CTAs as its workspace was allocated for (`{"sms": k}` dimensions: size / k).
+    CTAs as its workspace was allocated for (`{"sms": k}` dimensions: size / k). A kernel
+    with a scalar atomic (a lock) runs its programs one after another, each alone
+    (`tawac.runtime.atomics`).
 
     Returns statistics: `{"dot_flops": 2*M*N*K summed over the tile.dot ops executed by
     live instances}` (tile-level: ragged edge tiles count in full), `"programs"`: the
@@ -834,15 +849,24 @@ def interpret(
     if tiles and any(isinstance(o, tile.SplitInfoOp) for o in kernel_op.walk()):
         ctas = _stream_ctas(kernel_op, args, tiles, sm_count)
         programs = stream_programs(grid, ctas, _max_splits(kernel_op))
-    interp = _Interpreter(grid, device, programs)
-    interp.aliased = len({t.untyped_storage().data_ptr() for t in tensors}) < len(tensors)
-    if interp.n == 0:
-        return {"dot_flops": 0, "programs": 0}
-    for ba, value in zip(block.args, args, strict=True):
-        interp.env[ba] = _bind_arg(ba.type, value, interp.n, device)
-    active = torch.ones(interp.n, dtype=torch.bool, device=device)
-    interp.run_block(block, active)
-    return {"dot_flops": interp.dot_flops, "programs": interp.n}
+    aliased = len({t.untyped_storage().data_ptr() for t in tensors}) < len(tensors)
+    serial = atomics.serial(kernel_op)
+    if serial and programs is not None:
+        raise InterpretError("a stream-K kernel with scalar atomics is not supported")
+    stats = {"dot_flops": 0, "programs": 0}
+    for pids in atomics.one_by_one(grid, device) if serial else [None]:
+        interp = _Interpreter(grid, device, programs)
+        if pids is not None:  # one program alone (a kernel with scalar atomics)
+            interp.n, interp.pids = 1, pids
+        interp.aliased = aliased
+        if interp.n == 0:
+            continue
+        for ba, value in zip(block.args, args, strict=True):
+            interp.env[ba] = _bind_arg(ba.type, value, interp.n, device)
+        interp.run_block(block, torch.ones(interp.n, dtype=torch.bool, device=device))
+        stats["dot_flops"] += interp.dot_flops
+        stats["programs"] += interp.n
+    return stats
 
 
 # ---- launching as the launcher does: the grid and the workspace from the argument shapes

@@ -20,19 +20,40 @@ tensor's last-dimension size into the row's padding: the launcher gives an `alig
 tensor rows of whole 16-byte pieces (a padded copy, copied in and back, otherwise), so
 those adds stay in the allocation and touch no element of the tensor. Each element of a
 vector is atomic on its own (what `tile.atomic_add` promises).
+
+Scalar atomics, once per program (`tile.atomic_cas`, `tile.atomic_xchg`): the consumer
+partition's threads meet at a barrier (`bar.sync`: what each did before is ordered
+before what follows), its first thread does the one `atom{.sem}.gpu.global.cas.b32` /
+`.exch.b32` (PTX ISA 9.7.13.5; `.sem` the op's memory order, skipped where the element
+is outside the tensor: -1) and writes the old value to the shared scratch, and after a
+second barrier every thread reads it there. A release is then cumulative over every
+thread's earlier accesses and an acquire precedes every thread's later ones: the
+barriers synchronize the partition's threads and causality order is transitive (PTX ISA
+8, the memory consistency model), so the critical section's plain `ld.global`s and
+`st.global`s need no fence of their own (the first barrier also keeps the scratch's
+earlier readers ahead of the write, `KernelLowering.exchange`). `scf.while` without
+loop-carried values (the spin of a lock) is a loop of labels and uniform branches: the
+condition is a scalar, the same in every thread.
 """
 
 from __future__ import annotations
 
-from xdsl.ir import SSAValue
+from xdsl.dialects import scf
+from xdsl.ir import Operation, SSAValue
 
 from tawac.analysis.scalars import multiple_of
-from tawac.backend_ptx.lowering.state import Frag, KernelLowering, handles, leading_base
+from tawac.backend_ptx.lowering.state import (
+    Frag,
+    KernelLowering,
+    handles,
+    leading_base,
+    wg_local,
+)
 from tawac.backend_ptx.lowering.tiles import column_pairs, tile_addresses
 from tawac.backend_ptx.lowering.vectors import element_address, row_start, vector_piece
-from tawac.dialects import ptx, tile
+from tawac.dialects import aref, hopper, ptx, tile
 from tawac.support.diagnostics import CompileError
-from tawac.target import HOPPER
+from tawac.target import HOPPER, layouts
 from tawac.target.layouts import AccLayout, BlockedLayout
 
 
@@ -122,3 +143,106 @@ def _add_blocked(k: KernelLowering, op: tile.AtomicAddOp, f: Frag, layout: Block
         ok = k.r(ptx.SetpOp("lt", "s32", idx, size))
         values: tuple[SSAValue, ...] = tuple(f.regs[i : i + per])
         _red(k, element_address(k, base, idx, 4), values, ok)
+
+
+@handles(tile.AtomicCasOp, tile.AtomicXchgOp)
+def _scalar_atomic(k: KernelLowering, op: tile.AtomicCasOp | tile.AtomicXchgOp) -> None:
+    """One atomic of the partition's first thread between two barriers of the partition,
+    its old value handed to every thread through the shared scratch (module docstring)."""
+    part = k.part
+    assert part is not None
+    _check_partition(k, op)
+    threads = HOPPER.warp_group_size * part.warp_groups
+    scratch = k.scratch(4, op)
+    if k.scratch_offset() + k.scratch_bytes > HOPPER.smem_per_block:
+        raise CompileError(
+            f"convert-to-ptx: {op.name}: no shared memory is left for the old value it hands "
+            f"to the program's threads (the plan takes {k.scratch_offset()} bytes)",
+            op,
+        )
+    inside, addr = _element(k, op.target, op.indices)
+    first = k.r(ptx.SetpOp("eq", "u32", k.index(layouts.THREAD_IN_GROUP), k.imm(0, "u32")))
+    first = k.r(ptx.AndOp("pred", first, k.r(ptx.SetpOp("eq", "s32", wg_local(k), k.imm(0)))))
+    value = k.scalar(op.value)
+    cmp = k.scalar(op.cmp) if isinstance(op, tile.AtomicCasOp) else None
+    sem = op.order.data
+
+    def atomic() -> None:
+        old = k.r(ptx.DeclareRegOp("b32"))  # not `mov imm`: the atomic overwrites it
+        k.emit(ptx.AssignImmOp("s32", old, -1))
+        if cmp is not None:
+            swap = lambda: ptx.AtomCasOp(sem, addr, cmp, value)  # noqa: E731
+        else:
+            swap = lambda: ptx.AtomExchOp(sem, addr, value)  # noqa: E731
+        k.guarded(inside, lambda: k.emit(ptx.AssignOp("b32", old, k.r(swap()))))
+        k.emit(ptx.StSharedOp("b32", scratch, old))
+
+    k.exchange(threads, first, atomic)
+    k.vals[op.result] = k.r(ptx.LdSharedOp("b32", scratch))
+
+
+def _check_partition(k: KernelLowering, op: Operation) -> None:
+    """A scalar atomic runs in the kernel's one consumer partition (its threads are the
+    program's), without ping-pong turns (two consumers of one CTA, two programs)."""
+    part = k.part
+    assert part is not None
+    consumers = [
+        p for p in k.kernel.walk()
+        if isinstance(p, aref.PartitionOp) and p.role.data == "consumer"
+    ]  # fmt: skip
+    if part.role != "consumer" or len(consumers) != 1:
+        raise CompileError(
+            f"convert-to-ptx: {op.name} runs once per program, in the kernel's one consumer "
+            f"partition (this kernel has {len(consumers)})",
+            op,
+        )
+    if any(isinstance(o, hopper.TurnOp) for o in k.kernel.walk()):
+        raise CompileError(
+            f"convert-to-ptx: {op.name} with ping-pong consumers is not supported yet; compile "
+            "with --no-pingpong",
+            op,
+        )
+
+
+def _element(
+    k: KernelLowering, target: SSAValue, indices: tuple[SSAValue, ...] | list[SSAValue]
+) -> tuple[SSAValue, SSAValue]:
+    """(whether the coordinates are inside the tensor, the address of its i32 element)."""
+    addr = k.r(ptx.LdParamOp("u64", k.params.pointer(target)))
+    inside: SSAValue | None = None
+    for d, index in enumerate(indices):
+        i = k.scalar(index)
+        size = k.r(ptx.LdParamOp("s32", k.params.dim(target, d)))
+        ok = k.r(ptx.AndOp("pred", k.r(ptx.SetpOp("lt", "s32", i, size)),
+                           k.r(ptx.SetpOp("ge", "s32", i, k.imm(0)))))  # fmt: skip
+        inside = ok if inside is None else k.r(ptx.AndOp("pred", inside, ok))
+        stride = k.r(ptx.LdParamOp("s64", k.params.stride(target, d)))
+        off = k.r(ptx.MulOp("s64", k.r(ptx.CvtOp("s64", "s32", i)), stride, mode="lo"))
+        addr = k.r(ptx.AddOp("s64", addr, k.r(ptx.MulOp("s64", off, k.imm(4, "s64"), mode="lo"))))
+    assert inside is not None  # a tensor has rank 1 or more
+    return inside, addr
+
+
+@handles(scf.WhileOp)
+def _while(k: KernelLowering, op: scf.WhileOp) -> None:
+    """`scf.while` without loop-carried values (a spin): its condition's region, a
+    uniform branch out where the condition is false, its body, a branch back."""
+    if op.arguments or op.res:
+        raise CompileError(
+            "convert-to-ptx: scf.while with loop-carried values is not supported yet (a spin "
+            "loop carries none)",
+            op,
+        )
+    top, end = k.label("spin"), k.label("spin_end")
+    k.emit(ptx.LabelOp(top))
+    with k.scope():
+        for inner in op.before_region.block.ops:
+            if isinstance(inner, scf.ConditionOp):
+                k.emit(ptx.BraOp(end, k.scalar(inner.condition), negate=True, uni=True))
+                break
+            k.lower_op(inner)
+        for inner in op.after_region.block.ops:
+            if not isinstance(inner, scf.YieldOp):
+                k.lower_op(inner)
+    k.emit(ptx.BraOp(top, uni=True))
+    k.emit(ptx.LabelOp(end))

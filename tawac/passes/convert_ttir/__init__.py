@@ -62,7 +62,12 @@ The conversion:
   1-element tile `tile.splat` makes of it.
 - **Grid-stride loops** (`for r in tl.range(pid, n_rows, tl.num_programs(0))`): one
   program per row, where the iterations are proven independent
-  (`tawac.passes.convert_ttir.strided`). Atomics are refused at their line.
+  (`tawac.passes.convert_ttir.strided`).
+- **Atomics**: an f32 `tl.atomic_add` whose result is unused -> `tile.atomic_add`; a
+  lock's `tl.atomic_cas` / `tl.atomic_xchg` of one i32 element -> `tile.atomic_cas` /
+  `tile.atomic_xchg`, its spin (`scf.while`), the `if` and compares around it
+  (`tawac.passes.convert_ttir.locks`, `control`); any other atomic is refused at its
+  line.
 
 **One value per expression.** The index arithmetic is emitted per use (a fresh
 `pid x BM` for the Q load, the O store, the causal row iota and the loop end); the kernel
@@ -91,6 +96,7 @@ from tawac.passes.convert_ttir import (  # noqa: F401
     control,
     dot,
     elementwise,
+    locks,
     memory,
     reductions,
     shapes,

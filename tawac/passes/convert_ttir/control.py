@@ -1,5 +1,7 @@
 """Control flow: `scf.for` -> `scf.for` over index (float data carried, pointers and
-offsets rebuilt), a persistent loop over tiles -> its body once, `tt.return` ->
+offsets rebuilt), a persistent loop over tiles -> its body once, `scf.if` on a scalar ->
+`scf.if` (float data yielded), `scf.while` without loop-carried values (a lock's spin,
+`while tl.atomic_cas(Lock, 0, 1) == 1: pass`) -> `scf.while`, `tt.return` ->
 `tile.return`."""
 
 from __future__ import annotations
@@ -13,7 +15,7 @@ from xdsl.ir import Block, BlockArgument, Region, SSAValue
 from tawac.analysis.pointers import PointerError
 from tawac.analysis.scalars import constant_int
 from tawac.dialects import tile, tt
-from tawac.passes.convert_ttir.common import _error, _is_float
+from tawac.passes.convert_ttir.common import _error, _is_float, _located
 from tawac.passes.convert_ttir.dispatch import _body, converts
 from tawac.passes.convert_ttir.emitter import _Emitter
 from tawac.passes.convert_ttir.scalars import _grid_stride
@@ -47,14 +49,7 @@ def _loop(em: _Emitter, loop: scf.ForOp) -> None:
     body = Block(arg_types=[IndexType(), *(v.type for v in inits)])
     new = scf.ForOp(lb, ub, em.const(step), inits, Region(body))
     em.add(new)
-    inner = dataclasses.replace(
-        em,
-        block=body,
-        values=dict(em.values),
-        ivs=dict(em.ivs),
-        expanded=dict(em.expanded),
-        transposed=set(em.transposed),
-    )
+    inner = _inner(em, body)
     inner.ivs[loop.body.block.args[0]] = (body.args[0], scale)
     for j, arg in zip(keep, body.args[1:], strict=True):
         inner.values[loop.body.block.args[1 + j]] = arg
@@ -63,6 +58,63 @@ def _loop(em: _Emitter, loop: scf.ForOp) -> None:
     inner.add(scf.YieldOp(*[inner.get(yielded[j], loop) for j in keep]))
     for j, r in zip(keep, new.results, strict=True):
         em.values[loop.results[j]] = r
+
+
+def _inner(em: _Emitter, block: Block) -> _Emitter:
+    """An emitter of a region's `block`: what the region converts stays in it."""
+    return dataclasses.replace(
+        em,
+        block=block,
+        values=dict(em.values),
+        ivs=dict(em.ivs),
+        expanded=dict(em.expanded),
+        transposed=set(em.transposed),
+    )
+
+
+@converts(scf.IfOp)
+def _if(em: _Emitter, op: scf.IfOp) -> None:
+    """`if c:` on a scalar the tile kernel computes (`if count == 0` of a value read
+    under a lock): `scf.if` of the converted branches, yielding float data only (tiles
+    and f32 scalars: pointers and offsets are rebuilt, not carried)."""
+    if any(not _is_float(r) for r in op.results):
+        raise _error("an if that yields values other than float data", op)
+    cond = em.get(op.cond, op)
+    branches: list[Region] = []
+    types = None
+    for region in (op.true_region, op.false_region):
+        if not region.blocks:
+            continue
+        block = Block()
+        inner = _inner(em, block)
+        _body(inner, region.block)
+        yielded = [inner.get(v, op) for v in region.block.last_op.operands]
+        block.add_op(scf.YieldOp(*yielded))
+        types = [v.type for v in yielded]
+        branches.append(Region(block))
+    new = scf.IfOp(cond, types or [], *branches)
+    em.add(_located(new, op))
+    for r, v in zip(op.results, new.results, strict=True):
+        em.values[r] = v
+
+
+@converts(scf.WhileOp)
+def _while(em: _Emitter, op: scf.WhileOp) -> None:
+    """`while tl.atomic_cas(Lock, 0, 1) == 1: pass`: `scf.while` of the converted
+    condition region and body, carrying no values (a spin)."""
+    if op.arguments or op.res:
+        raise _error("a while loop that carries values (tawac converts a spin: none)", op)
+    before, after = Block(), Block()
+    _body(_inner(em, before), op.before_region.block)
+    _body(_inner(em, after), op.after_region.block)
+    after.add_op(scf.YieldOp())
+    em.add(_located(scf.WhileOp([], [], Region(before), Region(after)), op))
+
+
+@converts(scf.ConditionOp)
+def _condition(em: _Emitter, op: scf.ConditionOp) -> None:
+    """The spin's condition (it forwards no values)."""
+    em.add(scf.ConditionOp(em.get(op.condition, op)))
 
 
 def _bounds(em: _Emitter, loop: scf.ForOp) -> tuple[SSAValue, SSAValue, int, int]:
@@ -112,4 +164,4 @@ def _return(em: _Emitter, op: tt.ReturnOp) -> None:
 
 @converts(scf.YieldOp)
 def _yield(em: _Emitter, op: scf.YieldOp) -> None:
-    """Read by its loop's conversion (`_loop`)."""
+    """Read by its loop's or branch's conversion (`_loop`, `_if`, `_while`)."""

@@ -123,6 +123,8 @@ class _Emitter:
                 if d is None:
                     d = self._quotient(s, at)
                 if d is None:
+                    d = self._remainder(s, at)
+                if d is None:
                     return None
                 term = self.add(arith.MuliOp(term, d)).result
             total = term if total is None else self.add(arith.AddiOp(total, term)).result
@@ -145,8 +147,18 @@ class _Emitter:
         """`a // c` of a scalar tawac can rebuild and a positive constant (grouped-query
         attention's K/V head, `off_h // G`): `arith.divui` over index (the indices are
         not negative)."""
+        return self._by_constant(s, at, (arith.DivSIOp, arith.DivUIOp), arith.DivUIOp)
+
+    def _remainder(self, s, at: Operation) -> SSAValue | None:
+        """`a % c` of a scalar tawac can rebuild and a positive constant (the layer norm
+        backward's lock of a row, `row % GROUP_SIZE_M`): `arith.remui` over index."""
+        return self._by_constant(s, at, (arith.RemSIOp, arith.RemUIOp), arith.RemUIOp)
+
+    def _by_constant(self, s, at: Operation, kinds: tuple, make: type) -> SSAValue | None:
+        """`s`, an op of `kinds` of a scalar tawac can rebuild and a positive constant,
+        as `make` of the rebuilt scalar and the constant; None for another `s`."""
         op = s.owner if isinstance(s, SSAValue) else None
-        if not isinstance(op, arith.DivSIOp | arith.DivUIOp):
+        if not isinstance(op, kinds):
             return None
         c = constant_int(op.rhs)
         if c is None or c <= 0:
@@ -155,7 +167,7 @@ class _Emitter:
             num = self.plan.reader.int_poly(op.lhs)
         except PointerError:
             return None
-        return self.add(arith.DivUIOp(self.index(num, at), self.const(c))).result
+        return self.add(make(self.index(num, at), self.const(c))).result
 
     def _dim_sized_by(self, s) -> SSAValue | None:
         if s in self.scalars:

@@ -26,7 +26,13 @@ from tawac.passes.convert_ttir.scalars import (
     _Source,
     _Unsupported,
 )
-from tawac.passes.convert_ttir.tensors import _is_store, _Tensor, tensor_dims, tile_shape
+from tawac.passes.convert_ttir.tensors import (
+    _is_store,
+    _Tensor,
+    scalar_atomic,
+    tensor_dims,
+    tile_shape,
+)
 from tawac.support.diagnostics import CompileError
 
 #: Sizes at which a computed program order is checked to cover the tile grid once.
@@ -315,8 +321,12 @@ def _function(name: str, args: list[str], lines: list[str], names: dict):
 
 
 def _output(acc: list[Access]) -> Access:
-    """The store whose blocks the programs partition: the last of the largest rank."""
-    stores = [a for a in acc if _is_store(a.op)]
+    """The store whose blocks the programs partition: the last of the largest rank, of
+    those before the kernel's first lock (`scalar_atomic`), where there are any (a store
+    under a lock writes a block that several programs share)."""
+    lock = next((i for i, a in enumerate(acc) if scalar_atomic(a.op)), len(acc))
+    writes = [(i, a) for i, a in enumerate(acc) if _is_store(a.op) and not scalar_atomic(a.op)]
+    stores = [a for i, a in writes if i < lock] or [a for _, a in writes]
     if not stores:
         raise _error("a kernel that stores nothing", None)
     rank = max(len(a.dims) for a in stores)

@@ -1,23 +1,24 @@
-"""Loads and stores: `tt.load` / `tt.descriptor_load` -> `tile.load`, `tt.store` /
-`tt.descriptor_store` -> `tile.store` and an f32 `tt.atomic_rmw fadd` whose result is
-unused -> `tile.atomic_add` at the origins the plan rebuilds; masks and a
-load's `other` (the tile load's padding: its zero fill, or `padding V`); the index work
-(pointers, index tensors, masks, program order) the tile kernel rebuilds from the plan
-instead of converting."""
+"""Loads and stores: `tt.load` / `tt.descriptor_load` -> `tile.load` (of one i32 element:
+`tile.load_index`), `tt.store` / `tt.descriptor_store` -> `tile.store` and an f32
+`tt.atomic_rmw fadd` whose result is unused -> `tile.atomic_add` at the origins the
+plan rebuilds; masks and a load's `other` (the tile load's padding: its zero fill, or
+`padding V`); the index work (pointers, index tensors, masks, program order) the tile
+kernel rebuilds from the plan instead of converting."""
 
 from __future__ import annotations
 
 import math
 
 from xdsl.dialects import arith
-from xdsl.dialects.builtin import DenseIntOrFPElementsAttr, Float32Type, TensorType
+from xdsl.dialects.builtin import DenseIntOrFPElementsAttr, Float32Type, TensorType, i32
 from xdsl.ir import Operation, SSAValue
 
 from tawac.analysis.pointers import Access
 from tawac.dialects import tile, tt
-from tawac.passes.convert_ttir.common import _error, _splat
+from tawac.passes.convert_ttir.common import _error, _located, _splat
 from tawac.passes.convert_ttir.dispatch import converts
 from tawac.passes.convert_ttir.emitter import _Emitter
+from tawac.passes.convert_ttir.planning import atomic_add
 from tawac.passes.convert_ttir.tensors import _stored, tensor_dims
 
 
@@ -38,9 +39,16 @@ def _element(em: _Emitter, op: Operation) -> bool:
 def _load_element(em: _Emitter, op: tt.LoadOp) -> None:
     """`tl.load(Mean + row)`: the 1-element tile at its index, and its one element as a
     scalar (`tile.reduce max` of one element is that element); f32 only (`tile.reduce`
-    gives a scalar of its tile's element type, and the tile kernel's scalars are f32)."""
+    gives a scalar of its tile's element type, and the tile kernel's scalars are f32).
+    One i32 element (`count = tl.load(Count)` under a lock) is `tile.load_index`: the
+    tile kernel's integer scalars are index."""
+    if op.result.type == i32:
+        a = em.plan.accesses[op]
+        load = tile.LoadIndexOp(em.get(a.base, op), _indices(em, a))
+        em.values[op.result] = em.add(_located(load, op)).results[0]
+        return
     if not isinstance(op.result.type, Float32Type):
-        raise _error(f"a load of one {op.result.type} element (tawac reads f32 ones)", op)
+        raise _error(f"a load of one {op.result.type} element (tawac reads f32 and i32 ones)", op)
     a = em.plan.accesses[op]
     t = TensorType(op.result.type, [1])
     load = em.add(tile.LoadOp(em.get(a.base, op), _indices(em, a), t))
@@ -86,7 +94,11 @@ def _store(em: _Emitter, op: tt.StoreOp | tt.DescriptorStoreOp) -> None:
     em.add(tile.StoreOp(em.get(_stored(op), op), em.get(a.base, op), _indices(em, a)))
 
 
-@converts(tt.AtomicRmwOp)
+def _adds(em: _Emitter, op: tt.AtomicRmwOp) -> bool:
+    return atomic_add(op)
+
+
+@converts(tt.AtomicRmwOp, when=_adds)
 def _atomic_add(em: _Emitter, op: tt.AtomicRmwOp) -> None:
     """`tl.atomic_add(ptr, v, mask=...)` (f32, result unused: what the plan keeps): the
     tile added to the tensor at its origins."""

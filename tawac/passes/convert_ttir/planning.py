@@ -22,7 +22,7 @@ from tawac.passes.convert_ttir.scalars import (
     _single_symbol,
 )
 from tawac.passes.convert_ttir.strided import grid_stride_rows
-from tawac.passes.convert_ttir.tensors import _is_store, _Tensor, _tensors
+from tawac.passes.convert_ttir.tensors import _is_store, _Tensor, _tensors, scalar_atomic
 
 
 @dataclass
@@ -140,9 +140,10 @@ def atomic_add(op: Operation) -> bool:
 
 def _refuse_atomics(func: tt.FuncOp) -> None:
     """The first atomic of the kernel but an f32 `tl.atomic_add` whose result is unused
-    (`atomic_add`), refused where it is: a tile program has no other atomic
-    read-modify-write of global memory, and no lock one program holds while the others
-    wait (its programs meet only at `tile.arrive`'s counters, split-K's)."""
+    (`atomic_add`) and a `tl.atomic_cas` / `tl.atomic_xchg` of one i32 element at GPU or
+    CTA scope (`scalar_atomic`; a CTA-scope one becomes GPU-scope, which orders more),
+    refused where it is: a tile program has no other atomic read-modify-write of global
+    memory."""
     for op in func.walk():
         if atomic_add(op):
             continue
@@ -152,9 +153,15 @@ def _refuse_atomics(func: tt.FuncOp) -> None:
             what = _RMW.get(op.words.data[0].data, f"an atomic {op.words.data[0].data}")
         else:
             continue
+        if scalar_atomic(op):
+            scope = op.words.data[-1].data
+            if scope not in ("gpu", "cta"):
+                raise _error(f"{what} at {scope} scope (tawac's atomics are GPU-scope)", op)
+            continue
         raise _error(
             f"{what} ({op.name}): a tile program has no atomic read-modify-write of global "
-            "memory and no lock between programs",
+            "memory but tl.atomic_add of f32 tiles and the compare-and-swap and exchange of "
+            "one i32 element (a lock's)",
             op,
         )
 

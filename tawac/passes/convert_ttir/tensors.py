@@ -6,7 +6,7 @@ from __future__ import annotations
 import dataclasses
 from dataclasses import dataclass
 
-from xdsl.dialects.builtin import IntegerType, TensorType
+from xdsl.dialects.builtin import IntegerType, TensorType, i32
 from xdsl.ir import BlockArgument, Operation, SSAValue
 
 from tawac.analysis.pointers import Access, Dim, Poly
@@ -76,7 +76,7 @@ def _tensors(acc: list[Access]) -> dict[BlockArgument, _Tensor]:
     out: dict[BlockArgument, _Tensor] = {}
     for a in acc:
         dims = tensor_dims(a)
-        named = [_dim_name(d, a.base, i, a.op) for i, (d, _) in enumerate(dims)]
+        named = _distinct([_dim_name(d, a.base, i, a.op) for i, (d, _) in enumerate(dims)], a)
         t = _Tensor(
             a.base,
             tuple(n for n, _ in named),
@@ -98,6 +98,20 @@ def _tensors(acc: list[Access]) -> dict[BlockArgument, _Tensor]:
     return out
 
 
+def _distinct(
+    named: list[tuple[str, BlockArgument | None]], a: Access
+) -> list[tuple[str, BlockArgument | None]]:
+    """The dimensions' names, one named after a stride that is also another's size (the
+    partial sums' `DW + lock_id * N + cols`: rows of stride `N`, columns sized by `N`)
+    named after the tensor instead (`DW0`)."""
+    names = [n for n, _ in named]
+    base = (a.base.name_hint or "t").removesuffix("_ptr")
+    return [
+        (f"{base}{i}", None) if size is None and names.count(n) > 1 else (n, size)
+        for i, (n, size) in enumerate(named)
+    ]
+
+
 def _stored(op: Operation) -> SSAValue:
     if isinstance(op, tt.AtomicRmwOp):
         return op.rest[0]  # the value added
@@ -113,8 +127,25 @@ def tile_shape(op: Operation) -> tuple[int, ...]:
 
 
 def _is_store(op: Operation) -> bool:
-    """A store, or an atomic add (`tl.atomic_add`, which writes as a store does)."""
+    """A store, or an atomic read-modify-write (`tl.atomic_add`, which writes as a store
+    does; a lock's `tl.atomic_xchg`)."""
     return isinstance(op, tt.StoreOp | tt.DescriptorStoreOp | tt.AtomicRmwOp)
+
+
+def scalar_atomic(op: Operation) -> bool:
+    """Whether `op` is a `tl.atomic_cas` or `tl.atomic_xchg` of one `i32` element through
+    a scalar pointer (a lock's: `tile.atomic_cas`, `tile.atomic_xchg`)."""
+    if isinstance(op, tt.AtomicCasOp):
+        values = list(op.rest)  # cmp, val
+    elif isinstance(op, tt.AtomicRmwOp) and op.words.data[0].data == "exch":
+        values = list(op.rest[:1])  # val (then the mask)
+    else:
+        return False
+    if isinstance(op.ptr.type, TensorType) or op.result.type != i32:
+        return False
+    return len(values) == (2 if isinstance(op, tt.AtomicCasOp) else 1) and all(
+        v.type == i32 for v in values
+    )
 
 
 def _element(a: BlockArgument):
