@@ -536,9 +536,10 @@ def _register(tk: TorchKernel):
 
 #: The tile programs of `attention`: the forward that saves the log-sum-exp, and the
 #: backward's preprocessing, dK/dV and dQ kernels (in the repository's `examples/`), and
-#: their causal forms.
+#: their causal and grouped-query forms.
 ATTENTION_KERNELS = ("attention_lse", "attention_bwd_pre", "attention_bwd_dkdv", "attention_bwd_dq")
 CAUSAL_KERNELS = ("attention_causal_lse", "attention_bwd_dkdv_causal", "attention_bwd_dq_causal")
+GQA_KERNELS = ("attention_gqa_lse", "attention_bwd_dkdv_gqa", "attention_bwd_dq_gqa")
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
 _LOG2E = 1.4426950408889634
 _TRAINING: dict[int, dict[str, TorchKernel]] = {}
@@ -551,7 +552,7 @@ def _attention_kernels(head_dim: int) -> dict[str, TorchKernel]:
         raise LaunchError(f"attention: head dimension {head_dim}; 64 and 128 are supported")
     made = _TRAINING.get(head_dim)
     if made is None:
-        names = ATTENTION_KERNELS + CAUSAL_KERNELS
+        names = ATTENTION_KERNELS + CAUSAL_KERNELS + GQA_KERNELS
         missing = [n for n in names if not (EXAMPLES / f"{n}.mlir").exists()]
         if missing:
             raise FileNotFoundError(
@@ -574,17 +575,21 @@ class _Attention(torch.autograd.Function):
     @staticmethod
     def forward(ctx, q, k, v, scale, causal):
         kernels = _attention_kernels(q.shape[-1])
-        forward = kernels["attention_causal_lse" if causal else "attention_lse"]
+        grouped = k.shape[1] != q.shape[1]
+        if grouped and causal:
+            raise LaunchError("attention: causal grouped-query attention is not supported yet")
+        variant = "_causal" if causal else "_gqa" if grouped else ""
+        forward = kernels[f"attention{variant}_lse"]
         o, lse = forward(q, k, v, scale * _LOG2E)
         ctx.save_for_backward(q, k, v, o, lse)
-        ctx.scale, ctx.causal = scale, causal
+        ctx.scale, ctx.variant = scale, variant
         return o
 
     @staticmethod
     def backward(ctx, do):
         q, k, v, o, lse = ctx.saved_tensors
         kernels = _attention_kernels(q.shape[-1])
-        tail = "_causal" if ctx.causal else ""
+        tail = ctx.variant
         do = do.contiguous().to(q.dtype)
         scale = ctx.scale * _LOG2E
         delta = kernels["attention_bwd_pre"](o, do)
@@ -596,11 +601,13 @@ class _Attention(torch.autograd.Function):
 def attention(q, k, v, scale: float | None = None, causal: bool = False):
     """softmax(q k^T * scale) v over [batch, heads, seq, head_dim] bf16 tensors (head_dim 64
     or 128, any sequence length; `scale` defaults to head_dim^-0.5; with `causal`, query i
-    attends to keys j <= i), as an autograd function: the forward
-    (`examples/attention_lse.mlir`, `attention_causal_lse.mlir`) also saves each query
+    attends to keys j <= i; k and v may have fewer heads, each serving H / HK query heads:
+    grouped-query attention, not causal), as an autograd function: the forward
+    (`examples/attention[_causal|_gqa]_lse.mlir`) also saves each query
     row's log-sum-exp, and the backward recomputes the probabilities from it
-    (`attention_bwd_pre.mlir`: rowsum(O dO); `attention_bwd_dkdv[_causal].mlir`: dK and dV
-    per key block; `attention_bwd_dq[_causal].mlir`: dQ per query block, deterministic).
+    (`attention_bwd_pre.mlir`: rowsum(O dO); `attention_bwd_dkdv[_causal|_gqa].mlir`: dK
+    and dV per key block; `attention_bwd_dq[_causal|_gqa].mlir`: dQ per query block;
+    deterministic).
     Each kernel is a `TorchKernel`, so `torch.compile` sees custom operators inside the
     function."""
     if scale is None:

@@ -20,8 +20,12 @@ from tawac.runtime.interpret import interpret_launch
 
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
 KERNELS = ["attention_lse", "attention_bwd_pre", "attention_bwd_dkdv", "attention_bwd_dq"]
-#: The causal forward and backward kernels (the preprocessing is the same).
+#: The causal and the grouped-query forward and backward kernels (the preprocessing is the
+#: same).
 CAUSAL = ["attention_causal_lse", "attention_bwd_dkdv_causal", "attention_bwd_dq_causal"]
+GQA = ["attention_gqa_lse", "attention_bwd_dkdv_gqa", "attention_bwd_dq_gqa"]
+#: The forward kernel of each variant.
+FORWARD = {"full": "attention_lse", "causal": "attention_causal_lse", "gqa": "attention_gqa_lse"}
 LOG2E = 1.4426950408889634
 
 
@@ -33,12 +37,13 @@ def _params(name: str, d: int) -> dict:
     return {"HEAD_DIM": d}
 
 
-def _inputs(b: int, h: int, s: int, d: int, device: str, seed: int = 0):
-    """bf16 q, k, v, do of [b, h, s, d] from a seeded generator."""
+def _inputs(b: int, h: int, s: int, d: int, device: str, seed: int = 0, hk: int | None = None):
+    """bf16 q, k, v, do of [b, h, s, d] from a seeded generator (k and v of `hk` heads)."""
     import torch
 
     g = torch.Generator(device=device).manual_seed(seed)
-    return [torch.randn(b, h, s, d, device=device, generator=g).to(torch.bfloat16) for _ in "qkvd"]
+    heads = (h, hk or h, hk or h, h)
+    return [torch.randn(b, n, s, d, device=device, generator=g).to(torch.bfloat16) for n in heads]
 
 
 def _reference(q, k, v, do, scale: float, causal: bool = False):
@@ -47,13 +52,15 @@ def _reference(q, k, v, do, scale: float, causal: bool = False):
     import torch
 
     qf, kf, vf = (t.float().requires_grad_() for t in (q, k, v))
-    scores = qf @ kf.transpose(-1, -2) * scale
+    group = q.shape[1] // k.shape[1]  # grouped-query: each K/V head serves `group` heads
+    kg, vg = kf.repeat_interleave(group, dim=1), vf.repeat_interleave(group, dim=1)
+    scores = qf @ kg.transpose(-1, -2) * scale
     if causal:
         s = q.shape[2]
         later = torch.ones(s, s, dtype=torch.bool, device=q.device).triu(1)
         scores = scores.masked_fill(later, float("-inf"))
     p = torch.softmax(scores, dim=-1)
-    o = p @ vf
+    o = p @ vg
     o.backward(do.float())
     return o.detach(), qf.grad, kf.grad, vf.grad
 
@@ -68,41 +75,45 @@ def _close(name: str, got, want, rtol: float = 3e-2) -> None:
     assert err < rtol, f"{name}: relative error {err:.3g}"
 
 
-def _backward(run, q, k, v, do, scale: float, causal: bool = False):
-    """O, lse, dQ, dK, dV from the four kernels (`run(name, args)` launches one; the causal
-    ones with `causal`)."""
-    tail = "_causal" if causal else ""
+def _backward(run, q, k, v, do, scale: float, variant: str = "full"):
+    """O, lse, dQ, dK, dV from the four kernels of `variant` (full, causal or gqa;
+    `run(name, args)` launches one)."""
+    tail = "" if variant == "full" else f"_{variant}"
     import torch
 
     b, h, s, d = q.shape
     dev = q.device
     o = torch.full_like(q, float("nan"))
     lse = torch.full((b, h, s), float("nan"), device=dev)
-    run("attention_causal_lse" if causal else "attention_lse", [q, k, v, o, lse, scale * LOG2E])
+    run(FORWARD[variant], [q, k, v, o, lse, scale * LOG2E])
     delta = torch.full((b, h, s), float("nan"), device=dev)
     run("attention_bwd_pre", [o, do, delta])
-    dq, dk, dv = (torch.full_like(q, float("nan")) for _ in range(3))
+    dq = torch.full_like(q, float("nan"))
+    dk, dv = torch.full_like(k, float("nan")), torch.full_like(v, float("nan"))
     run(f"attention_bwd_dkdv{tail}", [q, k, v, do, lse, delta, dk, dv, scale * LOG2E])
     run(f"attention_bwd_dq{tail}", [q, k, v, do, lse, delta, dq, scale * LOG2E])
     return o, lse, dq, dk, dv
 
 
-@pytest.mark.parametrize("causal", [False, True], ids=["full", "causal"])
+@pytest.mark.parametrize("variant", ["full", "causal", "gqa"])
 @pytest.mark.parametrize(("s", "d"), [(200, 64), (77, 128)])
-def test_the_interpreter_agrees_with_autograd(s, d, causal):
+def test_the_interpreter_agrees_with_autograd(s, d, variant):
     """The four kernels in the interpreter at a ragged length (a partial key and query
-    block) against autograd, and the saved log-sum-exp against torch's (in base 2)."""
+    block) against autograd, and the saved log-sum-exp against torch's (in base 2);
+    grouped-query: 4 query heads on 2 key/value heads."""
     import torch
 
-    q, k, v, do = _inputs(1, 2, s, d, "cpu")
+    causal = variant == "causal"
+    q, k, v, do = _inputs(1, 4, s, d, "cpu", hk=2 if variant == "gqa" else None)
     scale = 1 / math.sqrt(d)
 
     def run(name, args):
         interpret_launch(_kernel(name, d), args)
 
-    o, lse, dq, dk, dv = _backward(run, q, k, v, do, scale, causal)
+    o, lse, dq, dk, dv = _backward(run, q, k, v, do, scale, variant)
     want_o, want_dq, want_dk, want_dv = _reference(q, k, v, do, scale, causal)
-    scores = q.float() @ k.float().transpose(-1, -2) * scale
+    kg = k.float().repeat_interleave(q.shape[1] // k.shape[1], dim=1)
+    scores = q.float() @ kg.transpose(-1, -2) * scale
     if causal:
         later = torch.ones(s, s, dtype=torch.bool).triu(1)
         scores = scores.masked_fill(later, float("-inf"))
@@ -114,7 +125,7 @@ def test_the_interpreter_agrees_with_autograd(s, d, causal):
 
 
 @pytest.mark.parametrize("d", [64, 128])
-@pytest.mark.parametrize("name", KERNELS + CAUSAL)
+@pytest.mark.parametrize("name", KERNELS + CAUSAL + GQA)
 def test_each_kernel_assembles_without_spills(name, d):
     res = compile_file(EXAMPLES / f"{name}.mlir", params=_params(name, d))
     assert ("wgmma.mma_async" in res.ptx) == (name != "attention_bwd_pre")
@@ -133,8 +144,8 @@ class _Interpreted:
         interpret_launch(self.kernel, list(args))
 
 
-@pytest.mark.parametrize("causal", [False, True], ids=["full", "causal"])
-def test_the_autograd_function_agrees_with_autograd_in_the_interpreter(monkeypatch, causal):
+@pytest.mark.parametrize("variant", ["full", "causal", "gqa"])
+def test_the_autograd_function_agrees_with_autograd_in_the_interpreter(monkeypatch, variant):
     """`tawac.torch.attention` forward and backward (its kernels compiled, then run in the
     interpreter on the CPU) against autograd through torch's attention."""
     import torch
@@ -144,7 +155,8 @@ def test_the_autograd_function_agrees_with_autograd_in_the_interpreter(monkeypat
     monkeypatch.setattr(tt, "load_kernel", _Interpreted)
     monkeypatch.setattr(tt, "DEVICE_TYPES", frozenset({"cuda", "cpu"}))
     monkeypatch.setattr(tt, "_TRAINING", {})
-    q, k, v, do = _inputs(1, 2, 100, 64, "cpu", seed=5)
+    causal = variant == "causal"
+    q, k, v, do = _inputs(1, 4, 100, 64, "cpu", seed=5, hk=2 if variant == "gqa" else None)
     leaves = [t.clone().requires_grad_() for t in (q, k, v)]
     o = tt.attention(*leaves, causal=causal)
     o.backward(do)
@@ -171,27 +183,28 @@ def test_the_autograd_function_refuses_other_head_dims():
 
 @pytest.mark.gpu
 @requires_gpu
-@pytest.mark.parametrize("causal", [False, True], ids=["full", "causal"])
-@pytest.mark.parametrize(("b", "h", "s"), [(1, 2, 333), (2, 3, 1000), (1, 1, 64)])
+@pytest.mark.parametrize("variant", ["full", "causal", "gqa"])
+@pytest.mark.parametrize(("b", "h", "s"), [(1, 2, 333), (2, 4, 1000), (1, 2, 64)])
 @pytest.mark.parametrize("d", [64, 128])
-def test_on_the_gpu_it_agrees_with_autograd(b, h, s, d, causal):
+def test_on_the_gpu_it_agrees_with_autograd(b, h, s, d, variant):
     import torch
 
     import tawac.torch
 
-    q, k, v, do = _inputs(b, h, s, d, "cuda", seed=s + d)
+    hk = h // 2 if variant == "gqa" else None
+    q, k, v, do = _inputs(b, h, s, d, "cuda", seed=s + d, hk=hk)
     scale = 1 / math.sqrt(d)
     kernels = {
         name: tawac.torch.kernel(EXAMPLES / f"{name}.mlir", params=_params(name, d))
-        for name in KERNELS + CAUSAL
+        for name in KERNELS + CAUSAL + GQA
     }
 
     def run(name, args):
         kernels[name](*args)
 
-    o, lse, dq, dk, dv = _backward(run, q, k, v, do, scale, causal)
+    o, lse, dq, dk, dv = _backward(run, q, k, v, do, scale, variant)
     torch.cuda.synchronize()
-    want_o, want_dq, want_dk, want_dv = _reference(q, k, v, do, scale, causal)
+    want_o, want_dq, want_dk, want_dv = _reference(q, k, v, do, scale, variant == "causal")
     _close("o", o, want_o)
     _close("dq", dq, want_dq)
     _close("dk", dk, want_dk)
