@@ -254,6 +254,20 @@ def test_32_and_16_row_tiles_assemble_without_spills(path, rows):
     assert_assembles_without_spills(res.ptx)
 
 
+def _atomic_32_rows() -> str:
+    """tests/data/no_mma/column_sum_atomic.mlir in 32-row blocks: each block's column sums
+    (the column slice of the blocked layout) added to y with `tile.atomic_add`."""
+    text = (DATA / "column_sum_atomic.mlir").read_text().replace("64", "32")
+    assert "arith.constant 32 : index" in text and "tensor<32x128xf32>" in text
+    return text
+
+
+def test_atomic_adds_of_a_blocked_tiles_column_sums_compile():
+    ptx = driver.compile_module(driver.parse_text(_atomic_32_rows(), "atomic32.mlir")).ptx
+    assert "red.global.add" in ptx and "ld.shared.v4.f32" in ptx
+    assert_assembles_without_spills(ptx)
+
+
 # ---- the kernels' meaning (the interpreter)
 
 SIZES = {
@@ -354,6 +368,25 @@ def test_the_row_softmax_matches_torch_on_the_gpu(rows, m, n):
     p, dd, rr = _rows_reference(x, w, rows)
     assert (y.float() - p).abs().max().item() < 1e-2
     assert torch.equal(d, dd) and torch.equal(rmax, rr)
+
+
+@pytest.mark.gpu
+@requires_gpu
+@pytest.mark.parametrize(("m", "n"), [(1, 5), (77, 300), (1000, 129)])
+def test_atomic_column_sums_of_32_row_blocks_match_torch_on_the_gpu(m, n):
+    import torch
+
+    from tawac.compiler import compile_source
+    from tawac.runtime import load_kernel
+
+    res = compile_source(_atomic_32_rows(), "atomic32.mlir")
+    kernel = load_kernel(res.cubin, res.sidecar)
+    g = torch.Generator(device="cuda").manual_seed(m + n)
+    x = torch.randn(m, n, device="cuda", generator=g)
+    y = torch.zeros(n, device="cuda")
+    kernel(x, y)
+    torch.cuda.synchronize()
+    assert (y - x.sum(0)).abs().max().item() < 1e-3 * max(1.0, x.abs().sum(0).max().item())
 
 
 @pytest.mark.gpu
