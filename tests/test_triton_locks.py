@@ -243,6 +243,7 @@ REFUSED = {
     "cas_tile": (_BLOCK, "tl.atomic_cas(", "tl.atomic_cas (tt.atomic_cas): a tile program has no"),
     "xchg_system": (_BLOCK, "tl.atomic_xchg(", "tl.atomic_xchg at sys scope"),
     "spin_counting": (_BLOCK, "while tl.atomic_cas", "a while loop that carries values"),
+    "spin_on_load": (_BLOCK, "while tl.load", "a while loop whose condition reads no atomic"),
     "barrier_between": (_BLOCK, "tl.debug_barrier()", "other than right before a lock's atomic"),
     "locked_block": (
         {"BLOCK_M": 64, "BLOCK_N": 64},

@@ -1,9 +1,9 @@
 """Triton kernels with locks that tawac refuses, each at its Python line
 (tests/test_triton_locks.py compiles them with Triton's front end): a compare-and-swap of
-a tile of pointers, a system-scope exchange, a spin that carries a value, a
-`tl.debug_barrier()` other than right before an atomic, and a lock in a kernel of 2-d
-tiles (convert-ttir converts it; warp-specialize refuses it). Importing this module needs
-triton."""
+a tile of pointers, a system-scope exchange, a spin that carries a value, a spin on a
+plain load, a `tl.debug_barrier()` other than right before an atomic, and a lock in a
+kernel of 2-d tiles (convert-ttir converts it; warp-specialize refuses it). Importing
+this module needs triton."""
 
 import triton
 import triton.language as tl
@@ -60,3 +60,12 @@ def locked_block(x_ptr, y_ptr, z_ptr, lock_ptr, m, n, BLOCK_M: tl.constexpr, BLO
     z = tl.load(z_ptr + first)
     tl.store(z_ptr + first, z + x)
     tl.atomic_xchg(lock_ptr, 0)
+
+
+@triton.jit
+def spin_on_load(x_ptr, y_ptr, lock_ptr, n, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    x = tl.load(x_ptr + offs, mask=offs < n, other=0.0)
+    while tl.load(lock_ptr, volatile=True) == 1:
+        pass
+    tl.store(y_ptr + offs, x, mask=offs < n)

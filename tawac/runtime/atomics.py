@@ -6,8 +6,8 @@ lock finds it free, since every earlier program released it before ending, so a 
 loop ends at its first iteration, as on the GPU once the lock is free. (In lockstep the
 programs waiting for a lock would never see its holder release it.) The atomics are
 exact: the old value is the result (-1 outside the tensor, where nothing is written), a
-compare-and-swap writes where the element equals `cmp`, an exchange always writes, and
-the written index is wrapped to i32 as the lowering's `atom.b32` keeps it.
+compare-and-swap writes where the element equals `cmp`, an exchange always writes; the
+index operands are taken as i32 (wrapped), as the lowering's `atom...b32` takes them.
 
 `scf.while` runs as `scf.for` does, in lockstep over the active instances: each
 iteration runs the condition's region, the instances whose condition is false leave with
@@ -74,7 +74,7 @@ def exchange(interp: Any, op: tile.AtomicCasOp | tile.AtomicXchgOp, active: torc
         at = tuple(int(c[i]) for c in coords)
         was = int(t[at])
         old[i] = was
-        if cmp is not None and was != int(cmp[i]):
+        if cmp is not None and was != _i32(int(cmp[i])):
             continue
         new = _i32(int(value[i]))
         if new != was:
@@ -109,7 +109,7 @@ def run_while(interp: Any, op: scf.WhileOp, active: torch.Tensor) -> None:
             interp.env[arg] = v
         new = interp.run_block(after, live)
         still = watch and getattr(interp, "atomic_writes", 0) == writes
-        if still and all(torch.equal(a, b) for a, b in zip(new, values, strict=True)):
+        if still and all(torch.equal(a[live], b[live]) for a, b in zip(new, values, strict=True)):
             raise _stuck(op)
         values = _where(live, new, values)
     else:

@@ -19,6 +19,7 @@ from tawac.passes.convert_ttir.common import _error, _is_float, _located
 from tawac.passes.convert_ttir.dispatch import _body, converts
 from tawac.passes.convert_ttir.emitter import _Emitter
 from tawac.passes.convert_ttir.scalars import _grid_stride
+from tawac.passes.convert_ttir.tensors import scalar_atomic
 
 
 def _persistent(em: _Emitter, op: scf.ForOp) -> bool:
@@ -85,10 +86,13 @@ def _if(em: _Emitter, op: scf.IfOp) -> None:
     for region in (op.true_region, op.false_region):
         if not region.blocks:
             continue
+        end = region.block.last_op
+        if not isinstance(end, scf.YieldOp) or len(end.operands) != len(op.results):
+            raise _error(f"an if branch that does not yield its {len(op.results)} values", op)
         block = Block()
         inner = _inner(em, block)
         _body(inner, region.block)
-        yielded = [inner.get(v, op) for v in region.block.last_op.operands]
+        yielded = [inner.get(v, op) for v in end.operands]
         block.add_op(scf.YieldOp(*yielded))
         types = [v.type for v in yielded]
         branches.append(Region(block))
@@ -104,6 +108,12 @@ def _while(em: _Emitter, op: scf.WhileOp) -> None:
     condition region and body, carrying no values (a spin)."""
     if op.arguments or op.res:
         raise _error("a while loop that carries values (tawac converts a spin: none)", op)
+    if not any(scalar_atomic(o) for o in op.before_region.walk()):
+        raise _error(
+            "a while loop whose condition reads no atomic (tawac converts a spin on a lock: "
+            "a plain load may read a cached value forever)",
+            op,
+        )
     before, after = Block(), Block()
     _body(_inner(em, before), op.before_region.block)
     _body(_inner(em, after), op.after_region.block)

@@ -11,7 +11,6 @@ from xdsl.dialects.builtin import DenseIntOrFPElementsAttr, FloatAttr, TensorTyp
 from xdsl.dialects.utils import FastMathFlag
 from xdsl.ir import Operation
 
-from tawac.analysis.pointers import PointerError
 from tawac.dialects import tt
 from tawac.passes.convert_ttir.common import _elem, _error, _is_f32, _is_float
 from tawac.passes.convert_ttir.dispatch import converts
@@ -42,13 +41,10 @@ def _of_integer_scalar(em: _Emitter, op: arith.SIToFPOp) -> bool:
 @converts(arith.SIToFPOp, when=_of_integer_scalar)
 def _int_to_float(em: _Emitter, op: arith.SIToFPOp) -> None:
     """A scalar of the kernel's integer code as a float (`tl.sum(x, axis=0) / N`: N as
-    f32): the scalar rebuilt over index (`_Emitter.index`: a size is its tensor's
-    `tile.dim`), cast to the integer type it had, then `arith.sitofp`."""
-    try:
-        p = em.plan.reader.int_poly(op.input)
-    except PointerError as e:
-        raise _error(e.message, e.op or op) from None
-    v = arith.IndexCastOp(em.index(p, op), op.input.type)
+    f32): the scalar rebuilt over index (`_Emitter.scalar`: a size is its tensor's
+    `tile.dim`, a count read under a lock the value read), cast to the integer type it
+    had, then `arith.sitofp`."""
+    v = arith.IndexCastOp(em.scalar(op.input, op), op.input.type)
     new = arith.SIToFPOp(em.add(v).result, op.result.type)
     em.values[op.result] = em.add(new).result
 

@@ -50,6 +50,19 @@ class _Emitter:
         op = self.add(arith.ConstantOp(IntegerAttr(c, IndexType())))
         return op.result
 
+    def scalar(self, v: SSAValue, at: Operation) -> SSAValue:
+        """An integer scalar of the kernel as index: a value the conversion made (an
+        atomic's old value, one i32 element loaded), else its polynomial rebuilt
+        (`index`)."""
+        found = self.values.get(v)
+        if found is not None:
+            return found
+        try:
+            p = self.plan.reader.int_poly(v)
+        except PointerError as e:
+            raise _error(e.message, e.op or at) from None
+        return self.index(p, at)
+
     def index(self, p: Poly, at: Operation) -> SSAValue:
         """A polynomial of the program ids, loop variables and sizes as index arithmetic
         over the tile kernel's program ids and loops."""

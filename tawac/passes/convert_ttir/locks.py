@@ -10,28 +10,14 @@ from __future__ import annotations
 
 from xdsl.dialects import arith, scf
 from xdsl.dialects.builtin import TensorType
-from xdsl.ir import Operation, SSAValue
+from xdsl.ir import Operation
 
-from tawac.analysis.pointers import PointerError
 from tawac.dialects import tile, tt
 from tawac.passes.convert_ttir.common import _error, _located
 from tawac.passes.convert_ttir.dispatch import converts
 from tawac.passes.convert_ttir.emitter import _Emitter
 from tawac.passes.convert_ttir.memory import _indices
 from tawac.passes.convert_ttir.tensors import scalar_atomic
-
-
-def int_scalar(em: _Emitter, v: SSAValue, at: Operation) -> SSAValue:
-    """An integer scalar of the kernel as index: a value the conversion made (an atomic's
-    old value, one i32 element loaded), else its polynomial rebuilt (`_Emitter.index`)."""
-    found = em.values.get(v)
-    if found is not None:
-        return found
-    try:
-        p = em.plan.reader.int_poly(v)
-    except PointerError as e:
-        raise _error(e.message, e.op or at) from None
-    return em.index(p, at)
 
 
 def _order(op: tt.AtomicCasOp | tt.AtomicRmwOp) -> str:
@@ -51,7 +37,7 @@ def _scalar(em: _Emitter, op: Operation) -> bool:
 def _atomic_cas(em: _Emitter, op: tt.AtomicCasOp) -> None:
     """`tl.atomic_cas(Lock, cmp, val)`: the tile kernel's compare-and-swap of the element."""
     a = em.plan.accesses[op]
-    cmp, value = (int_scalar(em, v, op) for v in op.rest)
+    cmp, value = (em.scalar(v, op) for v in op.rest)
     new = tile.AtomicCasOp(_order(op), em.get(a.base, op), _indices(em, a), cmp, value)
     em.values[op.result] = em.add(_located(new, op)).results[0]
 
@@ -61,7 +47,7 @@ def _atomic_xchg(em: _Emitter, op: tt.AtomicRmwOp) -> None:
     """`tl.atomic_xchg(Lock, val)`: the tile kernel's exchange of the element (its `true`
     mask masks nothing: `tawac.analysis.pointers.mask_of`)."""
     a = em.plan.accesses[op]
-    value = int_scalar(em, op.rest[0], op)
+    value = em.scalar(op.rest[0], op)
     new = tile.AtomicXchgOp(_order(op), em.get(a.base, op), _indices(em, a), value)
     em.values[op.result] = em.add(_located(new, op)).results[0]
 
@@ -79,7 +65,7 @@ def _compared(em: _Emitter, op: tt.CmpiOp) -> bool:
 @converts(tt.CmpiOp, when=_compared)
 def _cmpi(em: _Emitter, op: tt.CmpiOp) -> None:
     """The compare over index (signed, as Triton's i32 compare)."""
-    lhs, rhs = (int_scalar(em, v, op) for v in (op.lhs, op.rhs))
+    lhs, rhs = (em.scalar(v, op) for v in (op.lhs, op.rhs))
     em.values[op.result] = em.add(arith.CmpiOp(lhs, rhs, op.predicate_name)).results[0]
 
 
