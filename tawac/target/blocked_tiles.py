@@ -1,5 +1,5 @@
-"""The blocked layout of 2-d tiles in registers, and how its threads read and write
-their runs in a 128B-swizzled shared tile.
+"""The blocked layout of 2-d tiles in registers, and how its threads read their runs
+from a 128B-swizzled shared tile.
 
 A consumer partition without MMAs holds its 2-d tiles in the wgmma accumulator layout
 (`layouts.AccLayout`) where that layout splits them: whole m64 blocks per warp group. A
@@ -253,8 +253,8 @@ def _tables(layout: BlockedTileLayout) -> _Tables:
 
 @dataclass(frozen=True)
 class RunAccess:
-    """How the threads of a `BlockedTileLayout` read or write their runs in a
-    128B-swizzled tile (`run_access`), one access of `run_bytes` per run.
+    """How the threads of a `BlockedTileLayout` read their runs from a 128B-swizzled
+    tile that TMA wrote (`run_access`), one access of `run_bytes` per run.
 
     A thread's base address is tile + row0 * `row_bytes` + the sum of index * scale over
     `thread` (its column's chunk and its byte within a 16-byte granule); the run starting
@@ -280,10 +280,10 @@ def run_access(tile: SwizzledTile, layout: BlockedTileLayout, first_wg: int) -> 
     thread's plus the run's, and the granule's part is an XOR. A run's row offset is a
     multiple of 4 (`rows_per_pass`), so its row modulo 8 is the thread's XOR 0 or 4."""
     if tile.swizzle != 128:
-        raise ValueError("runs of a blocked tile are read from 128B-swizzled tiles")
+        raise ValueError("a blocked tile's runs are read from 128B-swizzled tiles only")
     if (tile.rows, tile.cols) != (layout.m, layout.n):
         raise ValueError(
-            f"a {layout.m}x{layout.n} blocked tile cannot be read from or written to a "
+            f"a {layout.m}x{layout.n} blocked tile cannot be read from a "
             f"{tile.rows}x{tile.cols} tile"
         )
     run_bytes = layout.vec * tile.elem_bytes
