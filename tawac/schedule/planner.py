@@ -115,7 +115,8 @@ def _streams_tiles_only(kernel: tile.KernelOp, parts: list[aref.PartitionOp]) ->
 def _math_warp_groups(part: aref.PartitionOp) -> int:
     """A consumer without MMAs holds its 2-d tiles in the accumulator layout (64 rows per
     warp group): the most of 3, 2, 1 warp groups that split every 2-d tile's rows into
-    whole 64-row blocks (1 where none does: convert-to-ptx names the tile).  A consumer
+    whole 64-row blocks (1 where none does: convert-to-ptx then holds the tiles in the
+    blocked layout, `tawac.target.blocked_tiles`).  A consumer
     of 1-d tiles only gets 1: its vectors' runs spread over 128 threads (a 1024-element
     f32 tile is two runs of 4 a thread) and a reduction to a scalar crosses 4 warps."""
     rows = {
