@@ -170,11 +170,15 @@ def _scalar_atomic(k: KernelLowering, op: tile.AtomicCasOp | tile.AtomicXchgOp) 
     def atomic() -> None:
         old = k.r(ptx.DeclareRegOp("b32"))  # not `mov imm`: the atomic overwrites it
         k.emit(ptx.AssignImmOp("s32", old, -1))
-        if cmp is not None:
-            swap = lambda: ptx.AtomCasOp(sem, addr, cmp, value)  # noqa: E731
-        else:
-            swap = lambda: ptx.AtomExchOp(sem, addr, value)  # noqa: E731
-        k.guarded(inside, lambda: k.emit(ptx.AssignOp("b32", old, k.r(swap()))))
+
+        def swap() -> None:
+            if cmp is not None:
+                new = k.r(ptx.AtomCasOp(sem, addr, cmp, value))
+            else:
+                new = k.r(ptx.AtomExchOp(sem, addr, value))
+            k.emit(ptx.AssignOp("b32", old, new))
+
+        k.guarded(inside, swap)
         k.emit(ptx.StSharedOp("b32", scratch, old))
 
     k.exchange(threads, first, atomic)
@@ -190,7 +194,9 @@ def _check_partition(k: KernelLowering, op: Operation) -> None:
         p for p in k.kernel.walk()
         if isinstance(p, aref.PartitionOp) and p.role.data == "consumer"
     ]  # fmt: skip
-    if part.role != "consumer" or len(consumers) != 1:
+    if part.role != "consumer":
+        raise CompileError(f"convert-to-ptx: {op.name} in a {part.role} partition", op)
+    if len(consumers) != 1:
         raise CompileError(
             f"convert-to-ptx: {op.name} runs once per program, in the kernel's one consumer "
             f"partition (this kernel has {len(consumers)})",
