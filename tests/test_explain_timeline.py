@@ -181,8 +181,16 @@ def test_timeline_deps_follow_the_plan():
 
 @pytest.mark.parametrize("path", EXAMPLES, ids=lambda p: p.name)
 def test_every_example_draws(path, tmp_path):
+    """Every example with a main loop draws its timeline; one without (a kernel of one
+    tile per program: the attention backward's preprocessing) is one located error."""
     out = tmp_path / "t.svg"
     proc = _cli(str(path), "--timeline", str(out), "--json")
+    if "scf.for" not in path.read_text():
+        assert proc.returncode == 1 and not out.exists()
+        (line,) = proc.stderr.strip().splitlines()
+        assert line.endswith("error: the consumer has no main loop to draw"), line
+        assert line.startswith(f"{path}:"), line
+        return
     assert proc.returncode == 0, proc.stderr
     root = ET.parse(out).getroot()
     assert _lanes(root, "warp-group") and _lanes(root, "unit")
