@@ -124,3 +124,15 @@ def test_it_matches_torch_on_the_gpu(name, n, m):
     assert not torch.isnan(y).any()
     err = (y.float() - want).norm() / want.norm()
     assert err < 1e-2, (name, m, n, float(err))
+
+
+def test_an_f64_tile_is_a_located_refusal():
+    """Nothing lowers f64 tiles: the vector add in f64 is refused at its first load (a fuzz
+    finding: an internal error in the 1-d load's lowering before)."""
+    from tawac.support.diagnostics import CompileError
+
+    text = (DATA / "vector_add.mlir").read_text().replace("f32", "f64")
+    with pytest.raises(CompileError) as e:
+        compile_source(text, "va64.mlir", cubin=False)
+    assert str(e.value).startswith("va64.mlir:8:9: error: convert-to-ptx: tile.load makes a ")
+    assert "f64 tiles are not supported" in str(e.value)

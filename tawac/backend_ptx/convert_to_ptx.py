@@ -26,7 +26,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 
 from xdsl.context import Context
-from xdsl.dialects.builtin import ModuleOp, TensorType
+from xdsl.dialects.builtin import Float64Type, ModuleOp, TensorType
 from xdsl.passes import ModulePass
 from xdsl.rewriter import Rewriter
 from xdsl.transforms.common_subexpression_elimination import cse
@@ -94,11 +94,19 @@ def _no_cyclic_gc():
 def _check_no_fp8_registers(kernel: tile.KernelOp) -> None:
     """fp8 tiles exist only in shared memory, as wgmma operands: a tile value of an fp8
     type left after `lower-aref` would be held in registers, which nothing lowers (no fp8
-    arithmetic, register-A operand or store)."""
+    arithmetic, register-A operand or store). Nor does anything lower f64 tiles."""
     for op in kernel.walk():
         for r in op.results:
             t = r.type
-            if isinstance(t, TensorType) and isinstance(t.element_type, tile.FP8_TYPES):
+            if not isinstance(t, TensorType):
+                continue
+            if isinstance(t.element_type, Float64Type):
+                raise CompileError(
+                    f"convert-to-ptx: {op.name} makes a {tile.type_str(t)} tile; f64 tiles are "
+                    "not supported (compute in f32)",
+                    op,
+                )
+            if isinstance(t.element_type, tile.FP8_TYPES):
                 raise CompileError(
                     f"convert-to-ptx: {op.name} makes a {tile.type_str(t)} tile in registers; "
                     "fp8 tiles are supported only as tile.dot operands loaded from global "
