@@ -124,6 +124,16 @@ def test_the_interpreter_agrees_with_autograd(s, d, variant):
     _close("dv", dv, want_dv)
 
 
+def test_a_row_vector_load_reads_the_tensors_leading_dimensions():
+    """lse[b, h, m0 ...] of a [B, H, S] tensor, loaded straight into the slice layout of
+    its broadcast, is read at b and h through the tensor's strides (the load read
+    lse[b ...] as if the tensor were 1-d, and dQ, dK, dV came out wrong on the GPU)."""
+    ptx = compile_file(EXAMPLES / "attention_bwd_dq.mlir").ptx
+    for arg in ("lse", "delta"):
+        for d in (0, 1):
+            assert f"[{arg}_stride{d}]" in ptx, (arg, d)
+
+
 @pytest.mark.parametrize("d", [64, 128])
 @pytest.mark.parametrize("name", KERNELS + CAUSAL + GQA)
 def test_each_kernel_assembles_without_spills(name, d):

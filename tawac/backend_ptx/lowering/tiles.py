@@ -165,17 +165,23 @@ def _load_vector(k: KernelLowering, op: tile.LoadOp) -> None:
         return
     row0, col0 = k.thread_coords(layout)
     offsets = layout.col_offsets() if dim == 1 else layout.row_offsets()
-    start = k.add(k.scalar(op.indices[0]), col0 if dim == 1 else row0)
+    gt = op.source.type
+    assert isinstance(gt, tile.GlobalTensorType)
+    last = gt.rank - 1  # the tile runs along the last dimension, the others one element
+    start = k.add(k.scalar(op.indices[last]), col0 if dim == 1 else row0)
     size = k.cached(
-        ("param", k.params.dim(op.source, 0)),
-        lambda: k.r(ptx.LdParamOp("s32", k.params.dim(op.source, 0))),
-    )
-    base = k.cached(
-        ("param", k.params.pointer(op.source)),
-        lambda: k.r(ptx.LdParamOp("u64", k.params.pointer(op.source))),
+        ("param", k.params.dim(op.source, last)),
+        lambda: k.r(ptx.LdParamOp("s32", k.params.dim(op.source, last))),
     )
     ety = elem_ptx_type(t.element_type)
     nbytes = elem_bytes(t.element_type)
+    if last:  # the element at the other indices: lse[b, h, m0 ...] of a [B, H, S] tensor
+        base = leading_base(k, op.source, op.indices, last, nbytes)
+    else:
+        base = k.cached(
+            ("param", k.params.pointer(op.source)),
+            lambda: k.r(ptx.LdParamOp("u64", k.params.pointer(op.source))),
+        )
     regs = []
     for off in offsets:
         idx = k.add_imm(start, off)
