@@ -190,6 +190,14 @@ def test_it_assembles_without_spills(name, block_n):
     assert "0 bytes spill stores, 0 bytes spill loads" in res.ptxas_report, res.ptxas_report
 
 
+@pytest.mark.parametrize("block_m", [16, 32])
+@pytest.mark.parametrize("name", NAMES)
+def test_short_row_blocks_assemble_without_spills(name, block_m):
+    """Fewer rows per program than a warp group's m64 block: the blocked layout."""
+    res = compile_file(EXAMPLES / f"{name}.mlir", params={"BLOCK_M": block_m}, cubin=True)
+    assert "0 bytes spill stores, 0 bytes spill loads" in res.ptxas_report, res.ptxas_report
+
+
 # ---- on the GPU
 
 
@@ -202,13 +210,28 @@ def test_it_assembles_without_spills(name, block_n):
 def test_it_matches_torch_on_the_gpu(name, m, n, block_n):
     """Through `tawac.torch` (the outputs allocated by the operator, poisoned with NaN
     first by freeing a NaN tensor of their size), against torch in float32."""
+    _forward_on_the_gpu(name, m, n, {"BLOCK_N": block_n})
+
+
+@pytest.mark.gpu
+@requires_gpu
+@pytest.mark.parametrize("n", [333, 4096])
+@pytest.mark.parametrize("m", [1, 77, 1000])
+@pytest.mark.parametrize("block_m", [16, 32])
+@pytest.mark.parametrize("name", NAMES)
+def test_short_row_blocks_match_torch_on_the_gpu(name, block_m, m, n):
+    """16 and 32 rows per program: the tiles in the blocked layout (not whole m64 blocks)."""
+    _forward_on_the_gpu(name, m, n, {"BLOCK_N": 128, "BLOCK_M": block_m})
+
+
+def _forward_on_the_gpu(name: str, m: int, n: int, params: dict) -> None:
     import torch
 
     import tawac.torch
 
-    key = (name, block_n)
+    key = (name, *sorted(params.items()))
     if key not in _KERNELS:
-        _KERNELS[key] = tawac.torch.kernel(EXAMPLES / f"{name}.mlir", params={"BLOCK_N": block_n})
+        _KERNELS[key] = tawac.torch.kernel(EXAMPLES / f"{name}.mlir", params=params)
     k = _KERNELS[key]
     ins = _inputs(name, m, n, device="cuda", seed=m * 7 + n)
     want = _reference(name, ins)
