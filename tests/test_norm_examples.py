@@ -190,12 +190,34 @@ def test_it_assembles_without_spills(name, block_n):
     assert "0 bytes spill stores, 0 bytes spill loads" in res.ptxas_report, res.ptxas_report
 
 
+#: The examples that take fewer rows per program than a warp group's m64 block (the
+#: blocked layout). Not rmsnorm_residual: it stores h in the loop that sums its squares,
+#: which computed wrong results on the H100 at 16 rows and is refused (below).
+SHORT = ["softmax", "rmsnorm", "layernorm"]
+
+
 @pytest.mark.parametrize("block_m", [16, 32])
-@pytest.mark.parametrize("name", NAMES)
+@pytest.mark.parametrize("name", SHORT)
 def test_short_row_blocks_assemble_without_spills(name, block_m):
     """Fewer rows per program than a warp group's m64 block: the blocked layout."""
     res = compile_file(EXAMPLES / f"{name}.mlir", params={"BLOCK_M": block_m}, cubin=True)
     assert "0 bytes spill stores, 0 bytes spill loads" in res.ptxas_report, res.ptxas_report
+
+
+@pytest.mark.parametrize("block_m", [8, 16, 32])
+def test_a_blocked_store_in_a_loop_that_carries_values_is_refused(block_m):
+    """rmsnorm_residual at 16 rows a program computed wrong results on the H100 (h stored
+    in the loop that sums its squares, in the blocked layout; cause not yet found): such a
+    store is a located refusal, and the 64-row program compiles."""
+    from tawac.support.diagnostics import CompileError
+
+    path = EXAMPLES / "rmsnorm_residual.mlir"
+    with pytest.raises(CompileError) as e:
+        compile_file(path, params={"BLOCK_M": block_m})
+    message = str(e.value)
+    assert message.startswith(f"{path}:24:5: error: convert-to-ptx: a 2-d tile.store in a loop")
+    assert "use 64 rows a program" in message
+    assert "wgmma" not in compile_file(path).ptx
 
 
 # ---- on the GPU
@@ -218,7 +240,7 @@ def test_it_matches_torch_on_the_gpu(name, m, n, block_n):
 @pytest.mark.parametrize("n", [333, 4096])
 @pytest.mark.parametrize("m", [1, 77, 1000])
 @pytest.mark.parametrize("block_m", [16, 32])
-@pytest.mark.parametrize("name", NAMES)
+@pytest.mark.parametrize("name", SHORT)
 def test_short_row_blocks_match_torch_on_the_gpu(name, block_m, m, n):
     """16 and 32 rows per program: the tiles in the blocked layout (not whole m64 blocks)."""
     _forward_on_the_gpu(name, m, n, {"BLOCK_N": 128, "BLOCK_M": block_m})
