@@ -111,11 +111,11 @@ class TileLayouts:
 
 
 def _refuse_stores_in_carrying_loops(root: Operation) -> None:
-    """A 2-d `tile.store` in a loop that also carries values (examples/rmsnorm_residual.mlir
+    """A 2-d `tile.store` in a loop that also carries tiles (examples/rmsnorm_residual.mlir
     at 16 rows a program: h stored in the loop that sums its squares) computed wrong
     results on the H100 in the blocked layout, for a cause not yet found: refused until
     it is (the same kernels with 64-row programs, and blocked stores in loops that carry
-    nothing, were correct)."""
+    no tile, the persistent loop over tiles among them, were correct)."""
     for op in root.walk():
         if not isinstance(op, tile.StoreOp):
             continue
@@ -125,9 +125,11 @@ def _refuse_stores_in_carrying_loops(root: Operation) -> None:
         loop = op.parent_op()
         while loop is not None and loop is not root and not isinstance(loop, scf.ForOp):
             loop = loop.parent_op()
-        if isinstance(loop, scf.ForOp) and loop.iter_args:
+        if isinstance(loop, scf.ForOp) and any(
+            isinstance(a.type, TensorType) for a in loop.iter_args
+        ):
             raise CompileError(
-                "convert-to-ptx: a 2-d tile.store in a loop that carries values is not "
+                "convert-to-ptx: a 2-d tile.store in a loop that carries tiles is not "
                 "supported yet with tiles of fewer rows than whole m64 blocks (the blocked "
                 "layout); use 64 rows a program",
                 op,
