@@ -22,6 +22,8 @@ import math
 import sys
 from pathlib import Path
 
+from checks import drop_wrong
+
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 EXAMPLES = ROOT / "examples"
@@ -92,7 +94,8 @@ def _run(d: int, s: int, causal: bool, tokens: int, rounds: int) -> str | None:
         except RuntimeError as e:
             print(f"# {name} unavailable at d{d} s{s}: {e}", file=sys.stderr)
     refs = _reference(q, k, v, do, scale, causal)
-    _check(systems, [dq, dk, dv], refs, f"d{d} s{s}{' causal' if causal else ''}")
+    shape = f"d{d} s{s}{' causal' if causal else ''}"
+    drop_wrong(systems, [dq, dk, dv], refs, shape, rtol=3e-2)
     if "tawac" not in systems:
         return None
     med = {n: t * 1e3 for n, t in round_robin_medians(systems, rounds).items()}
@@ -132,27 +135,6 @@ def _reference(q, k, v, do, scale, causal):
             for g, t in zip(grads, (qf, kf, vf), strict=True):
                 g[part] = t.grad
     return grads
-
-
-def _check(systems: dict, outs: list, refs: list, shape: str) -> None:
-    """Run each system once with its outputs poisoned (NaN) and drop, saying so, those that
-    fail or whose dQ, dK or dV is more than 3e-2 off the float32 reference (norm-wise)."""
-    import torch
-
-    for name, fn in list(systems.items()):
-        for o in outs:
-            o.fill_(float("nan"))
-        try:
-            fn()
-            torch.cuda.synchronize()
-        except Exception as e:  # noqa: BLE001 - a system that cannot run is reported
-            print(f"# {name} failed at {shape}: {type(e).__name__}: {e}", file=sys.stderr)
-            del systems[name]
-            continue
-        errs = [float((o.float() - r).norm() / r.norm()) for o, r in zip(outs, refs, strict=True)]
-        if not all(e < 3e-2 for e in errs):  # NaN fails too
-            print(f"# {name} wrong at {shape}: relative errors {errs}", file=sys.stderr)
-            del systems[name]
 
 
 def main() -> int:

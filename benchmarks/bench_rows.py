@@ -33,6 +33,8 @@ import importlib.util
 import sys
 from pathlib import Path
 
+from checks import drop_wrong
+
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 EXAMPLES = ROOT / "examples"
@@ -143,53 +145,6 @@ def _triton_systems(kernel: str, x, w, b, y) -> dict:
     return out
 
 
-def _checked(systems: dict, out, ref, shape: str, exact: bool = False) -> None:
-    """Run each system once on `out` poisoned with NaN and drop, saying so, those that
-    fail or whose result is not `ref` (bit for bit with `exact`, else within a relative
-    error of 1e-2)."""
-    import torch
-
-    for name, fn in list(systems.items()):
-        out.fill_(float("nan"))
-        try:
-            fn()
-            torch.cuda.synchronize()
-        except Exception as e:  # noqa: BLE001 - a system that cannot run is reported
-            print(f"# {name} failed at {shape}: {type(e).__name__}: {e}", file=sys.stderr)
-            del systems[name]
-            continue
-        if exact:
-            wrong = "" if torch.equal(out, ref) else "not bit-exact"
-        else:
-            err = float((out.float() - ref).norm() / ref.norm())
-            wrong = "" if err < 1e-2 else f"relative error {err:.3g}"
-        if wrong:
-            print(f"# {name} wrong at {shape}: {wrong}", file=sys.stderr)
-            del systems[name]
-
-
-def _checked_all(systems: dict, outs: list, refs: list, shape: str) -> None:
-    """`_checked` for systems that write several outputs (`outs`, poisoned with NaN before
-    each system runs), each against its float32 reference in `refs`."""
-    import torch
-
-    for name, fn in list(systems.items()):
-        for o in outs:
-            o.fill_(float("nan"))
-        try:
-            fn()
-            torch.cuda.synchronize()
-        except Exception as e:  # noqa: BLE001 - a system that cannot run is reported
-            print(f"# {name} failed at {shape}: {type(e).__name__}: {e}", file=sys.stderr)
-            del systems[name]
-            continue
-        errs = [float((o.float() - r).norm() / r.norm()) for o, r in zip(outs, refs, strict=True)]
-        if not all(e < 1e-2 for e in errs):  # NaN (an output left unwritten) fails too
-            worst = max(errs, key=lambda e: -1 if e < 1e-2 else float("inf") if e != e else e)
-            print(f"# {name} wrong at {shape}: relative error {worst:.3g}", file=sys.stderr)
-            del systems[name]
-
-
 def _cell(med: dict, key: str) -> str:
     return f"{med[key]:.1f}" if key in med else "-"
 
@@ -233,7 +188,7 @@ def _run_vector_add(shape: str, rounds: int) -> str | None:
         "torch.compile": lambda: z.copy_(compiled(x, y)),
         "eager": lambda: torch.add(x, y, out=z),
     }
-    _checked(systems, z, x + y, shape, exact=True)
+    drop_wrong(systems, [z], [x + y], shape, exact=True)
     systems["copy"] = lambda: z.copy_(x)
     if "tawac (triton)" not in systems:
         return None
@@ -291,7 +246,7 @@ def _run(kernel: str, shape: str, configs: list[str], rounds: int) -> str | None
         "torch.compile": lambda: y.copy_(compiled(x, w, b)),
         "eager": lambda: y.copy_(eager(x, w, b)),
     }
-    _checked(systems, y, _reference(kernel, x, w, b), shape)
+    drop_wrong(systems, [y], [_reference(kernel, x, w, b)], shape)
     systems["copy"] = lambda: y.copy_(src)
     if not any(k.startswith("tawac n") for k in systems):
         return None
@@ -394,7 +349,7 @@ def _run_backward(kernel: str, shape: str, rounds: int) -> str | None:
         "torch.compile": lambda: run(compiled),
         "eager": lambda: run(math),
     }
-    _checked_all(systems, [dx, *grads], refs, shape)
+    drop_wrong(systems, [dx, *grads], refs, shape)
     src = torch.empty_like(x)
     systems["copy"] = lambda: dx.copy_(src)
     if "tawac" not in systems:
