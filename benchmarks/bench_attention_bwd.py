@@ -30,13 +30,6 @@ EXAMPLES = ROOT / "examples"
 LOG2E = 1.4426950408889634
 
 
-def _params(name: str, d: int) -> dict:
-    """The parameters `examples/attention_bwd_dkdv.mlir` documents per head dimension."""
-    if name.startswith("attention_bwd_dkdv"):
-        return {"HEAD_DIM": d, "BLOCK_M": 32 if d == 128 else 64}
-    return {"HEAD_DIM": d}
-
-
 def _run(d: int, s: int, causal: bool, tokens: int, rounds: int) -> str | None:
     import torch
     import torch.nn.functional as F
@@ -44,6 +37,7 @@ def _run(d: int, s: int, causal: bool, tokens: int, rounds: int) -> str | None:
 
     import tawac.torch
     from tawac.runtime.runner import round_robin_medians
+    from tawac.torch import attention_params
 
     b, h = max(tokens // s, 1), 2048 // d
     g = torch.Generator(device="cuda").manual_seed(s + d)
@@ -59,7 +53,7 @@ def _run(d: int, s: int, causal: bool, tokens: int, rounds: int) -> str | None:
         "dq": f"attention_bwd_dq{tail}",
     }
     kernels = {
-        role: tawac.torch.kernel(EXAMPLES / f"{n}.mlir", params=_params(n, d))
+        role: tawac.torch.kernel(EXAMPLES / f"{n}.mlir", params=attention_params(n, d))
         for role, n in names.items()
     }
     o = torch.empty_like(q)

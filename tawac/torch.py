@@ -62,7 +62,7 @@ from tawac.runtime.plans import program_count
 from tawac.schedule import tuning
 from tawac.support.options import PipelineOptions
 
-__all__ = ["TorchKernel", "attention", "kernel"]
+__all__ = ["TorchKernel", "attention", "attention_params", "kernel"]
 
 NAMESPACE = "tawac"
 ACCESSES = frozenset({"read", "write", "readwrite", "none"})
@@ -545,9 +545,18 @@ _LOG2E = 1.4426950408889634
 _TRAINING: dict[int, dict[str, TorchKernel]] = {}
 
 
+def attention_params(name: str, head_dim: int) -> dict[str, int]:
+    """The compile-time parameters of the attention kernel `name` (one of
+    `ATTENTION_KERNELS`, `CAUSAL_KERNELS`, `GQA_KERNELS`) at `head_dim`: the dK/dV kernels
+    take 32 queries a step at head dimension 128, 64 at 64 (what fits their accumulators
+    in registers)."""
+    if name.startswith("attention_bwd_dkdv"):
+        return {"HEAD_DIM": head_dim, "BLOCK_M": 32 if head_dim == 128 else 64}
+    return {"HEAD_DIM": head_dim}
+
+
 def _attention_kernels(head_dim: int) -> dict[str, TorchKernel]:
-    """The kernels at `head_dim`, made once (the dK/dV kernels take 32 queries a step at
-    head dimension 128, 64 at 64: what fits their accumulators in registers)."""
+    """The kernels at `head_dim` (`attention_params`), made once."""
     if head_dim not in (64, 128):
         raise LaunchError(f"attention: head dimension {head_dim}; 64 and 128 are supported")
     made = _TRAINING.get(head_dim)
@@ -561,10 +570,7 @@ def _attention_kernels(head_dim: int) -> dict[str, TorchKernel]:
             )
         made = {}
         for n in names:
-            params = {"HEAD_DIM": head_dim}
-            if n.startswith("attention_bwd_dkdv"):
-                params["BLOCK_M"] = 32 if head_dim == 128 else 64
-            made[n] = kernel(EXAMPLES / f"{n}.mlir", params=params)
+            made[n] = kernel(EXAMPLES / f"{n}.mlir", params=attention_params(n, head_dim))
         _TRAINING[head_dim] = made
     return made
 

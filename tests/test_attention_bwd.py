@@ -17,6 +17,7 @@ from gpu_util import assert_assembles_without_spills, requires_gpu
 from tawac.compiler import compile_file, parse_file
 from tawac.dialects import tile
 from tawac.runtime.interpret import interpret_launch
+from tawac.torch import attention_params
 
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
 KERNELS = ["attention_lse", "attention_bwd_pre", "attention_bwd_dkdv", "attention_bwd_dq"]
@@ -27,14 +28,6 @@ GQA = ["attention_gqa_lse", "attention_bwd_dkdv_gqa", "attention_bwd_dq_gqa"]
 #: The forward kernel of each variant.
 FORWARD = {"full": "attention_lse", "causal": "attention_causal_lse", "gqa": "attention_gqa_lse"}
 LOG2E = 1.4426950408889634
-
-
-def _params(name: str, d: int) -> dict:
-    """The parameters each kernel documents for head dimension `d` (dK/dV: 32 queries a
-    step at 128, 64 at 64)."""
-    if name.startswith("attention_bwd_dkdv"):
-        return {"HEAD_DIM": d, "BLOCK_M": 32 if d == 128 else 64}
-    return {"HEAD_DIM": d}
 
 
 def _inputs(b: int, h: int, s: int, d: int, device: str, seed: int = 0, hk: int | None = None):
@@ -66,7 +59,7 @@ def _reference(q, k, v, do, scale: float, causal: bool = False):
 
 
 def _kernel(name: str, d: int) -> tile.KernelOp:
-    module = parse_file(EXAMPLES / f"{name}.mlir", params=_params(name, d))
+    module = parse_file(EXAMPLES / f"{name}.mlir", params=attention_params(name, d))
     return next(o for o in module.walk() if isinstance(o, tile.KernelOp))
 
 
@@ -137,7 +130,7 @@ def test_a_row_vector_load_reads_the_tensors_leading_dimensions():
 @pytest.mark.parametrize("d", [64, 128])
 @pytest.mark.parametrize("name", KERNELS + CAUSAL + GQA)
 def test_each_kernel_assembles_without_spills(name, d):
-    res = compile_file(EXAMPLES / f"{name}.mlir", params=_params(name, d))
+    res = compile_file(EXAMPLES / f"{name}.mlir", params=attention_params(name, d))
     assert ("wgmma.mma_async" in res.ptx) == (name != "attention_bwd_pre")
     assert_assembles_without_spills(res.ptx)
 
@@ -205,7 +198,7 @@ def test_on_the_gpu_it_agrees_with_autograd(b, h, s, d, variant):
     q, k, v, do = _inputs(b, h, s, d, "cuda", seed=s + d, hk=hk)
     scale = 1 / math.sqrt(d)
     kernels = {
-        name: tawac.torch.kernel(EXAMPLES / f"{name}.mlir", params=_params(name, d))
+        name: tawac.torch.kernel(EXAMPLES / f"{name}.mlir", params=attention_params(name, d))
         for name in KERNELS + CAUSAL + GQA
     }
 
