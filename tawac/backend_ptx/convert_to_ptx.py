@@ -66,7 +66,7 @@ class ConvertToPtxPass(ModulePass):
         region_dce(op.body)
         for kern in [o for o in op.body.block.ops if isinstance(o, tile.KernelOp)]:
             _check_applied(kern)
-            _check_no_fp8_registers(kern)
+            _check_register_types(kern)
             with _no_cyclic_gc():
                 module = KernelLowering(
                     kern, exp2_fma=self.exp2_fma, skip_rescale=self.skip_rescale
@@ -91,10 +91,11 @@ def _no_cyclic_gc():
         gc.enable()
 
 
-def _check_no_fp8_registers(kernel: tile.KernelOp) -> None:
-    """fp8 tiles exist only in shared memory, as wgmma operands: a tile value of an fp8
-    type left after `lower-aref` would be held in registers, which nothing lowers (no fp8
-    arithmetic, register-A operand or store). Nor does anything lower f64 tiles."""
+def _check_register_types(kernel: tile.KernelOp) -> None:
+    """Every tile value has an element type registers hold: not f64 (nothing lowers it),
+    not fp8 (fp8 tiles exist only in shared memory, as wgmma operands: one left after
+    `lower-aref` would be held in registers, and nothing lowers fp8 arithmetic, a
+    register-A operand or a store of one)."""
     for op in kernel.walk():
         for r in op.results:
             t = r.type
