@@ -174,10 +174,7 @@ def _load_fragment(k: KernelLowering, op: hopper.LoadFragmentOp) -> None:
     xor_off: dict[int, SSAValue] = {}
     regs: list[SSAValue] = []
     for i, off, g in plan.pairs:
-        if g not in xor_off:
-            swz = key if g == 0 else k.r(ptx.XorOp("b32", key, k.imm(g)))
-            xor_off[g] = k.r(ptx.ShlOp("b32", swz, k.imm(plan.granule_shift)))
-        addr = k.add(k.add_imm(base, off), xor_off[g])
+        addr = _swizzled(k, base, off, key, g, plan.granule_shift, xor_off)
         assert len(regs) == i
         if plan.pair_bytes == 4:
             halves = ptx.UnpackB16Op(k.r(ptx.LdSharedOp("b32", addr)))
@@ -213,10 +210,25 @@ def _load_runs(
     xor_off: dict[int, SSAValue] = {}
     regs: list[SSAValue] = []
     for _, off, flip in plan.runs:
-        if flip not in xor_off:
-            swz = key if flip == 0 else k.r(ptx.XorOp("b32", key, k.imm(flip)))
-            xor_off[flip] = k.r(ptx.ShlOp("b32", swz, k.imm(plan.granule_shift)))
-        addr = k.add(k.add_imm(base, off), xor_off[flip])
+        addr = _swizzled(k, base, off, key, flip, plan.granule_shift, xor_off)
         regs += load_shared_run(k, addr, plan.run_bytes, dtype)
     k.emit(ptx.BarWarpSyncOp())
     k.vals[op.result] = Frag(layout, regs, dtype)
+
+
+def _swizzled(
+    k: KernelLowering,
+    base: SSAValue,
+    off: int,
+    key: SSAValue,
+    flip: int,
+    shift: int,
+    xor_off: dict[int, SSAValue],
+) -> SSAValue:
+    """The shared address base + off of a 128B-swizzled tile, its granule the thread's
+    `key` XOR `flip` (shifted by `shift`, the granule's bytes); each flip's offset made
+    once per tile load (`xor_off`)."""
+    if flip not in xor_off:
+        swz = key if flip == 0 else k.r(ptx.XorOp("b32", key, k.imm(flip)))
+        xor_off[flip] = k.r(ptx.ShlOp("b32", swz, k.imm(shift)))
+    return k.add(k.add_imm(base, off), xor_off[flip])
