@@ -66,7 +66,8 @@ from tawac.analysis.mma import deferred_dots, releasing_dots, rows_problem
 from tawac.analysis.pressure import body_readers, loop_pressure, tile_registers
 from tawac.dialects import aref, tile
 from tawac.dialects.schedule import ArefPlan, LoopPlan, OpPlan, Schedule, SolveInfo
-from tawac.schedule import modulo
+from tawac.schedule import bounds, modulo
+from tawac.schedule import problem as problem_types
 from tawac.schedule.check import lags
 from tawac.schedule.model import loop_lanes, model_intervals
 from tawac.schedule.planner import HeuristicPlanner, fits_registers, register_budgets
@@ -414,9 +415,12 @@ def problem(
 
 @functools.cache
 def _code() -> str:
-    """A digest of the model's source (as this process loaded it): a changed model never
-    reads an old answer."""
-    return hashlib.sha256(Path(modulo.__file__).read_bytes()).hexdigest()[:16]
+    """A digest of the model's source (as this process loaded it: the problem, its
+    bounds and the model): a changed model never reads an old answer."""
+    digest = hashlib.sha256()
+    for module in (problem_types, bounds, modulo):
+        digest.update(Path(module.__file__).read_bytes())
+    return digest.hexdigest()[:16]
 
 
 @functools.lru_cache(maxsize=1024)
