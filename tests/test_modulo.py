@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import dataclasses
 import sys
+import time
 
 import pytest
 
@@ -321,3 +322,106 @@ def test_without_ortools(monkeypatch):
         monkeypatch.setitem(sys.modules, name, None)
     with pytest.raises(SolverUnavailable, match=r"pip install 'tawac\[solver\]'"):
         solve(_three_mmas(1))
+
+
+# --- the stage window's bound (bounds.window_bound) ------------------------------------------
+
+
+def _chain(latency: int, max_stage: int, *, same_op: bool = False, groups=("g", "g")) -> Problem:
+    # a -> b, `latency` cycles, no recurrence: only the window bounds II
+    nodes = (
+        _node("a", groups=(groups[0],), op=0),
+        _node("b", groups=(groups[1],), op=0 if same_op else 1),
+    )
+    return Problem(
+        nodes,
+        (Edge(0, 1, latency),),
+        tuple(Group(g, 255) for g in dict.fromkeys(groups)),
+        max_stage=max_stage,
+        handoff=7.0,
+    )
+
+
+@pytest.mark.parametrize(
+    ("latency", "max_stage", "same_op", "groups", "ii"),
+    [
+        (40, 0, False, ("g", "g"), 41),  # one stage: b starts at t >= 40 < II
+        (40, 1, False, ("g", "g"), 21),  # two stages: 40 <= 2 II - 1
+        (40, 3, True, ("g", "g"), 41),  # one op: both ends in one stage
+        (40, 0, False, ("g", "h"), 48),  # fixed to two groups: the handoff too
+    ],
+)
+def test_the_window_bound_is_the_smallest_interval(latency, max_stage, same_op, groups, ii):
+    """The dependences of one iteration fit the stages (and a shared stage's one II):
+    MII is the answer itself, so no probe below it is needed to prove it optimal."""
+    problem = _chain(latency, max_stage, same_op=same_op, groups=groups)
+    units = Units.of(problem, problem_scale(problem))
+    assert problem_scale(problem) == 1
+    assert lower_bound(problem, units) == ii
+    s = solve(problem)
+    assert s.interval == ii and s.status == "optimal" and s.bound == ii
+
+
+def test_the_lower_bound_never_passes_the_answer():
+    """MII is a bound: on random problems with frozen nodes, shared stages, rings and
+    handoffs it is never above the II the solver proves optimal."""
+    import random
+
+    rng = random.Random(7)
+    checked = 0
+    for _ in range(40):
+        count = rng.randint(2, 6)
+        groups = ("p", "c")
+        nodes = tuple(
+            _node(
+                f"n{i}",
+                rng.choice(["alu", "tensor", "tma"]),
+                rng.randint(1, 20),
+                groups=(rng.choice(groups),) if rng.random() < 0.7 else groups,
+                op=rng.randint(0, count - 1),
+                frozen=rng.random() < 0.3,
+            )
+            for i in range(count)
+        )
+        edges = tuple(
+            Edge(a, b, rng.randint(0, 40), distance=0 if a < b else 1)
+            for a in range(count)
+            for b in range(count)
+            if a != b and rng.random() < 0.3
+        )
+        problem = Problem(
+            nodes,
+            edges,
+            tuple(Group(g, 255) for g in groups),
+            handoff=rng.choice([0.0, 5.0]),
+            max_stage=rng.randint(0, 3),
+        )
+        try:
+            s = solve(problem, time_limit=10.0)
+        except Infeasible:
+            continue
+        units = Units.of(problem, s.scale)
+        assert lower_bound(problem, units) * s.scale <= s.interval, problem
+        checked += 1
+    assert checked >= 20
+
+
+def test_the_gallop_lands_on_the_limit():
+    """Galloping from MII (MII + 1, 2, 4, ...) probes the search limit itself where the
+    next step would pass it: a problem feasible only near the limit is not missed."""
+    from tawac.schedule.modulo import _Search
+
+    probed = []
+
+    class Fake(_Search):
+        def probe(self, ii, full, budget, optimise=False):
+            probed.append(ii)
+            return None, None, "yes" if ii >= 14 else "no"
+
+        def feasible(self, status):
+            return status == "yes"
+
+    search = Fake(None, None, None, limit=14, time_limit=10.0, begin=time.perf_counter())
+    found = search.search(1, False)
+    assert found is not None and found[0] == 14
+    assert probed[:6] == [1, 2, 3, 5, 9, 14]

@@ -49,7 +49,8 @@ def recurrence_bound(problem: Problem, units: Units) -> int:
 def lower_bound(problem: Problem, units: Units) -> int:
     """MII in units: max(each node's occupancy, issue and (drain) latency, per shared unit
     the occupancy of every copy, per warp group the issue of the nodes only it issues,
-    the recurrence bound)."""
+    the recurrence bound), raised to `window_bound` where the dependences need more to
+    fit the stages."""
     copies = {g.name: g.copies for g in problem.groups}
     bound = 1
     per_unit: dict[str, int] = {}
@@ -65,16 +66,99 @@ def lower_bound(problem: Problem, units: Units) -> int:
             group = node.groups[0]
             per_group[group] = per_group.get(group, 0) + units.issue[i]
     bound = max([bound, *per_unit.values(), *per_group.values()])
-    return max(bound, recurrence_bound(problem, units))
+    bound = max(bound, recurrence_bound(problem, units))
+    return window_bound(problem, units, bound, _total(problem, units))
 
 
-def search_limit(problem: Problem, units: Units, mii: int) -> int:
-    """The largest II (units) searched: every node's occupancy (all copies), issue and
-    latency, every edge's latency and handoff, one after the other."""
+Arc = tuple[int, int, int, int]
+
+
+def _window_arcs(problem: Problem, units: Units) -> tuple[int, list[Arc]]:
+    """(vertices, arcs) of the difference constraints every schedule meets, each arc
+    `(a, b, latency, distance)` for `t[b] - t[a] >= latency - II * distance`:
+
+    - the edges (ring edges at their largest distance, edges of negative distance left
+      out), plus the handoff where both ends are fixed to different warp groups;
+    - the window: every start within `[0, (max_stage + 1) II - 1]`, against a vertex z
+      (`t[n] >= t[z]`, `t[z] >= t[n] - (max_stage + 1) II + 1`);
+    - nodes that share a stage (the parts of one op, a group's frozen nodes, the
+      `same_stage` pairs) start within II - 1 of each other: per such set, vertices lo
+      and hi with `lo <= t[n] <= hi` and `hi - lo <= II - 1`;
+    - a group's frozen nodes fixed to it keep their order: `t[i] <= t[j]` (one stage,
+      rows non-decreasing)."""
+    nodes = problem.nodes
+    count = len(nodes)
+    arcs: list[Arc] = []
+    for edge, latency in zip(problem.edges, units.edge_latency, strict=True):
+        distance = ring_distance(problem, edge)
+        if distance < 0:
+            continue
+        src, dst = set(nodes[edge.src].groups), set(nodes[edge.dst].groups)
+        if len(src) == 1 and len(dst) == 1 and src != dst:
+            latency += units.handoff
+        arcs.append((edge.src, edge.dst, latency, distance))
+    span = problem.max_stage + 1
+    z = count
+    arcs += [(z, n, 0, 0) for n in range(count)]
+    arcs += [(n, z, 1, span) for n in range(count)]
+    sets: dict[tuple, list[int]] = {}
+    for n, node in enumerate(nodes):
+        sets.setdefault(("op", node.op), []).append(n)
+        if node.frozen:
+            sets.setdefault(("frozen", node.groups[0]), []).append(n)
+    sets |= {("pair", a, b): [a, b] for a, b in problem.same_stage}
+    vertices = count + 1
+    for members in sets.values():
+        if len(members) < 2:
+            continue
+        lo, hi = vertices, vertices + 1
+        vertices += 2
+        arcs += [(lo, n, 0, 0) for n in members] + [(n, hi, 0, 0) for n in members]
+        arcs.append((hi, lo, 1, 1))  # lo >= hi - II + 1
+    frozen = [n for n, node in enumerate(nodes) if node.frozen and len(set(node.groups)) == 1]
+    for k, a in enumerate(frozen):
+        arcs += [(a, b, 0, 0) for b in frozen[k + 1 :] if nodes[b].groups[0] == nodes[a].groups[0]]
+    return vertices, arcs
+
+
+def window_bound(problem: Problem, units: Units, lo: int, hi: int) -> int:
+    """The smallest II in [lo, hi] at which the difference constraints of `_window_arcs`
+    hold (no cycle of positive weight; hi + 1 where none does): the dependences of one
+    iteration, with the handoffs fixed groups make, must fit the `max_stage + 1`
+    stages, and the nodes that share a stage within one II. Each arc's weight falls as
+    II grows, so the smallest is found by bisection."""
+    vertices, arcs = _window_arcs(problem, units)
+
+    def fits(ii: int) -> bool:
+        return not _positive_cycle(vertices, arcs, ii)
+
+    if fits(lo):
+        return lo
+    if not fits(hi):
+        return hi + 1
+    low, high = lo + 1, hi
+    while low < high:
+        mid = (low + high) // 2
+        if fits(mid):
+            high = mid
+        else:
+            low = mid + 1
+    return low
+
+
+def _total(problem: Problem, units: Units) -> int:
+    """Every node's occupancy (all copies), issue and latency, every edge's latency and
+    handoff, one after the other (units)."""
     copies = {g.name: g.copies for g in problem.groups}
     total = sum(
         units.occupancy[i] * max(copies[g] for g in node.groups) + units.issue[i] + units.latency[i]
         for i, node in enumerate(problem.nodes)
     )
-    total += sum(units.edge_latency) + units.handoff * len(problem.edges)
-    return max(mii, total)
+    return total + sum(units.edge_latency) + units.handoff * len(problem.edges)
+
+
+def search_limit(problem: Problem, units: Units, mii: int) -> int:
+    """The largest II (units) searched: `_total` (one stage fits everything at that II
+    unless registers, shared memory, `max_stage` or zero-distance cycles forbid it), or
+    MII where that is larger."""
+    return max(mii, _total(problem, units))

@@ -128,6 +128,7 @@ PRIVATE_UNITS = ("alu", "sync")
 #: `problem_scale` aims at a problem of about this many time units of work.
 UNITS_TARGET = 256
 
+
 def problem_scale(problem: Problem) -> int:
     """Cycles per time unit: the nodes' occupancies and issues fit in about
     `UNITS_TARGET` units."""
