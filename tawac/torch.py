@@ -30,7 +30,9 @@ Pure outputs are the tensor arguments of access "write" in the sidecar (stored, 
 loaded); a sidecar without "access" marks every tensor read and written, which leaves
 only the in-place form. A kernel has no autograd formula of its own (use its outputs as
 constants); `attention` is differentiable: its forward saves the log-sum-exp and its
-backward runs the attention backward's kernels.
+backward runs the attention backward's kernels; so are `matmul` and `linear`, whose
+backward runs the GEMM in the operand layouts it needs (`examples/gemm.mlir`,
+`gemm_nn.mlir`, `gemm_tn.mlir`).
 """
 
 from __future__ import annotations
@@ -62,7 +64,7 @@ from tawac.runtime.plans import program_count
 from tawac.schedule import tuning
 from tawac.support.options import PipelineOptions
 
-__all__ = ["TorchKernel", "attention", "attention_params", "kernel"]
+__all__ = ["TorchKernel", "attention", "attention_params", "kernel", "linear", "matmul"]
 
 NAMESPACE = "tawac"
 ACCESSES = frozenset({"read", "write", "readwrite", "none"})
@@ -619,3 +621,82 @@ def attention(q, k, v, scale: float | None = None, causal: bool = False):
     if scale is None:
         scale = q.shape[-1] ** -0.5
     return _Attention.apply(q, k, v, float(scale), bool(causal))
+
+
+#: The GEMM of each operand layout, by the tile program in `examples/`: "nt" C = A B^T
+#: (both K-major), "nn" C = A B (B stored K x N), "tn" C = A^T B (A stored K x M).
+GEMM_KERNELS = {"nt": "gemm", "nn": "gemm_nn", "tn": "gemm_tn"}
+_GEMMS: dict[str, TorchKernel] = {}
+
+
+def _gemm(layout: str) -> TorchKernel:
+    """The TorchKernel of the GEMM in `layout` (`GEMM_KERNELS`), made once; each reads
+    its tuning table beside its source where there is one."""
+    made = _GEMMS.get(layout)
+    if made is None:
+        path = EXAMPLES / f"{GEMM_KERNELS[layout]}.mlir"
+        if not path.exists():
+            raise FileNotFoundError(
+                f"matmul needs the tile program {path.name} in {EXAMPLES} (the repository's "
+                "examples/: install tawac from its source tree)"
+            )
+        made = _GEMMS[layout] = kernel(path)
+    return made
+
+
+def _check_matrices(what: str, *tensors: torch.Tensor) -> None:
+    for t in tensors:
+        if t.dim() != 2 or t.dtype != torch.bfloat16:
+            raise LaunchError(f"{what}: 2-d bf16 tensors are supported, got {t.dim()}-d {t.dtype}")
+
+
+class _Matmul(torch.autograd.Function):
+    """A B (A: M x K, B: K x N); dA = dC B^T, dB = A^T dC."""
+
+    @staticmethod
+    def forward(ctx, a, b):
+        ctx.save_for_backward(a, b)
+        return _gemm("nn")(a.contiguous(), b.contiguous())
+
+    @staticmethod
+    def backward(ctx, dc):
+        a, b = ctx.saved_tensors
+        dc = dc.contiguous().to(a.dtype)
+        da = _gemm("nt")(dc, b.contiguous()) if ctx.needs_input_grad[0] else None
+        db = _gemm("tn")(a.contiguous(), dc) if ctx.needs_input_grad[1] else None
+        return da, db
+
+
+class _Linear(torch.autograd.Function):
+    """X W^T (X: M x K, W: N x K, as `torch.nn.functional.linear`); dX = dY W,
+    dW = dY^T X."""
+
+    @staticmethod
+    def forward(ctx, x, w):
+        ctx.save_for_backward(x, w)
+        return _gemm("nt")(x.contiguous(), w.contiguous())
+
+    @staticmethod
+    def backward(ctx, dy):
+        x, w = ctx.saved_tensors
+        dy = dy.contiguous().to(x.dtype)
+        dx = _gemm("nn")(dy, w.contiguous()) if ctx.needs_input_grad[0] else None
+        dw = _gemm("tn")(dy, x.contiguous()) if ctx.needs_input_grad[1] else None
+        return dx, dw
+
+
+def matmul(a, b):
+    """a @ b for 2-d bf16 tensors (a: M x K, b: K x N), differentiable: the forward is
+    `examples/gemm_nn.mlir`, the backward `gemm.mlir` (dA = dC B^T) and `gemm_tn.mlir`
+    (dB = A^T dC). Each is a `TorchKernel`, so `torch.compile` sees custom operators."""
+    _check_matrices("matmul", a, b)
+    return _Matmul.apply(a, b)
+
+
+def linear(x, w):
+    """x @ w^T for 2-d bf16 tensors (x: M x K, w: N x K, as
+    `torch.nn.functional.linear` without a bias), differentiable: the forward is
+    `examples/gemm.mlir`, the backward `gemm_nn.mlir` (dX = dY W) and `gemm_tn.mlir`
+    (dW = dY^T X)."""
+    _check_matrices("linear", x, w)
+    return _Linear.apply(x, w)

@@ -37,6 +37,7 @@ TAGS = frozenset(
         "bf16",
         "fp16",
         "fp8",
+        "a-mmajor",
         "b-kmajor",
         "b-nmajor",
         "epilogue",
