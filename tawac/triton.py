@@ -474,18 +474,31 @@ class TritonFunction:
         self._ttirs: dict[tuple, str] = {}  # the TTIR by its constexprs (`_ttir`)
         self._abis: dict[str, Abi] = {}  # the ABI by its TTIR (`_abi`)
 
-    def _analyse(self) -> None:
+    def _analyse(self, args: Sequence[Any] | None = None) -> None:
         """From the unspecialized TTIR: the parameters that size a tensor, and whether a
-        dimension is sized from its tensor's storage (`layout_key` then reads it)."""
-        abi = self._abi(self._ttir(self.constexprs), self.name)
+        dimension is sized from its tensor's storage (`layout_key` then reads it). Where
+        the unspecialized TTIR is refused (a pointer tensor read along a symbolic stride
+        in two orders, which only the launcher's specialization of that stride as 1 makes
+        one layout: the tutorial attention backward's `stride_d`), from the TTIR with
+        the call's integer arguments equal to 1 specialized."""
+        try:
+            abi = self._abi(self._ttir(self.constexprs), self.name)
+        except CompileError:
+            if args is None:
+                raise
+            ones = [self.params[i] for i in self.ints if _is_one(args[i])]
+            if not ones:
+                raise
+            abi = self._abi(self._ttir({**self.constexprs, **dict.fromkeys(ones, 1)}), self.name)
         pos = {i for t in abi.tensors for i in t.sizes if i is not None}
         self._sizes = frozenset(abi.names[i] for i in pos)
         self._storage = any(None in t.sizes for t in abi.tensors)
 
-    def sizes(self) -> frozenset[str]:
-        """The parameters that size a tensor (from the unspecialized TTIR's ABI)."""
+    def sizes(self, args: Sequence[Any] | None = None) -> frozenset[str]:
+        """The parameters that size a tensor (from the unspecialized TTIR's ABI, or from
+        the one `args` specializes where that is refused: `_analyse`)."""
         if self._sizes is None:
-            self._analyse()
+            self._analyse(args)
         assert self._sizes is not None
         return self._sizes
 
@@ -545,9 +558,9 @@ class TritonFunction:
         return self._kernel(ones, self._options(ones, args))
 
     def _ones(self, args: Sequence[Any]) -> tuple[str, ...]:
-        ones = tuple(self.params[i] for i in self.ints if isinstance(args[i], int) and args[i] == 1)
+        ones = tuple(self.params[i] for i in self.ints if _is_one(args[i]))
         if ones:
-            ones = tuple(n for n in ones if n not in self.sizes())
+            ones = tuple(n for n in ones if n not in self.sizes(args))
         return ones
 
     def _kernel(self, ones: tuple[str, ...], options: Mapping[str, Any]) -> TritonKernel:
@@ -642,7 +655,7 @@ class TritonFunction:
 
     def __call__(self, *args: Any, **constexprs: Any) -> Any:
         if self._storage is None:
-            self._analyse()
+            self._analyse(args)
         key = layout_key(args, bool(self._storage)) if not constexprs else None
         hit = self._calls.get(key) if key is not None else None
         if hit is not None:
@@ -655,6 +668,11 @@ class TritonFunction:
             if len(self._calls) > VIEW_PLANS:
                 del self._calls[next(iter(self._calls))]
         return result
+
+
+def _is_one(value: Any) -> bool:
+    """An integer argument equal to 1 (Triton's launcher specializes it as a constant)."""
+    return isinstance(value, int) and not isinstance(value, bool) and value == 1
 
 
 def compile(  # noqa: A001 (Triton's word)
