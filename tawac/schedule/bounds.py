@@ -3,12 +3,15 @@ alone: the lower bound MII the search starts at and the largest II it searches."
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 from tawac.schedule.problem import PRIVATE_UNITS, Infeasible, Problem, Units, ring_distance
 
+#: `(src, dst, latency, distance)`: `t[dst] - t[src] >= latency - II * distance`.
+Arc = tuple[int, int, int, int]
 
-def _positive_cycle(count: int, arcs: Sequence[tuple[int, int, int, int]], ii: int) -> bool:
+
+def _positive_cycle(count: int, arcs: Sequence[Arc], ii: int) -> bool:
     """Whether some cycle has positive weight `latency - ii * distance` (Bellman-Ford on
     longest paths from a virtual source)."""
     dist = [0] * count
@@ -24,26 +27,51 @@ def _positive_cycle(count: int, arcs: Sequence[tuple[int, int, int, int]], ii: i
     return True
 
 
-def recurrence_bound(problem: Problem, units: Units) -> int:
-    """The smallest II (units) at which no dependence cycle has positive weight; ring
-    edges at their largest distance, edges of negative distance left out."""
-    arcs = []
+def _edge_arcs(problem: Problem, units: Units, handoffs: bool) -> list[Arc]:
+    """The edges as arcs `(src, dst, latency, distance)`, each `t[dst] - t[src] >=
+    latency - II * distance`: ring edges at their largest distance, edges of negative
+    distance left out; with `handoffs`, the handoff added where both ends are fixed to
+    different warp groups."""
+    nodes = problem.nodes
+    arcs: list[Arc] = []
     for edge, latency in zip(problem.edges, units.edge_latency, strict=True):
         distance = ring_distance(problem, edge)
         if distance < 0:
             continue
+        src, dst = set(nodes[edge.src].groups), set(nodes[edge.dst].groups)
+        if handoffs and len(src) == 1 and len(dst) == 1 and src != dst:
+            latency += units.handoff
         arcs.append((edge.src, edge.dst, latency, distance))
-    high = sum(a[2] for a in arcs) + 1
-    if _positive_cycle(len(problem.nodes), arcs, high):
-        raise Infeasible("a dependence cycle of iteration distance 0 has a positive latency")
-    low = 1
-    while low < high:
-        mid = (low + high) // 2
-        if _positive_cycle(len(problem.nodes), arcs, mid):
-            low = mid + 1
+    return arcs
+
+
+def _smallest(fits: Callable[[int], bool], lo: int, hi: int) -> int:
+    """The smallest II in [lo, hi] that `fits` (monotone: an II that fits, every larger
+    one does), by bisection; hi + 1 where none does. `lo` is tried first (the common
+    answer)."""
+    if fits(lo):
+        return lo
+    if not fits(hi):
+        return hi + 1
+    while lo < hi:
+        mid = (lo + hi) // 2
+        if fits(mid):
+            hi = mid
         else:
-            high = mid
-    return low
+            lo = mid + 1
+    return lo
+
+
+def recurrence_bound(problem: Problem, units: Units) -> int:
+    """The smallest II (units) at which no dependence cycle has positive weight; ring
+    edges at their largest distance, edges of negative distance left out."""
+    arcs = _edge_arcs(problem, units, handoffs=False)
+    high = sum(a[2] for a in arcs) + 1
+    count = len(problem.nodes)
+    found = _smallest(lambda ii: not _positive_cycle(count, arcs, ii), 1, high)
+    if found > high:
+        raise Infeasible("a dependence cycle of iteration distance 0 has a positive latency")
+    return found
 
 
 def lower_bound(problem: Problem, units: Units) -> int:
@@ -70,9 +98,6 @@ def lower_bound(problem: Problem, units: Units) -> int:
     return window_bound(problem, units, bound, _total(problem, units))
 
 
-Arc = tuple[int, int, int, int]
-
-
 def _window_arcs(problem: Problem, units: Units) -> tuple[int, list[Arc]]:
     """(vertices, arcs) of the difference constraints every schedule meets, each arc
     `(a, b, latency, distance)` for `t[b] - t[a] >= latency - II * distance`:
@@ -88,15 +113,7 @@ def _window_arcs(problem: Problem, units: Units) -> tuple[int, list[Arc]]:
       rows non-decreasing)."""
     nodes = problem.nodes
     count = len(nodes)
-    arcs: list[Arc] = []
-    for edge, latency in zip(problem.edges, units.edge_latency, strict=True):
-        distance = ring_distance(problem, edge)
-        if distance < 0:
-            continue
-        src, dst = set(nodes[edge.src].groups), set(nodes[edge.dst].groups)
-        if len(src) == 1 and len(dst) == 1 and src != dst:
-            latency += units.handoff
-        arcs.append((edge.src, edge.dst, latency, distance))
+    arcs = _edge_arcs(problem, units, handoffs=True)
     span = problem.max_stage + 1
     z = count
     arcs += [(z, n, 0, 0) for n in range(count)]
@@ -128,22 +145,7 @@ def window_bound(problem: Problem, units: Units, lo: int, hi: int) -> int:
     stages, and the nodes that share a stage within one II. Each arc's weight falls as
     II grows, so the smallest is found by bisection."""
     vertices, arcs = _window_arcs(problem, units)
-
-    def fits(ii: int) -> bool:
-        return not _positive_cycle(vertices, arcs, ii)
-
-    if fits(lo):
-        return lo
-    if not fits(hi):
-        return hi + 1
-    low, high = lo + 1, hi
-    while low < high:
-        mid = (low + high) // 2
-        if fits(mid):
-            high = mid
-        else:
-            low = mid + 1
-    return low
+    return _smallest(lambda ii: not _positive_cycle(vertices, arcs, ii), lo, hi)
 
 
 def _total(problem: Problem, units: Units) -> int:
