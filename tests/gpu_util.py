@@ -100,3 +100,28 @@ def assert_assembles_without_spills(ptx: str) -> None:
         pytest.skip("no ptxas")
     _, report = assemble(ptx, ptxas, verbose=True)
     assert "0 bytes spill stores, 0 bytes spill loads" in report, report
+
+
+def assert_trains_alike(ours_loss, ref_loss, ours, theirs, *, lr, grad_rtol, steps=3):
+    """A few SGD steps of `ours_loss(weights)` (through tawac's operators) beside
+    `ref_loss(weights)` (torch's) from equal bf16 weights: each step's loss within 2% of
+    the reference's and each gradient norm-wise within `grad_rtol` of its, then both
+    weight lists stepped by `lr`. Step 0 runs `ours_loss` eagerly, the others under
+    `torch.compile(fullgraph=True)`, so a graph break at a custom operator fails."""
+    import torch
+
+    compiled = torch.compile(ours_loss, fullgraph=True)
+    for i in range(steps):
+        loss = (compiled if i else ours_loss)(ours)
+        loss.backward()
+        want = ref_loss(theirs)
+        want.backward()
+        assert abs(float(loss) - float(want)) <= 2e-2 * abs(float(want)), (i, loss, want)
+        with torch.no_grad():
+            for a, b in zip(ours, theirs, strict=True):
+                ref = b.grad.float()
+                err = float((a.grad.float() - ref).norm() / ref.norm())
+                assert err < grad_rtol, f"step {i} grad: relative error {err:.3g}"
+                a -= lr * a.grad
+                b -= lr * b.grad
+                a.grad = b.grad = None

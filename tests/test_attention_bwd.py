@@ -12,7 +12,7 @@ import math
 from pathlib import Path
 
 import pytest
-from gpu_util import assert_assembles_without_spills, requires_gpu
+from gpu_util import assert_assembles_without_spills, assert_trains_alike, requires_gpu
 
 from tawac.compiler import compile_file, parse_file
 from tawac.dialects import tile
@@ -248,17 +248,11 @@ def test_a_training_step_matches_sdpa(d, causal):
     def sdpa(q, k, v):
         return F.scaled_dot_product_attention(q, k, v, is_causal=causal)
 
-    step = torch.compile(lambda x, ws: block(tawac_attention, x, ws), fullgraph=True)
-    for i in range(3):
-        mine = step if i else (lambda x, ws: block(tawac_attention, x, ws))
-        loss = mine(x, ours)
-        loss.backward()
-        ref = block(sdpa, x, theirs)
-        ref.backward()
-        assert abs(float(loss) - float(ref)) <= 2e-2 * abs(float(ref)), (i, loss, ref)
-        with torch.no_grad():
-            for a, w in zip(ours, theirs, strict=True):
-                _close(f"step {i} grad", a.grad, w.grad.float(), rtol=5e-2)
-                a -= 0.1 * a.grad
-                w -= 0.1 * w.grad
-                a.grad = w.grad = None
+    assert_trains_alike(
+        lambda ws: block(tawac_attention, x, ws),
+        lambda ws: block(sdpa, x, ws),
+        ours,
+        theirs,
+        lr=0.1,
+        grad_rtol=5e-2,
+    )

@@ -11,7 +11,12 @@ from pathlib import Path
 
 import pytest
 import torch
-from gpu_util import assert_assembles_without_spills, requires_gpu
+from gpu_util import (
+    assert_assembles_without_spills,
+    assert_trains_alike,
+    loaded_kernel,
+    requires_gpu,
+)
 
 from tawac.compiler import parse_file
 from tawac.dialects import tile
@@ -124,10 +129,7 @@ def test_the_autograd_functions_refuse_what_they_do_not_cover():
 @pytest.mark.parametrize(("m", "n", "k"), [(4096, 4096, 4096), (1000, 2000, 3000), (129, 257, 65)])
 @pytest.mark.parametrize("layout", sorted(LAYOUTS))
 def test_each_layout_on_the_gpu(layout, m, n, k):
-    from tawac.runtime import load_kernel
-
-    res = compile_file(EXAMPLES / f"{LAYOUTS[layout][0]}.mlir")
-    kern = load_kernel(res.cubin, res.sidecar)
+    kern = loaded_kernel(EXAMPLES / f"{LAYOUTS[layout][0]}.mlir")
     a, b, ref = _operands(layout, m, n, k, "cuda", seed=m + n + k)
     c = torch.full((m, n), float("nan"), device="cuda", dtype=torch.bfloat16)
     kern(a, b, c)
@@ -153,17 +155,11 @@ def test_a_training_step_matches_torch():
             torch.randn(512, 200, device="cuda", generator=g) / 22)  # fmt: skip
     ours = [w.to(torch.bfloat16).requires_grad_() for w in init]
     ref = [w.to(torch.bfloat16).requires_grad_() for w in init]
-    step = torch.compile(lambda *a: mlp(tt.linear, tt.matmul, *a), fullgraph=True)
-    for i in range(3):
-        run = step if i else (lambda *a: mlp(tt.linear, tt.matmul, *a))
-        loss = run(x, *ours)
-        loss.backward()
-        want = mlp(torch.nn.functional.linear, torch.matmul, x, *ref)
-        want.backward()
-        assert abs(float(loss) - float(want)) <= 2e-2 * abs(float(want)), (i, loss, want)
-        with torch.no_grad():
-            for a, b in zip(ours, ref, strict=True):
-                _close(f"step {i} grad", a.grad, b.grad.float(), rtol=3e-2)
-                a -= 0.5 * a.grad
-                b -= 0.5 * b.grad
-                a.grad = b.grad = None
+    assert_trains_alike(
+        lambda ws: mlp(tt.linear, tt.matmul, x, *ws),
+        lambda ws: mlp(torch.nn.functional.linear, torch.matmul, x, *ws),
+        ours,
+        ref,
+        lr=0.5,
+        grad_rtol=3e-2,
+    )

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 import torch
-from gpu_util import requires_gpu
+from gpu_util import load_module, requires_gpu
 
 from tawac.compiler import compile_module, parse_file
 from tawac.dialects import tile
@@ -96,14 +96,10 @@ def test_the_converted_backward_assembles_without_spills():
 @requires_gpu
 @pytest.mark.parametrize(("z", "h", "n"), [(1, 2, 1024), (2, 3, 2048)])
 def test_the_tutorial_backward_on_the_gpu_from_ttir_and_python(z, h, n):
-    import importlib.util
-
     from tawac.triton import compile as tawac_compile
     from tawac.triton import from_ttir
 
-    spec = importlib.util.spec_from_file_location("attention_bwd", SOURCE.with_suffix(".py"))
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
+    module = load_module(SOURCE.with_suffix(".py"))
     q, k, v, do = _inputs(z, h, n, seed=z + h + n, device="cuda")
     ref, lse, delta = _reference(q, k, v, do, 0.3)
     from_text = from_ttir(SOURCE.read_text(), str(SOURCE), {"stride_d": 1}, PARAMS)
