@@ -6,18 +6,14 @@ against the backward of PyTorch's SDPA with the cuDNN backend and with the flash
 against float32 autograd first (a wrong or failing one is dropped, saying so).
 
     python3 benchmarks/bench_attention_bwd.py [--dims 64,128] [--keys 1024,2048,...]
-        [--causal 0,1] [--tokens 16384] [--rounds 5] [--tutorial] [--no-record]
+        [--causal 0,1] [--tokens 16384] [--rounds 5] [--no-record]
 
 Shapes: batch = tokens / keys, heads = 2048 / head dim, bf16, causal and not. TFLOP/s
 count the backward as 2.5 times the forward's 4 B H S^2 D FLOPs (half of them causal),
 as flash-attention's benchmark does. `vs cuDNN` and `vs FA2` are tawac's speed over
 theirs (> 1 is faster).
 
-`--tutorial` times instead the Triton tutorial's `_attn_bwd`
-(`examples/triton/attention_bwd.py`, fp16, causal: the tutorial's backward is) compiled by
-Triton (its launch: 4 warps, 5 stages) and by tawac (`tawac.triton.compile` of the same
-function), same inputs, round-robin; both from the same M and D (the preprocess, the same
-for both, is not timed).
+The Triton tutorial's backward is timed by `bench_triton_attention_bwd.py`.
 """
 
 from __future__ import annotations
@@ -114,64 +110,6 @@ def _run(d: int, s: int, causal: bool, tokens: int, rounds: int) -> str | None:
     )
 
 
-def _tutorial(d: int, s: int, tokens: int, rounds: int) -> str | None:
-    """One row of the tutorial table: Triton's and tawac's compile of `_attn_bwd`."""
-    import importlib.util
-
-    import torch
-
-    import tawac.triton
-    from tawac.runtime.runner import round_robin_medians
-
-    spec = importlib.util.spec_from_file_location(
-        "attention_bwd", ROOT / "examples/triton/attention_bwd.py"
-    )
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    b, h = max(tokens // s, 1), 2048 // d
-    g = torch.Generator(device="cuda").manual_seed(s + d)
-    q, k, v, do = (
-        torch.randn(b, h, s, d, device="cuda", generator=g).to(torch.float16) for _ in "qkvd"
-    )
-    scale = 1 / math.sqrt(d)
-    refs = _reference(q, k, v, do, scale, True)
-    with torch.no_grad():  # M (base 2) and D = rowsum(O dO) from float32 attention
-        lse = torch.empty(b, h, s, device="cuda")
-        delta = torch.empty(b, h, s, device="cuda")
-        later = torch.ones(s, s, dtype=torch.bool, device="cuda").triu(1)
-        for i in range(b):
-            sc = (q[i].float() @ k[i].float().transpose(-1, -2)) * scale
-            sc = sc.masked_fill(later, float("-inf"))
-            lse[i] = torch.logsumexp(sc, -1) * LOG2E
-            o = (torch.softmax(sc, -1) @ v[i].float()).half()
-            delta[i] = (o.float() * do[i].float()).sum(-1)
-    arg_k = (k.float() * (scale * LOG2E)).half()
-    dq, dk, dv = (torch.empty_like(q) for _ in range(3))
-    # stride_d stays an argument (specialized as 1 at the first call, as Triton does)
-    unit = {k: v for k, v in module.TTIR["constexprs"].items() if k != "stride_d"}
-    unit["HEAD_DIM"] = d
-    ours = tawac.triton.compile(
-        module._attn_bwd, signature=module.TTIR["signature"], constexprs=unit
-    )
-    grid = (s // 128, 1, b * h)
-    args = (q, arg_k, v, scale, do, dq, dk, dv, lse, delta, *q.stride(), h, s)
-    systems = {
-        "tawac": lambda: ours[grid](*args),
-        "triton": lambda: module._attn_bwd[grid](*args, **unit, num_warps=4, num_stages=5),
-    }
-    drop_wrong(systems, [dq, dk, dv], list(refs), f"tutorial d{d} s{s}", rtol=3e-2)
-    if "tawac" not in systems:
-        return None
-    med = {n: t * 1e3 for n, t in round_robin_medians(systems, rounds).items()}
-    flops = 2.5 * 4 * b * h * s * s * d / 2
-    tri = f"{med['triton']:.0f}" if "triton" in med else "-"
-    ratio = f"{med['triton'] / med['tawac']:.2f}x" if "triton" in med else "-"
-    return (
-        f"| {d} | {s} | {b}x{h} | {med['tawac']:.0f} | {tri} | "
-        f"{flops / (med['tawac'] * 1e-6) / 1e12:.0f} | {ratio} |"
-    )
-
-
 def _reference(q, k, v, do, scale, causal):
     """dQ, dK, dV in float32 (autograd through softmax(Q K^T scale) V), computed a few
     heads at a time so the scores of a long sequence fit."""
@@ -202,13 +140,10 @@ def main() -> int:
     ap.add_argument("--causal", default="0,1", help="0: full, 1: causal, comma-separated")
     ap.add_argument("--tokens", type=int, default=16384)
     ap.add_argument("--rounds", type=int, default=5)
-    ap.add_argument("--tutorial", action="store_true", help="the Triton tutorial's instead")
     args = ap.parse_args()
     import torch
 
     print(f"# {datetime.date.today()} {torch.cuda.get_device_name()}, bf16")
-    if args.tutorial:
-        return _tutorial_table(args)
     print("\nattention backward (us; TFLOP/s at 2.5x the forward's FLOPs)\n")
     print(
         "| d | causal | keys | batch x heads | tawac | cuDNN | FA2 | TFLOP/s | vs cuDNN | vs FA2 |"
@@ -220,19 +155,6 @@ def main() -> int:
                 row = _run(d, s, causal, args.tokens, args.rounds)
                 if row is not None:
                     print(row, flush=True)
-    return 0
-
-
-def _tutorial_table(args) -> int:
-    print("\nthe Triton tutorial's `_attn_bwd`, fp16, causal (us; TFLOP/s at 2.5x the forward's")
-    print("FLOPs)\n")
-    print("| d | keys | batch x heads | tawac.triton | Triton | TFLOP/s | vs Triton |")
-    print("|---:|---:|---|---:|---:|---:|---:|")
-    for d in (int(x) for x in args.dims.split(",")):
-        for s in (int(x) for x in args.keys.split(",")):
-            row = _tutorial(d, s, args.tokens, args.rounds)
-            if row is not None:
-                print(row, flush=True)
     return 0
 
 

@@ -5,11 +5,9 @@ dW = dY^T X (`gemm_tn.mlir`: both operands read M/N-major), and the forward Y = 
 (`gemm.mlir`) for comparison, against cuBLAS (`torch.mm` of the same views), same run,
 round-robin, medians; each result checked against a float32 reference first.
 
-    python3 experiments/exp_gemm_bwd.py [--tokens 8192] [--rounds 5]
+    python3 benchmarks/bench_gemm_bwd.py [--tokens 8192] [--rounds 5] [--no-record]
 
-`vs cuBLAS` is tawac's speed over cuBLAS's (> 1 is faster). It ran once on the H100
-(2026-12-06, docs/perf/2026-12-06.md, "GEMM backward"); it belongs in `benchmarks/` as
-`bench_gemm_bwd.py` once a run records its table (`benchmarks/results/`).
+`vs cuBLAS` is tawac's speed over cuBLAS's (> 1 is faster).
 """
 
 from __future__ import annotations
@@ -21,7 +19,6 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
-sys.path.insert(0, str(ROOT / "benchmarks"))
 
 from checks import drop_wrong  # noqa: E402
 
@@ -95,4 +92,6 @@ def main() -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    from results import run_recorded
+
+    sys.exit(run_recorded("gemm_bwd", main))
