@@ -17,7 +17,7 @@ reference first (a wrong one is dropped, saying so).
 
 A configuration is `n<BLOCK_N>`, then optionally `m<BLOCK_M>` (rows per program: 64 by
 default; the planner gives a 128- or 192-row program two or three consumer warp groups),
-`w<widen>` and `p0` (not persistent):
+`s<stages>` (the ring's depth), `w<widen>` and `p0` (not persistent):
 tawac's options for the tile examples; each is timed and the best reported (`--configs
 n128`: the default). Prints one table per kernel: per shape the time of each system (us;
 tawac's best configuration named), the bytes moved over tawac's time (GB/s), tawac's rate
@@ -58,19 +58,22 @@ def _shape(text: str) -> tuple[int, int]:
 
 
 def _config(text: str) -> tuple[dict, dict]:
-    """(params, options) of a configuration `n128`, `n256w1`, `n128w1p0` or `n128m128`."""
+    """(params, options) of a configuration `n128`, `n256w1`, `n128w1p0`, `n128m128` or
+    `n128m16s16`."""
     import re
 
-    m = re.fullmatch(r"n(\d+)(?:m(\d+))?(?:w(\d))?(p0)?", text)
+    m = re.fullmatch(r"n(\d+)(?:m(\d+))?(?:s(\d+))?(?:w(\d))?(p0)?", text)
     if m is None:
-        raise SystemExit(f"bad configuration {text!r} (expected e.g. n128, n128m128, n256w1p0)")
+        raise SystemExit(f"bad configuration {text!r} (expected e.g. n128, n128m16s8, n256w1p0)")
     params = {"BLOCK_N": int(m.group(1))}
     if m.group(2):
         params["BLOCK_M"] = int(m.group(2))
     options: dict = {}
     if m.group(3):
-        options["widen"] = int(m.group(3))
+        options["stages"] = int(m.group(3))
     if m.group(4):
+        options["widen"] = int(m.group(4))
+    if m.group(5):
         options["persistent"] = False
     return params, options
 
@@ -149,6 +152,16 @@ def _cell(med: dict, key: str) -> str:
     return f"{med[key]:.1f}" if key in med else "-"
 
 
+def _compiled(fn):
+    """`torch.compile` of `fn` for one shape, from a fresh state: a run of many shapes would
+    otherwise reach dynamo's recompile limit on the one function and time eager code as
+    torch.compile's."""
+    import torch
+
+    torch._dynamo.reset()
+    return torch.compile(fn, dynamic=False)
+
+
 def _sms() -> int:
     import torch
 
@@ -180,7 +193,7 @@ def _run_vector_add(shape: str, rounds: int) -> str | None:
     add = _triton_module("vector_add").add_kernel
     ours = _tawac_triton("vector_add", {"BLOCK_SIZE": 1024}, "fp32")
     grid = (triton.cdiv(n, 1024),)
-    compiled = torch.compile(lambda a, b: a + b, dynamic=False)
+    compiled = _compiled(lambda a, b: a + b)
     systems = {
         "tawac (triton)": lambda: ours[grid](x, y, z, n),
         "triton w4": lambda: add[grid](x, y, z, n, BLOCK_SIZE=1024, num_warps=4),
@@ -228,7 +241,7 @@ def _run(kernel: str, shape: str, configs: list[str], rounds: int) -> str | None
         rstd = torch.empty(m, device="cuda")
         args = (x, w, b, y, mean, rstd, EPS)
     eager = _torch_fn(kernel)
-    compiled = torch.compile(eager, dynamic=False)
+    compiled = _compiled(eager)
     src = torch.empty_like(x)
     if kernel == "softmax" and n <= 1024:
         import triton
@@ -336,7 +349,7 @@ def _run_backward(kernel: str, shape: str, rounds: int) -> str | None:
             column_sum(part, grad)
 
     math = _backward_math(kernel)
-    compiled = torch.compile(math, dynamic=False)
+    compiled = _compiled(math)
 
     def run(fn):
         got = fn(x, dy, w, mean, rstd)

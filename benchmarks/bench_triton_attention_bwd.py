@@ -14,7 +14,8 @@ round-robin, medians; each system's dQ, dK, dV are checked against float32 autog
 (a wrong or failing one is dropped, saying so).
 
     python3 benchmarks/bench_triton_attention_bwd.py [--dims 64,128]
-        [--keys 1024,2048,4096,8192,16384] [--tokens 16384] [--rounds 5] [--no-record]
+        [--keys 1024,2048,4096,8192,16384] [--tokens 16384] [--rounds 5]
+        [--alt solver --alt heuristic:stages=2 ...] [--no-record]
 
 Shapes: batch = tokens / keys, heads = 2048 / head dim. TFLOP/s count the backward as
 2.5 times the causal forward's 2 B H S^2 D FLOPs. `vs Triton` is tawac's speed over
@@ -70,12 +71,14 @@ def _stats(q, k, v, do, scale):
     return lse, delta
 
 
-def _row(module, d: int, s: int, tokens: int, rounds: int) -> str | None:
-    """One row: Triton's and tawac's compile of `_attn_bwd` at head dim d, s keys."""
+def _row(module, d: int, s: int, tokens: int, rounds: int, alts: list[str]) -> str | None:
+    """One row: Triton's and tawac's compile of `_attn_bwd` at head dim d, s keys (and
+    tawac's under each configuration of `alts`)."""
     import torch
 
     import tawac.triton
     from tawac.runtime.runner import round_robin_medians
+    from tawac.tools.calibrate import parse_config
 
     b, h = max(tokens // s, 1), 2048 // d
     g = torch.Generator(device="cuda").manual_seed(s + d)
@@ -94,13 +97,20 @@ def _row(module, d: int, s: int, tokens: int, rounds: int) -> str | None:
     systems = {
         "triton": lambda: module._attn_bwd[grid](*args, **unit, num_warps=4, num_stages=5),
     }
-    try:
-        ours = tawac.triton.compile(
-            module._attn_bwd, signature=module.TTIR["signature"], constexprs=unit
-        )
-        systems["tawac"] = lambda: ours[grid](*args)
-    except Exception as e:  # noqa: BLE001 - a refusal is reported in the table
-        print(f"tawac refused d{d} s{s}: {str(e).splitlines()[0]}", flush=True)
+    for name, config in [("tawac", None), *((f"tawac ({a})", a) for a in alts)]:
+        planner, fields = parse_config(config) if config else ("auto", {})
+        try:
+            ours = tawac.triton.compile(
+                module._attn_bwd,
+                signature=module.TTIR["signature"],
+                constexprs=unit,
+                schedule=planner,
+                **fields,
+            )
+            ours.specialize(*args)
+            systems[name] = lambda ours=ours: ours[grid](*args)
+        except Exception as e:  # noqa: BLE001 - a refusal is reported in the table
+            print(f"{name} refused d{d} s{s}: {str(e).splitlines()[0]}", flush=True)
     drop_wrong(systems, [dq, dk, dv], list(refs), f"tutorial d{d} s{s}", rtol=3e-2)
     if not systems:
         return None
@@ -110,10 +120,12 @@ def _row(module, d: int, s: int, tokens: int, rounds: int) -> str | None:
     def cell(n: str) -> str:
         return f"{med[n]:.0f}" if n in med else "-"
 
-    ratio = f"{med['triton'] / med['tawac']:.2f}x" if len(med) == 2 else "-"
-    best = med.get("tawac", med.get("triton"))
+    tri = med.get("triton")
+    best = med.get("tawac", tri)
+    ratio = f"{tri / med['tawac']:.2f}x" if tri and "tawac" in med else "-"
+    extra = "".join(f" {cell(f'tawac ({a})')} |" for a in alts)
     return (
-        f"| {d} | {s} | {b}x{h} | {cell('tawac')} | {cell('triton')} | "
+        f"| {d} | {s} | {b}x{h} | {cell('tawac')} |{extra} {cell('triton')} | "
         f"{flops / (best * 1e-6) / 1e12:.0f} | {ratio} |"
     )
 
@@ -124,17 +136,22 @@ def main() -> int:
     ap.add_argument("--keys", default="1024,2048,4096,8192,16384")
     ap.add_argument("--tokens", type=int, default=16384)
     ap.add_argument("--rounds", type=int, default=5)
+    ap.add_argument(
+        "--alt", action="append", default=[], help="tawac under another planner "
+        "configuration too (solver, heuristic:tma-store=false, ...)"
+    )  # fmt: skip
     args = ap.parse_args()
     import torch
 
     module = _module()
     print(f"# {datetime.date.today()} {torch.cuda.get_device_name()}, fp16, causal")
     print("\nthe Triton tutorial's `_attn_bwd` (us; TFLOP/s of tawac at 2.5x the forward's)\n")
-    print("| d | keys | batch x heads | tawac.triton | Triton | TFLOP/s | vs Triton |")
-    print("|---:|---:|---|---:|---:|---:|---:|")
+    alts = "".join(f" tawac.triton ({a}) |" for a in args.alt)
+    print(f"| d | keys | batch x heads | tawac.triton |{alts} Triton | TFLOP/s | vs Triton |")
+    print("|---:|---:|---|---:|" + "---:|" * len(args.alt) + "---:|---:|---:|")
     for d in (int(x) for x in args.dims.split(",")):
         for s in (int(x) for x in args.keys.split(",")):
-            row = _row(module, d, s, args.tokens, args.rounds)
+            row = _row(module, d, s, args.tokens, args.rounds, args.alt)
             if row is not None:
                 print(row, flush=True)
     return 0

@@ -13,7 +13,7 @@ from gpu_util import loaded_kernel, requires_gpu
 
 from tawac.check import baseline, validate_pipeline
 from tawac.compiler import compile_source, parse_file
-from tawac.schedule.planner import STREAM_BYTES
+from tawac.schedule.planner import ROWS_DEPTH, STREAM_BYTES
 from tawac.support.options import PipelineOptions
 from tawac.tools.explain import explain_module
 
@@ -56,20 +56,25 @@ def test_it_compiles_to_a_producer_that_streams_and_a_consumer_without_mmas(name
 
 @pytest.mark.parametrize("name", sorted(PROGRAMS))
 def test_explain_shows_the_consumer_warp_groups_and_the_ring(name):
-    """Two 64-row programs as one 128-row tile on two consumer warp groups, the tile read
-    into their registers (the online softmax's two loops share one ring of 4 slots; a
-    kernel without a loop is persistent, its producer as many 32 KiB slots ahead as keep
-    `STREAM_BYTES` in flight)."""
+    """A kernel without a loop: two 64-row programs as one 128-row tile on two consumer
+    warp groups, the tile read into their registers, persistent, its producer as many
+    32 KiB slots ahead as keep `STREAM_BYTES` in flight. The online softmax (two loops over
+    column blocks sharing one ring) is not widened: one 64-row program per CTA on one
+    consumer warp group, a ring of `ROWS_DEPTH` slots."""
     module = parse_file(DATA / f"{name}.mlir")
     plan = explain_module(module, PipelineOptions())
-    assert plan["widen"] == {"programs": 2, "rows": 128}  # two 64-row programs as one tile
     roles = {r["role"]: r["warp_groups"] for r in plan["roles"]}
+    payloads = [(a["payload"], a["registers"]) for a in plan["arefs"]]
+    if name == "softmax_online":
+        assert "widen" not in plan
+        assert roles == {"producer": 1, "consumer": 1}
+        assert payloads == [(["tensor<64x128xbf16>"], [0])]
+        assert plan["arefs"][0]["depth"] == ROWS_DEPTH
+        return
+    assert plan["widen"] == {"programs": 2, "rows": 128}  # two 64-row programs as one tile
     assert roles == {"producer": 1, "consumer": 2}  # 128 rows: two m64 blocks
-    assert [(a["payload"], a["registers"]) for a in plan["arefs"]] == [
-        (["tensor<128x128xbf16>"], [0])  # read into the consumer's registers
-    ]
-    ahead = -(-STREAM_BYTES // 32768)
-    assert plan["arefs"][0]["depth"] == (4 if name == "softmax_online" else ahead)
+    assert payloads == [(["tensor<128x128xbf16>"], [0])]  # read into the registers
+    assert plan["arefs"][0]["depth"] == -(-STREAM_BYTES // 32768)
 
 
 def test_a_kernel_of_1d_tiles_only_streams_its_loads():

@@ -15,7 +15,12 @@ from gpu_util import requires_gpu
 
 from tawac.check import baseline, validate_pipeline
 from tawac.compiler import compile_file, parse_file
+from tawac.driver import kernel_op
 from tawac.runtime.interpret import interpret_launch
+from tawac.schedule.planner import PREFERRED_DEPTH, ROWS_DEPTH, preferred_depth
+from tawac.schedule.widen import programs_per_tile
+from tawac.support.options import PipelineOptions
+from tawac.tools.explain import explain_module
 
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
 NAMES = ["softmax", "rmsnorm", "rmsnorm_residual", "layernorm"]
@@ -178,6 +183,25 @@ def test_it_streams_by_tma_into_consumers_without_mmas(name):
     assert "wgmma" not in res.ptx
     assert "cp.async.bulk.tensor.2d.shared::cluster.global" in res.ptx
     assert "setmaxnreg.inc" in res.ptx
+
+
+@pytest.mark.parametrize("planner", ["heuristic", "solver", "auto"])
+@pytest.mark.parametrize("name", ["softmax", "rmsnorm", "layernorm"])
+def test_each_planner_gives_a_row_kernel_the_measured_ring_and_no_widening(name, planner):
+    """A kernel streaming 2-d tiles through loops without MMAs: one 64-row program per
+    CTA (not two as one 128-row tile) on one consumer warp group, a ring of `ROWS_DEPTH`
+    slots (the solver keeps the depth fixed: its model does not price the bytes in
+    flight). A GEMM aims for `PREFERRED_DEPTH`."""
+    plan = explain_module(parse_file(EXAMPLES / f"{name}.mlir"), PipelineOptions(schedule=planner))
+    assert "widen" not in plan
+    assert {r["role"]: r["warp_groups"] for r in plan["roles"]} == {"producer": 1, "consumer": 1}
+    assert [a["depth"] for a in plan["arefs"] if a["payload"][0].startswith("tensor<64x")] == [
+        ROWS_DEPTH
+    ]
+    assert programs_per_tile(64, 32768, 232448, streams=True) == 1
+    assert programs_per_tile(64, 32768, 232448) == 2
+    assert preferred_depth(kernel_op(EXAMPLES / f"{name}.mlir")) == ROWS_DEPTH
+    assert preferred_depth(kernel_op(EXAMPLES / "gemm.mlir")) == PREFERRED_DEPTH
 
 
 @pytest.mark.parametrize(

@@ -150,6 +150,30 @@ def kernel_kind(kernel: tile.KernelOp, warp_groups: int | None = None) -> str:
     return "other"
 
 
+def streams_tiles(kernel: tile.KernelOp) -> bool:
+    """Whether `kernel` (partitioned or not) loads 2-d tiles in a loop and runs no MMA: a
+    row softmax, a norm, a column sum over column or row blocks; memory-bound, its rings
+    sized for the bytes they keep in flight, not for an MMA's pace
+    (`tawac.schedule.planner.ROWS_DEPTH`), and not widened (`tawac.schedule.widen`)."""
+    looped = False
+    for op in kernel.walk():
+        if isinstance(op, tile.DotOp):
+            return False
+        t = op.result.type if isinstance(op, tile.LoadOp) else None
+        if isinstance(t, TensorType) and t.get_num_dims() == 2:
+            looped = looped or _in_loop(op, kernel)
+    return looped
+
+
+def _in_loop(op: Operation, kernel: tile.KernelOp) -> bool:
+    parent = op.parent_op()
+    while parent is not None and parent is not kernel:
+        if isinstance(parent, scf.ForOp):
+            return True
+        parent = parent.parent_op()
+    return False
+
+
 def schedule_kind(kernel: tile.KernelOp, s) -> str:
     """`kernel_kind` with the consumer warp groups of schedule `s` (a
     `tawac.dialects.schedule.Schedule`)."""

@@ -40,6 +40,7 @@ from xdsl.passes import ModulePass
 from xdsl.rewriter import InsertPoint, Rewriter
 
 from tawac.analysis.grid import DECOMPOSITION_ATTR, GRID_ATTR, GROUP_ATTR, to_attr
+from tawac.analysis.kinds import streams_tiles
 from tawac.analysis.scalars import constant_int
 from tawac.dialects import tile
 from tawac.schedule import widen as rule
@@ -326,7 +327,9 @@ def widen_kernel(kernel: tile.KernelOp, by: int, smem_budget: int) -> int:
             raise CompileError(f"widen: cannot give one tile {by} programs of x: {found}", kernel)
         return 1
     if by == 0:
-        by = rule.programs_per_tile(found.rows, _widened_bytes(kernel, found), smem_budget)
+        by = rule.programs_per_tile(
+            found.rows, _widened_bytes(kernel, found), smem_budget, streams_tiles(kernel)
+        )
         if by == 1:
             return 1
     rewrite(kernel, found, by)

@@ -24,7 +24,7 @@ from xdsl.ir import Operation, SSAValue
 
 from tawac.analysis.arefs import looped, per_tile
 from tawac.analysis.grid import infer_grid, to_attr
-from tawac.analysis.kinds import kernel_kind
+from tawac.analysis.kinds import kernel_kind, streams_tiles
 from tawac.analysis.loops import carried_values, main_loops, scheduled_ops
 from tawac.analysis.mma import (
     can_release_late,
@@ -165,6 +165,14 @@ GROUP_M = 8
 #: none slower beyond 1%); depths 5 and 6 were slower than 4 on all nine GEMMs tried.
 PREFERRED_DEPTH = 4
 
+#: The ring depth for a kernel that streams 2-d tiles through loops without MMAs
+#: (`streams_tiles`: a row softmax, a norm), where shared memory allows. Measured on the
+#: H100 (docs/perf/2026-12-06.md, "Row kernels: ring depth and widening"): softmax, RMS norm
+#: and layer norm in 64-row programs with 8 slots ran 1.14-1.45x faster than two programs
+#: widened to one 128-row tile with 4 slots (6 for the softmax) at up to 4096 rows, and
+#: within 2% at 32768 rows.
+ROWS_DEPTH = 8
+
 
 #: A GEMM's operand ring below this depth, because the epilogue's staging tiles take the
 #: shared memory, stages in column chunks instead when that gives a deeper ring: measured
@@ -174,18 +182,26 @@ PREFERRED_DEPTH = 4
 MIN_GEMM_DEPTH = 3
 
 
+def preferred_depth(kernel: tile.KernelOp) -> int:
+    """The ring depth the planners aim for: `ROWS_DEPTH` for a kernel that streams 2-d
+    tiles without MMAs, else `PREFERRED_DEPTH`."""
+    return ROWS_DEPTH if streams_tiles(kernel) else PREFERRED_DEPTH
+
+
 def auto_stages(
     kernel: tile.KernelOp,
     warp_groups: int,
-    preferred: int = PREFERRED_DEPTH,
+    preferred: int = 0,
     tma_store: bool = True,
 ) -> int:
-    """The deepest ring (at most `preferred`) whose shared-memory plan, with single-slot
+    """The deepest ring (at most `preferred`; 0: `preferred_depth`) whose shared-memory
+    plan, with single-slot
     arefs and the epilogue tiles staged for TMA stores (`warp_groups` consumer warp
     groups), fits in one CTA; else the deepest that fits without the staging tiles (the
     epilogue then goes in chunks, reuses the rings or stores from registers). A GEMM
     whose ring that leaves below `MIN_GEMM_DEPTH` takes the deeper ring where its
     epilogue fits in column chunks beside it."""
+    preferred = preferred or preferred_depth(kernel)
     whole = _deepest(kernel, warp_groups, preferred, staging=True) if tma_store else 0
     if whole and (whole >= MIN_GEMM_DEPTH or kernel_kind(kernel) != "gemm"):
         return whole

@@ -60,7 +60,7 @@ from xdsl.dialects.builtin import TensorType
 from xdsl.ir import Block, Operation, SSAValue
 
 from tawac.analysis.arefs import looped
-from tawac.analysis.kinds import tile_exponentials
+from tawac.analysis.kinds import streams_tiles, tile_exponentials
 from tawac.analysis.loops import main_loops, scheduled_ops
 from tawac.analysis.mma import deferred_dots, releasing_dots, rows_problem
 from tawac.analysis.pressure import body_readers, loop_pressure, tile_registers
@@ -70,7 +70,12 @@ from tawac.schedule import bounds, modulo
 from tawac.schedule import problem as problem_types
 from tawac.schedule.check import lags
 from tawac.schedule.model import loop_lanes, model_intervals
-from tawac.schedule.planner import HeuristicPlanner, fits_registers, register_budgets
+from tawac.schedule.planner import (
+    HeuristicPlanner,
+    auto_stages,
+    fits_registers,
+    register_budgets,
+)
 from tawac.schedule.simulate import Lane
 from tawac.schedule.smem import kernel_plan
 from tawac.schedule.waits import plan_waits
@@ -326,20 +331,25 @@ def _not_ahead(body: _Body) -> list[tuple[int, int]]:
 
 
 def _rings(
-    rings: dict[int, str], slots: dict[int, int], lags: list[int], options: PipelineOptions
+    rings: dict[int, str], slots: dict[int, int], lags: list[int], depth: int
 ) -> tuple[modulo.Ring, ...]:
-    """The looped arefs as rings: slot bytes, release lag, the deepest depth (`--stages N`
-    fixes the depth; else the solver chooses it)."""
+    """The looped arefs as rings: slot bytes, release lag, the deepest depth (`depth`, where
+    not 0, fixes it: `--stages N`, or a streaming kernel's; else the solver chooses it)."""
     return tuple(
-        modulo.Ring(
-            rings[k],
-            slots[k],
-            lags[k],
-            options.stages or MAX_DEPTH,
-            fixed=options.stages > 0,
-        )
+        modulo.Ring(rings[k], slots[k], lags[k], depth or MAX_DEPTH, fixed=depth > 0)
         for k in sorted(rings)
     )
+
+
+def _fixed_depth(kernel: tile.KernelOp, warp_groups: int, options: PipelineOptions) -> int:
+    """The ring depth the problem fixes: `--stages N`; for a kernel streaming 2-d tiles
+    without MMAs the heuristic's (`auto_stages`: its rings are sized by the bytes they keep
+    in flight, which the model does not price); else 0, the solver's choice."""
+    if options.stages:
+        return options.stages
+    if streams_tiles(kernel):
+        return auto_stages(kernel, warp_groups, tma_store=options.tma_store)
+    return 0
 
 
 def _groups(roles, unpipelined: bool, transient: int, extra: int = 0) -> tuple[modulo.Group, ...]:
@@ -396,7 +406,12 @@ def problem(
             edges=tuple(edges),
             groups=_groups(roles, unpipelined, transient, extra),
             values=() if unpipelined else tuple(values),
-            rings=_rings(rings, slots, [_aref(base, c).lag for c in creates], options),
+            rings=_rings(
+                rings,
+                slots,
+                [_aref(base, c).lag for c in creates],
+                _fixed_depth(kernel, warp_groups, options),
+            ),
             smem_bytes=capacity,
             max_stage=MAX_STAGE,
             same_stage=tuple(same),

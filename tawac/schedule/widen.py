@@ -7,7 +7,10 @@ docs/perf.md).  Two neighbouring programs as one 128-row tile get two warp group
 the same registers per thread each, and the operands they share (B, K, V) are loaded
 once.  Wider tiles need more shared memory: the rule keeps the programs apart where the
 widened tiles, loaded once each, would take more than half of it (room for a ring of two
-slots).
+slots). A kernel that streams 2-d tiles through loops without MMAs (a row softmax, a norm:
+`tawac.analysis.kinds.streams_tiles`) is not widened: its warp groups gain nothing from
+sharing a tile, and the halved program count leaves SMs idle at a few thousand rows
+(measured on the H100, docs/perf/2026-12-06.md, "Row kernels: ring depth and widening").
 """
 
 from __future__ import annotations
@@ -16,10 +19,13 @@ MAX_PROGRAMS = 4
 M64 = 64  # wgmma's M: the rows one consumer warp group issues
 
 
-def programs_per_tile(rows: int, widened_bytes: int, smem_budget: int) -> int:
+def programs_per_tile(
+    rows: int, widened_bytes: int, smem_budget: int, streams: bool = False
+) -> int:
     """Programs of x per tile for a kernel whose tiles have `rows` rows and whose loads,
-    with the rows doubled, take `widened_bytes` of shared memory."""
-    if rows != M64:
+    with the rows doubled, take `widened_bytes` of shared memory (`streams`: it streams
+    2-d tiles through loops without MMAs)."""
+    if streams or rows != M64:
         return 1
     if 2 * widened_bytes > smem_budget:
         return 1
