@@ -35,12 +35,22 @@ class TensorArg:
     """How one `!tile.tensor` argument is built from Triton's arguments: the pointer's
     position, and per dimension (outermost first) the position of the argument that
     sizes it (None: the size is taken from the tensor's storage, `storage_sizes`) and of
-    its stride (None: stride 1)."""
+    its stride (None: stride 1), times a constant (`scales`, per dimension; empty: all 1:
+    a row of a constexpr length, `off_m * HEAD_DIM`, has stride None times HEAD_DIM)."""
 
     pointer: int
     sizes: tuple[int | None, ...]
     strides: tuple[int | None, ...]
     names: tuple[str, ...]
+    scales: tuple[int, ...] = ()
+
+    def stride_values(self, args: Sequence[Any]) -> list[int]:
+        """The strides, in elements, that the call's arguments `args` give."""
+        scales = self.scales or (1,) * len(self.strides)
+        return [
+            c * (1 if s is None else int(args[s]))
+            for s, c in zip(self.strides, scales, strict=True)
+        ]
 
 
 @dataclass(frozen=True)
@@ -75,17 +85,20 @@ def kernel_abi(ttir: str, filename: str) -> Abi:
     out = []
     for base, t in p.tensors.items():
         strides: list[int | None] = []
+        scales: list[int] = []
         for st in t.strides:
             ((mono, c),) = st.terms.items()
-            if mono == () and c == 1:
+            if c > 0 and mono == ():
                 strides.append(None)
-            elif c == 1 and len(mono) == 1 and not isinstance(mono[0], Range) and mono[0] in args:
+            elif c > 0 and len(mono) == 1 and not isinstance(mono[0], Range) and mono[0] in args:
                 strides.append(args.index(mono[0]))
             else:
                 raise CompileError(f"argument {names[base.index]}: a stride {st} tawac "
                                    "cannot take from the arguments")  # fmt: skip
+            scales.append(c)
         sizes = tuple(None if a is None else args.index(a) for a in t.sizes)
-        out.append(TensorArg(base.index, sizes, tuple(strides), t.names))
+        kept = () if all(c == 1 for c in scales) else tuple(scales)
+        out.append(TensorArg(base.index, sizes, tuple(strides), t.names, kept))
     out.sort(key=lambda t: t.pointer)
     scalars = [("float", a.index) for a in args if isinstance(a.type, Float32Type) and a.uses]
     scalars += [("index", a.index) for a in p.scalars]
@@ -315,7 +328,7 @@ class TritonKernel:
             if not isinstance(base, torch.Tensor):
                 arg = self.names[t.pointer]
                 raise LaunchError(f"argument {arg}: a torch tensor is needed for a pointer")
-            strides = [1 if s is None else int(args[s]) for s in t.strides]
+            strides = t.stride_values(args)
             if strides[-1] != 1:
                 raise LaunchError(
                     f"argument {self.names[t.pointer]}: its dimension {t.names[-1]} has "

@@ -7,10 +7,10 @@ computes dK and dV of a 128-key block (the masked diagonal blocks, then the rest
 of a 128-query block (likewise), from pointer tensors with a runtime row stride; K
 arrives pre-scaled by sm_scale / ln 2 (`_attention.backward`).
 
-`TTIR` says how `scripts/ttir_dump.py` compiles `_attn_bwd` to `attention_bwd.ttir`.
-`_attn_bwd_preprocess` is refused by `convert-ttir` (its offset `off_hz * HEAD_DIM *
-N_CTX` is a runtime size times a constexpr, which no tensor stride of the kernel's
-arguments gives); `examples/attention_bwd_pre.mlir` computes the same D."""
+`TTIR` says how `scripts/ttir_dump.py` compiles `_attn_bwd` to `attention_bwd.ttir`, and
+`TTIR_VARIANTS` `_attn_bwd_preprocess` to `attention_bwd_preprocess.ttir` (its O and dO
+read as rows of HEAD_DIM elements, a constexpr stride; a head's first row at
+`off_hz * N_CTX`)."""
 
 import triton
 import triton.language as tl
@@ -247,3 +247,15 @@ _CONSTS = {
 }  # fmt: skip
 
 TTIR = {"kernel": _attn_bwd, "signature": _SIGNATURE, "constexprs": _CONSTS}
+
+#: The tutorial's preprocessing, delta = rowsum(O dO) of 128 rows a program (its
+#: `_attention.backward`: PRE_BLOCK = 128), written as `attention_bwd_preprocess.ttir`.
+TTIR_VARIANTS = {
+    "attention_bwd_preprocess": {
+        "kernel": _attn_bwd_preprocess,
+        "signature": {
+            "O": "*fp16", "DO": "*fp16", "Delta": "*fp32", "Z": "i32", "H": "i32", "N_CTX": "i32",
+        },
+        "constexprs": {"BLOCK_M": 128, "HEAD_DIM": 64},
+    },
+}  # fmt: skip

@@ -508,6 +508,12 @@ def _divide(rest: Poly, strides: list[Poly], op) -> tuple[list[Poly], tuple[Dim,
                 break
         if placed:
             continue
+        consts = [(s.terms.get((), 0), i) for i, s in enumerate(strides) if set(s.terms) == {()}]
+        fit = max(((sc, i) for sc, i in consts if sc > 1 and c % sc == 0), default=None)
+        if fit is not None:  # a constant stride (a constexpr row length) dividing it
+            sc, i = fit
+            origins[i] = origins[i] + Poly({m: c // sc})
+            continue
         args = [x for x in m if _is_argument(x)]
         if len(args) == 1:
             left = list(m)

@@ -167,8 +167,10 @@ def _refuse_atomics(func: tt.FuncOp) -> None:
 
 
 def _scalars(p: _Plan) -> list[BlockArgument]:
-    """The integer arguments loop bounds read that no tensor dimension is sized by (the
-    `K` of a K loop over descriptor loads): the tile kernel takes them as `index`."""
+    """The integer arguments that loop bounds or block origins read and no tensor
+    dimension is sized by (the `K` of a K loop over descriptor loads; the `N_CTX` of a
+    head's first row `off_hz * N_CTX` in a tensor whose rows are a constexpr long): the
+    tile kernel takes them as `index`."""
     sized = {a for t in p.tensors.values() for a in t.sizes if a is not None}
     found: set[BlockArgument] = set()
     for loop in p.func.walk():
@@ -176,6 +178,16 @@ def _scalars(p: _Plan) -> list[BlockArgument]:
             continue
         for v in (loop.lb, loop.ub, loop.step):
             found |= {a for a in _arguments_of(v) if isinstance(a.type, IntegerType)}
+    for acc in p.accesses.values():
+        for d in (*acc.dims, *acc.outer):
+            found |= {
+                s
+                for m in d.origin.terms
+                for s in m
+                if isinstance(s, BlockArgument)
+                and isinstance(s.owner.parent_op(), tt.FuncOp)
+                and isinstance(s.type, IntegerType)
+            }
     return sorted(found - sized, key=lambda a: a.index)
 
 

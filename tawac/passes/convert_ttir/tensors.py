@@ -74,9 +74,20 @@ def _dim_name(
 
 def _tensors(acc: list[Access]) -> dict[BlockArgument, _Tensor]:
     out: dict[BlockArgument, _Tensor] = {}
+    # integer arguments in a block's origin: the tile kernel's scalars, whose names a
+    # dimension named after its stride would take (`Delta + off_hz * N_CTX + off_m`)
+    taken = {
+        x.name_hint
+        for a in acc
+        for d in (*a.dims, *a.outer)
+        for m in d.origin.terms
+        for x in m
+        if _is_arg(x)
+    }
     for a in acc:
         dims = tensor_dims(a)
-        named = _distinct([_dim_name(d, a.base, i, a.op) for i, (d, _) in enumerate(dims)], a)
+        named = [_dim_name(d, a.base, i, a.op) for i, (d, _) in enumerate(dims)]
+        named = _distinct(named, a, taken)
         t = _Tensor(
             a.base,
             tuple(n for n, _ in named),
@@ -99,15 +110,16 @@ def _tensors(acc: list[Access]) -> dict[BlockArgument, _Tensor]:
 
 
 def _distinct(
-    named: list[tuple[str, BlockArgument | None]], a: Access
+    named: list[tuple[str, BlockArgument | None]], a: Access, taken: set[str | None]
 ) -> list[tuple[str, BlockArgument | None]]:
     """The dimensions' names, one named after a stride that is also another's size (the
-    partial sums' `DW + lock_id * N + cols`: rows of stride `N`, columns sized by `N`)
-    named after the tensor instead (`DW0`)."""
+    partial sums' `DW + lock_id * N + cols`: rows of stride `N`, columns sized by `N`) or
+    a scalar of the kernel (`taken`: `Delta + off_hz * N_CTX`) named after the tensor
+    instead (`DW0`, `Delta0`)."""
     names = [n for n, _ in named]
     base = (a.base.name_hint or "t").removesuffix("_ptr")
     return [
-        (f"{base}{i}", None) if size is None and names.count(n) > 1 else (n, size)
+        (f"{base}{i}", None) if size is None and (names.count(n) > 1 or n in taken) else (n, size)
         for i, (n, size) in enumerate(named)
     ]
 
