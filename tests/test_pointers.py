@@ -12,6 +12,7 @@ from tawac.dialects import tt
 from tawac.ir.ttir import parse_ttir, read_ttir
 
 REPO = Path(__file__).resolve().parent.parent
+PRE = REPO / "examples/triton/attention_bwd_preprocess.ttir"
 
 
 def _func(module) -> tt.FuncOp:
@@ -89,6 +90,20 @@ def test_a_unit_stride_row_with_a_program_offset():
     )
     ((_, base, dims),) = _blocks(parse_ttir(_kernel(body), "k.ttir"))
     assert base == "p" and dims == [("1", "64*pid_x")]
+
+
+def test_a_constant_row_stride_takes_the_terms_it_divides():
+    """Rows of a constexpr length (the attention preprocessing's `O + off_hz * HEAD_DIM *
+    N_CTX + off_m[:, None] * HEAD_DIM + off_n[None, :]`): the origin's terms that the
+    constant row stride divides go to the rows (`off_hz * N_CTX` rows and the program's
+    `pid * 128`), the others to the unit stride."""
+    module = parse_ttir(PRE.read_text(), str(PRE))
+    loads = [a for a in accesses(_func(module)) if a.op.name == "tt.load"]
+    assert [(str(d.stride), str(d.origin)) for d in loads[0].dims] == [
+        ("64", "N_CTX*pid_y + 128*pid_x"),
+        ("1", "0"),
+    ]
+    assert not loads[0].outer
 
 
 @pytest.mark.parametrize(
