@@ -37,7 +37,7 @@ from xdsl.dialects import math, scf
 from xdsl.dialects.builtin import TensorType
 from xdsl.ir import Block, Operation
 
-from tawac.analysis.loops import main_loops
+from tawac.analysis.loops import in_loop, main_loops
 from tawac.dialects import aref, tile
 from tawac.target import HOPPER, Target
 
@@ -161,17 +161,8 @@ def streams_tiles(kernel: tile.KernelOp) -> bool:
             return False
         t = op.result.type if isinstance(op, tile.LoadOp) else None
         if isinstance(t, TensorType) and t.get_num_dims() == 2:
-            looped = looped or _in_loop(op, kernel)
+            looped = looped or in_loop(op)
     return looped
-
-
-def _in_loop(op: Operation, kernel: tile.KernelOp) -> bool:
-    parent = op.parent_op()
-    while parent is not None and parent is not kernel:
-        if isinstance(parent, scf.ForOp):
-            return True
-        parent = parent.parent_op()
-    return False
 
 
 def schedule_kind(kernel: tile.KernelOp, s) -> str:
