@@ -110,6 +110,11 @@ def _run(d: int, s: int, causal: bool, tokens: int, rounds: int) -> str | None:
     )
 
 
+def heads_a_chunk(h: int, s: int) -> int:
+    """Heads of `s` x `s` float32 scores computed at once by a reference: at most 1 GiB."""
+    return max(1, min(h, (1 << 28) // (s * s)))
+
+
 def _reference(q, k, v, do, scale, causal):
     """dQ, dK, dV in float32 (autograd through softmax(Q K^T scale) V), computed a few
     heads at a time so the scores of a long sequence fit."""
@@ -117,7 +122,7 @@ def _reference(q, k, v, do, scale, causal):
 
     grads = [torch.empty(q.shape, device=q.device) for _ in range(3)]
     b, h, s, _ = q.shape
-    step = max(1, min(h, (1 << 28) // (s * s)))  # at most 1 GiB of f32 scores a chunk
+    step = heads_a_chunk(h, s)
     for i in range(b):
         for j in range(0, h, step):
             part = (slice(i, i + 1), slice(j, j + step))

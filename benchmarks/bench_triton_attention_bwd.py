@@ -31,7 +31,7 @@ import math
 import sys
 from pathlib import Path
 
-from bench_attention_bwd import _reference
+from bench_attention_bwd import _reference, heads_a_chunk
 from checks import drop_wrong
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -57,7 +57,7 @@ def _stats(q, k, v, do, scale):
     lse = torch.empty(b, h, s, device=q.device)
     delta = torch.empty(b, h, s, device=q.device)
     later = torch.ones(s, s, dtype=torch.bool, device=q.device).triu(1)
-    step = max(1, min(h, (1 << 28) // (s * s)))
+    step = heads_a_chunk(h, s)
     with torch.no_grad():
         for i in range(b):
             for j in range(0, h, step):

@@ -37,7 +37,7 @@ no tile stride divides (`off_z x stride_qz`) makes an outer dimension of that st
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
 from xdsl.dialects import arith, scf
@@ -484,6 +484,19 @@ def _mask_bounds(mask: SSAValue, origins: list[Poly], reader: _Reader, at) -> di
 def _is_argument(s: Symbol) -> bool:
     """`s` is an integer argument of the kernel (a size or a stride)."""
     return isinstance(s, BlockArgument) and isinstance(s.owner.parent_op(), tt.FuncOp)
+
+
+def origin_arguments(accesses: Iterable[Access]) -> set[BlockArgument]:
+    """The kernel's integer arguments that the blocks' origins read (`off_hz * N_CTX`: a
+    head's first row in rows of a constexpr length)."""
+    return {
+        x
+        for a in accesses
+        for d in (*a.dims, *a.outer)
+        for m in d.origin.terms
+        for x in m
+        if _is_argument(x)
+    }
 
 
 def _divide(rest: Poly, strides: list[Poly], op) -> tuple[list[Poly], tuple[Dim, ...]]:

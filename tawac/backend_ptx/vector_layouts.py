@@ -27,6 +27,7 @@ from xdsl.dialects.builtin import BFloat16Type, Float16Type, TensorType
 from xdsl.ir import Operation, SSAValue
 
 from tawac import schedule
+from tawac.analysis.loops import in_loop
 from tawac.dialects import hopper, tile
 from tawac.support.diagnostics import CompileError
 from tawac.target import HOPPER
@@ -126,7 +127,7 @@ def _refuse_row_loops(root: Operation, kernel: Operation) -> None:
     for loop in root.walk():
         if not isinstance(loop, scf.ForOp):
             continue
-        if persistent and not _nested_in_loop(loop, root):
+        if persistent and not in_loop(loop):
             continue
         for op in loop.body.walk():
             if isinstance(op, tile.ReduceOp) and op.dim.data == 1 and _is_2d(op.source.type):
@@ -137,15 +138,6 @@ def _refuse_row_loops(root: Operation, kernel: Operation) -> None:
                     "rows a program",
                     op,
                 )
-
-
-def _nested_in_loop(op: Operation, root: Operation) -> bool:
-    parent = op.parent_op()
-    while parent is not None and parent is not root:
-        if isinstance(parent, scf.ForOp):
-            return True
-        parent = parent.parent_op()
-    return False
 
 
 def _is_2d(t) -> bool:

@@ -11,7 +11,7 @@ from xdsl.dialects.builtin import Float32Type, IntegerAttr, IntegerType, TensorT
 from xdsl.ir import BlockArgument, Operation, SSAValue
 
 from tawac.analysis import pointers
-from tawac.analysis.pointers import Access, PointerError, Poly, Range, accesses
+from tawac.analysis.pointers import Access, PointerError, Poly, Range, accesses, origin_arguments
 from tawac.dialects import tt
 from tawac.passes.convert_ttir.common import _error
 from tawac.passes.convert_ttir.grid import _grid, _output
@@ -178,16 +178,7 @@ def _scalars(p: _Plan) -> list[BlockArgument]:
             continue
         for v in (loop.lb, loop.ub, loop.step):
             found |= {a for a in _arguments_of(v) if isinstance(a.type, IntegerType)}
-    for acc in p.accesses.values():
-        for d in (*acc.dims, *acc.outer):
-            found |= {
-                s
-                for m in d.origin.terms
-                for s in m
-                if isinstance(s, BlockArgument)
-                and isinstance(s.owner.parent_op(), tt.FuncOp)
-                and isinstance(s.type, IntegerType)
-            }
+    found |= {a for a in origin_arguments(p.accesses.values()) if isinstance(a.type, IntegerType)}
     return sorted(found - sized, key=lambda a: a.index)
 
 

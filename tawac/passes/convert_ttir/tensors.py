@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from xdsl.dialects.builtin import IntegerType, TensorType, i32
 from xdsl.ir import BlockArgument, Operation, SSAValue
 
-from tawac.analysis.pointers import Access, Dim, Poly
+from tawac.analysis.pointers import Access, Dim, Poly, origin_arguments
 from tawac.dialects import tt
 from tawac.passes.convert_ttir.common import _error
 from tawac.passes.convert_ttir.scalars import _is_arg, _rem_size, _single_symbol
@@ -76,14 +76,7 @@ def _tensors(acc: list[Access]) -> dict[BlockArgument, _Tensor]:
     out: dict[BlockArgument, _Tensor] = {}
     # integer arguments in a block's origin: the tile kernel's scalars, whose names a
     # dimension named after its stride would take (`Delta + off_hz * N_CTX + off_m`)
-    taken = {
-        x.name_hint
-        for a in acc
-        for d in (*a.dims, *a.outer)
-        for m in d.origin.terms
-        for x in m
-        if _is_arg(x)
-    }
+    taken = {x.name_hint for x in origin_arguments(acc)}
     for a in acc:
         dims = tensor_dims(a)
         named = [_dim_name(d, a.base, i, a.op) for i, (d, _) in enumerate(dims)]
