@@ -5,7 +5,7 @@
 // as Triton's tutorial does: no cancellation), then the normalized values. The columns past
 // N read as 0 and are masked out of the deviations. w and b are 1-d of N elements.
 // Parameters: BLOCK_M rows (64, 128 or 192: whole m64 blocks, one per consumer warp group;
-// fewer rows are refused: docs/design/backend.md), BLOCK_N columns
+// 8, 16 or 32: the blocked layout, docs/design/backend.md), BLOCK_N columns
 // (tawac compile -D BLOCK_N=256).
 tile.kernel @layernorm(%x: !tile.tensor<?x?xbf16, ["M", "N"]>, %w: !tile.tensor<?xbf16, ["N"]>, %b: !tile.tensor<?xbf16, ["N"]>, %y: !tile.tensor<?x?xbf16, ["M", "N"]>, %mean_out: !tile.tensor<?xf32, ["M"]>, %rstd_out: !tile.tensor<?xf32, ["M"]>, %eps: f32) attributes {params = {BLOCK_M = 64, BLOCK_N = 128}} {
   %c0 = arith.constant 0 : index

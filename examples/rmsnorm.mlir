@@ -3,7 +3,7 @@
 // then the normalized and scaled values); the columns past N read as 0. w is the 1-d
 // weight of N elements; eps an f32 argument.
 // Parameters: BLOCK_M rows (64, 128 or 192: whole m64 blocks, one per consumer warp group;
-// fewer rows are refused: docs/design/backend.md), BLOCK_N columns
+// 8, 16 or 32: the blocked layout, docs/design/backend.md), BLOCK_N columns
 // (tawac compile -D BLOCK_N=256).
 tile.kernel @rmsnorm(%x: !tile.tensor<?x?xbf16, ["M", "N"]>, %w: !tile.tensor<?xbf16, ["N"]>, %y: !tile.tensor<?x?xbf16, ["M", "N"]>, %eps: f32) attributes {params = {BLOCK_M = 64, BLOCK_N = 128}} {
   %c0 = arith.constant 0 : index

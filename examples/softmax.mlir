@@ -5,7 +5,7 @@
 // (the load's padding), so they change neither. The second writes the normalized values.
 // The producer warp streams both loops' tiles through one ring in shared memory.
 // Parameters: BLOCK_M rows (64, 128 or 192: whole m64 blocks, one per consumer warp group;
-// fewer rows are refused: docs/design/backend.md), BLOCK_N columns
+// 8, 16 or 32: the blocked layout, docs/design/backend.md), BLOCK_N columns
 // (tawac compile -D BLOCK_N=256).
 tile.kernel @softmax(%x: !tile.tensor<?x?xbf16, ["M", "N"]>, %y: !tile.tensor<?x?xbf16, ["M", "N"]>) attributes {params = {BLOCK_M = 64, BLOCK_N = 128}} {
   %c0 = arith.constant 0 : index

@@ -7,9 +7,10 @@ an element is off by more than 5%), the first wrong row's columns printed.
     python3 experiments/exp_blocked_softmax_race.py      # on the GPU machine (.whl carried)
 
 It ran on an NVIDIA H200 on 2026-12-06 (docs/perf/2026-12-06.md, "Row kernels: ring depth
-and widening"; raw log docs/perf/data/blocked-softmax-race-h200-2026-12-06.log). Since
-then these 16-row forms are refused at compile time (`_refuse_row_loops`), so a rerun
-needs that refusal lifted.
+and widening"; raw log docs/perf/data/blocked-softmax-race-h200-2026-12-06.log). The
+cause was found the same day (a slot released before the warp's reads of it were
+performed; fixed by a proxy fence, docs/design/backend.md), and the forms compile again:
+a rerun now finds every row right.
 """
 
 from pathlib import Path

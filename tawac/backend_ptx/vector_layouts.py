@@ -26,8 +26,6 @@ from xdsl.dialects import arith, math, scf
 from xdsl.dialects.builtin import BFloat16Type, Float16Type, TensorType
 from xdsl.ir import Operation, SSAValue
 
-from tawac import schedule
-from tawac.analysis.loops import in_loop
 from tawac.dialects import hopper, tile
 from tawac.support.diagnostics import CompileError
 from tawac.target import HOPPER
@@ -92,7 +90,6 @@ class TileLayouts:
                 widest = max(widest, _bytes(moved))
         if all(_fits_acc(m, n, warp_groups) for m, n in shapes):
             return
-        _refuse_row_loops(root, kernel)
         self.blocked_bytes = widest or 4
 
     def of(self, t: TensorType, op: Operation) -> TileLayout:
@@ -110,38 +107,6 @@ class TileLayouts:
             raise CompileError(f"convert-to-ptx: {e}", op) from None
         self._of[(m, n)] = layout
         return layout
-
-
-def _refuse_row_loops(root: Operation, kernel: Operation) -> None:
-    """A loop of the consumer (other than a persistent kernel's loop over its programs)
-    that reduces 2-d tiles along their rows in the blocked layout is refused: the row
-    kernels at fewer than 64 rows a program computed wrong elements at random on the H100
-    and the H200, for a cause not yet found (`examples/rmsnorm_residual.mlir` at 16 rows,
-    and `examples/softmax.mlir` at 16 rows and 32768 columns: a few elements of a column
-    block wrong in about 1% of the rows, with 4 to 32 ring slots, persistent or not, under
-    either planner; docs/perf/2026-12-06.md). The same kernels at 64 rows a program, the
-    blocked layout outside loops (one tile per program) and the column sums (loops that
-    reduce along the columns: Triton's layer norm backward `_layer_norm_bwd_dwdb`) were
-    correct."""
-    persistent = schedule.of(kernel).persistent
-    for loop in root.walk():
-        if not isinstance(loop, scf.ForOp):
-            continue
-        if persistent and not in_loop(loop):
-            continue
-        for op in loop.body.walk():
-            if isinstance(op, tile.ReduceOp) and op.dim.data == 1 and _is_2d(op.source.type):
-                raise CompileError(
-                    "convert-to-ptx: a row reduction in a loop is not supported yet with "
-                    "fewer rows than whole m64 blocks a warp group (the blocked layout: "
-                    "wrong elements at random on the GPU, cause not yet found); use 64 "
-                    "rows a program",
-                    op,
-                )
-
-
-def _is_2d(t) -> bool:
-    return isinstance(t, TensorType) and t.get_num_dims() == 2
 
 
 def _fits_acc(m: int, n: int, warp_groups: int) -> bool:

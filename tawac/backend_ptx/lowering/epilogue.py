@@ -21,7 +21,7 @@ from tawac.backend_ptx.lowering.state import (
     wg_leader,
     wg_local,
 )
-from tawac.backend_ptx.lowering.vectors import load_shared_run, load_slot_blocked
+from tawac.backend_ptx.lowering.vectors import load_shared_run, load_slot_blocked, slot_reads_done
 from tawac.dialects import hopper, ptx
 from tawac.dialects.tile import stack_of
 from tawac.support.diagnostics import CompileError
@@ -148,9 +148,10 @@ def _load_fragment(k: KernelLowering, op: hopper.LoadFragmentOp) -> None:
     """A 128B-swizzled shared tile -> registers in the accumulator layout, as
     `SwizzledTile.fragment_load` plans it: one `ld.shared.b32` per pair of 16-bit
     elements (split into its halves), one `ld.shared.v2.f32` per pair of f32 ones; each
-    thread XORs the granules with one key.  Then `bar.warp.sync`: lane 0 of each warp
-    releases the slot for the warp (`hopper.mbarrier_arrive`), so every lane's reads are
-    performed relative to it first.  A 1-d tile: `vectors.load_slot_blocked`."""
+    thread XORs the granules with one key.  Then `vectors.slot_reads_done` (a proxy fence
+    and `bar.warp.sync`): lane 0 of each warp releases the slot for the warp
+    (`hopper.mbarrier_arrive`) once every lane's reads are performed.  A 1-d tile:
+    `vectors.load_slot_blocked`."""
     t = k.vals[op.tile]
     assert isinstance(t, SmemTile)
     if t.type.linear is not None:
@@ -184,7 +185,7 @@ def _load_fragment(k: KernelLowering, op: hopper.LoadFragmentOp) -> None:
             pair = ptx.LdSharedV2Op(dtype, addr)
             k.emit(pair)
             regs += [pair.lo, pair.hi]
-    k.emit(ptx.BarWarpSyncOp())
+    slot_reads_done(k)
     k.vals[op.result] = Frag(layout, regs, dtype)
 
 
@@ -194,7 +195,7 @@ def _load_runs(
     """A 128B-swizzled shared tile -> registers in a `BlockedTileLayout`, as
     `blocked_tiles.run_access` plans it: one access per run (`ld.shared.v4` of 16
     bytes), each thread XORing its granules with one key (and the runs 4 rows down with
-    it XOR 4); then `bar.warp.sync` before lane 0 releases the slot for its warp."""
+    it XOR 4); then `vectors.slot_reads_done` before lane 0 releases the slot for its warp."""
     part = k.part
     assert part is not None
     try:
@@ -212,7 +213,7 @@ def _load_runs(
     for _, off, flip in plan.runs:
         addr = _swizzled(k, base, off, key, flip, plan.granule_shift, xor_off)
         regs += load_shared_run(k, addr, plan.run_bytes, dtype)
-    k.emit(ptx.BarWarpSyncOp())
+    slot_reads_done(k)
     k.vals[op.result] = Frag(layout, regs, dtype)
 
 

@@ -137,7 +137,7 @@ def load_slot_blocked(k: KernelLowering, op: hopper.LoadFragmentOp, slot: SmemTi
     thread's runs: 16 bytes at a time where the run allows (`ld.shared.v4`: four f32, or
     eight 16-bit elements as packed words), else 8, 4 or 2. A thread of a short layout
     that owns nothing reads the last run (registers nothing uses), so no address leaves
-    the tile. Then `bar.warp.sync`: lane 0 of each warp releases the slot for the warp."""
+    the tile. Then `slot_reads_done`: lane 0 of each warp releases the slot for the warp."""
     part = k.part
     assert part is not None
     layout, _ = k.vector_layout(op.result, op)
@@ -155,8 +155,21 @@ def load_slot_blocked(k: KernelLowering, op: hopper.LoadFragmentOp, slot: SmemTi
     for i in range(0, layout.num_regs, per):
         addr = k.add_imm(base, layout.reg_offset(i) * nbytes, "u32")
         regs += load_shared_run(k, addr, per * nbytes, ety)
-    k.emit(ptx.BarWarpSyncOp())
+    slot_reads_done(k)
     k.vals[op.result] = Frag(layout, regs, ety)
+
+
+def slot_reads_done(k: KernelLowering) -> None:
+    """After a warp's loads from a ring slot, before lane 0 releases the slot for the
+    warp (`hopper.mbarrier_arrive`) and the producer's next TMA copy (the async proxy)
+    overwrites it: `fence.proxy.async.shared::cta`, which orders the thread's generic-proxy
+    reads before the async proxy's writes and waits for them to be performed (ptxas:
+    `MEMBAR.ALL.CTA`), then `bar.warp.sync`, which orders every lane's reads before lane
+    0's arrive. Without the fence a warp released slots it had not finished reading: the
+    last of a consumer's warps to arrive (the one beside the producer warp on its SM
+    sub-partition) read a few elements of the next copy (docs/design/backend.md)."""
+    k.emit(ptx.FenceProxyAsyncOp())
+    k.emit(ptx.BarWarpSyncOp())
 
 
 def load_shared_run(k: KernelLowering, addr: SSAValue, nbytes: int, ety: str) -> list[SSAValue]:
