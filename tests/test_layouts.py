@@ -744,6 +744,8 @@ def test_emitted_load_fragment_matches_swizzled_tile(m, n, w, dtype):
     lay = AccLayout(m, n, w)
     assert frag.layout == lay and frag.dtype == dtype and len(frag.regs) == lay.num_regs
     ops = list(k.block.ops)
+    # the reads end with the slot's release order: a proxy fence, then the warp sync
+    assert isinstance(ops[-2], ptx.FenceProxyAsyncOp)
     assert isinstance(ops[-1], ptx.BarWarpSyncOp)
     tile = SwizzledTile(m, n, eb)
     for t in [0, 1, 2, 3, 6, 31, 32, 77, 100, 127, *range(128, lay.threads, 37), lay.threads - 1]:
@@ -760,7 +762,7 @@ def test_emitted_load_fragment_matches_swizzled_tile(m, n, w, dtype):
             elif isinstance(o, ptx.LdSharedV2Op):
                 assert o.type.data == "f32"
                 loaded[o.lo], loaded[o.hi] = env[o.addr], env[o.addr] + 4
-            elif not isinstance(o, ptx.BarWarpSyncOp):
+            elif not isinstance(o, ptx.FenceProxyAsyncOp | ptx.BarWarpSyncOp):
                 raise AssertionError(f"unexpected op: {o.name}")
         for i, reg in enumerate(frag.regs):
             assert loaded[reg] - tile_base == tile.byte_offset(*lay.coord(t, i)), (t, i)
