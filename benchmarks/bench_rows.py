@@ -13,13 +13,14 @@ reference first (a wrong one is dropped, saying so).
 
     python3 benchmarks/bench_rows.py
         [--kernels softmax,rmsnorm,layernorm,rmsnorm_bwd,layernorm_bwd,vector_add]
-        [--shapes 4096x1024,4096x4096] [--configs n128,n256w1p0] [--rounds 3] [--no-record]
+        [--shapes 4096x1024,4096x4096] [--configs table,n128,n256w1p0] [--rounds 3] [--no-record]
 
-A configuration is `n<BLOCK_N>`, then optionally `m<BLOCK_M>` (rows per program: 64 by
-default; the planner gives a 128- or 192-row program two or three consumer warp groups),
-`s<stages>` (the ring's depth), `w<widen>` and `p0` (not persistent):
-tawac's options for the tile examples; each is timed and the best reported (`--configs
-n128`: the default). Prints one table per kernel: per shape the time of each system (us;
+A configuration is `table` (the default: the example as `tawac.torch.kernel` takes it,
+with its tuning table, `examples/<kernel>.tune.json`) or `n<BLOCK_N>`, then optionally
+`m<BLOCK_M>` (rows per program: 64 by default; the planner gives a 128- or 192-row
+program two or three consumer warp groups), `s<stages>` (the ring's depth), `w<widen>`
+and `p0` (not persistent): tawac's options for the tile examples; each is timed and the
+best reported. Prints one table per kernel: per shape the time of each system (us;
 tawac's best configuration named), the bytes moved over tawac's time (GB/s), tawac's rate
 over the copy's (`of copy`) and tawac's speed over the fastest of Triton and torch.compile
 (`vs best`, > 1 is faster).
@@ -58,10 +59,13 @@ def _shape(text: str) -> tuple[int, int]:
 
 
 def _config(text: str) -> tuple[dict, dict]:
-    """(params, options) of a configuration `n128`, `n256w1`, `n128w1p0`, `n128m128` or
-    `n128m16s16`."""
+    """(params, options) of a configuration `table` (none: what `tawac.torch.kernel` of the
+    example takes by itself, its tuning table's entry for the call's sizes where it has
+    one), `n128`, `n256w1`, `n128w1p0`, `n128m128` or `n128m16s16`."""
     import re
 
+    if text == "table":
+        return {}, {}
     m = re.fullmatch(r"n(\d+)(?:m(\d+))?(?:s(\d+))?(?:w(\d))?(p0)?", text)
     if m is None:
         raise SystemExit(f"bad configuration {text!r} (expected e.g. n128, n128m16s8, n256w1p0)")
@@ -424,7 +428,7 @@ def main() -> int:
         "--kernels", default="softmax,rmsnorm,layernorm,rmsnorm_bwd,layernorm_bwd,vector_add"
     )
     ap.add_argument("--shapes", default="", help="rows x columns, comma-separated")
-    ap.add_argument("--configs", default="n128", help="tawac configurations, comma-separated")
+    ap.add_argument("--configs", default="table", help="tawac configurations, comma-separated")
     ap.add_argument("--rounds", type=int, default=3)
     args = ap.parse_args()
     import torch
