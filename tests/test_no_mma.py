@@ -57,8 +57,9 @@ def test_it_compiles_to_a_producer_that_streams_and_a_consumer_without_mmas(name
 @pytest.mark.parametrize("name", sorted(PROGRAMS))
 def test_explain_shows_the_consumer_warp_groups_and_the_ring(name):
     """A kernel without a loop: two 64-row programs as one 128-row tile on two consumer
-    warp groups, the tile read into their registers, persistent, its producer as many
-    32 KiB slots ahead as keep `STREAM_BYTES` in flight. The online softmax (two loops over
+    warp groups, the tile read into their registers (and the RMS norm's weight, through
+    an aref of its own), persistent, its producer as many 32 KiB slots ahead as keep
+    `STREAM_BYTES` in flight. The online softmax (two loops over
     column blocks sharing one ring) is not widened: one 64-row program per CTA on one
     consumer warp group, a ring of `ROWS_DEPTH` slots."""
     module = parse_file(DATA / f"{name}.mlir")
@@ -73,7 +74,10 @@ def test_explain_shows_the_consumer_warp_groups_and_the_ring(name):
         return
     assert plan["widen"] == {"programs": 2, "rows": 128}  # two 64-row programs as one tile
     assert roles == {"producer": 1, "consumer": 2}  # 128 rows: two m64 blocks
-    assert payloads == [(["tensor<128x128xbf16>"], [0])]  # read into the registers
+    assert payloads[0] == (["tensor<128x128xbf16>"], [0])  # read into the registers
+    # a weight vector streams through a ring of its own, read into the tile's columns
+    weights = [(["tensor<128xbf16>"], [0])] if name == "rmsnorm_rows" else []
+    assert payloads[1:] == weights
     assert plan["arefs"][0]["depth"] == -(-STREAM_BYTES // 32768)
 
 

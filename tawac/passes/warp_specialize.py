@@ -16,10 +16,11 @@ Which op goes where is derived from the data flow, nothing in the input says it:
   through an aref of its own: TMA brings the tile into shared memory, the consumer reads
   it into its registers (`lower-aref`: `hopper.load_fragment`) and releases the slot.
   A load read both ways is an error.
-- *Vector loads* (1-d `tile.load`s of a kernel whose tiles are all 1-d: a vector add,
-  a row reduced to scalars) go to the producer too, each through an aref of its own: TMA
-  copies the tile into shared memory in boxes of up to 256 elements and the consumer
-  reads its runs from there (`lower-aref`: `hopper.load_fragment`). TMA fills the
+- *Vector loads* (1-d `tile.load`s of a kernel without MMAs: a vector add, a row
+  reduced to scalars, a norm's weight read beside its 2-d tiles) go to the producer too,
+  each through an aref of its own: TMA copies the tile into shared memory in boxes of up
+  to 256 elements and the consumer reads its runs, or the elements of its slice of a
+  2-d tile's layout, from there (`lower-aref`: `hopper.load_fragment`). TMA fills the
   outside of the tensor with zeros, so a load padded with another value (`padding -inf`)
   is selected to it in the consumer past the tensor's last-dimension size (after the
   `arith.extf` to f32 of a 16-bit load: a `tile.iota`, `tile.dim`, `tile.cmpi`,
@@ -405,9 +406,9 @@ def _padded_uses(t: Attribute, users: list[Operation]) -> list[arith.ExtFOp] | N
 
 
 def _vector_groups(kernel: tile.KernelOp) -> list[_Group]:
-    """The 1-d loads of a kernel of 1-d tiles that the producer streams, one group each
+    """The 1-d loads of a kernel without MMAs that the producer streams, one group each
     (module docstring: the others stay the consumer's own)."""
-    if not _vectors_only(kernel):
+    if any(isinstance(o, tile.DotOp) for o in kernel.walk()):
         return []
     groups = []
     order = AtomicOrder(kernel)

@@ -1,18 +1,24 @@
 // A kernel without MMAs: its 2-d tile.load goes to the producer through an aref of its
-// own (a TMA load into a ring slot), the consumer gets it, computes and stores; a 1-d
-// load stays in the consumer.
+// own (a TMA load into a ring slot), the consumer gets it, computes and stores; its 1-d
+// load (the weight) streams through an aref of its own too.
 // RUN: tawac opt -p warp-specialize %s | filecheck %s
 
 // CHECK-LABEL: tile.kernel @rows
 // CHECK:       %[[R:.*]] = aref.create "x" : !aref.aref<[tensor<64x128xbf16>], 1>
+// CHECK:       %[[W:.*]] = aref.create "w" : !aref.aref<[tensor<128xbf16>], 1>
 // CHECK:       aref.partition producer
 // CHECK:         %[[T:.*]] = tile.load %x
 // CHECK:         aref.put %[[R]]{{\[}}%{{.*}}], %[[T]]
+// CHECK:         %[[WT:.*]] = tile.load %w
+// CHECK:         aref.put %[[W]]{{\[}}%{{.*}}], %[[WT]]
 // CHECK:       aref.partition consumer
 // CHECK:         %[[G:.*]] = aref.get %[[R]]
 // CHECK:         arith.extf %[[G]]
 // CHECK:         aref.consumed %[[R]]
-// CHECK:         tile.load %w
+// CHECK:         %[[GW:.*]] = aref.get %[[W]]
+// CHECK:         arith.extf %[[GW]]
+// CHECK:         aref.consumed %[[W]]
+// CHECK-NOT:     tile.load
 // CHECK:         tile.reduce sum
 // CHECK-NOT:     tile.dot
 // CHECK:         tile.store
