@@ -303,3 +303,16 @@ def test_the_backward_matches_autograd_on_the_gpu(name, m, n):
 
 
 _KERNELS: dict[tuple, object] = {}
+
+
+# ---- 1-d loads beside 2-d tiles: streamed, read from the slot in runs
+
+
+@pytest.mark.parametrize("params", [{}, {"BLOCK_M": 16, "BLOCK_N": 256}], ids=["64x128", "16x256"])
+@pytest.mark.parametrize("name", ["rmsnorm", "rmsnorm_residual", "layernorm", *BACKWARD[:2]])
+def test_the_1d_loads_stream_through_the_producer(name, params):
+    """The weight (and the backward's saved statistics) come by TMA, not as the
+    consumer's own global loads."""
+    ptx = compile_file(EXAMPLES / f"{name}.mlir", params=params).ptx
+    assert "ld.global" not in ptx
+    assert "cp.async.bulk.tensor.1d" in ptx

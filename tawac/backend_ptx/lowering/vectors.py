@@ -167,51 +167,20 @@ def _load_slot_slice(
 ) -> None:
     """A 1-d tile received through an aref into the registers of its slice of a 2-d
     tile's layout (`dim` 1: the columns a thread holds, a norm's weight; 0: its rows):
-    element (the thread's first row or column + the register's offset) of the slot, in
-    runs of contiguous offsets as wide as 16 bytes and the threads' alignment allow (a
-    blocked layout's columns: its runs, `ld.shared.v4`), else one element each. Then
-    `slot_reads_done`."""
+    element (the thread's first row or column + the register's offset) of the slot, one
+    shared load each (runs of contiguous offsets read as one, `ld.shared.v4` for a blocked
+    tile's columns, are not checked on the GPU yet). Then `slot_reads_done`."""
     ety = elem_ptx_type(slot.type.element_type)
     nbytes = elem_bytes(slot.type.element_type)
     row0, col0 = k.thread_coords(layout)
     start = col0 if dim == 1 else row0
     offsets = layout.col_offsets() if dim == 1 else layout.row_offsets()
     base = k.r(ptx.FmaOp("s32", start, k.imm(nbytes), slot.addr))
-    align = _start_alignment(layout, dim)
     regs: list[SSAValue] = []
-    i = 0
-    while i < len(offsets):
-        run = _run_length(offsets, i, align, GRANULE_BYTES // nbytes)
-        addr = k.add_imm(base, offsets[i] * nbytes, "u32")
-        regs += load_shared_run(k, addr, run * nbytes, ety)
-        i += run
+    for off in offsets:
+        regs += load_shared_run(k, k.add_imm(base, off * nbytes, "u32"), nbytes, ety)
     slot_reads_done(k)
     k.vals[op.result] = Frag(layout, regs, ety, dim)
-
-
-def _start_alignment(layout, dim: int) -> int:
-    """The largest power of two (at most 16) dividing every thread's first row (`dim` 0)
-    or column (1) of `layout`."""
-    align = 16
-    for t in range(layout.threads):
-        first = layout.coord(t, 0)[1 - dim]
-        while align > 1 and first % align:
-            align //= 2
-    return align
-
-
-def _run_length(offsets, i: int, align: int, most: int) -> int:
-    """Elements from register `i` on that one shared load reads: a power of two up to
-    `most` and `align` that divides the offset, over offsets contiguous from it; else
-    one."""
-    run = min(most, align)
-    while run > 1 and (
-        offsets[i] % run
-        or i + run > len(offsets)
-        or any(offsets[i + j] != offsets[i] + j for j in range(run))
-    ):
-        run //= 2
-    return run
 
 
 def slot_reads_done(k: KernelLowering) -> None:
