@@ -512,7 +512,9 @@ def _feeding(v: SSAValue, depth: int = 0) -> tuple[str, Operation | None]:
 def _check_lowerable(kernel: tile.KernelOp) -> None:
     """Refuse what the passes after this one cannot lower yet (the interpreter runs it): a
     load whose outside reads as something other than zero (TMA fills it with zeros), but
-    in a kernel of 1-d tiles only (its consumer reads its loads itself and pads them)."""
+    in a kernel of 1-d tiles only (the consumer selects the padding on each streamed load,
+    `_select_padding`, and pads the loads it makes itself). A kernel with 2-d tiles has
+    its 2-d loads padded by `pad-loads` before this pass."""
     vectors_only = _vectors_only(kernel)
     for op in kernel.walk():
         if isinstance(op, tile.LoadOp) and not op.zero_padded and not vectors_only:
@@ -560,9 +562,7 @@ def _check_atomics(kernel: tile.KernelOp) -> None:
 
 
 def _vectors_only(kernel: tile.KernelOp) -> bool:
-    """A kernel whose tiles are all 1-d (a vector add, a row reduced to a scalar): its
-    consumer reads its loads from global memory itself and its producer has nothing to
-    stream."""
+    """A kernel whose tiles are all 1-d (a vector add, a row reduced to a scalar)."""
     tiles = [r.type for op in kernel.walk() for r in op.results if isinstance(r.type, TensorType)]
     return bool(tiles) and all(t.get_num_dims() == 1 for t in tiles)
 
