@@ -215,12 +215,15 @@ def test_it_assembles_without_spills(name, block_n):
 
 
 @pytest.mark.parametrize("block_m", [8, 16, 32])
+@pytest.mark.parametrize("block_n", [128, 256])
 @pytest.mark.parametrize("name", NAMES)
-def test_short_row_blocks_assemble_without_spills(name, block_m):
+def test_short_row_blocks_assemble_without_spills(name, block_n, block_m):
     """Fewer rows per program than a warp group's m64 block: the blocked layout, its row
     reductions in the loops over column blocks (refused while a slot release raced the
-    warp's reads of the slot: tests/test_slot_release.py)."""
-    res = compile_file(EXAMPLES / f"{name}.mlir", params={"BLOCK_M": block_m}, cubin=True)
+    warp's reads of the slot: tests/test_slot_release.py), at both column widths the
+    shipped tables choose from."""
+    params = {"BLOCK_M": block_m, "BLOCK_N": block_n}
+    res = compile_file(EXAMPLES / f"{name}.mlir", params=params, cubin=True)
     assert "wgmma" not in res.ptx
     assert "0 bytes spill stores, 0 bytes spill loads" in res.ptxas_report, res.ptxas_report
 
