@@ -21,7 +21,7 @@ from tawac.backend_ptx.lowering.state import (
     wg_leader,
     wg_local,
 )
-from tawac.backend_ptx.lowering.vectors import load_shared_run, load_slot_blocked, slot_reads_done
+from tawac.backend_ptx.lowering.vectors import load_shared_run, load_slot_vector, slot_reads_done
 from tawac.dialects import hopper, ptx
 from tawac.dialects.tile import stack_of
 from tawac.support.diagnostics import CompileError
@@ -151,11 +151,11 @@ def _load_fragment(k: KernelLowering, op: hopper.LoadFragmentOp) -> None:
     thread XORs the granules with one key.  Then `vectors.slot_reads_done` (a proxy fence
     and `bar.warp.sync`): lane 0 of each warp releases the slot for the warp
     (`hopper.mbarrier_arrive`) once every lane's reads are performed.  A 1-d tile:
-    `vectors.load_slot_blocked`."""
+    `vectors.load_slot_vector`."""
     t = k.vals[op.tile]
     assert isinstance(t, SmemTile)
     if t.type.linear is not None:
-        load_slot_blocked(k, op, t)
+        load_slot_vector(k, op, t)
         return
     layout = k.layout_for(op.result.type, op)  # type: ignore[arg-type]
     tt = t.type

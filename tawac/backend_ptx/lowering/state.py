@@ -447,6 +447,14 @@ class KernelLowering:
         col = self.cached(("col0", layout), lambda: self.index(layout.thread_col()))
         return row, col
 
+    def slice_coords(self, layout: TileLayout, dim: int) -> tuple[SSAValue, tuple[int, ...]]:
+        """This thread's first row (`dim` 0) or column (1) of its slice of `layout`, and
+        each of the slice's registers' offsets from it."""
+        row, col = self.thread_coords(layout)
+        if dim == 1:
+            return col, tuple(layout.col_offsets())
+        return row, tuple(layout.row_offsets())
+
 
 def _owner(v: SSAValue) -> Operation | None:
     return v.owner if isinstance(v.owner, Operation) else None

@@ -163,12 +163,11 @@ def _load_vector(k: KernelLowering, op: tile.LoadOp) -> None:
     if dim is None:
         load_blocked(k, op, layout)
         return
-    row0, col0 = k.thread_coords(layout)
-    offsets = layout.col_offsets() if dim == 1 else layout.row_offsets()
+    first, offsets = k.slice_coords(layout, dim)
     gt = op.source.type
     assert isinstance(gt, tile.GlobalTensorType)
     last = gt.rank - 1  # the tile runs along the last dimension, the others one element
-    start = k.add(k.scalar(op.indices[last]), col0 if dim == 1 else row0)
+    start = k.add(k.scalar(op.indices[last]), first)
     size = k.cached(
         ("param", k.params.dim(op.source, last)),
         lambda: k.r(ptx.LdParamOp("s32", k.params.dim(op.source, last))),

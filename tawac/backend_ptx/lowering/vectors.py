@@ -17,9 +17,10 @@
   consumer partition; every thread reads all of them in the same order), so every
   thread ends with the same scalar.
 
-- A tile received through an aref (`load_slot_blocked`: TMA copied it into shared memory
+- A tile received through an aref (`load_slot_vector`: TMA copied it into shared memory
   in order, `LinearTile`) is read run by run with `ld.shared.v4` (16 bytes) where the run
-  allows; the padding past the tensor was selected at the tile level (warp-specialize).
+  allows, or element by element into its slice of a 2-d tile's layout; the padding past
+  the tensor was selected at the tile level (warp-specialize).
 
 `iota_1d` lowers a 1-d `tile.iota` in either kind of vector layout: in a `BlockedLayout`
 register i of a thread holds origin + thread_start + reg_offset(i); in the row (column)
@@ -132,19 +133,28 @@ def load_blocked(k: KernelLowering, op: tile.LoadOp, layout: BlockedLayout) -> N
     k.vals[op.result] = Frag(layout, regs, ety)
 
 
-def load_slot_blocked(k: KernelLowering, op: hopper.LoadFragmentOp, slot: SmemTile) -> None:
-    """A 1-d tile received through an aref (`LinearTile`: its elements in order) into the
-    thread's runs: 16 bytes at a time where the run allows (`ld.shared.v4`: four f32, or
-    eight 16-bit elements as packed words), else 8, 4 or 2. A thread of a short layout
-    that owns nothing reads the last run (registers nothing uses), so no address leaves
-    the tile. Then `slot_reads_done`: lane 0 of each warp releases the slot for the warp."""
-    part = k.part
-    assert part is not None
+def load_slot_vector(k: KernelLowering, op: hopper.LoadFragmentOp, slot: SmemTile) -> None:
+    """A 1-d tile received through an aref (`LinearTile`: its elements in order) into its
+    layout: a standalone vector's runs (`_load_slot_runs`) or a slice of a 2-d tile's
+    (`_load_slot_slice`)."""
     layout, dim = k.vector_layout(op.result, op)
     if dim is not None:
         _load_slot_slice(k, op, slot, layout, dim)
         return
     assert isinstance(layout, BlockedLayout)
+    _load_slot_runs(k, op, slot, layout)
+
+
+def _load_slot_runs(
+    k: KernelLowering, op: hopper.LoadFragmentOp, slot: SmemTile, layout: BlockedLayout
+) -> None:
+    """The thread's runs of a `BlockedLayout`: 16 bytes at a time where the run allows
+    (`ld.shared.v4`: four f32, or eight 16-bit elements as packed words), else 8, 4 or 2.
+    A thread of a short layout that owns nothing reads the last run (registers nothing
+    uses), so no address leaves the tile. Then `slot_reads_done`: lane 0 of each warp
+    releases the slot for the warp."""
+    part = k.part
+    assert part is not None
     ety = elem_ptx_type(slot.type.element_type)
     nbytes = elem_bytes(slot.type.element_type)
     first = k.cached(
@@ -172,9 +182,7 @@ def _load_slot_slice(
     tile's columns, are not checked on the GPU yet). Then `slot_reads_done`."""
     ety = elem_ptx_type(slot.type.element_type)
     nbytes = elem_bytes(slot.type.element_type)
-    row0, col0 = k.thread_coords(layout)
-    start = col0 if dim == 1 else row0
-    offsets = layout.col_offsets() if dim == 1 else layout.row_offsets()
+    start, offsets = k.slice_coords(layout, dim)
     base = k.r(ptx.FmaOp("s32", start, k.imm(nbytes), slot.addr))
     regs: list[SSAValue] = []
     for off in offsets:
