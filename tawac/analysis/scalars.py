@@ -7,9 +7,9 @@ and the planner's loop schedules do not list them.
 
 from __future__ import annotations
 
-from xdsl.dialects import arith
+from xdsl.dialects import arith, scf
 from xdsl.dialects.builtin import IntegerAttr
-from xdsl.ir import SSAValue
+from xdsl.ir import BlockArgument, SSAValue
 
 from tawac.dialects import tile
 
@@ -53,10 +53,16 @@ def constant_int(v: SSAValue) -> int | None:
 def multiple_of(v: SSAValue, m: int) -> bool:
     """Whether the index value `v` is a non-negative multiple of `m` by its definition: a
     constant, a product with such a factor (the other factors are program ids, sizes or
-    loop values: non-negative), a sum of such terms."""
+    loop values: non-negative), a sum of such terms, or the induction variable of an
+    `scf.for` whose lower bound and step are such values (lb + i * step, i >= 0)."""
     c = constant_int(v)
     if c is not None:
         return c >= 0 and c % m == 0
+    if isinstance(v, BlockArgument):
+        loop = v.owner.parent_op()
+        if isinstance(loop, scf.ForOp) and v.index == 0 and v.owner is loop.body.block:
+            return multiple_of(loop.lb, m) and multiple_of(loop.step, m)
+        return False
     op = v.owner
     if isinstance(op, arith.MuliOp):
         return multiple_of(op.lhs, m) or multiple_of(op.rhs, m)
