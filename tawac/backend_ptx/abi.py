@@ -150,6 +150,7 @@ class ParamTable:
         grid: list[dict[str, Any]],
         persistent: bool = False,
         cluster: tuple[int, int] = (1, 1),
+        ctas_per_sm: int = 1,
     ) -> DictionaryAttr:
         """The launch ABI (docs/abi.md). A cluster of cx x cy programs is the launch's
         cluster shape, whose extents the runtime rounds the grid up to; a persistent
@@ -175,7 +176,11 @@ class ParamTable:
         if persistent:
             stream_k = decomposition_of(self.kernel)["kind"] == "stream_k"
             every = {"fill": True} if stream_k else {}
-            launch["grid"] = [{"persistent": 1, **every}, {"const": 1}, {"const": 1}]
+            launch["grid"] = [
+                {"persistent": ctas_per_sm, **every},
+                {"const": 1},
+                {"const": 1},
+            ]
             launch["program_grid"] = grid
         if cluster != (1, 1):
             cx, cy = cluster

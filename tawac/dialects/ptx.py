@@ -1830,13 +1830,14 @@ class EntryOp(IRDLOperation):
         maxntid: int,
         launch: DictionaryAttr,
         body: Region,
+        minnctapersm: int = 1,
     ):
         super().__init__(
             properties={
                 "sym_name": StringAttr(name),
                 "params": ArrayAttr(params),
                 "maxntid": IntegerAttr(maxntid, i64),
-                "minnctapersm": IntegerAttr(1, i64),
+                "minnctapersm": IntegerAttr(minnctapersm, i64),
                 "launch": launch,
             },
             regions=[body],

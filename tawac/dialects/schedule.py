@@ -36,6 +36,10 @@ solver) can write a schedule by hand. The fields:
   the CTAs of program ids x = 2i and 2i + 1 (same y), which load the operand they share
   once for both (an aref's `multicast` payloads: each CTA copies its band of the tile's
   rows into every CTA of the cluster); absent for `[1, 1]`;
+- `ctas_per_sm`: how many of the kernel's CTAs share one SM (absent for 1): each CTA's
+  shared-memory plan fits the SM's share (`Target.smem_per_cta`), its registers a share
+  of the register file (`.minnctapersm`, the `setmaxnreg` budgets), and a persistent
+  launch runs that many CTAs per SM;
 - `tiles` and `program_grid`: a persistent kernel's tile order (`grouped G`: groups of G
   rows of program id x, `grouped 0` the whole x axis; `longest_first up|down`: longest
   tiles first, for work that grows with x) over its grid of programs (the launch ABI's
@@ -233,6 +237,7 @@ class Schedule:
     turns: bool = False
     overlap: bool = False
     cluster: tuple[int, int] = (1, 1)
+    ctas_per_sm: int = 1
     tiles: tuple[str, int | str] | None = None
     program_grid: Attribute | None = None
     stores: tuple[StorePlan, ...] = ()
@@ -429,6 +434,7 @@ _FIELDS = {
     "arefs": lambda p: tuple(_parse_list(p, lambda: _parse_aref(p))),
     "loops": lambda p: tuple(_parse_list(p, lambda: _parse_loop(p))),
     "cluster": _parse_cluster,
+    "ctas_per_sm": _int,
     "tiles": _parse_tiles,
     "program_grid": lambda p: p.parse_attribute(),
     "stores": lambda p: tuple(_parse_list(p, lambda: _parse_store(p))),
@@ -544,6 +550,8 @@ class ScheduleAttr(Data[Schedule]):
             parts.append("overlap")
         if s.cluster != (1, 1):
             parts.append(f"cluster = [{s.cluster[0]}, {s.cluster[1]}]")
+        if s.ctas_per_sm != 1:
+            parts.append(f"ctas_per_sm = {s.ctas_per_sm}")
         if s.tiles is not None:
             parts.append(f"tiles = {s.tiles[0]} {s.tiles[1]}")
         if s.stores:
@@ -589,6 +597,11 @@ class ScheduleAttr(Data[Schedule]):
                 raise VerifyException(
                     f"#tawac.schedule: loop {lp.role} {lp.loop} waits for an MMA twice"
                 )
+        if not 1 <= s.ctas_per_sm <= HOPPER.max_ctas_per_sm:
+            raise VerifyException(
+                f"#tawac.schedule: ctas_per_sm must be in 1..{HOPPER.max_ctas_per_sm}, "
+                f"got {s.ctas_per_sm}"
+            )
         if s.tiles is not None and s.program_grid is None:
             raise VerifyException("#tawac.schedule: a tile order needs its program_grid")
         if s.program_grid is not None:

@@ -497,6 +497,7 @@ OPTION_CHOICES = [
     ["--overlap-epilogue"],
     ["--swap-ab"],
     ["--split-k", "1", "2", "4"],
+    ["--ctas-per-sm", "0", "1", "2", "4", "9"],
 ]
 
 

@@ -54,7 +54,6 @@ from tawac.analysis.mma import is_mma_operand
 from tawac.dialects import aref, hopper, tile
 from tawac.schedule.smem import SmemPlan
 from tawac.support.diagnostics import CompileError
-from tawac.target import HOPPER
 
 
 @dataclass
@@ -147,7 +146,7 @@ def lower_kernel(kernel: tile.KernelOp) -> None:
     sched = schedule.of(kernel)
     ctas = sched.cluster_size
     cluster_ops, cluster = _cluster_ops(ctas) if ctas > 1 else ([], None)
-    plan = SmemPlan()
+    plan = SmemPlan(ctas=sched.ctas_per_sm)
     lowered: dict[SSAValue, _Lowered] = {}
     inits: list[Operation] = []
     creates = [o for o in body.ops if isinstance(o, aref.CreateOp)]
@@ -184,7 +183,9 @@ def lower_kernel(kernel: tile.KernelOp) -> None:
     if not plan.fits():
         raise CompileError(
             f"lower-aref: the aref rings need {plan.end} bytes of shared memory, more than "
-            f"the {HOPPER.smem_per_block} bytes a CTA can have; use fewer stages or smaller tiles"
+            f"the {plan.limit} bytes a CTA can have"
+            + (f" at {sched.ctas_per_sm} CTAs a SM" if sched.ctas_per_sm > 1 else "")
+            + "; use fewer stages or smaller tiles"
             f" ({_ring_sizes(kernel)})",
             kernel,
         )

@@ -114,7 +114,7 @@ def lower_kernel(kernel: tile.KernelOp) -> None:
             decided = plan.store(st.ident)
             if decided is not None and decided.staged:
                 staged.append((st, part, decided))
-    layout = SmemPlan(start=start)  # after lower-aref's rings and mbarriers
+    layout = SmemPlan(start=start, ctas=plan.ctas_per_sm)  # after lower-aref's rings and mbarriers
     offsets = staging_regions(layout, [(st, p) for st, _, p in staged])
     for st, part, decided in staged:
         if decided.mode == "chunks":

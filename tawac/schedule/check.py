@@ -266,7 +266,7 @@ def check_stores(kernel: tile.KernelOp, parts: list[aref.PartitionOp], s: Schedu
                 f"plan: the schedule names store '{plan.name}', which the kernel does not have",
                 kernel,
             )
-    layout = SmemPlan()
+    layout = SmemPlan(ctas=s.ctas_per_sm)
     creates = [o for o in kernel.walk() if isinstance(o, aref.CreateOp)]
     decided = [s.aref(c.ident) for c in creates]
     layout.arefs(
@@ -293,7 +293,8 @@ def check_stores(kernel: tile.KernelOp, parts: list[aref.PartitionOp], s: Schedu
         if rings_fit and not layout.fits():
             raise CompileError(
                 f"tma-store: the staging buffers of store '{st.ident}' end at byte "
-                f"{layout.end}, past the {layout.target.smem_per_block} bytes a CTA can have",
+                f"{layout.end}, past the {layout.limit} bytes a CTA can have"
+                + (f" at {s.ctas_per_sm} CTAs a SM" if s.ctas_per_sm > 1 else ""),
                 st,
             )
 

@@ -23,7 +23,7 @@ from xdsl.dialects.builtin import TensorType
 from xdsl.ir import Operation, SSAValue
 
 from tawac.analysis.arefs import looped, per_tile
-from tawac.analysis.grid import infer_grid, to_attr
+from tawac.analysis.grid import decomposition_of, infer_grid, to_attr
 from tawac.analysis.kinds import kernel_kind, streams_tiles
 from tawac.analysis.loops import carried_values, main_loops, scheduled_ops
 from tawac.analysis.mma import (
@@ -131,11 +131,12 @@ def _math_warp_groups(part: aref.PartitionOp) -> int:
     return next((n for n in (3, 2, 1) if all(r % (m * n) == 0 for r in rows)), 1)
 
 
-def register_budgets(roles: list[tuple[str, int, int]]) -> list[RolePlan]:
+def register_budgets(roles: list[tuple[str, int, int]], ctas: int = 1) -> list[RolePlan]:
     """Budgets for (role, warp groups, preset regs or 0): producers PRODUCER_REGS,
-    consumers share what is left of the register file (at most 256)."""
+    consumers share what is left of the CTA's share of the register file (`ctas` CTAs a
+    SM; at most 256)."""
     wgs = sum(w for _, w, _ in roles)
-    left = HOPPER.register_cap(wgs) * wgs
+    left = HOPPER.register_cap(wgs, ctas) * wgs
     for role, w, regs in roles:
         if role == "producer":
             left -= (regs or PRODUCER_REGS) * w
@@ -188,11 +189,25 @@ def preferred_depth(kernel: tile.KernelOp) -> int:
     return ROWS_DEPTH if streams_tiles(kernel) else PREFERRED_DEPTH
 
 
+def ctas_per_sm(kernel: tile.KernelOp, options: PipelineOptions) -> int:
+    """How many of the kernel's CTAs share an SM: `--ctas-per-sm`, else 1. Not with
+    stream-K, whose workspace holds one slot per CTA of a one-CTA-per-SM launch."""
+    ctas = options.ctas_per_sm or 1
+    if ctas > 1 and decomposition_of(kernel)["kind"] == "stream_k":
+        raise CompileError(
+            "plan: ctas-per-sm above 1 is not supported with stream-K (its workspace has "
+            "one slot per SM)",
+            kernel,
+        )
+    return ctas
+
+
 def auto_stages(
     kernel: tile.KernelOp,
     warp_groups: int,
     preferred: int = 0,
     tma_store: bool = True,
+    ctas: int = 1,
 ) -> int:
     """The deepest ring (at most `preferred`; 0: `preferred_depth`) whose shared-memory
     plan, with single-slot
@@ -200,28 +215,31 @@ def auto_stages(
     groups), fits in one CTA; else the deepest that fits without the staging tiles (the
     epilogue then goes in chunks, reuses the rings or stores from registers). A GEMM
     whose ring that leaves below `MIN_GEMM_DEPTH` takes the deeper ring where its
-    epilogue fits in column chunks beside it."""
+    epilogue fits in column chunks beside it. `ctas`: CTAs a SM, whose share of its
+    shared memory the plan fits."""
     preferred = preferred or preferred_depth(kernel)
-    whole = _deepest(kernel, warp_groups, preferred, staging=True) if tma_store else 0
+    whole = _deepest(kernel, warp_groups, preferred, True, ctas) if tma_store else 0
     if whole and (whole >= MIN_GEMM_DEPTH or kernel_kind(kernel) != "gemm"):
         return whole
-    bare = _deepest(kernel, warp_groups, preferred, staging=False)
+    bare = _deepest(kernel, warp_groups, preferred, False, ctas)
     if not whole:
         return bare
     creates = [o for o in kernel.walk() if isinstance(o, aref.CreateOp)]
     depths = {c: bare if looped(c) else 1 for c in creates}
-    if bare > whole and chunk_buffers(kernel, depths, warp_groups):
+    if bare > whole and chunk_buffers(kernel, depths, warp_groups, ctas):
         return bare
     return whole
 
 
-def _deepest(kernel: tile.KernelOp, warp_groups: int, preferred: int, staging: bool) -> int:
+def _deepest(
+    kernel: tile.KernelOp, warp_groups: int, preferred: int, staging: bool, ctas: int = 1
+) -> int:
     """The deepest ring up to `preferred` whose plan fits (with or without the staging
     tiles whole); 0 where none does (1 where only the bare plan is asked and none fits)."""
     creates = [o for o in kernel.walk() if isinstance(o, aref.CreateOp)]
     for d in range(preferred, 0, -1):
         depths = {c: d if looped(c) else 1 for c in creates}
-        if kernel_plan(kernel, depths, staging, warp_groups=warp_groups).fits():
+        if kernel_plan(kernel, depths, staging, warp_groups=warp_groups, ctas=ctas).fits():
             return d
     return 0 if staging else 1
 
@@ -397,12 +415,15 @@ class HeuristicPlanner:
         if not parts:
             raise CompileError("plan: run warp-specialize first", kernel)
         options.check()
+        ctas = ctas_per_sm(kernel, options)
         roles = register_budgets(
-            [(p.role.data, self._warp_groups(p, options), p.regs.data) for p in parts]
+            [(p.role.data, self._warp_groups(p, options), p.regs.data) for p in parts], ctas
         )
         creates = [o for o in kernel.walk() if isinstance(o, aref.CreateOp)]
         consumer_wgs = sum(r.warp_groups for r in roles if r.role == "consumer")
-        stages = options.stages or auto_stages(kernel, consumer_wgs, tma_store=options.tma_store)
+        stages = options.stages or auto_stages(
+            kernel, consumer_wgs, tma_store=options.tma_store, ctas=ctas
+        )
         if not 0 <= options.mma_depth < stages or options.mma_depth > HOPPER.mma_max_pending:
             raise CompileError(
                 f"pipeline: mma-depth must satisfy 0 <= mma-depth < stages and <= 7 "
@@ -413,13 +434,13 @@ class HeuristicPlanner:
             )
         depths = {c: stages if looped(c) else 1 for c in creates}
         lags = {c: self._lag(c, options.mma_depth) for c in creates}
-        plan = self._schedule(kernel, parts, roles, creates, depths, lags, options)
+        plan = self._schedule(kernel, parts, roles, creates, depths, lags, options, ctas)
         if options.stages or not options.coarse_pipeline:
             return plan
-        split = self._split_rings(kernel, parts, creates, depths, lags, consumer_wgs, options)
+        split = self._split_rings(kernel, parts, creates, depths, lags, consumer_wgs, options, ctas)
         if split is None:
             return plan
-        other = self._schedule(kernel, parts, roles, creates, split, lags, options)
+        other = self._schedule(kernel, parts, roles, creates, split, lags, options, ctas)
         return other if _faster(kernel, other, plan, options) else plan
 
     def _schedule(
@@ -431,9 +452,10 @@ class HeuristicPlanner:
         depths: dict,
         lags: dict,
         options: PipelineOptions,
+        ctas: int = 1,
     ) -> Schedule:
-        """The schedule at the looped rings' `depths`: the cluster, the tile order, the
-        per-tile prefetch and the coarse pipeline follow from them."""
+        """The schedule at the looped rings' `depths` with `ctas` CTAs a SM: the cluster,
+        the tile order, the per-tile prefetch and the coarse pipeline follow from them."""
         depths = dict(depths)
         consumer_wgs = sum(r.warp_groups for r in roles if r.role == "consumer")
         cluster, multicast = plan_cluster(kernel, options.cluster)
@@ -449,7 +471,9 @@ class HeuristicPlanner:
             grid = to_attr(infer_grid(kernel))
             if options.tile_prefetch:
                 stream = _streams_tiles_only(kernel, parts)
-                self._prefetch(kernel, creates, depths, consumer_wgs, options.tma_store, stream)
+                self._prefetch(
+                    kernel, creates, depths, consumer_wgs, options.tma_store, stream, ctas
+                )
         loops = self._loops(parts, creates, depths, lags) if options.coarse_pipeline else []
         return Schedule(
             roles=tuple(roles),
@@ -464,6 +488,7 @@ class HeuristicPlanner:
             and cluster == (1, 1)
             and overlaps_epilogue(kernel, parts, loops),
             cluster=cluster,
+            ctas_per_sm=ctas,
             tiles=tiles,
             program_grid=grid,
             planner=self.name,
@@ -494,6 +519,7 @@ class HeuristicPlanner:
         lags: dict,
         wgs: int,
         options: PipelineOptions,
+        ctas: int = 1,
     ) -> dict | None:
         """Where shared memory leaves the looped rings one slot deep: `depths` with a
         second slot for the arefs that a consumer loop's two-stage split reads in its stage
@@ -518,7 +544,7 @@ class HeuristicPlanner:
                         trial[by_aref[op.aref]] = 2
         if trial == depths:
             return None
-        fits = kernel_plan(kernel, trial, options.tma_store, warp_groups=wgs).fits()
+        fits = kernel_plan(kernel, trial, options.tma_store, warp_groups=wgs, ctas=ctas).fits()
         return trial if fits else None
 
     def _prefetch(
@@ -529,6 +555,7 @@ class HeuristicPlanner:
         wgs: int,
         tma_store: bool,
         stream: bool = False,
+        ctas: int = 1,
     ) -> None:
         """An aref written once per tile (attention's Q) gets a second slot where shared
         memory allows, so that the producer loads tile t+1's operand while the consumers
@@ -545,7 +572,7 @@ class HeuristicPlanner:
                 want = max(2, min(STREAM_DEPTH, -(-STREAM_BYTES // max(slot, 1))))
             for d in range(want, 1, -1):
                 depths[c] = d
-                if kernel_plan(kernel, depths, tma_store, warp_groups=wgs).fits():
+                if kernel_plan(kernel, depths, tma_store, warp_groups=wgs, ctas=ctas).fits():
                     break
             else:
                 depths[c] = 1
@@ -606,10 +633,12 @@ def complete(kernel: tile.KernelOp, s: Schedule, options: PipelineOptions) -> Sc
         creates = [o for o in kernel.walk() if isinstance(o, aref.CreateOp)]
         depths = {c: _depth(s, c) for c in creates}
         tma = options.tma_store
-        stores = plan_stores(kernel, consumer.warp_groups, depths, s.persistent, tma)
+        stores = plan_stores(kernel, consumer.warp_groups, depths, s.persistent, tma, s.ctas_per_sm)
     roles = s.roles
     if any(not r.regs for r in roles):
-        roles = tuple(register_budgets([(r.role, r.warp_groups, r.regs) for r in roles]))
+        roles = tuple(
+            register_budgets([(r.role, r.warp_groups, r.regs) for r in roles], s.ctas_per_sm)
+        )
     return dataclasses.replace(s, roles=roles, loops=tuple(loops), stores=stores)
 
 

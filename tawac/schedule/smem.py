@@ -51,13 +51,21 @@ class SmemPlan:
     start: int = 0
     target: Target = HOPPER
     regions: list[SmemRegion] = field(default_factory=list)
+    ctas: int = 1
+    """CTAs of the kernel on one SM (the schedule's `ctas_per_sm`): the plan fits their
+    share of its shared memory."""
+
+    @property
+    def limit(self) -> int:
+        """The bytes the plan may end at."""
+        return self.target.smem_per_cta(self.ctas)
 
     @property
     def end(self) -> int:
         return self.regions[-1].end if self.regions else self.start
 
     def fits(self) -> bool:
-        return self.end <= self.target.smem_per_block
+        return self.end <= self.limit
 
     def _place(self, name: str, size: int, alignment: int) -> SmemRegion:
         region = SmemRegion(name, _align(self.end, alignment), size)
@@ -126,12 +134,13 @@ def kernel_plan(
     staging: bool = True,
     chunks: int = 0,
     warp_groups: int = 1,
+    ctas: int = 1,
 ) -> SmemPlan:
     """The plan of the kernel's arefs (at their depths, or at `depths`) followed, with
     `staging`, by the staging buffers of the stores that may be staged with `warp_groups`
     consumer warp groups (`staged_stores`: whole tiles, or rings of `chunks` column
-    chunks)."""
-    plan = SmemPlan()
+    chunks), to fit the share of an SM's shared memory of one of `ctas` CTAs."""
+    plan = SmemPlan(ctas=ctas)
     creates = [o for o in kernel.walk() if isinstance(o, aref.CreateOp)]
     plan.arefs([(c.aref_type, (depths or {}).get(c)) for c in creates])
     for st in staged_stores(kernel, warp_groups) if staging else []:

@@ -82,7 +82,6 @@ from tawac.schedule.waits import plan_waits
 from tawac.support.cache import cache_root
 from tawac.support.diagnostics import CompileError
 from tawac.support.options import PipelineOptions
-from tawac.target import HOPPER
 
 #: Seconds the solver may take per kernel (both steps, every warp-group count).
 TIME_LIMIT = 30.0
@@ -155,14 +154,16 @@ def _smem(kernel: tile.KernelOp, base: Schedule, staging: bool):
     creates = [o for o in kernel.walk() if isinstance(o, aref.CreateOp)]
     ones = {c: 1 if looped(c) else _aref(base, c).depth for c in creates}
     wgs = base.role("consumer").warp_groups if base.role("consumer") else 1
-    plan1 = kernel_plan(kernel, ones, staging, warp_groups=wgs)
+    ctas = base.ctas_per_sm
+    plan1 = kernel_plan(kernel, ones, staging, warp_groups=wgs, ctas=ctas)
     slots: dict[int, int] = {}
     for k, c in enumerate(creates):
         if not looped(c):
             continue
-        slots[k] = kernel_plan(kernel, {**ones, c: 2}, staging, warp_groups=wgs).end - plan1.end
+        two = kernel_plan(kernel, {**ones, c: 2}, staging, warp_groups=wgs, ctas=ctas)
+        slots[k] = two.end - plan1.end
     fixed = plan1.end - sum(slots.values())
-    return slots, HOPPER.smem_per_block - fixed
+    return slots, plan1.limit - fixed
 
 
 def _consumer_main_loop(kernel: tile.KernelOp) -> scf.ForOp | None:
@@ -341,14 +342,16 @@ def _rings(
     )
 
 
-def _fixed_depth(kernel: tile.KernelOp, warp_groups: int, options: PipelineOptions) -> int:
+def _fixed_depth(
+    kernel: tile.KernelOp, warp_groups: int, options: PipelineOptions, ctas: int = 1
+) -> int:
     """The ring depth the problem fixes: `--stages N`; for a kernel streaming 2-d tiles
     without MMAs the heuristic's (`auto_stages`: its rings are sized by the bytes they keep
     in flight, which the model does not price); else 0, the solver's choice."""
     if options.stages:
         return options.stages
     if streams_tiles(kernel):
-        return auto_stages(kernel, warp_groups, tma_store=options.tma_store)
+        return auto_stages(kernel, warp_groups, tma_store=options.tma_store, ctas=ctas)
     return 0
 
 
@@ -384,7 +387,7 @@ def problem(
     loop = _consumer_main_loop(kernel)
     if loop is None:
         return None
-    roles = register_budgets([("producer", 1, 0), ("consumer", warp_groups, 0)])
+    roles = register_budgets([("producer", 1, 0), ("consumer", warp_groups, 0)], base.ctas_per_sm)
     flat = dataclasses.replace(base, roles=tuple(roles), loops=())
     lanes = {lane.name: lane for lane in loop_lanes(kernel, flat)}
     creates = [o for o in kernel.walk() if isinstance(o, aref.CreateOp)]
@@ -410,7 +413,7 @@ def problem(
                 rings,
                 slots,
                 [_aref(base, c).lag for c in creates],
-                _fixed_depth(kernel, warp_groups, options),
+                _fixed_depth(kernel, warp_groups, options, base.ctas_per_sm),
             ),
             smem_bytes=capacity,
             max_stage=MAX_STAGE,
@@ -716,7 +719,8 @@ class SolverPlanner:
             [
                 (r.role, b.warp_groups if r.role == "consumer" else r.warp_groups, 0)
                 for r in base.roles
-            ]
+            ],
+            base.ctas_per_sm,
         )
         creates = [o for o in kernel.walk() if isinstance(o, aref.CreateOp)]
         ring_of = {creates[k].ident: ring for k, ring in b.rings.items()}

@@ -28,16 +28,19 @@ from tawac.dialects.schedule import StorePlan
 from tawac.schedule.smem import SmemPlan, chunk_ring_fits, kernel_plan, staging_ring_type
 
 
-def chunk_buffers(kernel: tile.KernelOp, depths: dict[aref.CreateOp, int], wgs: int) -> int:
+def chunk_buffers(
+    kernel: tile.KernelOp, depths: dict[aref.CreateOp, int], wgs: int, ctas: int = 1
+) -> int:
     """0 where the staging tiles (`wgs` consumer warp groups) fit whole beside the rings
     at `depths`; else a ring of 2, or 1, column-chunk buffers per staged store where that
-    fits (a deeper ring for the main loop, the epilogue in turns of 64 columns); else 0."""
+    fits (a deeper ring for the main loop, the epilogue in turns of 64 columns); else 0.
+    `ctas`: CTAs a SM, whose share of shared memory the plan fits."""
     values = [st.value.type for st in staged_stores(kernel, wgs)]
-    if not values or kernel_plan(kernel, depths, warp_groups=wgs).fits():
+    if not values or kernel_plan(kernel, depths, warp_groups=wgs, ctas=ctas).fits():
         return 0
     for n in (2, 1):
         fits = all(isinstance(v, TensorType) and chunk_ring_fits(v, n) for v in values)
-        if fits and kernel_plan(kernel, depths, chunks=n, warp_groups=wgs).fits():
+        if fits and kernel_plan(kernel, depths, chunks=n, warp_groups=wgs, ctas=ctas).fits():
             return n
     return 0
 
@@ -48,11 +51,13 @@ def plan_stores(
     depths: dict[aref.CreateOp, int],
     persistent: bool,
     tma_store: bool = True,
+    ctas: int = 1,
 ) -> tuple[StorePlan, ...]:
     """The staging of every consumer store (the module docstring), with `warp_groups`
-    consumer warp groups, the arefs at `depths`, in a `persistent` kernel or not."""
-    chunks = chunk_buffers(kernel, depths, warp_groups)
-    layout = kernel_plan(kernel, depths, staging=False)
+    consumer warp groups, the arefs at `depths`, in a `persistent` kernel or not, `ctas`
+    CTAs a SM."""
+    chunks = chunk_buffers(kernel, depths, warp_groups, ctas)
+    layout = kernel_plan(kernel, depths, staging=False, ctas=ctas)
     out: list[StorePlan] = []
     for part in kernel.body.block.ops:
         if not isinstance(part, aref.PartitionOp) or part.role.data != "consumer":

@@ -237,6 +237,15 @@ KNOBS: tuple[Knob, ...] = (
         max=4,
     ),
     Knob(
+        "ctas_per_sm",
+        int,
+        0,
+        "CTAs that share one SM: each CTA's shared memory and registers fit its share, and "
+        "a persistent launch runs that many per SM; 0: the planner's choice",
+        min=0,
+        max=8,
+    ),
+    Knob(
         "persistent",
         bool,
         True,

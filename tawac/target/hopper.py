@@ -100,6 +100,9 @@ class Target:
     vector_red_ptx_version: str = "8.1"
     sm_count: int = 132  # H100 SXM and H200 (the runtime asks the device at launch)
     smem_per_block: int = 232448  # opt-in dynamic shared memory of one CTA: 227 KiB
+    smem_per_sm: int = 233472  # shared memory of one SM: 228 KiB
+    smem_reserved_per_cta: int = 1024  # what the system takes of it for each CTA
+    max_ctas_per_sm: int = 8  # the most CTAs of 256 threads (2048 threads a SM)
     register_file: int = 65536  # 32-bit registers per SM
     max_registers_per_thread: int = 255
     warp_size: int = 32
@@ -265,10 +268,16 @@ class Target:
             bits |= b
         return not bits & (self.l2_sector_bytes - 1)
 
-    def register_cap(self, warp_groups: int) -> int:
-        """Registers per thread when `warp_groups` warp groups share the register file,
-        rounded down to setmaxnreg's step."""
-        share = self.register_file // (self.warp_group_size * warp_groups)
+    def smem_per_cta(self, ctas: int = 1) -> int:
+        """The dynamic shared memory one CTA may have when `ctas` CTAs share an SM."""
+        if ctas <= 1:
+            return self.smem_per_block
+        return min(self.smem_per_block, self.smem_per_sm // ctas - self.smem_reserved_per_cta)
+
+    def register_cap(self, warp_groups: int, ctas: int = 1) -> int:
+        """Registers per thread when `warp_groups` warp groups share the register file
+        (`ctas` CTAs of them on one SM), rounded down to setmaxnreg's step."""
+        share = self.register_file // (self.warp_group_size * warp_groups * ctas)
         return (
             min(self.max_registers_per_thread, share)
             // self.setmaxnreg_step

@@ -386,6 +386,7 @@ def explain_module(
         "solve": dataclasses.asdict(plan.solve) if plan.solve is not None else None,
         "threads": sum(r["threads"] for r in roles),
         "persistent": plan.persistent,
+        "ctas_per_sm": plan.ctas_per_sm,
         "grid": grid,
         "tile_order": _tile_order(plan),
         "stages": plan.stages,
@@ -483,11 +484,13 @@ def render(info: dict[str, Any], console) -> None:
     from rich.table import Table
 
     grid = _grid_text(info["grid"])
+    ctas = info.get("ctas_per_sm", 1)
+    per_sm = "one CTA per SM" if ctas == 1 else f"{ctas} CTAs per SM"
     lines = [
         f"kernel @{info['kernel']} on {info['target']}: {info['threads']} threads per CTA",
-        f"grid: one CTA per SM, looping over {grid} programs"
+        f"grid: {per_sm}, looping over {grid} programs"
         if info["persistent"]
-        else f"grid: {grid} CTAs",
+        else f"grid: {grid} CTAs" + ("" if ctas == 1 else f", up to {ctas} per SM"),
         f"pipeline: ring depth {info['stages']}, {info['mma_depth']} MMA group(s) in flight",
     ]
     if info["tile_order"] is not None:

@@ -286,7 +286,8 @@ class KernelLowering:
             )
         total_wgs = sum(p.warp_groups.data for p in parts)
         threads = HOPPER.warp_group_size * total_wgs
-        entry_cap = HOPPER.register_cap(total_wgs)
+        ctas = schedule.of(self.kernel).ctas_per_sm
+        entry_cap = HOPPER.register_cap(total_wgs, ctas)
         for op in body.ops:
             if isinstance(op, aref.PartitionOp | tile.ReturnOp):
                 continue
@@ -311,14 +312,28 @@ class KernelLowering:
         smem_bytes = plan.smem_bytes or 0
         if self.scratch_bytes:
             smem_bytes = self.scratch_offset() + self.scratch_bytes
+        if ctas > 1 and smem_bytes > HOPPER.smem_per_cta(ctas):
+            raise CompileError(
+                f"convert-to-ptx: the CTA's {smem_bytes} bytes of shared memory do not fit "
+                f"{ctas} CTAs a SM ({HOPPER.smem_per_cta(ctas)} bytes each); use fewer "
+                "ctas-per-sm, fewer stages or smaller tiles",
+                self.kernel,
+            )
         persistent = plan.persistent
         grid = schedule.launch_grid(self.kernel)
-        launch = self.params.launch(threads, smem_bytes, grid, persistent, plan.cluster)
+        launch = self.params.launch(
+            threads, smem_bytes, grid, persistent, plan.cluster, plan.ctas_per_sm
+        )
         table = self.kernel.attributes.get(hopper.TRACE_ATTR)
         if table is not None:
             launch = DictionaryAttr({**launch.data, "trace": table})
         entry = ptx.EntryOp(
-            self.kernel.kernel_name, self.params.decls(), threads, launch, Region(self.block)
+            self.kernel.kernel_name,
+            self.params.decls(),
+            threads,
+            launch,
+            Region(self.block),
+            minnctapersm=ctas,
         )
         return ptx.ModuleOp(Region(Block([entry])), version=self.ptx_version)
 

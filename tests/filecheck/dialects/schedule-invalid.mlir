@@ -111,3 +111,17 @@ tile.kernel @wait_twice(%a: !tile.tensor<?x?xbf16>) attributes {tawac.schedule =
 // CHECK: error: #tawac.schedule: loop consumer 0 waits for an MMA twice
   tile.return
 }
+
+// -----
+
+tile.kernel @no_ctas(%a: !tile.tensor<?x?xbf16>) attributes {tawac.schedule = #tawac.schedule<ctas_per_sm = 0>} {
+// CHECK: error: #tawac.schedule: ctas_per_sm must be in 1..8, got 0
+  tile.return
+}
+
+// -----
+
+tile.kernel @too_many_ctas(%a: !tile.tensor<?x?xbf16>) attributes {tawac.schedule = #tawac.schedule<ctas_per_sm = 9>} {
+// CHECK: error: #tawac.schedule: ctas_per_sm must be in 1..8, got 9
+  tile.return
+}

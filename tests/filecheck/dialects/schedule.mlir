@@ -19,3 +19,14 @@ tile.kernel @full(%a: !tile.tensor<?x?xbf16>) attributes {tawac.schedule = #tawa
 tile.kernel @causal(%a: !tile.tensor<?x?xbf16>) attributes {tawac.schedule = #tawac.schedule<roles = [producer wg 1 regs 0, consumer wg 3 regs 160], tiles = longest_first up, program_grid = [1 : i64, 1 : i64, 1 : i64]>} {
   tile.return
 }
+
+// Several CTAs a SM: printed where it is not 1.
+// CHECK: tile.kernel @shared_sm(%a: !tile.tensor<?x?xbf16>) attributes {tawac.schedule = #tawac.schedule<roles = [producer wg 1 regs 24, consumer wg 1 regs 104], ctas_per_sm = 4>}
+tile.kernel @shared_sm(%a: !tile.tensor<?x?xbf16>) attributes {tawac.schedule = #tawac.schedule<ctas_per_sm = 4, roles = [producer wg 1 regs 24, consumer wg 1 regs 104]>} {
+  tile.return
+}
+
+// CHECK: tile.kernel @one_cta(%a: !tile.tensor<?x?xbf16>) attributes {tawac.schedule = #tawac.schedule<tiles = grouped 8, program_grid = [1 : i64, 1 : i64, 1 : i64]>}
+tile.kernel @one_cta(%a: !tile.tensor<?x?xbf16>) attributes {tawac.schedule = #tawac.schedule<ctas_per_sm = 1, tiles = grouped 8, program_grid = [1 : i64, 1 : i64, 1 : i64]>} {
+  tile.return
+}

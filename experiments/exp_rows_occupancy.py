@@ -1,0 +1,132 @@
+"""Do row kernels (no MMA) run faster with several CTAs per SM (`ctas_per_sm`: each
+CTA's shared memory and registers fit its share of the SM, a persistent launch runs k
+CTAs a SM)? Each configuration through `tawac.torch`, checked element by element against
+float32 torch first (off by more than 2% + 1e-3: wrong), then timed round-robin with the
+shipped example (`table`), eager torch and a copy of the same bytes.
+
+    python3 experiments/exp_rows_occupancy.py [--kernels softmax,rmsnorm,layernorm]
+        [--configs m16n256s4o2,m16n256s0o4p0]
+
+A configuration `m16n256s4o2`: BLOCK_M 16, BLOCK_N 256, 4 slots (s0: the planner's
+depth), 2 CTAs per SM; `p0`: not persistent. To compare two trees' compilers (`o1`
+configurations only before `ctas_per_sm`), run it once per tree with `PYTHONPATH`
+pointing at the tree (`git archive REV tawac | tar -x -C /tmp/old`)."""
+
+import argparse
+import re
+import sys
+from pathlib import Path
+
+import torch
+
+import tawac.torch
+from tawac.runtime.runner import round_robin_medians
+
+ROOT = Path(__file__).resolve().parents[1]
+E = ROOT / "examples"
+SHAPES = {
+    "softmax": ["4096x1024", "4096x4096", "32768x4096", "4096x32768", "1024x131072"],
+    "rmsnorm": ["128x4096", "4096x4096", "4096x8192", "32768x4096"],
+    "layernorm": ["128x4096", "4096x4096", "32768x4096"],
+}
+CONFIGS = [
+    "m64n256s0o1",
+    "m64n256s0o2",
+    "m32n256s0o1",
+    "m32n256s0o2",
+    "m32n256s0o3",
+    "m16n256s0o1",
+    "m16n256s0o2",
+    "m16n256s0o4",
+    "m16n256s4o4",
+    "m16n256s0o4p0",
+    "m16n128s0o4",
+    "m8n256s0o4",
+]
+EPS = 1e-5
+
+
+def reference(kernel, x, w, b):
+    xf = x.float()
+    if kernel == "softmax":
+        return torch.softmax(xf, 1)
+    if kernel == "rmsnorm":
+        return xf * torch.rsqrt(xf.pow(2).mean(1, keepdim=True) + EPS) * w.float()
+    mean = xf.mean(1, keepdim=True)
+    var = ((xf - mean) ** 2).mean(1, keepdim=True)
+    return (xf - mean) * torch.rsqrt(var + EPS) * w.float() + b.float()
+
+
+def shape_rows(kernel: str, shape: str, configs: list[str]) -> None:
+    m, n = (int(v) for v in shape.split("x"))
+    g = torch.Generator(device="cuda").manual_seed(m + n)
+    x = (torch.randn(m, n, device="cuda", generator=g) * 2 + 0.5).to(torch.bfloat16)
+    w = torch.randn(n, device="cuda", generator=g).to(torch.bfloat16)
+    b = torch.randn(n, device="cuda", generator=g).to(torch.bfloat16)
+    y = torch.empty_like(x)
+    if kernel == "softmax":
+        args = (x, y)
+    elif kernel == "rmsnorm":
+        args = (x, w, y, EPS)
+    else:
+        args = (x, w, b, y, torch.empty(m, device="cuda"), torch.empty(m, device="cuda"), EPS)
+    ref = reference(kernel, x, w, b)
+    systems = {}
+    for c in ["table", *configs]:
+        if c == "table":
+            k = tawac.torch.kernel(E / f"{kernel}.mlir")
+        else:
+            found = re.fullmatch(r"m(\d+)n(\d+)s(\d+)o(\d+)(p0)?", c)
+            bm, bn, s, o = (int(v) for v in found.groups()[:4])
+            options = {"ctas_per_sm": o} if o != 1 else {}  # an older tree has no knob
+            k = tawac.torch.kernel(
+                E / f"{kernel}.mlir",
+                params={"BLOCK_M": bm, "BLOCK_N": bn},
+                tuning=None,
+                stages=s,
+                persistent=found.group(5) is None,
+                **options,
+            )
+        try:
+            y.fill_(float("nan"))
+            k(*args)
+            torch.cuda.synchronize()
+        except Exception as e:  # noqa: BLE001 - an experiment reports and goes on
+            print(f"# {kernel} {shape} {c}: {type(e).__name__}: {str(e)[:200]}", flush=True)
+            continue
+        wrong = int(((y.float() - ref).abs() > 0.02 * ref.abs() + 1e-3).sum())
+        if wrong or y.float().isnan().any():
+            print(f"# {kernel} {shape} {c}: wrong, {wrong} elements", flush=True)
+            continue
+        systems[c] = lambda k=k: k(*args)
+    eager = {
+        "softmax": lambda: torch.softmax(x, 1),
+        "rmsnorm": lambda: torch.nn.functional.rms_norm(x, (n,), w, EPS),
+        "layernorm": lambda: torch.nn.functional.layer_norm(x, (n,), w, b, EPS),
+    }[kernel]
+    src = torch.empty_like(x)
+    systems["eager"] = eager
+    systems["copy"] = lambda: y.copy_(src)
+    med = {k: v * 1e3 for k, v in round_robin_medians(systems, 3, rep_ms=60).items()}
+    base = med.get("table")
+    cells = " ".join(
+        f"{k}={t:.1f}" + (f"({base / t:.2f}x)" if base and k not in ("copy", "eager") else "")
+        for k, t in med.items()
+    )
+    print(f"{kernel} {shape}: {cells}", flush=True)
+
+
+def main() -> None:
+    p = argparse.ArgumentParser()
+    p.add_argument("--kernels", default="softmax,rmsnorm,layernorm")
+    p.add_argument("--configs", default=",".join(CONFIGS))
+    a = p.parse_args()
+    print(torch.cuda.get_device_name(), "tawac from", Path(tawac.__file__).parent, flush=True)
+    for kernel in a.kernels.split(","):
+        for shape in SHAPES[kernel]:
+            shape_rows(kernel, shape, a.configs.split(","))
+    sys.stdout.flush()
+
+
+if __name__ == "__main__":
+    main()
