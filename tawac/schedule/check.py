@@ -31,6 +31,13 @@ from tawac.target import HOPPER
 #: (m64n224) fail with C7602 "Insufficient registers", in GEMMs and in attention alike.
 MMA_RESERVE = 64
 
+#: Registers beside an MMA's accumulator fragment that ptxas needs under the kernel's own
+#: register target (what `.minnctapersm` and the block size leave a thread at entry,
+#: whatever `setmaxnreg` gives a partition later). Measured with ptxas 13.0: an m64n256
+#: f32 fragment (128 registers) at a target of 128 (two CTAs of 256 threads a SM) fails
+#: with C7602 "Try to compile with register target of 154 or higher".
+TARGET_RESERVE = 26
+
 
 def check(kernel: tile.KernelOp, s: Schedule) -> None:
     """Raise the error of the first part of `s` that `kernel` cannot realize."""
@@ -60,6 +67,22 @@ def register_problem(dots: list[tile.DotOp], w: int, budget: int) -> str | None:
     )
 
 
+def target_problem(dots: list[tile.DotOp], warp_groups: int, ctas: int) -> str | None:
+    """Why the register target of `warp_groups` warp groups in all (`ctas` CTAs a SM) is
+    too low for these MMAs' largest accumulator fragment (`TARGET_RESERVE`), or None."""
+    worst = max(dots, key=fragment_registers, default=None)
+    if worst is None:
+        return None
+    need = fragment_registers(worst) + TARGET_RESERVE
+    target = HOPPER.register_cap(warp_groups, ctas)
+    if need <= target:
+        return None
+    return (
+        f"an MMA with {worst.mnk()[1]} columns needs {need} registers per thread in one "
+        f"instruction; {warp_groups} warp groups at {ctas} CTAs a SM enter with {target}"
+    )
+
+
 def check_roles(kernel: tile.KernelOp, parts: list[aref.PartitionOp], s: Schedule) -> None:
     """The roles are the kernel's partitions, in order; every consumer MMA tile splits into
     m64 blocks per warp group and its accumulator fragment fits the budget; the budgets
@@ -82,7 +105,11 @@ def check_roles(kernel: tile.KernelOp, parts: list[aref.PartitionOp], s: Schedul
         if problem is not None:
             raise CompileError(f"cooperative-consumers: {problem}; use fewer", part)
     wgs = sum(r.warp_groups for r in s.roles)
-    total = HOPPER.register_cap(wgs) * wgs
+    for part in parts:
+        problem = target_problem(dots_in(part), wgs, s.ctas_per_sm)
+        if problem is not None:
+            raise CompileError(f"plan: {problem}; use fewer CTAs a SM or warp groups", part)
+    total = HOPPER.register_cap(wgs, s.ctas_per_sm) * wgs
     used = sum(r.regs * r.warp_groups for r in s.roles)
     if used > total:
         raise CompileError(

@@ -37,7 +37,7 @@ from tawac.dialects import aref, tile
 from tawac.dialects.schedule import ArefPlan, LoopPlan, OpPlan, RolePlan, Schedule
 from tawac.schedule import loop_plan
 from tawac.schedule.chain import chain_problem
-from tawac.schedule.check import lags, ops_mismatch, register_problem
+from tawac.schedule.check import lags, ops_mismatch, register_problem, target_problem
 from tawac.schedule.cluster import plan_cluster
 from tawac.schedule.model import schedule_cost
 from tawac.schedule.smem import kernel_plan
@@ -68,20 +68,26 @@ def _share(left: int, consumer_wgs: int) -> int:
     return min(HOPPER.setmaxnreg_max, left // max(consumer_wgs, 1) // step * step)
 
 
-def consumer_budget(consumer_wgs: int, producer_wgs: int = 1) -> int:
-    """Registers per consumer thread: what the register file leaves over all warp groups
-    after the producers' PRODUCER_REGS, at most setmaxnreg's largest value."""
+def consumer_budget(consumer_wgs: int, producer_wgs: int = 1, ctas: int = 1) -> int:
+    """Registers per consumer thread: what the CTA's share of the register file (`ctas`
+    CTAs a SM) leaves over all warp groups after the producers' PRODUCER_REGS, at most
+    setmaxnreg's largest value."""
     wgs = consumer_wgs + producer_wgs
-    return _share(HOPPER.register_cap(wgs) * wgs - PRODUCER_REGS * producer_wgs, consumer_wgs)
+    cap = HOPPER.register_cap(wgs, ctas)
+    return _share(cap * wgs - PRODUCER_REGS * producer_wgs, consumer_wgs)
 
 
-def fits_registers(dots: list[tile.DotOp], w: int) -> bool:
-    """`w` consumer warp groups at their share of the register file hold every one of
-    these MMAs' accumulators (`tawac.schedule.check.register_problem`)."""
-    return register_problem(dots, w, consumer_budget(w)) is None
+def fits_registers(dots: list[tile.DotOp], w: int, ctas: int = 1) -> bool:
+    """`w` consumer warp groups at their share of the register file (`ctas` CTAs a SM)
+    hold every one of these MMAs' accumulators (`tawac.schedule.check.register_problem`),
+    and the kernel's register target leaves ptxas room for them (`target_problem`, with
+    one producer warp group)."""
+    if register_problem(dots, w, consumer_budget(w, ctas=ctas)) is not None:
+        return False
+    return target_problem(dots, w + 1, ctas) is None
 
 
-def choose_consumer_warp_groups(part: aref.PartitionOp) -> int:
+def choose_consumer_warp_groups(part: aref.PartitionOp, ctas: int = 1) -> int:
     """The most of 3, 2, 1 warp groups that split every MMA tile into whole m64 blocks
     and leave room in registers for each MMA's accumulator (else the fewest that split
     the tiles): more warps per scheduler hide more latency, and a smaller share of the
@@ -93,7 +99,7 @@ def choose_consumer_warp_groups(part: aref.PartitionOp) -> int:
     if problem is not None:
         raise CompileError(f"cooperative-consumers: {problem[0]}", problem[1])
     splits = [n for n in (3, 2, 1) if rows_problem(dots, n) is None]
-    return next((n for n in splits if fits_registers(dots, n)), splits[-1])
+    return next((n for n in splits if fits_registers(dots, n, ctas)), splits[-1])
 
 
 #: Bytes a CTA of a kernel that only streams tiles keeps in flight: enough to cover
@@ -417,7 +423,8 @@ class HeuristicPlanner:
         options.check()
         ctas = ctas_per_sm(kernel, options)
         roles = register_budgets(
-            [(p.role.data, self._warp_groups(p, options), p.regs.data) for p in parts], ctas
+            [(p.role.data, self._warp_groups(p, options, ctas), p.regs.data) for p in parts],
+            ctas,
         )
         creates = [o for o in kernel.walk() if isinstance(o, aref.CreateOp)]
         consumer_wgs = sum(r.warp_groups for r in roles if r.role == "consumer")
@@ -494,12 +501,12 @@ class HeuristicPlanner:
             planner=self.name,
         )
 
-    def _warp_groups(self, part: aref.PartitionOp, options: PipelineOptions) -> int:
+    def _warp_groups(self, part: aref.PartitionOp, options: PipelineOptions, ctas: int = 1) -> int:
         if part.role.data != "consumer":
             return part.warp_groups.data
         if options.consumer_warp_groups:
             return options.consumer_warp_groups
-        return choose_consumer_warp_groups(part)
+        return choose_consumer_warp_groups(part, ctas)
 
     def _lag(self, create: aref.CreateOp, mma_depth: int) -> int:
         """mma-depth for an aref whose slots feed a pure accumulation chain (measured:

@@ -530,7 +530,10 @@ def _candidates(kernel: tile.KernelOp, options: PipelineOptions, base: Schedule)
     if options.consumer_warp_groups:
         return [options.consumer_warp_groups]
     dots = [d for d in kernel.walk() if isinstance(d, tile.DotOp)]
-    splits = [w for w in (1, 2, 3) if rows_problem(dots, w) is None and fits_registers(dots, w)]
+    ctas = base.ctas_per_sm
+    splits = [
+        w for w in (1, 2, 3) if rows_problem(dots, w) is None and fits_registers(dots, w, ctas)
+    ]
     heuristic = base.role("consumer").warp_groups if base.role("consumer") else 1
     return splits or [heuristic]
 
