@@ -671,3 +671,18 @@ def test_a_kept_where_compiles_or_is_one_located_error(name):
         assert "\n" not in str(e)
         return
     assert "wgmma.mma_async" in res.ptx
+
+
+def test_an_op_using_its_own_result_is_a_located_error():
+    """A fuzz finding (seed 13, mutant 2550 of examples/triton/vector_add.ttir): `%y_5 =
+    tt.addptr %y_5, ...` (the parser resolves the forward name to the op's own result)
+    sent the converter's pointer analysis round the cycle until Python's recursion limit:
+    an internal error. The TTIR is now checked as the tile source is: every operand
+    defined before its use, else one error at the using op's Python line."""
+    text = (REPO / "examples/triton/vector_add.ttir").read_text()
+    bad = text.replace("%y_5 = tt.addptr %y, ", "%y_5 = tt.addptr %y_5, ")
+    assert bad != text
+    with pytest.raises(CompileError, match=r"%y\w* is used before its definition") as e:
+        parse_text(bad, "mutant.ttir")
+    assert "vector_add.py:" in str(e.value), str(e.value)
+    assert "\n" not in str(e.value)

@@ -63,6 +63,7 @@ from xdsl.utils.mlir_lexer import MLIRToken, MLIRTokenKind
 
 from tawac.dialects.tt import GPU, TT, ttir_arith
 from tawac.ir.parser import BoundedParser, _Lexer
+from tawac.ir.verifier import check_definitions
 from tawac.support.diagnostics import CompileError
 
 _ALIAS = re.compile(r"^#[\w.$-]+\s*=\s*loc\(.*\)\s*$", re.MULTILINE)
@@ -496,6 +497,11 @@ def _parse(text: str, filename: str) -> ModuleOp:
         op = _first_invalid(module)
         where = python_location(op) if op is not None else None
         raise CompileError(str(e).strip().splitlines()[0], location=where or filename) from None
+    try:  # an op may use its own result: the converter's analyses would go round it
+        check_definitions(module)
+    except CompileError as e:
+        where = python_location(e.op) if e.op is not None else None
+        raise CompileError(e.message, location=where or filename) from None
     return module
 
 

@@ -310,9 +310,16 @@ def _check_of(cls: type[Operation]) -> Callable[[Operation], None] | None:
     return None
 
 
+def check_definitions(module: ModuleOp) -> None:
+    """Every operand of the module defined before its use (`_check_definitions`): the
+    check `verify` starts with, for a module of another dialect (TTIR) before it is read
+    any further."""
+    _check_definitions(module.body.block, set())
+
+
 def verify(module: ModuleOp) -> None:
     """Verify the module, reporting the first failure at its location."""
-    _check_definitions(module.body.block, set())
+    check_definitions(module)
     for op in module.walk(reverse=True):
         key = _signature(op)
         try:

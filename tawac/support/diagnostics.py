@@ -31,6 +31,7 @@ class CompileError(Exception):
     def __init__(self, message: str, op: Operation | None = None, location: str | None = None):
         super().__init__(message)
         self.message = message
+        self.op = op
         self.location = location if location is not None else location_of(op)
 
     def __str__(self) -> str:
