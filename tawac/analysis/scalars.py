@@ -60,9 +60,9 @@ def multiple_of(v: SSAValue, m: int) -> bool:
         return c >= 0 and c % m == 0
     if isinstance(v, BlockArgument):
         loop = v.owner.parent_op()
-        if isinstance(loop, scf.ForOp) and v.index == 0 and v.owner is loop.body.block:
-            return multiple_of(loop.lb, m) and multiple_of(loop.step, m)
-        return False
+        if not isinstance(loop, scf.ForOp) or v.index != 0:
+            return False  # a kernel argument, an iteration argument
+        return multiple_of(loop.lb, m) and multiple_of(loop.step, m)
     op = v.owner
     if isinstance(op, arith.MuliOp):
         return multiple_of(op.lhs, m) or multiple_of(op.rhs, m)

@@ -183,10 +183,7 @@ def lower_kernel(kernel: tile.KernelOp) -> None:
     if not plan.fits():
         raise CompileError(
             f"lower-aref: the aref rings need {plan.end} bytes of shared memory, more than "
-            f"the {plan.limit} bytes a CTA can have"
-            + (f" at {sched.ctas_per_sm} CTAs a SM" if sched.ctas_per_sm > 1 else "")
-            + "; use fewer stages or smaller tiles"
-            f" ({_ring_sizes(kernel)})",
+            f"{plan.limit_text()}; use fewer stages or smaller tiles ({_ring_sizes(kernel)})",
             kernel,
         )
     first_part = next(p for p in body.ops if isinstance(p, aref.PartitionOp))

@@ -78,7 +78,7 @@ from tawac.analysis.atomics import AtomicOrder, scalar_atomics
 from tawac.analysis.grid import DECOMPOSITION_ATTR, GROUP_ATTR
 from tawac.analysis.identity import argument_name, joined, unique_names
 from tawac.analysis.loops import trip_count
-from tawac.analysis.mma import is_consumer_tile_load, is_mma_operand_load, mma_uses
+from tawac.analysis.mma import dots_in, is_consumer_tile_load, is_mma_operand_load, mma_uses
 from tawac.analysis.scalars import SCALAR_OPS
 from tawac.dialects import aref, tile
 from tawac.support.diagnostics import CompileError, location_of
@@ -408,7 +408,7 @@ def _padded_uses(t: Attribute, users: list[Operation]) -> list[arith.ExtFOp] | N
 def _vector_groups(kernel: tile.KernelOp) -> list[_Group]:
     """The 1-d loads of a kernel without MMAs that the producer streams, one group each
     (module docstring: the others stay the consumer's own)."""
-    if any(isinstance(o, tile.DotOp) for o in kernel.walk()):
+    if dots_in(kernel):
         return []
     groups = []
     order = AtomicOrder(kernel)

@@ -320,8 +320,7 @@ def check_stores(kernel: tile.KernelOp, parts: list[aref.PartitionOp], s: Schedu
         if rings_fit and not layout.fits():
             raise CompileError(
                 f"tma-store: the staging buffers of store '{st.ident}' end at byte "
-                f"{layout.end}, past the {layout.limit} bytes a CTA can have"
-                + (f" at {s.ctas_per_sm} CTAs a SM" if s.ctas_per_sm > 1 else ""),
+                f"{layout.end}, past {layout.limit_text()}",
                 st,
             )
 

@@ -60,6 +60,11 @@ class SmemPlan:
         """The bytes the plan may end at."""
         return self.target.smem_per_cta(self.ctas)
 
+    def limit_text(self) -> str:
+        """`limit` in the words of an error: "the N bytes a CTA can have" (at k CTAs a SM)."""
+        shared = f" at {self.ctas} CTAs a SM" if self.ctas > 1 else ""
+        return f"the {self.limit} bytes a CTA can have{shared}"
+
     @property
     def end(self) -> int:
         return self.regions[-1].end if self.regions else self.start

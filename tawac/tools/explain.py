@@ -484,7 +484,7 @@ def render(info: dict[str, Any], console) -> None:
     from rich.table import Table
 
     grid = _grid_text(info["grid"])
-    ctas = info.get("ctas_per_sm", 1)
+    ctas = info["ctas_per_sm"]
     per_sm = "one CTA per SM" if ctas == 1 else f"{ctas} CTAs per SM"
     lines = [
         f"kernel @{info['kernel']} on {info['target']}: {info['threads']} threads per CTA",
