@@ -86,6 +86,7 @@ CONFIGS: dict[str, dict[str, Any]] = {
     "gm4": {"group_m": 4},
     "nopref": {"tile_prefetch": False},
     "cps2": {"ctas_per_sm": 2},
+    "noreuse": {"reuse_slots": False},
     "sk2": {"split_k": 2},
     "sk3": {"split_k": 3},
     "strk2": {"stream_k": 2},

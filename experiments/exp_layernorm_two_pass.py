@@ -19,8 +19,8 @@ from tawac.runtime.runner import round_robin_medians
 HERE = Path(__file__).resolve().parent
 THREE = HERE.parent / "examples" / "layernorm.mlir"
 TWO = HERE / "layernorm_two_pass.mlir"
-SHAPES = ["128x4096", "4096x4096", "4096x8192", "32768x4096", "32768x8192"]
-CONFIGS = [(8, 256), (16, 256)]
+SHAPES = ["1x4096", "16x8192", "128x4096", "4096x4096", "4096x8192", "32768x4096", "32768x8192"]
+CONFIGS = [(8, 256, 0), (16, 256, 0), (8, 256, 16), (8, 256, 32)]
 EPS = 1e-5
 
 
@@ -38,8 +38,10 @@ def one_shape(shape: str) -> None:
     want_y = (xf - want_mean[:, None]) * want_rstd[:, None] * w.float() + b.float()
     systems = {}
     for label, src in (("three", THREE), ("two", TWO)):
-        for bm, bn in CONFIGS:
-            k = tawac.torch.kernel(src, params={"BLOCK_M": bm, "BLOCK_N": bn}, tuning=None)
+        for bm, bn, stages in CONFIGS:
+            k = tawac.torch.kernel(
+                src, params={"BLOCK_M": bm, "BLOCK_N": bn}, tuning=None, stages=stages
+            )
             for t in (y, mean, rstd):
                 t.fill_(float("nan"))
             k(x, w, b, y, mean, rstd, EPS)
@@ -47,7 +49,7 @@ def one_shape(shape: str) -> None:
             bad = int(((y.float() - want_y).abs() > 0.02 * want_y.abs() + 2e-2).sum())
             bad += int(((mean - want_mean).abs() > 1e-4 * want_mean.abs() + 1e-5).sum())
             bad += int(((rstd - want_rstd).abs() > 1e-4 * want_rstd.abs()).sum())
-            name = f"{label} m{bm}n{bn}"
+            name = f"{label} m{bm}n{bn}s{stages}"
             if bad:
                 print(f"# {shape} {name}: {bad} wrong elements", flush=True)
                 continue

@@ -5,10 +5,11 @@ float32 torch first (off by more than 2% + 1e-3: wrong), then timed round-robin 
 shipped example (`table`), eager torch and a copy of the same bytes.
 
     python3 experiments/exp_rows_occupancy.py [--kernels softmax,rmsnorm,layernorm]
-        [--configs m16n256s4o2,m16n256s0o4p0]
+        [--configs m16n256s4o2,m16n256s0o4p0] [--shapes 1x4096,4096x4096]
 
 A configuration `m16n256s4o2`: BLOCK_M 16, BLOCK_N 256, 4 slots (s0: the planner's
-depth), 2 CTAs per SM; `p0`: not persistent. To compare two trees' compilers (`o1`
+depth), 2 CTAs per SM; `p0`: not persistent; `r0`: without `reuse-slots` (each loop loads its
+tiles). To compare two trees' compilers (`o1`
 configurations only before `ctas_per_sm`), run it once per tree with `PYTHONPATH`
 pointing at the tree (`git archive REV tawac | tar -x -C /tmp/old`)."""
 
@@ -76,9 +77,11 @@ def shape_rows(kernel: str, shape: str, configs: list[str]) -> None:
         if c == "table":
             k = tawac.torch.kernel(E / f"{kernel}.mlir")
         else:
-            found = re.fullmatch(r"m(\d+)n(\d+)s(\d+)o(\d+)(p0)?", c)
+            found = re.fullmatch(r"m(\d+)n(\d+)s(\d+)o(\d+)(p0)?(r0)?", c)
             bm, bn, s, o = (int(v) for v in found.groups()[:4])
             options = {"ctas_per_sm": o} if o != 1 else {}  # an older tree has no knob
+            if found.group(6):
+                options["reuse_slots"] = False
             k = tawac.torch.kernel(
                 E / f"{kernel}.mlir",
                 params={"BLOCK_M": bm, "BLOCK_N": bn},
@@ -120,10 +123,11 @@ def main() -> None:
     p = argparse.ArgumentParser()
     p.add_argument("--kernels", default="softmax,rmsnorm,layernorm")
     p.add_argument("--configs", default=",".join(CONFIGS))
+    p.add_argument("--shapes", default="", help="rows x columns for every kernel (default: SHAPES)")
     a = p.parse_args()
     print(torch.cuda.get_device_name(), "tawac from", Path(tawac.__file__).parent, flush=True)
     for kernel in a.kernels.split(","):
-        for shape in SHAPES[kernel]:
+        for shape in a.shapes.split(",") if a.shapes else SHAPES[kernel]:
             shape_rows(kernel, shape, a.configs.split(","))
     sys.stdout.flush()
 

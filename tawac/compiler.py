@@ -42,6 +42,7 @@ from tawac.passes.persistent import PersistentPass
 from tawac.passes.pingpong import PingpongPass
 from tawac.passes.pipeline import PipelinePass
 from tawac.passes.plan import PlanPass
+from tawac.passes.reuse_slots import ReuseSlotsPass
 from tawac.passes.split_k import SplitKPass, key_split
 from tawac.passes.swap_ab import SwapAbPass
 from tawac.passes.tma_store import TmaStorePass
@@ -84,6 +85,7 @@ PASSES: dict[str, Callable[[], type[ModulePass]]] = {
         WarpSpecializePass,
         PlanPass,
         PipelinePass,
+        ReuseSlotsPass,
         PersistentPass,
         CoarsePipelinePass,
         OverlapEpiloguePass,

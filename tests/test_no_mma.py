@@ -61,7 +61,8 @@ def test_explain_shows_the_consumer_warp_groups_and_the_ring(name):
     an aref of its own), persistent, its producer as many 32 KiB slots ahead as keep
     `STREAM_BYTES` in flight. The online softmax (two loops over
     column blocks sharing one ring) is not widened: one 64-row program per CTA on one
-    consumer warp group, a ring of `ROWS_DEPTH` slots."""
+    consumer warp group; its row block, which the second loop reads again, is resident,
+    in a ring deeper than `ROWS_DEPTH` (`reuse-slots`: 13 slots of 16 KiB)."""
     module = parse_file(DATA / f"{name}.mlir")
     plan = explain_module(module, PipelineOptions())
     roles = {r["role"]: r["warp_groups"] for r in plan["roles"]}
@@ -70,7 +71,8 @@ def test_explain_shows_the_consumer_warp_groups_and_the_ring(name):
         assert "widen" not in plan
         assert roles == {"producer": 1, "consumer": 1}
         assert payloads == [(["tensor<64x128xbf16>"], [0])]
-        assert plan["arefs"][0]["depth"] == ROWS_DEPTH
+        assert plan["arefs"][0]["depth"] == 13 > ROWS_DEPTH
+        assert plan["arefs"][0]["resident"]
         return
     assert plan["widen"] == {"programs": 2, "rows": 128}  # two 64-row programs as one tile
     assert roles == {"producer": 1, "consumer": 2}  # 128 rows: two m64 blocks

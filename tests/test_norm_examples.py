@@ -191,13 +191,23 @@ def test_each_planner_gives_a_row_kernel_the_measured_ring_and_no_widening(name,
     """A kernel streaming 2-d tiles through loops without MMAs: one 64-row program per
     CTA (not two as one 128-row tile) on one consumer warp group, a ring of `ROWS_DEPTH`
     slots (the solver keeps the depth fixed: its model does not price the bytes in
-    flight). A GEMM aims for `PREFERRED_DEPTH`."""
-    plan = explain_module(parse_file(EXAMPLES / f"{name}.mlir"), PipelineOptions(schedule=planner))
+    flight); the row block its loops read again resident, in the deepest ring shared
+    memory holds (`reuse-slots`), and `ROWS_DEPTH` deep without it. A GEMM aims for
+    `PREFERRED_DEPTH`."""
+    source = parse_file(EXAMPLES / f"{name}.mlir")
+    plan = explain_module(source, PipelineOptions(schedule=planner))
     assert "widen" not in plan
     assert {r["role"]: r["warp_groups"] for r in plan["roles"]} == {"producer": 1, "consumer": 1}
-    assert [a["depth"] for a in plan["arefs"] if a["payload"][0].startswith("tensor<64x")] == [
+    rows = [a for a in plan["arefs"] if a["payload"][0].startswith("tensor<64x")]
+    assert [a.get("resident") for a in rows] == [True]
+    assert rows[0]["depth"] > ROWS_DEPTH
+    off = explain_module(
+        parse_file(EXAMPLES / f"{name}.mlir"), PipelineOptions(schedule=planner, reuse_slots=False)
+    )
+    assert [a["depth"] for a in off["arefs"] if a["payload"][0].startswith("tensor<64x")] == [
         ROWS_DEPTH
     ]
+    assert not any(a.get("resident") for a in off["arefs"])
     assert programs_per_tile(64, 32768, 232448, streams=True) == 1
     assert programs_per_tile(64, 32768, 232448) == 2
     assert preferred_depth(kernel_op(EXAMPLES / f"{name}.mlir")) == ROWS_DEPTH
@@ -257,14 +267,30 @@ def test_short_row_blocks_match_torch_on_the_gpu(name, block_m, block_n, m, n):
     _forward_on_the_gpu(name, m, n, {"BLOCK_N": block_n, "BLOCK_M": block_m})
 
 
-def _forward_on_the_gpu(name: str, m: int, n: int, params: dict) -> None:
+@pytest.mark.gpu
+@requires_gpu
+@pytest.mark.parametrize("reuse", [True, False])
+@pytest.mark.parametrize("n", [2000, 4096, 20000])
+@pytest.mark.parametrize("block_m", [8, 16])
+@pytest.mark.parametrize("name", NAMES)
+def test_rows_kept_on_chip_match_torch_on_the_gpu(name, block_m, n, reuse):
+    """`reuse-slots`: 3000 rows, so that each persistent CTA runs several programs (the
+    next program's transfers are numbered after the ones this one moved: one per tile
+    where the row stays in the ring, one per tile and loop where not); 2000 and 4096
+    columns fit in the ring (the later loops read the first's slots), 20000 do not (each
+    loop loads its tiles: the same kernel, decided at run time); and without it."""
+    params = {"BLOCK_N": 256, "BLOCK_M": block_m}
+    _forward_on_the_gpu(name, 3000, n, params, reuse_slots=reuse)
+
+
+def _forward_on_the_gpu(name: str, m: int, n: int, params: dict, **options) -> None:
     import torch
 
     import tawac.torch
 
-    key = (name, *sorted(params.items()))
+    key = (name, *sorted(params.items()), *sorted(options.items()))
     if key not in _KERNELS:
-        _KERNELS[key] = tawac.torch.kernel(EXAMPLES / f"{name}.mlir", params=params)
+        _KERNELS[key] = tawac.torch.kernel(EXAMPLES / f"{name}.mlir", params=params, **options)
     k = _KERNELS[key]
     ins = _inputs(name, m, n, device="cuda", seed=m * 7 + n)
     want = _reference(name, ins)
@@ -283,7 +309,7 @@ def _forward_on_the_gpu(name: str, m: int, n: int, params: dict) -> None:
 @pytest.mark.gpu
 @requires_gpu
 @pytest.mark.parametrize("n", [100, 333, 4096])
-@pytest.mark.parametrize("m", [1, 77, 1000])
+@pytest.mark.parametrize("m", [1, 77, 1000, 3000])
 @pytest.mark.parametrize("name", ["layernorm_bwd", "rmsnorm_bwd"])
 def test_the_backward_matches_autograd_on_the_gpu(name, m, n):
     """The row kernel (outputs poisoned with NaN), then `column_sum` of each partial, in

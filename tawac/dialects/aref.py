@@ -9,6 +9,12 @@ of D slots, each holding a tuple of tiles, guarded by an "empty" and a "full" ba
   in place until
 - `aref.consumed %r[%i]`: the slot may be reused by the producer.
 
+A put or a release may be predicated: `aref.put %r[%i], %x when %p` and
+`aref.consumed %r[%i] when %p` happen only where the i1 `%p` holds (no wait, no copy, no
+arrival otherwise; a put that does not happen is not a transfer: the numbering of the
+transfers that do happen stays dense). `reuse-slots` predicates the puts of a loop that
+re-reads tiles still held in the ring.
+
 `%i` is the iteration number (0, 1, 2, ...) of the transfer; the slot is `i mod D` and the
 barrier phase flips each time the slot index wraps.
 
@@ -27,13 +33,16 @@ from xdsl.dialects.builtin import (
     StringAttr,
     TensorType,
     UnitAttr,
+    i1,
 )
 from xdsl.ir import Attribute, Dialect, ParametrizedAttribute, Region, SSAValue, TypeAttribute
 from xdsl.irdl import (
+    AttrSizedOperandSegments,
     IRDLOperation,
     irdl_attr_definition,
     irdl_op_definition,
     operand_def,
+    opt_operand_def,
     opt_prop_def,
     prop_def,
     region_def,
@@ -166,21 +175,30 @@ def _aref_type(op: IRDLOperation, v: SSAValue) -> ArefType:
 
 @irdl_op_definition
 class PutOp(IRDLOperation):
-    """Writes a payload into slot `index mod D`, after waiting for it to be empty."""
+    """Writes a payload into slot `index mod D`, after waiting for it to be empty; with
+    `when %p`, only where `%p` holds."""
 
     name = "aref.put"
     aref = operand_def(ArefType)
     index = operand_def(IndexType)
     values = var_operand_def(TensorType)
+    when = opt_operand_def(i1)
 
+    irdl_options = (AttrSizedOperandSegments(as_property=True),)
     custom_directives = (Slot, Payload)
     assembly_format = (
-        "$aref custom<Slot>($index) (`,` $values^)? "
+        "$aref custom<Slot>($index) (`,` $values^)? (`when` $when^)? "
         "`:` custom<Payload>(type($aref), type($values)) attr-dict"
     )
 
-    def __init__(self, aref: SSAValue, index: SSAValue, values: Sequence[SSAValue]):
-        super().__init__(operands=[aref, index, values])
+    def __init__(
+        self,
+        aref: SSAValue,
+        index: SSAValue,
+        values: Sequence[SSAValue],
+        when: SSAValue | None = None,
+    ):
+        super().__init__(operands=[aref, index, values, [when] if when is not None else []])
 
     def verify_(self) -> None:
         t = _aref_type(self, self.aref)
@@ -223,21 +241,31 @@ class ConsumedOp(IRDLOperation):
 
     `aref.consumed %r[%i] deferred : ...` is a release that lags the slot's use (the
     pipeline keeps MMAs reading it in flight and releases an earlier iteration's slot);
-    after the loop, the slots still held are released by a drain."""
+    after the loop, the slots still held are released by a drain. With `when %p`, the
+    release happens only where `%p` holds."""
 
     name = "aref.consumed"
     aref = operand_def(ArefType)
     index = operand_def(IndexType)
+    when = opt_operand_def(i1)
     deferred = opt_prop_def(UnitAttr)
 
     custom_directives = (Slot,)
     assembly_format = (
-        "$aref custom<Slot>($index) (`deferred` $deferred^)? `:` type($aref) attr-dict"
+        "$aref custom<Slot>($index) (`deferred` $deferred^)? (`when` $when^)? `:` type($aref) "
+        "attr-dict"
     )
 
-    def __init__(self, aref: SSAValue, index: SSAValue, deferred: bool = False):
+    def __init__(
+        self,
+        aref: SSAValue,
+        index: SSAValue,
+        deferred: bool = False,
+        when: SSAValue | None = None,
+    ):
         props = {"deferred": UnitAttr()} if deferred else {}
-        super().__init__(operands=[aref, index], properties=props)
+        operands = [aref, index, [when] if when is not None else []]
+        super().__init__(operands=operands, properties=props)
 
     def verify_(self) -> None:
         _aref_type(self, self.aref)

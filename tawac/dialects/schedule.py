@@ -17,8 +17,11 @@ solver) can write a schedule by hand. The fields:
   (`setmaxnreg`);
 - `arefs`: per aref, named by the identity its `aref.create` carries (`a_b: ...`; never
   by position), its ring depth and release lag (the slot of iteration i is released at
-  iteration i + lag, after its MMA; `pipeline`), and the payload tiles the CTAs of a
-  cluster load together (`multicast [1]`);
+  iteration i + lag, after its MMA; `pipeline`), the payload tiles the CTAs of a
+  cluster load together (`multicast [1]`), and `resident`: the loops of a program that
+  read the same tiles one after the other (a norm's statistics, then its output) take
+  them from the ring the first one filled, the producer loading them once, wherever a
+  program's tiles fit in the ring (`reuse-slots`);
 - `loops`: the software-pipeline schedule of a role's main loop (the i-th loop moving
   data through arefs in that partition): its scheduled ops (the body's top-level ops
   other than scalar index math, MMA waits and the yield, numbered in body order) listed
@@ -103,12 +106,14 @@ class ArefPlan:
     slot of iteration i is released `lag` iterations later (0: right after its last use);
     the payload tiles numbered in `multicast` are loaded by the CTAs of the cluster
     together (each copies a band of rows into the same slot of every CTA:
-    `hopper.tma_load_multicast`)."""
+    `hopper.tma_load_multicast`); `resident`: the loops that re-read the tiles of the
+    first read them from the slots it filled (`reuse-slots`)."""
 
     name: str
     depth: int
     lag: int = 0
     multicast: tuple[int, ...] = ()
+    resident: bool = False
 
 
 #: How a store leaves the CTA (`StorePlan.mode`).
@@ -322,7 +327,8 @@ def _parse_aref(parser: AttrParser) -> ArefPlan:
     multicast: tuple[int, ...] = ()
     if parser.parse_optional_keyword("multicast") is not None:
         multicast = tuple(_parse_list(parser, lambda: _int(parser)))
-    return ArefPlan(name, depth, lag, multicast)
+    resident = parser.parse_optional_keyword("resident") is not None
+    return ArefPlan(name, depth, lag, multicast, resident)
 
 
 def _parse_cluster(parser: AttrParser) -> tuple[int, int]:
@@ -466,7 +472,7 @@ def _aref_text(a: ArefPlan) -> str:
     text = f"{_name_text(a.name)}: depth {a.depth}" + (f" lag {a.lag}" if a.lag else "")
     if a.multicast:
         text += " multicast [" + ", ".join(map(str, a.multicast)) + "]"
-    return text
+    return text + (" resident" if a.resident else "")
 
 
 def _loop_text(lp: LoopPlan) -> str:

@@ -498,6 +498,7 @@ OPTION_CHOICES = [
     ["--swap-ab"],
     ["--split-k", "1", "2", "4"],
     ["--ctas-per-sm", "0", "1", "2", "4", "9"],
+    ["--no-reuse-slots"],
 ]
 
 

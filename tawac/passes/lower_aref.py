@@ -18,6 +18,8 @@ For an aref with payload (T1..Tn) and D slots:
   `hopper.load_fragment` right after the wait;
 - `aref.consumed %r[%it]` -> `hopper.mbarrier_arrive empty[slot]`.
 
+A put or a release with `when %p` becomes the same ops under `scf.if %p`.
+
 With a cluster of C CTAs in the schedule (docs/design/passes.md): `empty` counts the
 consumer warps of all C CTAs and each consumer warp also arrives on the same barrier of
 every peer (`hopper.mbarrier_arrive_remote`), since the peers' multicast copies write
@@ -37,14 +39,14 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from xdsl.context import Context
-from xdsl.dialects import arith
+from xdsl.dialects import arith, scf
 from xdsl.dialects.builtin import (
     IndexType,
     ModuleOp,
     TensorType,
     UnitAttr,
 )
-from xdsl.ir import Operation, SSAValue
+from xdsl.ir import Block, Operation, Region, SSAValue
 from xdsl.passes import ModulePass
 from xdsl.rewriter import InsertPoint, Rewriter
 
@@ -269,11 +271,18 @@ def _lower_put(put: aref.PutOp, low: _Lowered) -> None:
                 )
             )
         loads.append(ld)
-    Rewriter.insert_op(ops, InsertPoint.before(put))
+    Rewriter.insert_op(_when(put.when, ops), InsertPoint.before(put))
     Rewriter.erase_op(put)
     for ld in loads:
         if not ld.result.uses:
             Rewriter.erase_op(ld)
+
+
+def _when(pred: SSAValue | None, ops: list[Operation]) -> list[Operation]:
+    """`ops`, or, for a put or release with `when %p`, `ops` under `scf.if %p`."""
+    if pred is None:
+        return ops
+    return [scf.IfOp(pred, [], Region(Block([*ops, scf.YieldOp()])))]
 
 
 def _lower_get(get: aref.GetOp, low: _Lowered, views: dict[SSAValue, SSAValue]) -> None:
@@ -332,7 +341,7 @@ def _lower_consumed(consumed: aref.ConsumedOp, low: _Lowered) -> None:
     ops.append(hopper.MbarrierArriveOp(low.empty, slot))
     if low.cluster is not None:
         ops += [hopper.MbarrierArriveRemoteOp(low.empty, slot, p) for p in low.cluster.peers]
-    Rewriter.insert_op(ops, InsertPoint.before(consumed))
+    Rewriter.insert_op(_when(consumed.when, ops), InsertPoint.before(consumed))
     Rewriter.erase_op(consumed)
 
 

@@ -14,7 +14,9 @@ follow program id x (causal attention), the planner orders tiles longest-first i
 aref iteration numbers continue across tiles: the loop carries one `%base` per stream of
 transfers (the arefs of a main loop, a loop moving data through arefs; or of the main
 loops one after the other that share their rings), the number of its transfers before
-this tile, which is added to every aref index of the stream; after a main loop whose
+this tile, which is added to every aref index of the stream (a `resident` aref's stream
+counts the first loop's transfers only where they stay in its ring, as `reuse-slots`
+numbers them: T, else T per loop); after a main loop whose
 releases were deferred by `pipeline` (mma-depth P > 0), the consumer releases the last
 min(P, trips) slots, since the producer will wait for them.
 
@@ -220,7 +222,7 @@ def _make_persistent(
 
     mains = main_loops(part)
     slot_ops = (aref.PutOp, aref.GetOp, aref.ConsumedOp)
-    streams = _streams(mains, slot_ops)
+    streams = _streams(mains, slot_ops, _resident_depths(kernel))
     keys = list(dict.fromkeys(streams.values()))
     body = Block(arg_types=[IndexType()] * (2 + len(keys)))
     t, count, bases = body.args[0], body.args[1], body.args[2:]
@@ -272,21 +274,33 @@ def _make_persistent(
     count_next = arith.AddiOp(count, one.result)
     nexts: list[SSAValue] = [count_next.result]
     base_of = dict(zip(keys, bases, strict=True))
-    done: dict[tuple[int, ...], SSAValue] = {}
+    done: dict[tuple[tuple[int, ...], int], SSAValue] = {}
+    trips_of: dict[int, SSAValue] = {}
     for k, main_loop in enumerate(mains):
         for a in [o for o in main_loop.walk() if isinstance(o, slot_ops)]:
             g = arith.AddiOp(base_of[streams[a.aref]], a.index)
             Rewriter.insert_op(g, InsertPoint.before(a))
             a.operands = [a.operands[0], g.result, *a.operands[2:]]
         trips_op, trips = _trip_count(main_loop, InsertPoint.after(main_loop))
+        trips_of[k] = trips
         consumes = any(isinstance(o, aref.ConsumedOp) for o in main_loop.walk())
         if consumes and depth > 0:
             # a release lag only on a ring of this loop alone (`can_release_late`)
-            _drain(main_loop, trips_op[-1], base_of.get((k,), bases[0]), depth)
+            _drain(main_loop, trips_op[-1], base_of.get(((k,), 0), bases[0]), depth)
         for key in keys:
-            if k not in key:
+            loops, held = key
+            if k not in loops:
                 continue
-            nxt = arith.AddiOp(done.get(key, base_of[key]), trips)
+            count = trips
+            if held and k != loops[0]:
+                # a resident ring's later loops move nothing where its tiles stay in it
+                cap = _c(held)
+                fits = arith.CmpiOp(trips_of[loops[0]], cap.result, "sle")
+                zero = _c(0)
+                moved = arith.SelectOp(fits.result, zero.result, trips)
+                body.add_ops([cap, fits, zero, moved])
+                count = moved.result
+            nxt = arith.AddiOp(done.get(key, base_of[key]), count)
             body.add_op(nxt)
             done[key] = nxt.result
     nexts += [done[key] for key in keys]
@@ -295,16 +309,30 @@ def _make_persistent(
     part.body.add_block(new)
 
 
-def _streams(mains: list[scf.ForOp], slot_ops: tuple) -> dict[SSAValue, tuple[int, ...]]:
+def _streams(
+    mains: list[scf.ForOp], slot_ops: tuple, resident: dict[SSAValue, int]
+) -> dict[SSAValue, tuple[tuple[int, ...], int]]:
     """Per aref of the main loops, the loops (by index) that move data through it: its
     stream of transfers, numbered on across those loops (`warp-specialize` shares rings
-    between loops one after the other)."""
+    between loops one after the other); with the depth of a resident aref's ring (0 for
+    the others), whose later loops move nothing where its tiles stay in it."""
     used: dict[SSAValue, list[int]] = {}
     for k, m in enumerate(mains):
         for o in m.walk():
             if isinstance(o, slot_ops) and k not in used.setdefault(o.aref, []):
                 used[o.aref].append(k)
-    return {r: tuple(ks) for r, ks in used.items()}
+    return {r: (tuple(ks), resident.get(r, 0)) for r, ks in used.items()}
+
+
+def _resident_depths(kernel: tile.KernelOp) -> dict[SSAValue, int]:
+    """The ring depth of each aref the schedule marks `resident` (`reuse-slots`)."""
+    plan = schedule.of(kernel)
+    out = {}
+    for create in [o for o in kernel.walk() if isinstance(o, aref.CreateOp)]:
+        decided = plan.aref(create.ident)
+        if decided is not None and decided.resident:
+            out[create.result] = create.aref_type.depth.data
+    return out
 
 
 def _drain(main_loop: scf.ForOp, trips_op: Operation, base: SSAValue, depth: int) -> None:

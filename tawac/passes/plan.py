@@ -25,7 +25,7 @@ from tawac import schedule
 from tawac.analysis.identity import name_unnamed
 from tawac.dialects import tile
 from tawac.schedule.check import check
-from tawac.schedule.planner import complete
+from tawac.schedule.planner import complete, plan_resident
 from tawac.schedule.registry import get_planner
 from tawac.support.options import KNOBS, PipelineOptions, knob_fields
 
@@ -45,7 +45,11 @@ class _Plan(ModulePass):
         for kernel in [o for o in op.walk() if isinstance(o, tile.KernelOp)]:
             name_unnamed(kernel)
             given = schedule.of(kernel)
-            s = given if given.roles else planner.plan(kernel, options)
+            s = (
+                given
+                if given.roles
+                else plan_resident(kernel, planner.plan(kernel, options), options)
+            )
             s = complete(kernel, s, options)
             check(kernel, s)
             if s.planner is None:

@@ -14,6 +14,7 @@ from xdsl.dialects import scf
 from xdsl.dialects.builtin import TensorType
 from xdsl.ir import Operation, SSAValue
 
+from tawac.analysis.arefs import rereads
 from tawac.analysis.loops import main_loops, scheduled_ops
 from tawac.analysis.mma import can_release_late, dots_in, fragment_registers, rows_problem
 from tawac.analysis.stores import store_after_loops, tma_storable
@@ -125,7 +126,8 @@ def check_roles(kernel: tile.KernelOp, parts: list[aref.PartitionOp], s: Schedul
 def check_arefs(kernel: tile.KernelOp, s: Schedule) -> None:
     """Every aref has one entry, named by its identity, and no entry names an aref the
     kernel lacks; a release lag only where the slot's one MMA is a pure accumulation
-    chain (its wgmmas may stay in flight)."""
+    chain (its wgmmas may stay in flight); `resident` only on an aref whose later loops
+    re-read its first loop's tiles (`rereads`), without a lag."""
     creates = [o for o in kernel.walk() if isinstance(o, aref.CreateOp)]
     names = {c.ident for c in creates}
     for a in s.arefs:
@@ -139,6 +141,17 @@ def check_arefs(kernel: tile.KernelOp, s: Schedule) -> None:
         plan = s.aref(create.ident)
         if plan is None:
             raise CompileError(f"plan: the schedule has no entry for aref '{create.ident}'", create)
+        if plan.resident and isinstance(why := rereads(create), str):
+            raise CompileError(
+                f"reuse-slots: aref '{create.ident}' is resident in the schedule, but {why}",
+                create,
+            )
+        if plan.resident and plan.lag:
+            raise CompileError(
+                f"reuse-slots: aref '{create.ident}' is resident in the schedule, which "
+                "holds its slots to the last loop; it cannot also release them late (lag)",
+                create,
+            )
         if not plan.lag:
             continue
         for use in create.result.uses:

@@ -22,7 +22,7 @@ from xdsl.dialects import scf
 from xdsl.dialects.builtin import TensorType
 from xdsl.ir import Operation, SSAValue
 
-from tawac.analysis.arefs import looped, per_tile
+from tawac.analysis.arefs import looped, per_tile, rereads
 from tawac.analysis.grid import decomposition_of, infer_grid, to_attr
 from tawac.analysis.kinds import kernel_kind, streams_tiles
 from tawac.analysis.loops import carried_values, main_loops, scheduled_ops
@@ -605,6 +605,58 @@ class HeuristicPlanner:
 
 
 # -- what follows from the decisions above ---------------------------------------------------
+
+
+#: The deepest ring `plan_resident` gives a resident aref: a program's row block stays in
+#: the ring where its column blocks are at most this many (64 x 4 KiB slots would not fit
+#: in shared memory anyway).
+RESIDENT_MAX_DEPTH = 64
+
+
+def plan_resident(kernel: tile.KernelOp, s: Schedule, options: PipelineOptions) -> Schedule:
+    """`s` with, in a kernel without MMAs (`streams_tiles`) and with
+    `options.reuse_slots`, every aref whose later loops re-read its first loop's tiles
+    (`rereads`: a norm's statistics, then its output) resident (`reuse-slots`), its ring
+    as deep as shared memory allows (at most `RESIDENT_MAX_DEPTH`; the depth `--stages`
+    gives stays), so that the producer loads a row block once wherever its column blocks
+    fit in the ring (a runtime test: the row length is not known here)."""
+    if not options.reuse_slots or not streams_tiles(kernel):
+        return s
+    creates = [o for o in kernel.walk() if isinstance(o, aref.CreateOp)]
+    held = [
+        c
+        for c in creates
+        if (a := s.aref(c.ident)) is not None
+        and not a.lag
+        and not a.multicast
+        and not isinstance(rereads(c), str)
+    ]
+    consumer = s.role("consumer")
+    if not held or consumer is None:
+        return s
+    depths = {c: _depth(s, c) for c in creates}
+    if not options.stages:
+        for d in range(RESIDENT_MAX_DEPTH, max(depths[c] for c in held), -1):
+            trial = {**depths, **dict.fromkeys(held, d)}
+            plan = kernel_plan(
+                kernel,
+                trial,
+                options.tma_store,
+                warp_groups=consumer.warp_groups,
+                ctas=s.ctas_per_sm,
+            )
+            if plan.fits():
+                depths = trial
+                break
+    arefs = tuple(
+        dataclasses.replace(a, depth=depths[c], resident=True) if c in held else a
+        for c, a in ((_create_of(creates, a), a) for a in s.arefs)
+    )
+    return dataclasses.replace(s, arefs=arefs)
+
+
+def _create_of(creates: list[aref.CreateOp], a: ArefPlan) -> aref.CreateOp | None:
+    return next((c for c in creates if c.ident == a.name), None)
 
 
 def complete(kernel: tile.KernelOp, s: Schedule, options: PipelineOptions) -> Schedule:

@@ -268,6 +268,14 @@ KNOBS: tuple[Knob, ...] = (
         "second slot for operands loaded once per tile (loads the next tile's early)",
     ),
     Knob(
+        "reuse_slots",
+        bool,
+        True,
+        "loops that read the same tiles again (a norm's statistics, then its output) read "
+        "them from the ring the first filled, the producer loading them once, wherever a "
+        "program's tiles fit in the ring (a ring as deep as shared memory allows)",
+    ),
+    Knob(
         "coarse_pipeline",
         bool,
         True,
@@ -415,6 +423,7 @@ class _Options:
             "warp-specialize",
             self.plan_spec(),
             "pipeline",
+            "reuse-slots",
             "persistent",
             "coarse-pipeline",
             "overlap-epilogue",

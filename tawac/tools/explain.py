@@ -46,6 +46,10 @@ def _kernel(module: ModuleOp) -> tile.KernelOp:
     return kernels[0]
 
 
+def _puts(create: aref.CreateOp) -> list[aref.PutOp]:
+    return [u.operation for u in create.result.uses if isinstance(u.operation, aref.PutOp)]
+
+
 def _arefs(kernel: tile.KernelOp, plan: Schedule) -> list[dict[str, Any]]:
     """Each aref: its payload (from the IR) and its depth and release lag (planned)."""
     out = []
@@ -62,6 +66,10 @@ def _arefs(kernel: tile.KernelOp, plan: Schedule) -> list[dict[str, Any]]:
             "depth": a.depth,
             "release_lag": a.lag,
         }
+        if a.resident:
+            # its later loops read the first loop's slots where a program's tiles fit
+            entry["resident"] = True
+            entry["resident_loops"] = len(_puts(create))
         if a.multicast:
             # payload numbers, and the tensors they are loaded from
             entry["multicast"] = list(a.multicast)
@@ -501,6 +509,13 @@ def render(info: dict[str, Any], console) -> None:
         lines.append("each tile's epilogue runs under the next tile's first MMA")
     for st in info.get("stores", []):
         lines.append(f"store {st['name']}: {_STAGING_TEXT[st['staging']].format(**st)}")
+    for a in info["arefs"]:
+        if a.get("resident"):
+            lines.append(
+                f"rows kept on chip: aref {a['name']} loaded once for its "
+                f"{a['resident_loops']} loops where a program has at most {a['depth']} "
+                "of its tiles (else once per loop)"
+            )
     cluster = info.get("cluster")
     if cluster is not None:
         shared = [p for a in info["arefs"] for p in a.get("multicast_tensors", [])]

@@ -20,7 +20,7 @@ tile.kernel @put_type_generic(%a: !tile.tensor<?x?xbf16>) {
   %r = aref.create : !aref.aref<[tensor<256x64xbf16>, tensor<128x64xbf16>], 2>
   %c0 = arith.constant 0 : index
   %x = tile.load %a[%c0, %c0] : !tile.tensor<?x?xbf16> -> tensor<128x64xbf16>
-  "aref.put"(%r, %c0, %x, %x) : (!aref.aref<[tensor<256x64xbf16>, tensor<128x64xbf16>], 2>, index, tensor<128x64xbf16>, tensor<128x64xbf16>) -> ()
+  "aref.put"(%r, %c0, %x, %x) <{operandSegmentSizes = array<i32: 1, 1, 2, 0>}> : (!aref.aref<[tensor<256x64xbf16>, tensor<128x64xbf16>], 2>, index, tensor<128x64xbf16>, tensor<128x64xbf16>) -> ()
 // CHECK:      {{.*}}aref-invalid.mlir:[[# @LINE - 1]]:3: error: aref.put: values (tensor<128x64xbf16>, tensor<128x64xbf16>) do not match the payload of !aref.aref<[tensor<256x64xbf16>, tensor<128x64xbf16>], 2>
 // CHECK-NEXT: {{^//}} -----
   tile.return
@@ -174,5 +174,16 @@ tile.kernel @empty_payload(%a: !tile.tensor<?x?xbf16>) {
 tile.kernel @negative_depth(%a: !tile.tensor<?x?xbf16>) {
   %r = aref.create : !aref.aref<[tensor<128x64xbf16>], -1>
 // CHECK: {{.*}}aref-invalid.mlir:[[# @LINE - 1]]:56: error: Expected integer literal
+  tile.return
+}
+
+// -----
+
+// A release's predicate is an i1.
+tile.kernel @when_not_i1(%a: !tile.tensor<?x?xbf16>) {
+  %r = aref.create : !aref.aref<[tensor<128x64xbf16>], 2>
+  %c0 = arith.constant 0 : index
+  aref.consumed %r[%c0] when %c0 : !aref.aref<[tensor<128x64xbf16>], 2>
+// CHECK: {{.*}}aref-invalid.mlir:[[# @LINE - 1]]:{{[0-9]+}}: error: {{.*}}i1
   tile.return
 }

@@ -65,9 +65,30 @@ tile.kernel @arefs(%a: !tile.tensor<?x?xbf16>, %b: !tile.tensor<?x?xbf16>) {
   "aref.partition"() <{role = "producer", warp_groups = #builtin.int<1>, regs = #builtin.int<24>}> ({
     %1 = "arith.constant"() <{value = 0 : index}> : () -> index
     %2 = "tile.load"(%a, %1, %1) : (!tile.tensor<?x?xf16>, index, index) -> tensor<64x64xf16>
-    "aref.put"(%0, %1, %2) : (!aref.aref<[tensor<64x64xf16>], 2>, index, tensor<64x64xf16>) -> ()
+    "aref.put"(%0, %1, %2) <{operandSegmentSizes = array<i32: 1, 1, 1, 0>}> : (!aref.aref<[tensor<64x64xf16>], 2>, index, tensor<64x64xf16>) -> ()
     %3 = "aref.get"(%0, %1) : (!aref.aref<[tensor<64x64xf16>], 2>, index) -> tensor<64x64xf16>
     "aref.consumed"(%0, %1) : (!aref.aref<[tensor<64x64xf16>], 2>, index) -> ()
   }) : () -> ()
   "tile.return"() : () -> ()
 }) : () -> ()
+
+// A predicated put and release (`when`, reuse-slots).
+// CHECK-LABEL: tile.kernel @predicated(%a: !tile.tensor<?x?xbf16>) {
+// CHECK:         aref.put %r[%c0], %x when %p : !aref.aref<[tensor<64x64xbf16>], 2>
+// CHECK:         aref.consumed %r[%{{.*}}] when %{{.*}} : !aref.aref<[tensor<64x64xbf16>], 2>
+tile.kernel @predicated(%a: !tile.tensor<?x?xbf16>) {
+  %r = aref.create : !aref.aref<[tensor<64x64xbf16>], 2>
+  aref.partition producer warp_groups 1 regs 40 {
+    %c0 = arith.constant 0 : index
+    %p = arith.constant true
+    %x = tile.load %a[%c0, %c0] : !tile.tensor<?x?xbf16> -> tensor<64x64xbf16>
+    aref.put %r[%c0], %x when %p : !aref.aref<[tensor<64x64xbf16>], 2>
+  }
+  aref.partition consumer warp_groups 1 regs 0 {
+    %c0 = arith.constant 0 : index
+    %p = arith.constant false
+    %x = aref.get %r[%c0] : !aref.aref<[tensor<64x64xbf16>], 2>
+    aref.consumed %r[%c0] when %p : !aref.aref<[tensor<64x64xbf16>], 2>
+  }
+  tile.return
+}

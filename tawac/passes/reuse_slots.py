@@ -1,0 +1,126 @@
+"""`reuse-slots`: loops that read the same tiles again take them from the ring (rows kept
+on chip), applying the `resident` arefs of `#tawac.schedule`. Runs after `pipeline`,
+before `persistent`.
+
+A row kernel without MMAs often reads its row block twice or three times: a norm's
+statistics loop, then its output loop; a softmax's maximum and sum, then its output.
+`warp-specialize` streams each loop's tiles through one ring, so the producer loads every
+tile once per loop. Where the tiles of one program fit in the ring at once, the producer
+can load them once and the consumer read the slots again.
+
+Input: an aref the schedule marks `resident`, whose transfers form a chain
+(`tawac.analysis.arefs.rereads`): the producer's loops (siblings over the same bounds)
+load the same tiles at the same iterations and put them, the first numbering them 0..T-1,
+the consumer's loops get and release one slot per iteration. Else a located error.
+
+Output, with T = max(0, ceil((ub - lb) / step)) and D the ring's depth, `%resident` =
+T <= D computed before the first loop of each partition:
+
+- the producer's later loops put only where `%resident` does not hold (`when`);
+- the consumer's loops but the last release only where it does not hold; the later loops
+  read the slot of iteration j at the first loop's index j where it holds (a `select`), so
+  the last loop releases the slots the first one filled.
+
+Where it does not hold (a row longer than the ring) the program runs as before. Where it
+holds, the producer's first loop fills T distinct slots, which the consumer holds until
+its last loop: no put waits for a slot the consumer still needs, and a slot's full barrier
+stays in the phase of its put until the slot is released, so the later loops' waits pass
+at once. The producer's loads of the later loops are the same tiles at the same
+coordinates (checked), and the producer already runs ahead of the consumer's stores by
+up to D slots, so reading them once, before those stores, is what a ring of 2T slots would
+have done too. Per program, the aref then moves T transfers instead of T per loop:
+`persistent` numbers the next program's from there (it reads `resident` from the same
+schedule).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from xdsl.context import Context
+from xdsl.dialects import arith, scf
+from xdsl.dialects.builtin import IndexType, IntegerAttr, IntegerType, ModuleOp
+from xdsl.ir import Operation, SSAValue
+from xdsl.passes import ModulePass
+from xdsl.rewriter import InsertPoint, Rewriter
+
+from tawac import schedule
+from tawac.analysis.arefs import Rereads, rereads
+from tawac.analysis.loops import trip_count
+from tawac.dialects import aref, tile
+from tawac.support.diagnostics import CompileError
+
+
+def resident_condition(loop: scf.ForOp, depth: int) -> tuple[list[Operation], SSAValue]:
+    """Ops computing `max(0, ceil((ub - lb) / step)) <= depth` for `loop`'s bounds: the
+    iterations' tiles fit in a ring of `depth` slots."""
+    ops = trip_count(loop.lb, loop.ub, loop.step)
+    d = arith.ConstantOp.from_int_and_width(depth, IndexType())
+    fits = arith.CmpiOp(ops[-1].results[0], d.result, "sle")
+    fits.result.name_hint = "resident"
+    return [*ops, d, fits], fits.result
+
+
+def _negation(v: SSAValue) -> list[Operation]:
+    true = arith.ConstantOp(IntegerAttr(1, IntegerType(1)))
+    neg = arith.XOrIOp(v, true.result)
+    neg.result.name_hint = "streamed"
+    return [true, neg]
+
+
+def _apply(create: aref.CreateOp, chain: Rereads) -> None:
+    depth = create.aref_type.depth.data
+    # the producer: later loops put only where the tiles do not stay in the ring
+    first = chain.producer_loops[0]
+    ops, fits = resident_condition(first, depth)
+    neg = _negation(fits)
+    Rewriter.insert_op([*ops, *neg], InsertPoint.before(first))
+    for put in chain.puts[1:]:
+        _replace(put, aref.PutOp(put.aref, put.index, list(put.values), neg[-1].results[0]))
+    # the consumer: hold the slots until the last loop, which reads and releases them at
+    # the first loop's indices
+    first = chain.consumer_loops[0]
+    ops, fits = resident_condition(first, depth)
+    neg = _negation(fits)
+    Rewriter.insert_op([*ops, *neg], InsertPoint.before(first))
+    streamed = neg[-1].results[0]
+    last = len(chain.gets) - 1
+    for k, (get, release) in enumerate(zip(chain.gets, chain.releases, strict=True)):
+        if k:
+            pick = arith.SelectOp(fits, chain.local[k], get.index)
+            pick.result.name_hint = "slot_it"
+            Rewriter.insert_op(pick, InsertPoint.before(get))
+            get.operands = [get.aref, pick.result]
+            if k == last:
+                release.operands = [release.aref, pick.result]
+                continue
+        _replace(release, aref.ConsumedOp(release.aref, release.index, when=streamed))
+
+
+def _replace(old: Operation, new: Operation) -> None:
+    new.location = old.location
+    new.attributes.update(old.attributes)
+    Rewriter.replace_op(old, new)
+
+
+@dataclass(frozen=True)
+class ReuseSlotsPass(ModulePass):
+    """Applies the `resident` arefs of `#tawac.schedule` (nothing to do where none is)."""
+
+    name = "reuse-slots"
+
+    def apply(self, ctx: Context, op: ModuleOp) -> None:
+        for kernel in [o for o in op.walk() if isinstance(o, tile.KernelOp)]:
+            plan = schedule.of(kernel)
+            for create in [o for o in kernel.walk() if isinstance(o, aref.CreateOp)]:
+                decided = plan.aref(create.ident)
+                if decided is None or not decided.resident:
+                    continue
+                chain = rereads(create)
+                if isinstance(chain, str):
+                    raise CompileError(
+                        f"reuse-slots: aref '{create.ident}' is resident in the schedule, "
+                        f"but {chain}",
+                        create,
+                    )
+                _apply(create, chain)
