@@ -9,7 +9,7 @@ shipped example (`table`), eager torch and a copy of the same bytes.
 
 A configuration `m16n256s4o2`: BLOCK_M 16, BLOCK_N 256, 4 slots (s0: the planner's
 depth), 2 CTAs per SM; `p0`: not persistent; `r0`: without `reuse-slots` (each loop loads its
-tiles). To compare two trees' compilers (`o1`
+tiles); `table-r0`: the shipped table's configuration without `reuse-slots`. To compare two trees' compilers (`o1`
 configurations only before `ctas_per_sm`), run it once per tree with `PYTHONPATH`
 pointing at the tree (`git archive REV tawac | tar -x -C /tmp/old`)."""
 
@@ -76,6 +76,8 @@ def shape_rows(kernel: str, shape: str, configs: list[str]) -> None:
     for c in ["table", *configs]:
         if c == "table":
             k = tawac.torch.kernel(E / f"{kernel}.mlir")
+        elif c == "table-r0":
+            k = tawac.torch.kernel(E / f"{kernel}.mlir", reuse_slots=False)
         else:
             found = re.fullmatch(r"m(\d+)n(\d+)s(\d+)o(\d+)(p0)?(r0)?", c)
             bm, bn, s, o = (int(v) for v in found.groups()[:4])
