@@ -8,10 +8,10 @@ shipped example (`table`), eager torch and a copy of the same bytes.
         [--configs m16n256s4o2,m16n256s0o4p0] [--shapes 1x4096,4096x4096]
 
 A configuration `m16n256s4o2`: BLOCK_M 16, BLOCK_N 256, 4 slots (s0: the planner's
-depth), 2 CTAs per SM; `p0`: not persistent; `r0`: without `reuse-slots` (each loop loads its
-tiles); `table-r0`: the shipped table's configuration without `reuse-slots`. To compare two trees' compilers (`o1`
-configurations only before `ctas_per_sm`), run it once per tree with `PYTHONPATH`
-pointing at the tree (`git archive REV tawac | tar -x -C /tmp/old`)."""
+depth), 2 CTAs per SM; `p0`: not persistent; `r0`: without `reuse-slots` (each loop loads
+its tiles); `table-r0`: the shipped table's configuration without `reuse-slots`. To
+compare two trees' compilers (`o1` configurations only before `ctas_per_sm`), run it once
+per tree with `PYTHONPATH` pointing at the tree (`git archive REV tawac | tar -x -C /tmp/old`)."""
 
 import argparse
 import re

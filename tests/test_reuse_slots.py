@@ -14,7 +14,8 @@ from tawac.dialects import aref
 from tawac.support.options import PipelineOptions
 from tawac.tools.explain import explain_module
 
-KERNEL = """tile.kernel @k(%x: !tile.tensor<?x?xbf16, ["M", "N"]>, %z: !tile.tensor<?x?xbf16, ["M", "N"]>, %y: !tile.tensor<?x?xbf16, ["M", "N"]>) {
+T = '!tile.tensor<?x?xbf16, ["M", "N"]>'
+KERNEL = """tile.kernel @k(%x: TT, %z: TT, %y: TT) {
   %c0 = arith.constant 0 : index
   %bm = arith.constant 16 : index
   %bn = arith.constant 256 : index
@@ -37,7 +38,7 @@ KERNEL = """tile.kernel @k(%x: !tile.tensor<?x?xbf16, ["M", "N"]>, %z: !tile.ten
     tile.store %o16, %y[%m0, %n] : tensor<16x256xbf16> -> !tile.tensor<?x?xbf16, ["M", "N"]>
   }
   tile.return
-}"""
+}""".replace("TT", T)
 
 SAME = """scf.for %n = %c0 to %N step %bn {
     %xt = tile.load %x[%m0, %n] : !tile.tensor<?x?xbf16, ["M", "N"]> -> tensor<16x256xbf16>"""
