@@ -6,6 +6,8 @@ on the GPU: tests/test_norm_examples.py."""
 
 from __future__ import annotations
 
+import re
+
 import pytest
 
 from tawac.analysis.arefs import Rereads, rereads
@@ -72,9 +74,9 @@ OTHERS = {
 }
 
 
-def _arefs(loop2: str, options: PipelineOptions | None = None):
+def _arefs(loop2: str, options: PipelineOptions | None = None, stop: str = "plan"):
     module = parse_text(KERNEL.replace("LOOP2", loop2), "k.mlir")
-    spec = (options or PipelineOptions()).pipeline(stop="plan")
+    spec = (options or PipelineOptions()).pipeline(stop=stop)
     make_pipeline(spec).apply(make_context(), module)
     return module, {c.ident: c for c in module.walk() if isinstance(c, aref.CreateOp)}
 
@@ -108,3 +110,29 @@ def test_without_the_knob_nothing_is_resident():
     plan = explain_module(parse_text(text, "k.mlir"), PipelineOptions(reuse_slots=False))
     assert not any(a.get("resident") for a in plan["arefs"])
     assert [a["depth"] for a in plan["arefs"]] == [8]
+
+
+@pytest.mark.parametrize(
+    ("change", "why"),
+    [
+        ({"lag": 1}, "it cannot also release them late (lag)"),
+        ({"multicast": (0,)}, "a cluster's rings are not kept on chip yet"),
+    ],
+)
+def test_a_resident_aref_released_late_or_multicast_is_refused(change, why):
+    """`plan`'s check: a resident ring's slots are held to the last loop (no release lag),
+    and a cluster's multicast rings are not kept (not built)."""
+    import dataclasses
+
+    from tawac import schedule
+    from tawac.schedule.check import check
+    from tawac.support.diagnostics import CompileError
+
+    _, creates = _arefs(SAME, stop="pipeline")  # planned
+    kernel = creates["x"].parent_op()
+    s = schedule.of(kernel)
+    assert s.aref("x").resident
+    check(kernel, s)
+    arefs = tuple(dataclasses.replace(a, **change) if a.name == "x" else a for a in s.arefs)
+    with pytest.raises(CompileError, match=re.escape(why)):
+        check(kernel, dataclasses.replace(s, arefs=arefs))

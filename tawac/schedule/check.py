@@ -146,6 +146,12 @@ def check_arefs(kernel: tile.KernelOp, s: Schedule) -> None:
                 f"reuse-slots: aref '{create.ident}' is resident in the schedule, but {why}",
                 create,
             )
+        if plan.resident and plan.multicast:
+            raise CompileError(
+                f"reuse-slots: aref '{create.ident}' is resident in the schedule and loaded "
+                "by multicast; a cluster's rings are not kept on chip yet",
+                create,
+            )
         if plan.resident and plan.lag:
             raise CompileError(
                 f"reuse-slots: aref '{create.ident}' is resident in the schedule, which "
