@@ -136,3 +136,16 @@ def test_a_resident_aref_released_late_or_multicast_is_refused(change, why):
     arefs = tuple(dataclasses.replace(a, **change) if a.name == "x" else a for a in s.arefs)
     with pytest.raises(CompileError, match=re.escape(why)):
         check(kernel, dataclasses.replace(s, arefs=arefs))
+
+
+@pytest.mark.parametrize(
+    ("n", "tiles", "kept"), [(4096, 16, True), (7000, 28, True), (8192, 32, False)]
+)
+def test_explain_says_whether_a_row_stays_on_chip_at_a_size(n, tiles, kept):
+    """`explain --size`: the resident aref's column blocks per program at that size
+    (ceil(N / 256)) against its 28 slots."""
+    text = KERNEL.replace("LOOP2", SAME)
+    plan = explain_module(parse_text(text, "k.mlir"), PipelineOptions(), sizes={"M": 4096, "N": n})
+    (x,) = plan["arefs"]
+    assert x["resident_tiles"] == tiles
+    assert (x["resident_tiles"] <= x["depth"]) is kept

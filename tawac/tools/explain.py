@@ -22,8 +22,10 @@ from xdsl.dialects.builtin import ModuleOp, StringAttr
 from xdsl.ir import Operation
 
 from tawac import schedule
-from tawac.analysis.grid import decomposition_of, from_attr
+from tawac.analysis.arefs import rereads
+from tawac.analysis.grid import decomposition_of, dim_size, from_attr
 from tawac.analysis.loops import main_loops, scheduled_ops
+from tawac.analysis.scalars import constant_int
 from tawac.compiler import run_pipeline
 from tawac.dialects import aref, hopper, tile
 from tawac.dialects.schedule import Schedule
@@ -50,7 +52,25 @@ def _puts(create: aref.CreateOp) -> list[aref.PutOp]:
     return [u.operation for u in create.result.uses if isinstance(u.operation, aref.PutOp)]
 
 
-def _arefs(kernel: tile.KernelOp, plan: Schedule) -> list[dict[str, Any]]:
+def _resident_tiles(create: aref.CreateOp, sizes: Mapping[str, int] | None) -> int | None:
+    """The column blocks a program of a resident aref moves at `sizes` (the trip count of
+    its chain's loops: `reuse-slots` keeps them where they fit the ring), None where the
+    bounds are not a constant start and step and a tensor dimension given in `sizes`."""
+    chain = rereads(create)
+    if isinstance(chain, str):
+        return None
+    loop = chain.producer_loops[0]
+    lb, step = constant_int(loop.lb), constant_int(loop.step)
+    ub = loop.ub.owner
+    if lb is None or not step or not isinstance(ub, tile.DimOp):
+        return None
+    n = dim_size(ub.source, ub.dim.data, sizes)
+    return None if n is None else max(0, -(-(n - lb) // step))
+
+
+def _arefs(
+    kernel: tile.KernelOp, plan: Schedule, sizes: Mapping[str, int] | None = None
+) -> list[dict[str, Any]]:
     """Each aref: its payload (from the IR) and its depth and release lag (planned)."""
     out = []
     creates = [o for o in kernel.walk() if isinstance(o, aref.CreateOp)]
@@ -70,6 +90,9 @@ def _arefs(kernel: tile.KernelOp, plan: Schedule) -> list[dict[str, Any]]:
             # its later loops read the first loop's slots where a program's tiles fit
             entry["resident"] = True
             entry["resident_loops"] = len(_puts(create))
+            tiles = _resident_tiles(create, sizes)
+            if tiles is not None:
+                entry["resident_tiles"] = tiles
         if a.multicast:
             # payload numbers, and the tensors they are loaded from
             entry["multicast"] = list(a.multicast)
@@ -372,7 +395,7 @@ def explain_module(
     kernel = _kernel(module)
     run_pipeline(module, options.pipeline(stop="pipeline"))
     plan = schedule.of(kernel)
-    arefs = _arefs(kernel, plan)
+    arefs = _arefs(kernel, plan, sizes)
     loops = _loops(kernel, plan)
     steady = _timeline(kernel, plan, sizes) if timeline else None
     grid = schedule.launch_grid(kernel)
@@ -511,10 +534,15 @@ def render(info: dict[str, Any], console) -> None:
         lines.append(f"store {st['name']}: {_STAGING_TEXT[st['staging']].format(**st)}")
     for a in info["arefs"]:
         if a.get("resident"):
+            tiles = a.get("resident_tiles")
+            at = " (else once per loop)"
+            if tiles is not None:
+                once = "loaded once" if tiles <= a["depth"] else "loaded once per loop"
+                at = f"; at this size a program has {tiles}: {once}"
             lines.append(
                 f"rows kept on chip: aref {a['name']} loaded once for its "
                 f"{a['resident_loops']} loops where a program has at most {a['depth']} "
-                "of its tiles (else once per loop)"
+                f"of its tiles{at}"
             )
     cluster = info.get("cluster")
     if cluster is not None:
