@@ -9,6 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from xdsl.dialects import arith, scf
+from xdsl.dialects.builtin import IndexType
 from xdsl.ir import Operation, SSAValue
 
 from tawac.analysis.loops import in_body, in_loop
@@ -67,6 +68,17 @@ class Rereads:
     @property
     def consumer_loops(self) -> list[scf.ForOp]:
         return [_loop_of(g) for g in self.gets]  # type: ignore[misc]
+
+
+def stays_in_ring(trips: SSAValue, depth: int) -> list[Operation]:
+    """Ops computing `trips <= depth`: a program's `trips` transfers of a resident aref
+    fit in its ring of `depth` slots, so its later loops read them there (the one test
+    `reuse-slots` predicates the transfers on and `persistent` counts them by); the last
+    op's result is the i1."""
+    d = arith.ConstantOp.from_int_and_width(depth, IndexType())
+    fits = arith.CmpiOp(trips, d.result, "sle")
+    fits.result.name_hint = "resident"
+    return [d, fits]
 
 
 def _loop_of(op: Operation) -> scf.ForOp | None:

@@ -46,6 +46,7 @@ from xdsl.passes import ModulePass
 from xdsl.rewriter import InsertPoint, Rewriter
 
 from tawac import schedule
+from tawac.analysis.arefs import stays_in_ring
 from tawac.analysis.grid import decomposition_of, from_attr
 from tawac.analysis.loops import main_loops, trip_count
 from tawac.dialects import aref, hopper, tile
@@ -294,11 +295,10 @@ def _make_persistent(
             count = trips
             if held and k != loops[0]:
                 # a resident ring's later loops move nothing where its tiles stay in it
-                cap = _c(held)
-                fits = arith.CmpiOp(trips_of[loops[0]], cap.result, "sle")
+                test = stays_in_ring(trips_of[loops[0]], held)
                 zero = _c(0)
-                moved = arith.SelectOp(fits.result, zero.result, trips)
-                body.add_ops([cap, fits, zero, moved])
+                moved = arith.SelectOp(test[-1].results[0], zero.result, trips)
+                body.add_ops([*test, zero, moved])
                 count = moved.result
             nxt = arith.AddiOp(done.get(key, base_of[key]), count)
             body.add_op(nxt)

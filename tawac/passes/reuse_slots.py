@@ -39,51 +39,39 @@ from dataclasses import dataclass
 
 from xdsl.context import Context
 from xdsl.dialects import arith, scf
-from xdsl.dialects.builtin import IndexType, IntegerAttr, IntegerType, ModuleOp
+from xdsl.dialects.builtin import IntegerAttr, IntegerType, ModuleOp
 from xdsl.ir import Operation, SSAValue
 from xdsl.passes import ModulePass
 from xdsl.rewriter import InsertPoint, Rewriter
 
 from tawac import schedule
-from tawac.analysis.arefs import Rereads, rereads
+from tawac.analysis.arefs import Rereads, rereads, stays_in_ring
 from tawac.analysis.loops import trip_count
 from tawac.dialects import aref, tile
 from tawac.support.diagnostics import CompileError
 
 
-def resident_condition(loop: scf.ForOp, depth: int) -> tuple[list[Operation], SSAValue]:
-    """Ops computing `max(0, ceil((ub - lb) / step)) <= depth` for `loop`'s bounds: the
-    iterations' tiles fit in a ring of `depth` slots."""
-    ops = trip_count(loop.lb, loop.ub, loop.step)
-    d = arith.ConstantOp.from_int_and_width(depth, IndexType())
-    fits = arith.CmpiOp(ops[-1].results[0], d.result, "sle")
-    fits.result.name_hint = "resident"
-    return [*ops, d, fits], fits.result
-
-
-def _negation(v: SSAValue) -> list[Operation]:
+def _guard(loop: scf.ForOp, depth: int) -> tuple[SSAValue, SSAValue]:
+    """Before `loop`: whether its trips (max(0, ceil((ub - lb) / step))) stay in a ring
+    of `depth` slots, and the negation; returns (%resident, %streamed)."""
+    trips = trip_count(loop.lb, loop.ub, loop.step)
+    test = stays_in_ring(trips[-1].results[0], depth)
     true = arith.ConstantOp(IntegerAttr(1, IntegerType(1)))
-    neg = arith.XOrIOp(v, true.result)
-    neg.result.name_hint = "streamed"
-    return [true, neg]
+    streamed = arith.XOrIOp(test[-1].results[0], true.result)
+    streamed.result.name_hint = "streamed"
+    Rewriter.insert_op([*trips, *test, true, streamed], InsertPoint.before(loop))
+    return test[-1].results[0], streamed.result
 
 
 def _apply(create: aref.CreateOp, chain: Rereads) -> None:
     depth = create.aref_type.depth.data
     # the producer: later loops put only where the tiles do not stay in the ring
-    first = chain.producer_loops[0]
-    ops, fits = resident_condition(first, depth)
-    neg = _negation(fits)
-    Rewriter.insert_op([*ops, *neg], InsertPoint.before(first))
+    _, streamed = _guard(chain.producer_loops[0], depth)
     for put in chain.puts[1:]:
-        _replace(put, aref.PutOp(put.aref, put.index, list(put.values), neg[-1].results[0]))
+        _replace(put, aref.PutOp(put.aref, put.index, list(put.values), streamed))
     # the consumer: hold the slots until the last loop, which reads and releases them at
     # the first loop's indices
-    first = chain.consumer_loops[0]
-    ops, fits = resident_condition(first, depth)
-    neg = _negation(fits)
-    Rewriter.insert_op([*ops, *neg], InsertPoint.before(first))
-    streamed = neg[-1].results[0]
+    fits, streamed = _guard(chain.consumer_loops[0], depth)
     last = len(chain.gets) - 1
     for k, (get, release) in enumerate(zip(chain.gets, chain.releases, strict=True)):
         if k:

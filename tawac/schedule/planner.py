@@ -648,15 +648,12 @@ def plan_resident(kernel: tile.KernelOp, s: Schedule, options: PipelineOptions) 
             if plan.fits():
                 depths = trial
                 break
+    kept = {c.ident: depths[c] for c in held}
     arefs = tuple(
-        dataclasses.replace(a, depth=depths[c], resident=True) if c in held else a
-        for c, a in ((_create_of(creates, a), a) for a in s.arefs)
+        dataclasses.replace(a, depth=kept[a.name], resident=True) if a.name in kept else a
+        for a in s.arefs
     )
     return dataclasses.replace(s, arefs=arefs)
-
-
-def _create_of(creates: list[aref.CreateOp], a: ArefPlan) -> aref.CreateOp | None:
-    return next((c for c in creates if c.ident == a.name), None)
 
 
 def complete(kernel: tile.KernelOp, s: Schedule, options: PipelineOptions) -> Schedule:

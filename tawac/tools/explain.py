@@ -22,7 +22,7 @@ from xdsl.dialects.builtin import ModuleOp, StringAttr
 from xdsl.ir import Operation
 
 from tawac import schedule
-from tawac.analysis.arefs import rereads
+from tawac.analysis.arefs import Rereads, rereads
 from tawac.analysis.grid import decomposition_of, dim_size, from_attr
 from tawac.analysis.loops import main_loops, scheduled_ops
 from tawac.analysis.scalars import constant_int
@@ -48,17 +48,10 @@ def _kernel(module: ModuleOp) -> tile.KernelOp:
     return kernels[0]
 
 
-def _puts(create: aref.CreateOp) -> list[aref.PutOp]:
-    return [u.operation for u in create.result.uses if isinstance(u.operation, aref.PutOp)]
-
-
-def _resident_tiles(create: aref.CreateOp, sizes: Mapping[str, int] | None) -> int | None:
+def _resident_tiles(chain: Rereads, sizes: Mapping[str, int] | None) -> int | None:
     """The column blocks a program of a resident aref moves at `sizes` (the trip count of
     its chain's loops: `reuse-slots` keeps them where they fit the ring), None where the
     bounds are not a constant start and step and a tensor dimension given in `sizes`."""
-    chain = rereads(create)
-    if isinstance(chain, str):
-        return None
     loop = chain.producer_loops[0]
     lb, step = constant_int(loop.lb), constant_int(loop.step)
     ub = loop.ub.owner
@@ -86,11 +79,12 @@ def _arefs(
             "depth": a.depth,
             "release_lag": a.lag,
         }
-        if a.resident:
+        chain = rereads(create) if a.resident else None
+        if isinstance(chain, Rereads):
             # its later loops read the first loop's slots where a program's tiles fit
             entry["resident"] = True
-            entry["resident_loops"] = len(_puts(create))
-            tiles = _resident_tiles(create, sizes)
+            entry["resident_loops"] = len(chain.puts)
+            tiles = _resident_tiles(chain, sizes)
             if tiles is not None:
                 entry["resident_tiles"] = tiles
         if a.multicast:
