@@ -20,7 +20,7 @@ HERE = Path(__file__).resolve().parent
 THREE = HERE.parent / "examples" / "layernorm.mlir"
 TWO = HERE / "layernorm_two_pass.mlir"
 SHAPES = ["1x4096", "16x8192", "128x4096", "4096x4096", "4096x8192", "32768x4096", "32768x8192"]
-CONFIGS = [(8, 256, 0), (16, 256, 0), (8, 256, 16), (8, 256, 32)]
+CONFIGS = [(8, 256, 0), (16, 256, 0), (8, 256, 16), (8, 256, 32), (8, 1024, 0), (16, 512, 0)]
 EPS = 1e-5
 
 

@@ -1,6 +1,7 @@
 """Do row kernels (no MMA) run faster with several CTAs per SM (`ctas_per_sm`: each
 CTA's shared memory and registers fit its share of the SM, a persistent launch runs k
-CTAs a SM)? Each configuration through `tawac.torch`, checked element by element against
+CTAs a SM), with other block shapes, or spelled without reductions in their loops? Each
+configuration through `tawac.torch`, checked element by element against
 float32 torch first (off by more than 2% + 1e-3: wrong), then timed round-robin with the
 shipped example (`table`), eager torch and a copy of the same bytes.
 
@@ -9,7 +10,11 @@ shipped example (`table`), eager torch and a copy of the same bytes.
 
 A configuration `m16n256s4o2`: BLOCK_M 16, BLOCK_N 256, 4 slots (s0: the planner's
 depth), 2 CTAs per SM; `p0`: not persistent; `r0`: without `reuse-slots` (each loop loads
-its tiles); `table-r0`: the shipped table's configuration without `reuse-slots`. To
+its tiles); `a`: the source in `experiments/rows_acc/` (the loops keep tiles of partial
+sums or maxima and reduce them after the loop, as Triton's tutorials spell them) instead
+of the example; `table-r0`: the shipped table's configuration without `reuse-slots`.
+`--compile-only` compiles every configuration into the compile cache and exits (no GPU:
+fill the cache here, carry it to the GPU machine). To
 compare two trees' compilers (`o1` configurations only before `ctas_per_sm`), run it once
 per tree with `PYTHONPATH` pointing at the tree (`git archive REV tawac | tar -x -C /tmp/old`)."""
 
@@ -25,6 +30,7 @@ from tawac.runtime.runner import round_robin_medians
 
 ROOT = Path(__file__).resolve().parents[1]
 E = ROOT / "examples"
+ACC = ROOT / "experiments" / "rows_acc"
 SHAPES = {
     "softmax": ["4096x1024", "4096x4096", "32768x4096", "4096x32768", "1024x131072"],
     "rmsnorm": ["128x4096", "4096x4096", "4096x8192", "32768x4096"],
@@ -58,6 +64,36 @@ def reference(kernel, x, w, b):
     return (xf - mean) * torch.rsqrt(var + EPS) * w.float() + b.float()
 
 
+def parse_config(kernel: str, c: str) -> tuple[Path, dict, dict]:
+    """(source, params, options) of a configuration name such as `m8n1024s0o1a`."""
+    found = re.fullmatch(r"m(\d+)n(\d+)s(\d+)o(\d+)(p0)?(r0)?(a)?", c)
+    bm, bn, s, o = (int(v) for v in found.groups()[:4])
+    options = {"stages": s, "persistent": found.group(5) is None}
+    if o != 1:  # an older tree has no knob
+        options["ctas_per_sm"] = o
+    if found.group(6):
+        options["reuse_slots"] = False
+    src = (ACC if found.group(7) else E) / f"{kernel}.mlir"
+    return src, {"BLOCK_M": bm, "BLOCK_N": bn}, options
+
+
+def compile_only(kernels: list[str], configs: list[str]) -> None:
+    """Compiles each configuration into the compile cache (no GPU), as the timed run
+    would: the keys are the same (source text, params, options)."""
+    from tawac.driver import compile_cached
+
+    for kernel in kernels:
+        for c in configs:
+            if c.startswith("table"):
+                continue
+            src, params, options = parse_config(kernel, c)
+            try:
+                compile_cached(src, params=params, text=src.read_text(), **options)
+                print(f"compiled {kernel} {c}", flush=True)
+            except Exception as e:  # noqa: BLE001 - an experiment reports and goes on
+                print(f"# {kernel} {c}: {type(e).__name__}: {str(e)[:200]}", flush=True)
+
+
 def shape_rows(kernel: str, shape: str, configs: list[str]) -> None:
     m, n = (int(v) for v in shape.split("x"))
     g = torch.Generator(device="cuda").manual_seed(m + n)
@@ -79,19 +115,8 @@ def shape_rows(kernel: str, shape: str, configs: list[str]) -> None:
         elif c == "table-r0":
             k = tawac.torch.kernel(E / f"{kernel}.mlir", reuse_slots=False)
         else:
-            found = re.fullmatch(r"m(\d+)n(\d+)s(\d+)o(\d+)(p0)?(r0)?", c)
-            bm, bn, s, o = (int(v) for v in found.groups()[:4])
-            options = {"ctas_per_sm": o} if o != 1 else {}  # an older tree has no knob
-            if found.group(6):
-                options["reuse_slots"] = False
-            k = tawac.torch.kernel(
-                E / f"{kernel}.mlir",
-                params={"BLOCK_M": bm, "BLOCK_N": bn},
-                tuning=None,
-                stages=s,
-                persistent=found.group(5) is None,
-                **options,
-            )
+            src, params, options = parse_config(kernel, c)
+            k = tawac.torch.kernel(src, params=params, tuning=None, **options)
         try:
             y.fill_(float("nan"))
             k(*args)
@@ -126,7 +151,11 @@ def main() -> None:
     p.add_argument("--kernels", default="softmax,rmsnorm,layernorm")
     p.add_argument("--configs", default=",".join(CONFIGS))
     p.add_argument("--shapes", default="", help="rows x columns for every kernel (default: SHAPES)")
+    p.add_argument("--compile-only", action="store_true", help="fill the compile cache, no GPU")
     a = p.parse_args()
+    if a.compile_only:
+        compile_only(a.kernels.split(","), a.configs.split(","))
+        return
     print(torch.cuda.get_device_name(), "tawac from", Path(tawac.__file__).parent, flush=True)
     for kernel in a.kernels.split(","):
         for shape in a.shapes.split(",") if a.shapes else SHAPES[kernel]:
