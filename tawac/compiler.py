@@ -43,6 +43,7 @@ from tawac.passes.pingpong import PingpongPass
 from tawac.passes.pipeline import PipelinePass
 from tawac.passes.plan import PlanPass
 from tawac.passes.reuse_slots import ReuseSlotsPass
+from tawac.passes.sink_reductions import SinkReductionsPass
 from tawac.passes.split_k import SplitKPass, key_split
 from tawac.passes.swap_ab import SwapAbPass
 from tawac.passes.tma_store import TmaStorePass
@@ -82,6 +83,7 @@ PASSES: dict[str, Callable[[], type[ModulePass]]] = {
         WidenPass,
         PadLoadsPass,
         GuardMasksPass,
+        SinkReductionsPass,
         WarpSpecializePass,
         PlanPass,
         PipelinePass,

@@ -2,7 +2,7 @@
 the same outputs in the reference interpreter (`tawac.runtime.interpret`).
 
 A pass that rewrites the tile program (`canonicalize`, `group-heads`, `swap-ab`, `split-k`,
-`widen`, `guard-masks`) must not change what the program computes. `validate` runs one pass (or a
+`widen`, `guard-masks`, `sink-reductions`) must not change what the program computes. `validate` runs one pass (or a
 pipeline of them) on a copy of a module, runs the kernel before and after it on the same
 random inputs at the given sizes (each IR on its own grid, `infer_grid`: grouping heads or
 splitting K changes it; workspace buffers a pass adds allocated as the launcher would),

@@ -194,6 +194,16 @@ KNOBS: tuple[Knob, ...] = (
         where="guard-masks",
     ),
     Knob(
+        "sink_reductions",
+        bool,
+        True,
+        "a reduction folded into a loop's accumulator on every iteration (a running max, or "
+        "a sum marked fastmath<reassoc>) accumulated elementwise in a tile instead, reduced "
+        "once after the loop (as Triton's tutorials spell it), where the tiles fit the "
+        "registers",
+        where="sink-reductions",
+    ),
+    Knob(
         "swap_ab",
         bool,
         False,
@@ -420,6 +430,7 @@ class _Options:
             self._widen_spec(),
             "pad-loads",
             "guard-masks" if self.guard_masks else "",
+            "sink-reductions" if self.sink_reductions else "",
             "warp-specialize",
             self.plan_spec(),
             "pipeline",
@@ -436,7 +447,7 @@ class _Options:
         ]
         # an optional pass that is off ("") is named by where it would run
         names = [p.split("{")[0] for p in passes]
-        names[:7] = [
+        names[:8] = [
             "canonicalize",
             "group-heads",
             "swap-ab",
@@ -444,6 +455,7 @@ class _Options:
             "widen",
             "pad-loads",
             "guard-masks",
+            "sink-reductions",
         ]
         names[-2] = "trace"
         lo = names.index(start) if start is not None else 0

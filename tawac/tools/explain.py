@@ -30,6 +30,7 @@ from tawac.compiler import run_pipeline
 from tawac.dialects import aref, hopper, tile
 from tawac.dialects.schedule import Schedule
 from tawac.passes.group_heads import GROUP_ATTR, KEPT_ATTR
+from tawac.passes.sink_reductions import SINK_ATTR
 from tawac.passes.widen import WIDEN_ATTR
 from tawac.runtime.trace import Measured, measured_window
 from tawac.schedule import loop_plan
@@ -437,6 +438,9 @@ def explain_module(
     widened = kernel.attributes.get(WIDEN_ATTR)
     if widened is not None:
         info["widen"] = from_attr(widened)
+    sunk = kernel.attributes.get(SINK_ATTR)
+    if sunk is not None:
+        info["sink_reductions"] = from_attr(sunk)
     if plan.auto is not None:
         info["auto"] = dataclasses.asdict(plan.auto)
     if plan.cluster_axis is not None:
@@ -449,6 +453,19 @@ def explain_module(
     if steady is not None:
         info["timeline"] = steady
     return info
+
+
+def sink_text(sunk: dict) -> str:
+    """The line of `sink-reductions`' decision."""
+    n = sunk["sunk"]
+    text = (
+        f"reductions in loops: {n} accumulated elementwise in a tile, reduced once after the loop"
+        if n
+        else "reductions in loops: each block reduced in the loop"
+    )
+    if sunk["kept"]:
+        text += f"; kept in the loop: {'; '.join(sunk['kept'])}"
+    return text
 
 
 def decomposition_text(info: dict[str, Any]) -> str:
@@ -563,6 +580,8 @@ def render(info: dict[str, Any], console) -> None:
             f"{w['rows'] // w['programs']}-row tile has one consumer warp group; --widen 1 "
             "keeps them apart)"
         )
+    if "sink_reductions" in info:
+        lines.append(sink_text(info["sink_reductions"]))
     lines.append(decomposition_text(info))
     lines.append(f"planner: {planner_text(info)}")
     solved = info.get("solve")
