@@ -12,7 +12,8 @@ A configuration `m16n256s4o2`: BLOCK_M 16, BLOCK_N 256, 4 slots (s0: the planner
 depth), 2 CTAs per SM; `p0`: not persistent; `r0`: without `reuse-slots` (each loop loads
 its tiles); `a`: the source in `experiments/rows_acc/` (the loops keep tiles of partial
 sums or maxima and reduce them after the loop, as Triton's tutorials spell them) instead
-of the example; `table-r0`: the shipped table's configuration without `reuse-slots`.
+of the example; `k`: without `sink-reductions` (each block's reduction kept in the loop);
+`table-r0`: the shipped table's configuration without `reuse-slots`.
 `--compile-only` compiles every configuration into the compile cache and exits (no GPU:
 fill the cache here, carry it to the GPU machine). To
 compare two trees' compilers (`o1` configurations only before `ctas_per_sm`), run it once
@@ -66,13 +67,15 @@ def reference(kernel, x, w, b):
 
 def parse_config(kernel: str, c: str) -> tuple[Path, dict, dict]:
     """(source, params, options) of a configuration name such as `m8n1024s0o1a`."""
-    found = re.fullmatch(r"m(\d+)n(\d+)s(\d+)o(\d+)(p0)?(r0)?(a)?", c)
+    found = re.fullmatch(r"m(\d+)n(\d+)s(\d+)o(\d+)(p0)?(r0)?(a)?(k)?", c)
     bm, bn, s, o = (int(v) for v in found.groups()[:4])
     options = {"stages": s, "persistent": found.group(5) is None}
     if o != 1:  # an older tree has no knob
         options["ctas_per_sm"] = o
     if found.group(6):
         options["reuse_slots"] = False
+    if found.group(8):
+        options["sink_reductions"] = False
     src = (ACC if found.group(7) else E) / f"{kernel}.mlir"
     return src, {"BLOCK_M": bm, "BLOCK_N": bn}, options
 
