@@ -34,7 +34,13 @@ PARAM = re.compile(r"\b([A-Z][A-Z0-9_]*)\s*=\s*(\d+)")
 DTYPES = "bf16 f16 f32 f64 i1 i8 i16 i32 i64 index f8E4M3FN f8E5M2".split()
 DTYPE = re.compile(rf"(?:(?<![\w.])|(?<=[\d?]x))({'|'.join(DTYPES)})(?!\w)")
 DIALECTS = ("tile", "arith", "scf", "math", "aref", "hopper", "ptx", "func", "builtin")
-OPTIONAL_WORDS = ["transpose_rhs", "transpose_lhs", "fastmath<arcp>", "fastmath<fast>"]
+OPTIONAL_WORDS = [
+    "transpose_rhs",
+    "transpose_lhs",
+    "fastmath<arcp>",
+    "fastmath<fast>",
+    "fastmath<reassoc>",
+]
 WORD_GROUPS = [["max", "sum", "min", "prod"], ["slt", "sle", "sgt", "sge", "eq", "ne", "ult"]]
 PROGRAM_ID = re.compile(r"(tile\.program_id\s+)([A-Za-z_]\w*)")
 HUGE_INT = "9" * 5000
@@ -499,6 +505,7 @@ OPTION_CHOICES = [
     ["--split-k", "1", "2", "4"],
     ["--ctas-per-sm", "0", "1", "2", "4", "9"],
     ["--no-reuse-slots"],
+    ["--no-sink-reductions"],
 ]
 
 
