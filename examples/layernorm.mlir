@@ -4,8 +4,6 @@
 // BLOCK_N-column blocks: the sum, the sum of squared deviations from the mean (two passes,
 // as Triton's tutorial does: no cancellation), then the normalized values. The columns past
 // N read as 0 and are masked out of the deviations. w and b are 1-d of N elements.
-// The running sums are marked fastmath<reassoc>: their terms may be added in another order
-// (sink-reductions accumulates them elementwise in a tile, reduced once after the loop).
 // Parameters: BLOCK_M rows (64, 128 or 192: whole m64 blocks, one per consumer warp group;
 // 8, 16 or 32: the blocked layout, docs/design/backend.md), BLOCK_N columns
 // (tawac compile -D BLOCK_N=256).
@@ -26,7 +24,7 @@ tile.kernel @layernorm(%x: !tile.tensor<?x?xbf16, ["M", "N"]>, %w: !tile.tensor<
     %xt = tile.load %x[%m0, %n] : !tile.tensor<?x?xbf16, ["M", "N"]> -> tensor<$BLOCK_Mx$BLOCK_Nxbf16>
     %xf = arith.extf %xt : tensor<$BLOCK_Mx$BLOCK_Nxbf16> to tensor<$BLOCK_Mx$BLOCK_Nxf32>
     %s = tile.reduce sum %xf, 1 : tensor<$BLOCK_Mx$BLOCK_Nxf32> -> tensor<$BLOCK_Mxf32>
-    %acc_new = arith.addf %acc, %s fastmath<reassoc> : tensor<$BLOCK_Mxf32>
+    %acc_new = arith.addf %acc, %s : tensor<$BLOCK_Mxf32>
     scf.yield %acc_new : tensor<$BLOCK_Mxf32>
   }
   %mean = arith.divf %sum, %nv fastmath<arcp> : tensor<$BLOCK_Mxf32>
@@ -40,7 +38,7 @@ tile.kernel @layernorm(%x: !tile.tensor<?x?xbf16, ["M", "N"]>, %w: !tile.tensor<
     %dm = tile.select %in, %d, %zero2 : tensor<$BLOCK_Mx$BLOCK_Nxi1>, tensor<$BLOCK_Mx$BLOCK_Nxf32>
     %sq = arith.mulf %dm, %dm : tensor<$BLOCK_Mx$BLOCK_Nxf32>
     %s = tile.reduce sum %sq, 1 : tensor<$BLOCK_Mx$BLOCK_Nxf32> -> tensor<$BLOCK_Mxf32>
-    %acc_new = arith.addf %acc, %s fastmath<reassoc> : tensor<$BLOCK_Mxf32>
+    %acc_new = arith.addf %acc, %s : tensor<$BLOCK_Mxf32>
     scf.yield %acc_new : tensor<$BLOCK_Mxf32>
   }
   %var = arith.divf %ssd, %nv fastmath<arcp> : tensor<$BLOCK_Mxf32>

@@ -2,8 +2,6 @@
 // MMAs: BLOCK_M rows per program, two loops over BLOCK_N-column blocks (the sum of squares,
 // then the normalized and scaled values); the columns past N read as 0. w is the 1-d
 // weight of N elements; eps an f32 argument.
-// The running sum is marked fastmath<reassoc>: its terms may be added in another order
-// (sink-reductions accumulates them elementwise in a tile, reduced once after the loop).
 // Parameters: BLOCK_M rows (64, 128 or 192: whole m64 blocks, one per consumer warp group;
 // 8, 16 or 32: the blocked layout, docs/design/backend.md), BLOCK_N columns
 // (tawac compile -D BLOCK_N=256).
@@ -20,7 +18,7 @@ tile.kernel @rmsnorm(%x: !tile.tensor<?x?xbf16, ["M", "N"]>, %w: !tile.tensor<?x
     %xf = arith.extf %xt : tensor<$BLOCK_Mx$BLOCK_Nxbf16> to tensor<$BLOCK_Mx$BLOCK_Nxf32>
     %sq = arith.mulf %xf, %xf : tensor<$BLOCK_Mx$BLOCK_Nxf32>
     %s = tile.reduce sum %sq, 1 : tensor<$BLOCK_Mx$BLOCK_Nxf32> -> tensor<$BLOCK_Mxf32>
-    %acc_new = arith.addf %acc, %s fastmath<reassoc> : tensor<$BLOCK_Mxf32>
+    %acc_new = arith.addf %acc, %s : tensor<$BLOCK_Mxf32>
     scf.yield %acc_new : tensor<$BLOCK_Mxf32>
   }
   %Ni = arith.index_cast %N : index to i32
