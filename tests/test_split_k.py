@@ -19,13 +19,16 @@ def test_the_pass_runs_first_only_when_splitting():
         PipelineOptions(split_k=4)
         .pipeline()
         .startswith(
-            "canonicalize,group-heads,split-k{splits=4},pad-loads,guard-masks,warp-specialize,"
+            "canonicalize,group-heads,split-k{splits=4},pad-loads,guard-masks,sink-reductions,"
+            "warp-specialize,"
         )
     )
     assert (
         PipelineOptions()
         .pipeline()
-        .startswith("canonicalize,group-heads,widen,pad-loads,guard-masks,warp-specialize,")
+        .startswith(
+            "canonicalize,group-heads,widen,pad-loads,guard-masks,sink-reductions,warp-specialize,"
+        )
     )
     assert (
         PipelineOptions(group_heads=False)
@@ -42,7 +45,12 @@ def test_the_pass_runs_first_only_when_splitting():
     )
     assert (
         PipelineOptions(split_k=4).pipeline(stop="warp-specialize")
-        == "canonicalize,group-heads,split-k{splits=4},pad-loads,guard-masks"
+        == "canonicalize,group-heads,split-k{splits=4},pad-loads,guard-masks,sink-reductions"
+    )
+    assert (
+        PipelineOptions(sink_reductions=False)
+        .pipeline()
+        .startswith("canonicalize,group-heads,widen,pad-loads,guard-masks,warp-specialize,")
     )
 
 

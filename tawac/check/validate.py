@@ -2,12 +2,13 @@
 the same outputs in the reference interpreter (`tawac.runtime.interpret`).
 
 A pass that rewrites the tile program (`canonicalize`, `group-heads`, `swap-ab`, `split-k`,
-`widen`, `guard-masks`, `sink-reductions`) must not change what the program computes. `validate` runs one pass (or a
-pipeline of them) on a copy of a module, runs the kernel before and after it on the same
-random inputs at the given sizes (each IR on its own grid, `infer_grid`: grouping heads or
-splitting K changes it; workspace buffers a pass adds allocated as the launcher would),
-and compares every output the original stores. A difference beyond rounding raises
-`ValidationError`, naming the pass, the program and the first differing element.
+`widen`, `guard-masks`, `sink-reductions`) must not change what the program computes.
+`validate` runs one pass (or a pipeline of them) on a copy of a module, runs the kernel
+before and after it on the same random inputs at the given sizes (each IR on its own
+grid, `infer_grid`: grouping heads or splitting K changes it; workspace buffers a pass
+adds allocated as the launcher would), and compares every output the original stores. A
+difference beyond rounding raises `ValidationError`, naming the pass, the program and the
+first differing element.
 
 The comparison allows what a legal rewrite may change: the order of fp32 additions (a
 split sum, an MMA of another shape) and so the rounding of an output by about one unit in
