@@ -112,3 +112,17 @@ def test_the_knob_turns_it_off(tmp_path):
     base = compile_file(RMS, params=params).ptx
     assert off == base
     assert on != off
+
+
+def test_explain_says_what_was_sunk_and_why_the_rest_was_kept(tmp_path):
+    from cli_inprocess import tawac
+
+    src = tmp_path / "rmsnorm.mlir"
+    src.write_text(_reassoc(RMS.read_text()))
+    flags = ["-D", "BLOCK_M=8", "-D", "BLOCK_N=256"]
+    sunk = tawac(["explain", str(src), *flags], check=True).stdout
+    assert "reductions in loops: 1 accumulated elementwise in a tile, reduced once" in sunk
+    kept = tawac(["explain", str(RMS), *flags], check=True).stdout
+    assert "reductions in loops: each block reduced in the loop; kept in the loop: a sum " in kept
+    off = tawac(["explain", str(src), *flags, "--no-sink-reductions"], check=True).stdout
+    assert "reductions in loops" not in off
