@@ -283,14 +283,17 @@ def test_rows_kept_on_chip_match_torch_on_the_gpu(name, block_m, n, reuse):
     _forward_on_the_gpu(name, 3000, n, params, reuse_slots=reuse)
 
 
-def _forward_on_the_gpu(name: str, m: int, n: int, params: dict, **options) -> None:
+def _forward_on_the_gpu(
+    name: str, m: int, n: int, params: dict, source: Path | None = None, **options
+) -> None:
     import torch
 
     import tawac.torch
 
-    key = (name, *sorted(params.items()), *sorted(options.items()))
+    source = source or EXAMPLES / f"{name}.mlir"
+    key = (name, str(source), *sorted(params.items()), *sorted(options.items()))
     if key not in _KERNELS:
-        _KERNELS[key] = tawac.torch.kernel(EXAMPLES / f"{name}.mlir", params=params, **options)
+        _KERNELS[key] = tawac.torch.kernel(source, params=params, **options)
     k = _KERNELS[key]
     ins = _inputs(name, m, n, device="cuda", seed=m * 7 + n)
     want = _reference(name, ins)
@@ -304,6 +307,49 @@ def _forward_on_the_gpu(name: str, m: int, n: int, params: dict, **options) -> N
     for key_, t in got.items():
         assert not torch.isnan(t.float()).any(), (name, key_)
     _check(name, got, want)
+
+
+def marked(name: str, folder: Path) -> Path:
+    """The example `name` with its running sums marked `fastmath<reassoc>` (so
+    `sink-reductions` accumulates them in a tile), written into `folder`: derived from the
+    example's text, so the two cannot drift apart."""
+    text = (EXAMPLES / f"{name}.mlir").read_text()
+    old = "%acc_new = arith.addf %acc, %s : tensor<$BLOCK_Mxf32>"
+    assert old in text
+    new = "%acc_new = arith.addf %acc, %s fastmath<reassoc> : tensor<$BLOCK_Mxf32>"
+    path = folder / f"{name}.mlir"
+    path.write_text(text.replace(old, new))
+    return path
+
+
+@pytest.mark.parametrize("name,sunk", [("rmsnorm", 1), ("rmsnorm_residual", 1), ("layernorm", 2)])
+def test_marked_sums_are_sunk_and_agree(name, sunk, tmp_path):
+    """The marked forms the GPU test below runs: every running sum sunk, and the tile
+    passes (sink-reductions among them) keep their meaning in the interpreter."""
+    from tawac.analysis.grid import from_attr
+    from tawac.compiler import run_pipeline
+    from tawac.passes.sink_reductions import SINK_ATTR
+
+    params = {"BLOCK_M": 8, "BLOCK_N": 512}
+    module = parse_file(marked(name, tmp_path), params=params)
+    validate_pipeline(module, baseline(module, {"M": 19, "N": 1100}), program=name)
+    run_pipeline(module, "sink-reductions")
+    (kernel,) = [op for op in module.walk() if op.name == "tile.kernel"]
+    assert from_attr(kernel.attributes[SINK_ATTR]) == {"sunk": sunk, "kept": []}
+
+
+@pytest.mark.gpu
+@requires_gpu
+@pytest.mark.parametrize("n", [333, 5000])
+@pytest.mark.parametrize("m", [1, 77, 1000])
+@pytest.mark.parametrize("block", [(8, 256), (8, 1024), (16, 512), (64, 128)], ids=str)
+@pytest.mark.parametrize("name", ["rmsnorm", "rmsnorm_residual", "layernorm"])
+def test_sunk_sums_match_torch_on_the_gpu(name, block, m, n, tmp_path):
+    """The norms with their running sums marked reassoc: `sink-reductions` carries a tile
+    of partial sums through the first loops (one reduction after each), at 256-1024
+    columns a block and at ragged sizes, outputs poisoned, against float32 torch."""
+    bm, bn = block
+    _forward_on_the_gpu(name, m, n, {"BLOCK_M": bm, "BLOCK_N": bn}, source=marked(name, tmp_path))
 
 
 @pytest.mark.gpu
