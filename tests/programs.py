@@ -57,3 +57,17 @@ def hoisted_mask(name: str) -> str:
     text = (EXAMPLES / name).read_text()
     assert text.count(old) == 1, name
     return text.replace(old, new)
+
+
+#: A norm example's running sum, and the same add marked reassociable.
+_ORDERED_SUM = "%acc_new = arith.addf %acc, %s : tensor<$BLOCK_Mxf32>"
+_REASSOC_SUM = "%acc_new = arith.addf %acc, %s fastmath<reassoc> : tensor<$BLOCK_Mxf32>"
+
+
+def reassoc_sums(name: str) -> str:
+    """The text of examples/`name` with its running sums marked `fastmath<reassoc>`, so
+    that `sink-reductions` accumulates them in a tile (the norms: `rmsnorm.mlir`,
+    `rmsnorm_residual.mlir`, `layernorm.mlir`)."""
+    text = (EXAMPLES / name).read_text()
+    assert _ORDERED_SUM in text, name
+    return text.replace(_ORDERED_SUM, _REASSOC_SUM)

@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 from gpu_util import requires_gpu
+from programs import reassoc_sums
 
 from tawac.check import baseline, validate_pipeline
 from tawac.compiler import compile_file, parse_file
@@ -310,15 +311,10 @@ def _forward_on_the_gpu(
 
 
 def marked(name: str, folder: Path) -> Path:
-    """The example `name` with its running sums marked `fastmath<reassoc>` (so
-    `sink-reductions` accumulates them in a tile), written into `folder`: derived from the
-    example's text, so the two cannot drift apart."""
-    text = (EXAMPLES / f"{name}.mlir").read_text()
-    old = "%acc_new = arith.addf %acc, %s : tensor<$BLOCK_Mxf32>"
-    assert old in text
-    new = "%acc_new = arith.addf %acc, %s fastmath<reassoc> : tensor<$BLOCK_Mxf32>"
+    """The example `name` with its running sums marked reassoc (`programs.reassoc_sums`),
+    written into `folder`."""
     path = folder / f"{name}.mlir"
-    path.write_text(text.replace(old, new))
+    path.write_text(reassoc_sums(f"{name}.mlir"))
     return path
 
 

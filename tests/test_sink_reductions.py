@@ -11,6 +11,7 @@ import re
 from pathlib import Path
 
 import pytest
+from programs import reassoc_sums
 
 from tawac.analysis.grid import from_attr
 from tawac.check.validate import validate
@@ -36,20 +37,12 @@ def _kernels(path: Path) -> dict[str, str]:
     return out
 
 
-def _reassoc(text: str) -> str:
-    """The RMS norm example with its running sum marked reassociable."""
-    old = "%acc_new = arith.addf %acc, %s : tensor<$BLOCK_Mxf32>"
-    assert old in text
-    return text.replace(
-        old, "%acc_new = arith.addf %acc, %s fastmath<reassoc> : tensor<$BLOCK_Mxf32>"
-    )
-
-
 SIZES = {
     "sum_reassoc": {"M": 21, "N": 1300},
     "max_not_identity": {"M": 9, "N": 300},
     "min_scalar": {"N": 3001, "P": 1},
     "kept": {"M": 70, "N": 1500},
+    "two": {"M": 13, "N": 700},
 }
 
 
@@ -64,7 +57,7 @@ def test_sunk_loops_compute_what_the_written_ones_do(name):
     "params", [{"BLOCK_M": 8, "BLOCK_N": 256}, {"BLOCK_M": 64, "BLOCK_N": 128}]
 )
 def test_the_rms_norm_with_reassoc_is_sunk_and_agrees(params):
-    text = _reassoc(RMS.read_text())
+    text = reassoc_sums("rmsnorm.mlir")
     module = parse_text(text, "rmsnorm.mlir", params=params)
     v = validate(module, "sink-reductions", {"M": 77, "N": 1000}, program="rmsnorm", seed=1)
     assert v.changed
@@ -79,7 +72,7 @@ def _ptx_shape(ptx: str) -> str:
 
 def test_two_spellings_of_a_row_sum_compile_to_the_same_ptx(tmp_path):
     src = tmp_path / "rmsnorm.mlir"
-    src.write_text(_reassoc(RMS.read_text()))
+    src.write_text(reassoc_sums("rmsnorm.mlir"))
     params = {"BLOCK_M": 8, "BLOCK_N": 256}
     sunk = compile_file(src, params=params).ptx
     written = compile_file(RMS_TILE, params=params).ptx
@@ -105,7 +98,7 @@ def test_the_examples_as_written_keep_their_order():
 
 def test_the_knob_turns_it_off(tmp_path):
     src = tmp_path / "rmsnorm.mlir"
-    src.write_text(_reassoc(RMS.read_text()))
+    src.write_text(reassoc_sums("rmsnorm.mlir"))
     params = {"BLOCK_M": 8, "BLOCK_N": 256}
     on = compile_file(src, params=params).ptx
     off = compile_file(src, params=params, sink_reductions=False).ptx
@@ -118,7 +111,7 @@ def test_explain_says_what_was_sunk_and_why_the_rest_was_kept(tmp_path):
     from cli_inprocess import tawac
 
     src = tmp_path / "rmsnorm.mlir"
-    src.write_text(_reassoc(RMS.read_text()))
+    src.write_text(reassoc_sums("rmsnorm.mlir"))
     flags = ["-D", "BLOCK_M=8", "-D", "BLOCK_N=256"]
     sunk = tawac(["explain", str(src), *flags], check=True).stdout
     assert "reductions in loops: 1 accumulated elementwise in a tile, reduced once" in sunk

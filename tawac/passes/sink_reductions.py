@@ -61,22 +61,19 @@ from xdsl.dialects.builtin import (
     TensorType,
 )
 from xdsl.dialects.utils import FastMathFlag
-from xdsl.ir import Attribute, Block, Operation, SSAValue
+from xdsl.ir import Attribute, Operation, SSAValue
 from xdsl.passes import ModulePass
 from xdsl.rewriter import InsertPoint, Rewriter
 
 from tawac.analysis.grid import to_attr
 from tawac.dialects import tile
+from tawac.target.hopper import HOPPER
 
 #: The kernel attribute recording the decision: {"sunk": n, "kept": [reasons]}.
 SINK_ATTR = "tawac.sink_reductions"
 
 #: f32 accumulator values a consumer thread may hold across one loop for sunk reductions.
 MAX_ELEMENTS_PER_THREAD = 64
-
-#: Threads of one consumer warp group, and the rows it takes of a tile of 64 or more.
-WARP_GROUP_THREADS = 128
-WARP_GROUP_ROWS = 64
 
 #: The combining op of each reduction kind, and its identity.
 COMBINE: dict[str, type[Operation]] = {
@@ -144,21 +141,15 @@ def sinkable(loop: scf.ForOp, index: int) -> Sinkable | str | None:
     return Sinkable(index, red, combine, uses[0].index == 0)
 
 
-def _threads(t: TensorType) -> int:
-    """The consumer threads a tile of this type is spread over (one warp group for each
-    64 rows of a 2-d tile, at least one)."""
-    rows = t.get_shape()[0]
-    return WARP_GROUP_THREADS * max(1, rows // WARP_GROUP_ROWS if t.get_num_dims() == 2 else 1)
-
-
 def per_thread(t: TensorType) -> int:
-    """f32 values a consumer thread holds of a tile of this type."""
-    return -(-math.prod(t.get_shape()) // _threads(t))
+    """f32 values a consumer thread holds of a tile of this type: a warp group for each
+    m64 block of a 2-d tile's rows, at least one."""
+    groups = max(1, t.get_shape()[0] // HOPPER.mma_m) if t.get_num_dims() == 2 else 1
+    return -(-math.prod(t.get_shape()) // (groups * HOPPER.warp_group_size))
 
 
 def _identity(kind: str, t: TensorType) -> arith.ConstantOp:
-    value = FloatAttr(IDENTITY[kind], t.element_type)
-    return arith.ConstantOp(DenseIntOrFPElementsAttr.from_list(t, [value.value.data]))
+    return arith.ConstantOp(DenseIntOrFPElementsAttr.from_list(t, [IDENTITY[kind]]))
 
 
 def _is_identity(v: SSAValue, kind: str) -> bool:
@@ -173,10 +164,9 @@ def _is_identity(v: SSAValue, kind: str) -> bool:
         values = list(attr.get_values())
     else:
         return False
-    want = IDENTITY[kind]
-    return bool(values) and all(
-        float(x) == want and (want != 0.0 or math.copysign(1.0, float(x)) > 0) for x in values
-    )
+    want = IDENTITY[kind]  # +0.0 for a sum: -0.0 + 0.0 is +0.0, not the initial -0.0
+    sign = math.copysign(1.0, want)
+    return bool(values) and all(x == want and math.copysign(1.0, x) == sign for x in values)
 
 
 def _clone_combine(op: Operation, lhs: SSAValue, rhs: SSAValue, result: Attribute) -> Operation:
@@ -189,52 +179,39 @@ def _clone_combine(op: Operation, lhs: SSAValue, rhs: SSAValue, result: Attribut
 
 
 def sink(loop: scf.ForOp, chosen: list[Sinkable]) -> scf.ForOp:
-    """Rebuild `loop` with the `chosen` accumulators sunk (module docstring); returns the
-    new loop."""
+    """Rebuild `loop` with the `chosen` accumulators sunk (module docstring), each tile in
+    its accumulator's position; returns the new loop."""
     body = loop.body.block
-    by_index = {s.index: s for s in chosen}
-    inits: list[SSAValue] = []
-    for i, init in enumerate(loop.iter_args):
-        s = by_index.get(i)
-        if s is None:
-            inits.append(init)
-            continue
-        z = _identity(s.reduce.kind.data, s.tile_type)
-        Rewriter.insert_op(z, InsertPoint.before(loop))
-        inits.append(z.result)
-    # inside: each sunk accumulator's argument becomes the tile; its combine elementwise
+    inits = list(loop.iter_args)
     yield_op = body.last_op
     assert isinstance(yield_op, scf.YieldOp)
     yields = list(yield_op.operands)
-    for s in chosen:
-        tile_arg = body.insert_arg(s.tile_type, len(body.args))
-        old = body.args[s.index + 1].name_hint
-        tile_arg.name_hint = f"{old}_tile" if old else None
+    olds = [body.args[s.index + 1] for s in chosen]
+    for s, old in zip(chosen, olds, strict=True):
+        z = _identity(s.reduce.kind.data, s.tile_type)
+        Rewriter.insert_op(z, InsertPoint.before(loop))
+        inits[s.index] = z.result
+        tile_arg = body.insert_arg(s.tile_type, old.index)  # before the old argument
+        tile_arg.name_hint = f"{old.name_hint}_tile" if old.name_hint else None
         src = s.reduce.source
         lhs, rhs = (tile_arg, src) if s.acc_first else (src, tile_arg)
         new = _clone_combine(s.combine, lhs, rhs, s.tile_type)
         Rewriter.insert_op(new, InsertPoint.before(s.combine))
         yields[s.index] = new.results[0]
-    # the kept arguments in place, each sunk one moved to the end
-    keep = [i for i in range(len(inits)) if i not in by_index]
-    order = keep + [s.index for s in chosen]
-    Rewriter.replace_op(yield_op, scf.YieldOp(*[yields[i] for i in order]))
-    for s in chosen:
+    Rewriter.replace_op(yield_op, scf.YieldOp(*yields))
+    for s, old in zip(chosen, olds, strict=True):
         Rewriter.erase_op(s.combine)
         Rewriter.erase_op(s.reduce)
-    for s in sorted(chosen, key=lambda s: -s.index):
-        body.erase_arg(body.args[s.index + 1])
-    # block args are now [iv, kept..., sunk tiles...] in that order
+        body.erase_arg(old)
     region = loop.detach_region(loop.body)
-    new_loop = scf.ForOp(loop.lb, loop.ub, loop.step, [inits[i] for i in order], region)
+    new_loop = scf.ForOp(loop.lb, loop.ub, loop.step, inits, region)
     Rewriter.insert_op(new_loop, InsertPoint.after(loop))
-    results = dict(zip(order, new_loop.results, strict=True))
+    finals = list(new_loop.results)
     at = InsertPoint.after(new_loop)
-    finals: dict[int, SSAValue] = {}
     dead: list[Operation] = []  # identity constants no longer read
     for s in chosen:
         kind = s.reduce.kind.data
-        red = tile.ReduceOp(kind, results[s.index], s.reduce.dim.data, s.reduce.result.type)
+        red = tile.ReduceOp(kind, finals[s.index], s.reduce.dim.data, s.reduce.result.type)
         Rewriter.insert_op(red, at)
         at = InsertPoint.after(red)
         init = loop.iter_args[s.index]
@@ -247,8 +224,8 @@ def sink(loop: scf.ForOp, chosen: list[Sinkable]) -> scf.ForOp:
         Rewriter.insert_op(fin, at)
         at = InsertPoint.after(fin)
         finals[s.index] = fin.results[0]
-    for i, old in enumerate(loop.results):
-        old.replace_all_uses_with(finals[i] if i in finals else results[i])
+    for old, new in zip(loop.results, finals, strict=True):
+        old.replace_all_uses_with(new)
     Rewriter.erase_op(loop)
     for op in dead:
         if op.parent is not None and not any(r.uses for r in op.results):
@@ -281,22 +258,13 @@ def choose(loop: scf.ForOp) -> tuple[list[Sinkable], list[str]]:
     return chosen, kept
 
 
-def _loops(block: Block) -> list[scf.ForOp]:
-    """Every `scf.for` nested in `block`, innermost first."""
-    found: list[scf.ForOp] = []
-    for op in block.ops:
-        for region in op.regions:
-            for b in region.blocks:
-                found.extend(_loops(b))
-        if isinstance(op, scf.ForOp):
-            found.append(op)
-    return found
-
-
 def apply_kernel(kernel: tile.KernelOp) -> None:
     sunk = 0
     kept: list[str] = []
-    for loop in _loops(kernel.body.block):
+    # innermost first: an inner loop's sunk result, reduced after it, may make an outer
+    # loop's accumulation a reduction to sink in turn
+    loops = [op for op in kernel.walk(region_first=True) if isinstance(op, scf.ForOp)]
+    for loop in loops:
         chosen, why = choose(loop)
         kept.extend(why)
         if chosen:

@@ -61,9 +61,9 @@ tile.kernel @sum_ordered(%x: !tile.tensor<?x?xf32, ["M", "N"]>, %o: !tile.tensor
 }
 
 // A max (written max(r, acc)) from a value that is not the identity, next to a carried
-// value that is not an accumulator: the max's tile moves to the end of the iteration
-// arguments, the other stays first; after the loop the tile's row max is combined with
-// the initial value in the written order.
+// value that is not an accumulator: the max's tile takes the accumulator's place among
+// the iteration arguments, the other stays first; after the loop the tile's row max is
+// combined with the initial value in the written order.
 // CHECK-LABEL: tile.kernel @max_not_identity
 // CHECK-SAME:    tawac.sink_reductions = {sunk = 1 : i64, kept = []}
 // CHECK:         %[[FLOOR:.*]] = arith.constant dense<-1.000000e+00> : tensor<8xf32>
@@ -146,5 +146,35 @@ tile.kernel @kept(%x: !tile.tensor<?x?xf32, ["M", "N"]>, %o: !tile.tensor<?xf32,
   %ab = arith.addf %a, %b : tensor<64xf32>
   %abc = arith.addf %ab, %c : tensor<64xf32>
   tile.store %abc, %o[%m0] : tensor<64xf32> -> !tile.tensor<?xf32, ["M"]>
+  tile.return
+}
+
+// Two accumulators around a carried index: each tile takes its accumulator's place.
+// CHECK-LABEL: tile.kernel @two
+// CHECK-SAME:    tawac.sink_reductions = {sunk = 2 : i64, kept = []}
+// CHECK:         %[[S:.*]], %{{.*}}, %[[M:.*]] = scf.for %{{.*}} -> (tensor<8x128xf32>, index, tensor<8x128xf32>) {
+// CHECK:         tile.reduce sum %[[S]], 1
+// CHECK-NEXT:    tile.reduce max %[[M]], 1
+tile.kernel @two(%x: !tile.tensor<?x?xf32, ["M", "N"]>, %o: !tile.tensor<?xf32, ["M"]>) {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c128 = arith.constant 128 : index
+  %pid = tile.program_id x
+  %c8 = arith.constant 8 : index
+  %m0 = arith.muli %pid, %c8 : index
+  %N = tile.dim %x[1] : !tile.tensor<?x?xf32, ["M", "N"]>
+  %zero = arith.constant dense<0.000000e+00> : tensor<8xf32>
+  %ninf = arith.constant dense<0xFF800000> : tensor<8xf32>
+  %s, %cnt, %m = scf.for %n = %c0 to %N step %c128 iter_args(%sa = %zero, %count = %c0, %ma = %ninf) -> (tensor<8xf32>, index, tensor<8xf32>) {
+    %xt = tile.load %x[%m0, %n] : !tile.tensor<?x?xf32, ["M", "N"]> -> tensor<8x128xf32>
+    %rs = tile.reduce sum %xt, 1 : tensor<8x128xf32> -> tensor<8xf32>
+    %sa_new = arith.addf %sa, %rs fastmath<reassoc> : tensor<8xf32>
+    %count_new = arith.addi %count, %c1 : index
+    %rm = tile.reduce max %xt, 1 : tensor<8x128xf32> -> tensor<8xf32>
+    %ma_new = arith.maximumf %ma, %rm : tensor<8xf32>
+    scf.yield %sa_new, %count_new, %ma_new : tensor<8xf32>, index, tensor<8xf32>
+  }
+  %sm = arith.addf %s, %m : tensor<8xf32>
+  tile.store %sm, %o[%m0] : tensor<8xf32> -> !tile.tensor<?xf32, ["M"]>
   tile.return
 }
