@@ -34,16 +34,28 @@ DATA = REPO / "tests" / "data" / "no_mma"
 DWDB = REPO / "examples" / "triton" / "layer_norm_bwd_dwdb.ttir"
 COLUMN_SUM = REPO / "examples" / "column_sum.mlir"
 
-#: (rows, columns, warp groups, element bytes) of the layouts checked against the model.
-SHAPES = [
-    (m, n, w, b)
-    for m, n, w, b in itertools.product((4, 16, 32, 96), (16, 96, 128, 512), (1, 2), (2, 4))
-    if BlockedTileLayout.problem(m, n, w, 1) is None
-]
-
 
 def _layout(m, n, w, b) -> BlockedTileLayout:
     return BlockedTileLayout.for_tile(m, n, w, b)
+
+
+def _has_layout(m, n, w, b) -> bool:
+    try:
+        _layout(m, n, w, b)
+    except ValueError:
+        return False
+    return True
+
+
+#: (rows, columns, warp groups, element bytes) of the layouts checked against the model:
+#: the warps below each other (4 rows or more a warp group) and side by side (1-3, 6).
+SHAPES = [
+    (m, n, w, b)
+    for m, n, w, b in itertools.product(
+        (1, 2, 3, 4, 6, 16, 32, 96), (16, 96, 128, 512, 4096), (1, 2), (2, 4)
+    )
+    if _has_layout(m, n, w, b) and m * n <= 32 * 512
+]
 
 
 # ---- the layout against a model
@@ -91,12 +103,19 @@ def test_the_slices_and_the_reduction_lanes(shape):
     ws = HOPPER.warp_size
     # the columns each butterfly group of a row reduction holds in its first row: the
     # threads of one group share it, so it is computed once per group
+    # (with warps side by side, of the col_warps warps of equal warp // col_warps, whose
+    # partials the scratch combines)
     held_cols: dict[frozenset[int], set[int]] = {}
+    cw = layout.col_warps
     for t in range(layout.threads):
         r0, c0 = layout.coord(t, 0)
         lanes = {t}
         for mask in layout.row_reduction_lanes():
             lanes |= {x ^ mask for x in lanes}
+        assert all(layout.coord(x, 0)[0] == r0 for x in lanes)
+        warp = t // ws
+        first = warp - warp % cw
+        lanes = {x + (w - warp) * ws for x in lanes for w in range(first, first + cw)}
         group = frozenset(lanes)
         if group not in held_cols:
             held = {layout.coord(x, i) for x in lanes for i in range(layout.num_regs)}
@@ -121,6 +140,14 @@ def test_each_run_is_read_where_the_tma_swizzle_put_it(shape):
     load wrote), with the partition's first warp group 0 or 1."""
     layout = _layout(*shape)
     smem = SwizzledTile(layout.m, layout.n, shape[3], 128)
+    firsts = {layout.coord(t, 0)[0] for t in range(layout.threads)}
+    downs = layout.row_offsets()
+    flips = all((r0 + dr) % 8 == (r0 % 8) ^ (dr % 8) for r0 in firsts for dr in downs)
+    if not flips:  # three rows a warp group in two: a run's key is not the thread's XOR one
+        assert layout.warp_groups > 1 and layout.col_warps > 1
+        with pytest.raises(ValueError, match="do not keep the swizzle's key"):
+            run_access(smem, layout, 0)
+        return
     for first_wg in (0, 1):
         plan = run_access(smem, layout, first_wg)
         assert plan.run_bytes == layout.vec * shape[3]
@@ -146,13 +173,37 @@ def test_each_run_is_read_where_the_tma_swizzle_put_it(shape):
 )
 def test_runs_of_16_bytes_halved_until_the_tile_splits(shape, vec, col_lanes):
     layout = _layout(*shape)
-    assert (layout.vec, layout.col_lanes) == (vec, col_lanes)
+    assert (layout.vec, layout.col_lanes, layout.col_warps) == (vec, col_lanes, 1)
     assert layout.num_regs * layout.threads == layout.m * layout.n
 
 
-def test_a_tile_of_fewer_rows_than_a_pass_of_the_warps_has_no_blocked_layout():
-    with pytest.raises(ValueError, match="2x128 tile cannot be split"):
-        BlockedTileLayout.for_tile(2, 128, 1, 4)
+@pytest.mark.parametrize(
+    ("shape", "vec", "col_warps"),
+    [
+        ((2, 128, 1, 4), 2, 2),  # two rows: two warps side by side on each, runs of 2
+        ((1, 4096, 1, 2), 8, 4),  # a token's row: the four warps along it
+        ((1, 128, 1, 4), 1, 4),  # 32 f32 runs of 4 do not split over 4 x 32 lanes
+        ((3, 256, 1, 2), 2, 4),  # three rows, one pass of the four warps each
+        ((6, 1024, 1, 2), 8, 2),
+        ((4, 1024, 1, 2), 8, 1),  # four rows: below each other, as before
+    ],
+)
+def test_warps_side_by_side_where_a_tile_has_fewer_rows_than_a_pass(shape, vec, col_warps):
+    """Fewer rows than four warps below each other cover (a token's or a few tokens'
+    rows): 2 or 4 warps side by side along each row, with the longest runs that split it;
+    only then (a tile of four or more rows a warp group keeps its layout)."""
+    layout = _layout(*shape)
+    assert (layout.vec, layout.col_warps) == (vec, col_warps)
+    assert layout.num_regs * layout.threads == layout.m * layout.n
+    assert layout.side_by_side(*shape[:3]) == (col_warps > 1)
+    assert layout.row_scratch_bytes == (4 * layout.m * col_warps if col_warps > 1 else 0)
+
+
+@pytest.mark.parametrize(("shape", "match"), [((1, 16, 1, 4), "1x16"), ((1, 128, 2, 2), "1x128")])
+def test_a_tile_no_pass_of_the_warps_splits_has_no_blocked_layout(shape, match):
+    """16 columns over four warps side by side, or one row over two warp groups."""
+    with pytest.raises(ValueError, match=f"{match} tile cannot be split.*side by side"):
+        _layout(*shape)
 
 
 # ---- which layout a kernel gets
@@ -218,10 +269,11 @@ def test_a_kernel_with_mmas_keeps_the_accumulator_layout():
 
 
 def test_a_tile_the_blocked_layout_cannot_split_is_refused_at_its_op():
-    """Two rows over a warp group's four warps: a located error, not a wrong result."""
-    text = (DATA / "blocked_rows.mlir").read_text()
-    module = driver.parse_text(text, "blocked_rows.mlir", params={"BLOCK_M": 2})
-    with pytest.raises(CompileError, match=r"blocked_rows\.mlir:\d+:\d+: .*2x128 tile"):
+    """One row of 16 columns over a warp group's four warps: a located error, not a wrong
+    result."""
+    text = (DATA / "blocked_rows.mlir").read_text().replace("128", "16")
+    module = driver.parse_text(text, "blocked_rows.mlir", params={"BLOCK_M": 1})
+    with pytest.raises(CompileError, match=r"blocked_rows\.mlir:\d+:\d+: .*1x16 tile"):
         driver.compile_module(module)
 
 
@@ -246,13 +298,16 @@ BLOCKED = [
     (COLUMN_SUM, 16),
     (DATA / "blocked_rows.mlir", 32),
     (DATA / "blocked_rows.mlir", 16),
+    (DATA / "blocked_rows.mlir", 2),
+    (DATA / "blocked_rows.mlir", 1),
 ]
 
 
 @pytest.mark.parametrize(("path", "rows"), BLOCKED, ids=lambda v: getattr(v, "stem", v))
 def test_32_and_16_row_tiles_assemble_without_spills(path, rows):
     """Column sums over a loop (a 2-d accumulator reduced after it, or a 1-d one of each
-    block's sums) and a row softmax, in 32- and 16-row tiles."""
+    block's sums) and a row softmax, in 32- and 16-row tiles, and in 2 and 1 (the warps
+    side by side along the rows)."""
     module = parse_file(path, params={"BLOCK_M": rows})
     res = driver.compile_module(module)
     assert "wgmma" not in res.ptx
@@ -272,6 +327,22 @@ def test_atomic_adds_of_a_blocked_tiles_column_sums_compile():
     ptx = driver.compile_module(driver.parse_text(_atomic_32_rows(), "atomic32.mlir")).ptx
     assert "red.global.add" in ptx and "ld.shared.v4.f32" in ptx
     assert_assembles_without_spills(ptx)
+
+
+def test_a_row_reduction_of_warps_side_by_side_combines_their_partials():
+    """One row a program: the four warps side by side along it; each row reduction (the
+    maximum, the sum) shuffles within the warp, then the first lane of each warp writes
+    its partial between two barriers of the consumer warp group and every thread reads
+    the four; the column maxima read the one warp holding each column. Two rows: two
+    warps on each, two partials a row."""
+    for rows, partials in ((1, 4), (2, 2)):
+        module = parse_file(DATA / "blocked_rows.mlir", params={"BLOCK_M": rows})
+        ptx = driver.compile_module(module).ptx
+        body = ptx[ptx.index("shfl.sync.bfly") :]
+        exchanges = body.count("bar.sync 15, 128;")
+        assert exchanges == 6  # two per row reduction, two for the column maxima
+        row_reads = body[: body.index("ex2.approx")].split("bar.sync 15, 128;")[-1]
+        assert row_reads.count("ld.shared.f32") == partials
 
 
 # ---- the kernels' meaning (the interpreter)
@@ -357,7 +428,7 @@ def test_the_column_sums_match_torch_on_the_gpu(rows, p, n):
 @pytest.mark.gpu
 @requires_gpu
 @pytest.mark.parametrize(("m", "n"), [(1, 1), (77, 100), (1000, 128), (4097, 33)])
-@pytest.mark.parametrize("rows", [32, 16])
+@pytest.mark.parametrize("rows", [32, 16, 3, 2, 1])
 def test_the_row_softmax_matches_torch_on_the_gpu(rows, m, n):
     """blocked_rows.mlir: a reduction along the rows and one along the columns, each
     broadcast back, a bf16 and an f32 tile stored, a row vector stored."""

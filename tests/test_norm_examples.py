@@ -225,14 +225,14 @@ def test_it_assembles_without_spills(name, block_n):
     assert "0 bytes spill stores, 0 bytes spill loads" in res.ptxas_report, res.ptxas_report
 
 
-@pytest.mark.parametrize("block_m", [8, 16, 32])
+@pytest.mark.parametrize("block_m", [1, 2, 8, 16, 32])
 @pytest.mark.parametrize("block_n", [128, 256])
 @pytest.mark.parametrize("name", NAMES)
 def test_short_row_blocks_assemble_without_spills(name, block_n, block_m):
     """Fewer rows per program than a warp group's m64 block: the blocked layout, its row
     reductions in the loops over column blocks (refused while a slot release raced the
     warp's reads of the slot: tests/test_slot_release.py), at both column widths the
-    shipped tables choose from."""
+    shipped tables choose from; and one or two rows, the warps side by side along them."""
     params = {"BLOCK_M": block_m, "BLOCK_N": block_n}
     res = compile_file(EXAMPLES / f"{name}.mlir", params=params, cubin=True)
     assert "wgmma" not in res.ptx
@@ -266,6 +266,20 @@ def test_short_row_blocks_match_torch_on_the_gpu(name, block_m, block_n, m, n):
     blocked layout (not whole m64 blocks), stored from registers in 16-byte vectors
     inside the loops over column blocks."""
     _forward_on_the_gpu(name, m, n, {"BLOCK_N": block_n, "BLOCK_M": block_m})
+
+
+@pytest.mark.gpu
+@requires_gpu
+@pytest.mark.parametrize("n", [333, 5000])
+@pytest.mark.parametrize("m", [1, 77])
+@pytest.mark.parametrize("block", [(1, 1024), (1, 4096), (2, 2048), (3, 256)], ids=str)
+@pytest.mark.parametrize("name", NAMES)
+def test_a_few_rows_a_program_match_torch_on_the_gpu(name, block, m, n):
+    """One to three rows a program (a few tokens' rows, each program's whole): the warps
+    side by side along the rows, each row reduction's partials combined through shared
+    scratch, at ragged sizes (a row shorter than one block, and a partial last block)."""
+    bm, bn = block
+    _forward_on_the_gpu(name, m, n, {"BLOCK_M": bm, "BLOCK_N": bn})
 
 
 @pytest.mark.gpu
@@ -338,7 +352,9 @@ def test_marked_sums_are_sunk_and_agree(name, sunk, tmp_path):
 @requires_gpu
 @pytest.mark.parametrize("n", [333, 5000])
 @pytest.mark.parametrize("m", [1, 77, 1000])
-@pytest.mark.parametrize("block", [(8, 256), (8, 1024), (16, 512), (64, 128)], ids=str)
+@pytest.mark.parametrize(
+    "block", [(8, 256), (8, 1024), (16, 512), (64, 128), (1, 2048), (2, 1024)], ids=str
+)
 @pytest.mark.parametrize("name", ["rmsnorm", "rmsnorm_residual", "layernorm"])
 def test_sunk_sums_match_torch_on_the_gpu(name, block, m, n, tmp_path):
     """The norms with their running sums marked reassoc: `sink-reductions` carries a tile

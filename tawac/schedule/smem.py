@@ -25,6 +25,7 @@ from xdsl.dialects.builtin import TensorType
 from tawac.analysis.stores import staged_stores
 from tawac.dialects import aref, hopper, tile
 from tawac.target import HOPPER, Target
+from tawac.target.blocked_tiles import BlockedTileLayout
 
 
 def _align(offset: int, alignment: int) -> int:
@@ -169,11 +170,17 @@ def reduction_scratch_bytes(kernel: tile.KernelOp, warp_groups: int = 1) -> int:
 def reduce_scratch_bytes(op: tile.ReduceOp, warps: int) -> int:
     """The scratch one reduction over `warps` warps takes: to a scalar one f32 per warp,
     along the columns of a 2-d tile one f32 per warp and column, along rows none (a
-    quad's shuffles)."""
+    quad's shuffles), except in a tile of so few rows that its blocked layout puts warps
+    side by side along them (`BlockedTileLayout.side_by_side`): at most one f32 per row
+    and warp."""
     src = op.source.type
     assert isinstance(src, TensorType)
     if not isinstance(op.result.type, TensorType):
         return 4 * warps
     if op.dim.data == 0 and src.get_num_dims() == 2:
         return 4 * warps * src.get_shape()[1]
+    if src.get_num_dims() == 2:
+        m, n = src.get_shape()
+        if BlockedTileLayout.side_by_side(m, n, warps * HOPPER.warp_size // HOPPER.warp_group_size):
+            return 4 * warps * m
     return 0

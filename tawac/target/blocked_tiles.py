@@ -4,7 +4,9 @@ from a 128B-swizzled shared tile.
 A consumer partition without MMAs holds its 2-d tiles in the wgmma accumulator layout
 (`layouts.AccLayout`) where that layout splits them: whole m64 blocks per warp group. A
 tile it cannot split (Triton's 32 x 128 column-sum blocks) takes `BlockedTileLayout`,
-which any shape of whole 4-row steps per warp group fits. Like `layouts.py`, these are
+which any shape of whole 4-row steps per warp group fits, and a tile of fewer rows (one
+to three a warp group: a few tokens' rows, whole) with the warps side by side along the
+row. Like `layouts.py`, these are
 data: the lowering emits what they say, no fragment or swizzle formula of its own.
 """
 
@@ -19,6 +21,7 @@ from tawac.target.layouts import (
     LANE,
     WARP_IN_GROUP,
     And,
+    Const,
     IndexExpr,
     MulAdd,
     Shl,
@@ -44,14 +47,19 @@ class BlockedTileLayout:
     The lanes of a warp lie across the columns, `col_lanes` of them a run apart (the most,
     up to 32, that split the row's runs evenly: a power of two), the other factor of the
     warp, `row_lanes` = 32 / col_lanes, across as many rows; a warp group's four warps lie
-    below each other, and warp group g holds the band of rows [g m / W, (g + 1) m / W), as
-    in `AccLayout` (each warp group's rows are its own, for a TMA store of them). The
-    pattern repeats down the band every `rows_per_pass` = 4 row_lanes rows (`row_reps`
-    times) and along the row every col_lanes * vec columns (`col_reps` times).
+    below each other in 4 / `col_warps` rows of `col_warps` warps side by side (1 unless
+    the tile has too few rows for four warps below each other: then 2 or 4), and warp
+    group g holds the band of rows [g m / W, (g + 1) m / W), as in `AccLayout` (each warp
+    group's rows are its own, for a TMA store of them). The pattern repeats down the band
+    every `rows_per_pass` = (4 / col_warps) row_lanes rows (`row_reps` times) and along
+    the row every col_warps * col_lanes * vec columns (`col_reps` times).
 
     Register i = (rr * col_reps + cr) * vec + j of the thread at (row0, col0) holds
-    element (row0 + rr * rows_per_pass, col0 + cr * col_lanes * vec + j), with row0 =
-    g m / W + row_lanes * warp + lane / col_lanes and col0 = vec * (lane % col_lanes).
+    element (row0 + rr * rows_per_pass, col0 + cr * col_warps * col_lanes * vec + j), with
+    row0 = g m / W + row_lanes * (warp / col_warps) + lane / col_lanes and col0 = vec *
+    (col_lanes * (warp % col_warps) + lane % col_lanes). With warps side by side a row's
+    values are in several warps: a row reduction combines the warps' partials through
+    shared scratch (`row_scratch_bytes`).
 
     It answers what the lowering asks of `AccLayout` where the lowering is generic
     (thread coordinates, register offsets, row and column slices, the lanes of a row or
@@ -63,22 +71,34 @@ class BlockedTileLayout:
     n: int
     warp_groups: int
     vec: int
+    col_warps: int = 1
 
     def __post_init__(self) -> None:
-        problem = BlockedTileLayout.problem(self.m, self.n, self.warp_groups, self.vec)
+        problem = BlockedTileLayout.problem(
+            self.m, self.n, self.warp_groups, self.vec, self.col_warps
+        )
         if problem is not None:
             raise ValueError(problem)
 
     @staticmethod
-    def problem(m: int, n: int, warp_groups: int, vec: int) -> str | None:
-        """Why an m x n tile has no such layout with runs of `vec`, or None."""
+    def problem(m: int, n: int, warp_groups: int, vec: int, col_warps: int = 1) -> str | None:
+        """Why an m x n tile has no such layout with runs of `vec` and `col_warps` warps
+        side by side, or None."""
         if warp_groups < 1:
             return f"warp_groups must be >= 1, got {warp_groups}"
         if vec < 1 or vec & (vec - 1):
             return f"{vec} elements per run is not a power of two"
+        if col_warps not in (1, 2, _WARPS_PER_GROUP):
+            return f"{col_warps} warps side by side do not divide a warp group's warps"
         if n <= 0 or n % vec:
             return f"a {n}-column tile is not whole runs of {vec} elements"
-        rows = _WARPS_PER_GROUP * (HOPPER.warp_size // _col_lanes(n, vec))
+        col_lanes = _col_lanes(n, vec)
+        if (n // vec) % (col_lanes * col_warps):
+            return (
+                f"a {n}-column tile is not whole runs of {vec} elements for {col_warps} "
+                f"warps side by side"
+            )
+        rows = _WARPS_PER_GROUP // col_warps * (HOPPER.warp_size // col_lanes)
         if m <= 0 or m % (warp_groups * rows):
             return (
                 f"a {m}x{n} tile cannot be split over {warp_groups} warp group(s) in the "
@@ -87,15 +107,29 @@ class BlockedTileLayout:
             )
         return None
 
+    @staticmethod
+    def side_by_side(m: int, n: int, warp_groups: int) -> bool:
+        """Whether an m x n tile's blocked layout puts warps side by side along its rows
+        (`for_tile`: no run splits it with the four warps below each other; runs of one
+        element put the most lanes across a row, so the fewest rows under a pass)."""
+        return BlockedTileLayout.problem(m, n, warp_groups, 1) is not None
+
     @classmethod
     def for_tile(cls, m: int, n: int, warp_groups: int, elem_bytes: int) -> BlockedTileLayout:
         """Runs of 16 bytes of `elem_bytes` elements (4 f32, 8 bf16), halved until the
         layout splits the tile (shorter runs put more lanes across a row and fewer rows
-        under one pass of the warps)."""
-        vec = GRANULE_BYTES // elem_bytes
-        while vec > 1 and cls.problem(m, n, warp_groups, vec) is not None:
-            vec //= 2
-        return cls(m, n, warp_groups, vec)
+        under one pass of the warps); where no run does with the four warps below each
+        other (fewer rows than a pass of them), 2, then 4 warps side by side."""
+        first = 0
+        for col_warps in (1, 2, _WARPS_PER_GROUP):
+            vec = GRANULE_BYTES // elem_bytes
+            while vec > 1 and cls.problem(m, n, warp_groups, vec, col_warps) is not None:
+                vec //= 2
+            if cls.problem(m, n, warp_groups, vec, col_warps) is None:
+                return cls(m, n, warp_groups, vec, col_warps)
+            first = first or vec
+        problem = cls.problem(m, n, warp_groups, first)
+        raise ValueError(f"{problem}, nor with 2 or 4 warps side by side along its rows")
 
     @property
     def threads(self) -> int:
@@ -113,8 +147,14 @@ class BlockedTileLayout:
 
     @property
     def rows_per_pass(self) -> int:
-        """Rows the warps of a warp group cover at once (a multiple of 4)."""
-        return _WARPS_PER_GROUP * self.row_lanes
+        """Rows the warps of a warp group cover at once (4 / col_warps row_lanes)."""
+        return _WARPS_PER_GROUP // self.col_warps * self.row_lanes
+
+    @property
+    def run_span(self) -> int:
+        """Columns of one pass of the warps side by side along a row (col_warps * col_lanes
+        * vec): the pattern's period along it."""
+        return self.col_warps * self.col_lanes * self.vec
 
     @property
     def rows_per_warp_group(self) -> int:
@@ -126,7 +166,7 @@ class BlockedTileLayout:
 
     @property
     def col_reps(self) -> int:
-        return self.n // (self.col_lanes * self.vec)
+        return self.n // self.run_span
 
     @property
     def num_regs(self) -> int:
@@ -136,25 +176,47 @@ class BlockedTileLayout:
 
     def thread_offset(self, wg: int, warp: int, lane: int) -> tuple[int, int]:
         """(row, col) of register 0 of thread (warp group, warp in group, lane)."""
-        row = wg * self.rows_per_warp_group + warp * self.row_lanes + lane // self.col_lanes
-        return row, self.vec * (lane % self.col_lanes)
+        warp_row, warp_col = divmod(warp, self.col_warps)
+        row = wg * self.rows_per_warp_group + warp_row * self.row_lanes + lane // self.col_lanes
+        return row, self.vec * (self.col_lanes * warp_col + lane % self.col_lanes)
 
     def thread_row(self, first_wg: int) -> IndexExpr:
         """The row of `thread_offset` as an expression of `%tid.x`, for the partition
         whose first warp group is `first_wg`."""
-        within: IndexExpr = WARP_IN_GROUP
+        warp_row: IndexExpr | None = WARP_IN_GROUP
+        if self.col_warps == _WARPS_PER_GROUP:
+            warp_row = None
+        elif self.col_warps > 1:
+            warp_row = Shr(WARP_IN_GROUP, _log2(self.col_warps))
+        within: IndexExpr | None = warp_row
         if self.row_lanes > 1:
-            within = MulAdd(WARP_IN_GROUP, self.row_lanes, Shr(LANE, _log2(self.col_lanes)))
+            lane_row = Shr(LANE, _log2(self.col_lanes))
+            within = lane_row if warp_row is None else MulAdd(warp_row, self.row_lanes, lane_row)
         if self.warp_groups == 1:
-            return within
-        return MulAdd(warp_group_in_partition(first_wg), self.rows_per_warp_group, within)
+            return Const(0) if within is None else within
+        wg = warp_group_in_partition(first_wg)
+        return MulAdd(wg, self.rows_per_warp_group, Const(0) if within is None else within)
 
-    def thread_col(self) -> IndexExpr:
-        """The column of `thread_offset` as an expression of `%tid.x`."""
+    def warp_col(self) -> IndexExpr:
+        """The thread's warp among those side by side (warp % col_warps)."""
+        if self.col_warps == _WARPS_PER_GROUP:
+            return WARP_IN_GROUP
+        return And(WARP_IN_GROUP, self.col_warps - 1)
+
+    def thread_run(self) -> IndexExpr:
+        """The index of the thread's first run along a row: col_lanes * (warp %
+        col_warps) + lane % col_lanes (below run_span / vec)."""
         lane: IndexExpr = (
             LANE if self.col_lanes == HOPPER.warp_size else And(LANE, self.col_lanes - 1)
         )
-        return lane if self.vec == 1 else Shl(lane, _log2(self.vec))
+        if self.col_warps == 1:
+            return lane
+        return MulAdd(self.warp_col(), self.col_lanes, lane)
+
+    def thread_col(self) -> IndexExpr:
+        """The column of `thread_offset` as an expression of `%tid.x`."""
+        run = self.thread_run()
+        return run if self.vec == 1 else Shl(run, _log2(self.vec))
 
     def reg_offset(self, i: int) -> tuple[int, int]:
         """(row, col) of register i relative to register 0 (the same for every thread)."""
@@ -183,8 +245,8 @@ class BlockedTileLayout:
         follow from M, the warp groups and the lanes across a row; its columns from N, the
         lanes across a row and the run."""
         if dim == 0:
-            return ("blocked rows", self.m, self.warp_groups, self.col_lanes)
-        return ("blocked cols", self.n, self.col_lanes, self.vec)
+            return ("blocked rows", self.m, self.warp_groups, self.col_lanes, self.col_warps)
+        return ("blocked cols", self.n, self.col_lanes, self.vec, self.col_warps)
 
     def slice_index(self, dim: int, i: int) -> int:
         return self.slice_indices(dim)[i]
@@ -195,9 +257,16 @@ class BlockedTileLayout:
         return tables.col_slice if dim == 1 else tables.row_slice
 
     def row_reduction_lanes(self) -> tuple[int, ...]:
-        """Lane masks of the butterfly shuffles that combine a row's values: the
-        `col_lanes` lanes holding it (lane % col_lanes selects the column)."""
+        """Lane masks of the butterfly shuffles that combine a warp's values of a row: the
+        `col_lanes` lanes holding it (lane % col_lanes selects the column). With warps
+        side by side, the warps' partials are then combined through `row_scratch_bytes`."""
         return tuple(1 << b for b in range(_log2(self.col_lanes)))
+
+    @property
+    def row_scratch_bytes(self) -> int:
+        """The shared scratch a row reduction takes: an f32 per row and warp side by side
+        (0 with one warp across a row: the shuffles combine the whole row)."""
+        return 0 if self.col_warps == 1 else 4 * self.m * self.col_warps
 
     def column_reduction_lanes(self) -> tuple[int, ...]:
         """Lane masks of the butterfly shuffles that combine a column's values across the
@@ -234,7 +303,7 @@ def _tables(layout: BlockedTileLayout) -> _Tables:
     for i in range(layout.num_regs):
         rr, rest = divmod(i, per_row)
         cr, j = divmod(rest, layout.vec)
-        offsets.append((rr * layout.rows_per_pass, cr * layout.col_lanes * layout.vec + j))
+        offsets.append((rr * layout.rows_per_pass, cr * layout.run_span + j))
     rows = tuple(sorted({r for r, _ in offsets}))
     cols = tuple(sorted({c for _, c in offsets}))
     row_at = {r: x for x, r in enumerate(rows)}
@@ -270,15 +339,27 @@ class RunAccess:
     runs: tuple[tuple[int, int, int], ...]
 
 
+def _row_flips(layout: BlockedTileLayout, dr: int) -> bool:
+    """Whether every thread's row r0 has (r0 + dr) mod 8 = (r0 mod 8) XOR (dr mod 8): a
+    run `dr` rows down is then the thread's swizzle key XOR a constant."""
+    if dr % 4 == 0:
+        return True
+    rows = {layout.coord(t, 0)[0] for t in range(layout.threads)}
+    return all((r + dr) % 8 == (r % 8) ^ (dr % 8) for r in rows)
+
+
 def run_access(tile: SwizzledTile, layout: BlockedTileLayout, first_wg: int) -> RunAccess:
     """The plan of `RunAccess` for the threads of `layout` (in the partition whose first
     warp group is `first_wg`) and a tile of its shape.
 
-    A thread's column byte b0 = run_bytes * (lane % col_lanes) is below P = col_lanes *
-    run_bytes, a power of two, and a run's column offset is a multiple of P: their bits
-    are disjoint, so the run's chunk, granule and byte within the granule are the
-    thread's plus the run's, and the granule's part is an XOR. A run's row offset is a
-    multiple of 4 (`rows_per_pass`), so its row modulo 8 is the thread's XOR 0 or 4."""
+    A thread's column byte b0 = run_bytes * `thread_run` is below P = col_warps *
+    col_lanes * run_bytes, a power of two, and a run's column offset is a multiple of P:
+    their bits are disjoint, so the run's chunk, granule and byte within the granule are
+    the thread's plus the run's, and the granule's part is an XOR. A run's row offset is a
+    multiple of 4 (`rows_per_pass` with the warps below each other), so its row modulo 8
+    is the thread's XOR 0 or 4; with warps side by side it must be so for every thread's
+    row (`_row_flips`: in one warp group, a multiple of `rows_per_pass`, a power of two
+    above the thread's row), else the plan is refused."""
     if tile.swizzle != 128:
         raise ValueError("a blocked tile's runs are read from 128B-swizzled tiles only")
     if (tile.rows, tile.cols) != (layout.m, layout.n):
@@ -290,9 +371,8 @@ def run_access(tile: SwizzledTile, layout: BlockedTileLayout, first_wg: int) -> 
     if run_bytes > GRANULE_BYTES:
         raise ValueError(f"a run of {run_bytes} bytes is more than a 16-byte granule")
     shift = _log2(run_bytes)
-    col = layout.thread_col()
-    lane = col.x if isinstance(col, Shl) else col  # lane % col_lanes
-    span = layout.col_lanes * run_bytes  # P
+    lane = layout.thread_run()  # below span / run_bytes
+    span = layout.col_warps * layout.col_lanes * run_bytes  # P
     thread: list[tuple[IndexExpr, int]] = []
     if span > tile.row_bytes:  # the thread's chunk
         thread.append((Shr(lane, _log2(tile.row_bytes) - shift), tile.chunk_bytes))
@@ -308,7 +388,7 @@ def run_access(tile: SwizzledTile, layout: BlockedTileLayout, first_wg: int) -> 
     for i in range(0, layout.num_regs, layout.vec):
         dr, dc = layout.reg_offset(i)
         b = dc * tile.elem_bytes
-        if dr % 4 or b % span:
+        if not _row_flips(layout, dr) or b % span:
             raise ValueError("the blocked layout's runs do not keep the swizzle's key")
         chunk, within = divmod(b, tile.row_bytes)
         offset = dr * tile.row_bytes + chunk * tile.chunk_bytes + within % GRANULE_BYTES

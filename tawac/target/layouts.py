@@ -56,6 +56,16 @@ class Tid(IndexExpr):
 
 
 @dataclass(frozen=True)
+class Const(IndexExpr):
+    """The constant k, the same in every thread."""
+
+    k: int
+
+    def value(self, tid: int) -> int:
+        return self.k
+
+
+@dataclass(frozen=True)
 class Shr(IndexExpr):
     """x >> k (unsigned)."""
 

@@ -10,8 +10,9 @@ then the lanes (`shfl.sync.bfly` 4, 8, 16; the layout's `column_reduction_lanes`
 the warps through shared scratch: the first row's lanes of each warp (0-3) write the
 warp's partial of their columns to row `warp` of a (warps x N) f32 table between two
 `bar.sync`s of the consumer partition, and every thread adds the table's rows of its
-columns in the same order, so the result is the same in every thread that holds a
-column (a deterministic sum).
+columns in the same order (of the warps holding them: with warps side by side along the
+rows, those of equal warp % col_warps), so the result is the same in every thread that
+holds a column (a deterministic sum).
 """
 
 from __future__ import annotations
@@ -55,11 +56,17 @@ def reduce_columns(k: KernelLowering, op: tile.ReduceOp, src: Frag) -> None:
             k.emit(ptx.StSharedOp("f32", k.add_imm(row, 4 * dc, "u32"), value))
 
     k.exchange(layout.warp_groups * HOPPER.warp_group_size, writer, write)
+    readers: list[int] = list(range(warps))
+    if isinstance(layout, BlockedTileLayout) and layout.col_warps > 1:
+        # warps side by side hold other columns: the rows of the warps beside this
+        # thread's (warp % col_warps equal) only
+        cw = layout.col_warps
+        readers = [w for w in readers if w % cw == 0]
+        base = k.r(ptx.FmaOp("s32", k.index(layout.warp_col()), k.imm(4 * n), base))
     regs = []
     for dc in cols:
         parts = [
-            k.r(ptx.LdSharedOp("f32", k.add_imm(base, 4 * (w * n + dc), "u32")))
-            for w in range(warps)
+            k.r(ptx.LdSharedOp("f32", k.add_imm(base, 4 * (w * n + dc), "u32"))) for w in readers
         ]
         regs.append(tree(parts, combine))
     k.vals[op.result] = Frag(layout, regs, "f32", 1)

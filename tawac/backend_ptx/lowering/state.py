@@ -190,6 +190,8 @@ class KernelLowering:
         """One PTX op for the node `e`: its operands first, left to right, then its
         constant."""
         match e:
+            case layouts.Const(k):
+                return self.imm(k)
             case layouts.MulAdd(x, k, y):
                 x, y = self.index(x), self.index(y)
                 return self.r(ptx.FmaOp("s32", x, self.imm(k), y))

@@ -125,7 +125,41 @@ def _reduce(k: KernelLowering, op: tile.ReduceOp) -> None:
         for mask in layout.row_reduction_lanes():
             acc = combine(acc, k.r(ptx.ShflBflyOp(acc, mask)))
         regs.append(acc)
+    if isinstance(layout, BlockedTileLayout) and layout.col_warps > 1:
+        regs = _combine_side_by_side(k, op, layout, regs, combine)
     k.vals[op.result] = Frag(layout, regs, "f32", 0)
+
+
+def _combine_side_by_side(
+    k: KernelLowering, op: tile.ReduceOp, layout: BlockedTileLayout, partial, combine
+) -> list[SSAValue]:
+    """The rows' values from the partials of the `col_warps` warps side by side along
+    them: the first lane of each of a warp's rows writes the warp's partial of the row to
+    entry (row, warp % col_warps) of a (rows x col_warps) f32 table in the shared scratch
+    between two barriers of the consumer partition (`KernelLowering.exchange`); every
+    thread then combines its rows' entries in the same order, so each row's value is the
+    same in every thread that holds it."""
+    cw = layout.col_warps
+    scratch = k.scratch(layout.row_scratch_bytes, op)
+    row0, _ = k.thread_coords(layout)
+    base = k.r(ptx.FmaOp("s32", row0, k.imm(4 * cw), scratch))  # this thread's first row
+    warp_col = k.index(layout.warp_col())
+    mine = k.r(ptx.FmaOp("s32", warp_col, k.imm(4), base))
+    run = k.r(ptx.AndOp("b32", k.lane(), k.imm(layout.col_lanes - 1)))
+    writer = k.r(ptx.SetpOp("eq", "u32", run, k.imm(0, "u32")))
+
+    def write() -> None:
+        for dr, value in zip(layout.row_offsets(), partial, strict=True):
+            k.emit(ptx.StSharedOp("f32", k.add_imm(mine, 4 * cw * dr, "u32"), value))
+
+    k.exchange(layout.threads, writer, write)
+    regs = []
+    for dr in layout.row_offsets():
+        parts = [
+            k.r(ptx.LdSharedOp("f32", k.add_imm(base, 4 * (cw * dr + w), "u32"))) for w in range(cw)
+        ]
+        regs.append(tree(parts, combine))
+    return regs
 
 
 @handles(tile.BroadcastOp)
