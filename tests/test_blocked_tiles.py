@@ -345,6 +345,28 @@ def test_a_row_reduction_of_warps_side_by_side_combines_their_partials():
         assert row_reads.count("ld.shared.f32") == partials
 
 
+def test_a_one_row_tile_streams_through_unswizzled_slots_of_its_own_bytes():
+    """A program of one row (examples/rmsnorm.mlir at 1 x 4096): the x ring's slots hold
+    the row as TMA writes it without swizzle, 8 KiB each (a 128B swizzle would pad each
+    128-byte chunk to an 8-row pattern: 64 KiB), copied in 16 boxes of 256 x 1; each
+    thread reads its four 16-byte runs with `ld.shared.v4`; the ring is deeper for it."""
+    from tawac.dialects import hopper
+
+    params = {"BLOCK_M": 1, "BLOCK_N": 4096}
+    module = parse_file(REPO / "examples" / "rmsnorm.mlir", params=params)
+    run_pipeline(module, default_pipeline().removesuffix(",convert-to-ptx"))
+    slots = [
+        t
+        for o in module.walk()
+        for t in (r.type for r in o.results)
+        if isinstance(t, hopper.SmemRingType) and len(t.get_shape()) == 3
+    ]
+    assert slots and all(t.swizzle.data == 0 and t.tile_type.nbytes == 8192 for t in slots), slots
+    ptx = driver.compile_module(parse_file(REPO / "examples" / "rmsnorm.mlir", params=params)).ptx
+    assert "x_tmap_256x1[128]" in ptx
+    assert ptx.count("ld.shared.v4.b32") == 8  # four runs a thread, in each of two loops
+
+
 # ---- the kernels' meaning (the interpreter)
 
 SIZES = {

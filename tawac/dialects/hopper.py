@@ -151,9 +151,14 @@ class SmemTileType(_SmemShaped, ParametrizedAttribute, TypeAttribute):
     @property
     def linear(self) -> LinearTile | None:
         """A 1-d tile's layout (its elements in order, copied in boxes of up to 256
-        elements), None for a 2-d one."""
+        elements), or an unswizzled 2-d tile's of one row (`smem_ring_type`); None for
+        the other 2-d ones."""
         shape = self.get_shape()
-        return LinearTile(shape[0], self.elem_bytes) if len(shape) == 1 else None
+        if len(shape) == 1:
+            return LinearTile(shape[0], self.elem_bytes)
+        if shape[0] == 1 and self.swizzle.data == 0:
+            return LinearTile(shape[1], self.elem_bytes)
+        return None
 
     @property
     def _chunked(self) -> SwizzledTile | LinearTile:
@@ -183,14 +188,23 @@ class SmemTileType(_SmemShaped, ParametrizedAttribute, TypeAttribute):
 
 
 def smem_ring_type(tile: TensorType, depth: int, swizzle: int = 128) -> SmemRingType:
-    """A ring of `depth` tiles of `tile`'s shape: 2-d tiles `swizzle`d, 1-d ones not."""
-    if tile.get_num_dims() == 1:
+    """A ring of `depth` tiles of `tile`'s shape: 2-d tiles `swizzle`d, 1-d ones not, nor
+    2-d ones of one row that whole TMA boxes copy (`SmemTileType.linear`: a swizzle would
+    pad each 128-byte chunk of the row to an 8-row pattern, 8 times its bytes)."""
+    shape = tile.get_shape()
+    if len(shape) == 1 or (len(shape) == 2 and shape[0] == 1 and _linear_row(tile)):
         swizzle = 0
     return SmemRingType(
         ArrayAttr(IntAttr(d) for d in (depth, *tile.get_shape())),
         tile.element_type,
         IntAttr(swizzle),
     )
+
+
+def _linear_row(tile: TensorType) -> bool:
+    """Whether whole TMA boxes copy a row of `tile` (`LinearTile.problem`)."""
+    nbytes = tile.element_type.bitwidth // 8  # type: ignore[attr-defined]
+    return LinearTile.problem(tile.get_shape()[1], nbytes) is None
 
 
 def ring_bytes(t: SmemRingType) -> int:

@@ -154,11 +154,20 @@ def _load_fragment(k: KernelLowering, op: hopper.LoadFragmentOp) -> None:
     `vectors.load_slot_vector`."""
     t = k.vals[op.tile]
     assert isinstance(t, SmemTile)
-    if t.type.linear is not None:
+    if t.type.linear is not None and len(t.type.get_shape()) == 1:
         load_slot_vector(k, op, t)
         return
     layout = k.layout_for(op.result.type, op)  # type: ignore[arg-type]
     tt = t.type
+    if tt.linear is not None:
+        if not isinstance(layout, BlockedTileLayout):
+            raise CompileError(
+                "convert-to-ptx: a tile of one row is read from an unswizzled slot into "
+                "the blocked layout only",
+                op,
+            )
+        _load_row_runs(k, op, t, layout)
+        return
     if isinstance(layout, BlockedTileLayout):
         _load_runs(k, op, t, layout)
         return
@@ -213,6 +222,27 @@ def _load_runs(
     for _, off, flip in plan.runs:
         addr = _swizzled(k, base, off, key, flip, plan.granule_shift, xor_off)
         regs += load_shared_run(k, addr, plan.run_bytes, dtype)
+    slot_reads_done(k)
+    k.vals[op.result] = Frag(layout, regs, dtype)
+
+
+def _load_row_runs(
+    k: KernelLowering, op: hopper.LoadFragmentOp, t: SmemTile, layout: BlockedTileLayout
+) -> None:
+    """A tile of one row in an unswizzled slot (`LinearTile`: element c at byte c *
+    elem_bytes) -> registers in a `BlockedTileLayout` of one row: each run one access
+    (`ld.shared.v4` of 16 bytes) at the thread's column plus the run's; a warp's runs are
+    consecutive, so its accesses take the fewest wavefronts. Then `slot_reads_done`."""
+    linear = t.type.linear
+    assert linear is not None and layout.m == 1
+    dtype = elem_ptx_type(t.type.element_type)
+    run_bytes = layout.vec * linear.elem_bytes
+    _, col0 = k.thread_coords(layout)
+    base = k.r(ptx.FmaOp("s32", col0, k.imm(linear.elem_bytes), t.addr))
+    regs: list[SSAValue] = []
+    for i in range(0, layout.num_regs, layout.vec):
+        _, dc = layout.reg_offset(i)
+        regs += load_shared_run(k, k.add_imm(base, dc * linear.elem_bytes), run_bytes, dtype)
     slot_reads_done(k)
     k.vals[op.result] = Frag(layout, regs, dtype)
 

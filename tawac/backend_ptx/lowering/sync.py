@@ -123,9 +123,9 @@ def _tma_load(k: KernelLowering, op: hopper.TmaLoadOp) -> None:
 
 
 def _tma_load_linear(k: KernelLowering, op: hopper.TmaLoadOp, ring: Ring, bars: Bars) -> None:
-    """A 1-d tile (`LinearTile`): one copy per box of up to 256 elements, unswizzled, at
-    its byte offset of the slot; the leading coordinates (a row of a rank-2 tensor) take
-    one element each."""
+    """A 1-d tile, or a 2-d tile of one row (`LinearTile`): one copy per box of up to 256
+    elements, unswizzled, at its byte offset of the slot; the leading coordinates (a row
+    of a rank-2 tensor, the 2-d tile's row among them) take one element each."""
     tile = ring.type.tile_type.linear
     assert tile is not None
     lead = list(op.indices)[:-1]
