@@ -24,7 +24,7 @@ tile.kernel @layernorm(%x: !tile.tensor<?x?xbf16, ["M", "N"]>, %w: !tile.tensor<
     %xt = tile.load %x[%m0, %n] : !tile.tensor<?x?xbf16, ["M", "N"]> -> tensor<$BLOCK_Mx$BLOCK_Nxbf16>
     %xf = arith.extf %xt : tensor<$BLOCK_Mx$BLOCK_Nxbf16> to tensor<$BLOCK_Mx$BLOCK_Nxf32>
     %s = tile.reduce sum %xf, 1 : tensor<$BLOCK_Mx$BLOCK_Nxf32> -> tensor<$BLOCK_Mxf32>
-    %acc_new = arith.addf %acc, %s : tensor<$BLOCK_Mxf32>
+    %acc_new = arith.addf %acc, %s fastmath<reassoc> : tensor<$BLOCK_Mxf32>
     scf.yield %acc_new : tensor<$BLOCK_Mxf32>
   }
   %mean = arith.divf %sum, %nv fastmath<arcp> : tensor<$BLOCK_Mxf32>
@@ -38,7 +38,7 @@ tile.kernel @layernorm(%x: !tile.tensor<?x?xbf16, ["M", "N"]>, %w: !tile.tensor<
     %dm = tile.select %in, %d, %zero2 : tensor<$BLOCK_Mx$BLOCK_Nxi1>, tensor<$BLOCK_Mx$BLOCK_Nxf32>
     %sq = arith.mulf %dm, %dm : tensor<$BLOCK_Mx$BLOCK_Nxf32>
     %s = tile.reduce sum %sq, 1 : tensor<$BLOCK_Mx$BLOCK_Nxf32> -> tensor<$BLOCK_Mxf32>
-    %acc_new = arith.addf %acc, %s : tensor<$BLOCK_Mxf32>
+    %acc_new = arith.addf %acc, %s fastmath<reassoc> : tensor<$BLOCK_Mxf32>
     scf.yield %acc_new : tensor<$BLOCK_Mxf32>
   }
   %var = arith.divf %ssd, %nv fastmath<arcp> : tensor<$BLOCK_Mxf32>

@@ -25,7 +25,7 @@ tile.kernel @rmsnorm_residual(%x: !tile.tensor<?x?xbf16, ["M", "N"]>, %r: !tile.
     %xf = arith.extf %h16 : tensor<$BLOCK_Mx$BLOCK_Nxbf16> to tensor<$BLOCK_Mx$BLOCK_Nxf32>
     %sq = arith.mulf %xf, %xf : tensor<$BLOCK_Mx$BLOCK_Nxf32>
     %s = tile.reduce sum %sq, 1 : tensor<$BLOCK_Mx$BLOCK_Nxf32> -> tensor<$BLOCK_Mxf32>
-    %acc_new = arith.addf %acc, %s : tensor<$BLOCK_Mxf32>
+    %acc_new = arith.addf %acc, %s fastmath<reassoc> : tensor<$BLOCK_Mxf32>
     scf.yield %acc_new : tensor<$BLOCK_Mxf32>
   }
   %Ni = arith.index_cast %N : index to i32

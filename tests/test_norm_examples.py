@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 from gpu_util import requires_gpu
-from programs import reassoc_sums
+from programs import ordered_sums
 
 from tawac.check import baseline, validate_pipeline
 from tawac.compiler import compile_file, parse_file
@@ -324,28 +324,35 @@ def _forward_on_the_gpu(
     _check(name, got, want)
 
 
-def marked(name: str, folder: Path) -> Path:
-    """The example `name` with its running sums marked reassoc (`programs.reassoc_sums`),
-    written into `folder`."""
+def ordered(name: str, folder: Path) -> Path:
+    """The example `name` with the reassoc of its running sums taken off
+    (`programs.ordered_sums`: each block's sum kept in the loop), written into `folder`."""
     path = folder / f"{name}.mlir"
-    path.write_text(reassoc_sums(f"{name}.mlir"))
+    path.write_text(ordered_sums(f"{name}.mlir"))
     return path
 
 
 @pytest.mark.parametrize("name,sunk", [("rmsnorm", 1), ("rmsnorm_residual", 1), ("layernorm", 2)])
-def test_marked_sums_are_sunk_and_agree(name, sunk, tmp_path):
-    """The marked forms the GPU test below runs: every running sum sunk, and the tile
-    passes (sink-reductions among them) keep their meaning in the interpreter."""
+@pytest.mark.parametrize("spelling", ["reassoc", "ordered"])
+def test_the_norms_sums_are_sunk_and_agree(name, sunk, spelling, tmp_path):
+    """The norms as shipped (their running sums marked reassoc): every running sum sunk;
+    without the mark, every one kept; and the tile passes (sink-reductions among them)
+    keep their meaning in the interpreter."""
     from tawac.analysis.grid import from_attr
     from tawac.compiler import run_pipeline
     from tawac.passes.sink_reductions import SINK_ATTR
 
     params = {"BLOCK_M": 8, "BLOCK_N": 512}
-    module = parse_file(marked(name, tmp_path), params=params)
+    source = EXAMPLES / f"{name}.mlir" if spelling == "reassoc" else ordered(name, tmp_path)
+    module = parse_file(source, params=params)
     validate_pipeline(module, baseline(module, {"M": 19, "N": 1100}), program=name)
     run_pipeline(module, "sink-reductions")
     (kernel,) = [op for op in module.walk() if op.name == "tile.kernel"]
-    assert from_attr(kernel.attributes[SINK_ATTR]) == {"sunk": sunk, "kept": []}
+    got = from_attr(kernel.attributes[SINK_ATTR])
+    if spelling == "reassoc":
+        assert got == {"sunk": sunk, "kept": []}
+    else:
+        assert got["sunk"] == 0 and len(got["kept"]) == sunk
 
 
 @pytest.mark.gpu
@@ -356,12 +363,13 @@ def test_marked_sums_are_sunk_and_agree(name, sunk, tmp_path):
     "block", [(8, 256), (8, 1024), (16, 512), (64, 128), (1, 2048), (2, 1024)], ids=str
 )
 @pytest.mark.parametrize("name", ["rmsnorm", "rmsnorm_residual", "layernorm"])
-def test_sunk_sums_match_torch_on_the_gpu(name, block, m, n, tmp_path):
-    """The norms with their running sums marked reassoc: `sink-reductions` carries a tile
-    of partial sums through the first loops (one reduction after each), at 256-1024
-    columns a block and at ragged sizes, outputs poisoned, against float32 torch."""
+def test_sums_without_reassoc_match_torch_on_the_gpu(name, block, m, n, tmp_path):
+    """The norms with the reassoc of their running sums taken off: each block's sum
+    reduced in the loop, in order, at 256-1024 columns a block and at ragged sizes,
+    outputs poisoned, against float32 torch (the shipped, sunk form: the tests above)."""
     bm, bn = block
-    _forward_on_the_gpu(name, m, n, {"BLOCK_M": bm, "BLOCK_N": bn}, source=marked(name, tmp_path))
+    source = ordered(name, tmp_path)
+    _forward_on_the_gpu(name, m, n, {"BLOCK_M": bm, "BLOCK_N": bn}, source=source)
 
 
 @pytest.mark.gpu

@@ -11,7 +11,7 @@ import re
 from pathlib import Path
 
 import pytest
-from programs import reassoc_sums
+from programs import ordered_sums
 
 from tawac.analysis.grid import from_attr
 from tawac.check.validate import validate
@@ -23,6 +23,13 @@ ROOT = Path(__file__).resolve().parents[1]
 CASES = ROOT / "tests" / "filecheck" / "passes" / "sink-reductions.mlir"
 RMS = ROOT / "examples" / "rmsnorm.mlir"
 RMS_TILE = ROOT / "experiments" / "rows_acc" / "rmsnorm.mlir"
+
+
+def _ordered(folder: Path) -> Path:
+    """examples/rmsnorm.mlir with its sum's reassoc taken off (`programs.ordered_sums`)."""
+    src = folder / "rmsnorm.mlir"
+    src.write_text(ordered_sums("rmsnorm.mlir"))
+    return src
 
 
 def _kernels(path: Path) -> dict[str, str]:
@@ -57,7 +64,7 @@ def test_sunk_loops_compute_what_the_written_ones_do(name):
     "params", [{"BLOCK_M": 8, "BLOCK_N": 256}, {"BLOCK_M": 64, "BLOCK_N": 128}]
 )
 def test_the_rms_norm_with_reassoc_is_sunk_and_agrees(params):
-    text = reassoc_sums("rmsnorm.mlir")
+    text = RMS.read_text()
     module = parse_text(text, "rmsnorm.mlir", params=params)
     v = validate(module, "sink-reductions", {"M": 77, "N": 1000}, program="rmsnorm", seed=1)
     assert v.changed
@@ -71,25 +78,24 @@ def _ptx_shape(ptx: str) -> str:
 
 
 def test_two_spellings_of_a_row_sum_compile_to_the_same_ptx(tmp_path):
-    src = tmp_path / "rmsnorm.mlir"
-    src.write_text(reassoc_sums("rmsnorm.mlir"))
     params = {"BLOCK_M": 8, "BLOCK_N": 256}
-    sunk = compile_file(src, params=params).ptx
+    sunk = compile_file(RMS, params=params).ptx
     written = compile_file(RMS_TILE, params=params).ptx
     assert _ptx_shape(sunk) == _ptx_shape(written)
-    # and differ from the example as written (each block reduced: shuffles in the loop)
-    kept = compile_file(RMS, params=params).ptx
+    # and differ from the sum without reassoc (each block reduced: shuffles in the loop)
+    kept = compile_file(_ordered(tmp_path), params=params).ptx
     assert sunk.count("shfl.sync") < kept.count("shfl.sync") or _ptx_shape(sunk) != _ptx_shape(kept)
 
 
-def test_the_examples_as_written_keep_their_order():
-    """A sum without reassoc is not reordered: the shipped RMS norm compiles the same with
-    the pass on and off, and says why."""
+def test_a_sum_without_reassoc_keeps_its_order(tmp_path):
+    """A sum without reassoc is not reordered: the RMS norm without its mark compiles the
+    same with the pass on and off, and says why."""
     params = {"BLOCK_M": 8, "BLOCK_N": 256}
-    on = compile_file(RMS, params=params)
-    off = compile_file(RMS, params=params, sink_reductions=False)
+    ordered = _ordered(tmp_path)
+    on = compile_file(ordered, params=params)
+    off = compile_file(ordered, params=params, sink_reductions=False)
     assert on.ptx == off.ptx
-    module = parse_file(RMS, params=params)
+    module = parse_file(ordered, params=params)
     run_pipeline(module, "sink-reductions")
     kernel = next(op for op in module.walk() if isinstance(op, tile.KernelOp))
     got = from_attr(kernel.attributes[SINK_ATTR])
@@ -97,12 +103,10 @@ def test_the_examples_as_written_keep_their_order():
 
 
 def test_the_knob_turns_it_off(tmp_path):
-    src = tmp_path / "rmsnorm.mlir"
-    src.write_text(reassoc_sums("rmsnorm.mlir"))
     params = {"BLOCK_M": 8, "BLOCK_N": 256}
-    on = compile_file(src, params=params).ptx
-    off = compile_file(src, params=params, sink_reductions=False).ptx
-    base = compile_file(RMS, params=params).ptx
+    on = compile_file(RMS, params=params).ptx
+    off = compile_file(RMS, params=params, sink_reductions=False).ptx
+    base = compile_file(_ordered(tmp_path), params=params).ptx
     assert off == base
     assert on != off
 
@@ -110,12 +114,11 @@ def test_the_knob_turns_it_off(tmp_path):
 def test_explain_says_what_was_sunk_and_why_the_rest_was_kept(tmp_path):
     from cli_inprocess import tawac
 
-    src = tmp_path / "rmsnorm.mlir"
-    src.write_text(reassoc_sums("rmsnorm.mlir"))
+    src = RMS
     flags = ["-D", "BLOCK_M=8", "-D", "BLOCK_N=256"]
     sunk = tawac(["explain", str(src), *flags], check=True).stdout
     assert "reductions in loops: 1 accumulated elementwise in a tile, reduced once" in sunk
-    kept = tawac(["explain", str(RMS), *flags], check=True).stdout
+    kept = tawac(["explain", str(_ordered(tmp_path)), *flags], check=True).stdout
     assert "reductions in loops: each block reduced in the loop; kept in the loop: a sum " in kept
     off = tawac(["explain", str(src), *flags, "--no-sink-reductions"], check=True).stdout
     assert "reductions in loops" not in off
