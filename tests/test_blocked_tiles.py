@@ -367,6 +367,23 @@ def test_a_one_row_tile_streams_through_unswizzled_slots_of_its_own_bytes():
     assert ptx.count("ld.shared.v4.b32") == 8  # four runs a thread, in each of two loops
 
 
+def test_a_linear_tile_inside_its_tensor_is_one_bulk_copy():
+    """The one-row x tile and the 1-d weight tile of 4096 elements: where the tile lies
+    inside its tensor (and starts a whole 16 bytes in), one `cp.async.bulk` of its 8 KiB;
+    else its 16 boxes of 256 by the tensor map (the zero fill past the tensor's end). The
+    bulk copy needs no more of the tensor than its map does: no `align` entry (a ragged
+    row would be copied into a padded buffer for it)."""
+    params = {"BLOCK_M": 1, "BLOCK_N": 4096}
+    res = driver.compile_module(parse_file(REPO / "examples" / "rmsnorm.mlir", params=params))
+    bulk = "cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes"
+    # x in each of its two loops (the second where the row does not stay in the ring), w
+    assert [ln.split()[-2] for ln in res.ptx.splitlines() if bulk in ln] == ["8192,"] * 3
+    assert res.ptx.count("cp.async.bulk.tensor.2d") == 2 * 16
+    assert res.ptx.count("cp.async.bulk.tensor.1d") == 16
+    params_of = {p["arg"]: p for p in res.sidecar["params"] if p["kind"] == "pointer"}
+    assert "align" not in params_of.get("x", {}) and "align" not in params_of.get("w", {})
+
+
 # ---- the kernels' meaning (the interpreter)
 
 SIZES = {

@@ -1530,6 +1530,29 @@ class CpAsyncBulkTensorLoadOp(PtxInstruction):
 
 
 @irdl_op_definition
+class CpAsyncBulkLoadOp(PtxInstruction):
+    """`cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [dst], [src],
+    size, [bar];`: `size` contiguous bytes (a multiple of 16, both addresses 16-byte
+    aligned) from global memory into shared memory, completing on the mbarrier at `bar`,
+    no tensor map and no bounds (PTX ISA 9.7.9.25.4.1)."""
+
+    name = "ptx.cp_async_bulk_load"
+    dst = operand_def(RegType)
+    src = operand_def(RegType)
+    bar = operand_def(RegType)
+    size = prop_def(IntegerAttr[I64])
+
+    def __init__(self, dst: SSAValue, src: SSAValue, size: int, bar: SSAValue):
+        super().__init__(operands=[dst, src, bar], properties={"size": IntegerAttr(size, 64)})
+
+    def ptx_text(self, n: Names) -> str:
+        return (
+            "cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes "
+            f"[{n(self.dst)}], [{n(self.src)}], {self.size.value.data}, [{n(self.bar)}];"
+        )
+
+
+@irdl_op_definition
 class CpAsyncBulkTensorLoadMulticastOp(PtxInstruction):
     """`cp.async.bulk.tensor.Nd.shared::cluster.global.tile.mbarrier::complete_tx::bytes
     .multicast::cluster [dst], [tmap, {c0, ...}], [bar], mask;`: one copy written to the
@@ -1948,6 +1971,7 @@ Ptx = Dialect(
         MbarrierTryWaitOp,
         SetmaxnregOp,
         CpAsyncBulkTensorLoadOp,
+        CpAsyncBulkLoadOp,
         CpAsyncBulkTensorLoadMulticastOp,
         MapaOp,
         MbarrierArriveClusterOp,

@@ -10,11 +10,22 @@ multicast TMA loads (each CTA's band of rows into every CTA of the cluster).
 
 from __future__ import annotations
 
-from tawac.backend_ptx.lowering.state import Bars, KernelLowering, Ring, SmemTile, handles, wg_local
+from xdsl.ir import SSAValue
+
+from tawac.backend_ptx.lowering.state import (
+    Bars,
+    KernelLowering,
+    Ring,
+    SmemTile,
+    handles,
+    leading_base,
+    wg_local,
+)
 from tawac.dialects import hopper, ptx
-from tawac.dialects.tile import stack_of
+from tawac.dialects.tile import GlobalTensorType, stack_of
 from tawac.support.diagnostics import CompileError
 from tawac.target import HOPPER
+from tawac.target.layouts import GRANULE_BYTES, LinearTile
 
 
 @handles(hopper.SmemAllocOp)
@@ -136,9 +147,64 @@ def _tma_load_linear(k: KernelLowering, op: hopper.TmaLoadOp, ring: Ring, bars: 
     bar = k.bar_addr(bars, slot)
     col = k.scalar(list(op.indices)[-1])
     outer = [k.scalar(i) for i in reversed(lead)]
-    for offset, col0 in tile.chunks():
-        dst = k.add_imm(dst0, offset, "u32")
-        k.emit(ptx.CpAsyncBulkTensorLoadOp(dst, tmap, bar, [k.add_imm(col, col0), *outer]))
+
+    def boxes() -> None:
+        for offset, col0 in tile.chunks():
+            dst = k.add_imm(dst0, offset, "u32")
+            k.emit(ptx.CpAsyncBulkTensorLoadOp(dst, tmap, bar, [k.add_imm(col, col0), *outer]))
+
+    if tile.num_chunks == 1:
+        boxes()
+        return
+    # inside the tensor: the whole tile as one bulk copy; else the boxes (TMA fills the
+    # part outside with zeros)
+    inside = _linear_inside(k, op, tile.n)
+    per = GRANULE_BYTES // tile.elem_bytes  # the column a whole 16 bytes in
+    whole = k.r(ptx.AndOp("b32", col, k.imm(per - 1)))
+    aligned = k.r(ptx.SetpOp("eq", "s32", whole, k.imm(0)))
+    inside = k.r(ptx.AndOp("pred", inside, aligned))
+    k.guarded(inside, lambda: _bulk_copy(k, op, tile, dst0, bar, col))
+    k.guarded(inside, boxes, negate=True)
+
+
+def _linear_inside(k: KernelLowering, op: hopper.TmaLoadOp, n: int) -> SSAValue:
+    """Whether the `n` elements a linear tile loads lie inside the tensor: the last index
+    plus n within the last dimension, every leading index within its own (the indices
+    are never negative: a tile starts inside its tensor's grid)."""
+    gt = op.source.type
+    assert isinstance(gt, GlobalTensorType)
+    indices = list(op.indices)
+    last = gt.rank - 1
+    ok = None
+    for d, idx in enumerate(indices):
+        size = k.r(ptx.LdParamOp("s32", k.params.dim(op.source, d)))
+        at = k.add_imm(k.scalar(idx), n) if d == last else k.add_imm(k.scalar(idx), 1)
+        fits = k.r(ptx.SetpOp("le", "s32", at, size))
+        ok = fits if ok is None else k.r(ptx.AndOp("pred", ok, fits))
+    assert ok is not None
+    return ok
+
+
+def _bulk_copy(
+    k: KernelLowering,
+    op: hopper.TmaLoadOp,
+    tile: LinearTile,
+    dst: SSAValue,
+    bar: SSAValue,
+    col: SSAValue,
+) -> None:
+    """A linear tile inside its tensor as one `cp.async.bulk` (no tensor map, no box
+    limit): its bytes are contiguous in global memory, from a 16-byte aligned address
+    (the tensor has a tensor map, so the launcher gives it a 16-byte aligned base and
+    outer strides, a padded copy where the caller's breaks that, docs/abi.md; the column
+    a whole 16 bytes in, tested by the caller)."""
+    gt = op.source.type
+    assert isinstance(gt, GlobalTensorType)
+    last = gt.rank - 1
+    base = leading_base(k, op.source, list(op.indices), last, tile.elem_bytes)
+    off = k.r(ptx.MulOp("s32", col, k.imm(tile.elem_bytes), mode="wide"))
+    src = k.r(ptx.AddOp("s64", base, off))
+    k.emit(ptx.CpAsyncBulkLoadOp(dst, src, tile.tma_bytes, bar))
 
 
 @handles(hopper.TmaLoadMulticastOp)
