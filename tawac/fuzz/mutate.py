@@ -270,7 +270,7 @@ def retile(rng: random.Random, text: str, corpus: Corpus) -> Mutated:
     params = PARAM.findall(declared.group(1)) if declared is not None else []
     if not sizes and not params:
         return None
-    choices = ("16", "32", "64", "96", "128", "192", "256", "512")
+    choices = ("1", "2", "8", "16", "32", "64", "96", "128", "192", "256", "512", "4096")
     pick = rng.randrange(len(sizes) + len(params))
     if pick >= len(sizes):
         name, old = params[pick - len(sizes)]
@@ -479,11 +479,12 @@ def mutant(corpus: Corpus, seed: int, index: int) -> tuple[str, list[str], bytes
     name, text = rng.choice(whole if whole and rng.random() < 2 / 3 else corpus.entries)
     done: list[str] = []
     kinds, weights = list(MUTATIONS), [WEIGHTS.get(k, 1) for k in MUTATIONS]
+    original = text
     for _ in range(rng.choice((1, 1, 1, 2, 2, 3))):
         for _attempt in range(20):
             kind = rng.choices(kinds, weights)[0]
             res = mutate(rng, text, corpus, kind)
-            if res is not None:
+            if res is not None and res[1] != original:  # not one undoing the other
                 done.append(f"{kind}: {res[0]}")
                 text = res[1]
                 break
