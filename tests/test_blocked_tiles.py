@@ -367,6 +367,21 @@ def test_a_one_row_tile_streams_through_unswizzled_slots_of_its_own_bytes():
     assert ptx.count("ld.shared.v4.b32") == 8  # four runs a thread, in each of two loops
 
 
+def test_explain_names_the_blocked_layout_and_warps_side_by_side():
+    """`explain` says how a kernel without MMAs holds its tiles: at one row a program (the
+    layer norm's table at 1 x 4096) the four warps side by side along it; 8 x 1024 the
+    warps below each other; 64-row tiles (the accumulator layout) no line."""
+    from cli_inprocess import tawac
+
+    path = str(REPO / "examples" / "layernorm.mlir")
+    one = tawac(["explain", path, "--size", "M=1,N=4096"], check=True).stdout
+    want = "registers: blocked layout (no MMA): 1x4096 in runs of 8, 32 lanes a row, 4 warps side"
+    assert want in " ".join(one.split())
+    eight = tawac(["explain", path, "-D", "BLOCK_M=8", "-D", "BLOCK_N=1024"], check=True).stdout
+    assert "registers: blocked layout (no MMA): 8x1024 in runs of 8, 32 lanes a row\n" in eight
+    assert "registers: blocked" not in tawac(["explain", path], check=True).stdout
+
+
 def test_a_linear_tile_inside_its_tensor_is_one_bulk_copy():
     """The one-row x tile and the 1-d weight tile of 4096 elements: where the tile lies
     inside its tensor (and starts a whole 16 bytes in), one `cp.async.bulk` of its 8 KiB;

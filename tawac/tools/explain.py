@@ -441,6 +441,9 @@ def explain_module(
     sunk = kernel.attributes.get(SINK_ATTR)
     if sunk is not None:
         info["sink_reductions"] = from_attr(sunk)
+    blocked = _blocked_tiles(kernel)
+    if blocked:
+        info["blocked_tiles"] = blocked
     if plan.auto is not None:
         info["auto"] = dataclasses.asdict(plan.auto)
     if plan.cluster_axis is not None:
@@ -453,6 +456,62 @@ def explain_module(
     if steady is not None:
         info["timeline"] = steady
     return info
+
+
+def _blocked_tiles(kernel: tile.KernelOp) -> list[dict[str, int]]:
+    """The 2-d tiles of each consumer partition held in the blocked layout (a kernel
+    without MMAs whose tiles are not whole m64 blocks a warp group): their shape, runs,
+    lanes across a row and warps side by side (`BlockedTileLayout`); none otherwise."""
+    from xdsl.dialects.builtin import TensorType, f32
+
+    from tawac.backend_ptx.vector_layouts import TileLayouts
+    from tawac.target.blocked_tiles import BlockedTileLayout
+
+    out: list[dict[str, int]] = []
+    for part in kernel.walk():
+        if not isinstance(part, aref.PartitionOp) or part.role.data != "consumer":
+            continue
+        layouts = TileLayouts(part, part.warp_groups.data, kernel)
+        if layouts.blocked_bytes is None:
+            continue
+        shapes = sorted(
+            {
+                tuple(r.type.get_shape())
+                for op in part.walk()
+                for r in op.results
+                if isinstance(r.type, TensorType) and r.type.get_num_dims() == 2
+            }
+        )
+        for m, n in shapes:
+            try:
+                layout = layouts.of(TensorType(f32, [m, n]), part)
+            except CompileError:
+                continue
+            assert isinstance(layout, BlockedTileLayout)
+            out.append(
+                {
+                    "rows": m,
+                    "cols": n,
+                    "vec": layout.vec,
+                    "col_lanes": layout.col_lanes,
+                    "col_warps": layout.col_warps,
+                }
+            )
+    return out
+
+
+def blocked_text(tiles: list[dict[str, int]]) -> str:
+    """The line of the blocked layout's tiles."""
+    parts = []
+    for t in tiles:
+        text = f"{t['rows']}x{t['cols']} in runs of {t['vec']}, {t['col_lanes']} lanes a row"
+        if t["col_warps"] > 1:
+            text += (
+                f", {t['col_warps']} warps side by side along each row (its reductions meet "
+                "in shared memory)"
+            )
+        parts.append(text)
+    return "registers: blocked layout (no MMA): " + "; ".join(parts)
 
 
 def sink_text(sunk: dict) -> str:
@@ -582,6 +641,8 @@ def render(info: dict[str, Any], console) -> None:
         )
     if "sink_reductions" in info:
         lines.append(sink_text(info["sink_reductions"]))
+    if "blocked_tiles" in info:
+        lines.append(blocked_text(info["blocked_tiles"]))
     lines.append(decomposition_text(info))
     lines.append(f"planner: {planner_text(info)}")
     solved = info.get("solve")
