@@ -68,6 +68,7 @@ def _hand_built() -> list[ptx.PtxInstruction]:
         ptx.BraOp("L"),
         ptx.BraOp("L", p, negate=True, uni=True),
         ptx.CpAsyncBulkTensorLoadOp(r, d, s, [r, s, r]),
+        ptx.CpAsyncBulkLoadOp(r, d, 8192, s),
         ptx.CpAsyncBulkTensorLoadMulticastOp(r, d, s, h, [r, s]),
         ptx.CpAsyncBulkTensorStoreOp(r, d, [s]),
         ptx.MovImmOp("f32", -0.0),

@@ -67,8 +67,9 @@ def test_explain_shows_the_producer_streaming_each_load(name):
 
 
 def test_the_vector_add_moves_what_its_layout_says():
-    """1024 f32 over 128 threads: runs of 4, two a thread. The producer copies x and y in
-    four 256-element boxes each (1-d tensor maps, no swizzle); the consumer waits on each
+    """1024 f32 over 128 threads: runs of 4, two a thread. The producer copies x and y as
+    one bulk copy each where the tile lies inside the tensor, else in four 256-element
+    boxes each (1-d tensor maps, no swizzle); the consumer waits on each
     slot and reads each run with one `ld.shared.v4.f32`; each run of z is one 16-byte
     store under the bound."""
     res = _compile("vector_add")
@@ -94,9 +95,12 @@ def test_the_vector_add_moves_what_its_layout_says():
         ("x", [256], "none"),
         ("y", [256], "none"),
     ]
+    # a tile inside x or y is one bulk copy from its address (no `align`: its tensor map
+    # needs the same of it), the boxes for a tile past the end
+    assert ptx.count("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes") == 2
     assert [
         (p["arg"], p.get("align")) for p in res.sidecar["params"] if p["kind"] == "pointer"
-    ] == [("z", 16)]
+    ] == [("x", None), ("y", None), ("z", 16)]
     # two rings of STREAM_DEPTH slots, their full and empty mbarriers
     assert res.sidecar["dynamic_smem"] == 2 * STREAM_DEPTH * (4096 + 2 * 8)
 
