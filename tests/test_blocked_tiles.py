@@ -384,7 +384,8 @@ def test_explain_names_the_blocked_layout_and_warps_side_by_side():
 
 def test_a_linear_tile_inside_its_tensor_is_one_bulk_copy():
     """The one-row x tile and the 1-d weight tile of 4096 elements: where the tile lies
-    inside its tensor (and starts a whole 16 bytes in), one `cp.async.bulk` of its 8 KiB;
+    inside its tensor (no index below 0, its end within the size) and starts a whole 16
+    bytes in, one `cp.async.bulk` of its 8 KiB;
     else its 16 boxes of 256 by the tensor map (the zero fill past the tensor's end). The
     bulk copy needs no more of the tensor than its map does: no `align` entry (a ragged
     row would be copied into a padded buffer for it)."""
@@ -395,6 +396,11 @@ def test_a_linear_tile_inside_its_tensor_is_one_bulk_copy():
     assert [ln.split()[-2] for ln in res.ptx.splitlines() if bulk in ln] == ["8192,"] * 3
     assert res.ptx.count("cp.async.bulk.tensor.2d") == 2 * 16
     assert res.ptx.count("cp.async.bulk.tensor.1d") == 16
+    # the guard: each index at least 0 (a tile may start before its tensor) and within
+    # its size with the tile's end, the column a whole 16 bytes in
+    guard = res.ptx[res.ptx.index("[x_dim0]") : res.ptx.index(bulk)]
+    assert guard.count("setp.ge.s32") == 2 and guard.count("setp.le.s32") == 2
+    assert "setp.eq.s32" in guard
     params_of = {p["arg"]: p for p in res.sidecar["params"] if p["kind"] == "pointer"}
     assert "align" not in params_of.get("x", {}) and "align" not in params_of.get("w", {})
 

@@ -168,9 +168,10 @@ def _tma_load_linear(k: KernelLowering, op: hopper.TmaLoadOp, ring: Ring, bars: 
 
 
 def _linear_inside(k: KernelLowering, op: hopper.TmaLoadOp, n: int) -> SSAValue:
-    """Whether the `n` elements a linear tile loads lie inside the tensor: the last index
-    plus n within the last dimension, every leading index within its own (the indices
-    are never negative: a tile starts inside its tensor's grid)."""
+    """Whether the `n` elements a linear tile loads lie inside the tensor: every index at
+    least 0 (a program may start a tile before its tensor: TMA fills that part with
+    zeros), the last index plus n within the last dimension, every leading index within
+    its own."""
     gt = op.source.type
     assert isinstance(gt, GlobalTensorType)
     indices = list(op.indices)
@@ -178,9 +179,12 @@ def _linear_inside(k: KernelLowering, op: hopper.TmaLoadOp, n: int) -> SSAValue:
     ok = None
     for d, idx in enumerate(indices):
         size = k.r(ptx.LdParamOp("s32", k.params.dim(op.source, d)))
-        at = k.add_imm(k.scalar(idx), n) if d == last else k.add_imm(k.scalar(idx), 1)
+        start = k.scalar(idx)
+        at = k.add_imm(start, n) if d == last else k.add_imm(start, 1)
         fits = k.r(ptx.SetpOp("le", "s32", at, size))
-        ok = fits if ok is None else k.r(ptx.AndOp("pred", ok, fits))
+        after = k.r(ptx.SetpOp("ge", "s32", start, k.imm(0)))
+        both = k.r(ptx.AndOp("pred", fits, after))
+        ok = both if ok is None else k.r(ptx.AndOp("pred", ok, both))
     assert ok is not None
     return ok
 
