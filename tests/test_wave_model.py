@@ -82,6 +82,33 @@ def test_a_table_that_is_not_a_gemm_keeps_the_nearest_entry():
     assert pick_entry(table, SIZE, 132) is SQUARE
 
 
+def test_a_row_kernels_table_keeps_the_nearest_entry():
+    """A row kernel's table (the softmax's, the RMS norm's: y [M, N] written from x
+    [M, N]) names no contracted dimension: its programs are bands of whole rows, not
+    BLOCK_M x BLOCK_N tiles, so the wave model's tile count does not apply, even to
+    entries tuned at sizes of their own."""
+    from tawac.schedule.tuning import output_dims
+
+    rows_args = [
+        {"name": "x", "kind": "tensor", "dims": ["M", "N"], "access": "read"},
+        {"name": "w", "kind": "tensor", "dims": ["N"], "access": "read"},
+        {"name": "y", "kind": "tensor", "dims": ["M", "N"], "access": "write"},
+    ]
+    two = [
+        {"bucket": {"M": 4096, "N": 4096}, "sizes": {"M": 3000, "N": 4000}, "time_ms": 0.03,
+         "params": {"BLOCK_M": 8, "BLOCK_N": 1024}, "options": {}},
+        {"bucket": {"M": 16, "N": 131072}, "sizes": {"M": 20, "N": 100000}, "time_ms": 0.001,
+         "params": {"BLOCK_M": 1, "BLOCK_N": 4096}, "options": {}},
+    ]  # fmt: skip
+    table = {"args": rows_args, "entries": two}
+    assert output_dims(table) is None and output_dims({"args": ARGS}) == ("M", "N")
+    size = {"M": 2000, "N": 4096}
+    # counted as tiles, the one-row entry would win (what the table chose before)
+    tiles = [predicted_ms(e, size, ("M", "N"), 132) for e in two]
+    assert tiles[1] < tiles[0]
+    assert pick_entry(table, size, 132) is nearest_entry(table, size) is two[0]
+
+
 MISALIGNED = _entry((4096, 8192, 4096), (4000, 6000, 3000), 256, 128, 0.2531, cluster="1x2")
 
 

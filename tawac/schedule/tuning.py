@@ -308,11 +308,22 @@ def launch_splits(
 
 def output_dims(table: Mapping[str, Any]) -> tuple[str, str] | None:
     """The (rows, columns) dimension names of a table's kernel whose one written tensor
-    is a matrix tiled by BLOCK_M x BLOCK_N (a GEMM: c [M, N]); None for another kernel."""
+    is a matrix tiled by BLOCK_M x BLOCK_N (a GEMM: c [M, N], with a dimension it reads
+    and does not write, K, that each tile contracts); None for another kernel (a row
+    kernel, y [M, N] from x [M, N]: a program is a band of whole rows, not a tile, so
+    the wave model's tile count does not hold)."""
     written = [a for a in table.get("args", []) if a.get("access") == "write"]
     if len(written) != 1 or len(written[0].get("dims", [])) != 2:
         return None
     rows, cols = written[0]["dims"]
+    read = {
+        str(d)
+        for a in table.get("args", [])
+        if a.get("access") == "read"
+        for d in a.get("dims") or []
+    }
+    if not read - {str(rows), str(cols)}:
+        return None
     return str(rows), str(cols)
 
 
