@@ -109,6 +109,46 @@ def test_a_row_kernels_table_keeps_the_nearest_entry():
     assert pick_entry(table, size, 132) is nearest_entry(table, size) is two[0]
 
 
+def _rows_table(*entries):
+    args = [
+        {"name": "x", "kind": "tensor", "dims": ["M", "N"], "access": "read"},
+        {"name": "y", "kind": "tensor", "dims": ["M", "N"], "access": "write"},
+    ]
+    return {"args": args, "entries": list(entries)}
+
+
+def _band(m, n, bm, bn):
+    return {"bucket": {"M": m, "N": n}, "params": {"BLOCK_M": bm, "BLOCK_N": bn}, "options": {}}
+
+
+def test_thin_bands_where_the_nearest_entry_leaves_most_sms_idle():
+    """The softmax's table at 128 x 4096: its nearest bucket (4096 x 4096) has 8-row
+    programs, 16 of them here (11.7 us on the H100); an entry of one row a program
+    (tuned at long rows) keeps 128 SMs busy (7.4 us): it is taken. At 1000 rows the
+    8-row bands keep 125 busy: they stay. Where the nearest keeps half the SMs busy or
+    more, or without the SM count, the nearest stands; of entries that keep half busy,
+    the thickest bands win."""
+    from tawac.schedule.tuning import program_rows
+
+    eight, one, sixteen = (
+        _band(4096, 4096, 8, 1024),
+        _band(16, 131072, 1, 4096),
+        _band(4096, 8192, 16, 512),
+    )
+    table = _rows_table(eight, one, sixteen)
+    assert program_rows(table) == "M"
+    assert pick_entry(table, {"M": 128, "N": 4096}, 132) is one
+    assert pick_entry(table, {"M": 128, "N": 4096}) is eight  # no SM count
+    assert pick_entry(table, {"M": 1000, "N": 4096}, 132) is eight
+    assert pick_entry(table, {"M": 4096, "N": 4096}, 132) is eight  # its own bucket
+    # 600 rows: the nearest 16-row bands keep 38 busy; 8-row ones 75 (half), one-row 132
+    assert pick_entry(_rows_table(sixteen, eight, one), {"M": 600, "N": 8192}, 132) is eight
+    # the layer norm's table (y, mean and rstd written) is a row kernel's too
+    stats = [{"name": n, "kind": "tensor", "dims": ["M"], "access": "write"} for n in ("m", "r")]
+    assert program_rows({"args": table["args"] + stats}) == "M"
+    assert program_rows({"args": ARGS}) is None  # a GEMM's
+
+
 MISALIGNED = _entry((4096, 8192, 4096), (4000, 6000, 3000), 256, 128, 0.2531, cluster="1x2")
 
 
@@ -136,3 +176,14 @@ def test_row_alignment_reads_the_sidecar_dtypes():
     fp8 = {"args": [a, c]}
     assert not rows_aligned(fp8, {"M": 64, "N": 64, "K": 3000})
     assert rows_aligned(fp8, {"M": 64, "N": 64, "K": 3008})
+
+
+def test_explain_says_why_a_row_kernel_took_thinner_bands():
+    from pathlib import Path
+
+    from cli_inprocess import tawac
+
+    path = Path(__file__).resolve().parents[1] / "examples" / "softmax.mlir"
+    out = tawac(["explain", str(path), "--size", "M=128,N=4096"], check=True).stdout
+    want = "chosen over the nearest entry's 8-row programs, which keep 16 of 132 SMs busy"
+    assert want in " ".join(out.split())

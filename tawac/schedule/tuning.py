@@ -411,6 +411,8 @@ def pick_entry(
             return entry
     near = nearest_entry(table, sizes)
     dims = output_dims(table)
+    if near is not None and sms is not None and dims is None:
+        return _filling_rows(table, sizes, near, sms)
     if near is None or sms is None or dims is None or _decomposed(near):
         return near
     if set(dims) - set(sizes):
@@ -431,6 +433,53 @@ def pick_entry(
         if ms is not None and (best_ms is None or ms < best_ms * (1 - 1e-9)):
             best, best_ms = entry, ms
     return best
+
+
+def program_rows(table: Mapping[str, Any]) -> str | None:
+    """The rows dimension of a row kernel's table: its written tensors' first dimension
+    (y [M, N], and the row statistics mean [M], rstd [M]), a 2-d one among them, none
+    of it contracted (`output_dims` None); each program a band of BLOCK_M whole rows.
+    None for another kernel."""
+    written = [a.get("dims") or [] for a in table.get("args", []) if a.get("access") == "write"]
+    if output_dims(table) is not None or not any(len(d) == 2 for d in written):
+        return None
+    firsts = {str(d[0]) for d in written if d}
+    return firsts.pop() if len(firsts) == 1 else None
+
+
+def _filling_rows(
+    table: Mapping[str, Any], sizes: Mapping[str, int], near: Mapping[str, Any], sms: int
+) -> Mapping[str, Any]:
+    """A row kernel's entry at sizes no entry was tuned at: the nearest, unless its bands
+    of rows keep fewer than half the SMs busy here (programs < sms / 2): then, of the
+    entries whose bands keep at least half busy, the one of the thickest bands (more
+    rows a program run more efficiently once the machine is busy: one row a program ran
+    0.74x the 16-row one at 4096 x 4096), then the nearest; where none does, the entry
+    that keeps the most busy. Measured on the H100
+    (docs/perf/2026-12-07.md): the softmax at 128 x 4096 ran 11.7 us with its nearest
+    entry's 8-row bands (16 programs), 7.4 with one row a program (128), and every norm
+    bucket of 1-128 tokens was tuned to one row a program."""
+    rows = program_rows(table)
+    if rows is None or rows not in sizes:
+        return near
+
+    def busy(entry: Mapping[str, Any]) -> tuple[int, int, float] | None:
+        """(SMs busy, BLOCK_M, -distance): larger is better."""
+        bm = entry.get("params", {}).get("BLOCK_M")
+        d = _distance(entry["bucket"], sizes)
+        if bm is None or d is None or _decomposed(entry):
+            return None
+        return min(-(-int(sizes[rows]) // int(bm)), sms), int(bm), -d
+
+    here = busy(near)
+    if here is None or 2 * here[0] >= sms:
+        return near
+    ranked = [(key, entry) for entry in table["entries"] if (key := busy(entry)) is not None]
+    enough = [(key, entry) for key, entry in ranked if 2 * key[0] >= sms]
+    if enough:  # the thickest bands that keep half the SMs busy, then the nearest
+        return max(enough, key=lambda r: (r[0][1], r[0][2]))[1]
+    key, best = max(ranked, key=lambda r: r[0])  # else the busiest
+    return best if key[0] > here[0] else near
 
 
 def nearest_entry(table: Mapping[str, Any], sizes: Mapping[str, int]) -> Mapping[str, Any] | None:

@@ -449,7 +449,15 @@ def _tuned_for(source, table, sizes, params, pipeline) -> tuple[dict, str]:
         timed = f", {entry['time_ms'] * 1000:.1f} us on {entry.get('device', 'a GPU')}"
     why = ""
     near = tuning.nearest_entry(table, sizes)
-    if near is not None and near is not entry:
+    rows = tuning.program_rows(table)
+    if near is not None and near is not entry and rows is not None:
+        bm = int(near["params"]["BLOCK_M"])
+        busy = min(-(-int(sizes[rows]) // bm), HOPPER.sm_count)
+        why = (
+            f"; chosen over the nearest entry's {bm}-row programs, which keep {busy} of "
+            f"{HOPPER.sm_count} SMs busy at these sizes"
+        )
+    elif near is not None and near is not entry:
         dims = tuning.output_dims(table) or ("M", "N")
         ms = tuning.predicted_ms(entry, sizes, dims, HOPPER.sm_count) or 0.0
         tile = "x".join(str(near["params"].get(k, "?")) for k in ("BLOCK_M", "BLOCK_N"))
