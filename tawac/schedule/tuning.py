@@ -447,6 +447,15 @@ def program_rows(table: Mapping[str, Any]) -> str | None:
     return firsts.pop() if len(firsts) == 1 else None
 
 
+def busy_sms(entry: Mapping[str, Any], sizes: Mapping[str, int], rows: str, sms: int) -> int | None:
+    """The SMs a row kernel's entry keeps busy at `sizes`: its bands of BLOCK_M rows, up to
+    `sms`; None for an entry without BLOCK_M or of another decomposition."""
+    bm = entry.get("params", {}).get("BLOCK_M")
+    if bm is None or _decomposed(entry):
+        return None
+    return min(-(-int(sizes[rows]) // int(bm)), sms)
+
+
 def _filling_rows(
     table: Mapping[str, Any], sizes: Mapping[str, int], near: Mapping[str, Any], sms: int
 ) -> Mapping[str, Any]:
@@ -465,11 +474,11 @@ def _filling_rows(
 
     def busy(entry: Mapping[str, Any]) -> tuple[int, int, float] | None:
         """(SMs busy, BLOCK_M, -distance): larger is better."""
-        bm = entry.get("params", {}).get("BLOCK_M")
+        n = busy_sms(entry, sizes, rows, sms)
         d = _distance(entry["bucket"], sizes)
-        if bm is None or d is None or _decomposed(entry):
+        if n is None or d is None:
             return None
-        return min(-(-int(sizes[rows]) // int(bm)), sms), int(bm), -d
+        return n, int(entry["params"]["BLOCK_M"]), -d
 
     here = busy(near)
     if here is None or 2 * here[0] >= sms:

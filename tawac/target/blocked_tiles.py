@@ -120,15 +120,13 @@ class BlockedTileLayout:
         layout splits the tile (shorter runs put more lanes across a row and fewer rows
         under one pass of the warps); where no run does with the four warps below each
         other (fewer rows than a pass of them), 2, then 4 warps side by side."""
-        first = 0
         for col_warps in (1, 2, _WARPS_PER_GROUP):
             vec = GRANULE_BYTES // elem_bytes
             while vec > 1 and cls.problem(m, n, warp_groups, vec, col_warps) is not None:
                 vec //= 2
             if cls.problem(m, n, warp_groups, vec, col_warps) is None:
                 return cls(m, n, warp_groups, vec, col_warps)
-            first = first or vec
-        problem = cls.problem(m, n, warp_groups, first)
+        problem = cls.problem(m, n, warp_groups, 1)  # the four below each other's, runs of 1
         raise ValueError(f"{problem}, nor with 2 or 4 warps side by side along its rows")
 
     @property

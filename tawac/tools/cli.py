@@ -451,11 +451,10 @@ def _tuned_for(source, table, sizes, params, pipeline) -> tuple[dict, str]:
     near = tuning.nearest_entry(table, sizes)
     rows = tuning.program_rows(table)
     if near is not None and near is not entry and rows is not None:
-        bm = int(near["params"]["BLOCK_M"])
-        busy = min(-(-int(sizes[rows]) // bm), HOPPER.sm_count)
+        busy = tuning.busy_sms(near, sizes, rows, HOPPER.sm_count)
         why = (
-            f"; chosen over the nearest entry's {bm}-row programs, which keep {busy} of "
-            f"{HOPPER.sm_count} SMs busy at these sizes"
+            f"; chosen over the nearest entry's {near['params']['BLOCK_M']}-row programs, "
+            f"which keep {busy} of {HOPPER.sm_count} SMs busy at these sizes"
         )
     elif near is not None and near is not entry:
         dims = tuning.output_dims(table) or ("M", "N")
