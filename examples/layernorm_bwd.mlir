@@ -6,7 +6,7 @@
 // MMAs: BLOCK_M rows per program, two loops over BLOCK_N-column blocks (c1 and c2, then
 // dx and the partial sums); the rows and columns past the tensor read as 0 (dy = 0 there,
 // so they add nothing to a partial sum).
-// Parameters: BLOCK_M rows (a multiple of 64), BLOCK_N columns.
+// Parameters: BLOCK_M rows (64: m64 blocks; 1-32: the blocked layout), BLOCK_N columns.
 tile.kernel @layernorm_bwd(%x: !tile.tensor<?x?xbf16, ["M", "N"]>, %dy: !tile.tensor<?x?xbf16, ["M", "N"]>, %w: !tile.tensor<?xbf16, ["N"]>, %mean: !tile.tensor<?xf32, ["M"]>, %rstd: !tile.tensor<?xf32, ["M"]>, %dx: !tile.tensor<?x?xbf16, ["M", "N"]>, %dw_part: !tile.tensor<?x?xf32, ["P", "N"]>, %db_part: !tile.tensor<?x?xf32, ["P", "N"]>) attributes {params = {BLOCK_M = 64, BLOCK_N = 128}} {
   %c0 = arith.constant 0 : index
   %bm = arith.constant $BLOCK_M : index

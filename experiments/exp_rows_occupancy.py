@@ -113,14 +113,14 @@ def shape_rows(kernel: str, shape: str, configs: list[str]) -> None:
     ref = reference(kernel, x, w, b)
     systems = {}
     for c in ["table", *configs]:
-        if c == "table":
-            k = tawac.torch.kernel(E / f"{kernel}.mlir")
-        elif c == "table-r0":
-            k = tawac.torch.kernel(E / f"{kernel}.mlir", reuse_slots=False)
-        else:
-            src, params, options = parse_config(kernel, c)
-            k = tawac.torch.kernel(src, params=params, tuning=None, **options)
         try:
+            if c == "table":
+                k = tawac.torch.kernel(E / f"{kernel}.mlir")
+            elif c == "table-r0":
+                k = tawac.torch.kernel(E / f"{kernel}.mlir", reuse_slots=False)
+            else:
+                src, params, options = parse_config(kernel, c)
+                k = tawac.torch.kernel(src, params=params, tuning=None, **options)
             y.fill_(float("nan"))
             k(*args)
             torch.cuda.synchronize()

@@ -26,7 +26,7 @@ from tawac.tools.explain import explain_module
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
 NAMES = ["softmax", "rmsnorm", "rmsnorm_residual", "layernorm"]
 #: The backward passes (the row part) and the column sums of their partial weight sums.
-BACKWARD = ["layernorm_bwd", "rmsnorm_bwd", "column_sum"]
+BACKWARD = ["layernorm_bwd", "rmsnorm_bwd", "column_sum", "column_sum_pair"]
 EPS = 1e-5
 #: Ragged check sizes: a partial 64-row block and a partial column block, and a row
 #: shorter than one column block.
@@ -89,7 +89,7 @@ def test_the_tile_passes_keep_its_meaning(name, sizes):
         checks["eps"] = EPS
     if name.endswith("_bwd"):
         checks["P"] = -(-sizes["M"] // 64)
-    if name == "column_sum":
+    if name.startswith("column_sum"):
         checks = {"P": sizes["M"], "N": sizes["N"]}
     base = baseline(module, checks)
     assert validate_pipeline(module, base, program=name)
@@ -123,9 +123,10 @@ def test_the_interpreter_agrees_with_torch(name):
     _check(name, {k: args[k] for k in want}, want)
 
 
-def _backward(name: str, m: int, n: int, device: str, seed: int):
+def _backward(name: str, m: int, n: int, device: str, seed: int, block_m: int = 64):
     """(the inputs of `name`'s row kernel, the outputs it is given, torch's dx, dw (and
-    db)): autograd through torch's own norm in float32 on the bf16 inputs."""
+    db)): autograd through torch's own norm in float32 on the bf16 inputs; the partial
+    sums have one row per program of `block_m` rows."""
     import torch
     import torch.nn.functional as F
 
@@ -134,7 +135,7 @@ def _backward(name: str, m: int, n: int, device: str, seed: int):
     dy = torch.randn(m, n, device=device, generator=g).to(torch.bfloat16)
     x = ins["x"].float().requires_grad_()
     w = ins["w"].float().requires_grad_()
-    p = -(-m // 64)
+    p = -(-m // block_m)
     nan = float("nan")
     if name == "layernorm_bwd":
         b = ins["b"].float().requires_grad_()
@@ -156,26 +157,57 @@ def _backward(name: str, m: int, n: int, device: str, seed: int):
     return args, outs, want
 
 
+# the block shapes benchmarks/bench_rows.py times for the backward's row kernel, and the
+# examples' default (64 x 128)
+BACKWARD_BLOCKS = [(64, 128), (1, 4096), (2, 2048), (8, 1024), (16, 512)]
+
+
+@pytest.mark.parametrize("block", [(64, 128), (1, 256), (8, 128)], ids=str)
 @pytest.mark.parametrize("name", ["layernorm_bwd", "rmsnorm_bwd"])
-def test_the_backward_in_the_interpreter_agrees_with_autograd(name):
+def test_the_backward_in_the_interpreter_agrees_with_autograd(name, block):
     """The row kernel and the column sums of its partials against torch's autograd."""
     import torch
 
     from tawac.dialects import tile
 
-    def kernel(stem):
-        module = parse_file(EXAMPLES / f"{stem}.mlir")
+    def kernel(stem, params=None):
+        module = parse_file(EXAMPLES / f"{stem}.mlir", params=params)
         return next(o for o in module.walk() if isinstance(o, tile.KernelOp))
 
     m, n = 130, 333
-    args, outs, want = _backward(name, m, n, "cpu", 3)
-    interpret_launch(kernel(name), [*args, *outs.values()])
+    bm, bn = block
+    args, outs, want = _backward(name, m, n, "cpu", 3, block_m=bm)
+    interpret_launch(kernel(name, {"BLOCK_M": bm, "BLOCK_N": bn}), [*args, *outs.values()])
     got = {"dx": outs["dx"]}
     for part in ("dw", "db"):
         if f"{part}_part" in outs:
             got[part] = torch.full((n,), float("nan")).to(torch.bfloat16)
             interpret_launch(kernel("column_sum"), [outs[f"{part}_part"], got[part]])
     _check(name, got, want)
+
+
+def test_the_column_sum_pair_adds_up_both_partials_as_column_sum_does():
+    """column_sum_pair.mlir (layer norm's dw and db in one launch) in the interpreter: each
+    output bit for bit the column sum of its partials (the same blocks in the same order)."""
+    import torch
+
+    from tawac.dialects import tile
+
+    def kernel(stem, params):
+        module = parse_file(EXAMPLES / f"{stem}.mlir", params=params)
+        return next(o for o in module.walk() if isinstance(o, tile.KernelOp))
+
+    g = torch.Generator().manual_seed(5)
+    p, n = 70, 333
+    x1, x2 = (torch.randn(p, n, generator=g) for _ in range(2))
+    params = {"BLOCK_M": 16, "BLOCK_N": 64}
+    pair = [torch.full((n,), float("nan")).to(torch.bfloat16) for _ in range(2)]
+    interpret_launch(kernel("column_sum_pair", params), [x1, x2, *pair])
+    for x, got in zip((x1, x2), pair, strict=True):
+        one = torch.full((n,), float("nan")).to(torch.bfloat16)
+        interpret_launch(kernel("column_sum", params), [x, one])
+        assert torch.equal(got, one)
+        torch.testing.assert_close(got.float(), x.sum(0), rtol=1e-2, atol=1e-2)
 
 
 @pytest.mark.parametrize("name", NAMES + BACKWARD)
@@ -376,31 +408,41 @@ def test_sums_without_reassoc_match_torch_on_the_gpu(name, block, m, n, tmp_path
 @requires_gpu
 @pytest.mark.parametrize("n", [100, 333, 4096])
 @pytest.mark.parametrize("m", [1, 77, 1000, 3000])
+@pytest.mark.parametrize("block", BACKWARD_BLOCKS, ids=str)
 @pytest.mark.parametrize("name", ["layernorm_bwd", "rmsnorm_bwd"])
-def test_the_backward_matches_autograd_on_the_gpu(name, m, n):
-    """The row kernel (outputs poisoned with NaN), then `column_sum` of each partial, in
-    place through `tawac.torch`, against torch's autograd in float32."""
+def test_the_backward_matches_autograd_on_the_gpu(name, block, m, n):
+    """The row kernel at each of the benchmark's block shapes (outputs poisoned with NaN),
+    then the column sums of its partials (`column_sum`, or `column_sum_pair` for layer
+    norm's two; their tuning tables), in place through `tawac.torch`, against torch's
+    autograd in float32."""
     import torch
 
     import tawac.torch
 
-    for stem in (name, "column_sum"):
-        if (stem, 128) not in _KERNELS:
-            _KERNELS[(stem, 128)] = tawac.torch.kernel(EXAMPLES / f"{stem}.mlir")
-    args, outs, want = _backward(name, m, n, "cuda", m * 7 + n)
-    _KERNELS[(name, 128)](*args, *outs.values())
+    bm, bn = block
+    if (name, block) not in _KERNELS:
+        params = {"BLOCK_M": bm, "BLOCK_N": bn}
+        _KERNELS[(name, block)] = tawac.torch.kernel(EXAMPLES / f"{name}.mlir", params=params)
+    for stem in ("column_sum", "column_sum_pair"):
+        if stem not in _KERNELS:
+            _KERNELS[stem] = tawac.torch.kernel(EXAMPLES / f"{stem}.mlir")
+    args, outs, want = _backward(name, m, n, "cuda", m * 7 + n, block_m=bm)
+    _KERNELS[(name, block)](*args, *outs.values())
     got = {"dx": outs["dx"]}
     for part in ("dw", "db"):
         if f"{part}_part" in outs:
             got[part] = torch.full((n,), float("nan"), device="cuda").to(torch.bfloat16)
-            _KERNELS[("column_sum", 128)](outs[f"{part}_part"], got[part])
+    if name == "layernorm_bwd":  # both column sums in one launch
+        _KERNELS["column_sum_pair"](outs["dw_part"], outs["db_part"], got["dw"], got["db"])
+    else:
+        _KERNELS["column_sum"](outs["dw_part"], got["dw"])
     torch.cuda.synchronize()
     for key, t in got.items():
         assert not torch.isnan(t.float()).any(), (name, key)
     _check(name, got, want)
 
 
-_KERNELS: dict[tuple, object] = {}
+_KERNELS: dict = {}
 
 
 # ---- 1-d loads beside 2-d tiles: streamed, read from the slot in runs
