@@ -9,6 +9,7 @@ structure: mbarrier init, `bar.sync 0`, one branch per warp-group partition with
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -463,6 +464,21 @@ class KernelLowering:
         row = self.cached(("row0", layout), lambda: self.index(layout.thread_row(part.first_wg)))
         col = self.cached(("col0", layout), lambda: self.index(layout.thread_col()))
         return row, col
+
+    def slice_alignment(self, layout: TileLayout, dim: int) -> int:
+        """The largest power of two (at most 16) dividing this partition's first row (`dim`
+        0) or column (1) of `layout` in every thread: the expression of `slice_coords`
+        evaluated for every thread index of a CTA."""
+        part = self.part
+        assert part is not None
+        expr = layout.thread_row(part.first_wg) if dim == 0 else layout.thread_col()
+        g = 0
+        for tid in range(HOPPER.max_threads_per_block):
+            g = math.gcd(g, expr.value(tid))
+        align = 16
+        while align > 1 and g % align:
+            align //= 2
+        return align
 
     def slice_coords(self, layout: TileLayout, dim: int) -> tuple[SSAValue, tuple[int, ...]]:
         """This thread's first row (`dim` 0) or column (1) of its slice of `layout`, and

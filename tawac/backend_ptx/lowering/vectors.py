@@ -31,6 +31,7 @@ the j-th distinct register row (column) offset, as a vector load there reads it.
 from __future__ import annotations
 
 import struct
+from collections.abc import Sequence
 
 from xdsl.dialects.builtin import TensorType
 from xdsl.ir import SSAValue
@@ -177,18 +178,41 @@ def _load_slot_slice(
 ) -> None:
     """A 1-d tile received through an aref into the registers of its slice of a 2-d
     tile's layout (`dim` 1: the columns a thread holds, a norm's weight; 0: its rows):
-    element (the thread's first row or column + the register's offset) of the slot, one
-    shared load each (runs of contiguous offsets read as one, `ld.shared.v4` for a blocked
-    tile's columns, are not checked on the GPU yet). Then `slot_reads_done`."""
+    element (the thread's first row or column + the register's offset) of the slot, in
+    `slice_runs`: one shared load of up to 16 bytes per run of consecutive offsets
+    (`ld.shared.v4` for 8 bf16 columns of a blocked tile). Then `slot_reads_done`."""
     ety = elem_ptx_type(slot.type.element_type)
     nbytes = elem_bytes(slot.type.element_type)
     start, offsets = k.slice_coords(layout, dim)
     base = k.r(ptx.FmaOp("s32", start, k.imm(nbytes), slot.addr))
     regs: list[SSAValue] = []
-    for off in offsets:
-        regs += load_shared_run(k, k.add_imm(base, off * nbytes, "u32"), nbytes, ety)
+    for off, count in slice_runs(offsets, k.slice_alignment(layout, dim), nbytes):
+        regs += load_shared_run(k, k.add_imm(base, off * nbytes, "u32"), count * nbytes, ety)
     slot_reads_done(k)
     k.vals[op.result] = Frag(layout, regs, ety, dim)
+
+
+def slice_runs(offsets: Sequence[int], align: int, nbytes: int) -> list[tuple[int, int]]:
+    """(first offset, elements) of each shared load reading a slice's `offsets` (in
+    order) from a linear slot whose base is 16-byte aligned: consecutive offsets as one
+    access of 2, 4, 8 or 16 bytes where every thread's address is a multiple of its size.
+    `align`: a power of two dividing every thread's first element index, so the element
+    index start + off is a multiple of e where e divides both `align` and off. A run of
+    16-bit elements reads whole 32-bit words (2 elements at least), else one element."""
+    out: list[tuple[int, int]] = []
+    i = 0
+    while i < len(offsets):
+        off = offsets[i]
+        count = 1
+        for e in (16 // nbytes, 8 // nbytes, 4 // nbytes):
+            if e < 2 or align % e or off % e:
+                continue
+            if tuple(offsets[i : i + e]) == tuple(range(off, off + e)):
+                count = e
+                break
+        out.append((off, count))
+        i += count
+    return out
 
 
 def slot_reads_done(k: KernelLowering) -> None:
