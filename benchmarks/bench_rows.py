@@ -46,7 +46,7 @@ EPS = 1e-5
 # caller allocates it. The benchmark times these block shapes (BLOCK_M, BLOCK_N) and
 # reports the fastest, as it reports Triton's best of its warp counts; the column sums
 # take column_sum's table.
-BACKWARD_BLOCKS = ((1, 4096), (2, 2048), (8, 1024), (16, 512))
+BACKWARD_BLOCKS = ((1, 4096), (2, 2048), (8, 1024), (16, 512), (32, 256))
 
 #: The shape table: softmax (rows, columns), norms (tokens, hidden), vector add (1 x
 #: elements, float32 as the tutorial).
