@@ -108,15 +108,30 @@ def checks_of(kernel: tile.KernelOp) -> list[dict[str, Any]]:
         checks = None
     for c in checks if isinstance(checks, list) else [None]:
         other = c.get("equals") if isinstance(c, dict) else None
+        least = c.get("at_least") if isinstance(c, dict) else None
         constant = isinstance(other, dict) and isinstance(other.get("const"), int)
         scaled = tensor_dim(other) and isinstance(other.get("times", 1), int)
-        if not (tensor_dim(c) and (constant or scaled)):
+        covers = (
+            isinstance(least, dict)
+            and tensor_dim(least.get("cdiv"))
+            and isinstance(least.get("by"), int)
+            and isinstance(c.get("by"), int)
+        )
+        if not (tensor_dim(c) and (constant or scaled or covers)):
             raise CompileError(
                 f"{CHECKS_ATTR}: expected a list of {{arg, dim, equals = {{arg, dim, times}} "
                 f"or {{const}}}} over the kernel's tensor arguments, got {c}",
                 kernel,
             )
     return checks
+
+
+def record_checks(kernel: tile.KernelOp, checks: list[dict[str, Any]]) -> None:
+    """Adds `checks` to the kernel's launch checks (`CHECKS_ATTR`), after those it has."""
+    if not checks:
+        return
+    stated = checks_of(kernel)
+    kernel.attributes[CHECKS_ATTR] = to_attr(stated + [c for c in checks if c not in stated])
 
 
 def decomposition_of(kernel: tile.KernelOp) -> dict[str, Any]:
@@ -208,6 +223,44 @@ def infer_grid(kernel: tile.KernelOp) -> list[dict[str, Any]]:
                 kernel,
             )
         out.append({"const": 1})
+    return out
+
+
+def coverage_checks(kernel: tile.KernelOp) -> list[dict[str, Any]]:
+    """The launch checks that every program's stores land: a store at `program_id(a) *
+    T'` along dimension d' of tensor X' beside the store that sizes axis a (`infer_grid`:
+    ceil(size(X, d) / T) programs) drops the tiles of the programs past ceil(size(X', d')
+    / T'), a result lost without a trace (a norm backward's partial sums, one row a
+    program, given fewer rows than programs). Each such store gives `{"arg": X', "dim":
+    d', "by": T', "at_least": {"cdiv": {"arg": X, "dim": d}, "by": T}}`: ceil(size(X',
+    d') / T') >= ceil(size(X, d) / T), which the launcher checks (docs/abi.md). None where
+    a pass fixed the grid (`GRID_ATTR`) or for a workspace a pass sizes itself."""
+    if GRID_ATTR in kernel.attributes:
+        return []
+    grid = infer_grid(kernel)
+    names = [a.name_hint or f"arg{i}" for i, a in enumerate(kernel.body.block.args)]
+    workspace = workspace_of(kernel)
+    out: list[dict[str, Any]] = []
+    for st in kernel.walk():
+        if not isinstance(st, tile.StoreOp | hopper.TmaStoreOp | tile.AtomicAddOp):
+            continue
+        dest = st.dest
+        assert isinstance(dest, BlockArgument)
+        name = names[dest.index]
+        if name in workspace:
+            continue
+        for d, idx in enumerate(st.indices):
+            found = _pid_times(idx)
+            if found is None:
+                continue
+            axis, by = found
+            g = grid[axis]
+            if set(g) != {"cdiv", "by"} or (g["cdiv"], g["by"]) == ({"arg": name, "dim": d}, by):
+                continue
+            least = {"cdiv": g["cdiv"], "by": g["by"]}
+            check = {"arg": name, "dim": d, "by": by, "at_least": least}
+            if check not in out:
+                out.append(check)
     return out
 
 

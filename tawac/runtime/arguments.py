@@ -259,13 +259,22 @@ def validate_sidecar(sidecar: Mapping[str, Any]) -> None:
 
 def _validate_checks(sidecar: Mapping[str, Any], args: Mapping[str, Mapping[str, Any]]) -> None:
     """The "checks" entries' structure: a tensor argument's dimension, equal to another's
-    times a positive integer, or to a constant."""
+    times a positive integer, or to a constant; or in blocks of `by`, at least another's
+    blocks (`at_least`: `{"cdiv": {arg, dim}, "by"}`)."""
     for c in sidecar.get("checks", []):
         other = c.get("equals") if isinstance(c, Mapping) else None
+        least = c.get("at_least") if isinstance(c, Mapping) else None
         if isinstance(other, Mapping) and _is_int(other.get("const"), 0):
             refs = [c]
         elif isinstance(other, Mapping) and _is_int(other.get("times", 1), 1):
             refs = [c, other]
+        elif (
+            isinstance(least, Mapping)
+            and isinstance(least.get("cdiv"), Mapping)
+            and _is_int(least.get("by"), 1)
+            and _is_int(c.get("by"), 1)
+        ):
+            refs = [c, least["cdiv"]]
         else:
             raise LaunchError(f"sidecar check {c!r} is not understood")
         for ref in refs:
@@ -283,7 +292,7 @@ def check_shapes(
 ) -> None:
     """Raises LaunchError where the arguments' shapes break one of the sidecar's
     "checks" (grouped query heads: q has G times the heads of k; a paged cache's page
-    size: the key block)."""
+    size: the key block; a per-program output with room for every program's store)."""
     dims = {a["name"]: a.get("dims") or [] for a in args}
 
     def name(arg: str, d: int) -> str:
@@ -291,8 +300,21 @@ def check_shapes(
         return f"{arg}.shape[{d}]" + (f" ({n})" if n else "")
 
     for c in checks:
-        o = c["equals"]
         have = shapes[c["arg"]][c["dim"]]
+        if "at_least" in c:
+            o = c["at_least"]
+            base, by = shapes[o["cdiv"]["arg"]][o["cdiv"]["dim"]], int(o["by"])
+            programs, room = -(-base // by), -(-have // int(c["by"]))
+            if room < programs:
+                src = name(o["cdiv"]["arg"], o["cdiv"]["dim"])
+                raise LaunchError(
+                    f"{name(c['arg'], c['dim'])} is {have}: the launch runs {programs} "
+                    f"programs ({src} is {base}, {by} a program), each storing "
+                    f"{c['by']} along it, so it needs {programs * int(c['by'])} at least "
+                    "(the programs past it would drop their results)"
+                )
+            continue
+        o = c["equals"]
         if "const" in o:
             if have != o["const"]:
                 raise LaunchError(
