@@ -317,28 +317,20 @@ def _backward_math(kernel: str):
     return rms if kernel == "rmsnorm_bwd" else layer
 
 
-def _run_backward(kernel: str, shape: str, rounds: int) -> str | None:
-    """A norm's backward: tawac's row kernel (`examples/<kernel>.mlir`: dx and per-program
-    partial weight sums, the fastest of `BACKWARD_BLOCKS`) then the partials' column sums
-    (`examples/column_sum.mlir`; layer norm's two in one `column_sum_pair.mlir` launch), against
-    torch.compile and eager of the same math (`_backward_math`) and Triton's tutorial
-    backward where `examples/triton/layer_norm.py` has it (layer norm)."""
+def backward_problem(kernel: str, m: int, n: int, device: str = "cuda"):
+    """A norm backward's inputs at m x n and its float32 references: (x, dy, w, mean,
+    rstd, [dx, dw] or [dx, dw, db]), autograd through torch's own norm on the bf16 inputs
+    (seeded by m + n); the mean and rstd are the forward's saved statistics."""
     import torch
     import torch.nn.functional as F
 
-    import tawac.torch
-    from tawac.runtime.runner import round_robin_medians
-
-    m, n = _shape(shape)
-    g = torch.Generator(device="cuda").manual_seed(m + n)
-    x = (torch.randn(m, n, device="cuda", generator=g) * 2 + 0.5).to(torch.bfloat16)
-    w = torch.randn(n, device="cuda", generator=g).to(torch.bfloat16)
-    b = torch.randn(n, device="cuda", generator=g).to(torch.bfloat16)
-    dy = torch.randn(m, n, device="cuda", generator=g).to(torch.bfloat16)
+    g = torch.Generator(device=device).manual_seed(m + n)
+    x = (torch.randn(m, n, device=device, generator=g) * 2 + 0.5).to(torch.bfloat16)
+    w = torch.randn(n, device=device, generator=g).to(torch.bfloat16)
+    b = torch.randn(n, device=device, generator=g).to(torch.bfloat16)
+    dy = torch.randn(m, n, device=device, generator=g).to(torch.bfloat16)
     layer = kernel == "layernorm_bwd"
-    xf = x.float().requires_grad_()
-    wf = w.float().requires_grad_()
-    bf = b.float().requires_grad_()
+    xf, wf, bf = (t.float().requires_grad_() for t in (x, w, b))
     if layer:
         F.layer_norm(xf, (n,), wf, bf, EPS).backward(dy.float())
         refs = [xf.grad, wf.grad, bf.grad]
@@ -348,7 +340,23 @@ def _run_backward(kernel: str, shape: str, rounds: int) -> str | None:
     xd = x.float()
     mean = xd.mean(dim=1)
     var = xd.var(dim=1, unbiased=False) if layer else (xd * xd).mean(dim=1)
-    rstd = torch.rsqrt(var + EPS)
+    return x, dy, w, mean, torch.rsqrt(var + EPS), refs
+
+
+def _run_backward(kernel: str, shape: str, rounds: int) -> str | None:
+    """A norm's backward: tawac's row kernel (`examples/<kernel>.mlir`: dx and per-program
+    partial weight sums, the fastest of `BACKWARD_BLOCKS`) then the partials' column sums
+    (`examples/column_sum.mlir`; layer norm's two in one `column_sum_pair.mlir` launch), against
+    torch.compile and eager of the same math (`_backward_math`) and Triton's tutorial
+    backward where `examples/triton/layer_norm.py` has it (layer norm)."""
+    import torch
+
+    import tawac.torch
+    from tawac.runtime.runner import round_robin_medians
+
+    m, n = _shape(shape)
+    layer = kernel == "layernorm_bwd"
+    x, dy, w, mean, rstd, refs = backward_problem(kernel, m, n)
     dx = torch.empty_like(x)
     grads = [torch.empty(n, device="cuda", dtype=torch.bfloat16) for _ in refs[1:]]
     # the weight gradients' column sums: layer norm's two in one launch

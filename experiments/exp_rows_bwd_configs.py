@@ -26,14 +26,14 @@ import torch
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "benchmarks"))
+sys.path.insert(0, str(ROOT / "experiments"))
 import bench_rows as b  # noqa: E402
 from checks import drop_wrong  # noqa: E402
+from exp_rows_occupancy import print_medians  # noqa: E402
 
 import tawac.torch  # noqa: E402
-from tawac.runtime.runner import round_robin_medians  # noqa: E402
 
 E = ROOT / "examples"
-EPS = 1e-5
 SHAPES = [f"{t}x{h}" for t in (1, 16, 128, 4096, 32768) for h in (4096, 8192)]
 CONFIGS = ["m64n128", "m1n4096a", "m1n2048a", "m4n1024a", "m8n1024a", "m16n512a", "m16n1024a"]
 ORDERED = {
@@ -101,26 +101,9 @@ def compile_only(kernels: list[str], configs: list[str]) -> None:
 
 
 def shape_rows(kernel: str, shape: str, configs: list[str]) -> None:
-    import torch.nn.functional as F
-
     m, n = (int(v) for v in shape.split("x"))
-    g = torch.Generator(device="cuda").manual_seed(m + n)
-    x = (torch.randn(m, n, device="cuda", generator=g) * 2 + 0.5).to(torch.bfloat16)
-    w = torch.randn(n, device="cuda", generator=g).to(torch.bfloat16)
-    bias = torch.randn(n, device="cuda", generator=g).to(torch.bfloat16)
-    dy = torch.randn(m, n, device="cuda", generator=g).to(torch.bfloat16)
     layer = kernel == "layernorm_bwd"
-    xf, wf, bf = (t.float().requires_grad_() for t in (x, w, bias))
-    if layer:
-        F.layer_norm(xf, (n,), wf, bf, EPS).backward(dy.float())
-        refs = [xf.grad, wf.grad, bf.grad]
-    else:
-        F.rms_norm(xf, (n,), wf, EPS).backward(dy.float())
-        refs = [xf.grad, wf.grad]
-    xd = x.float()
-    mean = xd.mean(dim=1)
-    var = xd.var(dim=1, unbiased=False) if layer else (xd * xd).mean(dim=1)
-    rstd = torch.rsqrt(var + EPS)
+    x, dy, w, mean, rstd, refs = b.backward_problem(kernel, m, n)
     stats = (mean, rstd) if layer else (rstd,)
     dx = torch.empty_like(x)
     grads = [torch.empty(n, device="cuda", dtype=torch.bfloat16) for _ in refs[1:]]
@@ -154,13 +137,7 @@ def shape_rows(kernel: str, shape: str, configs: list[str]) -> None:
     drop_wrong(systems, [dx, *grads], refs, shape)
     src = torch.empty_like(x)
     systems["copy"] = lambda: dx.copy_(src)
-    med = {k: v * 1e3 for k, v in round_robin_medians(systems, 3, rep_ms=60).items()}
-    base = med.get(configs[0])
-    cells = " ".join(
-        f"{k}={t:.1f}" + (f"({base / t:.2f}x)" if base and k not in ("copy", "eager") else "")
-        for k, t in med.items()
-    )
-    print(f"{kernel} {shape}: {cells}", flush=True)
+    print_medians(kernel, shape, systems, configs[0])
 
 
 def main() -> None:

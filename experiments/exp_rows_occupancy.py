@@ -140,8 +140,14 @@ def shape_rows(kernel: str, shape: str, configs: list[str]) -> None:
     src = torch.empty_like(x)
     systems["eager"] = eager
     systems["copy"] = lambda: y.copy_(src)
+    print_medians(kernel, shape, systems, "table")
+
+
+def print_medians(kernel: str, shape: str, systems: dict, base_key: str) -> None:
+    """Times `systems` round-robin (3 rounds) and prints one line of their medians (us),
+    each over `base_key`'s as a speed-up (not the copy's and eager's)."""
     med = {k: v * 1e3 for k, v in round_robin_medians(systems, 3, rep_ms=60).items()}
-    base = med.get("table")
+    base = med.get(base_key)
     cells = " ".join(
         f"{k}={t:.1f}" + (f"({base / t:.2f}x)" if base and k not in ("copy", "eager") else "")
         for k, t in med.items()
