@@ -430,6 +430,7 @@ def test_slice_runs_take_the_widest_aligned_access():
     assert slice_runs([0, 2, 4, 6], 16, 2) == [(0, 1), (2, 1), (4, 1), (6, 1)]
     assert slice_runs([4, 5, 6, 7], 16, 4) == [(4, 4)]
     assert slice_runs([2, 3, 4, 5], 16, 4) == [(2, 2), (4, 2)]
+    assert slice_runs(list(range(16)), 16, 1) == [(i, 1) for i in range(16)]  # 8-bit
 
 
 def test_a_one_row_layer_norm_reads_its_weight_and_bias_in_16_byte_runs():

@@ -198,13 +198,16 @@ def slice_runs(offsets: Sequence[int], align: int, nbytes: int) -> list[tuple[in
     access of 2, 4, 8 or 16 bytes where every thread's address is a multiple of its size.
     `align`: a power of two dividing every thread's first element index, so the element
     index start + off is a multiple of e where e divides both `align` and off. A run of
-    16-bit elements reads whole 32-bit words (2 elements at least), else one element."""
+    16-bit elements reads whole 32-bit words (2 elements at least), else one element;
+    elements of other sizes (8-bit) one at a time, as `load_shared_run` unpacks 16-bit
+    halves only."""
     out: list[tuple[int, int]] = []
+    widths = (16 // nbytes, 8 // nbytes, 4 // nbytes) if nbytes in (2, 4) else ()
     i = 0
     while i < len(offsets):
         off = offsets[i]
         count = 1
-        for e in (16 // nbytes, 8 // nbytes, 4 // nbytes):
+        for e in widths:
             if e < 2 or align % e or off % e:
                 continue
             if tuple(offsets[i : i + e]) == tuple(range(off, off + e)):
