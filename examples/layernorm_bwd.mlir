@@ -6,8 +6,10 @@
 // MMAs: BLOCK_M rows per program, two loops over BLOCK_N-column blocks (c1 and c2, then
 // dx and the partial sums); the rows and columns past the tensor read as 0 (dy = 0 there,
 // so they add nothing to a partial sum).
-// Parameters: BLOCK_M rows (64: m64 blocks; 1-32: the blocked layout), BLOCK_N columns.
-tile.kernel @layernorm_bwd(%x: !tile.tensor<?x?xbf16, ["M", "N"]>, %dy: !tile.tensor<?x?xbf16, ["M", "N"]>, %w: !tile.tensor<?xbf16, ["N"]>, %mean: !tile.tensor<?xf32, ["M"]>, %rstd: !tile.tensor<?xf32, ["M"]>, %dx: !tile.tensor<?x?xbf16, ["M", "N"]>, %dw_part: !tile.tensor<?x?xf32, ["P", "N"]>, %db_part: !tile.tensor<?x?xf32, ["P", "N"]>) attributes {params = {BLOCK_M = 64, BLOCK_N = 128}} {
+// Parameters: BLOCK_M rows (64: m64 blocks; 1-32: the blocked layout), BLOCK_N columns;
+// the default 16 x 512 ran faster than 64 x 128 at every size measured on the H100
+// (docs/perf/2026-12-07.md); 1 x 4096 is faster still at 1-128 tokens.
+tile.kernel @layernorm_bwd(%x: !tile.tensor<?x?xbf16, ["M", "N"]>, %dy: !tile.tensor<?x?xbf16, ["M", "N"]>, %w: !tile.tensor<?xbf16, ["N"]>, %mean: !tile.tensor<?xf32, ["M"]>, %rstd: !tile.tensor<?xf32, ["M"]>, %dx: !tile.tensor<?x?xbf16, ["M", "N"]>, %dw_part: !tile.tensor<?x?xf32, ["P", "N"]>, %db_part: !tile.tensor<?x?xf32, ["P", "N"]>) attributes {params = {BLOCK_M = 16, BLOCK_N = 512}} {
   %c0 = arith.constant 0 : index
   %bm = arith.constant $BLOCK_M : index
   %bn = arith.constant $BLOCK_N : index

@@ -4,8 +4,10 @@
 // (f32, cdiv(M, BLOCK_M) x N), which examples/column_sum.mlir adds up. Without MMAs:
 // BLOCK_M rows per program, two loops over BLOCK_N-column blocks (c, then dx and the
 // partial sums); the rows and columns past the tensor read as 0.
-// Parameters: BLOCK_M rows (64: m64 blocks; 1-32: the blocked layout), BLOCK_N columns.
-tile.kernel @rmsnorm_bwd(%x: !tile.tensor<?x?xbf16, ["M", "N"]>, %dy: !tile.tensor<?x?xbf16, ["M", "N"]>, %w: !tile.tensor<?xbf16, ["N"]>, %rstd: !tile.tensor<?xf32, ["M"]>, %dx: !tile.tensor<?x?xbf16, ["M", "N"]>, %dw_part: !tile.tensor<?x?xf32, ["P", "N"]>) attributes {params = {BLOCK_M = 64, BLOCK_N = 128}} {
+// Parameters: BLOCK_M rows (64: m64 blocks; 1-32: the blocked layout), BLOCK_N columns;
+// the default 8 x 1024 ran faster than 64 x 128 at every size measured on the H100
+// (docs/perf/2026-12-07.md); 1 x 4096 is faster still at 1-128 tokens.
+tile.kernel @rmsnorm_bwd(%x: !tile.tensor<?x?xbf16, ["M", "N"]>, %dy: !tile.tensor<?x?xbf16, ["M", "N"]>, %w: !tile.tensor<?xbf16, ["N"]>, %rstd: !tile.tensor<?xf32, ["M"]>, %dx: !tile.tensor<?x?xbf16, ["M", "N"]>, %dw_part: !tile.tensor<?x?xf32, ["P", "N"]>) attributes {params = {BLOCK_M = 8, BLOCK_N = 1024}} {
   %c0 = arith.constant 0 : index
   %bm = arith.constant $BLOCK_M : index
   %bn = arith.constant $BLOCK_N : index
