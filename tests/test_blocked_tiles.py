@@ -387,23 +387,17 @@ ACC_SHAPES = [(64, 128, 1, 2), (64, 256, 1, 4), (128, 128, 2, 2), (192, 64, 3, 4
 
 @pytest.mark.parametrize("shape", SHAPES + ACC_SHAPES, ids=str)
 def test_a_slice_is_read_in_aligned_runs_of_its_consecutive_elements(shape):
-    """`vectors.slice_runs` with `KernelLowering.slice_alignment`'s alignment (the gcd of
-    the first row or column expression over every thread index): against the model, in
+    """`vectors.slice_runs` with the alignment `KernelLowering.slice_alignment` takes (the
+    first row or column expression's `IndexExpr.alignment`): against the model, in
     every thread, each run reads consecutive elements and starts at a multiple of its
     length (its address a multiple of its bytes in a 16-byte aligned slot), the runs
     cover the slice in order, and a slice of whole 16-byte runs takes 16-byte loads."""
-    import math
-
     from tawac.backend_ptx.lowering.vectors import slice_runs
 
     m, n, w, b = shape
     layout = AccLayout(m, n, w) if shape in ACC_SHAPES else _layout(m, n, w, b)
     for dim in (0, 1):
-        expr = layout.thread_row(0) if dim == 0 else layout.thread_col()
-        g = 0
-        for tid in range(HOPPER.max_threads_per_block):
-            g = math.gcd(g, expr.value(tid))
-        align = next((a for a in (16, 8, 4, 2) if g % a == 0), 1)
+        align = (layout.thread_row(0) if dim == 0 else layout.thread_col()).alignment()
         offsets = layout.row_offsets() if dim == 0 else layout.col_offsets()
         runs = slice_runs(offsets, align, b)
         assert [off for first, count in runs for off in range(first, first + count)] == offsets

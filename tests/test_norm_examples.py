@@ -176,21 +176,17 @@ def test_the_backward_in_the_interpreter_agrees_with_autograd(name, block):
     """The row kernel and the column sums of its partials against torch's autograd."""
     import torch
 
-    from tawac.dialects import tile
-
-    def kernel(stem, params=None):
-        module = parse_file(EXAMPLES / f"{stem}.mlir", params=params)
-        return next(o for o in module.walk() if isinstance(o, tile.KernelOp))
-
     m, n = 130, 333
     bm, bn = block
     args, outs, want = _backward(name, m, n, "cpu", 3, block_m=bm)
-    interpret_launch(kernel(name, {"BLOCK_M": bm, "BLOCK_N": bn}), [*args, *outs.values()])
+    params = {"BLOCK_M": bm, "BLOCK_N": bn}
+    interpret_launch(kernel_op(EXAMPLES / f"{name}.mlir", params=params), [*args, *outs.values()])
     got = {"dx": outs["dx"]}
     for part in ("dw", "db"):
         if f"{part}_part" in outs:
             got[part] = torch.full((n,), float("nan")).to(torch.bfloat16)
-            interpret_launch(kernel("column_sum"), [outs[f"{part}_part"], got[part]])
+            column_sum = kernel_op(EXAMPLES / "column_sum.mlir")
+            interpret_launch(column_sum, [outs[f"{part}_part"], got[part]])
     _check(name, got, want)
 
 
@@ -199,21 +195,15 @@ def test_the_column_sum_pair_adds_up_both_partials_as_column_sum_does():
     output bit for bit the column sum of its partials (the same blocks in the same order)."""
     import torch
 
-    from tawac.dialects import tile
-
-    def kernel(stem, params):
-        module = parse_file(EXAMPLES / f"{stem}.mlir", params=params)
-        return next(o for o in module.walk() if isinstance(o, tile.KernelOp))
-
     g = torch.Generator().manual_seed(5)
     p, n = 70, 333
     x1, x2 = (torch.randn(p, n, generator=g) for _ in range(2))
     params = {"BLOCK_M": 16, "BLOCK_N": 64}
     pair = [torch.full((n,), float("nan")).to(torch.bfloat16) for _ in range(2)]
-    interpret_launch(kernel("column_sum_pair", params), [x1, x2, *pair])
+    interpret_launch(kernel_op(EXAMPLES / "column_sum_pair.mlir", params=params), [x1, x2, *pair])
     for x, got in zip((x1, x2), pair, strict=True):
         one = torch.full((n,), float("nan")).to(torch.bfloat16)
-        interpret_launch(kernel("column_sum", params), [x, one])
+        interpret_launch(kernel_op(EXAMPLES / "column_sum.mlir", params=params), [x, one])
         assert torch.equal(got, one)
         torch.testing.assert_close(got.float(), x.sum(0), rtol=1e-2, atol=1e-2)
 

@@ -4,7 +4,7 @@ launch ABI on `ptx.entry`)."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -179,26 +179,17 @@ def infer_grid(kernel: tile.KernelOp) -> list[dict[str, Any]]:
     fixed = kernel.attributes.get(GRID_ATTR)
     if fixed is not None:
         return from_attr(fixed)
-    names = [a.name_hint or f"arg{i}" for i, a in enumerate(kernel.body.block.args)]
+    names = _arg_names(kernel)
     workspace = workspace_of(kernel)
     grid: list[dict[str, Any] | None] = [None, None, None]
     used = {op.axis.data for op in kernel.walk() if isinstance(op, tile.ProgramIdOp)}
-    for st in kernel.walk():
-        if not isinstance(st, tile.StoreOp | hopper.TmaStoreOp | tile.AtomicAddOp):
-            continue
-        dest = st.dest
-        assert isinstance(dest, BlockArgument)
-        for d, idx in enumerate(st.indices):
-            found = _pid_times(idx)
-            if found is None:
-                continue
-            axis, by = found
-            entry = {"cdiv": {"arg": names[dest.index], "dim": d}, "by": by}
-            sized = workspace.get(names[dest.index])
-            if sized is not None:
-                entry = _scaled(sized["shape"][d], by)
-            if grid[axis] is None:
-                grid[axis] = entry
+    for name, d, axis, by in _placing_stores(kernel):
+        entry = {"cdiv": {"arg": name, "dim": d}, "by": by}
+        sized = workspace.get(name)
+        if sized is not None:
+            entry = _scaled(sized["shape"][d], by)
+        if grid[axis] is None:
+            grid[axis] = entry
     # An axis no store places: the elements of an index tensor it reads one each (a
     # grouped GEMM's row blocks, whose rows come from the tensor, not the program id).
     for ld in kernel.walk():
@@ -238,30 +229,37 @@ def coverage_checks(kernel: tile.KernelOp) -> list[dict[str, Any]]:
     if GRID_ATTR in kernel.attributes:
         return []
     grid = infer_grid(kernel)
-    names = [a.name_hint or f"arg{i}" for i, a in enumerate(kernel.body.block.args)]
     workspace = workspace_of(kernel)
     out: list[dict[str, Any]] = []
+    for name, d, axis, by in _placing_stores(kernel):
+        g = grid[axis]
+        if name in workspace or set(g) != {"cdiv", "by"}:
+            continue
+        if (g["cdiv"], g["by"]) == ({"arg": name, "dim": d}, by):
+            continue
+        check = {"arg": name, "dim": d, "by": by, "at_least": {"cdiv": g["cdiv"], "by": g["by"]}}
+        if check not in out:
+            out.append(check)
+    return out
+
+
+def _arg_names(kernel: tile.KernelOp) -> list[str]:
+    return [a.name_hint or f"arg{i}" for i, a in enumerate(kernel.body.block.args)]
+
+
+def _placing_stores(kernel: tile.KernelOp) -> Iterator[tuple[str, int, int, int]]:
+    """(argument name, dimension, axis, T) of each store (or atomic add) coordinate at
+    `program_id(axis) * T`, in program order: the stores that place the grid's axes."""
+    names = _arg_names(kernel)
     for st in kernel.walk():
         if not isinstance(st, tile.StoreOp | hopper.TmaStoreOp | tile.AtomicAddOp):
             continue
         dest = st.dest
         assert isinstance(dest, BlockArgument)
-        name = names[dest.index]
-        if name in workspace:
-            continue
         for d, idx in enumerate(st.indices):
             found = _pid_times(idx)
-            if found is None:
-                continue
-            axis, by = found
-            g = grid[axis]
-            if set(g) != {"cdiv", "by"} or (g["cdiv"], g["by"]) == ({"arg": name, "dim": d}, by):
-                continue
-            least = {"cdiv": g["cdiv"], "by": g["by"]}
-            check = {"arg": name, "dim": d, "by": by, "at_least": least}
-            if check not in out:
-                out.append(check)
-    return out
+            if found is not None:
+                yield names[dest.index], d, *found
 
 
 def _placed_by_loads(

@@ -12,13 +12,7 @@ from xdsl.dialects.builtin import (
 )
 from xdsl.ir import Attribute, BlockArgument, Operation, SSAValue
 
-from tawac.analysis.grid import (
-    checks_of,
-    decomposition_of,
-    from_attr,
-    to_attr,
-    workspace_of,
-)
+from tawac.analysis.grid import checks_of, decomposition_of, from_attr, to_attr, workspace_of
 from tawac.dialects import ptx, tile
 from tawac.support.diagnostics import CompileError
 from tawac.target import HOPPER

@@ -52,7 +52,7 @@ from xdsl.ir import BlockArgument, Operation, SSAValue
 from xdsl.passes import ModulePass
 from xdsl.rewriter import InsertPoint, Rewriter
 
-from tawac.analysis.grid import CHECKS_ATTR, GROUP_ATTR, checks_of, to_attr
+from tawac.analysis.grid import GROUP_ATTR, record_checks, to_attr
 from tawac.analysis.identity import argument_name
 from tawac.analysis.program_ids import program_id_ops
 from tawac.analysis.scalars import constant_int
@@ -234,9 +234,7 @@ def group_kernel(kernel: tile.KernelOp) -> bool:
     checks = _checks(kernel, found)
     _rewrite(found)
     kernel.attributes[GROUP_ATTR] = to_attr({"group": group, "rows_per_head": found.rows // group})
-    if checks:
-        stated = checks_of(kernel)  # the source's own come first
-        kernel.attributes[CHECKS_ATTR] = to_attr(stated + [c for c in checks if c not in stated])
+    record_checks(kernel, checks)  # after the source's own
     return True
 
 

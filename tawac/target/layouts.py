@@ -28,6 +28,7 @@ cooperative consumer partition along the rows.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from functools import cache
 from typing import ClassVar
@@ -45,6 +46,17 @@ class IndexExpr:
 
     def value(self, tid: int) -> int:
         raise NotImplementedError
+
+    def alignment(self, cap: int = 16) -> int:
+        """The largest power of two, at most `cap`, dividing the value in every thread of
+        a CTA (evaluated for each thread index: the gcd of the values)."""
+        g = 0
+        for tid in range(HOPPER.max_threads_per_block):
+            g = math.gcd(g, self.value(tid))
+        align = cap
+        while align > 1 and g % align:
+            align //= 2
+        return align
 
 
 @dataclass(frozen=True)

@@ -9,7 +9,6 @@ structure: mbarrier init, `bar.sync 0`, one branch per warp-group partition with
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -472,13 +471,7 @@ class KernelLowering:
         part = self.part
         assert part is not None
         expr = layout.thread_row(part.first_wg) if dim == 0 else layout.thread_col()
-        g = 0
-        for tid in range(HOPPER.max_threads_per_block):
-            g = math.gcd(g, expr.value(tid))
-        align = 16
-        while align > 1 and g % align:
-            align //= 2
-        return align
+        return expr.alignment()
 
     def slice_coords(self, layout: TileLayout, dim: int) -> tuple[SSAValue, tuple[int, ...]]:
         """This thread's first row (`dim` 0) or column (1) of its slice of `layout`, and
