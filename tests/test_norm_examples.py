@@ -167,7 +167,7 @@ def _backward(name: str, m: int, n: int, device: str, seed: int, block_m: int = 
 
 # the block shapes benchmarks/bench_rows.py times for the backward's row kernel, and the
 # examples' default (64 x 128)
-BACKWARD_BLOCKS = [(64, 128), (1, 4096), (2, 2048), (8, 1024), (16, 512)]
+BACKWARD_BLOCKS = [(64, 128), (1, 4096), (2, 2048), (8, 1024), (16, 512), (32, 256)]
 
 
 @pytest.mark.parametrize("block", [(64, 128), (1, 256), (8, 128)], ids=str)
