@@ -23,17 +23,14 @@ the widest element type that its loads and stores move (4 f32, 8 bf16).
 from __future__ import annotations
 
 from xdsl.dialects import arith, math, scf
-from xdsl.dialects.builtin import BFloat16Type, Float16Type, TensorType
+from xdsl.dialects.builtin import TensorType
 from xdsl.ir import Operation, SSAValue
 
-from tawac.dialects import hopper, tile
+from tawac.analysis.tile_layouts import TileLayout, TileLayouts, elem_bytes
+from tawac.dialects import tile
 from tawac.support.diagnostics import CompileError
 from tawac.target import HOPPER
-from tawac.target.blocked_tiles import BlockedTileLayout
-from tawac.target.layouts import AccLayout, BlockedLayout
-
-#: The layout of a 2-d tile in registers.
-TileLayout = AccLayout | BlockedTileLayout
+from tawac.target.layouts import BlockedLayout
 
 _ELEMENTWISE = (
     arith.ExtFOp, arith.TruncFOp, arith.AddfOp, arith.SubfOp, arith.MulfOp, arith.DivfOp,
@@ -46,75 +43,6 @@ _ELEMENTWISE = (
 def _is_vector(v: SSAValue) -> bool:
     t = v.type
     return isinstance(t, TensorType) and t.get_num_dims() == 1
-
-
-def _bytes(t: TensorType) -> int:
-    return 2 if isinstance(t.element_type, BFloat16Type | Float16Type) else 4
-
-
-def _moved_2d(op: Operation) -> TensorType | None:
-    """The type of the 2-d tile `op` moves between registers and memory, if any."""
-    if isinstance(op, tile.LoadOp | hopper.LoadFragmentOp):
-        v = op.result
-    elif isinstance(op, tile.StoreOp | tile.AtomicAddOp | hopper.StoreFragmentOp):
-        v = op.value
-    else:
-        return None
-    t = v.type
-    return t if isinstance(t, TensorType) and t.get_num_dims() == 2 else None
-
-
-class TileLayouts:
-    """The layout of the 2-d tiles of the consumer partition `root` of `kernel`: the
-    accumulator layout of each tile's shape, or where the kernel has no MMA and some 2-d
-    tile of the partition does not fit that layout, a `BlockedTileLayout` for every one
-    of them, its runs 16 bytes of the widest element the partition's 2-d loads and stores
-    move (4 bytes where they move none)."""
-
-    def __init__(self, root: Operation, warp_groups: int, kernel: Operation):
-        self.warp_groups = warp_groups
-        #: The element size setting a blocked layout's runs; None: accumulator layouts.
-        self.blocked_bytes: int | None = None
-        self._of: dict[tuple[int, int], TileLayout] = {}
-        if any(isinstance(o, hopper.WgmmaOp | tile.DotOp) for o in kernel.walk()):
-            return
-        shapes: set[tuple[int, int]] = set()
-        widest = 0
-        for op in root.walk():
-            for r in op.results:
-                if isinstance(r.type, TensorType) and r.type.get_num_dims() == 2:
-                    m, n = r.type.get_shape()
-                    shapes.add((m, n))
-            moved = _moved_2d(op)
-            if moved is not None:
-                widest = max(widest, _bytes(moved))
-        if all(_fits_acc(m, n, warp_groups) for m, n in shapes):
-            return
-        self.blocked_bytes = widest or 4
-
-    def of(self, t: TensorType, op: Operation) -> TileLayout:
-        """The layout of a 2-d tile of type `t` (made by `op`, which an error names)."""
-        m, n = t.get_shape()
-        layout = self._of.get((m, n))
-        if layout is not None:
-            return layout
-        try:
-            if self.blocked_bytes is None:
-                layout = AccLayout(m, n, self.warp_groups)
-            else:
-                layout = BlockedTileLayout.for_tile(m, n, self.warp_groups, self.blocked_bytes)
-        except ValueError as e:
-            raise CompileError(f"convert-to-ptx: {e}", op) from None
-        self._of[(m, n)] = layout
-        return layout
-
-
-def _fits_acc(m: int, n: int, warp_groups: int) -> bool:
-    try:
-        AccLayout(m, n, warp_groups)
-    except ValueError:
-        return False
-    return True
 
 
 class VectorLayouts:
@@ -211,7 +139,7 @@ class VectorLayouts:
             return
         t = v.type
         assert isinstance(t, TensorType)
-        self.moved[v] = max(_bytes(t), self.moved.get(v, 0))
+        self.moved[v] = max(elem_bytes(t), self.moved.get(v, 0))
 
     def of(self, v: SSAValue, op: Operation) -> tuple[TileLayout, int] | tuple[BlockedLayout, None]:
         root = self._find(v)

@@ -18,6 +18,7 @@ from tawac.analysis.arefs import rereads
 from tawac.analysis.loops import main_loops, scheduled_ops
 from tawac.analysis.mma import can_release_late, dots_in, fragment_registers, rows_problem
 from tawac.analysis.stores import store_after_loops, tma_storable
+from tawac.analysis.tile_layouts import layout_problem
 from tawac.dialects import aref, hopper, tile
 from tawac.dialects.schedule import LoopPlan, Schedule
 from tawac.schedule.chain import chain_problem
@@ -102,6 +103,9 @@ def check_roles(kernel: tile.KernelOp, parts: list[aref.PartitionOp], s: Schedul
         rows = rows_problem(dots, role.warp_groups)
         if rows is not None:
             raise CompileError(f"cooperative-consumers: {rows[0]}", rows[1])
+        tiles = layout_problem(part, role.warp_groups, kernel)
+        if tiles is not None:
+            raise CompileError(f"cooperative-consumers: {tiles[0]}; use fewer", tiles[1])
         problem = register_problem(dots, role.warp_groups, role.regs)
         if problem is not None:
             raise CompileError(f"cooperative-consumers: {problem}; use fewer", part)
