@@ -1,12 +1,8 @@
-"""Layouts of the tiles of a consumer partition: 2-d tiles (`TileLayouts`) and 1-d tiles
-(vectors, `VectorLayouts`).
+"""Layouts of the 1-d tiles (vectors, `VectorLayouts`) of a consumer partition.
 
-A 2-d tile in registers is in the accumulator layout of its shape
-(`AccLayout(m, n, warp_groups)`), except in a kernel without MMAs whose partition holds a
-2-d tile that layout cannot split (rows not whole m64 blocks per warp group, Triton's
-32-row blocks): there every 2-d tile of the partition takes a `BlockedTileLayout`, its
-runs 16 bytes of the widest element type that the partition's 2-d loads and stores move.
-A 1-d tile is a slice of a 2-d tile's layout: a vector along rows
+A 2-d tile in registers is in the accumulator layout of its shape or, in a kernel without
+MMAs, in a `BlockedTileLayout` (`tawac.analysis.tile_layouts.TileLayouts`, which `plan`
+asks too). A 1-d tile is a slice of a 2-d tile's layout: a vector along rows
 (`dim` 0, the result of a reduction along dimension 1) or along columns (`dim` 1).  Which
 one follows from the data flow, in both directions: a reduction fixes its result's
 layout, a broadcast fixes its source's, and elementwise ops (a mask's `tile.cmpi` and
