@@ -4,11 +4,14 @@ three-loop form (`examples/layernorm.mlir`: the mean, then the squared deviation
 the output: three reads), same configurations, one process, round-robin, every element of
 y, mean and rstd checked against float32 torch first.
 
-    python3 experiments/exp_layernorm_two_pass.py
+    python3 experiments/exp_layernorm_two_pass.py [--shapes 1x4096,16x4096]
+        [--configs m1n4096s0,m8n256s0]
 
 Prepared on 2026-12-07 and not run yet: the session's device time was spent
 (docs/perf/2026-12-07.md, "Owed to the GPU")."""
 
+import argparse
+import re
 from pathlib import Path
 
 import torch
@@ -24,7 +27,7 @@ CONFIGS = [(8, 256, 0), (16, 256, 0), (8, 256, 16), (8, 256, 32), (8, 1024, 0), 
 EPS = 1e-5
 
 
-def one_shape(shape: str) -> None:
+def one_shape(shape: str, configs: list[tuple[int, int, int]]) -> None:
     m, n = (int(v) for v in shape.split("x"))
     g = torch.Generator(device="cuda").manual_seed(m + n)
     x = (torch.randn(m, n, device="cuda", generator=g) * 2 + 0.5).to(torch.bfloat16)
@@ -38,7 +41,7 @@ def one_shape(shape: str) -> None:
     want_y = (xf - want_mean[:, None]) * want_rstd[:, None] * w.float() + b.float()
     systems = {}
     for label, src in (("three", THREE), ("two", TWO)):
-        for bm, bn, stages in CONFIGS:
+        for bm, bn, stages in configs:
             k = tawac.torch.kernel(
                 src, params={"BLOCK_M": bm, "BLOCK_N": bn}, tuning=None, stages=stages
             )
@@ -61,9 +64,21 @@ def one_shape(shape: str) -> None:
 
 
 def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--shapes", default=",".join(SHAPES))
+    ap.add_argument(
+        "--configs", default=",".join(f"m{m}n{n}s{s}" for m, n, s in CONFIGS), help="m8n256s0,..."
+    )
+    args = ap.parse_args()
+    configs = []
+    for c in args.configs.split(","):
+        found = re.fullmatch(r"m(\d+)n(\d+)s(\d+)", c)
+        if found is None:
+            raise SystemExit(f"unknown configuration {c!r} (m<BLOCK_M>n<BLOCK_N>s<stages>)")
+        configs.append(tuple(int(v) for v in found.groups()))
     print(torch.cuda.get_device_name(), flush=True)
-    for shape in SHAPES:
-        one_shape(shape)
+    for shape in args.shapes.split(","):
+        one_shape(shape, configs)
 
 
 if __name__ == "__main__":
