@@ -115,6 +115,7 @@ class Build:
         from tawac.runtime import load_kernel
         from tawac.support.diagnostics import CompileError
         from tawac.support.options import PipelineOptions
+        from tawac.tools.calibrate import entry_trace_every
         from tawac.tools.explain import explain_module
 
         src = ROOT / entry["source"]
@@ -146,6 +147,7 @@ class Build:
         self.model_iis = model_intervals(src, params, config, entry.get("sizes"))
         self.traced = None
         self.traced_cubin = b""
+        self.trace_every = trace_every = entry_trace_every(entry, trace_every)
         if trace_every:
             fields = {**fields, "trace": True, "trace_every": trace_every}
             t = compile_cached(src, params=params, cubin=True, schedule=planner, **fields)
@@ -282,6 +284,7 @@ def bench_program(
             "model_iis": b.model_iis,
         }
         if b.traced is not None:
+            row["planners"][p]["trace_every"] = b.trace_every
             row["planners"][p]["traced_spills"] = spills(b.traced_report)
             row["planners"][p]["traced_serialized"] = serialized(b.traced_report) and not (
                 serialized(b.report)

@@ -449,9 +449,17 @@ def spills(report: str) -> bool:
     return re.search(r"\b0 bytes spill stores, 0 bytes spill loads", report) is None
 
 
+def entry_trace_every(entry: Mapping[str, Any], trace_every: int) -> int:
+    """The sampling period a corpus program's traced build takes: its entry's own
+    `trace_every` (a program whose loops run only a few iterations a program at its sizes
+    needs every one sampled to see two in one program) over the run's, where the run
+    traces at all (0: off)."""
+    return int(entry.get("trace_every", trace_every)) if trace_every else 0
+
+
 def measure_entry(entry: Mapping[str, Any], config: str, trace_every: int, root: Path = ROOT):
     """One corpus program's observations under `config` on the current GPU (none when
-    its traced build spills)."""
+    its traced build spills); sampled every `entry_trace_every` iterations."""
     import dataclasses
 
     from tawac.analysis.args import kernel_arg_uses
@@ -462,7 +470,7 @@ def measure_entry(entry: Mapping[str, Any], config: str, trace_every: int, root:
     src = root / entry["source"]
     params = entry.get("defines") or None
     options = dataclasses.asdict(plan_options(config))
-    options.update(trace=True, trace_every=trace_every)
+    options.update(trace=True, trace_every=entry_trace_every(entry, trace_every))
     built = compile_cached(src, params=params, cubin=True, **options)
     if spills(built.ptxas_report):
         return []
