@@ -312,7 +312,7 @@ def test_overridden_sets_the_shared_target_for_a_block_only():
 def test_a_corpus_entry_sets_its_own_sampling_period_where_the_run_traces():
     from tawac.tools.calibrate import entry_trace_every
 
-    short = {"name": "rows", "trace_every": 1}
-    assert entry_trace_every(short, 8) == 1
+    short = {"name": "rows", "trace_every": 2}
+    assert entry_trace_every(short, 8) == 2
     assert entry_trace_every({"name": "gemm"}, 8) == 8
     assert entry_trace_every(short, 0) == 0  # a run without traces stays without

@@ -452,8 +452,9 @@ def spills(report: str) -> bool:
 def entry_trace_every(entry: Mapping[str, Any], trace_every: int) -> int:
     """The sampling period a corpus program's traced build takes: its entry's own
     `trace_every` (a program whose loops run only a few iterations a program at its sizes
-    needs every one sampled to see two in one program) over the run's, where the run
-    traces at all (0: off)."""
+    needs a short period to see two samples in one program; at least 2: a period of 1
+    stamps each op's span, not the iterations `loop_intervals` reads) over the run's,
+    where the run traces at all (0: off)."""
     return int(entry.get("trace_every", trace_every)) if trace_every else 0
 
 
