@@ -66,7 +66,7 @@ from xdsl.traits import NoTerminator
 from xdsl.utils.exceptions import VerifyException
 
 from tawac.dialects.directives import Choice, Nat, OptionalString, Slot
-from tawac.dialects.tile import type_str
+from tawac.dialects.tile import L2_PRIORITIES, type_str
 
 
 @irdl_attr_definition
@@ -183,11 +183,13 @@ class PutOp(IRDLOperation):
     index = operand_def(IndexType)
     values = var_operand_def(TensorType)
     when = opt_operand_def(i1)
+    l2 = opt_prop_def(StringAttr)
+    """The L2 eviction priority of its copies (`tile.L2_PRIORITIES`): a hint."""
 
     irdl_options = (AttrSizedOperandSegments(as_property=True),)
     custom_directives = (Slot, Payload)
     assembly_format = (
-        "$aref custom<Slot>($index) (`,` $values^)? (`when` $when^)? "
+        "$aref custom<Slot>($index) (`,` $values^)? (`when` $when^)? (`l2` $l2^)? "
         "`:` custom<Payload>(type($aref), type($values)) attr-dict"
     )
 
@@ -197,11 +199,19 @@ class PutOp(IRDLOperation):
         index: SSAValue,
         values: Sequence[SSAValue],
         when: SSAValue | None = None,
+        l2: str | None = None,
     ):
-        super().__init__(operands=[aref, index, values, [when] if when is not None else []])
+        super().__init__(
+            operands=[aref, index, values, [when] if when is not None else []],
+            properties={"l2": StringAttr(l2)} if l2 is not None else {},
+        )
 
     def verify_(self) -> None:
         t = _aref_type(self, self.aref)
+        if self.l2 is not None and self.l2.data not in L2_PRIORITIES:
+            raise VerifyException(
+                f"aref.put: l2 is one of {', '.join(L2_PRIORITIES)}, got '{self.l2.data}'"
+            )
         got = tuple(v.type for v in self.values)
         if got != tuple(t.payload.data):
             raise VerifyException(

@@ -336,9 +336,11 @@ class TmaLoadOp(IRDLOperation):
     bars = operand_def(MbarriersType)
     slot = operand_def(IndexType)
     stack = opt_prop_def(IntAttr)
+    l2 = opt_prop_def(StringAttr)
+    """The L2 eviction priority of the copy (`tile.L2_PRIORITIES`): a hint."""
     assembly_format = (
         "$source `[` $indices `]` (`stack` $stack^)? `,` $ring `[` $slot `]` `,` $bars "
-        "attr-dict `:` type($source) `,` type($ring) `,` type($bars)"
+        "(`l2` $l2^)? attr-dict `:` type($source) `,` type($ring) `,` type($bars)"
     )
 
     def __init__(
@@ -349,8 +351,13 @@ class TmaLoadOp(IRDLOperation):
         bars: SSAValue,
         slot: SSAValue,
         stack: int | None = None,
+        l2: str | None = None,
     ):
-        props = {"stack": IntAttr(stack)} if stack is not None and stack > 1 else {}
+        props: dict[str, Attribute] = (
+            {"stack": IntAttr(stack)} if stack is not None and stack > 1 else {}
+        )
+        if l2 is not None:
+            props["l2"] = StringAttr(l2)
         super().__init__(operands=[source, indices, ring, bars, slot], properties=props)
 
     def verify_(self) -> None:

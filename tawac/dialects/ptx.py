@@ -23,6 +23,7 @@ from xdsl.dialects.builtin import (
     FloatAttr,
     IntegerAttr,
     StringAttr,
+    UnitAttr,
     i64,
 )
 from xdsl.ir import (
@@ -204,6 +205,27 @@ class PtxInstruction(IRDLOperation):
 def _guard(n: Names, guard: Sequence[SSAValue]) -> str:
     """`@p ` before a predicated instruction (an optional `guard` operand), else ""."""
     return f"@{n(guard[0])} " if guard else ""
+
+
+#: The L2 eviction priorities a `createpolicy.fractional` can give (PTX ISA 9.7.9.22).
+L2_PRIORITIES = ("evict_last", "evict_normal", "evict_first", "evict_unchanged")
+
+
+def _hinted(op: Operation, tail: Sequence[SSAValue]) -> tuple[list[SSAValue], SSAValue | None]:
+    """An op's variadic tail split into its own operands and, where the op carries the
+    `hint` property, the cache policy register its last one is (`.L2::cache_hint`)."""
+    rest = list(tail)
+    if "hint" not in op.properties:
+        return rest, None
+    return rest[:-1], rest[-1]
+
+
+def _hint_props(policy: SSAValue | None) -> dict[str, Attribute]:
+    return {"hint": UnitAttr()} if policy is not None else {}
+
+
+def _opt(v: SSAValue | None) -> list[SSAValue]:
+    return [v] if v is not None else []
 
 
 # --- data movement -----------------------------------------------------------------------
@@ -990,21 +1012,33 @@ class StGlobalOp(PtxInstruction):
 
     name = "ptx.st_global"
     type = prop_def(StringAttr)
+    hint = opt_prop_def(UnitAttr)
     addr = operand_def(RegType)
     value = operand_def(RegType)
-    guard = var_operand_def(RegType)
+    guard = var_operand_def(RegType)  # the guard, then the cache policy where `hint`
 
     def __init__(
-        self, ptx_type: str, addr: SSAValue, value: SSAValue, guard: SSAValue | None = None
+        self,
+        ptx_type: str,
+        addr: SSAValue,
+        value: SSAValue,
+        guard: SSAValue | None = None,
+        policy: SSAValue | None = None,
     ):
         super().__init__(
-            operands=[addr, value, [guard] if guard is not None else []],
-            properties={"type": _string(ptx_type)},
+            operands=[addr, value, [*_opt(guard), *_opt(policy)]],
+            properties={"type": _string(ptx_type), **_hint_props(policy)},
         )
 
     def ptx_text(self, n: Names) -> str:
-        pred = _guard(n, self.guard)
-        return f"{pred}st.global.{self.type.data} [{n(self.addr)}], {n(self.value)};"
+        guard, policy = _hinted(self, self.guard)
+        pred = _guard(n, guard)
+        if policy is None:
+            return f"{pred}st.global.{self.type.data} [{n(self.addr)}], {n(self.value)};"
+        return (
+            f"{pred}st.global.L2::cache_hint.{self.type.data} [{n(self.addr)}], "
+            f"{n(self.value)}, {n(policy)};"
+        )
 
 
 @irdl_op_definition
@@ -1015,25 +1049,33 @@ class StGlobalV4B32Op(PtxInstruction):
     wgmma)."""
 
     name = "ptx.st_global_v4_b32"
+    hint = opt_prop_def(UnitAttr)
     addr = operand_def(RegType)
     a = operand_def(RegType)
     b = operand_def(RegType)
     c = operand_def(RegType)
     d = operand_def(RegType)
-    guard = var_operand_def(RegType)
+    guard = var_operand_def(RegType)  # the guard, then the cache policy where `hint`
 
     def __init__(
         self,
         addr: SSAValue,
         values: tuple[SSAValue, SSAValue, SSAValue, SSAValue],
         guard: SSAValue | None = None,
+        policy: SSAValue | None = None,
     ):
-        super().__init__(operands=[addr, *values, [guard] if guard is not None else []])
+        super().__init__(
+            operands=[addr, *values, [*_opt(guard), *_opt(policy)]],
+            properties=_hint_props(policy),
+        )
 
     def ptx_text(self, n: Names) -> str:
-        pred = _guard(n, self.guard)
+        guard, policy = _hinted(self, self.guard)
+        pred = _guard(n, guard)
         vals = ", ".join(n(v) for v in (self.a, self.b, self.c, self.d))
-        return f"{pred}st.global.v4.b32 [{n(self.addr)}], {{{vals}}};"
+        if policy is None:
+            return f"{pred}st.global.v4.b32 [{n(self.addr)}], {{{vals}}};"
+        return f"{pred}st.global.L2::cache_hint.v4.b32 [{n(self.addr)}], {{{vals}}}, {n(policy)};"
 
 
 @irdl_op_definition
@@ -1043,16 +1085,29 @@ class StGlobalB32Op(PtxInstruction):
     `st_global_v4_b32` (no branch around it)."""
 
     name = "ptx.st_global_b32"
+    hint = opt_prop_def(UnitAttr)
     addr = operand_def(RegType)
     value = operand_def(RegType)
-    guard = var_operand_def(RegType)
+    guard = var_operand_def(RegType)  # the guard, then the cache policy where `hint`
 
-    def __init__(self, addr: SSAValue, value: SSAValue, guard: SSAValue | None = None):
-        super().__init__(operands=[addr, value, [guard] if guard is not None else []])
+    def __init__(
+        self,
+        addr: SSAValue,
+        value: SSAValue,
+        guard: SSAValue | None = None,
+        policy: SSAValue | None = None,
+    ):
+        super().__init__(
+            operands=[addr, value, [*_opt(guard), *_opt(policy)]],
+            properties=_hint_props(policy),
+        )
 
     def ptx_text(self, n: Names) -> str:
-        pred = _guard(n, self.guard)
-        return f"{pred}st.global.b32 [{n(self.addr)}], {n(self.value)};"
+        guard, policy = _hinted(self, self.guard)
+        pred = _guard(n, guard)
+        if policy is None:
+            return f"{pred}st.global.b32 [{n(self.addr)}], {n(self.value)};"
+        return f"{pred}st.global.L2::cache_hint.b32 [{n(self.addr)}], {n(self.value)}, {n(policy)};"
 
 
 @irdl_op_definition
@@ -1165,17 +1220,31 @@ class StGlobalV2Op(PtxInstruction):
     (PTX ISA 9.7.9.10, vector stores)."""
 
     name = "ptx.st_global_v2"
+    hint = opt_prop_def(UnitAttr)
     addr = operand_def(RegType)
     a = operand_def(RegType)
     b = operand_def(RegType)
-    guard = var_operand_def(RegType)
+    guard = var_operand_def(RegType)  # the guard, then the cache policy where `hint`
 
-    def __init__(self, addr: SSAValue, a: SSAValue, b: SSAValue, guard: SSAValue | None = None):
-        super().__init__(operands=[addr, a, b, [guard] if guard is not None else []])
+    def __init__(
+        self,
+        addr: SSAValue,
+        a: SSAValue,
+        b: SSAValue,
+        guard: SSAValue | None = None,
+        policy: SSAValue | None = None,
+    ):
+        super().__init__(
+            operands=[addr, a, b, [*_opt(guard), *_opt(policy)]], properties=_hint_props(policy)
+        )
 
     def ptx_text(self, n: Names) -> str:
-        pred = _guard(n, self.guard)
-        return f"{pred}st.global.v2.f32 [{n(self.addr)}], {{{n(self.a)}, {n(self.b)}}};"
+        guard, policy = _hinted(self, self.guard)
+        pred = _guard(n, guard)
+        pair = f"{{{n(self.a)}, {n(self.b)}}}"
+        if policy is None:
+            return f"{pred}st.global.v2.f32 [{n(self.addr)}], {pair};"
+        return f"{pred}st.global.L2::cache_hint.v2.f32 [{n(self.addr)}], {pair}, {n(policy)};"
 
 
 @irdl_op_definition
@@ -1512,20 +1581,33 @@ class CpAsyncBulkTensorLoadOp(PtxInstruction):
     [dst], [tmap, {c0, ...}], [bar];` (PTX ISA 9.7.9.25.5.1)."""
 
     name = "ptx.cp_async_bulk_tensor_load"
+    hint = opt_prop_def(UnitAttr)
     dst = operand_def(RegType)
     tmap = operand_def(RegType)
     bar = operand_def(RegType)
-    coords = var_operand_def(RegType)
+    coords = var_operand_def(RegType)  # the coordinates, then the cache policy where `hint`
 
-    def __init__(self, dst: SSAValue, tmap: SSAValue, bar: SSAValue, coords: Sequence[SSAValue]):
-        super().__init__(operands=[dst, tmap, bar, coords])
+    def __init__(
+        self,
+        dst: SSAValue,
+        tmap: SSAValue,
+        bar: SSAValue,
+        coords: Sequence[SSAValue],
+        policy: SSAValue | None = None,
+    ):
+        super().__init__(
+            operands=[dst, tmap, bar, [*coords, *_opt(policy)]], properties=_hint_props(policy)
+        )
 
     def ptx_text(self, n: Names) -> str:
-        cs = ", ".join(n(c) for c in self.coords)
+        coords, policy = _hinted(self, self.coords)
+        cs = ", ".join(n(c) for c in coords)
+        hint = ".L2::cache_hint" if policy is not None else ""
+        last = f", {n(policy)}" if policy is not None else ""
         return (
-            f"cp.async.bulk.tensor.{len(self.coords)}d.shared::cluster.global.tile"
-            f".mbarrier::complete_tx::bytes [{n(self.dst)}], [{n(self.tmap)}, {{{cs}}}], "
-            f"[{n(self.bar)}];"
+            f"cp.async.bulk.tensor.{len(coords)}d.shared::cluster.global.tile"
+            f".mbarrier::complete_tx::bytes{hint} [{n(self.dst)}], [{n(self.tmap)}, {{{cs}}}], "
+            f"[{n(self.bar)}]{last};"
         )
 
 
@@ -1540,16 +1622,44 @@ class CpAsyncBulkLoadOp(PtxInstruction):
     dst = operand_def(RegType)
     src = operand_def(RegType)
     bar = operand_def(RegType)
+    policy = var_operand_def(RegType)  # an `.L2::cache_hint`'s cache policy, if any
     size = prop_def(IntegerAttr[I64])
 
-    def __init__(self, dst: SSAValue, src: SSAValue, size: int, bar: SSAValue):
-        super().__init__(operands=[dst, src, bar], properties={"size": IntegerAttr(size, 64)})
+    def __init__(
+        self, dst: SSAValue, src: SSAValue, size: int, bar: SSAValue, policy: SSAValue | None = None
+    ):
+        super().__init__(
+            operands=[dst, src, bar, _opt(policy)], properties={"size": IntegerAttr(size, 64)}
+        )
 
     def ptx_text(self, n: Names) -> str:
+        hint = ".L2::cache_hint" if self.policy else ""
+        last = f", {n(self.policy[0])}" if self.policy else ""
         return (
-            "cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes "
-            f"[{n(self.dst)}], [{n(self.src)}], {self.size.value.data}, [{n(self.bar)}];"
+            f"cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes{hint} "
+            f"[{n(self.dst)}], [{n(self.src)}], {self.size.value.data}, [{n(self.bar)}]{last};"
         )
+
+
+@irdl_op_definition
+class CreatePolicyOp(PtxInstruction):
+    """`createpolicy.fractional.L2::<priority>.b64 d, 1.0;`: a cache policy giving every
+    line an access touches that L2 eviction priority, for an instruction's
+    `.L2::cache_hint` operand (PTX ISA 9.7.9.22)."""
+
+    name = "ptx.createpolicy"
+    priority = prop_def(StringAttr)
+    result = result_def(RegType)
+
+    def __init__(self, priority: str):
+        super().__init__(result_types=[B64], properties={"priority": _string(priority)})
+
+    def verify_(self) -> None:
+        if self.priority.data not in L2_PRIORITIES:
+            raise VerifyException(f"ptx.createpolicy: unknown priority {self.priority.data}")
+
+    def ptx_text(self, n: Names) -> str:
+        return f"createpolicy.fractional.L2::{self.priority.data}.b64 {n(self.result)}, 1.0;"
 
 
 @irdl_op_definition
@@ -1972,6 +2082,7 @@ Ptx = Dialect(
         SetmaxnregOp,
         CpAsyncBulkTensorLoadOp,
         CpAsyncBulkLoadOp,
+        CreatePolicyOp,
         CpAsyncBulkTensorLoadMulticastOp,
         MapaOp,
         MbarrierArriveClusterOp,

@@ -21,7 +21,8 @@ solver) can write a schedule by hand. The fields:
   cluster load together (`multicast [1]`), and `resident`: the loops of a program that
   read the same tiles one after the other (a norm's statistics, then its output) take
   them from the ring the first one filled, the producer loading them once, wherever a
-  program's tiles fit in the ring (`reuse-slots`);
+  program's tiles fit in the ring (`reuse-slots`), and `l2` after it: L2 eviction hints
+  on its copies and the kernel's stores, for row blocks longer than the ring;
 - `loops`: the software-pipeline schedule of a role's main loop (the i-th loop moving
   data through arefs in that partition): its scheduled ops (the body's top-level ops
   other than scalar index math, MMA waits and the yield, numbered in body order) listed
@@ -107,13 +108,18 @@ class ArefPlan:
     the payload tiles numbered in `multicast` are loaded by the CTAs of the cluster
     together (each copies a band of rows into the same slot of every CTA:
     `hopper.tma_load_multicast`); `resident`: the loops that re-read the tiles of the
-    first read them from the slots it filled (`reuse-slots`)."""
+    first read them from the slots it filled (`reuse-slots`); `l2` (with `resident`):
+    where a row block is longer than the ring and is read once per loop, the first
+    loop's copies keep their lines in L2 (`evict_last`), the later loops' and the
+    kernel's stores let theirs go first (`evict_first`), so that the second read finds
+    the first's lines in L2 (printed `resident l2`)."""
 
     name: str
     depth: int
     lag: int = 0
     multicast: tuple[int, ...] = ()
     resident: bool = False
+    l2: bool = False
 
 
 #: How a store leaves the CTA (`StorePlan.mode`).
@@ -328,7 +334,8 @@ def _parse_aref(parser: AttrParser) -> ArefPlan:
     if parser.parse_optional_keyword("multicast") is not None:
         multicast = tuple(_parse_list(parser, lambda: _int(parser)))
     resident = parser.parse_optional_keyword("resident") is not None
-    return ArefPlan(name, depth, lag, multicast, resident)
+    l2 = resident and parser.parse_optional_keyword("l2") is not None
+    return ArefPlan(name, depth, lag, multicast, resident, l2)
 
 
 def _parse_cluster(parser: AttrParser) -> tuple[int, int]:
@@ -472,7 +479,7 @@ def _aref_text(a: ArefPlan) -> str:
     text = f"{_name_text(a.name)}: depth {a.depth}" + (f" lag {a.lag}" if a.lag else "")
     if a.multicast:
         text += " multicast [" + ", ".join(map(str, a.multicast)) + "]"
-    return text + (" resident" if a.resident else "")
+    return text + (" resident" if a.resident else "") + (" l2" if a.resident and a.l2 else "")
 
 
 def _loop_text(lp: LoopPlan) -> str:

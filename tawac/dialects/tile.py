@@ -109,6 +109,11 @@ def type_str(t: Attribute) -> str:
     return str(t)
 
 
+#: The L2 eviction priorities a load or store may carry as a hint (`tile.store`'s `l2`,
+#: `aref.put`'s and `hopper.tma_load`'s): lines it touches leave L2 first, or last.
+L2_PRIORITIES = ("evict_first", "evict_last")
+
+
 @irdl_attr_definition
 class GlobalTensorType(ParametrizedAttribute, TypeAttribute):
     """A dense array in global memory: `!tile.tensor<?x?xbf16>`.
@@ -506,11 +511,14 @@ class StoreOp(IRDLOperation):
     bounded = opt_prop_def(UnitAttr)
     stack = opt_prop_def(IntAttr)
     transposed = opt_prop_def(UnitAttr)
+    l2 = opt_prop_def(StringAttr)
+    """The L2 eviction priority of its global stores (`L2_PRIORITIES`), a hint the
+    compiler gives (`reuse-slots`): no effect on what is stored."""
 
     custom_directives = (StoreCoords,)
     assembly_format = (
         "$value `,` $dest custom<StoreCoords>($coords, $stack, $bounded) "
-        "(`transposed` $transposed^)? `:` type($value) `->` type($dest) attr-dict"
+        "(`transposed` $transposed^)? (`l2` $l2^)? `:` type($value) `->` type($dest) attr-dict"
     )
 
     def __init__(
@@ -556,6 +564,10 @@ class StoreOp(IRDLOperation):
             raise VerifyException("tile.store: a stacked store cannot be bounded yet")
         if self.transposed is not None and (self.stack is not None or self.bounded is not None):
             raise VerifyException("tile.store: a transposed store cannot be stacked or bounded yet")
+        if self.l2 is not None and self.l2.data not in L2_PRIORITIES:
+            raise VerifyException(
+                f"tile.store: l2 is one of {', '.join(L2_PRIORITIES)}, got '{self.l2.data}'"
+            )
         vt = self.value.type
         if self.transposed is not None and (
             not isinstance(vt, TensorType) or vt.get_num_dims() != 2

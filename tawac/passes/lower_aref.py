@@ -265,9 +265,10 @@ def _lower_put(put: aref.PutOp, low: _Lowered) -> None:
             )
             ops.append(load)
         else:
+            l2 = put.l2.data if put.l2 is not None else None
             ops.append(
                 hopper.TmaLoadOp(
-                    ld.source, list(ld.indices), ring, low.full, slot, tile.stack_of(ld)
+                    ld.source, list(ld.indices), ring, low.full, slot, tile.stack_of(ld), l2
                 )
             )
         loads.append(ld)

@@ -19,7 +19,11 @@ T <= D computed before the first loop of each partition:
 - the producer's later loops put only where `%resident` does not hold (`when`);
 - the consumer's loops but the last release only where it does not hold; the later loops
   read the slot of iteration j at the first loop's index j where it holds (a `select`), so
-  the last loop releases the slots the first one filled.
+  the last loop releases the slots the first one filled;
+- where the schedule marks the aref `l2` too, the first loop's put `l2 evict_last`, the
+  later loops' `l2 evict_first`, and every `tile.store` of the kernel `l2 evict_first`:
+  eviction hints (`.L2::cache_hint`) for a row block longer than the ring, which each
+  loop reads from memory, so that the second read finds the first's lines in L2.
 
 Where it does not hold (a row longer than the ring) the program runs as before. Where it
 holds, the producer's first loop fills T distinct slots, which the consumer holds until
@@ -39,7 +43,7 @@ from dataclasses import dataclass
 
 from xdsl.context import Context
 from xdsl.dialects import arith, scf
-from xdsl.dialects.builtin import IntegerAttr, IntegerType, ModuleOp
+from xdsl.dialects.builtin import IntegerAttr, IntegerType, ModuleOp, StringAttr
 from xdsl.ir import Operation, SSAValue
 from xdsl.passes import ModulePass
 from xdsl.rewriter import InsertPoint, Rewriter
@@ -63,12 +67,17 @@ def _guard(loop: scf.ForOp, depth: int) -> tuple[SSAValue, SSAValue]:
     return test[-1].results[0], streamed.result
 
 
-def _apply(create: aref.CreateOp, chain: Rereads) -> None:
+def _apply(create: aref.CreateOp, chain: Rereads, hints: bool) -> None:
     depth = create.aref_type.depth.data
-    # the producer: later loops put only where the tiles do not stay in the ring
+    # the producer: later loops put only where the tiles do not stay in the ring; with
+    # `hints`, the first loop's copies keep their lines in L2 for the later loops' (which
+    # copy only where the row block is longer than the ring), and those let theirs go
     _, streamed = _guard(chain.producer_loops[0], depth)
+    if hints:
+        chain.puts[0].properties["l2"] = StringAttr("evict_last")
     for put in chain.puts[1:]:
-        _replace(put, aref.PutOp(put.aref, put.index, list(put.values), streamed))
+        l2 = "evict_first" if hints else None
+        _replace(put, aref.PutOp(put.aref, put.index, list(put.values), streamed, l2))
     # the consumer: hold the slots until the last loop, which reads and releases them at
     # the first loop's indices
     fits, streamed = _guard(chain.consumer_loops[0], depth)
@@ -83,6 +92,15 @@ def _apply(create: aref.CreateOp, chain: Rereads) -> None:
                 release.operands = [release.aref, pick.result]
                 continue
         _replace(release, aref.ConsumedOp(release.aref, release.index, when=streamed))
+
+
+def _stores_first(kernel: tile.KernelOp) -> None:
+    """Every global store of `kernel` lets its lines leave L2 first (`evict_first`): a
+    row kernel writes each output once, and its lines would push out the row blocks its
+    later loops read again."""
+    for st in kernel.walk():
+        if isinstance(st, tile.StoreOp):
+            st.properties["l2"] = StringAttr("evict_first")
 
 
 def _replace(old: Operation, new: Operation) -> None:
@@ -111,4 +129,6 @@ class ReuseSlotsPass(ModulePass):
                         f"but {chain}",
                         create,
                     )
-                _apply(create, chain)
+                _apply(create, chain, decided.l2)
+                if decided.l2:
+                    _stores_first(kernel)

@@ -619,7 +619,10 @@ def plan_resident(kernel: tile.KernelOp, s: Schedule, options: PipelineOptions) 
     (`rereads`: a norm's statistics, then its output) resident (`reuse-slots`), its ring
     as deep as shared memory allows (at most `RESIDENT_MAX_DEPTH`; the depth `--stages`
     gives stays), so that the producer loads a row block once wherever its column blocks
-    fit in the ring (a runtime test: the row length is not known here)."""
+    fit in the ring (a runtime test: the row length is not known here); with
+    `options.l2_hints`, its copies and the kernel's stores carry L2 eviction hints for
+    the row blocks that do not fit (`ArefPlan.l2`; measured on the H100: the softmax at
+    1024 x 131072 1.125x, no change where rows fit, docs/perf/2026-12-07.md)."""
     if not options.reuse_slots or not streams_tiles(kernel):
         return s
     creates = [o for o in kernel.walk() if isinstance(o, aref.CreateOp)]
@@ -649,8 +652,9 @@ def plan_resident(kernel: tile.KernelOp, s: Schedule, options: PipelineOptions) 
                 depths = trial
                 break
     kept = {c.ident: depths[c] for c in held}
+    hints = options.l2_hints
     arefs = tuple(
-        dataclasses.replace(a, depth=kept[a.name], resident=True) if a.name in kept else a
+        dataclasses.replace(a, depth=kept[a.name], resident=True, l2=hints) if a.name in kept else a
         for a in s.arefs
     )
     return dataclasses.replace(s, arefs=arefs)

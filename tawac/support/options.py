@@ -286,6 +286,14 @@ KNOBS: tuple[Knob, ...] = (
         "program's tiles fit in the ring (a ring as deep as shared memory allows)",
     ),
     Knob(
+        "l2_hints",
+        bool,
+        True,
+        "where a resident row block is longer than the ring (read once per loop), the "
+        "first loop's copies keep their lines in L2 and the later loops' and the stores "
+        "let theirs go first (L2 eviction hints), so the second read hits L2",
+    ),
+    Knob(
         "coarse_pipeline",
         bool,
         True,

@@ -127,10 +127,11 @@ def _tma_load(k: KernelLowering, op: hopper.TmaLoadOp) -> None:
     bar = k.bar_addr(bars, slot)
     row, col = (k.scalar(i) for i in list(op.indices)[-2:])
     outer = [k.scalar(i) for i in reversed(lead)]
+    policy = k.l2_policy(op.l2.data if op.l2 is not None else None)
     for offset, col0 in tile.chunks():
         dst = k.add_imm(dst0, offset, "u32")
         coords = [k.add_imm(col, col0), row, *outer]
-        k.emit(ptx.CpAsyncBulkTensorLoadOp(dst, tmap, bar, coords))
+        k.emit(ptx.CpAsyncBulkTensorLoadOp(dst, tmap, bar, coords, policy))
 
 
 def _tma_load_linear(k: KernelLowering, op: hopper.TmaLoadOp, ring: Ring, bars: Bars) -> None:
@@ -147,11 +148,13 @@ def _tma_load_linear(k: KernelLowering, op: hopper.TmaLoadOp, ring: Ring, bars: 
     bar = k.bar_addr(bars, slot)
     col = k.scalar(list(op.indices)[-1])
     outer = [k.scalar(i) for i in reversed(lead)]
+    policy = k.l2_policy(op.l2.data if op.l2 is not None else None)
 
     def boxes() -> None:
         for offset, col0 in tile.chunks():
             dst = k.add_imm(dst0, offset, "u32")
-            k.emit(ptx.CpAsyncBulkTensorLoadOp(dst, tmap, bar, [k.add_imm(col, col0), *outer]))
+            coords = [k.add_imm(col, col0), *outer]
+            k.emit(ptx.CpAsyncBulkTensorLoadOp(dst, tmap, bar, coords, policy))
 
     if tile.num_chunks == 1:
         boxes()
@@ -163,7 +166,7 @@ def _tma_load_linear(k: KernelLowering, op: hopper.TmaLoadOp, ring: Ring, bars: 
     whole = k.r(ptx.AndOp("b32", col, k.imm(per - 1)))
     aligned = k.r(ptx.SetpOp("eq", "s32", whole, k.imm(0)))
     inside = k.r(ptx.AndOp("pred", inside, aligned))
-    k.guarded(inside, lambda: _bulk_copy(k, op, tile, dst0, bar, col))
+    k.guarded(inside, lambda: _bulk_copy(k, op, tile, dst0, bar, col, policy))
     k.guarded(inside, boxes, negate=True)
 
 
@@ -196,6 +199,7 @@ def _bulk_copy(
     dst: SSAValue,
     bar: SSAValue,
     col: SSAValue,
+    policy: SSAValue | None = None,
 ) -> None:
     """A linear tile inside its tensor as one `cp.async.bulk` (no tensor map, no box
     limit): its bytes are contiguous in global memory, from a 16-byte aligned address
@@ -208,7 +212,7 @@ def _bulk_copy(
     base = leading_base(k, op.source, list(op.indices), last, tile.elem_bytes)
     off = k.r(ptx.MulOp("s32", col, k.imm(tile.elem_bytes), mode="wide"))
     src = k.r(ptx.AddOp("s64", base, off))
-    k.emit(ptx.CpAsyncBulkLoadOp(dst, src, tile.tma_bytes, bar))
+    k.emit(ptx.CpAsyncBulkLoadOp(dst, src, tile.tma_bytes, bar, policy))
 
 
 @handles(hopper.TmaLoadMulticastOp)

@@ -233,6 +233,16 @@ def _load_vector(k: KernelLowering, op: tile.LoadOp) -> None:
 
 @handles(tile.StoreOp)
 def _store(k: KernelLowering, op: tile.StoreOp) -> None:
+    """A tile's global stores, under its `l2` eviction priority where it has one."""
+    k.store_policy = k.l2_policy(op.l2.data if op.l2 is not None else None)
+    try:
+        _store_tile(k, op)
+    finally:
+        k.store_policy = None
+
+
+def _store_tile(k: KernelLowering, op: tile.StoreOp) -> None:
+    pol = k.store_policy  # the tile.store's L2 hint (`_store`)
     f = k.frag(op.value)
     if isinstance(f.layout, BlockedLayout):
         store_blocked(k, op, f)
@@ -263,7 +273,7 @@ def _store(k: KernelLowering, op: tile.StoreOp) -> None:
         places = tile_addresses(k, op.dest, op.indices, f.layout, base, 4, lazy=True)
         for i, (_ok, addr) in enumerate(places):
             if i in pairs:
-                k.emit(ptx.StGlobalV2Op(addr, f.regs[i], f.regs[i + 1]))
+                k.emit(ptx.StGlobalV2Op(addr, f.regs[i], f.regs[i + 1], policy=pol))
         return
     if whole and _row_pairs(op.dest, op.indices, f.layout) is not None:
         # whole rows (the last dimension is the tile's columns): 8-byte pairs, each
@@ -273,7 +283,7 @@ def _store(k: KernelLowering, op: tile.StoreOp) -> None:
         )
         for i, (ok, addr) in enumerate(places):
             if i % 2 == 0:
-                k.emit(ptx.StGlobalV2Op(addr, f.regs[i], f.regs[i + 1], ok))
+                k.emit(ptx.StGlobalV2Op(addr, f.regs[i], f.regs[i + 1], ok, policy=pol))
         return
     if nbytes == 2 and f.layout.n % 8 == 0 and _vectors_fit(op, 8):
         _store_quads(k, op, f, base)
@@ -293,7 +303,7 @@ def _store(k: KernelLowering, op: tile.StoreOp) -> None:
         stack=tile.stack_of(op),
     )
     for reg, (ok, addr) in zip(f.regs, places, strict=True):
-        k.guarded(ok, lambda a=addr, v=reg: k.emit(ptx.StGlobalOp(st_ty, a, v)))
+        k.guarded(ok, lambda a=addr, v=reg: k.emit(ptx.StGlobalOp(st_ty, a, v, policy=pol)))
 
 
 def _store_runs(
@@ -304,6 +314,7 @@ def _store_runs(
     each under its first element's bounds, where the column coordinate and bound allow
     (`_vectors_fit`: the destination `aligned`, so a vector whose first element is inside
     a row lies in it); else one predicated store per element."""
+    pol = k.store_policy  # the tile.store's L2 hint (`_store`)
     layout = f.layout
     assert isinstance(layout, BlockedTileLayout)
     fits = [p for p in ((4, 2) if nbytes == 4 else (8, 4, 2)) if layout.vec % p == 0]
@@ -314,7 +325,7 @@ def _store_runs(
             k, op.dest, op.indices, layout, base, nbytes, lazy=True, bounds=op.bounds, stack=stack
         )
         for reg, (ok, addr) in zip(f.regs, places, strict=True):
-            k.guarded(ok, lambda a=addr, v=reg: k.emit(ptx.StGlobalOp(st_ty, a, v)))
+            k.guarded(ok, lambda a=addr, v=reg: k.emit(ptx.StGlobalOp(st_ty, a, v, policy=pol)))
         return
     k.params.aligned(op.dest)
     row_addr, cols, col0 = _tile_rows(k, op.dest, op.indices, layout, base, nbytes, op.bounds)
@@ -329,11 +340,15 @@ def _store_runs(
             pairs = zip(values[::2], values[1::2], strict=True)
             values = [k.r(ptx.PackB16Op(a, b)) for a, b in pairs]
         if len(values) == 4:
-            k.emit(ptx.StGlobalV4B32Op(addr, (values[0], values[1], values[2], values[3]), ok))
+            k.emit(
+                ptx.StGlobalV4B32Op(
+                    addr, (values[0], values[1], values[2], values[3]), ok, policy=pol
+                )
+            )
         elif len(values) == 2:
-            k.emit(ptx.StGlobalV2Op(addr, values[0], values[1], ok))
+            k.emit(ptx.StGlobalV2Op(addr, values[0], values[1], ok, policy=pol))
         else:
-            k.emit(ptx.StGlobalB32Op(addr, values[0], ok))
+            k.emit(ptx.StGlobalB32Op(addr, values[0], ok, policy=pol))
 
 
 def _store_transposed(
@@ -343,6 +358,7 @@ def _store_transposed(
     of the block at the store's coordinates, one predicated store per register. A
     register's tile row is a destination column: the eight rows a warp's lanes hold at
     one register offset (lane / 4) are eight adjacent elements of a destination row."""
+    pol = k.store_policy  # the tile.store's L2 hint (`_store`)
     layout = f.layout
     gt = op.dest.type
     assert isinstance(gt, tile.GlobalTensorType)
@@ -370,7 +386,7 @@ def _store_transposed(
         cok, coff = dest_cols[dr]
         rok, raddr = dest_rows[dc]
         ok = k.r(ptx.AndOp("pred", rok, cok))
-        k.emit(ptx.StGlobalOp(st_ty, k.r(ptx.AddOp("s64", raddr, coff)), reg, ok))
+        k.emit(ptx.StGlobalOp(st_ty, k.r(ptx.AddOp("s64", raddr, coff)), reg, ok, policy=pol))
 
 
 def _workspace(k: KernelLowering, dest: SSAValue) -> bool:
@@ -406,12 +422,13 @@ def _store_pairs(k: KernelLowering, op: tile.StoreOp, f: Frag, base: SSAValue) -
     (two 4-byte stores each wrote half of them: sub-sector writes, costly under a
     streaming load, docs/perf.md). The destination is `aligned` (8-byte pairs need an
     8-byte aligned address)."""
+    pol = k.store_policy  # the tile.store's L2 hint (`_store`)
     k.params.aligned(op.dest)
     places = tile_addresses(
         k, op.dest, op.indices, f.layout, base, 4, lazy=True, bounds=op.bounds, step=2
     )
     for i, (ok, addr) in zip(range(0, f.layout.num_regs, 2), places, strict=True):
-        k.emit(ptx.StGlobalV2Op(addr, f.regs[i], f.regs[i + 1], ok))
+        k.emit(ptx.StGlobalV2Op(addr, f.regs[i], f.regs[i + 1], ok, policy=pol))
 
 
 def _store_quads(k: KernelLowering, op: tile.StoreOp, f: Frag, base: SSAValue) -> None:
@@ -429,6 +446,7 @@ def _store_quads(k: KernelLowering, op: tile.StoreOp, f: Frag, base: SSAValue) -
     lane's packed pair, one predicated `st.global.b32`: a row's block in one 16-byte
     piece. The destination is `aligned` (16-byte vectors need a 16-byte aligned
     address)."""
+    pol = k.store_policy  # the tile.store's L2 hint (`_store`)
     k.params.aligned(op.dest)
     layout = f.layout
     gt = op.dest.type
@@ -470,7 +488,7 @@ def _store_quads(k: KernelLowering, op: tile.StoreOp, f: Frag, base: SSAValue) -
                 ok = k.r(ptx.AndOp("pred", rok, k.r(ptx.SetpOp("lt", "s32", col, cols))))
                 off = k.r(ptx.MulOp("s32", col, k.imm(2), mode="wide"))
                 addr = k.r(ptx.AddOp("s64", raddr, off))
-                k.emit(ptx.StGlobalV4B32Op(addr, (x[0], x[1], x[2], x[3]), ok))
+                k.emit(ptx.StGlobalV4B32Op(addr, (x[0], x[1], x[2], x[3]), ok, policy=pol))
             for b in range(4 * (layout.n // 32), layout.n // 8):
                 i = mi * per + 4 * b + 2 * s
                 word = k.r(ptx.PackB16Op(f.regs[i], f.regs[i + 1]))
@@ -478,7 +496,7 @@ def _store_quads(k: KernelLowering, op: tile.StoreOp, f: Frag, base: SSAValue) -
                 col = k.add_imm(pair, 8 * b)
                 ok = k.r(ptx.AndOp("pred", rok, k.r(ptx.SetpOp("lt", "s32", col, cols))))
                 off = k.r(ptx.MulOp("s32", col, k.imm(2), mode="wide"))
-                k.emit(ptx.StGlobalB32Op(k.r(ptx.AddOp("s64", raddr, off)), word, ok))
+                k.emit(ptx.StGlobalB32Op(k.r(ptx.AddOp("s64", raddr, off)), word, ok, policy=pol))
 
 
 def tile_addresses(
@@ -943,6 +961,7 @@ def _store_vector(k: KernelLowering, op: tile.StoreOp, f: Frag) -> None:
     along the destination's last dimension, the other indices scalars; each element
     written once, by the threads whose other coordinate is 0 (`st.global`, PTX ISA
     9.7.9.10), the elements at or past the last dimension's size skipped."""
+    pol = k.store_policy  # the tile.store's L2 hint (`_store`)
     gt = op.dest.type
     assert isinstance(gt, tile.GlobalTensorType)
     layout, dim = f.layout, f.dim
@@ -959,7 +978,7 @@ def _store_vector(k: KernelLowering, op: tile.StoreOp, f: Frag) -> None:
         places = _row_places(k, op.dest, op.indices, layout, tile.stack_of(op))
         for reg, (ok, addr) in zip(f.regs, places, strict=True):
             ok = k.r(ptx.AndOp("pred", first, ok))
-            k.guarded(ok, lambda a=addr, v=reg: k.emit(ptx.StGlobalOp("f32", a, v)))
+            k.guarded(ok, lambda a=addr, v=reg: k.emit(ptx.StGlobalOp("f32", a, v, policy=pol)))
         return
     base = leading_base(k, op.dest, op.indices, last, nbytes)
     size = k.r(ptx.LdParamOp("s32", k.params.dim(op.dest, last)))
@@ -972,4 +991,7 @@ def _store_vector(k: KernelLowering, op: tile.StoreOp, f: Frag) -> None:
         idx = k.add_imm(start, off)
         ok = k.r(ptx.AndOp("pred", first, k.r(ptx.SetpOp("lt", "s32", idx, size))))
         addr = k.r(ptx.AddOp("s64", base, k.r(ptx.MulOp("s32", idx, k.imm(nbytes), mode="wide"))))
-        k.guarded(ok, lambda a=addr, v=reg: k.emit(ptx.StGlobalOp(mov_type(f.dtype), a, v)))
+        k.guarded(
+            ok,
+            lambda a=addr, v=reg: k.emit(ptx.StGlobalOp(mov_type(f.dtype), a, v, policy=pol)),
+        )

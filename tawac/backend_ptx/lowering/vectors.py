@@ -286,13 +286,13 @@ def store_blocked(k: KernelLowering, op: tile.StoreOp, f: Frag) -> None:
             pairs = zip(values[::2], values[1::2], strict=True)
             values = [k.r(ptx.PackB16Op(a, b)) for a, b in pairs]
         if len(values) == 4:
-            k.emit(ptx.StGlobalV4B32Op(addr, tuple(values), ok))  # type: ignore[arg-type]
+            k.emit(ptx.StGlobalV4B32Op(addr, tuple(values), ok, policy=k.store_policy))  # type: ignore[arg-type]
         elif len(values) == 2:
-            k.emit(ptx.StGlobalV2Op(addr, values[0], values[1], ok))
+            k.emit(ptx.StGlobalV2Op(addr, values[0], values[1], ok, policy=k.store_policy))
         elif nbytes == 2 and per > 1:
-            k.emit(ptx.StGlobalB32Op(addr, values[0], ok))
+            k.emit(ptx.StGlobalB32Op(addr, values[0], ok, policy=k.store_policy))
         else:
-            k.emit(ptx.StGlobalOp(mov_type(f.dtype), addr, values[0], ok))
+            k.emit(ptx.StGlobalOp(mov_type(f.dtype), addr, values[0], ok, policy=k.store_policy))
 
 
 def reduce_to_scalar(k: KernelLowering, op: tile.ReduceOp) -> None:

@@ -187,3 +187,25 @@ tile.kernel @when_not_i1(%a: !tile.tensor<?x?xbf16>) {
 // CHECK: {{.*}}aref-invalid.mlir:[[# @LINE - 1]]:{{[0-9]+}}: error: {{.*}}i1
   tile.return
 }
+
+// -----
+
+// An L2 hint names an eviction priority a load or store may carry.
+tile.kernel @l2_unknown(%a: !tile.tensor<?x?xbf16>) {
+  %r = aref.create : !aref.aref<[tensor<128x64xbf16>], 2>
+  %c0 = arith.constant 0 : index
+  %x = tile.load %a[%c0, %c0] : !tile.tensor<?x?xbf16> -> tensor<128x64xbf16>
+  aref.put %r[%c0], %x l2 "evict_normal" : !aref.aref<[tensor<128x64xbf16>], 2>
+// CHECK: {{.*}}aref-invalid.mlir:[[# @LINE - 1]]:{{[0-9]+}}: error: aref.put: l2 is one of evict_first, evict_last, got 'evict_normal'
+  tile.return
+}
+
+// -----
+
+tile.kernel @l2_unknown_store(%a: !tile.tensor<?x?xbf16>) {
+  %c0 = arith.constant 0 : index
+  %x = tile.load %a[%c0, %c0] : !tile.tensor<?x?xbf16> -> tensor<128x64xbf16>
+  tile.store %x, %a[%c0, %c0] l2 "keep" : tensor<128x64xbf16> -> !tile.tensor<?x?xbf16>
+// CHECK: {{.*}}aref-invalid.mlir:[[# @LINE - 1]]:{{[0-9]+}}: error: tile.store: l2 is one of evict_first, evict_last, got 'keep'
+  tile.return
+}

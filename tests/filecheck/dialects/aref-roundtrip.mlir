@@ -92,3 +92,27 @@ tile.kernel @predicated(%a: !tile.tensor<?x?xbf16>) {
   }
   tile.return
 }
+
+// L2 eviction hints on a put and a store (reuse-slots gives them where a resident row
+// block can be longer than the ring).
+// CHECK-LABEL: tile.kernel @hinted(%a: !tile.tensor<?x?xbf16>) {
+// CHECK:         aref.put %r[%c0], %x l2 "evict_last" : !aref.aref<[tensor<64x64xbf16>], 2>
+// CHECK:         aref.put %r[%c0], %x when %p l2 "evict_first" : !aref.aref<[tensor<64x64xbf16>], 2>
+// CHECK:         tile.store %{{.*}}, %a[%{{.*}}, %{{.*}}] l2 "evict_first" : tensor<64x64xbf16> -> !tile.tensor<?x?xbf16>
+tile.kernel @hinted(%a: !tile.tensor<?x?xbf16>) {
+  %r = aref.create : !aref.aref<[tensor<64x64xbf16>], 2>
+  aref.partition producer warp_groups 1 regs 40 {
+    %c0 = arith.constant 0 : index
+    %p = arith.constant true
+    %x = tile.load %a[%c0, %c0] : !tile.tensor<?x?xbf16> -> tensor<64x64xbf16>
+    aref.put %r[%c0], %x l2 "evict_last" : !aref.aref<[tensor<64x64xbf16>], 2>
+    aref.put %r[%c0], %x when %p l2 "evict_first" : !aref.aref<[tensor<64x64xbf16>], 2>
+  }
+  aref.partition consumer warp_groups 1 regs 0 {
+    %c0 = arith.constant 0 : index
+    %x = aref.get %r[%c0] : !aref.aref<[tensor<64x64xbf16>], 2>
+    aref.consumed %r[%c0] : !aref.aref<[tensor<64x64xbf16>], 2>
+    tile.store %x, %a[%c0, %c0] l2 "evict_first" : tensor<64x64xbf16> -> !tile.tensor<?x?xbf16>
+  }
+  tile.return
+}

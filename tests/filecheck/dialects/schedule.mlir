@@ -30,3 +30,9 @@ tile.kernel @shared_sm(%a: !tile.tensor<?x?xbf16>) attributes {tawac.schedule = 
 tile.kernel @one_cta(%a: !tile.tensor<?x?xbf16>) attributes {tawac.schedule = #tawac.schedule<ctas_per_sm = 1, tiles = grouped 8, program_grid = [1 : i64, 1 : i64, 1 : i64]>} {
   tile.return
 }
+
+// A resident aref, and one with L2 eviction hints (`l2`, printed after `resident`).
+// CHECK: tile.kernel @resident(%a: !tile.tensor<?x?xbf16>) attributes {tawac.schedule = #tawac.schedule<arefs = [x: depth 55 resident l2, w: depth 8 resident]>}
+tile.kernel @resident(%a: !tile.tensor<?x?xbf16>) attributes {tawac.schedule = #tawac.schedule<arefs = [x: depth 55 resident l2, w: depth 8 resident]>} {
+  tile.return
+}

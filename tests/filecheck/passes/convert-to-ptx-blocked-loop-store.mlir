@@ -4,13 +4,14 @@
 // 8-element run starts on a multiple of 8 (`multiple_of`), and with the destination's
 // rows of whole 16-byte pieces (checked at launch) a run is in bounds or out as a whole.
 // Before, each element was a predicated `st.global.b16`: 32 stores a thread a block.
+// (The RMS norm's row block is resident, so its stores carry an `evict_first` hint.)
 // At a column coordinate that is not such a multiple, the stores stay one per element.
 // RUN: tawac compile %S/../../../examples/rmsnorm.mlir -D BLOCK_M=16 -D BLOCK_N=256 -o %t.ptx && filecheck %s < %t.ptx
 // RUN: tawac compile %s -o %t2.ptx && filecheck %s --check-prefix=ODD < %t2.ptx
 
 // CHECK-LABEL: .visible .entry rmsnorm(
 // CHECK-NOT:   st.global.b16
-// CHECK-COUNT-4: @%p{{[0-9]+}} st.global.v4.b32 [%rd{{[0-9]+}}], {%r{{[0-9]+}}, %r{{[0-9]+}}, %r{{[0-9]+}}, %r{{[0-9]+}}};
+// CHECK-COUNT-4: @%p{{[0-9]+}} st.global.L2::cache_hint.v4.b32 [%rd{{[0-9]+}}], {%r{{[0-9]+}}, %r{{[0-9]+}}, %r{{[0-9]+}}, %r{{[0-9]+}}}, %rd{{[0-9]+}};
 // CHECK-NOT:   st.global
 
 // ODD-LABEL: .visible .entry odd_start(

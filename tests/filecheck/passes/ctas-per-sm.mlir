@@ -12,7 +12,7 @@
 // RUN: not tawac opt %s -p 'warp-specialize,plan{schedule=heuristic ctas-per-sm=4 stages=8},pipeline,persistent,coarse-pipeline,cooperative-consumers,lower-aref' 2>&1 | filecheck %s --check-prefix=ERR
 // RUN: not tawac compile %S/../../../examples/gemm.mlir --ctas-per-sm 2 -o %t.ptx 2>&1 | filecheck %s --check-prefix=MMA
 
-// PLAN: roles = [producer wg 1 regs 24, consumer wg 1 regs 104], arefs = [x: depth 6 resident], ctas_per_sm = 4, tiles = grouped 8
+// PLAN: roles = [producer wg 1 regs 24, consumer wg 1 regs 104], arefs = [x: depth 6 resident l2], ctas_per_sm = 4, tiles = grouped 8
 
 // ONE: maxntid = 256 : i64, minnctapersm = 1 : i64, launch = {{.*}}grid = [{persistent = 1 : i64}
 // ONE: ptx.setmaxnreg"() <{action = "inc", regs = 256 : i64}>

@@ -7,10 +7,14 @@
 // release likewise, and the second loop reads and releases the first loop's slot where
 // the row fits (a select of the two indices). persistent numbers the next program's
 // transfers after T of them where the row fits, 2T where not; lower-aref puts the
-// predicated put and release under scf.if. A schedule that makes an aref written by one
-// loop resident is a located error.
+// predicated put and release under scf.if. With `l2-hints` (on; the schedule prints
+// `resident l2`) the first loop's put keeps its lines in L2 (`l2 "evict_last"`), the
+// second's and the kernel's stores let theirs go first (`l2 "evict_first"`), and
+// lower-aref hands the priority to the TMA copies. A schedule that makes an aref written
+// by one loop resident is a located error.
 // RUN: tawac opt %s -p 'warp-specialize,plan{schedule=heuristic}' | filecheck %s --check-prefix=PLAN
 // RUN: tawac opt %s -p 'warp-specialize,plan{schedule=heuristic reuse-slots=false}' | filecheck %s --check-prefix=OFF
+// RUN: tawac opt %s -p 'warp-specialize,plan{schedule=heuristic l2-hints=false},pipeline,reuse-slots' | filecheck %s --check-prefix=NOHINT
 // RUN: tawac opt %s -p 'warp-specialize,plan{schedule=heuristic stages=4}' | filecheck %s --check-prefix=GIVEN
 // RUN: tawac opt %s -p 'warp-specialize,plan{schedule=heuristic},pipeline,reuse-slots' | filecheck %s --check-prefix=REUSE
 // RUN: tawac opt %s -p 'warp-specialize,plan{schedule=heuristic},pipeline,reuse-slots,persistent' | filecheck %s --check-prefix=PERSIST
@@ -18,9 +22,11 @@
 // RUN: sed -e 's/@rmsnorm(/@given(/' -e 's/attributes {}/attributes {tawac.schedule = #tawac.schedule<roles = [producer wg 1 regs 24, consumer wg 1 regs 256], arefs = [x: depth 8, w: depth 8 resident]>}/' %s > %t.mlir
 // RUN: not tawac opt %t.mlir -p 'warp-specialize,plan' 2>&1 | filecheck %s --check-prefix=ERR
 
-// PLAN: arefs = [x: depth 55 resident, w: depth 8]
+// PLAN: arefs = [x: depth 55 resident l2, w: depth 8]
+// NOHINT: arefs = [x: depth 55 resident, w: depth 8]
+// NOHINT-NOT: l2 "
 // OFF: arefs = [x: depth 8, w: depth 8]
-// GIVEN: arefs = [x: depth 4 resident, w: depth 4]
+// GIVEN: arefs = [x: depth 4 resident l2, w: depth 4]
 
 // REUSE:      aref.partition producer
 // REUSE:        %[[T:.*]] = arith.maxsi
@@ -29,9 +35,9 @@
 // REUSE-NEXT:   %[[TRUE:.*]] = arith.constant true
 // REUSE-NEXT:   %[[STREAMED:.*]] = arith.xori %[[FITS]], %[[TRUE]] : i1
 // REUSE-NEXT:   scf.for
-// REUSE:          aref.put %{{.*}}[%{{.*}}], %{{.*}} : !aref.aref<[tensor<8x256xbf16>], 55>
+// REUSE:          aref.put %{{.*}}[%{{.*}}], %{{.*}} l2 "evict_last" : !aref.aref<[tensor<8x256xbf16>], 55>
 // REUSE:        scf.for
-// REUSE:          aref.put %{{.*}}[%{{.*}}], %{{.*}} when %[[STREAMED]] : !aref.aref<[tensor<8x256xbf16>], 55>
+// REUSE:          aref.put %{{.*}}[%{{.*}}], %{{.*}} when %[[STREAMED]] l2 "evict_first" : !aref.aref<[tensor<8x256xbf16>], 55>
 // REUSE:          aref.put %{{.*}}[%{{.*}}], %{{.*}} : !aref.aref<[tensor<256xbf16>], 8>
 // REUSE:      aref.partition consumer
 // REUSE:        %[[CFITS:.*]] = arith.cmpi sle
@@ -46,6 +52,7 @@
 // REUSE-NEXT:     %[[PICK:.*]] = arith.select %[[CFITS]], %[[LOCAL]], %[[SECOND]] : index
 // REUSE-NEXT:     aref.get %{{.*}}[%[[PICK]]] : !aref.aref<[tensor<8x256xbf16>], 55>
 // REUSE:          aref.consumed %{{.*}}[%[[PICK]]] : !aref.aref<[tensor<8x256xbf16>], 55>
+// REUSE:          tile.store %{{.*}}, %y[%{{.*}}, %{{.*}}] l2 "evict_first"
 
 // PERSIST:      aref.partition producer
 // PERSIST:        scf.for %{{.*}} iter_args(%{{.*}} = %{{.*}}, %[[BASE:.*]] = %{{.*}}, %{{.*}} = %{{.*}})
@@ -62,10 +69,11 @@
 
 // LOWER:      aref.partition producer
 // LOWER:        scf.for
+// LOWER:          hopper.tma_load %x[%{{.*}}], %{{.*}}[%{{.*}}], %full l2 "evict_last"
 // LOWER:          scf.if %streamed {
 // LOWER:            hopper.mbarrier_wait %empty
 // LOWER-NEXT:       hopper.mbarrier_arrive_expect_tx %full
-// LOWER-NEXT:       hopper.tma_load %x
+// LOWER-NEXT:       hopper.tma_load %x[%{{.*}}], %{{.*}}[%{{.*}}], %full l2 "evict_first"
 // LOWER-NEXT:     }
 // LOWER:      aref.partition consumer
 // LOWER:          scf.if %streamed_1 {
