@@ -507,6 +507,7 @@ OPTION_CHOICES = [
     ["--ctas-per-sm", "0", "1", "2", "4", "9"],
     ["--no-reuse-slots"],
     ["--no-sink-reductions"],
+    ["--no-l2-hints"],
 ]
 
 
