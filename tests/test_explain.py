@@ -192,3 +192,18 @@ def test_overlap_epilogue_is_planned_where_it_applies(name, options, expected):
     epilogue to move, so explain shows what the kernel does."""
     info = _explain(REPO / "examples" / f"{name}.mlir", overlap_epilogue=True, **options)
     assert info["overlap"] is expected
+
+
+@pytest.mark.parametrize("hints", [True, False])
+def test_explain_says_where_l2_hints_hold_a_row_that_does_not_fit(hints):
+    """The softmax at 131072 columns in 8192-column blocks: 16 tiles a program, more than
+    its ring holds, so each loop reads them; with `l2_hints` the text says the first
+    loop's lines are held in L2 for the next, and the JSON marks the aref."""
+    args = ["explain", "examples/softmax.mlir", "-D", "BLOCK_M=1", "-D", "BLOCK_N=8192"]
+    args += ["--size", "M=1024,N=131072", *([] if hints else ["--no-l2-hints"])]
+    text = tawac(args, check=True).stdout
+    assert "loaded once per loop" in text
+    assert ("held in L2" in text) is hints
+    info = json.loads(tawac([*args, "--json"], check=True).stdout)
+    (x,) = [a for a in info["arefs"] if a.get("resident")]
+    assert x["l2_hints"] is hints

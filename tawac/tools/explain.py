@@ -85,6 +85,7 @@ def _arefs(
             # its later loops read the first loop's slots where a program's tiles fit
             entry["resident"] = True
             entry["resident_loops"] = len(chain.puts)
+            entry["l2_hints"] = a.l2
             tiles = _resident_tiles(chain, sizes)
             if tiles is not None:
                 entry["resident_tiles"] = tiles
@@ -605,9 +606,13 @@ def render(info: dict[str, Any], console) -> None:
     for a in info["arefs"]:
         if a.get("resident"):
             tiles = a.get("resident_tiles")
-            at = " (else once per loop)"
+            # where the row block is longer than the ring, eviction hints keep the first
+            # loop's lines in L2 for the later loops' reads
+            held = ", the first loop's lines held in L2 for the next (hints)"
+            held = held if a.get("l2_hints") else ""
+            at = f" (else once per loop{held})"
             if tiles is not None:
-                once = "loaded once" if tiles <= a["depth"] else "loaded once per loop"
+                once = "loaded once" if tiles <= a["depth"] else f"loaded once per loop{held}"
                 at = f"; at this size a program has {tiles}: {once}"
             lines.append(
                 f"rows kept on chip: aref {a['name']} loaded once for its "
