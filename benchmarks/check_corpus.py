@@ -87,6 +87,7 @@ CONFIGS: dict[str, dict[str, Any]] = {
     "nopref": {"tile_prefetch": False},
     "cps2": {"ctas_per_sm": 2},
     "noreuse": {"reuse_slots": False},
+    "nol2": {"l2_hints": False},
     "nosink": {"sink_reductions": False},
     "sk2": {"split_k": 2},
     "sk3": {"split_k": 3},
