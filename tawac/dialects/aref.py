@@ -183,6 +183,8 @@ class PutOp(IRDLOperation):
     index = operand_def(IndexType)
     values = var_operand_def(TensorType)
     when = opt_operand_def(i1)
+    l2_if = opt_operand_def(i1)
+    """Where given, `l2` applies only where it holds (elsewhere the normal priority)."""
     l2 = opt_prop_def(StringAttr)
     """The L2 eviction priority of its copies (`tile.L2_PRIORITIES`): a hint."""
 
@@ -190,7 +192,7 @@ class PutOp(IRDLOperation):
     custom_directives = (Slot, Payload)
     assembly_format = (
         "$aref custom<Slot>($index) (`,` $values^)? (`when` $when^)? (`l2` $l2^)? "
-        "`:` custom<Payload>(type($aref), type($values)) attr-dict"
+        "(`l2_if` $l2_if^)? `:` custom<Payload>(type($aref), type($values)) attr-dict"
     )
 
     def __init__(
@@ -200,9 +202,11 @@ class PutOp(IRDLOperation):
         values: Sequence[SSAValue],
         when: SSAValue | None = None,
         l2: str | None = None,
+        l2_if: SSAValue | None = None,
     ):
+        opt = [[v] if v is not None else [] for v in (when, l2_if)]
         super().__init__(
-            operands=[aref, index, values, [when] if when is not None else []],
+            operands=[aref, index, values, *opt],
             properties={"l2": StringAttr(l2)} if l2 is not None else {},
         )
 
@@ -212,6 +216,8 @@ class PutOp(IRDLOperation):
             raise VerifyException(
                 f"aref.put: l2 is one of {', '.join(L2_PRIORITIES)}, got '{self.l2.data}'"
             )
+        if self.l2_if is not None and self.l2 is None:
+            raise VerifyException("aref.put: l2_if conditions an l2 priority the put has not")
         got = tuple(v.type for v in self.values)
         if got != tuple(t.payload.data):
             raise VerifyException(

@@ -21,16 +21,19 @@ from xdsl.dialects.builtin import (
     StringAttr,
     TensorType,
     UnitAttr,
+    i1,
     i64,
 )
 from xdsl.ir import Attribute, Dialect, ParametrizedAttribute, SSAValue, TypeAttribute
 from xdsl.irdl import (
+    AttrSizedOperandSegments,
     IRDLOperation,
     VarConstraint,
     base,
     irdl_attr_definition,
     irdl_op_definition,
     operand_def,
+    opt_operand_def,
     opt_prop_def,
     prop_def,
     result_def,
@@ -335,12 +338,16 @@ class TmaLoadOp(IRDLOperation):
     ring = operand_def(SmemRingType)
     bars = operand_def(MbarriersType)
     slot = operand_def(IndexType)
+    l2_if = opt_operand_def(i1)
+    """Where given, `l2` applies only where it holds (elsewhere the normal priority)."""
     stack = opt_prop_def(IntAttr)
     l2 = opt_prop_def(StringAttr)
     """The L2 eviction priority of the copy (`tile.L2_PRIORITIES`): a hint."""
+    irdl_options = (AttrSizedOperandSegments(as_property=True),)
     assembly_format = (
         "$source `[` $indices `]` (`stack` $stack^)? `,` $ring `[` $slot `]` `,` $bars "
-        "(`l2` $l2^)? attr-dict `:` type($source) `,` type($ring) `,` type($bars)"
+        "(`l2` $l2^)? (`l2_if` $l2_if^)? attr-dict `:` type($source) `,` type($ring) `,` "
+        "type($bars)"
     )
 
     def __init__(
@@ -352,13 +359,15 @@ class TmaLoadOp(IRDLOperation):
         slot: SSAValue,
         stack: int | None = None,
         l2: str | None = None,
+        l2_if: SSAValue | None = None,
     ):
         props: dict[str, Attribute] = (
             {"stack": IntAttr(stack)} if stack is not None and stack > 1 else {}
         )
         if l2 is not None:
             props["l2"] = StringAttr(l2)
-        super().__init__(operands=[source, indices, ring, bars, slot], properties=props)
+        cond = [l2_if] if l2_if is not None else []
+        super().__init__(operands=[source, indices, ring, bars, slot, cond], properties=props)
 
     def verify_(self) -> None:
         st, rt = self.source.type, self.ring.type

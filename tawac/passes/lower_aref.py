@@ -268,7 +268,14 @@ def _lower_put(put: aref.PutOp, low: _Lowered) -> None:
             l2 = put.l2.data if put.l2 is not None else None
             ops.append(
                 hopper.TmaLoadOp(
-                    ld.source, list(ld.indices), ring, low.full, slot, tile.stack_of(ld), l2
+                    ld.source,
+                    list(ld.indices),
+                    ring,
+                    low.full,
+                    slot,
+                    tile.stack_of(ld),
+                    l2,
+                    put.l2_if,
                 )
             )
         loads.append(ld)

@@ -20,7 +20,9 @@ T <= D computed before the first loop of each partition:
 - the consumer's loops but the last release only where it does not hold; the later loops
   read the slot of iteration j at the first loop's index j where it holds (a `select`), so
   the last loop releases the slots the first one filled;
-- where the schedule marks the aref `l2` too, the first loop's put `l2 evict_last`, the
+- where the schedule marks the aref `l2` too, the first loop's put `l2 evict_last` where
+  the row block does not stay in the ring (`l2_if %streamed`: elsewhere no line is read
+  again, and a kept one would outlive the kernel at a priority others yield to), the
   later loops' `l2 evict_first`, and every `tile.store` of the kernel `l2 evict_first`:
   eviction hints (`.L2::cache_hint`) for a row block longer than the ring, which each
   loop reads from memory, so that the second read finds the first's lines in L2.
@@ -73,8 +75,14 @@ def _apply(create: aref.CreateOp, chain: Rereads, hints: bool) -> None:
     # `hints`, the first loop's copies keep their lines in L2 for the later loops' (which
     # copy only where the row block is longer than the ring), and those let theirs go
     _, streamed = _guard(chain.producer_loops[0], depth)
-    if hints:
-        chain.puts[0].properties["l2"] = StringAttr("evict_last")
+    if hints:  # only where the later loops copy again: a kept line no one reads again
+        first = chain.puts[0]  # would outlive the kernel at a priority others yield to
+        _replace(
+            first,
+            aref.PutOp(
+                first.aref, first.index, list(first.values), first.when, "evict_last", streamed
+            ),
+        )
     for put in chain.puts[1:]:
         l2 = "evict_first" if hints else None
         _replace(put, aref.PutOp(put.aref, put.index, list(put.values), streamed, l2))

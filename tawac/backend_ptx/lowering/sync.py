@@ -127,11 +127,22 @@ def _tma_load(k: KernelLowering, op: hopper.TmaLoadOp) -> None:
     bar = k.bar_addr(bars, slot)
     row, col = (k.scalar(i) for i in list(op.indices)[-2:])
     outer = [k.scalar(i) for i in reversed(lead)]
-    policy = k.l2_policy(op.l2.data if op.l2 is not None else None)
+    policy = _load_policy(k, op)
     for offset, col0 in tile.chunks():
         dst = k.add_imm(dst0, offset, "u32")
         coords = [k.add_imm(col, col0), row, *outer]
         k.emit(ptx.CpAsyncBulkTensorLoadOp(dst, tmap, bar, coords, policy))
+
+
+def _load_policy(k: KernelLowering, op: hopper.TmaLoadOp) -> SSAValue | None:
+    """The cache policy of a copy's `l2` priority (None without one); under `l2_if`, that
+    priority where it holds and the normal one elsewhere (`selp`)."""
+    policy = k.l2_policy(op.l2.data if op.l2 is not None else None)
+    if policy is None or op.l2_if is None:
+        return policy
+    normal = k.l2_policy("evict_normal")
+    assert normal is not None
+    return k.r(ptx.SelpOp("b64", policy, normal, k.scalar(op.l2_if)))
 
 
 def _tma_load_linear(k: KernelLowering, op: hopper.TmaLoadOp, ring: Ring, bars: Bars) -> None:
@@ -148,7 +159,7 @@ def _tma_load_linear(k: KernelLowering, op: hopper.TmaLoadOp, ring: Ring, bars: 
     bar = k.bar_addr(bars, slot)
     col = k.scalar(list(op.indices)[-1])
     outer = [k.scalar(i) for i in reversed(lead)]
-    policy = k.l2_policy(op.l2.data if op.l2 is not None else None)
+    policy = _load_policy(k, op)
 
     def boxes() -> None:
         for offset, col0 in tile.chunks():

@@ -20,7 +20,7 @@ tile.kernel @put_type_generic(%a: !tile.tensor<?x?xbf16>) {
   %r = aref.create : !aref.aref<[tensor<256x64xbf16>, tensor<128x64xbf16>], 2>
   %c0 = arith.constant 0 : index
   %x = tile.load %a[%c0, %c0] : !tile.tensor<?x?xbf16> -> tensor<128x64xbf16>
-  "aref.put"(%r, %c0, %x, %x) <{operandSegmentSizes = array<i32: 1, 1, 2, 0>}> : (!aref.aref<[tensor<256x64xbf16>, tensor<128x64xbf16>], 2>, index, tensor<128x64xbf16>, tensor<128x64xbf16>) -> ()
+  "aref.put"(%r, %c0, %x, %x) <{operandSegmentSizes = array<i32: 1, 1, 2, 0, 0>}> : (!aref.aref<[tensor<256x64xbf16>, tensor<128x64xbf16>], 2>, index, tensor<128x64xbf16>, tensor<128x64xbf16>) -> ()
 // CHECK:      {{.*}}aref-invalid.mlir:[[# @LINE - 1]]:3: error: aref.put: values (tensor<128x64xbf16>, tensor<128x64xbf16>) do not match the payload of !aref.aref<[tensor<256x64xbf16>, tensor<128x64xbf16>], 2>
 // CHECK-NEXT: {{^//}} -----
   tile.return

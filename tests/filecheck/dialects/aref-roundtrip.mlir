@@ -65,7 +65,7 @@ tile.kernel @arefs(%a: !tile.tensor<?x?xbf16>, %b: !tile.tensor<?x?xbf16>) {
   "aref.partition"() <{role = "producer", warp_groups = #builtin.int<1>, regs = #builtin.int<24>}> ({
     %1 = "arith.constant"() <{value = 0 : index}> : () -> index
     %2 = "tile.load"(%a, %1, %1) : (!tile.tensor<?x?xf16>, index, index) -> tensor<64x64xf16>
-    "aref.put"(%0, %1, %2) <{operandSegmentSizes = array<i32: 1, 1, 1, 0>}> : (!aref.aref<[tensor<64x64xf16>], 2>, index, tensor<64x64xf16>) -> ()
+    "aref.put"(%0, %1, %2) <{operandSegmentSizes = array<i32: 1, 1, 1, 0, 0>}> : (!aref.aref<[tensor<64x64xf16>], 2>, index, tensor<64x64xf16>) -> ()
     %3 = "aref.get"(%0, %1) : (!aref.aref<[tensor<64x64xf16>], 2>, index) -> tensor<64x64xf16>
     "aref.consumed"(%0, %1) : (!aref.aref<[tensor<64x64xf16>], 2>, index) -> ()
   }) : () -> ()
@@ -96,7 +96,7 @@ tile.kernel @predicated(%a: !tile.tensor<?x?xbf16>) {
 // L2 eviction hints on a put and a store (reuse-slots gives them where a resident row
 // block can be longer than the ring).
 // CHECK-LABEL: tile.kernel @hinted(%a: !tile.tensor<?x?xbf16>) {
-// CHECK:         aref.put %r[%c0], %x l2 "evict_last" : !aref.aref<[tensor<64x64xbf16>], 2>
+// CHECK:         aref.put %r[%c0], %x l2 "evict_last" l2_if %p : !aref.aref<[tensor<64x64xbf16>], 2>
 // CHECK:         aref.put %r[%c0], %x when %p l2 "evict_first" : !aref.aref<[tensor<64x64xbf16>], 2>
 // CHECK:         tile.store %{{.*}}, %a[%{{.*}}, %{{.*}}] l2 "evict_first" : tensor<64x64xbf16> -> !tile.tensor<?x?xbf16>
 tile.kernel @hinted(%a: !tile.tensor<?x?xbf16>) {
@@ -105,7 +105,7 @@ tile.kernel @hinted(%a: !tile.tensor<?x?xbf16>) {
     %c0 = arith.constant 0 : index
     %p = arith.constant true
     %x = tile.load %a[%c0, %c0] : !tile.tensor<?x?xbf16> -> tensor<64x64xbf16>
-    aref.put %r[%c0], %x l2 "evict_last" : !aref.aref<[tensor<64x64xbf16>], 2>
+    aref.put %r[%c0], %x l2 "evict_last" l2_if %p : !aref.aref<[tensor<64x64xbf16>], 2>
     aref.put %r[%c0], %x when %p l2 "evict_first" : !aref.aref<[tensor<64x64xbf16>], 2>
   }
   aref.partition consumer warp_groups 1 regs 0 {

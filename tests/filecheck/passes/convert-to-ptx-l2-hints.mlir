@@ -1,6 +1,7 @@
 // convert-to-ptx: L2 eviction hints on a row kernel whose row block is resident (the
 // schedule's `resident l2`): the producer's first loop copies its tiles with an
-// `evict_last` policy, the second loop (which copies only where the row is longer than
+// `evict_last` policy where the row is longer than the ring (a `selp` of it and the
+// normal policy on the row-does-not-fit predicate), the second loop (which copies only where the row is longer than
 // the ring) with `evict_first`, and the consumer's stores with `evict_first`: each a
 // `createpolicy.fractional` register and the instruction's `.L2::cache_hint` operand.
 // A linear tile (one row) inside its tensor is one bulk copy, else TMA boxes: both carry
@@ -10,7 +11,9 @@
 
 // CHECK-LABEL: .visible .entry softmax(
 // CHECK:       setmaxnreg.dec
-// CHECK:       createpolicy.fractional.L2::evict_last.b64 [[LAST:%rd[0-9]+]], 1.0;
+// CHECK:       createpolicy.fractional.L2::evict_last.b64 [[KEEP:%rd[0-9]+]], 1.0;
+// CHECK-NEXT:  createpolicy.fractional.L2::evict_normal.b64 [[NORMAL:%rd[0-9]+]], 1.0;
+// CHECK-NEXT:  selp.b64 [[LAST:%rd[0-9]+]], [[KEEP]], [[NORMAL]], %p{{[0-9]+}};
 // CHECK:       cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes.L2::cache_hint [%r{{[0-9]+}}], [%rd{{[0-9]+}}], 16384, [%r{{[0-9]+}}], [[LAST]];
 // CHECK:       cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes.L2::cache_hint [%r{{[0-9]+}}], [%rd{{[0-9]+}}, {%r{{[0-9]+}}, %r{{[0-9]+}}}], [%r{{[0-9]+}}], [[LAST]];
 // CHECK:       $L_loop_end

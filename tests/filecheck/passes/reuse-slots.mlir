@@ -8,8 +8,9 @@
 // the row fits (a select of the two indices). persistent numbers the next program's
 // transfers after T of them where the row fits, 2T where not; lower-aref puts the
 // predicated put and release under scf.if. With `l2-hints` (on; the schedule prints
-// `resident l2`) the first loop's put keeps its lines in L2 (`l2 "evict_last"`), the
-// second's and the kernel's stores let theirs go first (`l2 "evict_first"`), and
+// `resident l2`) the first loop's put keeps its lines in L2 (`l2 "evict_last"`) where the
+// row does not fit (`l2_if %streamed`), the second's and the kernel's stores let theirs
+// go first (`l2 "evict_first"`), and
 // lower-aref hands the priority to the TMA copies. A schedule that makes an aref written
 // by one loop resident is a located error.
 // RUN: tawac opt %s -p 'warp-specialize,plan{schedule=heuristic}' | filecheck %s --check-prefix=PLAN
@@ -35,7 +36,7 @@
 // REUSE-NEXT:   %[[TRUE:.*]] = arith.constant true
 // REUSE-NEXT:   %[[STREAMED:.*]] = arith.xori %[[FITS]], %[[TRUE]] : i1
 // REUSE-NEXT:   scf.for
-// REUSE:          aref.put %{{.*}}[%{{.*}}], %{{.*}} l2 "evict_last" : !aref.aref<[tensor<8x256xbf16>], 55>
+// REUSE:          aref.put %{{.*}}[%{{.*}}], %{{.*}} l2 "evict_last" l2_if %[[STREAMED]] : !aref.aref<[tensor<8x256xbf16>], 55>
 // REUSE:        scf.for
 // REUSE:          aref.put %{{.*}}[%{{.*}}], %{{.*}} when %[[STREAMED]] l2 "evict_first" : !aref.aref<[tensor<8x256xbf16>], 55>
 // REUSE:          aref.put %{{.*}}[%{{.*}}], %{{.*}} : !aref.aref<[tensor<256xbf16>], 8>
@@ -69,7 +70,7 @@
 
 // LOWER:      aref.partition producer
 // LOWER:        scf.for
-// LOWER:          hopper.tma_load %x[%{{.*}}], %{{.*}}[%{{.*}}], %full l2 "evict_last"
+// LOWER:          hopper.tma_load %x[%{{.*}}], %{{.*}}[%{{.*}}], %full l2 "evict_last" l2_if %streamed
 // LOWER:          scf.if %streamed {
 // LOWER:            hopper.mbarrier_wait %empty
 // LOWER-NEXT:       hopper.mbarrier_arrive_expect_tx %full
