@@ -1008,7 +1008,9 @@ class RedGlobalAddOp(PtxInstruction):
 
 @irdl_op_definition
 class StGlobalOp(PtxInstruction):
-    """`{@p} st.global.type [addr], a;` (PTX ISA 9.7.9.10), optionally predicated."""
+    """`{@p} st.global.type [addr], a;` (PTX ISA 9.7.9.10), optionally predicated like
+    `st_global_v4_b32` (no branch around it); `b32` stores two packed 16-bit elements to
+    a 4-byte aligned address."""
 
     name = "ptx.st_global"
     type = prop_def(StringAttr)
@@ -1076,38 +1078,6 @@ class StGlobalV4B32Op(PtxInstruction):
         if policy is None:
             return f"{pred}st.global.v4.b32 [{n(self.addr)}], {{{vals}}};"
         return f"{pred}st.global.L2::cache_hint.v4.b32 [{n(self.addr)}], {{{vals}}}, {n(policy)};"
-
-
-@irdl_op_definition
-class StGlobalB32Op(PtxInstruction):
-    """`{@p} st.global.b32 [addr], a;` (PTX ISA 9.7.9.10 st): one 32-bit value (two packed
-    16-bit elements) to a 4-byte aligned address, optionally predicated like
-    `st_global_v4_b32` (no branch around it)."""
-
-    name = "ptx.st_global_b32"
-    hint = opt_prop_def(UnitAttr)
-    addr = operand_def(RegType)
-    value = operand_def(RegType)
-    guard = var_operand_def(RegType)  # the guard, then the cache policy where `hint`
-
-    def __init__(
-        self,
-        addr: SSAValue,
-        value: SSAValue,
-        guard: SSAValue | None = None,
-        policy: SSAValue | None = None,
-    ):
-        super().__init__(
-            operands=[addr, value, [*_opt(guard), *_opt(policy)]],
-            properties=_hint_props(policy),
-        )
-
-    def ptx_text(self, n: Names) -> str:
-        guard, policy = _hinted(self, self.guard)
-        pred = _guard(n, guard)
-        if policy is None:
-            return f"{pred}st.global.b32 [{n(self.addr)}], {n(self.value)};"
-        return f"{pred}st.global.L2::cache_hint.b32 [{n(self.addr)}], {n(self.value)}, {n(policy)};"
 
 
 @irdl_op_definition
@@ -2057,7 +2027,6 @@ Ptx = Dialect(
         RedGlobalAddOp,
         StGlobalOp,
         StGlobalV4B32Op,
-        StGlobalB32Op,
         StSharedOp,
         LdSharedOp,
         LdSharedV2Op,

@@ -348,7 +348,7 @@ def _store_runs(
         elif len(values) == 2:
             k.emit(ptx.StGlobalV2Op(addr, values[0], values[1], ok, policy=pol))
         else:
-            k.emit(ptx.StGlobalB32Op(addr, values[0], ok, policy=pol))
+            k.emit(ptx.StGlobalOp("b32", addr, values[0], ok, policy=pol))
 
 
 def _store_transposed(
@@ -496,7 +496,9 @@ def _store_quads(k: KernelLowering, op: tile.StoreOp, f: Frag, base: SSAValue) -
                 col = k.add_imm(pair, 8 * b)
                 ok = k.r(ptx.AndOp("pred", rok, k.r(ptx.SetpOp("lt", "s32", col, cols))))
                 off = k.r(ptx.MulOp("s32", col, k.imm(2), mode="wide"))
-                k.emit(ptx.StGlobalB32Op(k.r(ptx.AddOp("s64", raddr, off)), word, ok, policy=pol))
+                k.emit(
+                    ptx.StGlobalOp("b32", k.r(ptx.AddOp("s64", raddr, off)), word, ok, policy=pol)
+                )
 
 
 def tile_addresses(

@@ -290,7 +290,7 @@ def store_blocked(k: KernelLowering, op: tile.StoreOp, f: Frag) -> None:
         elif len(values) == 2:
             k.emit(ptx.StGlobalV2Op(addr, values[0], values[1], ok, policy=k.store_policy))
         elif nbytes == 2 and per > 1:
-            k.emit(ptx.StGlobalB32Op(addr, values[0], ok, policy=k.store_policy))
+            k.emit(ptx.StGlobalOp("b32", addr, values[0], ok, policy=k.store_policy))
         else:
             k.emit(ptx.StGlobalOp(mov_type(f.dtype), addr, values[0], ok, policy=k.store_policy))
 
