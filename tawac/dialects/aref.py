@@ -66,7 +66,7 @@ from xdsl.traits import NoTerminator
 from xdsl.utils.exceptions import VerifyException
 
 from tawac.dialects.directives import Choice, Nat, OptionalString, Slot
-from tawac.dialects.tile import L2_PRIORITIES, type_str
+from tawac.dialects.tile import L2_HINTS, type_str
 
 
 @irdl_attr_definition
@@ -186,7 +186,7 @@ class PutOp(IRDLOperation):
     l2_if = opt_operand_def(i1)
     """Where given, `l2` applies only where it holds (elsewhere the normal priority)."""
     l2 = opt_prop_def(StringAttr)
-    """The L2 eviction priority of its copies (`tile.L2_PRIORITIES`): a hint."""
+    """The L2 eviction priority of its copies (`tile.L2_HINTS`): a hint."""
 
     irdl_options = (AttrSizedOperandSegments(as_property=True),)
     custom_directives = (Slot, Payload)
@@ -212,9 +212,9 @@ class PutOp(IRDLOperation):
 
     def verify_(self) -> None:
         t = _aref_type(self, self.aref)
-        if self.l2 is not None and self.l2.data not in L2_PRIORITIES:
+        if self.l2 is not None and self.l2.data not in L2_HINTS:
             raise VerifyException(
-                f"aref.put: l2 is one of {', '.join(L2_PRIORITIES)}, got '{self.l2.data}'"
+                f"aref.put: l2 is one of {', '.join(L2_HINTS)}, got '{self.l2.data}'"
             )
         if self.l2_if is not None and self.l2 is None:
             raise VerifyException("aref.put: l2_if conditions an l2 priority the put has not")

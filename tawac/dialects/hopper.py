@@ -342,7 +342,7 @@ class TmaLoadOp(IRDLOperation):
     """Where given, `l2` applies only where it holds (elsewhere the normal priority)."""
     stack = opt_prop_def(IntAttr)
     l2 = opt_prop_def(StringAttr)
-    """The L2 eviction priority of the copy (`tile.L2_PRIORITIES`): a hint."""
+    """The L2 eviction priority of the copy (`tile.L2_HINTS`): a hint."""
     irdl_options = (AttrSizedOperandSegments(as_property=True),)
     assembly_format = (
         "$source `[` $indices `]` (`stack` $stack^)? `,` $ring `[` $slot `]` `,` $bars "

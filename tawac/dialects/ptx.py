@@ -224,6 +224,12 @@ def _hint_props(policy: SSAValue | None) -> dict[str, Attribute]:
     return {"hint": UnitAttr()} if policy is not None else {}
 
 
+def _hint_text(n: Names, policy: SSAValue | None) -> tuple[str, str]:
+    """The `.L2::cache_hint` qualifier and the `, policy` operand of an instruction with
+    a cache policy; two empty strings without one."""
+    return (".L2::cache_hint", f", {n(policy)}") if policy is not None else ("", "")
+
+
 def _opt(v: SSAValue | None) -> list[SSAValue]:
     return [v] if v is not None else []
 
@@ -1034,13 +1040,9 @@ class StGlobalOp(PtxInstruction):
 
     def ptx_text(self, n: Names) -> str:
         guard, policy = _hinted(self, self.guard)
-        pred = _guard(n, guard)
-        if policy is None:
-            return f"{pred}st.global.{self.type.data} [{n(self.addr)}], {n(self.value)};"
-        return (
-            f"{pred}st.global.L2::cache_hint.{self.type.data} [{n(self.addr)}], "
-            f"{n(self.value)}, {n(policy)};"
-        )
+        hint, last = _hint_text(n, policy)
+        ty = self.type.data
+        return f"{_guard(n, guard)}st.global{hint}.{ty} [{n(self.addr)}], {n(self.value)}{last};"
 
 
 @irdl_op_definition
@@ -1073,11 +1075,9 @@ class StGlobalV4B32Op(PtxInstruction):
 
     def ptx_text(self, n: Names) -> str:
         guard, policy = _hinted(self, self.guard)
-        pred = _guard(n, guard)
+        hint, last = _hint_text(n, policy)
         vals = ", ".join(n(v) for v in (self.a, self.b, self.c, self.d))
-        if policy is None:
-            return f"{pred}st.global.v4.b32 [{n(self.addr)}], {{{vals}}};"
-        return f"{pred}st.global.L2::cache_hint.v4.b32 [{n(self.addr)}], {{{vals}}}, {n(policy)};"
+        return f"{_guard(n, guard)}st.global{hint}.v4.b32 [{n(self.addr)}], {{{vals}}}{last};"
 
 
 @irdl_op_definition
@@ -1210,11 +1210,9 @@ class StGlobalV2Op(PtxInstruction):
 
     def ptx_text(self, n: Names) -> str:
         guard, policy = _hinted(self, self.guard)
-        pred = _guard(n, guard)
+        hint, last = _hint_text(n, policy)
         pair = f"{{{n(self.a)}, {n(self.b)}}}"
-        if policy is None:
-            return f"{pred}st.global.v2.f32 [{n(self.addr)}], {pair};"
-        return f"{pred}st.global.L2::cache_hint.v2.f32 [{n(self.addr)}], {pair}, {n(policy)};"
+        return f"{_guard(n, guard)}st.global{hint}.v2.f32 [{n(self.addr)}], {pair}{last};"
 
 
 @irdl_op_definition
@@ -1572,8 +1570,7 @@ class CpAsyncBulkTensorLoadOp(PtxInstruction):
     def ptx_text(self, n: Names) -> str:
         coords, policy = _hinted(self, self.coords)
         cs = ", ".join(n(c) for c in coords)
-        hint = ".L2::cache_hint" if policy is not None else ""
-        last = f", {n(policy)}" if policy is not None else ""
+        hint, last = _hint_text(n, policy)
         return (
             f"cp.async.bulk.tensor.{len(coords)}d.shared::cluster.global.tile"
             f".mbarrier::complete_tx::bytes{hint} [{n(self.dst)}], [{n(self.tmap)}, {{{cs}}}], "
@@ -1603,8 +1600,7 @@ class CpAsyncBulkLoadOp(PtxInstruction):
         )
 
     def ptx_text(self, n: Names) -> str:
-        hint = ".L2::cache_hint" if self.policy else ""
-        last = f", {n(self.policy[0])}" if self.policy else ""
+        hint, last = _hint_text(n, self.policy[0] if self.policy else None)
         return (
             f"cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes{hint} "
             f"[{n(self.dst)}], [{n(self.src)}], {self.size.value.data}, [{n(self.bar)}]{last};"

@@ -111,7 +111,7 @@ def type_str(t: Attribute) -> str:
 
 #: The L2 eviction priorities a load or store may carry as a hint (`tile.store`'s `l2`,
 #: `aref.put`'s and `hopper.tma_load`'s): lines it touches leave L2 first, or last.
-L2_PRIORITIES = ("evict_first", "evict_last")
+L2_HINTS = ("evict_first", "evict_last")
 
 
 @irdl_attr_definition
@@ -512,7 +512,7 @@ class StoreOp(IRDLOperation):
     stack = opt_prop_def(IntAttr)
     transposed = opt_prop_def(UnitAttr)
     l2 = opt_prop_def(StringAttr)
-    """The L2 eviction priority of its global stores (`L2_PRIORITIES`), a hint the
+    """The L2 eviction priority of its global stores (`L2_HINTS`), a hint the
     compiler gives (`reuse-slots`): no effect on what is stored."""
 
     custom_directives = (StoreCoords,)
@@ -564,9 +564,9 @@ class StoreOp(IRDLOperation):
             raise VerifyException("tile.store: a stacked store cannot be bounded yet")
         if self.transposed is not None and (self.stack is not None or self.bounded is not None):
             raise VerifyException("tile.store: a transposed store cannot be stacked or bounded yet")
-        if self.l2 is not None and self.l2.data not in L2_PRIORITIES:
+        if self.l2 is not None and self.l2.data not in L2_HINTS:
             raise VerifyException(
-                f"tile.store: l2 is one of {', '.join(L2_PRIORITIES)}, got '{self.l2.data}'"
+                f"tile.store: l2 is one of {', '.join(L2_HINTS)}, got '{self.l2.data}'"
             )
         vt = self.value.type
         if self.transposed is not None and (

@@ -138,5 +138,5 @@ class ReuseSlotsPass(ModulePass):
                         create,
                     )
                 _apply(create, chain, decided.l2)
-                if decided.l2:
-                    _stores_first(kernel)
+            if any(a.resident and a.l2 for a in plan.arefs):
+                _stores_first(kernel)

@@ -103,9 +103,6 @@ class KernelLowering:
     def __init__(self, kernel: tile.KernelOp, exp2_fma: int = 0, skip_rescale: bool = False):
         self.kernel = kernel
         self.exp2_fma = exp2_fma  # every N-th exp2 of a tile on the FMA pipe (0: none)
-        #: The cache policy of the global stores the `tile.store` being lowered emits
-        #: (its `l2` priority, `l2_policy`); None: no `.L2::cache_hint`.
-        self.store_policy: SSAValue | None = None
         self.skip_rescale = skip_rescale  # a warp's all-one rescale of a carried tile skipped
         self.block = Block()
         self.vals: dict[SSAValue, object] = {}
@@ -159,6 +156,10 @@ class KernelLowering:
         if priority is None:
             return None
         return self.cached(("l2", priority), lambda: self.r(ptx.CreatePolicyOp(priority)))
+
+    def store_hint(self, op: tile.StoreOp) -> SSAValue | None:
+        """The cache policy of a `tile.store`'s global stores (its `l2` priority), or None."""
+        return self.l2_policy(op.l2.data if op.l2 is not None else None)
 
     def imm(self, value: int, ty: str = "s32") -> SSAValue:
         """A register holding `value` (`cached`, inlined: the lowering's most frequent

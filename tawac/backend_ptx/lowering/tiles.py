@@ -233,16 +233,7 @@ def _load_vector(k: KernelLowering, op: tile.LoadOp) -> None:
 
 @handles(tile.StoreOp)
 def _store(k: KernelLowering, op: tile.StoreOp) -> None:
-    """A tile's global stores, under its `l2` eviction priority where it has one."""
-    k.store_policy = k.l2_policy(op.l2.data if op.l2 is not None else None)
-    try:
-        _store_tile(k, op)
-    finally:
-        k.store_policy = None
-
-
-def _store_tile(k: KernelLowering, op: tile.StoreOp) -> None:
-    pol = k.store_policy  # the tile.store's L2 hint (`_store`)
+    pol = k.store_hint(op)  # its `l2` priority's cache policy, for every store below
     f = k.frag(op.value)
     if isinstance(f.layout, BlockedLayout):
         store_blocked(k, op, f)
@@ -314,7 +305,7 @@ def _store_runs(
     each under its first element's bounds, where the column coordinate and bound allow
     (`_vectors_fit`: the destination `aligned`, so a vector whose first element is inside
     a row lies in it); else one predicated store per element."""
-    pol = k.store_policy  # the tile.store's L2 hint (`_store`)
+    pol = k.store_hint(op)
     layout = f.layout
     assert isinstance(layout, BlockedTileLayout)
     fits = [p for p in ((4, 2) if nbytes == 4 else (8, 4, 2)) if layout.vec % p == 0]
@@ -358,7 +349,7 @@ def _store_transposed(
     of the block at the store's coordinates, one predicated store per register. A
     register's tile row is a destination column: the eight rows a warp's lanes hold at
     one register offset (lane / 4) are eight adjacent elements of a destination row."""
-    pol = k.store_policy  # the tile.store's L2 hint (`_store`)
+    pol = k.store_hint(op)
     layout = f.layout
     gt = op.dest.type
     assert isinstance(gt, tile.GlobalTensorType)
@@ -422,7 +413,7 @@ def _store_pairs(k: KernelLowering, op: tile.StoreOp, f: Frag, base: SSAValue) -
     (two 4-byte stores each wrote half of them: sub-sector writes, costly under a
     streaming load, docs/perf.md). The destination is `aligned` (8-byte pairs need an
     8-byte aligned address)."""
-    pol = k.store_policy  # the tile.store's L2 hint (`_store`)
+    pol = k.store_hint(op)
     k.params.aligned(op.dest)
     places = tile_addresses(
         k, op.dest, op.indices, f.layout, base, 4, lazy=True, bounds=op.bounds, step=2
@@ -446,7 +437,7 @@ def _store_quads(k: KernelLowering, op: tile.StoreOp, f: Frag, base: SSAValue) -
     lane's packed pair, one predicated `st.global.b32`: a row's block in one 16-byte
     piece. The destination is `aligned` (16-byte vectors need a 16-byte aligned
     address)."""
-    pol = k.store_policy  # the tile.store's L2 hint (`_store`)
+    pol = k.store_hint(op)
     k.params.aligned(op.dest)
     layout = f.layout
     gt = op.dest.type
@@ -963,7 +954,7 @@ def _store_vector(k: KernelLowering, op: tile.StoreOp, f: Frag) -> None:
     along the destination's last dimension, the other indices scalars; each element
     written once, by the threads whose other coordinate is 0 (`st.global`, PTX ISA
     9.7.9.10), the elements at or past the last dimension's size skipped."""
-    pol = k.store_policy  # the tile.store's L2 hint (`_store`)
+    pol = k.store_hint(op)
     gt = op.dest.type
     assert isinstance(gt, tile.GlobalTensorType)
     layout, dim = f.layout, f.dim

@@ -274,6 +274,7 @@ def store_blocked(k: KernelLowering, op: tile.StoreOp, f: Frag) -> None:
     if nbytes != (4 if f.dtype == "f32" else 2):
         raise CompileError("convert-to-ptx: a 1-d tile.store converts no element type", op)
     regs = f.regs
+    pol = k.store_hint(op)
     base, size, start = row_start(k, op.dest, op.indices, nbytes, layout)
     coord = op.indices[-1]
     per = vector_piece(layout, coord, (4, 2) if nbytes == 4 else (8, 2))
@@ -286,13 +287,13 @@ def store_blocked(k: KernelLowering, op: tile.StoreOp, f: Frag) -> None:
             pairs = zip(values[::2], values[1::2], strict=True)
             values = [k.r(ptx.PackB16Op(a, b)) for a, b in pairs]
         if len(values) == 4:
-            k.emit(ptx.StGlobalV4B32Op(addr, tuple(values), ok, policy=k.store_policy))  # type: ignore[arg-type]
+            k.emit(ptx.StGlobalV4B32Op(addr, tuple(values), ok, policy=pol))  # type: ignore[arg-type]
         elif len(values) == 2:
-            k.emit(ptx.StGlobalV2Op(addr, values[0], values[1], ok, policy=k.store_policy))
+            k.emit(ptx.StGlobalV2Op(addr, values[0], values[1], ok, policy=pol))
         elif nbytes == 2 and per > 1:
-            k.emit(ptx.StGlobalOp("b32", addr, values[0], ok, policy=k.store_policy))
+            k.emit(ptx.StGlobalOp("b32", addr, values[0], ok, policy=pol))
         else:
-            k.emit(ptx.StGlobalOp(mov_type(f.dtype), addr, values[0], ok, policy=k.store_policy))
+            k.emit(ptx.StGlobalOp(mov_type(f.dtype), addr, values[0], ok, policy=pol))
 
 
 def reduce_to_scalar(k: KernelLowering, op: tile.ReduceOp) -> None:
