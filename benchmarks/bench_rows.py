@@ -14,14 +14,17 @@ reference first (a wrong one is dropped, saying so).
 
     python3 benchmarks/bench_rows.py
         [--kernels softmax,rmsnorm,layernorm,rmsnorm_bwd,layernorm_bwd,vector_add]
-        [--shapes 4096x1024,4096x4096] [--configs table,n128,n256w1p0] [--rounds 3] [--no-record]
+        [--shapes 4096x1024,4096x4096] [--configs table,n128,n256w1p0] [--rounds 3] [--l2-ab]
+        [--no-record]
 
 A configuration is `table` (the default: the example as `tawac.torch.kernel` takes it,
 with its tuning table, `examples/<kernel>.tune.json`) or `n<BLOCK_N>`, then optionally
 `m<BLOCK_M>` (rows per program: 64 by default; the planner gives a 128- or 192-row
 program two or three consumer warp groups), `s<stages>` (the ring's depth), `w<widen>`
 and `p0` (not persistent): tawac's options for the tile examples; each is timed and the
-best reported. Prints one table per kernel: per shape the time of each system (us;
+best reported. `--l2-ab` times each of tawac's tile-program configurations a second time
+built with `l2_hints=False` (`<config> nol2`, in the medians line; the table reports the
+hinted builds, the default). Prints one table per kernel: per shape the time of each system (us;
 tawac's best configuration named), the bytes moved over tawac's time (GB/s), tawac's rate
 over the copy's (`of copy`) and tawac's speed over the fastest of Triton and torch.compile
 (`vs best`, > 1 is faster).
@@ -32,6 +35,7 @@ from __future__ import annotations
 import argparse
 import datetime
 import importlib.util
+import itertools
 import sys
 from pathlib import Path
 
@@ -230,7 +234,7 @@ def _run_vector_add(shape: str, rounds: int) -> str | None:
     )
 
 
-def _run(kernel: str, shape: str, configs: list[str], rounds: int) -> str | None:
+def _run(kernel: str, shape: str, configs: list[str], rounds: int, l2_ab: bool) -> str | None:
     import torch
 
     import tawac.torch
@@ -246,6 +250,10 @@ def _run(kernel: str, shape: str, configs: list[str], rounds: int) -> str | None
     for c in configs:
         params, options = _config(c)
         ours[c] = tawac.torch.kernel(EXAMPLES / f"{kernel}.mlir", params=params, **options)
+        if l2_ab:
+            ours[f"{c} nol2"] = tawac.torch.kernel(
+                EXAMPLES / f"{kernel}.mlir", params=params, l2_hints=False, **options
+            )
     args = {"softmax": (x, y), "rmsnorm": (x, w, y, EPS)}.get(kernel)
     if args is None:
         mean = torch.empty(m, device="cuda")
@@ -343,7 +351,7 @@ def backward_problem(kernel: str, m: int, n: int, device: str = "cuda"):
     return x, dy, w, mean, torch.rsqrt(var + EPS), refs
 
 
-def _run_backward(kernel: str, shape: str, rounds: int) -> str | None:
+def _run_backward(kernel: str, shape: str, rounds: int, l2_ab: bool) -> str | None:
     """A norm's backward: tawac's row kernel (`examples/<kernel>.mlir`: dx and per-program
     partial weight sums, the fastest of `BACKWARD_BLOCKS`) then the partials' column sums
     (`examples/column_sum.mlir`; layer norm's two in one `column_sum_pair.mlir` launch), against
@@ -363,9 +371,9 @@ def _run_backward(kernel: str, shape: str, rounds: int) -> str | None:
     column_sum = tawac.torch.kernel(EXAMPLES / f"column_sum{'_pair' if layer else ''}.mlir")
     stats = (mean, rstd) if layer else (rstd,)
     ours = {}
-    for bm, bn in BACKWARD_BLOCKS:
+    for (bm, bn), hints in itertools.product(BACKWARD_BLOCKS, (True, False) if l2_ab else (True,)):
         rows = tawac.torch.kernel(
-            EXAMPLES / f"{kernel}.mlir", params={"BLOCK_M": bm, "BLOCK_N": bn}
+            EXAMPLES / f"{kernel}.mlir", params={"BLOCK_M": bm, "BLOCK_N": bn}, l2_hints=hints
         )
         parts = [torch.empty(-(-m // bm), n, device="cuda") for _ in refs[1:]]
 
@@ -373,7 +381,7 @@ def _run_backward(kernel: str, shape: str, rounds: int) -> str | None:
             rows(x, dy, w, *stats, dx, *parts)
             column_sum(*parts, *grads)
 
-        ours[f"tawac m{bm}n{bn}"] = launch
+        ours[f"tawac m{bm}n{bn}{'' if hints else ' nol2'}"] = launch
 
     math = _backward_math(kernel)
     compiled = _compiled(math)
@@ -395,7 +403,7 @@ def _run_backward(kernel: str, shape: str, rounds: int) -> str | None:
     if not any(k.startswith("tawac") for k in systems):
         return None
     med = {k: v * 1e3 for k, v in round_robin_medians(systems, rounds).items()}
-    won = min((k for k in med if k.startswith("tawac")), key=med.get)
+    won = min((k for k in med if k.startswith("tawac") and "nol2" not in k), key=med.get)
     med["tawac"] = med[won]
     moved = 3 * x.numel() * x.element_size()  # x and dy read once, dx written once
     tri = min((t for k, t in med.items() if k.startswith("triton")), default=None)
@@ -455,6 +463,9 @@ def main() -> int:
     ap.add_argument("--shapes", default="", help="rows x columns, comma-separated")
     ap.add_argument("--configs", default="table", help="tawac configurations, comma-separated")
     ap.add_argument("--rounds", type=int, default=3)
+    ap.add_argument(
+        "--l2-ab", action="store_true", help="also time each tawac build with l2_hints=False"
+    )
     args = ap.parse_args()
     import torch
 
@@ -474,9 +485,9 @@ def main() -> int:
             if kernel == "vector_add":
                 row = _run_vector_add(shape, args.rounds)
             elif kernel.endswith("_bwd"):
-                row = _run_backward(kernel, shape, args.rounds)
+                row = _run_backward(kernel, shape, args.rounds, args.l2_ab)
             else:
-                row = _run(kernel, shape, configs, args.rounds)
+                row = _run(kernel, shape, configs, args.rounds, args.l2_ab)
             if row is not None:
                 print(row, flush=True)
     return 0

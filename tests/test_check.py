@@ -202,3 +202,20 @@ def test_equal_infinities_and_nans_are_no_difference():
     nan = torch.tensor([[math.inf, -math.inf, math.nan, math.nan]])
     diff, _ = compare({"c": b}, {"c": nan}, {"c": "bf16"})
     assert diff is not None and diff.index == (0, 3)
+
+
+def test_check_at_sizes_the_kernel_refuses_is_a_usage_error():
+    """`tawac check --size` that breaks a launch check the source states (a paged cache
+    whose page is not the key block) says so and exits 2, no internal error."""
+    from click.testing import CliRunner
+
+    from tawac.tools.cli import main
+
+    src = Path(__file__).resolve().parents[1] / "examples" / "attention_paged.mlir"
+    args = ["check", str(src), "--size", "B=1,H=8,L=64,D=128,P=4,HK=1,PAGE=64,MAXP=2"]
+    res = CliRunner().invoke(main, args)
+    assert res.exit_code == 2, res.output
+    assert "Invalid value for '--size': kc.shape[2] (PAGE) is 64: the kernel needs 128" in (
+        res.output
+    )
+    assert "internal" not in res.output

@@ -77,3 +77,54 @@ def test_the_launch_refuses_partial_sums_with_too_few_rows():
     with pytest.raises(LaunchError, match=r"dw_part.shape\[0\] \(P\) is 12: the launch runs 13"):
         k(x, dy, w, rstd, dx, torch.empty(12, n, device="cuda"))
     k(x, dy, w, rstd, dx, torch.empty(13, n, device="cuda"))
+
+
+_WHOLE_ROW = """
+tile.kernel @row_scale(%x: !tile.tensor<?x?xf32, ["M", "N"]>, \
+%y: !tile.tensor<?x?xf32, ["M", "N"]>) \
+attributes {params = {BLOCK_N = 256}, tawac.checks = [CHECKS]} {
+  %c0 = arith.constant 0 : index
+  %pid = tile.program_id x
+  %t = tile.load %x[%pid, %c0] : !tile.tensor<?x?xf32, ["M", "N"]> -> tensor<1x$BLOCK_Nxf32>
+  %s = tile.reduce sum %t, 1 : tensor<1x$BLOCK_Nxf32> -> tensor<1xf32>
+  %b = tile.broadcast %s, 0 : tensor<1xf32> -> tensor<1x$BLOCK_Nxf32>
+  %r = arith.divf %t, %b : tensor<1x$BLOCK_Nxf32>
+  tile.store %r, %y[%pid, %c0] : tensor<1x$BLOCK_Nxf32> -> !tile.tensor<?x?xf32, ["M", "N"]>
+  tile.return
+}
+"""
+
+
+def test_a_row_held_whole_in_one_block_refuses_a_longer_row(tmp_path):
+    """A program that holds a row in one BLOCK_N block states N <= BLOCK_N (`at_most`):
+    the launcher refuses a longer row, which the kernel would compute from its first
+    BLOCK_N columns only, and takes any shorter one (the tail reads as 0)."""
+    src = tmp_path / "row_scale.mlir"
+    bound = '{arg = "x", dim = 1, at_most = {const = $BLOCK_N}}'
+    src.write_text(_WHOLE_ROW.replace("CHECKS", bound))
+    res = compile_file(src, params={"BLOCK_N": 512}, cubin=False)
+    assert res.sidecar["checks"] == [{"arg": "x", "dim": 1, "at_most": {"const": 512}}]
+    validate_sidecar(res.sidecar)
+    args = res.sidecar["args"]
+    for n in (1, 300, 512):
+        check_shapes(res.sidecar["checks"], {"x": (7, n), "y": (7, n)}, args)
+    refused = r"x.shape\[1\] \(N\) is 513: the kernel handles at most 512"
+    with pytest.raises(LaunchError, match=refused):
+        check_shapes(res.sidecar["checks"], {"x": (7, 513), "y": (7, 513)}, args)
+
+
+@pytest.mark.parametrize(
+    "check",
+    [
+        '{arg = "x", dim = 1, at_most = {arg = "y", dim = 1}}',
+        '{arg = "x", dim = 2, at_most = {const = 4}}',
+        '{arg = "w", dim = 0, at_most = {const = 4}}',
+    ],
+)
+def test_a_malformed_bound_is_a_located_error(tmp_path, check):
+    from tawac.support.diagnostics import CompileError
+
+    src = tmp_path / "row_scale.mlir"
+    src.write_text(_WHOLE_ROW.replace("CHECKS", check))
+    with pytest.raises(CompileError, match=r"row_scale.mlir:2:1: error: tawac.checks: expected"):
+        compile_file(src, cubin=False)

@@ -84,7 +84,8 @@ CHECKS_ATTR = "tawac.checks"
 def checks_of(kernel: tile.KernelOp) -> list[dict[str, Any]]:
     """The kernel's launch checks (`CHECKS_ATTR`), [] where it has none; a located
     error where one is not of the form `{arg, dim, equals: {arg, dim, times} | {const}}`
-    over the kernel's tensor arguments (a source may state its own)."""
+    or `{arg, dim, at_most: {const}}` over the kernel's tensor arguments (a source may
+    state its own), or `plan`'s `at_least` form."""
     attr = kernel.attributes.get(CHECKS_ATTR)
     if attr is None:
         return []
@@ -109,7 +110,9 @@ def checks_of(kernel: tile.KernelOp) -> list[dict[str, Any]]:
     for c in checks if isinstance(checks, list) else [None]:
         other = c.get("equals") if isinstance(c, dict) else None
         least = c.get("at_least") if isinstance(c, dict) else None
+        most = c.get("at_most") if isinstance(c, dict) else None
         constant = isinstance(other, dict) and isinstance(other.get("const"), int)
+        bounded = isinstance(most, dict) and isinstance(most.get("const"), int)
         scaled = tensor_dim(other) and isinstance(other.get("times", 1), int)
         covers = (
             isinstance(least, dict)
@@ -117,10 +120,11 @@ def checks_of(kernel: tile.KernelOp) -> list[dict[str, Any]]:
             and isinstance(least.get("by"), int)
             and isinstance(c.get("by"), int)
         )
-        if not (tensor_dim(c) and (constant or scaled or covers)):
+        if not (tensor_dim(c) and (constant or scaled or covers or bounded)):
             raise CompileError(
                 f"{CHECKS_ATTR}: expected a list of {{arg, dim, equals = {{arg, dim, times}} "
-                f"or {{const}}}} over the kernel's tensor arguments, got {c}",
+                f"or {{const}}}} or {{arg, dim, at_most = {{const}}}} over the kernel's tensor "
+                f"arguments, got {c}",
                 kernel,
             )
     return checks

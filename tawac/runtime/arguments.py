@@ -259,12 +259,16 @@ def validate_sidecar(sidecar: Mapping[str, Any]) -> None:
 
 def _validate_checks(sidecar: Mapping[str, Any], args: Mapping[str, Mapping[str, Any]]) -> None:
     """The "checks" entries' structure: a tensor argument's dimension, equal to another's
-    times a positive integer, or to a constant; or in blocks of `by`, at least another's
-    blocks (`at_least`: `{"cdiv": {arg, dim}, "by"}`)."""
+    times a positive integer, or to a constant; at most a constant (`at_most`:
+    `{"const"}`); or in blocks of `by`, at least another's blocks (`at_least`:
+    `{"cdiv": {arg, dim}, "by"}`)."""
     for c in sidecar.get("checks", []):
         other = c.get("equals") if isinstance(c, Mapping) else None
         least = c.get("at_least") if isinstance(c, Mapping) else None
+        most = c.get("at_most") if isinstance(c, Mapping) else None
         if isinstance(other, Mapping) and _is_int(other.get("const"), 0):
+            refs = [c]
+        elif isinstance(most, Mapping) and _is_int(most.get("const"), 0):
             refs = [c]
         elif isinstance(other, Mapping) and _is_int(other.get("times", 1), 1):
             refs = [c, other]
@@ -292,7 +296,8 @@ def check_shapes(
 ) -> None:
     """Raises LaunchError where the arguments' shapes break one of the sidecar's
     "checks" (grouped query heads: q has G times the heads of k; a paged cache's page
-    size: the key block; a per-program output with room for every program's store)."""
+    size: the key block; a row held whole in one block: at most its width; a per-program
+    output with room for every program's store)."""
     dims = {a["name"]: a.get("dims") or [] for a in args}
 
     def name(arg: str, d: int) -> str:
@@ -301,6 +306,14 @@ def check_shapes(
 
     for c in checks:
         have = shapes[c["arg"]][c["dim"]]
+        if "at_most" in c:
+            most = c["at_most"]["const"]
+            if have > most:
+                raise LaunchError(
+                    f"{name(c['arg'], c['dim'])} is {have}: the kernel handles at most {most} "
+                    "(a size it was compiled for; recompile it for a larger one)"
+                )
+            continue
         if "at_least" in c:
             o = c["at_least"]
             base, by = shapes[o["cdiv"]["arg"]][o["cdiv"]["dim"]], int(o["by"])

@@ -573,7 +573,7 @@ def check(source, defines, time_limit, sizes, variants, seed, **pipeline):
       tawac check examples/attention_causal.mlir --size B=1,H=2,S=333,D=128
       tawac check examples/gemm.mlir --size M=300,N=520,K=200 --split-k 3
     """
-    from tawac.check import ValidationError, Validator, baseline, tile_pipeline
+    from tawac.check import NotComparable, ValidationError, Validator, baseline, tile_pipeline
     from tawac.check.variants import variants as spellings
     from tawac.driver import TimeLimit, parse_file, parse_text
     from tawac.runtime.runner import parse_sizes
@@ -582,7 +582,10 @@ def check(source, defines, time_limit, sizes, variants, seed, **pipeline):
     passes = tile_pipeline(**pipeline)
     with TimeLimit(time_limit):
         module = parse_file(source, params=_params(defines))
-        base = baseline(module, dims, seed=seed)
+        try:
+            base = baseline(module, dims, seed=seed)
+        except NotComparable as e:
+            raise click.BadParameter(f"{e}", param_hint="'--size'") from None
         try:
             done = Validator(module.clone(), base, source).apply(passes)
             for v in done:
