@@ -1,8 +1,9 @@
 """Kernels without MMAs: `examples/softmax.mlir`, `rmsnorm.mlir` and `layernorm.mlir`
 (forward), `rmsnorm_bwd.mlir` and `layernorm_bwd.mlir` with `column_sum.mlir` and
-`column_sum_pair.mlir` (backward:
-dx and the weight gradients from the forward's saved statistics), and Triton's tutorial
-kernels compiled by tawac (`tawac.triton.compile` of `examples/triton/vector_add.py` and
+`column_sum_pair.mlir` (backward: dx and the weight gradients from the forward's saved
+statistics; to 8192 columns also the one-read `rmsnorm_bwd_rows.mlir` and
+`layernorm_bwd_rows.mlir`, `rows` in the table), and Triton's tutorial kernels compiled
+by tawac (`tawac.triton.compile` of `examples/triton/vector_add.py` and
 `fused_softmax.py`: the `tawac (Triton source)` column), against (a) a device-to-device
 `copy_` (the machine's roof: rates compared, the kernel's bytes read and written once
 each over its time against the copy's), (b) Triton's compile of the tutorial kernel of
@@ -51,6 +52,9 @@ EPS = 1e-5
 # reports the fastest, as it reports Triton's best of its warp counts; the column sums
 # take column_sum's table.
 BACKWARD_BLOCKS = ((1, 4096), (2, 2048), (8, 1024), (16, 512), (32, 256))
+#: The longest row the one-read backward (`examples/<kernel>_rows.mlir`: a whole row in
+#: one block, a program per SM) is timed at: its row lives in registers.
+ROWS_MAX_N = 8192
 
 #: The shape table: softmax (rows, columns), norms (tokens, hidden), vector add (1 x
 #: elements, float32 as the tutorial).
@@ -353,7 +357,9 @@ def backward_problem(kernel: str, m: int, n: int, device: str = "cuda"):
 
 def _run_backward(kernel: str, shape: str, rounds: int, l2_ab: bool) -> str | None:
     """A norm's backward: tawac's row kernel (`examples/<kernel>.mlir`: dx and per-program
-    partial weight sums, the fastest of `BACKWARD_BLOCKS`) then the partials' column sums
+    partial weight sums, the fastest of `BACKWARD_BLOCKS`; or, to `ROWS_MAX_N` columns,
+    `examples/<kernel>_rows.mlir`: each row read once, a program per SM) then the
+    partials' column sums
     (`examples/column_sum.mlir`; layer norm's two in one `column_sum_pair.mlir` launch), against
     torch.compile and eager of the same math (`_backward_math`) and Triton's tutorial
     backward where `examples/triton/layer_norm.py` has it (layer norm)."""
@@ -382,6 +388,21 @@ def _run_backward(kernel: str, shape: str, rounds: int, l2_ab: bool) -> str | No
             column_sum(*parts, *grads)
 
         ours[f"tawac m{bm}n{bn}{'' if hints else ' nol2'}"] = launch
+
+    if n <= ROWS_MAX_N:
+        # the one-read form: a whole row a block, one program per SM carrying its partials
+        block = 1 << (n - 1).bit_length()
+        for hints in (True, False) if l2_ab else (True,):
+            rows = tawac.torch.kernel(
+                EXAMPLES / f"{kernel}_rows.mlir", params={"BLOCK_N": block}, l2_hints=hints
+            )
+            parts = [torch.empty(min(m, _sms()), n, device="cuda") for _ in refs[1:]]
+
+            def launch(rows=rows, parts=parts):
+                rows(x, dy, w, *stats, dx, *parts)
+                column_sum(*parts, *grads)
+
+            ours[f"tawac rows{'' if hints else ' nol2'}"] = launch
 
     math = _backward_math(kernel)
     compiled = _compiled(math)

@@ -334,14 +334,15 @@ def test_a_row_reduction_of_warps_side_by_side_combines_their_partials():
     """One row a program: the four warps side by side along it; each row reduction (the
     maximum, the sum) shuffles within the warp, then the first lane of each warp writes
     its partial between two barriers of the consumer warp group and every thread reads
-    the four; the column maxima read the one warp holding each column. Two rows: two
-    warps on each, two partials a row."""
-    for rows, partials in ((1, 4), (2, 2)):
+    the four; the column maxima of one row are its values (each column in one thread: no
+    exchange). Two rows: two warps on each, two partials a row, and the column maxima
+    exchanged between the two warps holding each column."""
+    for rows, partials, exchanges in ((1, 4, 4), (2, 2, 6)):
         module = parse_file(DATA / "blocked_rows.mlir", params={"BLOCK_M": rows})
         ptx = driver.compile_module(module).ptx
         body = ptx[ptx.index("shfl.sync.bfly") :]
-        exchanges = body.count("bar.sync 15, 128;")
-        assert exchanges == 6  # two per row reduction, two for the column maxima
+        # two per row reduction, two for the column maxima where several warps hold a column
+        assert body.count("bar.sync 15, 128;") == exchanges
         row_reads = body[: body.index("ex2.approx")].split("bar.sync 15, 128;")[-1]
         assert row_reads.count("ld.shared.f32") == partials
 

@@ -454,3 +454,114 @@ def test_the_1d_loads_stream_through_the_producer(name, params):
     ptx = compile_file(EXAMPLES / f"{name}.mlir", params=params).ptx
     assert "ld.global" not in ptx
     assert "cp.async.bulk.tensor.1d" in ptx
+
+
+# ---- the one-read backward: a whole row a block, persistent programs carrying the partials
+
+ROWS_BWD = ["layernorm_bwd_rows", "rmsnorm_bwd_rows"]
+
+
+def _rows_backward(name: str, m: int, n: int, p: int, device: str, seed: int):
+    """`_backward`'s inputs and references for the one-read form, its partial sums
+    `p` x N (one row a program: the caller's choice of programs)."""
+    import torch
+
+    args, outs, want = _backward(name.removesuffix("_rows"), m, n, device, seed)
+    for part in ("dw_part", "db_part"):
+        if part in outs:
+            outs[part] = torch.full((p, n), float("nan"), device=device)
+    return args, outs, want
+
+
+def _rows_sums(outs: dict) -> dict:
+    got = {"dx": outs["dx"]}
+    for part in ("dw", "db"):
+        if f"{part}_part" in outs:
+            got[part] = outs[f"{part}_part"].sum(dim=0)
+    return got
+
+
+@pytest.mark.parametrize(("m", "n", "p", "block_n"), [(130, 333, 7, 512), (5, 256, 9, 256)])
+@pytest.mark.parametrize("name", ROWS_BWD)
+def test_the_one_read_backward_in_the_interpreter_agrees_with_autograd(name, m, n, p, block_n):
+    """Rows pid, pid + P, ... a program, the partial sums carried across them: a ragged
+    row shorter than its block, more rows than programs (130 over 7) and more programs
+    than rows (5 over 9: the programs without a row write zero partials)."""
+    args, outs, want = _rows_backward(name, m, n, p, "cpu", 11)
+    kernel = kernel_op(EXAMPLES / f"{name}.mlir", params={"BLOCK_N": block_n})
+    interpret_launch(kernel, [*args, *outs.values()])
+    _check(name, _rows_sums(outs), want)
+
+
+@pytest.mark.parametrize("name", ROWS_BWD)
+def test_the_tile_passes_keep_the_one_read_backwards_meaning(name):
+    module = parse_file(EXAMPLES / f"{name}.mlir", params={"BLOCK_N": 512})
+    base = baseline(module, {"M": 130, "N": 333, "P": 7})
+    assert validate_pipeline(module, base, program=name)
+
+
+@pytest.mark.parametrize("name", ROWS_BWD)
+def test_the_one_read_backward_refuses_a_row_longer_than_its_block(name):
+    from tawac.runtime.arguments import LaunchError, check_shapes
+
+    res = compile_file(EXAMPLES / f"{name}.mlir", cubin=False)
+    assert res.sidecar["checks"][0] == {"arg": "x", "dim": 1, "at_most": {"const": 4096}}
+    shapes = {a["name"]: (8, 4097) if a.get("rank") == 2 else (8,) for a in res.sidecar["args"]}
+    with pytest.raises(LaunchError, match=r"x.shape\[1\] \(N\) is 4097: the kernel handles"):
+        check_shapes(res.sidecar["checks"], shapes, res.sidecar["args"])
+
+
+@pytest.mark.parametrize("name", ROWS_BWD)
+def test_the_one_read_backward_reads_each_row_once_and_assembles_without_spills(name):
+    """One loop, x and dy streamed once (a TMA copy each a row), the column sums of a
+    one-row block without an exchange through shared memory; no spills at 4096 columns."""
+    res = compile_file(EXAMPLES / f"{name}.mlir", cubin=True)
+    assert "0 bytes spill stores, 0 bytes spill loads" in res.ptxas_report, res.ptxas_report
+    assert "wgmma" not in res.ptx
+    explained = explain_module(parse_file(EXAMPLES / f"{name}.mlir"), PipelineOptions())
+    assert [(a["name"], a["payload"]) for a in explained["arefs"][:2]] == [
+        ("x", ["tensor<1x4096xbf16>"]),
+        ("dy", ["tensor<1x4096xbf16>"]),
+    ]
+    assert {loop["loop"] for loop in explained["loops"]} == {0}  # the producer's and consumer's
+    # no column-sum scratch (it was 4 warps x 4096 f32: 64 KiB)
+    assert all(r["bytes"] < 4096 for r in explained["smem"]["regions"] if "ring" not in r["what"])
+    # the row sums' exchange only (layer norm's two sums share one), a barrier pair in the
+    # loop's peeled first iteration and one in the loop: none for the column sums
+    assert res.ptx.count("bar.sync 15, 128;") == 4
+
+
+@pytest.mark.gpu
+@requires_gpu
+@pytest.mark.parametrize(("n", "block_n"), [(100, 128), (333, 512), (4096, 4096), (8192, 8192)])
+@pytest.mark.parametrize("m", [1, 77, 3000])
+@pytest.mark.parametrize("name", ROWS_BWD)
+def test_the_one_read_backward_matches_autograd_on_the_gpu(name, m, n, block_n):
+    """Outputs poisoned, P = the SM count (a program per SM, fewer where there are fewer
+    rows), then the partials' column sums (`column_sum`, `column_sum_pair`), against
+    autograd in float32."""
+    import torch
+
+    import tawac.torch
+
+    key = (name, block_n)
+    if key not in _KERNELS:
+        _KERNELS[key] = tawac.torch.kernel(EXAMPLES / f"{name}.mlir", params={"BLOCK_N": block_n})
+    for stem in ("column_sum", "column_sum_pair"):
+        if stem not in _KERNELS:
+            _KERNELS[stem] = tawac.torch.kernel(EXAMPLES / f"{stem}.mlir")
+    sms = torch.cuda.get_device_properties(0).multi_processor_count
+    args, outs, want = _rows_backward(name, m, n, min(m, sms), "cuda", m * 5 + n)
+    _KERNELS[key](*args, *outs.values())
+    got = {"dx": outs["dx"]}
+    for part in ("dw", "db"):
+        if f"{part}_part" in outs:
+            got[part] = torch.full((n,), float("nan"), device="cuda").to(torch.bfloat16)
+    if name == "layernorm_bwd_rows":
+        _KERNELS["column_sum_pair"](outs["dw_part"], outs["db_part"], got["dw"], got["db"])
+    else:
+        _KERNELS["column_sum"](outs["dw_part"], got["dw"])
+    torch.cuda.synchronize()
+    for k_, t in got.items():
+        assert not torch.isnan(t.float()).any(), (name, k_)
+    _check(name, got, want)

@@ -12,7 +12,9 @@ warp's partial of their columns to row `warp` of a (warps x N) f32 table between
 `bar.sync`s of the consumer partition, and every thread adds the table's rows of its
 columns in the same order (of the warps holding them: with warps side by side along the
 rows, those of equal warp % col_warps), so the result is the same in every thread that
-holds a column (a deterministic sum).
+holds a column (a deterministic sum). A one-row tile over one warp group (its warps side
+by side along the row) holds each column in one thread: no shuffles, no scratch, no
+barrier; the column vector is the row's registers.
 """
 
 from __future__ import annotations
@@ -44,6 +46,12 @@ def reduce_columns(k: KernelLowering, op: tile.ReduceOp, src: Frag) -> None:
         partial.append(acc)
     warps = layout.warp_groups * HOPPER.warp_group_size // HOPPER.warp_size
     n = layout.n
+    if reduce_scratch_bytes(op, warps) == 0:
+        # one row over one warp group (its warps side by side): each column's one value
+        # is in one thread, which holds the column's result already
+        assert isinstance(layout, BlockedTileLayout) and layout.m == 1, layout
+        k.vals[op.result] = Frag(layout, partial, "f32", 1)
+        return
     scratch = k.scratch(reduce_scratch_bytes(op, warps), op)
     _, col0 = k.thread_coords(layout)
     base = k.r(ptx.FmaOp("s32", col0, k.imm(4), scratch))  # this thread's column 0
