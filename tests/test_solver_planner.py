@@ -465,3 +465,21 @@ def test_phase_leads_price_a_loop_whose_trips_vary_from_both_starts():
     assert model_intervals(plain.kernel, plain.plan, target=leads) == model_intervals(
         plain.kernel, plain.plan, target=one
     )
+
+
+def test_the_solver_offers_no_consumer_split_a_one_row_tile_cannot_take():
+    """A kernel without MMAs whose tiles are one row (examples/layernorm_bwd_rows.mlir:
+    a whole row a block): the blocked layout holds a row in one warp group, so the
+    solver's candidates are one consumer warp group (it proposed two, which
+    cooperative-consumers then refused); the 8-row form of the row-block backward may
+    take two."""
+
+    def candidates(name: str, params: dict) -> list[int]:
+        module = parse_file(EXAMPLES / name, params=params)
+        run_pipeline(module, "warp-specialize")
+        kernel = next(o for o in module.walk() if isinstance(o, tile.KernelOp))
+        base = HeuristicPlanner().plan(kernel, PipelineOptions())
+        return solver._candidates(kernel, PipelineOptions(), base)
+
+    assert candidates("layernorm_bwd_rows.mlir", {}) == [1]
+    assert 2 in candidates("layernorm_bwd.mlir", {"BLOCK_M": 8, "BLOCK_N": 1024})

@@ -64,6 +64,7 @@ from tawac.analysis.kinds import streams_tiles, tile_exponentials
 from tawac.analysis.loops import main_loops, scheduled_ops
 from tawac.analysis.mma import deferred_dots, releasing_dots, rows_problem
 from tawac.analysis.pressure import body_readers, loop_pressure, tile_registers
+from tawac.analysis.tile_layouts import layout_problem
 from tawac.dialects import aref, tile
 from tawac.dialects.schedule import ArefPlan, LoopPlan, OpPlan, Schedule, SolveInfo
 from tawac.schedule import bounds, modulo
@@ -166,9 +167,9 @@ def _smem(kernel: tile.KernelOp, base: Schedule, staging: bool):
     return slots, plan1.limit - fixed
 
 
-def _consumer_main_loop(kernel: tile.KernelOp) -> scf.ForOp | None:
-    """Main loop 0 of the consumer partition; None when the kernel has none."""
-    consumer = next(
+def _consumer(kernel: tile.KernelOp) -> aref.PartitionOp | None:
+    """The kernel's consumer partition; None before `warp-specialize`."""
+    return next(
         (
             p
             for p in kernel.body.block.ops
@@ -176,6 +177,11 @@ def _consumer_main_loop(kernel: tile.KernelOp) -> scf.ForOp | None:
         ),
         None,
     )
+
+
+def _consumer_main_loop(kernel: tile.KernelOp) -> scf.ForOp | None:
+    """Main loop 0 of the consumer partition; None when the kernel has none."""
+    consumer = _consumer(kernel)
     loops = main_loops(consumer) if consumer is not None else []
     return loops[0] if loops else None
 
@@ -531,8 +537,15 @@ def _candidates(kernel: tile.KernelOp, options: PipelineOptions, base: Schedule)
         return [options.consumer_warp_groups]
     dots = [d for d in kernel.walk() if isinstance(d, tile.DotOp)]
     ctas = base.ctas_per_sm
+    consumer = _consumer(kernel)
     splits = [
-        w for w in (1, 2, 3) if rows_problem(dots, w) is None and fits_registers(dots, w, ctas)
+        w
+        for w in (1, 2, 3)
+        if rows_problem(dots, w) is None
+        and fits_registers(dots, w, ctas)
+        # a kernel without MMAs: every tile laid out over the w warp groups (a one-row
+        # tile is not: its row lies in one warp group)
+        and (consumer is None or layout_problem(consumer, w, kernel) is None)
     ]
     heuristic = base.role("consumer").warp_groups if base.role("consumer") else 1
     return splits or [heuristic]
