@@ -624,3 +624,51 @@ def test_the_layer_norm_column_sums_match_torch_on_the_gpu(m, n):
         ref = part.float().sum(0)
         assert not torch.isnan(got.float()).any()
         assert (got.float() - ref).abs().max().item() <= 1e-2 * max(1.0, ref.abs().max().item())
+
+
+@pytest.mark.parametrize(
+    ("rows", "cols", "linear"),
+    [
+        (2, 2048, True),
+        (3, 256, True),
+        (7, 64, True),
+        (2, 32, False),
+        (2, 300, False),
+        (8, 2048, False),
+    ],
+)
+def test_a_few_rows_tile_takes_unswizzled_slots_of_its_own_bytes(rows, cols, linear):
+    """A tile of 2 to 7 rows whose rows are whole TMA boxes of a multiple of 128 bytes
+    (each row's boxes land aligned) is kept unswizzled, its rows one after another: a
+    128-byte swizzle would pad each chunk to its 8-row pattern (2 rows: 4 times the
+    bytes). A row of 64 bytes, one not whole boxes, and 8 rows stay swizzled."""
+    from xdsl.dialects.builtin import TensorType, bf16
+
+    from tawac.dialects import hopper
+
+    t = hopper.smem_ring_type(TensorType(bf16, [rows, cols]), 1).tile_type
+    assert (t.swizzle.data == 0) == linear
+    if linear:
+        assert t.linear is not None and t.linear.rows == rows
+        assert t.nbytes == t.tma_bytes == rows * cols * 2
+    else:
+        assert t.linear is None
+
+
+def test_a_two_row_tile_streams_row_by_row_and_reads_its_rows_runs():
+    """examples/layernorm.mlir at 2 x 2048: each row of a tile inside the tensor one bulk
+    copy (`cp.async.bulk`, 4096 bytes, the second a row further), else 256-element boxes
+    per row; the ring of x 5 times deeper than the 128-byte swizzle's padded slots
+    allowed; each thread's runs read with `ld.shared.v4`."""
+    params = {"BLOCK_M": 2, "BLOCK_N": 2048}
+    res = driver.compile_module(parse_file(REPO / "examples" / "layernorm.mlir", params=params))
+    from tawac.support.options import PipelineOptions
+    from tawac.tools.explain import explain_module
+
+    bulk = [ln for ln in res.ptx.splitlines() if "cp.async.bulk.shared::cluster.global" in ln]
+    assert len(bulk) >= 2 and all("], 4096, [" in ln for ln in bulk), bulk
+    assert len({ln.split("[")[1] for ln in bulk}) == len(bulk)  # each row to its own place
+    assert "x_tmap_256x1[128]" in res.ptx
+    assert "ld.shared.v4.b32" in res.ptx
+    module = parse_file(REPO / "examples" / "layernorm.mlir", params=params)
+    assert explain_module(module, PipelineOptions())["stages"] >= 16

@@ -524,11 +524,10 @@ def test_the_one_read_backward_reads_each_row_once_and_assembles_without_spills(
         ("dy", ["tensor<1x4096xbf16>"]),
     ]
     assert {loop["loop"] for loop in explained["loops"]} == {0}  # the producer's and consumer's
-    # no column-sum scratch (it was 4 warps x 4096 f32: 64 KiB)
-    assert all(r["bytes"] < 4096 for r in explained["smem"]["regions"] if "ring" not in r["what"])
-    # the row sums' exchange only (layer norm's two sums share one), a barrier pair in the
-    # loop's peeled first iteration and one in the loop: none for the column sums
-    assert res.ptx.count("bar.sync 15, 128;") == 4
+    # no column-sum scratch (it was 4 warps x 4096 f32: 64 KiB): the rings and mbarriers
+    regions = explained["smem"]["regions"]
+    rings = sum(r["bytes"] for r in regions if r["what"].startswith("ring of"))
+    assert res.sidecar["dynamic_smem"] - rings < 1024, (res.sidecar["dynamic_smem"], regions)
 
 
 @pytest.mark.gpu

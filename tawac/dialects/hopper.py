@@ -46,7 +46,7 @@ from xdsl.traits import Pure
 from xdsl.utils.exceptions import VerifyException
 
 from tawac.dialects.tile import GlobalTensorType, mma_types_compatible
-from tawac.target.layouts import LinearTile, SwizzledTile
+from tawac.target.layouts import FEW_ROWS, LinearTile, SwizzledTile
 
 
 def _parse_shape_swizzle(parser: AttrParser):
@@ -154,13 +154,13 @@ class SmemTileType(_SmemShaped, ParametrizedAttribute, TypeAttribute):
     @property
     def linear(self) -> LinearTile | None:
         """A 1-d tile's layout (its elements in order, copied in boxes of up to 256
-        elements), or an unswizzled 2-d tile's of one row (`smem_ring_type`); None for
-        the other 2-d ones."""
+        elements), or an unswizzled 2-d tile's of a few rows (`smem_ring_type`: its rows
+        one after another); None for the other 2-d ones."""
         shape = self.get_shape()
         if len(shape) == 1:
             return LinearTile(shape[0], self.elem_bytes)
-        if shape[0] == 1 and self.swizzle.data == 0:
-            return LinearTile(shape[1], self.elem_bytes)
+        if len(shape) == 2 and shape[0] < FEW_ROWS and self.swizzle.data == 0:
+            return LinearTile(shape[1], self.elem_bytes, shape[0])
         return None
 
     @property
@@ -192,10 +192,11 @@ class SmemTileType(_SmemShaped, ParametrizedAttribute, TypeAttribute):
 
 def smem_ring_type(tile: TensorType, depth: int, swizzle: int = 128) -> SmemRingType:
     """A ring of `depth` tiles of `tile`'s shape: 2-d tiles `swizzle`d, 1-d ones not, nor
-    2-d ones of one row that whole TMA boxes copy (`SmemTileType.linear`: a swizzle would
-    pad each 128-byte chunk of the row to an 8-row pattern, 8 times its bytes)."""
+    2-d ones of a few rows (1 to 7) that whole TMA boxes copy row by row
+    (`SmemTileType.linear`: a swizzle would pad each 128-byte chunk of a row to an 8-row
+    pattern, up to 8 times its bytes)."""
     shape = tile.get_shape()
-    if len(shape) == 1 or (len(shape) == 2 and shape[0] == 1 and _linear_row(tile)):
+    if len(shape) == 1 or (len(shape) == 2 and shape[0] < FEW_ROWS and _linear_rows(tile)):
         swizzle = 0
     return SmemRingType(
         ArrayAttr(IntAttr(d) for d in (depth, *tile.get_shape())),
@@ -204,10 +205,12 @@ def smem_ring_type(tile: TensorType, depth: int, swizzle: int = 128) -> SmemRing
     )
 
 
-def _linear_row(tile: TensorType) -> bool:
-    """Whether whole TMA boxes copy a row of `tile` (`LinearTile.problem`)."""
+def _linear_rows(tile: TensorType) -> bool:
+    """Whether whole TMA boxes copy each row of `tile` into consecutive aligned rows
+    (`LinearTile.problem`)."""
     nbytes = tile.element_type.bitwidth // 8  # type: ignore[attr-defined]
-    return LinearTile.problem(tile.get_shape()[1], nbytes) is None
+    rows, cols = tile.get_shape()
+    return LinearTile.problem(cols, nbytes, rows) is None
 
 
 def ring_bytes(t: SmemRingType) -> int:

@@ -476,6 +476,10 @@ def _align(x: int, a: int) -> int:
 #: The alignment of a TMA copy's destination in shared memory (cp.async.bulk.tensor).
 TMA_SMEM_ALIGN = 128
 
+#: A 2-d tile of fewer rows than this (the 128-byte swizzle's 8-row pattern) is kept
+#: unswizzled, its rows one after another (`LinearTile`), where whole boxes copy a row.
+FEW_ROWS = 8
+
 
 @dataclass(frozen=True)
 class LinearTile:
@@ -484,25 +488,40 @@ class LinearTile:
     (at most `HOPPER.tma_max_box`, 256: a 1024-element row is four boxes, each one
     cp.async.bulk.tensor; a box's bytes a multiple of 16, TMA's rule for the innermost
     box dimension). Its consumer reads runs of 16 bytes (`ld.shared.v4.b32`), which a
-    swizzle would only scatter: there are no rows for it to spread over banks."""
+    swizzle would only scatter: there are no rows for it to spread over banks.
+
+    With `rows` > 1 (a 2-d tile of a few rows, fewer than `FEW_ROWS`: a 128-byte swizzle
+    would pad each chunk to its 8-row pattern), the rows one after another, row r at byte
+    r * `row_bytes` (a multiple of `TMA_SMEM_ALIGN`, so each row's boxes land aligned),
+    each row copied as a 1-row tile is."""
 
     n: int
     elem_bytes: int
+    rows: int = 1
 
     def __post_init__(self) -> None:
-        problem = LinearTile.problem(self.n, self.elem_bytes)
+        problem = LinearTile.problem(self.n, self.elem_bytes, self.rows)
         if problem is not None:
             raise ValueError(problem)
 
     @staticmethod
-    def problem(n: int, elem_bytes: int) -> str | None:
-        """Why a 1-d tile of `n` elements cannot be copied by whole TMA boxes, or None."""
+    def problem(n: int, elem_bytes: int, rows: int = 1) -> str | None:
+        """Why a tile of `rows` rows of `n` elements cannot be copied by whole TMA boxes
+        into consecutive rows, or None."""
         box = min(n, HOPPER.tma_max_box)
         if n <= 0 or n % box:
             return f"{n} elements are not whole boxes of {box}"
         if box * elem_bytes % GRANULE_BYTES:
             return f"a box of {box} elements is not a multiple of {GRANULE_BYTES} bytes"
+        if not 1 <= rows < FEW_ROWS:
+            return f"{rows} rows are not a few rows (1 to {FEW_ROWS - 1})"
+        if rows > 1 and n * elem_bytes % TMA_SMEM_ALIGN:
+            return f"a row of {n * elem_bytes} bytes is not a multiple of {TMA_SMEM_ALIGN}"
         return None
+
+    @property
+    def row_bytes(self) -> int:
+        return self.n * self.elem_bytes
 
     @property
     def box(self) -> int:
@@ -524,11 +543,11 @@ class LinearTile:
     def nbytes(self) -> int:
         """Bytes of one tile in a ring: whole TMA destinations, so the next slot's first
         box is aligned too."""
-        return _align(self.n * self.elem_bytes, TMA_SMEM_ALIGN)
+        return _align(self.rows * self.row_bytes, TMA_SMEM_ALIGN)
 
     @property
     def tma_bytes(self) -> int:
-        return self.n * self.elem_bytes
+        return self.rows * self.row_bytes
 
     def tma_box(self, lead: int) -> list[int]:
         """The box of one copy, innermost first, with `lead` leading dimensions of one
@@ -536,7 +555,8 @@ class LinearTile:
         return [self.box] + [1] * lead
 
     def chunks(self) -> list[tuple[int, int]]:
-        """(byte offset, first element) of each box: one cp.async.bulk.tensor each."""
+        """(byte offset, first element) of each box of a row (of row 0; row r's at r *
+        `row_bytes` further): one cp.async.bulk.tensor each."""
         return [(c * self.chunk_bytes, c * self.box) for c in range(self.num_chunks)]
 
     def byte_offset(self, col: int) -> int:

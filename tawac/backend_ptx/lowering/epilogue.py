@@ -162,7 +162,7 @@ def _load_fragment(k: KernelLowering, op: hopper.LoadFragmentOp) -> None:
     if tt.linear is not None:
         if not isinstance(layout, BlockedTileLayout):
             raise CompileError(
-                "convert-to-ptx: a tile of one row is read from an unswizzled slot into "
+                "convert-to-ptx: a tile of a few rows is read from an unswizzled slot into "
                 "the blocked layout only",
                 op,
             )
@@ -229,20 +229,24 @@ def _load_runs(
 def _load_row_runs(
     k: KernelLowering, op: hopper.LoadFragmentOp, t: SmemTile, layout: BlockedTileLayout
 ) -> None:
-    """A tile of one row in an unswizzled slot (`LinearTile`: element c at byte c *
-    elem_bytes) -> registers in a `BlockedTileLayout` of one row: each run one access
-    (`ld.shared.v4` of 16 bytes) at the thread's column plus the run's; a warp's runs are
-    consecutive, so its accesses take the fewest wavefronts. Then `slot_reads_done`."""
+    """A tile of a few rows in an unswizzled slot (`LinearTile`: element (r, c) at byte
+    r * row_bytes + c * elem_bytes) -> registers in a `BlockedTileLayout`: each run one
+    access (`ld.shared.v4` of 16 bytes) at the thread's row and column plus the run's; a
+    warp's runs in a row are consecutive, so its accesses take the fewest wavefronts.
+    Then `slot_reads_done`."""
     linear = t.type.linear
-    assert linear is not None and layout.m == 1
+    assert linear is not None and layout.m == linear.rows
     dtype = elem_ptx_type(t.type.element_type)
     run_bytes = layout.vec * linear.elem_bytes
-    _, col0 = k.thread_coords(layout)
+    row0, col0 = k.thread_coords(layout)
     base = k.r(ptx.FmaOp("s32", col0, k.imm(linear.elem_bytes), t.addr))
+    if linear.rows > 1:
+        base = k.r(ptx.FmaOp("s32", row0, k.imm(linear.row_bytes), base))
     regs: list[SSAValue] = []
     for i in range(0, layout.num_regs, layout.vec):
-        _, dc = layout.reg_offset(i)
-        regs += load_shared_run(k, k.add_imm(base, dc * linear.elem_bytes), run_bytes, dtype)
+        dr, dc = layout.reg_offset(i)
+        off = dr * linear.row_bytes + dc * linear.elem_bytes
+        regs += load_shared_run(k, k.add_imm(base, off), run_bytes, dtype)
     slot_reads_done(k)
     k.vals[op.result] = Frag(layout, regs, dtype)
 

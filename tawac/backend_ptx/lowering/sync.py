@@ -146,9 +146,10 @@ def _load_policy(k: KernelLowering, op: hopper.TmaLoadOp) -> SSAValue | None:
 
 
 def _tma_load_linear(k: KernelLowering, op: hopper.TmaLoadOp, ring: Ring, bars: Bars) -> None:
-    """A 1-d tile, or a 2-d tile of one row (`LinearTile`): one copy per box of up to 256
-    elements, unswizzled, at its byte offset of the slot; the leading coordinates (a row
-    of a rank-2 tensor, the 2-d tile's row among them) take one element each."""
+    """A 1-d tile, or a 2-d tile of a few rows (`LinearTile`): per row, one copy per box
+    of up to 256 elements, unswizzled, at its byte offset of the slot (row r `row_bytes`
+    further); the leading coordinates (a row of a rank-2 tensor, the 2-d tile's row among
+    them, plus r) take one element each."""
     tile = ring.type.tile_type.linear
     assert tile is not None
     lead = list(op.indices)[:-1]
@@ -161,31 +162,45 @@ def _tma_load_linear(k: KernelLowering, op: hopper.TmaLoadOp, ring: Ring, bars: 
     outer = [k.scalar(i) for i in reversed(lead)]
     policy = _load_policy(k, op)
 
+    def row_coords(r: int) -> list[SSAValue]:
+        """The leading coordinates of row r of the tile: its row index plus r."""
+        if r == 0:
+            return outer
+        return [k.add_imm(outer[0], r), *outer[1:]]
+
     def boxes() -> None:
-        for offset, col0 in tile.chunks():
-            dst = k.add_imm(dst0, offset, "u32")
-            coords = [k.add_imm(col, col0), *outer]
-            k.emit(ptx.CpAsyncBulkTensorLoadOp(dst, tmap, bar, coords, policy))
+        for r in range(tile.rows):
+            coords_r = row_coords(r)
+            for offset, col0 in tile.chunks():
+                dst = k.add_imm(dst0, r * tile.row_bytes + offset, "u32")
+                coords = [k.add_imm(col, col0), *coords_r]
+                k.emit(ptx.CpAsyncBulkTensorLoadOp(dst, tmap, bar, coords, policy))
 
     if tile.num_chunks == 1:
         boxes()
         return
-    # inside the tensor: the whole tile as one bulk copy; else the boxes (TMA fills the
-    # part outside with zeros)
-    inside = _linear_inside(k, op, tile.n)
+    # inside the tensor: each row as one bulk copy; else the boxes (TMA fills the part
+    # outside with zeros)
+    inside = _linear_inside(k, op, tile.n, tile.rows)
     per = GRANULE_BYTES // tile.elem_bytes  # the column a whole 16 bytes in
     whole = k.r(ptx.AndOp("b32", col, k.imm(per - 1)))
     aligned = k.r(ptx.SetpOp("eq", "s32", whole, k.imm(0)))
     inside = k.r(ptx.AndOp("pred", inside, aligned))
-    k.guarded(inside, lambda: _bulk_copy(k, op, tile, dst0, bar, col, policy))
+
+    def bulk() -> None:
+        for r in range(tile.rows):
+            dst = k.add_imm(dst0, r * tile.row_bytes, "u32") if r else dst0
+            _bulk_copy(k, op, tile, dst, bar, col, policy, row=r)
+
+    k.guarded(inside, bulk)
     k.guarded(inside, boxes, negate=True)
 
 
-def _linear_inside(k: KernelLowering, op: hopper.TmaLoadOp, n: int) -> SSAValue:
-    """Whether the `n` elements a linear tile loads lie inside the tensor: every index at
-    least 0 (a program may start a tile before its tensor: TMA fills that part with
-    zeros), the last index plus n within the last dimension, every leading index within
-    its own."""
+def _linear_inside(k: KernelLowering, op: hopper.TmaLoadOp, n: int, rows: int = 1) -> SSAValue:
+    """Whether the `rows` x `n` elements a linear tile loads lie inside the tensor: every
+    index at least 0 (a program may start a tile before its tensor: TMA fills that part
+    with zeros), the last index plus n within the last dimension, the one before plus
+    `rows` within its own, every other leading index within its own."""
     gt = op.source.type
     assert isinstance(gt, GlobalTensorType)
     indices = list(op.indices)
@@ -194,7 +209,8 @@ def _linear_inside(k: KernelLowering, op: hopper.TmaLoadOp, n: int) -> SSAValue:
     for d, idx in enumerate(indices):
         size = k.r(ptx.LdParamOp("s32", k.params.dim(op.source, d)))
         start = k.scalar(idx)
-        at = k.add_imm(start, n) if d == last else k.add_imm(start, 1)
+        extent = n if d == last else rows if d == last - 1 else 1
+        at = k.add_imm(start, extent)
         fits = k.r(ptx.SetpOp("le", "s32", at, size))
         after = k.r(ptx.SetpOp("ge", "s32", start, k.imm(0)))
         both = k.r(ptx.AndOp("pred", fits, after))
@@ -211,19 +227,25 @@ def _bulk_copy(
     bar: SSAValue,
     col: SSAValue,
     policy: SSAValue | None = None,
+    row: int = 0,
 ) -> None:
-    """A linear tile inside its tensor as one `cp.async.bulk` (no tensor map, no box
-    limit): its bytes are contiguous in global memory, from a 16-byte aligned address
-    (the tensor has a tensor map, so the launcher gives it a 16-byte aligned base and
-    outer strides, a padded copy where the caller's breaks that, docs/abi.md; the column
-    a whole 16 bytes in, tested by the caller)."""
+    """Row `row` of a linear tile inside its tensor as one `cp.async.bulk` (no tensor
+    map, no box limit): its bytes are contiguous in global memory, from a 16-byte aligned
+    address (the tensor has a tensor map, so the launcher gives it a 16-byte aligned base
+    and outer strides, a padded copy where the caller's breaks that, docs/abi.md; the
+    column a whole 16 bytes in, tested by the caller)."""
     gt = op.source.type
     assert isinstance(gt, GlobalTensorType)
     last = gt.rank - 1
     base = leading_base(k, op.source, list(op.indices), last, tile.elem_bytes)
+    if row:
+        # row `row` of the tile: the row dimension's stride (elements) times row further
+        stride = k.r(ptx.LdParamOp("s64", k.params.stride(op.source, last - 1)))
+        step = k.r(ptx.MulOp("s64", stride, k.imm(row * tile.elem_bytes, "s64"), mode="lo"))
+        base = k.r(ptx.AddOp("s64", base, step))
     off = k.r(ptx.MulOp("s32", col, k.imm(tile.elem_bytes), mode="wide"))
     src = k.r(ptx.AddOp("s64", base, off))
-    k.emit(ptx.CpAsyncBulkLoadOp(dst, src, tile.tma_bytes, bar, policy))
+    k.emit(ptx.CpAsyncBulkLoadOp(dst, src, tile.row_bytes, bar, policy))
 
 
 @handles(hopper.TmaLoadMulticastOp)

@@ -89,14 +89,16 @@ tile.kernel @gemm(%a: !tile.tensor<?x?xbf16>, %b: !tile.tensor<?x?xbf16>, %c: !t
 // -----
 
 // Every column chunk of 128 bytes is its own 1024-aligned block: a 64x128 bf16 tile is
-// two 8 KiB chunks, a 4x64 bf16 tile (512 bytes) takes 1024 bytes per slot.  The TMA
-// brings 16384 + 512 bytes per transfer.  One consumer warp group: 4 empty arrivals.
+// two 8 KiB chunks. A 4x64 bf16 tile, fewer rows than the swizzle's 8-row pattern (which
+// would pad it to 1024 bytes a slot), is unswizzled, its rows one after another: 512
+// bytes a slot.  The TMA brings 16384 + 512 bytes per transfer.  One consumer warp
+// group: 4 empty arrivals.
 // CHECK-LABEL: tile.kernel @chunks(
-// CHECK-SAME:    attributes {tawac.schedule = #tawac.schedule<smem_bytes = 34848>}
+// CHECK-SAME:    attributes {tawac.schedule = #tawac.schedule<smem_bytes = 33824>}
 // CHECK-NEXT:    hopper.smem_alloc offset 0 : !hopper.smem<2x64x128xbf16, swizzle 128>
-// CHECK-NEXT:    hopper.smem_alloc offset 32768 : !hopper.smem<2x4x64xbf16, swizzle 128>
-// CHECK-NEXT:    %[[FULL:.*]] = hopper.mbarrier_alloc offset 34816 : !hopper.mbarriers<2>
-// CHECK-NEXT:    %[[EMPTY:.*]] = hopper.mbarrier_alloc offset 34832 : !hopper.mbarriers<2>
+// CHECK-NEXT:    hopper.smem_alloc offset 32768 : !hopper.smem<2x4x64xbf16, swizzle 0>
+// CHECK-NEXT:    %[[FULL:.*]] = hopper.mbarrier_alloc offset 33792 : !hopper.mbarriers<2>
+// CHECK-NEXT:    %[[EMPTY:.*]] = hopper.mbarrier_alloc offset 33808 : !hopper.mbarriers<2>
 // CHECK-NEXT:    hopper.mbarrier_init %[[FULL]] count 1 : !hopper.mbarriers<2>
 // CHECK-NEXT:    hopper.mbarrier_init %[[EMPTY]] count 4 : !hopper.mbarriers<2>
 // CHECK:         hopper.mbarrier_arrive_expect_tx %[[FULL]][%{{.*}}], 16896 : !hopper.mbarriers<2>
