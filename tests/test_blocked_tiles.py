@@ -672,3 +672,30 @@ def test_a_two_row_tile_streams_row_by_row_and_reads_its_rows_runs():
     assert "ld.shared.v4.b32" in res.ptx
     module = parse_file(REPO / "examples" / "layernorm.mlir", params=params)
     assert explain_module(module, PipelineOptions())["stages"] >= 16
+
+
+_WIDE_COLUMN_SUMS = """
+tile.kernel @wide_column_sums(%x: !tile.tensor<?x?xbf16, ["M", "N"]>, \
+%y: !tile.tensor<?xf32, ["N"]>) attributes {params = {BLOCK_N = 8192}} {
+  %c0 = arith.constant 0 : index
+  %pid = tile.program_id x
+  %t = tile.load %x[%c0, %c0] : !tile.tensor<?x?xbf16, ["M", "N"]> -> tensor<2x$BLOCK_Nxbf16>
+  %f = arith.extf %t : tensor<2x$BLOCK_Nxbf16> to tensor<2x$BLOCK_Nxf32>
+  %s = tile.reduce sum %f, 0 : tensor<2x$BLOCK_Nxf32> -> tensor<$BLOCK_Nxf32>
+  tile.store %s, %y[%c0] : tensor<$BLOCK_Nxf32> -> !tile.tensor<?xf32, ["N"]>
+  tile.return
+}
+"""
+
+
+def test_shared_memory_past_a_ctas_is_refused_at_compile_time(tmp_path):
+    """Column sums of a 2 x 8192 tile over two consumer warp groups take 8 warps x 8192
+    f32 of scratch (256 KiB) after the ring: more than a CTA can have. The compiler
+    refuses it (it wrote a kernel the launch then refused: cuFuncSetAttribute failed)."""
+    from tawac.support.diagnostics import CompileError
+
+    src = tmp_path / "wide.mlir"
+    src.write_text(_WIDE_COLUMN_SUMS)
+    module = parse_file(src)
+    with pytest.raises(CompileError, match=r"of them the reductions' scratch\) do not fit a CTA"):
+        driver.compile_module(module, consumer_warp_groups=2)

@@ -481,14 +481,21 @@ def _rows_sums(outs: dict) -> dict:
     return got
 
 
-@pytest.mark.parametrize(("m", "n", "p", "block_n"), [(130, 333, 7, 512), (5, 256, 9, 256)])
+@pytest.mark.parametrize(
+    ("m", "n", "p", "block_m", "block_n"),
+    [(130, 333, 7, 1, 512), (5, 256, 9, 1, 256), (131, 333, 6, 2, 512), (5, 256, 4, 2, 256)],
+)
 @pytest.mark.parametrize("name", ROWS_BWD)
-def test_the_one_read_backward_in_the_interpreter_agrees_with_autograd(name, m, n, p, block_n):
-    """Rows pid, pid + P, ... a program, the partial sums carried across them: a ragged
-    row shorter than its block, more rows than programs (130 over 7) and more programs
-    than rows (5 over 9: the programs without a row write zero partials)."""
+def test_the_one_read_backward_in_the_interpreter_agrees_with_autograd(
+    name, m, n, p, block_m, block_n
+):
+    """Row blocks pid, pid + P, ... a program, the partial sums carried across them: a
+    ragged row shorter than its block, more row blocks than programs (130 over 7) and
+    more programs than rows (5 over 9: the programs without a row write zero partials);
+    two rows a step (an odd last block)."""
     args, outs, want = _rows_backward(name, m, n, p, "cpu", 11)
-    kernel = kernel_op(EXAMPLES / f"{name}.mlir", params={"BLOCK_N": block_n})
+    params = {"BLOCK_M": block_m, "BLOCK_N": block_n}
+    kernel = kernel_op(EXAMPLES / f"{name}.mlir", params=params)
     interpret_launch(kernel, [*args, *outs.values()])
     _check(name, _rows_sums(outs), want)
 
@@ -532,25 +539,37 @@ def test_the_one_read_backward_reads_each_row_once_and_assembles_without_spills(
 
 @pytest.mark.gpu
 @requires_gpu
-@pytest.mark.parametrize(("n", "block_n"), [(100, 128), (333, 512), (4096, 4096), (8192, 8192)])
+@pytest.mark.parametrize(
+    ("n", "block_m", "block_n"),
+    [
+        (100, 1, 128),
+        (333, 1, 512),
+        (4096, 1, 4096),
+        (8192, 1, 8192),
+        (333, 2, 512),
+        (4096, 2, 4096),
+    ],
+)
 @pytest.mark.parametrize("m", [1, 77, 3000])
 @pytest.mark.parametrize("name", ROWS_BWD)
-def test_the_one_read_backward_matches_autograd_on_the_gpu(name, m, n, block_n):
+def test_the_one_read_backward_matches_autograd_on_the_gpu(name, m, n, block_m, block_n):
     """Outputs poisoned, P = the SM count (a program per SM, fewer where there are fewer
-    rows), then the partials' column sums (`column_sum`, `column_sum_pair`), against
-    autograd in float32."""
+    row blocks), then the partials' column sums (`column_sum`, `column_sum_pair`), against
+    autograd in float32; two rows a step on two consumer warp groups, one a row."""
     import torch
 
     import tawac.torch
 
-    key = (name, block_n)
+    key = (name, block_m, block_n)
     if key not in _KERNELS:
-        _KERNELS[key] = tawac.torch.kernel(EXAMPLES / f"{name}.mlir", params={"BLOCK_N": block_n})
+        options = {"consumer_warp_groups": 2} if block_m == 2 else {}
+        params = {"BLOCK_M": block_m, "BLOCK_N": block_n}
+        _KERNELS[key] = tawac.torch.kernel(EXAMPLES / f"{name}.mlir", params=params, **options)
     for stem in ("column_sum", "column_sum_pair"):
         if stem not in _KERNELS:
             _KERNELS[stem] = tawac.torch.kernel(EXAMPLES / f"{stem}.mlir")
     sms = torch.cuda.get_device_properties(0).multi_processor_count
-    args, outs, want = _rows_backward(name, m, n, min(m, sms), "cuda", m * 5 + n)
+    args, outs, want = _rows_backward(name, m, n, min(-(-m // block_m), sms), "cuda", m * 5 + n)
     _KERNELS[key](*args, *outs.values())
     got = {"dx": outs["dx"]}
     for part in ("dw", "db"):

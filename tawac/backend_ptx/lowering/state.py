@@ -325,11 +325,19 @@ class KernelLowering:
         smem_bytes = plan.smem_bytes or 0
         if self.scratch_bytes:
             smem_bytes = self.scratch_offset() + self.scratch_bytes
-        if ctas > 1 and smem_bytes > HOPPER.smem_per_cta(ctas):
+        if smem_bytes > HOPPER.smem_per_cta(ctas):
+            # the planned rings and staging, then the reductions' scratch after them
+            what = (
+                f" ({self.scratch_bytes} of them the reductions' scratch)"
+                if self.scratch_bytes
+                else ""
+            )
+            where = f"{ctas} CTAs a SM ({HOPPER.smem_per_cta(ctas)} bytes each)"
+            if ctas == 1:
+                where = f"a CTA ({HOPPER.smem_per_cta(ctas)} bytes)"
             raise CompileError(
-                f"convert-to-ptx: the CTA's {smem_bytes} bytes of shared memory do not fit "
-                f"{ctas} CTAs a SM ({HOPPER.smem_per_cta(ctas)} bytes each); use fewer "
-                "ctas-per-sm, fewer stages or smaller tiles",
+                f"convert-to-ptx: the CTA's {smem_bytes} bytes of shared memory{what} do not "
+                f"fit {where}; use fewer ctas-per-sm, fewer stages or smaller tiles",
                 self.kernel,
             )
         persistent = plan.persistent
