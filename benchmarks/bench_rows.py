@@ -390,26 +390,19 @@ def _run_backward(kernel: str, shape: str, rounds: int, l2_ab: bool) -> str | No
         ours[f"tawac m{bm}n{bn}{'' if hints else ' nol2'}"] = launch
 
     if n <= ROWS_MAX_N:
-        # the one-read form: whole rows a block, one program per SM carrying its partials;
-        # one row a step, or two with a consumer warp group each (`rows2`)
+        # the one-read form: a whole row a block, one program per SM carrying its partials
         block = 1 << (n - 1).bit_length()
-        steps = ((1, {}, "rows"), (2, {"consumer_warp_groups": 2}, "rows2"))
-        for (bm, options, name), hints in itertools.product(
-            steps, (True, False) if l2_ab else (True,)
-        ):
+        for hints in (True, False) if l2_ab else (True,):
             rows = tawac.torch.kernel(
-                EXAMPLES / f"{kernel}_rows.mlir",
-                params={"BLOCK_M": bm, "BLOCK_N": block},
-                l2_hints=hints,
-                **options,
+                EXAMPLES / f"{kernel}_rows.mlir", params={"BLOCK_N": block}, l2_hints=hints
             )
-            parts = [torch.empty(min(-(-m // bm), _sms()), n, device="cuda") for _ in refs[1:]]
+            parts = [torch.empty(min(m, _sms()), n, device="cuda") for _ in refs[1:]]
 
             def launch(rows=rows, parts=parts):
                 rows(x, dy, w, *stats, dx, *parts)
                 column_sum(*parts, *grads)
 
-            ours[f"tawac {name}{'' if hints else ' nol2'}"] = launch
+            ours[f"tawac rows{'' if hints else ' nol2'}"] = launch
 
     math = _backward_math(kernel)
     compiled = _compiled(math)

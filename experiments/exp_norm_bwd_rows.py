@@ -21,8 +21,8 @@ A configuration `m8n1024`: the example at BLOCK_M 8, BLOCK_N 1024, then its colu
 (their tuning tables); `r2o2s4`: the row variant with P = 2 x the SM count programs
 (`r1`: one per SM), BLOCK_N the row length's next power of 2, `w`: the example (w read
 from its slot every row; without: `*_bwd_rows_wreg.mlir`, w held in registers), `o2`: 2
-CTAs a SM, `s4`: ring depth 4; `t1`: the example at two rows a step, one consumer warp group each
-(its partials carried per row of the step, summed after the loop).
+CTAs a SM, `s4`: ring depth 4; `t1`: two rows a step, one consumer warp group each
+(`*_bwd_rows2d.mlir`: the partials carried per row of the step, summed after the loop).
 """
 
 import argparse
@@ -58,7 +58,7 @@ def parse(c: str, kernel: str, n: int) -> tuple[Path, dict, dict, int | None]:
         block = 1 << (n - 1).bit_length()
         params = {"BLOCK_M": 2, "BLOCK_N": block}
         options = {"consumer_warp_groups": 2}
-        return E / f"{kernel}_rows.mlir", params, options, int(found.group(1))
+        return X / f"{kernel}_rows2d.mlir", params, options, int(found.group(1))
     found = re.fullmatch(r"r(\d+)(w)?(?:o(\d+))?(?:s(\d+))?", c)
     if found is None:
         raise SystemExit(f"bad configuration {c!r}")
