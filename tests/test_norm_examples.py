@@ -302,7 +302,7 @@ def test_short_row_blocks_match_torch_on_the_gpu(name, block_m, block_n, m, n):
 @requires_gpu
 @pytest.mark.parametrize("n", [333, 5000])
 @pytest.mark.parametrize("m", [1, 77])
-@pytest.mark.parametrize("block", [(1, 1024), (1, 4096), (2, 2048), (3, 256)], ids=str)
+@pytest.mark.parametrize("block", [(1, 1024), (1, 4096), (2, 2048), (3, 256), (4, 1024)], ids=str)
 @pytest.mark.parametrize("name", NAMES)
 def test_a_few_rows_a_program_match_torch_on_the_gpu(name, block, m, n):
     """One to three rows a program (a few tokens' rows, each program's whole): the warps
