@@ -36,8 +36,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "benchmarks"))
 sys.path.insert(0, str(ROOT / "experiments"))
 import bench_rows as b  # noqa: E402
-from checks import drop_wrong  # noqa: E402
-from exp_rows_occupancy import print_medians  # noqa: E402
+from exp_rows_bwd_configs import time_backward  # noqa: E402
 
 import tawac.torch  # noqa: E402
 
@@ -98,17 +97,7 @@ def shape_rows(kernel: str, shape: str, configs: list[str]) -> None:
             colsum(*parts, *grads)
 
         systems[c] = ours
-    math = b._backward_math(kernel)
-
-    def eager():
-        for o, v in zip([dx, *grads], math(x, dy, w, mean, rstd), strict=True):
-            o.copy_(v)
-
-    systems["eager"] = eager
-    drop_wrong(systems, [dx, *grads], refs, shape)
-    src = torch.empty_like(x)
-    systems["copy"] = lambda: dx.copy_(src)
-    print_medians(kernel, shape, systems, configs[0])
+    time_backward(kernel, shape, systems, (x, dy, w, mean, rstd), [dx, *grads], refs, configs[0])
 
 
 def main() -> None:

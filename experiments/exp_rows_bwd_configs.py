@@ -127,17 +127,25 @@ def shape_rows(kernel: str, shape: str, configs: list[str]) -> None:
                 colsum(part, grad)
 
         systems[c] = ours
+    time_backward(kernel, shape, systems, (x, dy, w, mean, rstd), [dx, *grads], refs, configs[0])
+
+
+def time_backward(kernel, shape, systems, inputs, outs, refs, base_key) -> None:
+    """`systems` beside eager torch's backward of `inputs` (x, dy, w, mean, rstd) and a
+    copy of x's bytes: each checked against `refs` (float32 autograd) into `outs` (dx,
+    then the weight gradients), then timed round-robin, one line of medians over
+    `base_key`'s (also `exp_norm_bwd_rows.py`'s)."""
     math = b._backward_math(kernel)
 
     def eager():
-        for o, v in zip([dx, *grads], math(x, dy, w, mean, rstd), strict=True):
+        for o, v in zip(outs, math(*inputs), strict=True):
             o.copy_(v)
 
     systems["eager"] = eager
-    drop_wrong(systems, [dx, *grads], refs, shape)
-    src = torch.empty_like(x)
-    systems["copy"] = lambda: dx.copy_(src)
-    print_medians(kernel, shape, systems, configs[0])
+    drop_wrong(systems, outs, refs, shape)
+    src = torch.empty_like(inputs[0])
+    systems["copy"] = lambda: outs[0].copy_(src)
+    print_medians(kernel, shape, systems, base_key)
 
 
 def main() -> None:
