@@ -207,3 +207,26 @@ def test_explain_says_where_l2_hints_hold_a_row_that_does_not_fit(hints):
     info = json.loads(tawac([*args, "--json"], check=True).stdout)
     (x,) = [a for a in info["arefs"] if a.get("resident")]
     assert x["l2_hints"] is hints
+
+
+@pytest.mark.parametrize(
+    ("name", "params", "exact"),
+    [
+        ("rmsnorm_bwd", {"BLOCK_M": 8, "BLOCK_N": 1024}, True),  # column sums over 4 warps
+        ("layernorm_bwd_rows", {}, True),  # one row: the row sums' 4 partials only
+        ("layernorm", {"BLOCK_M": 2, "BLOCK_N": 2048}, False),  # reserves 32, uses 16
+        ("gemm", {}, True),
+    ],
+)
+def test_the_smem_map_shows_the_reductions_scratch(name, params, exact):
+    """explain's shared memory ends with the scratch the planner reserves for reductions
+    across warps (it left it out: 64 KiB of column-sum scratch did not show); the launch
+    takes what the backend's reductions use, at most that."""
+    from tawac.compiler import compile_file
+
+    path = REPO / "examples" / f"{name}.mlir"
+    smem = explain_module(parse_file(path, params=params), PipelineOptions())["smem"]
+    launch = compile_file(path, params=params, cubin=False).sidecar["dynamic_smem"]
+    assert smem["bytes"] == launch if exact else smem["bytes"] >= launch
+    scratch = [r for r in smem["regions"] if r["what"] == "reductions' scratch (reserved)"]
+    assert bool(scratch) == (name != "gemm")

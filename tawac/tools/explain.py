@@ -36,6 +36,7 @@ from tawac.runtime.trace import Measured, measured_window
 from tawac.schedule import loop_plan
 from tawac.schedule.model import TIMELINE_ITERATIONS, aref_name, loop_lanes
 from tawac.schedule.simulate import Dep, Lane, Step, simulate
+from tawac.schedule.smem import reduction_scratch_bytes
 from tawac.support.diagnostics import CompileError
 from tawac.support.options import PipelineOptions
 from tawac.target import HOPPER
@@ -203,6 +204,24 @@ def _cluster(plan: Schedule) -> dict[str, Any] | None:
         "pairs": f"program ids {name} = {ctas}i .. {ctas}i+{ctas - 1} (same "
         f"{'y' if axis == 0 else 'x'} and z) run as one cluster",
     }
+
+
+def _smem(
+    kernel: tile.KernelOp, plan: Schedule, arefs: list[dict[str, Any]], planned: int
+) -> dict[str, Any]:
+    """The CTA's dynamic shared memory: the planned regions, then the scratch the planner
+    reserves for the reductions across warps, which the backend places after them
+    (16-byte aligned; the launch takes what its reductions use, at most that)."""
+    regions = _smem_map(kernel, arefs)
+    consumer = plan.role("consumer")
+    scratch = reduction_scratch_bytes(kernel, consumer.warp_groups if consumer else 1)
+    total = planned
+    if scratch:
+        offset = -(-planned // 16) * 16
+        what = "reductions' scratch (reserved)"
+        regions.append({"offset": offset, "bytes": scratch, "what": what})
+        total = offset + scratch
+    return {"bytes": total, "limit": HOPPER.smem_per_cta(plan.ctas_per_sm), "regions": regions}
 
 
 def _smem_map(kernel: tile.KernelOp, arefs: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -423,11 +442,7 @@ def explain_module(
         "roles": roles,
         "arefs": arefs,
         "loops": loops,
-        "smem": {
-            "bytes": smem_bytes or 0,
-            "limit": HOPPER.smem_per_block,
-            "regions": _smem_map(kernel, arefs),
-        },
+        "smem": _smem(kernel, plan, arefs, smem_bytes or 0),
     }
     info["decomposition"] = decomposition_of(kernel)
     grouped = kernel.attributes.get(GROUP_ATTR)
