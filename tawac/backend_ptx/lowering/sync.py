@@ -257,6 +257,13 @@ def _tma_load_multicast(k: KernelLowering, op: hopper.TmaLoadMulticastOp) -> Non
     bars = k.vals[op.bars]
     assert isinstance(ring, Ring) and isinstance(bars, Bars)
     tt = ring.type.tile_type
+    if tt.linear is not None:
+        # an unswizzled tile (1-d, or a few rows) has no row bands of the swizzled layout
+        raise CompileError(
+            "convert-to-ptx: a 1-d tile or a tile of fewer than 8 rows is not multicast "
+            "to a cluster yet; compile without --cluster",
+            op,
+        )
     ctas = op.ctas.value.data
     tile = tt.layout
     rows, band_bytes = tile.row_band(ctas)
