@@ -196,7 +196,7 @@ def smem_ring_type(tile: TensorType, depth: int, swizzle: int = 128) -> SmemRing
     (`SmemTileType.linear`: a swizzle would pad each 128-byte chunk of a row to an 8-row
     pattern, up to 8 times its bytes)."""
     shape = tile.get_shape()
-    if len(shape) == 1 or (len(shape) == 2 and shape[0] < FEW_ROWS and _linear_rows(tile)):
+    if len(shape) == 1 or (len(shape) == 2 and _linear_rows(tile)):
         swizzle = 0
     return SmemRingType(
         ArrayAttr(IntAttr(d) for d in (depth, *tile.get_shape())),

@@ -158,6 +158,12 @@ def kernel_plan(
     return plan
 
 
+def scratch_region(planned: int, size: int) -> SmemRegion:
+    """The reductions' scratch of `size` bytes after the `planned` bytes of the schedule
+    (`SmemPlan.scratch`'s alignment): where the backend places it and explain shows it."""
+    return SmemPlan(start=planned).scratch(size)
+
+
 def reduction_scratch_bytes(kernel: tile.KernelOp, warp_groups: int = 1) -> int:
     """The shared scratch the consumer's reductions across warps take: one region, after
     everything else, that they share (`KernelLowering.scratch`), as large as the largest

@@ -36,7 +36,7 @@ from tawac.runtime.trace import Measured, measured_window
 from tawac.schedule import loop_plan
 from tawac.schedule.model import TIMELINE_ITERATIONS, aref_name, loop_lanes
 from tawac.schedule.simulate import Dep, Lane, Step, simulate
-from tawac.schedule.smem import reduction_scratch_bytes
+from tawac.schedule.smem import reduction_scratch_bytes, scratch_region
 from tawac.support.diagnostics import CompileError
 from tawac.support.options import PipelineOptions
 from tawac.target import HOPPER
@@ -217,10 +217,10 @@ def _smem(
     scratch = reduction_scratch_bytes(kernel, consumer.warp_groups if consumer else 1)
     total = planned
     if scratch:
-        offset = -(-planned // 16) * 16
+        region = scratch_region(planned, scratch)
         what = "reductions' scratch (reserved)"
-        regions.append({"offset": offset, "bytes": scratch, "what": what})
-        total = offset + scratch
+        regions.append({"offset": region.offset, "bytes": scratch, "what": what})
+        total = region.end
     return {"bytes": total, "limit": HOPPER.smem_per_cta(plan.ctas_per_sm), "regions": regions}
 
 

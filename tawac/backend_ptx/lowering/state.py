@@ -27,6 +27,7 @@ from tawac.analysis.grid import from_attr
 from tawac.backend_ptx import abi
 from tawac.backend_ptx.vector_layouts import TileLayout, VectorLayouts
 from tawac.dialects import aref, hopper, ptx, tile
+from tawac.schedule.smem import scratch_region
 from tawac.support.diagnostics import CompileError
 from tawac.target import HOPPER, NamedBarriers, layouts
 from tawac.target.layouts import AccLayout, BlockedLayout, IndexExpr
@@ -422,7 +423,7 @@ class KernelLowering:
     def scratch_offset(self) -> int:
         """Where the scratch region starts: after the planned shared memory, 16-byte
         aligned."""
-        return -(-(schedule.of(self.kernel).smem_bytes or 0) // 16) * 16
+        return scratch_region(schedule.of(self.kernel).smem_bytes or 0, 0).offset
 
     def scratch(self, nbytes: int, op: Operation) -> SSAValue:
         """The shared address of `nbytes` of scratch (a reduction's per-warp partials):
