@@ -676,12 +676,12 @@ def test_a_two_row_tile_streams_row_by_row_and_reads_its_rows_runs():
 
 _WIDE_COLUMN_SUMS = """
 tile.kernel @wide_column_sums(%x: !tile.tensor<?x?xbf16, ["M", "N"]>, \
-%y: !tile.tensor<?xf32, ["N"]>) attributes {params = {BLOCK_N = 8192}} {
+%y: !tile.tensor<?xf32, ["N"]>) attributes {params = {BLOCK_N = 16384}} {
   %c0 = arith.constant 0 : index
   %pid = tile.program_id x
-  %t = tile.load %x[%c0, %c0] : !tile.tensor<?x?xbf16, ["M", "N"]> -> tensor<2x$BLOCK_Nxbf16>
-  %f = arith.extf %t : tensor<2x$BLOCK_Nxbf16> to tensor<2x$BLOCK_Nxf32>
-  %s = tile.reduce sum %f, 0 : tensor<2x$BLOCK_Nxf32> -> tensor<$BLOCK_Nxf32>
+  %t = tile.load %x[%c0, %c0] : !tile.tensor<?x?xbf16, ["M", "N"]> -> tensor<4x$BLOCK_Nxbf16>
+  %f = arith.extf %t : tensor<4x$BLOCK_Nxbf16> to tensor<4x$BLOCK_Nxf32>
+  %s = tile.reduce sum %f, 0 : tensor<4x$BLOCK_Nxf32> -> tensor<$BLOCK_Nxf32>
   tile.store %s, %y[%c0] : tensor<$BLOCK_Nxf32> -> !tile.tensor<?xf32, ["N"]>
   tile.return
 }
@@ -689,9 +689,10 @@ tile.kernel @wide_column_sums(%x: !tile.tensor<?x?xbf16, ["M", "N"]>, \
 
 
 def test_shared_memory_past_a_ctas_is_refused_at_compile_time(tmp_path):
-    """Column sums of a 2 x 8192 tile over two consumer warp groups take 8 warps x 8192
-    f32 of scratch (256 KiB) after the ring: more than a CTA can have. The compiler
-    refuses it (it wrote a kernel the launch then refused: cuFuncSetAttribute failed)."""
+    """Column sums of a 4 x 16384 tile over two consumer warp groups (two warps side by
+    side a row) take 4 bands x 16384 f32 of scratch (256 KiB) after the ring: more than
+    a CTA can have. The compiler refuses it (it wrote such a kernel, at 2 x 8192 before
+    the scratch had a row a band, and the launch refused it: cuFuncSetAttribute failed)."""
     from tawac.support.diagnostics import CompileError
 
     src = tmp_path / "wide.mlir"
@@ -699,3 +700,25 @@ def test_shared_memory_past_a_ctas_is_refused_at_compile_time(tmp_path):
     module = parse_file(src)
     with pytest.raises(CompileError, match=r"of them the reductions' scratch\) do not fit a CTA"):
         driver.compile_module(module, consumer_warp_groups=2)
+
+
+def test_column_sums_take_a_scratch_row_a_band_of_warps(tmp_path):
+    """Column sums of a 2-row tile over two consumer warp groups (a row each, its four
+    warps side by side): each column is in one warp of each warp group, so the table
+    has 2 rows (bands), not 8 (warps): 32 KiB at 4096 columns, which the planner
+    reserves and the launch takes; each thread adds its columns' 2 partials."""
+    from tawac.support.options import PipelineOptions
+    from tawac.tools.explain import explain_module
+
+    src = tmp_path / "wide.mlir"
+    src.write_text(_WIDE_COLUMN_SUMS.replace("4x$BLOCK_N", "2x$BLOCK_N"))
+    params = {"BLOCK_N": 4096}
+    res = driver.compile_module(parse_file(src, params=params), consumer_warp_groups=2)
+    options = PipelineOptions(consumer_warp_groups=2)
+    smem = explain_module(parse_file(src, params=params), options)["smem"]
+    (scratch,) = [r for r in smem["regions"] if r["what"].startswith("reductions' scratch")]
+    assert scratch["bytes"] == 4 * 2 * 4096
+    assert res.sidecar["dynamic_smem"] == smem["bytes"]
+    consumer = res.ptx[res.ptx.index("setmaxnreg.inc") :]
+    # 4096 columns over 128 threads a row: 32 a thread, 2 partials each
+    assert consumer.count("ld.shared.f32") == 2 * 32

@@ -173,6 +173,19 @@ def reduction_scratch_bytes(kernel: tile.KernelOp, warp_groups: int = 1) -> int:
     return max((reduce_scratch_bytes(o, warps) for o in ops), default=0)
 
 
+def _fewest_side_by_side(m: int, n: int, warp_groups: int) -> int:
+    """The fewest warps side by side along the rows of an m x n tile's blocked layout over
+    any element size (`BlockedTileLayout.for_tile`), 1 where it has none (the accumulator
+    layout's: each warp its own rows)."""
+    found = []
+    for elem_bytes in (1, 2, 4):
+        try:
+            found.append(BlockedTileLayout.for_tile(m, n, warp_groups, elem_bytes).col_warps)
+        except ValueError:
+            continue
+    return min(found, default=1)
+
+
 def reduce_scratch_bytes(op: tile.ReduceOp, warps: int) -> int:
     """The scratch one reduction over `warps` warps takes: to a scalar one f32 per warp,
     along the columns of a 2-d tile one f32 per warp and column, along rows none (a
@@ -184,9 +197,13 @@ def reduce_scratch_bytes(op: tile.ReduceOp, warps: int) -> int:
     if not isinstance(op.result.type, TensorType):
         return 4 * warps
     if op.dim.data == 0 and src.get_num_dims() == 2:
-        if src.get_shape()[0] == 1 and warps == HOPPER.warp_group_size // HOPPER.warp_size:
+        m, n = src.get_shape()
+        wpg = HOPPER.warp_group_size // HOPPER.warp_size
+        if m == 1 and warps == wpg:
             return 0  # one row over one warp group's warps side by side: a column is one value
-        return 4 * warps * src.get_shape()[1]
+        # one f32 per column and band of warps (a column's warps: those of equal warp %
+        # col_warps), at the fewest warps side by side a blocked layout of the tile has
+        return 4 * (warps // _fewest_side_by_side(m, n, warps // wpg)) * n
     if src.get_num_dims() == 2:
         m, n = src.get_shape()
         if BlockedTileLayout.side_by_side(m, n, warps * HOPPER.warp_size // HOPPER.warp_group_size):

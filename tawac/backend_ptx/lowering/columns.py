@@ -25,7 +25,7 @@ from tawac.schedule.smem import reduce_scratch_bytes
 from tawac.support.diagnostics import CompileError
 from tawac.target import HOPPER
 from tawac.target.blocked_tiles import BlockedTileLayout
-from tawac.target.layouts import AccLayout, warp_in_partition
+from tawac.target.layouts import AccLayout, Shr, warp_in_partition
 
 
 def reduce_columns(k: KernelLowering, op: tile.ReduceOp, src: Frag) -> None:
@@ -52,11 +52,18 @@ def reduce_columns(k: KernelLowering, op: tile.ReduceOp, src: Frag) -> None:
         assert isinstance(layout, BlockedTileLayout) and layout.m == 1, layout
         k.vals[op.result] = Frag(layout, partial, "f32", 1)
         return
-    scratch = k.scratch(reduce_scratch_bytes(op, warps), op)
+    # warps side by side along the rows hold other columns: a column's partials are those
+    # of one warp a band (warp / col_warps), so the table has a row per band
+    cw = layout.col_warps if isinstance(layout, BlockedTileLayout) else 1
+    bands = warps // cw
+    assert reduce_scratch_bytes(op, warps) >= 4 * bands * n, (op, layout)
+    scratch = k.scratch(4 * bands * n, op)
     _, col0 = k.thread_coords(layout)
     base = k.r(ptx.FmaOp("s32", col0, k.imm(4), scratch))  # this thread's column 0
-    warp = k.index(warp_in_partition(part.first_wg))
-    row = k.r(ptx.FmaOp("s32", warp, k.imm(4 * n), base))
+    band = warp_in_partition(part.first_wg)
+    if cw > 1:
+        band = Shr(band, cw.bit_length() - 1)
+    row = k.r(ptx.FmaOp("s32", k.index(band), k.imm(4 * n), base))
     writer = k.r(ptx.SetpOp("lt", "u32", k.lane(), k.imm(layout.first_row_lanes, "u32")))
 
     def write() -> None:
@@ -64,17 +71,11 @@ def reduce_columns(k: KernelLowering, op: tile.ReduceOp, src: Frag) -> None:
             k.emit(ptx.StSharedOp("f32", k.add_imm(row, 4 * dc, "u32"), value))
 
     k.exchange(layout.warp_groups * HOPPER.warp_group_size, writer, write)
-    readers: list[int] = list(range(warps))
-    if isinstance(layout, BlockedTileLayout) and layout.col_warps > 1:
-        # warps side by side hold other columns: the rows of the warps beside this
-        # thread's (warp % col_warps equal) only
-        cw = layout.col_warps
-        readers = [w for w in readers if w % cw == 0]
-        base = k.r(ptx.FmaOp("s32", k.index(layout.warp_col()), k.imm(4 * n), base))
     regs = []
     for dc in cols:
         parts = [
-            k.r(ptx.LdSharedOp("f32", k.add_imm(base, 4 * (w * n + dc), "u32"))) for w in readers
+            k.r(ptx.LdSharedOp("f32", k.add_imm(base, 4 * (b * n + dc), "u32")))
+            for b in range(bands)
         ]
         regs.append(tree(parts, combine))
     k.vals[op.result] = Frag(layout, regs, "f32", 1)
