@@ -21,9 +21,10 @@ reference first (a wrong one is dropped, saying so).
 A configuration is `table` (the default: the example as `tawac.torch.kernel` takes it,
 with its tuning table, `examples/<kernel>.tune.json`) or `n<BLOCK_N>`, then optionally
 `m<BLOCK_M>` (rows per program: 64 by default; the planner gives a 128- or 192-row
-program two or three consumer warp groups), `s<stages>` (the ring's depth), `w<widen>`
-and `p0` (not persistent): tawac's options for the tile examples; each is timed and the
-best reported. `--l2-ab` times each of tawac's tile-program configurations a second time
+program two or three consumer warp groups, a 2- or 3-row one a warp group a row),
+`s<stages>` (the ring's depth), `w<widen>`, `c<warp groups>` (the consumer warp groups,
+else the planner's) and `p0` (not persistent): tawac's options for the tile examples;
+each is timed and the best reported. `--l2-ab` times each of tawac's tile-program configurations a second time
 built with `l2_hints=False` (`<config> nol2`, in the medians line; the table reports the
 hinted builds, the default). Prints one table per kernel: per shape the time of each system (us;
 tawac's best configuration named), the bytes moved over tawac's time (GB/s), tawac's rate
@@ -55,6 +56,9 @@ BACKWARD_BLOCKS = ((1, 4096), (2, 2048), (8, 1024), (16, 512), (32, 256))
 #: The longest row the one-read backward (`examples/<kernel>_rows.mlir`: a whole row in
 #: one block, a program per SM) is timed at: its row lives in registers.
 ROWS_MAX_N = 8192
+#: The rows a step the one-read backward is timed at (2: a row on each of two consumer
+#: warp groups; the fastest is reported).
+ROWS_BLOCK_M = (1, 2)
 
 #: The shape table: softmax (rows, columns), norms (tokens, hidden), vector add (1 x
 #: elements, float32 as the tutorial).
@@ -76,12 +80,12 @@ def _shape(text: str) -> tuple[int, int]:
 def _config(text: str) -> tuple[dict, dict]:
     """(params, options) of a configuration `table` (none: what `tawac.torch.kernel` of the
     example takes by itself, its tuning table's entry for the call's sizes where it has
-    one), `n128`, `n256w1`, `n128w1p0`, `n128m128` or `n128m16s16`."""
+    one), `n128`, `n256w1`, `n128w1p0`, `n128m128`, `n2048m2c1` or `n128m16s16`."""
     import re
 
     if text == "table":
         return {}, {}
-    m = re.fullmatch(r"n(\d+)(?:m(\d+))?(?:s(\d+))?(?:w(\d))?(p0)?", text)
+    m = re.fullmatch(r"n(\d+)(?:m(\d+))?(?:s(\d+))?(?:w(\d))?(?:c(\d))?(p0)?", text)
     if m is None:
         raise SystemExit(f"bad configuration {text!r} (expected e.g. n128, n128m16s8, n256w1p0)")
     params = {"BLOCK_N": int(m.group(1))}
@@ -93,6 +97,8 @@ def _config(text: str) -> tuple[dict, dict]:
     if m.group(4):
         options["widen"] = int(m.group(4))
     if m.group(5):
+        options["consumer_warp_groups"] = int(m.group(5))
+    if m.group(6):
         options["persistent"] = False
     return params, options
 
@@ -392,17 +398,19 @@ def _run_backward(kernel: str, shape: str, rounds: int, l2_ab: bool) -> str | No
     if n <= ROWS_MAX_N:
         # the one-read form: a whole row a block, one program per SM carrying its partials
         block = 1 << (n - 1).bit_length()
-        for hints in (True, False) if l2_ab else (True,):
+        for bm, hints in itertools.product(ROWS_BLOCK_M, (True, False) if l2_ab else (True,)):
             rows = tawac.torch.kernel(
-                EXAMPLES / f"{kernel}_rows.mlir", params={"BLOCK_N": block}, l2_hints=hints
+                EXAMPLES / f"{kernel}_rows.mlir",
+                params={"BLOCK_M": bm, "BLOCK_N": block},
+                l2_hints=hints,
             )
-            parts = [torch.empty(min(m, _sms()), n, device="cuda") for _ in refs[1:]]
+            parts = [torch.empty(min(-(-m // bm), _sms()), n, device="cuda") for _ in refs[1:]]
 
             def launch(rows=rows, parts=parts):
                 rows(x, dy, w, *stats, dx, *parts)
                 column_sum(*parts, *grads)
 
-            ours[f"tawac rows{'' if hints else ' nol2'}"] = launch
+            ours[f"tawac rows m{bm}{'' if hints else ' nol2'}"] = launch
 
     math = _backward_math(kernel)
     compiled = _compiled(math)

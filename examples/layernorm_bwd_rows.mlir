@@ -2,20 +2,20 @@
 // (f32, one per row), dx = rstd * (w dy - (xhat c1 + c2)) as examples/layernorm_bwd.mlir
 // computes it; and the partial sums of dw and db, one row of dw_part and db_part per
 // program, which examples/column_sum_pair.mlir adds up.
-// The program holds a whole row in one BLOCK_N block, so N <= BLOCK_N (a launch check:
+// The program holds whole rows in one BLOCK_N block, so N <= BLOCK_N (a launch check:
 // a longer row is refused, not computed from its first BLOCK_N columns; the columns
 // past N read as 0). The caller picks the number of programs P by the rows of dw_part
 // (P = the SM count measured fastest): program p takes the row blocks p, p + P, ... and
-// carries its partial weight sums across them in registers, so x and dy are read once
-// and the partials are P x N (the row-block form writes cdiv(M, BLOCK_M) x N of them and
-// reads x and dy twice where a row block does not stay on chip). w is read from its slot
-// for each row rather than held in registers across the loop (fewer registers: 1.16-1.23x
-// faster at 8192 columns, the same at 4096).
-// Parameters: BLOCK_N columns (a power of two >= N), BLOCK_M rows a step (1 measured
-// fastest of this form; docs/perf/2026-12-07.md: two rows a step on two consumer warp
-// groups, the partials carried per row, experiments/<kernel>_bwd_rows2d.mlir, measured
-// 1.03-1.43x faster at 4096 columns and is not yet adopted).
-tile.kernel @layernorm_bwd_rows(%x: !tile.tensor<?x?xbf16, ["M", "N"]>, %dy: !tile.tensor<?x?xbf16, ["M", "N"]>, %w: !tile.tensor<?xbf16, ["N"]>, %mean: !tile.tensor<?xf32, ["M"]>, %rstd: !tile.tensor<?xf32, ["M"]>, %dx: !tile.tensor<?x?xbf16, ["M", "N"]>, %dw_part: !tile.tensor<?x?xf32, ["P", "N"]>, %db_part: !tile.tensor<?x?xf32, ["P", "N"]>) attributes {params = {BLOCK_M = 1, BLOCK_N = 4096}, tawac.checks = [{arg = "x", dim = 1, at_most = {const = $BLOCK_N}}]} {
+// carries its partial weight sums across them in registers, one row of sums per row of
+// the step, added over the step's rows after the loop (no exchange between the rows in
+// the loop). So x and dy are read once and the partials are P x N (the row-block form
+// writes cdiv(M, BLOCK_M) x N of them and reads x and dy twice where a row block does
+// not stay on chip). w is read from its slot for each step rather than held in
+// registers across the loop (fewer registers: 1.16-1.23x faster at 8192 columns).
+// Parameters: BLOCK_N columns (a power of two >= N), BLOCK_M rows a step: 2 (the
+// planner gives each row its own consumer warp group) where a row is at most 4096
+// columns, 1 at 8192 (docs/perf/2026-12-07.md).
+tile.kernel @layernorm_bwd_rows(%x: !tile.tensor<?x?xbf16, ["M", "N"]>, %dy: !tile.tensor<?x?xbf16, ["M", "N"]>, %w: !tile.tensor<?xbf16, ["N"]>, %mean: !tile.tensor<?xf32, ["M"]>, %rstd: !tile.tensor<?xf32, ["M"]>, %dx: !tile.tensor<?x?xbf16, ["M", "N"]>, %dw_part: !tile.tensor<?x?xf32, ["P", "N"]>, %db_part: !tile.tensor<?x?xf32, ["P", "N"]>) attributes {params = {BLOCK_M = 2, BLOCK_N = 4096}, tawac.checks = [{arg = "x", dim = 1, at_most = {const = $BLOCK_N}}]} {
   %c0 = arith.constant 0 : index
   %bm = arith.constant $BLOCK_M : index
   %pid = tile.program_id x
@@ -27,8 +27,8 @@ tile.kernel @layernorm_bwd_rows(%x: !tile.tensor<?x?xbf16, ["M", "N"]>, %dy: !ti
   %Ni = arith.index_cast %N : index to i32
   %Nf = arith.sitofp %Ni : i32 to f32
   %nv = tile.splat %Nf : f32 -> tensor<$BLOCK_Mxf32>
-  %zero = arith.constant dense<0.000000e+00> : tensor<$BLOCK_Nxf32>
-  %dw, %db = scf.for %m = %m0 to %M step %stride iter_args(%aw = %zero, %ab = %zero) -> (tensor<$BLOCK_Nxf32>, tensor<$BLOCK_Nxf32>) {
+  %zero = arith.constant dense<0.000000e+00> : tensor<$BLOCK_Mx$BLOCK_Nxf32>
+  %dw, %db = scf.for %m = %m0 to %M step %stride iter_args(%aw = %zero, %ab = %zero) -> (tensor<$BLOCK_Mx$BLOCK_Nxf32>, tensor<$BLOCK_Mx$BLOCK_Nxf32>) {
     %wt = tile.load %w[%c0] : !tile.tensor<?xbf16, ["N"]> -> tensor<$BLOCK_Nxbf16>
     %wf = arith.extf %wt : tensor<$BLOCK_Nxbf16> to tensor<$BLOCK_Nxf32>
     %wb = tile.broadcast %wf, 1 : tensor<$BLOCK_Nxf32> -> tensor<$BLOCK_Mx$BLOCK_Nxf32>
@@ -57,13 +57,13 @@ tile.kernel @layernorm_bwd_rows(%x: !tile.tensor<?x?xbf16, ["M", "N"]>, %dy: !ti
     %dx16 = arith.truncf %dxf : tensor<$BLOCK_Mx$BLOCK_Nxf32> to tensor<$BLOCK_Mx$BLOCK_Nxbf16>
     tile.store %dx16, %dx[%m, %c0] : tensor<$BLOCK_Mx$BLOCK_Nxbf16> -> !tile.tensor<?x?xbf16, ["M", "N"]>
     %g = arith.mulf %dyf, %xhat : tensor<$BLOCK_Mx$BLOCK_Nxf32>
-    %gw = tile.reduce sum %g, 0 : tensor<$BLOCK_Mx$BLOCK_Nxf32> -> tensor<$BLOCK_Nxf32>
-    %gb = tile.reduce sum %dyf, 0 : tensor<$BLOCK_Mx$BLOCK_Nxf32> -> tensor<$BLOCK_Nxf32>
-    %aw_new = arith.addf %aw, %gw : tensor<$BLOCK_Nxf32>
-    %ab_new = arith.addf %ab, %gb : tensor<$BLOCK_Nxf32>
-    scf.yield %aw_new, %ab_new : tensor<$BLOCK_Nxf32>, tensor<$BLOCK_Nxf32>
+    %aw_new = arith.addf %aw, %g : tensor<$BLOCK_Mx$BLOCK_Nxf32>
+    %ab_new = arith.addf %ab, %dyf : tensor<$BLOCK_Mx$BLOCK_Nxf32>
+    scf.yield %aw_new, %ab_new : tensor<$BLOCK_Mx$BLOCK_Nxf32>, tensor<$BLOCK_Mx$BLOCK_Nxf32>
   }
-  tile.store %dw, %dw_part[%pid, %c0] : tensor<$BLOCK_Nxf32> -> !tile.tensor<?x?xf32, ["P", "N"]>
-  tile.store %db, %db_part[%pid, %c0] : tensor<$BLOCK_Nxf32> -> !tile.tensor<?x?xf32, ["P", "N"]>
+  %dw1 = tile.reduce sum %dw, 0 : tensor<$BLOCK_Mx$BLOCK_Nxf32> -> tensor<$BLOCK_Nxf32>
+  %db1 = tile.reduce sum %db, 0 : tensor<$BLOCK_Mx$BLOCK_Nxf32> -> tensor<$BLOCK_Nxf32>
+  tile.store %dw1, %dw_part[%pid, %c0] : tensor<$BLOCK_Nxf32> -> !tile.tensor<?x?xf32, ["P", "N"]>
+  tile.store %db1, %db_part[%pid, %c0] : tensor<$BLOCK_Nxf32> -> !tile.tensor<?x?xf32, ["P", "N"]>
   tile.return
 }

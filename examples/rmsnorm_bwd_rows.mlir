@@ -2,20 +2,20 @@
 // per row), dx = rstd * (w dy - x rstd^2 c) with c = mean over the row of x w dy, as
 // examples/rmsnorm_bwd.mlir computes it; and dw's partial sums, one row of dw_part per
 // program, which examples/column_sum.mlir adds up.
-// The program holds a whole row in one BLOCK_N block, so N <= BLOCK_N (a launch check:
+// The program holds whole rows in one BLOCK_N block, so N <= BLOCK_N (a launch check:
 // a longer row is refused, not computed from its first BLOCK_N columns; the columns
 // past N read as 0). The caller picks the number of programs P by the rows of dw_part
 // (P = the SM count measured fastest): program p takes the row blocks p, p + P, ... and
-// carries its partial weight sums across them in registers, so x and dy are read once
-// and the partials are P x N (the row-block form writes cdiv(M, BLOCK_M) x N of them and
-// reads x and dy twice where a row block does not stay on chip). w is read from its slot
-// for each row rather than held in registers across the loop (fewer registers: 1.16-1.23x
-// faster at 8192 columns, the same at 4096).
-// Parameters: BLOCK_N columns (a power of two >= N), BLOCK_M rows a step (1 measured
-// fastest of this form; docs/perf/2026-12-07.md: two rows a step on two consumer warp
-// groups, the partials carried per row, experiments/<kernel>_bwd_rows2d.mlir, measured
-// 1.03-1.43x faster at 4096 columns and is not yet adopted).
-tile.kernel @rmsnorm_bwd_rows(%x: !tile.tensor<?x?xbf16, ["M", "N"]>, %dy: !tile.tensor<?x?xbf16, ["M", "N"]>, %w: !tile.tensor<?xbf16, ["N"]>, %rstd: !tile.tensor<?xf32, ["M"]>, %dx: !tile.tensor<?x?xbf16, ["M", "N"]>, %dw_part: !tile.tensor<?x?xf32, ["P", "N"]>) attributes {params = {BLOCK_M = 1, BLOCK_N = 4096}, tawac.checks = [{arg = "x", dim = 1, at_most = {const = $BLOCK_N}}]} {
+// carries its partial weight sums across them in registers, one row of sums per row of
+// the step, added over the step's rows after the loop (no exchange between the rows in
+// the loop). So x and dy are read once and the partials are P x N (the row-block form
+// writes cdiv(M, BLOCK_M) x N of them and reads x and dy twice where a row block does
+// not stay on chip). w is read from its slot for each step rather than held in
+// registers across the loop (fewer registers: 1.16-1.23x faster at 8192 columns).
+// Parameters: BLOCK_N columns (a power of two >= N), BLOCK_M rows a step: 2 (the
+// planner gives each row its own consumer warp group) where a row is at most 4096
+// columns, 1 at 8192 (docs/perf/2026-12-07.md).
+tile.kernel @rmsnorm_bwd_rows(%x: !tile.tensor<?x?xbf16, ["M", "N"]>, %dy: !tile.tensor<?x?xbf16, ["M", "N"]>, %w: !tile.tensor<?xbf16, ["N"]>, %rstd: !tile.tensor<?xf32, ["M"]>, %dx: !tile.tensor<?x?xbf16, ["M", "N"]>, %dw_part: !tile.tensor<?x?xf32, ["P", "N"]>) attributes {params = {BLOCK_M = 2, BLOCK_N = 4096}, tawac.checks = [{arg = "x", dim = 1, at_most = {const = $BLOCK_N}}]} {
   %c0 = arith.constant 0 : index
   %bm = arith.constant $BLOCK_M : index
   %pid = tile.program_id x
@@ -27,8 +27,8 @@ tile.kernel @rmsnorm_bwd_rows(%x: !tile.tensor<?x?xbf16, ["M", "N"]>, %dy: !tile
   %Ni = arith.index_cast %N : index to i32
   %Nf = arith.sitofp %Ni : i32 to f32
   %nv = tile.splat %Nf : f32 -> tensor<$BLOCK_Mxf32>
-  %zero = arith.constant dense<0.000000e+00> : tensor<$BLOCK_Nxf32>
-  %acc = scf.for %m = %m0 to %M step %stride iter_args(%a = %zero) -> (tensor<$BLOCK_Nxf32>) {
+  %zero = arith.constant dense<0.000000e+00> : tensor<$BLOCK_Mx$BLOCK_Nxf32>
+  %acc = scf.for %m = %m0 to %M step %stride iter_args(%a = %zero) -> (tensor<$BLOCK_Mx$BLOCK_Nxf32>) {
     %wt = tile.load %w[%c0] : !tile.tensor<?xbf16, ["N"]> -> tensor<$BLOCK_Nxbf16>
     %wf = arith.extf %wt : tensor<$BLOCK_Nxbf16> to tensor<$BLOCK_Nxf32>
     %wb = tile.broadcast %wf, 1 : tensor<$BLOCK_Nxf32> -> tensor<$BLOCK_Mx$BLOCK_Nxf32>
@@ -52,10 +52,10 @@ tile.kernel @rmsnorm_bwd_rows(%x: !tile.tensor<?x?xbf16, ["M", "N"]>, %dy: !tile
     tile.store %dx16, %dx[%m, %c0] : tensor<$BLOCK_Mx$BLOCK_Nxbf16> -> !tile.tensor<?x?xbf16, ["M", "N"]>
     %xn = arith.mulf %xf, %rb : tensor<$BLOCK_Mx$BLOCK_Nxf32>
     %g = arith.mulf %dyf, %xn : tensor<$BLOCK_Mx$BLOCK_Nxf32>
-    %dwp = tile.reduce sum %g, 0 : tensor<$BLOCK_Mx$BLOCK_Nxf32> -> tensor<$BLOCK_Nxf32>
-    %a_new = arith.addf %a, %dwp : tensor<$BLOCK_Nxf32>
-    scf.yield %a_new : tensor<$BLOCK_Nxf32>
+    %a_new = arith.addf %a, %g : tensor<$BLOCK_Mx$BLOCK_Nxf32>
+    scf.yield %a_new : tensor<$BLOCK_Mx$BLOCK_Nxf32>
   }
-  tile.store %acc, %dw_part[%pid, %c0] : tensor<$BLOCK_Nxf32> -> !tile.tensor<?x?xf32, ["P", "N"]>
+  %acc1 = tile.reduce sum %acc, 0 : tensor<$BLOCK_Mx$BLOCK_Nxf32> -> tensor<$BLOCK_Nxf32>
+  tile.store %acc1, %dw_part[%pid, %c0] : tensor<$BLOCK_Nxf32> -> !tile.tensor<?x?xf32, ["P", "N"]>
   tile.return
 }

@@ -21,8 +21,9 @@ A configuration `m8n1024`: the example at BLOCK_M 8, BLOCK_N 1024, then its colu
 (their tuning tables); `r2o2s4`: the row variant with P = 2 x the SM count programs
 (`r1`: one per SM), BLOCK_N the row length's next power of 2, `w`: the example (w read
 from its slot every row; without: `*_bwd_rows_wreg.mlir`, w held in registers), `o2`: 2
-CTAs a SM, `s4`: ring depth 4; `t1`: two rows a step, one consumer warp group each
-(`*_bwd_rows2d.mlir`: the partials carried per row of the step, summed after the loop).
+CTAs a SM, `s4`: ring depth 4; `t1`: the example at two rows a step (BLOCK_M 2: the
+partials carried per row of the step, summed after the loop; the planner gives each row
+a consumer warp group), `t1c1`: the same on one consumer warp group.
 """
 
 import argparse
@@ -52,12 +53,12 @@ def parse(c: str, kernel: str, n: int) -> tuple[Path, dict, dict, int | None]:
     if found:
         params = {"BLOCK_M": int(found.group(1)), "BLOCK_N": int(found.group(2))}
         return E / f"{kernel}.mlir", params, {}, None
-    found = re.fullmatch(r"t(\d+)", c)
+    found = re.fullmatch(r"t(\d+)(?:c(\d))?", c)
     if found:
         block = 1 << (n - 1).bit_length()
         params = {"BLOCK_M": 2, "BLOCK_N": block}
-        options = {"consumer_warp_groups": 2}
-        return X / f"{kernel}_rows2d.mlir", params, options, int(found.group(1))
+        options = {"consumer_warp_groups": int(found.group(2))} if found.group(2) else {}
+        return E / f"{kernel}_rows.mlir", params, options, int(found.group(1))
     found = re.fullmatch(r"r(\d+)(w)?(?:o(\d+))?(?:s(\d+))?", c)
     if found is None:
         raise SystemExit(f"bad configuration {c!r}")

@@ -31,6 +31,7 @@ from tawac.target.blocked_tiles import BlockedTileLayout, run_access
 from tawac.target.layouts import AccLayout, SwizzledTile
 
 REPO = Path(__file__).resolve().parent.parent
+EXAMPLES = REPO / "examples"
 DATA = REPO / "tests" / "data" / "no_mma"
 DWDB = REPO / "examples" / "triton" / "layer_norm_bwd_dwdb.ttir"
 COLUMN_SUM = REPO / "examples" / "column_sum.mlir"
@@ -722,3 +723,28 @@ def test_column_sums_take_a_scratch_row_a_band_of_warps(tmp_path):
     consumer = res.ptx[res.ptx.index("setmaxnreg.inc") :]
     # 4096 columns over 128 threads a row: 32 a thread, 2 partials each
     assert consumer.count("ld.shared.f32") == 2 * 32
+
+
+@pytest.mark.parametrize(
+    ("name", "block_m", "block_n", "want"),
+    [
+        ("softmax", 1, 1024, 1),  # 1-row tiles: a row lies in one warp group
+        ("softmax", 2, 1024, 2),  # a warp group a row
+        ("softmax", 3, 256, 3),
+        ("rmsnorm", 2, 2048, 2),
+        ("layernorm_bwd", 2, 2048, 2),
+        ("softmax", 4, 1024, 1),  # more rows than the rule's: one warp group
+        ("softmax", 128, 256, 2),  # whole 64-row blocks: the accumulator layout's split
+    ],
+)
+def test_a_few_row_tile_gets_a_warp_group_a_row(name, block_m, block_n, want):
+    """The heuristic gives a consumer whose 2-d tiles are 2 or 3 rows a warp group a row
+    (`planner.FEW_ROW_WARP_GROUPS`: twice the warps, half the registers a thread, each
+    row's reductions in its warp group); the lowered kernel runs that many."""
+    from tawac.support.options import PipelineOptions
+    from tawac.tools.explain import explain_module
+
+    params = {"BLOCK_M": block_m, "BLOCK_N": block_n}
+    module = parse_file(EXAMPLES / f"{name}.mlir", params=params)
+    info = explain_module(module, PipelineOptions(schedule="heuristic"))
+    assert {r["role"]: r["warp_groups"] for r in info["roles"]}["consumer"] == want

@@ -213,7 +213,8 @@ def test_explain_says_where_l2_hints_hold_a_row_that_does_not_fit(hints):
     ("name", "params", "exact"),
     [
         ("rmsnorm_bwd", {"BLOCK_M": 8, "BLOCK_N": 1024}, True),  # column sums over 4 warps
-        ("layernorm_bwd_rows", {}, True),  # one row: the row sums' 4 partials only
+        ("layernorm_bwd_rows", {"BLOCK_M": 1}, True),  # one row: the row sums' 4 partials only
+        ("layernorm_bwd_rows", {}, True),  # two rows on two WGs: a scratch row a WG
         ("layernorm", {"BLOCK_M": 2, "BLOCK_N": 2048}, False),  # reserves 32, uses 16
         ("gemm", {}, True),
     ],

@@ -520,18 +520,36 @@ def test_the_one_read_backward_refuses_a_row_longer_than_its_block(name):
 
 @pytest.mark.parametrize("name", ROWS_BWD)
 def test_the_one_read_backward_reads_each_row_once_and_assembles_without_spills(name):
-    """One loop, x and dy streamed once (a TMA copy each a row), the column sums of a
-    one-row block without an exchange through shared memory; no spills at 4096 columns."""
+    """One loop, x and dy streamed once (a TMA copy each a row), two rows a step on two
+    consumer warp groups (the planner's choice for a two-row tile), each row's sums in its
+    warp group; the partial sums' column sums after the loop take one scratch row per
+    warp group (the warps side by side along a row hold other columns), not one per warp;
+    no spills at 4096 columns."""
     res = compile_file(EXAMPLES / f"{name}.mlir", cubin=True)
     assert "0 bytes spill stores, 0 bytes spill loads" in res.ptxas_report, res.ptxas_report
     assert "wgmma" not in res.ptx
     explained = explain_module(parse_file(EXAMPLES / f"{name}.mlir"), PipelineOptions())
     assert [(a["name"], a["payload"]) for a in explained["arefs"][:2]] == [
-        ("x", ["tensor<1x4096xbf16>"]),
-        ("dy", ["tensor<1x4096xbf16>"]),
+        ("x", ["tensor<2x4096xbf16>"]),
+        ("dy", ["tensor<2x4096xbf16>"]),
     ]
+    roles = {r["role"]: r["warp_groups"] for r in explained["roles"]}
+    assert roles == {"producer": 1, "consumer": 2}, roles
     assert {loop["loop"] for loop in explained["loops"]} == {0}  # the producer's and consumer's
-    # no column-sum scratch (it was 4 warps x 4096 f32: 64 KiB): the rings and mbarriers
+    regions = explained["smem"]["regions"]
+    scratch = [r["bytes"] for r in regions if "scratch" in r["what"]]
+    assert scratch == [2 * 4096 * 4], regions  # was 8 warps x 4096 f32: 128 KiB
+
+
+@pytest.mark.parametrize("name", ROWS_BWD)
+def test_the_one_read_backward_of_one_row_a_step_has_no_column_scratch(name):
+    """At one row a step (one consumer warp group: a 1-row tile lies in one warp group)
+    the column sums of the 1-row partials need no exchange through shared memory."""
+    res = compile_file(EXAMPLES / f"{name}.mlir", params={"BLOCK_M": 1}, cubin=False)
+    explained = explain_module(
+        parse_file(EXAMPLES / f"{name}.mlir", params={"BLOCK_M": 1}), PipelineOptions()
+    )
+    assert {r["role"]: r["warp_groups"] for r in explained["roles"]}["consumer"] == 1
     regions = explained["smem"]["regions"]
     rings = sum(r["bytes"] for r in regions if r["what"].startswith("ring of"))
     assert res.sidecar["dynamic_smem"] - rings < 1024, (res.sidecar["dynamic_smem"], regions)
@@ -546,6 +564,10 @@ def test_the_one_read_backward_reads_each_row_once_and_assembles_without_spills(
         (333, 1, 512),
         (4096, 1, 4096),
         (8192, 1, 8192),
+        (100, 2, 128),
+        (333, 2, 512),
+        (4096, 2, 4096),
+        (8192, 2, 8192),
     ],
 )
 @pytest.mark.parametrize("m", [1, 77, 3000])
@@ -560,9 +582,8 @@ def test_the_one_read_backward_matches_autograd_on_the_gpu(name, m, n, block_m, 
 
     key = (name, block_m, block_n)
     if key not in _KERNELS:
-        options = {"consumer_warp_groups": 2} if block_m == 2 else {}
         params = {"BLOCK_M": block_m, "BLOCK_N": block_n}
-        _KERNELS[key] = tawac.torch.kernel(EXAMPLES / f"{name}.mlir", params=params, **options)
+        _KERNELS[key] = tawac.torch.kernel(EXAMPLES / f"{name}.mlir", params=params)
     for stem in ("column_sum", "column_sum_pair"):
         if stem not in _KERNELS:
             _KERNELS[stem] = tawac.torch.kernel(EXAMPLES / f"{stem}.mlir")

@@ -481,5 +481,6 @@ def test_the_solver_offers_no_consumer_split_a_one_row_tile_cannot_take():
         base = HeuristicPlanner().plan(kernel, PipelineOptions())
         return solver._candidates(kernel, PipelineOptions(), base)
 
-    assert candidates("layernorm_bwd_rows.mlir", {}) == [1]
+    assert candidates("layernorm_bwd_rows.mlir", {"BLOCK_M": 1}) == [1]
+    assert candidates("layernorm_bwd_rows.mlir", {"BLOCK_M": 2}) == [1, 2]  # a row a WG
     assert 2 in candidates("layernorm_bwd.mlir", {"BLOCK_M": 8, "BLOCK_N": 1024})

@@ -33,6 +33,7 @@ from tawac.analysis.mma import (
     rows_problem,
 )
 from tawac.analysis.program_ids import streams_along_x, work_order
+from tawac.analysis.tile_layouts import layout_problem
 from tawac.dialects import aref, tile
 from tawac.dialects.schedule import ArefPlan, LoopPlan, OpPlan, RolePlan, Schedule
 from tawac.schedule import loop_plan
@@ -118,13 +119,20 @@ def _streams_tiles_only(kernel: tile.KernelOp, parts: list[aref.PartitionOp]) ->
     return not any(isinstance(o, scf.ForOp) for p in parts for o in p.walk())
 
 
+#: The row counts of a consumer's 2-d tiles (all one count) that get a warp group a row.
+FEW_ROW_WARP_GROUPS = (2, 3)
+
+
 def _math_warp_groups(part: aref.PartitionOp) -> int:
     """A consumer without MMAs holds its 2-d tiles in the accumulator layout (64 rows per
     warp group): the most of 3, 2, 1 warp groups that split every 2-d tile's rows into
-    whole 64-row blocks (1 where none does: convert-to-ptx then holds the tiles in the
-    blocked layout, `tawac.target.blocked_tiles`).  A consumer
-    of 1-d tiles only gets 1: its vectors' runs spread over 128 threads (a 1024-element
-    f32 tile is two runs of 4 a thread) and a reduction to a scalar crosses 4 warps."""
+    whole 64-row blocks. Where none does, convert-to-ptx holds the tiles in the blocked
+    layout (`tawac.target.blocked_tiles`): tiles of 2 or 3 rows (`FEW_ROW_WARP_GROUPS`)
+    get a warp group a row where that layout takes them (twice the warps streaming
+    and half the registers a thread; a row's reductions stay in its warp group), others
+    1. A consumer of 1-d tiles only gets 1: its vectors' runs spread over 128 threads (a
+    1024-element f32 tile is two runs of 4 a thread) and a reduction to a scalar crosses
+    4 warps."""
     rows = {
         t.get_shape()[0]
         for op in part.walk()
@@ -134,7 +142,17 @@ def _math_warp_groups(part: aref.PartitionOp) -> int:
     if not rows:
         return 1
     m = HOPPER.mma_m
-    return next((n for n in (3, 2, 1) if all(r % (m * n) == 0 for r in rows)), 1)
+    whole = next((n for n in (3, 2, 1) if all(r % (m * n) == 0 for r in rows)), 1)
+    if whole > 1 or len(rows) != 1 or next(iter(rows)) not in FEW_ROW_WARP_GROUPS:
+        return whole
+    # a tile of 2 or 3 rows: a row a warp group, where the blocked layout takes it
+    few = next(iter(rows))
+    kernel = part.parent_op()
+    while kernel is not None and not isinstance(kernel, tile.KernelOp):
+        kernel = kernel.parent_op()
+    if kernel is None or layout_problem(part, few, kernel) is not None:
+        return 1
+    return few
 
 
 def register_budgets(roles: list[tuple[str, int, int]], ctas: int = 1) -> list[RolePlan]:
