@@ -24,12 +24,12 @@ with its tuning table, `examples/<kernel>.tune.json`) or `n<BLOCK_N>`, then opti
 program two or three consumer warp groups, a 2- or 3-row one a warp group a row),
 `s<stages>` (the ring's depth), `w<widen>`, `c<warp groups>` (the consumer warp groups,
 else the planner's) and `p0` (not persistent): tawac's options for the tile examples;
-each is timed and the best reported. `--l2-ab` times each of tawac's tile-program configurations a second time
-built with `l2_hints=False` (`<config> nol2`, in the medians line; the table reports the
-hinted builds, the default). Prints one table per kernel: per shape the time of each system (us;
-tawac's best configuration named), the bytes moved over tawac's time (GB/s), tawac's rate
-over the copy's (`of copy`) and tawac's speed over the fastest of Triton and torch.compile
-(`vs best`, > 1 is faster).
+each is timed and the best reported. `--l2-ab` times each of tawac's tile-program
+configurations a second time built with `l2_hints=False` (`<config> nol2`, in the
+medians line; the table reports the hinted builds, the default). Prints one table per
+kernel: per shape the time of each system (us; tawac's best configuration named), the
+bytes moved over tawac's time (GB/s), tawac's rate over the copy's (`of copy`) and
+tawac's speed over the fastest of Triton and torch.compile (`vs best`, > 1 is faster).
 """
 
 from __future__ import annotations
