@@ -728,19 +728,21 @@ def test_column_sums_take_a_scratch_row_a_band_of_warps(tmp_path):
 @pytest.mark.parametrize(
     ("name", "block_m", "block_n", "want"),
     [
-        ("softmax", 1, 1024, 1),  # 1-row tiles: a row lies in one warp group
-        ("softmax", 2, 1024, 2),  # a warp group a row
-        ("softmax", 3, 256, 3),
-        ("rmsnorm", 2, 2048, 2),
-        ("layernorm_bwd", 2, 2048, 2),
-        ("softmax", 4, 1024, 1),  # more rows than the rule's: one warp group
+        ("softmax", 1, 4096, 1),  # 1-row tiles: a row lies in one warp group
+        ("softmax", 2, 4096, 2),  # 64 elements a thread on one warp group: a row each
+        ("rmsnorm", 2, 4096, 2),
+        ("layernorm_bwd", 2, 8192, 2),
+        ("softmax", 2, 2048, 1),  # 32 a thread: one warp group (measured no faster)
+        ("softmax", 3, 4096, 1),  # 3 rows: not measured, one warp group
+        ("softmax", 4, 1024, 1),
         ("softmax", 128, 256, 2),  # whole 64-row blocks: the accumulator layout's split
     ],
 )
 def test_a_few_row_tile_gets_a_warp_group_a_row(name, block_m, block_n, want):
-    """The heuristic gives a consumer whose 2-d tiles are 2 or 3 rows a warp group a row
-    (`planner.FEW_ROW_WARP_GROUPS`: twice the warps, half the registers a thread, each
-    row's reductions in its warp group); the lowered kernel runs that many."""
+    """The heuristic gives a consumer whose 2-d tiles are 2 rows a warp group a row where
+    one warp group would hold more than 32 elements a thread
+    (`planner.FEW_ROW_ELEMENTS_PER_THREAD`: twice the warps, half the registers a
+    thread, each row's reductions in its warp group)."""
     from tawac.support.options import PipelineOptions
     from tawac.tools.explain import explain_module
 

@@ -119,40 +119,47 @@ def _streams_tiles_only(kernel: tile.KernelOp, parts: list[aref.PartitionOp]) ->
     return not any(isinstance(o, scf.ForOp) for p in parts for o in p.walk())
 
 
-#: The row counts of a consumer's 2-d tiles (all one count) that get a warp group a row.
-FEW_ROW_WARP_GROUPS = (2, 3)
+#: A consumer whose 2-d tiles are all 2 rows gets a warp group a row where one warp group
+#: would hold more than this many elements of a tile a thread (2 x 4096 and up). Measured
+#: (H200, docs/perf/2026-12-07.md, "a warp group a row"): at 2 x 4096 (64 a thread) two
+#: warp groups ran 0.98-1.17x the one's time over for the forward norms and softmax and
+#: 1.09-2.3x for the one-read backward; at 2 x 2048 (32 a thread) 0.92-1.02x.
+FEW_ROW_ELEMENTS_PER_THREAD = 32
 
 
 def _math_warp_groups(part: aref.PartitionOp) -> int:
     """A consumer without MMAs holds its 2-d tiles in the accumulator layout (64 rows per
     warp group): the most of 3, 2, 1 warp groups that split every 2-d tile's rows into
     whole 64-row blocks. Where none does, convert-to-ptx holds the tiles in the blocked
-    layout (`tawac.target.blocked_tiles`): tiles of 2 or 3 rows (`FEW_ROW_WARP_GROUPS`)
-    get a warp group a row where that layout takes them (twice the warps streaming
-    and half the registers a thread; a row's reductions stay in its warp group), others
-    1. A consumer of 1-d tiles only gets 1: its vectors' runs spread over 128 threads (a
-    1024-element f32 tile is two runs of 4 a thread) and a reduction to a scalar crosses
-    4 warps."""
-    rows = {
-        t.get_shape()[0]
+    layout (`tawac.target.blocked_tiles`): 2-row tiles with more than
+    `FEW_ROW_ELEMENTS_PER_THREAD` elements a thread of one warp group get a warp group a
+    row where that layout takes them (twice the warps, half the registers a thread, a
+    row's reductions in its warp group), others 1. A consumer of 1-d tiles only gets 1:
+    its vectors' runs spread over 128 threads (a 1024-element f32 tile is two runs of 4 a
+    thread) and a reduction to a scalar crosses 4 warps."""
+    shapes = {
+        tuple(t.get_shape())
         for op in part.walk()
         for t in (r.type for r in op.results)
         if isinstance(t, TensorType) and t.get_num_dims() == 2
     }
-    if not rows:
+    if not shapes:
         return 1
+    rows = {r for r, _ in shapes}
     m = HOPPER.mma_m
     whole = next((n for n in (3, 2, 1) if all(r % (m * n) == 0 for r in rows)), 1)
-    if whole > 1 or len(rows) != 1 or next(iter(rows)) not in FEW_ROW_WARP_GROUPS:
+    if whole > 1 or rows != {2}:
         return whole
-    # a tile of 2 or 3 rows: a row a warp group, where the blocked layout takes it
-    few = next(iter(rows))
+    most = max(r * c for r, c in shapes) // HOPPER.warp_group_size
+    if most <= FEW_ROW_ELEMENTS_PER_THREAD:
+        return 1
+    # a 2-row tile: a row a warp group, where the blocked layout takes it
     kernel = part.parent_op()
     while kernel is not None and not isinstance(kernel, tile.KernelOp):
         kernel = kernel.parent_op()
-    if kernel is None or layout_problem(part, few, kernel) is not None:
+    if kernel is None or layout_problem(part, 2, kernel) is not None:
         return 1
-    return few
+    return 2
 
 
 def register_budgets(roles: list[tuple[str, int, int]], ctas: int = 1) -> list[RolePlan]:
