@@ -122,8 +122,8 @@ def _streams_tiles_only(kernel: tile.KernelOp, parts: list[aref.PartitionOp]) ->
 #: A consumer whose 2-d tiles are all 2 rows gets a warp group a row where one warp group
 #: would hold more than this many elements of a tile a thread (2 x 4096 and up). Measured
 #: (H200, docs/perf/2026-12-07.md, "a warp group a row"): at 2 x 4096 (64 a thread) two
-#: warp groups ran 0.98-1.17x the one's time over for the forward norms and softmax and
-#: 1.09-2.3x for the one-read backward; at 2 x 2048 (32 a thread) 0.92-1.02x.
+#: warp groups ran 0.98-1.17x as fast as one for the forward norms and softmax and
+#: 1.00-2.39x for the one-read backward; at 2 x 2048 (32 a thread) 0.92-1.02x.
 FEW_ROW_ELEMENTS_PER_THREAD = 32
 
 
