@@ -454,6 +454,10 @@ def test_explain_names_the_blocked_layout_and_warps_side_by_side():
     eight = tawac(["explain", path, "-D", "BLOCK_M=8", "-D", "BLOCK_N=1024"], check=True).stdout
     assert "registers: blocked layout (no MMA): 8x1024 in runs of 8, 32 lanes a row\n" in eight
     assert "registers: blocked" not in tawac(["explain", path], check=True).stdout
+    # two rows of 4096 columns: a warp group a row (the planner's rule for 2-row tiles)
+    two = tawac(["explain", path, "-D", "BLOCK_M=2", "-D", "BLOCK_N=4096"], check=True).stdout
+    want = "2x4096 in runs of 8, 32 lanes a row, 1 row a warp group, 4 warps side by side"
+    assert want in " ".join(two.split())
 
 
 def test_a_linear_tile_inside_its_tensor_is_one_bulk_copy():

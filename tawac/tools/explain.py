@@ -511,6 +511,7 @@ def _blocked_tiles(kernel: tile.KernelOp) -> list[dict[str, int]]:
                     "vec": layout.vec,
                     "col_lanes": layout.col_lanes,
                     "col_warps": layout.col_warps,
+                    "warp_groups": layout.warp_groups,
                 }
             )
     return out
@@ -521,6 +522,9 @@ def blocked_text(tiles: list[dict[str, int]]) -> str:
     parts = []
     for t in tiles:
         text = f"{t['rows']}x{t['cols']} in runs of {t['vec']}, {t['col_lanes']} lanes a row"
+        if t.get("warp_groups", 1) > 1:
+            rows = t["rows"] // t["warp_groups"]
+            text += f", {rows} row{'s' if rows > 1 else ''} a warp group"
         if t["col_warps"] > 1:
             text += (
                 f", {t['col_warps']} warps side by side along each row (its reductions meet "
