@@ -413,7 +413,6 @@ def test_the_backward_matches_autograd_on_the_gpu(name, block, m, n):
     then the column sums of its partials (`column_sum`, or `column_sum_pair` for layer
     norm's two; their tuning tables), in place through `tawac.torch`, against torch's
     autograd in float32."""
-    import torch
 
     import tawac.torch
 
@@ -421,16 +420,30 @@ def test_the_backward_matches_autograd_on_the_gpu(name, block, m, n):
     if (name, block) not in _KERNELS:
         params = {"BLOCK_M": bm, "BLOCK_N": bn}
         _KERNELS[(name, block)] = tawac.torch.kernel(EXAMPLES / f"{name}.mlir", params=params)
+    args, outs, want = _backward(name, m, n, "cuda", m * 7 + n, block_m=bm)
+    _KERNELS[(name, block)](*args, *outs.values())
+    _sum_partials_and_check(name, outs, want, n)
+
+
+_KERNELS: dict = {}
+
+
+def _sum_partials_and_check(name: str, outs: dict, want: dict, n: int) -> None:
+    """The row kernel's partial weight sums added up on the GPU (`column_sum`, or
+    `column_sum_pair` for the layer norm's two in one launch; their tuning tables) into
+    NaN-poisoned gradients, then dx, dw (and db) against `want`."""
+    import torch
+
+    import tawac.torch
+
     for stem in ("column_sum", "column_sum_pair"):
         if stem not in _KERNELS:
             _KERNELS[stem] = tawac.torch.kernel(EXAMPLES / f"{stem}.mlir")
-    args, outs, want = _backward(name, m, n, "cuda", m * 7 + n, block_m=bm)
-    _KERNELS[(name, block)](*args, *outs.values())
     got = {"dx": outs["dx"]}
     for part in ("dw", "db"):
         if f"{part}_part" in outs:
             got[part] = torch.full((n,), float("nan"), device="cuda").to(torch.bfloat16)
-    if name == "layernorm_bwd":  # both column sums in one launch
+    if name.startswith("layernorm"):  # both column sums in one launch
         _KERNELS["column_sum_pair"](outs["dw_part"], outs["db_part"], got["dw"], got["db"])
     else:
         _KERNELS["column_sum"](outs["dw_part"], got["dw"])
@@ -438,9 +451,6 @@ def test_the_backward_matches_autograd_on_the_gpu(name, block, m, n):
     for key, t in got.items():
         assert not torch.isnan(t.float()).any(), (name, key)
     _check(name, got, want)
-
-
-_KERNELS: dict = {}
 
 
 # ---- 1-d loads beside 2-d tiles: streamed, read from the slot in runs
@@ -584,21 +594,7 @@ def test_the_one_read_backward_matches_autograd_on_the_gpu(name, m, n, block_m, 
     if key not in _KERNELS:
         params = {"BLOCK_M": block_m, "BLOCK_N": block_n}
         _KERNELS[key] = tawac.torch.kernel(EXAMPLES / f"{name}.mlir", params=params)
-    for stem in ("column_sum", "column_sum_pair"):
-        if stem not in _KERNELS:
-            _KERNELS[stem] = tawac.torch.kernel(EXAMPLES / f"{stem}.mlir")
     sms = torch.cuda.get_device_properties(0).multi_processor_count
     args, outs, want = _rows_backward(name, m, n, min(-(-m // block_m), sms), "cuda", m * 5 + n)
     _KERNELS[key](*args, *outs.values())
-    got = {"dx": outs["dx"]}
-    for part in ("dw", "db"):
-        if f"{part}_part" in outs:
-            got[part] = torch.full((n,), float("nan"), device="cuda").to(torch.bfloat16)
-    if name == "layernorm_bwd_rows":
-        _KERNELS["column_sum_pair"](outs["dw_part"], outs["db_part"], got["dw"], got["db"])
-    else:
-        _KERNELS["column_sum"](outs["dw_part"], got["dw"])
-    torch.cuda.synchronize()
-    for k_, t in got.items():
-        assert not torch.isnan(t.float()).any(), (name, k_)
-    _check(name, got, want)
+    _sum_partials_and_check(name, outs, want, n)
