@@ -154,10 +154,8 @@ def _math_warp_groups(part: aref.PartitionOp) -> int:
     if most <= FEW_ROW_ELEMENTS_PER_THREAD:
         return 1
     # a 2-row tile: a row a warp group, where the blocked layout takes it
-    kernel = part.parent_op()
-    while kernel is not None and not isinstance(kernel, tile.KernelOp):
-        kernel = kernel.parent_op()
-    if kernel is None or layout_problem(part, 2, kernel) is not None:
+    kernel = part.parent_op()  # partitions sit in the kernel's body (warp-specialize)
+    if not isinstance(kernel, tile.KernelOp) or layout_problem(part, 2, kernel) is not None:
         return 1
     return 2
 
