@@ -551,13 +551,17 @@ def test_the_one_read_backward_reads_each_row_once_and_assembles_without_spills(
     assert scratch == [2 * 4096 * 4], regions  # was 8 warps x 4096 f32: 128 KiB
 
 
+@pytest.mark.parametrize("block_m", [1, 3])
 @pytest.mark.parametrize("name", ROWS_BWD)
-def test_the_one_read_backward_of_one_row_a_step_has_no_column_scratch(name):
-    """At one row a step (one consumer warp group: a 1-row tile lies in one warp group)
-    the column sums of the 1-row partials need no exchange through shared memory."""
-    res = compile_file(EXAMPLES / f"{name}.mlir", params={"BLOCK_M": 1}, cubin=False)
+def test_the_one_read_backward_with_every_warp_side_by_side_has_no_column_scratch(name, block_m):
+    """At one row a step, and at three (one consumer warp group; the blocked layout puts
+    its four warps side by side and a 3-row tile's rows in each warp's lanes), each column
+    lies in one warp: the column sums of the partials need no exchange through shared
+    memory (3 rows reserved 16 KiB for one), only the row sums' few bytes."""
+    params = {"BLOCK_M": block_m}
+    res = compile_file(EXAMPLES / f"{name}.mlir", params=params, cubin=False)
     explained = explain_module(
-        parse_file(EXAMPLES / f"{name}.mlir", params={"BLOCK_M": 1}), PipelineOptions()
+        parse_file(EXAMPLES / f"{name}.mlir", params=params), PipelineOptions()
     )
     assert {r["role"]: r["warp_groups"] for r in explained["roles"]}["consumer"] == 1
     regions = explained["smem"]["regions"]
@@ -578,6 +582,8 @@ def test_the_one_read_backward_of_one_row_a_step_has_no_column_scratch(name):
         (333, 2, 512),
         (4096, 2, 4096),
         (8192, 2, 8192),
+        (333, 3, 512),  # every warp side by side, 3 rows in each warp's lanes
+        (4096, 3, 4096),
     ],
 )
 @pytest.mark.parametrize("m", [1, 77, 3000])

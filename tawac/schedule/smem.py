@@ -188,10 +188,11 @@ def _fewest_side_by_side(m: int, n: int, warp_groups: int) -> int:
 
 def reduce_scratch_bytes(op: tile.ReduceOp, warps: int) -> int:
     """The scratch one reduction over `warps` warps takes: to a scalar one f32 per warp,
-    along the columns of a 2-d tile one f32 per warp and column, along rows none (a
-    quad's shuffles), except in a tile of so few rows that its blocked layout puts warps
-    side by side along them (`BlockedTileLayout.side_by_side`): at most one f32 per row
-    and warp."""
+    along the columns of a 2-d tile one f32 per column and band of warps (the warps
+    holding a column; none where one band holds every column: `reduce_columns`), along
+    rows none (a quad's shuffles), except in a tile of so few rows that its blocked
+    layout puts warps side by side along them (`BlockedTileLayout.side_by_side`): at most
+    one f32 per row and warp."""
     src = op.source.type
     assert isinstance(src, TensorType)
     if not isinstance(op.result.type, TensorType):
@@ -199,11 +200,11 @@ def reduce_scratch_bytes(op: tile.ReduceOp, warps: int) -> int:
     if op.dim.data == 0 and src.get_num_dims() == 2:
         m, n = src.get_shape()
         wpg = HOPPER.warp_group_size // HOPPER.warp_size
-        if m == 1 and warps == wpg:
-            return 0  # one row over one warp group's warps side by side: a column is one value
         # one f32 per column and band of warps (a column's warps: those of equal warp %
-        # col_warps), at the fewest warps side by side a blocked layout of the tile has
-        return 4 * (warps // _fewest_side_by_side(m, n, warps // wpg)) * n
+        # col_warps), at the fewest warps side by side a blocked layout of the tile has;
+        # one band (every warp side by side) exchanges nothing
+        bands = warps // _fewest_side_by_side(m, n, warps // wpg)
+        return 4 * bands * n if bands > 1 else 0
     if src.get_num_dims() == 2:
         m, n = src.get_shape()
         if BlockedTileLayout.side_by_side(m, n, warps * HOPPER.warp_size // HOPPER.warp_group_size):

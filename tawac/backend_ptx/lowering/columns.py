@@ -8,13 +8,14 @@ slice; in a blocked layout the lanes of equal lane % col_lanes) and every warp o
 partition. The lowering folds the thread's registers of each column (a balanced tree),
 then the lanes (`shfl.sync.bfly` 4, 8, 16; the layout's `column_reduction_lanes`), then
 the warps through shared scratch: the first row's lanes of each warp (0-3) write the
-warp's partial of their columns to row `warp` of a (warps x N) f32 table between two
-`bar.sync`s of the consumer partition, and every thread adds the table's rows of its
-columns in the same order (of the warps holding them: with warps side by side along the
-rows, those of equal warp % col_warps), so the result is the same in every thread that
-holds a column (a deterministic sum). A one-row tile over one warp group (its warps side
-by side along the row) holds each column in one thread: no shuffles, no scratch, no
-barrier; the column vector is the row's registers.
+warp's partial of their columns to row `band` of a (bands x N) f32 table between two
+`bar.sync`s of the consumer partition (a band: the warps side by side along the rows,
+warp / col_warps; each holds other columns, so a column has one partial a band), and
+every thread adds the table's rows of its columns in the same order, so the result is
+the same in every thread that holds a column (a deterministic sum). A tile whose warps
+are all side by side (one band: a row, or a few in each warp's lanes, over one warp
+group) holds each column in one warp and needs no scratch and no barrier: the lanes'
+shuffles leave the sum in every lane holding it.
 """
 
 from __future__ import annotations
@@ -46,16 +47,16 @@ def reduce_columns(k: KernelLowering, op: tile.ReduceOp, src: Frag) -> None:
         partial.append(acc)
     warps = layout.warp_groups * HOPPER.warp_group_size // HOPPER.warp_size
     n = layout.n
-    if reduce_scratch_bytes(op, warps) == 0:
-        # one row over one warp group (its warps side by side): each column's one value
-        # is in one thread, which holds the column's result already
-        assert isinstance(layout, BlockedTileLayout) and layout.m == 1, layout
-        k.vals[op.result] = Frag(layout, partial, "f32", 1)
-        return
     # warps side by side along the rows hold other columns: a column's partials are those
     # of one warp a band (warp / col_warps), so the table has a row per band
     cw = layout.col_warps if isinstance(layout, BlockedTileLayout) else 1
     bands = warps // cw
+    if bands == 1:
+        # every warp side by side (a row, or a few in each warp's lanes, over one warp
+        # group): each column lies in one warp, whose shuffles left its sum in every
+        # lane holding it
+        k.vals[op.result] = Frag(layout, partial, "f32", 1)
+        return
     assert reduce_scratch_bytes(op, warps) >= 4 * bands * n, (op, layout)
     scratch = k.scratch(4 * bands * n, op)
     _, col0 = k.thread_coords(layout)
