@@ -23,7 +23,8 @@ A configuration `m8n1024`: the example at BLOCK_M 8, BLOCK_N 1024, then its colu
 from its slot every row; without: `*_bwd_rows_wreg.mlir`, w held in registers), `o2`: 2
 CTAs a SM, `s4`: ring depth 4; `t1`: the example at two rows a step (BLOCK_M 2: the
 partials carried per row of the step, summed after the loop; the planner gives each row
-a consumer warp group), `t1c1`: the same on one consumer warp group.
+a consumer warp group), `t1c1`: the same on one consumer warp group; a trailing `x`
+(`r1wx`, `t1x`): without the slot rereads of `reread-slots`.
 """
 
 import argparse
@@ -48,7 +49,11 @@ CONFIGS = ["m1n4096", "m8n1024", "m16n512", "m32n256", "r1", "r2", "r1w", "r2w",
 
 
 def parse(c: str, kernel: str, n: int) -> tuple[Path, dict, dict, int | None]:
-    """(source, params, options, programs per SM or None for the example) of `c`."""
+    """(source, params, options, programs per SM or None for the example) of `c`; a
+    trailing `x` turns the slot rereads off (`reread_slots=False`)."""
+    if c.endswith("x"):
+        src, params, options, per_sm = parse(c[:-1], kernel, n)
+        return src, params, {**options, "reread_slots": False}, per_sm
     found = re.fullmatch(r"m(\d+)n(\d+)", c)
     if found:
         params = {"BLOCK_M": int(found.group(1)), "BLOCK_N": int(found.group(2))}

@@ -42,6 +42,7 @@ from tawac.passes.persistent import PersistentPass
 from tawac.passes.pingpong import PingpongPass
 from tawac.passes.pipeline import PipelinePass
 from tawac.passes.plan import PlanPass
+from tawac.passes.reread_slots import RereadSlotsPass
 from tawac.passes.reuse_slots import ReuseSlotsPass
 from tawac.passes.sink_reductions import SinkReductionsPass
 from tawac.passes.split_k import SplitKPass, key_split
@@ -92,6 +93,7 @@ PASSES: dict[str, Callable[[], type[ModulePass]]] = {
         CoarsePipelinePass,
         OverlapEpiloguePass,
         CooperativeConsumersPass,
+        RereadSlotsPass,
         LowerArefPass,
         PingpongPass,
         TmaStorePass,

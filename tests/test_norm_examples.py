@@ -551,6 +551,33 @@ def test_the_one_read_backward_reads_each_row_once_and_assembles_without_spills(
     assert scratch == [2 * 4096 * 4], regions  # was 8 warps x 4096 f32: 128 KiB
 
 
+@pytest.mark.parametrize("block_m", [1, 2])
+def test_the_rms_backward_at_8192_columns_reads_its_slots_again_instead_of_spilling(block_m):
+    """At 8192 columns a row over a warp group is 64 f32 a thread per row-long value; held
+    across the row reduction, x, w dy and dy beside the partial sums spilled (156 bytes).
+    `plan` marks the three arefs `reread` and the consumer reads them again after the
+    reduction: no spill on one warp group; at two rows a step on two warp groups (240
+    registers each) 12 bytes are left. Without the rereads both spill."""
+    params = {"BLOCK_M": block_m, "BLOCK_N": 8192}
+    path = EXAMPLES / "rmsnorm_bwd_rows.mlir"
+    split = {"consumer_warp_groups": block_m}  # the solver's model takes one at two rows
+    explained = explain_module(parse_file(path, params=params), PipelineOptions(**split))
+    assert [(a["name"], a.get("reread")) for a in explained["arefs"]] == [
+        ("x", True),
+        ("dy", True),
+        ("w", True),
+    ]
+    spills = []
+    for reread in (True, False):
+        res = compile_file(path, params=params, cubin=True, reread_slots=reread, **split)
+        found = re.search(r"(\d+) bytes spill stores", res.ptxas_report)
+        assert found is not None, res.ptxas_report
+        spills.append(int(found.group(1)))
+        gets = res.ptx.count("mbarrier.try_wait.parity")
+        assert gets == (9 if reread else 6), gets  # 3 gets (+3 rereads) and 3 puts' waits
+    assert spills[0] <= (0 if block_m == 1 else 12) < spills[1], spills
+
+
 @pytest.mark.parametrize("block_m", [1, 3])
 @pytest.mark.parametrize("name", ROWS_BWD)
 def test_the_one_read_backward_with_every_warp_side_by_side_has_no_column_scratch(name, block_m):

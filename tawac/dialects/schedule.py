@@ -22,7 +22,8 @@ solver) can write a schedule by hand. The fields:
   read the same tiles one after the other (a norm's statistics, then its output) take
   them from the ring the first one filled, the producer loading them once, wherever a
   program's tiles fit in the ring (`reuse-slots`), and `l2` after it: L2 eviction hints
-  on its copies and the kernel's stores, for row blocks longer than the ring;
+  on its copies and the kernel's stores, for row blocks longer than the ring; `reread`:
+  the consumer reads its slots again after a row reduction (`reread-slots`);
 - `loops`: the software-pipeline schedule of a role's main loop (the i-th loop moving
   data through arefs in that partition): its scheduled ops (the body's top-level ops
   other than scalar index math, MMA waits and the yield, numbered in body order) listed
@@ -112,7 +113,10 @@ class ArefPlan:
     where a row block is longer than the ring and is read once per loop, the first
     loop's copies keep their lines in L2 (`evict_last`), the later loops' and the
     kernel's stores let theirs go first (`evict_first`), so that the second read finds
-    the first's lines in L2 (printed `resident l2`)."""
+    the first's lines in L2 (printed `resident l2`); `reread`: the consumer reads its
+    slots a second time after a row reduction rather than holding what it computed from
+    them in registers across it, and releases them after the second read
+    (`reread-slots`)."""
 
     name: str
     depth: int
@@ -120,6 +124,7 @@ class ArefPlan:
     multicast: tuple[int, ...] = ()
     resident: bool = False
     l2: bool = False
+    reread: bool = False
 
 
 #: How a store leaves the CTA (`StorePlan.mode`).
@@ -335,7 +340,8 @@ def _parse_aref(parser: AttrParser) -> ArefPlan:
         multicast = tuple(_parse_list(parser, lambda: _int(parser)))
     resident = parser.parse_optional_keyword("resident") is not None
     l2 = resident and parser.parse_optional_keyword("l2") is not None
-    return ArefPlan(name, depth, lag, multicast, resident, l2)
+    reread = parser.parse_optional_keyword("reread") is not None
+    return ArefPlan(name, depth, lag, multicast, resident, l2, reread)
 
 
 def _parse_cluster(parser: AttrParser) -> tuple[int, int]:
@@ -479,7 +485,8 @@ def _aref_text(a: ArefPlan) -> str:
     text = f"{_name_text(a.name)}: depth {a.depth}" + (f" lag {a.lag}" if a.lag else "")
     if a.multicast:
         text += " multicast [" + ", ".join(map(str, a.multicast)) + "]"
-    return text + (" resident" if a.resident else "") + (" l2" if a.resident and a.l2 else "")
+    text += (" resident" if a.resident else "") + (" l2" if a.resident and a.l2 else "")
+    return text + (" reread" if a.reread else "")
 
 
 def _loop_text(lp: LoopPlan) -> str:

@@ -29,7 +29,7 @@ from tawac.analysis.grid import coverage_checks, record_checks
 from tawac.analysis.identity import name_unnamed
 from tawac.dialects import tile
 from tawac.schedule.check import check
-from tawac.schedule.planner import complete, plan_resident
+from tawac.schedule.planner import complete, plan_reread, plan_resident
 from tawac.schedule.registry import get_planner
 from tawac.support.options import KNOBS, PipelineOptions, knob_fields
 
@@ -56,6 +56,8 @@ class _Plan(ModulePass):
                 else plan_resident(kernel, planner.plan(kernel, options), options)
             )
             s = complete(kernel, s, options)
+            if not given.roles:
+                s = plan_reread(kernel, s, options)
             check(kernel, s)
             if s.planner is None:
                 s = dataclasses.replace(s, planner="given")

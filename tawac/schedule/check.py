@@ -14,13 +14,14 @@ from xdsl.dialects import scf
 from xdsl.dialects.builtin import TensorType
 from xdsl.ir import Operation, SSAValue
 
+from tawac.analysis import remat
 from tawac.analysis.arefs import rereads
 from tawac.analysis.loops import main_loops, scheduled_ops
 from tawac.analysis.mma import can_release_late, dots_in, fragment_registers, rows_problem
 from tawac.analysis.stores import store_after_loops, tma_storable
 from tawac.analysis.tile_layouts import layout_problem
 from tawac.dialects import aref, hopper, tile
-from tawac.dialects.schedule import LoopPlan, Schedule
+from tawac.dialects.schedule import ArefPlan, LoopPlan, Schedule
 from tawac.schedule.chain import chain_problem
 from tawac.schedule.smem import SmemPlan, chunk_ring_fits, staging_ring_type
 from tawac.schedule.waits import awaited_dots, due
@@ -127,6 +128,37 @@ def check_roles(kernel: tile.KernelOp, parts: list[aref.PartitionOp], s: Schedul
 # -- arefs ----------------------------------------------------------------------------------
 
 
+def _reread(ref: SSAValue, s: Schedule) -> bool:
+    """Whether `s` marks the aref `ref` `reread`."""
+    create = ref.owner
+    return isinstance(create, aref.CreateOp) and bool((a := s.aref(create.ident)) and a.reread)
+
+
+def _check_reread(
+    kernel: tile.KernelOp, create: aref.CreateOp, plan: ArefPlan, s: Schedule
+) -> None:
+    """`reread` only on an aref of a kernel without MMAs, held plainly (not resident, no
+    lag, no multicast), whose slot a consumer block computes a value from that is used
+    after a row reduction (`tawac.analysis.remat`)."""
+    why = None
+    if any(isinstance(o, tile.DotOp) for o in kernel.walk()):
+        why = "the kernel runs MMAs, whose operands stay in shared memory"
+    elif plan.resident or plan.lag or plan.multicast:
+        why = "its slots are held by another rule of the schedule (resident, lag or multicast)"
+    elif not any(
+        create.result in (g.aref for g in r.gets)
+        for r in remat.consumer_plans(kernel, lambda g: _reread(g.aref, s))
+    ):
+        why = (
+            "no consumer block computes a value from its slot that is used after a row "
+            "reduction, with one get and one plain release of the aref in that block"
+        )
+    if why is not None:
+        raise CompileError(
+            f"reread-slots: aref '{create.ident}' is reread in the schedule, but {why}", create
+        )
+
+
 def check_arefs(kernel: tile.KernelOp, s: Schedule) -> None:
     """Every aref has one entry, named by its identity, and no entry names an aref the
     kernel lacks; a release lag only where the slot's one MMA is a pure accumulation
@@ -162,6 +194,8 @@ def check_arefs(kernel: tile.KernelOp, s: Schedule) -> None:
                 "holds its slots to the last loop; it cannot also release them late (lag)",
                 create,
             )
+        if plan.reread:
+            _check_reread(kernel, create, plan, s)
         if not plan.lag:
             continue
         for use in create.result.uses:

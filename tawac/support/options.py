@@ -294,6 +294,14 @@ KNOBS: tuple[Knob, ...] = (
         "let theirs go first (L2 eviction hints), so the second read hits L2",
     ),
     Knob(
+        "reread_slots",
+        bool,
+        True,
+        "where a row kernel's consumer would hold more row-long values across a row "
+        "reduction than its registers take, it reads their ring slots again after the "
+        "reduction and computes them anew (the slots released after the second read)",
+    ),
+    Knob(
         "coarse_pipeline",
         bool,
         True,
@@ -447,6 +455,7 @@ class _Options:
             "coarse-pipeline",
             "overlap-epilogue",
             "cooperative-consumers",
+            "reread-slots",
             "lower-aref",
             "pingpong",
             "tma-store",

@@ -90,6 +90,9 @@ def _arefs(
             tiles = _resident_tiles(chain, sizes)
             if tiles is not None:
                 entry["resident_tiles"] = tiles
+        if a.reread:
+            # the consumer reads the slot again after a row reduction (`reread-slots`)
+            entry["reread"] = True
         if a.multicast:
             # payload numbers, and the tensors they are loaded from
             entry["multicast"] = list(a.multicast)
@@ -638,6 +641,12 @@ def render(info: dict[str, Any], console) -> None:
                 f"{a['resident_loops']} loops where a program has at most {a['depth']} "
                 f"of its tiles{at}"
             )
+    again = [a["name"] for a in info["arefs"] if a.get("reread")]
+    if again:
+        lines.append(
+            f"slots read again: {', '.join(again)} read a second time after the row "
+            "reductions, not held in registers across them (released after the second read)"
+        )
     cluster = info.get("cluster")
     if cluster is not None:
         shared = [p for a in info["arefs"] for p in a.get("multicast_tensors", [])]

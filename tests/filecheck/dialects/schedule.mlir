@@ -36,3 +36,9 @@ tile.kernel @one_cta(%a: !tile.tensor<?x?xbf16>) attributes {tawac.schedule = #t
 tile.kernel @resident(%a: !tile.tensor<?x?xbf16>) attributes {tawac.schedule = #tawac.schedule<arefs = [x: depth 55 resident l2, w: depth 8 resident]>} {
   tile.return
 }
+
+// Arefs the consumer reads again after a row reduction (`reread`, printed last).
+// CHECK: tile.kernel @reread(%a: !tile.tensor<?x?xbf16>) attributes {tawac.schedule = #tawac.schedule<arefs = [x: depth 4 reread, w: depth 4]>}
+tile.kernel @reread(%a: !tile.tensor<?x?xbf16>) attributes {tawac.schedule = #tawac.schedule<arefs = [x: depth 4 reread, w: depth 4]>} {
+  tile.return
+}
