@@ -70,6 +70,22 @@ class Rereads:
         return [_loop_of(g) for g in self.gets]  # type: ignore[misc]
 
 
+def last_reader(get: aref.GetOp) -> Operation:
+    """The last op of `get`'s block that reads its payload (holding the read: an op whose
+    region reads it counts), or the get itself: the slot may be released after it."""
+    block = get.parent_block()
+    assert block is not None
+    last: Operation = get
+    for v in get.values:
+        for use in v.uses:
+            user = block.find_ancestor_op_in_block(use.operation)
+            if user is not None and block.get_operation_index(user) > block.get_operation_index(
+                last
+            ):
+                last = user
+    return last
+
+
 def stays_in_ring(trips: SSAValue, depth: int) -> list[Operation]:
     """Ops computing `trips <= depth`: a program's `trips` transfers of a resident aref
     fit in its ring of `depth` slots, so its later loops read them there (the one test

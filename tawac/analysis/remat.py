@@ -46,6 +46,7 @@ from xdsl.dialects.builtin import TensorType
 from xdsl.ir import Block, Operation, SSAValue
 from xdsl.rewriter import InsertPoint, Rewriter
 
+from tawac.analysis.arefs import last_reader
 from tawac.dialects import aref, tile
 from tawac.target import HOPPER
 
@@ -237,17 +238,8 @@ def apply(r: Remat) -> None:
     for get, again in last_get.items():
         consumed = releases[get]
         assert consumed is not None
-        block = r.block
-        after: Operation = again
-        for v in again.values:
-            for use in v.uses:
-                user = block.find_ancestor_op_in_block(use.operation)
-                if user is not None and block.get_operation_index(user) > block.get_operation_index(
-                    after
-                ):
-                    after = user
         consumed.detach()
-        Rewriter.insert_op(consumed, InsertPoint.after(after))
+        Rewriter.insert_op(consumed, InsertPoint.after(last_reader(again)))
 
 
 def _clone(

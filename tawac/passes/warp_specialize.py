@@ -74,6 +74,7 @@ from xdsl.passes import ModulePass
 from xdsl.rewriter import InsertPoint, Rewriter
 from xdsl.transforms.dead_code_elimination import region_dce
 
+from tawac.analysis.arefs import last_reader
 from tawac.analysis.atomics import AtomicOrder, scalar_atomics
 from tawac.analysis.grid import DECOMPOSITION_ATTR, GROUP_ATTR
 from tawac.analysis.identity import argument_name, joined, unique_names
@@ -327,15 +328,7 @@ def _consumer(kernel: tile.KernelOp, groups: list[_Group], arefs: list[SSAValue]
             if not ld.zero_padded:
                 _select_padding(ld, v, get)
             Rewriter.erase_op(ld)
-        last = get
-        for v in get.values:
-            for use in v.uses:
-                user = block.find_ancestor_op_in_block(use.operation)
-                if user is not None and block.get_operation_index(user) > block.get_operation_index(
-                    last
-                ):
-                    last = user
-        Rewriter.insert_op(aref.ConsumedOp(ref, it), InsertPoint.after(last))
+        Rewriter.insert_op(aref.ConsumedOp(ref, it), InsertPoint.after(last_reader(get)))
     region = Region(dst)
     region_dce(region)
     stores = [o for o in region.walk() if isinstance(o, tile.StoreOp)]
