@@ -603,6 +603,35 @@ def _grid_text(grid: list[Any]) -> str:
     return " x ".join(axis(a) for a in grid)
 
 
+def _ring_lines(info: dict[str, Any]) -> list[str]:
+    """The lines on the arefs whose slots are read more than once: rows kept on chip
+    (`resident`) and slots read again after a reduction (`reread`)."""
+    out: list[str] = []
+    for a in info["arefs"]:
+        if a.get("resident"):
+            tiles = a.get("resident_tiles")
+            # where the row block is longer than the ring, eviction hints keep the first
+            # loop's lines in L2 for the later loops' reads
+            held = ", the first loop's lines held in L2 for the next (hints)"
+            held = held if a.get("l2_hints") else ""
+            at = f" (else once per loop{held})"
+            if tiles is not None:
+                once = "loaded once" if tiles <= a["depth"] else f"loaded once per loop{held}"
+                at = f"; at this size a program has {tiles}: {once}"
+            out.append(
+                f"rows kept on chip: aref {a['name']} loaded once for its "
+                f"{a['resident_loops']} loops where a program has at most {a['depth']} "
+                f"of its tiles{at}"
+            )
+    again = [a["name"] for a in info["arefs"] if a.get("reread")]
+    if again:
+        out.append(
+            f"slots read again: {', '.join(again)} read a second time after the row "
+            "reductions, not held in registers across them (released after the second read)"
+        )
+    return out
+
+
 def render(info: dict[str, Any], console) -> None:
     """The tables of `explain_module`'s data on a rich console."""
     from rich.table import Table
@@ -625,28 +654,7 @@ def render(info: dict[str, Any], console) -> None:
         lines.append("each tile's epilogue runs under the next tile's first MMA")
     for st in info.get("stores", []):
         lines.append(f"store {st['name']}: {_STAGING_TEXT[st['staging']].format(**st)}")
-    for a in info["arefs"]:
-        if a.get("resident"):
-            tiles = a.get("resident_tiles")
-            # where the row block is longer than the ring, eviction hints keep the first
-            # loop's lines in L2 for the later loops' reads
-            held = ", the first loop's lines held in L2 for the next (hints)"
-            held = held if a.get("l2_hints") else ""
-            at = f" (else once per loop{held})"
-            if tiles is not None:
-                once = "loaded once" if tiles <= a["depth"] else f"loaded once per loop{held}"
-                at = f"; at this size a program has {tiles}: {once}"
-            lines.append(
-                f"rows kept on chip: aref {a['name']} loaded once for its "
-                f"{a['resident_loops']} loops where a program has at most {a['depth']} "
-                f"of its tiles{at}"
-            )
-    again = [a["name"] for a in info["arefs"] if a.get("reread")]
-    if again:
-        lines.append(
-            f"slots read again: {', '.join(again)} read a second time after the row "
-            "reductions, not held in registers across them (released after the second read)"
-        )
+    lines += _ring_lines(info)
     cluster = info.get("cluster")
     if cluster is not None:
         shared = [p for a in info["arefs"] for p in a.get("multicast_tensors", [])]
