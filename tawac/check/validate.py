@@ -36,7 +36,8 @@ from tawac.dialects import tile
 from tawac.ir.fingerprint import fingerprint
 from tawac.ir.fingerprint import key as structure_key
 from tawac.runtime.arguments import LaunchError, check_shapes
-from tawac.runtime.interpret import interpret_launch, user_arguments
+from tawac.runtime.interpret import interpret_launch, launch_args, user_arguments
+from tawac.runtime.partitions import ProtocolError, interpret_partitioned, partitioned
 from tawac.runtime.runner import make_args
 from tawac.support.options import PipelineOptions
 
@@ -47,7 +48,7 @@ ABS_SHARE = 4e-3
 class ValidationError(AssertionError):
     """A rewrite changed what the program computes."""
 
-    def __init__(self, pass_name: str, program: str, difference: Difference):
+    def __init__(self, pass_name: str, program: str, difference: Difference | str):
         self.pass_name = pass_name
         self.program = program
         self.difference = difference
@@ -137,15 +138,20 @@ def _shapes(values: Mapping[str, Any]) -> dict[str, tuple[int, ...]]:
 
 def run(kernel: tile.KernelOp, inputs: Mapping[str, Any]) -> dict[str, torch.Tensor]:
     """The tensors `kernel` stores, by argument name, after running it in the interpreter
-    as a launch (`interpret_launch`: its grid, a fresh workspace) on copies of `inputs`
-    (by argument name); `NotComparable` where the shapes break a launch check it states."""
+    as a launch (`interpret_launch`: its grid, a fresh workspace; a warp-specialized
+    kernel, `interpret_partitioned`: a persistent one on a few CTAs) on copies of
+    `inputs` (by argument name); `NotComparable` where the shapes break a launch check it
+    states."""
     try:
         check_shapes(checks_of(kernel), _shapes(inputs), arg_specs(kernel))
     except LaunchError as e:
         raise NotComparable(str(e)) from None
     names = user_arguments(kernel)
     args = [inputs[n].clone() if isinstance(inputs[n], torch.Tensor) else inputs[n] for n in names]
-    interpret_launch(kernel, args)
+    if partitioned(kernel):
+        interpret_partitioned(kernel, launch_args(kernel, args), _shapes(inputs))
+    else:
+        interpret_launch(kernel, args)
     _, stores = kernel_arg_uses(kernel)
     block = kernel.body.block
     written = {block.args[i].name_hint or f"arg{i}" for i in stores}
@@ -242,10 +248,17 @@ def split_pipeline(spec: str) -> list[str]:
     return [p.strip() for p in out if p.strip()]
 
 
-def tile_pipeline(**options: Any) -> list[str]:
-    """The tile-level passes `tawac compile` runs with these options, each with its
-    options (`PipelineOptions.pipeline` up to warp-specialize)."""
-    return split_pipeline(PipelineOptions(**options).pipeline(stop="warp-specialize"))
+def tile_pipeline(stop: str = "warp-specialize", **options: Any) -> list[str]:
+    """The passes `tawac compile` runs with these options before `stop`, each with its
+    options (`PipelineOptions.pipeline`): by default the tile-level ones; up to
+    `lower-aref`, the warp-specialized kernel's passes too (`PARTITION_STOP`)."""
+    return split_pipeline(PipelineOptions(**options).pipeline(stop=stop))
+
+
+#: Where `validate_pipeline` stops to check the partition passes as well: the kernel
+#: before `lower-aref` is still arefs and tiles, which the interpreter runs
+#: (`tawac.runtime.partitions`).
+PARTITION_STOP = "lower-aref"
 
 
 @dataclass
@@ -290,6 +303,8 @@ class Validator:
             got = run(kernel_of(module), self.base.inputs)
         except NotComparable:
             return Validation(name, changed=True, max_error=math.nan)
+        except ProtocolError as e:  # a warp-specialized kernel that would hang or misread
+            raise ValidationError(spec, self.program, str(e)) from None
         difference, worst = compare(self.base.expected, got, self.base.dtypes)
         if difference is not None:
             raise ValidationError(spec, self.program, difference)
@@ -387,11 +402,13 @@ def validate_pipeline(
     *,
     program: str = "<program>",
     known: set[object] | None = None,
+    stop: str = "warp-specialize",
     **options: Any,
 ) -> list[Validation]:
-    """Validates the tile-level passes `tawac compile` runs with `options`, applied one
-    after another to a copy of `module`, against `base` (`baseline`): a result that
-    differs names the first pass whose output differs. `known`: as for
+    """Validates the passes `tawac compile` runs with `options` before `stop` (the
+    tile-level ones; `PARTITION_STOP`: those of the warp-specialized kernel too),
+    applied one after another to a copy of `module`, against `base` (`baseline`): a
+    result that differs names the first pass whose output differs. `known`: as for
     `Validator.apply` (results of other options already checked against `base`)."""
     validator = Validator(module.clone(), base, program)
-    return validator.apply(tile_pipeline(**options), known=known)
+    return validator.apply(tile_pipeline(stop, **options), known=known)

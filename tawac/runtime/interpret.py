@@ -60,7 +60,7 @@ from xdsl.ir import Attribute, Block, Operation, SSAValue
 
 from tawac.analysis.grid import decomposition_of, infer_grid, workspace_of
 from tawac.dialects import tile
-from tawac.runtime import atomics
+from tawac.runtime import atomics, partitions
 from tawac.runtime.arguments import WORKSPACE_DTYPES, LaunchError
 from tawac.runtime.plans import compute_grid, workspace_shapes
 from tawac.runtime.stream_k import StreamPrograms, default_stream_ctas, stream_programs
@@ -744,6 +744,8 @@ class _Interpreter:
             except atomics.NeverEnds as e:
                 raise InterpretError(str(e)) from None
             return None
+        if isinstance(op, partitions.OPS):
+            return partitions.eval_op(self, op, active)
         raise InterpretError(f"the interpreter does not support {op.name}")
 
 
@@ -864,6 +866,7 @@ def interpret(
         for ba, value in zip(block.args, args, strict=True):
             interp.env[ba] = _bind_arg(ba.type, value, interp.n, device)
         interp.run_block(block, torch.ones(interp.n, dtype=torch.bool, device=device))
+        partitions.finish(interp)
         stats["dot_flops"] += interp.dot_flops
         stats["programs"] += interp.n
     return stats

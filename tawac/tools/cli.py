@@ -563,10 +563,12 @@ def check_failure(res: dict) -> str:
 @click.option("--seed", default=0, show_default=True, help="inputs' and variants' seed")
 @_guard
 def check(source, defines, time_limit, sizes, variants, seed, **pipeline):
-    """Check the tile-level passes on SOURCE in the reference interpreter (no GPU): the
-    program after each pass `tawac compile` runs with these options computes what it
-    computed before, on random inputs at --size; so do --variants equivalent spellings of
-    it (docs/design/tools.md, "tawac check"). Exit 1 when a pass changed the meaning.
+    """Check the passes on SOURCE in the reference interpreter (no GPU): the program after
+    each pass `tawac compile` runs with these options, up to `lower-aref` (the tile-level
+    rewrites, then the warp-specialized kernel's passes: partitions and arefs
+    interpreted), computes what it computed before, on random inputs at --size; so do
+    --variants equivalent spellings of it (docs/design/tools.md, "tawac check"). Exit 1
+    when a pass changed the meaning or broke the arefs' protocol.
 
     \b
     Examples:
@@ -574,12 +576,13 @@ def check(source, defines, time_limit, sizes, variants, seed, **pipeline):
       tawac check examples/gemm.mlir --size M=300,N=520,K=200 --split-k 3
     """
     from tawac.check import NotComparable, ValidationError, Validator, baseline, tile_pipeline
+    from tawac.check.validate import PARTITION_STOP
     from tawac.check.variants import variants as spellings
     from tawac.driver import TimeLimit, parse_file, parse_text
     from tawac.runtime.runner import parse_sizes
 
     dims = parse_sizes(sizes)
-    passes = tile_pipeline(**pipeline)
+    passes = tile_pipeline(PARTITION_STOP, **pipeline)
     with TimeLimit(time_limit):
         module = parse_file(source, params=_params(defines))
         try:

@@ -1,0 +1,250 @@
+"""The reference interpreter on warp-specialized kernels: partitions and arefs
+(`tawac.runtime.interpret`), so that the passes from `warp-specialize` to
+`reread-slots` are checked as the tile-level ones are (`tawac.check.validate`).
+
+A partitioned kernel (`aref.partition` producer and consumer, `aref.create` rings) runs
+its partitions one after another in the order the kernel lists them (the producer's
+first), each vectorized over the program instances as the interpreter runs any block.
+An aref is modelled by its transfers, not its slots: `aref.put %r[%i]` records the
+payload of transfer i (per instance), `aref.get %r[%i]` returns it, `aref.consumed
+%r[%i]` marks it released. Running the producer to its end first is what the ring
+computes wherever the protocol holds, which the model checks (an `InterpretError`
+naming the op, else):
+
+- a get reads a transfer that was put and not yet released (on the GPU, slot i mod D
+  holds transfer i from its put until the put of i + D, which waits for i's release),
+  and every op reading its payload comes before the release in their block (checked
+  before the run: the payload is read in place, `check_reads_before_release`);
+- a transfer is put once and released at most once (`when` predicates respected: a put
+  or a release that does not happen is none);
+- after the run, transfer i + D (D the ring's depth) is put only where transfer i was
+  released: else the producer would wait for the slot forever.
+
+The producer's loads then read memory before the consumer's stores, as on the GPU,
+where the producer runs up to D transfers ahead of them. `hopper.cta_id` and
+`hopper.num_ctas` (a persistent kernel's tile loop) are the instance's program id x and
+the grid's size (a kernel with a lock runs its CTAs one after another, each alone);
+`interpret_partitioned` runs such a kernel on a few CTAs, each looping over several of
+the program grid's tiles. `hopper.wgmma_wait` returns its accumulator (the MMA's result
+is the `tile.dot`'s).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import torch
+from xdsl.ir import Operation
+
+from tawac.dialects import aref, hopper, tile
+from tawac.support.diagnostics import location_of
+
+#: The ops this module evaluates.
+OPS = (
+    aref.CreateOp,
+    aref.PartitionOp,
+    aref.PutOp,
+    aref.GetOp,
+    aref.ConsumedOp,
+    hopper.CtaIdOp,
+    hopper.NumCtasOp,
+    hopper.WgmmaWaitOp,
+)
+
+
+class ProtocolError(RuntimeError):
+    """A partitioned kernel breaks the aref protocol (the module docstring)."""
+
+
+@dataclass
+class _Transfer:
+    payload: list[torch.Tensor]
+    put: torch.Tensor  # bool (P,): put by this instance
+    released: torch.Tensor  # bool (P,)
+
+
+@dataclass
+class Ring:
+    """An aref's transfers, by index."""
+
+    name: str
+    depth: int
+    transfers: dict[int, _Transfer] = field(default_factory=dict)
+
+
+def _where(op: Operation) -> str:
+    loc = location_of(op)
+    return f"{op.name} at {loc}" if loc else op.name
+
+
+def _selected(interp: Any, index: torch.Tensor, mask: torch.Tensor):
+    """(transfer number, instances) for each transfer number `index` takes where `mask`."""
+    for t in sorted({int(v) for v in index[mask].tolist()}):
+        yield t, mask & (index == t)
+
+
+def _mask(interp: Any, active: torch.Tensor, when: Any) -> torch.Tensor:
+    return active if when is None else active & interp.get(when)
+
+
+def eval_op(interp: Any, op: Operation, active: torch.Tensor) -> Any:
+    """Evaluates one of `OPS` in the interpreter `interp`; returns its single result or
+    None (`interp.env` set for several)."""
+    if isinstance(op, aref.CreateOp):
+        t = op.aref_type
+        return Ring(op.ident or "aref", t.depth.data)
+    if isinstance(op, aref.PartitionOp):
+        interp.run_block(op.body.block, active)
+        return None
+    if isinstance(op, hopper.CtaIdOp):  # a one-dimensional launch's (the grid's x)
+        return interp.program_ids(0)
+    if isinstance(op, hopper.NumCtasOp):
+        return interp.full_index(interp.grid[0] * interp.grid[1] * interp.grid[2])
+    if isinstance(op, hopper.WgmmaWaitOp):
+        return interp.get(op.acc)
+    ring: Ring = interp.get(op.aref)
+    index = interp.get(op.index)
+    if isinstance(op, aref.PutOp):
+        _put(interp, op, ring, index, _mask(interp, active, op.when))
+        return None
+    if isinstance(op, aref.GetOp):
+        _get(interp, op, ring, index, active)
+        return None
+    assert isinstance(op, aref.ConsumedOp)
+    _release(op, ring, index, _mask(interp, active, op.when))
+    return None
+
+
+def _put(interp: Any, op: aref.PutOp, ring: Ring, index: torch.Tensor, mask: torch.Tensor):
+    values = [interp.get(v) for v in op.values]
+    for t, sel in _selected(interp, index, mask):
+        tr = ring.transfers.get(t)
+        if tr is None:
+            tr = ring.transfers[t] = _Transfer(
+                [torch.zeros_like(v) for v in values],
+                torch.zeros_like(sel),
+                torch.zeros_like(sel),
+            )
+        if bool((tr.put & sel).any()):
+            raise ProtocolError(f"{_where(op)}: transfer {t} of aref {ring.name} is put twice")
+        for buf, v in zip(tr.payload, values, strict=True):
+            buf[sel] = v[sel]
+        tr.put |= sel
+
+
+def _get(interp: Any, op: aref.GetOp, ring: Ring, index: torch.Tensor, active: torch.Tensor):
+    outs: list[torch.Tensor | None] = [None] * len(op.values)
+    for t, sel in _selected(interp, index, active):
+        tr = ring.transfers.get(t)
+        if tr is None or not bool(tr.put[sel].all()):
+            raise ProtocolError(
+                f"{_where(op)}: reads transfer {t} of aref {ring.name}, which was not put"
+            )
+        if bool((tr.released & sel).any()):
+            raise ProtocolError(
+                f"{_where(op)}: reads transfer {t} of aref {ring.name} after its release"
+            )
+        for k, buf in enumerate(tr.payload):
+            if outs[k] is None:
+                outs[k] = torch.zeros_like(buf)
+            outs[k][sel] = buf[sel]
+    for r, out in zip(op.values, outs, strict=True):
+        if out is None:  # no active instance: any value serves
+            shape = (interp.n, *r.type.get_shape())
+            out = torch.zeros(shape, dtype=torch.float32, device=interp.device)
+        interp.env[r] = out
+
+
+def _release(op: aref.ConsumedOp, ring: Ring, index: torch.Tensor, mask: torch.Tensor):
+    for t, sel in _selected(None, index, mask):
+        tr = ring.transfers.get(t)
+        if tr is None or not bool(tr.put[sel].all()):
+            raise ProtocolError(
+                f"{_where(op)}: releases transfer {t} of aref {ring.name}, which was not put"
+            )
+        if bool((tr.released & sel).any()):
+            raise ProtocolError(f"{_where(op)}: releases transfer {t} of aref {ring.name} twice")
+        tr.released |= sel
+
+
+def finish(interp: Any) -> None:
+    """After the run: every transfer i + D was put only where transfer i was released."""
+    for ring in [v for v in interp.env.values() if isinstance(v, Ring)]:
+        for t, tr in ring.transfers.items():
+            before = ring.transfers.get(t - ring.depth)
+            if t < ring.depth or before is None:
+                continue
+            stuck = tr.put & ~before.released
+            if bool(stuck.any()):
+                raise ProtocolError(
+                    f"aref {ring.name}: transfer {t} is put into the slot of transfer "
+                    f"{t - ring.depth}, which is never released (depth {ring.depth}): the "
+                    "producer would wait forever"
+                )
+
+
+def check_reads_before_release(kernel: tile.KernelOp) -> None:
+    """Every op that reads a get's payload comes before the release of its slot in their
+    block (the payload is borrowed in place until then; a release that lags, `deferred`,
+    frees an earlier transfer's slot)."""
+    for op in kernel.walk():
+        if not isinstance(op, aref.ConsumedOp) or op.deferred is not None:
+            continue
+        block = op.parent_block()
+        assert block is not None
+        at = block.get_operation_index(op)
+        gets = [
+            g
+            for g in block.ops
+            if isinstance(g, aref.GetOp) and g.aref == op.aref and block.get_operation_index(g) < at
+        ]
+        if not gets:
+            continue
+        for v in gets[-1].values:
+            for use in v.uses:
+                user = block.find_ancestor_op_in_block(use.operation)
+                if user is not None and block.get_operation_index(user) > at:
+                    raise ProtocolError(
+                        f"{_where(use.operation)}: reads the payload of {_where(gets[-1])} "
+                        f"after its release ({_where(op)})"
+                    )
+
+
+def partitioned(kernel: tile.KernelOp) -> bool:
+    return any(isinstance(o, aref.PartitionOp) for o in kernel.body.block.ops)
+
+
+def interpret_partitioned(
+    kernel: tile.KernelOp,
+    args: Sequence[Any],
+    shapes: Mapping[str, Sequence[int]],
+    *,
+    ctas: int = 3,
+) -> dict[str, int]:
+    """Runs a partitioned kernel (`args` as `interpret` takes them, workspace included):
+    a persistent one (its tile loop over `hopper.cta_id`) on at most `ctas` CTAs, each
+    taking every `ctas`-th tile of its program grid; any other on the program grid."""
+    from tawac import schedule
+    from tawac.runtime.interpret import interpret
+    from tawac.runtime.plans import compute_grid
+
+    check_reads_before_release(kernel)
+    grid = compute_grid(schedule.launch_grid(kernel), shapes)
+    if any(isinstance(o, hopper.CtaIdOp) for o in kernel.walk()):
+        tiles = grid[0] * grid[1] * grid[2]
+        grid = (min(ctas, tiles), 1, 1)
+    return interpret(kernel, args, grid)
+
+
+__all__ = [
+    "OPS",
+    "ProtocolError",
+    "Ring",
+    "check_reads_before_release",
+    "eval_op",
+    "finish",
+    "interpret_partitioned",
+    "partitioned",
+]

@@ -1,0 +1,155 @@
+"""Translation validation through the passes of the warp-specialized kernel
+(`tawac.runtime.partitions`, `tawac.check.validate.PARTITION_STOP`): every corpus program
+and Triton kernel computes in the interpreter, after `warp-specialize` to
+`reread-slots`, what it computed as written (a program of each family under the option
+sets that change what those passes do); and a partition pass broken on purpose is caught
+(a slot read after its release, a slot never released), naming the pass."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from tawac.check import ValidationError, baseline, validate_pipeline
+from tawac.check.validate import PARTITION_STOP
+from tawac.compiler import parse_file
+from tawac.support.diagnostics import CompileError
+
+REPO = Path(__file__).resolve().parent.parent
+PROGRAMS = json.loads((REPO / "corpus" / "corpus.json").read_text())["programs"]
+
+#: The option sets that change the warp-specialized kernel's passes (a refusal, a located
+#: error, is fine but for the defaults).
+CONFIGS = {
+    "default": {},
+    "stages-2": {"stages": 2},
+    "consumer-wg-1": {"consumer_warp_groups": 1},
+    "no-coarse-pipeline": {"coarse_pipeline": False},
+    "no-chain-loops": {"chain_loops": False},
+    "no-reuse-slots": {"reuse_slots": False},
+    "no-persistent": {"persistent": False},
+    "overlap-epilogue": {"overlap_epilogue": True},
+    "split-k": {"split_k": 3},
+    "stream-k": {"stream_k": 2},
+}
+
+
+#: A program of each family, checked under every option set of `CONFIGS` (the others
+#: under the defaults: the check of all 92 under all ten takes a quarter of an hour).
+FAMILIES = {
+    "gemm_bf16_128x256",
+    "gemm_grouped_bf16",
+    "gemm_two_accumulators",
+    "mlp_b2b_bf16_128x128",
+    "attention_d128_128x128",
+    "attention_causal_d64_128x64",
+    "attention_decode_gqa8",
+    "attention_gqa_causal_g4_d128_128x128",
+    "softmax_bf16",
+    "layernorm_bf16",
+    "rmsnorm_bwd_bf16",
+    "layernorm_bwd_rows_bf16",
+}
+
+
+def _check(entry, configs) -> list[str]:
+    """Validates `entry` through the partition passes under each option set; returns the
+    ones refused (with a located error)."""
+    module = parse_file(REPO / entry["source"], params=entry["defines"] or None)
+    base = baseline(module, entry["check_sizes"], indices=entry.get("indices"))
+    known: set[object] = set()
+    refused = []
+    for name, options in configs.items():
+        label = f"{entry['name']} [{name}]"
+        try:
+            done = validate_pipeline(
+                module, base, program=label, known=known, stop=PARTITION_STOP, **options
+            )
+        except CompileError as e:
+            assert ":" in str(e), f"{label}: refusal without a location: {e}"
+            refused.append(name)
+            continue
+        if name == "default":
+            assert any(v.pass_name == "warp-specialize" and v.changed for v in done)
+    return refused
+
+
+@pytest.mark.parametrize("entry", PROGRAMS, ids=[p["name"] for p in PROGRAMS])
+def test_partition_passes_keep_the_meaning_of_every_corpus_program(entry):
+    configs = CONFIGS if entry["name"] in FAMILIES else {"default": {}}
+    assert "default" not in _check(entry, configs)
+
+
+#: Sizes of the Triton kernels' dimensions and scalars (corpus/triton.json).
+TRITON: dict[str, dict] = json.loads((REPO / "corpus" / "triton.json").read_text())["kernels"]
+
+
+@pytest.mark.parametrize("path", sorted(TRITON))
+def test_partition_passes_keep_the_meaning_of_every_triton_kernel(path):
+    """Triton's kernels as their authors wrote them (the tutorial's layer norm backward
+    with its lock runs its CTAs one after another, each alone)."""
+    entry = {"name": path, "source": path, "defines": None, "check_sizes": TRITON[path]}
+    assert "default" not in _check(entry, {"default": {}})
+
+
+def test_the_families_are_corpus_programs():
+    assert FAMILIES <= {p["name"] for p in PROGRAMS}
+
+
+# ---- a broken partition pass is caught
+
+ROWS = REPO / "examples" / "rmsnorm_bwd_rows.mlir"
+ROWS_PARAMS = {"BLOCK_M": 1, "BLOCK_N": 8192}  # the slots are read again (reread-slots)
+ROWS_SIZES = {"M": 13, "N": 8000, "P": 4}  # 3 CTAs, 4-5 rows each: past the ring's 4
+
+
+def _validate_rows():
+    module = parse_file(ROWS, params=ROWS_PARAMS)
+    return validate_pipeline(
+        module, baseline(module, ROWS_SIZES), program="rows", stop=PARTITION_STOP
+    )
+
+
+def test_the_slot_rereads_are_validated():
+    done = {v.pass_name: v for v in _validate_rows()}
+    assert done["reread-slots"].changed
+    assert done["reread-slots"].outputs == ["dw_part", "dx"]
+    assert done["reread-slots"].max_error == 0.0  # the same ops on the same values
+
+
+def test_a_release_before_the_second_read_is_caught(monkeypatch):
+    """reread-slots broken on purpose: each slot released right after its second get,
+    before the cast that reads the payload."""
+    from tawac.analysis import remat
+
+    monkeypatch.setattr(remat, "last_reader", lambda get: get)
+    with pytest.raises(ValidationError) as info:
+        _validate_rows()
+    err = info.value
+    assert err.pass_name == "reread-slots" and err.program == "rows"
+    assert "reads the payload of aref.get" in str(err) and "after its release" in str(err)
+
+
+def test_a_slot_never_released_is_caught(monkeypatch):
+    """reread-slots broken on purpose: the moved release of x dropped, so the producer's
+    fifth row waits for a slot nobody frees."""
+    from tawac.analysis import remat
+    from tawac.dialects import aref
+
+    apply = remat.apply
+
+    def drop(r):
+        apply(r)
+        for op in list(r.block.ops):
+            if isinstance(op, aref.ConsumedOp) and op.aref.owner.ident == "x":
+                op.detach()
+                op.erase()
+
+    monkeypatch.setattr(remat, "apply", drop)
+    with pytest.raises(ValidationError) as info:
+        _validate_rows()
+    assert info.value.pass_name == "reread-slots"
+    assert "aref x: transfer 4 is put into the slot of transfer 0" in str(info.value)
+    assert "never released" in str(info.value)
