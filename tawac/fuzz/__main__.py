@@ -26,8 +26,8 @@ def main(argv: list[str] | None = None) -> int:
         type=float,
         default=0.0,
         metavar="F",
-        help="check this share of the accepted mutants for meaning (the tile-level passes "
-        "against the interpreter, at their source's corpus sizes; default 0)",
+        help="check this share of the accepted mutants for meaning (the passes up to "
+        "lower-aref against the interpreter, at their source's corpus sizes; default 0)",
     )
     p.add_argument(
         "--check-timeout",

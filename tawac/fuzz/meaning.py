@@ -1,11 +1,14 @@
-"""Meaning checks of accepted mutants: the tile-level passes keep what the mutant computes.
+"""Meaning checks of accepted mutants: the passes up to `lower-aref` keep what the mutant
+computes.
 
 A mutant that `tawac compile` accepts is also run through `tawac.check`: its outputs in
 the reference interpreter on random inputs (`baseline`) at the ragged sizes its source
 program is checked at (`corpus/corpus.json`'s `check_sizes`, the entry of the source file
-without defines), compared with those of the IR after the tile-level passes the compile
-ran with the same flags (`validate_pipeline`).  A difference is a `mismatch` finding; an
-error of the interpreter on the rewritten IR where the original ran is a `check-error`.
+without defines), compared with those of the IR after the passes the compile ran with the
+same flags before `lower-aref` (`validate_pipeline` to `PARTITION_STOP`: the tile-level
+rewrites and the warp-specialized kernel's, its arefs' protocol checked too). A
+difference is a `mismatch` finding; an error of the interpreter on the rewritten IR
+where the original ran is a `check-error`.
 
 A mutant is not checked ("unchecked", with a reason) where the check would not say
 anything or would cost too much: its source has no sizes (`no-sizes`: filecheck chunks,
@@ -177,6 +180,7 @@ def check_meaning(
     if check.sizes is None:
         return "unchecked", "no-sizes: the source has no check_sizes in corpus/corpus.json"
     from tawac.check import ValidationError, baseline, validate_pipeline
+    from tawac.check.validate import PARTITION_STOP
     from tawac.compiler import parse_text
     from tawac.support.diagnostics import CompileError
 
@@ -199,7 +203,7 @@ def check_meaning(
             return "unchecked", f"{stage}: {_error_line(e)}"
         stage = "passes"
         try:
-            done = validate_pipeline(module, base, program=program, **options)
+            done = validate_pipeline(module, base, program=program, stop=PARTITION_STOP, **options)
         except ValidationError as e:
             return "mismatch", str(e)
         except CompileError as e:
