@@ -98,6 +98,18 @@ def test_the_families_are_corpus_programs():
     assert FAMILIES <= {p["name"] for p in PROGRAMS}
 
 
+def test_a_release_of_an_earlier_transfer_before_a_read_is_no_breach():
+    """coarse-pipeline's expanded loop releases transfer j after getting j + 1 and before
+    reducing it (the fuzz campaign's seed 30, `column_sum.mlir` at BLOCK_M 1): the read
+    is of a transfer still held. A check that paired each release with the get before it
+    in its block took this for a read after the release."""
+    module = parse_file(REPO / "examples" / "column_sum.mlir", params={"BLOCK_M": 1})
+    done = validate_pipeline(
+        module, baseline(module, {"N": 333, "P": 130}), program="cs", stop=PARTITION_STOP
+    )
+    assert {v.pass_name for v in done if v.changed} >= {"coarse-pipeline", "persistent"}
+
+
 # ---- a broken partition pass is caught
 
 ROWS = REPO / "examples" / "rmsnorm_bwd_rows.mlir"

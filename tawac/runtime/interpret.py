@@ -250,6 +250,7 @@ class _Interpreter:
         self.places: dict[tuple, Any] = {}  # `addresses`
         self.sources: dict[tuple, tuple[Value, int, Value]] = {}  # `source`
         self.aliased = False  # arguments share memory: `source` keeps no copy
+        self.borrowed: dict[SSAValue, Any] = {}  # a get's payload: `partitions.check_reads`
 
     # ---- helpers
 
@@ -640,6 +641,8 @@ class _Interpreter:
     # ---- dispatch
 
     def run_op(self, op: Operation, active: Value) -> None:
+        if self.borrowed:
+            partitions.check_reads(self, op)
         result = self.eval_op(op, active)
         if result is None:
             return

@@ -13,8 +13,8 @@ naming the op, else):
 
 - a get reads a transfer that was put and not yet released (on the GPU, slot i mod D
   holds transfer i from its put until the put of i + D, which waits for i's release),
-  and every op reading its payload comes before the release in their block (checked
-  before the run: the payload is read in place, `check_reads_before_release`);
+  and no op reads its payload once that transfer is released (`check_reads`: the
+  payload is borrowed in place until then);
 - a transfer is put once and released at most once (`when` predicates respected: a put
   or a release that does not happen is none);
 - after the run, transfer i + D (D the ring's depth) is put only where transfer i was
@@ -155,6 +155,7 @@ def _get(interp: Any, op: aref.GetOp, ring: Ring, index: torch.Tensor, active: t
             shape = (interp.n, *r.type.get_shape())
             out = torch.zeros(shape, dtype=torch.float32, device=interp.device)
         interp.env[r] = out
+        interp.borrowed[r] = (ring, index.clone(), active.clone(), op)
 
 
 def _release(op: aref.ConsumedOp, ring: Ring, index: torch.Tensor, mask: torch.Tensor):
@@ -185,31 +186,20 @@ def finish(interp: Any) -> None:
                 )
 
 
-def check_reads_before_release(kernel: tile.KernelOp) -> None:
-    """Every op that reads a get's payload comes before the release of its slot in their
-    block (the payload is borrowed in place until then; a release that lags, `deferred`,
-    frees an earlier transfer's slot)."""
-    for op in kernel.walk():
-        if not isinstance(op, aref.ConsumedOp) or op.deferred is not None:
+def check_reads(interp: Any, op: Operation) -> None:
+    """`op` reads no get's payload whose transfer its slot's release has ended (the
+    payload is borrowed in place until then)."""
+    for v in op.operands:
+        held = interp.borrowed.get(v)
+        if held is None:
             continue
-        block = op.parent_block()
-        assert block is not None
-        at = block.get_operation_index(op)
-        gets = [
-            g
-            for g in block.ops
-            if isinstance(g, aref.GetOp) and g.aref == op.aref and block.get_operation_index(g) < at
-        ]
-        if not gets:
-            continue
-        for v in gets[-1].values:
-            for use in v.uses:
-                user = block.find_ancestor_op_in_block(use.operation)
-                if user is not None and block.get_operation_index(user) > at:
-                    raise ProtocolError(
-                        f"{_where(use.operation)}: reads the payload of {_where(gets[-1])} "
-                        f"after its release ({_where(op)})"
-                    )
+        ring, index, mask, get = held
+        for t, sel in _selected(interp, index, mask):
+            if bool((ring.transfers[t].released & sel).any()):
+                raise ProtocolError(
+                    f"{_where(op)}: reads the payload of {_where(get)} (transfer {t} of "
+                    f"aref {ring.name}) after its release"
+                )
 
 
 def partitioned(kernel: tile.KernelOp) -> bool:
@@ -230,7 +220,6 @@ def interpret_partitioned(
     from tawac.runtime.interpret import interpret
     from tawac.runtime.plans import compute_grid
 
-    check_reads_before_release(kernel)
     grid = compute_grid(schedule.launch_grid(kernel), shapes)
     if any(isinstance(o, hopper.CtaIdOp) for o in kernel.walk()):
         tiles = grid[0] * grid[1] * grid[2]
@@ -242,7 +231,7 @@ __all__ = [
     "OPS",
     "ProtocolError",
     "Ring",
-    "check_reads_before_release",
+    "check_reads",
     "eval_op",
     "finish",
     "interpret_partitioned",
