@@ -1,7 +1,8 @@
 """Equivalent spellings (`tawac.check.variants`) of every corpus program and every Triton
 kernel: ten variants each, printed and parsed back as a user's source would be, must
 compute what the original computes after the tile-level passes (in the interpreter, on
-the original's inputs), and compile to PTX or be refused with a located error for one of
+the original's inputs; the first two also after the warp-specialized kernel's passes up
+to `lower-aref`), and compile to PTX or be refused with a located error for one of
 the documented reasons (`REFUSALS`, docs/design/tools.md, "tawac check") or for the
 reason the original itself is refused (a kernel the backend does not lower yet).
 
@@ -23,7 +24,7 @@ import pytest
 from test_check import TRITON
 
 from tawac.check import Validator, baseline, tile_pipeline
-from tawac.check.validate import unnamed_key
+from tawac.check.validate import PARTITION_STOP, unnamed_key
 from tawac.check.variants import REWRITES, variant, variants
 from tawac.compiler import parse_file, parse_text
 from tawac.dialects import tile
@@ -34,6 +35,9 @@ REPO = Path(__file__).resolve().parent.parent
 PROGRAMS = json.loads((REPO / "corpus" / "corpus.json").read_text())["programs"]
 COUNT = 10
 COMPILED = int(os.environ.get("TAWAC_VARIANTS_COMPILE", COUNT))
+#: The first variants of each program also checked through the passes up to `lower-aref`
+#: (partitions and arefs interpreted; the heuristic planner).
+PARTITIONED = 2
 
 #: Refusals a variant may get (a located error whose message matches), each for a reason
 #: the docs give (docs/design/tools.md, "tawac check").
@@ -65,6 +69,9 @@ def test_variants_compute_what_the_program_computes(name, source, params, sizes,
         text = str(module)
         try:
             spelled = parse_text(text, f"{name}.variant{i}.mlir")
+            if i < PARTITIONED:  # through the warp-specialized kernel's passes as well
+                whole = Validator(parse_text(text, f"{name}.variant{i}.mlir"), base, label)
+                whole.apply_all(tile_pipeline(PARTITION_STOP, schedule="heuristic"))
             validator = Validator(spelled, base, label)
             validator.apply_all(tile_pipeline(), known=checked)
             key = validator.unnamed or unnamed_key(spelled)
