@@ -165,3 +165,30 @@ def test_a_slot_never_released_is_caught(monkeypatch):
     assert info.value.pass_name == "reread-slots"
     assert "aref x: transfer 4 is put into the slot of transfer 0" in str(info.value)
     assert "never released" in str(info.value)
+
+
+def test_a_read_without_a_wait_of_a_transfer_not_received_is_caught():
+    """A get marked `again` (no wait: lower-aref emits no mbarrier wait for it) where no
+    earlier get received the transfer would read a slot the producer may not have
+    filled: the interpreter refuses it."""
+    from xdsl.dialects.builtin import UnitAttr
+
+    from tawac.check.validate import kernel_of, run
+    from tawac.compiler import run_pipeline
+    from tawac.dialects import aref
+    from tawac.runtime.partitions import ProtocolError
+    from tawac.support.options import PipelineOptions
+
+    module = parse_file(ROWS, params=ROWS_PARAMS)
+    base = baseline(module, ROWS_SIZES)
+    run_pipeline(module, PipelineOptions().pipeline(stop=PARTITION_STOP))
+    kernel = kernel_of(module)
+    assert run(kernel, base.inputs).keys() == {"dx", "dw_part"}
+    first = next(
+        g
+        for g in kernel.walk()
+        if isinstance(g, aref.GetOp) and g.again is None and g.aref.owner.ident == "x"
+    )
+    first.properties["again"] = UnitAttr()
+    with pytest.raises(ProtocolError, match="again .without waiting., but no get received it"):
+        run(kernel, base.inputs)

@@ -42,7 +42,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from xdsl.dialects import arith
-from xdsl.dialects.builtin import TensorType
+from xdsl.dialects.builtin import TensorType, UnitAttr
 from xdsl.ir import Block, Operation, SSAValue
 from xdsl.rewriter import InsertPoint, Rewriter
 
@@ -257,6 +257,8 @@ def _clone(
     for o in op.operands:
         _clone(o, b, at, mapping, last_get)
     new = op.clone(mapping)
+    if isinstance(new, aref.GetOp):  # received by `op`, held until its release: no wait
+        new.properties["again"] = UnitAttr()
     for old, nv in zip(op.results, new.results, strict=True):
         mapping[old] = nv
         nv.name_hint = old.name_hint

@@ -5,8 +5,8 @@ of D slots, each holding a tuple of tiles, guarded by an "empty" and a "full" ba
 
 - `aref.put %r[%i], %x, %y`: wait until slot `i mod D` is empty, write the payload, mark it
   full.
-- `%x, %y = aref.get %r[%i]`: wait until slot `i mod D` is full; the payload is borrowed
-  in place until
+- `%x, %y = aref.get %r[%i]`: wait until slot `i mod D` is full (`again`: a transfer an
+  earlier get of the block received, no wait); the payload is borrowed in place until
 - `aref.consumed %r[%i]`: the slot may be reused by the producer.
 
 A put or a release may be predicated: `aref.put %r[%i], %x when %p` and
@@ -228,22 +228,32 @@ class PutOp(IRDLOperation):
 
 @irdl_op_definition
 class GetOp(IRDLOperation):
-    """Waits until slot `index mod D` is full and borrows its payload in place."""
+    """Waits until slot `index mod D` is full and borrows its payload in place.
+
+    `aref.get %r[%i] again` reads a transfer an earlier get of the same block received
+    and no release has ended since (`reread-slots`): the slot is known full, so it reads
+    without waiting."""
 
     name = "aref.get"
     aref = operand_def(ArefType)
     index = operand_def(IndexType)
     values = var_result_def(TensorType)
+    again = opt_prop_def(UnitAttr)
 
     custom_directives = (Slot, Payload)
     assembly_format = (
-        "$aref custom<Slot>($index) `:` custom<Payload>(type($aref), type($values)) attr-dict"
+        "$aref custom<Slot>($index) (`again` $again^)? `:` "
+        "custom<Payload>(type($aref), type($values)) attr-dict"
     )
 
-    def __init__(self, aref: SSAValue, index: SSAValue):
+    def __init__(self, aref: SSAValue, index: SSAValue, again: bool = False):
         t = aref.type
         assert isinstance(t, ArefType)
-        super().__init__(operands=[aref, index], result_types=[list(t.payload.data)])
+        super().__init__(
+            operands=[aref, index],
+            result_types=[list(t.payload.data)],
+            properties={"again": UnitAttr()} if again else {},
+        )
 
     def verify_(self) -> None:
         t = _aref_type(self, self.aref)

@@ -11,7 +11,8 @@ For an aref with payload (T1..Tn) and D slots:
   wait `empty[slot]` with parity phase^1 (a fresh barrier passes parity 1 at once),
   `arrive.expect_tx full[slot]` with the summed bytes of the tiles, and one `tma_load`
   per tile completing on `full[slot]` (the loads must be `tile.load`s: TMA);
-- `aref.get %r[%it]` -> wait `full[slot]` with parity phase; the payload is read in place
+- `aref.get %r[%it]` -> wait `full[slot]` with parity phase (none for a get `again`:
+  an earlier get of the block waited for the transfer); the payload is read in place
   through `hopper.smem_slot`: a tile read as `tile.dot` A or B operands by wgmma (the dots
   become `hopper.wgmma`), any other tile (an epilogue's C, read by consumer math) into the
   registers of the accumulator layout (a 1-d tile: of its vector layout) by
@@ -296,7 +297,8 @@ def _when(pred: SSAValue | None, ops: list[Operation]) -> list[Operation]:
 def _lower_get(get: aref.GetOp, low: _Lowered, views: dict[SSAValue, SSAValue]) -> None:
     """Wait for the slot; its tiles are read in place through `smem_slot` views."""
     ops, slot, phase = _slot_phase(get.index, low.depth)
-    ops.append(hopper.MbarrierWaitOp(low.full, slot, phase))
+    if get.again is None:  # `again`: an earlier get of the block waited for this transfer
+        ops.append(hopper.MbarrierWaitOp(low.full, slot, phase))
     slots = [hopper.SmemSlotOp(ring, slot) for ring in low.rings]
     for view, v in zip(slots, get.values, strict=True):
         view.result.name_hint = v.name_hint

@@ -16,7 +16,8 @@ naming the op, else):
   and no op reads its payload once that transfer is released (`check_reads`: the
   payload is borrowed in place until then);
 - a transfer is put once and released at most once (`when` predicates respected: a put
-  or a release that does not happen is none);
+  or a release that does not happen is none); a get `again` (no wait) reads a transfer
+  an earlier get received;
 - after the run, transfer i + D (D the ring's depth) is put only where transfer i was
   released: else the producer would wait for the slot forever.
 
@@ -63,6 +64,7 @@ class _Transfer:
     payload: list[torch.Tensor]
     put: torch.Tensor  # bool (P,): put by this instance
     released: torch.Tensor  # bool (P,)
+    received: torch.Tensor | None = None  # bool (P,): read by a get that waited
 
 
 @dataclass
@@ -145,6 +147,15 @@ def _get(interp: Any, op: aref.GetOp, ring: Ring, index: torch.Tensor, active: t
         if bool((tr.released & sel).any()):
             raise ProtocolError(
                 f"{_where(op)}: reads transfer {t} of aref {ring.name} after its release"
+            )
+        if tr.received is None:
+            tr.received = torch.zeros_like(sel)
+        if op.again is None:
+            tr.received |= sel
+        elif not bool(tr.received[sel].all()):
+            raise ProtocolError(
+                f"{_where(op)}: reads transfer {t} of aref {ring.name} again (without "
+                "waiting), but no get received it before"
             )
         for k, buf in enumerate(tr.payload):
             if outs[k] is None:

@@ -14,6 +14,7 @@
 // CHECK-NEXT:    aref.partition consumer warp_groups 2 regs 0 attributes {hint = 1 : i64} {
 // CHECK-NEXT:      %[[C0:.*]] = arith.constant 0 : index
 // CHECK-NEXT:      %[[X:.*]], %[[Y:.*]] = aref.get %r[%[[C0]]] : !aref.aref<[tensor<128x64xbf16>, tensor<256x64xbf16>], 3>
+// CHECK-NEXT:      %{{.*}}, %{{.*}} = aref.get %r[%[[C0]]] again : !aref.aref<[tensor<128x64xbf16>, tensor<256x64xbf16>], 3>
 // CHECK-NEXT:      %[[ZERO:.*]] = arith.constant dense<0.000000e+00> : tensor<128x256xf32>
 // CHECK-NEXT:      %{{.*}} = tile.dot %[[X]], %[[Y]], %[[ZERO]] transpose_rhs : tensor<128x64xbf16>, tensor<256x64xbf16> -> tensor<128x256xf32>
 // CHECK-NEXT:      aref.consumed %r[%[[C0]]] : !aref.aref<[tensor<128x64xbf16>, tensor<256x64xbf16>], 3>
@@ -36,6 +37,7 @@ tile.kernel @arefs(%a: !tile.tensor<?x?xbf16>, %b: !tile.tensor<?x?xbf16>) {
   aref.partition consumer warp_groups 2 regs 0 attributes {hint = 1 : i64} {
     %c0 = arith.constant 0 : index
     %x, %y = aref.get %r[%c0] : !aref.aref<[tensor<128x64xbf16>, tensor<256x64xbf16>], 3>
+    %x2, %y2 = aref.get %r[%c0] again : !aref.aref<[tensor<128x64xbf16>, tensor<256x64xbf16>], 3>
     %zero = arith.constant dense<0.0> : tensor<128x256xf32>
     %d = tile.dot %x, %y, %zero transpose_rhs : tensor<128x64xbf16>, tensor<256x64xbf16> -> tensor<128x256xf32>
     aref.consumed %r[%c0] : !aref.aref<[tensor<128x64xbf16>, tensor<256x64xbf16>], 3>

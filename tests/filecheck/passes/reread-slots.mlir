@@ -3,14 +3,16 @@
 // each) beside the partial sums (64): 256, more than its 256 less the working set. The
 // planner marks the three arefs `reread`; at 4096 columns (128 held) and with
 // `reread-slots=false` it marks none. The pass computes x, w dy and dy again after the
-// reduction: a second get of each slot at the same transfer, the same casts and
-// product, and each release after its second read. A schedule that marks an aref whose
+// reduction: a second get of each slot at the same transfer (`again`: received and
+// held, read without a wait), the same casts and product, and each release after its
+// second read. lower-aref gives the second gets no mbarrier wait. A schedule that marks an aref whose
 // slot nothing reads after a reduction, or an MMA operand's, is a located error.
 // RUN: tawac opt %s -p 'warp-specialize,plan{schedule=heuristic}' | filecheck %s --check-prefix=PLAN
 // RUN: tawac opt %s -D BLOCK_N=4096 -p 'warp-specialize,plan{schedule=heuristic}' | filecheck %s --check-prefix=NARROW
 // RUN: tawac opt %s -p 'warp-specialize,plan{schedule=heuristic reread-slots=false}' | filecheck %s --check-prefix=OFF
 // RUN: tawac opt %s -p 'warp-specialize,plan{schedule=heuristic},reread-slots' | filecheck %s --check-prefix=APPLY
 // RUN: tawac opt %s -p 'warp-specialize,plan{schedule=heuristic reread-slots=false},reread-slots' | filecheck %s --check-prefix=NOOP
+// RUN: tawac opt %s -p 'warp-specialize,plan{schedule=heuristic},pipeline,persistent,cooperative-consumers,reread-slots,lower-aref' | filecheck %s --check-prefix=LOWER
 // RUN: sed -e 's/attributes {params/attributes {tawac.schedule = #tawac.schedule<roles = [producer wg 1 regs 24, consumer wg 1 regs 256], arefs = [x: depth 4, dy: depth 4, w: depth 4 reread]>, params/' %s > %t.mlir
 // RUN: not tawac opt %t.mlir -p 'warp-specialize,plan' 2>&1 | filecheck %s --check-prefix=ERR
 
@@ -34,13 +36,13 @@
 // APPLY-NEXT:     %s = tile.reduce sum %p, 1
 // APPLY-NOT:      aref.consumed
 // APPLY:          %crb = tile.broadcast
-// APPLY-NEXT:     %[[X2:.*]] = aref.get %[[XR]][%[[XI]]]
+// APPLY-NEXT:     %[[X2:.*]] = aref.get %[[XR]][%[[XI]]] again :
 // APPLY-NEXT:     %xf_1 = arith.extf %[[X2]]
 // APPLY-NEXT:     aref.consumed %[[XR]][%[[XI]]]
-// APPLY-NEXT:     %[[D2:.*]] = aref.get %[[DR]][%[[DI]]]
+// APPLY-NEXT:     %[[D2:.*]] = aref.get %[[DR]][%[[DI]]] again :
 // APPLY-NEXT:     %dyf_1 = arith.extf %[[D2]]
 // APPLY-NEXT:     aref.consumed %[[DR]][%[[DI]]]
-// APPLY-NEXT:     %[[W2:.*]] = aref.get %[[WR]][%[[WI]]]
+// APPLY-NEXT:     %[[W2:.*]] = aref.get %[[WR]][%[[WI]]] again :
 // APPLY-NEXT:     %wf_1 = arith.extf %[[W2]]
 // APPLY-NEXT:     aref.consumed %[[WR]][%[[WI]]]
 // APPLY-NEXT:     %wb_1 = tile.broadcast %wf_1, 1
@@ -50,6 +52,14 @@
 // APPLY:          %xn = arith.mulf %xf_1, %rb
 // APPLY-NEXT:     %g = arith.mulf %dyf_1, %xn
 // APPLY-NOT:      aref.
+
+// LOWER:      aref.partition consumer
+// LOWER-COUNT-3: hopper.mbarrier_wait
+// LOWER-NOT:  hopper.mbarrier_wait
+// LOWER:      tile.reduce sum
+// LOWER-NOT:  hopper.mbarrier_wait
+// LOWER:      hopper.load_fragment
+// LOWER:      hopper.mbarrier_arrive
 
 // NOOP:      aref.partition consumer
 // NOOP-COUNT-3: aref.get
