@@ -14,8 +14,8 @@
 // registers across the loop (fewer registers: 1.16-1.23x faster at 8192 columns).
 // Parameters: BLOCK_N columns (a power of two >= N), BLOCK_M rows a step: 2 by default
 // (at 2 x 4096 the planner gives each row its own consumer warp group: 1.17-1.33x over
-// one row a step on an H200), 1 at 8192 columns, where two rows spill and run 3-6x
-// slower (docs/perf/2026-12-07.md).
+// one row a step on an H200), 1 at 8192 columns, where two rows ran 3-6x slower on an
+// H200, not for their spills (docs/perf/2026-12-07.md; reread-slots removed most).
 tile.kernel @rmsnorm_bwd_rows(%x: !tile.tensor<?x?xbf16, ["M", "N"]>, %dy: !tile.tensor<?x?xbf16, ["M", "N"]>, %w: !tile.tensor<?xbf16, ["N"]>, %rstd: !tile.tensor<?xf32, ["M"]>, %dx: !tile.tensor<?x?xbf16, ["M", "N"]>, %dw_part: !tile.tensor<?x?xf32, ["P", "N"]>) attributes {params = {BLOCK_M = 2, BLOCK_N = 4096}, tawac.checks = [{arg = "x", dim = 1, at_most = {const = $BLOCK_N}}]} {
   %c0 = arith.constant 0 : index
   %bm = arith.constant $BLOCK_M : index
