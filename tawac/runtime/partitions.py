@@ -81,7 +81,7 @@ def _where(op: Operation) -> str:
     return f"{op.name} at {loc}" if loc else op.name
 
 
-def _selected(interp: Any, index: torch.Tensor, mask: torch.Tensor):
+def _selected(index: torch.Tensor, mask: torch.Tensor):
     """(transfer number, instances) for each transfer number `index` takes where `mask`."""
     for t in sorted({int(v) for v in index[mask].tolist()}):
         yield t, mask & (index == t)
@@ -121,7 +121,7 @@ def eval_op(interp: Any, op: Operation, active: torch.Tensor) -> Any:
 
 def _put(interp: Any, op: aref.PutOp, ring: Ring, index: torch.Tensor, mask: torch.Tensor):
     values = [interp.get(v) for v in op.values]
-    for t, sel in _selected(interp, index, mask):
+    for t, sel in _selected(index, mask):
         tr = ring.transfers.get(t)
         if tr is None:
             tr = ring.transfers[t] = _Transfer(
@@ -138,7 +138,7 @@ def _put(interp: Any, op: aref.PutOp, ring: Ring, index: torch.Tensor, mask: tor
 
 def _get(interp: Any, op: aref.GetOp, ring: Ring, index: torch.Tensor, active: torch.Tensor):
     outs: list[torch.Tensor | None] = [None] * len(op.values)
-    for t, sel in _selected(interp, index, active):
+    for t, sel in _selected(index, active):
         tr = ring.transfers.get(t)
         if tr is None or not bool(tr.put[sel].all()):
             raise ProtocolError(
@@ -170,7 +170,7 @@ def _get(interp: Any, op: aref.GetOp, ring: Ring, index: torch.Tensor, active: t
 
 
 def _release(op: aref.ConsumedOp, ring: Ring, index: torch.Tensor, mask: torch.Tensor):
-    for t, sel in _selected(None, index, mask):
+    for t, sel in _selected(index, mask):
         tr = ring.transfers.get(t)
         if tr is None or not bool(tr.put[sel].all()):
             raise ProtocolError(
@@ -205,7 +205,7 @@ def check_reads(interp: Any, op: Operation) -> None:
         if held is None:
             continue
         ring, index, mask, get = held
-        for t, sel in _selected(interp, index, mask):
+        for t, sel in _selected(index, mask):
             if bool((ring.transfers[t].released & sel).any()):
                 raise ProtocolError(
                     f"{_where(op)}: reads the payload of {_where(get)} (transfer {t} of "
