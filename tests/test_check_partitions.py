@@ -7,10 +7,10 @@ sets that change what those passes do); and a partition pass broken on purpose i
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import pytest
+from test_check import PROGRAMS, TRITON
 
 from tawac.check import ValidationError, baseline, validate_pipeline
 from tawac.check.validate import PARTITION_STOP
@@ -18,7 +18,6 @@ from tawac.compiler import parse_file
 from tawac.support.diagnostics import CompileError
 
 REPO = Path(__file__).resolve().parent.parent
-PROGRAMS = json.loads((REPO / "corpus" / "corpus.json").read_text())["programs"]
 
 #: The option sets that change the warp-specialized kernel's passes (a refusal, a located
 #: error, is fine but for the defaults).
@@ -80,10 +79,6 @@ def _check(entry, configs) -> list[str]:
 def test_partition_passes_keep_the_meaning_of_every_corpus_program(entry):
     configs = CONFIGS if entry["name"] in FAMILIES else {"default": {}}
     assert "default" not in _check(entry, configs)
-
-
-#: Sizes of the Triton kernels' dimensions and scalars (corpus/triton.json).
-TRITON: dict[str, dict] = json.loads((REPO / "corpus" / "triton.json").read_text())["kernels"]
 
 
 @pytest.mark.parametrize("path", sorted(TRITON))
