@@ -28,16 +28,18 @@ from typing import Any
 import torch
 from xdsl.dialects.builtin import ModuleOp
 
+from tawac import schedule
 from tawac.analysis.args import kernel_arg_uses
 from tawac.analysis.grid import checks_of
 from tawac.backend_ptx.abi import arg_specs
 from tawac.compiler import run_pipeline
-from tawac.dialects import tile
+from tawac.dialects import hopper, tile
 from tawac.ir.fingerprint import fingerprint
 from tawac.ir.fingerprint import key as structure_key
 from tawac.runtime.arguments import LaunchError, check_shapes
-from tawac.runtime.interpret import interpret_launch, launch_args, user_arguments
-from tawac.runtime.partitions import ProtocolError, interpret_partitioned, partitioned
+from tawac.runtime.interpret import interpret, interpret_launch, launch_args, user_arguments
+from tawac.runtime.partitions import ProtocolError, partitioned
+from tawac.runtime.plans import compute_grid
 from tawac.runtime.runner import make_args
 from tawac.support.options import PipelineOptions
 
@@ -156,6 +158,23 @@ def run(kernel: tile.KernelOp, inputs: Mapping[str, Any]) -> dict[str, torch.Ten
     block = kernel.body.block
     written = {block.args[i].name_hint or f"arg{i}" for i in stores}
     return {n: a for n, a in zip(names, args, strict=True) if n in written}
+
+
+def interpret_partitioned(
+    kernel: tile.KernelOp,
+    args: Sequence[Any],
+    shapes: Mapping[str, Sequence[int]],
+    *,
+    ctas: int = 3,
+) -> dict[str, int]:
+    """Runs a partitioned kernel (`args` as `interpret` takes them, workspace included):
+    a persistent one (its tile loop over `hopper.cta_id`) on at most `ctas` CTAs, each
+    taking every `ctas`-th tile of its program grid; any other on the program grid."""
+    grid = compute_grid(schedule.launch_grid(kernel), shapes)
+    if any(isinstance(o, hopper.CtaIdOp) for o in kernel.walk()):
+        tiles = grid[0] * grid[1] * grid[2]
+        grid = (min(ctas, tiles), 1, 1)
+    return interpret(kernel, args, grid)
 
 
 def _tolerance(dtype_name: str) -> float:

@@ -25,14 +25,13 @@ The producer's loads then read memory before the consumer's stores, as on the GP
 where the producer runs up to D transfers ahead of them. `hopper.cta_id` and
 `hopper.num_ctas` (a persistent kernel's tile loop) are the instance's program id x and
 the grid's size (a kernel with a lock runs its CTAs one after another, each alone);
-`interpret_partitioned` runs such a kernel on a few CTAs, each looping over several of
-the program grid's tiles. `hopper.wgmma_wait` returns its accumulator (the MMA's result
-is the `tile.dot`'s).
+`tawac.check.validate.interpret_partitioned` runs such a kernel on a few CTAs, each
+looping over several of the program grid's tiles. `hopper.wgmma_wait` returns its
+accumulator (the MMA's result is the `tile.dot`'s).
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -217,27 +216,6 @@ def partitioned(kernel: tile.KernelOp) -> bool:
     return any(isinstance(o, aref.PartitionOp) for o in kernel.body.block.ops)
 
 
-def interpret_partitioned(
-    kernel: tile.KernelOp,
-    args: Sequence[Any],
-    shapes: Mapping[str, Sequence[int]],
-    *,
-    ctas: int = 3,
-) -> dict[str, int]:
-    """Runs a partitioned kernel (`args` as `interpret` takes them, workspace included):
-    a persistent one (its tile loop over `hopper.cta_id`) on at most `ctas` CTAs, each
-    taking every `ctas`-th tile of its program grid; any other on the program grid."""
-    from tawac import schedule
-    from tawac.runtime.interpret import interpret
-    from tawac.runtime.plans import compute_grid
-
-    grid = compute_grid(schedule.launch_grid(kernel), shapes)
-    if any(isinstance(o, hopper.CtaIdOp) for o in kernel.walk()):
-        tiles = grid[0] * grid[1] * grid[2]
-        grid = (min(ctas, tiles), 1, 1)
-    return interpret(kernel, args, grid)
-
-
 __all__ = [
     "OPS",
     "ProtocolError",
@@ -245,6 +223,5 @@ __all__ = [
     "check_reads",
     "eval_op",
     "finish",
-    "interpret_partitioned",
     "partitioned",
 ]
