@@ -11,8 +11,10 @@ row came from is still in shared memory until the consumer releases it, so the v
 be read and computed again after the reduction instead.
 
 The block of ops is cut at its reductions into segments (a reduction is the last op of
-its segment; an op that holds one counts as one). A value is *computable again* in a
-segment where:
+its segment; an op that holds one counts as one; reductions one after the other, with
+no 2-d tile made between them, are one cut: the layer norm's two sums, whose second
+operand is held from the first to the second rather than read a third time). A value is
+*computable again* in a segment where:
 
 - it is an `aref.get` result whose aref the block gets and releases once each (so that
   its release can move after a second read), or
@@ -80,6 +82,11 @@ def single_transfer(get: aref.GetOp) -> aref.ConsumedOp | None:
     return consumed
 
 
+def _tiles(op: Operation) -> bool:
+    """Whether `op` makes a 2-d tile."""
+    return any(isinstance(r.type, TensorType) and r.type.get_num_dims() == 2 for r in op.results)
+
+
 def _reduces(op: Operation) -> bool:
     return any(isinstance(o, tile.ReduceOp) for o in op.walk())
 
@@ -102,7 +109,13 @@ class _Block:
         self.block = block
         self.ops = list(block.ops)
         self.index = {op: i for i, op in enumerate(self.ops)}
-        self.points = [i for i, op in enumerate(self.ops) if _reduces(op)]
+        points = [i for i, op in enumerate(self.ops) if _reduces(op)]
+        # reductions one after the other, nothing but scalars between them, are one cut
+        self.points = [
+            p
+            for k, p in enumerate(points)
+            if k + 1 == len(points) or any(_tiles(op) for op in self.ops[p + 1 : points[k + 1]])
+        ]
 
     def segment(self, i: int) -> int:
         """The segment of the op at index i: the reductions before it."""
