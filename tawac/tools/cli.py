@@ -592,7 +592,13 @@ def check(source, defines, time_limit, sizes, variants, seed, **pipeline):
         try:
             done = Validator(module.clone(), base, source).apply(passes)
             for v in done:
-                what = f"agrees (max error {v.max_error:.2g})" if v.changed else "unchanged"
+                # the passes run in order and the last one's result is interpreted (each
+                # alone only where it differs): a pass before it agrees through it
+                what = "unchanged"
+                if v.changed:
+                    what = "changed (checked with the passes after it)"
+                if v.outputs:
+                    what = f"agrees (max error {v.max_error:.2g})"
                 click.echo(f"{v.pass_name}: {what}")
             for i, (m, applied) in enumerate(spellings(module, variants, seed)):
                 name = f"{source} variant {i} ({', '.join(applied)})"
