@@ -63,7 +63,7 @@ class _Transfer:
     payload: list[torch.Tensor]
     put: torch.Tensor  # bool (P,): put by this instance
     released: torch.Tensor  # bool (P,)
-    received: torch.Tensor | None = None  # bool (P,): read by a get that waited
+    received: torch.Tensor  # bool (P,): read by a get that waited
 
 
 @dataclass
@@ -123,10 +123,9 @@ def _put(interp: Any, op: aref.PutOp, ring: Ring, index: torch.Tensor, mask: tor
     for t, sel in _selected(index, mask):
         tr = ring.transfers.get(t)
         if tr is None:
+            none = torch.zeros_like(sel)
             tr = ring.transfers[t] = _Transfer(
-                [torch.zeros_like(v) for v in values],
-                torch.zeros_like(sel),
-                torch.zeros_like(sel),
+                [torch.zeros_like(v) for v in values], none, none.clone(), none.clone()
             )
         if bool((tr.put & sel).any()):
             raise ProtocolError(f"{_where(op)}: transfer {t} of aref {ring.name} is put twice")
@@ -138,17 +137,7 @@ def _put(interp: Any, op: aref.PutOp, ring: Ring, index: torch.Tensor, mask: tor
 def _get(interp: Any, op: aref.GetOp, ring: Ring, index: torch.Tensor, active: torch.Tensor):
     outs: list[torch.Tensor | None] = [None] * len(op.values)
     for t, sel in _selected(index, active):
-        tr = ring.transfers.get(t)
-        if tr is None or not bool(tr.put[sel].all()):
-            raise ProtocolError(
-                f"{_where(op)}: reads transfer {t} of aref {ring.name}, which was not put"
-            )
-        if bool((tr.released & sel).any()):
-            raise ProtocolError(
-                f"{_where(op)}: reads transfer {t} of aref {ring.name} after its release"
-            )
-        if tr.received is None:
-            tr.received = torch.zeros_like(sel)
+        tr = _held(op, ring, t, sel, "reads", "after its release")
         if op.again is None:
             tr.received |= sel
         elif not bool(tr.received[sel].all()):
@@ -170,14 +159,20 @@ def _get(interp: Any, op: aref.GetOp, ring: Ring, index: torch.Tensor, active: t
 
 def _release(op: aref.ConsumedOp, ring: Ring, index: torch.Tensor, mask: torch.Tensor):
     for t, sel in _selected(index, mask):
-        tr = ring.transfers.get(t)
-        if tr is None or not bool(tr.put[sel].all()):
-            raise ProtocolError(
-                f"{_where(op)}: releases transfer {t} of aref {ring.name}, which was not put"
-            )
-        if bool((tr.released & sel).any()):
-            raise ProtocolError(f"{_where(op)}: releases transfer {t} of aref {ring.name} twice")
-        tr.released |= sel
+        _held(op, ring, t, sel, "releases", "twice").released |= sel
+
+
+def _held(op: Operation, ring: Ring, t: int, sel: torch.Tensor, verb: str, late: str):
+    """Transfer `t` of `ring`, put and not yet released by the instances `sel`, which
+    `op` reads or releases (`verb`); else the breach (`late`: how a second release or a
+    read after the release is told)."""
+    what = f"{_where(op)}: {verb} transfer {t} of aref {ring.name}"
+    tr = ring.transfers.get(t)
+    if tr is None or not bool(tr.put[sel].all()):
+        raise ProtocolError(f"{what}, which was not put")
+    if bool((tr.released & sel).any()):
+        raise ProtocolError(f"{what} {late}")
+    return tr
 
 
 def finish(interp: Any) -> None:
