@@ -28,31 +28,17 @@ from xdsl.passes import ModulePass
 
 from tawac import schedule
 from tawac.analysis import remat
-from tawac.dialects import aref, tile
-from tawac.support.diagnostics import CompileError
+from tawac.dialects import tile
 
 
 def reread_kernel(kernel: tile.KernelOp) -> None:
-    plan = schedule.of(kernel)
-    marked = {
-        c.result
-        for c in kernel.walk()
-        if isinstance(c, aref.CreateOp) and (a := plan.aref(c.ident)) is not None and a.reread
-    }
+    """Applies the schedule's `reread` arefs (`plan` checked that each has a block to
+    read it again in)."""
+    marked = schedule.reread_arefs(kernel, schedule.of(kernel))
     if not marked:
         return
-    done: set[object] = set()
     for r in remat.consumer_plans(kernel, lambda g: g.aref in marked):
         remat.apply(r)
-        done.update(g.aref for g in r.gets)
-    for create in [o for o in kernel.walk() if isinstance(o, aref.CreateOp)]:
-        if create.result in marked and create.result not in done:
-            raise CompileError(
-                f"reread-slots: aref '{create.ident}' is reread in the schedule, but no "
-                "consumer block computes a value from its slot that is used after a row "
-                "reduction, with one get and one plain release of the aref in that block",
-                create,
-            )
 
 
 @dataclass(frozen=True)

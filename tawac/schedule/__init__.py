@@ -11,10 +11,11 @@ import dataclasses
 from typing import Any
 
 from xdsl.dialects import scf
+from xdsl.ir import SSAValue
 
 from tawac.analysis.grid import from_attr, infer_grid
 from tawac.analysis.loops import scheduled_ops
-from tawac.dialects import tile
+from tawac.dialects import aref, tile
 from tawac.dialects.schedule import LoopPlan, OpPlan, Schedule, ScheduleAttr
 from tawac.support.diagnostics import CompileError
 
@@ -75,3 +76,12 @@ def launch_grid(kernel: tile.KernelOp) -> list[dict[str, Any]]:
     if recorded.persistent:
         return from_attr(recorded.program_grid)
     return infer_grid(kernel)
+
+
+def reread_arefs(kernel: tile.KernelOp, plan: Schedule) -> set[SSAValue]:
+    """The arefs of `kernel` that `plan` marks `reread` (`reread-slots`)."""
+    return {
+        c.result
+        for c in kernel.walk()
+        if isinstance(c, aref.CreateOp) and (a := plan.aref(c.ident)) is not None and a.reread
+    }

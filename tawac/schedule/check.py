@@ -21,7 +21,8 @@ from tawac.analysis.mma import can_release_late, dots_in, fragment_registers, ro
 from tawac.analysis.stores import store_after_loops, tma_storable
 from tawac.analysis.tile_layouts import layout_problem
 from tawac.dialects import aref, hopper, tile
-from tawac.dialects.schedule import ArefPlan, LoopPlan, Schedule
+from tawac.dialects.schedule import LoopPlan, Schedule
+from tawac.schedule import reread_arefs
 from tawac.schedule.chain import chain_problem
 from tawac.schedule.smem import SmemPlan, chunk_ring_fits, staging_ring_type
 from tawac.schedule.waits import awaited_dots, due
@@ -128,35 +129,35 @@ def check_roles(kernel: tile.KernelOp, parts: list[aref.PartitionOp], s: Schedul
 # -- arefs ----------------------------------------------------------------------------------
 
 
-def _reread(ref: SSAValue, s: Schedule) -> bool:
-    """Whether `s` marks the aref `ref` `reread`."""
-    create = ref.owner
-    return isinstance(create, aref.CreateOp) and bool((a := s.aref(create.ident)) and a.reread)
-
-
-def _check_reread(
-    kernel: tile.KernelOp, create: aref.CreateOp, plan: ArefPlan, s: Schedule
-) -> None:
+def _check_rereads(kernel: tile.KernelOp, s: Schedule) -> None:
     """`reread` only on an aref of a kernel without MMAs, held plainly (not resident, no
     lag, no multicast), whose slot a consumer block computes a value from that is used
     after a row reduction (`tawac.analysis.remat`)."""
-    why = None
-    if any(isinstance(o, tile.DotOp) for o in kernel.walk()):
-        why = "the kernel runs MMAs, whose operands stay in shared memory"
-    elif plan.resident or plan.lag or plan.multicast:
-        why = "its slots are held by another rule of the schedule (resident, lag or multicast)"
-    elif not any(
-        create.result in (g.aref for g in r.gets)
-        for r in remat.consumer_plans(kernel, lambda g: _reread(g.aref, s))
-    ):
-        why = (
-            "no consumer block computes a value from its slot that is used after a row "
-            "reduction, with one get and one plain release of the aref in that block"
-        )
-    if why is not None:
-        raise CompileError(
-            f"reread-slots: aref '{create.ident}' is reread in the schedule, but {why}", create
-        )
+    marked = reread_arefs(kernel, s)
+    if not marked:
+        return
+    mma = any(isinstance(o, tile.DotOp) for o in kernel.walk())
+    plans = remat.consumer_plans(kernel, lambda g: g.aref in marked)
+    read = {g.aref for r in plans for g in r.gets}
+    for create in kernel.walk():
+        if not isinstance(create, aref.CreateOp) or create.result not in marked:
+            continue
+        plan = s.aref(create.ident)
+        assert plan is not None
+        why = None
+        if mma:
+            why = "the kernel runs MMAs, whose operands stay in shared memory"
+        elif plan.resident or plan.lag or plan.multicast:
+            why = "its slots are held by another rule of the schedule (resident, lag or multicast)"
+        elif create.result not in read:
+            why = (
+                "no consumer block computes a value from its slot that is used after a row "
+                "reduction, with one get and one plain release of the aref in that block"
+            )
+        if why is not None:
+            raise CompileError(
+                f"reread-slots: aref '{create.ident}' is reread in the schedule, but {why}", create
+            )
 
 
 def check_arefs(kernel: tile.KernelOp, s: Schedule) -> None:
@@ -194,8 +195,6 @@ def check_arefs(kernel: tile.KernelOp, s: Schedule) -> None:
                 "holds its slots to the last loop; it cannot also release them late (lag)",
                 create,
             )
-        if plan.reread:
-            _check_reread(kernel, create, plan, s)
         if not plan.lag:
             continue
         for use in create.result.uses:
@@ -206,6 +205,7 @@ def check_arefs(kernel: tile.KernelOp, s: Schedule) -> None:
                     "pure accumulation chain in a loop (its wgmmas stay in flight)",
                     consumed,
                 )
+    _check_rereads(kernel, s)
 
 
 def lags(kernel: tile.KernelOp, s: Schedule) -> dict[SSAValue, int]:
