@@ -15,7 +15,8 @@ reference first (a wrong one is dropped, saying so).
 
     python3 benchmarks/bench_rows.py
         [--kernels softmax,rmsnorm,layernorm,rmsnorm_bwd,layernorm_bwd,vector_add]
-        [--shapes 4096x1024,4096x4096] [--configs table,n128,n256w1p0] [--rounds 3] [--l2-ab]
+        [--shapes 4096x1024,4096x4096] [--configs table,n128,n256w1p0] [--rounds 3]
+        [--off l2_hints,hold_slots]
         [--no-record]
 
 A configuration is `table` (the default: the example as `tawac.torch.kernel` takes it,
@@ -24,9 +25,10 @@ with its tuning table, `examples/<kernel>.tune.json`) or `n<BLOCK_N>`, then opti
 program two or three consumer warp groups, a 2- or 3-row one a warp group a row),
 `s<stages>` (the ring's depth), `w<widen>`, `c<warp groups>` (the consumer warp groups,
 else the planner's) and `p0` (not persistent): tawac's options for the tile examples;
-each is timed and the best reported. `--l2-ab` times each of tawac's tile-program
-configurations a second time built with `l2_hints=False` (`<config> nol2`, in the
-medians line; the table reports the hinted builds, the default). Prints one table per
+each is timed and the best reported. `--off KNOB,...` times each of tawac's
+tile-program configurations again with each of those pipeline knobs off (`<config>
+off:<knob>`, in the medians line; the table reports the builds with the defaults):
+an A/B of a compiler decision in one run (`--l2-ab` is `--off l2_hints`). Prints one table per
 kernel: per shape the time of each system (us; tawac's best configuration named), the
 bytes moved over tawac's time (GB/s), tawac's rate over the copy's (`of copy`) and
 tawac's speed over the fastest of Triton and torch.compile (`vs best`, > 1 is faster).
@@ -244,7 +246,7 @@ def _run_vector_add(shape: str, rounds: int) -> str | None:
     )
 
 
-def _run(kernel: str, shape: str, configs: list[str], rounds: int, l2_ab: bool) -> str | None:
+def _run(kernel: str, shape: str, configs: list[str], rounds: int, off: list[str]) -> str | None:
     import torch
 
     import tawac.torch
@@ -260,9 +262,9 @@ def _run(kernel: str, shape: str, configs: list[str], rounds: int, l2_ab: bool) 
     for c in configs:
         params, options = _config(c)
         ours[c] = tawac.torch.kernel(EXAMPLES / f"{kernel}.mlir", params=params, **options)
-        if l2_ab:
-            ours[f"{c} nol2"] = tawac.torch.kernel(
-                EXAMPLES / f"{kernel}.mlir", params=params, l2_hints=False, **options
+        for knob in off:
+            ours[f"{c} off:{knob}"] = tawac.torch.kernel(
+                EXAMPLES / f"{kernel}.mlir", params=params, **{**options, knob: False}
             )
     args = {"softmax": (x, y), "rmsnorm": (x, w, y, EPS)}.get(kernel)
     if args is None:
@@ -361,7 +363,7 @@ def backward_problem(kernel: str, m: int, n: int, device: str = "cuda"):
     return x, dy, w, mean, torch.rsqrt(var + EPS), refs
 
 
-def _run_backward(kernel: str, shape: str, rounds: int, l2_ab: bool) -> str | None:
+def _run_backward(kernel: str, shape: str, rounds: int, off: list[str]) -> str | None:
     """A norm's backward: tawac's row kernel (`examples/<kernel>.mlir`: dx and per-program
     partial weight sums, the fastest of `BACKWARD_BLOCKS`; or, to `ROWS_MAX_N` columns,
     `examples/<kernel>_rows.mlir`: each row read once, a program per SM) then the
@@ -383,9 +385,12 @@ def _run_backward(kernel: str, shape: str, rounds: int, l2_ab: bool) -> str | No
     column_sum = tawac.torch.kernel(EXAMPLES / f"column_sum{'_pair' if layer else ''}.mlir")
     stats = (mean, rstd) if layer else (rstd,)
     ours = {}
-    for (bm, bn), hints in itertools.product(BACKWARD_BLOCKS, (True, False) if l2_ab else (True,)):
+    variants = [None, *off]  # the defaults, then each knob off
+    for (bm, bn), knob in itertools.product(BACKWARD_BLOCKS, variants):
         rows = tawac.torch.kernel(
-            EXAMPLES / f"{kernel}.mlir", params={"BLOCK_M": bm, "BLOCK_N": bn}, l2_hints=hints
+            EXAMPLES / f"{kernel}.mlir",
+            params={"BLOCK_M": bm, "BLOCK_N": bn},
+            **({knob: False} if knob else {}),
         )
         parts = [torch.empty(-(-m // bm), n, device="cuda") for _ in refs[1:]]
 
@@ -393,16 +398,16 @@ def _run_backward(kernel: str, shape: str, rounds: int, l2_ab: bool) -> str | No
             rows(x, dy, w, *stats, dx, *parts)
             column_sum(*parts, *grads)
 
-        ours[f"tawac m{bm}n{bn}{'' if hints else ' nol2'}"] = launch
+        ours[f"tawac m{bm}n{bn}{f' off:{knob}' if knob else ''}"] = launch
 
     if n <= ROWS_MAX_N:
         # the one-read form: a whole row a block, one program per SM carrying its partials
         block = 1 << (n - 1).bit_length()
-        for bm, hints in itertools.product(ROWS_BLOCK_M, (True, False) if l2_ab else (True,)):
+        for bm, knob in itertools.product(ROWS_BLOCK_M, variants):
             rows = tawac.torch.kernel(
                 EXAMPLES / f"{kernel}_rows.mlir",
                 params={"BLOCK_M": bm, "BLOCK_N": block},
-                l2_hints=hints,
+                **({knob: False} if knob else {}),
             )
             parts = [torch.empty(min(-(-m // bm), _sms()), n, device="cuda") for _ in refs[1:]]
 
@@ -410,7 +415,7 @@ def _run_backward(kernel: str, shape: str, rounds: int, l2_ab: bool) -> str | No
                 rows(x, dy, w, *stats, dx, *parts)
                 column_sum(*parts, *grads)
 
-            ours[f"tawac rows m{bm}{'' if hints else ' nol2'}"] = launch
+            ours[f"tawac rows m{bm}{f' off:{knob}' if knob else ''}"] = launch
 
     math = _backward_math(kernel)
     compiled = _compiled(math)
@@ -432,7 +437,7 @@ def _run_backward(kernel: str, shape: str, rounds: int, l2_ab: bool) -> str | No
     if not any(k.startswith("tawac") for k in systems):
         return None
     med = {k: v * 1e3 for k, v in round_robin_medians(systems, rounds).items()}
-    won = min((k for k in med if k.startswith("tawac") and "nol2" not in k), key=med.get)
+    won = min((k for k in med if k.startswith("tawac") and " off:" not in k), key=med.get)
     med["tawac"] = med[won]
     moved = 3 * x.numel() * x.element_size()  # x and dy read once, dx written once
     tri = min((t for k, t in med.items() if k.startswith("triton")), default=None)
@@ -493,9 +498,13 @@ def main() -> int:
     ap.add_argument("--configs", default="table", help="tawac configurations, comma-separated")
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument(
-        "--l2-ab", action="store_true", help="also time each tawac build with l2_hints=False"
+        "--off",
+        default="",
+        help="pipeline knobs, comma-separated: also time each tawac build with each off",
     )
+    ap.add_argument("--l2-ab", action="store_true", help="the same as --off l2_hints")
     args = ap.parse_args()
+    off = [k for k in args.off.split(",") if k] + (["l2_hints"] if args.l2_ab else [])
     import torch
 
     device = torch.cuda.get_device_name()
@@ -514,9 +523,9 @@ def main() -> int:
             if kernel == "vector_add":
                 row = _run_vector_add(shape, args.rounds)
             elif kernel.endswith("_bwd"):
-                row = _run_backward(kernel, shape, args.rounds, args.l2_ab)
+                row = _run_backward(kernel, shape, args.rounds, off)
             else:
-                row = _run(kernel, shape, configs, args.rounds, args.l2_ab)
+                row = _run(kernel, shape, configs, args.rounds, off)
             if row is not None:
                 print(row, flush=True)
     return 0

@@ -88,6 +88,7 @@ CONFIGS: dict[str, dict[str, Any]] = {
     "cps2": {"ctas_per_sm": 2},
     "noreuse": {"reuse_slots": False},
     "nol2": {"l2_hints": False},
+    "nohold": {"hold_slots": False},
     "noreread": {"reread_slots": False},
     "nosink": {"sink_reductions": False},
     "sk2": {"split_k": 2},

@@ -187,3 +187,96 @@ def test_a_read_without_a_wait_of_a_transfer_not_received_is_caught():
     first.properties["again"] = UnitAttr()
     with pytest.raises(ProtocolError, match="again .without waiting., but no get received it"):
         run(kernel, base.inputs)
+
+
+# ---- rows longer than the ring: their first tiles keep their slots (`hold`)
+
+#: 8 x 64 tiles (1 KiB), a ring of 6: at 2 KiB of streamed slots, 4 held and 2 streamed
+#: (the shipped 64 KiB would hold none in so small a ring); 40 rows over 5 programs, on 3
+#: CTAs where persistent.
+HELD_PARAMS = {"BLOCK_M": 8, "BLOCK_N": 64}
+
+
+def _validate_held(name: str, n: int, **options):
+    module = parse_file(REPO / "examples" / f"{name}.mlir", params=HELD_PARAMS)
+    return validate_pipeline(
+        module,
+        baseline(module, {"M": 40, "N": n}),
+        program=name,
+        stop=PARTITION_STOP,
+        stages=6,
+        **options,
+    )
+
+
+@pytest.fixture
+def small_streams(monkeypatch):
+    from tawac.schedule import planner
+
+    monkeypatch.setattr(planner, "HOLD_STREAM_BYTES", 2048)
+
+
+@pytest.mark.parametrize("persistent", [True, False])
+@pytest.mark.parametrize("n", [300, 700, 1111])  # 5 tiles (fit), 11 and 18 (do not)
+@pytest.mark.parametrize("name", ["softmax", "layernorm"])  # 2 and 3 loops
+def test_held_slots_keep_the_meaning(name, n, persistent, small_streams):
+    """`reuse-slots` with a hold: where the row fits, the whole-row numbering; where not,
+    4 tiles held over the loops and the rest streamed through 2 slots, each slot's
+    transfers one use after the other, released in an order the producer can wait for
+    (the interpreter replays both partitions against the ring)."""
+    from tawac.check.validate import kernel_of
+    from tawac.compiler import run_pipeline
+    from tawac.schedule import of
+    from tawac.support.options import PipelineOptions
+
+    done = {v.pass_name: v for v in _validate_held(name, n, persistent=persistent)}
+    assert done["reuse-slots"].changed
+    module = parse_file(REPO / "examples" / f"{name}.mlir", params=HELD_PARAMS)
+    run_pipeline(module, PipelineOptions(stages=6, persistent=persistent).pipeline(stop="pipeline"))
+    (x,) = [a for a in of(kernel_of(module)).arefs if a.resident]
+    assert (x.depth, x.hold) == (6, 4)
+
+
+def test_a_held_slot_numbered_a_phase_ahead_is_caught(monkeypatch, small_streams):
+    """reuse-slots broken on purpose: a held slot's transfers numbered 2D apart a program
+    (a use skipped), so that its barriers' phases would not match: the interpreter
+    refuses the put whose slot's previous transfer was never put."""
+    from tawac.passes import reuse_slots
+
+    values = reuse_slots._held_values
+
+    def skip(loop, loops, depth, hold):
+        v = values(loop, loops, depth, hold)
+        two = reuse_slots.arith.AddiOp(v.held_base, v.held_base)
+        reuse_slots.Rewriter.insert_op(two, reuse_slots.InsertPoint.before(loop))
+        v.held_base = two.result
+        return v
+
+    monkeypatch.setattr(reuse_slots, "_held_values", skip)
+    with pytest.raises(ValidationError) as info:
+        _validate_held("softmax", 700)
+    assert info.value.pass_name in ("reuse-slots", "persistent")
+    assert "which was never put" in str(info.value)
+
+
+def test_a_ring_the_partitions_wait_on_each_other_in_is_caught(monkeypatch):
+    """reuse-slots broken on purpose: a row of D + 1 tiles taken to fit in the ring of D
+    (the test off by one), so the producer's last put of the first loop waits for a
+    slot the consumer releases only in the last loop, which waits for that put. Every
+    transfer is put and released once, and the producer-first run computes the right
+    values; only replaying the two partitions against the ring's waits shows it."""
+    from xdsl.dialects import arith
+    from xdsl.dialects.builtin import IndexType
+
+    from tawac.passes import persistent, reuse_slots
+
+    def off_by_one(trips, depth):
+        d = arith.ConstantOp.from_int_and_width(depth + 1, IndexType())
+        return [d, arith.CmpiOp(trips, d.result, "sle")]
+
+    monkeypatch.setattr(reuse_slots, "stays_in_ring", off_by_one)
+    monkeypatch.setattr(persistent, "stays_in_ring", off_by_one)
+    with pytest.raises(ValidationError) as info:
+        _validate_held("softmax", 64 * 7, hold_slots=False)  # 7 tiles, a ring of 6
+    assert info.value.pass_name == "reuse-slots"
+    assert "the partitions wait on each other" in str(info.value)

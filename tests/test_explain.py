@@ -201,12 +201,22 @@ def test_explain_says_where_l2_hints_hold_a_row_that_does_not_fit(hints):
     loop's lines are held in L2 for the next, and the JSON marks the aref."""
     args = ["explain", "examples/softmax.mlir", "-D", "BLOCK_M=1", "-D", "BLOCK_N=8192"]
     args += ["--size", "M=1024,N=131072", *([] if hints else ["--no-l2-hints"])]
-    text = tawac(args, check=True).stdout
-    assert "loaded once per loop" in text
+    text = " ".join(tawac(args, check=True).stdout.split())  # as one line, unwrapped
+    assert "its first 10 tiles kept in their slots, the others loaded once per loop" in text
     assert ("held in L2" in text) is hints
     info = json.loads(tawac([*args, "--json"], check=True).stdout)
     (x,) = [a for a in info["arefs"] if a.get("resident")]
     assert x["l2_hints"] is hints
+    assert (x["depth"], x["held_tiles"]) == (14, 10)  # 4 slots of 16 KiB stream
+
+
+def test_explain_says_each_loop_loads_a_row_without_held_slots():
+    """The same with `--no-hold-slots`: every tile loaded once per loop, none held."""
+    args = ["explain", "examples/softmax.mlir", "-D", "BLOCK_M=1", "-D", "BLOCK_N=8192"]
+    args += ["--size", "M=1024,N=131072", "--no-hold-slots"]
+    text = tawac(args, check=True).stdout
+    assert "program has 16: loaded once per loop" in " ".join(text.split())
+    assert "kept in their slots" not in text
 
 
 @pytest.mark.parametrize(

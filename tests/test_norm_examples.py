@@ -328,6 +328,22 @@ def test_rows_kept_on_chip_match_torch_on_the_gpu(name, block_m, n, reuse):
     _forward_on_the_gpu(name, 3000, n, params, reuse_slots=reuse)
 
 
+@pytest.mark.gpu
+@requires_gpu
+@pytest.mark.parametrize("block", [(8, 256), (1, 8192)], ids=str)
+@pytest.mark.parametrize("name", NAMES)
+def test_rows_longer_than_the_ring_without_held_slots_match_torch_on_the_gpu(name, block):
+    """The rows kept on chip above at a row longer than the ring (where, by default, its
+    first tiles keep their slots: `hold`), with `hold_slots` off: each loop loads every
+    tile, as before the held slots; and the default at 1 x 8192 blocks (14 slots, 10
+    held) over 20 tiles a row."""
+    bm, bn = block
+    n = 20000 if bm == 8 else 160000
+    params = {"BLOCK_N": bn, "BLOCK_M": bm}
+    _forward_on_the_gpu(name, 300, n, params, hold_slots=False)
+    _forward_on_the_gpu(name, 300, n, params)
+
+
 def _forward_on_the_gpu(
     name: str, m: int, n: int, params: dict, source: Path | None = None, **options
 ) -> None:

@@ -54,12 +54,14 @@ class Rereads:
     over the same bounds) each load the same tiles at the same iterations and put them;
     the consumer's loops (as many, siblings over the same bounds) each get and release one
     slot per iteration. `local[k]` is the k-th consumer loop's iteration number
-    ((iv - lb) / step), the index the first loop's transfers have."""
+    ((iv - lb) / step), the index the first loop's transfers have; `produced[k]` the k-th
+    producer loop's."""
 
     puts: tuple[aref.PutOp, ...]
     gets: tuple[aref.GetOp, ...]
     releases: tuple[aref.ConsumedOp, ...]
     local: tuple[SSAValue, ...]
+    produced: tuple[SSAValue, ...] = ()
 
     @property
     def producer_loops(self) -> list[scf.ForOp]:
@@ -223,6 +225,7 @@ def rereads(create: aref.CreateOp) -> Rereads | str:
         if any((lp.lb, lp.ub, lp.step) != (first.lb, first.ub, first.step) for lp in loops):  # type: ignore[union-attr]
             return "its loops run over other bounds"
     local: list[SSAValue] = []
+    produced: list[SSAValue] = []
     for k, (put, get, rel) in enumerate(zip(puts, gets, releases, strict=True)):
         found = [_iteration(o.index, _loop_of(o)) for o in (put, get, rel)]  # type: ignore[arg-type]
         if any(f is None for f in found):
@@ -232,6 +235,7 @@ def rereads(create: aref.CreateOp) -> Rereads | str:
         if get.index is not rel.index:
             return "a slot is released at another index than it is read"
         local.append(found[1][0])  # type: ignore[index]
+        produced.append(found[0][0])  # type: ignore[index]
         if k and (why := _same_loads(puts[0], put)) is not None:
             return why
-    return Rereads(tuple(puts), tuple(gets), tuple(releases), tuple(local))
+    return Rereads(tuple(puts), tuple(gets), tuple(releases), tuple(local), tuple(produced))

@@ -297,6 +297,22 @@ class ConsumedOp(IRDLOperation):
         _aref_type(self, self.aref)
 
 
+@irdl_op_definition
+class OrdinalOp(IRDLOperation):
+    """`%p = aref.ordinal`: how many programs the CTA ran before this one. 0 where the
+    CTA runs one program; `persistent` replaces it by its loop's tile count. A ring whose
+    slots a program keeps past its own loops (`reuse-slots`'s held slots) numbers their
+    transfers by it."""
+
+    name = "aref.ordinal"
+    result = result_def(IndexType)
+
+    assembly_format = "attr-dict"
+
+    def __init__(self):
+        super().__init__(result_types=[IndexType()])
+
+
 ROLES = ("producer", "consumer")
 
 
@@ -354,4 +370,4 @@ class PartitionOp(IRDLOperation):
             )
 
 
-Aref = Dialect("aref", [CreateOp, PutOp, GetOp, ConsumedOp, PartitionOp], [ArefType])
+Aref = Dialect("aref", [CreateOp, PutOp, GetOp, ConsumedOp, OrdinalOp, PartitionOp], [ArefType])

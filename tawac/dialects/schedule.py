@@ -22,7 +22,9 @@ solver) can write a schedule by hand. The fields:
   read the same tiles one after the other (a norm's statistics, then its output) take
   them from the ring the first one filled, the producer loading them once, wherever a
   program's tiles fit in the ring (`reuse-slots`), and `l2` after it: L2 eviction hints
-  on its copies and the kernel's stores, for row blocks longer than the ring; `reread`:
+  on its copies and the kernel's stores, for row blocks longer than the ring, and
+  `hold N` after those: where a row block is longer than the ring, its first N tiles
+  keep their slots for the later loops and the others stream through the rest; `reread`:
   the consumer reads its slots again after a row reduction (`reread-slots`);
 - `loops`: the software-pipeline schedule of a role's main loop (the i-th loop moving
   data through arefs in that partition): its scheduled ops (the body's top-level ops
@@ -113,9 +115,12 @@ class ArefPlan:
     where a row block is longer than the ring and is read once per loop, the first
     loop's copies keep their lines in L2 (`evict_last`), the later loops' and the
     kernel's stores let theirs go first (`evict_first`), so that the second read finds
-    the first's lines in L2 (printed `resident l2`); `reread`: the consumer reads its
-    slots a second time after a row reduction rather than holding what it computed from
-    them in registers across it, and releases them after the second read
+    the first's lines in L2 (printed `resident l2`); `hold` (with `resident`, 0 or
+    1..depth - 1): where a row block is longer than the ring, the first `hold` tiles of a
+    program keep their slots for its later loops, which read only the others from
+    memory again, through the other slots (printed `hold N`); `reread`: the consumer
+    reads its slots a second time after a row reduction rather than holding what it
+    computed from them in registers across it, and releases them after the second read
     (`reread-slots`)."""
 
     name: str
@@ -125,6 +130,7 @@ class ArefPlan:
     resident: bool = False
     l2: bool = False
     reread: bool = False
+    hold: int = 0
 
 
 #: How a store leaves the CTA (`StorePlan.mode`).
@@ -340,8 +346,11 @@ def _parse_aref(parser: AttrParser) -> ArefPlan:
         multicast = tuple(_parse_list(parser, lambda: _int(parser)))
     resident = parser.parse_optional_keyword("resident") is not None
     l2 = resident and parser.parse_optional_keyword("l2") is not None
+    hold = 0
+    if resident and parser.parse_optional_keyword("hold") is not None:
+        hold = _int(parser)
     reread = parser.parse_optional_keyword("reread") is not None
-    return ArefPlan(name, depth, lag, multicast, resident, l2, reread)
+    return ArefPlan(name, depth, lag, multicast, resident, l2, reread, hold)
 
 
 def _parse_cluster(parser: AttrParser) -> tuple[int, int]:
@@ -486,6 +495,7 @@ def _aref_text(a: ArefPlan) -> str:
     if a.multicast:
         text += " multicast [" + ", ".join(map(str, a.multicast)) + "]"
     text += (" resident" if a.resident else "") + (" l2" if a.resident and a.l2 else "")
+    text += f" hold {a.hold}" if a.resident and a.hold else ""
     return text + (" reread" if a.reread else "")
 
 

@@ -140,6 +140,10 @@ def _check_budgets(kernel: tile.KernelOp) -> None:
 
 def lower_kernel(kernel: tile.KernelOp) -> None:
     body = kernel.body.block
+    # a CTA that runs one program ran none before it (`persistent` replaced the ordinals
+    # of a kernel that loops over programs)
+    for ordinal in [o for o in kernel.walk() if isinstance(o, aref.OrdinalOp)]:
+        Rewriter.replace_op(ordinal, arith.ConstantOp.from_int_and_width(0, IndexType()))
     consumers = [
         p for p in body.ops if isinstance(p, aref.PartitionOp) and p.role.data == "consumer"
     ]

@@ -16,7 +16,9 @@ transfers (the arefs of a main loop, a loop moving data through arefs; or of the
 loops one after the other that share their rings), the number of its transfers before
 this tile, which is added to every aref index of the stream (a `resident` aref's stream
 counts the first loop's transfers only where they stay in its ring, as `reuse-slots`
-numbers them: T, else T per loop); after a main loop whose
+numbers them: T, else T per loop; a resident ring whose slots a program keeps, `hold`,
+is numbered from the program's ordinal instead, and every `aref.ordinal` becomes the
+tile count); after a main loop whose
 releases were deferred by `pipeline` (mma-depth P > 0), the consumer releases the last
 min(P, trips) slots, since the producer will wait for them.
 
@@ -277,8 +279,16 @@ def _make_persistent(
     base_of = dict(zip(keys, bases, strict=True))
     done: dict[tuple[tuple[int, ...], int], SSAValue] = {}
     trips_of: dict[int, SSAValue] = {}
+    # a ring whose slots a program keeps (`reuse-slots`'s held slots) numbers its
+    # transfers from the program's ordinal, not from a base: it is the tile count
+    for ordinal in [o for o in body.walk() if isinstance(o, aref.OrdinalOp)]:
+        ordinal.result.replace_all_uses_with(body.args[1])
+        Rewriter.erase_op(ordinal)
+    numbered = _held_arefs(kernel)
     for k, main_loop in enumerate(mains):
         for a in [o for o in main_loop.walk() if isinstance(o, slot_ops)]:
+            if a.aref in numbered:
+                continue
             g = arith.AddiOp(base_of[streams[a.aref]], a.index)
             Rewriter.insert_op(g, InsertPoint.before(a))
             a.operands = [a.operands[0], g.result, *a.operands[2:]]
@@ -333,6 +343,17 @@ def _resident_depths(kernel: tile.KernelOp) -> dict[SSAValue, int]:
         if decided is not None and decided.resident:
             out[create.result] = create.aref_type.depth.data
     return out
+
+
+def _held_arefs(kernel: tile.KernelOp) -> set[SSAValue]:
+    """The arefs whose slots a program keeps where its row block is longer than the ring
+    (`ArefPlan.hold`): `reuse-slots` numbered their transfers from `aref.ordinal`."""
+    plan = schedule.of(kernel)
+    return {
+        c.result
+        for c in kernel.walk()
+        if isinstance(c, aref.CreateOp) and (a := plan.aref(c.ident)) is not None and a.hold
+    }
 
 
 def _drain(main_loop: scf.ForOp, trips_op: Operation, base: SSAValue, depth: int) -> None:

@@ -45,7 +45,7 @@ from dataclasses import dataclass
 
 from xdsl.context import Context
 from xdsl.dialects import arith, scf
-from xdsl.dialects.builtin import IntegerAttr, IntegerType, ModuleOp, StringAttr
+from xdsl.dialects.builtin import IndexType, IntegerAttr, IntegerType, ModuleOp, StringAttr
 from xdsl.ir import Operation, SSAValue
 from xdsl.passes import ModulePass
 from xdsl.rewriter import InsertPoint, Rewriter
@@ -69,8 +69,11 @@ def _guard(loop: scf.ForOp, depth: int) -> tuple[SSAValue, SSAValue]:
     return test[-1].results[0], streamed.result
 
 
-def _apply(create: aref.CreateOp, chain: Rereads, hints: bool) -> None:
+def _apply(create: aref.CreateOp, chain: Rereads, hints: bool, hold: int) -> None:
     depth = create.aref_type.depth.data
+    if hold:
+        _apply_held(chain, depth, hold, hints)
+        return
     # the producer: later loops put only where the tiles do not stay in the ring; with
     # `hints`, the first loop's copies keep their lines in L2 for the later loops' (which
     # copy only where the row block is longer than the ring), and those let theirs go
@@ -100,6 +103,125 @@ def _apply(create: aref.CreateOp, chain: Rereads, hints: bool) -> None:
                 release.operands = [release.aref, pick.result]
                 continue
         _replace(release, aref.ConsumedOp(release.aref, release.index, when=streamed))
+
+
+@dataclass
+class _Held:
+    """Per partition, before its first loop of the chain: the values that number a
+    held ring's transfers (`_apply_held`)."""
+
+    fits: SSAValue  # T <= D: the whole row block stays in the ring
+    fit_base: SSAValue  # p * T: the program's first transfer where it fits
+    held_base: SSAValue  # D * p: a held slot's uses, one a program
+    stream_bases: list[SSAValue]  # per loop k: (p * L + k) * (T - H), streamed before it
+    hold: SSAValue  # H
+    first_moved: SSAValue  # the first tile a later loop loads again: T where it fits, else H
+    depth: int
+    streamed: int  # S = D - H
+
+
+def _held_values(loop: scf.ForOp, loops: int, depth: int, hold: int) -> _Held:
+    """Before `loop` (a partition's first loop of the chain): T, `%resident` = T <= D, the
+    program's ordinal p (`aref.ordinal`) and the bases `_apply_held` numbers from."""
+    ops: list[Operation] = []
+
+    def add(op: Operation, name: str | None = None) -> SSAValue:
+        ops.append(op)
+        if name:
+            op.results[0].name_hint = name
+        return op.results[0]
+
+    def const(v: int) -> SSAValue:
+        return add(arith.ConstantOp.from_int_and_width(v, IndexType()))
+
+    trips = trip_count(loop.lb, loop.ub, loop.step)
+    ops += trips
+    t = trips[-1].results[0]
+    test = stays_in_ring(t, depth)
+    ops += test
+    p = add(aref.OrdinalOp(), "ordinal")
+    h = const(hold)
+    fit_base = add(arith.MuliOp(p, t))
+    held_base = add(arith.MuliOp(p, const(depth)))
+    # the tiles past the held ones, per loop (0 where the row block fits: T <= D, H < D)
+    past = add(arith.SubiOp(add(arith.MaxUIOp(t, h)), h))
+    first = add(arith.MuliOp(p, const(loops)))
+    bases = [
+        add(arith.MuliOp(add(arith.AddiOp(first, const(k))) if k else first, past))
+        for k in range(loops)
+    ]
+    fits = test[-1].results[0]
+    first_moved = add(arith.SelectOp(fits, t, h))
+    Rewriter.insert_op(ops, InsertPoint.before(loop))
+    return _Held(fits, fit_base, held_base, bases, h, first_moved, depth, depth - hold)
+
+
+def _held_index(v: _Held, k: int, j: SSAValue, at: Operation) -> tuple[SSAValue, SSAValue]:
+    """Before `at` (in loop k, at its iteration `j`): the ring index of the transfer and
+    whether it moves through the streamed slots (the row block does not fit and j >= H).
+
+    Where the row block fits: p * T + j, the numbering `persistent` gives a resident
+    ring. Else tile j < H keeps slot j, its transfer numbered D * p + j (one use of the
+    slot a program); the others are the streamed transfers c = (p * L + k) * (T - H) + j -
+    H of the program's loops, through slots H..D-1: H + c mod S + D * (c / S). Each
+    slot's transfers are numbered D apart, one use after the other, as `lower-aref`'s
+    phases need."""
+    ops: list[Operation] = []
+
+    def add(op: Operation) -> SSAValue:
+        ops.append(op)
+        return op.results[0]
+
+    def const(n: int) -> SSAValue:
+        return add(arith.ConstantOp.from_int_and_width(n, IndexType()))
+
+    fit_index = add(arith.AddiOp(v.fit_base, j))
+    held = add(arith.CmpiOp(j, v.hold, "ult"))
+    held_index = add(arith.AddiOp(v.held_base, j))
+    past = add(arith.SubiOp(add(arith.MaxUIOp(j, v.hold)), v.hold))
+    c = add(arith.AddiOp(v.stream_bases[k], past))
+    s = const(v.streamed)
+    rnd = add(arith.DivUIOp(c, s))
+    rem = add(arith.RemUIOp(c, s))
+    streamed_index = add(
+        arith.AddiOp(add(arith.AddiOp(v.hold, rem)), add(arith.MuliOp(rnd, const(v.depth))))
+    )
+    partly = add(arith.SelectOp(held, held_index, streamed_index))
+    index = add(arith.SelectOp(v.fits, fit_index, partly))
+    index.name_hint = "slot_it"
+    moved = add(arith.CmpiOp(j, v.first_moved, "uge"))
+    moved.name_hint = "streamed"
+    Rewriter.insert_op(ops, InsertPoint.before(at))
+    return index, moved
+
+
+def _apply_held(chain: Rereads, depth: int, hold: int, hints: bool) -> None:
+    """A resident ring whose program's first `hold` tiles keep their slots where its row
+    block is longer than the ring (`ArefPlan.hold`): the producer's later loops load only
+    the other tiles again, through the other D - H slots; the consumer's loops but the
+    last release only those. Where the row block fits, as `_apply`."""
+    loops = len(chain.puts)
+    pv = _held_values(chain.producer_loops[0], loops, depth, hold)
+    for k, put in enumerate(chain.puts):
+        index, moved = _held_index(pv, k, chain.produced[k], put)
+        l2 = ("evict_last" if k == 0 else "evict_first") if hints else None
+        _replace(
+            put,
+            aref.PutOp(
+                put.aref,
+                index,
+                list(put.values),
+                moved if k else None,
+                l2,
+                moved if hints and k == 0 else None,
+            ),
+        )
+    cv = _held_values(chain.consumer_loops[0], loops, depth, hold)
+    for k, (get, release) in enumerate(zip(chain.gets, chain.releases, strict=True)):
+        index, moved = _held_index(cv, k, chain.local[k], get)
+        get.operands = [get.aref, index]
+        last = k == loops - 1
+        _replace(release, aref.ConsumedOp(release.aref, index, when=None if last else moved))
 
 
 def _stores_first(kernel: tile.KernelOp) -> None:
@@ -137,6 +259,6 @@ class ReuseSlotsPass(ModulePass):
                         f"but {chain}",
                         create,
                     )
-                _apply(create, chain, decided.l2)
+                _apply(create, chain, decided.l2, decided.hold)
             if any(a.resident and a.l2 for a in plan.arefs):
                 _stores_first(kernel)

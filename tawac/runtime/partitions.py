@@ -19,7 +19,8 @@ naming the op, else):
   or a release that does not happen is none); a get `again` (no wait) reads a transfer
   an earlier get received;
 - after the run, transfer i + D (D the ring's depth) is put only where transfer i was
-  released: else the producer would wait for the slot forever.
+  put and released: else the producer would wait for the slot forever, or the slot's
+  barriers would be a phase behind its numbering.
 
 The producer's loads then read memory before the consumer's stores, as on the GPU,
 where the producer runs up to D transfers ahead of them. `hopper.cta_id` and
@@ -48,6 +49,7 @@ OPS = (
     aref.PutOp,
     aref.GetOp,
     aref.ConsumedOp,
+    aref.OrdinalOp,
     hopper.CtaIdOp,
     hopper.NumCtasOp,
     hopper.WgmmaWaitOp,
@@ -73,6 +75,9 @@ class Ring:
     name: str
     depth: int
     transfers: dict[int, _Transfer] = field(default_factory=dict)
+    # (partition, kind: "put" | "get" | "release", index, mask), in the order each
+    # partition ran them: `_deadlock` replays them against the ring's waits
+    events: list[tuple[int, str, torch.Tensor, torch.Tensor]] = field(default_factory=list)
 
 
 def _where(op: Operation) -> str:
@@ -97,8 +102,11 @@ def eval_op(interp: Any, op: Operation, active: torch.Tensor) -> Any:
         t = op.aref_type
         return Ring(op.ident or "aref", t.depth.data)
     if isinstance(op, aref.PartitionOp):
+        interp.partition = getattr(interp, "partition", -1) + 1
         interp.run_block(op.body.block, active)
         return None
+    if isinstance(op, aref.OrdinalOp):  # one program per instance (before `persistent`)
+        return interp.full_index(0)
     if isinstance(op, hopper.CtaIdOp):  # a one-dimensional launch's (the grid's x)
         return interp.program_ids(0)
     if isinstance(op, hopper.NumCtasOp):
@@ -107,14 +115,21 @@ def eval_op(interp: Any, op: Operation, active: torch.Tensor) -> Any:
         return interp.get(op.acc)
     ring: Ring = interp.get(op.aref)
     index = interp.get(op.index)
+    who = getattr(interp, "partition", 0)
     if isinstance(op, aref.PutOp):
-        _put(interp, op, ring, index, _mask(interp, active, op.when))
+        mask = _mask(interp, active, op.when)
+        ring.events.append((who, "put", index.clone(), mask.clone()))
+        _put(interp, op, ring, index, mask)
         return None
     if isinstance(op, aref.GetOp):
+        if op.again is None:  # a get `again` does not wait
+            ring.events.append((who, "get", index.clone(), active.clone()))
         _get(interp, op, ring, index, active)
         return None
     assert isinstance(op, aref.ConsumedOp)
-    _release(op, ring, index, _mask(interp, active, op.when))
+    mask = _mask(interp, active, op.when)
+    ring.events.append((who, "release", index.clone(), mask.clone()))
+    _release(op, ring, index, mask)
     return None
 
 
@@ -176,12 +191,22 @@ def _held(op: Operation, ring: Ring, t: int, sel: torch.Tensor, verb: str, late:
 
 
 def finish(interp: Any) -> None:
-    """After the run: every transfer i + D was put only where transfer i was released."""
-    for ring in [v for v in interp.env.values() if isinstance(v, Ring)]:
+    """After the run: every transfer i + D was put only where transfer i was put and
+    released (the slot's uses one after the other: a skipped one would leave its
+    barriers a phase behind, so that a wait for the next passed on an old phase)."""
+    rings = [v for v in interp.env.values() if isinstance(v, Ring)]
+    for ring in rings:
         for t, tr in ring.transfers.items():
-            before = ring.transfers.get(t - ring.depth)
-            if t < ring.depth or before is None:
+            if t < ring.depth:
                 continue
+            before = ring.transfers.get(t - ring.depth)
+            skipped = tr.put if before is None else tr.put & ~before.put
+            if bool(skipped.any()):
+                raise ProtocolError(
+                    f"aref {ring.name}: transfer {t} is put into the slot of transfer "
+                    f"{t - ring.depth}, which was never put (depth {ring.depth}): the "
+                    "slot's barriers would be a phase behind"
+                )
             stuck = tr.put & ~before.released
             if bool(stuck.any()):
                 raise ProtocolError(
@@ -189,6 +214,55 @@ def finish(interp: Any) -> None:
                     f"{t - ring.depth}, which is never released (depth {ring.depth}): the "
                     "producer would wait forever"
                 )
+    _deadlock(rings)
+
+
+def _deadlock(rings: list[Ring]) -> None:
+    """Each instance's partitions, run side by side against the rings' waits (a put of
+    transfer i waits for the release of i - D, a get for the put of i), reach their ends:
+    the order in which the producer fills slots and the consumers release them does not
+    leave both waiting on each other (the run itself put every transfer before any get,
+    which only a ring deep enough for all of them would allow)."""
+    if not rings or not any(r.events for r in rings):
+        return
+    names = {id(r): r for r in rings}
+    per: dict[int, list[tuple[int, str, list[int], list[bool]]]] = {}
+    n = 0
+    for r in rings:
+        for who, kind, index, mask in r.events:
+            per.setdefault(who, []).append((id(r), kind, index.tolist(), mask.tolist()))
+            n = len(mask)
+    seqs = list(per.values())
+    for inst in range(n):
+        todo = [[(rid, kind, ix[inst]) for rid, kind, ix, m in seq if m[inst]] for seq in seqs]
+        at = [0] * len(todo)
+        put: set[tuple[int, int]] = set()
+        released: set[tuple[int, int]] = set()
+        moved = True
+        while moved:
+            moved = False
+            for p, events in enumerate(todo):
+                while at[p] < len(events):
+                    rid, kind, i = events[at[p]]
+                    depth = names[rid].depth
+                    if kind == "put" and i >= depth and (rid, i - depth) not in released:
+                        break
+                    if kind == "get" and (rid, i) not in put:
+                        break
+                    (put if kind == "put" else released if kind == "release" else set()).add(
+                        (rid, i)
+                    )
+                    at[p] += 1
+                    moved = True
+        stuck = [(p, events[at[p]]) for p, events in enumerate(todo) if at[p] < len(events)]
+        if stuck:
+            waits = "; ".join(
+                f"partition {p} at its {kind} of transfer {i} of aref {names[rid].name}"
+                for p, (rid, kind, i) in stuck
+            )
+            raise ProtocolError(
+                f"the partitions wait on each other (program instance {inst}): {waits}"
+            )
 
 
 def check_reads(interp: Any, op: Operation) -> None:

@@ -164,7 +164,8 @@ def check_arefs(kernel: tile.KernelOp, s: Schedule) -> None:
     """Every aref has one entry, named by its identity, and no entry names an aref the
     kernel lacks; a release lag only where the slot's one MMA is a pure accumulation
     chain (its wgmmas may stay in flight); `resident` only on an aref whose later loops
-    re-read its first loop's tiles (`rereads`), without a lag."""
+    re-read its first loop's tiles (`rereads`), without a lag, and its `hold` below its
+    depth."""
     creates = [o for o in kernel.walk() if isinstance(o, aref.CreateOp)]
     names = {c.ident for c in creates}
     for a in s.arefs:
@@ -187,6 +188,13 @@ def check_arefs(kernel: tile.KernelOp, s: Schedule) -> None:
             raise CompileError(
                 f"reuse-slots: aref '{create.ident}' is resident in the schedule and loaded "
                 "by multicast; a cluster's rings are not kept on chip yet",
+                create,
+            )
+        if plan.hold and not (plan.resident and 0 < plan.hold < plan.depth):
+            raise CompileError(
+                f"reuse-slots: aref '{create.ident}' holds {plan.hold} slots in the schedule; "
+                f"a hold needs a resident aref and keeps 1 to {plan.depth - 1} of its "
+                f"{plan.depth} slots (the others stream)",
                 create,
             )
         if plan.resident and plan.lag:

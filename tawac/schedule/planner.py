@@ -35,7 +35,7 @@ from tawac.analysis.mma import (
 )
 from tawac.analysis.program_ids import streams_along_x, work_order
 from tawac.analysis.tile_layouts import layout_problem
-from tawac.dialects import aref, tile
+from tawac.dialects import aref, hopper, tile
 from tawac.dialects.schedule import ArefPlan, LoopPlan, OpPlan, RolePlan, Schedule
 from tawac.schedule import loop_plan
 from tawac.schedule.chain import chain_problem
@@ -676,12 +676,35 @@ def plan_resident(kernel: tile.KernelOp, s: Schedule, options: PipelineOptions) 
                 depths = trial
                 break
     kept = {c.ident: depths[c] for c in held}
+    holds = {c.ident: _hold(c, depths[c]) if options.hold_slots else 0 for c in held}
     hints = options.l2_hints
     arefs = tuple(
-        dataclasses.replace(a, depth=kept[a.name], resident=True, l2=hints) if a.name in kept else a
+        dataclasses.replace(a, depth=kept[a.name], resident=True, l2=hints, hold=holds[a.name])
+        if a.name in kept
+        else a
         for a in s.arefs
     )
     return dataclasses.replace(s, arefs=arefs)
+
+
+#: The bytes of a resident ring's streamed slots where a program's row block is longer
+#: than the ring (`ArefPlan.hold`: its first tiles keep the other slots): at least two
+#: slots. The loads the first loop issues past the held tiles have only these slots to
+#: run ahead in: 64 KiB is over twice what one SM's share of HBM bandwidth keeps in
+#: flight at its latency (about 25 GB/s x 1 us). A prediction, to be measured.
+HOLD_STREAM_BYTES = 64 * 1024
+
+
+def _hold(create: aref.CreateOp, depth: int) -> int:
+    """How many of a resident ring's `depth` slots a program's first tiles keep where its
+    row block is longer than the ring: all but `HOLD_STREAM_BYTES` of them (at least 2);
+    0 (none held) where the ring is not deeper than that."""
+    slot = sum(
+        hopper.ring_bytes(hopper.smem_ring_type(p, 1))  # type: ignore[arg-type]
+        for p in create.aref_type.payload
+    )
+    stream = max(2, -(-HOLD_STREAM_BYTES // max(slot, 1)))
+    return max(depth - stream, 0)
 
 
 #: Registers a consumer thread keeps beside its row-long values (addresses, counters,

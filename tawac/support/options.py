@@ -294,6 +294,14 @@ KNOBS: tuple[Knob, ...] = (
         "let theirs go first (L2 eviction hints), so the second read hits L2",
     ),
     Knob(
+        "hold_slots",
+        bool,
+        True,
+        "where a resident row block is longer than the ring, its first tiles keep their "
+        "slots for the later loops and only the others are loaded again, through the "
+        "rest of the ring",
+    ),
+    Knob(
         "reread_slots",
         bool,
         True,

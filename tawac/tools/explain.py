@@ -87,6 +87,9 @@ def _arefs(
             entry["resident"] = True
             entry["resident_loops"] = len(chain.puts)
             entry["l2_hints"] = a.l2
+            # where the row block is longer than the ring, its first `hold` tiles keep
+            # their slots for the later loops (the others are loaded again)
+            entry["held_tiles"] = a.hold
             tiles = _resident_tiles(chain, sizes)
             if tiles is not None:
                 entry["resident_tiles"] = tiles
@@ -614,9 +617,15 @@ def _ring_lines(info: dict[str, Any]) -> list[str]:
             # loop's lines in L2 for the later loops' reads
             held = ", the first loop's lines held in L2 for the next (hints)"
             held = held if a.get("l2_hints") else ""
-            at = f" (else once per loop{held})"
+            kept = a.get("held_tiles", 0)
+            rest = (
+                f"its first {kept} tiles kept in their slots, the others loaded once per loop{held}"
+                if kept
+                else f"loaded once per loop{held}"
+            )
+            at = f" (else {rest})"
             if tiles is not None:
-                once = "loaded once" if tiles <= a["depth"] else f"loaded once per loop{held}"
+                once = "loaded once" if tiles <= a["depth"] else rest
                 at = f"; at this size a program has {tiles}: {once}"
             out.append(
                 f"rows kept on chip: aref {a['name']} loaded once for its "

@@ -11,19 +11,32 @@
 // `resident l2`) the first loop's put keeps its lines in L2 (`l2 "evict_last"`) where the
 // row does not fit (`l2_if %streamed`), the second's and the kernel's stores let theirs
 // go first (`l2 "evict_first"`), and
-// lower-aref hands the priority to the TMA copies. A schedule that makes an aref written
-// by one loop resident is a located error.
+// lower-aref hands the priority to the TMA copies. With `hold-slots` (on; the schedule
+// prints `hold 39`: 55 slots less 64 KiB of 4 KiB ones) a row that does not fit keeps its
+// first 39 tiles in their slots for the second loop, which loads only the others again,
+// through slots 39..54: each transfer's index is computed from the iteration j and the
+// program's ordinal p (`aref.ordinal`; persistent makes it the tile count and adds no
+// base): p * T + j where the row fits, D * p + j for a held tile, 39 + c mod 16 + 55 * (c
+// / 16) for the c-th streamed one; the second loop's put and the first loop's release
+// happen only for the streamed tiles (j >= 39 where the row does not fit). The runs
+// above the HOLD ones turn it off to check the whole-row path alone. A schedule that
+// makes an aref written by one loop resident, or holds all its slots, is a located
+// error.
 // RUN: tawac opt %s -p 'warp-specialize,plan{schedule=heuristic}' | filecheck %s --check-prefix=PLAN
 // RUN: tawac opt %s -p 'warp-specialize,plan{schedule=heuristic reuse-slots=false}' | filecheck %s --check-prefix=OFF
-// RUN: tawac opt %s -p 'warp-specialize,plan{schedule=heuristic l2-hints=false},pipeline,reuse-slots' | filecheck %s --check-prefix=NOHINT
+// RUN: tawac opt %s -p 'warp-specialize,plan{schedule=heuristic l2-hints=false hold-slots=false},pipeline,reuse-slots' | filecheck %s --check-prefix=NOHINT
 // RUN: tawac opt %s -p 'warp-specialize,plan{schedule=heuristic stages=4}' | filecheck %s --check-prefix=GIVEN
-// RUN: tawac opt %s -p 'warp-specialize,plan{schedule=heuristic},pipeline,reuse-slots' | filecheck %s --check-prefix=REUSE
-// RUN: tawac opt %s -p 'warp-specialize,plan{schedule=heuristic},pipeline,reuse-slots,persistent' | filecheck %s --check-prefix=PERSIST
-// RUN: tawac opt %s -p 'warp-specialize,plan{schedule=heuristic},pipeline,reuse-slots,persistent,coarse-pipeline,cooperative-consumers,lower-aref' | filecheck %s --check-prefix=LOWER
+// RUN: tawac opt %s -p 'warp-specialize,plan{schedule=heuristic hold-slots=false},pipeline,reuse-slots' | filecheck %s --check-prefix=REUSE
+// RUN: tawac opt %s -p 'warp-specialize,plan{schedule=heuristic hold-slots=false},pipeline,reuse-slots,persistent' | filecheck %s --check-prefix=PERSIST
+// RUN: tawac opt %s -p 'warp-specialize,plan{schedule=heuristic hold-slots=false},pipeline,reuse-slots,persistent,coarse-pipeline,cooperative-consumers,lower-aref' | filecheck %s --check-prefix=LOWER
+// RUN: tawac opt %s -p 'warp-specialize,plan{schedule=heuristic},pipeline,reuse-slots' | filecheck %s --check-prefix=HOLD
+// RUN: tawac opt %s -p 'warp-specialize,plan{schedule=heuristic},pipeline,reuse-slots,persistent' | filecheck %s --check-prefix=HOLDP
 // RUN: sed -e 's/@rmsnorm(/@given(/' -e 's/attributes {}/attributes {tawac.schedule = #tawac.schedule<roles = [producer wg 1 regs 24, consumer wg 1 regs 256], arefs = [x: depth 8, w: depth 8 resident]>}/' %s > %t.mlir
 // RUN: not tawac opt %t.mlir -p 'warp-specialize,plan' 2>&1 | filecheck %s --check-prefix=ERR
+// RUN: sed -e 's/attributes {}/attributes {tawac.schedule = #tawac.schedule<roles = [producer wg 1 regs 24, consumer wg 1 regs 256], arefs = [x: depth 8 resident hold 8, w: depth 8]>}/' %s > %t2.mlir
+// RUN: not tawac opt %t2.mlir -p 'warp-specialize,plan' 2>&1 | filecheck %s --check-prefix=ERRHOLD
 
-// PLAN: arefs = [x: depth 55 resident l2, w: depth 8]
+// PLAN: arefs = [x: depth 55 resident l2 hold 39, w: depth 8]
 // NOHINT: arefs = [x: depth 55 resident, w: depth 8]
 // NOHINT-NOT: l2 "
 // OFF: arefs = [x: depth 8, w: depth 8]
@@ -80,6 +93,57 @@
 // LOWER:          scf.if %streamed_1 {
 // LOWER:            hopper.mbarrier_arrive %empty
 // LOWER-NEXT:     }
+
+// HOLD:      aref.partition producer
+// HOLD:        %[[T:.*]] = arith.maxsi
+// HOLD-NEXT:   %{{.*}} = arith.constant 55 : index
+// HOLD-NEXT:   %[[FITS:.*]] = arith.cmpi sle, %[[T]], %{{.*}} : index
+// HOLD-NEXT:   %[[P:.*]] = aref.ordinal
+// HOLD-NEXT:   %[[H:.*]] = arith.constant 39 : index
+// HOLD-NEXT:   %[[FIT0:.*]] = arith.muli %[[P]], %[[T]] : index
+// HOLD:        %[[HELD0:.*]] = arith.muli %[[P]], %{{.*}} : index
+// HOLD:        %[[FIRST:.*]] = arith.select %[[FITS]], %[[T]], %[[H]] : index
+// HOLD-NEXT:   scf.for
+// HOLD:          %[[J:.*]] = arith.divui
+// HOLD-NEXT:     %[[FIT:.*]] = arith.addi %[[FIT0]], %[[J]] : index
+// HOLD-NEXT:     %[[ISHELD:.*]] = arith.cmpi ult, %[[J]], %[[H]] : index
+// HOLD-NEXT:     %[[HELD:.*]] = arith.addi %[[HELD0]], %[[J]] : index
+// HOLD:          %[[S:.*]] = arith.constant 16 : index
+// HOLD-NEXT:     %[[RND:.*]] = arith.divui %[[C:.*]], %[[S]] : index
+// HOLD-NEXT:     %[[REM:.*]] = arith.remui %[[C]], %[[S]] : index
+// HOLD-NEXT:     %[[LOW:.*]] = arith.addi %[[H]], %[[REM]] : index
+// HOLD-NEXT:     %{{.*}} = arith.constant 55 : index
+// HOLD-NEXT:     %[[UP:.*]] = arith.muli %[[RND]], %{{.*}} : index
+// HOLD-NEXT:     %[[STREAM:.*]] = arith.addi %[[LOW]], %[[UP]] : index
+// HOLD-NEXT:     %[[PART:.*]] = arith.select %[[ISHELD]], %[[HELD]], %[[STREAM]] : index
+// HOLD-NEXT:     %[[IX:.*]] = arith.select %[[FITS]], %[[FIT]], %[[PART]] : index
+// HOLD-NEXT:     %[[MOVED:.*]] = arith.cmpi uge, %[[J]], %[[FIRST]] : index
+// HOLD-NEXT:     aref.put %{{.*}}[%[[IX]]], %{{.*}} l2 "evict_last" l2_if %[[MOVED]] : !aref.aref<[tensor<8x256xbf16>], 55>
+// HOLD:        scf.for
+// HOLD:          %[[MOVED2:.*]] = arith.cmpi uge
+// HOLD-NEXT:     aref.put %{{.*}}[%{{.*}}], %{{.*}} when %[[MOVED2]] l2 "evict_first" : !aref.aref<[tensor<8x256xbf16>], 55>
+// HOLD:      aref.partition consumer
+// HOLD:        aref.ordinal
+// HOLD:        scf.for
+// HOLD:          %[[CIX:slot_it[_0-9]*]] = arith.select
+// HOLD-NEXT:     %[[CMOVED:.*]] = arith.cmpi uge
+// HOLD-NEXT:     aref.get %{{.*}}[%[[CIX]]] : !aref.aref<[tensor<8x256xbf16>], 55>
+// HOLD:          aref.consumed %{{.*}}[%[[CIX]]] when %[[CMOVED]] : !aref.aref<[tensor<8x256xbf16>], 55>
+// HOLD:        scf.for
+// HOLD:          %[[CIX2:slot_it[_0-9]*]] = arith.select
+// HOLD-NEXT:     arith.cmpi uge
+// HOLD-NEXT:     aref.get %{{.*}}[%[[CIX2]]] : !aref.aref<[tensor<8x256xbf16>], 55>
+// HOLD:          aref.consumed %{{.*}}[%[[CIX2]]] : !aref.aref<[tensor<8x256xbf16>], 55>
+
+// HOLDP:      aref.partition consumer
+// HOLDP-NOT:    aref.ordinal
+// HOLDP:        scf.for %{{.*}} iter_args(%[[COUNT:.*]] = %{{.*}}, %{{.*}} = %{{.*}}, %{{.*}} = %{{.*}})
+// HOLDP:          %{{.*}} = arith.muli %[[COUNT]], %{{.*}} : index
+// HOLDP:          %[[IX:slot_it[_0-9]*]] = arith.select
+// HOLDP-NEXT:     arith.cmpi uge
+// HOLDP-NEXT:     aref.get %{{.*}}[%[[IX]]] : !aref.aref<[tensor<8x256xbf16>], 55>
+
+// ERRHOLD: error: reuse-slots: aref 'x' holds 8 slots in the schedule; a hold needs a resident aref and keeps 1 to 7 of its 8 slots (the others stream)
 
 // ERR: reuse-slots.mlir.tmp.mlir:{{[0-9]+}}:{{[0-9]+}}: error: reuse-slots: aref 'w' is resident in the schedule, but it is written by one loop
 tile.kernel @rmsnorm(%x: !tile.tensor<?x?xbf16, ["M", "N"]>, %w: !tile.tensor<?xbf16, ["N"]>, %y: !tile.tensor<?x?xbf16, ["M", "N"]>) attributes {} {
