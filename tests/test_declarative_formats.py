@@ -67,6 +67,8 @@ KERNEL = """builtin.module {
     %ring2 = aref.create {tawac.note} : !aref.aref<[tensor<128x64xbf16>], 2>
     %ring3 = aref.create "c" {tawac.note} : !aref.aref<[tensor<128x64xbf16>], 2>
     aref.partition producer warp_groups 1 regs 40 {
+      %ord = aref.ordinal
+      %ord2 = aref.ordinal {tawac.note}
       aref.put %ring[%c0], %x, %y : !aref.aref<[tensor<128x64xbf16>, tensor<128x64xbf16>], 3>
       aref.put %ring2[%c0], %x : !aref.aref<[tensor<128x64xbf16>], 2> {tawac.note}
     }

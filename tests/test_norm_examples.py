@@ -335,8 +335,8 @@ def test_rows_kept_on_chip_match_torch_on_the_gpu(name, block_m, n, reuse):
 def test_rows_longer_than_the_ring_without_held_slots_match_torch_on_the_gpu(name, block):
     """The rows kept on chip above at a row longer than the ring (where, by default, its
     first tiles keep their slots: `hold`), with `hold_slots` off: each loop loads every
-    tile, as before the held slots; and the default at 1 x 8192 blocks (14 slots, 10
-    held) over 20 tiles a row."""
+    tile, as before the held slots; and the default at 1 x 8192 blocks over 20 tiles a
+    row (the softmax's 14 slots, 10 held; the norms' rings, 6 or 7 slots, hold none)."""
     bm, bn = block
     n = 20000 if bm == 8 else 160000
     params = {"BLOCK_N": bn, "BLOCK_M": bm}

@@ -69,10 +69,12 @@ def _guard(loop: scf.ForOp, depth: int) -> tuple[SSAValue, SSAValue]:
     return test[-1].results[0], streamed.result
 
 
-def _apply(create: aref.CreateOp, chain: Rereads, hints: bool, hold: int) -> None:
+def _apply(
+    create: aref.CreateOp, chain: Rereads, hints: bool, hold: int, numbering: _Numbering
+) -> None:
     depth = create.aref_type.depth.data
     if hold:
-        _apply_held(chain, depth, hold, hints)
+        _apply_held(chain, depth, hold, hints, numbering)
         return
     # the producer: later loops put only where the tiles do not stay in the ring; with
     # `hints`, the first loop's copies keep their lines in L2 for the later loops' (which
@@ -156,6 +158,36 @@ def _held_values(loop: scf.ForOp, loops: int, depth: int, hold: int) -> _Held:
     return _Held(fits, fit_base, held_base, bases, h, first_moved, depth, depth - hold)
 
 
+class _Numbering:
+    """The held rings' numbering values, made once per partition and loop for all the
+    arefs of a kernel that share them (the same loops, depth and hold: a norm
+    backward's x and dy), so that each ring does not hold its own copies in registers."""
+
+    def __init__(self) -> None:
+        self.values: dict[tuple, _Held] = {}
+        self.indices: dict[tuple, tuple[SSAValue, SSAValue]] = {}
+
+    def held(self, first: scf.ForOp, loops: int, depth: int, hold: int) -> _Held:
+        key = (first, loops, depth, hold)
+        if key not in self.values:
+            self.values[key] = _held_values(first, loops, depth, hold)
+        return self.values[key]
+
+    def index(self, v: _Held, k: int, loop: scf.ForOp) -> tuple[SSAValue, SSAValue]:
+        """At the top of `loop` (the k-th of the chain): `_held_index` of its iteration."""
+        key = (loop, k, v.depth, v.streamed)
+        if key not in self.indices:
+            body = loop.body.block
+            rel = arith.SubiOp(body.args[0], loop.lb)
+            j = arith.DivUIOp(rel.result, loop.step)
+            j.result.name_hint = "it"
+            Rewriter.insert_op([rel, j], InsertPoint.at_start(body))
+            nxt = j.next_op
+            assert nxt is not None
+            self.indices[key] = _held_index(v, k, j.result, nxt)
+        return self.indices[key]
+
+
 def _held_index(v: _Held, k: int, j: SSAValue, at: Operation) -> tuple[SSAValue, SSAValue]:
     """Before `at` (in loop k, at its iteration `j`): the ring index of the transfer and
     whether it moves through the streamed slots (the row block does not fit and j >= H).
@@ -195,15 +227,15 @@ def _held_index(v: _Held, k: int, j: SSAValue, at: Operation) -> tuple[SSAValue,
     return index, moved
 
 
-def _apply_held(chain: Rereads, depth: int, hold: int, hints: bool) -> None:
+def _apply_held(chain: Rereads, depth: int, hold: int, hints: bool, numbering: _Numbering) -> None:
     """A resident ring whose program's first `hold` tiles keep their slots where its row
     block is longer than the ring (`ArefPlan.hold`): the producer's later loops load only
     the other tiles again, through the other D - H slots; the consumer's loops but the
     last release only those. Where the row block fits, as `_apply`."""
     loops = len(chain.puts)
-    pv = _held_values(chain.producer_loops[0], loops, depth, hold)
-    for k, put in enumerate(chain.puts):
-        index, moved = _held_index(pv, k, chain.produced[k], put)
+    pv = numbering.held(chain.producer_loops[0], loops, depth, hold)
+    for k, (put, loop) in enumerate(zip(chain.puts, chain.producer_loops, strict=True)):
+        index, moved = numbering.index(pv, k, loop)
         l2 = ("evict_last" if k == 0 else "evict_first") if hints else None
         _replace(
             put,
@@ -216,9 +248,11 @@ def _apply_held(chain: Rereads, depth: int, hold: int, hints: bool) -> None:
                 moved if hints and k == 0 else None,
             ),
         )
-    cv = _held_values(chain.consumer_loops[0], loops, depth, hold)
-    for k, (get, release) in enumerate(zip(chain.gets, chain.releases, strict=True)):
-        index, moved = _held_index(cv, k, chain.local[k], get)
+    cv = numbering.held(chain.consumer_loops[0], loops, depth, hold)
+    for k, (get, release, loop) in enumerate(
+        zip(chain.gets, chain.releases, chain.consumer_loops, strict=True)
+    ):
+        index, moved = numbering.index(cv, k, loop)
         get.operands = [get.aref, index]
         last = k == loops - 1
         _replace(release, aref.ConsumedOp(release.aref, index, when=None if last else moved))
@@ -248,6 +282,7 @@ class ReuseSlotsPass(ModulePass):
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         for kernel in [o for o in op.walk() if isinstance(o, tile.KernelOp)]:
             plan = schedule.of(kernel)
+            numbering = _Numbering()
             for create in [o for o in kernel.walk() if isinstance(o, aref.CreateOp)]:
                 decided = plan.aref(create.ident)
                 if decided is None or not decided.resident:
@@ -259,6 +294,6 @@ class ReuseSlotsPass(ModulePass):
                         f"but {chain}",
                         create,
                     )
-                _apply(create, chain, decided.l2, decided.hold)
+                _apply(create, chain, decided.l2, decided.hold, numbering)
             if any(a.resident and a.l2 for a in plan.arefs):
                 _stores_first(kernel)

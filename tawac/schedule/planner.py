@@ -698,13 +698,16 @@ HOLD_STREAM_BYTES = 64 * 1024
 def _hold(create: aref.CreateOp, depth: int) -> int:
     """How many of a resident ring's `depth` slots a program's first tiles keep where its
     row block is longer than the ring: all but `HOLD_STREAM_BYTES` of them (at least 2);
-    0 (none held) where the ring is not deeper than that."""
+    0 (none held) where that would hold fewer slots than it streams: a small hold saves
+    little of the later loops' reads, while its numbering costs the consumer registers
+    (the RMS norm backward at 8 x 1024, 255 registers, spilled 4 bytes holding 2 of 6)
+    and the loads past it run ahead in fewer slots."""
     slot = sum(
         hopper.ring_bytes(hopper.smem_ring_type(p, 1))  # type: ignore[arg-type]
         for p in create.aref_type.payload
     )
     stream = max(2, -(-HOLD_STREAM_BYTES // max(slot, 1)))
-    return max(depth - stream, 0)
+    return depth - stream if depth - stream >= stream else 0
 
 
 #: Registers a consumer thread keeps beside its row-long values (addresses, counters,

@@ -104,7 +104,8 @@
 // HOLD:        %[[HELD0:.*]] = arith.muli %[[P]], %{{.*}} : index
 // HOLD:        %[[FIRST:.*]] = arith.select %[[FITS]], %[[T]], %[[H]] : index
 // HOLD-NEXT:   scf.for
-// HOLD:          %[[J:.*]] = arith.divui
+// HOLD-NEXT:     arith.subi
+// HOLD-NEXT:     %[[J:.*]] = arith.divui
 // HOLD-NEXT:     %[[FIT:.*]] = arith.addi %[[FIT0]], %[[J]] : index
 // HOLD-NEXT:     %[[ISHELD:.*]] = arith.cmpi ult, %[[J]], %[[H]] : index
 // HOLD-NEXT:     %[[HELD:.*]] = arith.addi %[[HELD0]], %[[J]] : index
@@ -118,21 +119,21 @@
 // HOLD-NEXT:     %[[PART:.*]] = arith.select %[[ISHELD]], %[[HELD]], %[[STREAM]] : index
 // HOLD-NEXT:     %[[IX:.*]] = arith.select %[[FITS]], %[[FIT]], %[[PART]] : index
 // HOLD-NEXT:     %[[MOVED:.*]] = arith.cmpi uge, %[[J]], %[[FIRST]] : index
-// HOLD-NEXT:     aref.put %{{.*}}[%[[IX]]], %{{.*}} l2 "evict_last" l2_if %[[MOVED]] : !aref.aref<[tensor<8x256xbf16>], 55>
+// HOLD:          aref.put %{{.*}}[%[[IX]]], %{{.*}} l2 "evict_last" l2_if %[[MOVED]] : !aref.aref<[tensor<8x256xbf16>], 55>
 // HOLD:        scf.for
 // HOLD:          %[[MOVED2:.*]] = arith.cmpi uge
-// HOLD-NEXT:     aref.put %{{.*}}[%{{.*}}], %{{.*}} when %[[MOVED2]] l2 "evict_first" : !aref.aref<[tensor<8x256xbf16>], 55>
+// HOLD:          aref.put %{{.*}}[%{{.*}}], %{{.*}} when %[[MOVED2]] l2 "evict_first" : !aref.aref<[tensor<8x256xbf16>], 55>
 // HOLD:      aref.partition consumer
 // HOLD:        aref.ordinal
 // HOLD:        scf.for
 // HOLD:          %[[CIX:slot_it[_0-9]*]] = arith.select
 // HOLD-NEXT:     %[[CMOVED:.*]] = arith.cmpi uge
-// HOLD-NEXT:     aref.get %{{.*}}[%[[CIX]]] : !aref.aref<[tensor<8x256xbf16>], 55>
+// HOLD:          aref.get %{{.*}}[%[[CIX]]] : !aref.aref<[tensor<8x256xbf16>], 55>
 // HOLD:          aref.consumed %{{.*}}[%[[CIX]]] when %[[CMOVED]] : !aref.aref<[tensor<8x256xbf16>], 55>
 // HOLD:        scf.for
 // HOLD:          %[[CIX2:slot_it[_0-9]*]] = arith.select
 // HOLD-NEXT:     arith.cmpi uge
-// HOLD-NEXT:     aref.get %{{.*}}[%[[CIX2]]] : !aref.aref<[tensor<8x256xbf16>], 55>
+// HOLD:          aref.get %{{.*}}[%[[CIX2]]] : !aref.aref<[tensor<8x256xbf16>], 55>
 // HOLD:          aref.consumed %{{.*}}[%[[CIX2]]] : !aref.aref<[tensor<8x256xbf16>], 55>
 
 // HOLDP:      aref.partition consumer
@@ -141,7 +142,7 @@
 // HOLDP:          %{{.*}} = arith.muli %[[COUNT]], %{{.*}} : index
 // HOLDP:          %[[IX:slot_it[_0-9]*]] = arith.select
 // HOLDP-NEXT:     arith.cmpi uge
-// HOLDP-NEXT:     aref.get %{{.*}}[%[[IX]]] : !aref.aref<[tensor<8x256xbf16>], 55>
+// HOLDP:          aref.get %{{.*}}[%[[IX]]] : !aref.aref<[tensor<8x256xbf16>], 55>
 
 // ERRHOLD: error: reuse-slots: aref 'x' holds 8 slots in the schedule; a hold needs a resident aref and keeps 1 to 7 of its 8 slots (the others stream)
 
