@@ -23,8 +23,10 @@ A configuration `m8n1024`: the example at BLOCK_M 8, BLOCK_N 1024, then its colu
 from its slot every row; without: `*_bwd_rows_wreg.mlir`, w held in registers), `o2`: 2
 CTAs a SM, `s4`: ring depth 4; `t1`: the example at two rows a step (BLOCK_M 2: the
 partials carried per row of the step, summed after the loop; the planner gives each row
-a consumer warp group), `t1c1`: the same on one consumer warp group; a trailing `x`
-(`r1wx`, `t1x`): without the slot rereads of `reread-slots`.
+a consumer warp group), `t1c1`: the same on one consumer warp group; `c2`
+after an `r` configuration (`r1wc2`): each row over two consumer warp groups (the eight
+warps side by side along it); a trailing `x` (`r1wx`, `t1x`): without the slot rereads
+of `reread-slots`.
 """
 
 import argparse
@@ -64,10 +66,12 @@ def parse(c: str, kernel: str, n: int) -> tuple[Path, dict, dict, int | None]:
         params = {"BLOCK_M": 2, "BLOCK_N": block}
         options = {"consumer_warp_groups": int(found.group(2))} if found.group(2) else {}
         return E / f"{kernel}_rows.mlir", params, options, int(found.group(1))
-    found = re.fullmatch(r"r(\d+)(w)?(?:o(\d+))?(?:s(\d+))?", c)
+    found = re.fullmatch(r"r(\d+)(w)?(?:o(\d+))?(?:s(\d+))?(?:c(\d))?", c)
     if found is None:
         raise SystemExit(f"bad configuration {c!r}")
     options = {}
+    if found.group(5):
+        options["consumer_warp_groups"] = int(found.group(5))
     if found.group(3):
         options["ctas_per_sm"] = int(found.group(3))
     if found.group(4):

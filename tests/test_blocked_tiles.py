@@ -754,3 +754,110 @@ def test_a_few_row_tile_gets_a_warp_group_a_row(name, block_m, block_n, want):
     module = parse_file(EXAMPLES / f"{name}.mlir", params=params)
     info = explain_module(module, PipelineOptions(schedule="heuristic"))
     assert {r["role"]: r["warp_groups"] for r in info["roles"]}["consumer"] == want
+
+
+# ---- a row spread over two warp groups (all eight warps side by side)
+
+#: (rows, columns, element bytes) of tiles laid across two warp groups.
+SPANNING = [(1, 8192, 2), (1, 8192, 4), (1, 2048, 2), (1, 4096, 2), (2, 4096, 2), (1, 32768, 2)]
+
+
+@pytest.mark.parametrize("shape", SPANNING, ids=str)
+def test_a_row_across_two_warp_groups_has_one_owner_per_element(shape):
+    """`BlockedTileLayout.spanning`: every element held once; each warp group holds a
+    share of every row (no bands); the `%tid.x` expressions of the partition starting at
+    warp group 0, 1 or 2 give each thread's register 0 (its warp among the eight is its
+    warp in the partition)."""
+    m, n, b = shape
+    layout = BlockedTileLayout.spanning(m, n, b)
+    assert layout.spans_groups and layout.col_warps == 8 and layout.warp_groups == 2
+    seen = {}
+    for t in range(layout.threads):
+        for i in range(layout.num_regs):
+            seen.setdefault(layout.coord(t, i), []).append((t, i))
+        r0, c0 = layout.coord(t, 0)
+        for first_wg in (0, 1, 2):
+            tid = t + first_wg * HOPPER.warp_group_size
+            assert layout.thread_row(first_wg).value(tid) == r0
+            assert layout.thread_col(first_wg).value(tid) == c0
+    assert sorted(seen) == [(r, c) for r in range(m) for c in range(n)]
+    assert all(len(v) == 1 for v in seen.values())
+    for wg in (0, 1):  # both warp groups hold part of every row
+        ts = range(wg * HOPPER.warp_group_size, (wg + 1) * HOPPER.warp_group_size)
+        assert {layout.coord(t, i)[0] for t in ts for i in range(layout.num_regs)} == set(range(m))
+    with pytest.raises(ValueError, match="needs the partition's first"):
+        layout.thread_col()
+
+
+@pytest.mark.parametrize("shape", SPANNING, ids=str)
+def test_a_row_across_two_warp_groups_reduces_over_its_eight_warps(shape):
+    """A row reduction's butterflies stay in the row, and the eight warps' partials (the
+    scratch table: 8 entries a row, `row_scratch_bytes`) cover it; a column lies in one
+    warp (one band: no scratch for a column reduction)."""
+    m, n, b = shape
+    layout = BlockedTileLayout.spanning(m, n, b)
+    ws = HOPPER.warp_size
+    assert layout.row_scratch_bytes == 4 * m * 8
+    for t in range(layout.threads):
+        r0, c0 = layout.coord(t, 0)
+        lanes = {t}
+        for mask in layout.row_reduction_lanes():
+            lanes |= {x ^ mask for x in lanes}
+        assert all(layout.coord(x, 0)[0] == r0 for x in lanes)
+        every = {x % ws + w * ws for x in lanes for w in range(8)}
+        held = {layout.coord(x, i) for x in every for i in range(layout.num_regs)}
+        assert {c for r, c in held if r == r0} == set(range(n))
+        lanes = {t}
+        for mask in layout.column_reduction_lanes():
+            lanes |= {x ^ mask for x in lanes}
+        assert all(layout.coord(x, 0)[1] == c0 for x in lanes)
+        warp = t - t % ws
+        assert {layout.coord(x, 0)[0] for x in lanes} == {
+            layout.coord(x, 0)[0] for x in range(warp, warp + ws)
+        }
+
+
+@pytest.mark.parametrize("shape", SPANNING, ids=str)
+def test_a_row_across_two_warp_groups_reads_its_runs_where_tma_put_them(shape):
+    """`run_access` for the spanning layout, the partition's first warp group 1 or 2."""
+    m, n, b = shape
+    layout = BlockedTileLayout.spanning(m, n, b)
+    smem = SwizzledTile(m, n, b, 128)
+    for first_wg in (1, 2):
+        plan = run_access(smem, layout, first_wg)
+        for t in range(layout.threads):
+            tid = t + first_wg * HOPPER.warp_group_size
+            row0 = layout.thread_row(first_wg).value(tid)
+            base = row0 * plan.row_bytes + sum(e.value(tid) * s for e, s in plan.thread)
+            key = plan.key.value(tid)
+            for i, off, flip in plan.runs:
+                addr = base + off + ((key ^ flip) << plan.granule_shift)
+                assert addr == smem.byte_offset(*layout.coord(t, i)), (t, i)
+
+
+def test_two_consumer_warp_groups_spread_a_row_only_where_asked():
+    """A one-row program's tiles take the spanning layout with `--consumer-warp-groups 2`
+    (the only way two warp groups split them); the planners never propose it (their
+    decisions stay the measured ones: one warp group a row)."""
+    from tawac.analysis.tile_layouts import TileLayouts as Layouts
+    from tawac.support.options import PipelineOptions
+
+    def consumer(**options):
+        module = parse_file(EXAMPLES / "softmax.mlir", params={"BLOCK_M": 1, "BLOCK_N": 8192})
+        run_pipeline(module, PipelineOptions(**options).pipeline(stop="lower-aref"))
+        (part,) = [
+            p
+            for p in module.walk()
+            if isinstance(p, aref.PartitionOp) and p.role.data == "consumer"
+        ]
+        (kernel,) = [o for o in module.walk() if isinstance(o, tile.KernelOp)]
+        return part, kernel
+
+    for schedule in ("heuristic", "solver"):
+        part, _ = consumer(schedule=schedule)
+        assert part.warp_groups.data == 1
+    part, kernel = consumer(consumer_warp_groups=2)
+    assert part.warp_groups.data == 2
+    layout = Layouts(part, 2, kernel).layout(1, 8192)
+    assert isinstance(layout, BlockedTileLayout) and layout.spans_groups
+    assert Layouts(part, 2, kernel, spread=False).spanning is False

@@ -330,6 +330,20 @@ def test_rows_kept_on_chip_match_torch_on_the_gpu(name, block_m, n, reuse):
 
 @pytest.mark.gpu
 @requires_gpu
+@pytest.mark.parametrize("n", [3000, 8192])
+@pytest.mark.parametrize("m", [1, 77, 3000])
+@pytest.mark.parametrize("block_n", [4096, 8192])
+@pytest.mark.parametrize("name", NAMES)
+def test_a_row_spread_over_two_warp_groups_matches_torch_on_the_gpu(name, block_n, m, n):
+    """One row a program on two consumer warp groups (`--consumer-warp-groups 2`): all
+    eight warps side by side along the row (`BlockedTileLayout.spanning`), its
+    reductions combined over both warp groups through shared scratch."""
+    params = {"BLOCK_N": block_n, "BLOCK_M": 1}
+    _forward_on_the_gpu(name, m, n, params, consumer_warp_groups=2)
+
+
+@pytest.mark.gpu
+@requires_gpu
 @pytest.mark.parametrize("block", [(8, 256), (1, 8192)], ids=str)
 @pytest.mark.parametrize("name", NAMES)
 def test_rows_longer_than_the_ring_without_held_slots_match_torch_on_the_gpu(name, block):
@@ -645,14 +659,29 @@ def test_the_one_read_backward_matches_autograd_on_the_gpu(name, m, n, block_m, 
     """Outputs poisoned, P = the SM count (a program per SM, fewer where there are fewer
     row blocks), then the partials' column sums (`column_sum`, `column_sum_pair`), against
     autograd in float32."""
+    _one_read_backward(name, m, n, block_m, block_n)
+
+
+@pytest.mark.gpu
+@requires_gpu
+@pytest.mark.parametrize(("n", "block_n"), [(4000, 4096), (8192, 8192), (7777, 8192)])
+@pytest.mark.parametrize("m", [1, 77, 3000])
+@pytest.mark.parametrize("name", ROWS_BWD)
+def test_the_one_read_backward_over_two_warp_groups_a_row_matches_autograd(name, m, n, block_n):
+    """The one-read backward with one row a step spread over two consumer warp groups
+    (`--consumer-warp-groups 2`: the eight warps side by side along the row)."""
+    _one_read_backward(name, m, n, 1, block_n, consumer_warp_groups=2)
+
+
+def _one_read_backward(name, m, n, block_m, block_n, **options):
     import torch
 
     import tawac.torch
 
-    key = (name, block_m, block_n)
+    key = (name, block_m, block_n, *sorted(options.items()))
     if key not in _KERNELS:
         params = {"BLOCK_M": block_m, "BLOCK_N": block_n}
-        _KERNELS[key] = tawac.torch.kernel(EXAMPLES / f"{name}.mlir", params=params)
+        _KERNELS[key] = tawac.torch.kernel(EXAMPLES / f"{name}.mlir", params=params, **options)
     sms = torch.cuda.get_device_properties(0).multi_processor_count
     args, outs, want = _rows_backward(name, m, n, min(-(-m // block_m), sms), "cuda", m * 5 + n)
     _KERNELS[key](*args, *outs.values())

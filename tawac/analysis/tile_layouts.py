@@ -6,6 +6,12 @@ A 2-d tile in registers is in the accumulator layout of its shape
 32-row blocks): there every 2-d tile of the partition takes a `BlockedTileLayout`, its
 runs 16 bytes of the widest element type that the partition's 2-d loads and stores move.
 
+Where two consumer warp groups cannot split a tile of the partition into bands of rows
+(one row a program), every 2-d tile of it may lie across both, all eight warps side by
+side along its rows (`BlockedTileLayout.spanning`: a long row spread over the warp
+groups). Only a schedule that asks for two warp groups has it (`spread`: the planners do
+not propose it, so their decisions stay those measured; `--consumer-warp-groups 2` asks).
+
 The backend lays tiles out with it (`tawac.backend_ptx.vector_layouts`); `plan` asks it
 first (`layout_problem`), so a schedule whose consumer warp groups cannot split a tile is
 refused where it is made, by `explain` as by `compile`, not later by `convert-to-ptx`.
@@ -55,10 +61,13 @@ class TileLayouts:
     accumulator layout of each tile's shape, or where the kernel has no MMA and some 2-d
     tile of the partition does not fit that layout, a `BlockedTileLayout` for every one
     of them, its runs 16 bytes of the widest element the partition's 2-d loads and stores
-    move (4 bytes where they move none)."""
+    move (4 bytes where they move none); with `spread`, where two warp groups cannot
+    split some tile into bands, every tile across both (`spanning`)."""
 
-    def __init__(self, root: Operation, warp_groups: int, kernel: Operation):
+    def __init__(self, root: Operation, warp_groups: int, kernel: Operation, spread: bool = True):
         self.warp_groups = warp_groups
+        #: Every 2-d tile lies across the two warp groups, all eight warps side by side.
+        self.spanning = False
         #: The element size setting a blocked layout's runs; None: accumulator layouts.
         self.blocked_bytes: int | None = None
         self._of: dict[tuple[int, int], TileLayout] = {}
@@ -73,6 +82,12 @@ class TileLayouts:
             if moved is not None:
                 widest = max(widest, elem_bytes(moved))
         self.blocked_bytes = widest or 4
+        if spread and warp_groups == 2:
+            self.spanning = any(
+                BlockedTileLayout.side_by_side(m, n, 2)
+                and _banded_problem(m, n, self.blocked_bytes) is not None
+                for m, n in shapes
+            )
 
     def layout(self, m: int, n: int) -> TileLayout:
         """The layout of an m x n tile; ValueError where the warp groups cannot split it."""
@@ -80,6 +95,8 @@ class TileLayouts:
         if layout is None:
             if self.blocked_bytes is None:
                 layout = AccLayout(m, n, self.warp_groups)
+            elif self.spanning:
+                layout = BlockedTileLayout.spanning(m, n, self.blocked_bytes)
             else:
                 layout = BlockedTileLayout.for_tile(m, n, self.warp_groups, self.blocked_bytes)
             self._of[(m, n)] = layout
@@ -95,7 +112,7 @@ class TileLayouts:
 
 
 def layout_problem(
-    root: Operation, warp_groups: int, kernel: Operation
+    root: Operation, warp_groups: int, kernel: Operation, spread: bool = True
 ) -> tuple[str, Operation] | None:
     """(why, the op making the tile) for the first 2-d tile under the consumer partition
     `root` that `warp_groups` warp groups cannot lay out, or None.
@@ -105,12 +122,21 @@ def layout_problem(
     ask for."""
     if any(isinstance(o, hopper.WgmmaOp | tile.DotOp) for o in kernel.walk()):
         return None
-    layouts = TileLayouts(root, warp_groups, kernel)
+    layouts = TileLayouts(root, warp_groups, kernel, spread)
     for op, t in _tiles_2d(root):
         try:
             layouts.layout(*t.get_shape())
         except ValueError as e:
             return str(e), op
+    return None
+
+
+def _banded_problem(m: int, n: int, elem: int) -> str | None:
+    """Why two warp groups cannot split an m x n tile into bands of rows, or None."""
+    try:
+        BlockedTileLayout.for_tile(m, n, 2, elem)
+    except ValueError as e:
+        return str(e)
     return None
 
 

@@ -156,7 +156,9 @@ def _math_warp_groups(part: aref.PartitionOp) -> int:
         return 1
     # a 2-row tile: a row a warp group, where the blocked layout takes it
     kernel = part.parent_op()  # partitions sit in the kernel's body (warp-specialize)
-    if not isinstance(kernel, tile.KernelOp) or layout_problem(part, 2, kernel) is not None:
+    if not isinstance(kernel, tile.KernelOp):
+        return 1
+    if layout_problem(part, 2, kernel, spread=False) is not None:
         return 1
     return 2
 

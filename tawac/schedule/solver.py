@@ -545,7 +545,7 @@ def _candidates(kernel: tile.KernelOp, options: PipelineOptions, base: Schedule)
         and fits_registers(dots, w, ctas)
         # a kernel without MMAs: every tile laid out over the w warp groups (a one-row
         # tile is not: its row lies in one warp group)
-        and (consumer is None or layout_problem(consumer, w, kernel) is None)
+        and (consumer is None or layout_problem(consumer, w, kernel, spread=False) is None)
     ]
     heuristic = base.role("consumer").warp_groups if base.role("consumer") else 1
     return splits or [heuristic]

@@ -6,8 +6,10 @@ A consumer partition without MMAs holds its 2-d tiles in the wgmma accumulator l
 tile it cannot split (Triton's 32 x 128 column-sum blocks) takes `BlockedTileLayout`,
 which any shape of whole 4-row steps per warp group fits, and a tile of fewer rows (one
 to three a warp group: a few tokens' rows, whole) with the warps side by side along the
-row. Like `layouts.py`, these are
-data: the lowering emits what they say, no fragment or swizzle formula of its own.
+row. A tile of a few rows over two warp groups may put all eight warps side by side
+along them (`spans_groups`: a long row spread over the warp groups, each holding a share
+of every row). Like `layouts.py`, these are data: the lowering emits what they say, no
+fragment or swizzle formula of its own.
 """
 
 from __future__ import annotations
@@ -29,6 +31,7 @@ from tawac.target.layouts import (
     SwizzledTile,
     Xor,
     warp_group_in_partition,
+    warp_in_partition,
 )
 
 _WARPS_PER_GROUP = HOPPER.warp_group_size // HOPPER.warp_size
@@ -52,7 +55,10 @@ class BlockedTileLayout:
     group g holds the band of rows [g m / W, (g + 1) m / W), as in `AccLayout` (each warp
     group's rows are its own, for a TMA store of them). The pattern repeats down the band
     every `rows_per_pass` = (4 / col_warps) row_lanes rows (`row_reps` times) and along
-    the row every col_warps * col_lanes * vec columns (`col_reps` times).
+    the row every col_warps * col_lanes * vec columns (`col_reps` times). With two warp
+    groups, `col_warps` may be 8 (`spans_groups`): the warps of both side by side along
+    every row, warp w = 4 g + (warp in group) at column run w, each warp group holding
+    every row (no bands); the rows repeat every row_lanes rows.
 
     Register i = (rr * col_reps + cr) * vec + j of the thread at (row0, col0) holds
     element (row0 + rr * rows_per_pass, col0 + cr * col_warps * col_lanes * vec + j), with
@@ -88,8 +94,12 @@ class BlockedTileLayout:
             return f"warp_groups must be >= 1, got {warp_groups}"
         if vec < 1 or vec & (vec - 1):
             return f"{vec} elements per run is not a power of two"
-        if col_warps not in (1, 2, _WARPS_PER_GROUP):
-            return f"{col_warps} warps side by side do not divide a warp group's warps"
+        spans = col_warps == 2 * _WARPS_PER_GROUP and warp_groups == 2
+        if col_warps not in (1, 2, _WARPS_PER_GROUP) and not spans:
+            return (
+                f"{col_warps} warps side by side do not divide a warp group's warps (nor "
+                "are they two warp groups' eight)"
+            )
         if n <= 0 or n % vec:
             return f"a {n}-column tile is not whole runs of {vec} elements"
         col_lanes = _col_lanes(n, vec)
@@ -98,6 +108,14 @@ class BlockedTileLayout:
                 f"a {n}-column tile is not whole runs of {vec} elements for {col_warps} "
                 f"warps side by side"
             )
+        if spans:  # every warp group holds every row
+            rows = HOPPER.warp_size // col_lanes
+            if m <= 0 or m % rows:
+                return (
+                    f"a {m}x{n} tile's rows are not a multiple of the {rows} a warp covers "
+                    f"at once with the warps of {warp_groups} warp groups side by side"
+                )
+            return None
         rows = _WARPS_PER_GROUP // col_warps * (HOPPER.warp_size // col_lanes)
         if m <= 0 or m % (warp_groups * rows):
             return (
@@ -129,6 +147,22 @@ class BlockedTileLayout:
         problem = cls.problem(m, n, warp_groups, 1)  # the four below each other's, runs of 1
         raise ValueError(f"{problem}, nor with 2 or 4 warps side by side along its rows")
 
+    @classmethod
+    def spanning(cls, m: int, n: int, elem_bytes: int) -> BlockedTileLayout:
+        """The m x n tile over two warp groups with all eight warps side by side along its
+        rows (`spans_groups`): runs of 16 bytes, halved until they split the row."""
+        vec = GRANULE_BYTES // elem_bytes
+        cw = 2 * _WARPS_PER_GROUP
+        while vec > 1 and cls.problem(m, n, 2, vec, cw) is not None:
+            vec //= 2
+        return cls(m, n, 2, vec, cw)
+
+    @property
+    def spans_groups(self) -> bool:
+        """The warps of every warp group lie side by side along each row (each warp group
+        holds a share of every row, not a band of rows)."""
+        return self.col_warps > _WARPS_PER_GROUP
+
     @property
     def threads(self) -> int:
         return HOPPER.warp_group_size * self.warp_groups
@@ -145,7 +179,10 @@ class BlockedTileLayout:
 
     @property
     def rows_per_pass(self) -> int:
-        """Rows the warps of a warp group cover at once (4 / col_warps row_lanes)."""
+        """Rows the warps of a warp group cover at once (4 / col_warps row_lanes; a warp's
+        row_lanes where the warps span the warp groups)."""
+        if self.spans_groups:
+            return self.row_lanes
         return _WARPS_PER_GROUP // self.col_warps * self.row_lanes
 
     @property
@@ -156,7 +193,7 @@ class BlockedTileLayout:
 
     @property
     def rows_per_warp_group(self) -> int:
-        return self.m // self.warp_groups
+        return self.m if self.spans_groups else self.m // self.warp_groups
 
     @property
     def row_reps(self) -> int:
@@ -174,6 +211,9 @@ class BlockedTileLayout:
 
     def thread_offset(self, wg: int, warp: int, lane: int) -> tuple[int, int]:
         """(row, col) of register 0 of thread (warp group, warp in group, lane)."""
+        if self.spans_groups:
+            run = self.col_lanes * (wg * _WARPS_PER_GROUP + warp) + lane % self.col_lanes
+            return lane // self.col_lanes, self.vec * run
         warp_row, warp_col = divmod(warp, self.col_warps)
         row = wg * self.rows_per_warp_group + warp_row * self.row_lanes + lane // self.col_lanes
         return row, self.vec * (self.col_lanes * warp_col + lane % self.col_lanes)
@@ -182,6 +222,8 @@ class BlockedTileLayout:
         """The row of `thread_offset` as an expression of `%tid.x`, for the partition
         whose first warp group is `first_wg`."""
         warp_row: IndexExpr | None = WARP_IN_GROUP
+        if self.spans_groups:  # every warp group holds every row
+            return Shr(LANE, _log2(self.col_lanes)) if self.row_lanes > 1 else Const(0)
         if self.col_warps == _WARPS_PER_GROUP:
             warp_row = None
         elif self.col_warps > 1:
@@ -195,13 +237,19 @@ class BlockedTileLayout:
         wg = warp_group_in_partition(first_wg)
         return MulAdd(wg, self.rows_per_warp_group, Const(0) if within is None else within)
 
-    def warp_col(self) -> IndexExpr:
-        """The thread's warp among those side by side (warp % col_warps)."""
+    def warp_col(self, first_wg: int | None = None) -> IndexExpr:
+        """The thread's warp among those side by side (warp % col_warps; where the warps
+        span the warp groups, its warp in the partition whose first warp group is
+        `first_wg`)."""
+        if self.spans_groups:
+            if first_wg is None:
+                raise ValueError("a layout spanning warp groups needs the partition's first")
+            return warp_in_partition(first_wg)
         if self.col_warps == _WARPS_PER_GROUP:
             return WARP_IN_GROUP
         return And(WARP_IN_GROUP, self.col_warps - 1)
 
-    def thread_run(self) -> IndexExpr:
+    def thread_run(self, first_wg: int | None = None) -> IndexExpr:
         """The index of the thread's first run along a row: col_lanes * (warp %
         col_warps) + lane % col_lanes (below run_span / vec)."""
         lane: IndexExpr = (
@@ -209,11 +257,12 @@ class BlockedTileLayout:
         )
         if self.col_warps == 1:
             return lane
-        return MulAdd(self.warp_col(), self.col_lanes, lane)
+        return MulAdd(self.warp_col(first_wg), self.col_lanes, lane)
 
-    def thread_col(self) -> IndexExpr:
-        """The column of `thread_offset` as an expression of `%tid.x`."""
-        run = self.thread_run()
+    def thread_col(self, first_wg: int | None = None) -> IndexExpr:
+        """The column of `thread_offset` as an expression of `%tid.x` (in the partition
+        whose first warp group is `first_wg`: needed where the warps span the groups)."""
+        run = self.thread_run(first_wg)
         return run if self.vec == 1 else Shl(run, _log2(self.vec))
 
     def reg_offset(self, i: int) -> tuple[int, int]:
@@ -369,7 +418,7 @@ def run_access(tile: SwizzledTile, layout: BlockedTileLayout, first_wg: int) -> 
     if run_bytes > GRANULE_BYTES:
         raise ValueError(f"a run of {run_bytes} bytes is more than a 16-byte granule")
     shift = _log2(run_bytes)
-    lane = layout.thread_run()  # below span / run_bytes
+    lane = layout.thread_run(first_wg)  # below span / run_bytes
     span = layout.col_warps * layout.col_lanes * run_bytes  # P
     thread: list[tuple[IndexExpr, int]] = []
     if span > tile.row_bytes:  # the thread's chunk

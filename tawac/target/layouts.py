@@ -235,9 +235,10 @@ class AccLayout:
         within = MulAdd(WARP_IN_GROUP, 16, self.thread_row_mod8())
         return MulAdd(warp_group_in_partition(first_wg), self.rows_per_warp_group, within)
 
-    def thread_col(self) -> IndexExpr:
+    def thread_col(self, first_wg: int | None = None) -> IndexExpr:
         """The column of `thread_offset` as an expression of `%tid.x`: 2 *
-        threadID_in_group with threadID_in_group = lane % 4 (PTX ISA 9.7.15.5.1)."""
+        threadID_in_group with threadID_in_group = lane % 4 (PTX ISA 9.7.15.5.1); the same
+        in every warp group (`first_wg` is not needed)."""
         return Shl(And(LANE, 3), 1)
 
     def thread_row_mod8(self) -> IndexExpr:

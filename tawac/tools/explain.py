@@ -528,7 +528,10 @@ def blocked_text(tiles: list[dict[str, int]]) -> str:
     parts = []
     for t in tiles:
         text = f"{t['rows']}x{t['cols']} in runs of {t['vec']}, {t['col_lanes']} lanes a row"
-        if t.get("warp_groups", 1) > 1:
+        spans = t["col_warps"] > 4  # a warp group's 4 warps: more span the warp groups
+        if spans:
+            text += f", each row spread over the {t['warp_groups']} warp groups"
+        elif t.get("warp_groups", 1) > 1:
             rows = t["rows"] // t["warp_groups"]
             text += f", {rows} row{'s' if rows > 1 else ''} a warp group"
         if t["col_warps"] > 1:

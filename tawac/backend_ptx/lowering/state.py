@@ -481,7 +481,7 @@ class KernelLowering:
         assert part is not None
 
         row = self.cached(("row0", layout), lambda: self.index(layout.thread_row(part.first_wg)))
-        col = self.cached(("col0", layout), lambda: self.index(layout.thread_col()))
+        col = self.cached(("col0", layout), lambda: self.index(layout.thread_col(part.first_wg)))
         return row, col
 
     def slice_alignment(self, layout: TileLayout, dim: int) -> int:
@@ -490,7 +490,7 @@ class KernelLowering:
         evaluated for every thread index of a CTA."""
         part = self.part
         assert part is not None
-        expr = layout.thread_row(part.first_wg) if dim == 0 else layout.thread_col()
+        expr = layout.thread_row(part.first_wg) if dim == 0 else layout.thread_col(part.first_wg)
         return expr.alignment()
 
     def slice_coords(self, layout: TileLayout, dim: int) -> tuple[SSAValue, tuple[int, ...]]:

@@ -143,7 +143,8 @@ def _combine_side_by_side(
     scratch = k.scratch(layout.row_scratch_bytes, op)
     row0, _ = k.thread_coords(layout)
     base = k.r(ptx.FmaOp("s32", row0, k.imm(4 * cw), scratch))  # this thread's first row
-    warp_col = k.index(layout.warp_col())
+    assert k.part is not None
+    warp_col = k.index(layout.warp_col(k.part.first_wg))
     mine = k.r(ptx.FmaOp("s32", warp_col, k.imm(4), base))
     run = k.r(ptx.AndOp("b32", k.lane(), k.imm(layout.col_lanes - 1)))
     writer = k.r(ptx.SetpOp("eq", "u32", run, k.imm(0, "u32")))
