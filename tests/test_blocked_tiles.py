@@ -835,15 +835,17 @@ def test_a_row_across_two_warp_groups_reads_its_runs_where_tma_put_them(shape):
                 assert addr == smem.byte_offset(*layout.coord(t, i)), (t, i)
 
 
-def test_two_consumer_warp_groups_spread_a_row_only_where_asked():
-    """A one-row program's tiles take the spanning layout with `--consumer-warp-groups 2`
-    (the only way two warp groups split them); the planners never propose it (their
-    decisions stay the measured ones: one warp group a row)."""
+def test_a_long_row_is_spread_over_two_warp_groups_after_either_planner():
+    """A one-row program of 8192 columns (64 elements a thread on one warp group): the
+    planners choose one warp group (their decisions and the model's prices unchanged),
+    then `plan_spread` gives it two, the row across both (the spanning layout), whichever
+    planner chose; with `spread_rows` off, one; at 4096 columns (32 a thread), one."""
     from tawac.analysis.tile_layouts import TileLayouts as Layouts
     from tawac.support.options import PipelineOptions
 
-    def consumer(**options):
-        module = parse_file(EXAMPLES / "softmax.mlir", params={"BLOCK_M": 1, "BLOCK_N": 8192})
+    def consumer(block_n=8192, **options):
+        params = {"BLOCK_M": 1, "BLOCK_N": block_n}
+        module = parse_file(EXAMPLES / "softmax.mlir", params=params)
         run_pipeline(module, PipelineOptions(**options).pipeline(stop="lower-aref"))
         (part,) = [
             p
@@ -854,10 +856,12 @@ def test_two_consumer_warp_groups_spread_a_row_only_where_asked():
         return part, kernel
 
     for schedule in ("heuristic", "solver"):
-        part, _ = consumer(schedule=schedule)
+        part, kernel = consumer(schedule=schedule)
+        assert part.warp_groups.data == 2
+        layout = Layouts(part, 2, kernel).layout(1, 8192)
+        assert isinstance(layout, BlockedTileLayout) and layout.spans_groups
+        assert Layouts(part, 2, kernel, spread=False).spanning is False
+        part, _ = consumer(schedule=schedule, spread_rows=False)
         assert part.warp_groups.data == 1
-    part, kernel = consumer(consumer_warp_groups=2)
-    assert part.warp_groups.data == 2
-    layout = Layouts(part, 2, kernel).layout(1, 8192)
-    assert isinstance(layout, BlockedTileLayout) and layout.spans_groups
-    assert Layouts(part, 2, kernel, spread=False).spanning is False
+    part, _ = consumer(block_n=4096)
+    assert part.warp_groups.data == 1

@@ -29,7 +29,7 @@ from tawac.analysis.grid import coverage_checks, record_checks
 from tawac.analysis.identity import name_unnamed
 from tawac.dialects import tile
 from tawac.schedule.check import check
-from tawac.schedule.planner import complete, plan_reread, plan_resident
+from tawac.schedule.planner import complete, plan_reread, plan_resident, plan_spread
 from tawac.schedule.registry import get_planner
 from tawac.support.options import KNOBS, PipelineOptions, knob_fields
 
@@ -53,7 +53,9 @@ class _Plan(ModulePass):
             s = (
                 given
                 if given.roles
-                else plan_resident(kernel, planner.plan(kernel, options), options)
+                else plan_resident(
+                    kernel, plan_spread(kernel, planner.plan(kernel, options), options), options
+                )
             )
             s = complete(kernel, s, options)
             if not given.roles:

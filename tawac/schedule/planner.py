@@ -135,7 +135,8 @@ def _math_warp_groups(part: aref.PartitionOp) -> int:
     layout (`tawac.target.blocked_tiles`): 2-row tiles with more than
     `FEW_ROW_ELEMENTS_PER_THREAD` elements a thread of one warp group get a warp group a
     row where that layout takes them (twice the warps, half the registers a thread, a
-    row's reductions in its warp group), others 1. A consumer of 1-d tiles only gets 1:
+    row's reductions in its warp group), others 1 (a long row is spread over two after
+    the planner: `plan_spread`). A consumer of 1-d tiles only gets 1:
     its vectors' runs spread over 128 threads (a 1024-element f32 tile is two runs of 4 a
     thread) and a reduction to a scalar crosses 4 warps."""
     shapes = {
@@ -631,6 +632,54 @@ class HeuristicPlanner:
 
 
 # -- what follows from the decisions above ---------------------------------------------------
+
+
+#: A consumer whose 2-d tiles are all one row spreads it over two warp groups (all eight
+#: warps side by side along it: `BlockedTileLayout.spanning`) where one warp group would
+#: hold at least this many elements of it a thread (1 x 8192 and up; knob `spread_rows`).
+#: Measured (H100, docs/perf/2026-12-07.md, "A row over two warp groups"): at 1 x 8192
+#: the one-read layer norm backward 1.13-1.19x, the softmax at 131072 columns 1.06x (one
+#: CTA a SM: its consumer's math was the limit), the RMS norm backward 0.97-1.00x and the
+#: softmax at 4096 x 32768 (two CTAs a SM) 1.00x.
+SPREAD_ELEMENTS_PER_THREAD = 64
+
+
+def plan_spread(kernel: tile.KernelOp, s: Schedule, options: PipelineOptions) -> Schedule:
+    """`s` with, in a kernel without MMAs and with `options.spread_rows`, a consumer of
+    one warp group whose 2-d tiles are all one row of at least
+    `SPREAD_ELEMENTS_PER_THREAD` elements a thread given two, the row across both
+    (`tawac.analysis.tile_layouts`: the spanning layout), and every register budget left
+    to `complete` again. Applied to what the planner chose, heuristic or solver (neither
+    proposes it; the cost model does not price it yet); a count the options give stays."""
+    if not options.spread_rows or options.consumer_warp_groups:
+        return s
+    if any(isinstance(o, tile.DotOp) for o in kernel.walk()):
+        return s
+    consumer = s.role("consumer")
+    parts = [
+        p
+        for p in kernel.body.block.ops
+        if isinstance(p, aref.PartitionOp) and p.role.data == "consumer"
+    ]
+    if consumer is None or consumer.warp_groups != 1 or len(parts) != 1:
+        return s
+    shapes = {
+        tuple(t.get_shape())
+        for op in parts[0].walk()
+        for t in (r.type for r in op.results)
+        if isinstance(t, TensorType) and t.get_num_dims() == 2
+    }
+    if not shapes or {r for r, _ in shapes} != {1}:
+        return s
+    if max(c for _, c in shapes) // HOPPER.warp_group_size < SPREAD_ELEMENTS_PER_THREAD:
+        return s
+    if layout_problem(parts[0], 2, kernel) is not None:
+        return s
+    roles = tuple(
+        dataclasses.replace(r, warp_groups=2 if r.role == "consumer" else r.warp_groups, regs=0)
+        for r in s.roles
+    )
+    return dataclasses.replace(s, roles=roles)
 
 
 #: The deepest ring `plan_resident` gives a resident aref: a program's row block stays in

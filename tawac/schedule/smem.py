@@ -175,14 +175,20 @@ def reduction_scratch_bytes(kernel: tile.KernelOp, warp_groups: int = 1) -> int:
 
 def _fewest_side_by_side(m: int, n: int, warp_groups: int) -> int:
     """The fewest warps side by side along the rows of an m x n tile's blocked layout over
-    any element size (`BlockedTileLayout.for_tile`), 1 where it has none (the accumulator
+    any element size (`BlockedTileLayout.for_tile`; over two warp groups that cannot split
+    it into bands, the eight of `spanning`), 1 where it has none (the accumulator
     layout's: each warp its own rows)."""
     found = []
     for elem_bytes in (1, 2, 4):
         try:
             found.append(BlockedTileLayout.for_tile(m, n, warp_groups, elem_bytes).col_warps)
         except ValueError:
-            continue
+            if warp_groups != 2:
+                continue
+            try:  # two warp groups that cannot split it into bands: the row across both
+                found.append(BlockedTileLayout.spanning(m, n, elem_bytes).col_warps)
+            except ValueError:
+                continue
     return min(found, default=1)
 
 

@@ -294,6 +294,13 @@ KNOBS: tuple[Knob, ...] = (
         "let theirs go first (L2 eviction hints), so the second read hits L2",
     ),
     Knob(
+        "spread_rows",
+        bool,
+        True,
+        "a one-row program's row of 64 elements a thread or more (8192 columns) over two "
+        "consumer warp groups, all eight warps side by side along it",
+    ),
+    Knob(
         "hold_slots",
         bool,
         True,
