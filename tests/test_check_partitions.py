@@ -114,8 +114,12 @@ ROWS_SIZES = {"M": 13, "N": 8000, "P": 4}  # 3 CTAs, 4-5 rows each: past the rin
 
 def _validate_rows():
     module = parse_file(ROWS, params=ROWS_PARAMS)
-    return validate_pipeline(
-        module, baseline(module, ROWS_SIZES), program="rows", stop=PARTITION_STOP
+    return validate_pipeline(  # one warp group a row (over two, nothing is read again)
+        module,
+        baseline(module, ROWS_SIZES),
+        program="rows",
+        stop=PARTITION_STOP,
+        spread_rows=False,
     )
 
 

@@ -87,7 +87,7 @@ class TileLayouts:
                 BlockedTileLayout.side_by_side(m, n, 2)
                 and _banded_problem(m, n, self.blocked_bytes) is not None
                 for m, n in shapes
-            )
+            ) and all(_spans(m, n, self.blocked_bytes) for m, n in shapes)
 
     def layout(self, m: int, n: int) -> TileLayout:
         """The layout of an m x n tile; ValueError where the warp groups cannot split it."""
@@ -138,6 +138,15 @@ def _banded_problem(m: int, n: int, elem: int) -> str | None:
     except ValueError as e:
         return str(e)
     return None
+
+
+def _spans(m: int, n: int, elem: int) -> bool:
+    """Two warp groups' eight warps can lie side by side along an m x n tile's rows."""
+    try:
+        BlockedTileLayout.spanning(m, n, elem)
+    except ValueError:
+        return False
+    return True
 
 
 def _fits_acc(m: int, n: int, warp_groups: int) -> bool:
