@@ -838,8 +838,8 @@ def test_a_row_across_two_warp_groups_reads_its_runs_where_tma_put_them(shape):
 def test_a_long_row_is_spread_over_two_warp_groups_after_either_planner():
     """A one-row program of 8192 columns (64 elements a thread on one warp group): the
     planners choose one warp group (their decisions and the model's prices unchanged),
-    then `plan_spread` gives it two, the row across both (the spanning layout), whichever
-    planner chose; with `spread_rows` off, one; at 4096 columns (32 a thread), one."""
+    then with `spread_rows` `plan_spread` gives it two, the row across both (the spanning
+    layout), whichever planner chose; without, one; at 4096 columns (32 a thread), one."""
     from tawac.analysis.tile_layouts import TileLayouts as Layouts
     from tawac.support.options import PipelineOptions
 
@@ -856,12 +856,14 @@ def test_a_long_row_is_spread_over_two_warp_groups_after_either_planner():
         return part, kernel
 
     for schedule in ("heuristic", "solver"):
-        part, kernel = consumer(schedule=schedule)
+        part, kernel = consumer(schedule=schedule, spread_rows=True)
         assert part.warp_groups.data == 2
         layout = Layouts(part, 2, kernel).layout(1, 8192)
         assert isinstance(layout, BlockedTileLayout) and layout.spans_groups
         assert Layouts(part, 2, kernel, spread=False).spanning is False
         part, _ = consumer(schedule=schedule, spread_rows=False)
         assert part.warp_groups.data == 1
-    part, _ = consumer(block_n=4096)
+    part, _ = consumer(block_n=4096, spread_rows=True)
+    assert part.warp_groups.data == 1
+    part, _ = consumer()  # the knob's default: off until the default builds run on a GPU
     assert part.warp_groups.data == 1

@@ -296,9 +296,10 @@ KNOBS: tuple[Knob, ...] = (
     Knob(
         "spread_rows",
         bool,
-        True,
+        False,
         "a one-row program's row of 64 elements a thread or more (8192 columns) over two "
-        "consumer warp groups, all eight warps side by side along it",
+        "consumer warp groups, all eight warps side by side along it (off until its "
+        "default builds have run on a GPU)",
     ),
     Knob(
         "hold_slots",

@@ -6,16 +6,16 @@
 // reduction: a second get of each slot at the same transfer (`again`: received and
 // held, read without a wait), the same casts and product, and each release after its
 // second read. lower-aref gives the second gets no mbarrier wait. A schedule that marks an aref whose
-// slot nothing reads after a reduction, or an MMA operand's, is a located error. By
-// default (`spread-rows`) the row goes over two warp groups instead (`plan_spread`), 128
-// registers held a thread, and nothing is read again; the runs above turn that off.
+// slot nothing reads after a reduction, or an MMA operand's, is a located error. With
+// `spread-rows` the row goes over two warp groups instead (`plan_spread`), 128 registers
+// held a thread, and nothing is read again; the runs above say it off (its default).
 // RUN: tawac opt %s -p 'warp-specialize,plan{schedule=heuristic spread-rows=false}' | filecheck %s --check-prefix=PLAN
 // RUN: tawac opt %s -D BLOCK_N=4096 -p 'warp-specialize,plan{schedule=heuristic spread-rows=false}' | filecheck %s --check-prefix=NARROW
 // RUN: tawac opt %s -p 'warp-specialize,plan{schedule=heuristic spread-rows=false reread-slots=false}' | filecheck %s --check-prefix=OFF
 // RUN: tawac opt %s -p 'warp-specialize,plan{schedule=heuristic spread-rows=false},reread-slots' | filecheck %s --check-prefix=APPLY
 // RUN: tawac opt %s -p 'warp-specialize,plan{schedule=heuristic spread-rows=false reread-slots=false},reread-slots' | filecheck %s --check-prefix=NOOP
 // RUN: tawac opt %s -p 'warp-specialize,plan{schedule=heuristic spread-rows=false},pipeline,persistent,cooperative-consumers,reread-slots,lower-aref' | filecheck %s --check-prefix=LOWER
-// RUN: tawac opt %s -p 'warp-specialize,plan{schedule=heuristic}' | filecheck %s --check-prefix=SPREAD
+// RUN: tawac opt %s -p 'warp-specialize,plan{schedule=heuristic spread-rows=true}' | filecheck %s --check-prefix=SPREAD
 // RUN: sed -e 's/attributes {params/attributes {tawac.schedule = #tawac.schedule<roles = [producer wg 1 regs 24, consumer wg 1 regs 256], arefs = [x: depth 4, dy: depth 4, w: depth 4 reread]>, params/' %s > %t.mlir
 // RUN: not tawac opt %t.mlir -p 'warp-specialize,plan' 2>&1 | filecheck %s --check-prefix=ERR
 
