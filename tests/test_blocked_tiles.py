@@ -151,16 +151,23 @@ def test_each_run_is_read_where_the_tma_swizzle_put_it(shape):
             run_access(smem, layout, 0)
         return
     for first_wg in (0, 1):
-        plan = run_access(smem, layout, first_wg)
+        plan = _runs_land_where_tma_put_them(layout, smem, first_wg)
         assert plan.run_bytes == layout.vec * shape[3]
-        for t in range(layout.threads):
-            tid = t + first_wg * HOPPER.warp_group_size
-            row0 = layout.thread_row(first_wg).value(tid)
-            base = row0 * plan.row_bytes + sum(e.value(tid) * s for e, s in plan.thread)
-            key = plan.key.value(tid)
-            for i, off, flip in plan.runs:
-                addr = base + off + ((key ^ flip) << plan.granule_shift)
-                assert addr == smem.byte_offset(*layout.coord(t, i)), (t, i)
+
+
+def _runs_land_where_tma_put_them(layout: BlockedTileLayout, smem: SwizzledTile, first_wg: int):
+    """Asserts every thread's run address of `run_access` (the partition's first warp
+    group `first_wg`) is the swizzled tile's byte of the run's first element; the plan."""
+    plan = run_access(smem, layout, first_wg)
+    for t in range(layout.threads):
+        tid = t + first_wg * HOPPER.warp_group_size
+        row0 = layout.thread_row(first_wg).value(tid)
+        base = row0 * plan.row_bytes + sum(e.value(tid) * s for e, s in plan.thread)
+        key = plan.key.value(tid)
+        for i, off, flip in plan.runs:
+            addr = base + off + ((key ^ flip) << plan.granule_shift)
+            assert addr == smem.byte_offset(*layout.coord(t, i)), (t, i)
+    return plan
 
 
 @pytest.mark.parametrize(
@@ -824,15 +831,7 @@ def test_a_row_across_two_warp_groups_reads_its_runs_where_tma_put_them(shape):
     layout = BlockedTileLayout.spanning(m, n, b)
     smem = SwizzledTile(m, n, b, 128)
     for first_wg in (1, 2):
-        plan = run_access(smem, layout, first_wg)
-        for t in range(layout.threads):
-            tid = t + first_wg * HOPPER.warp_group_size
-            row0 = layout.thread_row(first_wg).value(tid)
-            base = row0 * plan.row_bytes + sum(e.value(tid) * s for e, s in plan.thread)
-            key = plan.key.value(tid)
-            for i, off, flip in plan.runs:
-                addr = base + off + ((key ^ flip) << plan.granule_shift)
-                assert addr == smem.byte_offset(*layout.coord(t, i)), (t, i)
+        _runs_land_where_tma_put_them(layout, smem, first_wg)
 
 
 def test_a_long_row_is_spread_over_two_warp_groups_after_either_planner():
