@@ -89,6 +89,7 @@ CONFIGS: dict[str, dict[str, Any]] = {
     "noreuse": {"reuse_slots": False},
     "nol2": {"l2_hints": False},
     "nohold": {"hold_slots": False},
+    "spread": {"spread_rows": True},
     "noreread": {"reread_slots": False},
     "nosink": {"sink_reductions": False},
     "sk2": {"split_k": 2},
