@@ -56,6 +56,11 @@ def _tiles_2d(root: Operation):
                 yield op, r.type
 
 
+def tile_shapes(root: Operation) -> set[tuple[int, int]]:
+    """The (rows, columns) of every 2-d tile an op under `root` makes."""
+    return {tuple(t.get_shape()) for _, t in _tiles_2d(root)}  # type: ignore[misc]
+
+
 class TileLayouts:
     """The layout of the 2-d tiles of the consumer partition `root` of `kernel`: the
     accumulator layout of each tile's shape, or where the kernel has no MMA and some 2-d
@@ -73,7 +78,7 @@ class TileLayouts:
         self._of: dict[tuple[int, int], TileLayout] = {}
         if any(isinstance(o, hopper.WgmmaOp | tile.DotOp) for o in kernel.walk()):
             return
-        shapes = {tuple(t.get_shape()) for _, t in _tiles_2d(root)}
+        shapes = tile_shapes(root)
         if all(_fits_acc(m, n, warp_groups) for m, n in shapes):
             return
         widest = 0
@@ -84,9 +89,7 @@ class TileLayouts:
         self.blocked_bytes = widest or 4
         if spread and warp_groups == 2:
             self.spanning = any(
-                BlockedTileLayout.side_by_side(m, n, 2)
-                and _banded_problem(m, n, self.blocked_bytes) is not None
-                for m, n in shapes
+                _banded_problem(m, n, self.blocked_bytes) is not None for m, n in shapes
             ) and all(_spans(m, n, self.blocked_bytes) for m, n in shapes)
 
     def layout(self, m: int, n: int) -> TileLayout:

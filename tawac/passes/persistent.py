@@ -284,7 +284,8 @@ def _make_persistent(
     for ordinal in [o for o in body.walk() if isinstance(o, aref.OrdinalOp)]:
         ordinal.result.replace_all_uses_with(body.args[1])
         Rewriter.erase_op(ordinal)
-    numbered = _held_arefs(kernel)
+    # (`ArefPlan.hold`: `reuse-slots` numbered their transfers from `aref.ordinal`)
+    numbered = schedule.marked_arefs(kernel, schedule.of(kernel), lambda a: a.hold)
     for k, main_loop in enumerate(mains):
         for a in [o for o in main_loop.walk() if isinstance(o, slot_ops)]:
             if a.aref in numbered:
@@ -343,17 +344,6 @@ def _resident_depths(kernel: tile.KernelOp) -> dict[SSAValue, int]:
         if decided is not None and decided.resident:
             out[create.result] = create.aref_type.depth.data
     return out
-
-
-def _held_arefs(kernel: tile.KernelOp) -> set[SSAValue]:
-    """The arefs whose slots a program keeps where its row block is longer than the ring
-    (`ArefPlan.hold`): `reuse-slots` numbered their transfers from `aref.ordinal`."""
-    plan = schedule.of(kernel)
-    return {
-        c.result
-        for c in kernel.walk()
-        if isinstance(c, aref.CreateOp) and (a := plan.aref(c.ident)) is not None and a.hold
-    }
 
 
 def _drain(main_loop: scf.ForOp, trips_op: Operation, base: SSAValue, depth: int) -> None:

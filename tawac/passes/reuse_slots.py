@@ -107,6 +107,22 @@ def _apply(
         _replace(release, aref.ConsumedOp(release.aref, release.index, when=streamed))
 
 
+class _Ops:
+    """Ops built in order, to be inserted together."""
+
+    def __init__(self) -> None:
+        self.ops: list[Operation] = []
+
+    def add(self, op: Operation, name: str | None = None) -> SSAValue:
+        self.ops.append(op)
+        if name:
+            op.results[0].name_hint = name
+        return op.results[0]
+
+    def const(self, v: int) -> SSAValue:
+        return self.add(arith.ConstantOp.from_int_and_width(v, IndexType()))
+
+
 @dataclass
 class _Held:
     """Per partition, before its first loop of the chain: the values that number a
@@ -125,36 +141,24 @@ class _Held:
 def _held_values(loop: scf.ForOp, loops: int, depth: int, hold: int) -> _Held:
     """Before `loop` (a partition's first loop of the chain): T, `%resident` = T <= D, the
     program's ordinal p (`aref.ordinal`) and the bases `_apply_held` numbers from."""
-    ops: list[Operation] = []
-
-    def add(op: Operation, name: str | None = None) -> SSAValue:
-        ops.append(op)
-        if name:
-            op.results[0].name_hint = name
-        return op.results[0]
-
-    def const(v: int) -> SSAValue:
-        return add(arith.ConstantOp.from_int_and_width(v, IndexType()))
-
+    b = _Ops()
     trips = trip_count(loop.lb, loop.ub, loop.step)
-    ops += trips
-    t = trips[-1].results[0]
-    test = stays_in_ring(t, depth)
-    ops += test
-    p = add(aref.OrdinalOp(), "ordinal")
-    h = const(hold)
-    fit_base = add(arith.MuliOp(p, t))
-    held_base = add(arith.MuliOp(p, const(depth)))
+    test = stays_in_ring(trips[-1].results[0], depth)
+    b.ops += [*trips, *test]
+    t, fits = trips[-1].results[0], test[-1].results[0]
+    p = b.add(aref.OrdinalOp(), "ordinal")
+    h = b.const(hold)
+    fit_base = b.add(arith.MuliOp(p, t))
+    held_base = b.add(arith.MuliOp(p, b.const(depth)))
     # the tiles past the held ones, per loop (0 where the row block fits: T <= D, H < D)
-    past = add(arith.SubiOp(add(arith.MaxUIOp(t, h)), h))
-    first = add(arith.MuliOp(p, const(loops)))
+    past = b.add(arith.SubiOp(b.add(arith.MaxUIOp(t, h)), h))
+    first = b.add(arith.MuliOp(p, b.const(loops)))
     bases = [
-        add(arith.MuliOp(add(arith.AddiOp(first, const(k))) if k else first, past))
+        b.add(arith.MuliOp(b.add(arith.AddiOp(first, b.const(k))) if k else first, past))
         for k in range(loops)
     ]
-    fits = test[-1].results[0]
-    first_moved = add(arith.SelectOp(fits, t, h))
-    Rewriter.insert_op(ops, InsertPoint.before(loop))
+    first_moved = b.add(arith.SelectOp(fits, t, h))
+    Rewriter.insert_op(b.ops, InsertPoint.before(loop))
     return _Held(fits, fit_base, held_base, bases, h, first_moved, depth, depth - hold)
 
 
@@ -198,32 +202,22 @@ def _held_index(v: _Held, k: int, j: SSAValue, at: Operation) -> tuple[SSAValue,
     H of the program's loops, through slots H..D-1: H + c mod S + D * (c / S). Each
     slot's transfers are numbered D apart, one use after the other, as `lower-aref`'s
     phases need."""
-    ops: list[Operation] = []
-
-    def add(op: Operation) -> SSAValue:
-        ops.append(op)
-        return op.results[0]
-
-    def const(n: int) -> SSAValue:
-        return add(arith.ConstantOp.from_int_and_width(n, IndexType()))
-
-    fit_index = add(arith.AddiOp(v.fit_base, j))
-    held = add(arith.CmpiOp(j, v.hold, "ult"))
-    held_index = add(arith.AddiOp(v.held_base, j))
-    past = add(arith.SubiOp(add(arith.MaxUIOp(j, v.hold)), v.hold))
-    c = add(arith.AddiOp(v.stream_bases[k], past))
-    s = const(v.streamed)
-    rnd = add(arith.DivUIOp(c, s))
-    rem = add(arith.RemUIOp(c, s))
-    streamed_index = add(
-        arith.AddiOp(add(arith.AddiOp(v.hold, rem)), add(arith.MuliOp(rnd, const(v.depth))))
+    b = _Ops()
+    fit_index = b.add(arith.AddiOp(v.fit_base, j))
+    held = b.add(arith.CmpiOp(j, v.hold, "ult"))
+    held_index = b.add(arith.AddiOp(v.held_base, j))
+    past = b.add(arith.SubiOp(b.add(arith.MaxUIOp(j, v.hold)), v.hold))
+    c = b.add(arith.AddiOp(v.stream_bases[k], past))
+    s = b.const(v.streamed)
+    rnd = b.add(arith.DivUIOp(c, s))
+    rem = b.add(arith.RemUIOp(c, s))
+    streamed_index = b.add(
+        arith.AddiOp(b.add(arith.AddiOp(v.hold, rem)), b.add(arith.MuliOp(rnd, b.const(v.depth))))
     )
-    partly = add(arith.SelectOp(held, held_index, streamed_index))
-    index = add(arith.SelectOp(v.fits, fit_index, partly))
-    index.name_hint = "slot_it"
-    moved = add(arith.CmpiOp(j, v.first_moved, "uge"))
-    moved.name_hint = "streamed"
-    Rewriter.insert_op(ops, InsertPoint.before(at))
+    partly = b.add(arith.SelectOp(held, held_index, streamed_index))
+    index = b.add(arith.SelectOp(v.fits, fit_index, partly), "slot_it")
+    moved = b.add(arith.CmpiOp(j, v.first_moved, "uge"), "streamed")
+    Rewriter.insert_op(b.ops, InsertPoint.before(at))
     return index, moved
 
 

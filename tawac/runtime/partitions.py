@@ -249,9 +249,10 @@ def _deadlock(rings: list[Ring]) -> None:
                         break
                     if kind == "get" and (rid, i) not in put:
                         break
-                    (put if kind == "put" else released if kind == "release" else set()).add(
-                        (rid, i)
-                    )
+                    if kind == "put":
+                        put.add((rid, i))
+                    elif kind == "release":
+                        released.add((rid, i))
                     at[p] += 1
                     moved = True
         stuck = [(p, events[at[p]]) for p, events in enumerate(todo) if at[p] < len(events)]

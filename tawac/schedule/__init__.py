@@ -8,6 +8,7 @@ plan (`smem`). The IR facts they read are `tawac.analysis`'s."""
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Callable
 from typing import Any
 
 from xdsl.dialects import scf
@@ -16,7 +17,7 @@ from xdsl.ir import SSAValue
 from tawac.analysis.grid import from_attr, infer_grid
 from tawac.analysis.loops import scheduled_ops
 from tawac.dialects import aref, tile
-from tawac.dialects.schedule import LoopPlan, OpPlan, Schedule, ScheduleAttr
+from tawac.dialects.schedule import ArefPlan, LoopPlan, OpPlan, Schedule, ScheduleAttr
 from tawac.support.diagnostics import CompileError
 
 KEY = "tawac.schedule"
@@ -78,10 +79,17 @@ def launch_grid(kernel: tile.KernelOp) -> list[dict[str, Any]]:
     return infer_grid(kernel)
 
 
-def reread_arefs(kernel: tile.KernelOp, plan: Schedule) -> set[SSAValue]:
-    """The arefs of `kernel` that `plan` marks `reread` (`reread-slots`)."""
+def marked_arefs(
+    kernel: tile.KernelOp, plan: Schedule, mark: Callable[[ArefPlan], Any]
+) -> set[SSAValue]:
+    """The arefs of `kernel` whose entry in `plan` has `mark` (`reread`, `hold`, ...)."""
     return {
         c.result
         for c in kernel.walk()
-        if isinstance(c, aref.CreateOp) and (a := plan.aref(c.ident)) is not None and a.reread
+        if isinstance(c, aref.CreateOp) and (a := plan.aref(c.ident)) is not None and mark(a)
     }
+
+
+def reread_arefs(kernel: tile.KernelOp, plan: Schedule) -> set[SSAValue]:
+    """The arefs of `kernel` that `plan` marks `reread` (`reread-slots`)."""
+    return marked_arefs(kernel, plan, lambda a: a.reread)

@@ -19,7 +19,6 @@ from collections.abc import Iterable
 from typing import Protocol
 
 from xdsl.dialects import scf
-from xdsl.dialects.builtin import TensorType
 from xdsl.ir import Operation, SSAValue
 
 from tawac.analysis import remat
@@ -34,7 +33,7 @@ from tawac.analysis.mma import (
     rows_problem,
 )
 from tawac.analysis.program_ids import streams_along_x, work_order
-from tawac.analysis.tile_layouts import layout_problem
+from tawac.analysis.tile_layouts import layout_problem, tile_shapes
 from tawac.dialects import aref, hopper, tile
 from tawac.dialects.schedule import ArefPlan, LoopPlan, OpPlan, RolePlan, Schedule
 from tawac.schedule import loop_plan
@@ -139,12 +138,7 @@ def _math_warp_groups(part: aref.PartitionOp) -> int:
     the planner: `plan_spread`). A consumer of 1-d tiles only gets 1:
     its vectors' runs spread over 128 threads (a 1024-element f32 tile is two runs of 4 a
     thread) and a reduction to a scalar crosses 4 warps."""
-    shapes = {
-        tuple(t.get_shape())
-        for op in part.walk()
-        for t in (r.type for r in op.results)
-        if isinstance(t, TensorType) and t.get_num_dims() == 2
-    }
+    shapes = tile_shapes(part)
     if not shapes:
         return 1
     rows = {r for r, _ in shapes}
@@ -663,12 +657,7 @@ def plan_spread(kernel: tile.KernelOp, s: Schedule, options: PipelineOptions) ->
     ]
     if consumer is None or consumer.warp_groups != 1 or len(parts) != 1:
         return s
-    shapes = {
-        tuple(t.get_shape())
-        for op in parts[0].walk()
-        for t in (r.type for r in op.results)
-        if isinstance(t, TensorType) and t.get_num_dims() == 2
-    }
+    shapes = tile_shapes(parts[0])
     if not shapes or {r for r, _ in shapes} != {1}:
         return s
     if max(c for _, c in shapes) // HOPPER.warp_group_size < SPREAD_ELEMENTS_PER_THREAD:

@@ -486,6 +486,7 @@ def _blocked_tiles(kernel: tile.KernelOp) -> list[dict[str, int]]:
     lanes across a row and warps side by side (`BlockedTileLayout`); none otherwise."""
     from xdsl.dialects.builtin import TensorType, f32
 
+    from tawac.analysis.tile_layouts import tile_shapes
     from tawac.backend_ptx.vector_layouts import TileLayouts
     from tawac.target.blocked_tiles import BlockedTileLayout
 
@@ -496,15 +497,7 @@ def _blocked_tiles(kernel: tile.KernelOp) -> list[dict[str, int]]:
         layouts = TileLayouts(part, part.warp_groups.data, kernel)
         if layouts.blocked_bytes is None:
             continue
-        shapes = sorted(
-            {
-                tuple(r.type.get_shape())
-                for op in part.walk()
-                for r in op.results
-                if isinstance(r.type, TensorType) and r.type.get_num_dims() == 2
-            }
-        )
-        for m, n in shapes:
+        for m, n in sorted(tile_shapes(part)):
             try:
                 layout = layouts.of(TensorType(f32, [m, n]), part)
             except CompileError:
