@@ -2,7 +2,8 @@
 (forward), `rmsnorm_bwd.mlir` and `layernorm_bwd.mlir` with `column_sum.mlir` and
 `column_sum_pair.mlir` (backward: dx and the weight gradients from the forward's saved
 statistics; to 8192 columns also the one-read `rmsnorm_bwd_rows.mlir` and
-`layernorm_bwd_rows.mlir`, `rows` in the table), and Triton's tutorial kernels compiled
+`layernorm_bwd_rows.mlir`, `rows` in the table, and to 256 tokens their one-launch
+`_fused.mlir` forms, `fused`), and Triton's tutorial kernels compiled
 by tawac (`tawac.triton.compile` of `examples/triton/vector_add.py` and
 `fused_softmax.py`: the `tawac (Triton source)` column), against (a) a device-to-device
 `copy_` (the machine's roof: rates compared, the kernel's bytes read and written once
@@ -61,6 +62,10 @@ ROWS_MAX_N = 8192
 #: The rows a step the one-read backward is timed at (2: a row on each of two consumer
 #: warp groups; the fastest is reported).
 ROWS_BLOCK_M = (1, 2)
+#: The one-launch backward (`examples/<kernel>_fused.mlir`): its programs (the most its
+#: last program's sum reads: the examples' MAX_P), timed to this many tokens.
+FUSED_MAX_P = 16
+FUSED_MAX_ROWS = 256
 
 #: The shape table: softmax (rows, columns), norms (tokens, hidden), vector add (1 x
 #: elements, float32 as the tutorial).
@@ -416,6 +421,24 @@ def _run_backward(kernel: str, shape: str, rounds: int, off: list[str]) -> str |
                 column_sum(*parts, *grads)
 
             ours[f"tawac rows m{bm}{f' off:{knob}' if knob else ''}"] = launch
+
+    if n <= ROWS_MAX_N and m <= FUSED_MAX_ROWS:
+        # one launch: the last program to arrive adds the partials (`<kernel>_fused.mlir`)
+        block = 1 << (n - 1).bit_length()
+        ticket = torch.zeros(1, dtype=torch.int32, device="cuda")
+        for bm, knob in itertools.product(ROWS_BLOCK_M, variants):
+            fused = tawac.torch.kernel(
+                EXAMPLES / f"{kernel}_fused.mlir",
+                params={"BLOCK_M": bm, "BLOCK_N": block},
+                **({knob: False} if knob else {}),
+            )
+            p = min(-(-m // bm), FUSED_MAX_P)
+            part = torch.empty(p, len(grads), n, device="cuda")
+
+            def launch(fused=fused, part=part):
+                fused(x, dy, w, *stats, dx, *grads, part, ticket)
+
+            ours[f"tawac fused m{bm}{f' off:{knob}' if knob else ''}"] = launch
 
     math = _backward_math(kernel)
     compiled = _compiled(math)

@@ -1185,6 +1185,35 @@ class LdGlobalV2Op(PtxInstruction):
 
 
 @irdl_op_definition
+class LdGlobalV4Op(PtxInstruction):
+    """`{@p} ld.global.cg.v4.f32 {d0, d1, d2, d3}, [addr];`: four adjacent f32 elements,
+    16-byte aligned, cached in L2 only, into four existing registers (which keep their
+    values where the guard is false), optionally predicated (PTX ISA 9.7.9.8, vector
+    loads)."""
+
+    name = "ptx.ld_global_v4"
+    addr = operand_def(RegType)
+    a = operand_def(RegType)
+    b = operand_def(RegType)
+    c = operand_def(RegType)
+    d = operand_def(RegType)
+    guard = var_operand_def(RegType)
+
+    def __init__(
+        self,
+        addr: SSAValue,
+        values: tuple[SSAValue, SSAValue, SSAValue, SSAValue],
+        guard: SSAValue | None = None,
+    ):
+        super().__init__(operands=[addr, *values, [guard] if guard is not None else []])
+
+    def ptx_text(self, n: Names) -> str:
+        pred = _guard(n, self.guard)
+        regs = ", ".join(n(v) for v in (self.a, self.b, self.c, self.d))
+        return f"{pred}ld.global.cg.v4.f32 {{{regs}}}, [{n(self.addr)}];"
+
+
+@irdl_op_definition
 class StGlobalV2Op(PtxInstruction):
     """`st.global.v2.f32 [addr], {a, b};`: two adjacent f32 elements, 8-byte aligned
     (PTX ISA 9.7.9.10, vector stores)."""
@@ -2014,6 +2043,7 @@ Ptx = Dialect(
         SelpOp,
         LdGlobalOp,
         LdGlobalV2Op,
+        LdGlobalV4Op,
         LdGlobalIntoOp,
         StGlobalV2Op,
         FenceGpuOp,

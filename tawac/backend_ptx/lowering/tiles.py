@@ -642,6 +642,9 @@ def _split_sum(k: KernelLowering, op: tile.SplitSumOp) -> None:
     fixed = constant_int(op.count)
     most = op.max.data if fixed is None else min(fixed, op.max.data)
     count = k.scalar(op.count) if fixed is None else None
+    if isinstance(layout, BlockedTileLayout):
+        _split_sum_runs(k, op, layout, base, step, most, count)
+        return
     pairs = _whole_pairs(op.source, op.indices, layout)
     if pairs is not None:
         _split_sum_pairs(k, op, layout, base, step, most, count, pairs)
@@ -664,6 +667,63 @@ def _split_sum(k: KernelLowering, op: tile.SplitSumOp) -> None:
                 addr = k.r(ptx.AddOp("s64", addr, step))
         assert acc is not None
         total.append(acc)
+    k.vals[op.result] = Frag(layout, total, "f32")
+
+
+def _split_sum_runs(
+    k: KernelLowering,
+    op: tile.SplitSumOp,
+    layout: BlockedTileLayout,
+    base: SSAValue,
+    step: SSAValue,
+    most: int,
+    count: SSAValue | None,
+) -> None:
+    """`_split_sum` of a tile in a `BlockedTileLayout` (a row kernel's sums): each run read
+    in 16-byte vectors of four f32 (`ld.global.cg.v4.f32`, 8 or 4 bytes where the runs or
+    the column coordinate are shorter), predicated, not branched around, so that every
+    slice's loads are in flight together, each under its first element's bounds (the
+    source `aligned`: a vector whose first element is inside a row lies in the row's 16-byte
+    padding at worst); the sums added in slice order, then the elements past the row's end
+    set to zero (they read the padding)."""
+    gt = op.source.type
+    assert isinstance(gt, tile.GlobalTensorType)
+    c = gt.rank - 1
+    per = next((p for p in (4, 2) if layout.vec % p == 0 and multiple_of(op.indices[c], p)), 1)
+    if per > 1:
+        k.params.aligned(op.source)
+    row_addr, cols, col0 = _tile_rows(k, op.source, op.indices, layout, base, 4)
+    # whether slice s is read: s < count (none past the first where the count is static)
+    within = [None] + [
+        None if count is None else k.r(ptx.SetpOp("lt", "s32", k.imm(s), count))
+        for s in range(1, most)
+    ]
+    total: list[SSAValue] = []
+    for i in range(0, layout.num_regs, per):
+        dr, dc = layout.reg_offset(i)
+        rok, addr = row_addr[dr]
+        col = k.add_imm(col0, dc)
+        ok = k.r(ptx.AndOp("pred", rok, k.r(ptx.SetpOp("lt", "s32", col, cols))))
+        addr = k.r(ptx.AddOp("s64", addr, k.r(ptx.MulOp("s32", col, k.imm(4), mode="wide"))))
+        sums: list[SSAValue] = []
+        for s in range(most):
+            guard = ok if within[s] is None else k.r(ptx.AndOp("pred", ok, within[s]))
+            regs = [k.r(ptx.MovImmOp("f32", 0.0)) for _ in range(per)]
+            if per == 4:
+                k.emit(ptx.LdGlobalV4Op(addr, (regs[0], regs[1], regs[2], regs[3]), guard))
+            elif per == 2:
+                k.emit(ptx.LdGlobalV2Op(addr, regs[0], regs[1], guard))
+            else:
+                k.emit(ptx.LdGlobalIntoOp(addr, regs[0], guard))
+            if sums:
+                regs = [k.r(ptx.AddOp("f32", a, b)) for a, b in zip(sums, regs, strict=True)]
+            sums = regs
+            if s + 1 < most:
+                addr = k.r(ptx.AddOp("s64", addr, step))
+        for j in range(1, per):  # past the row's end: the padding's values, not zeros
+            inside = k.r(ptx.SetpOp("lt", "s32", k.add_imm(col, j), cols))
+            sums[j] = k.r(ptx.SelpOp("f32", sums[j], k.r(ptx.MovImmOp("f32", 0.0)), inside))
+        total += sums
     k.vals[op.result] = Frag(layout, total, "f32")
 
 

@@ -1,0 +1,148 @@
+"""The norm backwards in one launch (`examples/rmsnorm_bwd_fused.mlir`,
+`layernorm_bwd_fused.mlir`): dx and each program's partial weight sums as the one-read
+form computes them, then the last program to arrive at the ticket adds the partials
+(`tile.arrive`, `tile.split_sum`) and stores dw (and db) itself. On the CPU: the
+interpreter against autograd at ragged sizes and program counts (one program; more
+programs than row blocks; the most the launch check allows), the tile passes' meaning, the
+launch checks, and the PTX of the sum (predicated 16-byte loads of every slice, no branch
+around them); on the GPU: against autograd with poisoned outputs, twice on one ticket."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+from gpu_util import requires_gpu
+from test_norm_examples import EXAMPLES, _backward, _check
+
+from tawac.check import baseline, validate_pipeline
+from tawac.compiler import compile_file, parse_file
+from tawac.driver import kernel_op
+from tawac.runtime.interpret import interpret_launch
+
+FUSED = ["layernorm_bwd_fused", "rmsnorm_bwd_fused"]
+#: The most programs the examples' launch check allows (their MAX_P).
+MAX_P = 16
+
+
+def _fused(name: str, m: int, n: int, p: int, device: str, seed: int):
+    """(the inputs, the NaN-poisoned outputs by name, torch's gradients, the ticket) of
+    `name` at m x n with `p` programs (the rows of `part`)."""
+    import torch
+
+    args, outs, want = _backward(name.removesuffix("_fused"), m, n, device, seed)
+    nan = float("nan")
+    grads = {"dx": outs["dx"]}
+    for g in ("dw", "db"):
+        if g in want:
+            grads[g] = torch.full((n,), nan, device=device).to(torch.bfloat16)
+    rows = 2 if "db" in want else 1
+    grads["part"] = torch.full((p, rows, n), nan, device=device)
+    ticket = torch.zeros(1, dtype=torch.int32, device=device)
+    return args, grads, want, ticket
+
+
+@pytest.mark.parametrize(
+    ("m", "n", "p", "block_m", "block_n"),
+    [
+        (1, 333, 1, 1, 512),  # one row, one program: the sum of one partial
+        (5, 256, 9, 1, 256),  # more programs than rows: zero partials
+        (130, 333, 7, 1, 512),  # more row blocks than programs
+        (131, 333, 16, 2, 512),  # the most programs, an odd last block
+        (16, 100, 8, 2, 128),  # a row shorter than a 16-byte vector's multiple
+    ],
+)
+@pytest.mark.parametrize("name", FUSED)
+def test_the_fused_backward_in_the_interpreter_agrees_with_autograd(
+    name, m, n, p, block_m, block_n
+):
+    args, grads, want, ticket = _fused(name, m, n, p, "cpu", 13)
+    kernel = kernel_op(EXAMPLES / f"{name}.mlir", params={"BLOCK_M": block_m, "BLOCK_N": block_n})
+    interpret_launch(kernel, [*args, *grads.values(), ticket])
+    _check(name, grads, want)
+    assert ticket.tolist() == [0], "the last arrival sets the ticket back to 0"
+
+
+@pytest.mark.parametrize("name", FUSED)
+def test_the_tile_passes_keep_the_fused_backwards_meaning(name):
+    module = parse_file(EXAMPLES / f"{name}.mlir", params={"BLOCK_N": 512})
+    rows = 2 if name.startswith("layernorm") else 1
+    base = baseline(module, {"M": 130, "N": 333, "P": 7, "R": rows, "T": 1})
+    assert validate_pipeline(module, base, program=name)
+
+
+@pytest.mark.parametrize("name", FUSED)
+def test_the_fused_backward_refuses_more_programs_than_its_sum_reads(name):
+    """More than MAX_P partials would be summed in part only: refused at launch, as is a
+    `part` without a row for each of the sums."""
+    from tawac.runtime.arguments import LaunchError, check_shapes
+
+    res = compile_file(EXAMPLES / f"{name}.mlir", cubin=False)
+    rows = 2 if name.startswith("layernorm") else 1
+
+    def shapes(p: int, r: int) -> dict:
+        out = {}
+        for a in res.sidecar["args"]:
+            rank = a.get("rank")
+            if a["name"] == "part":
+                out["part"] = (p, r, 4096)
+            elif a["name"] == "ticket":
+                out["ticket"] = (1,)
+            else:
+                out[a["name"]] = (8, 4096) if rank == 2 else (8,) if rank == 1 else ()
+        return out
+
+    check_shapes(res.sidecar["checks"], shapes(MAX_P, rows), res.sidecar["args"])
+    with pytest.raises(LaunchError, match=r"part.shape\[0\] \(P\) is 17"):
+        check_shapes(res.sidecar["checks"], shapes(MAX_P + 1, rows), res.sidecar["args"])
+    with pytest.raises(LaunchError, match=r"part.shape\[1\]"):
+        check_shapes(res.sidecar["checks"], shapes(MAX_P, rows + 1), res.sidecar["args"])
+
+
+@pytest.mark.parametrize("name", FUSED)
+def test_the_last_programs_sum_reads_every_slice_in_predicated_vectors(name):
+    """After the ticket (`atom` then `bar.red.or`), the sum reads each slice of each run
+    with one predicated `ld.global.cg.v4.f32` (MAX_P of them per run, none branched
+    around: they are in flight together), and `part` is 16-byte aligned for them."""
+    res = compile_file(EXAMPLES / f"{name}.mlir", cubin=False)
+    ptx = res.ptx
+    tail = ptx[ptx.index("bar.red.or.pred") :]
+    loads = re.findall(r"^\s*(@%p\d+ )?ld\.global\.cg\.(v4\.)?f32", tail, re.M)
+    assert loads and all(pred and vec for pred, vec in loads), loads[:4]
+    sums = 2 if name.startswith("layernorm") else 1
+    # 4096 columns over 128 threads: 32 f32 a thread, 8 vectors, each read from every slice
+    assert len(loads) == sums * 8 * MAX_P
+    assert not re.search(r"\$L_skip_\d+:\s*\n\s*add\.f32", tail), "a load branched around"
+    part = next(p for p in res.sidecar["params"] if p.get("arg") == "part" and "align" in p)
+    assert part["align"] == 16
+
+
+@pytest.mark.gpu
+@requires_gpu
+@pytest.mark.parametrize(
+    ("n", "block_m", "block_n"),
+    [(333, 1, 512), (4096, 1, 4096), (8192, 1, 8192), (333, 2, 512), (4096, 2, 4096)],
+)
+@pytest.mark.parametrize("m", [1, 16, 77, 128])
+@pytest.mark.parametrize("name", FUSED)
+def test_the_fused_backward_matches_autograd_on_the_gpu(name, m, n, block_m, block_n):
+    """Poisoned outputs and partials, P = the row blocks up to MAX_P, two launches on one
+    ticket (the first sets it back to 0 for the second), against autograd in float32."""
+    import torch
+
+    import tawac.torch
+
+    kernel = tawac.torch.kernel(
+        EXAMPLES / f"{name}.mlir", params={"BLOCK_M": block_m, "BLOCK_N": block_n}
+    )
+    p = min(-(-m // block_m), MAX_P)
+    args, grads, want, ticket = _fused(name, m, n, p, "cuda", m * 7 + n)
+    for _ in range(2):
+        for t in grads.values():
+            t.fill_(float("nan"))
+        kernel(*args, *grads.values(), ticket)
+        torch.cuda.synchronize()
+        for key in want:
+            assert not torch.isnan(grads[key].float()).any(), (name, key)
+        _check(name, grads, want)
+        assert ticket.item() == 0
