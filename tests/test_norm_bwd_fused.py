@@ -146,3 +146,19 @@ def test_the_fused_backward_matches_autograd_on_the_gpu(name, m, n, block_m, blo
             assert not torch.isnan(grads[key].float()).any(), (name, key)
         _check(name, grads, want)
         assert ticket.item() == 0
+
+
+@pytest.mark.parametrize("name", FUSED)
+def test_explain_names_the_ticket_and_what_the_last_program_adds(name):
+    from tawac.support.options import PipelineOptions
+    from tawac.tools.explain import explain_module, tickets_text
+
+    info = explain_module(parse_file(EXAMPLES / f"{name}.mlir"), PipelineOptions())
+    assert info["tickets"] == [{"counter": "ticket", "sums": ["part"]}]
+    assert tickets_text(info["tickets"]).startswith(
+        "tickets: the last program to arrive at ticket (tile.arrive in the source) adds up "
+        "part in program order"
+    )
+    split = explain_module(parse_file(EXAMPLES / "gemm.mlir"), PipelineOptions(split_k=2))
+    assert split["decomposition"]["kind"] == "split_k"
+    assert "tickets" not in split, "a pass's own tickets are its decomposition's"

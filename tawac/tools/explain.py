@@ -18,12 +18,14 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from xdsl.dialects import scf
 from xdsl.dialects.builtin import ModuleOp, StringAttr
 from xdsl.ir import Operation
 
 from tawac import schedule
 from tawac.analysis.arefs import Rereads, rereads
-from tawac.analysis.grid import decomposition_of, dim_size, from_attr
+from tawac.analysis.grid import decomposition_of, dim_size, from_attr, workspace_of
+from tawac.analysis.identity import argument_name
 from tawac.analysis.loops import main_loops, scheduled_ops
 from tawac.analysis.scalars import constant_int
 from tawac.compiler import run_pipeline
@@ -466,6 +468,9 @@ def explain_module(
     blocked = _blocked_tiles(kernel)
     if blocked:
         info["blocked_tiles"] = blocked
+    tickets = _tickets(kernel)
+    if tickets:
+        info["tickets"] = tickets
     if plan.auto is not None:
         info["auto"] = dataclasses.asdict(plan.auto)
     if plan.cluster_axis is not None:
@@ -547,6 +552,40 @@ def sink_text(sunk: dict) -> str:
     if sunk["kept"]:
         text += f"; kept in the loop: {'; '.join(sunk['kept'])}"
     return text
+
+
+def _tickets(kernel: tile.KernelOp) -> list[dict[str, Any]]:
+    """The source's own arrival tickets (a `tile.arrive` on a counter the program takes as
+    an argument, not a pass's workspace): per ticket, its counter and the tensors the
+    last arrival's `tile.split_sum`s add up (JSON `tickets`)."""
+    workspace = workspace_of(kernel)
+    out = []
+    for op in kernel.walk():
+        if not isinstance(op, tile.ArriveOp):
+            continue
+        counter = argument_name(op.counters, kernel)
+        if counter in workspace:
+            continue
+        sums: dict[str, None] = {}
+        for use in op.result.uses:
+            if not isinstance(use.operation, scf.IfOp):
+                continue
+            for inner in use.operation.walk():
+                if isinstance(inner, tile.SplitSumOp):
+                    sums[argument_name(inner.source, kernel)] = None
+        out.append({"counter": counter, "sums": list(sums)})
+    return out
+
+
+def tickets_text(tickets: list[dict[str, Any]]) -> str:
+    parts = []
+    for t in tickets:
+        what = f"adds up {', '.join(t['sums'])} in program order" if t["sums"] else "runs"
+        parts.append(
+            f"the last program to arrive at {t['counter']} (tile.arrive in the source) {what} "
+            "under its scf.if (deterministic)"
+        )
+    return "tickets: " + "; ".join(parts)
 
 
 def decomposition_text(info: dict[str, Any]) -> str:
@@ -690,6 +729,8 @@ def render(info: dict[str, Any], console) -> None:
     if "blocked_tiles" in info:
         lines.append(blocked_text(info["blocked_tiles"]))
     lines.append(decomposition_text(info))
+    if "tickets" in info:
+        lines.append(tickets_text(info["tickets"]))
     lines.append(f"planner: {planner_text(info)}")
     solved = info.get("solve")
     if solved is not None:
