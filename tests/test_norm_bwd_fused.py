@@ -162,3 +162,24 @@ def test_explain_names_the_ticket_and_what_the_last_program_adds(name):
     split = explain_module(parse_file(EXAMPLES / "gemm.mlir"), PipelineOptions(split_k=2))
     assert split["decomposition"]["kind"] == "split_k"
     assert "tickets" not in split, "a pass's own tickets are its decomposition's"
+
+
+def test_a_split_sum_over_an_arguments_rows_is_bounded_at_launch_without_a_stated_check(
+    tmp_path,
+):
+    """The example without its own `at_most` check on part's rows: `plan` records it from
+    the split sum (`split_sum_checks`: count = part.shape[0], max MAX_P), so a launch with
+    more partials than the sum reads is refused, not summed in part."""
+    from tawac.runtime.arguments import LaunchError, check_shapes
+
+    text = (EXAMPLES / "rmsnorm_bwd_fused.mlir").read_text()
+    stated = '{arg = "part", dim = 0, at_most = {const = $MAX_P}}, '
+    assert stated in text
+    src = tmp_path / "unchecked.mlir"
+    src.write_text(text.replace(stated, ""))
+    res = compile_file(src, cubin=False)
+    assert {"arg": "part", "dim": 0, "at_most": {"const": MAX_P}} in res.sidecar["checks"]
+    shapes = {a["name"]: (8, 4096) if a.get("rank") == 2 else (8,) for a in res.sidecar["args"]}
+    shapes.update(part=(MAX_P + 1, 1, 4096), ticket=(1,))
+    with pytest.raises(LaunchError, match=r"part.shape\[0\] \(P\) is 17"):
+        check_shapes(res.sidecar["checks"], shapes, res.sidecar["args"])

@@ -247,6 +247,33 @@ def coverage_checks(kernel: tile.KernelOp) -> list[dict[str, Any]]:
     return out
 
 
+def split_sum_checks(kernel: tile.KernelOp) -> list[dict[str, Any]]:
+    """The launch checks that every `tile.split_sum` reads all the slices it is asked to:
+    it reads at most `max` of them, so a count that is a dimension of an argument (`%P =
+    tile.dim %part[0]`, a program's own partials) gives `{"arg": X, "dim": d, "at_most":
+    {"const": max}}`; past it the launch is refused rather than summing the first `max`.
+    None for a workspace a pass sizes itself, nor where the count is computed (the pass
+    or the program that computes it bounds it)."""
+    workspace = workspace_of(kernel)
+    out: list[dict[str, Any]] = []
+    for op in kernel.walk():
+        if not isinstance(op, tile.SplitSumOp):
+            continue
+        dim = op.count.owner
+        if not isinstance(dim, tile.DimOp):
+            continue
+        src = dim.source
+        if not isinstance(src, BlockArgument) or src.block is not kernel.body.block:
+            continue
+        name = src.name_hint or f"arg{src.index}"
+        if name in workspace:
+            continue
+        check = {"arg": name, "dim": dim.dim.data, "at_most": {"const": op.max.data}}
+        if check not in out:
+            out.append(check)
+    return out
+
+
 def _arg_names(kernel: tile.KernelOp) -> list[str]:
     return [a.name_hint or f"arg{i}" for i, a in enumerate(kernel.body.block.args)]
 

@@ -9,10 +9,10 @@ decisions that follow from it by one rule each are derived where it leaves them 
 (`tawac.schedule.check`: the one place a schedule is checked), before it is recorded as
 `#tawac.schedule`; the passes after it apply it and decide nothing. It also records the
 launch checks the kernel's stores imply (`tawac.analysis.grid.coverage_checks`: every
-program's store lands), while the stores still index by program id (`persistent` turns
-them into a loop's tiles). The options are the
-pipeline knobs (`tawac.support.options.KNOBS`, one option each, with its default; 0: choose),
-the planner's inputs.
+program's store lands; `split_sum_checks`: a split sum's count within its `max`), while
+the stores still index by program id (`persistent` turns them into a loop's tiles). The
+options are the pipeline knobs (`tawac.support.options.KNOBS`, one option each, with its
+default; 0: choose), the planner's inputs.
 """
 
 from __future__ import annotations
@@ -25,7 +25,7 @@ from xdsl.dialects.builtin import ModuleOp
 from xdsl.passes import ModulePass
 
 from tawac import schedule
-from tawac.analysis.grid import coverage_checks, record_checks
+from tawac.analysis.grid import coverage_checks, record_checks, split_sum_checks
 from tawac.analysis.identity import name_unnamed
 from tawac.dialects import tile
 from tawac.schedule.check import check
@@ -48,7 +48,7 @@ class _Plan(ModulePass):
         planner = get_planner(options.schedule)
         for kernel in [o for o in op.walk() if isinstance(o, tile.KernelOp)]:
             name_unnamed(kernel)
-            record_checks(kernel, coverage_checks(kernel))
+            record_checks(kernel, coverage_checks(kernel) + split_sum_checks(kernel))
             given = schedule.of(kernel)
             s = (
                 given
