@@ -11,7 +11,7 @@ import pytest
 import torch
 from test_interpret import cdiv, parse_kernel
 
-from tawac.runtime.interpret import interpret
+from tawac.runtime.interpret import InterpretError, interpret
 
 BUMP = """
 tile.kernel @bump(%x: !tile.tensor<?xTYPE, ["N"]>) {
@@ -94,11 +94,57 @@ tile.kernel @same(%o: !tile.tensor<?xf32, ["N"]>) {
 
 
 @pytest.mark.parametrize("n", [3, 4])
-def test_stores_of_several_programs_to_one_element_leave_the_last_programs(n):
-    """A race on the GPU; the interpreter writes in instance order, the last wins."""
+def test_stores_of_several_programs_to_one_element_are_a_race_and_refused(n):
+    """Six programs write their own ids to the same elements: on the GPU the result is
+    whichever writes last, so the program has no one meaning (a pass cannot be checked
+    against it, a fuzz mutant that does this is not the compiler's bug): refused, naming
+    two of the programs and the element."""
     o = torch.zeros(n)
-    interpret(parse_kernel(SAME_PLACE), [o], (3, 2, 1))
-    assert torch.equal(o, torch.full((n,), 12.0))
+    with pytest.raises(
+        InterpretError,
+        match=r"programs 0 and 1 both write o\[0\] with "
+        r"different values: .* \(a race between programs\)",
+    ):
+        interpret(parse_kernel(SAME_PLACE), [o], (3, 2, 1))
+
+
+SAME_VALUE = """
+tile.kernel @same_value(%o: !tile.tensor<?xf32, ["N"]>) {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c4 = arith.constant 4 : index
+  %x = tile.program_id x
+  %x1 = arith.addi %x, %c1 : index
+  %mine = arith.muli %x1, %c4 : index
+  %one = arith.constant 1.0 : f32
+  %t = tile.splat %one : f32 -> tensor<4xf32>
+  tile.store %t, %o[%c0] : tensor<4xf32> -> !tile.tensor<?xf32, ["N"]>
+  %i = arith.index_cast %x : index to i64
+  %f = arith.sitofp %i : i64 to f32
+  %u = tile.splat %f : f32 -> tensor<4xf32>
+  tile.store %t, %o[%mine] : tensor<4xf32> -> !tile.tensor<?xf32, ["N"]>
+  tile.store %u, %o[%mine] : tensor<4xf32> -> !tile.tensor<?xf32, ["N"]>
+  tile.store %u, %o[$AGAIN] : tensor<4xf32> -> !tile.tensor<?xf32, ["N"]>
+  tile.return
+}
+"""
+
+
+def test_the_same_value_from_several_programs_and_a_programs_own_rewrites_are_no_race():
+    """Every program writes 1.0 to o[0:4] (whichever is last, the result is the same),
+    then its own block o[4(x+1):4(x+2)] with 1.0 and then its id (its program order
+    decides), then its own block once more: no refusal."""
+    o = torch.zeros(16)
+    interpret(parse_kernel(SAME_VALUE.replace("$AGAIN", "%mine")), [o], (3, 1, 1))
+    assert torch.equal(o, torch.tensor([1.0] * 4 + [0.0] * 4 + [1.0] * 4 + [2.0] * 4))
+
+
+def test_a_program_rewriting_an_element_others_wrote_is_a_race():
+    """After all three programs wrote 1.0 to o[0:4], each writes its id there: on the
+    GPU another program's 1.0 may land after it, so o[0] ends as 1.0 or an id."""
+    o = torch.zeros(16)
+    with pytest.raises(InterpretError, match=r"both write o\[0\] .*a race between programs"):
+        interpret(parse_kernel(SAME_VALUE.replace("$AGAIN", "%c0")), [o], (3, 1, 1))
 
 
 BOUNDED = """
