@@ -9,9 +9,10 @@
 // For few rows (1-128 tokens), where the launch of examples/column_sum_pair.mlir costs as
 // much as the row kernel: the last program's sums read P x 2 x N from L2 alone, so P is
 // at most MAX_P (a launch check); past that, the two-launch form is the faster.
-// Parameters: BLOCK_N columns (a power of two >= N, a launch check), BLOCK_M rows a step,
-// MAX_P the most programs.
-tile.kernel @layernorm_bwd_fused(%x: !tile.tensor<?x?xbf16, ["M", "N"]>, %dy: !tile.tensor<?x?xbf16, ["M", "N"]>, %w: !tile.tensor<?xbf16, ["N"]>, %mean: !tile.tensor<?xf32, ["M"]>, %rstd: !tile.tensor<?xf32, ["M"]>, %dx: !tile.tensor<?x?xbf16, ["M", "N"]>, %dw: !tile.tensor<?xbf16, ["N"]>, %db: !tile.tensor<?xbf16, ["N"]>, %part: !tile.tensor<?x?x?xf32, ["P", "R", "N"]>, %ticket: !tile.tensor<?xi32, ["T"]>) attributes {params = {BLOCK_M = 2, BLOCK_N = 4096, MAX_P = 16}, tawac.checks = [{arg = "x", dim = 1, at_most = {const = $BLOCK_N}}, {arg = "part", dim = 0, at_most = {const = $MAX_P}}, {arg = "part", dim = 1, equals = {const = 2}}]} {
+// Parameters: BLOCK_N columns (a power of two >= N, a launch check), BLOCK_M rows a step
+// (1 by default: at 2 the 1-row sums keep the rows on one consumer warp group, not one
+// each as in the one-read form, and the tail spills), MAX_P the most programs.
+tile.kernel @layernorm_bwd_fused(%x: !tile.tensor<?x?xbf16, ["M", "N"]>, %dy: !tile.tensor<?x?xbf16, ["M", "N"]>, %w: !tile.tensor<?xbf16, ["N"]>, %mean: !tile.tensor<?xf32, ["M"]>, %rstd: !tile.tensor<?xf32, ["M"]>, %dx: !tile.tensor<?x?xbf16, ["M", "N"]>, %dw: !tile.tensor<?xbf16, ["N"]>, %db: !tile.tensor<?xbf16, ["N"]>, %part: !tile.tensor<?x?x?xf32, ["P", "R", "N"]>, %ticket: !tile.tensor<?xi32, ["T"]>) attributes {params = {BLOCK_M = 1, BLOCK_N = 4096, MAX_P = 16}, tawac.checks = [{arg = "x", dim = 1, at_most = {const = $BLOCK_N}}, {arg = "part", dim = 0, at_most = {const = $MAX_P}}, {arg = "part", dim = 1, equals = {const = 2}}]} {
   %c0 = arith.constant 0 : index
   %bm = arith.constant $BLOCK_M : index
   %pid = tile.program_id x

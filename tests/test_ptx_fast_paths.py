@@ -61,6 +61,8 @@ def _hand_built() -> list[ptx.PtxInstruction]:
         ptx.StGlobalOp("b32", d, r),
         ptx.StGlobalOp("b32", d, r, p),
         ptx.StGlobalV2Op(d, f, g),
+        ptx.LdGlobalV4Op(d, (f, g, f, g)),
+        ptx.LdGlobalV4Op(d, (f, g, f, g), p),
         ptx.StGlobalOp("f32", d, f),
         ptx.StGlobalOp("f32", d, f, p),
         ptx.StGlobalV4B32Op(d, (r, s, r, s)),

@@ -679,13 +679,16 @@ def _split_sum_runs(
     most: int,
     count: SSAValue | None,
 ) -> None:
-    """`_split_sum` of a tile in a `BlockedTileLayout` (a row kernel's sums): each run read
-    in 16-byte vectors of four f32 (`ld.global.cg.v4.f32`, 8 or 4 bytes where the runs or
-    the column coordinate are shorter), predicated, not branched around, so that every
-    slice's loads are in flight together, each under its first element's bounds (the
-    source `aligned`: a vector whose first element is inside a row lies in the row's 16-byte
-    padding at worst); the sums added in slice order, then the elements past the row's end
-    set to zero (they read the padding)."""
+    """`_split_sum` of a tile in a `BlockedTileLayout` (a row kernel's sums): a loop over
+    the slices (min(count, max) of them, in order), each reading every run of the
+    thread's in 16-byte vectors of four f32 (`ld.global.cg.v4.f32`; 8 or 4 bytes where
+    the runs or the column coordinate are shorter), predicated, not branched around, and
+    adding them to running sums; each vector under its first element's bounds (the source
+    `aligned`: a vector whose first element is inside a row lies in the row's 16-byte
+    padding at worst). A loop, not one load per slice unrolled: a slice's loads are in
+    flight together and the registers stay the sums and one slice's values (unrolled,
+    ptxas hoisted every slice's loads and spilled). The elements past the row's end are
+    set to zero after the loop (they read the padding)."""
     gt = op.source.type
     assert isinstance(gt, tile.GlobalTensorType)
     c = gt.rank - 1
@@ -693,37 +696,43 @@ def _split_sum_runs(
     if per > 1:
         k.params.aligned(op.source)
     row_addr, cols, col0 = _tile_rows(k, op.source, op.indices, layout, base, 4)
-    # whether slice s is read: s < count (none past the first where the count is static)
-    within = [None] + [
-        None if count is None else k.r(ptx.SetpOp("lt", "s32", k.imm(s), count))
-        for s in range(1, most)
-    ]
-    total: list[SSAValue] = []
+    runs: list[tuple[int, SSAValue, SSAValue, SSAValue]] = []  # (register, col, ok, address)
     for i in range(0, layout.num_regs, per):
         dr, dc = layout.reg_offset(i)
         rok, addr = row_addr[dr]
         col = k.add_imm(col0, dc)
         ok = k.r(ptx.AndOp("pred", rok, k.r(ptx.SetpOp("lt", "s32", col, cols))))
         addr = k.r(ptx.AddOp("s64", addr, k.r(ptx.MulOp("s32", col, k.imm(4), mode="wide"))))
-        sums: list[SSAValue] = []
-        for s in range(most):
-            guard = ok if within[s] is None else k.r(ptx.AndOp("pred", ok, within[s]))
+        runs.append((i, col, ok, addr))
+    sums = [k.r(ptx.MovImmOp("f32", 0.0)) for _ in range(layout.num_regs)]
+    bound = k.imm(most) if count is None else k.r(ptx.MinOp("s32", count, k.imm(most)))
+    s = k.r(ptx.MovOp("b32", k.imm(0)))
+    off = k.r(ptx.MovImmOp("b64", 0))
+    top, end = k.label("slices"), k.label("slices_end")
+    k.emit(ptx.BraOp(end, k.r(ptx.SetpOp("ge", "s32", s, bound)), uni=True))
+    k.emit(ptx.LabelOp(top))
+    with k.scope():
+        for i, _col, ok, addr in runs:
+            at = k.r(ptx.AddOp("s64", addr, off))
             regs = [k.r(ptx.MovImmOp("f32", 0.0)) for _ in range(per)]
             if per == 4:
-                k.emit(ptx.LdGlobalV4Op(addr, (regs[0], regs[1], regs[2], regs[3]), guard))
+                k.emit(ptx.LdGlobalV4Op(at, (regs[0], regs[1], regs[2], regs[3]), ok))
             elif per == 2:
-                k.emit(ptx.LdGlobalV2Op(addr, regs[0], regs[1], guard))
+                k.emit(ptx.LdGlobalV2Op(at, regs[0], regs[1], ok))
             else:
-                k.emit(ptx.LdGlobalIntoOp(addr, regs[0], guard))
-            if sums:
-                regs = [k.r(ptx.AddOp("f32", a, b)) for a, b in zip(sums, regs, strict=True)]
-            sums = regs
-            if s + 1 < most:
-                addr = k.r(ptx.AddOp("s64", addr, step))
-        for j in range(1, per):  # past the row's end: the padding's values, not zeros
+                k.emit(ptx.LdGlobalIntoOp(at, regs[0], ok))
+            for j, v in enumerate(regs):
+                k.emit(ptx.AssignOp("f32", sums[i + j], k.r(ptx.AddOp("f32", sums[i + j], v))))
+        k.emit(ptx.AssignOp("b32", s, k.add(s, k.imm(1))))
+        k.emit(ptx.AssignOp("b64", off, k.r(ptx.AddOp("s64", off, step))))
+    k.emit(ptx.BraOp(top, k.r(ptx.SetpOp("lt", "s32", s, bound)), uni=True))
+    k.emit(ptx.LabelOp(end))
+    total = list(sums)
+    for i, col, _ok, _addr in runs:  # past the row's end: the padding's values, not zeros
+        for j in range(1, per):
             inside = k.r(ptx.SetpOp("lt", "s32", k.add_imm(col, j), cols))
-            sums[j] = k.r(ptx.SelpOp("f32", sums[j], k.r(ptx.MovImmOp("f32", 0.0)), inside))
-        total += sums
+            zero = k.r(ptx.MovImmOp("f32", 0.0))
+            total[i + j] = k.r(ptx.SelpOp("f32", sums[i + j], zero, inside))
     k.vals[op.result] = Frag(layout, total, "f32")
 
 
