@@ -41,6 +41,7 @@ from tawac.backend_ptx.lowering import (  # noqa: F401
     epilogue,
     mma,
     scalar,
+    splits,
     sync,
     tiles,
     trace,

@@ -60,7 +60,7 @@ from xdsl.ir import Attribute, Block, Operation, SSAValue
 
 from tawac.analysis.grid import decomposition_of, infer_grid, workspace_of
 from tawac.dialects import tile
-from tawac.runtime import atomics, partitions
+from tawac.runtime import atomics, partitions, races
 from tawac.runtime.arguments import WORKSPACE_DTYPES, LaunchError
 from tawac.runtime.plans import compute_grid, workspace_shapes
 from tawac.runtime.stream_k import StreamPrograms, default_stream_ctas, stream_programs
@@ -251,7 +251,7 @@ class _Interpreter:
         self.sources: dict[tuple, tuple[Value, int, Value]] = {}  # `source`
         self.aliased = False  # arguments share memory: `source` keeps no copy
         self.borrowed: dict[SSAValue, Any] = {}  # a get's payload: `partitions.check_reads`
-        self.owners: dict[int, tuple[Any, Value, Value]] = {}  # `claim`: elements' writers
+        self.writers = races.Writers(device)  # races between programs
 
     # ---- helpers
 
@@ -550,61 +550,11 @@ class _Interpreter:
             inst = inst.index_select(0, chosen)
         index = (flat,) if g.is_contiguous() else torch.unravel_index(flat, g.shape)
         value = value.to(g.dtype)
-        self.claim(op, g, flat, index, value, inst)
+        try:
+            self.writers.claim(op.dest, g, flat, index, value, inst, self.n)
+        except races.RaceError as e:
+            raise InterpretError(str(e)) from None
         (g.view(-1) if g.is_contiguous() else g).index_put_(index, value)
-
-    def claim(
-        self, op: tile.StoreOp, g: Value, flat: Value, index: tuple, value: Value, inst: Value
-    ) -> None:
-        """Refuses a store that makes an element's final value depend on the programs'
-        order (a race between programs): on the GPU the element keeps the last value of
-        whichever writing program stores last, so the program has no one result to check
-        a pass against. Per tensor (`self.owners`) each element's last writer and whether
-        other programs wrote it too; while only one program has written an element it may
-        write it again (its program order decides), once several have, every write must
-        leave the value there (they all end on it), and two programs writing different
-        values in one op race. A program that writes an element another program wrote,
-        with another value, is refused even where it writes that value back later. The
-        programs of a kernel with scalar atomics run one by one, each in its own run, so
-        a lock's critical sections are not compared."""
-        if self.n < 2 or flat.numel() == 0:
-            return
-        held = self.owners.get(id(g))
-        if held is None or held[0] is not g:
-            owner = torch.full((g.numel(),), -1, dtype=torch.int64, device=self.device)
-            shared = torch.zeros(g.numel(), dtype=torch.bool, device=self.device)
-            held = (g, owner, shared)
-            self.owners[id(g)] = held
-        _, owner, shared = held
-        view = g.view(-1) if g.is_contiguous() else g
-
-        def same(a: Value, b: Value) -> Value:
-            return (a == b) | (torch.isnan(a.float()) & torch.isnan(b.float()))
-
-        before = owner[flat]
-        alone = (before == inst) & ~shared[flat]
-        clash = (before >= 0) & ~alone & ~same(view[index], value)
-        order = torch.argsort(flat, stable=True)
-        f, i, v = flat[order], inst[order], value[order]
-        twice = (f[1:] == f[:-1]) & (i[1:] != i[:-1])
-        pair = twice & ~same(v[1:], v[:-1])
-        if bool(clash.any()):
-            k = int(clash.nonzero()[0])
-            a, b, at = int(before[k]), int(inst[k]), int(flat[k])
-        elif bool(pair.any()):
-            k = int(pair.nonzero()[0])
-            a, b, at = int(i[k]), int(i[k + 1]), int(f[k])
-        else:
-            shared[flat[(before >= 0) & (before != inst)]] = True
-            shared[f[1:][twice]] = True
-            owner[flat] = inst
-            return
-        where = [int(c) for c in torch.unravel_index(torch.tensor(at), g.shape)]
-        name = getattr(op.dest, "name_hint", None) or "a tensor"
-        raise InterpretError(
-            f"tile.store: programs {a} and {b} both write {name}{where} with different "
-            "values: the result depends on their order (a race between programs)"
-        )
 
     def atomic_add(self, op: tile.AtomicAddOp, active: Value) -> None:
         """`tile.atomic_add`: every active program's elements inside the tensor added to

@@ -260,7 +260,7 @@ def _store(k: KernelLowering, op: tile.StoreOp) -> None:
         _store_runs(k, op, f, base, nbytes, st_ty)
         return
     whole = f.dtype == "f32" and not op.bounds
-    pairs = _whole_pairs(op.dest, op.indices, f.layout) if whole else None
+    pairs = whole_pairs(op.dest, op.indices, f.layout) if whole else None
     if pairs is not None:
         places = tile_addresses(k, op.dest, op.indices, f.layout, base, 4, lazy=True)
         for i, (_ok, addr) in enumerate(places):
@@ -320,7 +320,7 @@ def _store_runs(
             k.guarded(ok, lambda a=addr, v=reg: k.emit(ptx.StGlobalOp(st_ty, a, v, policy=pol)))
         return
     k.params.aligned(op.dest)
-    row_addr, cols, col0 = _tile_rows(k, op.dest, op.indices, layout, base, nbytes, op.bounds)
+    row_addr, cols, col0 = tile_rows(k, op.dest, op.indices, layout, base, nbytes, op.bounds)
     for i in range(0, layout.num_regs, per):
         dr, dc = layout.reg_offset(i)
         rok, raddr = row_addr[dr]
@@ -444,7 +444,7 @@ def _store_quads(k: KernelLowering, op: tile.StoreOp, f: Frag, base: SSAValue) -
     gt = op.dest.type
     assert isinstance(gt, tile.GlobalTensorType)
     c = gt.rank - 1
-    row_addr, cols, _ = _tile_rows(k, op.dest, op.indices, layout, base, 2, op.bounds)
+    row_addr, cols, _ = tile_rows(k, op.dest, op.indices, layout, base, 2, op.bounds)
     quad = k.r(ptx.AndOp("b32", k.lane(), k.imm(3, "b32")))
     bit = {
         m: k.r(
@@ -514,7 +514,7 @@ def tile_addresses(
     `stack` > 1 (a stacked store): row t of the tile is row t % per of index t / per of
     dimension rank-3 (per = rows / stack), also bounded by that dimension. `step` 2:
     only every other register (the first of each pair of adjacent columns)."""
-    row_addr, cols, col0 = _tile_rows(k, dest, indices, layout, base, nbytes, bounds, stack)
+    row_addr, cols, col0 = tile_rows(k, dest, indices, layout, base, nbytes, bounds, stack)
     col_off: dict[int, tuple[SSAValue, SSAValue]] = {}
 
     def column(dc: int) -> tuple[SSAValue, SSAValue]:
@@ -533,7 +533,7 @@ def tile_addresses(
         yield k.r(ptx.AndOp("pred", rok, cok)), k.r(ptx.AddOp("s64", raddr, coff))
 
 
-def _tile_rows(
+def tile_rows(
     k: KernelLowering,
     dest: SSAValue,
     indices: Sequence[SSAValue],
@@ -586,7 +586,7 @@ def _tile_rows(
     return row_addr, cols, col0
 
 
-def _whole_pairs(dest: SSAValue, indices: Sequence[SSAValue], layout: AccLayout) -> set[int] | None:
+def whole_pairs(dest: SSAValue, indices: Sequence[SSAValue], layout: AccLayout) -> set[int] | None:
     """Where a 2-d f32 tile at `indices` of `dest` is the whole of the tensor's last two
     dimensions (static sizes equal to the tile's, coordinates 0) and its registers come in
     pairs of adjacent columns: the first register of each pair (one 8-byte access each,
@@ -622,157 +622,6 @@ def column_pairs(layout: AccLayout) -> set[int] | None:
         if i + 1 >= layout.num_regs or layout.reg_offset(i + 1) != (dr, dc + 1) or dc % 2:
             return None
     return firsts
-
-
-@handles(tile.SplitSumOp)
-def _split_sum(k: KernelLowering, op: tile.SplitSumOp) -> None:
-    """The sum of `count` f32 tiles along the leading dimension, in order: each thread
-    reads its registers' elements of slice s (`ld.global.cg`: written by other SMs, read
-    from L2) and adds them to the sum of the slices before."""
-    gt = op.source.type
-    t = op.result.type
-    assert isinstance(gt, tile.GlobalTensorType) and isinstance(t, TensorType)
-    layout = k.layout_for(t, op)
-    base = leading_base(k, op.source, op.indices, gt.rank - 2, 4)
-    lead = k.r(ptx.LdParamOp("s64", k.params.stride(op.source, 0)))
-    step = k.r(ptx.MulOp("s64", lead, k.imm(4, "s64"), mode="lo"))
-    total: list[SSAValue] = []
-    # Element by element (slice 0 + slice 1 + ...): one element's partials live at a time.
-    # A count known only at run time reads slice s >= 1 under s < count.
-    fixed = constant_int(op.count)
-    most = op.max.data if fixed is None else min(fixed, op.max.data)
-    count = k.scalar(op.count) if fixed is None else None
-    if isinstance(layout, BlockedTileLayout):
-        _split_sum_runs(k, op, layout, base, step, most, count)
-        return
-    pairs = _whole_pairs(op.source, op.indices, layout)
-    if pairs is not None:
-        _split_sum_pairs(k, op, layout, base, step, most, count, pairs)
-        return
-    for ok, addr in tile_addresses(k, op.source, op.indices, layout, base, 4, lazy=True):
-        acc: SSAValue | None = None
-        for s in range(most):
-            val = k.r(ptx.MovImmOp("f32", 0.0))
-            guard = ok
-            if count is not None and s > 0:  # compared where it is used: few live predicates
-                guard = k.r(ptx.AndOp("pred", ok, k.r(ptx.SetpOp("lt", "s32", k.imm(s), count))))
-            k.guarded(
-                guard,
-                lambda a=addr, v=val: k.emit(
-                    ptx.AssignOp("f32", v, k.r(ptx.LdGlobalOp("f32", a, cache="cg")))
-                ),
-            )
-            acc = val if acc is None else k.r(ptx.AddOp("f32", acc, val))
-            if s + 1 < most:
-                addr = k.r(ptx.AddOp("s64", addr, step))
-        assert acc is not None
-        total.append(acc)
-    k.vals[op.result] = Frag(layout, total, "f32")
-
-
-def _split_sum_runs(
-    k: KernelLowering,
-    op: tile.SplitSumOp,
-    layout: BlockedTileLayout,
-    base: SSAValue,
-    step: SSAValue,
-    most: int,
-    count: SSAValue | None,
-) -> None:
-    """`_split_sum` of a tile in a `BlockedTileLayout` (a row kernel's sums): a loop over
-    the slices (min(count, max) of them, in order), each reading every run of the
-    thread's in 16-byte vectors of four f32 (`ld.global.cg.v4.f32`; 8 or 4 bytes where
-    the runs or the column coordinate are shorter), predicated, not branched around, and
-    adding them to running sums; each vector under its first element's bounds (the source
-    `aligned`: a vector whose first element is inside a row lies in the row's 16-byte
-    padding at worst). A loop, not one load per slice unrolled: a slice's loads are in
-    flight together and the registers stay the sums and one slice's values (unrolled,
-    ptxas hoisted every slice's loads and spilled). The elements past the row's end are
-    set to zero after the loop (they read the padding)."""
-    gt = op.source.type
-    assert isinstance(gt, tile.GlobalTensorType)
-    c = gt.rank - 1
-    per = next((p for p in (4, 2) if layout.vec % p == 0 and multiple_of(op.indices[c], p)), 1)
-    if per > 1:
-        k.params.aligned(op.source)
-    row_addr, cols, col0 = _tile_rows(k, op.source, op.indices, layout, base, 4)
-    runs: list[tuple[int, SSAValue, SSAValue, SSAValue]] = []  # (register, col, ok, address)
-    for i in range(0, layout.num_regs, per):
-        dr, dc = layout.reg_offset(i)
-        rok, addr = row_addr[dr]
-        col = k.add_imm(col0, dc)
-        ok = k.r(ptx.AndOp("pred", rok, k.r(ptx.SetpOp("lt", "s32", col, cols))))
-        addr = k.r(ptx.AddOp("s64", addr, k.r(ptx.MulOp("s32", col, k.imm(4), mode="wide"))))
-        runs.append((i, col, ok, addr))
-    sums = [k.r(ptx.MovImmOp("f32", 0.0)) for _ in range(layout.num_regs)]
-    bound = k.imm(most) if count is None else k.r(ptx.MinOp("s32", count, k.imm(most)))
-    s = k.r(ptx.MovOp("b32", k.imm(0)))
-    off = k.r(ptx.MovImmOp("b64", 0))
-    top, end = k.label("slices"), k.label("slices_end")
-    k.emit(ptx.BraOp(end, k.r(ptx.SetpOp("ge", "s32", s, bound)), uni=True))
-    k.emit(ptx.LabelOp(top))
-    with k.scope():
-        for i, _col, ok, addr in runs:
-            at = k.r(ptx.AddOp("s64", addr, off))
-            regs = [k.r(ptx.MovImmOp("f32", 0.0)) for _ in range(per)]
-            if per == 4:
-                k.emit(ptx.LdGlobalV4Op(at, (regs[0], regs[1], regs[2], regs[3]), ok))
-            elif per == 2:
-                k.emit(ptx.LdGlobalV2Op(at, regs[0], regs[1], ok))
-            else:
-                k.emit(ptx.LdGlobalIntoOp(at, regs[0], ok))
-            for j, v in enumerate(regs):
-                k.emit(ptx.AssignOp("f32", sums[i + j], k.r(ptx.AddOp("f32", sums[i + j], v))))
-        k.emit(ptx.AssignOp("b32", s, k.add(s, k.imm(1))))
-        k.emit(ptx.AssignOp("b64", off, k.r(ptx.AddOp("s64", off, step))))
-    k.emit(ptx.BraOp(top, k.r(ptx.SetpOp("lt", "s32", s, bound)), uni=True))
-    k.emit(ptx.LabelOp(end))
-    total = list(sums)
-    for i, col, _ok, _addr in runs:  # past the row's end: the padding's values, not zeros
-        for j in range(1, per):
-            inside = k.r(ptx.SetpOp("lt", "s32", k.add_imm(col, j), cols))
-            zero = k.r(ptx.MovImmOp("f32", 0.0))
-            total[i + j] = k.r(ptx.SelpOp("f32", sums[i + j], zero, inside))
-    k.vals[op.result] = Frag(layout, total, "f32")
-
-
-def _split_sum_pairs(
-    k: KernelLowering,
-    op: tile.SplitSumOp,
-    layout: AccLayout,
-    base: SSAValue,
-    step: SSAValue,
-    most: int,
-    count: SSAValue | None,
-    pairs: set[int],
-) -> None:
-    """`_split_sum` of a whole tile (`_whole_pairs`): one `ld.global.cg.v2.f32` per
-    register pair and slice, no bounds; a count known only at run time predicates the
-    slices after the first (`@p`, no branch)."""
-    total: list[SSAValue] = []
-    places = tile_addresses(k, op.source, op.indices, layout, base, 4, lazy=True)
-    for i, (_ok, addr) in enumerate(places):
-        if i not in pairs:
-            continue
-        sums: list[SSAValue] = []
-        for s in range(most):
-            guard = None
-            if count is not None and s > 0:
-                guard = k.r(ptx.SetpOp("lt", "s32", k.imm(s), count))
-            if guard is None:  # written by the load itself
-                lo, hi = k.r(ptx.DeclareRegOp("f32")), k.r(ptx.DeclareRegOp("f32"))
-            else:  # zero where the slice is past the count
-                lo, hi = k.r(ptx.MovImmOp("f32", 0.0)), k.r(ptx.MovImmOp("f32", 0.0))
-            k.emit(ptx.LdGlobalV2Op(addr, lo, hi, guard))
-            sums = (
-                [lo, hi]
-                if not sums
-                else [k.r(ptx.AddOp("f32", sums[0], lo)), k.r(ptx.AddOp("f32", sums[1], hi))]
-            )
-            if s + 1 < most:
-                addr = k.r(ptx.AddOp("s64", addr, step))
-        total += sums
-    k.vals[op.result] = Frag(layout, total, "f32")
 
 
 #: Slices whose loads `tile.split_softmax` issues together (one L2 round trip each):
