@@ -6,10 +6,9 @@
 // (wgmma's M for the dQ MMA). In the interpreter it agrees with autograd
 // (`exp_attention_bwd_dq_fused.py`); the compiler refuses it at `lower-aref` ("a left
 // operand computed in registers cannot be transposed"): dS^T lives in registers and the
-// dQ MMA needs it transposed, which takes staging it through shared memory (both consumer
-// warp groups' halves of the keys, a barrier between them, wgmma's transposed A from
-// shared memory) and splitting the 64 x HEAD_DIM product by columns over the two warp
-// groups. docs/perf/2026-12-08.md, "dQ in the dK/dV pass".
+// dQ MMA needs it transposed, which takes staging it through shared memory; each
+// consumer warp group could add its own keys' share of dQ (the dot feeds only an atomic
+// add). docs/perf/2026-12-08.md, "dQ in the dK/dV pass".
 tile.kernel @attention_bwd_dkdv(%q: !tile.tensor<?x?x?x?xbf16, ["B", "H", "S", "D"]>, %k: !tile.tensor<?x?x?x?xbf16, ["B", "H", "S", "D"]>, %v: !tile.tensor<?x?x?x?xbf16, ["B", "H", "S", "D"]>, %do: !tile.tensor<?x?x?x?xbf16, ["B", "H", "S", "D"]>, %lse: !tile.tensor<?x?x?xf32, ["B", "H", "S"]>, %delta: !tile.tensor<?x?x?xf32, ["B", "H", "S"]>, %dq: !tile.tensor<?x?x?x?xf32, ["B", "H", "S", "D"]>, %dk: !tile.tensor<?x?x?x?xbf16, ["B", "H", "S", "D"]>, %dv: !tile.tensor<?x?x?x?xbf16, ["B", "H", "S", "D"]>, %scale_log2e: f32) attributes {params = {BLOCK_M = 64, BLOCK_N = 128, HEAD_DIM = 128}} {
   %c0 = arith.constant 0 : index
   %bm = arith.constant $BLOCK_M : index
