@@ -433,7 +433,8 @@ def _run_backward(kernel: str, shape: str, rounds: int, off: list[str]) -> str |
                 **({knob: False} if knob else {}),
             )
             p = min(-(-m // bm), FUSED_MAX_P)
-            part = torch.empty(p, len(grads), n, device="cuda")
+            rows = (p, 2, bm, n) if layer else (p, bm, n)  # a row of sums a row of the step
+            part = torch.empty(rows, device="cuda")
 
             def launch(fused=fused, part=part):
                 fused(x, dy, w, *stats, dx, *grads, part, ticket)

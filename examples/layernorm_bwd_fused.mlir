@@ -1,24 +1,25 @@
 // Layer norm backward in one launch: dx as examples/layernorm_bwd_rows.mlir computes it
 // (each row read once, program p taking the row blocks p, p + P, ...), and the weight and
 // bias gradients dw and db themselves, not partial sums for a second launch: each program
-// writes its partial sums (row 0 of part[p] dw's, row 1 db's; part is P x 2 x N f32) and
-// arrives at the ticket (`tile.arrive`: its stores released first); the last of the P
-// programs to arrive adds the P partials in program order (`tile.split_sum`: the same
-// bits whichever program is last) and stores dw and db. The ticket is one i32 of zeros
-// the caller keeps (the last arrival sets it back to 0).
+// writes its partial sums (part[p, 0] dw's, part[p, 1] db's, BLOCK_M rows each: one a row
+// of the step; part is P x 2 x BLOCK_M x N f32) and arrives at the ticket (`tile.arrive`:
+// its stores released first); the last of the P programs to arrive adds the P partials in
+// program order (`tile.split_sum`: the same bits whichever program is last), adds the rows
+// and stores dw and db. The ticket is one i32 of zeros the caller keeps (the last arrival
+// sets it back to 0).
 // For few rows (1-128 tokens), where the launch of examples/column_sum_pair.mlir costs as
-// much as the row kernel: the last program's sums read P x 2 x N from L2 alone, so P is
+// much as the row kernel: the last program's sums read P x 2 x BLOCK_M x N from L2 alone, so P is
 // at most MAX_P (a launch check); past that, the two-launch form is the faster.
 // Parameters: BLOCK_N columns (a power of two >= N, a launch check), BLOCK_M rows a step
-// (1 by default: at 2 the 1-row sums keep the rows on one consumer warp group, not one
-// each as in the one-read form, and the tail spills), MAX_P the most programs.
-tile.kernel @layernorm_bwd_fused(%x: !tile.tensor<?x?xbf16, ["M", "N"]>, %dy: !tile.tensor<?x?xbf16, ["M", "N"]>, %w: !tile.tensor<?xbf16, ["N"]>, %mean: !tile.tensor<?xf32, ["M"]>, %rstd: !tile.tensor<?xf32, ["M"]>, %dx: !tile.tensor<?x?xbf16, ["M", "N"]>, %dw: !tile.tensor<?xbf16, ["N"]>, %db: !tile.tensor<?xbf16, ["N"]>, %part: !tile.tensor<?x?x?xf32, ["P", "R", "N"]>, %ticket: !tile.tensor<?xi32, ["T"]>) attributes {params = {BLOCK_M = 1, BLOCK_N = 4096, MAX_P = 16}, tawac.checks = [{arg = "x", dim = 1, at_most = {const = $BLOCK_N}}, {arg = "part", dim = 0, at_most = {const = $MAX_P}}, {arg = "part", dim = 1, equals = {const = 2}}]} {
+// (1 by default; at 2 every tile has two rows and each row gets a consumer warp group, as
+// in the one-read form), MAX_P the most programs.
+tile.kernel @layernorm_bwd_fused(%x: !tile.tensor<?x?xbf16, ["M", "N"]>, %dy: !tile.tensor<?x?xbf16, ["M", "N"]>, %w: !tile.tensor<?xbf16, ["N"]>, %mean: !tile.tensor<?xf32, ["M"]>, %rstd: !tile.tensor<?xf32, ["M"]>, %dx: !tile.tensor<?x?xbf16, ["M", "N"]>, %dw: !tile.tensor<?xbf16, ["N"]>, %db: !tile.tensor<?xbf16, ["N"]>, %part: !tile.tensor<?x?x?x?xf32, ["P", "G", "R", "N"]>, %ticket: !tile.tensor<?xi32, ["T"]>) attributes {params = {BLOCK_M = 1, BLOCK_N = 4096, MAX_P = 16}, tawac.checks = [{arg = "x", dim = 1, at_most = {const = $BLOCK_N}}, {arg = "part", dim = 0, at_most = {const = $MAX_P}}, {arg = "part", dim = 1, equals = {const = 2}}, {arg = "part", dim = 2, equals = {const = $BLOCK_M}}]} {
   %c0 = arith.constant 0 : index
   %bm = arith.constant $BLOCK_M : index
   %pid = tile.program_id x
   %M = tile.dim %x[0] : !tile.tensor<?x?xbf16, ["M", "N"]>
   %N = tile.dim %x[1] : !tile.tensor<?x?xbf16, ["M", "N"]>
-  %P = tile.dim %part[0] : !tile.tensor<?x?x?xf32, ["P", "R", "N"]>
+  %P = tile.dim %part[0] : !tile.tensor<?x?x?x?xf32, ["P", "G", "R", "N"]>
   %m0 = arith.muli %pid, %bm : index
   %stride = arith.muli %P, %bm : index
   %Ni = arith.index_cast %N : index to i32
@@ -58,17 +59,15 @@ tile.kernel @layernorm_bwd_fused(%x: !tile.tensor<?x?xbf16, ["M", "N"]>, %dy: !t
     %ab_new = arith.addf %ab, %dyf : tensor<$BLOCK_Mx$BLOCK_Nxf32>
     scf.yield %aw_new, %ab_new : tensor<$BLOCK_Mx$BLOCK_Nxf32>, tensor<$BLOCK_Mx$BLOCK_Nxf32>
   }
-  %dw1 = tile.reduce sum %aw_end, 0 : tensor<$BLOCK_Mx$BLOCK_Nxf32> -> tensor<$BLOCK_Nxf32>
-  %db1 = tile.reduce sum %ab_end, 0 : tensor<$BLOCK_Mx$BLOCK_Nxf32> -> tensor<$BLOCK_Nxf32>
   %one = arith.constant 1 : index
-  tile.store %dw1, %part[%pid, %c0, %c0] : tensor<$BLOCK_Nxf32> -> !tile.tensor<?x?x?xf32, ["P", "R", "N"]>
-  tile.store %db1, %part[%pid, %one, %c0] : tensor<$BLOCK_Nxf32> -> !tile.tensor<?x?x?xf32, ["P", "R", "N"]>
+  tile.store %aw_end, %part[%pid, %c0, %c0, %c0] : tensor<$BLOCK_Mx$BLOCK_Nxf32> -> !tile.tensor<?x?x?x?xf32, ["P", "G", "R", "N"]>
+  tile.store %ab_end, %part[%pid, %one, %c0, %c0] : tensor<$BLOCK_Mx$BLOCK_Nxf32> -> !tile.tensor<?x?x?x?xf32, ["P", "G", "R", "N"]>
   %last = tile.arrive %ticket[%c0] count %P : !tile.tensor<?xi32, ["T"]>
   scf.if %last {
-    %sw = tile.split_sum %part[%c0, %c0, %c0] count %P max $MAX_P : !tile.tensor<?x?x?xf32, ["P", "R", "N"]> -> tensor<1x$BLOCK_Nxf32>
-    %sb = tile.split_sum %part[%c0, %one, %c0] count %P max $MAX_P : !tile.tensor<?x?x?xf32, ["P", "R", "N"]> -> tensor<1x$BLOCK_Nxf32>
-    %sw1 = tile.reduce sum %sw, 0 : tensor<1x$BLOCK_Nxf32> -> tensor<$BLOCK_Nxf32>
-    %sb1 = tile.reduce sum %sb, 0 : tensor<1x$BLOCK_Nxf32> -> tensor<$BLOCK_Nxf32>
+    %sw = tile.split_sum %part[%c0, %c0, %c0, %c0] count %P max $MAX_P : !tile.tensor<?x?x?x?xf32, ["P", "G", "R", "N"]> -> tensor<$BLOCK_Mx$BLOCK_Nxf32>
+    %sb = tile.split_sum %part[%c0, %one, %c0, %c0] count %P max $MAX_P : !tile.tensor<?x?x?x?xf32, ["P", "G", "R", "N"]> -> tensor<$BLOCK_Mx$BLOCK_Nxf32>
+    %sw1 = tile.reduce sum %sw, 0 : tensor<$BLOCK_Mx$BLOCK_Nxf32> -> tensor<$BLOCK_Nxf32>
+    %sb1 = tile.reduce sum %sb, 0 : tensor<$BLOCK_Mx$BLOCK_Nxf32> -> tensor<$BLOCK_Nxf32>
     %dw16 = arith.truncf %sw1 : tensor<$BLOCK_Nxf32> to tensor<$BLOCK_Nxbf16>
     %db16 = arith.truncf %sb1 : tensor<$BLOCK_Nxf32> to tensor<$BLOCK_Nxbf16>
     tile.store %dw16, %dw[%c0] : tensor<$BLOCK_Nxbf16> -> !tile.tensor<?xbf16, ["N"]>

@@ -25,9 +25,10 @@ FUSED = ["layernorm_bwd_fused", "rmsnorm_bwd_fused"]
 MAX_P = 16
 
 
-def _fused(name: str, m: int, n: int, p: int, device: str, seed: int):
+def _fused(name: str, m: int, n: int, p: int, device: str, seed: int, block_m: int = 1):
     """(the inputs, the NaN-poisoned outputs by name, torch's gradients, the ticket) of
-    `name` at m x n with `p` programs (the rows of `part`)."""
+    `name` at m x n with `p` programs (`part`'s first dimension) of `block_m` rows a
+    step."""
     import torch
 
     args, outs, want = _backward(name.removesuffix("_fused"), m, n, device, seed)
@@ -36,8 +37,8 @@ def _fused(name: str, m: int, n: int, p: int, device: str, seed: int):
     for g in ("dw", "db"):
         if g in want:
             grads[g] = torch.full((n,), nan, device=device).to(torch.bfloat16)
-    rows = 2 if "db" in want else 1
-    grads["part"] = torch.full((p, rows, n), nan, device=device)
+    shape = (p, 2, block_m, n) if "db" in want else (p, block_m, n)
+    grads["part"] = torch.full(shape, nan, device=device)
     ticket = torch.zeros(1, dtype=torch.int32, device=device)
     return args, grads, want, ticket
 
@@ -56,7 +57,7 @@ def _fused(name: str, m: int, n: int, p: int, device: str, seed: int):
 def test_the_fused_backward_in_the_interpreter_agrees_with_autograd(
     name, m, n, p, block_m, block_n
 ):
-    args, grads, want, ticket = _fused(name, m, n, p, "cpu", 13)
+    args, grads, want, ticket = _fused(name, m, n, p, "cpu", 13, block_m)
     kernel = kernel_op(EXAMPLES / f"{name}.mlir", params={"BLOCK_M": block_m, "BLOCK_N": block_n})
     interpret_launch(kernel, [*args, *grads.values(), ticket])
     _check(name, grads, want)
@@ -66,37 +67,40 @@ def test_the_fused_backward_in_the_interpreter_agrees_with_autograd(
 @pytest.mark.parametrize("name", FUSED)
 def test_the_tile_passes_keep_the_fused_backwards_meaning(name):
     module = parse_file(EXAMPLES / f"{name}.mlir", params={"BLOCK_N": 512})
-    rows = 2 if name.startswith("layernorm") else 1
-    base = baseline(module, {"M": 130, "N": 333, "P": 7, "R": rows, "T": 1})
+    sizes = {"M": 130, "N": 333, "P": 7, "R": 1, "T": 1}
+    if name.startswith("layernorm"):
+        sizes["G"] = 2
+    base = baseline(module, sizes)
     assert validate_pipeline(module, base, program=name)
 
 
 @pytest.mark.parametrize("name", FUSED)
 def test_the_fused_backward_refuses_more_programs_than_its_sum_reads(name):
     """More than MAX_P partials would be summed in part only: refused at launch, as is a
-    `part` without a row for each of the sums."""
+    `part` whose rows are not one a row of the step (and, for the layer norm, one block a
+    gradient): the sums would read rows no program wrote."""
     from tawac.runtime.arguments import LaunchError, check_shapes
 
     res = compile_file(EXAMPLES / f"{name}.mlir", cubin=False)
-    rows = 2 if name.startswith("layernorm") else 1
+    layer = name.startswith("layernorm")
 
-    def shapes(p: int, r: int) -> dict:
+    def shapes(p: int, extra: int = 0) -> dict:
         out = {}
         for a in res.sidecar["args"]:
             rank = a.get("rank")
-            if a["name"] == "part":
-                out["part"] = (p, r, 4096)
+            if a["name"] == "part":  # BLOCK_M = 1 rows (per gradient)
+                out["part"] = (p, 2 + extra, 1, 4096) if layer else (p, 1 + extra, 4096)
             elif a["name"] == "ticket":
                 out["ticket"] = (1,)
             else:
                 out[a["name"]] = (8, 4096) if rank == 2 else (8,) if rank == 1 else ()
         return out
 
-    check_shapes(res.sidecar["checks"], shapes(MAX_P, rows), res.sidecar["args"])
+    check_shapes(res.sidecar["checks"], shapes(MAX_P), res.sidecar["args"])
     with pytest.raises(LaunchError, match=r"part.shape\[0\] \(P\) is 17"):
-        check_shapes(res.sidecar["checks"], shapes(MAX_P + 1, rows), res.sidecar["args"])
+        check_shapes(res.sidecar["checks"], shapes(MAX_P + 1), res.sidecar["args"])
     with pytest.raises(LaunchError, match=r"part.shape\[1\]"):
-        check_shapes(res.sidecar["checks"], shapes(MAX_P, rows + 1), res.sidecar["args"])
+        check_shapes(res.sidecar["checks"], shapes(MAX_P, 1), res.sidecar["args"])
 
 
 @pytest.mark.parametrize("name", FUSED)
@@ -143,7 +147,7 @@ def test_the_fused_backward_matches_autograd_on_the_gpu(name, m, n, block_m, blo
         EXAMPLES / f"{name}.mlir", params={"BLOCK_M": block_m, "BLOCK_N": block_n}
     )
     p = min(-(-m // block_m), MAX_P)
-    args, grads, want, ticket = _fused(name, m, n, p, "cuda", m * 7 + n)
+    args, grads, want, ticket = _fused(name, m, n, p, "cuda", m * 7 + n, block_m)
     for _ in range(2):
         for t in grads.values():
             t.fill_(float("nan"))
