@@ -265,7 +265,7 @@ def split_sum_checks(kernel: tile.KernelOp) -> list[dict[str, Any]]:
         src = dim.source
         if not isinstance(src, BlockArgument) or src.block is not kernel.body.block:
             continue
-        name = src.name_hint or f"arg{src.index}"
+        name = argument_name(src, kernel)
         if name in workspace:
             continue
         check = {"arg": name, "dim": dim.dim.data, "at_most": {"const": op.max.data}}

@@ -9,7 +9,7 @@ from xdsl.ir import SSAValue
 
 from tawac.analysis.scalars import constant_int, multiple_of
 from tawac.backend_ptx.lowering.state import Frag, KernelLowering, handles, leading_base
-from tawac.backend_ptx.lowering.tiles import tile_addresses, tile_rows, whole_pairs
+from tawac.backend_ptx.lowering.tiles import slice_loop, tile_addresses, tile_rows, whole_pairs
 from tawac.dialects import ptx, tile
 from tawac.target.blocked_tiles import BlockedTileLayout
 from tawac.target.layouts import AccLayout
@@ -97,12 +97,9 @@ def _split_sum_runs(
         runs.append((i, col, ok, addr))
     sums = [k.r(ptx.MovImmOp("f32", 0.0)) for _ in range(layout.num_regs)]
     bound = k.imm(most) if count is None else k.r(ptx.MinOp("s32", count, k.imm(most)))
-    s = k.r(ptx.MovOp("b32", k.imm(0)))
-    off = k.r(ptx.MovImmOp("b64", 0))
-    top, end = k.label("slices"), k.label("slices_end")
-    k.emit(ptx.BraOp(end, k.r(ptx.SetpOp("ge", "s32", s, bound)), uni=True))
-    k.emit(ptx.LabelOp(top))
-    with k.scope():
+    off = k.r(ptx.MovImmOp("b64", 0))  # slice s's offset from slice 0, carried
+
+    def add_slice(_s: SSAValue) -> None:
         for i, _col, ok, addr in runs:
             at = k.r(ptx.AddOp("s64", addr, off))
             regs = [k.r(ptx.MovImmOp("f32", 0.0)) for _ in range(per)]
@@ -114,10 +111,9 @@ def _split_sum_runs(
                 k.emit(ptx.LdGlobalIntoOp(at, regs[0], ok))
             for j, v in enumerate(regs):
                 k.emit(ptx.AssignOp("f32", sums[i + j], k.r(ptx.AddOp("f32", sums[i + j], v))))
-        k.emit(ptx.AssignOp("b32", s, k.add(s, k.imm(1))))
         k.emit(ptx.AssignOp("b64", off, k.r(ptx.AddOp("s64", off, step))))
-    k.emit(ptx.BraOp(top, k.r(ptx.SetpOp("lt", "s32", s, bound)), uni=True))
-    k.emit(ptx.LabelOp(end))
+
+    slice_loop(k, bound, add_slice, may_be_empty=True)
     total = list(sums)
     for i, col, _ok, _addr in runs:  # past the row's end: the padding's values, not zeros
         for j in range(1, per):

@@ -749,23 +749,31 @@ def _split_softmax(k: KernelLowering, op: tile.SplitSoftmaxOp) -> None:
                 for r, x in ((i, lo), (i + 1, hi)):
                     k.emit(ptx.AssignOp("f32", out[r], k.r(ptx.FmaOp("f32", w, x, out[r]))))
 
-    _slice_loop(k, count, row_max, MAX_UNROLL)
-    _slice_loop(k, count, combine, unroll)
+    slice_loop(k, count, row_max, MAX_UNROLL)
+    slice_loop(k, count, combine, unroll)
     k.vals[op.out] = Frag(layout, out, "f32")
     k.vals[op.row_max] = Frag(layout, maxes, "f32", 0)
     k.vals[op.row_sum] = Frag(layout, sums, "f32", 0)
 
 
-def _slice_loop(k: KernelLowering, n: SSAValue, body, by: int = 1) -> None:
-    """`body(s)` for s = 0, by, 2 by, ... below n (n >= 1) as a PTX loop; the registers
-    it assigns carry from one iteration to the next."""
+def slice_loop(
+    k: KernelLowering, n: SSAValue, body, by: int = 1, may_be_empty: bool = False
+) -> None:
+    """`body(s)` for s = 0, by, 2 by, ... below n as a PTX loop (n >= 1, or with
+    `may_be_empty` a branch past it where n <= 0); the registers it assigns carry from one
+    iteration to the next."""
     iv = k.r(ptx.MovOp("b32", k.imm(0)))
+    end = k.label("slices_end") if may_be_empty else None
+    if end is not None:
+        k.emit(ptx.BraOp(end, k.r(ptx.SetpOp("ge", "s32", iv, n)), uni=True))
     top = k.label("slices")
     k.emit(ptx.LabelOp(top))
     with k.scope():
         body(iv)
         k.emit(ptx.AssignOp("b32", iv, k.add_imm(iv, by)))
     k.emit(ptx.BraOp(top, k.r(ptx.SetpOp("lt", "s32", iv, n)), uni=True))
+    if end is not None:
+        k.emit(ptx.LabelOp(end))
 
 
 def _stack_split(k: KernelLowering, t: SSAValue, per: int, start: SSAValue):
